@@ -1,0 +1,80 @@
+"""The scheduler interface and the registry that maps names to scheduler classes.
+
+A *static* scheduler turns ``(graph, cluster)`` into a whole :class:`~taskflow.Schedule`. Every
+tool takes ``--scheduler NAME``; :func:`get_scheduler` builds one by name with keyword options.
+"""
+
+from __future__ import annotations
+
+from taskflow.cluster import Cluster
+from taskflow.costs import CostModel
+from taskflow.errors import UnknownSchedulerError
+from taskflow.graph import TaskGraph
+from taskflow.schedule import Schedule
+
+__all__ = ["Scheduler", "register", "get_scheduler", "scheduler_class", "available"]
+
+_REGISTRY: dict = {}
+
+
+class Scheduler:
+    """Base class. Subclasses set ``name`` and implement :meth:`plan`.
+
+    Parameters
+    ----------
+    seed : int, optional
+        For policies that draw random numbers; the same seed gives the same schedule.
+    """
+
+    name = "base"
+    kind = "static"
+    #: one line for ``taskflow schedulers``
+    summary = ""
+
+    def __init__(self, seed: int | None = None, **options):
+        self.seed = seed
+        self.options = options
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(seed={self.seed!r})"
+
+    def schedule(self, graph: TaskGraph, cluster: Cluster, model: CostModel | None = None) -> Schedule:
+        """Plan ``graph`` on ``cluster`` and return the schedule."""
+        model = model or CostModel(graph, cluster)
+        return self.plan(model)
+
+    def plan(self, model: CostModel) -> Schedule:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def register(cls):
+    """Class decorator: make a scheduler reachable by its ``name``."""
+    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
+        raise ValueError(f"scheduler name {cls.name!r} is taken by {_REGISTRY[cls.name].__name__}")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def scheduler_class(name: str):
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UnknownSchedulerError(name, _REGISTRY) from None
+
+
+def get_scheduler(name, **options) -> Scheduler:
+    """A scheduler instance by name (an instance passes through unchanged).
+
+    Raises
+    ------
+    UnknownSchedulerError
+        The name is not registered; the message lists the known ones.
+    """
+    if isinstance(name, Scheduler):
+        return name
+    return scheduler_class(name)(**options)
+
+
+def available(kind: str | None = None) -> list:
+    """Registered scheduler names, sorted (optionally only ``static`` or ``dynamic`` ones)."""
+    return sorted(n for n, c in _REGISTRY.items() if kind is None or c.kind == kind)

@@ -1,0 +1,114 @@
+"""Graph measures that need no schedule: critical path, lower bound, sequential time.
+
+The lower bound on any schedule's makespan is ``max(critical path, work bound)``: the critical path
+with every task at its shortest duration over the workers and no communication, and the total work
+(seconds at speed 1.0 x cores) over the cluster's total capacity (sum of speed x cores).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .cluster import Cluster
+from .costs import CostModel
+from .graph import GraphArrays, TaskGraph
+
+__all__ = ["longest_path", "critical_path", "lower_bound", "sequential_time", "graph_summary"]
+
+
+def longest_path(arrays: GraphArrays, weight: np.ndarray, edge_weight: np.ndarray | None = None):
+    """Longest path through the DAG by node (and optionally edge) weights.
+
+    Returns
+    -------
+    (length, path) : (float, list of int)
+        ``path`` lists task indices from a source to a sink.
+    """
+    n = arrays.n
+    if n == 0:
+        return 0.0, []
+    dist = np.asarray(weight, dtype=np.float64).tolist()
+    ew = None if edge_weight is None else np.asarray(edge_weight, dtype=np.float64).tolist()
+    parent = [-1] * n
+    ptr = arrays.pred_ptr.tolist()
+    pidx = arrays.pred_idx.tolist()
+    peid = arrays.pred_eid.tolist()
+    for v in arrays.topo.tolist():
+        lo, hi = ptr[v], ptr[v + 1]
+        if lo == hi:
+            continue
+        best, arg = -1.0, -1
+        if ew is None:
+            for k in range(lo, hi):
+                p = pidx[k]
+                if dist[p] > best:
+                    best, arg = dist[p], p
+        else:
+            for k in range(lo, hi):
+                p = pidx[k]
+                x = dist[p] + ew[peid[k]]
+                if x > best:
+                    best, arg = x, p
+        dist[v] += best
+        parent[v] = arg
+    end = max(range(n), key=dist.__getitem__)
+    path = [end]
+    while parent[path[-1]] >= 0:
+        path.append(parent[path[-1]])
+    path.reverse()
+    return dist[end], path
+
+
+def critical_path(graph: TaskGraph, cluster: Cluster | None = None, model: CostModel | None = None):
+    """Critical path length and task ids: each task at its cost (no cluster) or at its shortest
+    duration over the cluster's workers; no communication.
+
+    >>> g = TaskGraph(); a = g.add_task("a", cost=2); b = g.add_task("b", cost=3); g.add_edge("a", "b")
+    >>> critical_path(g)
+    (5.0, ['a', 'b'])
+    """
+    a = graph.arrays
+    if cluster is None and model is None:
+        w = a.cost
+    else:
+        w = (model or CostModel(graph, cluster)).min_duration()
+    length, path = longest_path(a, w)
+    return float(length), [a.ids[i] for i in path]
+
+
+def lower_bound(graph: TaskGraph, cluster: Cluster, model: CostModel | None = None) -> float:
+    """``max(critical path on the fastest worker, total work / total speed)``."""
+    model = model or CostModel(graph, cluster)
+    cp, _ = critical_path(graph, model=model)
+    work = float(model.work().sum()) / cluster.total_speed
+    return max(cp, work)
+
+
+def sequential_time(graph: TaskGraph, cluster: Cluster, model: CostModel | None = None) -> float:
+    """The whole graph run one task at a time on the single best worker (speedup's numerator)."""
+    model = model or CostModel(graph, cluster)
+    if graph.arrays.n == 0:
+        return 0.0
+    return float(model.durations.sum(axis=0).min())
+
+
+def graph_summary(graph: TaskGraph) -> dict:
+    """The numbers ``taskflow info`` prints."""
+    a = graph.arrays
+    cp, path = critical_path(graph)
+    indeg = np.diff(a.pred_ptr)
+    outdeg = np.diff(a.succ_ptr)
+    return {
+        "name": graph.name,
+        "tasks": a.n,
+        "edges": a.m,
+        "total_cost": float(a.cost.sum()),
+        "critical_path": cp,
+        "critical_path_tasks": len(path),
+        "sources": int((indeg == 0).sum()),
+        "sinks": int((outdeg == 0).sum()),
+        "total_bytes": float(a.size.sum()),
+        "max_cores": int(a.cores.max()) if a.n else 0,
+        "exact_costs": len(a.costs),
+        "parallelism": (float(a.cost.sum()) / cp) if cp > 0 else None,
+    }

@@ -1,0 +1,202 @@
+"""The ``taskflow`` command.
+
+Every user error (bad file, bad graph, unknown scheduler, ...) prints one line ``error: ...`` on
+stderr and exits with status 2, writing no output file. ``taskflow validate`` exits 1 when the
+schedule is readable but breaks the rules (each problem on its own line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from . import __version__
+from .analysis import graph_summary
+from .cluster import DEFAULT_BANDWIDTH, Cluster, Worker
+from .costs import CostModel
+from .errors import TaskflowError
+from .formats import (READ_FORMATS, WRITE_FORMATS, _format_for, atomic_write, dump_json, graph_text,
+                      load_cluster, load_graph, load_graphs, load_schedule, with_source)
+
+
+class _Prefixed(TaskflowError):
+    """An error message already prefixed with the file it came from."""
+
+
+def _load_graph(path: str, fmt: str | None):
+    try:
+        return load_graph(path, fmt)
+    except TaskflowError as e:
+        raise _Prefixed(with_source(e, path.split("#")[0])) from None
+
+
+def _cluster_from_args(args) -> Cluster:
+    if args.cluster:
+        return load_cluster(args.cluster)
+    if args.workers is None:
+        raise TaskflowError("give --cluster FILE or --workers N")
+    if args.speeds:
+        try:
+            speeds = [float(s) for s in args.speeds.split(",")]
+        except ValueError:
+            raise TaskflowError(f"--speeds must be comma-separated numbers, got {args.speeds!r}") from None
+        if len(speeds) != args.workers:
+            raise TaskflowError(f"--speeds lists {len(speeds)} speeds for --workers {args.workers}")
+    else:
+        speeds = [1.0] * max(args.workers, 0)
+    if args.workers < 1:
+        raise TaskflowError(f"cluster has no workers: --workers must be >= 1, got {args.workers}")
+    return Cluster([Worker(f"w{i}", s, args.cores) for i, s in enumerate(speeds)],
+                   bandwidth=args.bandwidth, latency=args.latency, name=f"{args.workers}-workers")
+
+
+# ---------------------------------------------------------------------- commands
+def cmd_info(args) -> int:
+    try:
+        graphs = load_graphs(args.graph, args.format)
+    except TaskflowError as e:
+        raise _Prefixed(with_source(e, args.graph.split("#")[0])) from None
+    summaries = [graph_summary(g) for g in graphs]
+    if args.json:
+        print(json.dumps(summaries[0] if len(summaries) == 1 else summaries, indent=1))
+        return 0
+    for s in summaries:
+        print(f"{s['name']}: {s['tasks']} tasks, {s['edges']} edges, total cost {s['total_cost']:g} s, "
+              f"critical path {s['critical_path']:g} s ({s['critical_path_tasks']} tasks), "
+              f"{s['total_bytes']:g} bytes on edges, parallelism {s['parallelism'] or 0:.2f}")
+    return 0
+
+
+def cmd_convert(args) -> int:
+    graph = _load_graph(args.graph, args.format)
+    fmt = _format_for(args.output, args.to)
+    atomic_write(args.output, graph_text(graph, fmt))
+    print(f"wrote {args.output} ({fmt}, {len(graph)} tasks, {graph.num_edges} edges)")
+    return 0
+
+
+def cmd_schedule(args) -> int:
+    import schedulers
+
+    graph = _load_graph(args.graph, args.format)
+    cluster = _cluster_from_args(args)
+    names = schedulers.available("static") if args.scheduler == "all" else [args.scheduler]
+    instances = [schedulers.get_scheduler(n, seed=args.seed) for n in names]  # unknown names fail here
+    model = CostModel(graph, cluster)
+    rows = []
+    results = []
+    for sch in instances:
+        t0 = time.perf_counter()
+        plan = sch.schedule(graph, cluster, model=model)
+        elapsed = time.perf_counter() - t0
+        plan.validate(graph, cluster, model=model)  # trust no scheduler
+        m = plan.metrics(graph, cluster, model=model)
+        rows.append((sch.name, m, elapsed))
+        results.append(plan)
+        if not args.quiet:
+            print(f"{sch.name}: makespan {m['makespan']:g}  (lower bound {m['lower_bound']:g}, "
+                  f"SLR {m['slr']:.3f}, scheduled in {elapsed * 1e3:.1f} ms)")
+            print(plan.table(cluster))
+    if len(rows) > 1:
+        print()
+        print(f"{'scheduler':<14} {'makespan':>12} {'SLR':>7} {'speedup':>8} {'efficiency':>10} {'time ms':>9}")
+        for name, m, el in sorted(rows, key=lambda r: (r[1]['makespan'], r[0])):
+            print(f"{name:<14} {m['makespan']:>12.6g} {m['slr']:>7.3f} {m['speedup']:>8.3f} "
+                  f"{m['efficiency']:>10.3f} {el * 1e3:>9.2f}")
+    if args.output:
+        if len(results) == 1:
+            atomic_write(args.output, dump_json(results[0].to_dict()))
+        else:
+            atomic_write(args.output, dump_json([r.to_dict() for r in results]))
+    return 0
+
+
+def cmd_validate(args) -> int:
+    graph = _load_graph(args.graph, args.format)
+    cluster = load_cluster(args.cluster)
+    schedule = load_schedule(args.schedule)
+    problems = schedule.problems(graph, cluster)
+    if problems:
+        for p in problems:
+            print(f"invalid: {p}", file=sys.stderr)
+        return 1
+    m = schedule.metrics(graph, cluster)
+    print(f"valid: {len(schedule)} tasks on {len(cluster)} workers, makespan {m['makespan']:g} "
+          f"(lower bound {m['lower_bound']:g}, SLR {m['slr']:.3f})")
+    return 0
+
+
+def cmd_schedulers(args) -> int:
+    import schedulers
+
+    for name in schedulers.available():
+        cls = schedulers.scheduler_class(name)
+        print(f"{name:<16} {cls.kind:<8} {cls.summary}")
+    return 0
+
+
+# ---------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="taskflow", description="Task-graph scheduling on Dask: "
+                                "inspect, convert, schedule and validate workflow DAGs.")
+    p.add_argument("--version", action="version", version=f"taskflow {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def graph_arg(sp):
+        sp.add_argument("graph", metavar="GRAPH", help="graph file (native, WfFormat, DAX, STG, Estee zip[#K])")
+        sp.add_argument("--format", choices=READ_FORMATS, help="force the input format (default: detect)")
+
+    sp = sub.add_parser("info", help="counts, total cost and critical path of a graph")
+    graph_arg(sp)
+    sp.add_argument("--json", action="store_true", help="print a JSON object (a list for an Estee set)")
+    sp.set_defaults(func=cmd_info)
+
+    sp = sub.add_parser("convert", help="convert a graph to native JSON, WfFormat 1.5 or DOT")
+    graph_arg(sp)
+    sp.add_argument("-o", "--output", required=True, help="output file (.dot/.gv means DOT)")
+    sp.add_argument("--to", choices=WRITE_FORMATS, help="output format (default: by suffix, else native)")
+    sp.set_defaults(func=cmd_convert)
+
+    sp = sub.add_parser("schedule", help="plan a graph on a cluster with a scheduler")
+    graph_arg(sp)
+    sp.add_argument("--cluster", help="cluster file (taskflow-cluster/1)")
+    sp.add_argument("--workers", type=int, help="N identical workers w0..wN-1 instead of --cluster")
+    sp.add_argument("--speeds", help="comma-separated speeds of the --workers (default all 1.0)")
+    sp.add_argument("--cores", type=int, default=1, help="cores per worker with --workers (default 1)")
+    sp.add_argument("--bandwidth", type=float, default=DEFAULT_BANDWIDTH,
+                    help="bytes/s between workers with --workers (default 1e9)")
+    sp.add_argument("--latency", type=float, default=0.0, help="seconds per transfer with --workers (default 0)")
+    sp.add_argument("--scheduler", required=True, help="a name from 'taskflow schedulers', or 'all'")
+    sp.add_argument("--seed", type=int, default=0, help="seed for randomised schedulers (default 0)")
+    sp.add_argument("-o", "--output", help="write the schedule (taskflow-schedule/1; a list with 'all')")
+    sp.add_argument("-q", "--quiet", action="store_true", help="do not print the plans")
+    sp.set_defaults(func=cmd_schedule)
+
+    sp = sub.add_parser("validate", help="check a schedule against its graph and cluster")
+    graph_arg(sp)
+    sp.add_argument("--cluster", required=True, help="cluster file")
+    sp.add_argument("--schedule", required=True, help="schedule file (taskflow-schedule/1)")
+    sp.set_defaults(func=cmd_validate)
+
+    sp = sub.add_parser("schedulers", help="list the registered schedulers")
+    sp.set_defaults(func=cmd_schedulers)
+    return p
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except TaskflowError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

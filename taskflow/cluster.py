@@ -1,0 +1,211 @@
+"""Where a graph runs: workers with a speed and a number of cores, and the network between them.
+
+Bandwidth is in bytes per second: one scalar for every pair, optionally overridden per ordered pair
+(``bandwidths={a: {b: B}}`` is the rate from ``a`` to ``b``; the other direction keeps the scalar
+unless given too). ``latency`` is seconds added to every transfer between two distinct workers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Hashable, Iterable
+
+import numpy as np
+
+from .errors import ClusterError
+
+__all__ = ["Worker", "Cluster", "DEFAULT_BANDWIDTH"]
+
+#: Bytes per second used when none is given: 1 GB/s (about a 10 Gbit/s link).
+DEFAULT_BANDWIDTH = 1e9
+
+
+@dataclass(frozen=True)
+class Worker:
+    """A worker: ``speed`` relative to 1.0 (a task of cost c takes c / speed seconds), ``cores``
+    tasks at once. ``address`` is the Dask worker address when the cluster is a real one."""
+
+    id: Hashable
+    speed: float = 1.0
+    cores: int = 1
+    address: str | None = field(default=None, compare=False)
+
+    def __post_init__(self):
+        if not isinstance(self.id, (str, int)) or isinstance(self.id, bool):
+            raise ClusterError(f"worker id must be a str or int, got {self.id!r}")
+        try:
+            speed = float(self.speed)
+        except (TypeError, ValueError):
+            raise ClusterError(f"worker {self.id!r}: speed must be a number, got {self.speed!r}") from None
+        if not (0 < speed < math.inf):
+            raise ClusterError(f"worker {self.id!r}: speed must be finite and > 0, got {self.speed!r}")
+        object.__setattr__(self, "speed", speed)
+        c = self.cores
+        if isinstance(c, float) and c.is_integer():
+            c = int(c)
+        if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1:
+            raise ClusterError(f"worker {self.id!r}: cores must be an integer >= 1, got {self.cores!r}")
+        object.__setattr__(self, "cores", int(c))
+
+
+def _rate(value, where: str) -> float:
+    try:
+        b = float(value)
+    except (TypeError, ValueError):
+        raise ClusterError(f"{where} must be a number of bytes/s, got {value!r}") from None
+    if not b > 0:  # also false for NaN; +inf means free transfers
+        raise ClusterError(f"{where} must be > 0 bytes/s, got {value!r}")
+    return b
+
+
+class Cluster:
+    """A set of workers and the network between them.
+
+    Parameters
+    ----------
+    workers : iterable of Worker
+    bandwidth : float
+        Bytes per second between any two distinct workers (``inf`` for free transfers).
+    bandwidths : dict, optional
+        ``{a: {b: bytes_per_s}}`` overrides for ordered pairs.
+    latency : float
+        Seconds added to every transfer between two distinct workers.
+
+    Examples
+    --------
+    >>> c = Cluster.homogeneous(2, bandwidth=100.0, latency=0.5)
+    >>> c.ids, c.transfer_time(200, "w0", "w1"), c.transfer_time(200, "w0", "w0")
+    (['w0', 'w1'], 2.5, 0.0)
+    """
+
+    def __init__(self, workers: Iterable[Worker], bandwidth: float = DEFAULT_BANDWIDTH,
+                 bandwidths: dict | None = None, latency: float = 0.0, name: str = "cluster"):
+        self.name = name
+        self.workers = tuple(workers)
+        if not self.workers:
+            raise ClusterError("cluster has no workers (need at least 1)")
+        for w in self.workers:
+            if not isinstance(w, Worker):
+                raise ClusterError(f"not a Worker: {w!r}")
+        self.index = {}
+        for i, w in enumerate(self.workers):
+            if w.id in self.index:
+                raise ClusterError(f"duplicate worker id {w.id!r}")
+            self.index[w.id] = i
+        self.bandwidth = _rate(bandwidth, "bandwidth")
+        try:
+            lat = float(latency)
+        except (TypeError, ValueError):
+            raise ClusterError(f"latency must be a number of seconds, got {latency!r}") from None
+        if not (0 <= lat < math.inf):
+            raise ClusterError(f"latency must be finite and >= 0, got {latency!r}")
+        self.latency = lat
+        self.bandwidths = {}
+        for a, row in (bandwidths or {}).items():
+            if a not in self.index:
+                raise ClusterError(f"bandwidths: unknown worker {a!r}")
+            if not isinstance(row, dict):
+                raise ClusterError(f"bandwidths[{a!r}] must be a mapping worker -> bytes/s")
+            for b, v in row.items():
+                if b not in self.index:
+                    raise ClusterError(f"bandwidths[{a!r}]: unknown worker {b!r}")
+                if a != b:
+                    self.bandwidths.setdefault(a, {})[b] = _rate(v, f"bandwidths[{a!r}][{b!r}]")
+        n = len(self.workers)
+        self.speed = np.array([w.speed for w in self.workers], dtype=np.float64)
+        self.cores = np.array([w.cores for w in self.workers], dtype=np.int64)
+        inv = np.full((n, n), 1.0 / self.bandwidth)
+        for a, row in self.bandwidths.items():
+            for b, v in row.items():
+                inv[self.index[a], self.index[b]] = 1.0 / v
+        np.fill_diagonal(inv, 0.0)
+        #: seconds per byte from worker i to worker j (0 on the diagonal)
+        self.inv_bandwidth = inv
+        #: latency per ordered pair (0 on the diagonal)
+        self.latency_matrix = np.full((n, n), self.latency)
+        np.fill_diagonal(self.latency_matrix, 0.0)
+        for arr in (self.speed, self.cores, self.inv_bandwidth, self.latency_matrix):
+            arr.flags.writeable = False
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def homogeneous(cls, n: int, speed: float = 1.0, cores: int = 1, bandwidth: float = DEFAULT_BANDWIDTH,
+                    latency: float = 0.0, prefix: str = "w", name: str | None = None) -> "Cluster":
+        """``n`` identical workers named ``w0 .. w{n-1}``."""
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ClusterError(f"cluster has no workers: need n >= 1, got {n!r}")
+        return cls([Worker(f"{prefix}{i}", speed, cores) for i in range(n)], bandwidth=bandwidth,
+                   latency=latency, name=name or f"{n}x{prefix}")
+
+    @classmethod
+    def heterogeneous(cls, speeds: Iterable[float], cores: int = 1, bandwidth: float = DEFAULT_BANDWIDTH,
+                      latency: float = 0.0, prefix: str = "w", name: str | None = None) -> "Cluster":
+        """One worker per speed, named ``w0 ..``."""
+        speeds = list(speeds)
+        return cls([Worker(f"{prefix}{i}", s, cores) for i, s in enumerate(speeds)], bandwidth=bandwidth,
+                   latency=latency, name=name or f"hetero-{len(speeds)}")
+
+    # ------------------------------------------------------------------ reading
+    def __len__(self) -> int:
+        return len(self.workers)
+
+    def __iter__(self):
+        return iter(self.workers)
+
+    def __repr__(self) -> str:
+        return f"<Cluster {self.name!r}: {len(self)} workers, bandwidth {self.bandwidth:g} B/s, latency {self.latency:g} s>"
+
+    def __eq__(self, other):
+        return (isinstance(other, Cluster) and self.workers == other.workers
+                and self.bandwidth == other.bandwidth and self.bandwidths == other.bandwidths
+                and self.latency == other.latency)
+
+    @property
+    def ids(self) -> list:
+        return [w.id for w in self.workers]
+
+    def worker(self, id) -> Worker:
+        try:
+            return self.workers[self.index[id]]
+        except KeyError:
+            raise ClusterError(f"unknown worker {id!r}") from None
+
+    def bandwidth_between(self, a, b) -> float:
+        if a == b:
+            return math.inf
+        return self.bandwidths.get(a, {}).get(b, self.bandwidth)
+
+    def transfer_time(self, size: float, a, b) -> float:
+        """Seconds to move ``size`` bytes from worker ``a`` to ``b``: 0 on the same worker, else
+        latency + size / bandwidth(a, b)."""
+        i, j = self.index[a], self.index[b]
+        if i == j:
+            return 0.0
+        return self.latency + size * float(self.inv_bandwidth[i, j])
+
+    @property
+    def total_speed(self) -> float:
+        """Sum of speed x cores: the work (seconds at speed 1) the cluster does per second."""
+        return float(np.sum(self.speed * self.cores))
+
+    @property
+    def total_cores(self) -> int:
+        return int(self.cores.sum())
+
+    def mean_inv_bandwidth(self) -> float:
+        """Mean seconds per byte over ordered pairs of distinct workers (0 for one worker)."""
+        n = len(self.workers)
+        if n < 2:
+            return 0.0
+        return float(self.inv_bandwidth.sum() / (n * (n - 1)))
+
+    def mean_latency(self) -> float:
+        return self.latency if len(self.workers) > 1 else 0.0
+
+    def subset(self, ids: Iterable) -> "Cluster":
+        """The cluster restricted to the workers ``ids`` (e.g. the survivors of a failure)."""
+        keep = set(ids)
+        ws = [w for w in self.workers if w.id in keep]
+        bws = {a: {b: v for b, v in row.items() if b in keep} for a, row in self.bandwidths.items() if a in keep}
+        return Cluster(ws, self.bandwidth, bws, self.latency, name=self.name)

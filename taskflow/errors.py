@@ -1,0 +1,50 @@
+"""The few exception types of taskflow.
+
+Every error a user can cause by bad input is one of these, with a message that names the
+problem (the task id, the line, the field). The CLI turns them into one line on stderr and
+exit status 2.
+"""
+
+
+class TaskflowError(Exception):
+    """Base class of every error taskflow raises on purpose."""
+
+
+class GraphError(TaskflowError, ValueError):
+    """A task graph is malformed: duplicate id, dangling edge, bad number, unknown worker."""
+
+
+class CycleError(GraphError):
+    """The graph has a cycle; ``cycle`` lists task ids along it (first == last)."""
+
+    def __init__(self, cycle):
+        self.cycle = list(cycle)
+        path = " -> ".join(str(t) for t in self.cycle)
+        super().__init__(f"graph has a cycle: {path}")
+
+
+class ClusterError(TaskflowError, ValueError):
+    """A cluster description is malformed (no workers, bad speed, bandwidth, ...)."""
+
+
+class FormatError(TaskflowError, ValueError):
+    """A file cannot be read: malformed content, unknown format, missing field."""
+
+
+class ScheduleError(TaskflowError, ValueError):
+    """A schedule is invalid for its graph and cluster; ``problems`` lists every finding."""
+
+    def __init__(self, problems):
+        self.problems = list(problems)
+        first = self.problems[0] if self.problems else "invalid schedule"
+        more = len(self.problems) - 1
+        super().__init__(first + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""))
+
+
+class UnknownSchedulerError(TaskflowError, ValueError):
+    """No scheduler is registered under the requested name."""
+
+    def __init__(self, name, known):
+        self.name = name
+        self.known = sorted(known)
+        super().__init__(f"unknown scheduler {name!r}; known schedulers: {', '.join(self.known)}")

@@ -1,0 +1,59 @@
+"""Small helpers shared by the format modules: field access with clear errors, atomic writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+from ..errors import FormatError
+
+_MISSING = object()
+
+
+def field(obj, key, where: str, default=_MISSING, kind=None):
+    """``obj[key]`` with a FormatError naming ``where`` and the field when it is missing or wrong."""
+    if not isinstance(obj, dict):
+        raise FormatError(f"{where}: expected an object, got {type(obj).__name__}")
+    if key not in obj:
+        if default is _MISSING:
+            raise FormatError(f"{where}: missing field {key!r}")
+        return default
+    v = obj[key]
+    if kind is not None and not isinstance(v, kind):
+        names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+        raise FormatError(f"{where}: field {key!r} must be {names}, got {type(v).__name__}")
+    return v
+
+
+def parse_json(text: str, source: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise FormatError(f"{source}: malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
+
+
+def atomic_write(path, data) -> None:
+    """Write ``data`` (str or bytes) to ``path`` through a temporary file and a rename, so a failure
+    leaves no half-written file behind."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    mode = "wb" if isinstance(data, (bytes, bytearray)) else "w"
+    fd, tmp = tempfile.mkstemp(prefix=".taskflow-", dir=directory)
+    try:
+        with os.fdopen(fd, mode) as f:
+            f.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def dump_json(doc) -> str:
+    return json.dumps(doc, indent=1, allow_nan=False) + "\n"

@@ -1,0 +1,112 @@
+"""Estee graph sets: a ``.zip`` holding pandas JSON with columns ``graph_name``, ``graph_id``,
+``graph``; each graph is a list of tasks ``{"d", "e_d", "cpus", "outputs": [{"s", "e_s"}],
+"inputs": [[task, output]]}``. Read only.
+
+cost = ``d`` (the duration the task really takes; the expected ``e_d`` is kept in
+``meta.expected_cost``); cores = ``cpus``; sizes are MiB, converted to bytes; task ``i`` gets id
+``tI``; several outputs of one parent read by one child make one edge of their summed size.
+``set.zip#K`` selects graph K (index or name).
+Reference: Beránek et al., "Analysis of workflow schedulers in simulated distributed environments",
+J. Supercomputing 2022; https://github.com/It4innovations/estee
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+from ..errors import FormatError
+from ..graph import TaskGraph
+from ._util import parse_json
+
+MIB = 1 << 20
+
+
+def read_set(data: bytes, source: str) -> list:
+    """``[(name, tasks)]`` of every graph in the zip (the first member holds the table)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            members = [m for m in z.namelist() if not m.endswith("/")]
+            if not members:
+                raise FormatError(f"{source}: empty zip")
+            raw = z.read(members[0])
+    except zipfile.BadZipFile as e:
+        raise FormatError(f"{source}: bad zip file ({e})") from None
+    if raw[:4] == b"PK\x03\x04":  # pandas' compression="zip" inside the set's zip
+        return read_set(raw, source)
+    table = parse_json(raw.decode("utf-8"), f"{source}!{members[0]}")
+    return _rows(table, source)
+
+
+def _rows(table, source) -> list:
+    if isinstance(table, dict) and "graph" in table:  # orient="columns"
+        keys = list(table["graph"].keys())
+        names = table.get("graph_name", {})
+        rows = [(str(names.get(k, k)), table["graph"][k]) for k in keys]
+    elif isinstance(table, list):  # orient="records"
+        rows = [(str(r.get("graph_name", k)), r["graph"]) for k, r in enumerate(table)]
+    else:
+        raise FormatError(f"{source}: not an Estee graph set (no 'graph' column)")
+    out = []
+    for name, g in rows:
+        if isinstance(g, str):
+            g = parse_json(g, f"{source}#{name}")
+        if not isinstance(g, list):
+            raise FormatError(f"{source}#{name}: graph must be a list of tasks")
+        out.append((name, g))
+    return out
+
+
+def graph_from_tasks(name: str, tasks: list, source: str) -> TaskGraph:
+    n = len(tasks)
+    ids = [f"t{i}" for i in range(n)]
+    cost, cores, out_size, meta = [], [], [], {}
+    out_sizes = []
+    for i, t in enumerate(tasks):
+        where = f"{source}#{name}: task {i}"
+        if not isinstance(t, dict) or "d" not in t:
+            raise FormatError(f"{where}: missing field 'd'")
+        cost.append(t["d"])
+        cores.append(t.get("cpus", 1))
+        sizes = [o.get("s", 0) * MIB for o in t.get("outputs", [])]
+        out_sizes.append(sizes)
+        out_size.append(sum(sizes))
+        if "e_d" in t:
+            meta[ids[i]] = {"expected_cost": t["e_d"]}
+    edge = {}
+    for i, t in enumerate(tasks):
+        for inp in t.get("inputs", []):
+            try:
+                p, k = int(inp[0]), int(inp[1])
+                if p < 0 or k < 0:
+                    raise IndexError
+                s = out_sizes[p][k]
+            except (IndexError, TypeError, ValueError):
+                raise FormatError(f"{source}#{name}: task {i}: input {inp!r} names no output of a task") from None
+            edge[(p, i)] = edge.get((p, i), 0) + s
+    src = [ids[p] for p, _ in edge]
+    dst = [ids[c] for _, c in edge]
+    return TaskGraph.from_columns(name, ids, cost, out_size, cores, src, dst, list(edge.values()), meta=meta)
+
+
+def select(rows: list, key: str, source: str) -> tuple:
+    names = [r[0] for r in rows]
+    if key.isdigit() and int(key) < len(rows):
+        return rows[int(key)]
+    if key in names:
+        return rows[names.index(key)]
+    raise FormatError(f"{source}: no graph {key!r} in the set (0..{len(rows) - 1} or one of: {', '.join(names)})")
+
+
+def dumps_set(graphs: list) -> bytes:
+    """An Estee-style zip of our graphs (for tests and exchange)."""
+    cols = {"graph_name": {}, "graph_id": {}, "graph": {}}
+    for k, (name, tasks) in enumerate(graphs):
+        cols["graph_name"][str(k)] = name
+        cols["graph_id"][str(k)] = str(k)
+        cols["graph"][str(k)] = json.dumps(tasks)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("graphs.json", json.dumps(cols))
+    return buf.getvalue()

@@ -1,0 +1,55 @@
+"""Kasahara Standard Task Graph (STG) text files, read only.
+
+The first number is the task count (dummy entry and exit included); then one row per task:
+``id cost npred pred...``. Task N gets id ``tN``; sizes are 0; lines after the rows (``#`` comments)
+are ignored. Reference: https://www.kasahara.cs.waseda.ac.jp/schedule/
+"""
+
+from __future__ import annotations
+
+from ..errors import FormatError
+from ..graph import TaskGraph
+
+
+def looks_like_stg(text: str) -> bool:
+    for line in text.splitlines():
+        s = line.strip()
+        if not s or s.startswith("#"):
+            continue
+        return s.isdigit()
+    return False
+
+
+def graph_from_stg(text: str, source: str = "stg", name: str | None = None) -> TaskGraph:
+    rows = []
+    count = None
+    for lineno, line in enumerate(text.splitlines(), 1):
+        s = line.split("#", 1)[0].strip()
+        if not s:
+            continue
+        try:
+            nums = [int(x) for x in s.split()]
+        except ValueError:
+            raise FormatError(f"{source}: line {lineno}: expected integers, got {s!r}") from None
+        if count is None:
+            if len(nums) != 1 or nums[0] < 0:
+                raise FormatError(f"{source}: line {lineno}: expected the task count, got {s!r}")
+            count = nums[0]
+            continue
+        if len(rows) == count:
+            raise FormatError(f"{source}: line {lineno}: more task rows than the declared {count}")
+        if len(nums) < 3 or len(nums) != 3 + nums[2]:
+            raise FormatError(f"{source}: line {lineno}: expected 'id cost npred pred...', got {s!r}")
+        rows.append((lineno, nums))
+    if count is None:
+        raise FormatError(f"{source}: empty STG file")
+    if len(rows) != count:
+        raise FormatError(f"{source}: declares {count} tasks but has {len(rows)} rows")
+    ids, cost, src, dst = [], [], [], []
+    for lineno, (tid, c, _, *preds) in rows:
+        ids.append(f"t{tid}")
+        cost.append(c)
+        for p in preds:
+            src.append(f"t{p}")
+            dst.append(f"t{tid}")
+    return TaskGraph.from_columns(name or "stg", ids, cost, None, None, src, dst, [0.0] * len(src))

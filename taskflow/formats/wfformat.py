@@ -1,0 +1,172 @@
+"""WfCommons WfFormat (JSON): read 1.4 and 1.5, write 1.5.
+
+* cost = ``runtimeInSeconds`` (1.5: in ``workflow.execution.tasks``; 1.4: on the task, or the older
+  ``runtime``); cores = ``coreCount`` (1.5) or ``cores`` (1.4), default 1.
+* one edge per (parent, child) pair named by ``parents`` or ``children``; its size is the bytes of
+  the files the parent writes and the child reads. A task's ``output_size`` is the bytes it writes.
+* ``meta.category`` keeps the program name (``command.program`` or the 1.4 ``category``).
+
+Reference: https://github.com/wfcommons/wfformat
+"""
+
+from __future__ import annotations
+
+import datetime
+
+from ..analysis import critical_path
+from ..errors import FormatError
+from ..graph import TaskGraph
+from ._util import field
+
+
+def is_wfformat(doc) -> bool:
+    return isinstance(doc, dict) and "workflow" in doc and "schemaVersion" in doc
+
+
+def graph_from_wfformat(doc: dict, source: str = "wfformat") -> TaskGraph:
+    version = str(doc.get("schemaVersion"))
+    wf = field(doc, "workflow", source, kind=dict)
+    if "specification" in wf:
+        return _read_15(doc, wf, source)
+    if "tasks" in wf:
+        return _read_14(doc, wf, source)
+    raise FormatError(f"{source}: WfFormat {version}: workflow has neither 'specification' nor 'tasks'")
+
+
+def _build(name, ids, cost, cores, outputs, inputs, links, category, source) -> TaskGraph:
+    """``outputs``/``inputs``: per task {file: size}; ``links``: (parent, child) pairs."""
+    out_size = [sum(outputs[i].values()) for i in range(len(ids))]
+    pos = {t: i for i, t in enumerate(ids)}
+    src, dst, size = [], [], []
+    seen = set()
+    for p, c in links:
+        if (p, c) in seen:
+            continue
+        seen.add((p, c))
+        if p not in pos or c not in pos:
+            raise FormatError(f"{source}: edge {p!r} -> {c!r}: unknown task {p if p not in pos else c!r}")
+        shared = outputs[pos[p]].keys() & inputs[pos[c]].keys()
+        src.append(p)
+        dst.append(c)
+        size.append(sum(outputs[pos[p]][f] for f in shared))
+    meta = {t: {"category": category[i]} for i, t in enumerate(ids) if category[i]}
+    return TaskGraph.from_columns(name, ids, cost, out_size, cores, src, dst, size, meta=meta)
+
+
+def _read_15(doc, wf, source) -> TaskGraph:
+    spec = field(wf, "specification", source, kind=dict)
+    tasks = field(spec, "tasks", f"{source}: specification", kind=list)
+    sizes = {}
+    for k, f in enumerate(field(spec, "files", f"{source}: specification", default=[], kind=list)):
+        where = f"{source}: specification.files[{k}]"
+        sizes[field(f, "id", where)] = field(f, "sizeInBytes", where, default=0)
+    execution = {}
+    for k, t in enumerate(field(wf, "execution", source, default={}, kind=dict).get("tasks", [])):
+        execution[field(t, "id", f"{source}: execution.tasks[{k}]")] = t
+    ids, cost, cores, outputs, inputs, category, links = [], [], [], [], [], [], []
+    for k, t in enumerate(tasks):
+        where = f"{source}: specification.tasks[{k}]"
+        tid = field(t, "id", where, kind=str)
+        ex = execution.get(tid)
+        if ex is None:
+            raise FormatError(f"{source}: task {tid!r} has no execution record with runtimeInSeconds")
+        ids.append(tid)
+        cost.append(field(ex, "runtimeInSeconds", f"{source}: execution task {tid!r}"))
+        cores.append(ex.get("coreCount", 1) or 1)
+        program = (ex.get("command") or {}).get("program") if isinstance(ex.get("command"), dict) else None
+        category.append(program)
+        try:
+            outputs.append({f: sizes[f] for f in t.get("outputFiles", [])})
+            inputs.append({f: sizes[f] for f in t.get("inputFiles", [])})
+        except KeyError as e:
+            raise FormatError(f"{source}: task {tid!r} names file {e.args[0]!r} missing from specification.files") from None
+        links.extend((p, tid) for p in field(t, "parents", where, default=[], kind=list))
+        links.extend((tid, c) for c in field(t, "children", where, default=[], kind=list))
+    return _build(doc.get("name", "workflow"), ids, cost, cores, outputs, inputs, links, category, source)
+
+
+def _read_14(doc, wf, source) -> TaskGraph:
+    tasks = field(wf, "tasks", f"{source}: workflow", kind=list)
+    ids, cost, cores, outputs, inputs, category, links = [], [], [], [], [], [], []
+    by_name = {}
+    for k, t in enumerate(tasks):
+        where = f"{source}: workflow.tasks[{k}]"
+        name = field(t, "name", where, kind=str)
+        tid = t.get("id") or name
+        by_name[name] = tid
+        ids.append(tid)
+        rt = t.get("runtimeInSeconds", t.get("runtime"))
+        if rt is None:
+            raise FormatError(f"{where}: missing field 'runtimeInSeconds'")
+        cost.append(rt)
+        cores.append(t.get("cores", 1) or 1)
+        category.append(t.get("category"))
+        o, i = {}, {}
+        for j, f in enumerate(t.get("files", [])):
+            fw = f"{where}.files[{j}]"
+            fname = field(f, "name", fw)
+            size = f.get("sizeInBytes", f.get("size", 0))
+            link = field(f, "link", fw)
+            (o if link == "output" else i)[fname] = size
+        outputs.append(o)
+        inputs.append(i)
+        links.extend((p, tid) for p in t.get("parents", []))
+        links.extend((tid, c) for c in t.get("children", []))
+    # 1.4 parents may name tasks by name or by id
+    links = [(by_name.get(p, p), by_name.get(c, c)) for p, c in links]
+    return _build(doc.get("name", "workflow"), ids, cost, cores, outputs, inputs, links, category, source)
+
+
+def graph_to_wfformat(graph: TaskGraph) -> dict:
+    """WfFormat 1.5. Outputs read by every child whole become one shared file; otherwise each edge
+    gets its own file, so edge sizes survive the round trip. Task ids must be strings."""
+    a = graph.arrays
+    ids = [str(t) for t in a.ids]
+    files: dict = {}
+    outs = [[] for _ in ids]
+    ins = [[] for _ in ids]
+    size = a.size.tolist()
+    out_size = a.output_size.tolist()
+    for i in range(a.n):
+        lo, hi = int(a.succ_ptr[i]), int(a.succ_ptr[i + 1])
+        eids = a.succ_eid[lo:hi].tolist()
+        shared = all(size[e] == out_size[i] for e in eids)
+        if shared and (out_size[i] > 0 or eids):
+            fid = f"{ids[i]}.out"
+            files[fid] = out_size[i]
+            outs[i].append(fid)
+            for e in eids:
+                ins[int(a.dst[e])].append(fid)
+        else:
+            for e in eids:
+                d = int(a.dst[e])
+                fid = f"{ids[i]}.to.{ids[d]}"
+                files[fid] = size[e]
+                outs[i].append(fid)
+                ins[d].append(fid)
+    spec_tasks = []
+    exec_tasks = []
+    for i, tid in enumerate(ids):
+        md = graph._meta.get(i) or {}
+        spec_tasks.append({"name": tid, "id": tid,
+                           "parents": [ids[p] for p in a.preds(i).tolist()],
+                           "children": [ids[c] for c in a.succs(i).tolist()],
+                           "inputFiles": ins[i], "outputFiles": outs[i]})
+        ex = {"id": tid, "runtimeInSeconds": float(a.cost[i]), "coreCount": int(a.cores[i])}
+        if md.get("category"):
+            ex["command"] = {"program": str(md["category"])}
+        exec_tasks.append(ex)
+    cp, _ = critical_path(graph)
+    return {
+        "name": graph.name,
+        "description": "Written by dask-taskflow; makespanInSeconds is the critical path (no execution).",
+        "createdAt": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "schemaVersion": "1.5",
+        "workflow": {
+            "specification": {"tasks": spec_tasks,
+                              "files": [{"id": f, "sizeInBytes": int(round(s))} for f, s in files.items()]},
+            "execution": {"makespanInSeconds": cp,
+                          "executedAt": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                          "tasks": exec_tasks},
+        },
+    }

@@ -1,0 +1,588 @@
+"""The task graph: tasks with costs, edges with sizes, and an integer array view for algorithms.
+
+A :class:`TaskGraph` is built by hand (``add_task`` / ``add_edge``), by a workflow generator, or by a
+file loader. Tasks carry a cost in seconds on a worker of speed 1.0, optional exact per-worker
+durations (the unrelated-machines model of the HEFT paper), the size of their output in bytes and
+the number of cores they occupy. Optionally a task has a Python callable and arguments, so the
+graph can be executed for real; a :class:`TaskHandle` passed in the arguments of another task is a
+dependency whose result is passed in.
+
+Algorithms never walk Python objects: :attr:`TaskGraph.arrays` is a frozen
+:class:`GraphArrays` with integer ids, CSR predecessor/successor lists, numpy cost vectors and a
+topological order. It is computed once, when first asked for, and doing so validates the graph
+(cycles are named).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any, Hashable, Iterable, Iterator
+
+import numpy as np
+
+from .errors import CycleError, GraphError
+
+__all__ = ["TaskGraph", "TaskHandle", "GraphArrays", "Task"]
+
+_INF = math.inf
+_SHIFT = 1 << 32
+
+
+def _number(value, field: str, where: str) -> float:
+    """``value`` as a finite float >= 0, or a GraphError naming ``where`` and ``field``."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise GraphError(f"{where}: {field} must be a number, got {value!r}") from None
+    if not (0.0 <= v < _INF):  # also false for NaN
+        raise GraphError(f"{where}: {field} must be finite and >= 0, got {value!r}")
+    return v
+
+
+def _cores(value, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        if isinstance(value, float) and value.is_integer() and value >= 1:
+            return int(value)
+        raise GraphError(f"{where}: cores must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def _exact_costs(costs, where: str) -> dict | None:
+    if costs is None:
+        return None
+    if not isinstance(costs, dict):
+        raise GraphError(f"{where}: costs must be a mapping worker id -> seconds, got {costs!r}")
+    if not costs:
+        return None
+    return {w: _number(c, f"costs[{w!r}]", where) for w, c in costs.items()}
+
+
+class TaskHandle:
+    """A reference to a task of a graph; pass it in another task's ``args`` to depend on it."""
+
+    __slots__ = ("graph", "id")
+
+    def __init__(self, graph: "TaskGraph", id: Hashable):
+        self.graph = graph
+        self.id = id
+
+    def __repr__(self) -> str:
+        return f"TaskHandle({self.id!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, TaskHandle) and other.graph is self.graph and other.id == self.id
+
+    def __hash__(self):
+        return hash((id(self.graph), self.id))
+
+
+@dataclass(frozen=True)
+class Task:
+    """A read-only view of one task."""
+
+    id: Hashable
+    cost: float
+    costs: dict | None
+    output_size: float
+    cores: int
+    fn: Any = None
+    args: tuple = ()
+    kwargs: dict | None = None
+    meta: dict | None = None
+
+
+def _handles_in(obj, out: list) -> None:
+    """Collect the TaskHandles found in ``obj`` (nested lists, tuples, sets and dict values)."""
+    if isinstance(obj, TaskHandle):
+        out.append(obj)
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        for x in obj:
+            _handles_in(x, out)
+    elif isinstance(obj, dict):
+        for x in obj.values():
+            _handles_in(x, out)
+
+
+@dataclass(frozen=True, eq=False)
+class GraphArrays:
+    """Integer-indexed view of a :class:`TaskGraph` for algorithms.
+
+    Task ``i`` is ``ids[i]``; edge ``e`` goes ``src[e] -> dst[e]`` carrying ``size[e]`` bytes.
+    ``pred_idx[pred_ptr[i]:pred_ptr[i+1]]`` are the predecessors of ``i`` and ``pred_eid`` the
+    matching edge numbers (likewise ``succ_*``). ``topo`` is a topological order; ``costs`` maps a
+    task index to its exact per-worker durations, for the tasks that have them.
+    """
+
+    n: int
+    m: int
+    ids: list
+    index: dict
+    cost: np.ndarray
+    output_size: np.ndarray
+    cores: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    size: np.ndarray
+    pred_ptr: np.ndarray
+    pred_idx: np.ndarray
+    pred_eid: np.ndarray
+    succ_ptr: np.ndarray
+    succ_idx: np.ndarray
+    succ_eid: np.ndarray
+    topo: np.ndarray
+    costs: dict
+
+    def preds(self, i: int) -> np.ndarray:
+        return self.pred_idx[self.pred_ptr[i]:self.pred_ptr[i + 1]]
+
+    def succs(self, i: int) -> np.ndarray:
+        return self.succ_idx[self.succ_ptr[i]:self.succ_ptr[i + 1]]
+
+
+def _csr(keys: np.ndarray, vals: np.ndarray, n: int):
+    order = np.argsort(keys, kind="stable")
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys, minlength=n), out=ptr[1:])
+    return ptr, vals[order].astype(np.int64), order.astype(np.int64)
+
+
+def _topological_order(n: int, src: np.ndarray, dst: np.ndarray, succ_ptr, succ_idx, ids) -> np.ndarray:
+    """Kahn's algorithm, FIFO by index (deterministic); CycleError naming a cycle if there is one."""
+    indeg = np.bincount(dst, minlength=n).tolist()
+    ptr = succ_ptr.tolist()
+    nxt = succ_idx.tolist()
+    order = [i for i in range(n) if indeg[i] == 0]
+    for v in order:  # the list grows while we walk it
+        for u in nxt[ptr[v]:ptr[v + 1]]:
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                order.append(u)
+    if len(order) < n:
+        raise CycleError(_find_cycle(n, src, dst, indeg, ids))
+    return np.asarray(order, dtype=np.int64)
+
+
+def _find_cycle(n, src, dst, indeg, ids) -> list:
+    # Every task left with indeg > 0 has a predecessor that is also left: walk backwards
+    # through such predecessors until a task repeats; that loop is a cycle.
+    left = [d > 0 for d in indeg]
+    pred_of = {}
+    for s, d in zip(src.tolist(), dst.tolist()):
+        if left[s] and left[d] and d not in pred_of:
+            pred_of[d] = s
+    v = next(i for i in range(n) if left[i])
+    seen = {}
+    walk = []
+    while v not in seen:
+        seen[v] = len(walk)
+        walk.append(v)
+        v = pred_of[v]
+    loop = walk[seen[v]:]
+    loop.reverse()  # we walked backwards
+    loop.append(loop[0])
+    return [ids[i] for i in loop]
+
+
+class TaskGraph:
+    """A DAG of tasks with costs (seconds at speed 1.0) and edges with sizes (bytes).
+
+    Parameters
+    ----------
+    name : str
+        A label carried into files and reports.
+
+    Examples
+    --------
+    >>> g = TaskGraph("example")
+    >>> a = g.add_task("a", fn=lambda: 1, cost=2.0, output_size=8)
+    >>> b = g.add_task("b", fn=lambda x: x + 1, args=(a,), cost=1.0)
+    >>> len(g), g.num_edges, g.edge_size("a", "b")
+    (2, 1, 8.0)
+    """
+
+    def __init__(self, name: str = "graph"):
+        self.name = name
+        self._ids: list = []
+        self._index: dict = {}
+        self._cost: list = []
+        self._output_size: list = []
+        self._cores: list = []
+        self._costs: dict = {}  # task index -> {worker id: seconds}
+        self._calls: dict = {}  # task index -> (fn, args, kwargs)
+        self._meta: dict = {}  # task index -> dict of extra fields
+        self._src: list = []
+        self._dst: list = []
+        self._size: list = []
+        self._edges: dict = {}  # src * 2**32 + dst -> edge number
+        self._arrays: GraphArrays | None = None
+        self._counter = itertools.count()
+
+    # ------------------------------------------------------------------ building
+    def add_task(self, id: Hashable, fn=None, args=(), kwargs=None, cost=1.0, costs=None,
+                 output_size=0, cores=1, meta=None) -> TaskHandle:
+        """Add a task and return its handle.
+
+        Parameters
+        ----------
+        id : str or int
+            Unique task id.
+        fn : callable, optional
+            What the task computes when the graph is executed for real.
+        args, kwargs
+            Arguments of ``fn``; every :class:`TaskHandle` in them (also inside lists, tuples and
+            dicts) becomes a dependency whose result is passed in.
+        cost : float
+            Seconds on a worker of speed 1.0.
+        costs : dict, optional
+            Exact seconds per worker id; overrides ``cost / speed`` on the workers it names.
+        output_size : float
+            Bytes of the task's result; the default size of its outgoing edges.
+        cores : int
+            Cores the task occupies while it runs.
+
+        Raises
+        ------
+        GraphError
+            Duplicate id, a negative / NaN / infinite number, a handle of another graph.
+        """
+        if isinstance(id, TaskHandle):
+            raise GraphError(f"task id must be a str or int, got a TaskHandle ({id.id!r})")
+        if id in self._index:
+            raise GraphError(f"duplicate task id {id!r}")
+        where = f"task {id!r}"
+        c = _number(cost, "cost", where)
+        size = _number(output_size, "output_size", where)
+        nc = _cores(cores, where) if cores != 1 else 1
+        exact = _exact_costs(costs, where)
+        deps: list = []
+        if args:
+            _handles_in(args, deps)
+        if kwargs:
+            _handles_in(kwargs, deps)
+        dep_idx = []
+        for h in deps:
+            if h.graph is not self:
+                raise GraphError(f"{where}: argument {h!r} is a task of another graph")
+            dep_idx.append(self._index[h.id])
+        i = len(self._ids)
+        self._index[id] = i
+        self._ids.append(id)
+        self._cost.append(c)
+        self._output_size.append(size)
+        self._cores.append(nc)
+        if exact:
+            self._costs[i] = exact
+        if fn is not None:
+            if not callable(fn):
+                raise GraphError(f"{where}: fn must be callable, got {fn!r}")
+            self._calls[i] = (fn, tuple(args), dict(kwargs) if kwargs else {})
+        elif args or kwargs:
+            raise GraphError(f"{where}: args given without fn")
+        if meta:
+            self._meta[i] = dict(meta)
+        for p in dep_idx:
+            key = p * _SHIFT + i
+            if key not in self._edges:
+                self._edges[key] = len(self._src)
+                self._src.append(p)
+                self._dst.append(i)
+                self._size.append(self._output_size[p])
+        self._arrays = None
+        return TaskHandle(self, id)
+
+    def add_edge(self, src, dst, size=None) -> None:
+        """Add a dependency ``src -> dst`` that passes no argument.
+
+        ``size`` (bytes) defaults to the producer's ``output_size``.
+
+        Raises
+        ------
+        GraphError
+            An unknown task, a self-loop, a duplicate edge, a bad size.
+        """
+        s_id = src.id if isinstance(src, TaskHandle) else src
+        d_id = dst.id if isinstance(dst, TaskHandle) else dst
+        s = self._index.get(s_id)
+        d = self._index.get(d_id)
+        if s is None or d is None:
+            missing = s_id if s is None else d_id
+            raise GraphError(f"edge {s_id!r} -> {d_id!r}: unknown task {missing!r}")
+        if s == d:
+            raise CycleError([s_id, s_id])
+        key = s * _SHIFT + d
+        if key in self._edges:
+            raise GraphError(f"duplicate edge {s_id!r} -> {d_id!r}")
+        sz = self._output_size[s] if size is None else _number(size, "size", f"edge {s_id!r} -> {d_id!r}")
+        self._edges[key] = len(self._src)
+        self._src.append(s)
+        self._dst.append(d)
+        self._size.append(sz)
+        self._arrays = None
+
+    def delayed(self, fn=None, *, name=None, **task_options):
+        """Decorator: calling the function adds a task (auto id ``name-N``) and returns its handle.
+
+        >>> g = TaskGraph()
+        >>> @g.delayed(cost=2.0)
+        ... def inc(x):
+        ...     return x + 1
+        >>> h = inc(inc(1))
+        >>> h.id, g.num_edges
+        ('inc-1', 1)
+        """
+        def wrap(f):
+            label = name or getattr(f, "__name__", "task")
+
+            def call(*args, **kwargs):
+                return self.add_task(f"{label}-{next(self._counter)}", fn=f, args=args,
+                                     kwargs=kwargs, **task_options)
+            call.__wrapped__ = f
+            call.__name__ = label
+            return call
+        return wrap(fn) if fn is not None else wrap
+
+    @classmethod
+    def from_columns(cls, name, ids, cost, output_size=None, cores=None, src=(), dst=(), size=(),
+                     costs=None, meta=None) -> "TaskGraph":
+        """Build a graph from columns at once (what the file loaders use); checks like add_*.
+
+        ``src``/``dst`` hold task ids; ``costs`` and ``meta`` map a task id to its dict.
+        """
+        g = cls(name)
+        n = len(ids)
+        index = {}
+        for i, t in enumerate(ids):
+            if t in index:
+                raise GraphError(f"duplicate task id {t!r}")
+            index[t] = i
+        g._ids = list(ids)
+        g._index = index
+        g._cost = _checked_column(cost, "cost", g._ids, "task")
+        g._output_size = [0.0] * n if output_size is None else _checked_column(output_size, "output_size", g._ids, "task")
+        if cores is None:
+            g._cores = [1] * n
+        else:
+            g._cores = [_cores(c, f"task {t!r}") for t, c in zip(g._ids, cores)]
+        for t, c in (costs or {}).items():
+            exact = _exact_costs(c, f"task {t!r}")
+            if exact:
+                g._costs[index[t]] = exact
+        for t, md in (meta or {}).items():
+            if md:
+                g._meta[index[t]] = dict(md)
+        if len(src) != len(dst) or len(src) != len(size):
+            raise GraphError("edge columns src, dst and size differ in length")
+        try:
+            s_idx = [index[s] for s in src]
+            d_idx = [index[d] for d in dst]
+        except KeyError:
+            for s, d in zip(src, dst):
+                if s not in index or d not in index:
+                    raise GraphError(f"edge {s!r} -> {d!r}: unknown task {s if s not in index else d!r}") from None
+            raise
+        g._size = _checked_column(size, "size", list(zip(src, dst)), "edge")
+        sa = np.asarray(s_idx, dtype=np.int64)
+        da = np.asarray(d_idx, dtype=np.int64)
+        loops = np.flatnonzero(sa == da)
+        if loops.size:
+            t = g._ids[int(sa[loops[0]])]
+            raise CycleError([t, t])
+        keys = sa * _SHIFT + da
+        if len(np.unique(keys)) != len(keys):
+            seen = set()
+            for s, d, k in zip(src, dst, keys.tolist()):
+                if k in seen:
+                    raise GraphError(f"duplicate edge {s!r} -> {d!r}")
+                seen.add(k)
+        g._src, g._dst = s_idx, d_idx
+        g._edges = dict(zip(keys.tolist(), range(len(s_idx))))
+        return g
+
+    # ------------------------------------------------------------------ reading
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __contains__(self, id) -> bool:
+        return id in self._index
+
+    def __iter__(self) -> Iterator:
+        return iter(self._ids)
+
+    def __repr__(self) -> str:
+        return f"<TaskGraph {self.name!r}: {len(self)} tasks, {self.num_edges} edges>"
+
+    @property
+    def ids(self) -> list:
+        return list(self._ids)
+
+    @property
+    def num_edges(self) -> int:
+        return len(self._src)
+
+    def task(self, id) -> Task:
+        i = self._lookup(id)
+        fn, args, kwargs = self._calls.get(i, (None, (), None))
+        return Task(self._ids[i], self._cost[i], self._costs.get(i), self._output_size[i],
+                    self._cores[i], fn, args, kwargs, self._meta.get(i))
+
+    def tasks(self) -> Iterator[Task]:
+        for t in self._ids:
+            yield self.task(t)
+
+    def edges(self) -> Iterator[tuple]:
+        """Yield ``(src_id, dst_id, size)`` for every edge, in insertion order."""
+        ids = self._ids
+        for s, d, z in zip(self._src, self._dst, self._size):
+            yield ids[s], ids[d], z
+
+    def edge_size(self, src, dst) -> float:
+        e = self._edges.get(self._lookup(src) * _SHIFT + self._lookup(dst))
+        if e is None:
+            raise GraphError(f"no edge {src!r} -> {dst!r}")
+        return self._size[e]
+
+    def predecessors(self, id) -> list:
+        a = self.arrays
+        return [a.ids[p] for p in a.preds(self._lookup(id)).tolist()]
+
+    def successors(self, id) -> list:
+        a = self.arrays
+        return [a.ids[p] for p in a.succs(self._lookup(id)).tolist()]
+
+    @property
+    def total_cost(self) -> float:
+        return float(math.fsum(self._cost))
+
+    @property
+    def has_exact_costs(self) -> bool:
+        return bool(self._costs)
+
+    @property
+    def executable(self) -> bool:
+        """True when every task has a callable."""
+        return len(self._calls) == len(self._ids) and len(self._ids) > 0
+
+    def call(self, id) -> tuple | None:
+        """``(fn, args, kwargs)`` of a task, or None when it has no callable."""
+        return self._calls.get(self._lookup(id))
+
+    def _lookup(self, id) -> int:
+        if isinstance(id, TaskHandle):
+            id = id.id
+        try:
+            return self._index[id]
+        except (KeyError, TypeError):
+            raise GraphError(f"unknown task {id!r}") from None
+
+    # ------------------------------------------------------------------ algorithms
+    @property
+    def arrays(self) -> GraphArrays:
+        """The frozen integer view (validates the graph and names a cycle if there is one)."""
+        if self._arrays is None:
+            self._arrays = self._freeze()
+        return self._arrays
+
+    def validate(self) -> "TaskGraph":
+        """Check the graph (acyclic; numbers were checked on entry); returns self."""
+        self.arrays
+        return self
+
+    def _freeze(self) -> GraphArrays:
+        n, m = len(self._ids), len(self._src)
+        src = np.asarray(self._src, dtype=np.int64).reshape(m)
+        dst = np.asarray(self._dst, dtype=np.int64).reshape(m)
+        pred_ptr, pred_idx, pred_eid = _csr(dst, src, n)
+        succ_ptr, succ_idx, succ_eid = _csr(src, dst, n)
+        topo = _topological_order(n, src, dst, succ_ptr, succ_idx, self._ids)
+        arrays = GraphArrays(
+            n=n, m=m, ids=list(self._ids), index=dict(self._index),
+            cost=np.asarray(self._cost, dtype=np.float64).reshape(n),
+            output_size=np.asarray(self._output_size, dtype=np.float64).reshape(n),
+            cores=np.asarray(self._cores, dtype=np.int64).reshape(n),
+            src=src, dst=dst, size=np.asarray(self._size, dtype=np.float64).reshape(m),
+            pred_ptr=pred_ptr, pred_idx=pred_idx, pred_eid=pred_eid,
+            succ_ptr=succ_ptr, succ_idx=succ_idx, succ_eid=succ_eid,
+            topo=topo, costs=dict(self._costs))
+        for arr in (arrays.cost, arrays.output_size, arrays.cores, src, dst, arrays.size,
+                    pred_ptr, pred_idx, pred_eid, succ_ptr, succ_idx, succ_eid, topo):
+            arr.flags.writeable = False
+        return arrays
+
+    def topological_order(self) -> list:
+        a = self.arrays
+        return [a.ids[i] for i in a.topo.tolist()]
+
+    def sources(self) -> list:
+        a = self.arrays
+        return [a.ids[i] for i in np.flatnonzero(np.diff(a.pred_ptr) == 0).tolist()]
+
+    def sinks(self) -> list:
+        a = self.arrays
+        return [a.ids[i] for i in np.flatnonzero(np.diff(a.succ_ptr) == 0).tolist()]
+
+    # ------------------------------------------------------------------ derived graphs
+    def copy(self, name: str | None = None) -> "TaskGraph":
+        g = TaskGraph(self.name if name is None else name)
+        g._ids = list(self._ids)
+        g._index = dict(self._index)
+        g._cost = list(self._cost)
+        g._output_size = list(self._output_size)
+        g._cores = list(self._cores)
+        g._costs = {i: dict(c) for i, c in self._costs.items()}
+        g._calls = dict(self._calls)
+        g._meta = {i: dict(md) for i, md in self._meta.items()}
+        g._src, g._dst, g._size = list(self._src), list(self._dst), list(self._size)
+        g._edges = dict(self._edges)
+        return g
+
+    def subgraph(self, ids: Iterable, name: str | None = None) -> "TaskGraph":
+        """The tasks ``ids`` and the edges among them (same costs, callables, meta)."""
+        keep = sorted({self._lookup(t) for t in ids})
+        new_of = {old: new for new, old in enumerate(keep)}
+        g = TaskGraph(self.name if name is None else name)
+        g._ids = [self._ids[i] for i in keep]
+        g._index = {t: i for i, t in enumerate(g._ids)}
+        g._cost = [self._cost[i] for i in keep]
+        g._output_size = [self._output_size[i] for i in keep]
+        g._cores = [self._cores[i] for i in keep]
+        g._costs = {new_of[i]: dict(c) for i, c in self._costs.items() if i in new_of}
+        g._calls = {new_of[i]: c for i, c in self._calls.items() if i in new_of}
+        g._meta = {new_of[i]: dict(md) for i, md in self._meta.items() if i in new_of}
+        for s, d, z in zip(self._src, self._dst, self._size):
+            if s in new_of and d in new_of:
+                g._edges[new_of[s] * _SHIFT + new_of[d]] = len(g._src)
+                g._src.append(new_of[s])
+                g._dst.append(new_of[d])
+                g._size.append(z)
+        return g
+
+    def with_costs(self, cost: dict | None = None, costs: dict | None = None) -> "TaskGraph":
+        """A copy with some costs replaced: ``cost={id: s}``, ``costs={id: {worker: s} or None}``."""
+        g = self.copy()
+        for t, c in (cost or {}).items():
+            g._cost[g._lookup(t)] = _number(c, "cost", f"task {t!r}")
+        for t, c in (costs or {}).items():
+            i = g._lookup(t)
+            exact = _exact_costs(c, f"task {t!r}")
+            if exact:
+                g._costs[i] = exact
+            else:
+                g._costs.pop(i, None)
+        return g
+
+
+def _checked_column(values, field: str, labels, kind: str) -> list:
+    """Values as a list of finite floats >= 0; a GraphError naming the first bad entry."""
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+        ok = arr.ndim == 1 and bool(np.all(np.isfinite(arr) & (arr >= 0)))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        for label, v in zip(labels, values):
+            where = f"task {label!r}" if kind == "task" else f"edge {label[0]!r} -> {label[1]!r}"
+            _number(v, field, where)
+        raise GraphError(f"{field}: column of {kind}s is malformed")
+    return arr.tolist()

@@ -1,0 +1,268 @@
+"""A schedule: per task its worker, start and finish; a validator that trusts no scheduler; metrics.
+
+:meth:`Schedule.validate` checks, against the graph, the cluster and the shared cost model, that
+
+* every task of the graph is placed exactly once, on a worker of the cluster, and nothing else is;
+* each task runs for its duration on its worker (or for the durations the caller says the world
+  used, for a simulated or measured trace);
+* each task starts no earlier than every predecessor's finish plus the transfer time between their
+  workers;
+* at no instant do a worker's running tasks need more cores than it has.
+
+All checks are vectorised; times are compared with a tolerance of ``1e-9 x max(1, makespan)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+import numpy as np
+
+from .analysis import critical_path, lower_bound, sequential_time
+from .cluster import Cluster
+from .costs import CostModel
+from .errors import GraphError, ScheduleError
+from .graph import TaskGraph
+
+__all__ = ["Schedule", "Assignment"]
+
+_MAX_PROBLEMS = 20
+
+
+@dataclass(frozen=True)
+class Assignment:
+    task: object
+    worker: object
+    start: float
+    finish: float
+
+
+class Schedule:
+    """Per task: worker, start, finish (seconds from 0).
+
+    Parameters
+    ----------
+    tasks, workers : sequences of ids, one entry per assignment
+    start, finish : sequences of floats
+    scheduler : str
+        Name of the policy that made it.
+    extra : dict, optional
+        Further fields carried into the JSON document (e.g. ``transfers`` of a trace).
+    """
+
+    def __init__(self, tasks, workers, start, finish, scheduler: str = "", extra: dict | None = None):
+        self.tasks = list(tasks)
+        self.workers = list(workers)
+        self.start = np.asarray(start, dtype=np.float64).reshape(-1)
+        self.finish = np.asarray(finish, dtype=np.float64).reshape(-1)
+        if not (len(self.tasks) == len(self.workers) == len(self.start) == len(self.finish)):
+            raise ScheduleError(["schedule columns task, worker, start, finish differ in length"])
+        self.scheduler = scheduler
+        self.extra = dict(extra or {})
+
+    @classmethod
+    def from_indices(cls, graph: TaskGraph, cluster: Cluster, worker_idx, start, finish,
+                     scheduler: str = "", extra: dict | None = None) -> "Schedule":
+        """Build from per-task-index arrays (what schedulers produce)."""
+        ids = cluster.ids
+        return cls(graph.arrays.ids, [ids[w] for w in np.asarray(worker_idx).tolist()], start, finish,
+                   scheduler, extra)
+
+    @classmethod
+    def from_assignments(cls, assignments: Iterable, scheduler: str = "", extra=None) -> "Schedule":
+        rows = [a if isinstance(a, Assignment) else Assignment(*a) for a in assignments]
+        return cls([r.task for r in rows], [r.worker for r in rows], [r.start for r in rows],
+                   [r.finish for r in rows], scheduler, extra)
+
+    # ------------------------------------------------------------------ reading
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def __iter__(self) -> Iterator[Assignment]:
+        for t, w, s, f in zip(self.tasks, self.workers, self.start.tolist(), self.finish.tolist()):
+            yield Assignment(t, w, s, f)
+
+    def __repr__(self) -> str:
+        return f"<Schedule {self.scheduler!r}: {len(self)} tasks, makespan {self.makespan:g}>"
+
+    @property
+    def makespan(self) -> float:
+        return float(self.finish.max()) if len(self.finish) else 0.0
+
+    def assignment(self, task) -> Assignment:
+        i = self._row().get(task)
+        if i is None:
+            raise GraphError(f"task {task!r} is not in the schedule")
+        return Assignment(self.tasks[i], self.workers[i], float(self.start[i]), float(self.finish[i]))
+
+    def _row(self) -> dict:
+        return {t: i for i, t in enumerate(self.tasks)}
+
+    def worker_of(self) -> dict:
+        return dict(zip(self.tasks, self.workers))
+
+    def by_worker(self) -> dict:
+        """``{worker: [Assignment, ...]}`` sorted by start time."""
+        out: dict = {}
+        order = np.lexsort((self.finish, self.start))
+        for i in order.tolist():
+            out.setdefault(self.workers[i], []).append(
+                Assignment(self.tasks[i], self.workers[i], float(self.start[i]), float(self.finish[i])))
+        return out
+
+    # ------------------------------------------------------------------ checking
+    def problems(self, graph: TaskGraph, cluster: Cluster, durations: dict | None = None,
+                 model: CostModel | None = None, limit: int = _MAX_PROBLEMS) -> list:
+        """Every way this schedule breaks the rules (empty when it is valid), at most ``limit``.
+
+        ``durations`` ({task: seconds}) replaces the cost model's durations for the tasks it
+        names: what a simulated or measured run really took.
+        """
+        out: list = []
+        a = graph.arrays
+        n = a.n
+        # 1. every task placed exactly once, on a known worker
+        row = np.full(n, -1, dtype=np.int64)
+        for k, t in enumerate(self.tasks):
+            i = a.index.get(t)
+            if i is None:
+                out.append(f"task {t!r} is scheduled but not in the graph")
+            elif row[i] >= 0:
+                out.append(f"task {t!r} is scheduled more than once")
+            else:
+                row[i] = k
+        for i in np.flatnonzero(row < 0)[:limit].tolist():
+            out.append(f"task {a.ids[i]!r} is not scheduled")
+        widx = np.full(len(self.tasks), -1, dtype=np.int64)
+        for k, w in enumerate(self.workers):
+            j = cluster.index.get(w)
+            if j is None:
+                out.append(f"task {self.tasks[k]!r} is on unknown worker {w!r}")
+            else:
+                widx[k] = j
+        bad = ~(np.isfinite(self.start) & np.isfinite(self.finish)) | (self.start < 0)
+        for k in np.flatnonzero(bad)[:limit].tolist():
+            out.append(f"task {self.tasks[k]!r}: start {self.start[k]!r} / finish {self.finish[k]!r} "
+                       "must be finite and start >= 0")
+        if out:
+            return out[:limit]
+        model = model or CostModel(graph, cluster)
+        start = self.start[row]
+        finish = self.finish[row]
+        w = widx[row]
+        tol = 1e-9 * max(1.0, float(finish.max()) if n else 1.0)
+        # 2. durations
+        expect = model.durations[np.arange(n), w]
+        if durations:
+            expect = expect.copy()
+            for t, d in durations.items():
+                expect[a.index[t]] = d
+        wrong = np.flatnonzero(~(np.abs((finish - start) - expect) <= tol + 1e-9 * np.abs(expect)))
+        for i in wrong[:limit].tolist():
+            wid = cluster.ids[w[i]]
+            if not np.isfinite(expect[i]):
+                out.append(f"task {a.ids[i]!r} needs {int(a.cores[i])} cores; worker {wid!r} has "
+                           f"{int(cluster.cores[w[i]])}")
+            else:
+                out.append(f"task {a.ids[i]!r} runs {finish[i] - start[i]:.9g} s on worker {wid!r}; "
+                           f"its duration there is {expect[i]:.9g} s")
+        # 3. precedence plus transfer time
+        if a.m:
+            ws, wd = w[a.src], w[a.dst]
+            ready = finish[a.src] + model.transfer_idx(a.size, ws, wd)
+            early = np.flatnonzero(start[a.dst] < ready - tol)
+            for e in early[:limit].tolist():
+                s, d = int(a.src[e]), int(a.dst[e])
+                out.append(f"task {a.ids[d]!r} starts at {start[d]:.9g} before its input from "
+                           f"{a.ids[s]!r} is ready at {ready[e]:.9g}")
+        # 4. cores per worker
+        out.extend(_core_overloads(a, cluster, w, start, finish, tol, limit))
+        return out[:limit]
+
+    def validate(self, graph: TaskGraph, cluster: Cluster, durations: dict | None = None,
+                 model: CostModel | None = None) -> "Schedule":
+        """Raise :class:`~taskflow.errors.ScheduleError` listing the problems; return self if valid."""
+        found = self.problems(graph, cluster, durations=durations, model=model)
+        if found:
+            raise ScheduleError(found)
+        return self
+
+    def is_valid(self, graph: TaskGraph, cluster: Cluster, **kw) -> bool:
+        return not self.problems(graph, cluster, limit=1, **kw)
+
+    # ------------------------------------------------------------------ metrics
+    def metrics(self, graph: TaskGraph, cluster: Cluster, model: CostModel | None = None) -> dict:
+        """makespan, lower_bound, slr, speedup, efficiency.
+
+        ``slr`` (schedule length ratio, Topcuoglu et al. 2002) divides the makespan by the critical
+        path at each task's shortest duration; ``speedup`` divides the best single-worker
+        sequential time by the makespan; ``efficiency`` is speedup over total cores.
+        """
+        model = model or CostModel(graph, cluster)
+        mk = self.makespan
+        cp, _ = critical_path(graph, model=model)
+        seq = sequential_time(graph, cluster, model)
+        speedup = seq / mk if mk > 0 else float("nan")
+        return {
+            "makespan": mk,
+            "lower_bound": lower_bound(graph, cluster, model),
+            "slr": mk / cp if cp > 0 else float("nan"),
+            "speedup": speedup,
+            "efficiency": speedup / cluster.total_cores,
+        }
+
+    # ------------------------------------------------------------------ files
+    def to_dict(self) -> dict:
+        doc = {"format": "taskflow-schedule/1", "scheduler": self.scheduler, "makespan": self.makespan,
+               "assignments": [{"task": t, "worker": w, "start": s, "finish": f}
+                               for t, w, s, f in zip(self.tasks, self.workers, self.start.tolist(),
+                                                     self.finish.tolist())]}
+        for k, v in self.extra.items():
+            doc.setdefault(k, v)
+        return doc
+
+    def table(self, cluster: Cluster | None = None) -> str:
+        """A plain-text plan: one line per worker with its tasks in start order."""
+        lines = []
+        per = self.by_worker()
+        order = cluster.ids if cluster is not None else sorted(per, key=str)
+        width = max((len(str(w)) for w in order), default=1)
+        for wid in order:
+            items = per.get(wid, [])
+            cells = "  ".join(f"{x.task}[{x.start:g}-{x.finish:g}]" for x in items) or "(idle)"
+            lines.append(f"  {str(wid):<{width}}  {cells}")
+        return "\n".join(lines)
+
+
+def _core_overloads(a, cluster: Cluster, w, start, finish, tol, limit) -> list:
+    """Sweep each worker's start/end events; report instants where cores in use exceed its cores."""
+    busy = finish - start > tol
+    if not busy.any():
+        return []
+    idx = np.flatnonzero(busy)
+    cores = a.cores[idx]
+    wk = w[idx]
+    # events: ends sort before starts at the same instant (within tolerance)
+    t = np.concatenate([finish[idx] - tol, start[idx]])
+    kind = np.concatenate([np.zeros(idx.size, np.int8), np.ones(idx.size, np.int8)])
+    delta = np.concatenate([-cores, cores])
+    wk2 = np.concatenate([wk, wk])
+    task = np.concatenate([idx, idx])
+    order = np.lexsort((kind, t, wk2))
+    used = np.cumsum(delta[order])  # each worker's block starts and ends at 0
+    cap = cluster.cores[wk2[order]]
+    over = np.flatnonzero(used > cap)
+    out = []
+    seen = set()
+    for k in over.tolist():
+        j = int(wk2[order][k])
+        if j in seen:
+            continue
+        seen.add(j)
+        i = int(task[order][k])
+        out.append(f"worker {cluster.ids[j]!r} runs {int(used[k])} cores at once at t={start[i]:.9g} "
+                   f"(it has {int(cluster.cores[j])}), when task {a.ids[i]!r} starts")
+        if len(out) >= limit:
+            break
+    return out
