@@ -112,6 +112,10 @@ def detect_format(path) -> str:
 
 
 def _graph_of(kind: str, payload, source: str, key=None) -> TaskGraph:
+    return _parse_graph(kind, payload, source, key).validate()
+
+
+def _parse_graph(kind: str, payload, source: str, key=None) -> TaskGraph:
     if kind == "native":
         return native.graph_from_dict(payload, source)
     if kind == "wfformat":
@@ -147,7 +151,7 @@ def load_graphs(path, format: str | None = None) -> list:
     base, key = _split(path)
     kind, payload = _sniff(_read_bytes(base), base, format)
     if kind == "estee" and key is None:
-        return [estee.graph_from_tasks(name, tasks, base) for name, tasks in payload]
+        return [estee.graph_from_tasks(name, tasks, base).validate() for name, tasks in payload]
     return [_graph_of(kind, payload, base, key)]
 
 
