@@ -302,20 +302,32 @@ class TaskGraph:
         GraphError
             An unknown task, a self-loop, a duplicate edge, a bad size.
         """
-        s_id = src.id if isinstance(src, TaskHandle) else src
-        d_id = dst.id if isinstance(dst, TaskHandle) else dst
-        s = self._index.get(s_id)
-        d = self._index.get(d_id)
+        if type(src) is TaskHandle:
+            src = src.id
+        if type(dst) is TaskHandle:
+            dst = dst.id
+        index = self._index
+        s = index.get(src)
+        d = index.get(dst)
         if s is None or d is None:
-            missing = s_id if s is None else d_id
-            raise GraphError(f"edge {s_id!r} -> {d_id!r}: unknown task {missing!r}")
+            missing = src if s is None else dst
+            raise GraphError(f"edge {src!r} -> {dst!r}: unknown task {missing!r}")
         if s == d:
-            raise CycleError([s_id, s_id])
+            raise CycleError([src, src])
         key = s * _SHIFT + d
-        if key in self._edges:
-            raise GraphError(f"duplicate edge {s_id!r} -> {d_id!r}")
-        sz = self._output_size[s] if size is None else _number(size, "size", f"edge {s_id!r} -> {d_id!r}")
-        self._edges[key] = len(self._src)
+        edges = self._edges
+        if key in edges:
+            raise GraphError(f"duplicate edge {src!r} -> {dst!r}")
+        if size is None:
+            sz = self._output_size[s]
+        else:
+            try:
+                sz = float(size)
+            except (TypeError, ValueError):
+                sz = -1.0
+            if not (0.0 <= sz < _INF):
+                _number(size, "size", f"edge {src!r} -> {dst!r}")  # raises with the message
+        edges[key] = len(self._src)
         self._src.append(s)
         self._dst.append(d)
         self._size.append(sz)
