@@ -1,11 +1,12 @@
 """Scheduling policies, one module each, all behind :class:`schedulers.base.Scheduler`.
 
 >>> import schedulers
->>> "round-robin" in schedulers.available()
+>>> {"heft", "cpop", "blevel", "peft", "round-robin"} <= set(schedulers.available())
 True
 """
 
+from ._warm import warm_up
 from .base import Scheduler, available, get_scheduler, register, scheduler_class
-from . import randomized, round_robin  # noqa: F401  (they register themselves)
+from . import blevel, cpop, etf, heft, mct, minmin, peft, randomized, round_robin  # noqa: F401  (register)
 
-__all__ = ["Scheduler", "available", "get_scheduler", "register", "scheduler_class"]
+__all__ = ["Scheduler", "available", "get_scheduler", "register", "scheduler_class", "warm_up"]

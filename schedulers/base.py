@@ -12,7 +12,8 @@ from taskflow.errors import UnknownSchedulerError
 from taskflow.graph import TaskGraph
 from taskflow.schedule import Schedule
 
-__all__ = ["Scheduler", "register", "get_scheduler", "scheduler_class", "available"]
+__all__ = ["Scheduler", "register", "get_scheduler", "scheduler_class", "available", "list_schedule",
+           "topological_priority", "to_schedule"]
 
 _REGISTRY: dict = {}
 
@@ -78,3 +79,38 @@ def get_scheduler(name, **options) -> Scheduler:
 def available(kind: str | None = None) -> list:
     """Registered scheduler names, sorted (optionally only ``static`` or ``dynamic`` ones)."""
     return sorted(n for n, c in _REGISTRY.items() if kind is None or c.kind == kind)
+
+
+def list_schedule(model: CostModel, priority, fixed=None, bias=None, insertion: bool = True):
+    """Run the shared compiled list-scheduling loop (see :mod:`schedulers._kernels`).
+
+    Returns per-task-index arrays ``(worker, start, finish)``.
+    """
+    import numpy as np
+
+    from ._kernels import list_schedule as kernel
+
+    a = model.arrays
+    n = a.n
+    fixed = np.full(n, -1, dtype=np.int64) if fixed is None else np.asarray(fixed, dtype=np.int64)
+    use_bias = bias is not None
+    bias = np.zeros((1, 1)) if bias is None else np.ascontiguousarray(bias, dtype=np.float64)
+    return kernel(np.ascontiguousarray(model.durations), a.cores, model.cluster.cores, a.pred_ptr, a.pred_idx,
+                  np.ascontiguousarray(a.size[a.pred_eid]), a.succ_ptr, a.succ_idx, model.latency_matrix,
+                  model.inv_bandwidth, np.asarray(priority, dtype=np.float64), fixed, bias, use_bias,
+                  bool(insertion))
+
+
+def topological_priority(model: CostModel):
+    """A priority that makes the ready heap follow the graph's topological order."""
+    import numpy as np
+
+    a = model.arrays
+    prio = np.empty(a.n)
+    prio[a.topo] = -np.arange(a.n, dtype=np.float64)
+    return prio
+
+
+def to_schedule(model: CostModel, result, name: str, extra: dict | None = None) -> Schedule:
+    worker, start, finish = result
+    return Schedule.from_indices(model.graph, model.cluster, worker, start, finish, scheduler=name, extra=extra)

@@ -1,4 +1,5 @@
-"""``random``: each task, in topological order, to a uniformly drawn worker that can run it.
+"""``random``: each task to a uniformly drawn worker that has the cores it needs; tasks start in
+topological order as soon as their inputs have arrived (append, no gap filling).
 
 A baseline that any real policy must beat. Seeded: the same ``seed`` gives the same schedule.
 """
@@ -7,8 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Scheduler, register
-from .placement import AppendTimeline
+from .base import Scheduler, list_schedule, register, to_schedule, topological_priority
 
 
 @register
@@ -18,9 +18,11 @@ class RandomScheduler(Scheduler):
 
     def plan(self, model):
         rng = np.random.default_rng(self.seed)
-        tl = AppendTimeline(model)
         feasible = model.feasible()
-        for i in model.arrays.topo.tolist():
-            choices = np.flatnonzero(feasible[i])
-            tl.place(i, int(choices[rng.integers(len(choices))]))
-        return tl.schedule(self.name)
+        # draw among feasible workers: scale a uniform draw to each row's count of choices
+        counts = feasible.sum(axis=1)
+        pick = (rng.random(model.arrays.n) * counts).astype(np.int64)
+        cum = np.cumsum(feasible, axis=1) - 1
+        fixed = np.argmax((cum == pick[:, None]) & feasible, axis=1)
+        return to_schedule(model, list_schedule(model, topological_priority(model), fixed=fixed, insertion=False),
+                           self.name)

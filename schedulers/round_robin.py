@@ -1,10 +1,12 @@
 """``round-robin``: tasks in topological order dealt to workers in turn (skipping workers that lack
-the cores a task needs). A baseline that ignores costs and communication."""
+the cores a task needs); each starts as soon as its inputs have arrived (append, no gap filling).
+A baseline that ignores costs and communication."""
 
 from __future__ import annotations
 
-from .base import Scheduler, register
-from .placement import AppendTimeline
+import numpy as np
+
+from .base import Scheduler, list_schedule, register, to_schedule, topological_priority
 
 
 @register
@@ -13,13 +15,15 @@ class RoundRobinScheduler(Scheduler):
     summary = "workers in turn, topological order (baseline)"
 
     def plan(self, model):
-        tl = AppendTimeline(model)
-        feasible = model.feasible()
+        a = model.arrays
+        feasible = model.feasible().tolist()
         W = model.num_workers
+        fixed = np.empty(a.n, dtype=np.int64)
         nxt = 0
-        for i in model.arrays.topo.tolist():
-            while not feasible[i, nxt % W]:
+        for i in a.topo.tolist():
+            while not feasible[i][nxt % W]:
                 nxt += 1
-            tl.place(i, nxt % W)
+            fixed[i] = nxt % W
             nxt += 1
-        return tl.schedule(self.name)
+        return to_schedule(model, list_schedule(model, topological_priority(model), fixed=fixed, insertion=False),
+                           self.name)

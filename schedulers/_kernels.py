@@ -1,0 +1,257 @@
+"""Compiled list-scheduling machinery shared by every static policy (numba).
+
+A worker is a *resource profile*: sorted segment start times with the cores in use on each
+segment; the last segment (usage 0) runs to infinity. A task needing ``c`` of a worker's ``C``
+cores for ``d`` seconds fits at ``t`` when every segment overlapping ``[t, t + d)`` has at most
+``C - c`` cores in use. ``insertion=True`` finds the earliest such ``t`` at or after the data-ready
+time (HEFT's insertion policy, generalised to multi-core workers); ``insertion=False`` also starts
+after the last segment without room (append: no back-filling). This is exactly the rule
+``Schedule.validate`` checks, so a plan from here is valid by construction.
+
+:func:`list_schedule` is the one list-scheduling loop: a ready heap ordered by a priority, the data-
+ready time of the task on every worker (predecessor finish + latency + size / bandwidth), then
+either a forced worker or the worker minimising finish time (+ an optional per-worker bias, PEFT's
+optimistic cost table). :func:`greedy_schedule` is the ETF / min-min loop that looks at every ready
+task against every worker at each step.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+from numba import njit
+from numba.typed import List
+
+_INF = np.inf
+
+
+@njit(cache=True)
+def _find(times, K, t):
+    """Largest k < K with times[k] <= t (times[0] == 0 <= t)."""
+    lo, hi = 0, K - 1
+    while lo < hi:
+        mid = (lo + hi + 1) >> 1
+        if times[mid] <= t:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+@njit(cache=True)
+def earliest_start(times, usage, K, ready, d, c, cap, insertion):
+    """Earliest start >= ready for a task of ``d`` seconds on ``c`` of ``cap`` cores."""
+    if d <= 0.0:
+        return ready  # a zero-length task occupies no core time
+    if not insertion:
+        m = K - 1
+        while m >= 0 and usage[m] + c <= cap:
+            m -= 1
+        if m >= 0 and times[m + 1] > ready:
+            ready = times[m + 1]
+        return ready
+    k = _find(times, K, ready)
+    t = ready
+    while True:
+        end = t + d
+        m = k
+        ok = True
+        while m < K and times[m] < end:
+            if usage[m] + c > cap:
+                ok = False
+                break
+            m += 1
+        if ok:
+            return t
+        k = m + 1  # the next candidate: the end of the conflicting segment
+        t = times[k]
+
+
+@njit(cache=True)
+def _split(times, usage, K, t):
+    k = _find(times, K, t)
+    if times[k] == t:
+        return k, K
+    for m in range(K, k + 1, -1):
+        times[m] = times[m - 1]
+        usage[m] = usage[m - 1]
+    times[k + 1] = t
+    usage[k + 1] = usage[k]
+    return k + 1, K + 1
+
+
+@njit(cache=True)
+def occupy(times, usage, K, s, f, c):
+    """Mark ``c`` cores busy on ``[s, f)``; returns (times, usage, K), arrays possibly grown."""
+    if f <= s:
+        return times, usage, K
+    if K + 2 > times.shape[0]:
+        nt = np.empty(times.shape[0] * 2)
+        nu = np.zeros(times.shape[0] * 2, np.int64)
+        nt[:K] = times[:K]
+        nu[:K] = usage[:K]
+        times, usage = nt, nu
+    k0, K = _split(times, usage, K, s)
+    k1, K = _split(times, usage, K, f)
+    for m in range(k0, k1):
+        usage[m] += c
+    return times, usage, K
+
+
+@njit(cache=True)
+def _profiles(W):
+    times = List()
+    usage = List()
+    for _ in range(W):
+        times.append(np.zeros(16))
+        usage.append(np.zeros(16, np.int64))
+    return times, usage, np.ones(W, np.int64)
+
+
+@njit(cache=True)
+def _data_ready(i, W, pred_ptr, pred_idx, pred_size, worker, finish, lat, inv, out):
+    for w in range(W):
+        out[w] = 0.0
+    for k in range(pred_ptr[i], pred_ptr[i + 1]):
+        p = pred_idx[k]
+        wp = worker[p]
+        fp = finish[p]
+        sz = pred_size[k]
+        for w in range(W):
+            t = fp if w == wp else fp + lat[wp, w] + sz * inv[wp, w]
+            if t > out[w]:
+                out[w] = t
+
+
+@njit(cache=True)
+def list_schedule(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_ptr, succ_idx,
+                  lat, inv, priority, fixed, bias, use_bias, insertion):
+    """Schedule every task; the ready task of highest ``priority`` (ties: lower index) goes next,
+    to ``fixed[i]`` when >= 0, else to the worker minimising finish (+ ``bias[i, w]``)."""
+    n, W = durations.shape
+    worker = np.full(n, -1, np.int64)
+    start = np.zeros(n)
+    finish = np.zeros(n)
+    times, usage, K = _profiles(W)
+    remaining = np.empty(n, np.int64)
+    heap = [(0.0, 0)]
+    heap.pop()
+    for i in range(n):
+        remaining[i] = pred_ptr[i + 1] - pred_ptr[i]
+        if remaining[i] == 0:
+            heapq.heappush(heap, (-priority[i], i))
+    drt = np.empty(W)
+    while len(heap) > 0:
+        item = heapq.heappop(heap)
+        i = item[1]
+        _data_ready(i, W, pred_ptr, pred_idx, pred_size, worker, finish, lat, inv, drt)
+        c = tcores[i]
+        best_w = -1
+        best_s = 0.0
+        f = fixed[i]
+        if f >= 0 and durations[i, f] < _INF:
+            best_w = f
+            best_s = earliest_start(times[f], usage[f], K[f], drt[f], durations[i, f], c, wcores[f], insertion)
+        else:
+            best_key = _INF
+            for w in range(W):
+                d = durations[i, w]
+                if d == _INF:
+                    continue
+                s = earliest_start(times[w], usage[w], K[w], drt[w], d, c, wcores[w], insertion)
+                key = s + d
+                if use_bias:
+                    key += bias[i, w]
+                if best_w < 0 or key < best_key:
+                    best_key = key
+                    best_w = w
+                    best_s = s
+        d = durations[i, best_w]
+        worker[i] = best_w
+        start[i] = best_s
+        finish[i] = best_s + d
+        t, u, k = occupy(times[best_w], usage[best_w], K[best_w], best_s, best_s + d, c)
+        times[best_w] = t
+        usage[best_w] = u
+        K[best_w] = k
+        for e in range(succ_ptr[i], succ_ptr[i + 1]):
+            j = succ_idx[e]
+            remaining[j] -= 1
+            if remaining[j] == 0:
+                heapq.heappush(heap, (-priority[j], j))
+    return worker, start, finish
+
+
+@njit(cache=True)
+def greedy_schedule(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_ptr, succ_idx,
+                    lat, inv, level, mode):
+    """ETF (mode 0): of all (ready task, worker) pairs the earliest start, ties to the higher
+    ``level`` (b-level). Min-min (mode 1): the ready task whose best finish is earliest, there.
+    Append placement. Start times of ready tasks are cached and refreshed only on the worker that
+    just received a task, so a step costs O(ready) rather than O(ready x workers)."""
+    n, W = durations.shape
+    worker = np.full(n, -1, np.int64)
+    start = np.zeros(n)
+    finish = np.zeros(n)
+    times, usage, K = _profiles(W)
+    remaining = np.empty(n, np.int64)
+    ready = np.empty(n, np.int64)
+    nready = 0
+    drt = np.zeros((n, W))
+    est = np.zeros((n, W))
+    for i in range(n):
+        remaining[i] = pred_ptr[i + 1] - pred_ptr[i]
+        if remaining[i] == 0:
+            ready[nready] = i
+            nready += 1
+            for w in range(W):
+                est[i, w] = earliest_start(times[w], usage[w], K[w], 0.0, durations[i, w], tcores[i], wcores[w], False)
+    for _ in range(n):
+        bi = -1
+        bw = -1
+        bpos = -1
+        bkey = _INF
+        blev = -_INF
+        for r in range(nready):
+            i = ready[r]
+            for w in range(W):
+                d = durations[i, w]
+                if d == _INF:
+                    continue
+                key = est[i, w] if mode == 0 else est[i, w] + d
+                better = bi < 0 or key < bkey
+                if not better and key == bkey:
+                    if mode == 0:
+                        better = level[i] > blev or (level[i] == blev and i < bi)
+                    else:
+                        better = i < bi
+                if better:
+                    bi, bw, bpos, bkey, blev = i, w, r, key, level[i]
+        i, w = bi, bw
+        d = durations[i, w]
+        worker[i] = w
+        start[i] = est[i, w]
+        finish[i] = est[i, w] + d
+        t, u, k = occupy(times[w], usage[w], K[w], start[i], finish[i], tcores[i])
+        times[w] = t
+        usage[w] = u
+        K[w] = k
+        ready[bpos] = ready[nready - 1]
+        nready -= 1
+        for r in range(nready):  # only worker w changed
+            j = ready[r]
+            if durations[j, w] < _INF:
+                est[j, w] = earliest_start(times[w], usage[w], K[w], drt[j, w], durations[j, w], tcores[j], wcores[w], False)
+        for e in range(succ_ptr[i], succ_ptr[i + 1]):
+            j = succ_idx[e]
+            remaining[j] -= 1
+            if remaining[j] == 0:
+                row = drt[j]
+                _data_ready(j, W, pred_ptr, pred_idx, pred_size, worker, finish, lat, inv, row)
+                for x in range(W):
+                    if durations[j, x] < _INF:
+                        est[j, x] = earliest_start(times[x], usage[x], K[x], row[x], durations[j, x], tcores[j], wcores[x], False)
+                ready[nready] = j
+                nready += 1
+    return worker, start, finish

@@ -1,0 +1,24 @@
+"""Load (or compile, the first time on a machine) the numba kernels before anything is timed."""
+
+_done = False
+
+
+def warm_up() -> None:
+    global _done
+    if _done:
+        return
+    from taskflow.cluster import Cluster
+    from taskflow.costs import CostModel
+    from taskflow.graph import TaskGraph
+
+    from .base import available, get_scheduler
+
+    g = TaskGraph("warm-up")
+    g.add_task("a", cost=1.0, output_size=1.0)
+    g.add_task("b", cost=1.0)
+    g.add_edge("a", "b")
+    c = Cluster.homogeneous(2)
+    model = CostModel(g, c)
+    for name in available("static"):
+        get_scheduler(name, seed=0).schedule(g, c, model=model)
+    _done = True

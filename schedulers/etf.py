@@ -1,0 +1,22 @@
+"""``etf``: Earliest Time First.
+
+J.-J. Hwang, Y.-C. Chow, F. D. Anger, C.-Y. Lee, "Scheduling precedence graphs in systems with
+interprocessor communication times", SIAM J. Computing 18(2), 1989.
+
+At each step, of every (ready task, worker) pair the one that can start earliest is scheduled; ties
+go to the task with the higher b-level. Appended (no gap filling). O(V R) with R ready tasks.
+"""
+
+from __future__ import annotations
+
+from ._greedy import greedy
+from .base import Scheduler, register, to_schedule
+
+
+@register
+class ETF(Scheduler):
+    name = "etf"
+    summary = "earliest-start (ready task, worker) pair first (Hwang et al. 1989)"
+
+    def plan(self, model):
+        return to_schedule(model, greedy(model, mode=0), self.name)

@@ -1,0 +1,24 @@
+"""``heft``: Heterogeneous Earliest Finish Time.
+
+H. Topcuoglu, S. Hariri, M.-Y. Wu, "Performance-effective and low-complexity task scheduling for
+heterogeneous computing", IEEE TPDS 13(3):260-274, 2002. doi:10.1109/71.993206
+
+Tasks go in decreasing upward rank (mean duration over workers + mean transfer time over pairs of
+distinct workers, see :mod:`schedulers.ranks`), each to the worker where it would finish earliest,
+using idle gaps (insertion). Ties: the lower task index first, then the lower worker index.
+O((V + E) W) plus gap search.
+"""
+
+from __future__ import annotations
+
+from .base import Scheduler, list_schedule, register, to_schedule
+from .ranks import upward_rank
+
+
+@register
+class HEFT(Scheduler):
+    name = "heft"
+    summary = "upward rank order, earliest finish with insertion (Topcuoglu et al. 2002)"
+
+    def plan(self, model):
+        return to_schedule(model, list_schedule(model, upward_rank(model), insertion=True), self.name)

@@ -1,0 +1,21 @@
+"""``mct``: Minimum Completion Time.
+
+T. D. Braun et al., "A comparison of eleven static heuristics for mapping a class of independent
+tasks onto heterogeneous distributed computing systems", JPDC 61(6), 2001.
+
+Tasks in topological order (no priority), each to the worker where it completes earliest counting
+input transfers; appended to the worker (no gap filling). A greedy baseline.
+"""
+
+from __future__ import annotations
+
+from .base import Scheduler, list_schedule, register, to_schedule, topological_priority
+
+
+@register
+class MCT(Scheduler):
+    name = "mct"
+    summary = "topological order, minimum completion time worker (greedy baseline)"
+
+    def plan(self, model):
+        return to_schedule(model, list_schedule(model, topological_priority(model), insertion=False), self.name)
