@@ -6,7 +6,8 @@ True
 """
 
 from ._warm import warm_up
-from .base import Scheduler, available, get_scheduler, register, scheduler_class
-from . import blevel, cpop, etf, heft, mct, minmin, peft, randomized, round_robin  # noqa: F401  (register)
+from .base import DynamicScheduler, Scheduler, available, get_scheduler, register, scheduler_class
+from . import (blevel, blevel_dynamic, cpop, etf, heft, mct, minmin, peft, randomized,  # noqa: F401  (register)
+               round_robin, work_stealing)
 
-__all__ = ["Scheduler", "available", "get_scheduler", "register", "scheduler_class", "warm_up"]
+__all__ = ["DynamicScheduler", "Scheduler", "available", "get_scheduler", "register", "scheduler_class", "warm_up"]

@@ -12,7 +12,7 @@ from taskflow.errors import UnknownSchedulerError
 from taskflow.graph import TaskGraph
 from taskflow.schedule import Schedule
 
-__all__ = ["Scheduler", "register", "get_scheduler", "scheduler_class", "available", "list_schedule",
+__all__ = ["Scheduler", "DynamicScheduler", "register", "get_scheduler", "scheduler_class", "available", "list_schedule",
            "topological_priority", "to_schedule"]
 
 _REGISTRY: dict = {}
@@ -114,3 +114,44 @@ def topological_priority(model: CostModel):
 def to_schedule(model: CostModel, result, name: str, extra: dict | None = None) -> Schedule:
     worker, start, finish = result
     return Schedule.from_indices(model.graph, model.cluster, worker, start, finish, scheduler=name, extra=extra)
+
+
+class DynamicScheduler(Scheduler):
+    """A policy that decides as the run unfolds, through events from the simulator (or a runtime).
+
+    Each hook returns a list of ``(task, worker)`` index pairs: an unassigned ready task is
+    assigned; a task already assigned but not started is moved (stolen). The ``view`` argument
+    answers questions about the current state (see :class:`taskflow.simulator.SimView`): ``now``,
+    ``model`` (the *estimated* costs), ``alive_workers()``, ``queued(w)``, ``occupancy(w)``,
+    ``free_cores(w)``, ``missing_bytes(task, w)``, ``transfer_estimate(task, w)``, ...
+    """
+
+    kind = "dynamic"
+
+    def start(self, view) -> None:
+        """Called once before anything runs."""
+
+    def on_ready(self, tasks, view) -> list:
+        """``tasks`` (indices) have every input computed and no worker yet."""
+        return []
+
+    def on_finished(self, task, worker, view) -> list:
+        return []
+
+    def on_idle(self, worker, view) -> list:
+        """``worker`` has nothing running and nothing queued."""
+        return []
+
+    def on_worker_lost(self, worker, tasks, view) -> list:
+        """``worker`` died; ``tasks`` were queued or running there and need a new home once ready."""
+        return []
+
+    def priority(self, task) -> float:
+        """Order of a worker's runnable tasks: higher first (ties: order of assignment)."""
+        return 0.0
+
+    def plan(self, model: CostModel) -> Schedule:
+        """Run the policy in the simulator (exact costs, no contention) and return what ran."""
+        from taskflow.simulator import simulate
+
+        return simulate(model.graph, model.cluster, self, network="simple").to_schedule()

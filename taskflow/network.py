@@ -1,0 +1,354 @@
+"""Network models for the simulator: how long moving bytes between workers takes.
+
+A *flow* carries one producer's output from one worker to another. It first spends the cluster's
+``latency`` (no bandwidth used), then its bytes move. Consumers wait for a byte count (their edge's
+size): a consumer needing fewer bytes than the flow carries is released when its share has arrived.
+
+* ``simple``: every flow moves at its pair's bandwidth regardless of other flows, so ``s`` bytes
+  arrive ``latency + s / bandwidth(a, b)`` after the flow starts (the cost model exactly).
+* ``maxmin``: each worker has an upload and a download capacity (its fastest link: the largest
+  bandwidth of a pair it belongs to) shared max-min fairly among its concurrent flows, each flow
+  also capped at its pair's bandwidth; rates are recomputed whenever a flow starts or ends
+  (progressive filling, as in Estee's max-min model). A single flow gets its pair's bandwidth, so
+  ``maxmin`` is never faster than ``simple``.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+from numba import njit
+
+__all__ = ["Flow", "SimpleNetwork", "MaxMinNetwork", "make_network", "NETWORKS"]
+
+NETWORKS = ("simple", "maxmin")
+
+
+class Flow:
+    __slots__ = ("id", "task", "src", "dst", "total", "start", "t_active", "thresholds", "done",
+                 "finish", "aborted", "slot", "run", "base", "complete")
+
+    def __init__(self, fid, task, src, dst, total, start, latency, run):
+        self.id = fid
+        self.task = task
+        self.src = src
+        self.dst = dst
+        self.total = total
+        self.start = start
+        self.t_active = start + latency
+        self.thresholds = []  # heap of (bytes, seq, consumer, token)
+        self.done = 0.0
+        self.finish = None
+        self.aborted = False
+        self.slot = -1
+        self.run = run
+        self.base = 0.0  # bytes of the output already at the destination before this flow
+        self.complete = False
+
+
+class SimpleNetwork:
+    """No contention: arrival times are known when a flow starts, so they go on the event heap."""
+
+    name = "simple"
+
+    def __init__(self, cluster, push):
+        self.inv = cluster.inv_bandwidth.tolist()
+        self.lat = cluster.latency
+        self._push = push  # push(time, kind, payload) onto the simulator's heap
+
+    def start(self, flow, now):
+        flow.finish = flow.t_active + flow.total * self.inv[flow.src][flow.dst]
+        self._push(flow.finish, 2, (flow, None))
+
+    def wait(self, flow, nbytes, consumer, token, now):
+        t = flow.t_active + nbytes * self.inv[flow.src][flow.dst]
+        self._push(t, 1, (flow, (nbytes, consumer, token)))
+
+    def extend(self, flow, total, now):
+        flow.total = total
+        flow.finish = flow.t_active + total * self.inv[flow.src][flow.dst]
+        self._push(flow.finish, 2, (flow, None))
+
+    def abort(self, flow, now):
+        flow.aborted = True
+
+    def next_time(self):
+        return np.inf
+
+    def pop_due(self, now):
+        return []
+
+
+@njit(cache=True)
+def _fill(src, dst, cap, active, up, down, rates):
+    """Max-min fair rates by progressive filling over upload ports, download ports and per-flow
+    caps. Flows of one (source, destination) pair are alike, so the filling runs over pairs:
+    O(F + iterations x (pairs + workers)) with at most one iteration per saturated port or pair."""
+    F = src.shape[0]
+    W = up.shape[0]
+    pair_q = np.full((W, W), -1, np.int64)
+    ps = np.empty(F, np.int64)
+    pd = np.empty(F, np.int64)
+    pn = np.zeros(F)
+    pcap = np.empty(F)
+    P = 0
+    for f in range(F):
+        rates[f] = 0.0
+        if active[f]:
+            a, b = src[f], dst[f]
+            q = pair_q[a, b]
+            if q < 0:
+                q = P
+                pair_q[a, b] = q
+                ps[q] = a
+                pd[q] = b
+                pcap[q] = cap[f]
+                P += 1
+            pn[q] += 1.0
+    prate = np.zeros(P)
+    frozen = np.zeros(P, np.bool_)
+    n_up = np.zeros(W)
+    n_down = np.zeros(W)
+    rem_up = up.copy()
+    rem_down = down.copy()
+    for q in range(P):
+        n_up[ps[q]] += pn[q]
+        n_down[pd[q]] += pn[q]
+    left = P
+    while left > 0:
+        delta = np.inf
+        for w in range(W):
+            if n_up[w] > 0 and rem_up[w] / n_up[w] < delta:
+                delta = rem_up[w] / n_up[w]
+            if n_down[w] > 0 and rem_down[w] / n_down[w] < delta:
+                delta = rem_down[w] / n_down[w]
+        for q in range(P):
+            if not frozen[q] and pcap[q] - prate[q] < delta:
+                delta = pcap[q] - prate[q]
+        if delta == np.inf:
+            for q in range(P):
+                if not frozen[q]:
+                    prate[q] = np.inf
+            break
+        for q in range(P):
+            if not frozen[q]:
+                prate[q] += delta
+        for w in range(W):
+            rem_up[w] -= delta * n_up[w]
+            rem_down[w] -= delta * n_down[w]
+        for q in range(P):
+            if frozen[q]:
+                continue
+            a, b = ps[q], pd[q]
+            if rem_up[a] <= 1e-12 * up[a] or rem_down[b] <= 1e-12 * down[b] or pcap[q] - prate[q] <= 1e-12 * pcap[q]:
+                frozen[q] = True
+                n_up[a] -= pn[q]
+                n_down[b] -= pn[q]
+                left -= 1
+    for f in range(F):
+        if active[f]:
+            rates[f] = prate[pair_q[src[f], dst[f]]]
+    return rates
+
+
+@njit(cache=True)
+def _advance(active, done, total, rates, dt):
+    for f in range(active.shape[0]):
+        if active[f]:
+            r = rates[f]
+            x = total[f] if r == np.inf else done[f] + r * dt
+            done[f] = x if x < total[f] else total[f]
+
+
+@njit(cache=True)
+def _next_event(active, done, nxt, rates, t_last):
+    best = np.inf
+    for f in range(active.shape[0]):
+        if active[f]:
+            r = rates[f]
+            if r == np.inf:
+                t = t_last
+            elif r > 0:
+                gap = nxt[f] - done[f]
+                t = t_last + (gap / r if gap > 0 else 0.0)
+            else:
+                continue
+            if t < best:
+                best = t
+    return best
+
+
+@njit(cache=True)
+def _due(active, done, nxt, eps):
+    out = []
+    for f in range(active.shape[0]):
+        if active[f] and done[f] >= nxt[f] - eps * max(1.0, nxt[f]):
+            out.append(f)
+    return out
+
+
+class MaxMinNetwork:
+    """Max-min fair sharing of each worker's upload and download capacity (array-based; the rate
+    computation and the per-event scans are compiled)."""
+
+    name = "maxmin"
+
+    def __init__(self, cluster, push):
+        inv = cluster.inv_bandwidth
+        with np.errstate(divide="ignore"):
+            bw = np.where(inv > 0, 1.0 / np.where(inv > 0, inv, 1.0), np.inf)
+        np.fill_diagonal(bw, 0.0)
+        W = len(cluster)
+        self.pair = bw
+        self.up = bw.max(axis=1) if W > 1 else np.ones(W)
+        self.down = bw.max(axis=0) if W > 1 else np.ones(W)
+        self._push = push
+        cap0 = 64
+        self.src = np.zeros(cap0, np.int64)
+        self.dst = np.zeros(cap0, np.int64)
+        self.cap = np.zeros(cap0)
+        self.active = np.zeros(cap0, np.bool_)
+        self.rates = np.zeros(cap0)
+        self.done = np.zeros(cap0)
+        self.total = np.zeros(cap0)
+        self.nxt = np.zeros(cap0)  # bytes at which the flow next needs attention
+        self.flows = [None] * cap0
+        self.free = list(range(cap0 - 1, -1, -1))
+        self.t_last = 0.0
+        self.dirty = False
+        self.nactive = 0
+        self.waiting = []  # heap of (t_active, seq, flow): flows in their latency phase
+        self._seq = 0
+        self._next = np.inf
+
+    def _grow(self):
+        old = len(self.flows)
+        for name in ("src", "dst", "cap", "active", "rates", "done", "total", "nxt"):
+            arr = getattr(self, name)
+            new = np.zeros(old * 2, arr.dtype)
+            new[:old] = arr
+            setattr(self, name, new)
+        self.flows.extend([None] * old)
+        self.free.extend(range(2 * old - 1, old - 1, -1))
+
+    def advance(self, now):
+        dt = now - self.t_last
+        if dt > 0 and self.nactive:
+            _advance(self.active, self.done, self.total, self.rates, dt)
+        self.t_last = now
+
+    def _set_next(self, flow):
+        slot = flow.slot
+        if slot >= 0:
+            th = flow.thresholds
+            self.nxt[slot] = th[0][0] if th and th[0][0] < flow.total else flow.total
+
+    def _activate(self, flow):
+        if not self.free:
+            self._grow()
+        slot = self.free.pop()
+        flow.slot = slot
+        self.flows[slot] = flow
+        self.src[slot] = flow.src
+        self.dst[slot] = flow.dst
+        self.cap[slot] = self.pair[flow.src, flow.dst]
+        self.done[slot] = 0.0
+        self.total[slot] = flow.total
+        self.active[slot] = True
+        self.nactive += 1
+        self._set_next(flow)
+        self.dirty = True
+
+    def _deactivate(self, flow):
+        slot = flow.slot
+        if slot >= 0:
+            flow.done = self.done[slot]
+            self.active[slot] = False
+            self.flows[slot] = None
+            self.free.append(slot)
+            self.nactive -= 1
+            flow.slot = -1
+            self.dirty = True
+
+    def start(self, flow, now):
+        self.advance(now)
+        if flow.t_active > now:
+            self._seq += 1
+            heapq.heappush(self.waiting, (flow.t_active, self._seq, flow))
+        else:
+            self._activate(flow)
+
+    def wait(self, flow, nbytes, consumer, token, now):
+        self._seq += 1
+        heapq.heappush(flow.thresholds, (nbytes, self._seq, consumer, token))
+        if flow.slot >= 0:
+            self.advance(now)
+            self._set_next(flow)
+            self.dirty = True
+
+    def extend(self, flow, total, now):
+        self.advance(now)
+        flow.total = total
+        if flow.slot >= 0:
+            self.total[flow.slot] = total
+            self._set_next(flow)
+            self.dirty = True
+
+    def abort(self, flow, now):
+        self.advance(now)
+        flow.aborted = True
+        self._deactivate(flow)
+
+    def next_time(self):
+        if self.dirty:
+            self.dirty = False
+            if self.nactive:
+                _fill(self.src, self.dst, self.cap, self.active, self.up, self.down, self.rates)
+                self._next = _next_event(self.active, self.done, self.nxt, self.rates, self.t_last)
+            else:
+                self._next = np.inf
+        t = self._next
+        while self.waiting and self.waiting[0][2].aborted:
+            heapq.heappop(self.waiting)
+        if self.waiting and self.waiting[0][0] < t:
+            t = self.waiting[0][0]
+        return t
+
+    def pop_due(self, now):
+        """Advance to ``now``; return [(flow, (bytes, consumer, token) or None)] that are due: a
+        consumer's bytes have arrived, or (None) the flow is complete."""
+        self.advance(now)
+        while self.waiting and self.waiting[0][0] <= now:
+            _, _, flow = heapq.heappop(self.waiting)
+            if not flow.aborted:
+                self._activate(flow)
+        out = []
+        eps = 1e-9
+        for slot in _due(self.active, self.done, self.nxt, eps):
+            f = self.flows[slot]
+            done = self.done[slot]
+            th = f.thresholds
+            while th and th[0][0] <= done + eps * max(1.0, th[0][0]):
+                nbytes, _, consumer, token = heapq.heappop(th)
+                out.append((f, (nbytes, consumer, token)))
+            if done >= f.total - eps * max(1.0, f.total):
+                while th:
+                    nbytes, _, consumer, token = heapq.heappop(th)
+                    out.append((f, (nbytes, consumer, token)))
+                f.finish = now
+                self._deactivate(f)
+                out.append((f, None))
+            else:
+                self._set_next(f)
+        self.dirty = True
+        return out
+
+
+def make_network(name: str, cluster, push):
+    if name == "simple":
+        return SimpleNetwork(cluster, push)
+    if name == "maxmin":
+        return MaxMinNetwork(cluster, push)
+    from .errors import TaskflowError
+    raise TaskflowError(f"unknown network model {name!r}; known: {', '.join(NETWORKS)}")

@@ -1,0 +1,154 @@
+"""What happened: per task run its worker, start and finish, and every transfer.
+
+A task normally runs once. After a worker failure a task whose output was lost may run again:
+its first completed run keeps the task id, later ones are named ``id#2``, ``id#3`` ... For
+validation a trace expands the graph with those extra runs, each consumer run depending on the run
+of the producer whose data it used (``served_by``), so :meth:`Trace.validate` checks every run
+against the same rules as a plan, with the durations the world used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .cluster import Cluster
+from .graph import TaskGraph
+from .schedule import Schedule
+
+__all__ = ["Trace", "Run", "Transfer"]
+
+
+@dataclass(frozen=True)
+class Run:
+    task: object
+    run: str | object  # the run id: the task id, or "id#k" for the k-th run
+    worker: object
+    start: float
+    finish: float
+
+
+@dataclass(frozen=True)
+class Transfer:
+    task: object  # whose output moved
+    source: object
+    destination: object
+    bytes: float
+    start: float
+    finish: float
+
+
+def run_id(task, k: int):
+    return task if k == 1 else f"{task}#{k}"
+
+
+class Trace:
+    """The outcome of a simulated or measured execution."""
+
+    def __init__(self, runs, transfers, scheduler="", network="", served_by=None, lost=None, meta=None):
+        self.runs = list(runs)
+        self.transfers = list(transfers)
+        self.scheduler = scheduler
+        self.network = network
+        #: {consumer run id: {producer task: producer run id}} where the producer ran more than once
+        self.served_by = dict(served_by or {})
+        #: runs cut short by a worker failure: (task, worker, start, time of loss)
+        self.lost = list(lost or [])
+        self.meta = dict(meta or {})
+
+    def __repr__(self):
+        return f"<Trace {self.scheduler!r} on {self.network!r}: {len(self.runs)} runs, makespan {self.makespan:g}>"
+
+    @property
+    def makespan(self) -> float:
+        return max((r.finish for r in self.runs), default=0.0)
+
+    @property
+    def recomputed(self) -> set:
+        """Tasks that completed more than once (after a failure lost their output)."""
+        return {r.task for r in self.runs if r.run != r.task}
+
+    @property
+    def durations(self) -> dict:
+        """Seconds each run really took (keyed by run id)."""
+        return {r.run: r.finish - r.start for r in self.runs}
+
+    def to_schedule(self) -> Schedule:
+        extra = {"transfers": [t.__dict__ for t in self.transfers], "network": self.network}
+        if self.served_by:
+            extra["served_by"] = self.served_by
+        if self.lost:
+            extra["lost"] = [list(x) for x in self.lost]
+        extra["durations"] = self.durations
+        return Schedule([r.run for r in self.runs], [r.worker for r in self.runs], [r.start for r in self.runs],
+                        [r.finish for r in self.runs], scheduler=self.scheduler, extra=extra)
+
+    def validation_graph(self, graph: TaskGraph) -> TaskGraph:
+        return expand_graph(graph, [(r.task, r.run) for r in self.runs], self.served_by)
+
+    def problems(self, graph: TaskGraph, cluster: Cluster, limit: int = 20) -> list:
+        g = self.validation_graph(graph)
+        return self.to_schedule().problems(g, cluster, durations=self.durations, limit=limit)
+
+    def validate(self, graph: TaskGraph, cluster: Cluster) -> "Trace":
+        g = self.validation_graph(graph)
+        self.to_schedule().validate(g, cluster, durations=self.durations)
+        return self
+
+    def metrics(self, graph: TaskGraph, cluster: Cluster) -> dict:
+        """The schedule metrics of what ran (each task's last run; the makespan is the trace's)."""
+        last = {}
+        for r in self.runs:
+            last[r.task] = r
+        rows = list(last.values())
+        return Schedule([r.task for r in rows], [r.worker for r in rows], [r.start for r in rows],
+                        [r.finish for r in rows]).metrics(graph, cluster)
+
+    def to_dict(self) -> dict:
+        return self.to_schedule().to_dict()
+
+    def chrome_trace(self) -> list:
+        """Chrome trace events (open in Perfetto or chrome://tracing): a process per worker, a
+        thread per core slot, and a 'network' process with a thread per destination worker."""
+        events = []
+        slots: dict = {}
+        for r in sorted(self.runs, key=lambda r: (r.start, r.finish)):
+            free = slots.setdefault(r.worker, [])
+            for k, busy_until in enumerate(free):
+                if busy_until <= r.start:
+                    free[k] = r.finish
+                    break
+            else:
+                k = len(free)
+                free.append(r.finish)
+            events.append({"name": str(r.run), "cat": "task", "ph": "X", "ts": r.start * 1e6,
+                           "dur": (r.finish - r.start) * 1e6, "pid": f"worker {r.worker}", "tid": k,
+                           "args": {"task": str(r.task)}})
+        for t in self.transfers:
+            events.append({"name": f"{t.task} {t.source}->{t.destination}", "cat": "transfer", "ph": "X",
+                           "ts": t.start * 1e6, "dur": (t.finish - t.start) * 1e6, "pid": "network",
+                           "tid": f"to {t.destination}", "args": {"bytes": t.bytes}})
+        return events
+
+
+def expand_graph(graph: TaskGraph, runs, served_by: dict) -> TaskGraph:
+    """The graph with one task per run: extra runs ``id#k`` copy their task; each consumer run
+    depends on the producer run that served it (``served_by``), else on the producer's id."""
+    if all(task == rid for task, rid in runs) and not served_by:
+        return graph
+    a = graph.arrays
+    base_of = {rid: task for task, rid in runs}
+    ids = list(base_of)
+    idx = [a.index[base_of[r]] for r in ids]
+    cost = a.cost[idx]
+    out = a.output_size[idx]
+    cores = a.cores[idx]
+    costs = {r: a.costs[i] for r, i in zip(ids, idx) if i in a.costs}
+    src, dst, size = [], [], []
+    for rid, i in zip(ids, idx):
+        served = served_by.get(rid, {})
+        for k in range(int(a.pred_ptr[i]), int(a.pred_ptr[i + 1])):
+            p = a.ids[int(a.pred_idx[k])]
+            src.append(served.get(p, p))
+            dst.append(rid)
+            size.append(float(a.size[int(a.pred_eid[k])]))
+    return TaskGraph.from_columns(graph.name, ids, cost, out, cores, src, dst, size, costs=costs)
