@@ -115,10 +115,20 @@ def cmd_schedule(args) -> int:
 
 
 def cmd_validate(args) -> int:
+    from .trace import expand_graph
+
     graph = _load_graph(args.graph, args.format)
     cluster = load_cluster(args.cluster)
     schedule = load_schedule(args.schedule)
-    problems = schedule.problems(graph, cluster)
+    durations = schedule.extra.get("durations")  # a simulated or measured trace: what the world used
+    served_by = schedule.extra.get("served_by") or {}
+    if durations is not None or served_by:
+        runs = [(t if t in graph else str(t).rsplit("#", 1)[0], t) for t in schedule.tasks]
+        if any(base not in graph for base, _ in runs):
+            bad = next(rid for base, rid in runs if base not in graph)
+            raise TaskflowError(f"{args.schedule}: run {bad!r} names no task of the graph")
+        graph = expand_graph(graph, runs, served_by)
+    problems = schedule.problems(graph, cluster, durations=durations)
     if problems:
         for p in problems:
             print(f"invalid: {p}", file=sys.stderr)
@@ -126,6 +136,68 @@ def cmd_validate(args) -> int:
     m = schedule.metrics(graph, cluster)
     print(f"valid: {len(schedule)} tasks on {len(cluster)} workers, makespan {m['makespan']:g} "
           f"(lower bound {m['lower_bound']:g}, SLR {m['slr']:.3f})")
+    return 0
+
+
+def _worker_id(cluster, text: str, option: str):
+    for wid in cluster.ids:
+        if str(wid) == text:
+            return wid
+    raise TaskflowError(f"{option}: unknown worker {text!r} (workers: {', '.join(map(str, cluster.ids))})")
+
+
+def _parse_at(spec: str, option: str):
+    head, sep, at = spec.rpartition("@")
+    try:
+        t = float(at)
+    except ValueError:
+        t = None
+    if not sep or not head or t is None or not t >= 0:
+        raise TaskflowError(f"{option} {spec!r}: expected {'W:FACTOR@T' if 'straggler' in option else 'W@T'}"
+                            " with a time T >= 0")
+    return head, t
+
+
+def cmd_simulate(args) -> int:
+    from .simulator import simulate
+
+    graph = _load_graph(args.graph, args.format)
+    cluster = _cluster_from_args(args)
+    fail = {}
+    for spec in args.fail or []:
+        w, t = _parse_at(spec, "--fail")
+        fail[_worker_id(cluster, w, "--fail")] = t
+    stragglers = {}
+    for spec in args.straggler or []:
+        head, t = _parse_at(spec, "--straggler")
+        w, sep, factor = head.rpartition(":")
+        try:
+            f = float(factor)
+        except ValueError:
+            f = None
+        if not sep or f is None or not f > 0:
+            raise TaskflowError(f"--straggler {spec!r}: expected W:FACTOR@T with FACTOR > 0")
+        stragglers[_worker_id(cluster, w, "--straggler")] = (f, t)
+    plan = load_schedule(args.plan) if args.plan else None
+    if plan is not None:
+        plan.validate(graph, cluster)  # a plan file is input: check it before running it
+    import schedulers
+    schedulers.warm_up()
+    trace = simulate(graph, cluster, args.scheduler or (None if plan is not None else "heft"),
+                     network=args.network, plan=plan, noise=args.noise, stragglers=stragglers, fail=fail,
+                     information=args.information, seed=args.seed, scheduler_interval=args.interval,
+                     decision_latency=args.decision_latency)
+    trace.validate(graph, cluster)
+    m = trace.metrics(graph, cluster)
+    print(f"{trace.scheduler} on {trace.network}: makespan {trace.makespan:g} s (lower bound {m['lower_bound']:g}, "
+          f"SLR {m['slr']:.3f}); {len(trace.runs)} runs, {len(trace.transfers)} transfers "
+          f"({sum(t.bytes for t in trace.transfers):g} bytes)")
+    if trace.recomputed or trace.lost:
+        print(f"lost {len(trace.lost)} running task(s); recomputed: {', '.join(sorted(map(str, trace.recomputed))) or 'none'}")
+    if args.output:
+        atomic_write(args.output, dump_json(trace.to_dict()))
+    if args.chrome_trace:
+        atomic_write(args.chrome_trace, json.dumps({"traceEvents": trace.chrome_trace(), "displayTimeUnit": "ms"}))
     return 0
 
 
@@ -145,6 +217,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"taskflow {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    def cluster_args(sp):
+        sp.add_argument("--cluster", help="cluster file (taskflow-cluster/1)")
+        sp.add_argument("--workers", type=int, help="N identical workers w0..wN-1 instead of --cluster")
+        sp.add_argument("--speeds", help="comma-separated speeds of the --workers (default all 1.0)")
+        sp.add_argument("--cores", type=int, default=1, help="cores per worker with --workers (default 1)")
+        sp.add_argument("--bandwidth", type=float, default=DEFAULT_BANDWIDTH,
+                        help="bytes/s between workers with --workers (default 1e9)")
+        sp.add_argument("--latency", type=float, default=0.0, help="seconds per transfer with --workers (default 0)")
+
     def graph_arg(sp):
         sp.add_argument("graph", metavar="GRAPH", help="graph file (native, WfFormat, DAX, STG, Estee zip[#K])")
         sp.add_argument("--format", choices=READ_FORMATS, help="force the input format (default: detect)")
@@ -162,18 +243,32 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("schedule", help="plan a graph on a cluster with a scheduler")
     graph_arg(sp)
-    sp.add_argument("--cluster", help="cluster file (taskflow-cluster/1)")
-    sp.add_argument("--workers", type=int, help="N identical workers w0..wN-1 instead of --cluster")
-    sp.add_argument("--speeds", help="comma-separated speeds of the --workers (default all 1.0)")
-    sp.add_argument("--cores", type=int, default=1, help="cores per worker with --workers (default 1)")
-    sp.add_argument("--bandwidth", type=float, default=DEFAULT_BANDWIDTH,
-                    help="bytes/s between workers with --workers (default 1e9)")
-    sp.add_argument("--latency", type=float, default=0.0, help="seconds per transfer with --workers (default 0)")
+    cluster_args(sp)
     sp.add_argument("--scheduler", required=True, help="a name from 'taskflow schedulers', or 'all'")
     sp.add_argument("--seed", type=int, default=0, help="seed for randomised schedulers (default 0)")
     sp.add_argument("-o", "--output", help="write the schedule (taskflow-schedule/1; a list with 'all')")
     sp.add_argument("-q", "--quiet", action="store_true", help="do not print the plans")
     sp.set_defaults(func=cmd_schedule)
+
+    sp = sub.add_parser("simulate", help="simulate a graph on a cluster (network models, noise, faults)")
+    graph_arg(sp)
+    cluster_args(sp)
+    sp.add_argument("--scheduler", help="a name from 'taskflow schedulers' (default heft; with --plan, "
+                    "the one that re-plans after a failure)")
+    sp.add_argument("--network", choices=("simple", "maxmin"), default="maxmin", help="network model (default maxmin)")
+    sp.add_argument("--plan", help="simulate this schedule file instead of planning")
+    sp.add_argument("--noise", type=float, default=0.0, help="per-task duration noise: x exp(N(0, S)) (default 0)")
+    sp.add_argument("--straggler", action="append", metavar="W:FACTOR@T",
+                    help="worker W runs FACTOR times slower from time T (repeatable)")
+    sp.add_argument("--fail", action="append", metavar="W@T", help="worker W is lost at time T (repeatable)")
+    sp.add_argument("--information", choices=("exact", "mean", "blind", "user"), default="exact",
+                    help="what the scheduler knows of costs (default exact)")
+    sp.add_argument("--interval", type=float, default=0.0, help="minimum seconds between scheduler invocations")
+    sp.add_argument("--decision-latency", type=float, default=0.0, help="seconds until a decision takes effect")
+    sp.add_argument("--seed", type=int, default=0, help="seed for noise and randomised schedulers (default 0)")
+    sp.add_argument("-o", "--output", help="write the trace (taskflow-schedule/1 with transfers and durations)")
+    sp.add_argument("--chrome-trace", help="write a Chrome trace (open in Perfetto)")
+    sp.set_defaults(func=cmd_simulate)
 
     sp = sub.add_parser("validate", help="check a schedule against its graph and cluster")
     graph_arg(sp)

@@ -48,27 +48,39 @@ class Flow:
 
 
 class SimpleNetwork:
-    """No contention: arrival times are known when a flow starts, so they go on the event heap."""
+    """No contention: arrival times are known when a flow starts, so they go on the event heap.
+    A consumer waiting for the whole flow is released by the flow's completion event."""
 
     name = "simple"
 
     def __init__(self, cluster, push):
         self.inv = cluster.inv_bandwidth.tolist()
         self.lat = cluster.latency
-        self._push = push  # push(time, kind, payload) onto the simulator's heap
+        self._push = push  # push(time, kind, payload): kind 1 = bytes arrived, 2 = flow complete
 
     def start(self, flow, now):
         flow.finish = flow.t_active + flow.total * self.inv[flow.src][flow.dst]
         self._push(flow.finish, 2, (flow, None))
 
     def wait(self, flow, nbytes, consumer, token, now):
-        t = flow.t_active + nbytes * self.inv[flow.src][flow.dst]
-        self._push(t, 1, (flow, (nbytes, consumer, token)))
+        if nbytes >= flow.total:
+            flow.thresholds.append((nbytes, 0, consumer, token))
+        else:
+            self._push(flow.t_active + nbytes * self.inv[flow.src][flow.dst], 1, (flow, (nbytes, consumer, token)))
 
     def extend(self, flow, total, now):
+        # consumers that waited for the old total now arrive before the end
+        waiting, flow.thresholds = flow.thresholds, []
         flow.total = total
         flow.finish = flow.t_active + total * self.inv[flow.src][flow.dst]
         self._push(flow.finish, 2, (flow, None))
+        for nbytes, _, consumer, token in waiting:
+            self.wait(flow, nbytes, consumer, token, now)
+
+    def complete(self, flow):
+        """The consumers released by the flow's completion."""
+        waiting, flow.thresholds = flow.thresholds, []
+        return waiting
 
     def abort(self, flow, now):
         flow.aborted = True
@@ -81,40 +93,31 @@ class SimpleNetwork:
 
 
 @njit(cache=True)
-def _fill(src, dst, cap, active, up, down, rates):
-    """Max-min fair rates by progressive filling over upload ports, download ports and per-flow
-    caps. Flows of one (source, destination) pair are alike, so the filling runs over pairs:
-    O(F + iterations x (pairs + workers)) with at most one iteration per saturated port or pair."""
-    F = src.shape[0]
+def _fill_pairs(pn, pcap, up, down, prate):
+    """Max-min fair rate per flow of each (source, destination) pair, by progressive filling over
+    upload ports, download ports and pair caps. ``pn`` holds the number of active flows per pair
+    (a W x W matrix flattened); flows of one pair are alike. O(W^2 + iterations x pairs)."""
     W = up.shape[0]
-    pair_q = np.full((W, W), -1, np.int64)
-    ps = np.empty(F, np.int64)
-    pd = np.empty(F, np.int64)
-    pn = np.zeros(F)
-    pcap = np.empty(F)
     P = 0
-    for f in range(F):
-        rates[f] = 0.0
-        if active[f]:
-            a, b = src[f], dst[f]
-            q = pair_q[a, b]
-            if q < 0:
-                q = P
-                pair_q[a, b] = q
-                ps[q] = a
-                pd[q] = b
-                pcap[q] = cap[f]
-                P += 1
-            pn[q] += 1.0
-    prate = np.zeros(P)
+    for q in range(W * W):
+        if pn[q] > 0:
+            P += 1
+    qs = np.empty(P, np.int64)
+    k = 0
+    for q in range(W * W):
+        prate[q] = 0.0
+        if pn[q] > 0:
+            qs[k] = q
+            k += 1
     frozen = np.zeros(P, np.bool_)
     n_up = np.zeros(W)
     n_down = np.zeros(W)
     rem_up = up.copy()
     rem_down = down.copy()
-    for q in range(P):
-        n_up[ps[q]] += pn[q]
-        n_down[pd[q]] += pn[q]
+    for k in range(P):
+        q = qs[k]
+        n_up[q // W] += pn[q]
+        n_down[q % W] += pn[q]
     left = P
     while left > 0:
         delta = np.inf
@@ -123,50 +126,44 @@ def _fill(src, dst, cap, active, up, down, rates):
                 delta = rem_up[w] / n_up[w]
             if n_down[w] > 0 and rem_down[w] / n_down[w] < delta:
                 delta = rem_down[w] / n_down[w]
-        for q in range(P):
-            if not frozen[q] and pcap[q] - prate[q] < delta:
-                delta = pcap[q] - prate[q]
+        for k in range(P):
+            if not frozen[k]:
+                q = qs[k]
+                if pcap[q] - prate[q] < delta:
+                    delta = pcap[q] - prate[q]
         if delta == np.inf:
-            for q in range(P):
-                if not frozen[q]:
-                    prate[q] = np.inf
+            for k in range(P):
+                if not frozen[k]:
+                    prate[qs[k]] = np.inf
             break
-        for q in range(P):
-            if not frozen[q]:
-                prate[q] += delta
+        for k in range(P):
+            if not frozen[k]:
+                prate[qs[k]] += delta
         for w in range(W):
             rem_up[w] -= delta * n_up[w]
             rem_down[w] -= delta * n_down[w]
-        for q in range(P):
-            if frozen[q]:
+        for k in range(P):
+            if frozen[k]:
                 continue
-            a, b = ps[q], pd[q]
+            q = qs[k]
+            a, b = q // W, q % W
             if rem_up[a] <= 1e-12 * up[a] or rem_down[b] <= 1e-12 * down[b] or pcap[q] - prate[q] <= 1e-12 * pcap[q]:
-                frozen[q] = True
+                frozen[k] = True
                 n_up[a] -= pn[q]
                 n_down[b] -= pn[q]
                 left -= 1
-    for f in range(F):
-        if active[f]:
-            rates[f] = prate[pair_q[src[f], dst[f]]]
-    return rates
 
 
 @njit(cache=True)
-def _advance(active, done, total, rates, dt):
-    for f in range(active.shape[0]):
-        if active[f]:
-            r = rates[f]
-            x = total[f] if r == np.inf else done[f] + r * dt
-            done[f] = x if x < total[f] else total[f]
-
-
-@njit(cache=True)
-def _next_event(active, done, nxt, rates, t_last):
+def _refresh(active, pair, done, nxt, rates, pn, pcap, up, down, prate, t_last, recompute):
+    """Recompute the rates (if the flow set changed) and return the time of the next flow event."""
+    if recompute:
+        _fill_pairs(pn, pcap, up, down, prate)
     best = np.inf
     for f in range(active.shape[0]):
         if active[f]:
-            r = rates[f]
+            r = prate[pair[f]]
+            rates[f] = r
             if r == np.inf:
                 t = t_last
             elif r > 0:
@@ -180,12 +177,20 @@ def _next_event(active, done, nxt, rates, t_last):
 
 
 @njit(cache=True)
-def _due(active, done, nxt, eps):
-    out = []
+def _step(active, done, total, nxt, rates, dt, eps, due):
+    """Move every active flow ``dt`` seconds forward; list in ``due`` the flows whose next target
+    is reached; return how many."""
+    k = 0
     for f in range(active.shape[0]):
-        if active[f] and done[f] >= nxt[f] - eps * max(1.0, nxt[f]):
-            out.append(f)
-    return out
+        if active[f]:
+            if dt > 0:
+                r = rates[f]
+                x = total[f] if r == np.inf else done[f] + r * dt
+                done[f] = x if x < total[f] else total[f]
+            if done[f] >= nxt[f] - eps * max(1.0, nxt[f]):
+                due[k] = f
+                k += 1
+    return k
 
 
 class MaxMinNetwork:
@@ -199,24 +204,26 @@ class MaxMinNetwork:
         with np.errstate(divide="ignore"):
             bw = np.where(inv > 0, 1.0 / np.where(inv > 0, inv, 1.0), np.inf)
         np.fill_diagonal(bw, 0.0)
-        W = len(cluster)
-        self.pair = bw
+        W = self.W = len(cluster)
+        self.pcap = np.ascontiguousarray(bw.reshape(-1))
         self.up = bw.max(axis=1) if W > 1 else np.ones(W)
         self.down = bw.max(axis=0) if W > 1 else np.ones(W)
+        self.pn = np.zeros(W * W)
+        self.prate = np.zeros(W * W)
         self._push = push
         cap0 = 64
-        self.src = np.zeros(cap0, np.int64)
-        self.dst = np.zeros(cap0, np.int64)
-        self.cap = np.zeros(cap0)
+        self.pair = np.zeros(cap0, np.int64)
         self.active = np.zeros(cap0, np.bool_)
         self.rates = np.zeros(cap0)
         self.done = np.zeros(cap0)
         self.total = np.zeros(cap0)
         self.nxt = np.zeros(cap0)  # bytes at which the flow next needs attention
+        self.due = np.zeros(cap0, np.int64)
         self.flows = [None] * cap0
         self.free = list(range(cap0 - 1, -1, -1))
         self.t_last = 0.0
-        self.dirty = False
+        self.dirty = False  # the set of active flows changed: recompute rates
+        self.stale = False  # some flow's next target changed: recompute the next event
         self.nactive = 0
         self.waiting = []  # heap of (t_active, seq, flow): flows in their latency phase
         self._seq = 0
@@ -224,7 +231,7 @@ class MaxMinNetwork:
 
     def _grow(self):
         old = len(self.flows)
-        for name in ("src", "dst", "cap", "active", "rates", "done", "total", "nxt"):
+        for name in ("pair", "active", "rates", "done", "total", "nxt", "due"):
             arr = getattr(self, name)
             new = np.zeros(old * 2, arr.dtype)
             new[:old] = arr
@@ -235,7 +242,7 @@ class MaxMinNetwork:
     def advance(self, now):
         dt = now - self.t_last
         if dt > 0 and self.nactive:
-            _advance(self.active, self.done, self.total, self.rates, dt)
+            _step(self.active, self.done, self.total, self.nxt, self.rates, dt, 1e-9, self.due)
         self.t_last = now
 
     def _set_next(self, flow):
@@ -250,9 +257,9 @@ class MaxMinNetwork:
         slot = self.free.pop()
         flow.slot = slot
         self.flows[slot] = flow
-        self.src[slot] = flow.src
-        self.dst[slot] = flow.dst
-        self.cap[slot] = self.pair[flow.src, flow.dst]
+        q = flow.src * self.W + flow.dst
+        self.pair[slot] = q
+        self.pn[q] += 1
         self.done[slot] = 0.0
         self.total[slot] = flow.total
         self.active[slot] = True
@@ -265,6 +272,7 @@ class MaxMinNetwork:
         if slot >= 0:
             flow.done = self.done[slot]
             self.active[slot] = False
+            self.pn[self.pair[slot]] -= 1
             self.flows[slot] = None
             self.free.append(slot)
             self.nactive -= 1
@@ -285,7 +293,7 @@ class MaxMinNetwork:
         if flow.slot >= 0:
             self.advance(now)
             self._set_next(flow)
-            self.dirty = True
+            self.stale = True
 
     def extend(self, flow, total, now):
         self.advance(now)
@@ -293,7 +301,7 @@ class MaxMinNetwork:
         if flow.slot >= 0:
             self.total[flow.slot] = total
             self._set_next(flow)
-            self.dirty = True
+            self.stale = True
 
     def abort(self, flow, now):
         self.advance(now)
@@ -301,31 +309,31 @@ class MaxMinNetwork:
         self._deactivate(flow)
 
     def next_time(self):
-        if self.dirty:
-            self.dirty = False
+        if self.dirty or self.stale:
             if self.nactive:
-                _fill(self.src, self.dst, self.cap, self.active, self.up, self.down, self.rates)
-                self._next = _next_event(self.active, self.done, self.nxt, self.rates, self.t_last)
+                self._next = _refresh(self.active, self.pair, self.done, self.nxt, self.rates, self.pn, self.pcap,
+                                      self.up, self.down, self.prate, self.t_last, self.dirty)
             else:
                 self._next = np.inf
+            self.dirty = self.stale = False
         t = self._next
-        while self.waiting and self.waiting[0][2].aborted:
-            heapq.heappop(self.waiting)
-        if self.waiting and self.waiting[0][0] < t:
-            t = self.waiting[0][0]
+        waiting = self.waiting
+        while waiting and waiting[0][2].aborted:
+            heapq.heappop(waiting)
+        if waiting and waiting[0][0] < t:
+            t = waiting[0][0]
         return t
 
     def pop_due(self, now):
         """Advance to ``now``; return [(flow, (bytes, consumer, token) or None)] that are due: a
         consumer's bytes have arrived, or (None) the flow is complete."""
-        self.advance(now)
-        while self.waiting and self.waiting[0][0] <= now:
-            _, _, flow = heapq.heappop(self.waiting)
-            if not flow.aborted:
-                self._activate(flow)
+        dt = now - self.t_last
+        self.t_last = now
+        waiting = self.waiting
         out = []
+        k = _step(self.active, self.done, self.total, self.nxt, self.rates, dt, 1e-9, self.due) if self.nactive else 0
         eps = 1e-9
-        for slot in _due(self.active, self.done, self.nxt, eps):
+        for slot in self.due[:k].tolist():
             f = self.flows[slot]
             done = self.done[slot]
             th = f.thresholds
@@ -341,7 +349,11 @@ class MaxMinNetwork:
                 out.append((f, None))
             else:
                 self._set_next(f)
-        self.dirty = True
+                self.stale = True
+        while waiting and waiting[0][0] <= now:
+            _, _, flow = heapq.heappop(waiting)
+            if not flow.aborted:
+                self._activate(flow)
         return out
 
 

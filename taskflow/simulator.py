@@ -238,6 +238,7 @@ class Simulator:
         self.last_call = -_INF
         self.unassigned_ready = set()
         self.net = make_network(network, cluster, self._push_net)
+        self.simple = network == "simple"
         self.network_name = network
         self.view = SimView(self)
 
@@ -247,7 +248,8 @@ class Simulator:
         heapq.heappush(self.heap, (t, kind, self._seq, payload))
 
     def _push_net(self, t, kind, payload):
-        self._push(t, _ARRIVE if kind == 1 else _FLOW_DONE, payload)
+        self._seq += 1
+        heapq.heappush(self.heap, (t, _ARRIVE if kind == 1 else _FLOW_DONE, self._seq, payload))
 
     # ------------------------------------------------------------------ run
     def run(self) -> Trace:
@@ -262,7 +264,9 @@ class Simulator:
             self._initial_plan()
         net = self.net
         heap = self.heap
-        while True:
+        if self.simple:
+            self._loop_simple()
+        while not self.simple:
             t_net = net.next_time()
             if heap and heap[0][0] <= t_net:
                 t, kind, _, payload = heapq.heappop(heap)
@@ -290,8 +294,30 @@ class Simulator:
                 break
         self._check_finished()
         meta = {"aborted_transfers": self.aborted_flows, "information": self.information}
-        return Trace(self.runs, self.transfers, scheduler=self.scheduler.name, network=self.network_name,
+        ids, wids = self.a.ids, self.wids
+        transfers = [Transfer(ids[p], wids[a], wids[b], z, t0, t1) for p, a, b, z, t0, t1 in self.transfers]
+        return Trace(self.runs, transfers, scheduler=self.scheduler.name, network=self.network_name,
                      served_by=self.served_by, lost=self.lost, meta=meta)
+
+    def _loop_simple(self):
+        heap = self.heap
+        pop = heapq.heappop
+        finish, arrive, flow_done = self._finish, self._arrive, self._flow_done
+        while heap:
+            t, kind, _, payload = pop(heap)
+            self.now = t
+            if kind == _FINISH:
+                finish(*payload)
+            elif kind == _FLOW_DONE:
+                flow_done(payload[0])
+            elif kind == _ARRIVE:
+                arrive(*payload)
+            elif kind == _FAIL:
+                self._fail(payload)
+            elif kind == _APPLY:
+                self._apply(payload)
+            else:
+                self._wake()
 
     def _check_finished(self):
         left = [i for i in range(self.n) if self.status[i] != DONE]
@@ -411,17 +437,20 @@ class Simulator:
     def _flow_done(self, flow):
         if flow.aborted:
             return
-        if self.network_name == "simple" and self.now < flow.finish:
-            return  # a stale completion of a flow that was extended since
+        released = ()
+        if self.simple:
+            if self.now < flow.finish:
+                return  # a stale completion of a flow that was extended since
+            released = self.net.complete(flow)
         flow.finish = self.now
         flow.complete = True
         if self.flows.get((flow.task, flow.dst)) is flow:
             del self.flows[(flow.task, flow.dst)]
         h = self.have[flow.task]
         h[flow.dst] = max(h.get(flow.dst, 0.0), flow.base + flow.total)
-        ids = self.wids
-        self.transfers.append(Transfer(self.a.ids[flow.task], ids[flow.src], ids[flow.dst], flow.total,
-                                       flow.start, self.now))
+        self.transfers.append((flow.task, flow.src, flow.dst, flow.total, flow.start, self.now))
+        for nbytes, _, consumer, token in released:
+            self._arrive(flow, (nbytes, consumer, token))
 
     # ------------------------------------------------------------------ running tasks
     def _runnable(self, i, w):

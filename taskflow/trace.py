@@ -9,7 +9,7 @@ against the same rules as a plan, with the durations the world used.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .cluster import Cluster
 from .graph import TaskGraph
@@ -18,17 +18,15 @@ from .schedule import Schedule
 __all__ = ["Trace", "Run", "Transfer"]
 
 
-@dataclass(frozen=True)
-class Run:
+class Run(NamedTuple):
     task: object
-    run: str | object  # the run id: the task id, or "id#k" for the k-th run
+    run: object  # the run id: the task id, or "id#k" for the k-th run
     worker: object
     start: float
     finish: float
 
 
-@dataclass(frozen=True)
-class Transfer:
+class Transfer(NamedTuple):
     task: object  # whose output moved
     source: object
     destination: object
@@ -73,7 +71,7 @@ class Trace:
         return {r.run: r.finish - r.start for r in self.runs}
 
     def to_schedule(self) -> Schedule:
-        extra = {"transfers": [t.__dict__ for t in self.transfers], "network": self.network}
+        extra = {"transfers": [t._asdict() for t in self.transfers], "network": self.network}
         if self.served_by:
             extra["served_by"] = self.served_by
         if self.lost:
