@@ -44,7 +44,7 @@ def main():
         dt = time.perf_counter() - t0
         target = TARGETS.get((name, network))
         note = f"target <= {target:g} s: {'met' if dt <= target else 'MISSED'}" if target else ""
-        print(f"{name:<14} {network:<7} {dt:8.2f} {len(g) / dt:9.0f} {tr.makespan:10.1f} {len(tr.transfers):9d}  {note}")
+        print(f"{name:<14} {network:<7} {dt:8.2f} {len(g) / dt:9.0f} {tr.makespan:10.1f} {tr.num_transfers:9d}  {note}")
 
 
 if __name__ == "__main__":

@@ -94,64 +94,102 @@ class SimpleNetwork:
 
 @njit(cache=True)
 def _fill_pairs(pn, pcap, up, down, prate):
-    """Max-min fair rate per flow of each (source, destination) pair, by progressive filling over
-    upload ports, download ports and pair caps. ``pn`` holds the number of active flows per pair
-    (a W x W matrix flattened); flows of one pair are alike. O(W^2 + iterations x pairs)."""
+    """Max-min fair rate per flow of each (source, destination) pair, by progressive filling.
+
+    ``pn`` holds the number of active flows per pair (a W x W matrix, flattened); flows of one pair
+    are alike. All unfrozen pairs share one rising *level*; at each step the port (an upload or a
+    download capacity) whose remaining capacity per unfrozen flow is smallest saturates, and every
+    pair through it freezes at the level (a pair whose own cap is strictly lower freezes at its
+    cap first). Each pair freezes once: O(W^2 + pairs + steps x W) with at most 2W port steps."""
     W = up.shape[0]
     P = 0
     for q in range(W * W):
+        prate[q] = 0.0
         if pn[q] > 0:
             P += 1
     qs = np.empty(P, np.int64)
     k = 0
     for q in range(W * W):
-        prate[q] = 0.0
         if pn[q] > 0:
             qs[k] = q
             k += 1
-    frozen = np.zeros(P, np.bool_)
+    # pairs per upload port (source) and per download port (destination)
+    up_ptr = np.zeros(W + 1, np.int64)
+    down_ptr = np.zeros(W + 1, np.int64)
+    for k in range(P):
+        up_ptr[qs[k] // W + 1] += 1
+        down_ptr[qs[k] % W + 1] += 1
+    for w in range(W):
+        up_ptr[w + 1] += up_ptr[w]
+        down_ptr[w + 1] += down_ptr[w]
+    up_list = np.empty(P, np.int64)
+    down_list = np.empty(P, np.int64)
+    fill_u = up_ptr[:W].copy()
+    fill_d = down_ptr[:W].copy()
+    for k in range(P):
+        a, b = qs[k] // W, qs[k] % W
+        up_list[fill_u[a]] = k
+        fill_u[a] += 1
+        down_list[fill_d[b]] = k
+        fill_d[b] += 1
     n_up = np.zeros(W)
     n_down = np.zeros(W)
-    rem_up = up.copy()
-    rem_down = down.copy()
+    used_up = np.zeros(W)
+    used_down = np.zeros(W)
     for k in range(P):
         q = qs[k]
         n_up[q // W] += pn[q]
         n_down[q % W] += pn[q]
+    caps = np.empty(P)
+    for k in range(P):
+        caps[k] = pcap[qs[k]]
+    by_cap = np.argsort(caps)
+    frozen = np.zeros(P, np.bool_)
+    cp = 0
     left = P
     while left > 0:
-        delta = np.inf
+        best = np.inf
+        port = -1
+        is_up = True
         for w in range(W):
-            if n_up[w] > 0 and rem_up[w] / n_up[w] < delta:
-                delta = rem_up[w] / n_up[w]
-            if n_down[w] > 0 and rem_down[w] / n_down[w] < delta:
-                delta = rem_down[w] / n_down[w]
-        for k in range(P):
-            if not frozen[k]:
-                q = qs[k]
-                if pcap[q] - prate[q] < delta:
-                    delta = pcap[q] - prate[q]
-        if delta == np.inf:
+            if n_up[w] > 1e-9:
+                s = (up[w] - used_up[w]) / n_up[w]
+                if s < best:
+                    best, port, is_up = s, w, True
+            if n_down[w] > 1e-9:
+                s = (down[w] - used_down[w]) / n_down[w]
+                if s < best:
+                    best, port, is_up = s, w, False
+        while cp < P and frozen[by_cap[cp]]:
+            cp += 1
+        if cp < P and caps[by_cap[cp]] < best:
+            level = caps[by_cap[cp]]
+            members = by_cap[cp:cp + 1]
+        elif port >= 0:
+            level = best
+            members = up_list[up_ptr[port]:up_ptr[port + 1]] if is_up else down_list[down_ptr[port]:down_ptr[port + 1]]
+        else:  # nothing constrains what is left: infinite bandwidth
             for k in range(P):
                 if not frozen[k]:
                     prate[qs[k]] = np.inf
             break
-        for k in range(P):
-            if not frozen[k]:
-                prate[qs[k]] += delta
-        for w in range(W):
-            rem_up[w] -= delta * n_up[w]
-            rem_down[w] -= delta * n_down[w]
-        for k in range(P):
+        if level == np.inf:
+            for k in range(P):
+                if not frozen[k]:
+                    prate[qs[k]] = np.inf
+            break
+        for k in members:
             if frozen[k]:
                 continue
+            frozen[k] = True
+            left -= 1
             q = qs[k]
             a, b = q // W, q % W
-            if rem_up[a] <= 1e-12 * up[a] or rem_down[b] <= 1e-12 * down[b] or pcap[q] - prate[q] <= 1e-12 * pcap[q]:
-                frozen[k] = True
-                n_up[a] -= pn[q]
-                n_down[b] -= pn[q]
-                left -= 1
+            prate[q] = level
+            n_up[a] -= pn[q]
+            n_down[b] -= pn[q]
+            used_up[a] += level * pn[q]
+            used_down[b] += level * pn[q]
 
 
 @njit(cache=True)
@@ -183,9 +221,11 @@ def _step(active, done, total, nxt, rates, dt, eps, due):
     k = 0
     for f in range(active.shape[0]):
         if active[f]:
-            if dt > 0:
-                r = rates[f]
-                x = total[f] if r == np.inf else done[f] + r * dt
+            r = rates[f]
+            if r == np.inf:  # infinite bandwidth: everything is there at once
+                done[f] = total[f]
+            elif dt > 0:
+                x = done[f] + r * dt
                 done[f] = x if x < total[f] else total[f]
             if done[f] >= nxt[f] - eps * max(1.0, nxt[f]):
                 due[k] = f

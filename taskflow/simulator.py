@@ -65,6 +65,17 @@ def estimated_graph(graph: TaskGraph, information: str) -> TaskGraph:
     raise TaskflowError(f"unknown information mode {information!r}; known: {', '.join(INFORMATION)}")
 
 
+class _LazyTransfers:
+    """Transfers kept as index tuples and turned into :class:`Transfer` rows when first read."""
+
+    def __init__(self, raw, ids, wids):
+        self.raw, self.ids, self.wids = raw, ids, wids
+
+    def materialise(self) -> list:
+        ids, wids = self.ids, self.wids
+        return [Transfer(ids[p], wids[a], wids[b], z, t0, t1) for p, a, b, z, t0, t1 in self.raw]
+
+
 class SimView:
     """What a dynamic scheduler may ask about the simulated world (indices, estimated costs)."""
 
@@ -232,6 +243,8 @@ class Simulator:
         self.transfers = []
         self.lost = []
         self.served_by = {}
+        self.reruns = False
+        self.plan_gen = 0  # some task has completed twice: consumers record which run served them
         self.aborted_flows = 0
         self.pending_calls = []
         self.wake_at = None
@@ -266,6 +279,7 @@ class Simulator:
         heap = self.heap
         if self.simple:
             self._loop_simple()
+        idle_pops = 0
         while not self.simple:
             t_net = net.next_time()
             if heap and heap[0][0] <= t_net:
@@ -285,7 +299,11 @@ class Simulator:
                     self._wake()
             elif t_net < _INF:
                 self.now = t_net
-                for flow, item in net.pop_due(t_net):
+                due = net.pop_due(t_net)
+                idle_pops = idle_pops + 1 if not due else 0
+                if idle_pops > 10_000:  # a network event that never comes due: a bug, not a hang
+                    raise TaskflowError(f"network model made no progress at t={t_net!r} (internal error)")
+                for flow, item in due:
                     if item is None:
                         self._flow_done(flow)
                     else:
@@ -294,9 +312,7 @@ class Simulator:
                 break
         self._check_finished()
         meta = {"aborted_transfers": self.aborted_flows, "information": self.information}
-        ids, wids = self.a.ids, self.wids
-        transfers = [Transfer(ids[p], wids[a], wids[b], z, t0, t1) for p, a, b, z, t0, t1 in self.transfers]
-        return Trace(self.runs, transfers, scheduler=self.scheduler.name, network=self.network_name,
+        return Trace(self.runs, _LazyTransfers(self.transfers, self.a.ids, self.wids), scheduler=self.scheduler.name, network=self.network_name,
                      served_by=self.served_by, lost=self.lost, meta=meta)
 
     def _loop_simple(self):
@@ -336,9 +352,13 @@ class Simulator:
                 raise TaskflowError(f"plan does not place every task exactly once (e.g. {sorted(missing, key=str)[:1]})")
         else:
             plan = self.scheduler.schedule(self.est_graph, self.cluster, model=self.model)
-        self._later(self._apply_plan, plan)
+        self.plan_gen += 1
+        self._later(self._apply_plan, (self.plan_gen, plan))
 
-    def _apply_plan(self, plan: Schedule):
+    def _apply_plan(self, item):
+        gen, plan = item
+        if gen != self.plan_gen:
+            return  # overtaken by a re-plan (a worker was lost before this plan took effect)
         index, cidx = self.a.index, self.cluster.index
         rows = sorted(range(len(plan)), key=lambda k: (plan.start[k], plan.finish[k], index[plan.tasks[k]]))
         for w in range(self.W):
@@ -369,7 +389,8 @@ class Simulator:
         self.token[i] += 1
         self.missing[i] = 0
         self.qset[w][i] = None
-        self.queued_est[w] += float(self.est_d[i, w])
+        if self.dynamic:
+            self.queued_est[w] += float(self.est_d[i, w])
         status = self.status
         for k in range(self.pred_ptr[i], self.pred_ptr[i + 1]):
             p = self.pred_idx[k]
@@ -379,7 +400,7 @@ class Simulator:
             self._runnable(i, w)
 
     def _dequeue(self, i, w):
-        if self.qset[w].pop(i, 0) is None:
+        if self.qset[w].pop(i, 0) is None and self.dynamic:
             self.queued_est[w] -= float(self.est_d[i, w])
 
     def source_of(self, p, nbytes):
@@ -400,28 +421,26 @@ class Simulator:
 
     def _need(self, i, p, s, w):
         """Consumer ``i`` on ``w`` needs ``s`` bytes of ``p``'s output."""
-        h = self.have[p]
-        if h.get(w, -1.0) >= s:  # present (a zero-byte edge still needs its latency once)
+        hw = self.have[p].get(w)
+        if hw is not None and hw >= s:  # present (a zero-byte edge still needs its latency once)
             return
-        have_w = h.get(w, 0.0)
-        f = self.flows.get((p, w))
+        self.missing[i] += 1
+        f = self.flows.get(p * self.W + w)
         if f is not None and not f.complete:
-            need_total = s - f.base
-            if f.total < need_total:
-                self.net.extend(f, need_total, self.now)
-            self.missing[i] += 1
+            if f.total < s - f.base:
+                self.net.extend(f, s - f.base, self.now)
             self.net.wait(f, s - f.base, i, self.token[i], self.now)
             return
+        base = 0.0 if hw is None else hw
         src = self.source_of(p, s)
         if src < 0:
             raise TaskflowError(f"no copy of task {self.a.ids[p]!r}'s output is left (internal error)")
         self._fid += 1
-        f = Flow(self._fid, p, src, w, s - have_w, self.now, self.lat[src][w], self.done_runs[p])
-        f.base = have_w
-        self.flows[(p, w)] = f
-        self.missing[i] += 1
+        f = Flow(self._fid, p, src, w, s - base, self.now, self.lat[src][w], self.done_runs[p])
+        f.base = base
+        self.flows[p * self.W + w] = f
         self.net.start(f, self.now)
-        self.net.wait(f, s - have_w, i, self.token[i], self.now)
+        self.net.wait(f, s - base, i, self.token[i], self.now)
 
     def _arrive(self, flow, item):
         nbytes, i, tok = item
@@ -444,8 +463,9 @@ class Simulator:
             released = self.net.complete(flow)
         flow.finish = self.now
         flow.complete = True
-        if self.flows.get((flow.task, flow.dst)) is flow:
-            del self.flows[(flow.task, flow.dst)]
+        key = flow.task * self.W + flow.dst
+        if self.flows.get(key) is flow:
+            del self.flows[key]
         h = self.have[flow.task]
         h[flow.dst] = max(h.get(flow.dst, 0.0), flow.base + flow.total)
         self.transfers.append((flow.task, flow.src, flow.dst, flow.total, flow.start, self.now))
@@ -501,7 +521,7 @@ class Simulator:
         self.start_time[i] = now
         self.run_token[i] += 1
         k = self.done_runs[i] + 1
-        for e in range(self.pred_ptr[i], self.pred_ptr[i + 1]):
+        for e in (range(self.pred_ptr[i], self.pred_ptr[i + 1]) if self.reruns else ()):
             p = self.pred_idx[e]
             if self.done_runs[p] > 1:
                 self.served_by.setdefault(run_id(self.a.ids[i], k), {})[self.a.ids[p]] = run_id(self.a.ids[p], self.done_runs[p])
@@ -513,6 +533,8 @@ class Simulator:
         w = self.assigned[i]
         self.status[i] = DONE
         self.done_runs[i] += 1
+        if self.done_runs[i] > 1:
+            self.reruns = True
         self.free[w] += self.tcores[i]
         self.running[w].discard(i)
         ids = self.a.ids
@@ -639,13 +661,14 @@ class Simulator:
                     status[p] = WAITING
                     self.assigned[p] = -1
                     affected.append(p)
-                    for e in range(self.succ_ptr[p], self.succ_ptr[p + 1]):
-                        c = self.succ_idx[e]
-                        if status[c] in (WAITING, QUEUED):
-                            self.npred[c] += 1
                     if p not in seen:
                         seen.add(p)
                         stack.append(p)
+        # inputs not computed any more, counted afresh for every task yet to start
+        for j in range(self.n):
+            if status[j] in (WAITING, QUEUED):
+                self.npred[j] = sum(1 for k in range(self.pred_ptr[j], self.pred_ptr[j + 1])
+                                    if status[self.pred_idx[k]] != DONE)
         # tasks still queued on survivors may have waited on aborted transfers: ask again
         for i in (range(self.n) if self.dynamic else ()):
             if status[i] == QUEUED:
@@ -686,7 +709,8 @@ class Simulator:
             sub = sub.with_costs(costs={sub._ids[i]: {w: v for w, v in c.items() if w in keep}
                                         for i, c in sub._costs.items()})
         plan = self.scheduler.schedule(sub, survivors)
-        self._later(self._apply_plan, plan)
+        self.plan_gen += 1
+        self._later(self._apply_plan, (self.plan_gen, plan))
 
 
 def simulate(graph: TaskGraph, cluster: Cluster, scheduler="heft", network: str = "maxmin", *, plan=None,

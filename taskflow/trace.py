@@ -44,7 +44,7 @@ class Trace:
 
     def __init__(self, runs, transfers, scheduler="", network="", served_by=None, lost=None, meta=None):
         self.runs = list(runs)
-        self.transfers = list(transfers)
+        self._transfers = transfers if hasattr(transfers, "materialise") else list(transfers)
         self.scheduler = scheduler
         self.network = network
         #: {consumer run id: {producer task: producer run id}} where the producer ran more than once
@@ -55,6 +55,18 @@ class Trace:
 
     def __repr__(self):
         return f"<Trace {self.scheduler!r} on {self.network!r}: {len(self.runs)} runs, makespan {self.makespan:g}>"
+
+    @property
+    def transfers(self) -> list:
+        """Every completed transfer (:class:`Transfer`), in completion order."""
+        if hasattr(self._transfers, "materialise"):
+            self._transfers = self._transfers.materialise()
+        return self._transfers
+
+    @property
+    def num_transfers(self) -> int:
+        t = self._transfers
+        return len(t.raw) if hasattr(t, "materialise") else len(t)
 
     @property
     def makespan(self) -> float:

@@ -184,3 +184,50 @@ def test_cluster_file_with_zero_workers(capsys, tmp_path):
 def test_missing_file(capsys, tmp_path):
     code, _, err = run(capsys, "info", tmp_path / "nope.json")
     assert code == 2 and "no such file" in err
+
+
+# ---------------------------------------------------------------- simulate
+def test_simulate_writes_a_trace_that_validate_accepts(capsys, tmp_path):
+    out, chrome = tmp_path / "trace.json", tmp_path / "chrome.json"
+    code, text, err = run(capsys, "simulate", HEFT_G, "--cluster", HEFT_C, "--network", "simple", "--noise", "0.2",
+                          "--straggler", "p1:2@10", "--fail", "p2@50", "--seed", "1", "-o", out, "--chrome-trace", chrome)
+    assert code == 0, err
+    assert "heft on simple: makespan" in text and "recomputed:" in text
+    doc = json.loads(out.read_text())
+    assert doc["format"] == "taskflow-schedule/1" and "transfers" in doc and "durations" in doc
+    assert any("#" in str(a["task"]) for a in doc["assignments"])  # a recomputed run
+    code, text, err = run(capsys, "validate", HEFT_G, "--cluster", HEFT_C, "--schedule", out)
+    assert code == 0 and text.startswith("valid:"), err
+    events = json.loads(chrome.read_text())["traceEvents"]
+    assert {e["cat"] for e in events} == {"task", "transfer"}
+
+
+def test_simulate_a_plan_file_reproduces_it(capsys, tmp_path):
+    plan = tmp_path / "plan.json"
+    run(capsys, "schedule", HEFT_G, "--cluster", HEFT_C, "--scheduler", "cpop", "-o", plan, "-q")
+    code, text, _ = run(capsys, "simulate", HEFT_G, "--cluster", HEFT_C, "--plan", plan, "--network", "simple")
+    assert code == 0 and "makespan 86 s" in text
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--fail", "p9@3"], "--fail: unknown worker 'p9'"),
+    (["--fail", "p1"], "--fail 'p1': expected W@T"),
+    (["--straggler", "p1@3"], "expected W:FACTOR@T"),
+    (["--straggler", "p1:-2@3"], "FACTOR > 0"),
+    (["--scheduler", "nope"], "unknown scheduler 'nope'"),
+])
+def test_simulate_bad_options(capsys, tmp_path, argv, message):
+    out = tmp_path / "t.json"
+    code, _, err = run(capsys, "simulate", HEFT_G, "--cluster", HEFT_C, *argv, "-o", out)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_validate_rejects_a_trace_with_a_wrong_duration(capsys, tmp_path):
+    out = tmp_path / "trace.json"
+    run(capsys, "simulate", HEFT_G, "--cluster", HEFT_C, "--noise", "0.3", "-o", out)
+    doc = json.loads(out.read_text())
+    doc["durations"]["t1"] += 1.0  # the world says t1 took longer than it ran
+    out.write_text(json.dumps(doc))
+    code, _, err = run(capsys, "validate", HEFT_G, "--cluster", HEFT_C, "--schedule", out)
+    assert code == 1 and "task 't1' runs" in err
