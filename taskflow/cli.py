@@ -201,6 +201,56 @@ def cmd_simulate(args) -> int:
     return 0
 
 
+def _graph_or_function(spec: str, fmt):
+    """A graph file, or ``module:function`` returning a TaskGraph (for graphs with callables)."""
+    import importlib
+    import os
+
+    if ":" in spec and not os.path.exists(spec.split("#")[0]):
+        mod, _, fn = spec.partition(":")
+        try:
+            obj = getattr(importlib.import_module(mod), fn)
+        except (ImportError, AttributeError) as e:
+            raise TaskflowError(f"{spec}: cannot load ({e})") from None
+        from .graph import TaskGraph
+        graph = obj() if callable(obj) and not isinstance(obj, TaskGraph) else obj
+        if not isinstance(graph, TaskGraph):
+            raise TaskflowError(f"{spec}: returned {type(graph).__name__}, expected a TaskGraph")
+        return graph.validate()
+    return _load_graph(spec, fmt)
+
+
+def cmd_run(args) -> int:
+    from .runtime import run
+
+    graph = _graph_or_function(args.graph, args.format)
+    model = load_cluster(args.cluster) if args.cluster else None
+    speeds = None
+    if args.speeds:
+        speeds = {}
+        for item in args.speeds.split(","):
+            name, sep, value = item.partition("=")
+            try:
+                speeds[name] = float(value)
+            except ValueError:
+                raise TaskflowError(f"--speeds expects NAME=SPEED,..., got {item!r}") from None
+    if args.workers is not None and args.workers < 1:
+        raise TaskflowError(f"cluster has no workers: --workers must be >= 1, got {args.workers}")
+    report = run(graph, args.scheduler, cluster=model, address=args.address, scheduler_file=args.scheduler_file,
+                 workers=args.workers or 2, threads_per_worker=args.threads, speeds=speeds, calibrate=args.calibrate,
+                 time_scale=args.time_scale, size_scale=args.size_scale, retries=args.retries, quiet=args.quiet,
+                 timeout=args.timeout)
+    print(f"{report.scheduler}: predicted makespan {report.predicted_makespan:.3f} s, measured "
+          f"{report.measured_makespan:.3f} s (error {report.prediction_error:.1%}), placement fidelity "
+          f"{report.placement_fidelity:.0%}, {len(report.trace.runs)} tasks, {len(report.trace.transfers)} transfers"
+          + (f", {report.replans} re-plan(s)" if report.replans else ""))
+    if args.report:
+        report.save(args.report)
+    if args.gantt:
+        report.gantt(args.gantt)
+    return 0
+
+
 def cmd_schedulers(args) -> int:
     import schedulers
 
@@ -269,6 +319,26 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("-o", "--output", help="write the trace (taskflow-schedule/1 with transfers and durations)")
     sp.add_argument("--chrome-trace", help="write a Chrome trace (open in Perfetto)")
     sp.set_defaults(func=cmd_simulate)
+
+    sp = sub.add_parser("run", help="run a graph on Dask workers (emulated when it has no callables)")
+    sp.add_argument("graph", metavar="GRAPH", help="graph file, or module:function returning a TaskGraph")
+    sp.add_argument("--format", choices=READ_FORMATS, help="force the input format (default: detect)")
+    sp.add_argument("--scheduler", default="heft", help="a static scheduler, or work-stealing (Dask's own)")
+    sp.add_argument("--workers", type=int, help="workers of the embedded LocalCluster (default 2)")
+    sp.add_argument("--threads", type=int, default=1, help="threads per embedded worker (default 1)")
+    sp.add_argument("--address", help="scheduler address of an existing cluster, e.g. tcp://host:8786")
+    sp.add_argument("--scheduler-file", help="scheduler file of an existing cluster")
+    sp.add_argument("--cluster", help="cluster model file; worker ids are Dask worker names")
+    sp.add_argument("--speeds", help="declared speeds by worker name: NAME=SPEED,...")
+    sp.add_argument("--calibrate", action="store_true", help="measure worker speeds and bandwidth first")
+    sp.add_argument("--time-scale", type=float, default=1.0, help="multiply emulated durations (default 1)")
+    sp.add_argument("--size-scale", type=float, default=1.0, help="multiply emulated output sizes (default 1)")
+    sp.add_argument("--retries", type=int, default=0, help="retries of a task that raises (default 0)")
+    sp.add_argument("--timeout", type=float, help="give up after this many seconds")
+    sp.add_argument("--report", help="write the run report (JSON)")
+    sp.add_argument("--gantt", help="write predicted and measured Gantt charts (PNG)")
+    sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    sp.set_defaults(func=cmd_run)
 
     sp = sub.add_parser("validate", help="check a schedule against its graph and cluster")
     graph_arg(sp)

@@ -1,0 +1,184 @@
+"""The Dask runtime, on real LocalClusters and a `dask scheduler` + `dask worker` pair on loopback."""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster
+
+import taskflow
+from taskflow import Cluster, TaskFailed, Worker, compute, run
+from taskflow.runtime import learn_costs
+
+from . import runtime_graphs as rg
+from .conftest import shared
+
+
+@pytest.fixture(scope="module")
+def client():
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+            Client(lc) as c:
+        yield c
+
+
+def test_emulated_montage_runs_where_planned_and_as_predicted(client, capsys):
+    g = taskflow.load_graph(shared("wfinstances", "montage-chameleon-2mass-01d-001.json"))
+    plan = taskflow.critical_path(g)
+    rep = run(g, "heft", client=client, time_scale=0.065, size_scale=0.1, quiet=True)
+    print(f"montage on 2 workers: predicted {rep.predicted_makespan:.2f} s, measured {rep.measured_makespan:.2f} s")
+    assert 10 <= rep.predicted_makespan <= 20
+    assert rep.placement_fidelity == 1.0
+    assert all(row["worker"] == row["planned_worker"] for row in rep.tasks)
+    assert abs(rep.measured_makespan - rep.predicted_makespan) <= 0.2 * rep.predicted_makespan
+    assert len(rep.results) == len(g) and plan[0] > 0
+    # real bytes moved: each emulated result is a buffer of its (scaled) output size
+    big = max(g.tasks(), key=lambda t: t.output_size)
+    assert rep.results[big.id].nbytes == int(big.output_size * 0.1)
+
+
+def test_executable_graph_results_and_report(client, tmp_path):
+    g = rg.layered(width=6, depth=2)
+    rep = run(g, "cpop", client=client, quiet=True)
+    assert rep.results["total"] == rg.expected_total(6, 2)
+    d = rep.to_dict()
+    for key in ("scheduler", "predicted_makespan", "measured_makespan", "placement_fidelity", "tasks"):
+        assert key in d
+    assert set(d["tasks"][0]) >= {"task", "worker", "planned_worker", "start", "finish"}
+    assert 0 <= d["placement_fidelity"] <= 1
+    rep.save(tmp_path / "r.json")
+    rep.gantt(tmp_path / "g.png")
+    assert (tmp_path / "g.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_task_that_raises_is_named_and_nothing_hangs(client):
+    t0 = time.time()
+    with pytest.raises(TaskFailed, match=r"task 'explodes' failed: ValueError: bad input 1") as e:
+        run(rg.failing(), "heft", client=client, quiet=True, timeout=30)
+    assert e.value.task == "explodes" and time.time() - t0 < 30
+    assert e.value.results.get("ok") == 1  # what finished can be retrieved
+
+
+def test_work_stealing_is_dasks_own_scheduler(client):
+    g = rg.layered(width=4, depth=1)
+    rep = run(g, "work-stealing", client=client, quiet=True)
+    assert rep.results["total"] == rg.expected_total(4, 1)
+    assert rep.plan is None and rep.predicted_makespan > 0
+
+
+def test_compute_equals_dask_compute(client):
+    x = da.arange(1000, chunks=100).reshape(10, 100).sum(axis=0) ** 2
+    y = (da.ones((50, 50), chunks=10) * 3).mean()
+    assert np.array_equal(compute(x, client=client)[0], dask.compute(x, scheduler="sync")[0])
+    a, b = compute(x, y, scheduler="cpop", client=client)
+    ex, ey = dask.compute(x, y, scheduler="sync")
+    assert np.array_equal(a, ex) and b == ey
+
+    @dask.delayed
+    def inc(v):
+        return v + 1
+
+    @dask.delayed
+    def add(u, v):
+        return u + v
+
+    d = add(inc(1), add(inc(2), inc(3)))
+    assert compute(d, {"k": inc(10)}, client=client) == dask.compute(d, {"k": inc(10)}, scheduler="sync")
+
+
+def test_calibration_makes_the_second_prediction_better(client):
+    g = rg.mixed_costs()
+    first = run(g, "heft", client=client, quiet=True)
+    learned = learn_costs(g, first)
+    second = run(learned, "heft", client=client, quiet=True)
+    print(f"prediction error: first {first.prediction_error:.1%}, second {second.prediction_error:.1%}")
+    assert second.prediction_error < first.prediction_error
+    assert learned.task("big0").cost == pytest.approx(0.6, rel=0.5)
+
+
+def test_cluster_from_dask(client):
+    c = Cluster.from_dask(client, speeds={"0": 2.0})
+    assert sorted(w.id for w in c.workers) == ["0", "1"] and c.worker("0").speed == 2.0
+    assert all(w.address.startswith("tcp://") for w in c.workers)
+    cal = Cluster.from_dask(client, calibrate=True)
+    assert all(0.2 < w.speed < 5 for w in cal.workers) and cal.bandwidth > 1e6
+    with pytest.raises(taskflow.TaskflowError, match="unknown worker"):
+        Cluster.from_dask(client, speeds={"nope": 1.0})
+
+
+def test_declared_speeds_shape_the_emulation(client):
+    g = taskflow.TaskGraph("two")
+    g.add_task("a", cost=1.0)
+    g.add_task("b", cost=1.0)
+    model = Cluster([Worker("0", speed=4.0), Worker("1", speed=1.0)], bandwidth=1e9)
+    rep = run(g, "heft", client=client, cluster=model, time_scale=0.5, quiet=True)
+    took = {r.task: (r.worker, r.finish - r.start) for r in rep.trace.runs}
+    on_fast = [d for w, d in took.values() if w == "0"]
+    assert on_fast and all(0.1 <= d <= 0.3 for d in on_fast)  # 1.0 / 4 x 0.5 = 0.125 s
+
+
+def test_a_killed_worker_does_not_stop_the_run():
+    g = rg.layered()
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+            Client(lc) as c:
+        pids = c.run(os.getpid)
+        victim = sorted(pids)[1]
+
+        def kill():
+            time.sleep(1.5)
+            os.kill(pids[victim], signal.SIGKILL)
+        threading.Thread(target=kill, daemon=True).start()
+        t0 = time.time()
+        rep = run(g, "heft", client=c, quiet=True, timeout=60)
+        assert time.time() - t0 < 60
+        assert rep.results["total"] == rg.expected_total()
+        assert rep.replans >= 1
+
+
+@pytest.fixture
+def loopback_cluster(tmp_path):
+    """A real `dask scheduler` and two `dask worker` processes on 127.0.0.1."""
+    sched_file = tmp_path / "scheduler.json"
+    bindir = os.path.dirname(sys.executable)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(), os.path.dirname(os.path.dirname(__file__))]))
+    procs = [subprocess.Popen([os.path.join(bindir, "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0",
+                               "--no-dashboard", "--scheduler-file", str(sched_file)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)]
+    try:
+        for _ in range(100):
+            if sched_file.exists() and sched_file.stat().st_size > 0:
+                break
+            time.sleep(0.1)
+        for name in ("wa", "wb"):
+            procs.append(subprocess.Popen([os.path.join(bindir, "dask"), "worker", "--scheduler-file", str(sched_file),
+                                           "--nthreads", "1", "--name", name, "--no-dashboard", "--host", "127.0.0.1"],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
+        with Client(scheduler_file=str(sched_file), timeout="30s") as c:
+            c.wait_for_workers(2, timeout=30)
+        yield sched_file
+    finally:
+        for p in procs[::-1]:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def test_existing_scheduler_and_workers_on_loopback(loopback_cluster):
+    g = rg.layered(width=4, depth=2)
+    rep = run(g, "heft", scheduler_file=str(loopback_cluster), quiet=True)
+    assert rep.results["total"] == rg.expected_total(4, 2)
+    assert {w.id for w in rep.cluster.workers} == {"wa", "wb"}
+    assert rep.placement_fidelity == 1.0
+    import json
+    addr = json.loads(loopback_cluster.read_text())["address"]
+    rep2 = run(rg.layered(width=3, depth=1), "blevel", address=addr, quiet=True)
+    assert rep2.results["total"] == rg.expected_total(3, 1)
