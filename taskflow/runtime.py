@@ -432,23 +432,25 @@ class _Runner:
             t0 = time.perf_counter()
             last = t0
             known = set(_workers_info(self.client))
+            sinks = self.graph.sinks()  # every task is an ancestor of a sink: waiting on sinks suffices
             while True:
-                pending = [f for f in self.futures.values() if not f.done()]
+                pending = [self.futures[t] for t in sinks if not self.futures[t].done()]
                 if not pending:
                     break
                 try:
                     wait(pending, timeout=0.25, return_when="FIRST_COMPLETED")
                 except TimeoutError:
                     pass
-                self._raise_errors()
+                if any(self.futures[t].status == "error" for t in sinks):
+                    self._raise_errors()
                 if self.timeout is not None and time.perf_counter() - t0 > self.timeout:
                     raise TaskflowError(f"run did not finish within {self.timeout:g} s "
-                                        f"({len(pending)} task(s) pending)")
+                                        f"({sum(not f.done() for f in self.futures.values())} task(s) pending)")
                 now_workers = set(_workers_info(self.client))
                 if now_workers != known and (known - now_workers):
                     self._recover(now_workers)
                 known = now_workers
-                if not self.quiet:
+                if not self.quiet and time.perf_counter() - last >= 1.0:
                     done = sum(f.done() for f in self.futures.values())
                     last = _progress(done, len(self.futures), t0, last)
             if not self.quiet and time.perf_counter() - t0 >= 2.0:
@@ -464,7 +466,9 @@ class _Runner:
         return simulate(self.graph, model, "work-stealing", network="simple").makespan * self.time_scale
 
     def _raise_errors(self):
-        for t, f in self.futures.items():
+        """Raise TaskFailed for the first task (in topological order) that raised itself."""
+        for t in self.graph.topological_order():
+            f = self.futures[t]
             if f.status == "error":
                 err = f.exception()
                 done = {x: g.result() for x, g in self.futures.items() if g.status == "finished"}

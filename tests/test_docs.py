@@ -20,4 +20,4 @@ def test_doc_example_runs(code, tmp_path, monkeypatch):
     from schedulers import base
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))  # examples may register schedulers
-    exec(compile(code, "<doc>", "exec"), {"__name__": "__doc_example__"})
+    exec(compile(code, "<doc>", "exec"), {"__name__": "__main__"})
