@@ -182,3 +182,21 @@ def test_existing_scheduler_and_workers_on_loopback(loopback_cluster):
     addr = json.loads(loopback_cluster.read_text())["address"]
     rep2 = run(rg.layered(width=3, depth=1), "blevel", address=addr, quiet=True)
     assert rep2.results["total"] == rg.expected_total(3, 1)
+
+
+@pytest.mark.parametrize("kind", ["ring", "tree", "ps"])
+def test_executable_data_parallel_training_equals_sequential_sgd(client, tmp_path, kind):
+    from workflows.training import data_parallel, sgd_reference
+
+    T, N, batch, hidden, lr, seed = 20, 2, 32, (32,), 0.5, 3
+    g = data_parallel(workers=N, iterations=T, allreduce=kind, buckets=2, executable=True, dataset_dir=tmp_path,
+                      hidden=hidden, lr=lr, batch=batch, seed=seed, compression=0.5 if kind == "ps" else None)
+    rep = run(g, "heft", client=client, quiet=True)
+    ref, losses = sgd_reference([tmp_path / f"shard{w}.npz" for w in range(N)], T, batch, [64, *hidden, 10], lr, seed)
+    for w in range(N):
+        for layer in range(2):
+            W, b = rep.results[f"it{T - 1}.w{w}.update.l{layer}"]
+            assert np.allclose(W, ref[layer][0], atol=1e-6, rtol=0) and np.allclose(b, ref[layer][1], atol=1e-6, rtol=0)
+    loss = [np.mean([rep.results[f"it{t}.w{w}.loss"][0] for w in range(N)]) for t in range(T)]
+    assert loss[-1] <= 0.5 * loss[0]
+    assert loss == pytest.approx(losses, abs=1e-9)

@@ -21,7 +21,7 @@ import numpy as np
 
 from taskflow.graph import TaskGraph
 
-__all__ = ["random_layered"]
+__all__ = ["random_layered", "fork_join", "out_tree", "in_tree", "fft", "gaussian_elimination"]
 
 
 def random_layered(v: int = 100, shape: float = 1.0, out_degree: int = 2, ccr: float = 1.0,
@@ -78,3 +78,130 @@ def random_layered(v: int = 100, shape: float = 1.0, out_degree: int = 2, ccr: f
     label = name or f"layered-v{v}-a{shape:g}-d{out_degree}-ccr{ccr:g}-b{beta:g}-s{seed}"
     return TaskGraph.from_columns(label, ids, w_mean, None, None, [ids[s] for s in src.tolist()],
                                   [ids[d] for d in dst.tolist()], (comm * bandwidth).tolist(), costs=costs)
+
+
+# ---------------------------------------------------------------------- regular application graphs
+def _graph(name, ids, cost, size, edges):
+    return TaskGraph.from_columns(name, ids, [cost] * len(ids), [size] * len(ids), None,
+                                  [s for s, _ in edges], [d for _, d in edges], [size] * len(edges))
+
+
+def fork_join(width: int = 8, stages: int = 1, cost: float = 1.0, size: float = 0.0) -> TaskGraph:
+    """``stages`` x (fork -> ``width`` parallel tasks -> join), each join feeding the next fork.
+
+    Tasks: ``stages (width + 2)``; edges: ``2 stages width + stages - 1``.
+
+    >>> g = fork_join(4, 2)
+    >>> len(g), g.num_edges
+    (12, 17)
+    """
+    ids, edges = [], []
+    for s in range(stages):
+        fork, join = f"fork{s}", f"join{s}"
+        ids.append(fork)
+        if s:
+            edges.append((f"join{s - 1}", fork))
+        for i in range(width):
+            t = f"s{s}_t{i}"
+            ids.append(t)
+            edges += [(fork, t), (t, join)]
+        ids.append(join)
+    return _graph(f"fork-join-{width}x{stages}", ids, cost, size, edges)
+
+
+def out_tree(depth: int = 3, fanout: int = 2, cost: float = 1.0, size: float = 0.0) -> TaskGraph:
+    """A complete tree from one root, ``fanout`` children per task, ``depth`` levels below the root.
+
+    Tasks: ``(fanout^(depth+1) - 1) / (fanout - 1)`` (``depth + 1`` for fanout 1); edges: tasks - 1.
+
+    >>> g = out_tree(3, 2)
+    >>> len(g), g.num_edges, len(g.sinks())
+    (15, 14, 8)
+    """
+    ids, edges = ["n0"], []
+    level = ["n0"]
+    for _ in range(depth):
+        nxt = []
+        for p in level:
+            for _ in range(fanout):
+                c = f"n{len(ids)}"
+                ids.append(c)
+                edges.append((p, c))
+                nxt.append(c)
+        level = nxt
+    return _graph(f"out-tree-{depth}x{fanout}", ids, cost, size, edges)
+
+
+def in_tree(depth: int = 3, fanin: int = 2, cost: float = 1.0, size: float = 0.0) -> TaskGraph:
+    """The out-tree with every edge reversed: leaves reduce level by level into one root.
+
+    >>> g = in_tree(2, 3)
+    >>> len(g), g.num_edges, g.sinks()
+    (13, 12, ['n0'])
+    """
+    t = out_tree(depth, fanin, cost, size)
+    return _graph(f"in-tree-{depth}x{fanin}", t.ids, cost, size, [(d, s) for s, d, _ in t.edges()])
+
+
+def fft(points: int = 8, cost: float = 1.0, size: float = 0.0) -> TaskGraph:
+    """The FFT task graph of Topcuoglu et al. (2002): ``2m - 1`` recursive-call tasks (a binary tree)
+    and ``m log2 m`` butterfly tasks in ``log2 m`` levels, for ``m = points`` (a power of two).
+
+    Edges: ``2m - 2`` in the tree plus ``2 m log2 m`` into the butterflies.
+
+    >>> g = fft(4)
+    >>> len(g), g.num_edges
+    (15, 22)
+    """
+    m = int(points)
+    if m < 2 or m & (m - 1):
+        raise ValueError(f"points must be a power of two >= 2, got {points}")
+    logm = m.bit_length() - 1
+    ids, edges = [], []
+    tree = ["r0"]
+    ids.append("r0")
+    level = ["r0"]
+    while len(level) < m:
+        nxt = []
+        for p in level:
+            for _ in range(2):
+                c = f"r{len(tree)}"
+                tree.append(c)
+                ids.append(c)
+                edges.append((p, c))
+                nxt.append(c)
+        level = nxt
+    prev = level  # m leaves
+    for s in range(logm):
+        span = 1 << s
+        cur = [f"b{s}_{i}" for i in range(m)]
+        ids.extend(cur)
+        for i in range(m):
+            edges += [(prev[i], cur[i]), (prev[i ^ span], cur[i])]
+        prev = cur
+    return _graph(f"fft-{m}", ids, cost, size, edges)
+
+
+def gaussian_elimination(m: int = 5, cost: float = 1.0, size: float = 0.0) -> TaskGraph:
+    """Gaussian elimination on an ``m x m`` matrix (Topcuoglu et al. 2002): for each step ``k`` a
+    pivot task then ``m - k`` update tasks. Tasks: ``(m^2 + m - 2) / 2``.
+
+    >>> g = gaussian_elimination(5)
+    >>> len(g)
+    14
+    """
+    if m < 2:
+        raise ValueError(f"m must be >= 2, got {m}")
+    ids, edges = [], []
+    for k in range(1, m):
+        piv = f"p{k}"
+        ids.append(piv)
+        if k > 1:
+            edges.append((f"u{k - 1}_{k}", piv))
+        for j in range(k + 1, m + 1):
+            u = f"u{k}_{j}"
+            ids.append(u)
+            edges.append((piv, u))
+            if k > 1:
+                edges.append((f"u{k - 1}_{j}", u))
+    return _graph(f"gauss-{m}", ids, cost, size, edges)
