@@ -72,18 +72,21 @@ class _Opaque:
         return (_Opaque, (self.value,))
 
 
-def _substitute(obj, values):
-    if isinstance(obj, _Ref):
-        return values[obj.key]
+def _map_leaves(obj, leaf):
+    """``obj`` with ``leaf(x)`` applied to every item of nested lists, tuples, sets and dict values."""
     if isinstance(obj, list):
-        return [_substitute(x, values) for x in obj]
+        return [_map_leaves(x, leaf) for x in obj]
     if isinstance(obj, tuple):
-        return tuple(_substitute(x, values) for x in obj)
+        return tuple(_map_leaves(x, leaf) for x in obj)
     if isinstance(obj, dict):
-        return {k: _substitute(v, values) for k, v in obj.items()}
+        return {k: _map_leaves(v, leaf) for k, v in obj.items()}
     if isinstance(obj, (set, frozenset)):
-        return type(obj)(_substitute(x, values) for x in obj)
-    return obj
+        return type(obj)(_map_leaves(x, leaf) for x in obj)
+    return leaf(obj)
+
+
+def _substitute(obj, values):
+    return _map_leaves(obj, lambda x: values[x.key] if isinstance(x, _Ref) else x)
 
 
 def _execute(payload, *dep_values):
@@ -104,17 +107,7 @@ def _emulate(payload, *deps):
 
 def _to_refs(obj, key_of):
     """Handles -> _Ref(position of the dependency); ``key_of`` maps a task id to that position."""
-    if isinstance(obj, TaskHandle):
-        return _Ref(key_of[obj.id])
-    if isinstance(obj, list):
-        return [_to_refs(x, key_of) for x in obj]
-    if isinstance(obj, tuple):
-        return tuple(_to_refs(x, key_of) for x in obj)
-    if isinstance(obj, dict):
-        return {k: _to_refs(v, key_of) for k, v in obj.items()}
-    if isinstance(obj, (set, frozenset)):
-        return type(obj)(_to_refs(x, key_of) for x in obj)
-    return obj
+    return _map_leaves(obj, lambda x: _Ref(key_of[x.id]) if isinstance(x, TaskHandle) else x)
 
 
 # ---------------------------------------------------------------------- the cluster model

@@ -195,14 +195,18 @@ def test_scales_linearly_enough_to_schedule_5000_tasks():
 
 
 # ---------------------------------------------------------------- property test
-@pytest.mark.parametrize("name", STATIC)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(problem=problems())
-def test_every_scheduler_valid_and_above_lower_bound(name, problem):
+def check_valid_and_bounded(name, problem):
     g, c = problem
     s = schedulers.get_scheduler(name, seed=3).schedule(g, c)
     assert s.problems(g, c) == []
     assert s.makespan >= lower_bound(g, c) * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("name", STATIC)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problem=problems())
+def test_every_scheduler_valid_and_above_lower_bound(name, problem):
+    check_valid_and_bounded(name, problem)
 
 
 @pytest.mark.slow
@@ -210,7 +214,4 @@ def test_every_scheduler_valid_and_above_lower_bound(name, problem):
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problem=problems())
 def test_every_scheduler_valid_many_examples(name, problem):
-    g, c = problem
-    s = schedulers.get_scheduler(name, seed=3).schedule(g, c)
-    assert s.problems(g, c) == []
-    assert s.makespan >= lower_bound(g, c) * (1 - 1e-9)
+    check_valid_and_bounded(name, problem)
