@@ -39,32 +39,32 @@ class WorkStealing(DynamicScheduler):
         self.lat = m.latency_matrix
         self.inv = m.inv_bandwidth
         a = view.arrays
-        self.pred_ptr, self.pred_idx = a.pred_ptr, a.pred_idx
-        self.pred_size = a.size[a.pred_eid]
+        self.pred_ptr, self.pred_idx = a.pred_ptr.tolist(), a.pred_idx.tolist()
+        self.pred_size = a.size[a.pred_eid].tolist()
+        self.zeros = np.zeros(len(self.occ))
+        self.finite = np.isfinite(self.d)
         self.where = {}
 
     def _transfer_vector(self, i, view):
-        """Estimated seconds to bring task i's inputs to each worker."""
-        t = np.zeros(len(self.occ))
+        """Estimated seconds to bring task i's inputs to each worker (0 where an input already is)."""
+        t = None
         for k in range(self.pred_ptr[i], self.pred_ptr[i + 1]):
-            p = int(self.pred_idx[k])
-            locs = view.locations(p)
+            locs = view.locations(self.pred_idx[k])
             if not locs:
                 continue
             src = locs[0]
-            row = self.lat[src] + self.pred_size[k] * self.inv[src]
-            row = row.copy()
+            row = self.lat[src] + self.pred_size[k] * self.inv[src]  # a new array: safe to edit
             row[locs] = 0.0
-            t += row
-        return t
+            t = row if t is None else t + row
+        return self.zeros if t is None else t
 
     def on_ready(self, tasks, view):
-        alive = np.zeros(len(self.occ), dtype=bool)
-        alive[view.alive_workers()] = True
+        dead = np.ones(len(self.occ), dtype=bool)
+        dead[view.alive_workers()] = False
         out = []
         for i in tasks:
             est = self.occ / self.cores + self._transfer_vector(i, view)
-            est[~alive | ~np.isfinite(self.d[i])] = np.inf
+            est[dead | ~self.finite[i]] = np.inf
             w = int(np.argmin(est))
             self.occ[w] += self.d[i, w]
             self.where[i] = w
