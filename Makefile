@@ -13,7 +13,8 @@ $(STAMP): setup.cfg pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/taskflow schedule examples/heft_paper.graph.json --cluster examples/heft_paper.cluster.json --scheduler all
+	$(BIN)/taskflow schedule examples/heft_paper.graph.json --cluster examples/heft_paper.cluster.json --scheduler all -q
+	$(BIN)/taskflow demo --out taskflow-out
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"

@@ -251,6 +251,24 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_bench(args) -> int:
+    from .bench import run_suite
+
+    if args.real:
+        raise TaskflowError("--real (the suite on Dask in emulation) is not built yet; "
+                            "use 'taskflow run' for a real run")
+    names = args.schedulers.split(",") if args.schedulers else None
+    run_suite(args.suite, args.out, names, args.jobs)
+    print(f"wrote {args.out}/results.csv, summary.md, normalised.png, gantt.png, report.html")
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from .demo import main as demo
+
+    return demo(args.out, bench=not args.no_bench)
+
+
 def cmd_schedulers(args) -> int:
     import schedulers
 
@@ -339,6 +357,19 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--gantt", help="write predicted and measured Gantt charts (PNG)")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     sp.set_defaults(func=cmd_run)
+
+    sp = sub.add_parser("bench", help="scheduler comparison suite in the simulator (resumable)")
+    sp.add_argument("--suite", choices=("quick", "standard", "full"), default="quick")
+    sp.add_argument("--schedulers", help="comma-separated names (default: 9 schedulers)")
+    sp.add_argument("--out", default="taskflow-out/bench", help="output folder (default taskflow-out/bench)")
+    sp.add_argument("--jobs", type=int, help="parallel processes (default: all cores)")
+    sp.add_argument("--real", action="store_true", help="also run a subset on Dask (not built yet)")
+    sp.set_defaults(func=cmd_bench)
+
+    sp = sub.add_parser("demo", help="the main job: training on a LocalCluster, then the quick suite")
+    sp.add_argument("--out", default="taskflow-out")
+    sp.add_argument("--no-bench", action="store_true", help="skip the quick suite")
+    sp.set_defaults(func=cmd_demo)
 
     sp = sub.add_parser("validate", help="check a schedule against its graph and cluster")
     graph_arg(sp)

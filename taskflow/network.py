@@ -215,9 +215,10 @@ def _refresh(active, pair, done, nxt, rates, pn, pcap, up, down, prate, t_last, 
 
 
 @njit(cache=True)
-def _step(active, done, total, nxt, rates, dt, eps, due):
+def _step(active, done, total, nxt, rates, dt, eps, due, now):
     """Move every active flow ``dt`` seconds forward; list in ``due`` the flows whose next target
-    is reached; return how many."""
+    is reached (within ``eps`` relative, or so close that no representable time lies before it);
+    return how many."""
     k = 0
     for f in range(active.shape[0]):
         if active[f]:
@@ -227,7 +228,10 @@ def _step(active, done, total, nxt, rates, dt, eps, due):
             elif dt > 0:
                 x = done[f] + r * dt
                 done[f] = x if x < total[f] else total[f]
-            if done[f] >= nxt[f] - eps * max(1.0, nxt[f]):
+            gap = nxt[f] - done[f]
+            if gap <= eps * max(1.0, nxt[f]) or (r > 0 and now + gap / r <= now):
+                if gap > 0:
+                    done[f] = nxt[f]
                 due[k] = f
                 k += 1
     return k
@@ -282,7 +286,7 @@ class MaxMinNetwork:
     def advance(self, now):
         dt = now - self.t_last
         if dt > 0 and self.nactive:
-            _step(self.active, self.done, self.total, self.nxt, self.rates, dt, 1e-9, self.due)
+            _step(self.active, self.done, self.total, self.nxt, self.rates, dt, 1e-9, self.due, now)
         self.t_last = now
 
     def _set_next(self, flow):
@@ -371,7 +375,7 @@ class MaxMinNetwork:
         self.t_last = now
         waiting = self.waiting
         out = []
-        k = _step(self.active, self.done, self.total, self.nxt, self.rates, dt, 1e-9, self.due) if self.nactive else 0
+        k = _step(self.active, self.done, self.total, self.nxt, self.rates, dt, 1e-9, self.due, now) if self.nactive else 0
         eps = 1e-9
         for slot in self.due[:k].tolist():
             f = self.flows[slot]

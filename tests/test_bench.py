@@ -1,0 +1,29 @@
+import csv
+
+from taskflow.bench import run_suite
+from taskflow.cli import main
+
+
+def test_quick_suite_outputs_valid_rows_and_resumes(tmp_path, capsys):
+    out = tmp_path / "b"
+    rows = run_suite("quick", out, ["heft", "work-stealing"], jobs=2, progress=False)
+    with open(out / "results.csv", newline="") as f:
+        saved = list(csv.DictReader(f))
+    assert len(saved) == len(rows) >= 2 * 8 * 3 * 2  # schedulers x workflows x clusters x networks
+    assert all(r["valid"] == "True" for r in saved)
+    assert {r["network"] for r in saved} == {"simple", "maxmin"} and len({r["cluster"] for r in saved}) == 3
+    summary = (out / "summary.md").read_text()
+    assert "| heft |" in summary and "**" in summary and "Wins / ties / losses" in summary
+    for f in ("normalised.png", "gantt.png"):
+        assert (out / f).read_bytes()[:4] == b"\x89PNG"
+    assert "data:image/png;base64," in (out / "report.html").read_text()
+    # a rerun skips every finished row
+    again = run_suite("quick", out, ["heft", "work-stealing"], jobs=1, progress=True)
+    assert "0 to run" in capsys.readouterr().out and len(again) == len(rows)
+    with open(out / "results.csv", newline="") as f:
+        assert len(list(csv.DictReader(f))) == len(saved)
+
+
+def test_bench_cli_rejects_unknown_scheduler(tmp_path, capsys):
+    code = main(["bench", "--schedulers", "heft,nope", "--out", str(tmp_path / "x")])
+    assert code == 2 and "unknown scheduler 'nope'" in capsys.readouterr().err
