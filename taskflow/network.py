@@ -65,8 +65,9 @@ class SimpleNetwork:
     def wait(self, flow, nbytes, consumer, token, now):
         if nbytes >= flow.total:
             flow.thresholds.append((nbytes, 0, consumer, token))
-        else:
-            self._push(flow.t_active + nbytes * self.inv[flow.src][flow.dst], 1, (flow, (nbytes, consumer, token)))
+        else:  # bytes that arrived before this consumer asked are there now, not in the past
+            t = flow.t_active + nbytes * self.inv[flow.src][flow.dst]
+            self._push(t if t > now else now, 1, (flow, (nbytes, consumer, token)))
 
     def extend(self, flow, total, now):
         # consumers that waited for the old total now arrive before the end
