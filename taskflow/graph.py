@@ -570,6 +570,15 @@ class TaskGraph:
                 g._size.append(z)
         return g
 
+    def restrict_costs(self, workers) -> "TaskGraph":
+        """The graph with exact costs kept only for ``workers`` (compared as strings), e.g. the
+        survivors of a failure; self when no task has exact costs."""
+        if not self._costs:
+            return self
+        keep = {str(w) for w in workers}
+        return self.with_costs(costs={self._ids[i]: {w: v for w, v in c.items() if str(w) in keep}
+                                      for i, c in self._costs.items()})
+
     def with_costs(self, cost: dict | None = None, costs: dict | None = None) -> "TaskGraph":
         """A copy with some costs replaced: ``cost={id: s}``, ``costs={id: {worker: s} or None}``."""
         g = self.copy()

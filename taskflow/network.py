@@ -27,9 +27,9 @@ NETWORKS = ("simple", "maxmin")
 
 class Flow:
     __slots__ = ("id", "task", "src", "dst", "total", "start", "t_active", "thresholds", "done",
-                 "finish", "aborted", "slot", "run", "base", "complete")
+                 "finish", "aborted", "slot", "base", "complete")
 
-    def __init__(self, fid, task, src, dst, total, start, latency, run):
+    def __init__(self, fid, task, src, dst, total, start, latency):
         self.id = fid
         self.task = task
         self.src = src
@@ -42,7 +42,6 @@ class Flow:
         self.finish = None
         self.aborted = False
         self.slot = -1
-        self.run = run
         self.base = 0.0  # bytes of the output already at the destination before this flow
         self.complete = False
 
@@ -55,7 +54,6 @@ class SimpleNetwork:
 
     def __init__(self, cluster, push):
         self.inv = cluster.inv_bandwidth.tolist()
-        self.lat = cluster.latency
         self._push = push  # push(time, kind, payload): kind 1 = bytes arrived, 2 = flow complete
 
     def start(self, flow, now):

@@ -20,7 +20,6 @@ pinned to a dead worker.
 from __future__ import annotations
 
 import json
-import math
 import sys
 import time
 from dataclasses import dataclass, field
@@ -384,10 +383,7 @@ class _Runner:
         import dask
 
         sub = self.graph if len(todo) == len(self.graph) else self.graph.subgraph(todo)
-        if sub.has_exact_costs:  # exact costs of workers that are gone no longer apply
-            keep = {str(w.id) for w in model.workers}
-            sub = sub.with_costs(costs={t: {w: v for w, v in (sub.task(t).costs or {}).items() if str(w) in keep}
-                                        for t in sub.ids if sub.task(t).costs})
+        sub = sub.restrict_costs(w.id for w in model.workers)  # workers that are gone no longer count
         keys = _keys_for(self.graph, self.run_token, self.gen)
         for t in todo:
             self.key_of[t] = keys[t]
@@ -669,7 +665,3 @@ def _task_prefix(graph: TaskGraph, t) -> str:
         if ch in "-_#" or ch.isdigit():
             return s[:k] or s
     return s
-
-
-def _inf_safe(x):
-    return x if math.isfinite(x) else None

@@ -436,7 +436,7 @@ class Simulator:
         if src < 0:
             raise TaskflowError(f"no copy of task {self.a.ids[p]!r}'s output is left (internal error)")
         self._fid += 1
-        f = Flow(self._fid, p, src, w, s - base, self.now, self.lat[src][w], self.done_runs[p])
+        f = Flow(self._fid, p, src, w, s - base, self.now, self.lat[src][w])
         f.base = base
         self.flows[p * self.W + w] = f
         self.net.start(f, self.now)
@@ -703,11 +703,8 @@ class Simulator:
             return
         alive_ids = [self.wids[w] for w in range(self.W) if self.alive[w]]
         survivors = self.cluster.subset(alive_ids)
-        sub = self.est_graph.subgraph(unfinished)
-        if sub.has_exact_costs:  # exact costs on lost workers no longer apply
-            keep = set(alive_ids)
-            sub = sub.with_costs(costs={sub._ids[i]: {w: v for w, v in c.items() if w in keep}
-                                        for i, c in sub._costs.items()})
+        # exact costs on lost workers no longer apply
+        sub = self.est_graph.subgraph(unfinished).restrict_costs(alive_ids)
         plan = self.scheduler.schedule(sub, survivors)
         self.plan_gen += 1
         self._later(self._apply_plan, (self.plan_gen, plan))

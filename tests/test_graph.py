@@ -172,3 +172,16 @@ def test_large_graph_topological_order_is_valid():
     pos[a.topo] = np.arange(n)
     assert (pos[a.src] < pos[a.dst]).all()
     assert len(set(a.topo.tolist())) == n
+
+
+def test_restrict_costs_keeps_only_the_named_workers():
+    g = TaskGraph()
+    g.add_task("a", cost=2.0, costs={"w0": 1.0, "w1": 3.0})
+    g.add_task("b", cost=1.0)
+    r = g.restrict_costs(["w1"])
+    assert r.task("a").costs == {"w1": 3.0} and r.task("b").costs is None
+    assert g.task("a").costs == {"w0": 1.0, "w1": 3.0}  # the original is untouched
+    assert g.restrict_costs([]).task("a").costs is None and g.restrict_costs(["w0"]) is not g
+    plain = TaskGraph()
+    plain.add_task("x")
+    assert plain.restrict_costs(["w0"]) is plain
