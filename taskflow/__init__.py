@@ -23,11 +23,11 @@ from .formats import (from_networkx, load_cluster, load_graph, load_graphs, load
 from .graph import TaskGraph, TaskHandle
 from .schedule import Assignment, Schedule
 from .simulator import simulate
-from .runtime import RunReport, TaskFailed, compute, run
+from .runtime import RunReport, TaskFailed, compute, execute, run
 from .trace import Trace
 
 __all__ = [
-    "TaskGraph", "TaskHandle", "simulate", "Trace", "run", "compute", "RunReport", "TaskFailed", "Cluster", "Worker", "CostModel", "Schedule", "Assignment",
+    "TaskGraph", "TaskHandle", "simulate", "Trace", "run", "compute", "execute", "RunReport", "TaskFailed", "Cluster", "Worker", "CostModel", "Schedule", "Assignment",
     "critical_path", "lower_bound", "sequential_time",
     "load_graph", "load_graphs", "save_graph", "load_cluster", "save_cluster", "load_schedule",
     "save_schedule", "to_networkx", "from_networkx", "to_dot",

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Hashable, Iterable, Iterator
 
 import numpy as np
+from numba import njit
 
 from .errors import CycleError, GraphError
 
@@ -148,20 +149,34 @@ def _csr(keys: np.ndarray, vals: np.ndarray, n: int):
     return ptr, vals[order].astype(np.int64), order.astype(np.int64)
 
 
-def _topological_order(n: int, src: np.ndarray, dst: np.ndarray, succ_ptr, succ_idx, ids) -> np.ndarray:
-    """Kahn's algorithm, FIFO by index (deterministic); CycleError naming a cycle if there is one."""
-    indeg = np.bincount(dst, minlength=n).tolist()
-    ptr = succ_ptr.tolist()
-    nxt = succ_idx.tolist()
-    order = [i for i in range(n) if indeg[i] == 0]
-    for v in order:  # the list grows while we walk it
-        for u in nxt[ptr[v]:ptr[v + 1]]:
+@njit(cache=True)
+def _kahn(n, succ_ptr, succ_idx, indeg):  # pragma: no cover - compiled
+    order = np.empty(n, dtype=np.int64)
+    k = 0
+    for i in range(n):
+        if indeg[i] == 0:
+            order[k] = i
+            k += 1
+    head = 0
+    while head < k:  # FIFO: the queue is order[head:k]
+        v = order[head]
+        head += 1
+        for e in range(succ_ptr[v], succ_ptr[v + 1]):
+            u = succ_idx[e]
             indeg[u] -= 1
             if indeg[u] == 0:
-                order.append(u)
-    if len(order) < n:
-        raise CycleError(_find_cycle(n, src, dst, indeg, ids))
-    return np.asarray(order, dtype=np.int64)
+                order[k] = u
+                k += 1
+    return order, k
+
+
+def _topological_order(n: int, src: np.ndarray, dst: np.ndarray, succ_ptr, succ_idx, ids) -> np.ndarray:
+    """Kahn's algorithm, FIFO by index (deterministic); CycleError naming a cycle if there is one."""
+    indeg = np.bincount(dst, minlength=n).astype(np.int64)
+    order, k = _kahn(n, succ_ptr, succ_idx, indeg)
+    if k < n:
+        raise CycleError(_find_cycle(n, src, dst, indeg.tolist(), ids))
+    return order
 
 
 def _find_cycle(n, src, dst, indeg, ids) -> list:
@@ -215,8 +230,9 @@ class TaskGraph:
         self._src: list = []
         self._dst: list = []
         self._size: list = []
-        self._edges: dict = {}  # src * 2**32 + dst -> edge number
+        self._edges: dict | None = {}  # src * 2**32 + dst -> edge number; None until first needed
         self._arrays: GraphArrays | None = None
+        self._columns: dict | None = None  # numpy copies of the columns from a bulk build, until a change
         self._counter = itertools.count()
 
     # ------------------------------------------------------------------ building
@@ -282,14 +298,15 @@ class TaskGraph:
             raise GraphError(f"{where}: args given without fn")
         if meta:
             self._meta[i] = dict(meta)
+        edges = self._edge_map() if dep_idx else None
         for p in dep_idx:
             key = p * _SHIFT + i
-            if key not in self._edges:
-                self._edges[key] = len(self._src)
+            if key not in edges:
+                edges[key] = len(self._src)
                 self._src.append(p)
                 self._dst.append(i)
                 self._size.append(self._output_size[p])
-        self._arrays = None
+        self._arrays = self._columns = None
         return TaskHandle(self, id)
 
     def add_edge(self, src, dst, size=None) -> None:
@@ -315,7 +332,7 @@ class TaskGraph:
         if s == d:
             raise CycleError([src, src])
         key = s * _SHIFT + d
-        edges = self._edges
+        edges = self._edge_map()
         if key in edges:
             raise GraphError(f"duplicate edge {src!r} -> {dst!r}")
         if size is None:
@@ -331,7 +348,7 @@ class TaskGraph:
         self._src.append(s)
         self._dst.append(d)
         self._size.append(sz)
-        self._arrays = None
+        self._arrays = self._columns = None
 
     def delayed(self, fn=None, *, name=None, **task_options):
         """Decorator: calling the function adds a task (auto id ``name-N``) and returns its handle.
@@ -394,7 +411,7 @@ class TaskGraph:
                 if s not in index or d not in index:
                     raise GraphError(f"edge {s!r} -> {d!r}: unknown task {s if s not in index else d!r}") from None
             raise
-        g._size = _checked_column(size, "size", list(zip(src, dst)), "edge")
+        g._size = _checked_column(size, "size", zip(src, dst), "edge")
         sa = np.asarray(s_idx, dtype=np.int64)
         da = np.asarray(d_idx, dtype=np.int64)
         loops = np.flatnonzero(sa == da)
@@ -409,8 +426,65 @@ class TaskGraph:
                     raise GraphError(f"duplicate edge {s!r} -> {d!r}")
                 seen.add(k)
         g._src, g._dst = s_idx, d_idx
-        g._edges = dict(zip(keys.tolist(), range(len(s_idx))))
+        g._edges = None  # built when first needed
         return g
+
+    @classmethod
+    def from_arrays(cls, name, ids, cost, output_size, src, dst, size, meta=None, cores=None) -> "TaskGraph":
+        """Build a graph from columns whose edges name tasks by *index* (what the generators use).
+
+        ``src``/``dst`` are integer positions in ``ids``; ``meta`` is a list of dicts (or None) in
+        task order. Checked like ``add_task``/``add_edge`` (numbers, duplicates, self-loops), but in
+        bulk, so millions of tasks take seconds.
+        """
+        ids = list(ids)
+        n = len(ids)
+        index = dict(zip(ids, range(n)))
+        if len(index) != n:
+            seen = set()
+            for t in ids:
+                if t in seen:
+                    raise GraphError(f"duplicate task id {t!r}")
+                seen.add(t)
+        sa = np.asarray(src, dtype=np.int64).reshape(-1)
+        da = np.asarray(dst, dtype=np.int64).reshape(-1)
+        if not (len(sa) == len(da) == len(size)):
+            raise GraphError("edge columns src, dst and size differ in length")
+        bad = np.flatnonzero((sa < 0) | (sa >= n) | (da < 0) | (da >= n))
+        if bad.size:
+            e = int(bad[0])
+            raise GraphError(f"edge {e}: task index {int(sa[e])} -> {int(da[e])} out of range 0..{n - 1}")
+        g = cls(name)
+        g._ids, g._index = ids, index
+        g._cost = _checked_column(cost, "cost", ids, "task")
+        g._output_size = _checked_column(output_size, "output_size", ids, "task")
+        g._cores = [1] * n if cores is None else [_cores(c, f"task {t!r}") for t, c in zip(ids, cores)]
+        if meta is not None:
+            g._meta = dict(enumerate(meta)) if all(meta) else {i: md for i, md in enumerate(meta) if md}
+        loops = np.flatnonzero(sa == da)
+        if loops.size:
+            t = ids[int(sa[loops[0]])]
+            raise CycleError([t, t])
+        keys = sa * _SHIFT + da
+        srt = np.sort(keys)
+        dup = np.flatnonzero(srt[1:] == srt[:-1])
+        if dup.size:
+            k = int(srt[dup[0]])
+            raise GraphError(f"duplicate edge {ids[k // _SHIFT]!r} -> {ids[k % _SHIFT]!r}")
+        g._src, g._dst = sa.tolist(), da.tolist()
+        g._size = _checked_column(size, "size", ((ids[s], ids[d]) for s, d in zip(g._src, g._dst)), "edge")
+        g._edges = None
+        g._columns = {"src": sa, "dst": da, "size": np.asarray(size, dtype=np.float64).reshape(-1),
+                      "cost": np.asarray(cost, dtype=np.float64).reshape(-1),
+                      "output_size": np.asarray(output_size, dtype=np.float64).reshape(-1)}
+        return g
+
+    def _edge_map(self) -> dict:
+        """``src * 2**32 + dst -> edge number``, built on first use (bulk constructors skip it)."""
+        if self._edges is None:
+            keys = np.asarray(self._src, dtype=np.int64) * _SHIFT + np.asarray(self._dst, dtype=np.int64)
+            self._edges = dict(zip(keys.tolist(), range(len(self._src))))
+        return self._edges
 
     # ------------------------------------------------------------------ reading
     def __len__(self) -> int:
@@ -449,8 +523,11 @@ class TaskGraph:
         for s, d, z in zip(self._src, self._dst, self._size):
             yield ids[s], ids[d], z
 
+    def has_edge(self, src, dst) -> bool:
+        return self._lookup(src) * _SHIFT + self._lookup(dst) in self._edge_map()
+
     def edge_size(self, src, dst) -> float:
-        e = self._edges.get(self._lookup(src) * _SHIFT + self._lookup(dst))
+        e = self._edge_map().get(self._lookup(src) * _SHIFT + self._lookup(dst))
         if e is None:
             raise GraphError(f"no edge {src!r} -> {dst!r}")
         return self._size[e]
@@ -503,17 +580,19 @@ class TaskGraph:
 
     def _freeze(self) -> GraphArrays:
         n, m = len(self._ids), len(self._src)
-        src = np.asarray(self._src, dtype=np.int64).reshape(m)
-        dst = np.asarray(self._dst, dtype=np.int64).reshape(m)
+        col = self._columns or {}
+        src = col.get("src", self._src)
+        src = np.array(src, dtype=np.int64).reshape(m)
+        dst = np.array(col.get("dst", self._dst), dtype=np.int64).reshape(m)
         pred_ptr, pred_idx, pred_eid = _csr(dst, src, n)
         succ_ptr, succ_idx, succ_eid = _csr(src, dst, n)
         topo = _topological_order(n, src, dst, succ_ptr, succ_idx, self._ids)
         arrays = GraphArrays(
             n=n, m=m, ids=list(self._ids), index=dict(self._index),
-            cost=np.asarray(self._cost, dtype=np.float64).reshape(n),
-            output_size=np.asarray(self._output_size, dtype=np.float64).reshape(n),
+            cost=np.array(col.get("cost", self._cost), dtype=np.float64).reshape(n),
+            output_size=np.array(col.get("output_size", self._output_size), dtype=np.float64).reshape(n),
             cores=np.asarray(self._cores, dtype=np.int64).reshape(n),
-            src=src, dst=dst, size=np.asarray(self._size, dtype=np.float64).reshape(m),
+            src=src, dst=dst, size=np.array(col.get("size", self._size), dtype=np.float64).reshape(m),
             pred_ptr=pred_ptr, pred_idx=pred_idx, pred_eid=pred_eid,
             succ_ptr=succ_ptr, succ_idx=succ_idx, succ_eid=succ_eid,
             topo=topo, costs=dict(self._costs))
@@ -546,7 +625,7 @@ class TaskGraph:
         g._calls = dict(self._calls)
         g._meta = {i: dict(md) for i, md in self._meta.items()}
         g._src, g._dst, g._size = list(self._src), list(self._dst), list(self._size)
-        g._edges = dict(self._edges)
+        g._edges = None if self._edges is None else dict(self._edges)
         return g
 
     def subgraph(self, ids: Iterable, name: str | None = None) -> "TaskGraph":
@@ -564,7 +643,7 @@ class TaskGraph:
         g._meta = {new_of[i]: dict(md) for i, md in self._meta.items() if i in new_of}
         for s, d, z in zip(self._src, self._dst, self._size):
             if s in new_of and d in new_of:
-                g._edges[new_of[s] * _SHIFT + new_of[d]] = len(g._src)
+                g._edges[new_of[s] * _SHIFT + new_of[d]] = len(g._src)  # g._edges starts as {}
                 g._src.append(new_of[s])
                 g._dst.append(new_of[d])
                 g._size.append(z)

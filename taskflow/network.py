@@ -11,6 +11,12 @@ size): a consumer needing fewer bytes than the flow carries is released when its
   also capped at its pair's bandwidth; rates are recomputed whenever a flow starts or ends
   (progressive filling, as in Estee's max-min model). A single flow gets its pair's bandwidth, so
   ``maxmin`` is never faster than ``simple``.
+
+  Transfer priorities: a flow takes the priority class of the consumer that started it (the task's
+  ``meta["priority"]``, higher first; 0 when absent). With more than one class, classes share
+  strictly in order: each class gets max-min fair shares of the port capacity the higher classes
+  left (work-conserving: a class with no active flow takes nothing). ``simple`` has no contention,
+  so priorities change nothing there.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ NETWORKS = ("simple", "maxmin")
 
 class Flow:
     __slots__ = ("id", "task", "src", "dst", "total", "start", "t_active", "thresholds", "done",
-                 "finish", "aborted", "slot", "base", "complete")
+                 "finish", "aborted", "slot", "base", "complete", "cls")
 
     def __init__(self, fid, task, src, dst, total, start, latency):
         self.id = fid
@@ -44,6 +50,7 @@ class Flow:
         self.slot = -1
         self.base = 0.0  # bytes of the output already at the destination before this flow
         self.complete = False
+        self.cls = 0  # priority class (0 first), from the consumer that started the flow
 
 
 class SimpleNetwork:
@@ -192,10 +199,34 @@ def _fill_pairs(pn, pcap, up, down, prate):
 
 
 @njit(cache=True)
-def _refresh(active, pair, done, nxt, rates, pn, pcap, up, down, prate, t_last, recompute):
+def _fill_classes(pn, pcap, up, down, prate, classes):
+    """Strict priority between classes (class 0 first): each class shares, max-min fairly, the
+    port capacity the classes before it left."""
+    WW = pcap.shape[0]
+    if classes == 1:
+        _fill_pairs(pn, pcap, up, down, prate)
+        return
+    W = up.shape[0]
+    up_r = up.copy()
+    down_r = down.copy()
+    for c in range(classes):
+        lo = c * WW
+        pn_c = pn[lo:lo + WW]
+        prate_c = prate[lo:lo + WW]
+        _fill_pairs(pn_c, pcap, up_r, down_r, prate_c)
+        for q in range(WW):
+            if pn_c[q] > 0 and prate_c[q] < np.inf:
+                used = prate_c[q] * pn_c[q]
+                a, b = q // W, q % W
+                up_r[a] = max(0.0, up_r[a] - used)
+                down_r[b] = max(0.0, down_r[b] - used)
+
+
+@njit(cache=True)
+def _refresh(active, pair, done, nxt, rates, pn, pcap, up, down, prate, t_last, recompute, classes):
     """Recompute the rates (if the flow set changed) and return the time of the next flow event."""
     if recompute:
-        _fill_pairs(pn, pcap, up, down, prate)
+        _fill_classes(pn, pcap, up, down, prate, classes)
     best = np.inf
     for f in range(active.shape[0]):
         if active[f]:
@@ -242,7 +273,7 @@ class MaxMinNetwork:
 
     name = "maxmin"
 
-    def __init__(self, cluster, push):
+    def __init__(self, cluster, push, classes: int = 1):
         inv = cluster.inv_bandwidth
         with np.errstate(divide="ignore"):
             bw = np.where(inv > 0, 1.0 / np.where(inv > 0, inv, 1.0), np.inf)
@@ -251,8 +282,9 @@ class MaxMinNetwork:
         self.pcap = np.ascontiguousarray(bw.reshape(-1))
         self.up = bw.max(axis=1) if W > 1 else np.ones(W)
         self.down = bw.max(axis=0) if W > 1 else np.ones(W)
-        self.pn = np.zeros(W * W)
-        self.prate = np.zeros(W * W)
+        self.classes = C = max(1, int(classes))
+        self.pn = np.zeros(C * W * W)
+        self.prate = np.zeros(C * W * W)
         self._push = push
         cap0 = 64
         self.pair = np.zeros(cap0, np.int64)
@@ -300,7 +332,7 @@ class MaxMinNetwork:
         slot = self.free.pop()
         flow.slot = slot
         self.flows[slot] = flow
-        q = flow.src * self.W + flow.dst
+        q = (flow.cls * self.W + flow.src) * self.W + flow.dst
         self.pair[slot] = q
         self.pn[q] += 1
         self.done[slot] = 0.0
@@ -355,7 +387,7 @@ class MaxMinNetwork:
         if self.dirty or self.stale:
             if self.nactive:
                 self._next = _refresh(self.active, self.pair, self.done, self.nxt, self.rates, self.pn, self.pcap,
-                                      self.up, self.down, self.prate, self.t_last, self.dirty)
+                                      self.up, self.down, self.prate, self.t_last, self.dirty, self.classes)
             else:
                 self._next = np.inf
             self.dirty = self.stale = False
@@ -400,10 +432,10 @@ class MaxMinNetwork:
         return out
 
 
-def make_network(name: str, cluster, push):
+def make_network(name: str, cluster, push, classes: int = 1):
     if name == "simple":
         return SimpleNetwork(cluster, push)
     if name == "maxmin":
-        return MaxMinNetwork(cluster, push)
+        return MaxMinNetwork(cluster, push, classes)
     from .errors import TaskflowError
     raise TaskflowError(f"unknown network model {name!r}; known: {', '.join(NETWORKS)}")

@@ -32,7 +32,7 @@ from .graph import TaskGraph, TaskHandle
 from .schedule import Schedule
 from .trace import Run, Trace, Transfer
 
-__all__ = ["run", "compute", "RunReport", "TaskFailed", "cluster_from_dask", "learn_costs"]
+__all__ = ["run", "compute", "execute", "RunReport", "TaskFailed", "cluster_from_dask", "learn_costs"]
 
 
 class TaskFailed(TaskflowError):
@@ -107,6 +107,32 @@ def _emulate(payload, *deps):
 def _to_refs(obj, key_of):
     """Handles -> _Ref(position of the dependency); ``key_of`` maps a task id to that position."""
     return _map_leaves(obj, lambda x: _Ref(key_of[x.id]) if isinstance(x, TaskHandle) else x)
+
+
+def execute(graph: TaskGraph) -> dict:
+    """Run an executable graph in this process, one task at a time in topological order (no Dask):
+    for debugging a graph and for a reference result. Returns ``{task id: result}``.
+
+    >>> g = TaskGraph()
+    >>> a = g.add_task("a", fn=lambda: 2)
+    >>> b = g.add_task("b", fn=lambda x, y: x * y, args=(a, 21))
+    >>> execute(g)["b"]
+    42
+    """
+    if not graph.executable:
+        raise TaskflowError(f"graph {graph.name!r} has tasks without a callable; it can only be emulated (run())")
+    results: dict = {}
+
+    def value(x):
+        return results[x.id] if isinstance(x, TaskHandle) else x
+
+    for t in graph.topological_order():
+        fn, args, kwargs = graph.call(t)
+        try:
+            results[t] = fn(*_map_leaves(args, value), **_map_leaves(kwargs, value))
+        except Exception as exc:
+            raise TaskFailed(t, exc, results) from exc
+    return results
 
 
 # ---------------------------------------------------------------------- the cluster model

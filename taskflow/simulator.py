@@ -250,7 +250,17 @@ class Simulator:
         self.wake_at = None
         self.last_call = -_INF
         self.unassigned_ready = set()
-        self.net = make_network(network, cluster, self._push_net)
+        prio = [0.0] * n
+        for i, md in graph._meta.items():
+            v = md.get("priority")
+            if v is not None:
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                    raise TaskflowError(f"task {a.ids[i]!r}: meta priority must be a finite number, got {v!r}")
+                prio[i] = float(v)
+        levels = sorted(set(prio), reverse=True)
+        rank = {v: c for c, v in enumerate(levels)}
+        self.tclass = [rank[v] for v in prio] if len(levels) > 1 else None
+        self.net = make_network(network, cluster, self._push_net, classes=len(levels))
         self.simple = network == "simple"
         self.network_name = network
         self.view = SimView(self)
@@ -438,6 +448,8 @@ class Simulator:
         self._fid += 1
         f = Flow(self._fid, p, src, w, s - base, self.now, self.lat[src][w])
         f.base = base
+        if self.tclass is not None:
+            f.cls = self.tclass[i]
         self.flows[p * self.W + w] = f
         self.net.start(f, self.now)
         self.net.wait(f, s - base, i, self.token[i], self.now)

@@ -65,6 +65,42 @@ def test_two_transfers_into_one_worker_each_get_half_its_bandwidth():
     maxmin.validate(g, c)
 
 
+def test_transfer_priorities_are_strict_and_work_conserving():
+    """s0 -> hi (priority 1) and s1 -> lo on w2: hi's bytes go first at the full 100 B/s, lo's wait.
+    With s0 also sending to a second consumer on w3, s0's upload is split 50/50 and lo takes the
+    download capacity hi leaves (50 B/s)."""
+    def build(extra):
+        g = TaskGraph("prio")
+        g.add_task("s0", cost=1.0, output_size=100)
+        g.add_task("s1", cost=1.0, output_size=100)
+        g.add_task("hi", cost=1.0, meta={"priority": 1})
+        g.add_task("lo", cost=1.0)
+        g.add_edge("s0", "hi")
+        g.add_edge("s1", "lo")
+        tasks, workers = ["s0", "s1", "hi", "lo"], ["w0", "w1", "w2", "w2"]
+        if extra:
+            g.add_task("far", cost=1.0, meta={"priority": 1})
+            g.add_edge("s0", "far")
+            tasks, workers = tasks + ["far"], workers + ["w3"]
+        plan = Schedule(tasks, workers, [0.0] * len(tasks), [1.0] * len(tasks))
+        return g, Cluster.homogeneous(4, bandwidth=100.0), plan
+
+    g, c, plan = build(False)
+    tr = simulate(g, c, network="maxmin", plan=plan)
+    assert {t.task: t.finish for t in tr.transfers} == pytest.approx({"s0": 2.0, "s1": 3.0})
+    tr.validate(g, c)
+    g, c, plan = build(True)
+    tr = simulate(g, c, network="maxmin", plan=plan)
+    done = {(t.task, t.destination): t.finish for t in tr.transfers}
+    assert done[("s0", "w2")] == pytest.approx(3.0) and done[("s0", "w3")] == pytest.approx(3.0)
+    assert done[("s1", "w2")] == pytest.approx(3.0)  # 50 B/s alongside, not starved
+    assert {t.finish for t in simulate(g, c, network="simple", plan=plan).transfers} == {2.0}  # no contention
+    bad = g.copy()
+    bad._meta[bad.arrays.index["lo"]] = {"priority": "high"}
+    with pytest.raises(TaskflowError, match="task 'lo': meta priority must be a finite number"):
+        simulate(bad, c, network="maxmin", plan=plan)
+
+
 def test_rates_are_recomputed_when_a_transfer_ends():
     g, c, plan = fan_in([100, 300])
     tr = simulate(g, c, network="maxmin", plan=plan)

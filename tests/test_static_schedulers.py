@@ -6,6 +6,7 @@ import schedulers
 from schedulers.ranks import (b_level, critical_path_tasks, downward_rank, optimistic_cost_table, t_level,
                               upward_rank)
 from taskflow import Cluster, CostModel, TaskGraph, Worker, lower_bound
+from taskflow.errors import TaskflowError
 
 from .strategies import problems
 
@@ -215,3 +216,27 @@ def test_every_scheduler_valid_and_above_lower_bound(name, problem):
 @given(problem=problems())
 def test_every_scheduler_valid_many_examples(name, problem):
     check_valid_and_bounded(name, problem)
+
+
+def test_placed_keeps_the_workflows_placement_and_times_the_rest():
+    from workflows.training import data_parallel
+
+    g = data_parallel("resnet50", workers=3, iterations=2, allreduce="ps", buckets=2)
+    c = Cluster.homogeneous(3, bandwidth=1e9)
+    plan = schedulers.get_scheduler("placed").schedule(g, c).validate(g, c)
+    for t in g.tasks():
+        if "rank" in t.meta:
+            assert plan.assignment(t.id).worker == c.ids[t.meta["rank"] % 3]
+    heft = schedulers.get_scheduler("heft").schedule(g, c)
+    assert any(heft.assignment(t.id).worker != c.ids[t.meta["rank"]] for t in g.tasks() if "rank" in t.meta)
+    h = TaskGraph("pinned")
+    h.add_task("a", cost=1.0, meta={"worker": "w1", "rank": 0})  # worker wins over rank
+    h.add_task("b", cost=1.0, meta={"stage": 4})  # 4 mod 3
+    assert schedulers.get_scheduler("placed").schedule(h, c).worker_of() == {"a": "w1", "b": "w1"}
+    h.add_task("c", cost=1.0, meta={"worker": "gpu9"})
+    with pytest.raises(TaskflowError, match="task 'c': meta worker 'gpu9' is not in the cluster"):
+        schedulers.get_scheduler("placed").schedule(h, c)
+    big = TaskGraph("cores")
+    big.add_task("x", cost=1.0, cores=4, meta={"rank": 0})
+    with pytest.raises(TaskflowError, match="task 'x': pinned to worker 'w0', which lacks the cores"):
+        schedulers.get_scheduler("placed").schedule(big, Cluster([Worker("w0", cores=1), Worker("w1", cores=4)]))

@@ -21,7 +21,7 @@ import numpy as np
 
 from taskflow.graph import TaskGraph
 
-__all__ = ["random_layered", "fork_join", "out_tree", "in_tree", "fft", "gaussian_elimination"]
+__all__ = ["random_layered", "fork_join", "out_tree", "in_tree", "fft", "gaussian_elimination", "wfcommons_recipe"]
 
 
 def random_layered(v: int = 100, shape: float = 1.0, out_degree: int = 2, ccr: float = 1.0,
@@ -205,3 +205,46 @@ def gaussian_elimination(m: int = 5, cost: float = 1.0, size: float = 0.0) -> Ta
             if k > 1:
                 edges.append((f"u{k - 1}_{j}", u))
     return _graph(f"gauss-{m}", ids, cost, size, edges)
+
+
+def wfcommons_recipe(recipe: str = "montage", num_tasks: int = 100, seed: int = 0, runtime_factor: float = 1.0,
+                     name: str | None = None) -> TaskGraph:
+    """A synthetic workflow from a WfCommons WfChef recipe (needs ``pip install wfcommons``).
+
+    WfCommons (wfcommons.org) fits recipes to real execution traces of Montage, Epigenomics,
+    Seismology, 1000Genome, BLAST, BWA, Cycles, SoyKB, SRA search and RNA-seq workflows and
+    generates instances of any size. The instance is written in WfFormat and read back with
+    :mod:`taskflow.formats.wfformat` (runtimes -> costs, files -> edge sizes). Deterministic for a
+    seed: Python's and numpy's global random states are seeded for the call and restored after.
+    """
+    import random
+    import tempfile
+    from pathlib import Path
+
+    try:
+        from wfcommons import WorkflowGenerator
+        from wfcommons.wfchef import recipes
+    except ImportError:
+        raise ImportError("WfCommons recipes need the wfcommons package: pip install wfcommons") from None
+    known = {n[:-len("Recipe")].lower(): getattr(recipes, n) for n in dir(recipes)
+             if n.endswith("Recipe") and n != "Recipe" and isinstance(getattr(recipes, n), type)}
+    key = recipe.lower().replace("-", "").replace("_", "")
+    if key not in known:
+        raise ValueError(f"unknown WfCommons recipe {recipe!r}; known: {', '.join(sorted(known))}")
+    from taskflow.formats import load_graph
+
+    saved = random.getstate(), np.random.get_state()
+    try:
+        random.seed(seed)
+        np.random.seed(seed)
+        wf = WorkflowGenerator(known[key].from_num_tasks(int(num_tasks), runtime_factor=runtime_factor)).build_workflow()
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "instance.json"
+            wf.write_json(path)
+            g = load_graph(path)
+    finally:
+        random.setstate(saved[0])
+        np.random.set_state(saved[1])
+    if name:
+        g.name = name
+    return g

@@ -1,0 +1,52 @@
+"""``placed``: the placement the workflow asks for, timed like HEFT.
+
+Training jobs fix where work runs: rank ``r`` of a data-parallel job owns device ``r``, stage ``s``
+of a pipeline owns device ``s``. A task whose ``meta`` names its place keeps it: ``meta["worker"]``
+(a worker id of the cluster), else ``meta[key]`` for the first key of ``keys`` it has (default
+``("stage", "rank")``), an integer ``k`` that means the cluster's worker ``k mod W``. Every other
+task (a parameter-server sum, a loader without a rank) goes where it finishes earliest. Tasks start
+in decreasing upward rank (HEFT's order), each as early as its inputs and its worker allow, using
+idle gaps. A pinned task whose worker lacks the cores it needs is an error that names it.
+
+This is the baseline a training framework runs (each rank on its own device); comparing it with
+``heft`` shows what a free placement would change. O((V + E) W) like HEFT.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from taskflow.errors import TaskflowError
+
+from .base import Scheduler, list_schedule, register, to_schedule
+from .ranks import upward_rank
+
+
+@register
+class Placed(Scheduler):
+    name = "placed"
+    summary = "the workflow's own placement (meta worker/stage/rank), HEFT timing"
+
+    def plan(self, model):
+        keys = tuple(self.options.get("keys", ("stage", "rank")))
+        g = model.graph
+        a = model.arrays
+        ids = model.cluster.ids
+        by_id = {str(w): k for k, w in enumerate(ids)}
+        W = len(ids)
+        fixed = np.full(a.n, -1, dtype=np.int64)
+        feasible = model.feasible()
+        for i, md in g._meta.items():
+            if "worker" in md:
+                k = by_id.get(str(md["worker"]))
+                if k is None:
+                    raise TaskflowError(f"task {a.ids[i]!r}: meta worker {md['worker']!r} is not in the cluster")
+            else:
+                key = next((x for x in keys if isinstance(md.get(x), (int, np.integer))), None)
+                if key is None:
+                    continue
+                k = int(md[key]) % W
+            if not feasible[i, k]:
+                raise TaskflowError(f"task {a.ids[i]!r}: pinned to worker {ids[k]!r}, which lacks the cores it needs")
+            fixed[i] = k
+        return to_schedule(model, list_schedule(model, upward_rank(model), fixed=fixed, insertion=True), self.name)

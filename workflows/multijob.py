@@ -1,0 +1,107 @@
+"""Several jobs on one cluster: one graph whose tasks are tagged by job.
+
+``multijob(graphs, names)`` puts independent graphs side by side: task ``t`` of job ``j`` becomes
+``"{j}/{t}"`` with ``meta["job"] = j`` (the job's own meta kept), and no edge joins two jobs, so a
+scheduler is free to interleave them (one job's communication under another's computation, as
+CrossoverScheduler does, Luo et al. 2021). :func:`job_completion_times` reads, from a schedule or a
+simulated trace, when each job's last task finished. Running the jobs back to back takes the sum of
+their makespans alone.
+
+Counts: tasks and edges are the sums over the jobs.
+"""
+
+from __future__ import annotations
+
+from taskflow.graph import TaskGraph
+
+from ._builder import GraphBuilder, paused_gc
+
+__all__ = ["multijob", "job_completion_times", "job_of"]
+
+
+def multijob(graphs, names=None, name: str | None = None) -> TaskGraph:
+    """Independent ``graphs`` as one graph, task ids prefixed ``{job}/``.
+
+    ``names`` defaults to ``job0, job1, ...``; a job name may not contain ``/``. Exact per-worker
+    costs are kept; callables are kept too, so executable jobs stay executable.
+
+    Examples
+    --------
+    >>> from workflows.scientific import fork_join
+    >>> g = multijob([fork_join(2, 1), fork_join(3, 1)], names=["a", "b"])
+    >>> len(g), g.task("b/join0").meta["job"]
+    (9, 'b')
+    """
+    graphs = list(graphs)
+    names = [f"job{j}" for j in range(len(graphs))] if names is None else [str(x) for x in names]
+    if len(names) != len(graphs) or len(set(names)) != len(names):
+        raise ValueError("names must be distinct, one per graph")
+    bad = [x for x in names if "/" in x or not x]
+    if bad:
+        raise ValueError(f"job name {bad[0]!r} must be non-empty and hold no '/'")
+    label = name or "+".join(names)
+    if any(g.executable for g in graphs):
+        return _executable(graphs, names, label)
+    with paused_gc():
+        b = GraphBuilder(label)
+        costs = {}
+        for g, job in zip(graphs, names):
+            a = g.arrays
+            base = len(b.ids)
+            for i, t in enumerate(a.ids):
+                md = g._meta.get(i)
+                b.task(f"{job}/{t}", float(a.cost[i]), float(a.output_size[i]), {**(md or {}), "job": job})
+                if i in a.costs:
+                    costs[f"{job}/{t}"] = a.costs[i]
+            b.src.extend((a.src + base).tolist())
+            b.dst.extend((a.dst + base).tolist())
+            b.esize.extend(a.size.tolist())
+        cores = [c for g in graphs for c in g.arrays.cores.tolist()]
+        out = TaskGraph.from_arrays(label, b.ids, b.cost, b.size, b.src, b.dst, b.esize, meta=b.meta,
+                                    cores=None if all(c == 1 for c in cores) else cores)
+    return out.with_costs(costs=costs) if costs else out
+
+
+def _executable(graphs, names, label) -> TaskGraph:
+    """Executable jobs: every task re-added with its callable, handles renamed into the new graph."""
+    from taskflow.graph import TaskHandle
+
+    out = TaskGraph(label)
+    for g, job in zip(graphs, names):
+        handle = {}
+
+        def swap(x):
+            if isinstance(x, TaskHandle):
+                return handle[x.id]
+            if isinstance(x, (list, tuple)):
+                return type(x)(swap(v) for v in x)
+            if isinstance(x, dict):
+                return {k: swap(v) for k, v in x.items()}
+            return x
+
+        for t in g.topological_order():
+            task = g.task(t)
+            fn, args, kwargs = task.fn, swap(task.args), swap(task.kwargs or {})
+            handle[t] = out.add_task(f"{job}/{t}", fn=fn, args=args, kwargs=kwargs, cost=task.cost, costs=task.costs,
+                                     output_size=task.output_size, cores=task.cores, meta={**(task.meta or {}), "job": job})
+        for s, d, z in g.edges():
+            if not out.has_edge(handle[s], handle[d]):  # arguments made the others
+                out.add_edge(handle[s], handle[d], size=z)
+    return out
+
+
+def job_of(task_id) -> str:
+    """The job name of a task id made by :func:`multijob`."""
+    return str(task_id).split("/", 1)[0]
+
+
+def job_completion_times(schedule, graph: TaskGraph | None = None) -> dict:
+    """``{job: time its last task finished}`` from a :class:`~taskflow.Schedule` or a simulated
+    :class:`~taskflow.Trace` (any object with ``to_schedule()``)."""
+    if hasattr(schedule, "to_schedule"):
+        schedule = schedule.to_schedule()
+    done: dict = {}
+    for a in schedule:
+        job = job_of(a.task)
+        done[job] = max(done.get(job, 0.0), a.finish)
+    return dict(sorted(done.items()))
