@@ -49,4 +49,11 @@ class Placed(Scheduler):
             if not feasible[i, k]:
                 raise TaskflowError(f"task {a.ids[i]!r}: pinned to worker {ids[k]!r}, which lacks the cores it needs")
             fixed[i] = k
-        return to_schedule(model, list_schedule(model, upward_rank(model), fixed=fixed, insertion=True), self.name)
+        rank = upward_rank(model)
+        level = np.zeros(a.n)
+        for i, md in g._meta.items():
+            if isinstance(md.get("priority"), (int, float)):
+                level[i] = float(md["priority"])
+        if level.any():  # meta priority first, then upward rank
+            rank = rank + level * (float(rank.max()) + 1.0) * 2.0
+        return to_schedule(model, list_schedule(model, rank, fixed=fixed, insertion=True), self.name)

@@ -99,9 +99,11 @@ def test_layer_order_priority_ranks_the_first_layers_transfers_first():
     for t in ordered.tasks():
         if t.meta["category"] == "update":
             groups.setdefault(t.meta["priority"], set()).add(t.meta["layer"])
-        if t.meta["category"].startswith("ring"):
+        if t.meta["category"] == "ring-all-gather":
             prio.setdefault(t.meta["bucket"], set()).add(t.meta["priority"])
-    assert all(len(v) == 1 for v in prio.values())  # one priority per bucket
+        if t.meta["category"] == "ring-reduce-scatter":
+            assert "priority" not in t.meta  # the reduce phase keeps backprop's order
+    assert all(len(v) == 1 for v in prio.values()) and len(prio) == 4  # one priority per bucket
     by_priority = [min(groups[p]) for p in sorted(groups, reverse=True)]
     assert by_priority == sorted(by_priority) and by_priority[0] == 0  # first layers highest
 

@@ -19,11 +19,14 @@ from ._builder import GraphBuilder, paused_gc
 __all__ = ["multijob", "job_completion_times", "job_of"]
 
 
-def multijob(graphs, names=None, name: str | None = None) -> TaskGraph:
+def multijob(graphs, names=None, name: str | None = None, priorities=None) -> TaskGraph:
     """Independent ``graphs`` as one graph, task ids prefixed ``{job}/``.
 
     ``names`` defaults to ``job0, job1, ...``; a job name may not contain ``/``. Exact per-worker
-    costs are kept; callables are kept too, so executable jobs stay executable.
+    costs are kept; callables are kept too, so executable jobs stay executable. ``priorities`` (one
+    number per job) sets every task's ``meta["priority"]``: the ``placed`` scheduler plans the
+    higher job first and lets the others fill its idle time, and the max-min network sends its
+    bytes first.
 
     Examples
     --------
@@ -40,17 +43,20 @@ def multijob(graphs, names=None, name: str | None = None) -> TaskGraph:
     if bad:
         raise ValueError(f"job name {bad[0]!r} must be non-empty and hold no '/'")
     label = name or "+".join(names)
+    if priorities is not None and len(priorities) != len(graphs):
+        raise ValueError("priorities: one number per graph")
+    extra = [{} if priorities is None else {"priority": priorities[j]} for j in range(len(graphs))]
     if any(g.executable for g in graphs):
-        return _executable(graphs, names, label)
+        return _executable(graphs, names, label, extra)
     with paused_gc():
         b = GraphBuilder(label)
         costs = {}
-        for g, job in zip(graphs, names):
+        for g, job, more in zip(graphs, names, extra):
             a = g.arrays
             base = len(b.ids)
             for i, t in enumerate(a.ids):
                 md = g._meta.get(i)
-                b.task(f"{job}/{t}", float(a.cost[i]), float(a.output_size[i]), {**(md or {}), "job": job})
+                b.task(f"{job}/{t}", float(a.cost[i]), float(a.output_size[i]), {**(md or {}), "job": job, **more})
                 if i in a.costs:
                     costs[f"{job}/{t}"] = a.costs[i]
             b.src.extend((a.src + base).tolist())
@@ -62,12 +68,12 @@ def multijob(graphs, names=None, name: str | None = None) -> TaskGraph:
     return out.with_costs(costs=costs) if costs else out
 
 
-def _executable(graphs, names, label) -> TaskGraph:
+def _executable(graphs, names, label, extra) -> TaskGraph:
     """Executable jobs: every task re-added with its callable, handles renamed into the new graph."""
     from taskflow.graph import TaskHandle
 
     out = TaskGraph(label)
-    for g, job in zip(graphs, names):
+    for g, job, more in zip(graphs, names, extra):
         handle = {}
 
         def swap(x):
@@ -83,7 +89,7 @@ def _executable(graphs, names, label) -> TaskGraph:
             task = g.task(t)
             fn, args, kwargs = task.fn, swap(task.args), swap(task.kwargs or {})
             handle[t] = out.add_task(f"{job}/{t}", fn=fn, args=args, kwargs=kwargs, cost=task.cost, costs=task.costs,
-                                     output_size=task.output_size, cores=task.cores, meta={**(task.meta or {}), "job": job})
+                                     output_size=task.output_size, cores=task.cores, meta={**(task.meta or {}), "job": job, **more})
         for s, d, z in g.edges():
             if not out.has_edge(handle[s], handle[d]):  # arguments made the others
                 out.add_edge(handle[s], handle[d], size=z)

@@ -19,9 +19,15 @@ per iteration ``t`` and worker (rank) ``w``:
   iteration ``t``'s update of layer ``l``, so communication overlaps computation.
 
 ``compression=r`` adds a compress task before and a decompress task after each (rank, bucket)
-allreduce and multiplies the bytes moved by ``r``. ``priority="layer-order"`` adds ordering edges so
-that buckets are reduced in the order the next forward pass needs them (first layers first; TicTac,
-Hashemi et al., MLSys 2019); ``"none"`` leaves the order to the scheduler.
+allreduce and multiplies the bytes moved by ``r``. Each allreduce has a reduce phase and a spread
+phase (all-gather, broadcast, pull); ``barrier=True`` adds a task per iteration that holds every
+spread phase until every bucket is reduced (a synchronous parameter server). ``priority=
+"layer-order"`` gives the spread-phase and update tasks ``meta["priority"]`` so the buckets the next
+forward pass needs first travel first on a max-min network (TicTac, Hashemi et al., MLSys 2019);
+``"none"`` leaves the order to the scheduler and the network's fair sharing. The parameter-server
+sum has ``rank = N``: a dedicated server on a cluster of ``N + 1`` workers.
+
+Also here: :func:`local_sgd`, :func:`stale_synchronous` and :func:`pipeline_parallel` (see each).
 
 Task counts per iteration (``S`` loading stages, ``L`` layers, ``B`` buckets, ``N`` workers):
 ``N (S + 2 L + 1 + B + L)`` plus the allreduce tasks above plus ``2 N B`` with compression; and
@@ -289,7 +295,8 @@ def _allreduce(b: GraphBuilder, t: int, kind: str, N: int, bucket_task: dict, bk
     extra_ = {} if prio is None else {"priority": prio}
 
     def meta(cat, rank, **extra):
-        return {"category": cat, "iteration": t, "rank": rank, "bucket": bkt, **extra, **extra_}
+        spread = cat in ("ring-all-gather", "tree-broadcast", "ps-pull")
+        return {"category": cat, "iteration": t, "rank": rank, "bucket": bkt, **extra, **(extra_ if spread else {})}
 
     received, starts, ends = {}, [], []
     if kind == "ring" and N > 1:
@@ -341,7 +348,7 @@ def _allreduce(b: GraphBuilder, t: int, kind: str, N: int, bucket_task: dict, bk
             starts.append(b.task(f"it{t}.b{bkt}.push.w{w}", size / 4.0 / flops, size, meta("ps-push", w),
                                  deps=[bucket_task[w, bkt]], fn=identity, args=(bucket_task[w, bkt],)))
         total = b.task(f"it{t}.b{bkt}.ps-sum", N * size / 4.0 / flops, size,
-                       {"category": "ps-sum", "iteration": t, "bucket": bkt, **extra_}, deps=starts, fn=ps_sum, args=tuple(starts))
+                       {"category": "ps-sum", "iteration": t, "rank": N, "bucket": bkt}, deps=starts, fn=ps_sum, args=tuple(starts))
         for w in range(N):
             h = b.task(f"it{t}.b{bkt}.pull.w{w}", size / 4.0 / flops, size, meta("ps-pull", w),
                        deps=[total], fn=identity, args=(total,))
