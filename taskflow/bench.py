@@ -116,8 +116,9 @@ def _key(r) -> tuple:
 
 
 def run_suite(suite: str = "quick", out="taskflow-out/bench", scheduler_names=None, jobs: int | None = None,
-              progress: bool = True) -> list:
-    """Run (or resume) a suite; returns every row (old and new) and writes the outputs."""
+              progress: bool = True, real: bool = False) -> list:
+    """Run (or resume) a suite; returns every row (old and new) and writes the outputs. ``real``
+    also runs a subset on Dask in emulation (:func:`run_real`, rows in ``real.csv``)."""
     if suite not in SUITES:
         from .errors import TaskflowError
         raise TaskflowError(f"unknown suite {suite!r}; known: {', '.join(SUITES)}")
@@ -158,8 +159,121 @@ def run_suite(suite: str = "quick", out="taskflow-out/bench", scheduler_names=No
                               f"{time.perf_counter() - t0:5.1f} s", end="", flush=True)
             if progress:
                 print()
-    write_outputs(rows, out, names)
+    real_rows = run_real(suite, out, [n for n in names if n in REAL_SCHEDULERS] or None, progress=progress) \
+        if real else None
+    write_outputs(rows, out, names, real_rows)
     return rows
+
+
+# ---------------------------------------------------------------------- a subset on Dask
+REAL_FIELDS = ["workflow", "family", "cluster", "scheduler", "tasks", "time_scale", "predicted_makespan",
+               "measured_makespan", "measured_over_predicted", "placement_fidelity", "outputs_ok"]
+REAL_SCHEDULERS = ("heft", "cpop", "blevel", "work-stealing")
+REAL_SPEEDS = [1.0, 1.0, 2.0, 4.0]  # the suite's hetero-4 cluster, declared on 4 local workers
+
+
+def real_workflows(suite: str) -> list:
+    """The subset run on Dask: small graphs, so every run takes a few seconds."""
+    keep = {"layered-ccr1", "fork-join-8x2", "fft-16", "montage"}
+    if suite != "quick":
+        keep |= {"layered-ccr0.1", "gauss-8", "dp-resnet50-tree", "estee-grid"}
+    return [w for w in workflows(suite) if w[0] in keep]
+
+
+def run_real(suite: str = "quick", out="taskflow-out/bench", scheduler_names=None, target_seconds: float = 3.0,
+             progress: bool = True, only=None) -> list:
+    """Run the subset on an embedded 4-worker LocalCluster in emulation (each task sleeps its
+    duration on the worker's declared speed and returns its output's bytes, scaled so a run takes
+    about ``target_seconds``). Resumable: rows already in ``real.csv`` are skipped. Returns all rows."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    import schedulers
+
+    from .cluster import Cluster, Worker
+    from .runtime import run
+    from .simulator import simulate
+
+    names = [n for n in (scheduler_names or REAL_SCHEDULERS)
+             if schedulers.scheduler_class(n).kind == "static" or n == "work-stealing"]
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "real.csv"
+    rows = []
+    if path.exists():
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    done = {(r["workflow"], r["scheduler"]) for r in rows}
+    wfs = [w for w in real_workflows(suite) if only is None or w[0] in only]
+    todo = [(w, n) for w in wfs for n in names if (w[0], n) not in done]
+    if progress:
+        print(f"on Dask: {len(wfs) * len(names)} runs, {len(todo)} to run "
+              f"(4 local workers declared at speeds {REAL_SPEEDS}, emulated)")
+    if not todo:
+        return rows
+    model = Cluster([Worker(str(k), s) for k, s in enumerate(REAL_SPEEDS)], bandwidth=BW, latency=1e-3,
+                    name="hetero-4")
+    new_file = not path.exists()
+    t0 = time.perf_counter()
+    with dask.config.set({"distributed.scheduler.work-stealing": True}), \
+            LocalCluster(n_workers=len(REAL_SPEEDS), threads_per_worker=1, processes=True,
+                         dashboard_address=None) as lc, Client(lc) as client, open(path, "a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=REAL_FIELDS)
+        if new_file:
+            writer.writeheader()
+        for k, ((wname, family, spec), sname) in enumerate(todo, 1):
+            g = _build(spec, 0)
+            span = simulate(g, model, "heft", network="simple").makespan
+            scale = target_seconds / span if span > 0 else 1.0
+            rep = run(g, sname, client=client, cluster=model, time_scale=scale, size_scale=scale, quiet=True,
+                      timeout=120)
+            a = g.arrays
+            ok = all(getattr(rep.results[t], "nbytes", -1) == int(float(a.output_size[i]) * scale)
+                     for i, t in enumerate(a.ids))
+            r = {"workflow": wname, "family": family, "cluster": "hetero-4", "scheduler": sname, "tasks": len(g),
+                 "time_scale": scale, "predicted_makespan": rep.predicted_makespan,
+                 "measured_makespan": rep.measured_makespan,
+                 "measured_over_predicted": rep.measured_makespan / rep.predicted_makespan,
+                 "placement_fidelity": rep.placement_fidelity, "outputs_ok": ok}
+            writer.writerow(r)
+            f.flush()
+            rows.append({kk: str(v) for kk, v in r.items()})
+            if progress:
+                print(f"\r  [{'#' * (30 * k // len(todo)):<30}] {k}/{len(todo)} runs "
+                      f"{time.perf_counter() - t0:5.1f} s", end="", flush=True)
+    if progress:
+        print()
+    return rows
+
+
+def summarise_real(rows) -> str:
+    """A markdown section: per workflow, measured makespan per scheduler (best in bold)."""
+    if not rows:
+        return ""
+    names = list(dict.fromkeys(r["scheduler"] for r in rows))
+    wfs = list(dict.fromkeys(r["workflow"] for r in rows))
+    by = {(r["workflow"], r["scheduler"]): r for r in rows}
+    lines = ["## On Dask (emulated, 4 local workers declared at speeds 1, 1, 2, 4)", "",
+             "Measured makespan in seconds (time-scaled so HEFT's plan takes about 3 s; **bold** = "
+             "shortest), and in brackets measured / predicted. `work-stealing` is Dask's own scheduler.", "",
+             "| workflow | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    for w in wfs:
+        ms = {n: float(by[w, n]["measured_makespan"]) for n in names if (w, n) in by}
+        best = min(ms.values())
+        cells = []
+        for n in names:
+            if (w, n) not in by:
+                cells.append("")
+                continue
+            r = by[w, n]
+            v = f"{ms[n]:.2f}"
+            cells.append(f"{'**' + v + '**' if ms[n] == best else v} ({float(r['measured_over_predicted']):.2f})")
+        lines.append(f"| {w} | " + " | ".join(cells) + " |")
+    bad = [r for r in rows if r["outputs_ok"] not in ("True", True)]
+    lines += ["", f"Every emulated output had its declared size: {'yes' if not bad else f'no ({len(bad)} runs)'}; "
+              f"mean placement fidelity of the static plans "
+              f"{sum(float(r['placement_fidelity']) for r in rows if r['scheduler'] != 'work-stealing') / max(1, sum(r['scheduler'] != 'work-stealing' for r in rows)):.0%}.", ""]
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------- summaries and plots
@@ -302,9 +416,14 @@ def _bold(s: str) -> str:
     return "".join(p if k % 2 == 0 else f"<b>{p}</b>" for k, p in enumerate(parts))
 
 
-def write_outputs(rows, out: Path, names):
+def write_outputs(rows, out: Path, names, real_rows=None):
     names = [n for n in names if any(r["scheduler"] == n for r in rows)]
     md = summarise(rows, names)
+    if real_rows is None and (out / "real.csv").exists():
+        with open(out / "real.csv", newline="") as f:
+            real_rows = list(csv.DictReader(f))
+    if real_rows:
+        md += "\n" + summarise_real(real_rows)
     (out / "summary.md").write_text(md + "\n")
     _plots(rows, names, out)
     imgs = "".join(

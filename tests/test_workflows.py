@@ -377,3 +377,19 @@ def test_wfcommons_recipe_is_seeded_and_read_through_wfformat():
     assert {t.meta["category"] for t in a.tasks()} >= {"mProject", "mDiffFit"}
     with pytest.raises(ValueError, match="unknown WfCommons recipe 'nosuch'; known: blast"):
         sc.wfcommons_recipe("nosuch")
+
+
+@pytest.mark.parametrize("make", [
+    lambda: tr.local_sgd("bert-base", workers=3, iterations=5, sync_every=2),
+    lambda: tr.stale_synchronous("vgg16", workers=3, iterations=4, staleness=1, allreduce="tree"),
+    lambda: tr.pipeline_parallel("vgg16", stages=4, microbatches=6, schedule="1f1b", iterations=2),
+    lambda: dl.input_pipeline(9, 2, prefetch=1, cache="decode", epochs=2),
+    lambda: mj.multijob([tr.data_parallel("resnet50", workers=2), sc.fft(8)], priorities=[1, 0]),
+    lambda: sc.random_layered(200, workers=["a", "b"], beta=1.0, seed=4),
+])
+def test_every_generator_is_acyclic_and_deterministic(make):
+    a, b = make().validate(), make()
+    assert a.ids == b.ids and list(a.edges()) == list(b.edges())
+    assert [(t.cost, t.costs, t.output_size, t.meta) for t in a.tasks()] == \
+        [(t.cost, t.costs, t.output_size, t.meta) for t in b.tasks()]
+    assert len(a.topological_order()) == len(a)
