@@ -197,8 +197,11 @@ def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = Non
     return Cluster(workers, bandwidth=bw or 1e9, latency=lat or 0.0, name="dask")
 
 
-def _measure_network(client, a, b, nbytes=16 << 20):
-    """Bytes/s and seconds of latency, from moving a 16 MiB and a 1-byte buffer from a to b."""
+def _measure_network(client, a, b, nbytes=64 << 20, repeat=3):
+    """Bytes/s and seconds of latency, from moving a 64 MiB and a 1-byte buffer from a to b (the
+    median of ``repeat`` tries each). The latency includes Dask's dispatch of one task; when the big
+    transfer is not clearly longer than that (a fast local network), the bandwidth is taken from the
+    whole time of the big transfer instead, a conservative figure."""
     from distributed import wait
 
     def make(n):
@@ -207,15 +210,19 @@ def _measure_network(client, a, b, nbytes=16 << 20):
     def size(x):
         return x.nbytes
 
-    out = []
-    for n in (1, nbytes):
+    def once(n):
         src = client.submit(make, n, workers=[a], pure=False)
         wait(src)
         t0 = time.perf_counter()
         client.submit(size, src, workers=[b], pure=False, allow_other_workers=False).result()
-        out.append(time.perf_counter() - t0)
-    lat = out[0]
-    bw = nbytes / max(out[1] - lat, 1e-6)
+        dt = time.perf_counter() - t0
+        del src
+        return dt
+
+    lat = float(np.median([once(1) for _ in range(repeat)]))
+    big = float(np.median([once(nbytes) for _ in range(repeat)]))
+    moved = big - lat
+    bw = nbytes / moved if moved > 0.2 * big else nbytes / big
     return bw, lat
 
 
