@@ -200,3 +200,23 @@ def test_executable_data_parallel_training_equals_sequential_sgd(client, tmp_pat
     loss = [np.mean([rep.results[f"it{t}.w{w}.loss"][0] for w in range(N)]) for t in range(T)]
     assert loss[-1] <= 0.5 * loss[0]
     assert loss == pytest.approx(losses, abs=1e-9)
+
+
+def test_executable_local_sgd_on_dask_equals_its_reference(client, tmp_path):
+    from workflows.training import local_sgd, local_sgd_reference
+
+    T, N, H, batch, lr, seed = 8, 2, 3, 16, 0.5, 5
+    g = local_sgd(workers=N, iterations=T, sync_every=H, allreduce="ring", buckets=2, executable=True,
+                  dataset_dir=tmp_path, hidden=(16,), lr=lr, batch=batch, seed=seed)
+    rep = run(g, "cpop", client=client, quiet=True)
+    assert rep.placement_fidelity == 1.0
+    ranks, losses = local_sgd_reference([tmp_path / f"shard{w}.npz" for w in range(N)], T, batch, [64, 16, 10], lr,
+                                        seed, H)
+    for w in range(N):  # iteration 7 is local (8 is not a multiple of 3): the ranks differ
+        for layer in range(2):
+            W, b = rep.results[f"it{T - 1}.w{w}.local.l{layer}"]
+            assert np.allclose(W, ranks[w][layer][0], atol=1e-9, rtol=0)
+            assert np.allclose(b, ranks[w][layer][1], atol=1e-9, rtol=0)
+    assert not np.allclose(ranks[0][0][0], ranks[1][0][0])
+    loss = [np.mean([rep.results[f"it{t}.w{w}.loss"][0] for w in range(N)]) for t in range(T)]
+    assert loss == pytest.approx(losses, abs=1e-9)
