@@ -44,6 +44,7 @@ class WorkStealing(DynamicScheduler):
         self.zeros = np.zeros(len(self.occ))
         self.finite = np.isfinite(self.d)
         self.where = {}
+        self.dead = np.zeros(len(self.occ))  # +inf for a lost worker
 
     def _transfer_vector(self, i, view):
         """Estimated seconds to bring task i's inputs to each worker (0 where an input already is)."""
@@ -54,19 +55,31 @@ class WorkStealing(DynamicScheduler):
                 continue
             src = locs[0]
             row = self.lat[src] + self.pred_size[k] * self.inv[src]  # a new array: safe to edit
-            row[locs] = 0.0
-            t = row if t is None else t + row
+            if len(locs) == 1:
+                row[src] = 0.0
+            else:
+                row[locs] = 0.0
+            if t is None:
+                t = row
+            else:
+                t += row
         return self.zeros if t is None else t
 
     def on_ready(self, tasks, view):
-        dead = np.ones(len(self.occ), dtype=bool)
-        dead[view.alive_workers()] = False
         out = []
+        load = self.occ / self.cores
         for i in tasks:
-            est = self.occ / self.cores + self._transfer_vector(i, view)
-            est[dead | ~self.finite[i]] = np.inf
+            est = load + self._transfer_vector(i, view)
+            est += self.dead
+            if not self.finite[i].all():
+                est[~self.finite[i]] = np.inf
             w = int(np.argmin(est))
+            if not view.is_alive(w):  # a loss not yet reported: refresh the mask and choose again
+                self.dead[[x for x in range(len(self.dead)) if not view.is_alive(x)]] = np.inf
+                est += self.dead
+                w = int(np.argmin(est))
             self.occ[w] += self.d[i, w]
+            load[w] = self.occ[w] / self.cores[w]
             self.where[i] = w
             out.append((i, w))
         return out
@@ -109,6 +122,7 @@ class WorkStealing(DynamicScheduler):
 
     def on_worker_lost(self, worker, tasks, view):
         self.occ[worker] = 0.0
+        self.dead[worker] = np.inf
         for i in tasks:
             self.where.pop(i, None)
         return []

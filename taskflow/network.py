@@ -99,32 +99,38 @@ class SimpleNetwork:
 
 
 @njit(cache=True)
-def _fill_pairs(pn, pcap, up, down, prate):
+def _fill_pairs(pn, pcap, up, down, prate, capped):
     """Max-min fair rate per flow of each (source, destination) pair, by progressive filling.
 
     ``pn`` holds the number of active flows per pair (a W x W matrix, flattened); flows of one pair
     are alike. All unfrozen pairs share one rising *level*; at each step the port (an upload or a
     download capacity) whose remaining capacity per unfrozen flow is smallest saturates, and every
     pair through it freezes at the level (a pair whose own cap is strictly lower freezes at its
-    cap first). Each pair freezes once: O(W^2 + pairs + steps x W) with at most 2W port steps."""
+    cap first). Each pair freezes once: O(W^2 + pairs + steps x W) with at most 2W port steps.
+    A port's share (remaining capacity / unfrozen flows) is kept up to date as pairs freeze, so a
+    step only compares shares. ``capped=False`` says no pair's cap is below its ports' capacities
+    (so no cap can bind) and skips sorting the caps."""
     W = up.shape[0]
+    WW = W * W
+    qs = np.empty(WW, np.int64)
     P = 0
-    for q in range(W * W):
+    for q in range(WW):
         prate[q] = 0.0
         if pn[q] > 0:
+            qs[P] = q
             P += 1
-    qs = np.empty(P, np.int64)
-    k = 0
-    for q in range(W * W):
-        if pn[q] > 0:
-            qs[k] = q
-            k += 1
     # pairs per upload port (source) and per download port (destination)
     up_ptr = np.zeros(W + 1, np.int64)
     down_ptr = np.zeros(W + 1, np.int64)
+    n_up = np.zeros(W)
+    n_down = np.zeros(W)
     for k in range(P):
-        up_ptr[qs[k] // W + 1] += 1
-        down_ptr[qs[k] % W + 1] += 1
+        q = qs[k]
+        a, b = q // W, q % W
+        up_ptr[a + 1] += 1
+        down_ptr[b + 1] += 1
+        n_up[a] += pn[q]
+        n_down[b] += pn[q]
     for w in range(W):
         up_ptr[w + 1] += up_ptr[w]
         down_ptr[w + 1] += down_ptr[w]
@@ -132,24 +138,24 @@ def _fill_pairs(pn, pcap, up, down, prate):
     down_list = np.empty(P, np.int64)
     fill_u = up_ptr[:W].copy()
     fill_d = down_ptr[:W].copy()
+    caps = np.empty(P)
     for k in range(P):
-        a, b = qs[k] // W, qs[k] % W
+        q = qs[k]
+        a, b = q // W, q % W
         up_list[fill_u[a]] = k
         fill_u[a] += 1
         down_list[fill_d[b]] = k
         fill_d[b] += 1
-    n_up = np.zeros(W)
-    n_down = np.zeros(W)
+        caps[k] = pcap[q]
     used_up = np.zeros(W)
     used_down = np.zeros(W)
-    for k in range(P):
-        q = qs[k]
-        n_up[q // W] += pn[q]
-        n_down[q % W] += pn[q]
-    caps = np.empty(P)
-    for k in range(P):
-        caps[k] = pcap[qs[k]]
-    by_cap = np.argsort(caps)
+    share_up = np.empty(W)
+    share_down = np.empty(W)
+    for w in range(W):
+        share_up[w] = up[w] / n_up[w] if n_up[w] > 1e-9 else np.inf
+        share_down[w] = down[w] / n_down[w] if n_down[w] > 1e-9 else np.inf
+    by_cap = np.argsort(caps) if capped else np.empty(0, np.int64)
+    n_cap = P if capped else 0
     frozen = np.zeros(P, np.bool_)
     cp = 0
     left = P
@@ -158,22 +164,23 @@ def _fill_pairs(pn, pcap, up, down, prate):
         port = -1
         is_up = True
         for w in range(W):
-            if n_up[w] > 1e-9:
-                s = (up[w] - used_up[w]) / n_up[w]
-                if s < best:
-                    best, port, is_up = s, w, True
-            if n_down[w] > 1e-9:
-                s = (down[w] - used_down[w]) / n_down[w]
-                if s < best:
-                    best, port, is_up = s, w, False
-        while cp < P and frozen[by_cap[cp]]:
+            s = share_up[w]
+            if s < best:
+                best, port, is_up = s, w, True
+            s = share_down[w]
+            if s < best:
+                best, port, is_up = s, w, False
+        while cp < n_cap and frozen[by_cap[cp]]:
             cp += 1
-        if cp < P and caps[by_cap[cp]] < best:
+        if cp < n_cap and caps[by_cap[cp]] < best:
             level = caps[by_cap[cp]]
-            members = by_cap[cp:cp + 1]
+            lo, hi, lst = cp, cp + 1, by_cap
         elif port >= 0:
             level = best
-            members = up_list[up_ptr[port]:up_ptr[port + 1]] if is_up else down_list[down_ptr[port]:down_ptr[port + 1]]
+            if is_up:
+                lo, hi, lst = up_ptr[port], up_ptr[port + 1], up_list
+            else:
+                lo, hi, lst = down_ptr[port], down_ptr[port + 1], down_list
         else:  # nothing constrains what is left: infinite bandwidth
             for k in range(P):
                 if not frozen[k]:
@@ -184,7 +191,8 @@ def _fill_pairs(pn, pcap, up, down, prate):
                 if not frozen[k]:
                     prate[qs[k]] = np.inf
             break
-        for k in members:
+        for j in range(lo, hi):
+            k = lst[j]
             if frozen[k]:
                 continue
             frozen[k] = True
@@ -196,15 +204,17 @@ def _fill_pairs(pn, pcap, up, down, prate):
             n_down[b] -= pn[q]
             used_up[a] += level * pn[q]
             used_down[b] += level * pn[q]
+            share_up[a] = (up[a] - used_up[a]) / n_up[a] if n_up[a] > 1e-9 else np.inf
+            share_down[b] = (down[b] - used_down[b]) / n_down[b] if n_down[b] > 1e-9 else np.inf
 
 
 @njit(cache=True)
-def _fill_classes(pn, pcap, up, down, prate, classes):
+def _fill_classes(pn, pcap, up, down, prate, classes, capped):
     """Strict priority between classes (class 0 first): each class shares, max-min fairly, the
     port capacity the classes before it left."""
     WW = pcap.shape[0]
     if classes == 1:
-        _fill_pairs(pn, pcap, up, down, prate)
+        _fill_pairs(pn, pcap, up, down, prate, capped)
         return
     W = up.shape[0]
     up_r = up.copy()
@@ -213,7 +223,7 @@ def _fill_classes(pn, pcap, up, down, prate, classes):
         lo = c * WW
         pn_c = pn[lo:lo + WW]
         prate_c = prate[lo:lo + WW]
-        _fill_pairs(pn_c, pcap, up_r, down_r, prate_c)
+        _fill_pairs(pn_c, pcap, up_r, down_r, prate_c, capped)
         for q in range(WW):
             if pn_c[q] > 0 and prate_c[q] < np.inf:
                 used = prate_c[q] * pn_c[q]
@@ -223,10 +233,10 @@ def _fill_classes(pn, pcap, up, down, prate, classes):
 
 
 @njit(cache=True)
-def _refresh(active, pair, done, nxt, rates, pn, pcap, up, down, prate, t_last, recompute, classes):
+def _refresh(active, pair, done, nxt, rates, pn, pcap, up, down, prate, t_last, recompute, classes, capped):
     """Recompute the rates (if the flow set changed) and return the time of the next flow event."""
     if recompute:
-        _fill_classes(pn, pcap, up, down, prate, classes)
+        _fill_classes(pn, pcap, up, down, prate, classes, capped)
     best = np.inf
     for f in range(active.shape[0]):
         if active[f]:
@@ -282,6 +292,9 @@ class MaxMinNetwork:
         self.pcap = np.ascontiguousarray(bw.reshape(-1))
         self.up = bw.max(axis=1) if W > 1 else np.ones(W)
         self.down = bw.max(axis=0) if W > 1 else np.ones(W)
+        port = np.minimum(self.up[:, None], self.down[None, :])
+        off = ~np.eye(W, dtype=bool)  # a worker sends nothing to itself
+        self.capped = bool(np.any(bw[off] < port[off]))  # else no pair's own cap can bind
         self.classes = C = max(1, int(classes))
         self.pn = np.zeros(C * W * W)
         self.prate = np.zeros(C * W * W)
@@ -387,7 +400,8 @@ class MaxMinNetwork:
         if self.dirty or self.stale:
             if self.nactive:
                 self._next = _refresh(self.active, self.pair, self.done, self.nxt, self.rates, self.pn, self.pcap,
-                                      self.up, self.down, self.prate, self.t_last, self.dirty, self.classes)
+                                      self.up, self.down, self.prate, self.t_last, self.dirty, self.classes,
+                                      self.capped)
             else:
                 self._next = np.inf
             self.dirty = self.stale = False
