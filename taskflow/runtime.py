@@ -168,6 +168,12 @@ def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = Non
     bandwidth and latency with real transfers between two workers.
     """
     info = _workers_info(client)
+    if not info:  # workers may be (re)starting: give them a moment before giving up
+        try:
+            client.wait_for_workers(1, timeout=15)
+        except Exception:  # noqa: BLE001 - a timeout of any kind means: still none
+            pass
+        info = _workers_info(client)
     if not info:
         raise TaskflowError("the Dask cluster has no workers")
     declared = {str(k): float(v) for k, v in (speeds or {}).items()}
