@@ -71,6 +71,10 @@ class Cluster:
         ``{a: {b: bytes_per_s}}`` overrides for ordered pairs.
     latency : float
         Seconds added to every transfer between two distinct workers.
+    task_overhead : float
+        Seconds added to every task's duration on any worker: what the runtime spends per task
+        besides its work (Dask's dispatch, a few ms on a small machine). 0 by default;
+        ``cluster_from_dask(calibrate=True)`` measures it.
 
     Examples
     --------
@@ -80,7 +84,8 @@ class Cluster:
     """
 
     def __init__(self, workers: Iterable[Worker], bandwidth: float = DEFAULT_BANDWIDTH,
-                 bandwidths: dict | None = None, latency: float = 0.0, name: str = "cluster"):
+                 bandwidths: dict | None = None, latency: float = 0.0, name: str = "cluster",
+                 task_overhead: float = 0.0):
         self.name = name
         self.workers = tuple(workers)
         if not self.workers:
@@ -101,6 +106,13 @@ class Cluster:
         if not (0 <= lat < math.inf):
             raise ClusterError(f"latency must be finite and >= 0, got {latency!r}")
         self.latency = lat
+        try:
+            ovh = float(task_overhead)
+        except (TypeError, ValueError):
+            raise ClusterError(f"task_overhead must be a number of seconds, got {task_overhead!r}") from None
+        if not (0 <= ovh < math.inf):
+            raise ClusterError(f"task_overhead must be finite and >= 0, got {task_overhead!r}")
+        self.task_overhead = ovh
         self.bandwidths = {}
         for a, row in (bandwidths or {}).items():
             if a not in self.index:
@@ -165,7 +177,7 @@ class Cluster:
     def __eq__(self, other):
         return (isinstance(other, Cluster) and self.workers == other.workers
                 and self.bandwidth == other.bandwidth and self.bandwidths == other.bandwidths
-                and self.latency == other.latency)
+                and self.latency == other.latency and self.task_overhead == other.task_overhead)
 
     @property
     def ids(self) -> list:
@@ -214,4 +226,9 @@ class Cluster:
         keep = set(ids)
         ws = [w for w in self.workers if w.id in keep]
         bws = {a: {b: v for b, v in row.items() if b in keep} for a, row in self.bandwidths.items() if a in keep}
-        return Cluster(ws, self.bandwidth, bws, self.latency, name=self.name)
+        return Cluster(ws, self.bandwidth, bws, self.latency, name=self.name, task_overhead=self.task_overhead)
+
+    def with_task_overhead(self, seconds: float) -> "Cluster":
+        """The same cluster with another per-task overhead."""
+        return Cluster(self.workers, self.bandwidth, self.bandwidths, self.latency, name=self.name,
+                       task_overhead=seconds)

@@ -1,7 +1,7 @@
 """The one cost model everybody shares: schedulers, the simulator, the validator and the runtime.
 
 ``duration(task, worker)`` is the task's exact cost on that worker when the graph gives one
-(``costs={worker: seconds}``), else ``cost / speed``; a task that needs more cores than a worker
+(``costs={worker: seconds}``), else ``cost / speed``, plus the cluster's ``task_overhead``; a task that needs more cores than a worker
 has cannot run there (duration ``inf``). ``transfer(edge, a, b)`` is 0 when ``a == b``, else
 ``latency + size / bandwidth(a, b)``.
 
@@ -47,6 +47,8 @@ class CostModel:
                             f"task {a.ids[i]!r}: costs name worker {w!r} that the cluster lacks "
                             f"(workers: {', '.join(map(str, cluster.ids))})")
                     d[i, j] = secs
+        if cluster.task_overhead:
+            d += cluster.task_overhead
         if a.n and int(a.cores.max()) > 1:
             too_big = a.cores[:, None] > cluster.cores[None, :]
             d[too_big] = np.inf

@@ -164,8 +164,9 @@ def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = Non
     ``cores`` = its threads, ``address`` kept).
 
     ``speeds`` declares relative speeds by worker name (default 1.0). ``calibrate=True`` measures
-    each worker's speed with a short matrix kernel (relative to the median worker) and the
-    bandwidth and latency with real transfers between two workers.
+    each worker's speed with a short matrix kernel (relative to the median worker), the bandwidth
+    and latency with real transfers between two workers, and Dask's per-task overhead
+    (``task_overhead``) with a chain of no-op tasks.
     """
     info = _workers_info(client)
     if not info:  # workers may be (re)starting: give them a moment before giving up
@@ -184,6 +185,7 @@ def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = Non
         raise TaskflowError(f"speeds name unknown worker(s) {sorted(unknown)}; workers: {', '.join(names)}")
     measured = {}
     bw, lat = bandwidth, latency
+    overhead = 0.0
     if calibrate:
         times = {}
         for addr, w in by_name:
@@ -191,6 +193,7 @@ def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = Non
                                                             allow_other_workers=False).result()
         ref = float(np.median(list(times.values())))
         measured = {n: ref / t for n, t in times.items()}
+        overhead = _measure_overhead(client, by_name[0][0])
         if len(by_name) > 1 and (bw is None or lat is None):
             mbw, mlat = _measure_network(client, by_name[0][0], by_name[1][0])
             bw = mbw if bw is None else bw
@@ -200,7 +203,32 @@ def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = Non
         name = str(w.get("name", addr))
         workers.append(Worker(name, declared.get(name, measured.get(name, 1.0)), int(w.get("nthreads", 1)),
                               address=addr))
-    return Cluster(workers, bandwidth=bw or 1e9, latency=lat or 0.0, name="dask")
+    return Cluster(workers, bandwidth=bw or 1e9, latency=lat or 0.0, name="dask", task_overhead=overhead)
+
+
+def _nothing(*_):
+    return None
+
+
+def _measure_overhead(client, addr, n: int = 40) -> float:
+    """Seconds Dask spends per task besides its work: a chain of ``n`` no-op tasks on one worker,
+    each waiting for the previous, against a chain of 1 (the median of 3 each)."""
+    import uuid
+
+    def chain(k):
+        token = uuid.uuid4().hex[:8]
+        dsk = {(f"ovh-{token}", 0): (_nothing,)}
+        for j in range(1, k):
+            dsk[(f"ovh-{token}", j)] = (_nothing, (f"ovh-{token}", j - 1))
+        t0 = time.perf_counter()
+        import dask
+        with dask.annotate(workers=[addr], allow_other_workers=False):
+            client.get(dsk, (f"ovh-{token}", k - 1))
+        return time.perf_counter() - t0
+
+    one = float(np.median([chain(1) for _ in range(3)]))
+    many = float(np.median([chain(n) for _ in range(3)]))
+    return max(0.0, (many - one) / (n - 1))
 
 
 def _measure_network(client, a, b, nbytes=64 << 20, repeat=3):
@@ -414,9 +442,19 @@ class _Runner:
     # ------------------------------------------------------------------ planning and submitting
     def _model(self) -> Cluster:
         if self.model_given is not None and self.gen == 0:
-            return _attach_addresses(self.model_given, self.client)
-        return cluster_from_dask(self.client, calibrate=self.calibrate and self.gen == 0, speeds=self.speeds) \
-            if self.model_given is None else _attach_addresses(self.model_given, self.client, subset=True)
+            model = _attach_addresses(self.model_given, self.client)
+        elif self.model_given is None:
+            model = cluster_from_dask(self.client, calibrate=self.calibrate and self.gen == 0, speeds=self.speeds)
+            if self.gen == 0:
+                self.measured_overhead = model.task_overhead
+            else:  # a re-plan keeps what the first calibration measured
+                model = model.with_task_overhead(getattr(self, "measured_overhead", 0.0))
+        else:
+            model = _attach_addresses(self.model_given, self.client, subset=True)
+        if model.task_overhead and self.time_scale != 1.0:
+            # predictions are scaled by time_scale; Dask's per-task overhead is not
+            model = model.with_task_overhead(model.task_overhead / self.time_scale)
+        return model
 
     def _submit(self, todo: list, model: Cluster):
         import dask
@@ -597,7 +635,8 @@ def _attach_addresses(model: Cluster, client, subset: bool = False) -> Cluster:
             raise TaskflowError(f"cluster model names worker {w.id!r} but Dask has {sorted(by_name)}")
         workers.append(Worker(w.id, w.speed, w.cores, address=addr))
     return Cluster(workers, model.bandwidth, {a: r for a, r in model.bandwidths.items()
-                                              if any(x.id == a for x in workers)}, model.latency, model.name)
+                                              if any(x.id == a for x in workers)}, model.latency, model.name,
+                   task_overhead=model.task_overhead)
 
 
 # ---------------------------------------------------------------------- Dask collections

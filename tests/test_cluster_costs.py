@@ -31,6 +31,8 @@ def test_infinite_bandwidth_means_free_transfers():
     (dict(workers=[Worker("a")], bandwidth=math.nan), "bandwidth must be > 0"),
     (dict(workers=[Worker("a")], latency=-1), "latency must be finite and >= 0"),
     (dict(workers=[Worker("a")], bandwidths={"a": {"zz": 5}}), "unknown worker 'zz'"),
+    (dict(workers=[Worker("a")], task_overhead=-0.1), "task_overhead must be finite and >= 0"),
+    (dict(workers=[Worker("a")], task_overhead="x"), "task_overhead must be a number"),
 ])
 def test_cluster_errors(kwargs, msg):
     with pytest.raises(ClusterError, match=msg):
@@ -61,6 +63,17 @@ def test_duration_exact_costs_override_cost_over_speed():
     assert m.duration("u", "fast") == 2.5
     assert np.allclose(m.mean_duration(), [8.5, 6.25])
     assert np.allclose(m.min_duration(), [7.0, 2.5])
+
+
+def test_task_overhead_adds_to_every_duration_and_carries_over():
+    g = TaskGraph()
+    g.add_task("t", cost=10.0, costs={"fast": 7.0})
+    g.add_task("u", cost=10.0)
+    c = Cluster([Worker("slow", speed=1.0), Worker("fast", speed=4.0)], task_overhead=0.5)
+    m = CostModel(g, c)
+    assert [m.duration("t", "slow"), m.duration("t", "fast"), m.duration("u", "fast")] == [10.5, 7.5, 3.0]
+    assert c.subset(["fast"]).task_overhead == 0.5 and c.with_task_overhead(0.0) != c
+    assert CostModel(g, c.with_task_overhead(0.0)).duration("u", "fast") == 2.5
 
 
 def test_costs_naming_an_unknown_worker():

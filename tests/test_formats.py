@@ -123,10 +123,11 @@ def test_native_round_trip_is_exact(tmp_path, heft_graph):
 
 def test_cluster_round_trip(tmp_path, heft_cluster):
     from taskflow import Cluster, Worker
-    c = Cluster([Worker("a", 1.0, 2), Worker(7, 2.5)], bandwidth=5.0, bandwidths={"a": {7: 2.0}}, latency=0.1)
+    c = Cluster([Worker("a", 1.0, 2), Worker(7, 2.5)], bandwidth=5.0, bandwidths={"a": {7: 2.0}}, latency=0.1,
+                task_overhead=0.004)
     save_cluster(c, tmp_path / "c.json")
     c2 = load_cluster(tmp_path / "c.json")
-    assert c2 == c and c2.transfer_time(10, "a", 7) == pytest.approx(5.1)
+    assert c2 == c and c2.transfer_time(10, "a", 7) == pytest.approx(5.1) and c2.task_overhead == 0.004
 
 
 @pytest.mark.parametrize("name", ["montage-chameleon-2mass-01d-001", "epigenomics-chameleon-hep-2seq-50k-001"])

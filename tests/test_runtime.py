@@ -108,8 +108,23 @@ def test_cluster_from_dask(client):
     assert all(w.address.startswith("tcp://") for w in c.workers)
     cal = Cluster.from_dask(client, calibrate=True)
     assert all(0.2 < w.speed < 5 for w in cal.workers) and cal.bandwidth > 1e6
+    assert 1e-5 < cal.task_overhead < 0.5  # Dask spends some time per task, well under half a second
     with pytest.raises(taskflow.TaskflowError, match="unknown worker"):
         Cluster.from_dask(client, speeds={"nope": 1.0})
+
+
+def test_measured_task_overhead_brings_predictions_of_small_tasks_closer(client):
+    import operator
+
+    g = taskflow.TaskGraph("tiny")  # 2 x 60 tiny tasks: the run is mostly Dask's per-task time
+    prev = [g.add_task(f"s{i}", fn=operator.add, args=(i, 1), cost=1e-5) for i in range(2)]
+    for k in range(60):
+        prev = [g.add_task(f"t{k}_{i}", fn=operator.add, args=(prev[i], 1), cost=1e-5) for i in range(2)]
+    plain = run(g, "heft", client=client, quiet=True)
+    model = Cluster.from_dask(client, calibrate=True)
+    with_overhead = run(g, "heft", client=client, cluster=model, quiet=True)
+    print(f"prediction error: without {plain.prediction_error:.0%}, with overhead {with_overhead.prediction_error:.0%}")
+    assert with_overhead.prediction_error < plain.prediction_error
 
 
 def test_declared_speeds_shape_the_emulation(client):

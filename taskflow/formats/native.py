@@ -129,7 +129,8 @@ def cluster_from_dict(doc: dict, source: str = "cluster") -> Cluster:
     try:
         return Cluster(workers, bandwidth=field(doc, "bandwidth", source, default=1e9),
                        bandwidths=bandwidths, latency=field(doc, "latency", source, default=0.0),
-                       name=doc.get("name", "cluster"))
+                       name=doc.get("name", "cluster"),
+                       task_overhead=field(doc, "task_overhead", source, default=0.0))
     except ClusterError as e:
         raise ClusterError(f"{source}: {e}") from None
 
@@ -139,6 +140,8 @@ def cluster_to_dict(cluster: Cluster) -> dict:
            "workers": [dict({"id": w.id, "speed": w.speed, "cores": w.cores},
                             **({"address": w.address} if w.address else {})) for w in cluster.workers],
            "bandwidth": cluster.bandwidth, "latency": cluster.latency}
+    if cluster.task_overhead:
+        doc["task_overhead"] = cluster.task_overhead
     if cluster.bandwidths:
         doc["bandwidths"] = {str(a): {str(b): v for b, v in row.items()} for a, row in cluster.bandwidths.items()}
     return doc
