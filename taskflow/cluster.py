@@ -59,6 +59,17 @@ def _rate(value, where: str) -> float:
     return b
 
 
+def _seconds(value, field: str) -> float:
+    """``value`` as seconds (finite, >= 0), or a ClusterError naming ``field``."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ClusterError(f"{field} must be a number of seconds, got {value!r}") from None
+    if not (0 <= v < math.inf):
+        raise ClusterError(f"{field} must be finite and >= 0, got {value!r}")
+    return v
+
+
 class Cluster:
     """A set of workers and the network between them.
 
@@ -99,20 +110,8 @@ class Cluster:
                 raise ClusterError(f"duplicate worker id {w.id!r}")
             self.index[w.id] = i
         self.bandwidth = _rate(bandwidth, "bandwidth")
-        try:
-            lat = float(latency)
-        except (TypeError, ValueError):
-            raise ClusterError(f"latency must be a number of seconds, got {latency!r}") from None
-        if not (0 <= lat < math.inf):
-            raise ClusterError(f"latency must be finite and >= 0, got {latency!r}")
-        self.latency = lat
-        try:
-            ovh = float(task_overhead)
-        except (TypeError, ValueError):
-            raise ClusterError(f"task_overhead must be a number of seconds, got {task_overhead!r}") from None
-        if not (0 <= ovh < math.inf):
-            raise ClusterError(f"task_overhead must be finite and >= 0, got {task_overhead!r}")
-        self.task_overhead = ovh
+        self.latency = _seconds(latency, "latency")
+        self.task_overhead = _seconds(task_overhead, "task_overhead")
         self.bandwidths = {}
         for a, row in (bandwidths or {}).items():
             if a not in self.index:
