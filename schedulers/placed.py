@@ -35,8 +35,11 @@ class Placed(Scheduler):
         by_id = {str(w): k for k, w in enumerate(ids)}
         W = len(ids)
         fixed = np.full(a.n, -1, dtype=np.int64)
+        level = np.zeros(a.n)
         feasible = model.feasible()
-        for i, md in g._meta.items():
+        for i, md in g.metas().items():
+            if isinstance(md.get("priority"), (int, float)):
+                level[i] = float(md["priority"])
             if "worker" in md:
                 k = by_id.get(str(md["worker"]))
                 if k is None:
@@ -50,10 +53,6 @@ class Placed(Scheduler):
                 raise TaskflowError(f"task {a.ids[i]!r}: pinned to worker {ids[k]!r}, which lacks the cores it needs")
             fixed[i] = k
         rank = upward_rank(model)
-        level = np.zeros(a.n)
-        for i, md in g._meta.items():
-            if isinstance(md.get("priority"), (int, float)):
-                level[i] = float(md["priority"])
         if level.any():  # meta priority first, then upward rank
             rank = rank + level * (float(rank.max()) + 1.0) * 2.0
         return to_schedule(model, list_schedule(model, rank, fixed=fixed, insertion=True), self.name)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from types import MappingProxyType
 from dataclasses import dataclass
 from typing import Any, Hashable, Iterable, Iterator
 
@@ -552,6 +553,11 @@ class TaskGraph:
     def executable(self) -> bool:
         """True when every task has a callable."""
         return len(self._calls) == len(self._ids) and len(self._ids) > 0
+
+    def metas(self):
+        """``{task index: meta dict}`` for the tasks that have one (indices as in :attr:`arrays`);
+        a read-only view, for algorithms that read many tasks' meta at once."""
+        return MappingProxyType(self._meta)
 
     def call(self, id) -> tuple | None:
         """``(fn, args, kwargs)`` of a task, or None when it has no callable."""

@@ -438,6 +438,7 @@ class _Runner:
         self.task_of = {}  # key -> task id
         self.planned_worker = {}  # task id -> worker id (latest plan)
         self.replans = 0
+        self.measured_overhead = 0.0  # what the first calibration measured, kept for re-plans
 
     # ------------------------------------------------------------------ planning and submitting
     def _model(self) -> Cluster:
@@ -448,7 +449,7 @@ class _Runner:
             if self.gen == 0:
                 self.measured_overhead = model.task_overhead
             else:  # a re-plan keeps what the first calibration measured
-                model = model.with_task_overhead(getattr(self, "measured_overhead", 0.0))
+                model = model.with_task_overhead(self.measured_overhead)
         else:
             model = _attach_addresses(self.model_given, self.client, subset=True)
         if model.task_overhead and self.time_scale != 1.0:

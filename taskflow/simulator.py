@@ -251,7 +251,7 @@ class Simulator:
         self.last_call = -_INF
         self.unassigned_ready = set()
         prio = [0.0] * n
-        for i, md in graph._meta.items():
+        for i, md in graph.metas().items():
             v = md.get("priority")
             if v is not None:
                 if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from taskflow import CycleError, GraphError, TaskGraph
+from taskflow import CycleError, GraphError, TaskflowError, TaskGraph
 
 
 def test_handles_in_args_make_data_edges_with_producer_output_size():
@@ -185,3 +185,40 @@ def test_restrict_costs_keeps_only_the_named_workers():
     plain = TaskGraph()
     plain.add_task("x")
     assert plain.restrict_costs(["w0"]) is plain
+
+
+def test_from_arrays_builds_in_bulk_and_names_bad_input():
+    from taskflow.errors import CycleError as Cyc
+
+    g = TaskGraph.from_arrays("bulk", ["a", "b", "c"], [1.0, 2.0, 3.0], [8.0, 0.0, 0.0], [0, 1], [1, 2], [8.0, 4.0],
+                              meta=[{"k": 1}, None, {"k": 3}]).validate()
+    assert g.topological_order() == ["a", "b", "c"] and g.edge_size("b", "c") == 4.0 and g.has_edge("a", "b")
+    assert g.task("a").meta == {"k": 1} and g.task("b").meta is None and dict(g.metas()) == {0: {"k": 1}, 2: {"k": 3}}
+    g.add_edge("a", "c")  # the edge map is built on first use
+    assert g.num_edges == 3 and not g.has_edge("c", "a")
+    cases = [
+        ((["a", "a"], [1, 1], [0, 0], [], [], []), GraphError, "duplicate task id 'a'"),
+        ((["a", "b"], [1, 1], [0, 0], [0], [5], [0]), GraphError, "task index 0 -> 5 out of range"),
+        ((["a", "b"], [1, 1], [0, 0], [0, 0], [1, 1], [0, 0]), GraphError, "duplicate edge 'a' -> 'b'"),
+        ((["a", "b"], [1, 1], [0, 0], [1], [1], [0]), Cyc, "b"),
+        ((["a", "b"], [1, -1], [0, 0], [], [], []), GraphError, "task 'b': cost must be finite and >= 0"),
+        ((["a", "b"], [1, 1], [0, 0], [0], [1], [float("nan")]), GraphError, "edge 'a' -> 'b': size"),
+    ]
+    for args, err, msg in cases:
+        with pytest.raises(err, match=msg):
+            TaskGraph.from_arrays("bad", *args)
+
+
+def test_execute_runs_in_process_and_names_a_failing_task():
+    from taskflow import TaskFailed, execute
+
+    g = TaskGraph()
+    a = g.add_task("a", fn=lambda: 3)
+    g.add_task("b", fn=lambda x: x / 0, args=(a,))
+    with pytest.raises(TaskFailed, match="'b'") as info:
+        execute(g)
+    assert info.value.results == {"a": 3}
+    h = TaskGraph()
+    h.add_task("x", cost=1.0)
+    with pytest.raises(TaskflowError, match="tasks without a callable"):
+        execute(h)

@@ -393,3 +393,24 @@ def test_every_generator_is_acyclic_and_deterministic(make):
     assert [(t.cost, t.costs, t.output_size, t.meta) for t in a.tasks()] == \
         [(t.cost, t.costs, t.output_size, t.meta) for t in b.tasks()]
     assert len(a.topological_order()) == len(a)
+
+
+def test_the_builder_refuses_to_copy_a_block_that_is_not_periodic():
+    from workflows._builder import GraphBuilder
+
+    b = GraphBuilder("x")
+    first = b.task("init", 1.0, 0.0, {})
+    start = b.mark()
+    b.task("it0.a", 1.0, 0.0, {"iteration": 0}, deps=[first])  # depends on the prelude
+    with pytest.raises(ValueError, match="depends on tasks before the periodic part"):
+        b.tile(start, 2, lambda ids, k: [f"it{k}.a" for _ in ids], lambda ms, k: ms, floor=start[0])
+    ok = GraphBuilder("y")
+    s0 = ok.mark()
+    prev = ok.task("it0.a", 1.0, 2.0, {"iteration": 0})
+    s1 = ok.mark()
+    ok.task("it1.a", 1.0, 2.0, {"iteration": 1}, deps=[prev])
+    ok.tile(s1, 2, lambda ids, k: [f"it{1 + k}.a" for _ in ids], lambda ms, k: [dict(m, iteration=1 + k) for m in ms],
+            floor=s0[0])
+    g = ok.graph()
+    assert g.topological_order() == ["it0.a", "it1.a", "it2.a", "it3.a"] and g.edge_size("it2.a", "it3.a") == 2.0
+    assert g.task("it3.a").meta == {"iteration": 3}

@@ -120,8 +120,7 @@ def input_pipeline(shards=16, workers: int = 2, stages=("read", "decode", "augme
                 prefix = f"e{e}.s{s}"
                 if C and e == 0:  # load the cached stages once, then the rest
                     cached[s] = loading_chain(b, prefix, stages[:C], cost_of, size_of, meta_of, first_deps=gate)
-                    loaded, start = stages[:C] + stages[C:], [cached[s]]
-                    tail = stages[C:]
+                    loaded, tail, start = stages, stages[C:], [cached[s]]
                 elif C:
                     loaded = tail = stages[C:]
                     start = [cached[s]] + (gate if tail else [])

@@ -12,9 +12,11 @@ Counts: tasks and edges are the sums over the jobs.
 
 from __future__ import annotations
 
+import numpy as np
+
 from taskflow.graph import TaskGraph
 
-from ._builder import GraphBuilder, paused_gc
+from ._builder import paused_gc
 
 __all__ = ["multijob", "job_completion_times", "job_of"]
 
@@ -48,23 +50,24 @@ def multijob(graphs, names=None, name: str | None = None, priorities=None) -> Ta
     extra = [{} if priorities is None else {"priority": priorities[j]} for j in range(len(graphs))]
     if any(g.executable for g in graphs):
         return _executable(graphs, names, label, extra)
+    ids, metas, costs, base = [], [], {}, 0
+    src, dst = [], []
     with paused_gc():
-        b = GraphBuilder(label)
-        costs = {}
         for g, job, more in zip(graphs, names, extra):
             a = g.arrays
-            base = len(b.ids)
-            for i, t in enumerate(a.ids):
-                md = g._meta.get(i)
-                b.task(f"{job}/{t}", float(a.cost[i]), float(a.output_size[i]), {**(md or {}), "job": job, **more})
-                if i in a.costs:
-                    costs[f"{job}/{t}"] = a.costs[i]
-            b.src.extend((a.src + base).tolist())
-            b.dst.extend((a.dst + base).tolist())
-            b.esize.extend(a.size.tolist())
-        cores = [c for g in graphs for c in g.arrays.cores.tolist()]
-        out = TaskGraph.from_arrays(label, b.ids, b.cost, b.size, b.src, b.dst, b.esize, meta=b.meta,
-                                    cores=None if all(c == 1 for c in cores) else cores)
+            md = g.metas()
+            ids += [f"{job}/{t}" for t in a.ids]
+            metas += [{**md.get(i, {}), "job": job, **more} for i in range(a.n)]
+            costs.update({f"{job}/{a.ids[i]}": c for i, c in a.costs.items()})
+            src.append(a.src + base)
+            dst.append(a.dst + base)
+            base += a.n
+        arrays = [g.arrays for g in graphs]
+        cores = np.concatenate([x.cores for x in arrays])
+        out = TaskGraph.from_arrays(label, ids, np.concatenate([x.cost for x in arrays]),
+                                    np.concatenate([x.output_size for x in arrays]), np.concatenate(src),
+                                    np.concatenate(dst), np.concatenate([x.size for x in arrays]), meta=metas,
+                                    cores=None if (cores == 1).all() else cores.tolist())
     return out.with_costs(costs=costs) if costs else out
 
 
