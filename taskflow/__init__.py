@@ -9,6 +9,9 @@
 >>> plan = schedulers.get_scheduler("round-robin").schedule(g, Cluster.homogeneous(2))
 >>> plan.validate(g, Cluster.homogeneous(2)).makespan
 4.0
+
+The model is imported at once; the simulator and the Dask runtime when first used
+(``taskflow.simulate``, ``taskflow.run``, ...), so a short command starts quickly.
 """
 
 __version__ = "0.1.0"
@@ -21,16 +24,37 @@ from .errors import (ClusterError, CycleError, FormatError, GraphError, Schedule
 from .formats import (from_networkx, load_cluster, load_graph, load_graphs, load_schedule, save_cluster,
                       save_graph, save_schedule, to_dot, to_networkx)
 from .graph import TaskGraph, TaskHandle
+from .policy import DynamicScheduler, Scheduler, available, get_scheduler, register
 from .schedule import Assignment, Schedule
-from .simulator import simulate
-from .runtime import RunReport, TaskFailed, compute, execute, run
 from .trace import Trace
 
+# name -> the subpackage that defines it, imported on first use
+_LAZY = {"simulate": "simulator", "plan": "simulator",
+         "run": "runtime", "compute": "runtime", "execute": "runtime", "RunReport": "runtime",
+         "TaskFailed": "runtime", "cluster_from_dask": "runtime", "learn_costs": "runtime"}
+
 __all__ = [
-    "TaskGraph", "TaskHandle", "simulate", "Trace", "run", "compute", "execute", "RunReport", "TaskFailed", "Cluster", "Worker", "CostModel", "Schedule", "Assignment",
+    "TaskGraph", "TaskHandle", "simulate", "plan", "Trace", "run", "compute", "execute", "RunReport", "TaskFailed",
+    "cluster_from_dask", "learn_costs", "Cluster", "Worker", "CostModel", "Schedule", "Assignment",
+    "Scheduler", "DynamicScheduler", "available", "get_scheduler", "register",
     "critical_path", "lower_bound", "sequential_time",
     "load_graph", "load_graphs", "save_graph", "load_cluster", "save_cluster", "load_schedule",
     "save_schedule", "to_networkx", "from_networkx", "to_dot",
     "TaskflowError", "GraphError", "CycleError", "ClusterError", "FormatError", "ScheduleError",
     "UnknownSchedulerError", "__version__",
 ]
+
+
+def __getattr__(name):
+    sub = _LAZY.get(name)
+    if sub is None:
+        raise AttributeError(f"module 'taskflow' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{sub}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,5 +1,7 @@
+"""``python -m taskflow``: the command line."""
+
 import sys
 
-from .cli import main
+from .app.cli import main
 
 sys.exit(main())

@@ -157,13 +157,6 @@ class Cluster:
         return cls([Worker(f"{prefix}{i}", s, cores) for i, s in enumerate(speeds)], bandwidth=bandwidth,
                    latency=latency, name=name or f"hetero-{len(speeds)}")
 
-    @classmethod
-    def from_dask(cls, client, calibrate: bool = False, speeds: dict | None = None, **kw) -> "Cluster":
-        """The model of a live Dask cluster (see :func:`taskflow.runtime.cluster_from_dask`)."""
-        from .runtime import cluster_from_dask
-        return cluster_from_dask(client, calibrate=calibrate, speeds=speeds, **kw)
-
-    # ------------------------------------------------------------------ reading
     def __len__(self) -> int:
         return len(self.workers)
 

@@ -559,6 +559,11 @@ class TaskGraph:
         a read-only view, for algorithms that read many tasks' meta at once."""
         return MappingProxyType(self._meta)
 
+    def calls(self):
+        """``{task index: (fn, args, kwargs)}`` for the tasks that have a callable (indices as in
+        :attr:`arrays`); a read-only view."""
+        return MappingProxyType(self._calls)
+
     def call(self, id) -> tuple | None:
         """``(fn, args, kwargs)`` of a task, or None when it has no callable."""
         return self._calls.get(self._lookup(id))

@@ -1,7 +1,7 @@
 import csv
 
-from taskflow.bench import run_suite
-from taskflow.cli import main
+from taskflow.app.bench import run_suite
+from taskflow.app.cli import main
 
 
 def test_quick_suite_outputs_valid_rows_and_resumes(tmp_path, capsys):
@@ -30,7 +30,7 @@ def test_bench_cli_rejects_unknown_scheduler(tmp_path, capsys):
 
 
 def test_real_subset_runs_on_dask_and_resumes(tmp_path, capsys):
-    from taskflow.bench import run_real, summarise_real
+    from taskflow.app.bench import run_real, summarise_real
 
     rows = run_real("quick", tmp_path, ["heft", "work-stealing"], target_seconds=0.6, only={"fork-join-8x2"})
     assert [(r["workflow"], r["scheduler"]) for r in rows] == [("fork-join-8x2", "heft"),

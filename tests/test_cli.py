@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from taskflow.cli import main
+from taskflow.app.cli import main
 
 from .conftest import EXAMPLES, shared, shared_graph_files
 

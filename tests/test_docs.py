@@ -17,7 +17,7 @@ def blocks():
 
 @pytest.mark.parametrize("code", list(blocks()))
 def test_doc_example_runs(code, tmp_path, monkeypatch):
-    from schedulers import base
+    from taskflow import policy as base
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))  # examples may register schedulers
     exec(compile(code, "<doc>", "exec"), {"__name__": "__main__"})

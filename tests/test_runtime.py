@@ -15,7 +15,8 @@ from distributed import Client, LocalCluster
 
 import taskflow
 from taskflow import Cluster, TaskFailed, Worker, compute, run
-from taskflow.runtime import learn_costs
+from taskflow.app.plot import gantt_compare
+from taskflow.runtime import cluster_from_dask, learn_costs
 
 from . import runtime_graphs as rg
 from .conftest import shared
@@ -53,7 +54,7 @@ def test_executable_graph_results_and_report(client, tmp_path):
     assert set(d["tasks"][0]) >= {"task", "worker", "planned_worker", "start", "finish"}
     assert 0 <= d["placement_fidelity"] <= 1
     rep.save(tmp_path / "r.json")
-    rep.gantt(tmp_path / "g.png")
+    gantt_compare(rep, tmp_path / "g.png")
     assert (tmp_path / "g.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -103,14 +104,14 @@ def test_calibration_makes_the_second_prediction_better(client):
 
 
 def test_cluster_from_dask(client):
-    c = Cluster.from_dask(client, speeds={"0": 2.0})
+    c = cluster_from_dask(client, speeds={"0": 2.0})
     assert sorted(w.id for w in c.workers) == ["0", "1"] and c.worker("0").speed == 2.0
     assert all(w.address.startswith("tcp://") for w in c.workers)
-    cal = Cluster.from_dask(client, calibrate=True)
+    cal = cluster_from_dask(client, calibrate=True)
     assert all(0.2 < w.speed < 5 for w in cal.workers) and cal.bandwidth > 1e6
     assert 1e-5 < cal.task_overhead < 0.5  # Dask spends some time per task, well under half a second
     with pytest.raises(taskflow.TaskflowError, match="unknown worker"):
-        Cluster.from_dask(client, speeds={"nope": 1.0})
+        cluster_from_dask(client, speeds={"nope": 1.0})
 
 
 def test_measured_task_overhead_brings_predictions_of_small_tasks_closer(client):
@@ -121,7 +122,7 @@ def test_measured_task_overhead_brings_predictions_of_small_tasks_closer(client)
     for k in range(60):
         prev = [g.add_task(f"t{k}_{i}", fn=operator.add, args=(prev[i], 1), cost=1e-5) for i in range(2)]
     plain = run(g, "heft", client=client, quiet=True)
-    model = Cluster.from_dask(client, calibrate=True)
+    model = cluster_from_dask(client, calibrate=True)
     with_overhead = run(g, "heft", client=client, cluster=model, quiet=True)
     print(f"prediction error: without {plain.prediction_error:.0%}, with overhead {with_overhead.prediction_error:.0%}")
     assert with_overhead.prediction_error < plain.prediction_error

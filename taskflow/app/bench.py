@@ -27,7 +27,7 @@ BW = 1e8  # bytes/s of the benchmark clusters; generated sizes are seconds x BW
 
 
 def _shared() -> Path:
-    return Path(__file__).resolve().parents[2] / "shared" / "data"
+    return Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 def workflows(suite: str) -> list:
@@ -61,7 +61,7 @@ def _build(spec, seed):
     from workflows import scientific as sc
     from workflows.training import data_parallel
 
-    from .formats import load_graph
+    from ..formats import load_graph
 
     kind, arg = spec
     if kind == "layered":
@@ -120,7 +120,7 @@ def run_suite(suite: str = "quick", out="taskflow-out/bench", scheduler_names=No
     """Run (or resume) a suite; returns every row (old and new) and writes the outputs. ``real``
     also runs a subset on Dask in emulation (:func:`run_real`, rows in ``real.csv``)."""
     if suite not in SUITES:
-        from .errors import TaskflowError
+        from ..errors import TaskflowError
         raise TaskflowError(f"unknown suite {suite!r}; known: {', '.join(SUITES)}")
     import schedulers
 
@@ -190,9 +190,9 @@ def run_real(suite: str = "quick", out="taskflow-out/bench", scheduler_names=Non
 
     import schedulers
 
-    from .cluster import Cluster, Worker
-    from .runtime import run
-    from .simulator import simulate
+    from ..cluster import Cluster, Worker
+    from ..runtime import run
+    from ..simulator import simulate
 
     names = [n for n in (scheduler_names or REAL_SCHEDULERS)
              if schedulers.scheduler_class(n).kind == "static" or n == "work-stealing"]
@@ -373,7 +373,7 @@ def _plots(rows, names, out: Path):
     plt.close(fig)
     # a representative run
     from taskflow.cluster import Cluster, Worker
-    from taskflow.plot import gantt
+    from .plot import gantt
     from taskflow.simulator import simulate
 
     g = _build(("layered", 1.0), 0)

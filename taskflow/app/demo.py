@@ -14,8 +14,9 @@ def main(out="taskflow-out", iterations: int = 10, workers: int = 2, bench: bool
 
     from workflows.training import data_parallel
 
+    from ..runtime import cluster_from_dask, run
     from .bench import run_suite
-    from .runtime import cluster_from_dask, run
+    from .plot import gantt_compare
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -38,7 +39,7 @@ def main(out="taskflow-out", iterations: int = 10, workers: int = 2, bench: bool
             print(f"{name:<14} {rep.predicted_makespan:11.3f} {rep.measured_makespan:10.3f} "
                   f"{rep.placement_fidelity:8.0%} {loss:10.4f}  (first {first:.3f})")
             rep.save(out / f"run-{name}.json")
-            rep.gantt(out / f"gantt-{name}.png")
+            gantt_compare(rep, out / f"gantt-{name}.png")
     print(f"reports and Gantt charts in {out}/ ({time.perf_counter() - t0:.0f} s). The predictions count "
           "compute (FLOPs / 1 TFLOP/s), transfers and the measured per-task overhead of Dask.")
     if bench:

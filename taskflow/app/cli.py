@@ -12,12 +12,12 @@ import json
 import sys
 import time
 
-from . import __version__
-from .analysis import graph_summary
-from .cluster import DEFAULT_BANDWIDTH, Cluster, Worker
-from .costs import CostModel
-from .errors import TaskflowError
-from .formats import (READ_FORMATS, WRITE_FORMATS, _format_for, atomic_write, dump_json, graph_text,
+from .. import __version__
+from ..analysis import graph_summary
+from ..cluster import DEFAULT_BANDWIDTH, Cluster, Worker
+from ..costs import CostModel
+from ..errors import TaskflowError
+from ..formats import (READ_FORMATS, WRITE_FORMATS, _format_for, atomic_write, dump_json, graph_text,
                       load_cluster, load_graph, load_graphs, load_schedule, with_source)
 
 
@@ -80,6 +80,8 @@ def cmd_convert(args) -> int:
 def cmd_schedule(args) -> int:
     import schedulers
 
+    from ..simulator import plan as make_plan
+
     graph = _load_graph(args.graph, args.format)
     cluster = _cluster_from_args(args)
     names = schedulers.available("static") if args.scheduler == "all" else [args.scheduler]
@@ -90,7 +92,7 @@ def cmd_schedule(args) -> int:
     results = []
     for sch in instances:
         t0 = time.perf_counter()
-        plan = sch.schedule(graph, cluster, model=model)
+        plan = make_plan(graph, cluster, sch, model=model)
         elapsed = time.perf_counter() - t0
         plan.validate(graph, cluster, model=model)  # trust no scheduler
         m = plan.metrics(graph, cluster, model=model)
@@ -115,7 +117,7 @@ def cmd_schedule(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from .trace import expand_graph
+    from ..trace import expand_graph
 
     graph = _load_graph(args.graph, args.format)
     cluster = load_cluster(args.cluster)
@@ -159,7 +161,7 @@ def _parse_at(spec: str, option: str):
 
 
 def cmd_simulate(args) -> int:
-    from .simulator import simulate
+    from ..simulator import simulate
 
     graph = _load_graph(args.graph, args.format)
     cluster = _cluster_from_args(args)
@@ -212,7 +214,7 @@ def _graph_or_function(spec: str, fmt):
             obj = getattr(importlib.import_module(mod), fn)
         except (ImportError, AttributeError) as e:
             raise TaskflowError(f"{spec}: cannot load ({e})") from None
-        from .graph import TaskGraph
+        from ..graph import TaskGraph
         graph = obj() if callable(obj) and not isinstance(obj, TaskGraph) else obj
         if not isinstance(graph, TaskGraph):
             raise TaskflowError(f"{spec}: returned {type(graph).__name__}, expected a TaskGraph")
@@ -221,7 +223,7 @@ def _graph_or_function(spec: str, fmt):
 
 
 def cmd_run(args) -> int:
-    from .runtime import run
+    from ..runtime import run
 
     graph = _graph_or_function(args.graph, args.format)
     model = load_cluster(args.cluster) if args.cluster else None
@@ -247,7 +249,9 @@ def cmd_run(args) -> int:
     if args.report:
         report.save(args.report)
     if args.gantt:
-        report.gantt(args.gantt)
+        from .plot import gantt_compare
+
+        gantt_compare(report, args.gantt)
     return 0
 
 

@@ -1,22 +1,19 @@
-"""Network models for the simulator: how long moving bytes between workers takes.
+"""``maxmin``: each worker's upload and download capacity shared max-min fairly among its flows.
 
-A *flow* carries one producer's output from one worker to another. It first spends the cluster's
-``latency`` (no bandwidth used), then its bytes move. Consumers wait for a byte count (their edge's
-size): a consumer needing fewer bytes than the flow carries is released when its share has arrived.
+Each worker has an upload and a download capacity (its fastest link: the largest bandwidth of a pair
+it belongs to) shared max-min fairly among its concurrent flows, each flow also capped at its pair's
+bandwidth; rates are recomputed whenever a flow starts or ends (progressive filling, as in Estee's
+max-min model). A single flow gets its pair's bandwidth, so ``maxmin`` is never faster than
+``simple``.
 
-* ``simple``: every flow moves at its pair's bandwidth regardless of other flows, so ``s`` bytes
-  arrive ``latency + s / bandwidth(a, b)`` after the flow starts (the cost model exactly).
-* ``maxmin``: each worker has an upload and a download capacity (its fastest link: the largest
-  bandwidth of a pair it belongs to) shared max-min fairly among its concurrent flows, each flow
-  also capped at its pair's bandwidth; rates are recomputed whenever a flow starts or ends
-  (progressive filling, as in Estee's max-min model). A single flow gets its pair's bandwidth, so
-  ``maxmin`` is never faster than ``simple``.
+Transfer priorities: a flow takes the priority class of the consumer that started it (the task's
+``meta["priority"]``, higher first; 0 when absent). With more than one class, classes share
+strictly in order: each class gets max-min fair shares of the port capacity the higher classes
+left (work-conserving: a class with no active flow takes nothing). ``simple`` has no contention,
+so priorities change nothing there.
 
-  Transfer priorities: a flow takes the priority class of the consumer that started it (the task's
-  ``meta["priority"]``, higher first; 0 when absent). With more than one class, classes share
-  strictly in order: each class gets max-min fair shares of the port capacity the higher classes
-  left (work-conserving: a class with no active flow takes nothing). ``simple`` has no contention,
-  so priorities change nothing there.
+The rate solver and the per-event scans are compiled loops (numba); this model keeps its own clock
+(:meth:`MaxMinNetwork.next_time`, :meth:`MaxMinNetwork.advance`).
 """
 
 from __future__ import annotations
@@ -26,76 +23,9 @@ import heapq
 import numpy as np
 from numba import njit
 
-__all__ = ["Flow", "SimpleNetwork", "MaxMinNetwork", "make_network", "NETWORKS"]
+from .base import Network
 
-NETWORKS = ("simple", "maxmin")
-
-
-class Flow:
-    __slots__ = ("id", "task", "src", "dst", "total", "start", "t_active", "thresholds", "done",
-                 "finish", "aborted", "slot", "base", "complete", "cls")
-
-    def __init__(self, fid, task, src, dst, total, start, latency):
-        self.id = fid
-        self.task = task
-        self.src = src
-        self.dst = dst
-        self.total = total
-        self.start = start
-        self.t_active = start + latency
-        self.thresholds = []  # heap of (bytes, seq, consumer, token)
-        self.done = 0.0
-        self.finish = None
-        self.aborted = False
-        self.slot = -1
-        self.base = 0.0  # bytes of the output already at the destination before this flow
-        self.complete = False
-        self.cls = 0  # priority class (0 first), from the consumer that started the flow
-
-
-class SimpleNetwork:
-    """No contention: arrival times are known when a flow starts, so they go on the event heap.
-    A consumer waiting for the whole flow is released by the flow's completion event."""
-
-    name = "simple"
-
-    def __init__(self, cluster, push):
-        self.inv = cluster.inv_bandwidth.tolist()
-        self._push = push  # push(time, kind, payload): kind 1 = bytes arrived, 2 = flow complete
-
-    def start(self, flow, now):
-        flow.finish = flow.t_active + flow.total * self.inv[flow.src][flow.dst]
-        self._push(flow.finish, 2, (flow, None))
-
-    def wait(self, flow, nbytes, consumer, token, now):
-        if nbytes >= flow.total:
-            flow.thresholds.append((nbytes, 0, consumer, token))
-        else:  # bytes that arrived before this consumer asked are there now, not in the past
-            t = flow.t_active + nbytes * self.inv[flow.src][flow.dst]
-            self._push(t if t > now else now, 1, (flow, (nbytes, consumer, token)))
-
-    def extend(self, flow, total, now):
-        # consumers that waited for the old total now arrive before the end
-        waiting, flow.thresholds = flow.thresholds, []
-        flow.total = total
-        flow.finish = flow.t_active + total * self.inv[flow.src][flow.dst]
-        self._push(flow.finish, 2, (flow, None))
-        for nbytes, _, consumer, token in waiting:
-            self.wait(flow, nbytes, consumer, token, now)
-
-    def complete(self, flow):
-        """The consumers released by the flow's completion."""
-        waiting, flow.thresholds = flow.thresholds, []
-        return waiting
-
-    def abort(self, flow, now):
-        flow.aborted = True
-
-    def next_time(self):
-        return np.inf
-
-    def pop_due(self, now):
-        return []
+__all__ = ["MaxMinNetwork"]
 
 
 @njit(cache=True)
@@ -277,13 +207,14 @@ def _step(active, done, total, nxt, rates, dt, eps, due, now):
     return k
 
 
-class MaxMinNetwork:
+class MaxMinNetwork(Network):
     """Max-min fair sharing of each worker's upload and download capacity (array-based; the rate
-    computation and the per-event scans are compiled)."""
+    computation and the per-event scans are compiled); see the module docstring."""
 
     name = "maxmin"
 
-    def __init__(self, cluster, push, classes: int = 1):
+    def __init__(self, cluster, schedule, on_arrival, on_complete, classes: int = 1):
+        super().__init__(cluster, schedule, on_arrival, on_complete)
         inv = cluster.inv_bandwidth
         with np.errstate(divide="ignore"):
             bw = np.where(inv > 0, 1.0 / np.where(inv > 0, inv, 1.0), np.inf)
@@ -298,7 +229,6 @@ class MaxMinNetwork:
         self.classes = C = max(1, int(classes))
         self.pn = np.zeros(C * W * W)
         self.prate = np.zeros(C * W * W)
-        self._push = push
         cap0 = 64
         self.pair = np.zeros(cap0, np.int64)
         self.active = np.zeros(cap0, np.bool_)
@@ -327,7 +257,7 @@ class MaxMinNetwork:
         self.flows.extend([None] * old)
         self.free.extend(range(2 * old - 1, old - 1, -1))
 
-    def advance(self, now):
+    def _catch_up(self, now):
         dt = now - self.t_last
         if dt > 0 and self.nactive:
             _step(self.active, self.done, self.total, self.nxt, self.rates, dt, 1e-9, self.due, now)
@@ -368,7 +298,7 @@ class MaxMinNetwork:
             self.dirty = True
 
     def start(self, flow, now):
-        self.advance(now)
+        self._catch_up(now)
         if flow.t_active > now:
             self._seq += 1
             heapq.heappush(self.waiting, (flow.t_active, self._seq, flow))
@@ -379,12 +309,12 @@ class MaxMinNetwork:
         self._seq += 1
         heapq.heappush(flow.thresholds, (nbytes, self._seq, consumer, token))
         if flow.slot >= 0:
-            self.advance(now)
+            self._catch_up(now)
             self._set_next(flow)
             self.stale = True
 
     def extend(self, flow, total, now):
-        self.advance(now)
+        self._catch_up(now)
         flow.total = total
         if flow.slot >= 0:
             self.total[flow.slot] = total
@@ -392,7 +322,7 @@ class MaxMinNetwork:
             self.stale = True
 
     def abort(self, flow, now):
-        self.advance(now)
+        self._catch_up(now)
         flow.aborted = True
         self._deactivate(flow)
 
@@ -413,7 +343,20 @@ class MaxMinNetwork:
             t = waiting[0][0]
         return t
 
-    def pop_due(self, now):
+    def advance(self, now):
+        """Move to ``now`` and report what is due, in order: a consumer's bytes have arrived
+        (``on_arrival``), a flow is complete (``on_complete``). The network's own state is settled
+        before the first report, so a report may start new flows."""
+        due = self._pop_due(now)
+        on_arrival, on_complete = self.on_arrival, self.on_complete
+        for flow, item in due:
+            if item is None:
+                on_complete(flow)
+            else:
+                on_arrival(flow, item)
+        return len(due)
+
+    def _pop_due(self, now):
         """Advance to ``now``; return [(flow, (bytes, consumer, token) or None)] that are due: a
         consumer's bytes have arrived, or (None) the flow is complete."""
         dt = now - self.t_last
@@ -444,12 +387,3 @@ class MaxMinNetwork:
             if not flow.aborted:
                 self._activate(flow)
         return out
-
-
-def make_network(name: str, cluster, push, classes: int = 1):
-    if name == "simple":
-        return SimpleNetwork(cluster, push)
-    if name == "maxmin":
-        return MaxMinNetwork(cluster, push, classes)
-    from .errors import TaskflowError
-    raise TaskflowError(f"unknown network model {name!r}; known: {', '.join(NETWORKS)}")

@@ -1,0 +1,219 @@
+"""The scheduler interface and the registry that maps names to scheduling policies.
+
+A *static* policy (:class:`Scheduler`) turns ``(graph, cluster)`` into a whole
+:class:`~taskflow.Schedule`. A *dynamic* policy (:class:`DynamicScheduler`) answers events as a run
+unfolds (tasks became ready, a task finished, a worker went idle or was lost) with assignments; the
+simulator and the runtime drive it, so one policy serves both.
+
+Policies are found by name. The package ``schedulers`` registers ours; any installed package can
+add its own under the entry-point group ``taskflow.schedulers`` (name = the policy's ``name``,
+value = ``module:Class``), for example in its ``setup.cfg``::
+
+    [options.entry_points]
+    taskflow.schedulers =
+        my-policy = my_package.policy:MyPolicy
+
+The registry loads an entry point the first time its name is asked for, so the core never imports
+a policy module itself. A class can also be registered at run time with :func:`register`.
+"""
+
+from __future__ import annotations
+
+from .cluster import Cluster
+from .costs import CostModel
+from .errors import TaskflowError, UnknownSchedulerError
+from .graph import TaskGraph
+from .schedule import Schedule
+
+__all__ = ["Scheduler", "DynamicScheduler", "register", "get_scheduler", "scheduler_class", "available",
+           "ENTRY_POINT_GROUP"]
+
+#: the entry-point group through which installed packages provide policies
+ENTRY_POINT_GROUP = "taskflow.schedulers"
+
+_REGISTRY: dict = {}
+_ENTRY_POINTS: dict | None = None  # name -> importlib.metadata.EntryPoint, read once
+
+
+class Scheduler:
+    """A static policy. Subclasses set ``name`` (and ``summary``) and implement :meth:`plan`.
+
+    Parameters
+    ----------
+    seed : int, optional
+        For policies that draw random numbers; the same seed gives the same schedule.
+    **options
+        Policy-specific options, kept in ``self.options``.
+    """
+
+    name = "base"
+    kind = "static"
+    #: one line for ``taskflow schedulers``
+    summary = ""
+
+    def __init__(self, seed: int | None = None, **options):
+        self.seed = seed
+        self.options = options
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(seed={self.seed!r})"
+
+    def schedule(self, graph: TaskGraph, cluster: Cluster, model: CostModel | None = None) -> Schedule:
+        """Plan ``graph`` on ``cluster``.
+
+        Parameters
+        ----------
+        graph : TaskGraph
+        cluster : Cluster
+        model : CostModel, optional
+            The cost model of ``(graph, cluster)`` when the caller has built it already.
+
+        Returns
+        -------
+        Schedule
+            Not yet validated: callers check it with :meth:`Schedule.validate`.
+        """
+        model = model or CostModel(graph, cluster)
+        return self.plan(model)
+
+    def plan(self, model: CostModel) -> Schedule:  # pragma: no cover - abstract
+        """The policy itself: a schedule for ``model.graph`` on ``model.cluster``."""
+        raise NotImplementedError
+
+
+class DynamicScheduler(Scheduler):
+    """A policy that decides as the run unfolds, through events from the simulator (or a runtime).
+
+    Each hook returns a list of ``(task, worker)`` index pairs: an unassigned ready task is
+    assigned; a task already assigned but not started is moved (stolen). The ``view`` argument
+    answers questions about the current state (see :class:`taskflow.simulator.SimView`): ``now``,
+    ``model`` (the *estimated* costs), ``alive_workers()``, ``queued(w)``, ``occupancy(w)``,
+    ``free_cores(w)``, ``missing_bytes(task, w)``, ``transfer_estimate(task, w)``, ...
+
+    A dynamic policy has no plan before it runs: :func:`taskflow.plan` gives the schedule of a
+    simulated run with exact costs and no contention.
+    """
+
+    kind = "dynamic"
+
+    def start(self, view) -> None:
+        """Called once before anything runs."""
+
+    def on_ready(self, tasks, view) -> list:
+        """``tasks`` (indices) have every input computed and no worker yet."""
+        return []
+
+    def on_finished(self, task, worker, view) -> list:
+        """``task`` finished on ``worker``."""
+        return []
+
+    def on_idle(self, worker, view) -> list:
+        """``worker`` has nothing running and nothing queued."""
+        return []
+
+    def on_worker_lost(self, worker, tasks, view) -> list:
+        """``worker`` died; ``tasks`` were queued or running there and need a new home once ready."""
+        return []
+
+    def priority(self, task) -> float:
+        """Order of a worker's runnable tasks: higher first (ties: order of assignment)."""
+        return 0.0
+
+    def plan(self, model: CostModel) -> Schedule:
+        """A dynamic policy makes its decisions during a run; see :func:`taskflow.plan`.
+
+        Raises
+        ------
+        TaskflowError
+            Always.
+        """
+        raise TaskflowError(f"{self.name!r} is a dynamic policy: it decides during a run; "
+                            f"taskflow.plan(graph, cluster, {self.name!r}) gives the schedule of a simulated run")
+
+
+def register(cls):
+    """Class decorator: make a policy reachable by its ``name``.
+
+    Raises
+    ------
+    ValueError
+        Another class holds the name already.
+    """
+    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
+        raise ValueError(f"scheduler name {cls.name!r} is taken by {_REGISTRY[cls.name].__name__}")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def _entry_points() -> dict:
+    global _ENTRY_POINTS
+    if _ENTRY_POINTS is None:
+        from importlib.metadata import entry_points
+
+        _ENTRY_POINTS = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    return _ENTRY_POINTS
+
+
+def _load(name: str):
+    ep = _entry_points()[name]
+    try:
+        cls = ep.load()
+    except Exception as exc:  # noqa: BLE001 - a broken plugin is reported, whatever it raised
+        raise TaskflowError(f"scheduler {name!r}: entry point {ep.value!r} failed to load: "
+                            f"{type(exc).__name__}: {exc}") from exc
+    if not (isinstance(cls, type) and issubclass(cls, Scheduler)):
+        raise TaskflowError(f"scheduler {name!r}: entry point {ep.value!r} is not a Scheduler class")
+    if cls.name != name:
+        raise TaskflowError(f"scheduler {name!r}: entry point {ep.value!r} names a class called {cls.name!r}")
+    return register(cls)
+
+
+def scheduler_class(name: str):
+    """The class registered (or provided by an entry point) under ``name``.
+
+    Raises
+    ------
+    UnknownSchedulerError
+        No such name; the message lists the known ones.
+    TaskflowError
+        The entry point for the name is broken.
+    """
+    cls = _REGISTRY.get(name)
+    if cls is not None:
+        return cls
+    if isinstance(name, str) and name in _entry_points():
+        return _load(name)
+    raise UnknownSchedulerError(name, available())
+
+
+def get_scheduler(name, **options) -> Scheduler:
+    """A policy instance by name (an instance passes through unchanged).
+
+    Parameters
+    ----------
+    name : str or Scheduler
+    **options
+        Passed to the class (``seed=...`` and policy options).
+
+    Raises
+    ------
+    UnknownSchedulerError
+        The name is not registered; the message lists the known ones.
+    """
+    if isinstance(name, Scheduler):
+        return name
+    return scheduler_class(name)(**options)
+
+
+def available(kind: str | None = None) -> list:
+    """Known policy names, sorted: registered ones and installed entry points.
+
+    Parameters
+    ----------
+    kind : {"static", "dynamic"}, optional
+        Only policies of this kind (loads their classes).
+    """
+    names = set(_REGISTRY) | set(_entry_points())
+    if kind is None:
+        return sorted(names)
+    return sorted(n for n in names if scheduler_class(n).kind == kind)

@@ -1,0 +1,16 @@
+"""The Dask runtime: a task graph (or a Dask collection) planned by a policy and carried out by Dask.
+
+One module per job: :mod:`.calls` (what runs on the workers, :func:`execute`), :mod:`.calibrate`
+(the cluster model of a live cluster), :mod:`.dask_graph` (the Dask graph and the plan as
+annotations), :mod:`.runner` (:func:`run`: submit, watch, recover), :mod:`.report`
+(:class:`RunReport`), :mod:`.dask_collections` (:func:`compute`), :mod:`.learn` (:func:`learn_costs`).
+"""
+
+from .calibrate import cluster_from_dask
+from .calls import TaskFailed, execute
+from .dask_collections import compute
+from .learn import learn_costs
+from .report import RunReport
+from .runner import run
+
+__all__ = ["run", "compute", "execute", "RunReport", "TaskFailed", "cluster_from_dask", "learn_costs"]

@@ -1,0 +1,163 @@
+"""The cluster model of a live Dask cluster, measured or declared.
+
+:func:`cluster_from_dask` makes one :class:`~taskflow.Worker` per Dask worker (id = its name, cores =
+its threads, address kept) and, with ``calibrate=True``, measures relative speeds (a short matrix
+kernel per worker), bandwidth and latency (real transfers between two workers) and Dask's per-task
+overhead (a chain of no-op tasks).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..cluster import Cluster, Worker
+from ..errors import TaskflowError
+
+__all__ = ["cluster_from_dask", "attach_addresses", "workers_info"]
+
+
+def workers_info(client) -> dict:
+    return client.scheduler_info(n_workers=-1)["workers"] if _takes_n_workers(client) else \
+        client.scheduler_info()["workers"]
+
+
+def _takes_n_workers(client) -> bool:
+    import inspect
+    try:
+        return "n_workers" in inspect.signature(client.scheduler_info).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _kernel(n=200):
+    a = np.random.default_rng(0).random((n, n))
+    t0 = time.perf_counter()
+    for _ in range(5):
+        a = a @ a
+        a /= np.abs(a).max()
+    return time.perf_counter() - t0
+
+
+def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = None,
+                      bandwidth: float | None = None, latency: float | None = None) -> Cluster:
+    """The cluster model of a live Dask cluster: one worker per Dask worker (id = its name,
+    ``cores`` = its threads, ``address`` kept).
+
+    ``speeds`` declares relative speeds by worker name (default 1.0). ``calibrate=True`` measures
+    each worker's speed with a short matrix kernel (relative to the median worker), the bandwidth
+    and latency with real transfers between two workers, and Dask's per-task overhead
+    (``task_overhead``) with a chain of no-op tasks.
+    """
+    info = workers_info(client)
+    if not info:  # workers may be (re)starting: give them a moment before giving up
+        try:
+            client.wait_for_workers(1, timeout=15)
+        except Exception:  # noqa: BLE001 - a timeout of any kind means: still none
+            pass
+        info = workers_info(client)
+    if not info:
+        raise TaskflowError("the Dask cluster has no workers")
+    declared = {str(k): float(v) for k, v in (speeds or {}).items()}
+    by_name = sorted(info.items(), key=lambda kv: str(kv[1].get("name", kv[0])))
+    names = [str(w.get("name", a)) for a, w in by_name]
+    unknown = set(declared) - set(names)
+    if unknown:
+        raise TaskflowError(f"speeds name unknown worker(s) {sorted(unknown)}; workers: {', '.join(names)}")
+    measured = {}
+    bw, lat = bandwidth, latency
+    overhead = 0.0
+    if calibrate:
+        times = {}
+        for addr, w in by_name:
+            times[str(w.get("name", addr))] = client.submit(_kernel, workers=[addr], pure=False,
+                                                            allow_other_workers=False).result()
+        ref = float(np.median(list(times.values())))
+        measured = {n: ref / t for n, t in times.items()}
+        overhead = _measure_overhead(client, by_name[0][0])
+        if len(by_name) > 1 and (bw is None or lat is None):
+            mbw, mlat = _measure_network(client, by_name[0][0], by_name[1][0])
+            bw = mbw if bw is None else bw
+            lat = mlat if lat is None else lat
+    workers = []
+    for addr, w in by_name:
+        name = str(w.get("name", addr))
+        workers.append(Worker(name, declared.get(name, measured.get(name, 1.0)), int(w.get("nthreads", 1)),
+                              address=addr))
+    return Cluster(workers, bandwidth=bw or 1e9, latency=lat or 0.0, name="dask", task_overhead=overhead)
+
+
+def _nothing(*_):
+    return None
+
+
+def _measure_overhead(client, addr, n: int = 40) -> float:
+    """Seconds Dask spends per task besides its work: a chain of ``n`` no-op tasks on one worker,
+    each waiting for the previous, against a chain of 1 (the median of 3 each)."""
+    import uuid
+
+    def chain(k):
+        token = uuid.uuid4().hex[:8]
+        dsk = {(f"ovh-{token}", 0): (_nothing,)}
+        for j in range(1, k):
+            dsk[(f"ovh-{token}", j)] = (_nothing, (f"ovh-{token}", j - 1))
+        t0 = time.perf_counter()
+        import dask
+        with dask.annotate(workers=[addr], allow_other_workers=False):
+            client.get(dsk, (f"ovh-{token}", k - 1))
+        return time.perf_counter() - t0
+
+    one = float(np.median([chain(1) for _ in range(3)]))
+    many = float(np.median([chain(n) for _ in range(3)]))
+    return max(0.0, (many - one) / (n - 1))
+
+
+def _measure_network(client, a, b, nbytes=64 << 20, repeat=3):
+    """Bytes/s and seconds of latency, from moving a 64 MiB and a 1-byte buffer from a to b (the
+    median of ``repeat`` tries each). The latency includes Dask's dispatch of one task; when the big
+    transfer is not clearly longer than that (a fast local network), the bandwidth is taken from the
+    whole time of the big transfer instead, a conservative figure."""
+    from distributed import wait
+
+    def make(n):
+        return np.ones(n, dtype=np.uint8)
+
+    def size(x):
+        return x.nbytes
+
+    def once(n):
+        src = client.submit(make, n, workers=[a], pure=False)
+        wait(src)
+        t0 = time.perf_counter()
+        client.submit(size, src, workers=[b], pure=False, allow_other_workers=False).result()
+        dt = time.perf_counter() - t0
+        del src
+        return dt
+
+    lat = float(np.median([once(1) for _ in range(repeat)]))
+    big = float(np.median([once(nbytes) for _ in range(repeat)]))
+    moved = big - lat
+    bw = nbytes / moved if moved > 0.2 * big else nbytes / big
+    return bw, lat
+
+
+
+
+def attach_addresses(model: Cluster, client, subset: bool = False) -> Cluster:
+    """The declared model with each worker's Dask address (matched by name)."""
+    info = workers_info(client)
+    by_name = {str(w.get("name", a)): a for a, w in info.items()}
+    workers = []
+    for w in model.workers:
+        addr = by_name.get(str(w.id))
+        if addr is None:
+            if subset:
+                continue
+            raise TaskflowError(f"cluster model names worker {w.id!r} but Dask has {sorted(by_name)}")
+        workers.append(Worker(w.id, w.speed, w.cores, address=addr))
+    return Cluster(workers, model.bandwidth, {a: r for a, r in model.bandwidths.items()
+                                              if any(x.id == a for x in workers)}, model.latency, model.name,
+                   task_overhead=model.task_overhead)
+
+

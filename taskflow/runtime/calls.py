@@ -1,0 +1,120 @@
+"""What runs on the workers: a task's call marshalled past Dask, emulated tasks, and an in-process
+reference run (:func:`execute`).
+
+Dask replaces any string equal to a key anywhere inside a task tuple, so a task's own parameters
+travel wrapped in :class:`_Opaque`; a dependency's result is referenced by its position among the
+task's dependencies (:class:`_Ref`) and substituted on the worker.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..errors import TaskflowError
+from ..graph import TaskGraph, TaskHandle
+
+__all__ = ["TaskFailed", "execute", "map_leaves"]
+
+
+class TaskFailed(TaskflowError):
+    """A task raised. ``task`` is its id, ``error`` the exception, ``results`` what had finished."""
+
+    def __init__(self, task, error, results):
+        self.task = task
+        self.error = error
+        self.results = results
+        super().__init__(f"task {task!r} failed: {type(error).__name__}: {error}")
+
+
+
+class _Ref:
+    """Stands for the result of the task's ``pos``-th dependency inside its arguments."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key):
+        self.key = key
+
+    def __reduce__(self):
+        return (_Ref, (self.key,))
+
+
+class _Opaque:
+    """Carries a task's parameters past Dask untouched (Dask replaces strings that equal a key
+    anywhere in a task tuple; it does not look inside other objects)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __reduce__(self):
+        return (_Opaque, (self.value,))
+
+
+def map_leaves(obj, leaf):
+    """``obj`` with ``leaf(x)`` applied to every item of nested lists, tuples, sets and dict values."""
+    if isinstance(obj, list):
+        return [map_leaves(x, leaf) for x in obj]
+    if isinstance(obj, tuple):
+        return tuple(map_leaves(x, leaf) for x in obj)
+    if isinstance(obj, dict):
+        return {k: map_leaves(v, leaf) for k, v in obj.items()}
+    if isinstance(obj, (set, frozenset)):
+        return type(obj)(map_leaves(x, leaf) for x in obj)
+    return leaf(obj)
+
+
+def _substitute(obj, values):
+    return map_leaves(obj, lambda x: values[x.key] if isinstance(x, _Ref) else x)
+
+
+def _execute(payload, *dep_values):
+    fn, args, kwargs = payload.value
+    return fn(*_substitute(args, dep_values), **_substitute(kwargs, dep_values))
+
+
+def _emulate(payload, *deps):
+    """Sleep for this task's duration on the worker running it; return ``nbytes`` real bytes."""
+    from distributed import get_worker
+
+    cost, costs, speeds, time_scale, nbytes = payload.value
+    name = str(get_worker().name)
+    seconds = costs[name] if name in costs else cost / speeds.get(name, 1.0)
+    time.sleep(seconds * time_scale)
+    return np.zeros(int(nbytes), dtype=np.uint8)
+
+
+def _to_refs(obj, key_of):
+    """Handles -> _Ref(position of the dependency); ``key_of`` maps a task id to that position."""
+    return map_leaves(obj, lambda x: _Ref(key_of[x.id]) if isinstance(x, TaskHandle) else x)
+
+
+def execute(graph: TaskGraph) -> dict:
+    """Run an executable graph in this process, one task at a time in topological order (no Dask):
+    for debugging a graph and for a reference result. Returns ``{task id: result}``.
+
+    >>> g = TaskGraph()
+    >>> a = g.add_task("a", fn=lambda: 2)
+    >>> b = g.add_task("b", fn=lambda x, y: x * y, args=(a, 21))
+    >>> execute(g)["b"]
+    42
+    """
+    if not graph.executable:
+        raise TaskflowError(f"graph {graph.name!r} has tasks without a callable; it can only be emulated (run())")
+    results: dict = {}
+
+    def value(x):
+        return results[x.id] if isinstance(x, TaskHandle) else x
+
+    for t in graph.topological_order():
+        fn, args, kwargs = graph.call(t)
+        try:
+            results[t] = fn(*map_leaves(args, value), **map_leaves(kwargs, value))
+        except Exception as exc:
+            raise TaskFailed(t, exc, results) from exc
+    return results
+
+

@@ -1,0 +1,72 @@
+"""A task graph (or part of it) as a Dask graph, and a static plan as Dask annotations."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..cluster import Cluster
+from ..graph import TaskGraph
+from ..schedule import Schedule
+from .calls import _emulate, _execute, _Opaque, _to_refs
+
+__all__ = ["keys_for", "dask_graph", "plan_annotations"]
+
+
+def keys_for(graph: TaskGraph, run_token: str, gen: int) -> dict:
+    """Dask keys unique to this run and submission (a key still in memory from an earlier run
+    would otherwise be reused instead of computed)."""
+    suffix = f"~{run_token}.{gen}"
+    return {t: (f"{t}{suffix}" if isinstance(t, str) else f"#{t}{suffix}") for t in graph.ids}
+
+
+def dask_graph(graph: TaskGraph, todo, key_of: dict, cluster: Cluster, time_scale: float, size_scale: float,
+               kept=None):
+    """The Dask graph of the tasks ``todo``; a dependency outside ``todo`` is its kept Future."""
+    a = graph.arrays
+    inside = set(todo)
+    kept = kept or {}
+    speeds = {str(w.id): w.speed for w in cluster.workers}
+    calls = graph.calls()
+    dsk = {}
+    for t in todo:
+        i = a.index[t]
+        preds = [a.ids[p] for p in a.preds(i).tolist()]
+        deps = [key_of[p] if p in inside else kept[p] for p in preds]
+        call = calls.get(i)
+        if call is not None:
+            fn, args, kwargs = call
+            pos = {p: k for k, p in enumerate(preds)}
+            dsk[key_of[t]] = (_execute, _Opaque((fn, _to_refs(args, pos), _to_refs(kwargs, pos))), *deps)
+        else:
+            costs = {str(w): v for w, v in (a.costs.get(i) or {}).items()}
+            dsk[key_of[t]] = (_emulate, _Opaque((float(a.cost[i]), costs, speeds, float(time_scale),
+                                                 float(a.output_size[i]) * size_scale)), *deps)
+    return dsk
+
+
+def plan_annotations(plan: Schedule, model: Cluster, key_of: dict) -> dict:
+    """Keyword arguments for ``dask.annotate`` that make Dask carry out ``plan``.
+
+    Each planned task is restricted to its worker's address (``allow_other_workers=False``: Dask
+    neither places it elsewhere nor steals it) and gets a priority that makes a worker run its
+    tasks in plan order (earlier planned start first). Keys outside the plan are left alone.
+
+    Parameters
+    ----------
+    plan : Schedule
+    model : Cluster
+        The cluster the plan was made for; its workers carry their Dask addresses.
+    key_of : dict
+        Task id -> Dask key.
+
+    Returns
+    -------
+    dict
+        ``workers``, ``priority`` (callables of a key) and ``allow_other_workers``.
+    """
+    addr = {w.id: w.address for w in model.workers}
+    order = np.argsort(np.lexsort((plan.finish, plan.start)))
+    where = {key_of[t]: addr[w] for t, w in zip(plan.tasks, plan.workers)}
+    prio = {key_of[t]: int(len(plan) - r) for t, r in zip(plan.tasks, order.tolist())}
+    return {"workers": lambda k: [where[k]] if k in where else None, "priority": lambda k: prio.get(k, 0),
+            "allow_other_workers": False}

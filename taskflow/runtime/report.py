@@ -1,0 +1,147 @@
+"""The report of a run on Dask: the measured trace, the prediction and how the two compare."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from ..cluster import Cluster
+from ..errors import TaskflowError
+from ..graph import TaskGraph
+from ..schedule import Schedule
+from ..trace import Run, Trace, Transfer
+from .calibrate import workers_info
+
+__all__ = ["RunReport", "report_from_stream"]
+
+
+@dataclass
+class RunReport:
+    """What a run on Dask produced and how it compares with the plan."""
+
+    scheduler: str
+    results: dict
+    trace: Trace
+    predicted_makespan: float
+    measured_makespan: float
+    placement_fidelity: float
+    plan: Schedule | None
+    cluster: Cluster
+    tasks: list = field(default_factory=list)
+    replans: int = 0
+    dispatch_overhead: float = 0.0
+    time_scale: float = 1.0
+
+    @property
+    def prediction_error(self) -> float:
+        """|measured - predicted| / predicted."""
+        return abs(self.measured_makespan - self.predicted_makespan) / self.predicted_makespan \
+            if self.predicted_makespan > 0 else float("nan")
+
+    def to_dict(self) -> dict:
+        return {"scheduler": self.scheduler, "predicted_makespan": self.predicted_makespan,
+                "measured_makespan": self.measured_makespan, "placement_fidelity": self.placement_fidelity,
+                "prediction_error": self.prediction_error, "replans": self.replans,
+                "dispatch_overhead": self.dispatch_overhead, "time_scale": self.time_scale,
+                "workers": [{"id": w.id, "address": w.address, "speed": w.speed, "cores": w.cores}
+                            for w in self.cluster.workers],
+                "tasks": self.tasks,
+                "transfers": [t._asdict() for t in self.trace.transfers]}
+
+    def save(self, path) -> None:
+        from ..formats._util import atomic_write
+        atomic_write(path, json.dumps(self.to_dict(), indent=1, default=str) + "\n")
+
+
+def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, model: Cluster, key_of: dict,
+                       task_of: dict, plan, predicted: float, planned_worker: dict, results: dict, replans: int,
+                       t_submit: float, time_scale: float, size_scale: float) -> RunReport:
+    """The :class:`RunReport` of a run, from the records of Dask's task stream.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    records : list of dict
+        ``distributed.get_task_stream`` records (``key``, ``worker``, ``startstops``).
+    scheduler : str
+        The policy's name.
+    client : distributed.Client
+        Names the workers that are not in ``model`` (joined later).
+    model : Cluster
+        The cluster model the run planned with (its workers' addresses map to ids).
+    key_of, task_of : dict
+        Task id -> current Dask key, and back.
+    plan : Schedule or None
+    predicted : float
+        The predicted makespan in (scaled) seconds.
+    planned_worker : dict
+        Task id -> the worker of the latest plan.
+    results : dict
+        Task id -> result.
+    replans : int
+    t_submit : float
+        Wall-clock time of the first submission (``time.time()``).
+    time_scale, size_scale : float
+
+    Returns
+    -------
+    RunReport
+
+    Raises
+    ------
+    TaskflowError
+        The stream recorded no task of this run.
+    """
+    worker_of_addr = {}
+    for w in model.workers:
+        worker_of_addr[w.address] = w.id
+    for addr, w in workers_info(client).items():
+        worker_of_addr.setdefault(addr, str(w.get("name", addr)))
+    current = {key_of[t] for t in graph.ids}
+    runs, transfers = [], []
+    start_of = {}
+    a = graph.arrays
+    for r in records:
+        key = r["key"]
+        key = key if isinstance(key, str) else str(key)
+        if key not in current:
+            continue
+        t = task_of[key]
+        comp = [s for s in r["startstops"] if s["action"] == "compute"]
+        if not comp:
+            continue
+        start_of[t] = (comp[0]["start"], comp[-1]["stop"], worker_of_addr.get(r["worker"], r["worker"]))
+        for s in r["startstops"]:
+            if s["action"] == "transfer":
+                src = worker_of_addr.get(s.get("source"), s.get("source"))
+                nbytes = sum(float(a.size[int(a.pred_eid[k])]) * size_scale
+                             for k in range(int(a.pred_ptr[a.index[t]]), int(a.pred_ptr[a.index[t] + 1])))
+                transfers.append((t, src, start_of[t][2], nbytes, s["start"], s["stop"]))
+    if not start_of:
+        raise TaskflowError("the task stream recorded no task of this run")
+    origin = min(v[0] for v in start_of.values())
+    for t in graph.ids:
+        if t in start_of:
+            s, f, w = start_of[t]
+            runs.append(Run(t, t, w, s - origin, f - origin))
+    trace = Trace(runs, [Transfer(t, s, d, b, x - origin, y - origin) for t, s, d, b, x, y in transfers],
+                  scheduler=scheduler, network="dask")
+    measured = max(r.finish for r in runs)
+    planned = {}
+    if plan is not None:
+        planned = {t: (w, s * time_scale, f * time_scale)
+                   for t, w, s, f in zip(plan.tasks, plan.workers, plan.start.tolist(), plan.finish.tolist())}
+    rows = []
+    same = 0
+    for r in runs:
+        pw = planned_worker.get(r.task)
+        same += (pw is not None and str(pw) == str(r.worker))
+        row = {"task": r.task, "worker": r.worker, "planned_worker": pw, "start": r.start, "finish": r.finish}
+        if r.task in planned:
+            row["predicted_start"] = planned[r.task][1]
+            row["predicted_finish"] = planned[r.task][2]
+            row["deviation"] = r.finish - planned[r.task][2]
+        rows.append(row)
+    fidelity = same / len(runs) if planned_worker else 0.0
+    return RunReport(scheduler, results, trace, predicted, measured, fidelity, plan, model, rows,
+                     replans, origin - t_submit, time_scale)

@@ -1,0 +1,611 @@
+"""The discrete-event simulator: one run of a task graph on a cluster, in seconds of simulated time.
+
+Task states (:class:`~.states.TaskState`) and every allowed move; each move is one method
+``_transition_<from>_<to>`` and nothing else writes a task's state:
+
+=========  =========  ========================================================================
+from       to         when
+=========  =========  ========================================================================
+WAITING    QUEUED     a plan or a dynamic policy assigns the task to a live worker
+QUEUED     QUEUED     a dynamic policy moves (steals) a task that has not started
+QUEUED     RUNNING    its inputs have arrived on its worker and enough cores are free
+RUNNING    DONE       its run ends; its output is on its worker
+RUNNING    WAITING    its worker is lost while it runs
+QUEUED     WAITING    its worker is lost, or a re-plan takes it back
+DONE       WAITING    every copy of its output is lost and a task yet to run needs it
+=========  =========  ========================================================================
+
+Events (:class:`~.events.EventKind`) wait on one heap ordered by (time, kind, sequence) and go
+through one dispatch; a network model either puts its events on that heap or keeps its own clock
+(see :mod:`.network.base`). A static plan runs as a plan: each worker starts its tasks in plan
+order (planned start time), each as soon as its inputs have arrived and enough cores are free. A
+dynamic policy is called on events (:class:`~taskflow.policy.DynamicScheduler`) and answers with
+assignments; ``scheduler_interval`` is the minimum time between two invocations (events wait and
+are delivered together), ``decision_latency`` the time from an invocation until its decisions take
+effect (a static plan's too).
+
+Transfers start as soon as both the producer has finished and the consumer's worker is known. An
+output sent to a worker once is not sent there again. When a worker is lost (:mod:`.faults`), its
+running and queued tasks, its in-flight transfers and the outputs held only there are lost;
+finished outputs still needed are recomputed. A static plan is re-planned on the survivors with
+the same scheduler for the unfinished part; a dynamic policy is told (``on_worker_lost``). Results
+of sink tasks count as delivered to the client when they finish, so they are never recomputed.
+
+With ``validate=True`` every transition first checks its preconditions (``AssertionError`` when
+one breaks). Broken internal invariants raise ``RuntimeError``; :class:`~taskflow.errors.TaskflowError`
+is kept for what a user can get wrong.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+import numpy as np
+
+from ..cluster import Cluster
+from ..costs import CostModel
+from ..errors import TaskflowError
+from ..graph import TaskGraph
+from ..policy import available, get_scheduler
+from ..trace import Run, Trace, Transfer, run_id
+from .events import EventKind
+from .faults import Perturbations
+from .information import estimated_graph
+from .network import Flow, make_network
+from .priorities import transfer_classes
+from .states import DONE, QUEUED, RUNNING, WAITING, TaskState
+from .view import SimView
+
+__all__ = ["Simulator"]
+
+_FAIL, _FINISH, _APPLY, _WAKE = EventKind.FAIL, EventKind.FINISH, EventKind.APPLY, EventKind.WAKE
+_INF = math.inf
+
+
+class _LazyTransfers:
+    """Transfers kept as index tuples and turned into :class:`Transfer` rows when first read."""
+
+    def __init__(self, raw, ids, wids):
+        self.raw, self.ids, self.wids = raw, ids, wids
+
+    def materialise(self) -> list:
+        ids, wids = self.ids, self.wids
+        return [Transfer(ids[p], wids[a], wids[b], z, t0, t1) for p, a, b, z, t0, t1 in self.raw]
+
+
+class Simulator:
+    """One simulation run; see :func:`taskflow.simulate` for the parameters."""
+
+    def __init__(self, graph: TaskGraph, cluster: Cluster, scheduler="heft", network: str = "maxmin", plan=None,
+                 noise: float = 0.0, stragglers=None, fail=None, information: str = "exact", seed: int = 0,
+                 scheduler_interval: float = 0.0, decision_latency: float = 0.0, scheduler_options=None,
+                 validate: bool = False):
+        self.graph = graph
+        self.cluster = cluster
+        self.validate = validate
+        self.true = CostModel(graph, cluster)
+        self.est_graph = estimated_graph(graph, information)
+        self.model = self.true if self.est_graph is graph else CostModel(self.est_graph, cluster)
+        self.information = information
+        if plan is not None and scheduler is None:
+            scheduler = plan.scheduler if plan.scheduler in available() else "heft"
+        self.scheduler = get_scheduler(scheduler, seed=seed, **(scheduler_options or {}))
+        self.dynamic = self.scheduler.kind == "dynamic"
+        self.plan = plan
+        a = self.a = graph.arrays
+        n, W = a.n, len(cluster)
+        self.n, self.W = n, W
+        self.faults = Perturbations(cluster, n, noise, stragglers, fail, seed)
+        self.true_d = self.true.durations  # numpy: n x W lists would cost more than they save
+        self.est_d = self.model.durations
+        self.wids = cluster.ids
+        self.interval = float(scheduler_interval)
+        self.latency_decision = float(decision_latency)
+        # graph as lists (fast scalar access in the event loop)
+        self.pred_ptr = a.pred_ptr.tolist()
+        self.pred_idx = a.pred_idx.tolist()
+        self.pred_size = a.size[a.pred_eid].tolist()
+        self.succ_ptr = a.succ_ptr.tolist()
+        self.succ_idx = a.succ_idx.tolist()
+        self.succ_size = a.size[a.succ_eid].tolist()
+        self.tcores = a.cores.tolist()
+        self.lat = cluster.latency_matrix.tolist()
+        # task state
+        self.status = [WAITING] * n
+        self.npred = np.diff(a.pred_ptr).tolist()  # inputs not computed (yet, or any more)
+        self.assigned = [-1] * n
+        self.token = [0] * n  # assignment generation: arrivals for an older one are ignored
+        self.run_token = [0] * n  # run generation: the finish of a run lost with its worker is ignored
+        self.missing = [0] * n  # inputs computed but not yet on the assigned worker
+        self.done_runs = [0] * n
+        self.start_time = [0.0] * n
+        self.have = [None] * n  # task -> {worker: bytes of its output there}
+        self.home = [-1] * n  # where the task's output was computed
+        self.flows = {}  # (task, worker) -> live Flow
+        # worker state
+        self.alive = [True] * W
+        self.free = cluster.cores.tolist()
+        self.running = [set() for _ in range(W)]
+        self.seq = [[] for _ in range(W)]  # static: plan order
+        self.ptr = [0] * W
+        self.rq = [[] for _ in range(W)]  # dynamic: runnable heap
+        self.qset = [{} for _ in range(W)]  # tasks assigned and not started, in assignment order
+        self.queued_est = [0.0] * W  # their estimated seconds of work
+        # bookkeeping
+        self.now = 0.0
+        self.heap = []
+        self._seq = 0
+        self._fid = 0
+        self.runs = []
+        self.transfers = []
+        self.lost = []
+        self.served_by = {}
+        self.reruns = False  # some task has completed twice: consumers record which run served them
+        self.plan_gen = 0
+        self.aborted_flows = 0
+        self.pending_calls = []
+        self.wake_at = None
+        self.last_call = -_INF
+        self.tclass, classes = transfer_classes(graph)
+        self.net = make_network(network, cluster, self._push, self._arrive, self._flow_done, classes=classes)
+        self.network_name = network
+        self.view = SimView(self)
+        net = self.net
+        # one dispatch, indexed by EventKind
+        self._handlers = (self._fail, self._on_finish,
+                          lambda p: net.fire(EventKind.BYTES_ARRIVED, p, self.now),
+                          lambda p: net.fire(EventKind.FLOW_COMPLETE, p, self.now),
+                          self._apply, lambda _: self._wake())
+        self._transitions = {
+            (WAITING, QUEUED): self._transition_waiting_queued,
+            (QUEUED, QUEUED): self._transition_queued_queued,
+            (QUEUED, RUNNING): self._transition_queued_running,
+            (RUNNING, DONE): self._transition_running_done,
+            (RUNNING, WAITING): self._transition_running_waiting,
+            (QUEUED, WAITING): self._transition_queued_waiting,
+            (DONE, WAITING): self._transition_done_waiting,
+        }
+
+    # ------------------------------------------------------------------ the event loop
+    def _push(self, t, kind, payload):
+        self._seq += 1
+        heapq.heappush(self.heap, (t, kind, self._seq, payload))
+
+    def run(self) -> Trace:
+        """Carry out the whole run and return its trace."""
+        for w, t in self.faults.fail.items():
+            self._push(t, _FAIL, w)
+        if self.dynamic:
+            self._call(self.scheduler.start, self.view)
+            self._call(self.scheduler.on_ready, [i for i in range(self.n) if self.npred[i] == 0], self.view)
+        else:
+            self._initial_plan()
+        self._loop()
+        self._check_finished()
+        meta = {"aborted_transfers": self.aborted_flows, "information": self.information}
+        return Trace(self.runs, _LazyTransfers(self.transfers, self.a.ids, self.wids), scheduler=self.scheduler.name,
+                     network=self.network_name, served_by=self.served_by, lost=self.lost, meta=meta)
+
+    def _loop(self):
+        heap, pop, handlers = self.heap, heapq.heappop, self._handlers
+        net = self.net
+        next_time = net.next_time
+        idle = 0
+        while True:
+            t_net = next_time()
+            if heap and heap[0][0] <= t_net:
+                t, kind, _, payload = pop(heap)
+                self.now = t
+                handlers[kind](payload)
+            elif t_net < _INF:
+                self.now = t_net
+                if net.advance(t_net):
+                    idle = 0
+                else:
+                    idle += 1
+                    if idle > 10_000:  # a network event that never comes due: a bug, not a hang
+                        raise RuntimeError(f"network model made no progress at t={t_net!r} (internal error)")
+            else:
+                break
+
+    def _check_finished(self):
+        left = [i for i in range(self.n) if self.status[i] != DONE]
+        if left:
+            i = left[0]
+            why = "never assigned to a worker" if self.assigned[i] < 0 else \
+                f"stuck on worker {self.wids[self.assigned[i]]!r}"
+            raise RuntimeError(f"simulation ended with {len(left)} unfinished task(s); task {self.a.ids[i]!r} was {why}")
+
+    # ------------------------------------------------------------------ transitions
+    def _transition(self, i, new: TaskState, *args):
+        move = self._transitions.get((self.status[i], new))
+        if move is None:
+            raise RuntimeError(f"task {self.a.ids[i]!r}: no transition {self.status[i].name} -> {new.name} "
+                               f"(internal error)")
+        move(i, *args)
+
+    def _transition_waiting_queued(self, i, w):
+        if self.validate:
+            assert self.assigned[i] < 0 and self.alive[w], (i, w)
+        self._place(i, w)
+
+    def _transition_queued_queued(self, i, w):
+        if self.validate:
+            assert self.assigned[i] >= 0 and i in self.qset[self.assigned[i]] and self.alive[w], (i, w)
+        self._dequeue(i, self.assigned[i])
+        self._place(i, w)
+
+    def _place(self, i, w):
+        self.assigned[i] = w
+        self.status[i] = QUEUED
+        self.token[i] += 1
+        self.missing[i] = 0
+        self.qset[w][i] = None
+        if self.dynamic:
+            self.queued_est[w] += float(self.est_d[i, w])
+        status = self.status
+        for k in range(self.pred_ptr[i], self.pred_ptr[i + 1]):
+            p = self.pred_idx[k]
+            if status[p] == DONE:
+                self._need(i, p, self.pred_size[k], w)
+        if self.dynamic and self.npred[i] == 0 and self.missing[i] == 0:
+            self._runnable(i, w)
+
+    def _transition_queued_running(self, i, w):
+        if self.validate:
+            assert self.assigned[i] == w and self.npred[i] == 0 and self.missing[i] == 0, (i, w)
+            assert self.free[w] >= self.tcores[i] and self.alive[w], (i, w)
+        now = self.now
+        d = self.faults.duration(float(self.true_d[i, w]), i, w, now)
+        self.status[i] = RUNNING
+        self._dequeue(i, w)
+        self.free[w] -= self.tcores[i]
+        self.running[w].add(i)
+        self.start_time[i] = now
+        self.run_token[i] += 1
+        k = self.done_runs[i] + 1
+        for e in (range(self.pred_ptr[i], self.pred_ptr[i + 1]) if self.reruns else ()):
+            p = self.pred_idx[e]
+            if self.done_runs[p] > 1:
+                self.served_by.setdefault(run_id(self.a.ids[i], k), {})[self.a.ids[p]] = run_id(self.a.ids[p], self.done_runs[p])
+        self._push(now + d, _FINISH, (i, self.run_token[i]))
+
+    def _transition_running_done(self, i):
+        w = self.assigned[i]
+        if self.validate:
+            assert i in self.running[w] and self.alive[w], (i, w)
+        self.status[i] = DONE
+        self.done_runs[i] += 1
+        if self.done_runs[i] > 1:
+            self.reruns = True
+        self.free[w] += self.tcores[i]
+        self.running[w].discard(i)
+        ids = self.a.ids
+        self.runs.append(Run(ids[i], run_id(ids[i], self.done_runs[i]), self.wids[w], self.start_time[i], self.now))
+        self.have[i] = {w: _INF}
+        self.home[i] = w
+
+    def _transition_running_waiting(self, i):
+        w = self.assigned[i]
+        if self.validate:
+            assert not self.alive[w] and i in self.running[w], (i, w)
+        self.lost.append((self.a.ids[i], self.wids[w], self.start_time[i], self.now))
+        self.running[w].discard(i)
+        self.run_token[i] += 1
+        self.status[i] = WAITING
+        self.assigned[i] = -1
+
+    def _transition_queued_waiting(self, i):
+        if self.validate:
+            assert i in self.qset[self.assigned[i]], i
+        self._dequeue(i, self.assigned[i])
+        self.status[i] = WAITING
+        self.assigned[i] = -1
+        self.token[i] += 1
+
+    def _transition_done_waiting(self, i):
+        if self.validate:  # the worker that computed it is gone (else it would be the source)
+            assert self.home[i] < 0 or not self.alive[self.home[i]], i
+        self.status[i] = WAITING
+        self.assigned[i] = -1
+
+    def _dequeue(self, i, w):
+        if self.qset[w].pop(i, 0) is None and self.dynamic:
+            self.queued_est[w] -= float(self.est_d[i, w])
+
+    # ------------------------------------------------------------------ static plans
+    def _initial_plan(self):
+        if self.plan is not None:
+            plan = self.plan
+            missing = set(self.a.ids) - set(plan.tasks)
+            if missing or len(plan.tasks) != self.n:
+                raise TaskflowError(f"plan does not place every task exactly once (e.g. {sorted(missing, key=str)[:1]})")
+        else:
+            plan = self.scheduler.schedule(self.est_graph, self.cluster, model=self.model)
+        self.plan_gen += 1
+        self._later(self._apply_plan, (self.plan_gen, plan))
+
+    def _apply_plan(self, item):
+        gen, plan = item
+        if gen != self.plan_gen:
+            return  # overtaken by a re-plan (a worker was lost before this plan took effect)
+        index, cidx = self.a.index, self.cluster.index
+        rows = sorted(range(len(plan)), key=lambda k: (plan.start[k], plan.finish[k], index[plan.tasks[k]]))
+        for w in range(self.W):
+            self.seq[w] = []
+            self.ptr[w] = 0
+        touched = set()
+        for k in rows:
+            i = index[plan.tasks[k]]
+            if self.status[i] in (RUNNING, DONE):
+                continue
+            w = cidx[plan.workers[k]]
+            if not self.alive[w]:
+                raise RuntimeError(f"plan puts task {plan.tasks[k]!r} on lost worker {plan.workers[k]!r} (internal error)")
+            self.seq[w].append(i)
+            self._transition(i, QUEUED, w)
+            touched.add(w)
+        for w in touched:
+            self._try_start(w)
+
+    def _replan(self):
+        unfinished = [self.a.ids[i] for i in range(self.n) if self.status[i] in (WAITING, QUEUED)]
+        for i in range(self.n):
+            if self.status[i] == QUEUED:
+                self._transition(i, WAITING)
+        if not unfinished:
+            return
+        alive_ids = [self.wids[w] for w in range(self.W) if self.alive[w]]
+        survivors = self.cluster.subset(alive_ids)
+        # exact costs on lost workers no longer apply
+        sub = self.est_graph.subgraph(unfinished).restrict_costs(alive_ids)
+        plan = self.scheduler.schedule(sub, survivors)
+        self.plan_gen += 1
+        self._later(self._apply_plan, (self.plan_gen, plan))
+
+    # ------------------------------------------------------------------ data
+    def source_of(self, p, nbytes) -> int:
+        """The live worker to fetch ``nbytes`` of ``p``'s output from: where it was computed, else
+        the first live worker holding that many bytes of it; -1 when there is none."""
+        home = self.home[p]
+        if home >= 0 and self.alive[home]:
+            return home
+        h = self.have[p]
+        if not h:
+            return -1
+        best = -1
+        for w, b in h.items():
+            if b >= nbytes and self.alive[w]:
+                if b == _INF:
+                    return w  # the producer's own worker
+                if best < 0:
+                    best = w
+        return best
+
+    def _need(self, i, p, s, w):
+        """Consumer ``i`` on ``w`` needs ``s`` bytes of ``p``'s output."""
+        hw = self.have[p].get(w)
+        if hw is not None and hw >= s:  # present (a zero-byte edge still needs its latency once)
+            return
+        self.missing[i] += 1
+        f = self.flows.get(p * self.W + w)
+        if f is not None and not f.complete:
+            if f.total < s - f.base:
+                self.net.extend(f, s - f.base, self.now)
+            self.net.wait(f, s - f.base, i, self.token[i], self.now)
+            return
+        base = 0.0 if hw is None else hw
+        src = self.source_of(p, s)
+        if src < 0:
+            raise RuntimeError(f"no copy of task {self.a.ids[p]!r}'s output is left (internal error)")
+        self._fid += 1
+        f = Flow(self._fid, p, src, w, s - base, self.now, self.lat[src][w])
+        f.base = base
+        if self.tclass is not None:
+            f.cls = self.tclass[i]
+        self.flows[p * self.W + w] = f
+        self.net.start(f, self.now)
+        self.net.wait(f, s - base, i, self.token[i], self.now)
+
+    def _arrive(self, flow, item):
+        """Network callback: a consumer's bytes of ``flow`` are on its worker."""
+        nbytes, i, tok = item
+        if flow.aborted or tok != self.token[i] or self.status[i] != QUEUED or self.assigned[i] != flow.dst:
+            return
+        self.missing[i] -= 1
+        if self.missing[i] == 0 and self.npred[i] == 0:
+            w = flow.dst
+            if self.dynamic:
+                self._runnable(i, w)
+            self._try_start(w)
+
+    def _flow_done(self, flow):
+        """Network callback: ``flow`` carried all its bytes."""
+        if flow.aborted:
+            return
+        flow.finish = self.now
+        flow.complete = True
+        key = flow.task * self.W + flow.dst
+        if self.flows.get(key) is flow:
+            del self.flows[key]
+        h = self.have[flow.task]
+        h[flow.dst] = max(h.get(flow.dst, 0.0), flow.base + flow.total)
+        self.transfers.append((flow.task, flow.src, flow.dst, flow.total, flow.start, self.now))
+
+    # ------------------------------------------------------------------ running tasks
+    def _runnable(self, i, w):
+        self._seq += 1
+        heapq.heappush(self.rq[w], (-self.scheduler.priority(i), self._seq, i, self.token[i]))
+
+    def _try_start(self, w):
+        if not self.alive[w]:
+            return
+        if self.dynamic:
+            rq = self.rq[w]
+            while rq:
+                _, _, i, tok = rq[0]
+                if tok != self.token[i] or self.assigned[i] != w or self.status[i] != QUEUED:
+                    heapq.heappop(rq)
+                    continue
+                if self.free[w] < self.tcores[i]:
+                    break
+                heapq.heappop(rq)
+                self._transition(i, RUNNING, w)
+            return
+        seq = self.seq[w]
+        k = self.ptr[w]
+        status, assigned = self.status, self.assigned
+        while k < len(seq):
+            i = seq[k]
+            if assigned[i] != w or status[i] != QUEUED:
+                k += 1
+                continue
+            if self.npred[i] or self.missing[i] or self.free[w] < self.tcores[i]:
+                break
+            self._transition(i, RUNNING, w)
+            k += 1
+        self.ptr[w] = k
+
+    def _on_finish(self, payload):
+        i, rtok = payload
+        if rtok != self.run_token[i] or self.status[i] != RUNNING:
+            return  # a run that was lost with its worker
+        w = self.assigned[i]
+        self._transition(i, DONE)
+        newly_ready = []
+        npred, assigned, status = self.npred, self.assigned, self.status
+        for e in range(self.succ_ptr[i], self.succ_ptr[i + 1]):
+            j = self.succ_idx[e]
+            if status[j] >= RUNNING:
+                continue
+            npred[j] -= 1
+            aj = assigned[j]
+            if aj >= 0 and status[j] == QUEUED:
+                self._need(j, i, self.succ_size[e], aj)
+                if npred[j] == 0 and self.missing[j] == 0:
+                    if self.dynamic:
+                        self._runnable(j, aj)
+                    self._try_start(aj)
+            elif npred[j] == 0:
+                newly_ready.append(j)
+        if self.dynamic:
+            self._call(self.scheduler.on_finished, i, w, self.view)
+            if newly_ready:
+                self._call(self.scheduler.on_ready, newly_ready, self.view)
+        self._try_start(w)
+        if self.dynamic and not self.running[w] and not self.qset[w]:
+            self._call(self.scheduler.on_idle, w, self.view)
+
+    # ------------------------------------------------------------------ scheduler calls and delays
+    def _call(self, hook, *args):
+        if self.interval <= 0 and self.latency_decision <= 0:
+            self._apply(hook(*args))
+            return
+        self.pending_calls.append((hook, args))
+        if self.wake_at is None:
+            self.wake_at = max(self.now, self.last_call + self.interval)
+            self._push(self.wake_at, _WAKE, None)
+
+    def _later(self, fn, arg):
+        """Run ``fn(arg)`` (a decision) after the decision latency."""
+        if self.latency_decision <= 0:
+            fn(arg)
+        else:
+            self._push(self.now + self.latency_decision, _APPLY, (fn, arg))
+
+    def _wake(self):
+        self.wake_at = None
+        self.last_call = self.now
+        calls, self.pending_calls = self.pending_calls, []
+        decisions = []
+        for hook, args in calls:
+            decisions.extend(hook(*args) or [])
+        self._later(self._apply, decisions)
+
+    def _apply(self, payload):
+        if isinstance(payload, tuple) and len(payload) == 2 and callable(payload[0]):
+            payload[0](payload[1])
+            return
+        touched = set()
+        for i, w in payload or []:
+            st = self.status[i]
+            if st >= RUNNING or not self.alive[w] or (st == QUEUED and self.assigned[i] == w):
+                continue
+            if st == WAITING and self.npred[i] != 0:
+                continue  # not ready: a dynamic policy places ready tasks only
+            old = self.assigned[i] if st == QUEUED else -1
+            self._transition(i, QUEUED, w)
+            touched.add(w)
+            if old >= 0:
+                touched.add(old)
+        for w in touched:
+            self._try_start(w)
+        for w in touched:
+            if self.dynamic and self.alive[w] and not self.running[w] and not self.qset[w]:
+                self._call(self.scheduler.on_idle, w, self.view)
+
+    # ------------------------------------------------------------------ failures
+    def _fail(self, w):
+        """Worker ``w`` is lost: see the module docstring."""
+        now = self.now
+        self.alive[w] = False
+        affected = []
+        for i in list(self.running[w]):
+            self._transition(i, WAITING)
+            affected.append(i)
+        self.free[w] = 0
+        for i in list(self.qset[w]):
+            self._transition(i, WAITING)
+            affected.append(i)
+        self.queued_est[w] = 0.0
+        self.rq[w] = []
+        self.seq[w] = []
+        for key, f in list(self.flows.items()):
+            if f.src == w or f.dst == w:
+                self.net.abort(f, now)
+                self.aborted_flows += 1
+                del self.flows[key]
+        for p in range(self.n):
+            h = self.have[p]
+            if h and w in h:
+                del h[w]
+        # outputs lost for good and still needed are recomputed (transitively)
+        status = self.status
+        stack = [i for i in range(self.n) if status[i] in (WAITING, QUEUED)]
+        seen = set(stack)
+        while stack:
+            j = stack.pop()
+            for k in range(self.pred_ptr[j], self.pred_ptr[j + 1]):
+                p = self.pred_idx[k]
+                if status[p] == DONE and self.source_of(p, self.pred_size[k]) < 0:
+                    self._transition(p, WAITING)
+                    affected.append(p)
+                    if p not in seen:
+                        seen.add(p)
+                        stack.append(p)
+        # inputs not computed any more, counted afresh for every task yet to start
+        for j in range(self.n):
+            if status[j] in (WAITING, QUEUED):
+                self.npred[j] = sum(1 for k in range(self.pred_ptr[j], self.pred_ptr[j + 1])
+                                    if status[self.pred_idx[k]] != DONE)
+        if not self.dynamic:
+            self._replan()
+            return
+        # tasks still queued on survivors may have waited on aborted transfers: ask again
+        for i in range(self.n):
+            if status[i] == QUEUED:
+                a = self.assigned[i]
+                self.token[i] += 1
+                self.missing[i] = 0
+                for k in range(self.pred_ptr[i], self.pred_ptr[i + 1]):
+                    p = self.pred_idx[k]
+                    if status[p] == DONE:
+                        self._need(i, p, self.pred_size[k], a)
+                if self.npred[i] == 0 and self.missing[i] == 0:
+                    self._runnable(i, a)
+        ready = [i for i in range(self.n) if status[i] == WAITING and self.npred[i] == 0]
+        self._call(self.scheduler.on_worker_lost, w, sorted(set(affected)), self.view)
+        self._call(self.scheduler.on_ready, ready, self.view)
+        for x in self.view.alive_workers():
+            self._try_start(x)

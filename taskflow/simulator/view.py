@@ -1,0 +1,161 @@
+"""What a dynamic policy may ask about the simulated world (task and worker indices, estimated costs).
+
+The transfer-time estimate lives here once: :meth:`SimView.transfer_estimates` prices bringing a
+task's computed inputs to every worker (each input from its source, :meth:`Simulator.source_of`,
+at latency + bytes / bandwidth, one input after another); policies use it rather than their own.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .states import DONE, RUNNING
+
+__all__ = ["SimView"]
+
+
+@njit(cache=True)
+def _transfer_times(srcs, sizes, holders, ptr, k, lat, inv, out):  # pragma: no cover - compiled
+    """``out[w]``: seconds to bring the ``k`` inputs (from ``srcs[j]``, ``sizes[j]`` bytes, already on
+    ``holders[ptr[j]:ptr[j+1]]``) to worker ``w``, one after another."""
+    W = out.shape[0]
+    for w in range(W):
+        acc = 0.0
+        for j in range(k):
+            here = False
+            for x in range(ptr[j], ptr[j + 1]):
+                if holders[x] == w:
+                    here = True
+                    break
+            if not here:
+                src = srcs[j]
+                acc += lat[src, w] + sizes[j] * inv[src, w]
+        out[w] = acc
+
+
+class SimView:
+    """A dynamic policy's window on one simulation (see :class:`~taskflow.policy.DynamicScheduler`).
+
+    Attributes
+    ----------
+    model : CostModel
+        The *estimated* costs (what the policy is told).
+    arrays : GraphArrays
+    cluster : Cluster
+    """
+
+    def __init__(self, sim):
+        self._s = sim
+        self.model = sim.model
+        self.arrays = sim.a
+        self.cluster = sim.cluster
+        a = sim.a
+        W = len(sim.cluster)
+        width = int(np.diff(a.pred_ptr).max(initial=0)) + 1
+        self._srcs = np.zeros(width, np.int64)
+        self._sizes = np.zeros(width)
+        self._ptr = np.zeros(width + 1, np.int64)
+        self._holders = np.zeros(width * W, np.int64)
+        self._lat = sim.model.latency_matrix
+        self._inv = sim.model.inv_bandwidth
+
+    @property
+    def now(self) -> float:
+        """The simulated time."""
+        return self._s.now
+
+    def alive_workers(self) -> list:
+        """Indices of the workers not lost."""
+        return [w for w, ok in enumerate(self._s.alive) if ok]
+
+    def is_alive(self, w: int) -> bool:
+        """Whether worker ``w`` is not lost."""
+        return self._s.alive[w]
+
+    def assigned(self, task: int) -> int:
+        """The worker ``task`` is assigned to, or -1."""
+        return self._s.assigned[task]
+
+    def is_ready(self, task: int) -> bool:
+        """Every input of ``task`` has been computed (it may still have to be moved)."""
+        return self._s.npred[task] == 0
+
+    def started(self, task: int) -> bool:
+        """``task`` is running or done."""
+        return self._s.status[task] >= RUNNING
+
+    def queued(self, w: int) -> list:
+        """Tasks assigned to ``w`` that have not started, in assignment order."""
+        return list(self._s.qset[w])
+
+    def running(self, w: int) -> list:
+        """Tasks running on ``w``."""
+        return list(self._s.running[w])
+
+    def free_cores(self, w: int) -> int:
+        """Cores of ``w`` not used by running tasks."""
+        return self._s.free[w]
+
+    def occupancy(self, w: int) -> float:
+        """Estimated seconds of work on ``w``: queued tasks plus what is left of running ones."""
+        s = self._s
+        d = s.est_d
+        now = s.now
+        occ = 0.0
+        for i in s.running[w]:
+            occ += max(0.0, float(d[i, w]) - (now - s.start_time[i]))
+        return occ + s.queued_est[w]
+
+    def nqueued(self, w: int) -> int:
+        """How many tasks are queued on ``w``."""
+        return len(self._s.qset[w])
+
+    def locations(self, task: int) -> list:
+        """Workers holding (some of) ``task``'s output."""
+        h = self._s.have[task]
+        return [w for w in h] if h else []
+
+    def missing_bytes(self, task: int, w: int) -> float:
+        """Bytes of ``task``'s computed inputs not yet on ``w``."""
+        s = self._s
+        total = 0.0
+        for k in range(s.pred_ptr[task], s.pred_ptr[task + 1]):
+            p = s.pred_idx[k]
+            if s.status[p] == DONE and s.have[p].get(w, -1.0) < s.pred_size[k]:
+                total += s.pred_size[k]
+        return total
+
+    def transfer_estimates(self, task: int) -> np.ndarray:
+        """Estimated seconds to bring ``task``'s computed inputs to each worker, one after another.
+
+        As in Dask, an output is on a worker or not: an input costs nothing where a copy of it is,
+        elsewhere it comes from its source (:meth:`Simulator.source_of`, the worker the simulated
+        world fetches from) at latency + bytes / bandwidth."""
+        s = self._s
+        srcs, sizes, ptr, holders = self._srcs, self._sizes, self._ptr, self._holders
+        k = 0
+        n = 0
+        status, have, pred_size, pred_idx = s.status, s.have, s.pred_size, s.pred_idx
+        for e in range(s.pred_ptr[task], s.pred_ptr[task + 1]):
+            p = pred_idx[e]
+            if status[p] != DONE:
+                continue
+            size = pred_size[e]
+            src = s.source_of(p, size)
+            if src < 0:
+                continue
+            srcs[k] = src
+            sizes[k] = size
+            for w in have[p]:
+                holders[n] = w
+                n += 1
+            k += 1
+            ptr[k] = n
+        out = np.empty(len(self.cluster))
+        _transfer_times(srcs, sizes, holders, ptr, k, self._lat, self._inv, out)
+        return out
+
+    def transfer_estimate(self, task: int, w: int) -> float:
+        """Estimated seconds to bring ``task``'s computed inputs to ``w`` (see :meth:`transfer_estimates`)."""
+        return float(self.transfer_estimates(task)[w])
