@@ -41,6 +41,10 @@ class ScheduleError(TaskflowError, ValueError):
         super().__init__(first + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""))
 
 
+class WorkflowError(TaskflowError, ValueError):
+    """A workflow generator was given parameters it cannot build a graph from."""
+
+
 class UnknownSchedulerError(TaskflowError, ValueError):
     """No scheduler is registered under the requested name."""
 

@@ -112,10 +112,10 @@ def test_layer_order_priority_ranks_the_first_layers_transfers_first():
                                      ("stale", {"staleness": 0}), ("stale", {"staleness": 2})])
 @pytest.mark.parametrize("kind", ["ring", "tree", "ps"])
 def test_repeated_iterations_are_built_exactly_as_one_by_one(mode, kw, kind):
-    args = ("vgg16", 3, 8, kind, 3, "layer-order", 0.5, 32, "v100", ("read", "decode"), 1e-3, False, None, (32,),
-            0.5, 0, "x")
-    fast = tr._training(*args, mode=mode, barrier=True, **kw)
-    slow = tr._training(*args, mode=mode, barrier=True, tile=False, **kw)
+    spec = dict(model="vgg16", workers=3, iterations=8, allreduce=kind, buckets=3, priority="layer-order",
+                compression=0.5, batch=32, device="v100", stages=("read", "decode"), load_cost=1e-3, name="x")
+    fast = tr.training_graph(tr.TrainingSpec(**spec, mode=mode, barrier=True, **kw))
+    slow = tr.training_graph(tr.TrainingSpec(**spec, mode=mode, barrier=True, tile=False, **kw))
     assert fast.ids == slow.ids and list(fast.edges()) == list(slow.edges())
     assert [t.meta for t in fast.tasks()] == [t.meta for t in slow.tasks()]
     assert [t.cost for t in fast.tasks()] == [t.cost for t in slow.tasks()]
@@ -152,8 +152,8 @@ def test_stale_synchronous_waits_for_the_update_s_iterations_back():
     assert set(g.predecessors("it4.w1.fwd.l3")) == {"it4.w1.fwd.l2", "it1.w1.update.l3", "it3.w1.bwd.l3"}
     assert "init.w1.l3" in g.predecessors("it2.w1.fwd.l3")
     with pytest.raises(ValueError, match="simulation only"):
-        tr._training("resnet50", 2, 2, "ring", 2, "none", None, 32, "v100", ("read",), 1e-3, True, "/nonexistent",
-                     (8,), 0.1, 0, None, mode="stale", staleness=1)
+        tr.TrainingSpec(model="resnet50", workers=2, iterations=2, stages=("read",), load_cost=1e-3, executable=True,
+                        dataset_dir="/nonexistent", hidden=(8,), lr=0.1, mode="stale", staleness=1)
 
 
 def test_staleness_overlaps_communication_with_the_next_compute():

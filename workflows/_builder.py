@@ -15,6 +15,7 @@ import gc
 
 import numpy as np
 
+from taskflow.errors import WorkflowError
 from taskflow.graph import TaskGraph, TaskHandle
 
 
@@ -95,20 +96,20 @@ class GraphBuilder:
         periodic generator, whose next block would have been exactly that (the tests compare against
         an explicit build). Edges of the block must come from tasks at index ``floor`` or later."""
         if self._g is not None:
-            raise ValueError("tile() is for cost-model graphs (executable=False)")
+            raise WorkflowError("tile() is for cost-model graphs (executable=False)")
         lo, elo = start
         hi, ehi = len(self.ids), len(self.src)
         size = hi - lo
         if times < 1 or size == 0:
             return
         if self._chunks:
-            raise ValueError("tile() repeats the last block once per graph")
+            raise WorkflowError("tile() repeats the last block once per graph")
         ids, cost, osize, meta = self.ids[lo:hi], self.cost[lo:hi], self.size[lo:hi], self.meta[lo:hi]
         src = np.asarray(self.src[elo:ehi], dtype=np.int64)
         dst = np.asarray(self.dst[elo:ehi], dtype=np.int64)
         esize = np.asarray(self.esize[elo:ehi], dtype=np.float64)
         if src.size and int(src.min()) < floor:
-            raise ValueError("tile(): the block depends on tasks before the periodic part; build more explicitly")
+            raise WorkflowError("tile(): the block depends on tasks before the periodic part; build more explicitly")
         for k in range(1, times + 1):
             self.ids.extend(rename(ids, k))
             self.meta.extend(remeta(meta, k))

@@ -28,7 +28,7 @@ of a rank that load something (one prefetch edge each).
 
 from __future__ import annotations
 
-import math
+from taskflow.errors import WorkflowError
 
 from ._builder import GraphBuilder
 
@@ -77,23 +77,23 @@ def input_pipeline(shards=16, workers: int = 2, stages=("read", "decode", "augme
     S, N, E = len(sizes), int(workers), int(epochs)
     stages = tuple(stages)
     if S < 1 or N < 1 or E < 1 or not stages:
-        raise ValueError("shards, workers, epochs and stages must be >= 1")
+        raise WorkflowError("shards, workers, epochs and stages must be >= 1")
     if len(set(stages)) != len(stages):
-        raise ValueError(f"stages must be distinct, got {stages}")
+        raise WorkflowError(f"stages must be distinct, got {stages}")
     if prefetch is not None and prefetch < 0:
-        raise ValueError(f"prefetch must be >= 0 or None, got {prefetch}")
+        raise WorkflowError(f"prefetch must be >= 0 or None, got {prefetch}")
     if cache is not None and cache not in stages:
-        raise ValueError(f"cache must name a stage ({', '.join(stages)}), got {cache!r}")
+        raise WorkflowError(f"cache must name a stage ({', '.join(stages)}), got {cache!r}")
     costs = {**STAGE_COSTS, **(stage_costs or {})}
     unknown = [s for s in stages if s != "read" and s not in costs]
     if unknown:
-        raise ValueError(f"no cost for stage {unknown[0]!r}: pass stage_costs={{{unknown[0]!r}: seconds}}")
+        raise WorkflowError(f"no cost for stage {unknown[0]!r}: pass stage_costs={{{unknown[0]!r}: seconds}}")
     holders = dict(locality or {})
     if holders and not worker_ids:
-        raise ValueError("locality needs worker_ids (the cluster's worker ids) to price remote reads")
+        raise WorkflowError("locality needs worker_ids (the cluster's worker ids) to price remote reads")
     bad = [s for s in holders if not (isinstance(s, int) and 0 <= s < S)]
     if bad:
-        raise ValueError(f"locality names shard {bad[0]!r}, but shards are 0..{S - 1}")
+        raise WorkflowError(f"locality names shard {bad[0]!r}, but shards are 0..{S - 1}")
     C = stages.index(cache) + 1 if cache is not None else 0
 
     b = GraphBuilder(name or f"input-pipeline-s{S}-n{N}-e{E}")

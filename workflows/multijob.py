@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from taskflow.errors import WorkflowError
 from taskflow.graph import TaskGraph
 
 from ._builder import paused_gc
@@ -40,13 +41,13 @@ def multijob(graphs, names=None, name: str | None = None, priorities=None) -> Ta
     graphs = list(graphs)
     names = [f"job{j}" for j in range(len(graphs))] if names is None else [str(x) for x in names]
     if len(names) != len(graphs) or len(set(names)) != len(names):
-        raise ValueError("names must be distinct, one per graph")
+        raise WorkflowError("names must be distinct, one per graph")
     bad = [x for x in names if "/" in x or not x]
     if bad:
-        raise ValueError(f"job name {bad[0]!r} must be non-empty and hold no '/'")
+        raise WorkflowError(f"job name {bad[0]!r} must be non-empty and hold no '/'")
     label = name or "+".join(names)
     if priorities is not None and len(priorities) != len(graphs):
-        raise ValueError("priorities: one number per graph")
+        raise WorkflowError("priorities: one number per graph")
     extra = [{} if priorities is None else {"priority": priorities[j]} for j in range(len(graphs))]
     if any(g.executable for g in graphs):
         return _executable(graphs, names, label, extra)

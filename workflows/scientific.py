@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from taskflow.errors import WorkflowError
 from taskflow.graph import TaskGraph
 
 __all__ = ["random_layered", "fork_join", "out_tree", "in_tree", "fft", "gaussian_elimination", "wfcommons_recipe"]
@@ -36,7 +37,7 @@ def random_layered(v: int = 100, shape: float = 1.0, out_degree: int = 2, ccr: f
     (50, True)
     """
     if v < 1:
-        raise ValueError(f"v must be >= 1, got {v}")
+        raise WorkflowError(f"v must be >= 1, got {v}")
     rng = np.random.default_rng(seed)
     mean_width = max(1.0, shape * math.sqrt(v))
     widths = []
@@ -155,7 +156,7 @@ def fft(points: int = 8, cost: float = 1.0, size: float = 0.0) -> TaskGraph:
     """
     m = int(points)
     if m < 2 or m & (m - 1):
-        raise ValueError(f"points must be a power of two >= 2, got {points}")
+        raise WorkflowError(f"points must be a power of two >= 2, got {points}")
     logm = m.bit_length() - 1
     ids, edges = [], []
     tree = ["r0"]
@@ -191,7 +192,7 @@ def gaussian_elimination(m: int = 5, cost: float = 1.0, size: float = 0.0) -> Ta
     14
     """
     if m < 2:
-        raise ValueError(f"m must be >= 2, got {m}")
+        raise WorkflowError(f"m must be >= 2, got {m}")
     ids, edges = [], []
     for k in range(1, m):
         piv = f"p{k}"
@@ -230,7 +231,7 @@ def wfcommons_recipe(recipe: str = "montage", num_tasks: int = 100, seed: int = 
              if n.endswith("Recipe") and n != "Recipe" and isinstance(getattr(recipes, n), type)}
     key = recipe.lower().replace("-", "").replace("_", "")
     if key not in known:
-        raise ValueError(f"unknown WfCommons recipe {recipe!r}; known: {', '.join(sorted(known))}")
+        raise WorkflowError(f"unknown WfCommons recipe {recipe!r}; known: {', '.join(sorted(known))}")
     from taskflow.formats import load_graph
 
     saved = random.getstate(), np.random.get_state()

@@ -1,0 +1,185 @@
+"""The import directions of docs/architecture.md, checked on every module's syntax tree (imports
+inside functions included), so the layering cannot rot."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("taskflow", "schedulers", "workflows")
+
+#: layer -> the layers it may import (its own included)
+ALLOWED = {
+    "core": {"core"},
+    "schedulers": {"core", "schedulers"},
+    "workflows": {"core", "workflows"},
+    "simulator": {"core", "simulator"},
+    "runtime": {"core", "simulator", "runtime"},
+    "facade": {"core", "simulator", "runtime", "facade"},
+    "app": {"core", "simulator", "runtime", "facade", "app", "schedulers", "workflows"},
+}
+#: third-party packages only some layers may import (the rest stay light and Dask-free)
+THIRD_PARTY = {"dask": {"runtime", "app"}, "distributed": {"runtime", "app"}, "matplotlib": {"app"}}
+
+
+def layer(module: str) -> str | None:
+    """The layer of one of our modules (None: not ours)."""
+    top = module.split(".")[0]
+    if top in ("schedulers", "workflows"):
+        return top
+    if top != "taskflow":
+        return None
+    if module == "taskflow":
+        return "facade"
+    second = module.split(".")[1]
+    if second in ("app", "__main__"):
+        return "app"
+    if second in ("simulator", "runtime"):
+        return second
+    return "core"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports(module: str, source: str, is_package: bool) -> list:
+    """``(imported module, line)`` for every import statement in ``source``, wherever it is."""
+    out = []
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out.extend((alias.name, node.lineno) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = base[:len(base) - node.level + 1]
+                target = ".".join(anchor + ([node.module] if node.module else []))
+            else:
+                target = node.module
+            out.append((target, node.lineno))
+            for alias in node.names:  # "from pkg import submodule" imports the submodule too
+                out.append((f"{target}.{alias.name}", node.lineno))
+    return out
+
+
+def our_modules() -> dict:
+    """module name -> (source, is_package) for every module of our three packages."""
+    mods = {}
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            mods[module_name(path)] = (path.read_text(), path.name == "__init__.py")
+    return mods
+
+
+def violations(modules: dict) -> list:
+    """Every import that goes against :data:`ALLOWED` or :data:`THIRD_PARTY`."""
+    known = set(modules) | set(our_modules())
+    bad = []
+    for name, (source, is_pkg) in modules.items():
+        here = layer(name)
+        for target, line in imports(name, source, is_pkg):
+            top = target.split(".")[0]
+            if top in THIRD_PARTY:
+                if here not in THIRD_PARTY[top]:
+                    bad.append(f"{name}:{line} imports {target} (only {sorted(THIRD_PARTY[top])} may)")
+                continue
+            if target not in known:
+                continue  # a name imported from a module, or not ours
+            there = layer(target)
+            if there is not None and there not in ALLOWED[here]:
+                bad.append(f"{name}:{line} ({here}) imports {target} ({there})")
+    return sorted(set(bad))
+
+
+def import_graph(modules: dict) -> dict:
+    known = set(modules)
+    graph = {}
+    for name, (source, is_pkg) in modules.items():
+        graph[name] = {t for t, _ in imports(name, source, is_pkg) if t in known and t != name}
+    return graph
+
+
+def cycles(graph: dict) -> list:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index, low, on, stack, out = {}, {}, set(), [], []
+    counter = [0]
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on.discard(w)
+                        comp.append(w)
+                        if w == v:
+                            break
+                    if len(comp) > 1:
+                        out.append(sorted(comp))
+    return out
+
+
+def test_every_module_has_a_layer():
+    mods = our_modules()
+    assert {"taskflow.policy", "taskflow.simulator.engine", "taskflow.runtime.runner", "taskflow.app.cli"} <= set(mods)
+    assert {layer(m) for m in mods} == set(ALLOWED)
+
+
+def test_imports_only_go_downward():
+    assert violations(our_modules()) == []
+
+
+def test_no_import_cycles():
+    """Package ``__init__`` files re-export their submodules; a submodule importing its own
+    package's ``__init__`` back would close a cycle."""
+    assert cycles(import_graph(our_modules())) == []
+
+
+@pytest.mark.parametrize("name, source, expected", [
+    ("schedulers.fake", "def plan():\n    from taskflow.simulator import simulate\n", "(schedulers) imports taskflow.simulator"),
+    ("schedulers.fake", "import taskflow.runtime.runner\n", "(schedulers) imports taskflow.runtime.runner"),
+    ("taskflow.fake", "def f():\n    import schedulers\n", "(core) imports schedulers"),
+    ("taskflow.fake", "from .simulator import simulate\n", "(core) imports taskflow.simulator"),
+    ("taskflow.simulator.fake", "from ..runtime import run\n", "(simulator) imports taskflow.runtime"),
+    ("taskflow.runtime.fake", "def f():\n    from ..app.plot import gantt\n", "(runtime) imports taskflow.app.plot"),
+    ("workflows.fake", "from taskflow import simulator\n", "(workflows) imports taskflow.simulator"),
+    ("taskflow.fake", "import distributed\n", "imports distributed (only ['app', 'runtime'] may)"),
+    ("taskflow.simulator.fake", "def f():\n    import matplotlib.pyplot\n", "imports matplotlib.pyplot (only ['app'] may)"),
+])
+def test_a_forbidden_import_is_caught(name, source, expected):
+    found = violations({name: (source, False)})
+    assert found and all(f.startswith(f"{name}:") for f in found) and any(expected in f for f in found), found
+
+
+def test_allowed_imports_pass_and_cycles_are_found():
+    assert violations({"schedulers.fake": ("from taskflow.policy import Scheduler\nfrom .ranks import b_level\n", False)}) == []
+    assert violations({"taskflow.app.fake": ("import schedulers\nfrom ..runtime import run\n", False)}) == []
+    mods = {"taskflow.a": ("from . import b\n", False), "taskflow.b": ("def f():\n    from .a import x\n", False)}
+    assert cycles(import_graph(mods)) == [["taskflow.a", "taskflow.b"]]

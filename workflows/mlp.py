@@ -1,0 +1,199 @@
+"""The executable side of the training generators: a small numpy MLP (tanh hidden layers, softmax
+output) on a seeded synthetic 10-class dataset of 8x8 "images" (class prototypes plus noise),
+written to disk as one shard per worker; the task bodies the graphs call, and sequential references
+(:func:`sgd_reference`, :func:`local_sgd_reference`) that a distributed run must equal."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+__all__ = ["FEATURES", "CLASSES", "LOADERS", "write_dataset", "sgd_reference", "local_sgd_reference"]
+
+FEATURES, CLASSES = 64, 10
+
+
+def write_dataset(directory, workers: int, iterations: int, batch: int, seed: int = 0) -> list:
+    """Write one ``shard{w}.npz`` per worker (rows for every iteration); return their paths."""
+    rng = np.random.default_rng(seed)
+    protos = rng.normal(0.0, 1.0, size=(CLASSES, FEATURES))
+    os.makedirs(directory, exist_ok=True)
+    paths = []
+    for w in range(workers):
+        y = rng.integers(0, CLASSES, size=iterations * batch)
+        x = protos[y] + 0.8 * rng.normal(size=(y.size, FEATURES))
+        raw = np.clip(np.round((x + 4.0) * 32.0), 0, 255).astype(np.uint8)  # stored like 8-bit pixels
+        p = os.path.join(directory, f"shard{w}.npz")
+        np.savez(p, x=raw, y=y)
+        paths.append(p)
+    return paths
+
+
+def read_shard(path, t, batch):
+    with np.load(path) as d:
+        return d["x"][t * batch:(t + 1) * batch].copy(), d["y"][t * batch:(t + 1) * batch].copy()
+
+
+def decode(raw):
+    x, y = raw
+    return x.astype(np.float64) / 32.0 - 4.0, y
+
+
+def augment(sample):
+    return sample  # deterministic so the sequential reference sees the same batch
+
+
+def collate(sample):
+    x, y = sample
+    return np.ascontiguousarray(x), y.astype(np.int64)
+
+
+def init_layer(sizes, layer, seed):
+    rng = np.random.default_rng([seed, layer])
+    fan_in, fan_out = sizes[layer], sizes[layer + 1]
+    return rng.normal(0.0, 1.0 / math.sqrt(fan_in), size=(fan_in, fan_out)), np.zeros(fan_out)
+
+
+def forward(params, a_prev, last):
+    x = a_prev[0] if isinstance(a_prev, tuple) else a_prev
+    z = x @ params[0] + params[1]
+    return z if last else np.tanh(z)
+
+
+def loss_grad(logits, batch):
+    y = batch[1]
+    z = logits - logits.max(axis=1, keepdims=True)
+    p = np.exp(z)
+    p /= p.sum(axis=1, keepdims=True)
+    loss = -np.log(p[np.arange(y.size), y]).mean()
+    d = p
+    d[np.arange(y.size), y] -= 1.0
+    return loss, d / y.size
+
+
+def backward(params, a_prev, a_out, upstream, last):
+    x = a_prev[0] if isinstance(a_prev, tuple) else a_prev
+    g = upstream[1] if isinstance(upstream, tuple) and len(upstream) == 2 and np.isscalar(upstream[0]) else upstream
+    if isinstance(g, tuple):  # from the next layer's backward: (dW, db, d_prev)
+        g = g[2]
+    dz = g if last else g * (1.0 - a_out ** 2)
+    return x.T @ dz, dz.sum(axis=0), dz @ params[0].T
+
+
+def flatten_grads(*grads):
+    return np.concatenate([np.concatenate([g[0].ravel(), g[1].ravel()]) for g in grads])
+
+
+def chunk(v, c, n):
+    return np.array_split(v, n)[c]
+
+
+def ring_first(own, other, c, n):
+    return chunk(own, c, n) + chunk(other, c, n)
+
+
+def ring_step(partial, own, c, n):
+    return partial + chunk(own, c, n)
+
+
+def identity(x):
+    return x
+
+
+def _nothing(*_):
+    return None
+
+
+def tree_reduce(own, *children):
+    out = own.copy()
+    for ch in children:
+        out += ch
+    return out
+
+
+def ps_sum(*pushed):
+    return np.sum(pushed, axis=0)
+
+
+def compress(v, ratio):
+    return v  # the bytes moved shrink in the model; values stay exact so training is unchanged
+
+
+def _unflatten(offset, shapes, order, pieces):
+    """One layer's (W, b) out of a bucket's summed vector (its chunks in ``order``)."""
+    flat = pieces[0] if order is None else np.concatenate([pieces[k] for k in np.argsort(order)])
+    (wr, wc), bn = shapes
+    return flat[offset:offset + wr * wc].reshape(wr, wc), flat[offset + wr * wc:offset + wr * wc + bn]
+
+
+def update_layer(params, lr, n, offset, shapes, order, *pieces):
+    """New parameters of one layer from the bucket's summed gradient over ``n`` ranks."""
+    gw, gb = _unflatten(offset, shapes, order, pieces)
+    return params[0] - lr * gw / n, params[1] - lr * gb / n
+
+
+def local_update(params, grad, lr):
+    """One local SGD step with this rank's own gradient (a backward task's ``(dW, db, d_prev)``)."""
+    return params[0] - lr * grad[0], params[1] - lr * grad[1]
+
+
+def average_layer(n, offset, shapes, order, *pieces):
+    """One layer's parameters averaged over ``n`` ranks (from the bucket's summed parameters)."""
+    w, b = _unflatten(offset, shapes, order, pieces)
+    return w / n, b / n
+
+
+def _batch(paths, t, batch):
+    parts = [collate(augment(decode(read_shard(p, t, batch)))) for p in paths]
+    return np.concatenate([q[0] for q in parts]), np.concatenate([q[1] for q in parts])
+
+
+def _sgd_step(params, x, y, lr):
+    """One mini-batch SGD step of the MLP on (x, y): (new parameters, loss before the step)."""
+    L = len(params)
+    acts = [x]
+    for k in range(L):
+        acts.append(forward(params[k], acts[-1], k == L - 1))
+    loss, d = loss_grad(acts[-1], (x, y))
+    new = list(params)
+    g = d
+    for k in range(L - 1, -1, -1):
+        dz = g if k == L - 1 else g * (1.0 - acts[k + 1] ** 2)
+        gw, gb = acts[k].T @ dz, dz.sum(axis=0)
+        g = dz @ params[k][0].T
+        new[k] = (params[k][0] - lr * gw, params[k][1] - lr * gb)
+    return new, loss
+
+
+def sgd_reference(paths, iterations, batch, sizes, lr, seed):
+    """Sequential mini-batch SGD on the same batches: the global batch of iteration t is every
+    worker's t-th batch, in rank order. Returns (layers' parameters, loss per iteration)."""
+    params = [init_layer(sizes, k, seed) for k in range(len(sizes) - 1)]
+    losses = []
+    for t in range(iterations):
+        params, loss = _sgd_step(params, *_batch(paths, t, batch), lr)
+        losses.append(loss)
+    return params, losses
+
+
+def local_sgd_reference(paths, iterations, batch, sizes, lr, seed, sync_every):
+    """Local SGD computed sequentially: every rank steps on its own t-th batch; every ``sync_every``
+    iterations the ranks' parameters are replaced by their mean. Returns (per rank the layers'
+    parameters, per iteration the ranks' mean loss)."""
+    ranks = [[init_layer(sizes, k, seed) for k in range(len(sizes) - 1)] for _ in paths]
+    losses = []
+    for t in range(iterations):
+        step = [_sgd_step(ranks[r], *_batch([p], t, batch), lr) for r, p in enumerate(paths)]
+        ranks = [s[0] for s in step]
+        losses.append(float(np.mean([s[1] for s in step])))
+        if (t + 1) % sync_every == 0:
+            mean = [(sum(r[k][0] for r in ranks) / len(ranks), sum(r[k][1] for r in ranks) / len(ranks))
+                    for k in range(len(sizes) - 1)]
+            ranks = [list(mean) for _ in ranks]
+    return ranks, losses
+
+
+#: the data-loading stage name -> its task body
+LOADERS = {"read": read_shard, "decode": decode, "augment": augment, "collate": collate}
