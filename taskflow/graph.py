@@ -22,43 +22,15 @@ from dataclasses import dataclass
 from typing import Any, Hashable, Iterable, Iterator
 
 import numpy as np
-from numba import njit
 
+from . import checks
+from .arrays import GraphArrays, csr, topological_order
 from .errors import CycleError, GraphError
 
 __all__ = ["TaskGraph", "TaskHandle", "GraphArrays", "Task"]
 
 _INF = math.inf
 _SHIFT = 1 << 32
-
-
-def _number(value, field: str, where: str) -> float:
-    """``value`` as a finite float >= 0, or a GraphError naming ``where`` and ``field``."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise GraphError(f"{where}: {field} must be a number, got {value!r}") from None
-    if not (0.0 <= v < _INF):  # also false for NaN
-        raise GraphError(f"{where}: {field} must be finite and >= 0, got {value!r}")
-    return v
-
-
-def _cores(value, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        if isinstance(value, float) and value.is_integer() and value >= 1:
-            return int(value)
-        raise GraphError(f"{where}: cores must be an integer >= 1, got {value!r}")
-    return int(value)
-
-
-def _exact_costs(costs, where: str) -> dict | None:
-    if costs is None:
-        return None
-    if not isinstance(costs, dict):
-        raise GraphError(f"{where}: costs must be a mapping worker id -> seconds, got {costs!r}")
-    if not costs:
-        return None
-    return {w: _number(c, f"costs[{w!r}]", where) for w, c in costs.items()}
 
 
 class TaskHandle:
@@ -105,100 +77,6 @@ def _handles_in(obj, out: list) -> None:
     elif isinstance(obj, dict):
         for x in obj.values():
             _handles_in(x, out)
-
-
-@dataclass(frozen=True, eq=False)
-class GraphArrays:
-    """Integer-indexed view of a :class:`TaskGraph` for algorithms.
-
-    Task ``i`` is ``ids[i]``; edge ``e`` goes ``src[e] -> dst[e]`` carrying ``size[e]`` bytes.
-    ``pred_idx[pred_ptr[i]:pred_ptr[i+1]]`` are the predecessors of ``i`` and ``pred_eid`` the
-    matching edge numbers (likewise ``succ_*``). ``topo`` is a topological order; ``costs`` maps a
-    task index to its exact per-worker durations, for the tasks that have them.
-    """
-
-    n: int
-    m: int
-    ids: list
-    index: dict
-    cost: np.ndarray
-    output_size: np.ndarray
-    cores: np.ndarray
-    src: np.ndarray
-    dst: np.ndarray
-    size: np.ndarray
-    pred_ptr: np.ndarray
-    pred_idx: np.ndarray
-    pred_eid: np.ndarray
-    succ_ptr: np.ndarray
-    succ_idx: np.ndarray
-    succ_eid: np.ndarray
-    topo: np.ndarray
-    costs: dict
-
-    def preds(self, i: int) -> np.ndarray:
-        return self.pred_idx[self.pred_ptr[i]:self.pred_ptr[i + 1]]
-
-    def succs(self, i: int) -> np.ndarray:
-        return self.succ_idx[self.succ_ptr[i]:self.succ_ptr[i + 1]]
-
-
-def _csr(keys: np.ndarray, vals: np.ndarray, n: int):
-    order = np.argsort(keys, kind="stable")
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(keys, minlength=n), out=ptr[1:])
-    return ptr, vals[order].astype(np.int64), order.astype(np.int64)
-
-
-@njit(cache=True)
-def _kahn(n, succ_ptr, succ_idx, indeg):  # pragma: no cover - compiled
-    order = np.empty(n, dtype=np.int64)
-    k = 0
-    for i in range(n):
-        if indeg[i] == 0:
-            order[k] = i
-            k += 1
-    head = 0
-    while head < k:  # FIFO: the queue is order[head:k]
-        v = order[head]
-        head += 1
-        for e in range(succ_ptr[v], succ_ptr[v + 1]):
-            u = succ_idx[e]
-            indeg[u] -= 1
-            if indeg[u] == 0:
-                order[k] = u
-                k += 1
-    return order, k
-
-
-def _topological_order(n: int, src: np.ndarray, dst: np.ndarray, succ_ptr, succ_idx, ids) -> np.ndarray:
-    """Kahn's algorithm, FIFO by index (deterministic); CycleError naming a cycle if there is one."""
-    indeg = np.bincount(dst, minlength=n).astype(np.int64)
-    order, k = _kahn(n, succ_ptr, succ_idx, indeg)
-    if k < n:
-        raise CycleError(_find_cycle(n, src, dst, indeg.tolist(), ids))
-    return order
-
-
-def _find_cycle(n, src, dst, indeg, ids) -> list:
-    # Every task left with indeg > 0 has a predecessor that is also left: walk backwards
-    # through such predecessors until a task repeats; that loop is a cycle.
-    left = [d > 0 for d in indeg]
-    pred_of = {}
-    for s, d in zip(src.tolist(), dst.tolist()):
-        if left[s] and left[d] and d not in pred_of:
-            pred_of[d] = s
-    v = next(i for i in range(n) if left[i])
-    seen = {}
-    walk = []
-    while v not in seen:
-        seen[v] = len(walk)
-        walk.append(v)
-        v = pred_of[v]
-    loop = walk[seen[v]:]
-    loop.reverse()  # we walked backwards
-    loop.append(loop[0])
-    return [ids[i] for i in loop]
 
 
 class TaskGraph:
@@ -269,10 +147,10 @@ class TaskGraph:
         if id in self._index:
             raise GraphError(f"duplicate task id {id!r}")
         where = f"task {id!r}"
-        c = _number(cost, "cost", where)
-        size = _number(output_size, "output_size", where)
-        nc = _cores(cores, where) if cores != 1 else 1
-        exact = _exact_costs(costs, where)
+        c = checks.number(cost, "cost", where)
+        size = checks.number(output_size, "output_size", where)
+        nc = checks.cores(cores, where) if cores != 1 else 1
+        exact = checks.exact_costs(costs, where)
         deps: list = []
         if args:
             _handles_in(args, deps)
@@ -344,7 +222,7 @@ class TaskGraph:
             except (TypeError, ValueError):
                 sz = -1.0
             if not (0.0 <= sz < _INF):
-                _number(size, "size", f"edge {src!r} -> {dst!r}")  # raises with the message
+                checks.number(size, "size", f"edge {src!r} -> {dst!r}")  # raises with the message
         edges[key] = len(self._src)
         self._src.append(s)
         self._dst.append(d)
@@ -389,14 +267,14 @@ class TaskGraph:
             index[t] = i
         g._ids = list(ids)
         g._index = index
-        g._cost = _checked_column(cost, "cost", g._ids, "task")
-        g._output_size = [0.0] * n if output_size is None else _checked_column(output_size, "output_size", g._ids, "task")
+        g._cost = checks.checked_column(cost, "cost", g._ids, "task")
+        g._output_size = [0.0] * n if output_size is None else checks.checked_column(output_size, "output_size", g._ids, "task")
         if cores is None:
             g._cores = [1] * n
         else:
-            g._cores = [_cores(c, f"task {t!r}") for t, c in zip(g._ids, cores)]
+            g._cores = [checks.cores(c, f"task {t!r}") for t, c in zip(g._ids, cores)]
         for t, c in (costs or {}).items():
-            exact = _exact_costs(c, f"task {t!r}")
+            exact = checks.exact_costs(c, f"task {t!r}")
             if exact:
                 g._costs[index[t]] = exact
         for t, md in (meta or {}).items():
@@ -412,7 +290,7 @@ class TaskGraph:
                 if s not in index or d not in index:
                     raise GraphError(f"edge {s!r} -> {d!r}: unknown task {s if s not in index else d!r}") from None
             raise
-        g._size = _checked_column(size, "size", zip(src, dst), "edge")
+        g._size = checks.checked_column(size, "size", zip(src, dst), "edge")
         sa = np.asarray(s_idx, dtype=np.int64)
         da = np.asarray(d_idx, dtype=np.int64)
         loops = np.flatnonzero(sa == da)
@@ -457,9 +335,9 @@ class TaskGraph:
             raise GraphError(f"edge {e}: task index {int(sa[e])} -> {int(da[e])} out of range 0..{n - 1}")
         g = cls(name)
         g._ids, g._index = ids, index
-        g._cost = _checked_column(cost, "cost", ids, "task")
-        g._output_size = _checked_column(output_size, "output_size", ids, "task")
-        g._cores = [1] * n if cores is None else [_cores(c, f"task {t!r}") for t, c in zip(ids, cores)]
+        g._cost = checks.checked_column(cost, "cost", ids, "task")
+        g._output_size = checks.checked_column(output_size, "output_size", ids, "task")
+        g._cores = [1] * n if cores is None else [checks.cores(c, f"task {t!r}") for t, c in zip(ids, cores)]
         if meta is not None:
             g._meta = dict(enumerate(meta)) if all(meta) else {i: md for i, md in enumerate(meta) if md}
         loops = np.flatnonzero(sa == da)
@@ -473,7 +351,7 @@ class TaskGraph:
             k = int(srt[dup[0]])
             raise GraphError(f"duplicate edge {ids[k // _SHIFT]!r} -> {ids[k % _SHIFT]!r}")
         g._src, g._dst = sa.tolist(), da.tolist()
-        g._size = _checked_column(size, "size", ((ids[s], ids[d]) for s, d in zip(g._src, g._dst)), "edge")
+        g._size = checks.checked_column(size, "size", ((ids[s], ids[d]) for s, d in zip(g._src, g._dst)), "edge")
         g._edges = None
         g._columns = {"src": sa, "dst": da, "size": np.asarray(size, dtype=np.float64).reshape(-1),
                       "cost": np.asarray(cost, dtype=np.float64).reshape(-1),
@@ -546,7 +424,7 @@ class TaskGraph:
         return float(math.fsum(self._cost))
 
     @property
-    def has_exact_costs(self) -> bool:
+    def hasexact_costs(self) -> bool:
         return bool(self._costs)
 
     @property
@@ -595,9 +473,9 @@ class TaskGraph:
         src = col.get("src", self._src)
         src = np.array(src, dtype=np.int64).reshape(m)
         dst = np.array(col.get("dst", self._dst), dtype=np.int64).reshape(m)
-        pred_ptr, pred_idx, pred_eid = _csr(dst, src, n)
-        succ_ptr, succ_idx, succ_eid = _csr(src, dst, n)
-        topo = _topological_order(n, src, dst, succ_ptr, succ_idx, self._ids)
+        pred_ptr, pred_idx, pred_eid = csr(dst, src, n)
+        succ_ptr, succ_idx, succ_eid = csr(src, dst, n)
+        topo = topological_order(n, src, dst, succ_ptr, succ_idx, self._ids)
         arrays = GraphArrays(
             n=n, m=m, ids=list(self._ids), index=dict(self._index),
             cost=np.array(col.get("cost", self._cost), dtype=np.float64).reshape(n),
@@ -673,27 +551,12 @@ class TaskGraph:
         """A copy with some costs replaced: ``cost={id: s}``, ``costs={id: {worker: s} or None}``."""
         g = self.copy()
         for t, c in (cost or {}).items():
-            g._cost[g._lookup(t)] = _number(c, "cost", f"task {t!r}")
+            g._cost[g._lookup(t)] = checks.number(c, "cost", f"task {t!r}")
         for t, c in (costs or {}).items():
             i = g._lookup(t)
-            exact = _exact_costs(c, f"task {t!r}")
+            exact = checks.exact_costs(c, f"task {t!r}")
             if exact:
                 g._costs[i] = exact
             else:
                 g._costs.pop(i, None)
         return g
-
-
-def _checked_column(values, field: str, labels, kind: str) -> list:
-    """Values as a list of finite floats >= 0; a GraphError naming the first bad entry."""
-    try:
-        arr = np.asarray(values, dtype=np.float64)
-        ok = arr.ndim == 1 and bool(np.all(np.isfinite(arr) & (arr >= 0)))
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        for label, v in zip(labels, values):
-            where = f"task {label!r}" if kind == "task" else f"edge {label[0]!r} -> {label[1]!r}"
-            _number(v, field, where)
-        raise GraphError(f"{field}: column of {kind}s is malformed")
-    return arr.tolist()

@@ -50,7 +50,8 @@ def module_name(path: Path) -> str:
 
 
 def imports(module: str, source: str, is_package: bool) -> list:
-    """``(imported module, line)`` for every import statement in ``source``, wherever it is."""
+    """``(imported module, line)`` for every import statement in ``source``, wherever it is. A
+    module's own parent packages are left out: they are imported before it in any case."""
     out = []
     base = module.split(".") if is_package else module.split(".")[:-1]
     for node in ast.walk(ast.parse(source)):
@@ -65,7 +66,8 @@ def imports(module: str, source: str, is_package: bool) -> list:
             out.append((target, node.lineno))
             for alias in node.names:  # "from pkg import submodule" imports the submodule too
                 out.append((f"{target}.{alias.name}", node.lineno))
-    return out
+    parents = {".".join(module.split(".")[:k]) for k in range(1, module.count(".") + 1)}
+    return [(t, line) for t, line in out if t not in parents]
 
 
 def our_modules() -> dict:

@@ -30,7 +30,8 @@ def test_bench_cli_rejects_unknown_scheduler(tmp_path, capsys):
 
 
 def test_real_subset_runs_on_dask_and_resumes(tmp_path, capsys):
-    from taskflow.app.bench import run_real, summarise_real
+    from taskflow.app.bench import run_real
+    from taskflow.app.bench_report import summarise_real
 
     rows = run_real("quick", tmp_path, ["heft", "work-stealing"], target_seconds=0.6, only={"fork-join-8x2"})
     assert [(r["workflow"], r["scheduler"]) for r in rows] == [("fork-join-8x2", "heft"),

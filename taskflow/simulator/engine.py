@@ -31,7 +31,9 @@ finished outputs still needed are recomputed. A static plan is re-planned on the
 the same scheduler for the unfinished part; a dynamic policy is told (``on_worker_lost``). Results
 of sink tasks count as delivered to the client when they finish, so they are never recomputed.
 
-With ``validate=True`` every transition first checks its preconditions (``AssertionError`` when
+The engine holds the state, the transitions, the event loop and the movement of data; how plans and
+a policy's decisions come in is :mod:`.decisions`, what a lost worker does is :mod:`.recovery` (both
+parts of :class:`Simulator`). With ``validate=True`` every transition first checks its preconditions (``AssertionError`` when
 one breaks). Broken internal invariants raise ``RuntimeError``; :class:`~taskflow.errors.TaskflowError`
 is kept for what a user can get wrong.
 """
@@ -45,21 +47,22 @@ import numpy as np
 
 from ..cluster import Cluster
 from ..costs import CostModel
-from ..errors import TaskflowError
 from ..graph import TaskGraph
 from ..policy import available, get_scheduler
 from ..trace import Run, Trace, Transfer, run_id
 from .events import EventKind
+from .decisions import Decisions
 from .faults import Perturbations
 from .information import estimated_graph
 from .network import Flow, make_network
 from .priorities import transfer_classes
+from .recovery import Recovery
 from .states import DONE, QUEUED, RUNNING, WAITING, TaskState
 from .view import SimView
 
 __all__ = ["Simulator"]
 
-_FAIL, _FINISH, _APPLY, _WAKE = EventKind.FAIL, EventKind.FINISH, EventKind.APPLY, EventKind.WAKE
+_FAIL, _FINISH = EventKind.FAIL, EventKind.FINISH
 _INF = math.inf
 
 
@@ -74,7 +77,7 @@ class _LazyTransfers:
         return [Transfer(ids[p], wids[a], wids[b], z, t0, t1) for p, a, b, z, t0, t1 in self.raw]
 
 
-class Simulator:
+class Simulator(Decisions, Recovery):
     """One simulation run; see :func:`taskflow.simulate` for the parameters."""
 
     def __init__(self, graph: TaskGraph, cluster: Cluster, scheduler="heft", network: str = "maxmin", plan=None,
@@ -314,56 +317,6 @@ class Simulator:
         if self.qset[w].pop(i, 0) is None and self.dynamic:
             self.queued_est[w] -= float(self.est_d[i, w])
 
-    # ------------------------------------------------------------------ static plans
-    def _initial_plan(self):
-        if self.plan is not None:
-            plan = self.plan
-            missing = set(self.a.ids) - set(plan.tasks)
-            if missing or len(plan.tasks) != self.n:
-                raise TaskflowError(f"plan does not place every task exactly once (e.g. {sorted(missing, key=str)[:1]})")
-        else:
-            plan = self.scheduler.schedule(self.est_graph, self.cluster, model=self.model)
-        self.plan_gen += 1
-        self._later(self._apply_plan, (self.plan_gen, plan))
-
-    def _apply_plan(self, item):
-        gen, plan = item
-        if gen != self.plan_gen:
-            return  # overtaken by a re-plan (a worker was lost before this plan took effect)
-        index, cidx = self.a.index, self.cluster.index
-        rows = sorted(range(len(plan)), key=lambda k: (plan.start[k], plan.finish[k], index[plan.tasks[k]]))
-        for w in range(self.W):
-            self.seq[w] = []
-            self.ptr[w] = 0
-        touched = set()
-        for k in rows:
-            i = index[plan.tasks[k]]
-            if self.status[i] in (RUNNING, DONE):
-                continue
-            w = cidx[plan.workers[k]]
-            if not self.alive[w]:
-                raise RuntimeError(f"plan puts task {plan.tasks[k]!r} on lost worker {plan.workers[k]!r} (internal error)")
-            self.seq[w].append(i)
-            self._transition(i, QUEUED, w)
-            touched.add(w)
-        for w in touched:
-            self._try_start(w)
-
-    def _replan(self):
-        unfinished = [self.a.ids[i] for i in range(self.n) if self.status[i] in (WAITING, QUEUED)]
-        for i in range(self.n):
-            if self.status[i] == QUEUED:
-                self._transition(i, WAITING)
-        if not unfinished:
-            return
-        alive_ids = [self.wids[w] for w in range(self.W) if self.alive[w]]
-        survivors = self.cluster.subset(alive_ids)
-        # exact costs on lost workers no longer apply
-        sub = self.est_graph.subgraph(unfinished).restrict_costs(alive_ids)
-        plan = self.scheduler.schedule(sub, survivors)
-        self.plan_gen += 1
-        self._later(self._apply_plan, (self.plan_gen, plan))
-
     # ------------------------------------------------------------------ data
     def source_of(self, p, nbytes) -> int:
         """The live worker to fetch ``nbytes`` of ``p``'s output from: where it was computed, else
@@ -496,116 +449,3 @@ class Simulator:
         self._try_start(w)
         if self.dynamic and not self.running[w] and not self.qset[w]:
             self._call(self.scheduler.on_idle, w, self.view)
-
-    # ------------------------------------------------------------------ scheduler calls and delays
-    def _call(self, hook, *args):
-        if self.interval <= 0 and self.latency_decision <= 0:
-            self._apply(hook(*args))
-            return
-        self.pending_calls.append((hook, args))
-        if self.wake_at is None:
-            self.wake_at = max(self.now, self.last_call + self.interval)
-            self._push(self.wake_at, _WAKE, None)
-
-    def _later(self, fn, arg):
-        """Run ``fn(arg)`` (a decision) after the decision latency."""
-        if self.latency_decision <= 0:
-            fn(arg)
-        else:
-            self._push(self.now + self.latency_decision, _APPLY, (fn, arg))
-
-    def _wake(self):
-        self.wake_at = None
-        self.last_call = self.now
-        calls, self.pending_calls = self.pending_calls, []
-        decisions = []
-        for hook, args in calls:
-            decisions.extend(hook(*args) or [])
-        self._later(self._apply, decisions)
-
-    def _apply(self, payload):
-        if isinstance(payload, tuple) and len(payload) == 2 and callable(payload[0]):
-            payload[0](payload[1])
-            return
-        touched = set()
-        for i, w in payload or []:
-            st = self.status[i]
-            if st >= RUNNING or not self.alive[w] or (st == QUEUED and self.assigned[i] == w):
-                continue
-            if st == WAITING and self.npred[i] != 0:
-                continue  # not ready: a dynamic policy places ready tasks only
-            old = self.assigned[i] if st == QUEUED else -1
-            self._transition(i, QUEUED, w)
-            touched.add(w)
-            if old >= 0:
-                touched.add(old)
-        for w in touched:
-            self._try_start(w)
-        for w in touched:
-            if self.dynamic and self.alive[w] and not self.running[w] and not self.qset[w]:
-                self._call(self.scheduler.on_idle, w, self.view)
-
-    # ------------------------------------------------------------------ failures
-    def _fail(self, w):
-        """Worker ``w`` is lost: see the module docstring."""
-        now = self.now
-        self.alive[w] = False
-        affected = []
-        for i in list(self.running[w]):
-            self._transition(i, WAITING)
-            affected.append(i)
-        self.free[w] = 0
-        for i in list(self.qset[w]):
-            self._transition(i, WAITING)
-            affected.append(i)
-        self.queued_est[w] = 0.0
-        self.rq[w] = []
-        self.seq[w] = []
-        for key, f in list(self.flows.items()):
-            if f.src == w or f.dst == w:
-                self.net.abort(f, now)
-                self.aborted_flows += 1
-                del self.flows[key]
-        for p in range(self.n):
-            h = self.have[p]
-            if h and w in h:
-                del h[w]
-        # outputs lost for good and still needed are recomputed (transitively)
-        status = self.status
-        stack = [i for i in range(self.n) if status[i] in (WAITING, QUEUED)]
-        seen = set(stack)
-        while stack:
-            j = stack.pop()
-            for k in range(self.pred_ptr[j], self.pred_ptr[j + 1]):
-                p = self.pred_idx[k]
-                if status[p] == DONE and self.source_of(p, self.pred_size[k]) < 0:
-                    self._transition(p, WAITING)
-                    affected.append(p)
-                    if p not in seen:
-                        seen.add(p)
-                        stack.append(p)
-        # inputs not computed any more, counted afresh for every task yet to start
-        for j in range(self.n):
-            if status[j] in (WAITING, QUEUED):
-                self.npred[j] = sum(1 for k in range(self.pred_ptr[j], self.pred_ptr[j + 1])
-                                    if status[self.pred_idx[k]] != DONE)
-        if not self.dynamic:
-            self._replan()
-            return
-        # tasks still queued on survivors may have waited on aborted transfers: ask again
-        for i in range(self.n):
-            if status[i] == QUEUED:
-                a = self.assigned[i]
-                self.token[i] += 1
-                self.missing[i] = 0
-                for k in range(self.pred_ptr[i], self.pred_ptr[i + 1]):
-                    p = self.pred_idx[k]
-                    if status[p] == DONE:
-                        self._need(i, p, self.pred_size[k], a)
-                if self.npred[i] == 0 and self.missing[i] == 0:
-                    self._runnable(i, a)
-        ready = [i for i in range(self.n) if status[i] == WAITING and self.npred[i] == 0]
-        self._call(self.scheduler.on_worker_lost, w, sorted(set(affected)), self.view)
-        self._call(self.scheduler.on_ready, ready, self.view)
-        for x in self.view.alive_workers():
-            self._try_start(x)

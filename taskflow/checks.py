@@ -1,0 +1,58 @@
+"""Checks of the numbers a task graph is built from: each bad value is a GraphError naming the task
+or edge and the field."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .errors import GraphError
+
+__all__ = ["number", "cores", "exact_costs", "checked_column"]
+
+_INF = math.inf
+
+
+def number(value, field: str, where: str) -> float:
+    """``value`` as a finite float >= 0, or a GraphError naming ``where`` and ``field``."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise GraphError(f"{where}: {field} must be a number, got {value!r}") from None
+    if not (0.0 <= v < _INF):  # also false for NaN
+        raise GraphError(f"{where}: {field} must be finite and >= 0, got {value!r}")
+    return v
+
+
+def cores(value, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        if isinstance(value, float) and value.is_integer() and value >= 1:
+            return int(value)
+        raise GraphError(f"{where}: cores must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def exact_costs(costs, where: str) -> dict | None:
+    if costs is None:
+        return None
+    if not isinstance(costs, dict):
+        raise GraphError(f"{where}: costs must be a mapping worker id -> seconds, got {costs!r}")
+    if not costs:
+        return None
+    return {w: number(c, f"costs[{w!r}]", where) for w, c in costs.items()}
+
+
+def checked_column(values, field: str, labels, kind: str) -> list:
+    """Values as a list of finite floats >= 0; a GraphError naming the first bad entry."""
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+        ok = arr.ndim == 1 and bool(np.all(np.isfinite(arr) & (arr >= 0)))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        for label, v in zip(labels, values):
+            where = f"task {label!r}" if kind == "task" else f"edge {label[0]!r} -> {label[1]!r}"
+            number(v, field, where)
+        raise GraphError(f"{field}: column of {kind}s is malformed")
+    return arr.tolist()

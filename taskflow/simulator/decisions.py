@@ -1,0 +1,101 @@
+"""How decisions reach the simulator: a static plan (and a re-plan) applied in plan order, a dynamic
+policy's answers to events, both after ``scheduler_interval`` and ``decision_latency``.
+
+A part of :class:`~.engine.Simulator` (a mixin over its state); every change of a task's state goes
+through the engine's transitions.
+"""
+
+from __future__ import annotations
+
+from ..errors import TaskflowError
+from .events import EventKind
+from .states import DONE, QUEUED, RUNNING, WAITING
+
+__all__ = ["Decisions"]
+
+_APPLY, _WAKE = EventKind.APPLY, EventKind.WAKE
+
+
+class Decisions:
+    """Plans and policy calls of a :class:`~.engine.Simulator`."""
+
+    def _initial_plan(self):
+        if self.plan is not None:
+            plan = self.plan
+            missing = set(self.a.ids) - set(plan.tasks)
+            if missing or len(plan.tasks) != self.n:
+                raise TaskflowError(f"plan does not place every task exactly once (e.g. {sorted(missing, key=str)[:1]})")
+        else:
+            plan = self.scheduler.schedule(self.est_graph, self.cluster, model=self.model)
+        self.plan_gen += 1
+        self._later(self._apply_plan, (self.plan_gen, plan))
+
+    def _apply_plan(self, item):
+        gen, plan = item
+        if gen != self.plan_gen:
+            return  # overtaken by a re-plan (a worker was lost before this plan took effect)
+        index, cidx = self.a.index, self.cluster.index
+        rows = sorted(range(len(plan)), key=lambda k: (plan.start[k], plan.finish[k], index[plan.tasks[k]]))
+        for w in range(self.W):
+            self.seq[w] = []
+            self.ptr[w] = 0
+        touched = set()
+        for k in rows:
+            i = index[plan.tasks[k]]
+            if self.status[i] in (RUNNING, DONE):
+                continue
+            w = cidx[plan.workers[k]]
+            if not self.alive[w]:
+                raise RuntimeError(f"plan puts task {plan.tasks[k]!r} on lost worker {plan.workers[k]!r} (internal error)")
+            self.seq[w].append(i)
+            self._transition(i, QUEUED, w)
+            touched.add(w)
+        for w in touched:
+            self._try_start(w)
+
+    def _call(self, hook, *args):
+        if self.interval <= 0 and self.latency_decision <= 0:
+            self._apply(hook(*args))
+            return
+        self.pending_calls.append((hook, args))
+        if self.wake_at is None:
+            self.wake_at = max(self.now, self.last_call + self.interval)
+            self._push(self.wake_at, _WAKE, None)
+
+    def _later(self, fn, arg):
+        """Run ``fn(arg)`` (a decision) after the decision latency."""
+        if self.latency_decision <= 0:
+            fn(arg)
+        else:
+            self._push(self.now + self.latency_decision, _APPLY, (fn, arg))
+
+    def _wake(self):
+        self.wake_at = None
+        self.last_call = self.now
+        calls, self.pending_calls = self.pending_calls, []
+        decisions = []
+        for hook, args in calls:
+            decisions.extend(hook(*args) or [])
+        self._later(self._apply, decisions)
+
+    def _apply(self, payload):
+        if isinstance(payload, tuple) and len(payload) == 2 and callable(payload[0]):
+            payload[0](payload[1])
+            return
+        touched = set()
+        for i, w in payload or []:
+            st = self.status[i]
+            if st >= RUNNING or not self.alive[w] or (st == QUEUED and self.assigned[i] == w):
+                continue
+            if st == WAITING and self.npred[i] != 0:
+                continue  # not ready: a dynamic policy places ready tasks only
+            old = self.assigned[i] if st == QUEUED else -1
+            self._transition(i, QUEUED, w)
+            touched.add(w)
+            if old >= 0:
+                touched.add(old)
+        for w in touched:
+            self._try_start(w)
+        for w in touched:
+            if self.dynamic and self.alive[w] and not self.running[w] and not self.qset[w]:
+                self._call(self.scheduler.on_idle, w, self.view)
