@@ -7,6 +7,7 @@ import os
 import tempfile
 
 from ..errors import FormatError
+from ..graph import TaskGraph
 
 _MISSING = object()
 
@@ -57,3 +58,48 @@ def atomic_write(path, data) -> None:
 
 def dump_json(doc) -> str:
     return json.dumps(doc, indent=1, allow_nan=False) + "\n"
+
+
+def graph_from_files(name, ids, cost, cores, outputs, inputs, links, category, source, noun="task") -> TaskGraph:
+    """A graph from tasks that read and write files (WfFormat, Pegasus DAX).
+
+    Parameters
+    ----------
+    name : str
+    ids, cost, cores, category : list
+        Per task (``cores`` may be None: one each); a category becomes ``meta["category"]``.
+    outputs, inputs : list of dict
+        Per task ``{file: bytes}`` written and read.
+    links : iterable of (parent, child)
+        Dependencies (repeats ignored); an edge carries the bytes of the files the parent writes
+        and the child reads.
+    source : str
+        Names the file in errors.
+    noun : str
+        What the format calls a task, for errors.
+
+    Returns
+    -------
+    TaskGraph
+
+    Raises
+    ------
+    FormatError
+        A link names an unknown task.
+    """
+    out_size = [sum(outputs[i].values()) for i in range(len(ids))]
+    pos = {t: i for i, t in enumerate(ids)}
+    src, dst, size = [], [], []
+    seen = set()
+    for p, c in links:
+        if (p, c) in seen:
+            continue
+        seen.add((p, c))
+        if p not in pos or c not in pos:
+            raise FormatError(f"{source}: edge {p!r} -> {c!r}: unknown {noun} {p if p not in pos else c!r}")
+        shared = outputs[pos[p]].keys() & inputs[pos[c]].keys()
+        src.append(p)
+        dst.append(c)
+        size.append(sum(outputs[pos[p]][f] for f in shared))
+    meta = {t: {"category": category[i]} for i, t in enumerate(ids) if category[i]}
+    return TaskGraph.from_columns(name, ids, cost, out_size, cores, src, dst, size, meta=meta)

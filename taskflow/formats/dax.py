@@ -13,6 +13,7 @@ from defusedxml.common import DefusedXmlException
 
 from ..errors import FormatError
 from ..graph import TaskGraph
+from ._util import graph_from_files
 
 
 def _local(tag: str) -> str:
@@ -71,19 +72,5 @@ def graph_from_dax(root, source: str = "dax") -> TaskGraph:
             for p in el:
                 if _local(p.tag) == "parent":
                     links.append((p.get("ref"), child))
-    pos = {t: k for k, t in enumerate(ids)}
-    src, dst, size = [], [], []
-    seen = set()
-    for p, c in links:
-        if (p, c) in seen:
-            continue
-        seen.add((p, c))
-        if p not in pos or c not in pos:
-            raise FormatError(f"{source}: edge {p!r} -> {c!r}: unknown job {p if p not in pos else c!r}")
-        shared = outputs[pos[p]].keys() & inputs[pos[c]].keys()
-        src.append(p)
-        dst.append(c)
-        size.append(sum(outputs[pos[p]][f] for f in shared))
-    out_size = [sum(o.values()) for o in outputs]
-    meta = {t: {"category": category[k]} for k, t in enumerate(ids) if category[k]}
-    return TaskGraph.from_columns(root.get("name", "dax"), ids, cost, out_size, None, src, dst, size, meta=meta)
+    return graph_from_files(root.get("name", "dax"), ids, cost, None, outputs, inputs, links, category, source,
+                            noun="job")

@@ -16,7 +16,7 @@ import datetime
 from ..analysis import critical_path
 from ..errors import FormatError
 from ..graph import TaskGraph
-from ._util import field
+from ._util import field, graph_from_files
 
 
 def is_wfformat(doc) -> bool:
@@ -31,26 +31,6 @@ def graph_from_wfformat(doc: dict, source: str = "wfformat") -> TaskGraph:
     if "tasks" in wf:
         return _read_14(doc, wf, source)
     raise FormatError(f"{source}: WfFormat {version}: workflow has neither 'specification' nor 'tasks'")
-
-
-def _build(name, ids, cost, cores, outputs, inputs, links, category, source) -> TaskGraph:
-    """``outputs``/``inputs``: per task {file: size}; ``links``: (parent, child) pairs."""
-    out_size = [sum(outputs[i].values()) for i in range(len(ids))]
-    pos = {t: i for i, t in enumerate(ids)}
-    src, dst, size = [], [], []
-    seen = set()
-    for p, c in links:
-        if (p, c) in seen:
-            continue
-        seen.add((p, c))
-        if p not in pos or c not in pos:
-            raise FormatError(f"{source}: edge {p!r} -> {c!r}: unknown task {p if p not in pos else c!r}")
-        shared = outputs[pos[p]].keys() & inputs[pos[c]].keys()
-        src.append(p)
-        dst.append(c)
-        size.append(sum(outputs[pos[p]][f] for f in shared))
-    meta = {t: {"category": category[i]} for i, t in enumerate(ids) if category[i]}
-    return TaskGraph.from_columns(name, ids, cost, out_size, cores, src, dst, size, meta=meta)
 
 
 def _read_15(doc, wf, source) -> TaskGraph:
@@ -82,7 +62,7 @@ def _read_15(doc, wf, source) -> TaskGraph:
             raise FormatError(f"{source}: task {tid!r} names file {e.args[0]!r} missing from specification.files") from None
         links.extend((p, tid) for p in field(t, "parents", where, default=[], kind=list))
         links.extend((tid, c) for c in field(t, "children", where, default=[], kind=list))
-    return _build(doc.get("name", "workflow"), ids, cost, cores, outputs, inputs, links, category, source)
+    return graph_from_files(doc.get("name", "workflow"), ids, cost, cores, outputs, inputs, links, category, source)
 
 
 def _read_14(doc, wf, source) -> TaskGraph:
@@ -114,7 +94,7 @@ def _read_14(doc, wf, source) -> TaskGraph:
         links.extend((tid, c) for c in t.get("children", []))
     # 1.4 parents may name tasks by name or by id
     links = [(by_name.get(p, p), by_name.get(c, c)) for p, c in links]
-    return _build(doc.get("name", "workflow"), ids, cost, cores, outputs, inputs, links, category, source)
+    return graph_from_files(doc.get("name", "workflow"), ids, cost, cores, outputs, inputs, links, category, source)
 
 
 def graph_to_wfformat(graph: TaskGraph) -> dict:
