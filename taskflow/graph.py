@@ -424,7 +424,7 @@ class TaskGraph:
         return float(math.fsum(self._cost))
 
     @property
-    def hasexact_costs(self) -> bool:
+    def has_exact_costs(self) -> bool:
         return bool(self._costs)
 
     @property

@@ -211,9 +211,17 @@ def available(kind: str | None = None) -> list:
     Parameters
     ----------
     kind : {"static", "dynamic"}, optional
-        Only policies of this kind (loads their classes).
+        Only policies of this kind (loads their classes; one that fails to load is left out).
     """
     names = set(_REGISTRY) | set(_entry_points())
     if kind is None:
         return sorted(names)
-    return sorted(n for n in names if scheduler_class(n).kind == kind)
+    out = []
+    for n in sorted(names):
+        try:
+            cls = scheduler_class(n)
+        except TaskflowError:
+            continue  # a broken plugin is reported when it is asked for by name, not here
+        if cls.kind == kind:
+            out.append(n)
+    return out

@@ -148,7 +148,7 @@ def test_every_trace_validates_with_noise_stragglers_and_a_failure(name, network
     base = simulate(g, c, name, network=network)
     for kw in (dict(noise=0.5, seed=2), dict(stragglers={"w1": (4.0, 20.0)}),
                dict(fail={"w2": base.makespan * 0.4}), dict(fail={"w0": 5.0, "w3": base.makespan * 0.6}, noise=0.3)):
-        tr = simulate(g, c, name, network=network, **kw)
+        tr = simulate(g, c, name, network=network, validate=True, **kw)
         tr.validate(g, c)
         counts = {}
         for r in tr.runs:
@@ -305,7 +305,7 @@ def test_random_simulations_always_validate(problem, name, network, noise, fail_
     if fail and int(g.arrays.cores.max()) > int(c.cores[:-1].max()):
         fail = None
     tr = simulate(g, c, name, network=network, noise=noise, fail=fail, seed=seed, scheduler_interval=interval,
-                  decision_latency=latency)
+                  decision_latency=latency, validate=True)
     assert tr.problems(g, c) == []
     counts = {}
     for r in tr.runs:
@@ -324,3 +324,56 @@ def test_a_consumer_joining_a_transfer_late_gets_its_bytes_now_not_in_the_past()
     for net in ("simple", "maxmin"):
         tr = simulate(g, c, "work-stealing", network=net, seed=2)
         assert tr.problems(g, c) == []
+
+
+# ---------------------------------------------------------------- the state machine
+def test_the_documented_transition_table_is_the_one_the_engine_uses():
+    from taskflow.simulator import engine
+    from taskflow.simulator.states import TaskState
+
+    rows = []
+    for line in engine.__doc__.splitlines():
+        words = line.split()
+        if len(words) >= 2 and words[0] in TaskState.__members__ and words[1] in TaskState.__members__:
+            rows.append((TaskState[words[0]], TaskState[words[1]]))
+    g = random_layered(10, seed=1)
+    sim = engine.Simulator(g, Cluster.homogeneous(2), "heft")
+    assert len(rows) == len(set(rows)) == 7
+    assert set(rows) == set(sim._transitions)
+    for (a, b), move in sim._transitions.items():
+        assert move.__name__ == f"_transition_{a.name.lower()}_{b.name.lower()}"
+
+
+def test_a_move_outside_the_table_is_an_internal_error_and_validate_checks_preconditions():
+    from taskflow.simulator.engine import Simulator
+    from taskflow.simulator.states import DONE, QUEUED, RUNNING
+
+    g = TaskGraph()
+    g.add_task("a", cost=1.0)
+    c = Cluster.homogeneous(2)
+    sim = Simulator(g, c, "heft", network="simple", validate=True)
+    with pytest.raises(RuntimeError, match="task 'a': no transition WAITING -> DONE"):
+        sim._transition(0, DONE)
+    sim._transition(0, QUEUED, 1)
+    assert (sim.status[0], sim.assigned[0], list(sim.qset[1])) == (QUEUED, 1, [0])
+    sim.free[1] = 0  # no free core: starting it now breaks a precondition
+    with pytest.raises(AssertionError):
+        sim._transition(0, RUNNING, 1)
+    quiet = Simulator(g, c, "heft", network="simple")  # without validate nothing is checked
+    quiet._transition(0, QUEUED, 1)
+    quiet.free[1] = 0
+    quiet._transition(0, RUNNING, 1)
+    assert quiet.status[0] == RUNNING and quiet.free[1] == -1
+
+
+def test_internal_invariant_breaks_are_not_user_errors():
+    """The CLI reports TaskflowError as a user's mistake (exit 2); a broken invariant is a bug."""
+    from taskflow.simulator.engine import Simulator
+
+    g = random_layered(20, seed=2)
+    sim = Simulator(g, Cluster.homogeneous(2), "heft", network="simple")
+    sim.status[3] = sim.status[3].__class__.QUEUED  # a task left unfinished by a broken engine
+    sim.assigned[3] = 1
+    with pytest.raises(RuntimeError, match="unfinished task") as e:
+        sim._check_finished()
+    assert not isinstance(e.value, TaskflowError)
