@@ -22,6 +22,18 @@ def list_schedule(model: CostModel, priority, fixed=None, bias=None, insertion: 
     """Run the shared compiled list-scheduling loop (see :mod:`schedulers._kernels`).
 
     Returns per-task-index arrays ``(worker, start, finish)``.
+
+    Parameters
+    ----------
+    model : CostModel
+    priority : array_like
+        Per task; the ready task of highest priority goes next (ties: the lower index).
+    fixed : array_like of int, optional
+        Per task a worker index it must go to, or -1 (free).
+    bias : numpy.ndarray, optional
+        Tasks x workers, added to the finish time when choosing a worker.
+    insertion : bool
+        Search idle gaps (True, HEFT's policy) or append after a worker's last task.
     """
     a = model.arrays
     n = a.n
@@ -35,7 +47,12 @@ def list_schedule(model: CostModel, priority, fixed=None, bias=None, insertion: 
 
 
 def topological_priority(model: CostModel):
-    """A priority that makes the ready heap follow the graph's topological order."""
+    """A priority that makes the ready heap follow the graph's topological order.
+
+    Parameters
+    ----------
+    model : CostModel
+    """
     a = model.arrays
     prio = np.empty(a.n)
     prio[a.topo] = -np.arange(a.n, dtype=np.float64)
@@ -43,6 +60,16 @@ def topological_priority(model: CostModel):
 
 
 def to_schedule(model: CostModel, result, name: str, extra: dict | None = None) -> Schedule:
-    """The :class:`Schedule` of a kernel's ``(worker, start, finish)`` index arrays."""
+    """The :class:`Schedule` of a kernel's ``(worker, start, finish)`` index arrays.
+
+    Parameters
+    ----------
+    model : CostModel
+    result : (numpy.ndarray, numpy.ndarray, numpy.ndarray)
+        Worker index, start and finish per task index.
+    name : str
+        The scheduler's name.
+    extra : dict, optional
+    """
     worker, start, finish = result
     return Schedule.from_indices(model.graph, model.cluster, worker, start, finish, scheduler=name, extra=extra)

@@ -19,6 +19,7 @@ from .ranks import b_level
 
 @register
 class BLevel(Scheduler):
+    """b-level list scheduling (HLFET-style), append placement; the rule is in the module docstring."""
     name = "blevel"
     summary = "highest b-level ready task to its earliest-finish worker, append (Estee's best)"
 

@@ -18,6 +18,7 @@ from .ranks import critical_path_tasks, downward_rank, upward_rank
 
 @register
 class CPOP(Scheduler):
+    """Critical-Path-On-a-Processor (Topcuoglu, Hariri, Wu 2002); the rule is in the module docstring."""
     name = "cpop"
     summary = "critical path on its fastest worker, the rest earliest finish (Topcuoglu et al. 2002)"
 

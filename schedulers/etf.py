@@ -15,6 +15,7 @@ from .base import Scheduler, register, to_schedule
 
 @register
 class ETF(Scheduler):
+    """Earliest Time First (Hwang et al. 1989); the rule is in the module docstring."""
     name = "etf"
     summary = "earliest-start (ready task, worker) pair first (Hwang et al. 1989)"
 

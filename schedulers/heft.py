@@ -17,6 +17,7 @@ from .ranks import upward_rank
 
 @register
 class HEFT(Scheduler):
+    """Heterogeneous Earliest Finish Time (Topcuoglu, Hariri, Wu 2002); the rule is in the module docstring."""
     name = "heft"
     summary = "upward rank order, earliest finish with insertion (Topcuoglu et al. 2002)"
 

@@ -14,6 +14,7 @@ from .base import Scheduler, list_schedule, register, to_schedule, topological_p
 
 @register
 class MCT(Scheduler):
+    """Minimum Completion Time: topological order, each task to its earliest-finish worker."""
     name = "mct"
     summary = "topological order, minimum completion time worker (greedy baseline)"
 

@@ -15,6 +15,7 @@ from .base import Scheduler, register, to_schedule
 
 @register
 class MinMin(Scheduler):
+    """Min-Min (Ibarra and Kim 1977); the rule is in the module docstring."""
     name = "minmin"
     summary = "ready task with the smallest best completion time first (Ibarra & Kim 1977)"
 

@@ -18,6 +18,7 @@ from .ranks import optimistic_cost_table
 
 @register
 class PEFT(Scheduler):
+    """Predict Earliest Finish Time (Arabnejad and Barbosa 2014); the rule is in the module docstring."""
     name = "peft"
     summary = "optimistic cost table look-ahead (Arabnejad & Barbosa 2014)"
 

@@ -24,6 +24,7 @@ from .ranks import upward_rank
 
 @register
 class Placed(Scheduler):
+    """The workflow's own placement (``meta`` worker, stage or rank), timed like HEFT."""
     name = "placed"
     summary = "the workflow's own placement (meta worker/stage/rank), HEFT timing"
 

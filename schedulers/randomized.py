@@ -13,6 +13,7 @@ from .base import Scheduler, list_schedule, register, to_schedule, topological_p
 
 @register
 class RandomScheduler(Scheduler):
+    """A seeded baseline: each task to a uniformly drawn worker that can run it."""
     name = "random"
     summary = "uniform random worker per task, topological order (seeded baseline)"
 

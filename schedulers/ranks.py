@@ -26,7 +26,12 @@ __all__ = ["mean_costs", "upward_rank", "downward_rank", "b_level", "t_level", "
 
 def mean_costs(model: CostModel):
     """(mean duration per task, mean transfer time per edge in successor-CSR order, the same in
-    predecessor-CSR order)."""
+    predecessor-CSR order).
+
+    Parameters
+    ----------
+    model : CostModel
+    """
     a = model.arrays
     w = model.mean_duration()
     c = model.mean_transfer(a.size)
@@ -88,32 +93,75 @@ def _oct(d, succ_ptr, succ_idx, succ_comm, topo):
 
 
 def upward_rank(model: CostModel) -> np.ndarray:
+    """HEFT's upward rank (rank_u): a task's mean duration plus the longest mean-cost path to an exit,
+    communication included.
+
+    Parameters
+    ----------
+    model : CostModel
+
+    Returns
+    -------
+    numpy.ndarray
+        Per task index.
+    """
     a = model.arrays
     w, sc, _ = mean_costs(model)
     return _upward(w, a.succ_ptr, a.succ_idx, sc, a.topo)
 
 
 def downward_rank(model: CostModel) -> np.ndarray:
+    """The downward rank (rank_d, the t-level with communication): the longest mean-cost path from
+    an entry to the task, excluding the task itself.
+
+    Parameters
+    ----------
+    model : CostModel
+
+    Returns
+    -------
+    numpy.ndarray
+        Per task index.
+    """
     a = model.arrays
     w, _, pc = mean_costs(model)
     return _downward(w, a.pred_ptr, a.pred_idx, pc, a.topo)
 
 
 def b_level(model: CostModel) -> np.ndarray:
-    """Longest path to an exit by mean durations alone (no communication)."""
+    """Longest path to an exit by mean durations alone (no communication).
+
+    Parameters
+    ----------
+    model : CostModel
+    """
     a = model.arrays
     return _upward(model.mean_duration(), a.succ_ptr, a.succ_idx, np.zeros(a.m), a.topo)
 
 
 def t_level(model: CostModel) -> np.ndarray:
-    """Longest path from an entry by mean durations alone, excluding the task itself."""
+    """Longest path from an entry by mean durations alone, excluding the task itself.
+
+    Parameters
+    ----------
+    model : CostModel
+    """
     a = model.arrays
     return _downward(model.mean_duration(), a.pred_ptr, a.pred_idx, np.zeros(a.m), a.topo)
 
 
 def critical_path_tasks(model: CostModel, rank_u=None, rank_d=None, rtol: float = 1e-9) -> list:
     """Task indices on CPOP's critical path: from the entry of highest ``rank_u + rank_d``, follow
-    a successor whose priority equals the path length, until an exit (Topcuoglu et al. 2002)."""
+    a successor whose priority equals the path length, until an exit (Topcuoglu et al. 2002).
+
+    Parameters
+    ----------
+    model : CostModel
+    rank_u, rank_d : numpy.ndarray, optional
+        Already computed ranks.
+    rtol : float
+        Relative tolerance when comparing a successor's priority with the path length.
+    """
     a = model.arrays
     if a.n == 0:
         return []
@@ -136,6 +184,18 @@ def critical_path_tasks(model: CostModel, rank_u=None, rank_d=None, rtol: float 
 
 
 def optimistic_cost_table(model: CostModel) -> np.ndarray:
+    """PEFT's optimistic cost table: ``oct[i, k]``, the longest of the shortest paths from task ``i``
+    on worker ``k`` to an exit (Arabnejad and Barbosa 2014).
+
+    Parameters
+    ----------
+    model : CostModel
+
+    Returns
+    -------
+    numpy.ndarray
+        Tasks x workers.
+    """
     a = model.arrays
     _, sc, _ = mean_costs(model)
     return _oct(np.ascontiguousarray(model.durations), a.succ_ptr, a.succ_idx, sc, a.topo)

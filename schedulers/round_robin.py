@@ -11,6 +11,7 @@ from .base import Scheduler, list_schedule, register, to_schedule, topological_p
 
 @register
 class RoundRobinScheduler(Scheduler):
+    """A baseline: tasks in topological order dealt to workers in turn."""
     name = "round-robin"
     summary = "workers in turn, topological order (baseline)"
 

@@ -44,6 +44,7 @@ def _earliest(load, dead, feasible, move):  # pragma: no cover - compiled
 
 @register
 class WorkStealing(DynamicScheduler):
+    """A model of Dask's scheduling for the simulator: earliest estimated start, idle workers steal."""
     name = "work-stealing"
     summary = "Dask-like: earliest estimated start on ready, idle workers steal (dynamic)"
 

@@ -19,6 +19,14 @@ __all__ = ["longest_path", "critical_path", "lower_bound", "sequential_time", "g
 def longest_path(arrays: GraphArrays, weight: np.ndarray, edge_weight: np.ndarray | None = None):
     """Longest path through the DAG by node (and optionally edge) weights.
 
+    Parameters
+    ----------
+    arrays : GraphArrays
+    weight : numpy.ndarray
+        Per task.
+    edge_weight : numpy.ndarray, optional
+        Per edge.
+
     Returns
     -------
     (length, path) : (float, list of int)
@@ -63,6 +71,18 @@ def critical_path(graph: TaskGraph, cluster: Cluster | None = None, model: CostM
     """Critical path length and task ids: each task at its cost (no cluster) or at its shortest
     duration over the cluster's workers; no communication.
 
+    Parameters
+    ----------
+    graph : TaskGraph
+    cluster : Cluster, optional
+    model : CostModel, optional
+
+    Returns
+    -------
+    (float, list)
+
+    Examples
+    --------
     >>> g = TaskGraph(); a = g.add_task("a", cost=2); b = g.add_task("b", cost=3); g.add_edge("a", "b")
     >>> critical_path(g)
     (5.0, ['a', 'b'])
@@ -77,7 +97,14 @@ def critical_path(graph: TaskGraph, cluster: Cluster | None = None, model: CostM
 
 
 def lower_bound(graph: TaskGraph, cluster: Cluster, model: CostModel | None = None) -> float:
-    """``max(critical path on the fastest worker, total work / total speed)``."""
+    """``max(critical path on the fastest worker, total work / total speed)``: no schedule is shorter.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    cluster : Cluster
+    model : CostModel, optional
+    """
     model = model or CostModel(graph, cluster)
     cp, _ = critical_path(graph, model=model)
     work = float(model.work().sum()) / cluster.total_speed
@@ -85,7 +112,14 @@ def lower_bound(graph: TaskGraph, cluster: Cluster, model: CostModel | None = No
 
 
 def sequential_time(graph: TaskGraph, cluster: Cluster, model: CostModel | None = None) -> float:
-    """The whole graph run one task at a time on the single best worker (speedup's numerator)."""
+    """The whole graph run one task at a time on the single best worker (speedup's numerator).
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    cluster : Cluster
+    model : CostModel, optional
+    """
     model = model or CostModel(graph, cluster)
     if graph.arrays.n == 0:
         return 0.0
@@ -93,7 +127,18 @@ def sequential_time(graph: TaskGraph, cluster: Cluster, model: CostModel | None 
 
 
 def graph_summary(graph: TaskGraph) -> dict:
-    """The numbers ``taskflow info`` prints."""
+    """The numbers ``taskflow info`` prints.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+
+    Returns
+    -------
+    dict
+        name, tasks, edges, total cost, critical path (length and tasks), sources, sinks, bytes on
+        edges, largest core count, tasks with exact costs, parallelism.
+    """
     a = graph.arrays
     cp, path = critical_path(graph)
     indeg = np.diff(a.pred_ptr)

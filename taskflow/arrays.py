@@ -52,7 +52,15 @@ class GraphArrays:
 
 
 def csr(keys: np.ndarray, vals: np.ndarray, n: int):
-    """Compressed rows: ``(ptr, vals sorted by key, the edge numbers in that order)``."""
+    """Compressed rows: ``(ptr, vals sorted by key, the edge numbers in that order)``.
+
+    Parameters
+    ----------
+    keys, vals : numpy.ndarray
+        Per edge: the row (e.g. its destination) and the value (e.g. its source).
+    n : int
+        Rows.
+    """
     order = np.argsort(keys, kind="stable")
     ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(keys, minlength=n), out=ptr[1:])
@@ -81,7 +89,28 @@ def _kahn(n, succ_ptr, succ_idx, indeg):  # pragma: no cover - compiled
 
 
 def topological_order(n: int, src: np.ndarray, dst: np.ndarray, succ_ptr, succ_idx, ids) -> np.ndarray:
-    """Kahn's algorithm, FIFO by index (deterministic); CycleError naming a cycle if there is one."""
+    """Kahn's algorithm, FIFO by index (deterministic).
+
+    Parameters
+    ----------
+    n : int
+    src, dst : numpy.ndarray
+        The edges.
+    succ_ptr, succ_idx : numpy.ndarray
+        Successor lists (CSR).
+    ids : list
+        Task ids, to name a cycle.
+
+    Returns
+    -------
+    numpy.ndarray
+        Task indices in topological order.
+
+    Raises
+    ------
+    CycleError
+        The graph has a cycle; the error names one.
+    """
     indeg = np.bincount(dst, minlength=n).astype(np.int64)
     order, k = _kahn(n, succ_ptr, succ_idx, indeg)
     if k < n:

@@ -15,7 +15,19 @@ _INF = math.inf
 
 
 def number(value, field: str, where: str) -> float:
-    """``value`` as a finite float >= 0, or a GraphError naming ``where`` and ``field``."""
+    """``value`` as a finite float >= 0.
+
+    Parameters
+    ----------
+    value : object
+    field, where : str
+        Named in the error: the field and the task or edge.
+
+    Raises
+    ------
+    GraphError
+        Not a number, negative, NaN or infinite.
+    """
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -26,6 +38,18 @@ def number(value, field: str, where: str) -> float:
 
 
 def cores(value, where: str) -> int:
+    """``value`` as a core count (an integer >= 1; an integral float is accepted).
+
+    Parameters
+    ----------
+    value : object
+    where : str
+
+    Raises
+    ------
+    GraphError
+        Not an integer >= 1.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         if isinstance(value, float) and value.is_integer() and value >= 1:
             return int(value)
@@ -34,6 +58,19 @@ def cores(value, where: str) -> int:
 
 
 def exact_costs(costs, where: str) -> dict | None:
+    """Checked exact per-worker costs, or None when there are none.
+
+    Parameters
+    ----------
+    costs : dict or None
+        Worker id -> seconds.
+    where : str
+
+    Raises
+    ------
+    GraphError
+        Not a mapping, or a bad number.
+    """
     if costs is None:
         return None
     if not isinstance(costs, dict):
@@ -44,7 +81,21 @@ def exact_costs(costs, where: str) -> dict | None:
 
 
 def checked_column(values, field: str, labels, kind: str) -> list:
-    """Values as a list of finite floats >= 0; a GraphError naming the first bad entry."""
+    """A column of values as finite floats >= 0, checked at once.
+
+    Parameters
+    ----------
+    values : sequence
+    field : str
+    labels : iterable
+        Per value: the task id, or the edge's ``(src, dst)``.
+    kind : {"task", "edge"}
+
+    Raises
+    ------
+    GraphError
+        Names the first bad entry.
+    """
     try:
         arr = np.asarray(values, dtype=np.float64)
         ok = arr.ndim == 1 and bool(np.all(np.isfinite(arr) & (arr >= 0)))

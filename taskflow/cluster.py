@@ -173,15 +173,34 @@ class Cluster:
 
     @property
     def ids(self) -> list:
+        """Worker ids in order."""
         return [w.id for w in self.workers]
 
     def worker(self, id) -> Worker:
+        """The worker with this id.
+
+        Parameters
+        ----------
+        id : hashable
+
+        Raises
+        ------
+        ClusterError
+            No such worker.
+        """
         try:
             return self.workers[self.index[id]]
         except KeyError:
             raise ClusterError(f"unknown worker {id!r}") from None
 
     def bandwidth_between(self, a, b) -> float:
+        """Bytes per second from worker ``a`` to worker ``b`` (inf on the same worker).
+
+        Parameters
+        ----------
+        a, b : hashable
+            Worker ids.
+        """
         if a == b:
             return math.inf
         return self.bandwidths.get(a, {}).get(b, self.bandwidth)
@@ -201,6 +220,7 @@ class Cluster:
 
     @property
     def total_cores(self) -> int:
+        """Cores of all workers together."""
         return int(self.cores.sum())
 
     def mean_inv_bandwidth(self) -> float:
@@ -211,6 +231,7 @@ class Cluster:
         return float(self.inv_bandwidth.sum() / (n * (n - 1)))
 
     def mean_latency(self) -> float:
+        """Latency averaged over ordered pairs of distinct workers (0 for one worker)."""
         return self.latency if len(self.workers) > 1 else 0.0
 
     def subset(self, ids: Iterable) -> "Cluster":

@@ -66,6 +66,12 @@ class CostModel:
 
     # ------------------------------------------------------------------ by id
     def duration(self, task, worker) -> float:
+        """Seconds ``task`` takes on ``worker`` (ids); inf where it cannot run there.
+
+        Parameters
+        ----------
+        task, worker : hashable
+        """
         return float(self.durations[self.arrays.index[task], self.cluster.index[worker]])
 
     def transfer(self, edge, a, b) -> float:
@@ -83,6 +89,7 @@ class CostModel:
         return self.latency_matrix[a] + size * self.inv_bandwidth[a]
 
     def feasible(self) -> np.ndarray:
+        """``(tasks x workers)`` booleans: where a task can run (enough cores, a finite duration)."""
         return np.isfinite(self.durations)
 
     def min_duration(self) -> np.ndarray:

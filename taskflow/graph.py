@@ -380,19 +380,33 @@ class TaskGraph:
 
     @property
     def ids(self) -> list:
+        """Task ids in insertion order (a new list)."""
         return list(self._ids)
 
     @property
     def num_edges(self) -> int:
+        """The number of edges."""
         return len(self._src)
 
     def task(self, id) -> Task:
+        """A read-only view of one task.
+
+        Parameters
+        ----------
+        id : hashable or TaskHandle
+
+        Raises
+        ------
+        GraphError
+            No such task.
+        """
         i = self._lookup(id)
         fn, args, kwargs = self._calls.get(i, (None, (), None))
         return Task(self._ids[i], self._cost[i], self._costs.get(i), self._output_size[i],
                     self._cores[i], fn, args, kwargs, self._meta.get(i))
 
     def tasks(self) -> Iterator[Task]:
+        """Every task's read-only view, in insertion order."""
         for t in self._ids:
             yield self.task(t)
 
@@ -403,28 +417,64 @@ class TaskGraph:
             yield ids[s], ids[d], z
 
     def has_edge(self, src, dst) -> bool:
+        """Whether the edge ``src -> dst`` exists.
+
+        Parameters
+        ----------
+        src, dst : hashable or TaskHandle
+
+        Raises
+        ------
+        GraphError
+            A task does not exist.
+        """
         return self._lookup(src) * _SHIFT + self._lookup(dst) in self._edge_map()
 
     def edge_size(self, src, dst) -> float:
+        """Bytes carried by the edge ``src -> dst``.
+
+        Parameters
+        ----------
+        src, dst : hashable or TaskHandle
+
+        Raises
+        ------
+        GraphError
+            No such edge or task.
+        """
         e = self._edge_map().get(self._lookup(src) * _SHIFT + self._lookup(dst))
         if e is None:
             raise GraphError(f"no edge {src!r} -> {dst!r}")
         return self._size[e]
 
     def predecessors(self, id) -> list:
+        """Ids of the tasks ``id`` depends on.
+
+        Parameters
+        ----------
+        id : hashable or TaskHandle
+        """
         a = self.arrays
         return [a.ids[p] for p in a.preds(self._lookup(id)).tolist()]
 
     def successors(self, id) -> list:
+        """Ids of the tasks that depend on ``id``.
+
+        Parameters
+        ----------
+        id : hashable or TaskHandle
+        """
         a = self.arrays
         return [a.ids[p] for p in a.succs(self._lookup(id)).tolist()]
 
     @property
     def total_cost(self) -> float:
+        """The sum of the tasks' costs (seconds at speed 1.0)."""
         return float(math.fsum(self._cost))
 
     @property
     def has_exact_costs(self) -> bool:
+        """Whether some task has exact per-worker costs."""
         return bool(self._costs)
 
     @property
@@ -491,19 +541,29 @@ class TaskGraph:
         return arrays
 
     def topological_order(self) -> list:
+        """Task ids in a topological order (Kahn's algorithm, FIFO by index: deterministic)."""
         a = self.arrays
         return [a.ids[i] for i in a.topo.tolist()]
 
     def sources(self) -> list:
+        """Ids of the tasks without predecessors."""
         a = self.arrays
         return [a.ids[i] for i in np.flatnonzero(np.diff(a.pred_ptr) == 0).tolist()]
 
     def sinks(self) -> list:
+        """Ids of the tasks without successors."""
         a = self.arrays
         return [a.ids[i] for i in np.flatnonzero(np.diff(a.succ_ptr) == 0).tolist()]
 
     # ------------------------------------------------------------------ derived graphs
     def copy(self, name: str | None = None) -> "TaskGraph":
+        """An independent copy (callables and their arguments are shared, not copied).
+
+        Parameters
+        ----------
+        name : str, optional
+            The copy's name (default: this graph's).
+        """
         g = TaskGraph(self.name if name is None else name)
         g._ids = list(self._ids)
         g._index = dict(self._index)

@@ -171,6 +171,10 @@ def _load(name: str):
 def scheduler_class(name: str):
     """The class registered (or provided by an entry point) under ``name``.
 
+    Parameters
+    ----------
+    name : str
+
     Raises
     ------
     UnknownSchedulerError

@@ -71,6 +71,14 @@ class Schedule:
 
     @classmethod
     def from_assignments(cls, assignments: Iterable, scheduler: str = "", extra=None) -> "Schedule":
+        """A schedule from :class:`Assignment` rows.
+
+        Parameters
+        ----------
+        assignments : iterable of Assignment
+        scheduler : str
+        extra : dict, optional
+        """
         rows = [a if isinstance(a, Assignment) else Assignment(*a) for a in assignments]
         return cls([r.task for r in rows], [r.worker for r in rows], [r.start for r in rows],
                    [r.finish for r in rows], scheduler, extra)
@@ -88,9 +96,21 @@ class Schedule:
 
     @property
     def makespan(self) -> float:
+        """The latest finish (0 for an empty schedule)."""
         return float(self.finish.max()) if len(self.finish) else 0.0
 
     def assignment(self, task) -> Assignment:
+        """One task's row.
+
+        Parameters
+        ----------
+        task : hashable
+
+        Raises
+        ------
+        GraphError
+            The task is not in the schedule.
+        """
         i = self._row().get(task)
         if i is None:
             raise GraphError(f"task {task!r} is not in the schedule")
@@ -100,6 +120,7 @@ class Schedule:
         return {t: i for i, t in enumerate(self.tasks)}
 
     def worker_of(self) -> dict:
+        """``{task: worker}``."""
         return dict(zip(self.tasks, self.workers))
 
     def by_worker(self) -> dict:
@@ -189,6 +210,15 @@ class Schedule:
         return self
 
     def is_valid(self, graph: TaskGraph, cluster: Cluster, **kw) -> bool:
+        """Whether :meth:`validate` would pass.
+
+        Parameters
+        ----------
+        graph : TaskGraph
+        cluster : Cluster
+        **kw
+            As for :meth:`problems`.
+        """
         return not self.problems(graph, cluster, limit=1, **kw)
 
     # ------------------------------------------------------------------ metrics
@@ -214,6 +244,7 @@ class Schedule:
 
     # ------------------------------------------------------------------ files
     def to_dict(self) -> dict:
+        """The native JSON document (see docs/formats.md)."""
         doc = {"format": "taskflow-schedule/1", "scheduler": self.scheduler, "makespan": self.makespan,
                "assignments": [{"task": t, "worker": w, "start": s, "finish": f}
                                for t, w, s, f in zip(self.tasks, self.workers, self.start.tolist(),

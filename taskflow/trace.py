@@ -36,6 +36,13 @@ class Transfer(NamedTuple):
 
 
 def run_id(task, k: int):
+    """The id of a task's ``k``-th run: the task id for the first, ``"{task}#{k}"`` after.
+
+    Parameters
+    ----------
+    task : hashable
+    k : int
+    """
     return task if k == 1 else f"{task}#{k}"
 
 
@@ -65,11 +72,13 @@ class Trace:
 
     @property
     def num_transfers(self) -> int:
+        """How many transfers the run made."""
         t = self._transfers
         return len(t.raw) if hasattr(t, "materialise") else len(t)
 
     @property
     def makespan(self) -> float:
+        """The time the last run finished (0 for an empty trace)."""
         return max((r.finish for r in self.runs), default=0.0)
 
     @property
@@ -83,6 +92,7 @@ class Trace:
         return {r.run: r.finish - r.start for r in self.runs}
 
     def to_schedule(self) -> Schedule:
+        """The runs as a :class:`Schedule` (one row per run; its durations in ``extra``)."""
         extra = {"transfers": [t._asdict() for t in self.transfers], "network": self.network}
         if self.served_by:
             extra["served_by"] = self.served_by
@@ -93,13 +103,41 @@ class Trace:
                         [r.finish for r in self.runs], scheduler=self.scheduler, extra=extra)
 
     def validation_graph(self, graph: TaskGraph) -> TaskGraph:
+        """The graph the runs are checked against: ``graph`` with a task per rerun, fed by the runs
+        that served it.
+
+        Parameters
+        ----------
+        graph : TaskGraph
+        """
         return expand_graph(graph, [(r.task, r.run) for r in self.runs], self.served_by)
 
     def problems(self, graph: TaskGraph, cluster: Cluster, limit: int = 20) -> list:
+        """What is wrong with this trace for ``graph`` on ``cluster`` (empty when valid).
+
+        Parameters
+        ----------
+        graph : TaskGraph
+        cluster : Cluster
+        limit : int
+            Stop after this many findings.
+        """
         g = self.validation_graph(graph)
         return self.to_schedule().problems(g, cluster, durations=self.durations, limit=limit)
 
     def validate(self, graph: TaskGraph, cluster: Cluster) -> "Trace":
+        """Check the trace like a schedule, with the durations it used; returns self.
+
+        Parameters
+        ----------
+        graph : TaskGraph
+        cluster : Cluster
+
+        Raises
+        ------
+        ScheduleError
+            Every finding is listed.
+        """
         g = self.validation_graph(graph)
         self.to_schedule().validate(g, cluster, durations=self.durations)
         return self
@@ -114,6 +152,7 @@ class Trace:
                         [r.finish for r in rows]).metrics(graph, cluster)
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict (the schedule document plus what was lost and recomputed)."""
         return self.to_schedule().to_dict()
 
     def chrome_trace(self) -> list:
@@ -141,8 +180,19 @@ class Trace:
 
 
 def expand_graph(graph: TaskGraph, runs, served_by: dict) -> TaskGraph:
-    """The graph with one task per run: extra runs ``id#k`` copy their task; each consumer run
-    depends on the producer run that served it (``served_by``), else on the producer's id."""
+    """``graph`` with one task per rerun (``"{task}#{k}"``), each fed by the runs that served it.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    runs : list of (task id, run id)
+    served_by : dict
+        Run id -> {input task id: the run of it that served this run}.
+
+    Returns
+    -------
+    TaskGraph
+    """
     if all(task == rid for task, rid in runs) and not served_by:
         return graph
     a = graph.arrays

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 import taskflow
-from taskflow import Cluster, TaskGraph, TaskflowError, UnknownSchedulerError, policy
+from taskflow import Cluster, TaskflowError, UnknownSchedulerError, policy
 from workflows.scientific import random_layered
 
 PLUGIN = '''

@@ -10,7 +10,13 @@ __all__ = ["allreduce_tasks", "bucket_allreduce"]
 
 
 def allreduce_tasks(kind: str, workers: int, buckets: int) -> int:
-    """Tasks one iteration's allreduce adds (see the module docstring)."""
+    """Tasks one iteration's allreduce adds (see the module docstring).
+
+    Parameters
+    ----------
+    kind : {"ring", "tree", "ps"}
+    workers, buckets : int
+    """
     n = workers
     per = {"ring": 2 * (n - 1) * n, "tree": 2 * n, "ps": 2 * n + 1}[kind]
     return per * buckets
@@ -22,7 +28,27 @@ def bucket_allreduce(b: GraphBuilder, t: int, kind: str, N: int, bucket_task: di
     the tree, push + sum) and spread (all-gather, broadcast down, pull). Returns
     ``(received, mids, spread, ends)``: ``received[w]`` lists (handle, chunk index or None) whose
     sum is the reduced bucket at rank w; ``mids`` the tasks that end the reduce phase; ``spread``
-    and ``ends`` per rank the first and last task of the spread phase."""
+    and ``ends`` per rank the first and last task of the spread phase.
+
+    Parameters
+    ----------
+    b : GraphBuilder
+    t : int
+        The iteration.
+    kind : {"ring", "tree", "ps"}
+    N : int
+        Ranks.
+    bucket_task : dict
+        ``(rank, bucket) -> handle`` of the bucket's task on each rank.
+    bkt : int
+        The bucket.
+    size : float
+        The bucket's bytes.
+    flops : float
+        The device's FLOP/s (reduction costs).
+    prio : float, optional
+        ``meta["priority"]`` of the spread phase.
+    """
     extra_ = {} if prio is None else {"priority": prio}
 
     def meta(cat, rank, **extra):

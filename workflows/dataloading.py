@@ -45,6 +45,21 @@ def loading_chain(b: GraphBuilder, prefix: str, stages, cost_of, size_of, meta_o
     ``cost_of(stage)``, ``size_of(stage)``, ``meta_of(stage)`` give each task's numbers; ``fns``
     (stage -> callable) makes them executable, the first stage called with ``first_args`` and each
     later one with the previous stage's result.
+
+    Parameters
+    ----------
+    b : GraphBuilder
+    prefix : str
+        Task ids are ``{prefix}.{stage}``.
+    stages : sequence of str
+    cost_of, size_of, meta_of : callable
+        Stage -> cost, output bytes, meta.
+    first_deps : sequence
+        Dependencies of the first stage.
+    fns : dict, optional
+        Stage -> callable.
+    first_args : tuple
+        Arguments of the first stage's callable.
     """
     h = None
     for k, stage in enumerate(stages):
@@ -66,6 +81,41 @@ def input_pipeline(shards=16, workers: int = 2, stages=("read", "decode", "augme
     """An input pipeline feeding ``workers`` training ranks (see the module docstring).
 
     ``shards`` is a count or a list of per-shard sizes in bytes.
+
+    Parameters
+    ----------
+    shards : int or list of float
+        A count or per-shard sizes in bytes.
+    workers : int
+        Training ranks.
+    stages : tuple of str
+        The loading stages, in order.
+    prefetch : int or None
+        Batches a rank may load ahead (None: unbounded).
+    cache : str, optional
+        A stage whose output is kept from the first epoch.
+    epochs : int
+    locality : dict, optional
+        Shard -> the worker id that holds it (needs ``worker_ids``).
+    worker_ids : list, optional
+        The cluster's worker ids.
+    shard_bytes, read_bandwidth, remote_bandwidth, expansion : float
+        Sizes and rates of the cost model above.
+    stage_costs : dict, optional
+        Stage -> seconds, for stages after ``read``.
+    step_cost, train_bytes : float
+        A train step's cost and output.
+    name : str, optional
+
+    Returns
+    -------
+    TaskGraph
+
+    Raises
+    ------
+    WorkflowError
+        A count below 1, repeated stages, a bad prefetch or cache, a stage without a cost, or a
+        locality that names an unknown shard or comes without ``worker_ids``.
 
     Examples
     --------

@@ -16,7 +16,22 @@ FEATURES, CLASSES = 64, 10
 
 
 def write_dataset(directory, workers: int, iterations: int, batch: int, seed: int = 0) -> list:
-    """Write one ``shard{w}.npz`` per worker (rows for every iteration); return their paths."""
+    """Write the synthetic dataset: one ``shard{w}.npz`` per worker, rows for every iteration.
+
+    Parameters
+    ----------
+    directory : path
+        Created if missing.
+    workers, iterations, batch : int
+        Shards, iterations and samples per shard and iteration.
+    seed : int
+        Seeds the class prototypes and the samples.
+
+    Returns
+    -------
+    list of str
+        The shards' paths, in rank order.
+    """
     rng = np.random.default_rng(seed)
     protos = rng.normal(0.0, 1.0, size=(CLASSES, FEATURES))
     os.makedirs(directory, exist_ok=True)
@@ -32,37 +47,99 @@ def write_dataset(directory, workers: int, iterations: int, batch: int, seed: in
 
 
 def read_shard(path, t, batch):
+    """Task body ``read``: iteration ``t``'s raw batch of ``batch`` rows from a shard.
+
+    Parameters
+    ----------
+    path : str
+    t, batch : int
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        8-bit pixels and labels.
+    """
     with np.load(path) as d:
         return d["x"][t * batch:(t + 1) * batch].copy(), d["y"][t * batch:(t + 1) * batch].copy()
 
 
 def decode(raw):
+    """Task body ``decode``: pixels back to features.
+
+    Parameters
+    ----------
+    raw : (numpy.ndarray, numpy.ndarray)
+        What :func:`read_shard` returned.
+    """
     x, y = raw
     return x.astype(np.float64) / 32.0 - 4.0, y
 
 
 def augment(sample):
+    """Task body ``augment``: the identity, so the sequential reference sees the same batch.
+
+    Parameters
+    ----------
+    sample : tuple
+    """
     return sample  # deterministic so the sequential reference sees the same batch
 
 
 def collate(sample):
+    """Task body ``collate``: contiguous features and integer labels.
+
+    Parameters
+    ----------
+    sample : (numpy.ndarray, numpy.ndarray)
+    """
     x, y = sample
     return np.ascontiguousarray(x), y.astype(np.int64)
 
 
 def init_layer(sizes, layer, seed):
+    """Task body ``init``: a dense layer's initial ``(W, b)``, seeded by ``(seed, layer)``.
+
+    Parameters
+    ----------
+    sizes : list of int
+        The MLP's layer widths.
+    layer : int
+    seed : int
+    """
     rng = np.random.default_rng([seed, layer])
     fan_in, fan_out = sizes[layer], sizes[layer + 1]
     return rng.normal(0.0, 1.0 / math.sqrt(fan_in), size=(fan_in, fan_out)), np.zeros(fan_out)
 
 
 def forward(params, a_prev, last):
+    """Task body ``forward``: one dense layer (tanh unless it is the last).
+
+    Parameters
+    ----------
+    params : (numpy.ndarray, numpy.ndarray)
+        The layer's ``(W, b)``.
+    a_prev : numpy.ndarray or tuple
+        The previous activations (or a collated batch).
+    last : bool
+    """
     x = a_prev[0] if isinstance(a_prev, tuple) else a_prev
     z = x @ params[0] + params[1]
     return z if last else np.tanh(z)
 
 
 def loss_grad(logits, batch):
+    """Task body ``loss``: softmax cross-entropy and its gradient with respect to the logits.
+
+    Parameters
+    ----------
+    logits : numpy.ndarray
+    batch : (numpy.ndarray, numpy.ndarray)
+        The collated batch (its labels are used).
+
+    Returns
+    -------
+    (float, numpy.ndarray)
+    """
     y = batch[1]
     z = logits - logits.max(axis=1, keepdims=True)
     p = np.exp(z)
@@ -74,6 +151,22 @@ def loss_grad(logits, batch):
 
 
 def backward(params, a_prev, a_out, upstream, last):
+    """Task body ``backward``: one dense layer's gradients.
+
+    Parameters
+    ----------
+    params : (numpy.ndarray, numpy.ndarray)
+    a_prev, a_out : numpy.ndarray
+        The layer's input and output activations.
+    upstream : tuple or numpy.ndarray
+        The loss task's ``(loss, grad)`` or the next layer's ``(dW, db, d_prev)``.
+    last : bool
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray, numpy.ndarray)
+        ``(dW, db, d_prev)``.
+    """
     x = a_prev[0] if isinstance(a_prev, tuple) else a_prev
     g = upstream[1] if isinstance(upstream, tuple) and len(upstream) == 2 and np.isscalar(upstream[0]) else upstream
     if isinstance(g, tuple):  # from the next layer's backward: (dW, db, d_prev)
@@ -83,22 +176,55 @@ def backward(params, a_prev, a_out, upstream, last):
 
 
 def flatten_grads(*grads):
+    """Task body ``bucket``: the layers' ``(dW, db)`` flattened into one vector.
+
+    Parameters
+    ----------
+    *grads : tuple
+    """
     return np.concatenate([np.concatenate([g[0].ravel(), g[1].ravel()]) for g in grads])
 
 
 def chunk(v, c, n):
+    """Chunk ``c`` of ``n`` of a vector (``numpy.array_split``).
+
+    Parameters
+    ----------
+    v : numpy.ndarray
+    c, n : int
+    """
     return np.array_split(v, n)[c]
 
 
 def ring_first(own, other, c, n):
+    """Task body of a ring's first reduce-scatter step: chunk ``c`` of two ranks' buckets, summed.
+
+    Parameters
+    ----------
+    own, other : numpy.ndarray
+    c, n : int
+    """
     return chunk(own, c, n) + chunk(other, c, n)
 
 
 def ring_step(partial, own, c, n):
+    """Task body of a later reduce-scatter step: the partial sum plus this rank's chunk ``c``.
+
+    Parameters
+    ----------
+    partial, own : numpy.ndarray
+    c, n : int
+    """
     return partial + chunk(own, c, n)
 
 
 def identity(x):
+    """Task body that passes its input on (all-gather steps, decompression).
+
+    Parameters
+    ----------
+    x : object
+    """
     return x
 
 
@@ -107,6 +233,13 @@ def _nothing(*_):
 
 
 def tree_reduce(own, *children):
+    """Task body of a tree reduce: this rank's bucket plus its children's sums.
+
+    Parameters
+    ----------
+    own : numpy.ndarray
+    *children : numpy.ndarray
+    """
     out = own.copy()
     for ch in children:
         out += ch
@@ -114,10 +247,24 @@ def tree_reduce(own, *children):
 
 
 def ps_sum(*pushed):
+    """Task body of the parameter server's sum of the pushed buckets.
+
+    Parameters
+    ----------
+    *pushed : numpy.ndarray
+    """
     return np.sum(pushed, axis=0)
 
 
 def compress(v, ratio):
+    """Task body ``compress``: values stay exact (the model shrinks the bytes moved), so training is
+    unchanged.
+
+    Parameters
+    ----------
+    v : numpy.ndarray
+    ratio : float
+    """
     return v  # the bytes moved shrink in the model; values stay exact so training is unchanged
 
 
@@ -129,18 +276,50 @@ def _unflatten(offset, shapes, order, pieces):
 
 
 def update_layer(params, lr, n, offset, shapes, order, *pieces):
-    """New parameters of one layer from the bucket's summed gradient over ``n`` ranks."""
+    """Task body ``update``: one layer's new parameters from the bucket's gradient summed over ``n`` ranks.
+
+    Parameters
+    ----------
+    params : (numpy.ndarray, numpy.ndarray)
+    lr : float
+    n : int
+    offset : int
+        Where the layer starts in the bucket's vector.
+    shapes : ((int, int), int)
+        The layer's ``W`` and ``b`` shapes.
+    order : list of int or None
+        The chunk order of a ring allreduce (None: one piece).
+    *pieces : numpy.ndarray
+    """
     gw, gb = _unflatten(offset, shapes, order, pieces)
     return params[0] - lr * gw / n, params[1] - lr * gb / n
 
 
 def local_update(params, grad, lr):
-    """One local SGD step with this rank's own gradient (a backward task's ``(dW, db, d_prev)``)."""
+    """Task body ``local``: one local SGD step with this rank's own gradient.
+
+    Parameters
+    ----------
+    params : (numpy.ndarray, numpy.ndarray)
+    grad : tuple
+        A backward task's ``(dW, db, d_prev)``.
+    lr : float
+    """
     return params[0] - lr * grad[0], params[1] - lr * grad[1]
 
 
 def average_layer(n, offset, shapes, order, *pieces):
-    """One layer's parameters averaged over ``n`` ranks (from the bucket's summed parameters)."""
+    """Task body ``average``: one layer's parameters averaged over ``n`` ranks, from the bucket's
+    summed parameters.
+
+    Parameters
+    ----------
+    n, offset : int
+    shapes : ((int, int), int)
+    order : list of int or None
+    *pieces : numpy.ndarray
+        As in :func:`update_layer`.
+    """
     w, b = _unflatten(offset, shapes, order, pieces)
     return w / n, b / n
 
@@ -168,8 +347,24 @@ def _sgd_step(params, x, y, lr):
 
 
 def sgd_reference(paths, iterations, batch, sizes, lr, seed):
-    """Sequential mini-batch SGD on the same batches: the global batch of iteration t is every
-    worker's t-th batch, in rank order. Returns (layers' parameters, loss per iteration)."""
+    """Sequential mini-batch SGD on the same batches as the data-parallel graph: the global batch of
+    iteration ``t`` is every worker's ``t``-th batch, in rank order.
+
+    Parameters
+    ----------
+    paths : list of str
+        The shards (:func:`write_dataset`).
+    iterations, batch : int
+    sizes : list of int
+        The MLP's layer widths.
+    lr : float
+    seed : int
+
+    Returns
+    -------
+    (list, list of float)
+        The layers' parameters and the loss per iteration.
+    """
     params = [init_layer(sizes, k, seed) for k in range(len(sizes) - 1)]
     losses = []
     for t in range(iterations):
@@ -179,9 +374,23 @@ def sgd_reference(paths, iterations, batch, sizes, lr, seed):
 
 
 def local_sgd_reference(paths, iterations, batch, sizes, lr, seed, sync_every):
-    """Local SGD computed sequentially: every rank steps on its own t-th batch; every ``sync_every``
-    iterations the ranks' parameters are replaced by their mean. Returns (per rank the layers'
-    parameters, per iteration the ranks' mean loss)."""
+    """Local SGD computed sequentially: every rank steps on its own ``t``-th batch; every
+    ``sync_every`` iterations the ranks' parameters are replaced by their mean.
+
+    Parameters
+    ----------
+    paths : list of str
+    iterations, batch : int
+    sizes : list of int
+    lr : float
+    seed : int
+    sync_every : int
+
+    Returns
+    -------
+    (list, list of float)
+        Per rank the layers' parameters, and per iteration the ranks' mean loss.
+    """
     ranks = [[init_layer(sizes, k, seed) for k in range(len(sizes) - 1)] for _ in paths]
     losses = []
     for t in range(iterations):

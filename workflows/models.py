@@ -26,6 +26,10 @@ DEVICES = {k: v["flops"] for k, v in _profiles()["devices"].items()}
 def model_profile(name: str) -> list:
     """``[{"name", "macs", "params"}]`` per layer (group) of a known model.
 
+    Parameters
+    ----------
+    name : str
+
     Raises
     ------
     WorkflowError
@@ -39,6 +43,10 @@ def model_profile(name: str) -> list:
 
 def device_flops(device) -> float:
     """FLOP/s of a device given by name (see :data:`DEVICES`) or as a number.
+
+    Parameters
+    ----------
+    device : str or float
 
     Raises
     ------

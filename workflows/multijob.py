@@ -31,6 +31,23 @@ def multijob(graphs, names=None, name: str | None = None, priorities=None) -> Ta
     higher job first and lets the others fill its idle time, and the max-min network sends its
     bytes first.
 
+    Parameters
+    ----------
+    graphs : list of TaskGraph
+    names : list of str, optional
+    name : str, optional
+        The combined graph's name.
+    priorities : list of float, optional
+
+    Returns
+    -------
+    TaskGraph
+
+    Raises
+    ------
+    WorkflowError
+        Repeated or malformed job names, or not one priority per graph.
+
     Examples
     --------
     >>> from workflows.scientific import fork_join
@@ -101,13 +118,25 @@ def _executable(graphs, names, label, extra) -> TaskGraph:
 
 
 def job_of(task_id) -> str:
-    """The job name of a task id made by :func:`multijob`."""
+    """The job name of a task id made by :func:`multijob`.
+
+    Parameters
+    ----------
+    task_id : str
+    """
     return str(task_id).split("/", 1)[0]
 
 
 def job_completion_times(schedule, graph: TaskGraph | None = None) -> dict:
     """``{job: time its last task finished}`` from a :class:`~taskflow.Schedule` or a simulated
-    :class:`~taskflow.Trace` (any object with ``to_schedule()``)."""
+    :class:`~taskflow.Trace` (any object with ``to_schedule()``).
+
+    Parameters
+    ----------
+    schedule : Schedule or Trace
+    graph : TaskGraph, optional
+        Unused; kept for symmetry with other measures.
+    """
     if hasattr(schedule, "to_schedule"):
         schedule = schedule.to_schedule()
     done: dict = {}

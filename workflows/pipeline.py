@@ -36,6 +36,16 @@ def pipeline_order(schedule: str, stage: int, stages: int, microbatches: int) ->
     ``1f1b`` (PipeDream-Flush; Narayanan et al., SC 2021): ``min(S - s - 1, M)`` warm-up forwards,
     then one forward and one backward in turn, then the remaining backwards.
 
+    Parameters
+    ----------
+    schedule : {"gpipe", "1f1b"}
+    stage, stages, microbatches : int
+
+    Raises
+    ------
+    WorkflowError
+        An unknown schedule.
+
     >>> pipeline_order("1f1b", 0, 3, 4)
     [('F', 0), ('F', 1), ('F', 2), ('B', 0), ('F', 3), ('B', 1), ('B', 2), ('B', 3)]
     """
@@ -74,6 +84,22 @@ def pipeline_parallel(model="gpt2-small", stages: int = 4, microbatches: int = 8
     (boundaries) ``+ S M`` (stash) ``+ 2 S M + S`` (weights) ``+ S M`` (gradients) ``+ S (2 M - 1)``
     (order) minus the order edges that coincide with a stash edge: ``S`` when ``M = 1``, else ``M``
     for 1F1B (the last stage's ``F(m) -> B(m)``) and none for GPipe.
+
+    Parameters
+    ----------
+    model : str or list of dict
+        A model name (``workflows/data/models.json``) or per-layer ``{"name", "macs", "params"}``.
+    stages, microbatches, iterations, batch : int
+    schedule : {"gpipe", "1f1b"}
+    device : str or float
+    load_cost : float
+    name : str, optional
+
+    Raises
+    ------
+    WorkflowError
+        Fewer than one microbatch or iteration, more stages than layers, an unknown schedule, model
+        or device.
 
     Examples
     --------

@@ -30,6 +30,22 @@ def random_layered(v: int = 100, shape: float = 1.0, out_degree: int = 2, ccr: f
                    seed: int = 0, name: str | None = None) -> TaskGraph:
     """A random layered DAG with the HEFT paper's parameters (see the module docstring).
 
+    Parameters
+    ----------
+    v : int
+        Tasks.
+    shape, out_degree, ccr, beta, mean_cost, bandwidth
+        As in the module docstring.
+    workers : list, optional
+        Worker ids for exact per-worker costs (heterogeneity ``beta``).
+    seed : int
+    name : str, optional
+
+    Raises
+    ------
+    WorkflowError
+        ``v`` below 1.
+
     Examples
     --------
     >>> g = random_layered(50, shape=1.0, out_degree=2, ccr=1.0, seed=1)
@@ -92,6 +108,12 @@ def fork_join(width: int = 8, stages: int = 1, cost: float = 1.0, size: float = 
 
     Tasks: ``stages (width + 2)``; edges: ``2 stages width + stages - 1``.
 
+    Parameters
+    ----------
+    width, stages : int
+    cost, size : float
+        Every task's cost and every edge's bytes.
+
     >>> g = fork_join(4, 2)
     >>> len(g), g.num_edges
     (12, 17)
@@ -115,6 +137,12 @@ def out_tree(depth: int = 3, fanout: int = 2, cost: float = 1.0, size: float = 0
 
     Tasks: ``(fanout^(depth+1) - 1) / (fanout - 1)`` (``depth + 1`` for fanout 1); edges: tasks - 1.
 
+    Parameters
+    ----------
+    depth, fanout : int
+    cost, size : float
+        Every task's cost and every edge's bytes.
+
     >>> g = out_tree(3, 2)
     >>> len(g), g.num_edges, len(g.sinks())
     (15, 14, 8)
@@ -136,6 +164,12 @@ def out_tree(depth: int = 3, fanout: int = 2, cost: float = 1.0, size: float = 0
 def in_tree(depth: int = 3, fanin: int = 2, cost: float = 1.0, size: float = 0.0) -> TaskGraph:
     """The out-tree with every edge reversed: leaves reduce level by level into one root.
 
+    Parameters
+    ----------
+    depth, fanin : int
+    cost, size : float
+        Every task's cost and every edge's bytes.
+
     >>> g = in_tree(2, 3)
     >>> len(g), g.num_edges, g.sinks()
     (13, 12, ['n0'])
@@ -149,6 +183,19 @@ def fft(points: int = 8, cost: float = 1.0, size: float = 0.0) -> TaskGraph:
     and ``m log2 m`` butterfly tasks in ``log2 m`` levels, for ``m = points`` (a power of two).
 
     Edges: ``2m - 2`` in the tree plus ``2 m log2 m`` into the butterflies.
+
+    Parameters
+    ----------
+    points : int
+    cost : float
+        Every task's cost.
+    size : float
+        Every edge's bytes.
+
+    Raises
+    ------
+    WorkflowError
+        ``points`` is not a power of two >= 2.
 
     >>> g = fft(4)
     >>> len(g), g.num_edges
@@ -187,6 +234,17 @@ def gaussian_elimination(m: int = 5, cost: float = 1.0, size: float = 0.0) -> Ta
     """Gaussian elimination on an ``m x m`` matrix (Topcuoglu et al. 2002): for each step ``k`` a
     pivot task then ``m - k`` update tasks. Tasks: ``(m^2 + m - 2) / 2``.
 
+    Parameters
+    ----------
+    m : int
+    cost, size : float
+        Every task's cost and every edge's bytes.
+
+    Raises
+    ------
+    WorkflowError
+        ``m`` below 2.
+
     >>> g = gaussian_elimination(5)
     >>> len(g)
     14
@@ -217,6 +275,21 @@ def wfcommons_recipe(recipe: str = "montage", num_tasks: int = 100, seed: int = 
     generates instances of any size. The instance is written in WfFormat and read back with
     :mod:`taskflow.formats.wfformat` (runtimes -> costs, files -> edge sizes). Deterministic for a
     seed: Python's and numpy's global random states are seeded for the call and restored after.
+
+    Parameters
+    ----------
+    recipe : str
+        A recipe name (``montage``, ``epigenomics``, ``blast``, ...).
+    num_tasks : int
+    seed : int
+    runtime_factor : float
+        Multiplies every runtime.
+    name : str, optional
+
+    Raises
+    ------
+    WorkflowError
+        An unknown recipe (the known ones are listed).
     """
     import random
     import tempfile

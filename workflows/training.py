@@ -364,6 +364,20 @@ def data_parallel(model="resnet50", workers: int = 4, iterations: int = 2, allre
     favour of an MLP ``64 -> hidden... -> 10``. Task ids read ``it{t}.w{w}.{kind}...``; every task's
     ``meta`` has ``category``, ``rank`` and ``iteration``.
 
+    Parameters
+    ----------
+    model, workers, iterations, allreduce, buckets, priority, compression, batch, device, stages, load_cost, executable, dataset_dir, hidden, lr, seed, name, barrier
+        As in :class:`TrainingSpec`.
+
+    Returns
+    -------
+    TaskGraph
+
+    Raises
+    ------
+    WorkflowError
+        A parameter :class:`TrainingSpec` refuses.
+
     Examples
     --------
     >>> g = data_parallel("resnet50", workers=4, iterations=1, allreduce="ring", buckets=2)
@@ -385,6 +399,22 @@ def local_sgd(model="resnet50", workers: int = 4, iterations: int = 4, sync_ever
     layer) and the ranks average their models every ``sync_every`` iterations (bucket the parameters,
     allreduce, an ``average`` task per layer). ``sync_every=1`` computes exactly what
     :func:`data_parallel` computes. :func:`local_sgd_reference` is the sequential reference.
+
+    Parameters
+    ----------
+    model, workers, iterations, allreduce, buckets, priority, compression, batch, device, stages, load_cost, executable, dataset_dir, hidden, lr, seed, name, barrier
+        As in :class:`TrainingSpec`.
+    sync_every : int
+        Average the models every ``sync_every`` iterations.
+
+    Returns
+    -------
+    TaskGraph
+
+    Raises
+    ------
+    WorkflowError
+        A parameter :class:`TrainingSpec` refuses.
 
     Examples
     --------
@@ -409,6 +439,22 @@ def stale_synchronous(model="resnet50", workers: int = 4, iterations: int = 4, s
     the following compute; a rank's forward of layer ``l`` also waits for its own backward of ``l``
     in the previous iteration (it applies its local gradient). ``staleness=0`` is
     :func:`data_parallel`. Same tasks as :func:`data_parallel`; for simulation (no callables).
+
+    Parameters
+    ----------
+    model, workers, iterations, allreduce, buckets, priority, compression, batch, device, stages, load_cost, name, barrier
+        As in :class:`TrainingSpec`.
+    staleness : int
+        How many allreduces may overlap the following compute.
+
+    Returns
+    -------
+    TaskGraph
+
+    Raises
+    ------
+    WorkflowError
+        A parameter :class:`TrainingSpec` refuses.
 
     Examples
     --------

@@ -53,7 +53,25 @@ def _key(r) -> tuple:
 def run_suite(suite: str = "quick", out="taskflow-out/bench", scheduler_names=None, jobs: int | None = None,
               progress: bool = True, real: bool = False) -> list:
     """Run (or resume) a suite; returns every row (old and new) and writes the outputs. ``real``
-    also runs a subset on Dask in emulation (:func:`run_real`, rows in ``real.csv``)."""
+    also runs a subset on Dask in emulation (:func:`run_real`, rows in ``real.csv``).
+
+    Parameters
+    ----------
+    suite : {"quick", "standard", "full"}
+    out : path
+        The output folder (created).
+    scheduler_names : list of str, optional
+        Default: :data:`~taskflow.app.suite.DEFAULT_SCHEDULERS`.
+    jobs : int, optional
+        Worker processes (default: every core).
+    progress : bool
+    real : bool
+
+    Raises
+    ------
+    TaskflowError
+        An unknown suite or scheduler.
+    """
     if suite not in SUITES:
         from ..errors import TaskflowError
         raise TaskflowError(f"unknown suite {suite!r}; known: {', '.join(SUITES)}")
@@ -105,7 +123,19 @@ def run_real(suite: str = "quick", out="taskflow-out/bench", scheduler_names=Non
              progress: bool = True, only=None) -> list:
     """Run the subset on an embedded 4-worker LocalCluster in emulation (each task sleeps its
     duration on the worker's declared speed and returns its output's bytes, scaled so a run takes
-    about ``target_seconds``). Resumable: rows already in ``real.csv`` are skipped. Returns all rows."""
+    about ``target_seconds``). Resumable: rows already in ``real.csv`` are skipped. Returns all rows.
+
+    Parameters
+    ----------
+    suite : str
+    out : path
+    scheduler_names : list of str, optional
+        Default: heft, cpop, blevel and Dask's work stealing.
+    target_seconds : float
+    progress : bool
+    only : set of str, optional
+        Only these workflows.
+    """
     import dask
     from distributed import Client, LocalCluster
 

@@ -16,7 +16,13 @@ __all__ = ["write_outputs", "summarise", "summarise_real"]
 
 
 def summarise_real(rows) -> str:
-    """A markdown section: per workflow, measured makespan per scheduler (best in bold)."""
+    """A markdown section: per workflow, measured makespan per scheduler (best in bold).
+
+    Parameters
+    ----------
+    rows : list of dict
+        ``real.csv`` rows.
+    """
     if not rows:
         return ""
     names = list(dict.fromkeys(r["scheduler"] for r in rows))
@@ -52,6 +58,16 @@ def _geomean(xs):
 
 
 def summarise(rows, names) -> str:
+    """The markdown summary: geometric-mean SLR per scheduler and family (best in bold), win/tie/loss
+    counts per network model.
+
+    Parameters
+    ----------
+    rows : list of dict
+        ``results.csv`` rows.
+    names : list of str
+        Schedulers, in column order.
+    """
     fams = sorted({r["family"] for r in rows})
     lines = ["# Scheduler comparison", "",
              f"{len(rows)} simulated runs; {sum(r['valid'] in ('True', True) for r in rows)} valid. "
@@ -186,6 +202,16 @@ def _bold(s: str) -> str:
 
 
 def write_outputs(rows, out: Path, names, real_rows=None):
+    """Write ``summary.md``, the plots and ``report.html`` into ``out``.
+
+    Parameters
+    ----------
+    rows : list of dict
+    out : pathlib.Path
+    names : list of str
+    real_rows : list of dict, optional
+        The Dask rows (default: ``real.csv`` when present).
+    """
     names = [n for n in names if any(r["scheduler"] == n for r in rows)]
     md = summarise(rows, names)
     if real_rows is None and (out / "real.csv").exists():

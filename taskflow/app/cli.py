@@ -53,7 +53,7 @@ def _cluster_from_args(args) -> Cluster:
 
 
 # ---------------------------------------------------------------------- commands
-def cmd_info(args) -> int:
+def _cmd_info(args) -> int:
     try:
         graphs = load_graphs(args.graph, args.format)
     except TaskflowError as e:
@@ -69,7 +69,7 @@ def cmd_info(args) -> int:
     return 0
 
 
-def cmd_convert(args) -> int:
+def _cmd_convert(args) -> int:
     graph = _load_graph(args.graph, args.format)
     fmt = _format_for(args.output, args.to)
     atomic_write(args.output, graph_text(graph, fmt))
@@ -77,7 +77,7 @@ def cmd_convert(args) -> int:
     return 0
 
 
-def cmd_schedule(args) -> int:
+def _cmd_schedule(args) -> int:
     import schedulers
 
     from ..simulator import plan as make_plan
@@ -116,7 +116,7 @@ def cmd_schedule(args) -> int:
     return 0
 
 
-def cmd_validate(args) -> int:
+def _cmd_validate(args) -> int:
     from ..trace import expand_graph
 
     graph = _load_graph(args.graph, args.format)
@@ -160,7 +160,7 @@ def _parse_at(spec: str, option: str):
     return head, t
 
 
-def cmd_simulate(args) -> int:
+def _cmd_simulate(args) -> int:
     from ..simulator import simulate
 
     graph = _load_graph(args.graph, args.format)
@@ -222,7 +222,7 @@ def _graph_or_function(spec: str, fmt):
     return _load_graph(spec, fmt)
 
 
-def cmd_run(args) -> int:
+def _cmd_run(args) -> int:
     from ..runtime import run
 
     graph = _graph_or_function(args.graph, args.format)
@@ -255,7 +255,7 @@ def cmd_run(args) -> int:
     return 0
 
 
-def cmd_bench(args) -> int:
+def _cmd_bench(args) -> int:
     from .bench import run_suite
 
     names = args.schedulers.split(",") if args.schedulers else None
@@ -265,13 +265,13 @@ def cmd_bench(args) -> int:
     return 0
 
 
-def cmd_demo(args) -> int:
+def _cmd_demo(args) -> int:
     from .demo import main as demo
 
     return demo(args.out, bench=not args.no_bench)
 
 
-def cmd_schedulers(args) -> int:
+def _cmd_schedulers(args) -> int:
     from ..policy import available, scheduler_class
 
     for name in available():
@@ -286,6 +286,7 @@ def cmd_schedulers(args) -> int:
 
 # ---------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
+    """The ``taskflow`` command's argument parser (one subparser per subcommand)."""
     p = argparse.ArgumentParser(prog="taskflow", description="Task-graph scheduling on Dask: "
                                 "inspect, convert, schedule and validate workflow DAGs.")
     p.add_argument("--version", action="version", version=f"taskflow {__version__}")
@@ -307,13 +308,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("info", help="counts, total cost and critical path of a graph")
     graph_arg(sp)
     sp.add_argument("--json", action="store_true", help="print a JSON object (a list for an Estee set)")
-    sp.set_defaults(func=cmd_info)
+    sp.set_defaults(func=_cmd_info)
 
     sp = sub.add_parser("convert", help="convert a graph to native JSON, WfFormat 1.5 or DOT")
     graph_arg(sp)
     sp.add_argument("-o", "--output", required=True, help="output file (.dot/.gv means DOT)")
     sp.add_argument("--to", choices=WRITE_FORMATS, help="output format (default: by suffix, else native)")
-    sp.set_defaults(func=cmd_convert)
+    sp.set_defaults(func=_cmd_convert)
 
     sp = sub.add_parser("schedule", help="plan a graph on a cluster with a scheduler")
     graph_arg(sp)
@@ -322,7 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--seed", type=int, default=0, help="seed for randomised schedulers (default 0)")
     sp.add_argument("-o", "--output", help="write the schedule (taskflow-schedule/1; a list with 'all')")
     sp.add_argument("-q", "--quiet", action="store_true", help="do not print the plans")
-    sp.set_defaults(func=cmd_schedule)
+    sp.set_defaults(func=_cmd_schedule)
 
     sp = sub.add_parser("simulate", help="simulate a graph on a cluster (network models, noise, faults)")
     graph_arg(sp)
@@ -342,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--seed", type=int, default=0, help="seed for noise and randomised schedulers (default 0)")
     sp.add_argument("-o", "--output", help="write the trace (taskflow-schedule/1 with transfers and durations)")
     sp.add_argument("--chrome-trace", help="write a Chrome trace (open in Perfetto)")
-    sp.set_defaults(func=cmd_simulate)
+    sp.set_defaults(func=_cmd_simulate)
 
     sp = sub.add_parser("run", help="run a graph on Dask workers (emulated when it has no callables)")
     sp.add_argument("graph", metavar="GRAPH", help="graph file, or module:function returning a TaskGraph")
@@ -362,7 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--report", help="write the run report (JSON)")
     sp.add_argument("--gantt", help="write predicted and measured Gantt charts (PNG)")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    sp.set_defaults(func=cmd_run)
+    sp.set_defaults(func=_cmd_run)
 
     sp = sub.add_parser("bench", help="scheduler comparison suite in the simulator (resumable)")
     sp.add_argument("--suite", choices=("quick", "standard", "full"), default="quick")
@@ -371,25 +372,37 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--jobs", type=int, help="parallel processes (default: all cores)")
     sp.add_argument("--real", action="store_true", help="also run a subset (4 workflows x heft, cpop, blevel, work-stealing) on a local Dask "
                          "cluster in emulation; rows in real.csv, a section in summary.md")
-    sp.set_defaults(func=cmd_bench)
+    sp.set_defaults(func=_cmd_bench)
 
     sp = sub.add_parser("demo", help="the main job: training on a LocalCluster, then the quick suite")
     sp.add_argument("--out", default="taskflow-out")
     sp.add_argument("--no-bench", action="store_true", help="skip the quick suite")
-    sp.set_defaults(func=cmd_demo)
+    sp.set_defaults(func=_cmd_demo)
 
     sp = sub.add_parser("validate", help="check a schedule against its graph and cluster")
     graph_arg(sp)
     sp.add_argument("--cluster", required=True, help="cluster file")
     sp.add_argument("--schedule", required=True, help="schedule file (taskflow-schedule/1)")
-    sp.set_defaults(func=cmd_validate)
+    sp.set_defaults(func=_cmd_validate)
 
     sp = sub.add_parser("schedulers", help="list the registered schedulers")
-    sp.set_defaults(func=cmd_schedulers)
+    sp.set_defaults(func=_cmd_schedulers)
     return p
 
 
 def main(argv=None) -> int:
+    """Run the ``taskflow`` command; bad input prints one ``error:`` line and returns 2.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Default: ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit status.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

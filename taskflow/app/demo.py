@@ -10,6 +10,19 @@ from pathlib import Path
 
 
 def main(out="taskflow-out", iterations: int = 10, workers: int = 2, bench: bool = True) -> int:
+    """The main demo (``make demo``); see the module docstring.
+
+    Parameters
+    ----------
+    out : path
+    iterations, workers : int
+    bench : bool
+        Also run the quick scheduler comparison.
+
+    Returns
+    -------
+    int
+    """
     from distributed import Client, LocalCluster
 
     from workflows.training import data_parallel

@@ -27,6 +27,16 @@ def _draw(ax, rows, workers, title):
 
 
 def gantt(schedule, path, title=None, workers=None):
+    """A Gantt chart of a schedule (or a trace's schedule), one row per worker, written as PNG.
+
+    Parameters
+    ----------
+    schedule : Schedule
+    path : str or os.PathLike
+    title : str, optional
+    workers : list, optional
+        Row order (default: the workers used, sorted).
+    """
     rows = [(a.task, a.worker, a.start, a.finish) for a in schedule]
     workers = workers or sorted({r[1] for r in rows}, key=str)
     fig, ax = plt.subplots(figsize=(10, 0.5 * len(workers) + 1.5))
@@ -38,7 +48,13 @@ def gantt(schedule, path, title=None, workers=None):
 
 
 def gantt_compare(report, path):
-    """The predicted plan (scaled) above the measured run, same time axis."""
+    """The predicted plan (scaled) above the measured run, same time axis.
+
+    Parameters
+    ----------
+    report : RunReport
+    path : str or os.PathLike
+    """
     workers = [w.id for w in report.cluster.workers]
     measured = [(r.task, r.worker, r.start, r.finish) for r in report.trace.runs]
     for r in measured:

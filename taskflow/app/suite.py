@@ -20,7 +20,12 @@ def _shared() -> Path:
 
 
 def workflows(suite: str) -> list:
-    """[(name, family, builder args)] - built lazily in the worker processes."""
+    """[(name, family, builder args)] - built lazily in the worker processes.
+
+    Parameters
+    ----------
+    suite : {"quick", "standard", "full"}
+    """
     out = [("layered-ccr0.1", "random", ("layered", 0.1)), ("layered-ccr1", "random", ("layered", 1.0)),
            ("layered-ccr10", "random", ("layered", 10.0)), ("fft-16", "scientific", ("fft", 16)),
            ("gauss-8", "scientific", ("gauss", 8)), ("fork-join-8x2", "scientific", ("forkjoin", 8)),
@@ -39,6 +44,12 @@ def workflows(suite: str) -> list:
 
 
 def clusters(suite: str) -> list:
+    """``[(name, speeds, cores, bandwidth)]`` of a suite's clusters.
+
+    Parameters
+    ----------
+    suite : {"quick", "standard", "full"}
+    """
     out = [("homo-4", [1.0] * 4, 1, BW), ("hetero-4", [1.0, 1.0, 2.0, 4.0], 1, BW),
            ("hetero-8-slow", [1.0, 1.5, 2.0, 3.0] * 2, 1, BW / 4)]
     if suite != "quick":
@@ -80,7 +91,12 @@ REAL_SPEEDS = [1.0, 1.0, 2.0, 4.0]  # the suite's hetero-4 cluster, declared on 
 
 
 def real_workflows(suite: str) -> list:
-    """The subset run on Dask: small graphs, so every run takes a few seconds."""
+    """The subset run on Dask: small graphs, so every run takes a few seconds.
+
+    Parameters
+    ----------
+    suite : {"quick", "standard", "full"}
+    """
     keep = {"layered-ccr1", "fork-join-8x2", "fft-16", "montage"}
     if suite != "quick":
         keep |= {"layered-ccr0.1", "gauss-8", "dp-resnet50-tree", "estee-grid"}

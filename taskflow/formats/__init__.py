@@ -107,6 +107,23 @@ def _sniff(data: bytes, source: str, forced: str | None = None):
 
 
 def detect_format(path) -> str:
+    """The format of a file, from its content (see :data:`READ_FORMATS`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Returns
+    -------
+    str
+        ``native``, ``wfformat``, ``dax``, ``stg``, ``estee``, or ``cluster`` / ``schedule`` for those
+        native documents.
+
+    Raises
+    ------
+    FormatError
+        Unreadable, too large, or no known format.
+    """
     base, _ = _split(path)
     return _sniff(_read_bytes(base), base)[0]
 
@@ -136,6 +153,13 @@ def _parse_graph(kind: str, payload, source: str, key=None) -> TaskGraph:
 def load_graph(path, format: str | None = None) -> TaskGraph:
     """Read a task graph from ``path`` (format detected from content unless ``format`` is given).
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A file; ``FILE#K`` picks graph ``K`` (index or name) of an Estee set.
+    format : str, optional
+        One of :data:`READ_FORMATS`, instead of detecting it.
+
     Raises
     ------
     FormatError, GraphError
@@ -147,7 +171,20 @@ def load_graph(path, format: str | None = None) -> TaskGraph:
 
 
 def load_graphs(path, format: str | None = None) -> list:
-    """Every graph in a file: one for most formats, all of an Estee set (or the ``#K`` one)."""
+    """Every graph in a file: one for most formats, all of an Estee set (or the ``#K`` one).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A file; ``FILE#K`` picks graph ``K`` (index or name) of an Estee set.
+    format : str, optional
+        One of :data:`READ_FORMATS`.
+
+    Raises
+    ------
+    FormatError, GraphError
+        With a message naming the file and the problem.
+    """
     base, key = _split(path)
     kind, payload = _sniff(_read_bytes(base), base, format)
     if kind == "estee" and key is None:
@@ -167,6 +204,18 @@ def _format_for(path: str, format: str | None) -> str:
 
 
 def graph_text(graph: TaskGraph, format: str = "native") -> str:
+    """``graph`` as the text of a file in ``format``.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    format : {"native", "wfformat", "dot"}
+
+    Raises
+    ------
+    FormatError
+        Not a writable format.
+    """
     if format == "native":
         return dump_json(native.graph_to_dict(graph))
     if format == "wfformat":
@@ -177,12 +226,35 @@ def graph_text(graph: TaskGraph, format: str = "native") -> str:
 
 
 def save_graph(graph: TaskGraph, path, format: str | None = None) -> None:
-    """Write ``graph`` (native JSON unless ``format`` or a ``.dot`` suffix says otherwise), atomically."""
+    """Write ``graph`` (native JSON unless ``format`` or a ``.dot`` suffix says otherwise), atomically.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    path : str or os.PathLike
+    format : {"native", "wfformat", "dot"}, optional
+
+    Raises
+    ------
+    FormatError
+        Not a writable format, or the graph cannot be written in it.
+    """
     p = os.fspath(path)
     atomic_write(p, graph_text(graph, _format_for(p, format)))
 
 
 def load_cluster(path) -> Cluster:
+    """Read a native cluster file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Raises
+    ------
+    FormatError, ClusterError
+        Not a cluster document, or a bad field (named).
+    """
     base = os.fspath(path)
     data = _read_bytes(base)
     kind, doc = _sniff(data, base)
@@ -192,10 +264,28 @@ def load_cluster(path) -> Cluster:
 
 
 def save_cluster(cluster: Cluster, path) -> None:
+    """Write ``cluster`` as native JSON, atomically.
+
+    Parameters
+    ----------
+    cluster : Cluster
+    path : str or os.PathLike
+    """
     atomic_write(os.fspath(path), dump_json(native.cluster_to_dict(cluster)))
 
 
 def load_schedule(path) -> Schedule:
+    """Read a native schedule file (a plan or a trace).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Raises
+    ------
+    FormatError
+        Not a schedule document, or a bad field (named).
+    """
     base = os.fspath(path)
     kind, doc = _sniff(_read_bytes(base), base)
     if kind != "schedule":
@@ -204,10 +294,24 @@ def load_schedule(path) -> Schedule:
 
 
 def save_schedule(schedule: Schedule, path) -> None:
+    """Write ``schedule`` as native JSON, atomically.
+
+    Parameters
+    ----------
+    schedule : Schedule
+    path : str or os.PathLike
+    """
     atomic_write(os.fspath(path), dump_json(schedule.to_dict()))
 
 
 def with_source(err: TaskflowError, source: str) -> str:
-    """An error message that names the file, once."""
+    """An error message that names the file, once.
+
+    Parameters
+    ----------
+    err : TaskflowError
+    source : str
+        The file's name.
+    """
     msg = str(err)
     return msg if msg.startswith(source) else f"{source}: {msg}"

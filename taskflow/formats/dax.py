@@ -21,6 +21,19 @@ def _local(tag: str) -> str:
 
 
 def parse_xml(data: bytes, source: str):
+    """Parse XML safely (defusedxml: entity expansion, external entities and DTDs refused).
+
+    Parameters
+    ----------
+    data : bytes
+    source : str
+        The file's name, for errors.
+
+    Raises
+    ------
+    FormatError
+        Unsafe or malformed XML (the line and column are named).
+    """
     try:
         return SafeET.fromstring(data)
     except DefusedXmlException as e:
@@ -31,6 +44,20 @@ def parse_xml(data: bytes, source: str):
 
 
 def graph_from_dax(root, source: str = "dax") -> TaskGraph:
+    """A graph from a Pegasus DAX document: a task per ``<job>`` (cost: its ``runtime``), an edge per
+    ``<child>``/``<parent>`` carrying the files the parent writes and the child reads.
+
+    Parameters
+    ----------
+    root : xml.etree.ElementTree.Element
+        The ``<adag>`` element.
+    source : str
+
+    Raises
+    ------
+    FormatError
+        Not an ``<adag>``, a bad field, or a link to an unknown job.
+    """
     if _local(root.tag) != "adag":
         raise FormatError(f"{source}: root element is <{_local(root.tag)}>, expected <adag> (Pegasus DAX)")
     ids, cost, category, outputs, inputs = [], [], [], [], []

@@ -24,7 +24,19 @@ MIB = 1 << 20
 
 
 def read_set(data: bytes, source: str) -> list:
-    """``[(name, tasks)]`` of every graph in the zip (the first member holds the table)."""
+    """``[(name, tasks)]`` of every graph in the zip (the first member holds the table).
+
+    Parameters
+    ----------
+    data : bytes
+        The zip file's content.
+    source : str
+
+    Raises
+    ------
+    FormatError
+        Not a zip, empty, or a malformed table.
+    """
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
             members = [m for m in z.namelist() if not m.endswith("/")]
@@ -59,6 +71,20 @@ def _rows(table, source) -> list:
 
 
 def graph_from_tasks(name: str, tasks: list, source: str) -> TaskGraph:
+    """A graph from one Estee graph's task records.
+
+    Parameters
+    ----------
+    name : str
+    tasks : list of dict
+        Estee's records (``d`` duration, ``e`` expected duration, ``cpus``, ``outputs``, ``inputs``).
+    source : str
+
+    Raises
+    ------
+    FormatError
+        A bad record (named).
+    """
     n = len(tasks)
     ids = [f"t{i}" for i in range(n)]
     cost, cores, out_size, meta = [], [], [], {}
@@ -91,6 +117,20 @@ def graph_from_tasks(name: str, tasks: list, source: str) -> TaskGraph:
 
 
 def select(rows: list, key: str, source: str) -> tuple:
+    """One graph of a set, by index or name.
+
+    Parameters
+    ----------
+    rows : list of (name, tasks)
+    key : str
+        An index or a graph name.
+    source : str
+
+    Raises
+    ------
+    FormatError
+        No such graph; the known ones are listed.
+    """
     names = [r[0] for r in rows]
     if key.isdigit() and int(key) < len(rows):
         return rows[int(key)]
@@ -100,7 +140,16 @@ def select(rows: list, key: str, source: str) -> tuple:
 
 
 def dumps_set(graphs: list) -> bytes:
-    """An Estee-style zip of our graphs (for tests and exchange)."""
+    """An Estee-style zip of our graphs (for tests and exchange).
+
+    Parameters
+    ----------
+    graphs : list of TaskGraph
+
+    Returns
+    -------
+    bytes
+    """
     cols = {"graph_name": {}, "graph_id": {}, "graph": {}}
     for k, (name, tasks) in enumerate(graphs):
         cols["graph_name"][str(k)] = name

@@ -33,6 +33,19 @@ def _check_format(doc, expected: str, source: str):
 
 # ---------------------------------------------------------------------- graph
 def graph_from_dict(doc: dict, source: str = "graph") -> TaskGraph:
+    """A graph from a native graph document (see docs/formats.md).
+
+    Parameters
+    ----------
+    doc : dict
+    source : str
+        The file's name, for errors.
+
+    Raises
+    ------
+    FormatError, GraphError
+        A missing or bad field (named).
+    """
     _check_format(doc, GRAPH_FORMAT, source)
     tasks = field(doc, "tasks", source, kind=list)
     edges = field(doc, "edges", source, default=[], kind=list)
@@ -84,6 +97,12 @@ def graph_from_dict(doc: dict, source: str = "graph") -> TaskGraph:
 
 
 def graph_to_dict(graph: TaskGraph) -> dict:
+    """The native document of ``graph`` (callables are not written).
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    """
     tasks = []
     a_cost, a_out, a_cores = graph._cost, graph._output_size, graph._cores
     for i, tid in enumerate(graph._ids):
@@ -107,6 +126,18 @@ def graph_to_dict(graph: TaskGraph) -> dict:
 
 # ---------------------------------------------------------------------- cluster
 def cluster_from_dict(doc: dict, source: str = "cluster") -> Cluster:
+    """A cluster from a native cluster document.
+
+    Parameters
+    ----------
+    doc : dict
+    source : str
+
+    Raises
+    ------
+    FormatError, ClusterError
+        A missing or bad field (named).
+    """
     _check_format(doc, CLUSTER_FORMAT, source)
     workers = []
     for i, w in enumerate(field(doc, "workers", source, kind=list)):
@@ -136,6 +167,12 @@ def cluster_from_dict(doc: dict, source: str = "cluster") -> Cluster:
 
 
 def cluster_to_dict(cluster: Cluster) -> dict:
+    """The native document of ``cluster``.
+
+    Parameters
+    ----------
+    cluster : Cluster
+    """
     doc = {"format": CLUSTER_FORMAT, "name": cluster.name,
            "workers": [dict({"id": w.id, "speed": w.speed, "cores": w.cores},
                             **({"address": w.address} if w.address else {})) for w in cluster.workers],
@@ -149,6 +186,18 @@ def cluster_to_dict(cluster: Cluster) -> dict:
 
 # ---------------------------------------------------------------------- schedule
 def schedule_from_dict(doc: dict, source: str = "schedule") -> Schedule:
+    """A schedule from a native schedule document.
+
+    Parameters
+    ----------
+    doc : dict
+    source : str
+
+    Raises
+    ------
+    FormatError
+        A missing or bad field (named).
+    """
     _check_format(doc, SCHEDULE_FORMAT, source)
     rows = field(doc, "assignments", source, kind=list)
     tasks, workers, start, finish = [], [], [], []
@@ -166,4 +215,10 @@ def schedule_from_dict(doc: dict, source: str = "schedule") -> Schedule:
 
 
 def schedule_to_dict(schedule: Schedule) -> dict:
+    """The native document of ``schedule``.
+
+    Parameters
+    ----------
+    schedule : Schedule
+    """
     return schedule.to_dict()

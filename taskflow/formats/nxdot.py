@@ -11,7 +11,12 @@ from ..graph import TaskGraph
 
 def to_networkx(graph: TaskGraph) -> "nx.DiGraph":
     """A ``networkx.DiGraph``: node attributes ``cost``, ``output_size``, ``cores`` (and ``costs``,
-    ``meta`` when set); edge attribute ``size``."""
+    ``meta`` when set); edge attribute ``size``.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    """
     G = nx.DiGraph(name=graph.name)
     for i, tid in enumerate(graph._ids):
         attrs = {"cost": graph._cost[i], "output_size": graph._output_size[i], "cores": graph._cores[i]}
@@ -27,7 +32,13 @@ def to_networkx(graph: TaskGraph) -> "nx.DiGraph":
 
 def from_networkx(G, name: str | None = None) -> TaskGraph:
     """A TaskGraph from a directed networkx graph; missing ``cost`` is 1.0, missing edge ``size``
-    is the producer's ``output_size``."""
+    is the producer's ``output_size``.
+
+    Parameters
+    ----------
+    G : networkx.DiGraph
+    name : str, optional
+    """
     ids = list(G.nodes)
     nodes = G.nodes
     out = [nodes[t].get("output_size", 0) for t in ids]
@@ -49,7 +60,12 @@ def _q(s) -> str:
 
 
 def to_dot(graph: TaskGraph) -> str:
-    """Graphviz DOT text: nodes labelled with id and cost, edges with their size in bytes."""
+    """Graphviz DOT text: nodes labelled with id and cost, edges with their size in bytes.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    """
     lines = [f"digraph {_q(graph.name)} {{", "  node [shape=box];"]
     for i, tid in enumerate(graph._ids):
         label = f"{tid}\\ncost={graph._cost[i]:g}"

@@ -12,6 +12,12 @@ from ..graph import TaskGraph
 
 
 def looks_like_stg(text: str) -> bool:
+    """Whether ``text`` starts like a Kasahara STG file (its first data line is a task count).
+
+    Parameters
+    ----------
+    text : str
+    """
     for line in text.splitlines():
         s = line.strip()
         if not s or s.startswith("#"):
@@ -21,6 +27,20 @@ def looks_like_stg(text: str) -> bool:
 
 
 def graph_from_stg(text: str, source: str = "stg", name: str | None = None) -> TaskGraph:
+    """A graph from a Kasahara STG file: per line a task, its cost, its predecessor count and the
+    predecessors; the two dummy nodes (entry and exit, cost 0) are kept.
+
+    Parameters
+    ----------
+    text : str
+    source : str
+    name : str, optional
+
+    Raises
+    ------
+    FormatError
+        A malformed line (its number is named) or a wrong count.
+    """
     rows = []
     count = None
     for lineno, line in enumerate(text.splitlines(), 1):

@@ -20,10 +20,29 @@ from ._util import field, graph_from_files
 
 
 def is_wfformat(doc) -> bool:
+    """Whether ``doc`` is a WfCommons WfFormat document.
+
+    Parameters
+    ----------
+    doc : object
+    """
     return isinstance(doc, dict) and "workflow" in doc and "schemaVersion" in doc
 
 
 def graph_from_wfformat(doc: dict, source: str = "wfformat") -> TaskGraph:
+    """A graph from a WfFormat 1.4 or 1.5 document: a task per task (cost: its measured runtime), an
+    edge per parent link carrying the files the parent writes and the child reads.
+
+    Parameters
+    ----------
+    doc : dict
+    source : str
+
+    Raises
+    ------
+    FormatError
+        A missing or bad field (named) or a link to an unknown task.
+    """
     version = str(doc.get("schemaVersion"))
     wf = field(doc, "workflow", source, kind=dict)
     if "specification" in wf:
@@ -99,7 +118,12 @@ def _read_14(doc, wf, source) -> TaskGraph:
 
 def graph_to_wfformat(graph: TaskGraph) -> dict:
     """WfFormat 1.5. Outputs read by every child whole become one shared file; otherwise each edge
-    gets its own file, so edge sizes survive the round trip. Task ids must be strings."""
+    gets its own file, so edge sizes survive the round trip. Task ids must be strings.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    """
     a = graph.arrays
     ids = [str(t) for t in a.ids]
     files: dict = {}

@@ -19,6 +19,12 @@ __all__ = ["cluster_from_dask", "attach_addresses", "workers_info"]
 
 
 def workers_info(client) -> dict:
+    """Dask's description of every worker of ``client``'s cluster, by address.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    """
     return client.scheduler_info(n_workers=-1)["workers"] if _takes_n_workers(client) else \
         client.scheduler_info()["workers"]
 
@@ -49,6 +55,26 @@ def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = Non
     each worker's speed with a short matrix kernel (relative to the median worker), the bandwidth
     and latency with real transfers between two workers, and Dask's per-task overhead
     (``task_overhead``) with a chain of no-op tasks.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    calibrate : bool
+        Measure speeds, network and per-task overhead.
+    speeds : dict, optional
+        Worker name -> declared relative speed (wins over a measured one).
+    bandwidth, latency : float, optional
+        Declared network figures (win over measured ones).
+
+    Returns
+    -------
+    Cluster
+
+    Raises
+    ------
+    TaskflowError
+        The cluster has no workers (after waiting up to 15 s for one), or ``speeds`` names an
+        unknown worker.
     """
     info = workers_info(client)
     if not info:  # workers may be (re)starting: give them a moment before giving up
@@ -145,7 +171,20 @@ def _measure_network(client, a, b, nbytes=64 << 20, repeat=3):
 
 
 def attach_addresses(model: Cluster, client, subset: bool = False) -> Cluster:
-    """The declared model with each worker's Dask address (matched by name)."""
+    """The declared model with each worker's Dask address (matched by name).
+
+    Parameters
+    ----------
+    model : Cluster
+    client : distributed.Client
+    subset : bool
+        Leave out the model's workers Dask does not have (after a loss) instead of failing.
+
+    Raises
+    ------
+    TaskflowError
+        The model names a worker Dask does not have (and ``subset`` is False).
+    """
     info = workers_info(client)
     by_name = {str(w.get("name", a)): a for a, w in info.items()}
     workers = []

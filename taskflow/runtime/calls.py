@@ -55,7 +55,13 @@ class _Opaque:
 
 
 def map_leaves(obj, leaf):
-    """``obj`` with ``leaf(x)`` applied to every item of nested lists, tuples, sets and dict values."""
+    """``obj`` with ``leaf(x)`` applied to every item of nested lists, tuples, sets and dict values.
+
+    Parameters
+    ----------
+    obj : object
+    leaf : callable
+    """
     if isinstance(obj, list):
         return [map_leaves(x, leaf) for x in obj]
     if isinstance(obj, tuple):
@@ -95,6 +101,17 @@ def _to_refs(obj, key_of):
 def execute(graph: TaskGraph) -> dict:
     """Run an executable graph in this process, one task at a time in topological order (no Dask):
     for debugging a graph and for a reference result. Returns ``{task id: result}``.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+
+    Raises
+    ------
+    TaskflowError
+        A task has no callable.
+    TaskFailed
+        A task raised; names it, with the results computed before.
 
     >>> g = TaskGraph()
     >>> a = g.add_task("a", fn=lambda: 2)

@@ -19,6 +19,22 @@ def compute(*collections, scheduler="heft", client=None, costs: dict | None = No
 
     ``costs`` maps a task-name prefix (the part of a key before its token) to seconds, e.g. from
     :func:`learn_costs` on a previous run; otherwise every task costs 1.0.
+
+    Parameters
+    ----------
+    *collections
+        Dask collections (and other objects, passed through as ``dask.compute`` does).
+    scheduler : str or Scheduler
+        A static policy, or ``work-stealing`` (Dask's own).
+    client : distributed.Client, optional
+        Else an embedded LocalCluster (``workers``, ``threads_per_worker`` in ``run_options``) or
+        ``address`` / ``scheduler_file``.
+    costs : dict, optional
+        Task-name prefix -> seconds.
+    cluster : Cluster, optional
+        The model to plan with (default: measured from the live cluster).
+    **run_options
+        ``address``, ``scheduler_file``, ``workers``, ``threads_per_worker``.
     """
     import dask
     from dask._expr import FinalizeCompute

@@ -14,14 +14,38 @@ __all__ = ["keys_for", "dask_graph", "plan_annotations"]
 
 def keys_for(graph: TaskGraph, run_token: str, gen: int) -> dict:
     """Dask keys unique to this run and submission (a key still in memory from an earlier run
-    would otherwise be reused instead of computed)."""
+    would otherwise be reused instead of computed).
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    run_token : str
+        Unique to the run.
+    gen : int
+        The submission (0, then one more per re-plan).
+    """
     suffix = f"~{run_token}.{gen}"
     return {t: (f"{t}{suffix}" if isinstance(t, str) else f"#{t}{suffix}") for t in graph.ids}
 
 
 def dask_graph(graph: TaskGraph, todo, key_of: dict, cluster: Cluster, time_scale: float, size_scale: float,
                kept=None):
-    """The Dask graph of the tasks ``todo``; a dependency outside ``todo`` is its kept Future."""
+    """The Dask graph of the tasks ``todo``; a dependency outside ``todo`` is its kept Future.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    todo : list
+        The task ids to submit.
+    key_of : dict
+        Task id -> Dask key.
+    cluster : Cluster
+        Declared speeds (emulated tasks sleep by them).
+    time_scale, size_scale : float
+        Shrink emulated durations and outputs.
+    kept : dict, optional
+        Task id -> Future of a result kept from an earlier submission.
+    """
     a = graph.arrays
     inside = set(todo)
     kept = kept or {}

@@ -14,7 +14,19 @@ def learn_costs(graph: TaskGraph, report, cluster: Cluster | None = None) -> Tas
     """A copy of ``graph`` whose costs are what ``report`` (a RunReport or Trace) measured, per task
     name prefix (``meta['category']``, else the id up to its first ``-``/``_``/digit) and per worker:
     a task gets exact costs on the workers where its prefix ran (their mean duration, in unscaled
-    seconds), and ``cost`` = the prefix's mean duration x speed elsewhere."""
+    seconds), and ``cost`` = the prefix's mean duration x speed elsewhere.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    report : RunReport or Trace
+    cluster : Cluster, optional
+        Worker speeds (default: the report's cluster).
+
+    Returns
+    -------
+    TaskGraph
+    """
     trace = report.trace if hasattr(report, "trace") else report
     scale = getattr(report, "time_scale", 1.0) or 1.0
     cluster = cluster or getattr(report, "cluster", None)

@@ -39,6 +39,7 @@ class RunReport:
             if self.predicted_makespan > 0 else float("nan")
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict: the figures, the workers, per task its run and plan, the transfers."""
         return {"scheduler": self.scheduler, "predicted_makespan": self.predicted_makespan,
                 "measured_makespan": self.measured_makespan, "placement_fidelity": self.placement_fidelity,
                 "prediction_error": self.prediction_error, "replans": self.replans,
@@ -49,6 +50,12 @@ class RunReport:
                 "transfers": [t._asdict() for t in self.trace.transfers]}
 
     def save(self, path) -> None:
+        """Write :meth:`to_dict` as JSON, atomically.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+        """
         from ..formats._util import atomic_write
         atomic_write(path, json.dumps(self.to_dict(), indent=1, default=str) + "\n")
 

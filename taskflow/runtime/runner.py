@@ -46,7 +46,18 @@ def _progress(done, total, t0, last):
 
 
 def connect(client, address, scheduler_file, workers, threads_per_worker, work_stealing):
-    """(client, things to close). Without a client or address, an embedded LocalCluster."""
+    """(client, things to close). Without a client or address, an embedded LocalCluster.
+
+    Parameters
+    ----------
+    client : distributed.Client or None
+    address, scheduler_file : str or None
+        An existing cluster.
+    workers, threads_per_worker : int
+        The embedded LocalCluster (processes).
+    work_stealing : bool
+        Dask's work stealing in the embedded cluster (off for static plans).
+    """
     import dask
     from distributed import Client, LocalCluster
 
