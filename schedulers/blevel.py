@@ -16,10 +16,13 @@ from __future__ import annotations
 from .base import Scheduler, list_schedule, register, to_schedule
 from .ranks import b_level
 
+__all__ = ["BLevel"]
+
 
 @register
 class BLevel(Scheduler):
     """b-level list scheduling (HLFET-style), append placement; the rule is in the module docstring."""
+
     name = "blevel"
     summary = "highest b-level ready task to its earliest-finish worker, append (Estee's best)"
 

@@ -17,10 +17,13 @@ import heapq
 from .base import DynamicScheduler, register
 from .ranks import b_level
 
+__all__ = ["BLevelDynamic"]
+
 
 @register
 class BLevelDynamic(DynamicScheduler):
     """Dynamic b-level (Estee's blevel-gt): ready tasks by b-level to free workers; see the module docstring."""
+
     name = "blevel-dynamic"
     summary = "highest b-level ready task to a free worker needing fewest bytes moved (dynamic)"
 

@@ -15,10 +15,13 @@ import numpy as np
 from .base import Scheduler, list_schedule, register, to_schedule
 from .ranks import critical_path_tasks, downward_rank, upward_rank
 
+__all__ = ["CPOP"]
+
 
 @register
 class CPOP(Scheduler):
     """Critical-Path-On-a-Processor (Topcuoglu, Hariri, Wu 2002); the rule is in the module docstring."""
+
     name = "cpop"
     summary = "critical path on its fastest worker, the rest earliest finish (Topcuoglu et al. 2002)"
 

@@ -12,10 +12,13 @@ from __future__ import annotations
 from ._greedy import greedy
 from .base import Scheduler, register, to_schedule
 
+__all__ = ["ETF"]
+
 
 @register
 class ETF(Scheduler):
     """Earliest Time First (Hwang et al. 1989); the rule is in the module docstring."""
+
     name = "etf"
     summary = "earliest-start (ready task, worker) pair first (Hwang et al. 1989)"
 

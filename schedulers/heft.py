@@ -14,10 +14,13 @@ from __future__ import annotations
 from .base import Scheduler, list_schedule, register, to_schedule
 from .ranks import upward_rank
 
+__all__ = ["HEFT"]
+
 
 @register
 class HEFT(Scheduler):
     """Heterogeneous Earliest Finish Time (Topcuoglu, Hariri, Wu 2002); the rule is in the module docstring."""
+
     name = "heft"
     summary = "upward rank order, earliest finish with insertion (Topcuoglu et al. 2002)"
 

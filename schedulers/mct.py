@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from .base import Scheduler, list_schedule, register, to_schedule, topological_priority
 
+__all__ = ["MCT"]
+
 
 @register
 class MCT(Scheduler):
     """Minimum Completion Time: topological order, each task to its earliest-finish worker."""
+
     name = "mct"
     summary = "topological order, minimum completion time worker (greedy baseline)"
 

@@ -12,10 +12,13 @@ from __future__ import annotations
 from ._greedy import greedy
 from .base import Scheduler, register, to_schedule
 
+__all__ = ["MinMin"]
+
 
 @register
 class MinMin(Scheduler):
     """Min-Min (Ibarra and Kim 1977); the rule is in the module docstring."""
+
     name = "minmin"
     summary = "ready task with the smallest best completion time first (Ibarra & Kim 1977)"
 

@@ -15,10 +15,13 @@ from __future__ import annotations
 from .base import Scheduler, list_schedule, register, to_schedule
 from .ranks import optimistic_cost_table
 
+__all__ = ["PEFT"]
+
 
 @register
 class PEFT(Scheduler):
     """Predict Earliest Finish Time (Arabnejad and Barbosa 2014); the rule is in the module docstring."""
+
     name = "peft"
     summary = "optimistic cost table look-ahead (Arabnejad & Barbosa 2014)"
 

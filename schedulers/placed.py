@@ -21,10 +21,13 @@ from taskflow.errors import TaskflowError
 from .base import Scheduler, list_schedule, register, to_schedule
 from .ranks import upward_rank
 
+__all__ = ["Placed"]
+
 
 @register
 class Placed(Scheduler):
     """The workflow's own placement (``meta`` worker, stage or rank), timed like HEFT."""
+
     name = "placed"
     summary = "the workflow's own placement (meta worker/stage/rank), HEFT timing"
 

@@ -10,10 +10,13 @@ import numpy as np
 
 from .base import Scheduler, list_schedule, register, to_schedule, topological_priority
 
+__all__ = ["RandomScheduler"]
+
 
 @register
 class RandomScheduler(Scheduler):
     """A seeded baseline: each task to a uniformly drawn worker that can run it."""
+
     name = "random"
     summary = "uniform random worker per task, topological order (seeded baseline)"
 

@@ -8,10 +8,13 @@ import numpy as np
 
 from .base import Scheduler, list_schedule, register, to_schedule, topological_priority
 
+__all__ = ["RoundRobinScheduler"]
+
 
 @register
 class RoundRobinScheduler(Scheduler):
     """A baseline: tasks in topological order dealt to workers in turn."""
+
     name = "round-robin"
     summary = "workers in turn, topological order (baseline)"
 

@@ -23,6 +23,8 @@ from numba import njit
 
 from taskflow.policy import DynamicScheduler, register
 
+__all__ = ["WorkStealing"]
+
 
 @njit(cache=True)
 def _earliest(load, dead, feasible, move):  # pragma: no cover - compiled
@@ -45,6 +47,7 @@ def _earliest(load, dead, feasible, move):  # pragma: no cover - compiled
 @register
 class WorkStealing(DynamicScheduler):
     """A model of Dask's scheduling for the simulator: earliest estimated start, idle workers steal."""
+
     name = "work-stealing"
     summary = "Dask-like: earliest estimated start on ready, idle workers steal (dynamic)"
 

@@ -5,6 +5,9 @@ problem (the task id, the line, the field). The CLI turns them into one line on 
 exit status 2.
 """
 
+__all__ = ["ClusterError", "CycleError", "FormatError", "GraphError", "ScheduleError", "TaskflowError",
+           "UnknownSchedulerError", "WorkflowError"]
+
 
 class TaskflowError(Exception):
     """Base class of every error taskflow raises on purpose."""

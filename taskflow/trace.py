@@ -15,7 +15,7 @@ from .cluster import Cluster
 from .graph import TaskGraph
 from .schedule import Schedule
 
-__all__ = ["Trace", "Run", "Transfer"]
+__all__ = ["Trace", "Run", "Transfer", "expand_graph", "run_id"]
 
 
 class Run(NamedTuple):

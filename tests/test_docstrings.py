@@ -1,5 +1,6 @@
 """Every public function, class and method has a docstring; public functions that take parameters
-have a numpydoc ``Parameters`` section, and a ``Raises`` section when they raise an error themselves.
+have a numpydoc ``Parameters`` section, and a ``Raises`` section when they raise an error themselves;
+every public module's ``__all__`` lists exactly what it makes public.
 
 Public: a name without a leading underscore, defined in a module whose dotted path has no part
 with one. A method may inherit its docstring from the interface it implements (a policy's
@@ -62,6 +63,14 @@ def findings() -> list:
         module = importlib.import_module(modname)
         if not (module.__doc__ or "").strip():
             out.append(f"{modname}: no module docstring")
+        names = {name for name, _, _ in own_members(module)}
+        listed = getattr(module, "__all__", None)
+        if names and listed is None:
+            out.append(f"{modname}: no __all__")
+        elif listed is not None:
+            out.extend(f"{modname}: {n} is public but not in __all__" for n in sorted(names - set(listed)))
+            out.extend(f"{modname}: __all__ names {n!r}, which it does not define" for n in listed
+                       if not hasattr(module, n))
         for name, obj, fn in own_members(module):
             where = f"{modname}.{name}"
             doc = inspect.getdoc(fn) if not inspect.isclass(obj) else obj.__dict__.get("__doc__")

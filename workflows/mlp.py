@@ -10,7 +10,10 @@ import os
 
 import numpy as np
 
-__all__ = ["FEATURES", "CLASSES", "LOADERS", "write_dataset", "sgd_reference", "local_sgd_reference"]
+__all__ = ["FEATURES", "CLASSES", "LOADERS", "write_dataset", "sgd_reference", "local_sgd_reference", "augment",
+           "average_layer", "backward", "chunk", "collate", "compress", "decode", "flatten_grads", "forward",
+           "identity", "init_layer", "local_update", "loss_grad", "ps_sum", "read_shard", "ring_first", "ring_step",
+           "tree_reduce", "update_layer"]
 
 FEATURES, CLASSES = 64, 10
 

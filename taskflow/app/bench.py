@@ -19,6 +19,8 @@ from .bench_report import write_outputs
 from .suite import (BW, DEFAULT_SCHEDULERS, FIELDS, REAL_FIELDS, REAL_SCHEDULERS, REAL_SPEEDS, SUITES, _build,
                     clusters, real_workflows, workflows)
 
+__all__ = ["run_real", "run_suite"]
+
 
 def _row(job) -> dict:
     """One simulation (runs in a worker process)."""

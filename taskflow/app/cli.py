@@ -20,6 +20,8 @@ from ..errors import TaskflowError
 from ..formats import (READ_FORMATS, WRITE_FORMATS, _format_for, atomic_write, dump_json, graph_text,
                       load_cluster, load_graph, load_graphs, load_schedule, with_source)
 
+__all__ = ["build_parser", "main"]
+
 
 class _Prefixed(TaskflowError):
     """An error message already prefixed with the file it came from."""

@@ -8,6 +8,8 @@ import os
 import time
 from pathlib import Path
 
+__all__ = ["main"]
+
 
 def main(out="taskflow-out", iterations: int = 10, workers: int = 2, bench: bool = True) -> int:
     """The main demo (``make demo``); see the module docstring.

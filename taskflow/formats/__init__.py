@@ -28,8 +28,8 @@ from ._util import atomic_write, dump_json, parse_json
 from .nxdot import from_networkx, to_dot, to_networkx
 
 __all__ = ["load_graph", "load_graphs", "save_graph", "load_cluster", "save_cluster", "load_schedule",
-           "save_schedule", "detect_format", "graph_from_dict", "graph_to_dict", "to_networkx",
-           "from_networkx", "to_dot", "READ_FORMATS", "WRITE_FORMATS"]
+           "save_schedule", "detect_format", "graph_from_dict", "graph_to_dict", "to_networkx", "from_networkx",
+           "to_dot", "READ_FORMATS", "WRITE_FORMATS", "graph_text", "with_source"]
 
 READ_FORMATS = ("native", "wfformat", "dax", "stg", "estee")
 WRITE_FORMATS = ("native", "wfformat", "dot")

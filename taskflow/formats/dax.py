@@ -15,6 +15,8 @@ from ..errors import FormatError
 from ..graph import TaskGraph
 from ._util import graph_from_files
 
+__all__ = ["graph_from_dax", "parse_xml"]
+
 
 def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]

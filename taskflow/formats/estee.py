@@ -20,6 +20,8 @@ from ..errors import FormatError
 from ..graph import TaskGraph
 from ._util import parse_json
 
+__all__ = ["dumps_set", "graph_from_tasks", "read_set", "select"]
+
 MIB = 1 << 20
 
 

@@ -16,6 +16,9 @@ from ..graph import TaskGraph
 from ..schedule import Schedule
 from ._util import field
 
+__all__ = ["cluster_from_dict", "cluster_to_dict", "graph_from_dict", "graph_to_dict", "schedule_from_dict",
+           "schedule_to_dict"]
+
 GRAPH_FORMAT = "taskflow-graph/1"
 CLUSTER_FORMAT = "taskflow-cluster/1"
 SCHEDULE_FORMAT = "taskflow-schedule/1"

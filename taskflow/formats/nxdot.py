@@ -8,6 +8,8 @@ import networkx as nx
 
 from ..graph import TaskGraph
 
+__all__ = ["from_networkx", "to_dot", "to_networkx"]
+
 
 def to_networkx(graph: TaskGraph) -> "nx.DiGraph":
     """A ``networkx.DiGraph``: node attributes ``cost``, ``output_size``, ``cores`` (and ``costs``,

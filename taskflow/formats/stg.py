@@ -10,6 +10,8 @@ from __future__ import annotations
 from ..errors import FormatError
 from ..graph import TaskGraph
 
+__all__ = ["graph_from_stg", "looks_like_stg"]
+
 
 def looks_like_stg(text: str) -> bool:
     """Whether ``text`` starts like a Kasahara STG file (its first data line is a task count).

@@ -18,6 +18,8 @@ from ..errors import FormatError
 from ..graph import TaskGraph
 from ._util import field, graph_from_files
 
+__all__ = ["graph_from_wfformat", "graph_to_wfformat", "is_wfformat"]
+
 
 def is_wfformat(doc) -> bool:
     """Whether ``doc`` is a WfCommons WfFormat document.
