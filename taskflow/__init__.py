@@ -30,11 +30,11 @@ from .trace import Trace
 
 # name -> the subpackage that defines it, imported on first use
 _LAZY = {"simulate": "simulator", "plan": "simulator",
-         "run": "runtime", "compute": "runtime", "execute": "runtime", "RunReport": "runtime",
+         "run": "runtime", "compute": "runtime", "use": "runtime", "execute": "runtime", "RunReport": "runtime",
          "TaskFailed": "runtime", "cluster_from_dask": "runtime", "learn_costs": "runtime"}
 
 __all__ = [
-    "TaskGraph", "TaskHandle", "simulate", "plan", "Trace", "run", "compute", "execute", "RunReport", "TaskFailed",
+    "TaskGraph", "TaskHandle", "simulate", "plan", "Trace", "run", "compute", "use", "execute", "RunReport", "TaskFailed",
     "cluster_from_dask", "learn_costs", "Cluster", "Worker", "CostModel", "Schedule", "Assignment",
     "Scheduler", "DynamicScheduler", "available", "get_scheduler", "register",
     "critical_path", "lower_bound", "sequential_time",

@@ -1,81 +1,160 @@
-"""Dask collections (dask.array, dask.bag, dask.delayed, ...) planned by a static policy."""
+"""Dask collections (dask.array, dask.bag, dask.delayed, ...) planned by a static policy inside the scheduler."""
 
 from __future__ import annotations
 
+import time
+import uuid
+
 from ..cluster import Cluster
+from ..errors import TaskflowError
 from ..graph import TaskGraph
 from ..policy import get_scheduler
 from .calibrate import attach_addresses, cluster_from_dask
-from .dask_graph import plan_annotations
+from .plugin import cluster_payload, graph_payload
+from .report import report_from_stream
 from .runner import connect
+from .session import Watchdog, call, ensure_plugin, gather, stream_index, stream_since, wait_for
 
 __all__ = ["compute"]
 
 
 def compute(*collections, scheduler="heft", client=None, costs: dict | None = None, cluster: Cluster | None = None,
-            **run_options):
-    """Plan the task graph of Dask collections with ``scheduler`` and return exactly what
-    ``dask.compute(*collections)`` returns.
+            address: str | None = None, scheduler_file: str | None = None, workers: int = 2,
+            threads_per_worker: int = 1, timeout: float | None = None, report: bool = False):
+    """Plan the task graph of Dask collections with ``scheduler`` inside the Dask scheduler and
+    return exactly what ``dask.compute(*collections)`` returns.
 
-    ``costs`` maps a task-name prefix (the part of a key before its token) to seconds, e.g. from
-    :func:`learn_costs` on a previous run; otherwise every task costs 1.0.
+    The taskflow scheduler plugin estimates each task's duration from what Dask has measured for
+    its task-name prefix (Dask's default for prefixes it has not seen run yet; ``costs`` wins) and
+    each output's size from ``nbytes`` of data in memory, plans when the graph arrives, and
+    re-plans the unfinished part on the survivors when a worker is lost.
 
     Parameters
     ----------
     *collections
         Dask collections (and other objects, passed through as ``dask.compute`` does).
     scheduler : str or Scheduler
-        A static policy, or ``work-stealing`` (Dask's own).
+        A static policy, or ``work-stealing`` (Dask's own scheduling).
     client : distributed.Client, optional
-        Else an embedded LocalCluster (``workers``, ``threads_per_worker`` in ``run_options``) or
-        ``address`` / ``scheduler_file``.
+        Default: the active client if there is one, else ``address`` / ``scheduler_file``, else an
+        embedded LocalCluster of ``workers`` processes with ``threads_per_worker`` threads.
     costs : dict, optional
-        Task-name prefix -> seconds.
+        Task-name prefix (the part of a key before its token) -> seconds, e.g. from
+        :func:`learn_costs` on a previous run.
     cluster : Cluster, optional
-        The model to plan with (default: measured from the live cluster).
-    **run_options
-        ``address``, ``scheduler_file``, ``workers``, ``threads_per_worker``.
+        Declared worker speeds and network (by worker name); default: what Dask reports.
+    address, scheduler_file : str, optional
+    workers, threads_per_worker : int
+    timeout : float, optional
+        Seconds before giving up.
+    report : bool
+        Also return a :class:`RunReport` (placement fidelity, the measured trace).
+
+    Returns
+    -------
+    tuple
+        What ``dask.compute`` returns; with ``report=True``, ``(that, RunReport)``.
+
+    Raises
+    ------
+    TaskflowError
+        A simulator-only policy, an unknown name, a lost scheduler, every worker lost.
+    TaskFailed
+        A task raised.
     """
-    import dask
     from dask._expr import FinalizeCompute
     from dask.base import collections_to_expr, unpack_collections
     from dask.core import flatten
 
+    sch = get_scheduler(scheduler)
+    if sch.kind == "dynamic" and sch.name != "work-stealing":
+        raise TaskflowError(f"scheduler {sch.name!r} runs in the simulator only; on Dask use a static scheduler "
+                            f"or 'work-stealing' (Dask's own)")
     colls, repack = unpack_collections(*collections)
     if not colls:
-        return collections
+        return (collections, None) if report else collections
     expr = FinalizeCompute(collections_to_expr(colls, True)).optimize()
     keys = list(flatten(expr.__dask_keys__()))
     dsk = dict(expr.__dask_graph__())
+    g, name_of = _graph_of(dsk)
+    if client is None and not (address or scheduler_file):
+        client = _active_client()
+    c, owned = connect(client, address, scheduler_file, workers, threads_per_worker,
+                       work_stealing=sch.name == "work-stealing")
+    run_id = f"compute-{uuid.uuid4().hex[:12]}"
+    static = sch.kind == "static"
+    key_of = {name: k for k, name in name_of.items()}
+    try:
+        ensure_plugin(c)
+        model = attach_addresses(cluster, c) if cluster is not None else None
+        if static:
+            reply = call(c, "taskflow_register", run=run_id, graph=graph_payload(g, key_of), policy=sch.name,
+                         options={"seed": sch.seed, **sch.options},
+                         cluster=cluster_payload(model) if model is not None else None, client=c.id, estimate=True,
+                         prefix_costs=dict(costs or {}))
+            if reply.get("status") != "OK":
+                raise TaskflowError(reply.get("error", "the scheduler plugin refused the graph"))
+        watchdog = Watchdog(c, run_id if static else None)
+        index = stream_index(c) if report else None
+        t_submit = time.time()
+        futs = c.get(expr, keys, sync=False)
+        flat = list(flatten(futs)) if isinstance(futs, (list, tuple)) else [futs]
+        try:
+            wait_for(flat, watchdog, timeout)
+            results = gather(c, futs)
+        except BaseException:
+            if c.status == "running":
+                c.cancel(flat, force=True)
+            raise
+        info = None
+        if report:
+            records = stream_since(c, index)
+            status = call(c, "taskflow_status", run=run_id, plan=True) if static else {}
+            planned = {name_of[tuple(k) if isinstance(k, list) else k]: w for k, w in status.get("plan", [])}
+            info = report_from_stream(g, records, scheduler=sch.name, client=c, model=model or cluster_from_dask(c),
+                                      key_of=key_of, task_of=name_of, plan=None, predicted=float("nan"),
+                                      planned_worker=planned, results={}, replans=status.get("replans", 0),
+                                      t_submit=t_submit, time_scale=1.0, size_scale=1.0)
+    finally:
+        if static:
+            try:
+                call(c, "taskflow_forget", timeout=2.0, run=run_id)
+            except TaskflowError:
+                pass
+        for x in owned:
+            x.close()
+    out = repack(results)
+    return (out, info) if report else out
+
+
+def _graph_of(dsk: dict):
+    """The structure of a Dask graph as a TaskGraph (names: ``str(key)``, made unique), with
+    placeholder costs (the plugin estimates them)."""
     g = TaskGraph("dask-collection")
     name_of = {}
+    taken = set()
     for k in dsk:
         name = str(k)
-        if name in name_of.values():
+        if name in taken:
             name = repr(k)
+        taken.add(name)
         name_of[k] = name
-    for k, v in dsk.items():
-        prefix = _prefix(k)
-        g.add_task(name_of[k], cost=(costs or {}).get(prefix, 1.0), meta={"category": prefix})
+    for k in dsk:
+        g.add_task(name_of[k], cost=1.0, meta={"category": _prefix(k)})
     for k, v in dsk.items():
         for d in _dependencies(v, dsk):
             g.add_edge(name_of[d], name_of[k], size=0)
-    c, owned = connect(client, run_options.pop("address", None), run_options.pop("scheduler_file", None),
-                        run_options.pop("workers", 2), run_options.pop("threads_per_worker", 1),
-                        work_stealing=scheduler == "work-stealing")
+    return g, name_of
+
+
+def _active_client():
+    """The client this process already has (a notebook's, a ``with Client()`` block's), or None."""
+    from distributed import default_client
+
     try:
-        sch = get_scheduler(scheduler)
-        if sch.kind == "static":
-            model = attach_addresses(cluster, c) if cluster is not None else cluster_from_dask(c)
-            plan = sch.schedule(g, model)
-            with dask.annotate(**plan_annotations(plan, model, {name: k for k, name in name_of.items()})):
-                results = c.get(expr, keys)
-        else:
-            results = c.get(expr, keys)
-    finally:
-        for x in owned:
-            x.close()
-    return repack(results)
+        return default_client()
+    except ValueError:
+        return None
 
 
 def _prefix(key) -> str:

@@ -1,15 +1,13 @@
-"""A task graph (or part of it) as a Dask graph, and a static plan as Dask annotations."""
+"""A task graph (or part of it) as a Dask graph."""
 
 from __future__ import annotations
 
-import numpy as np
 
 from ..cluster import Cluster
 from ..graph import TaskGraph
-from ..schedule import Schedule
 from .calls import _emulate, _execute, _Opaque, _to_refs
 
-__all__ = ["keys_for", "dask_graph", "plan_annotations"]
+__all__ = ["keys_for", "dask_graph"]
 
 
 def keys_for(graph: TaskGraph, run_token: str, gen: int) -> dict:
@@ -66,31 +64,3 @@ def dask_graph(graph: TaskGraph, todo, key_of: dict, cluster: Cluster, time_scal
             dsk[key_of[t]] = (_emulate, _Opaque((float(a.cost[i]), costs, speeds, float(time_scale),
                                                  float(a.output_size[i]) * size_scale)), *deps)
     return dsk
-
-
-def plan_annotations(plan: Schedule, model: Cluster, key_of: dict) -> dict:
-    """Keyword arguments for ``dask.annotate`` that make Dask carry out ``plan``.
-
-    Each planned task is restricted to its worker's address (``allow_other_workers=False``: Dask
-    neither places it elsewhere nor steals it) and gets a priority that makes a worker run its
-    tasks in plan order (earlier planned start first). Keys outside the plan are left alone.
-
-    Parameters
-    ----------
-    plan : Schedule
-    model : Cluster
-        The cluster the plan was made for; its workers carry their Dask addresses.
-    key_of : dict
-        Task id -> Dask key.
-
-    Returns
-    -------
-    dict
-        ``workers``, ``priority`` (callables of a key) and ``allow_other_workers``.
-    """
-    addr = {w.id: w.address for w in model.workers}
-    order = np.argsort(np.lexsort((plan.finish, plan.start)))
-    where = {key_of[t]: addr[w] for t, w in zip(plan.tasks, plan.workers)}
-    prio = {key_of[t]: int(len(plan) - r) for t, r in zip(plan.tasks, order.tolist())}
-    return {"workers": lambda k: [where[k]] if k in where else None, "priority": lambda k: prio.get(k, 0),
-            "allow_other_workers": False}

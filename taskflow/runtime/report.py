@@ -104,16 +104,14 @@ def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, mod
         worker_of_addr[w.address] = w.id
     for addr, w in workers_info(client).items():
         worker_of_addr.setdefault(addr, str(w.get("name", addr)))
-    current = {key_of[t] for t in graph.ids}
     runs, transfers = [], []
     start_of = {}
     a = graph.arrays
     for r in records:
         key = r["key"]
-        key = key if isinstance(key, str) else str(key)
-        if key not in current:
-            continue
-        t = task_of[key]
+        t = task_of.get(tuple(key) if isinstance(key, list) else key)
+        if t is None:
+            continue  # a task of another run
         comp = [s for s in r["startstops"] if s["action"] == "compute"]
         if not comp:
             continue

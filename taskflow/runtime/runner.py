@@ -1,35 +1,41 @@
 """Running a task graph on real Dask workers.
 
-A static plan becomes per-task worker restrictions and priorities in one graph submission
-(``dask.annotate(workers=..., priority=..., allow_other_workers=False)`` around ``client.get``), so
-each worker runs its tasks in plan order. ``work-stealing`` means Dask's own scheduler: no
-restrictions, Dask's placement and stealing. Other dynamic policies run in the simulator only.
+A static plan is made and carried out inside the Dask scheduler by the taskflow scheduler plugin
+(:mod:`.plugin`): :func:`run` installs it if needed, registers the graph with its costs (the
+plugin plans it on the live workers and answers with the plan, the prediction), then submits the
+graph once with ``client.get``. The plugin restricts each task to its planned worker and orders
+each worker's tasks by planned start; when a worker is lost it re-plans the unfinished part on the
+survivors in the same scheduler event, so nothing waits on a dead worker. ``work-stealing`` means
+Dask's own scheduler: no restrictions, Dask's placement and stealing. Other dynamic policies run in
+the simulator only.
 
 Graphs without callables (every file format) run in *emulation*: each task sleeps its duration on
 the worker it landed on (its exact cost there, else cost / that worker's declared speed, times
 ``time_scale``) and returns a buffer of its output size (times ``size_scale``), so its consumers
 receive real bytes moved by Dask.
 
-The run is watched: a task that raises ends it with :class:`TaskFailed` naming the task (results
-already computed stay available on the exception); when the set of workers changes (a worker is
-killed), finished results still held somewhere are kept, everything else is cancelled, re-planned
-on the current workers with the same scheduler and resubmitted, so nothing waits forever on a task
-pinned to a dead worker.
+Every wait is bounded: a task that raises ends the run with :class:`TaskFailed` naming the task
+(results already computed stay available on the exception); a scheduler that stops answering for
+:data:`~taskflow.runtime.session.SCHEDULER_LOSS` seconds, losing every worker for longer than the plugin's grace period, a
+run the plugin cannot plan, or ``timeout`` end it with a :class:`~taskflow.TaskflowError`.
 """
-
 from __future__ import annotations
 
 import sys
 import time
+import uuid
 
 from ..cluster import Cluster
 from ..errors import TaskflowError
 from ..graph import TaskGraph
 from ..policy import get_scheduler
-from .calibrate import attach_addresses, cluster_from_dask, workers_info
+from ..schedule import Schedule
+from .calibrate import attach_addresses, cluster_from_dask
 from .calls import TaskFailed
-from .dask_graph import dask_graph, keys_for, plan_annotations
+from .dask_graph import dask_graph, keys_for
+from .plugin import cluster_payload, graph_payload
 from .report import RunReport, report_from_stream
+from .session import Watchdog, call, ensure_plugin, gather, stream_index, stream_since, wait_for
 
 __all__ = ["run", "connect"]
 
@@ -124,6 +130,8 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
 
 
 class _Runner:
+    """One run: plan (inside the scheduler), submit once, watch, measure."""
+
     def __init__(self, graph, sch, client, cluster, speeds, calibrate, time_scale, size_scale, retries, quiet,
                  timeout):
         self.graph = graph
@@ -137,104 +145,91 @@ class _Runner:
         self.retries = retries
         self.quiet = quiet
         self.timeout = timeout
-        self.gen = 0
-        import uuid
-        self.run_token = uuid.uuid4().hex[:8]
-        self.futures = {}  # task id -> Future (current generation)
-        self.key_of = {}  # task id -> current key
-        self.task_of = {}  # key -> task id
-        self.planned_worker = {}  # task id -> worker id (latest plan)
+        self.run_id = f"run-{uuid.uuid4().hex[:12]}"
+        self.key_of = keys_for(graph, self.run_id[4:12], 0)
+        self.task_of = {k: t for t, k in self.key_of.items()}
+        self.futures = {}  # task id -> Future
         self.replans = 0
-        self.measured_overhead = 0.0  # what the first calibration measured, kept for re-plans
+        self.watchdog = Watchdog(client, self.run_id if sch.kind == "static" else None)
 
-    # ------------------------------------------------------------------ planning and submitting
     def _model(self) -> Cluster:
-        if self.model_given is not None and self.gen == 0:
+        if self.model_given is not None:
             model = attach_addresses(self.model_given, self.client)
-        elif self.model_given is None:
-            model = cluster_from_dask(self.client, calibrate=self.calibrate and self.gen == 0, speeds=self.speeds)
-            if self.gen == 0:
-                self.measured_overhead = model.task_overhead
-            else:  # a re-plan keeps what the first calibration measured
-                model = model.with_task_overhead(self.measured_overhead)
         else:
-            model = attach_addresses(self.model_given, self.client, subset=True)
+            model = cluster_from_dask(self.client, calibrate=self.calibrate, speeds=self.speeds)
         if model.task_overhead and self.time_scale != 1.0:
             # predictions are scaled by time_scale; Dask's per-task overhead is not
             model = model.with_task_overhead(model.task_overhead / self.time_scale)
         return model
 
-    def _submit(self, todo: list, model: Cluster):
-        import dask
+    def _register(self, model: Cluster):
+        """Hand the graph and its costs to the scheduler plugin, which plans it; return the plan."""
+        reply = call(self.client, "taskflow_register", run=self.run_id, graph=graph_payload(self.graph, self.key_of),
+                     policy=self.sch.name, options={"seed": self.sch.seed, **self.sch.options},
+                     cluster=cluster_payload(model), client=self.client.id)
+        if reply.get("status") != "OK":
+            raise TaskflowError(reply.get("error", "the scheduler plugin refused the run"))
+        task_of = self.task_of
+        keys = [tuple(k) if isinstance(k, list) else k for k in reply["keys"]]
+        return Schedule([task_of[k] for k in keys], reply["workers"], reply["start"], reply["finish"],
+                        scheduler=self.sch.name)
 
-        sub = self.graph if len(todo) == len(self.graph) else self.graph.subgraph(todo)
-        sub = sub.restrict_costs(w.id for w in model.workers)  # workers that are gone no longer count
-        keys = keys_for(self.graph, self.run_token, self.gen)
-        for t in todo:
-            self.key_of[t] = keys[t]
-            self.task_of[keys[t]] = t
-        dsk = dask_graph(self.graph, todo, self.key_of, model, self.time_scale, self.size_scale, kept=self.futures)
-        annotations = {"retries": self.retries} if self.retries else {}
-        if self.sch.kind == "static":
-            plan = self.sch.schedule(sub, model)
-            for t, w in zip(plan.tasks, plan.workers):
-                self.planned_worker[t] = w
-            annotations.update(plan_annotations(plan, model, self.key_of))
-        else:
-            plan = None
-        with dask.annotate(**annotations):
-            futs = self.client.get(dsk, [self.key_of[t] for t in todo], sync=False)
-        for t, f in zip(todo, futs):
-            self.futures[t] = f
-        return plan
-
-    # ------------------------------------------------------------------ the run
     def go(self) -> RunReport:
-        from distributed import get_task_stream, wait
-
         model = self._model()
         self.model0 = model
+        ensure_plugin(self.client)
+        static = self.sch.kind == "static"
+        plan = self._register(model) if static else None
+        predicted = self._predict(plan, model)
         ids = self.graph.ids
-        with get_task_stream(client=self.client) as stream:
+        dsk = dask_graph(self.graph, ids, self.key_of, model, self.time_scale, self.size_scale)
+        try:
+            index = stream_index(self.client)
             t_submit = time.time()
-            plan = self._submit(ids, model)
-            predicted = self._predict(plan, model)
-            t0 = time.perf_counter()
-            last = t0
-            known = set(workers_info(self.client))
-            last_check = time.perf_counter()
-            sinks = self.graph.sinks()  # every task is an ancestor of a sink: waiting on sinks suffices
-            while True:
-                pending = [self.futures[t] for t in sinks if not self.futures[t].done()]
-                if not pending:
-                    break
+            futs = self.client.get(dsk, [self.key_of[t] for t in ids], sync=False,
+                                   **({"retries": self.retries} if self.retries else {}))
+            self.futures = dict(zip(ids, futs))
+            self._watch()
+            results = dict(zip(ids, gather(self.client, futs)))
+            records = stream_since(self.client, index)
+            planned = self._final_plan() if static else {}
+            return report_from_stream(self.graph, records, scheduler=self.sch.name, client=self.client,
+                                      model=self.model0, key_of=self.key_of, task_of=self.task_of, plan=plan,
+                                      predicted=predicted, planned_worker=planned, results=results,
+                                      replans=self.replans, t_submit=t_submit, time_scale=self.time_scale,
+                                      size_scale=self.size_scale)
+        except BaseException:
+            self._cancel()
+            raise
+        finally:
+            if static:
                 try:
-                    wait(pending, timeout=0.25, return_when="FIRST_COMPLETED")
-                except TimeoutError:
-                    pass
-                if any(self.futures[t].status == "error" for t in sinks):
-                    self._raise_errors()
-                if self.timeout is not None and time.perf_counter() - t0 > self.timeout:
-                    raise TaskflowError(f"run did not finish within {self.timeout:g} s "
-                                        f"({sum(not f.done() for f in self.futures.values())} task(s) pending)")
-                if time.perf_counter() - last_check >= 1.0:  # an RPC that competes with the scheduler
-                    last_check = time.perf_counter()
-                    now_workers = set(workers_info(self.client))
-                    if now_workers != known and (known - now_workers):
-                        self._recover(now_workers)
-                    known = now_workers
-                if not self.quiet and time.perf_counter() - last >= 1.0:
-                    done = sum(f.done() for f in self.futures.values())
-                    last = _progress(done, len(self.futures), t0, last)
-            if not self.quiet and time.perf_counter() - t0 >= 2.0:
-                sys.stderr.write("\n")
-            self._raise_errors()
-            results = dict(zip(self.futures, self.client.gather(list(self.futures.values()))))
-        return report_from_stream(self.graph, stream.data, scheduler=self.sch.name, client=self.client,
-                                  model=self.model0, key_of=self.key_of, task_of=self.task_of, plan=plan,
-                                  predicted=predicted, planned_worker=self.planned_worker, results=results,
-                                  replans=self.replans, t_submit=t_submit, time_scale=self.time_scale,
-                                  size_scale=self.size_scale)
+                    call(self.client, "taskflow_forget", timeout=2.0, run=self.run_id)
+                except TaskflowError:
+                    pass  # the scheduler is gone: nothing to forget
+
+    def _watch(self) -> None:
+        """Wait for the sinks (every task is an ancestor of one); every wait is bounded."""
+        t0 = time.perf_counter()
+        state = {"last": t0}
+
+        def progress():
+            if not self.quiet and time.perf_counter() - state["last"] >= 1.0:
+                done = sum(f.done() for f in self.futures.values())
+                state["last"] = _progress(done, len(self.futures), t0, state["last"])
+
+        wait_for([self.futures[t] for t in self.graph.sinks()], self.watchdog, self.timeout, progress)
+        if not self.quiet and time.perf_counter() - t0 >= 2.0:
+            sys.stderr.write("\n")
+        self.replans = self.watchdog.replans
+        self._raise_errors()
+
+    def _final_plan(self) -> dict:
+        """Task id -> the worker of the latest plan (after any re-plans)."""
+        status = call(self.client, "taskflow_status", run=self.run_id, plan=True)
+        self.replans = status.get("replans", self.replans)
+        task_of = self.task_of
+        return {task_of[tuple(k) if isinstance(k, list) else k]: w for k, w in status.get("plan", [])}
 
     def _predict(self, plan, model):
         if plan is not None:
@@ -249,26 +244,11 @@ class _Runner:
             if f.status == "error":
                 err = f.exception()
                 done = {x: g.result() for x, g in self.futures.items() if g.status == "finished"}
-                for g in self.futures.values():
-                    g.cancel()
                 raise TaskFailed(t, err, done)
 
-    def _recover(self, workers_now):
-        """A worker left: keep finished results still held somewhere, re-plan and resubmit the rest."""
-        time.sleep(0.5)  # let the scheduler settle what it lost
-        who = self.client.who_has(list(self.futures.values()))
-        keep = set()
-        for t, f in self.futures.items():
-            if f.status == "finished" and who.get(f.key):
-                keep.add(t)
-        todo = [t for t in self.graph.ids if t not in keep]
-        for t in todo:
-            self.futures[t].cancel()
-        if not todo:
-            return
-        self.gen += 1
-        self.replans += 1
-        model = self._model()
-        if not model.workers:
-            raise TaskflowError("every worker was lost")
-        self._submit(todo, model)
+    def _cancel(self) -> None:
+        if self.futures and self.client.status == "running":
+            try:
+                self.client.cancel(list(self.futures.values()), force=True)
+            except Exception:  # noqa: BLE001 - best effort on the way out
+                pass

@@ -1,0 +1,457 @@
+"""Placement inside the Dask scheduler: a :class:`~distributed.diagnostics.plugin.SchedulerPlugin`
+that places tasks with a static policy where Dask makes its decisions.
+
+A *run* is a set of Dask keys with a cost model (a :class:`~taskflow.TaskGraph` whose task ids are
+the keys) and a policy. It comes from two places:
+
+* :func:`taskflow.run` and :func:`taskflow.compute` register their graph with its costs before
+  submitting it (``taskflow_register``); the plugin plans it on the live workers at once and
+  answers with the plan, which the client uses for its prediction;
+* :func:`taskflow.use` names a policy for a client: every graph that client submits afterwards
+  (``x.compute()``, ``client.compute``, ``persist``, ``client.get``) becomes a run, its costs
+  estimated from what Dask has measured (per-prefix duration averages, ``nbytes`` of data in
+  memory; Dask's own defaults where nothing is known yet).
+
+What the plugin does, each in the scheduler's own event:
+
+* ``update_graph`` (a graph arrives): its tasks get worker restrictions (strict: no other worker,
+  nothing stolen) and priorities (planned start order) before Dask transitions them. A plan made
+  at registration is checked against the live workers first and made afresh if one of its
+  workers has gone in between.
+* ``remove_worker`` (a worker is lost): Dask has just sent the lost worker's tasks back; every
+  run with unfinished work planned there is re-planned on the survivors and its stranded tasks
+  (``no-worker``) are released to their new workers, in the same event, so no task can wait on
+  a dead worker whatever the timing. Losing every worker starts a grace period
+  (``grace`` seconds) in which a joining worker takes over; after it, clients are told the run
+  failed.
+* ``add_worker`` (a worker joins): runs with tasks left without a live worker are re-planned; the
+  next re-plan of any run uses the new worker.
+
+Results are Dask's own: the plugin sets restrictions and priorities and nothing else. A plan's
+unfinished part is re-planned like the simulator does after a failure: the same policy on the
+sub-graph of unfinished tasks and the surviving workers.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+from distributed.diagnostics.plugin import SchedulerPlugin
+
+from ..cluster import Cluster, Worker
+from ..errors import TaskflowError
+from ..graph import TaskGraph
+from ..policy import get_scheduler
+
+__all__ = ["TaskflowPlugin", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "graph_payload", "graph_from_payload",
+           "cluster_payload"]
+
+logger = logging.getLogger("taskflow.runtime")
+
+#: the name the plugin is registered under on the scheduler
+PLUGIN_NAME = "taskflow"
+#: seconds a run waits for a worker to join after losing every worker, before it fails
+DEFAULT_GRACE = 30.0
+
+_UNFINISHED = frozenset(("released", "waiting", "no-worker", "queued"))
+_FINISHED = frozenset(("memory", "erred", "forgotten"))
+
+
+class _Run:
+    """One planned set of keys: its cost model, policy, latest plan and what happened to it."""
+
+    __slots__ = ("id", "graph", "policy", "cluster", "client", "plan", "prio", "addr", "replans", "error", "owned",
+                 "estimate", "prefix_costs")
+
+    def __init__(self, run_id, graph: TaskGraph, policy, cluster: dict | None, client: str | None, owned: bool,
+                 estimate: bool = False, prefix_costs: dict | None = None):
+        self.id = run_id
+        self.graph = graph
+        self.policy = policy
+        self.cluster = cluster or {}  # declared model: speeds by worker name, network, task overhead
+        self.client = client
+        self.plan: dict = {}  # key -> worker name
+        self.prio: dict = {}  # key -> priority (higher runs first)
+        self.addr: dict = {}  # worker name -> address, of the latest plan
+        self.replans = 0
+        self.error: str | None = None
+        self.owned = owned  # made by the plugin for a client's graph (forgotten when finished)
+        self.estimate = estimate  # costs to be estimated from Dask's knowledge when the tasks arrive
+        self.prefix_costs = prefix_costs or {}  # task-name prefix -> seconds, declared by the user
+
+
+def graph_payload(graph: TaskGraph, key_of: dict) -> dict:
+    """A task graph with its ids replaced by Dask keys, as a message (lists, strings, numbers).
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    key_of : dict
+        Task id -> Dask key (strings or tuples).
+
+    Returns
+    -------
+    dict
+    """
+    a = graph.arrays
+    return {"name": graph.name, "keys": [key_of[t] for t in a.ids], "cost": a.cost.tolist(),
+            "output_size": a.output_size.tolist(), "cores": a.cores.tolist(), "src": a.src.tolist(),
+            "dst": a.dst.tolist(), "size": a.size.tolist(),
+            "costs": [[i, {str(w): float(s) for w, s in c.items()}] for i, c in a.costs.items()]}
+
+
+def graph_from_payload(doc: dict) -> TaskGraph:
+    """The :class:`TaskGraph` of a :func:`graph_payload` message (task ids are the Dask keys).
+
+    Parameters
+    ----------
+    doc : dict
+    """
+    keys = [tuple(k) if isinstance(k, list) else k for k in doc["keys"]]  # msgpack turns tuples into lists
+    g = TaskGraph.from_arrays(doc.get("name", "run"), keys, doc["cost"], doc["output_size"], doc["src"], doc["dst"],
+                              doc["size"], cores=doc.get("cores"))
+    if doc.get("costs"):
+        g = g.with_costs(costs={keys[i]: c for i, c in doc["costs"]})
+    return g
+
+
+def cluster_payload(model: Cluster) -> dict:
+    """The declared parts of a cluster model, as a message: speeds by worker name, the network and
+    the per-task overhead (the plugin takes cores and addresses from the live workers).
+
+    Parameters
+    ----------
+    model : Cluster
+    """
+    return {"speeds": {str(w.id): w.speed for w in model.workers}, "bandwidth": model.bandwidth,
+            "bandwidths": {str(a): {str(b): v for b, v in row.items()} for a, row in model.bandwidths.items()},
+            "latency": model.latency, "task_overhead": model.task_overhead}
+
+
+class TaskflowPlugin(SchedulerPlugin):
+    """Places tasks with a static policy inside the scheduler; see the module docstring.
+
+    Parameters
+    ----------
+    policy : str, optional
+        A policy for every client's graphs (as if each had called :func:`taskflow.use`); what an
+        operator preloads with ``dask scheduler --preload taskflow.runtime.plugin``.
+    grace : float
+        Seconds to wait for a worker after losing every worker before runs fail.
+    """
+
+    name = PLUGIN_NAME
+    #: registering it again (each run does) keeps the one installed, with its state
+    idempotent = True
+
+    def __init__(self, policy: str | None = None, grace: float = DEFAULT_GRACE):
+        self.default_policy = policy
+        self.grace = float(grace)
+        self.runs: dict = {}
+        self.key_run: dict = {}
+        self.policies: dict = {}  # client id -> (policy name, options)
+        self.lost_all_since: float | None = None
+        self.scheduler = None
+        self._count = 0
+
+    # ------------------------------------------------------------------ wiring
+    async def start(self, scheduler) -> None:
+        """Install the handlers clients call (``taskflow_register``, ``taskflow_status``, ...)."""
+        self.scheduler = scheduler
+        scheduler.handlers.update({"taskflow_register": self.handle_register, "taskflow_status": self.handle_status,
+                                   "taskflow_use": self.handle_use, "taskflow_forget": self.handle_forget})
+        if self.default_policy:
+            get_scheduler(self.default_policy)  # an unknown name fails the scheduler's start, loudly
+
+    def handle_use(self, client: str, policy: str | None = None, options: dict | None = None) -> dict:
+        """Place every graph ``client`` submits from now on with ``policy`` (None: stop).
+
+        Parameters
+        ----------
+        client : str
+            The client's id.
+        policy : str, optional
+        options : dict, optional
+            Options for the policy's constructor.
+        """
+        if policy is None:
+            self.policies.pop(client, None)
+            return {"status": "OK"}
+        try:
+            sch = get_scheduler(policy, **(options or {}))
+        except TaskflowError as e:
+            return {"status": "error", "error": str(e)}
+        if sch.kind != "static":
+            return {"status": "error", "error": f"{sch.name!r} is a dynamic policy; inside Dask a static policy "
+                                                f"places tasks (for Dask's own scheduling, use none)"}
+        self.policies[client] = (policy, dict(options or {}))
+        return {"status": "OK"}
+
+    def handle_register(self, run: str, graph: dict, policy: str, options: dict | None = None,
+                        cluster: dict | None = None, client: str | None = None, estimate: bool = False,
+                        prefix_costs: dict | None = None) -> dict:
+        """Register a run and plan it on the live workers.
+
+        Parameters
+        ----------
+        run : str
+            A unique id.
+        graph : dict
+            A :func:`graph_payload`.
+        policy : str
+        options : dict, optional
+        cluster : dict, optional
+            A :func:`cluster_payload` (declared speeds, network, overhead).
+        client : str, optional
+        estimate : bool
+            The graph's costs are placeholders: estimate them from what Dask knows (and
+            ``prefix_costs``) when its tasks arrive, and plan then.
+        prefix_costs : dict, optional
+            Task-name prefix -> seconds, for ``estimate``.
+
+        Returns
+        -------
+        dict
+            ``status``; the plan (``keys``, ``workers`` by name, ``start``, ``finish``) and the live
+            workers (``workers_info``: name, address, cores, speed), or ``error``.
+        """
+        try:
+            sch = get_scheduler(policy, **(options or {}))
+            g = graph_from_payload(graph)
+        except TaskflowError as e:
+            return {"status": "error", "error": str(e)}
+        if sch.kind != "static":
+            return {"status": "error", "error": f"{sch.name!r} is a dynamic policy; the plugin places with static ones"}
+        r = _Run(run, g, sch, cluster, client, owned=False, estimate=estimate, prefix_costs=prefix_costs)
+        self.runs[run] = r
+        for k in g.ids:
+            self.key_run[k] = run
+        plan = None if estimate else self._plan(r)
+        if r.error:
+            return {"status": "error", "error": r.error}
+        return {"status": "OK", **self._plan_message(plan), "workers_info": self._workers_message(r)}
+
+    def handle_status(self, run: str | None = None, plan: bool = False) -> dict:
+        """What happened to a run (and to the cluster).
+
+        Parameters
+        ----------
+        run : str, optional
+        plan : bool
+            Include the run's latest plan (key -> worker name).
+        """
+        out = {"workers": len(self.scheduler.workers), "lost_all_since": self.lost_all_since, "grace": self.grace,
+               "now": time.time()}
+        r = self.runs.get(run)
+        if r is not None:
+            out.update(replans=r.replans, error=r.error)
+            if plan:
+                out["plan"] = [[k, w] for k, w in r.plan.items()]
+        return out
+
+    def handle_forget(self, run: str) -> dict:
+        """Drop a finished run.
+
+        Parameters
+        ----------
+        run : str
+        """
+        r = self.runs.pop(run, None)
+        if r is not None:
+            for k in r.graph.ids:
+                if self.key_run.get(k) == run:
+                    del self.key_run[k]
+        return {"status": "OK"}
+
+    # ------------------------------------------------------------------ scheduler events
+    def update_graph(self, scheduler, *, client: str, keys, tasks, annotations, priority, stimulus_id: str,
+                     **kwargs) -> None:
+        """A graph arrived: place its tasks before Dask transitions them."""
+        touched = set()
+        unowned = []
+        key_run = self.key_run
+        for k in tasks:
+            rid = key_run.get(k)
+            if rid is not None:
+                touched.add(rid)
+            else:
+                unowned.append(k)
+        for rid in touched:
+            r = self.runs[rid]
+            if r.estimate:
+                tss = [scheduler.tasks[k] for k in r.graph.ids if k in scheduler.tasks]
+                r.graph = self._graph_of([ts for ts in tss if ts.run_spec is not None], r.prefix_costs)
+                r.estimate = False
+                r.plan = {}
+            if not r.plan or any(w not in r.addr or r.addr[w] not in scheduler.workers for w in set(r.plan.values())):
+                self._plan(r)
+            self._apply(r, stimulus_id)
+        spec = self.policies.get(client) or ((self.default_policy, {}) if self.default_policy else None)
+        if spec and unowned:
+            self._prune()
+            tss = [scheduler.tasks[k] for k in unowned if k in scheduler.tasks]
+            tss = [ts for ts in tss if ts.state not in _FINISHED and ts.run_spec is not None]
+            if tss:
+                self._count += 1
+                r = _Run(f"{client}-{self._count}", self._graph_of(tss), get_scheduler(spec[0], **spec[1]), None,
+                         client, owned=True)
+                self.runs[r.id] = r
+                for ts in tss:
+                    key_run[ts.key] = r.id
+                self._plan(r)
+                self._apply(r, stimulus_id)
+
+    def remove_worker(self, scheduler, worker: str, *, stimulus_id: str, **kwargs) -> None:
+        """A worker is lost: re-plan every run with unfinished work planned there, at once."""
+        if not scheduler.workers:
+            self.lost_all_since = time.time()
+            logger.warning("taskflow: every worker was lost; waiting %g s for one to join", self.grace)
+            return
+        for r in list(self.runs.values()):
+            if any(r.addr.get(w) == worker for w in set(r.plan.values())) and self._unfinished(r):
+                r.replans += 1
+                self._plan(r)
+                self._apply(r, stimulus_id)
+
+    def add_worker(self, scheduler, worker: str) -> None:
+        """A worker joined: runs left without a live worker for some task are re-planned."""
+        self.lost_all_since = None
+        for r in list(self.runs.values()):
+            stranded = [k for k in self._unfinished(r)
+                        if r.plan.get(k) not in r.addr or r.addr[r.plan[k]] not in scheduler.workers]
+            if stranded:
+                r.replans += 1
+                self._plan(r)
+                self._apply(r, f"taskflow-add-worker-{time.time()}")
+
+    # ------------------------------------------------------------------ planning
+    def _unfinished(self, r: _Run) -> list:
+        """Keys of ``r`` not finished and not running on a live worker (submitted or not yet)."""
+        tasks = self.scheduler.tasks
+        out = []
+        for k in r.graph.ids:
+            ts = tasks.get(k)
+            if ts is None or ts.state in _UNFINISHED:
+                out.append(k)
+        return out
+
+    def _live_cluster(self, r: _Run) -> Cluster | None:
+        declared = r.cluster
+        speeds = declared.get("speeds", {})
+        workers = []
+        for ws in sorted(self.scheduler.workers.values(), key=lambda ws: str(ws.name)):
+            name = str(ws.name)
+            workers.append(Worker(name, speeds.get(name, 1.0), max(1, int(ws.nthreads)), address=ws.address))
+        if not workers:
+            return None
+        names = {w.id for w in workers}
+        bw = declared.get("bandwidth") or self.scheduler.bandwidth or 1e9
+        pairs = {a: {b: v for b, v in row.items() if b in names} for a, row in declared.get("bandwidths", {}).items()
+                 if a in names}
+        return Cluster(workers, bandwidth=bw, bandwidths={a: row for a, row in pairs.items() if row},
+                       latency=declared.get("latency", 0.0), name="dask",
+                       task_overhead=declared.get("task_overhead", 0.0))
+
+    def _plan(self, r: _Run):
+        """Plan the unfinished part of ``r`` on the live workers; the plan (a Schedule) or None."""
+        cluster = self._live_cluster(r)
+        if cluster is None:
+            return None
+        todo = self._unfinished(r)
+        if not todo:
+            return None
+        sub = r.graph if len(todo) == len(r.graph) else r.graph.subgraph(todo)
+        sub = sub.restrict_costs(cluster.ids)
+        try:
+            plan = r.policy.schedule(sub, cluster)
+        except Exception as e:  # noqa: BLE001 - a run that cannot be planned fails, the scheduler goes on
+            r.error = f"{r.policy.name} could not plan the run on workers {cluster.ids}: {type(e).__name__}: {e}"
+            logger.error("taskflow: %s", r.error)
+            return None
+        order = sorted(range(len(plan)), key=lambda k: (plan.start[k], plan.finish[k]))
+        n = len(plan)
+        for rank, k in enumerate(order):
+            key = plan.tasks[k]
+            r.plan[key] = plan.workers[k]
+            r.prio[key] = n - rank
+        r.addr = {w.id: w.address for w in cluster.workers}
+        r.error = None
+        return plan
+
+    def _apply(self, r: _Run, stimulus_id: str) -> None:
+        """Restrict each unfinished planned task to its worker, set its priority, release the
+        stranded ones to their new worker."""
+        tasks = self.scheduler.tasks
+        workers = self.scheduler.workers
+        recommendations = {}
+        for key, name in r.plan.items():
+            ts = tasks.get(key)
+            if ts is None or ts.state not in _UNFINISHED:
+                continue
+            addr = r.addr.get(name)
+            if addr is None or addr not in workers:
+                continue
+            ts.worker_restrictions = {addr}
+            ts.loose_restrictions = False
+            if ts.priority:
+                ts.priority = (-r.prio[key], *ts.priority[1:])
+            if ts.state == "no-worker":
+                recommendations[key] = "waiting"
+        if recommendations:
+            self.scheduler.transitions(recommendations, stimulus_id=stimulus_id)
+
+    def _graph_of(self, tss, prefix_costs: dict | None = None) -> TaskGraph:
+        """A cost model of Dask tasks from what Dask knows: per-prefix duration averages and
+        ``nbytes`` (Dask's defaults for what it has not measured yet); ``prefix_costs`` (declared
+        seconds per task-name prefix) win."""
+        sched = self.scheduler
+        declared = prefix_costs or {}
+        index = {ts.key: i for i, ts in enumerate(tss)}
+        cost = [float(declared[ts.prefix.name]) if ts.prefix.name in declared
+                else float(sched._get_prefix_duration(ts.prefix)) for ts in tss]
+        out = [float(ts.get_nbytes()) for ts in tss]
+        src, dst, size = [], [], []
+        for i, ts in enumerate(tss):
+            for dts in ts.dependencies:
+                j = index.get(dts.key)
+                if j is not None:
+                    src.append(j)
+                    dst.append(i)
+                    size.append(out[j])
+        cost = [c if math.isfinite(c) and c >= 0 else 0.0 for c in cost]
+        return TaskGraph.from_arrays("dask", [ts.key for ts in tss], cost, out, src, dst, size)
+
+    def _prune(self) -> None:
+        """Forget the plugin's own runs once none of their keys is left to run."""
+        tasks = self.scheduler.tasks
+        for rid, r in list(self.runs.items()):
+            if r.owned and all(k not in tasks or tasks[k].state in _FINISHED for k in r.graph.ids):
+                self.handle_forget(rid)
+
+    def _plan_message(self, plan) -> dict:
+        if plan is None:
+            return {"keys": [], "workers": [], "start": [], "finish": []}
+        return {"keys": list(plan.tasks), "workers": list(plan.workers), "start": plan.start.tolist(),
+                "finish": plan.finish.tolist()}
+
+    def _workers_message(self, r: _Run) -> list:
+        speeds = r.cluster.get("speeds", {})
+        return [{"name": str(ws.name), "address": ws.address, "cores": int(ws.nthreads),
+                 "speed": speeds.get(str(ws.name), 1.0)} for ws in self.scheduler.workers.values()]
+
+
+async def dask_setup(scheduler, policy: str | None = None) -> None:
+    """Preload hook: ``dask scheduler --preload taskflow.runtime.plugin`` installs the plugin; with
+    the environment variable ``TASKFLOW_POLICY=heft`` it places every client's graphs.
+
+    Parameters
+    ----------
+    scheduler : distributed.Scheduler
+    policy : str, optional
+    """
+    import os
+
+    plugin = TaskflowPlugin(policy=policy or os.environ.get("TASKFLOW_POLICY") or None)
+    await scheduler.register_scheduler_plugin(plugin, name=PLUGIN_NAME, idempotent=True)

@@ -1,0 +1,257 @@
+"""The client's side of the scheduler plugin: installing it, calling it with a bounded wait, and
+:func:`use` (place every graph a client submits with a static policy)."""
+
+from __future__ import annotations
+
+from ..errors import TaskflowError
+from ..policy import get_scheduler
+from .plugin import PLUGIN_NAME, TaskflowPlugin
+
+__all__ = ["ensure_plugin", "call", "use", "Watchdog", "wait_for", "stream_index", "stream_since", "cancelled_error",
+           "gather"]
+
+#: seconds a call to the scheduler may take before the scheduler counts as unreachable
+CALL_TIMEOUT = 10.0
+#: seconds without an answer from the scheduler after which a run is abandoned
+SCHEDULER_LOSS = 10.0
+
+
+def call(client, op: str, /, timeout: float = CALL_TIMEOUT, **kwargs):
+    """Call the scheduler handler ``op`` and return its answer, waiting at most ``timeout`` s.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    op : str
+        A handler name (``taskflow_register``, ``taskflow_status``, ...).
+    timeout : float
+    **kwargs
+        The message.
+
+    Raises
+    ------
+    TaskflowError
+        The scheduler did not answer in time or the connection is gone.
+    """
+    try:
+        return client.sync(getattr(client.scheduler, op), callback_timeout=timeout, **kwargs)
+    except Exception as e:  # noqa: BLE001 - any failure to reach the scheduler means the same here
+        raise TaskflowError(f"the Dask scheduler did not answer {op!r} within {timeout:g} s "
+                            f"({type(e).__name__}: {e})") from e
+
+
+def ensure_plugin(client) -> None:
+    """Install the taskflow scheduler plugin on ``client``'s scheduler unless it is there already
+    (an operator may have preloaded it).
+
+    Parameters
+    ----------
+    client : distributed.Client
+
+    Raises
+    ------
+    TaskflowError
+        The scheduler refused the plugin or did not answer.
+    """
+    try:
+        client.register_plugin(TaskflowPlugin(), name=PLUGIN_NAME)
+    except Exception as e:  # noqa: BLE001 - reported with what the scheduler said
+        raise TaskflowError(f"could not install the taskflow scheduler plugin: {type(e).__name__}: {e} "
+                            f"(the scheduler needs dask-taskflow installed; or preload it: "
+                            f"dask scheduler --preload taskflow.runtime.plugin)") from e
+
+
+def use(client, policy: str | None = "heft", **options) -> None:
+    """Place every graph ``client`` submits from now on with a static ``policy``, inside the
+    scheduler: ``x.compute()``, ``client.compute``, ``persist``, ``client.get`` alike. Lost workers
+    are survived by re-planning; results are Dask's own. ``policy=None`` goes back to Dask's own
+    scheduling.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    policy : str or None
+        A static policy's name (``heft``, ``cpop``, ``blevel``, ...).
+    **options
+        Options for the policy (``seed=...``).
+
+    Raises
+    ------
+    TaskflowError
+        An unknown or dynamic policy, or the scheduler refused.
+
+    Examples
+    --------
+    With a ``client`` and a dask array ``x``::
+
+        taskflow.use(client, "heft")
+        (x @ x.T).sum().compute()  # placed by HEFT inside the scheduler
+    """
+    if policy is not None:
+        sch = get_scheduler(policy, **options)
+        if sch.kind != "static":
+            raise TaskflowError(f"{sch.name!r} is a dynamic policy; inside Dask a static policy places tasks "
+                                f"(taskflow.use(client, None) gives Dask's own scheduling)")
+    ensure_plugin(client)
+    reply = call(client, "taskflow_use", client=client.id, policy=policy, options=options)
+    if reply.get("status") != "OK":
+        raise TaskflowError(reply.get("error", "the scheduler refused the policy"))
+
+
+class Watchdog:
+    """Once a second (at most): the scheduler still answers, the cluster still has a worker (or one
+    may still join within the plugin's grace period), and the plugin could plan the run.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    run : str, optional
+        The run registered with the plugin.
+    """
+
+    def __init__(self, client, run: str | None = None):
+        self.client = client
+        self.run = run
+        self.replans = 0
+        self.unreachable_since = None
+        self.last = 0.0
+
+    def check(self, force: bool = False) -> None:
+        """Raise if the run cannot go on.
+
+        Parameters
+        ----------
+        force : bool
+            Check now even if the last check was less than a second ago.
+
+        Raises
+        ------
+        TaskflowError
+            The scheduler has not answered for :data:`SCHEDULER_LOSS` seconds, every worker has been
+            lost for longer than the grace period, or the plugin could not plan the run.
+        """
+        import time
+
+        now = time.perf_counter()
+        if not force and now - self.last < 1.0:
+            return
+        self.last = now
+        status = None
+        if self.client.status == "running":
+            try:
+                status = call(self.client, "taskflow_status", timeout=5.0, run=self.run)
+            except TaskflowError:
+                status = None
+        if status is None:
+            self.unreachable_since = self.unreachable_since or now
+            if now - self.unreachable_since > SCHEDULER_LOSS:
+                raise TaskflowError(f"lost the Dask scheduler ({self.client.scheduler.address}): no answer for "
+                                    f"{SCHEDULER_LOSS:g} s; the run is abandoned")
+            return
+        self.unreachable_since = None
+        if status.get("error"):
+            raise TaskflowError(status["error"])
+        self.replans = status.get("replans", self.replans)
+        since = status.get("lost_all_since")
+        if since is not None and status["now"] - since > status["grace"]:
+            raise TaskflowError(f"every worker was lost and none joined within {status['grace']:g} s; "
+                                f"the run is abandoned")
+
+
+def wait_for(futures, watchdog: Watchdog, timeout: float | None = None, on_poll=None) -> None:
+    """Wait until every future is done or one has failed; every wait is bounded.
+
+    Parameters
+    ----------
+    futures : list of distributed.Future
+    watchdog : Watchdog
+    timeout : float, optional
+        Seconds before giving up.
+    on_poll : callable, optional
+        Called after each poll (a progress bar).
+
+    Raises
+    ------
+    TaskflowError
+        ``timeout`` passed, a result was cancelled (the scheduler connection was lost), or the
+        watchdog says the run cannot go on.
+    """
+    import time
+
+    from distributed import wait
+    from distributed.client import FuturesCancelledError
+
+    t0 = time.perf_counter()
+    while True:
+        pending = [f for f in futures if not f.done()]
+        if any(f.status == "cancelled" for f in futures):
+            raise cancelled_error(watchdog.client)
+        if not pending or any(f.status == "error" for f in futures if f.done()):
+            return
+        try:
+            wait(pending, timeout=0.25, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            pass
+        except FuturesCancelledError as e:
+            raise cancelled_error(watchdog.client) from e
+        if timeout is not None and time.perf_counter() - t0 > timeout:
+            raise TaskflowError(f"run did not finish within {timeout:g} s ({len(pending)} result(s) pending)")
+        watchdog.check()
+        if on_poll is not None:
+            on_poll()
+
+
+def stream_index(client) -> int:
+    """The scheduler's task-stream cursor now (what :func:`stream_since` starts from).
+
+    Parameters
+    ----------
+    client : distributed.Client
+    """
+    return call(client, "get_task_stream_index")
+
+
+def stream_since(client, index: int) -> list:
+    """Task-stream records (one per task run: key, worker, startstops) since ``index``, with a
+    bounded wait (``distributed.get_task_stream`` blocks for 30 s on a dead scheduler).
+
+    Parameters
+    ----------
+    client : distributed.Client
+    index : int
+    """
+    return call(client, "get_task_stream", timeout=60.0, start_index=index)
+
+
+def cancelled_error(client) -> TaskflowError:
+    """The error for results that were cancelled under a run: a lost scheduler, or someone else.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    """
+    if client.status != "running":
+        return TaskflowError(f"lost the Dask scheduler ({client.scheduler.address}): the client's connection was "
+                             f"closed and its results cancelled; the run is abandoned")
+    return TaskflowError("results of the run were cancelled (by another client or the scheduler)")
+
+
+def gather(client, futures):
+    """``client.gather(futures)``, with a lost scheduler reported as a :class:`TaskflowError`.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    futures : list of distributed.Future
+
+    Raises
+    ------
+    TaskflowError
+        The results were cancelled (the scheduler was lost).
+    """
+    from distributed.client import FuturesCancelledError
+
+    try:
+        return client.gather(futures)
+    except (FuturesCancelledError, OSError) as e:
+        raise cancelled_error(client) from e

@@ -1,0 +1,91 @@
+"""A real `dask scheduler` and `dask worker` processes on 127.0.0.1, which tests (and the fault
+benchmark) can kill and start: no nanny, so a killed worker stays dead."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Loopback:
+    """Start with :meth:`start`; :meth:`stop` ends every process it started (also on errors)."""
+
+    def __init__(self, folder, workers=("wa", "wb"), nthreads: int = 1, nanny: bool = False, env=None):
+        self.folder = Path(folder)
+        self.sched_file = self.folder / "scheduler.json"
+        self.names = list(workers)
+        self.nthreads = nthreads
+        self.nanny = nanny
+        self.bindir = os.path.dirname(sys.executable)
+        self.env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+                        **(env or {}))
+        self.scheduler = None
+        self.workers: dict = {}
+
+    @property
+    def address(self) -> str:
+        return json.loads(self.sched_file.read_text())["address"]
+
+    def start(self, timeout: float = 60.0) -> "Loopback":
+        self.start_scheduler(timeout)
+        for name in self.names:
+            self.start_worker(name)
+        self.wait_for_workers(len(self.names), timeout)
+        return self
+
+    def start_scheduler(self, timeout: float = 60.0, preload=None) -> None:
+        if self.sched_file.exists():
+            self.sched_file.unlink()
+        cmd = [os.path.join(self.bindir, "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0",
+               "--no-dashboard", "--scheduler-file", str(self.sched_file)]
+        for p in preload or ():
+            cmd += ["--preload", p]
+        self.scheduler = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=self.env)
+        t0 = time.time()
+        while not (self.sched_file.exists() and self.sched_file.stat().st_size > 0):
+            if time.time() - t0 > timeout or self.scheduler.poll() is not None:
+                raise RuntimeError("the dask scheduler did not start")
+            time.sleep(0.05)
+
+    def start_worker(self, name: str) -> None:
+        cmd = [os.path.join(self.bindir, "dask"), "worker", "--scheduler-file", str(self.sched_file), "--nthreads",
+               str(self.nthreads), "--name", name, "--no-dashboard", "--host", "127.0.0.1"]
+        if not self.nanny:
+            cmd.append("--no-nanny")
+        self.workers[name] = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=self.env)
+
+    def wait_for_workers(self, n: int, timeout: float = 60.0) -> None:
+        from distributed import Client
+
+        with Client(scheduler_file=str(self.sched_file), timeout="30s") as c:
+            c.wait_for_workers(n, timeout=timeout)
+
+    def kill_worker(self, name: str) -> None:
+        p = self.workers.get(name)
+        if p is not None and p.poll() is None:
+            p.send_signal(signal.SIGKILL)
+            p.wait(timeout=10)
+
+    def kill_scheduler(self) -> None:
+        if self.scheduler is not None and self.scheduler.poll() is None:
+            self.scheduler.send_signal(signal.SIGKILL)
+            self.scheduler.wait(timeout=10)
+
+    def stop(self) -> None:
+        procs = list(self.workers.values()) + ([self.scheduler] if self.scheduler else [])
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(timeout=10)

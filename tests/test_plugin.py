@@ -1,0 +1,222 @@
+"""Placement inside the Dask scheduler (the taskflow scheduler plugin): every graph placed, any
+worker loss survived in the scheduler's own event, bounded failure when nothing can go on."""
+
+import threading
+import time
+
+import dask
+import dask.array as da
+import dask.bag as db
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster, get_task_stream
+
+import taskflow
+from taskflow import TaskflowError, TaskGraph, compute, run
+from taskflow.runtime import runner
+from taskflow.runtime.plugin import TaskflowPlugin
+
+from . import runtime_graphs as rg
+from .loopback import Loopback
+
+
+def chain(n=12, seconds=0.4):
+    """An emulated chain: a run that lasts about ``n x seconds``."""
+    g = TaskGraph("chain")
+    prev = None
+    for i in range(n):
+        g.add_task(f"c{i}", cost=seconds, output_size=1000)
+        if prev:
+            g.add_edge(prev, f"c{i}")
+        prev = f"c{i}"
+    return g
+
+
+def plans_on_scheduler(client) -> dict:
+    """Every key the plugin has placed -> the address of its latest planned worker."""
+    def read(dask_scheduler):
+        p = dask_scheduler.plugins["taskflow"]
+        return {k: r.addr[w] for r in p.runs.values() for k, w in r.plan.items() if w in r.addr}
+    return client.run_on_scheduler(read)
+
+
+@pytest.fixture
+def loopback3(tmp_path):
+    lb = Loopback(tmp_path, workers=("wa", "wb", "wc"))
+    try:
+        yield lb.start()
+    finally:
+        lb.stop()
+
+
+def test_a_worker_lost_between_planning_and_submission_is_replanned(loopback3, monkeypatch):
+    """The race the client-side watch loop had: the plan names a worker that dies before the graph
+    is submitted. The plugin re-plans in the scheduler when the loss happens."""
+    register = runner._Runner._register
+    victim = {}
+
+    def register_then_kill(self, model):
+        plan = register(self, model)
+        name = max(set(plan.workers), key=plan.workers.count)  # the worker with most planned tasks
+        victim["name"] = name
+        loopback3.kill_worker(name)
+        t0 = time.time()
+        while name in {str(w["name"]) for w in self.client.scheduler_info()["workers"].values()}:
+            assert time.time() - t0 < 30, "the scheduler did not notice the loss"
+            time.sleep(0.05)
+        return plan
+
+    monkeypatch.setattr(runner._Runner, "_register", register_then_kill)
+    g = rg.layered(width=6, depth=2)
+    with Client(scheduler_file=str(loopback3.sched_file)) as c:
+        t0 = time.time()
+        rep = run(g, "heft", client=c, quiet=True, timeout=60)
+        assert time.time() - t0 < 30
+    assert rep.results["total"] == rg.expected_total(6, 2)
+    assert rep.replans >= 1
+    assert {r.task for r in rep.trace.runs} == set(g.ids)  # every task reported
+    assert all(r.worker != victim["name"] for r in rep.trace.runs)
+    assert rep.placement_fidelity == 1.0  # every task ran where the latest plan put it
+
+
+def test_losing_every_worker_then_starting_one_completes(loopback3):
+    g = chain(12, 0.4)
+
+    def chaos():
+        time.sleep(1.0)
+        for name in ("wa", "wb", "wc"):
+            loopback3.kill_worker(name)
+        time.sleep(1.0)
+        loopback3.start_worker("wd")
+
+    with Client(scheduler_file=str(loopback3.sched_file)) as c:
+        threading.Thread(target=chaos, daemon=True).start()
+        rep = run(g, "heft", client=c, quiet=True, timeout=90)
+    assert {r.task for r in rep.trace.runs} == set(g.ids)
+    assert rep.replans >= 1 and "wd" in {r.worker for r in rep.trace.runs}
+    assert all(rep.results[t].nbytes == 1000 for t in g.ids)
+
+
+def test_losing_every_worker_fails_the_run_with_a_clear_error(tmp_path):
+    lb = Loopback(tmp_path, workers=("wa", "wb")).start()
+    try:
+        with Client(scheduler_file=str(lb.sched_file)) as c:
+            c.register_plugin(TaskflowPlugin(grace=2.0), name="taskflow")  # a short grace for the test
+
+            def kill_all():
+                time.sleep(1.0)
+                lb.kill_worker("wa")
+                lb.kill_worker("wb")
+
+            threading.Thread(target=kill_all, daemon=True).start()
+            t0 = time.time()
+            with pytest.raises(TaskflowError, match="every worker was lost and none joined within 2 s"):
+                run(chain(20, 0.4), "heft", client=c, quiet=True, timeout=120)
+            assert time.time() - t0 < 20
+    finally:
+        lb.stop()
+
+
+def test_a_lost_scheduler_fails_the_client_in_bounded_time(tmp_path):
+    lb = Loopback(tmp_path, workers=("wa",)).start()
+    try:
+        with Client(scheduler_file=str(lb.sched_file)) as c:
+            threading.Timer(1.0, lb.kill_scheduler).start()
+            t0 = time.time()
+            with pytest.raises(TaskflowError, match="lost the Dask scheduler"):
+                run(chain(30, 0.4), "heft", client=c, quiet=True)
+            took = time.time() - t0
+            print(f"lost scheduler reported after {took:.1f} s")
+            assert took < 40
+    finally:
+        lb.stop()
+
+
+@pytest.fixture(scope="module")
+def client():
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+            Client(lc) as c:
+        yield c
+
+
+def test_use_places_any_dask_code_inside_the_scheduler(client):
+    x = da.random.RandomState(0).random((300, 300), chunks=100)
+    expected = float(dask.compute((x @ x.T).sum(), scheduler="sync")[0])
+    taskflow.use(client, "heft")
+    try:
+        with get_task_stream(client=client) as ts:
+            got = float((x @ x.T).sum().compute())
+        planned = plans_on_scheduler(client)
+    finally:
+        taskflow.use(client, None)
+    assert got == pytest.approx(expected, rel=1e-12)
+    ran = {r["key"]: r["worker"] for r in ts.data}
+    assert ran and set(ran) <= set(planned)  # every task that ran was placed by the plugin
+    assert all(planned[k] == w for k, w in ran.items())  # and ran where it was placed
+    # back to Dask's own scheduling: nothing new is placed
+    before = len(plans_on_scheduler(client))
+    (x + 1).sum().compute()
+    assert len(plans_on_scheduler(client)) <= before
+
+
+def test_use_refuses_dynamic_and_unknown_policies(client):
+    with pytest.raises(TaskflowError, match="'work-stealing' is a dynamic policy"):
+        taskflow.use(client, "work-stealing")
+    with pytest.raises(taskflow.UnknownSchedulerError):
+        taskflow.use(client, "heftt")
+
+
+@pytest.mark.parametrize("policy", ["heft", "cpop", "blevel"])
+def test_compute_on_dask_collections_equals_dask_and_runs_where_planned(client, policy):
+    x = da.random.RandomState(1).random((200, 200), chunks=50)
+    arrays = ((x @ x.T).sum(axis=0), x.rechunk((100, 40)).mean(axis=1))
+    bag = db.from_sequence(range(40), npartitions=8).map(lambda v: v * v).filter(lambda v: v % 3).sum()
+
+    @dask.delayed
+    def inc(v):
+        return v + 1
+
+    delayed = inc(inc(2)) + inc(3)
+    expected = dask.compute(*arrays, bag, delayed, scheduler="sync")
+    got, rep = compute(*arrays, bag, delayed, scheduler=policy, client=client, report=True)
+    assert np.allclose(got[0], expected[0], rtol=1e-12) and np.allclose(got[1], expected[1], rtol=1e-12)
+    assert got[2:] == expected[2:]
+    assert rep.placement_fidelity == 1.0 and len(rep.trace.runs) > 20
+
+
+def test_compute_survives_a_lost_worker(tmp_path):
+    lb = Loopback(tmp_path, workers=("wa", "wb", "wc")).start()
+    try:
+        @dask.delayed
+        def slow_inc(v):
+            time.sleep(0.3)
+            return v + 1
+
+        vals = [slow_inc(i) for i in range(12)]
+        total = dask.delayed(sum)([slow_inc(v) for v in vals])
+        with Client(scheduler_file=str(lb.sched_file)) as c:
+            threading.Timer(1.0, lb.kill_worker, args=("wb",)).start()
+            got, rep = compute(total, scheduler="heft", client=c, report=True, timeout=60)
+        assert got == (sum(range(12)) + 24,)
+        assert rep.replans >= 1
+        assert all(r.worker != "wb" or r.finish - r.start < 1.0 for r in rep.trace.runs)
+    finally:
+        lb.stop()
+
+
+def test_compute_refuses_unknown_options_and_simulator_only_policies(client):
+    x = da.ones(10, chunks=5).sum()
+    with pytest.raises(TypeError, match="nonsense_option"):
+        compute(x, client=client, nonsense_option=42)
+    with pytest.raises(TaskflowError, match="'blevel-dynamic' runs in the simulator only"):
+        compute(x, scheduler="blevel-dynamic", client=client)
+    with pytest.raises(taskflow.UnknownSchedulerError):
+        compute(x, scheduler="heftt", client=client)
+
+
+def test_compute_reuses_the_active_client(client):
+    """No cluster is started when the process already has a client (a notebook's)."""
+    x = da.arange(100, chunks=10).sum()
+    with get_task_stream(client=client) as ts:
+        assert compute(x) == (4950,)
+    assert len(ts.data) >= 10  # it ran on the active client's cluster
