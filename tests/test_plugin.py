@@ -220,3 +220,95 @@ def test_compute_reuses_the_active_client(client):
     with get_task_stream(client=client) as ts:
         assert compute(x) == (4950,)
     assert len(ts.data) >= 10  # it ran on the active client's cluster
+
+
+def test_the_report_counts_exactly_the_transfers_dask_made(client):
+    """Six producers of known sizes feed one sink across two workers: the report lists exactly the
+    outputs that moved (never one produced where the sink ran), with the bytes Dask moved, and
+    agrees with the scheduler's task stream on how many fetches the sink made."""
+    g = TaskGraph("fan-in")
+    for i in range(6):
+        g.add_task(f"p{i}", cost=0.05, output_size=(i + 1) * 10_000)
+    g.add_task("sink", cost=0.05)
+    for i in range(6):
+        g.add_edge(f"p{i}", "sink")
+    with get_task_stream(client=client) as ts:
+        rep = run(g, "round-robin", client=client, quiet=True)
+    where = {r.task: r.worker for r in rep.trace.runs}
+    moved = [(t.task, t.source, t.destination, t.bytes) for t in rep.trace.transfers]
+    expected = {(f"p{i}", where[f"p{i}"], where["sink"], float((i + 1) * 10_000))
+                for i in range(6) if where[f"p{i}"] != where["sink"]}
+    assert expected and len(moved) == len(expected) and set(moved) == expected
+    assert all(0 <= t.start <= t.finish <= rep.measured_makespan for t in rep.trace.transfers)
+    # the scheduler's record of the sink's fetches (one per message from a worker) agrees
+    origin = min(s["start"] for r in ts.data for s in r["startstops"] if s["action"] == "compute")
+    sink = next(r for r in ts.data if str(r["key"]).startswith("sink~"))
+    fetches = sorted((s["source"], round(s["start"] - origin, 6)) for s in sink["startstops"] if s["action"] == "transfer")
+    addr = {w.id: w.address for w in rep.cluster.workers}
+    assert fetches == sorted({(addr[t.source], round(t.start, 6)) for t in rep.trace.transfers})
+    assert rep.to_dict()["transfers"][0]["bytes"] in {b for *_, b in expected}
+
+
+MYDAG = '''
+import math
+
+SCALE = 3
+
+
+def square(x):
+    return x * x * SCALE
+
+
+def total(*xs):
+    return math.fsum(xs)
+
+
+def build():
+    from taskflow import TaskGraph
+
+    g = TaskGraph("mydag")
+    parts = [g.add_task(f"sq{i}", fn=square, args=(i,), cost=0.01) for i in range(6)]
+    g.add_task("total", fn=total, args=tuple(parts), cost=0.01)
+    return g
+'''
+
+
+def test_the_callers_own_module_runs_on_workers_that_cannot_import_it(tmp_path, monkeypatch):
+    """Functions from a local module (not installed, not on the workers' path) are sent by value."""
+    import sys
+
+    src = tmp_path / "code"
+    src.mkdir()
+    (src / "mydag_local.py").write_text(MYDAG)
+    lb = Loopback(tmp_path / "cluster", workers=("wa", "wb"))
+    (tmp_path / "cluster").mkdir()
+    lb.start()
+    try:
+        monkeypatch.syspath_prepend(str(src))
+        import mydag_local
+
+        with Client(scheduler_file=str(lb.sched_file)) as c:
+            assert not any(c.run(lambda: __import__("importlib").util.find_spec("mydag_local") is not None).values())
+            rep = run(mydag_local.build(), "heft", client=c, quiet=True, timeout=60)
+        assert rep.results["total"] == 3 * sum(i * i for i in range(6))
+        # and from the command line, with the module in the current folder (as python -m finds it)
+        monkeypatch.chdir(src)
+        monkeypatch.delitem(sys.modules, "mydag_local")
+        monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in (str(src), "")])
+        from taskflow.app.cli import main
+
+        assert main(["run", "mydag_local:build", "--scheduler-file", str(lb.sched_file), "-q",
+                     "--report", str(tmp_path / "r.json")]) == 0
+    finally:
+        lb.stop()
+
+
+def test_a_callable_that_cannot_be_sent_is_named_before_anything_runs(client):
+    import threading as th
+
+    lock = th.Lock()
+    g = TaskGraph("unpicklable")
+    g.add_task("fine", fn=abs, args=(-1,))
+    g.add_task("holds-a-lock", fn=lambda: lock.locked())
+    with pytest.raises(TaskflowError, match="task 'holds-a-lock': its callable .* cannot be sent to the workers"):
+        run(g, "heft", client=client, quiet=True)

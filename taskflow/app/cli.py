@@ -212,6 +212,8 @@ def _graph_or_function(spec: str, fmt):
 
     if ":" in spec and not os.path.exists(spec.split("#")[0]):
         mod, _, fn = spec.partition(":")
+        if os.getcwd() not in sys.path and "" not in sys.path:
+            sys.path.insert(0, os.getcwd())  # as `python -m` does: the user's module in the current folder
         try:
             obj = getattr(importlib.import_module(mod), fn)
         except (ImportError, AttributeError) as e:

@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import TaskflowError
 from ..graph import TaskGraph, TaskHandle
 
-__all__ = ["TaskFailed", "execute", "map_leaves"]
+__all__ = ["TaskFailed", "execute", "map_leaves", "ship_code"]
 
 
 class TaskFailed(TaskflowError):
@@ -25,7 +25,11 @@ class TaskFailed(TaskflowError):
         self.task = task
         self.error = error
         self.results = results
-        super().__init__(f"task {task!r} failed: {type(error).__name__}: {error}")
+        hint = ""
+        if isinstance(error, ModuleNotFoundError) and getattr(error, "name", None):
+            hint = (f" (the worker cannot import {error.name!r}: install it on the workers, or for a single file "
+                    f"of your own client.upload_file('{error.name.split('.')[0]}.py'))")
+        super().__init__(f"task {task!r} failed: {type(error).__name__}: {error}{hint}")
 
 
 
@@ -52,6 +56,82 @@ class _Opaque:
 
     def __reduce__(self):
         return (_Opaque, (self.value,))
+
+
+class _Call(_Opaque):
+    """A task's ``(fn, args, kwargs)``, pickled with cloudpickle, so functions of the caller's own
+    modules (registered by :func:`ship_code`) travel by value and need no import where they run."""
+
+    __slots__ = ()
+
+    def __reduce__(self):
+        import cloudpickle
+
+        return (_load_call, (cloudpickle.dumps(self.value),))
+
+
+def _load_call(data: bytes) -> "_Call":
+    import cloudpickle
+
+    return _Call(cloudpickle.loads(data))
+
+
+def _installed(path: str) -> bool:
+    """Whether a module file belongs to the Python installation (stdlib, site-packages)."""
+    import os
+    import site
+    import sysconfig
+
+    roots = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    roots.update(site.getsitepackages() if hasattr(site, "getsitepackages") else [])
+    path = os.path.realpath(path)
+    return any(path.startswith(os.path.realpath(r) + os.sep) for r in roots if r)
+
+
+def ship_code(graph: TaskGraph) -> list:
+    """Make the callables of ``graph`` runnable on workers that cannot import them: the caller's
+    own modules (not installed, not ours) are pickled by value (``cloudpickle``), and every
+    callable is checked to pickle at all.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+
+    Returns
+    -------
+    list of str
+        The modules now sent by value.
+
+    Raises
+    ------
+    TaskflowError
+        A task's callable cannot be pickled (the task is named).
+    """
+    import sys
+
+    import cloudpickle
+
+    shipped, seen = [], {}
+    ids = graph.arrays.ids
+    for i, (fn, _args, _kwargs) in graph.calls().items():
+        name = getattr(fn, "__module__", None) or getattr(getattr(fn, "func", None), "__module__", None)
+        if name and name != "__main__":
+            top = name.split(".")[0]
+            mod = sys.modules.get(top)
+            path = getattr(mod, "__file__", None)
+            if (mod is not None and path and top not in ("taskflow", "schedulers", "workflows")
+                    and top not in shipped and not _installed(path)):
+                cloudpickle.register_pickle_by_value(mod)
+                shipped.append(top)
+        key = id(fn)
+        if key not in seen:
+            try:
+                cloudpickle.dumps(fn)
+                seen[key] = True
+            except Exception as e:  # noqa: BLE001 - whatever pickling raised, the task is named
+                raise TaskflowError(f"task {ids[i]!r}: its callable {fn!r} cannot be sent to the workers: "
+                                    f"{type(e).__name__}: {e}") from None
+    return shipped
 
 
 def map_leaves(obj, leaf):

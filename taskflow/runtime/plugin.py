@@ -38,15 +38,17 @@ import logging
 import math
 import time
 
-from distributed.diagnostics.plugin import SchedulerPlugin
+from collections import deque
+
+from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
 
 from ..cluster import Cluster, Worker
 from ..errors import TaskflowError
 from ..graph import TaskGraph
 from ..policy import get_scheduler
 
-__all__ = ["TaskflowPlugin", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "graph_payload", "graph_from_payload",
-           "cluster_payload"]
+__all__ = ["TaskflowPlugin", "TransferLog", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "graph_payload",
+           "graph_from_payload", "cluster_payload", "incoming_since"]
 
 logger = logging.getLogger("taskflow.runtime")
 
@@ -440,6 +442,42 @@ class TaskflowPlugin(SchedulerPlugin):
         speeds = r.cluster.get("speeds", {})
         return [{"name": str(ws.name), "address": ws.address, "cores": int(ws.nthreads),
                  "speed": speeds.get(str(ws.name), 1.0)} for ws in self.scheduler.workers.values()]
+
+
+class TransferLog(WorkerPlugin):
+    """Keeps a long log of every transfer a worker receives (Dask keeps its last 1,000 by default):
+    the source of a run report's transfers.
+
+    Parameters
+    ----------
+    maxlen : int
+        Entries kept per worker (one entry is one message, which may carry several outputs).
+    """
+
+    name = "taskflow-transfer-log"
+    idempotent = True
+
+    def __init__(self, maxlen: int = 200_000):
+        self.maxlen = int(maxlen)
+
+    def setup(self, worker) -> None:
+        """Lengthen the worker's ``transfer_incoming_log``, keeping what is in it."""
+        log = worker.transfer_incoming_log
+        if (log.maxlen or 0) < self.maxlen:
+            worker.transfer_incoming_log = deque(log, maxlen=self.maxlen)
+
+
+def incoming_since(since: float, dask_worker=None) -> list:
+    """Run on a worker (``client.run``): the transfers it received that started at or after ``since``.
+
+    Parameters
+    ----------
+    since : float
+        Wall-clock seconds.
+    dask_worker : distributed.Worker
+        Given by ``client.run``.
+    """
+    return [e for e in dask_worker.transfer_incoming_log if e["start"] >= since]
 
 
 async def dask_setup(scheduler, policy: str | None = None) -> None:

@@ -62,7 +62,7 @@ class RunReport:
 
 def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, model: Cluster, key_of: dict,
                        task_of: dict, plan, predicted: float, planned_worker: dict, results: dict, replans: int,
-                       t_submit: float, time_scale: float, size_scale: float) -> RunReport:
+                       t_submit: float, time_scale: float, size_scale: float, incoming: dict | None = None) -> RunReport:
     """The :class:`RunReport` of a run, from the records of Dask's task stream.
 
     Parameters
@@ -89,6 +89,9 @@ def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, mod
     t_submit : float
         Wall-clock time of the first submission (``time.time()``).
     time_scale, size_scale : float
+    incoming : dict, optional
+        Worker address -> its received transfers (``transfer_incoming_log`` entries): the report's
+        transfers are exactly these, for the run's keys.
 
     Returns
     -------
@@ -106,7 +109,6 @@ def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, mod
         worker_of_addr.setdefault(addr, str(w.get("name", addr)))
     runs, transfers = [], []
     start_of = {}
-    a = graph.arrays
     for r in records:
         key = r["key"]
         t = task_of.get(tuple(key) if isinstance(key, list) else key)
@@ -116,12 +118,14 @@ def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, mod
         if not comp:
             continue
         start_of[t] = (comp[0]["start"], comp[-1]["stop"], worker_of_addr.get(r["worker"], r["worker"]))
-        for s in r["startstops"]:
-            if s["action"] == "transfer":
-                src = worker_of_addr.get(s.get("source"), s.get("source"))
-                nbytes = sum(float(a.size[int(a.pred_eid[k])]) * size_scale
-                             for k in range(int(a.pred_ptr[a.index[t]]), int(a.pred_ptr[a.index[t] + 1])))
-                transfers.append((t, src, start_of[t][2], nbytes, s["start"], s["stop"]))
+    for dst, entries in (incoming or {}).items():
+        for e in entries:
+            for key, nbytes in e["keys"].items():
+                t = task_of.get(key)
+                if t is not None:
+                    transfers.append((t, worker_of_addr.get(e["who"], e["who"]), worker_of_addr.get(dst, dst),
+                                      float(nbytes), e["start"], e["stop"]))
+    transfers.sort(key=lambda x: (x[4], x[5], str(x[0])))
     if not start_of:
         raise TaskflowError("the task stream recorded no task of this run")
     origin = min(v[0] for v in start_of.values())

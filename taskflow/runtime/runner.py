@@ -31,11 +31,12 @@ from ..graph import TaskGraph
 from ..policy import get_scheduler
 from ..schedule import Schedule
 from .calibrate import attach_addresses, cluster_from_dask
-from .calls import TaskFailed
+from .calls import TaskFailed, ship_code
 from .dask_graph import dask_graph, keys_for
 from .plugin import cluster_payload, graph_payload
 from .report import RunReport, report_from_stream
-from .session import Watchdog, call, ensure_plugin, gather, stream_index, stream_since, wait_for
+from .session import (Watchdog, call, ensure_plugin, gather, incoming_transfers, stream_index, stream_since,
+                      wait_for)
 
 __all__ = ["run", "connect"]
 
@@ -182,6 +183,7 @@ class _Runner:
         plan = self._register(model) if static else None
         predicted = self._predict(plan, model)
         ids = self.graph.ids
+        ship_code(self.graph)
         dsk = dask_graph(self.graph, ids, self.key_of, model, self.time_scale, self.size_scale)
         try:
             index = stream_index(self.client)
@@ -192,12 +194,13 @@ class _Runner:
             self._watch()
             results = dict(zip(ids, gather(self.client, futs)))
             records = stream_since(self.client, index)
+            incoming = incoming_transfers(self.client, t_submit)
             planned = self._final_plan() if static else {}
             return report_from_stream(self.graph, records, scheduler=self.sch.name, client=self.client,
                                       model=self.model0, key_of=self.key_of, task_of=self.task_of, plan=plan,
                                       predicted=predicted, planned_worker=planned, results=results,
                                       replans=self.replans, t_submit=t_submit, time_scale=self.time_scale,
-                                      size_scale=self.size_scale)
+                                      size_scale=self.size_scale, incoming=incoming)
         except BaseException:
             self._cancel()
             raise

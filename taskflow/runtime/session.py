@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from ..errors import TaskflowError
 from ..policy import get_scheduler
-from .plugin import PLUGIN_NAME, TaskflowPlugin
+from .plugin import PLUGIN_NAME, TaskflowPlugin, TransferLog, incoming_since
 
 __all__ = ["ensure_plugin", "call", "use", "Watchdog", "wait_for", "stream_index", "stream_since", "cancelled_error",
-           "gather"]
+           "gather", "incoming_transfers"]
 
 #: seconds a call to the scheduler may take before the scheduler counts as unreachable
 CALL_TIMEOUT = 10.0
@@ -55,6 +55,7 @@ def ensure_plugin(client) -> None:
     """
     try:
         client.register_plugin(TaskflowPlugin(), name=PLUGIN_NAME)
+        client.register_plugin(TransferLog(), name=TransferLog.name)
     except Exception as e:  # noqa: BLE001 - reported with what the scheduler said
         raise TaskflowError(f"could not install the taskflow scheduler plugin: {type(e).__name__}: {e} "
                             f"(the scheduler needs dask-taskflow installed; or preload it: "
@@ -255,3 +256,21 @@ def gather(client, futures):
         return client.gather(futures)
     except (FuturesCancelledError, OSError) as e:
         raise cancelled_error(client) from e
+
+
+def incoming_transfers(client, since: float) -> dict:
+    """Every live worker's received transfers since ``since`` (its ``transfer_incoming_log``: per
+    message the keys and their bytes, the source worker, start and stop), by worker address, with a
+    bounded wait. Workers that died took their records with them.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    since : float
+        Wall-clock seconds.
+    """
+    try:
+        out = client.sync(client._run, incoming_since, since, on_error="return", callback_timeout=60)
+    except Exception as e:  # noqa: BLE001 - the records are lost with the connection
+        raise TaskflowError(f"could not collect the workers' transfer records: {type(e).__name__}: {e}") from e
+    return {addr: entries for addr, entries in out.items() if isinstance(entries, list)}
