@@ -20,7 +20,7 @@ from .analysis import critical_path, lower_bound, sequential_time
 from .cluster import Cluster, Worker
 from .costs import CostModel
 from .errors import (ClusterError, CycleError, FormatError, GraphError, ScheduleError, TaskflowError,
-                     UnknownSchedulerError)
+                     TaskflowWarning, UnknownSchedulerError)
 from .formats import (from_networkx, load_cluster, load_graph, load_graphs, load_schedule, save_cluster,
                       save_graph, save_schedule, to_dot, to_networkx)
 from .graph import TaskGraph, TaskHandle
@@ -31,16 +31,16 @@ from .trace import Trace
 # name -> the subpackage that defines it, imported on first use
 _LAZY = {"simulate": "simulator", "plan": "simulator",
          "run": "runtime", "compute": "runtime", "use": "runtime", "execute": "runtime", "RunReport": "runtime",
-         "TaskFailed": "runtime", "cluster_from_dask": "runtime", "learn_costs": "runtime"}
+         "TaskFailed": "runtime", "cluster_from_dask": "runtime", "learn_costs": "runtime", "CostProfile": "runtime"}
 
 __all__ = [
     "TaskGraph", "TaskHandle", "simulate", "plan", "Trace", "run", "compute", "use", "execute", "RunReport", "TaskFailed",
-    "cluster_from_dask", "learn_costs", "Cluster", "Worker", "CostModel", "Schedule", "Assignment",
+    "cluster_from_dask", "learn_costs", "CostProfile", "Cluster", "Worker", "CostModel", "Schedule", "Assignment",
     "Scheduler", "DynamicScheduler", "available", "get_scheduler", "register",
     "critical_path", "lower_bound", "sequential_time",
     "load_graph", "load_graphs", "save_graph", "load_cluster", "save_cluster", "load_schedule",
     "save_schedule", "to_networkx", "from_networkx", "to_dot",
-    "TaskflowError", "GraphError", "CycleError", "ClusterError", "FormatError", "ScheduleError",
+    "TaskflowError", "TaskflowWarning", "GraphError", "CycleError", "ClusterError", "FormatError", "ScheduleError",
     "UnknownSchedulerError", "__version__",
 ]
 

@@ -6,7 +6,7 @@ exit status 2.
 """
 
 __all__ = ["ClusterError", "CycleError", "FormatError", "GraphError", "ScheduleError", "TaskflowError",
-           "UnknownSchedulerError", "WorkflowError"]
+           "TaskflowWarning", "UnknownSchedulerError", "WorkflowError"]
 
 
 class TaskflowError(Exception):
@@ -46,6 +46,10 @@ class ScheduleError(TaskflowError, ValueError):
 
 class WorkflowError(TaskflowError, ValueError):
     """A workflow generator was given parameters it cannot build a graph from."""
+
+
+class TaskflowWarning(UserWarning):
+    """Something a user should know about a result (e.g. a prediction from guessed costs)."""
 
 
 class UnknownSchedulerError(TaskflowError, ValueError):

@@ -17,6 +17,7 @@ from taskflow.runtime import runner
 from taskflow.runtime.plugin import TaskflowPlugin
 
 from . import runtime_graphs as rg
+from .conftest import EXAMPLES
 from .loopback import Loopback
 
 
@@ -312,3 +313,60 @@ def test_a_callable_that_cannot_be_sent_is_named_before_anything_runs(client):
     g.add_task("holds-a-lock", fn=lambda: lock.locked())
     with pytest.raises(TaskflowError, match="task 'holds-a-lock': its callable .* cannot be sent to the workers"):
         run(g, "heft", client=client, quiet=True)
+
+
+def test_a_cost_profile_learned_on_the_first_run_makes_the_second_prediction_good(client, tmp_path):
+    """Declared costs are guesses (all 1.0; 'big' tasks take 0.6 s, 'small' 0.1 s): the first run
+    says so; its measurements, saved as a profile, make the next run's prediction close."""
+    path = tmp_path / "costs.json"
+    g = rg.mixed_costs()
+    with pytest.warns(taskflow.TaskflowWarning, match="costs look like guesses"):
+        first = run(g, "heft", client=client, quiet=True, profile=str(path))
+    assert first.costs == "declared" and first.prediction_error > 0.25 and first.notes
+    assert path.exists()
+    prof = taskflow.CostProfile.load(path)
+    assert prof.runs == 1 and prof.tasks["big0"] and all(0.5 < d < 0.9 for d in prof.tasks["big0"].values())
+    assert prof.task_overhead is not None and 0 <= prof.task_overhead < 0.2
+    second = run(g, "heft", client=client, quiet=True, profile=str(path))
+    print(f"prediction error: first {first.prediction_error:.0%}, second {second.prediction_error:.0%}")
+    assert second.costs == "profile (1 run(s))" and not second.notes
+    assert second.prediction_error < 0.3 and second.prediction_error < first.prediction_error / 3
+    assert taskflow.CostProfile.load(path).runs == 2
+
+
+def test_a_profile_converts_measured_rates_to_the_runs_scales():
+    from taskflow import Cluster, Worker
+
+    g = TaskGraph("two")
+    g.add_task("a", cost=9.0, output_size=100)
+    g.add_task("b", cost=9.0)
+    g.add_edge("a", "b")
+    prof = taskflow.CostProfile(tasks={"a": {"0": 2.0}}, prefixes={}, speeds={"0": 2.0, "1": 1.0},
+                                bandwidth={"0": {"1": 1000.0}}, task_overhead=0.01, runs=1)
+    c = Cluster([Worker("0"), Worker("1")], bandwidth=1e9)
+    g2, c2 = prof.apply(g, c, time_scale=0.1, size_scale=0.5)
+    assert g2.task("a").costs == {"0": 2.0} and g2.task("a").cost == pytest.approx(4.0)  # 2 s at speed 2
+    assert g2.task("b").cost == 9.0 and not g2.task("b").costs  # nobody measured b
+    assert [w.speed for w in c2.workers] == [2.0, 1.0]
+    assert c2.bandwidth_between("0", "1") == pytest.approx(1000.0 * 0.1 / 0.5)
+    assert c2.task_overhead == pytest.approx(0.1)  # 10 ms of real dispatch per task = 0.1 model s at scale 0.1
+
+
+@pytest.mark.parametrize("content, message", [
+    ('{"format": "taskflow-graph"}', "not a cost profile"),
+    ('{"format": "taskflow-cost-profile", "tasks": {"a": 3}}', "field 'tasks' must map names"),
+    ('{"format": "taskflow-cost-profile", "tasks": {"a": {"w": "x"}}}', "field 'tasks' holds a value that is not"),
+    ("not json", "malformed JSON"),
+])
+def test_a_bad_profile_is_refused_before_anything_runs(tmp_path, capsys, content, message):
+    from taskflow.app.cli import main
+
+    bad = tmp_path / "p.json"
+    bad.write_text(content)
+    with pytest.raises(taskflow.FormatError, match=message):
+        taskflow.CostProfile.load(bad)
+    t0 = time.time()
+    assert main(["run", str(EXAMPLES / "heft_paper.graph.json"), "--profile", str(bad), "-q"]) == 2
+    assert time.time() - t0 < 5  # no cluster was started
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and message.split()[0] in err[0]

@@ -16,7 +16,7 @@ from .. import __version__
 from ..analysis import graph_summary
 from ..cluster import DEFAULT_BANDWIDTH, Cluster, Worker
 from ..costs import CostModel
-from ..errors import TaskflowError
+from ..errors import TaskflowError, TaskflowWarning
 from ..formats import (READ_FORMATS, WRITE_FORMATS, _format_for, atomic_write, dump_json, graph_text,
                       load_cluster, load_graph, load_graphs, load_schedule, with_source)
 
@@ -242,14 +242,21 @@ def _cmd_run(args) -> int:
                 raise TaskflowError(f"--speeds expects NAME=SPEED,..., got {item!r}") from None
     if args.workers is not None and args.workers < 1:
         raise TaskflowError(f"cluster has no workers: --workers must be >= 1, got {args.workers}")
-    report = run(graph, args.scheduler, cluster=model, address=args.address, scheduler_file=args.scheduler_file,
-                 workers=args.workers or 2, threads_per_worker=args.threads, speeds=speeds, calibrate=args.calibrate,
-                 time_scale=args.time_scale, size_scale=args.size_scale, retries=args.retries, quiet=args.quiet,
-                 timeout=args.timeout)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TaskflowWarning)  # printed below as notes
+        report = run(graph, args.scheduler, cluster=model, address=args.address, scheduler_file=args.scheduler_file,
+                     workers=args.workers or 2, threads_per_worker=args.threads, speeds=speeds,
+                     calibrate=args.calibrate, time_scale=args.time_scale, size_scale=args.size_scale,
+                     retries=args.retries, quiet=args.quiet, timeout=args.timeout, profile=args.profile)
     print(f"{report.scheduler}: predicted makespan {report.predicted_makespan:.3f} s, measured "
           f"{report.measured_makespan:.3f} s (error {report.prediction_error:.1%}), placement fidelity "
           f"{report.placement_fidelity:.0%}, {len(report.trace.runs)} tasks, {len(report.trace.transfers)} transfers"
-          + (f", {report.replans} re-plan(s)" if report.replans else ""))
+          + (f", {report.replans} re-plan(s)" if report.replans else "")
+          + f"; costs {report.costs}" + (f", measurements saved to {args.profile}" if args.profile else ""))
+    for note in report.notes:
+        print(f"note: {note}")
     if args.report:
         report.save(args.report)
     if args.gantt:
@@ -364,6 +371,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--size-scale", type=float, default=1.0, help="multiply emulated output sizes (default 1)")
     sp.add_argument("--retries", type=int, default=0, help="retries of a task that raises (default 0)")
     sp.add_argument("--timeout", type=float, help="give up after this many seconds")
+    sp.add_argument("--profile", help="cost profile (JSON): plan with it if it exists, then add this run's "
+                    "measurements to it (learn on the first run, plan with it on the next)")
     sp.add_argument("--report", help="write the run report (JSON)")
     sp.add_argument("--gantt", help="write predicted and measured Gantt charts (PNG)")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")

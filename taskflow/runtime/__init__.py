@@ -9,9 +9,10 @@ side of the plugin, :func:`use`), :mod:`.runner` (:func:`run`: submit, watch, re
 from .calibrate import cluster_from_dask
 from .calls import TaskFailed, execute
 from .dask_collections import compute
-from .learn import learn_costs
+from .learn import CostProfile, learn_costs
 from .report import RunReport
 from .runner import run
 from .session import use
 
-__all__ = ["run", "compute", "use", "execute", "RunReport", "TaskFailed", "cluster_from_dask", "learn_costs"]
+__all__ = ["run", "compute", "use", "execute", "RunReport", "TaskFailed", "cluster_from_dask", "learn_costs",
+           "CostProfile"]

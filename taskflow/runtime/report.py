@@ -31,6 +31,13 @@ class RunReport:
     replans: int = 0
     dispatch_overhead: float = 0.0
     time_scale: float = 1.0
+    size_scale: float = 1.0
+    #: what the run has to say about itself (e.g. that the graph's costs look like guesses)
+    notes: list = field(default_factory=list)
+    #: where the plan's costs came from: ``declared`` (the graph's) or ``profile`` (measured runs)
+    costs: str = "declared"
+    #: the cost profile after this run (what it measured merged into the one it planned with)
+    profile: object = None
 
     @property
     def prediction_error(self) -> float:
@@ -44,6 +51,7 @@ class RunReport:
                 "measured_makespan": self.measured_makespan, "placement_fidelity": self.placement_fidelity,
                 "prediction_error": self.prediction_error, "replans": self.replans,
                 "dispatch_overhead": self.dispatch_overhead, "time_scale": self.time_scale,
+                "size_scale": self.size_scale, "costs": self.costs, "notes": self.notes,
                 "workers": [{"id": w.id, "address": w.address, "speed": w.speed, "cores": w.cores}
                             for w in self.cluster.workers],
                 "tasks": self.tasks,
@@ -153,4 +161,4 @@ def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, mod
         rows.append(row)
     fidelity = same / len(runs) if planned_worker else 0.0
     return RunReport(scheduler, results, trace, predicted, measured, fidelity, plan, model, rows,
-                     replans, origin - t_submit, time_scale)
+                     replans, origin - t_submit, time_scale, size_scale)

@@ -21,24 +21,30 @@ run the plugin cannot plan, or ``timeout`` end it with a :class:`~taskflow.Taskf
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 import uuid
+import warnings
 
 from ..cluster import Cluster
-from ..errors import TaskflowError
+from ..errors import TaskflowError, TaskflowWarning
 from ..graph import TaskGraph
 from ..policy import get_scheduler
 from ..schedule import Schedule
 from .calibrate import attach_addresses, cluster_from_dask
 from .calls import TaskFailed, ship_code
 from .dask_graph import dask_graph, keys_for
+from .learn import CostProfile
 from .plugin import cluster_payload, graph_payload
 from .report import RunReport, report_from_stream
 from .session import (Watchdog, call, ensure_plugin, gather, incoming_transfers, stream_index, stream_since,
                       wait_for)
 
-__all__ = ["run", "connect"]
+__all__ = ["run", "connect", "GUESS_ERROR"]
+
+#: a prediction off by more than this share (without a cost profile) says the costs look like guesses
+GUESS_ERROR = 0.25
 
 
 def _progress(done, total, t0, last):
@@ -83,7 +89,7 @@ def connect(client, address, scheduler_file, workers, threads_per_worker, work_s
 def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None = None, *, address=None,
         scheduler_file=None, workers: int = 2, threads_per_worker: int = 1, speeds: dict | None = None,
         calibrate: bool = False, time_scale: float = 1.0, size_scale: float = 1.0, retries: int = 0,
-        quiet: bool = False, timeout: float | None = None, seed: int = 0) -> RunReport:
+        quiet: bool = False, timeout: float | None = None, seed: int = 0, profile=None) -> RunReport:
     """Run ``graph`` on Dask under ``scheduler`` and measure it.
 
     Parameters
@@ -101,6 +107,10 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
         How often Dask retries a task that raised before the run fails.
     timeout : float, optional
         Seconds after which the run is abandoned with an error.
+    profile : str, os.PathLike or CostProfile, optional
+        Plan with what earlier runs measured (task durations per worker, speeds, bandwidth per
+        worker pair, Dask's per-task overhead) and add this run's measurements: a file is read if
+        it exists and written after the run (learn on the first run, plan with it on the next).
 
     Returns
     -------
@@ -118,10 +128,12 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
         raise TaskflowError(f"scheduler {sch.name!r} runs in the simulator only; on Dask use a static "
                             f"scheduler or 'work-stealing' (Dask's own)")
     graph.validate()
+    if isinstance(profile, (str, os.PathLike)):  # read (and checked) before any cluster starts
+        profile = (profile, CostProfile.load(profile) if os.path.exists(profile) else None)
     c, owned = connect(client, address, scheduler_file, workers, threads_per_worker, work_stealing=dynamic)
     try:
         return _Runner(graph, sch, c, cluster, speeds, calibrate, time_scale, size_scale, retries, quiet,
-                       timeout).go()
+                       timeout, profile).go()
     finally:
         for x in owned:
             try:
@@ -134,7 +146,7 @@ class _Runner:
     """One run: plan (inside the scheduler), submit once, watch, measure."""
 
     def __init__(self, graph, sch, client, cluster, speeds, calibrate, time_scale, size_scale, retries, quiet,
-                 timeout):
+                 timeout, profile=None):
         self.graph = graph
         self.sch = sch
         self.client = client
@@ -146,6 +158,7 @@ class _Runner:
         self.retries = retries
         self.quiet = quiet
         self.timeout = timeout
+        self.profile_path, self.profile = profile if isinstance(profile, tuple) else (None, profile)
         self.run_id = f"run-{uuid.uuid4().hex[:12]}"
         self.key_of = keys_for(graph, self.run_id[4:12], 0)
         self.task_of = {k: t for t, k in self.key_of.items()}
@@ -163,9 +176,9 @@ class _Runner:
             model = model.with_task_overhead(model.task_overhead / self.time_scale)
         return model
 
-    def _register(self, model: Cluster):
+    def _register(self, graph: TaskGraph, model: Cluster):
         """Hand the graph and its costs to the scheduler plugin, which plans it; return the plan."""
-        reply = call(self.client, "taskflow_register", run=self.run_id, graph=graph_payload(self.graph, self.key_of),
+        reply = call(self.client, "taskflow_register", run=self.run_id, graph=graph_payload(graph, self.key_of),
                      policy=self.sch.name, options={"seed": self.sch.seed, **self.sch.options},
                      cluster=cluster_payload(model), client=self.client.id)
         if reply.get("status") != "OK":
@@ -176,12 +189,15 @@ class _Runner:
                         scheduler=self.sch.name)
 
     def go(self) -> RunReport:
-        model = self._model()
+        model = self._model()  # declared: what emulated tasks sleep by
         self.model0 = model
+        plan_graph, plan_model = self.graph, model
+        if self.profile is not None:  # plan with what earlier runs measured
+            plan_graph, plan_model = self.profile.apply(self.graph, model, self.time_scale, self.size_scale)
         ensure_plugin(self.client)
         static = self.sch.kind == "static"
-        plan = self._register(model) if static else None
-        predicted = self._predict(plan, model)
+        plan = self._register(plan_graph, plan_model) if static else None
+        predicted = self._predict(plan, plan_graph, plan_model)
         ids = self.graph.ids
         ship_code(self.graph)
         dsk = dask_graph(self.graph, ids, self.key_of, model, self.time_scale, self.size_scale)
@@ -196,11 +212,12 @@ class _Runner:
             records = stream_since(self.client, index)
             incoming = incoming_transfers(self.client, t_submit)
             planned = self._final_plan() if static else {}
-            return report_from_stream(self.graph, records, scheduler=self.sch.name, client=self.client,
-                                      model=self.model0, key_of=self.key_of, task_of=self.task_of, plan=plan,
-                                      predicted=predicted, planned_worker=planned, results=results,
-                                      replans=self.replans, t_submit=t_submit, time_scale=self.time_scale,
-                                      size_scale=self.size_scale, incoming=incoming)
+            report = report_from_stream(self.graph, records, scheduler=self.sch.name, client=self.client,
+                                        model=self.model0, key_of=self.key_of, task_of=self.task_of, plan=plan,
+                                        predicted=predicted, planned_worker=planned, results=results,
+                                        replans=self.replans, t_submit=t_submit, time_scale=self.time_scale,
+                                        size_scale=self.size_scale, incoming=incoming)
+            return self._learn(report)
         except BaseException:
             self._cancel()
             raise
@@ -234,11 +251,32 @@ class _Runner:
         task_of = self.task_of
         return {task_of[tuple(k) if isinstance(k, list) else k]: w for k, w in status.get("plan", [])}
 
-    def _predict(self, plan, model):
+    def _predict(self, plan, graph, model):
         if plan is not None:
             return plan.makespan * self.time_scale
         from ..simulator import simulate
-        return simulate(self.graph, model, "work-stealing", network="simple").makespan * self.time_scale
+        graph = graph.restrict_costs(model.ids)
+        return simulate(graph, model, "work-stealing", network="simple").makespan * self.time_scale
+
+    def _learn(self, report: RunReport) -> RunReport:
+        """Say where the plan's costs came from, warn when they look like guesses, and fold this
+        run's measurements into the profile (saved when it came from a file)."""
+        report.costs = "declared" if self.profile is None else f"profile ({self.profile.runs} run(s))"
+        learned = CostProfile.learn(self.graph, report)
+        report.profile = learned if self.profile is None else self.profile.merge(learned)
+        if self.profile_path is not None:
+            report.profile.save(self.profile_path)
+        err = report.prediction_error
+        if self.profile is None and err == err and err > GUESS_ERROR:
+            how = (f"this run's measurements are in {os.fspath(self.profile_path)!r}; the next run with it plans "
+                   f"with them" if self.profile_path is not None else
+                   "learn them from this run: taskflow run ... --profile costs.json, or "
+                   "run(..., profile='costs.json')")
+            note = (f"predicted {report.predicted_makespan:.3g} s, measured {report.measured_makespan:.3g} s "
+                    f"({err:.0%} off): the graph's costs look like guesses; {how}")
+            report.notes.append(note)
+            warnings.warn(note, TaskflowWarning, stacklevel=4)
+        return report
 
     def _raise_errors(self):
         """Raise TaskFailed for the first task (in topological order) that raised itself."""
