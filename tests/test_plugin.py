@@ -18,7 +18,7 @@ from taskflow.runtime.plugin import TaskflowPlugin
 
 from . import runtime_graphs as rg
 from .conftest import EXAMPLES
-from .loopback import Loopback
+from taskflow.app.loopback import Loopback
 
 
 def chain(n=12, seconds=0.4):
@@ -31,6 +31,23 @@ def chain(n=12, seconds=0.4):
             g.add_edge(prev, f"c{i}")
         prev = f"c{i}"
     return g
+
+
+def when_busy(client, names, action, timeout=30.0):
+    """Call ``action`` (in a thread) once every worker named in ``names`` is running a task, so a
+    kill always hits planned work whatever the machine's load."""
+    def watch():
+        t0 = time.time()
+        while time.time() - t0 < timeout:
+            info = client.scheduler_info()["workers"]
+            busy = {str(w["name"]) for a, w in info.items() if client.processing(a).get(a)}
+            if busy and set(names) <= busy:
+                break
+            time.sleep(0.05)
+        action()
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    return t
 
 
 def plans_on_scheduler(client) -> dict:
@@ -56,8 +73,8 @@ def test_a_worker_lost_between_planning_and_submission_is_replanned(loopback3, m
     register = runner._Runner._register
     victim = {}
 
-    def register_then_kill(self, model):
-        plan = register(self, model)
+    def register_then_kill(self, graph, model):
+        plan = register(self, graph, model)
         name = max(set(plan.workers), key=plan.workers.count)  # the worker with most planned tasks
         victim["name"] = name
         loopback3.kill_worker(name)
@@ -84,14 +101,13 @@ def test_losing_every_worker_then_starting_one_completes(loopback3):
     g = chain(12, 0.4)
 
     def chaos():
-        time.sleep(1.0)
         for name in ("wa", "wb", "wc"):
             loopback3.kill_worker(name)
         time.sleep(1.0)
         loopback3.start_worker("wd")
 
     with Client(scheduler_file=str(loopback3.sched_file)) as c:
-        threading.Thread(target=chaos, daemon=True).start()
+        when_busy(c, [], chaos)  # as soon as some task runs
         rep = run(g, "heft", client=c, quiet=True, timeout=90)
     assert {r.task for r in rep.trace.runs} == set(g.ids)
     assert rep.replans >= 1 and "wd" in {r.worker for r in rep.trace.runs}
@@ -196,7 +212,7 @@ def test_compute_survives_a_lost_worker(tmp_path):
         vals = [slow_inc(i) for i in range(12)]
         total = dask.delayed(sum)([slow_inc(v) for v in vals])
         with Client(scheduler_file=str(lb.sched_file)) as c:
-            threading.Timer(1.0, lb.kill_worker, args=("wb",)).start()
+            when_busy(c, ["wb"], lambda: lb.kill_worker("wb"))
             got, rep = compute(total, scheduler="heft", client=c, report=True, timeout=60)
         assert got == (sum(range(12)) + 24,)
         assert rep.replans >= 1
@@ -320,7 +336,7 @@ def test_a_cost_profile_learned_on_the_first_run_makes_the_second_prediction_goo
     says so; its measurements, saved as a profile, make the next run's prediction close."""
     path = tmp_path / "costs.json"
     g = rg.mixed_costs()
-    with pytest.warns(taskflow.TaskflowWarning, match="costs look like guesses"):
+    with pytest.warns(taskflow.TaskflowWarning, match="costs or the network the plan used look like guesses"):
         first = run(g, "heft", client=client, quiet=True, profile=str(path))
     assert first.costs == "declared" and first.prediction_error > 0.25 and first.notes
     assert path.exists()
@@ -370,3 +386,24 @@ def test_a_bad_profile_is_refused_before_anything_runs(tmp_path, capsys, content
     assert time.time() - t0 < 5  # no cluster was started
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and message.split()[0] in err[0]
+
+
+def test_the_command_line_reports_a_lost_scheduler_in_one_line(tmp_path):
+    """No traceback reaches the user: one 'error:' line and exit status 2."""
+    import subprocess
+    import sys
+
+    lb = Loopback(tmp_path, workers=("wa",)).start()
+    try:
+        path = tmp_path / "chain.json"
+        taskflow.save_graph(chain(40, 0.3), path)
+        proc = subprocess.Popen([sys.executable, "-m", "taskflow", "run", str(path), "--scheduler-file",
+                                 str(lb.sched_file), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(4.0)  # connected and running
+        lb.kill_scheduler()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        lb.stop()
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert proc.returncode == 2, (out, err)
+    assert len(lines) == 1 and lines[0].startswith("error: lost the Dask scheduler"), err

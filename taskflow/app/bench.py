@@ -12,9 +12,11 @@ from __future__ import annotations
 import csv
 import os
 import time
+import warnings
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from ..errors import TaskflowWarning
 from .bench_report import write_outputs
 from .suite import (BW, DEFAULT_SCHEDULERS, FIELDS, REAL_FIELDS, REAL_SCHEDULERS, REAL_SPEEDS, SUITES, _build,
                     clusters, real_workflows, workflows)
@@ -125,7 +127,9 @@ def run_real(suite: str = "quick", out="taskflow-out/bench", scheduler_names=Non
              progress: bool = True, only=None) -> list:
     """Run the subset on an embedded 4-worker LocalCluster in emulation (each task sleeps its
     duration on the worker's declared speed and returns its output's bytes, scaled so a run takes
-    about ``target_seconds``). Resumable: rows already in ``real.csv`` are skipped. Returns all rows.
+    about ``target_seconds``), each workflow twice: planned with its declared costs, then with the
+    cost profile the first run measured. Resumable: rows already in ``real.csv`` are skipped.
+    Returns all rows.
 
     Parameters
     ----------
@@ -145,6 +149,7 @@ def run_real(suite: str = "quick", out="taskflow-out/bench", scheduler_names=Non
 
     from ..cluster import Cluster, Worker
     from ..runtime import run
+    from ..runtime.dask_graph import emulated_sizes
     from ..simulator import simulate
 
     names = [n for n in (scheduler_names or REAL_SCHEDULERS)
@@ -155,7 +160,10 @@ def run_real(suite: str = "quick", out="taskflow-out/bench", scheduler_names=Non
     rows = []
     if path.exists():
         with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
+            reader = csv.DictReader(f)
+            rows = list(reader) if reader.fieldnames == REAL_FIELDS else []
+        if not rows:
+            path.unlink()  # an older layout (or empty): start afresh
     done = {(r["workflow"], r["scheduler"]) for r in rows}
     wfs = [w for w in real_workflows(suite) if only is None or w[0] in only]
     todo = [(w, n) for w in wfs for n in names if (w[0], n) not in done]
@@ -178,16 +186,23 @@ def run_real(suite: str = "quick", out="taskflow-out/bench", scheduler_names=Non
             g = _build(spec, 0)
             span = simulate(g, model, "heft", network="simple").makespan
             scale = target_seconds / span if span > 0 else 1.0
-            rep = run(g, sname, client=client, cluster=model, time_scale=scale, size_scale=scale, quiet=True,
-                      timeout=120)
-            a = g.arrays
-            ok = all(getattr(rep.results[t], "nbytes", -1) == int(float(a.output_size[i]) * scale)
-                     for i, t in enumerate(a.ids))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", TaskflowWarning)  # the first run's costs are declared, not measured
+                rep = run(g, sname, client=client, cluster=model, time_scale=scale, size_scale=scale, quiet=True,
+                          timeout=120)
+            # the same workflow again, planned with what the first run measured
+            learned = run(g, sname, client=client, cluster=model, time_scale=scale, size_scale=scale, quiet=True,
+                          timeout=120, profile=rep.profile)
+            sizes = emulated_sizes(g)
+            ok = all(getattr(x.results[t], "nbytes", -1) == int(float(sizes[i]) * scale)
+                     for x in (rep, learned) for i, t in enumerate(g.arrays.ids))
             r = {"workflow": wname, "family": family, "cluster": "hetero-4", "scheduler": sname, "tasks": len(g),
                  "time_scale": scale, "predicted_makespan": rep.predicted_makespan,
                  "measured_makespan": rep.measured_makespan,
                  "measured_over_predicted": rep.measured_makespan / rep.predicted_makespan,
-                 "placement_fidelity": rep.placement_fidelity, "outputs_ok": ok}
+                 "placement_fidelity": rep.placement_fidelity, "outputs_ok": ok,
+                 "learned_predicted": learned.predicted_makespan, "learned_measured": learned.measured_makespan,
+                 "first_error": rep.prediction_error, "learned_error": learned.prediction_error}
             writer.writerow(r)
             f.flush()
             rows.append({kk: str(v) for kk, v in r.items()})

@@ -44,11 +44,22 @@ def summarise_real(rows) -> str:
             v = f"{ms[n]:.2f}"
             cells.append(f"{'**' + v + '**' if ms[n] == best else v} ({float(r['measured_over_predicted']):.2f})")
         lines.append(f"| {w} | " + " | ".join(cells) + " |")
+    first = sorted(float(r["first_error"]) for r in rows)
+    second = sorted(float(r["learned_error"]) for r in rows)
+    lines += ["", f"Prediction error |measured - predicted| / predicted over these {len(rows)} runs: planned with the "
+              f"declared costs median {_median(first):.1%}, worst {first[-1]:.1%}; the same workflow again, planned "
+              f"with the cost profile the first run measured, median {_median(second):.1%}, worst {second[-1]:.1%}."]
     bad = [r for r in rows if r["outputs_ok"] not in ("True", True)]
     lines += ["", f"Every emulated output had its declared size: {'yes' if not bad else f'no ({len(bad)} runs)'}; "
               f"mean placement fidelity of the static plans "
               f"{sum(float(r['placement_fidelity']) for r in rows if r['scheduler'] != 'work-stealing') / max(1, sum(r['scheduler'] != 'work-stealing' for r in rows)):.0%}.", ""]
     return "\n".join(lines)
+
+
+def _median(xs):
+    xs = sorted(xs)
+    k = len(xs) // 2
+    return xs[k] if len(xs) % 2 else (xs[k - 1] + xs[k]) / 2
 
 
 # ---------------------------------------------------------------------- summaries and plots

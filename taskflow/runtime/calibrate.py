@@ -37,13 +37,31 @@ def _takes_n_workers(client) -> bool:
         return False
 
 
-def _kernel(n=200):
-    a = np.random.default_rng(0).random((n, n))
+def _kernel(n: int = 250_000) -> float:
+    """Seconds a fixed piece of single-threaded Python work takes on this worker (no BLAS threads
+    to fight over, so it measures the worker's core, as Python tasks use it)."""
     t0 = time.perf_counter()
-    for _ in range(5):
-        a = a @ a
-        a /= np.abs(a).max()
+    acc = 0
+    for i in range(n):
+        acc = (acc + i * i) % 1_000_003
     return time.perf_counter() - t0
+
+
+#: kernel runs per worker; its speed comes from the fastest (noise only ever adds time)
+CALIBRATION_ROUNDS = 5
+
+
+def _speeds(client, by_name) -> dict:
+    """Each worker's speed relative to the median worker: the best of :data:`CALIBRATION_ROUNDS`
+    runs of the kernel, the rounds interleaved across workers so that a burst of load hits all."""
+    best = {}
+    for _ in range(CALIBRATION_ROUNDS):
+        for addr, w in by_name:
+            t = client.submit(_kernel, workers=[addr], pure=False, allow_other_workers=False).result()
+            name = str(w.get("name", addr))
+            best[name] = min(best.get(name, float("inf")), t)
+    ref = float(np.median(list(best.values())))
+    return {n: ref / t for n, t in best.items()}
 
 
 def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = None,
@@ -52,7 +70,8 @@ def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = Non
     ``cores`` = its threads, ``address`` kept).
 
     ``speeds`` declares relative speeds by worker name (default 1.0). ``calibrate=True`` measures
-    each worker's speed with a short matrix kernel (relative to the median worker), the bandwidth
+    each worker's speed with a short single-threaded kernel (the best of five runs, relative to the
+    median worker), the bandwidth
     and latency with real transfers between two workers, and Dask's per-task overhead
     (``task_overhead``) with a chain of no-op tasks.
 
@@ -95,12 +114,7 @@ def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = Non
     bw, lat = bandwidth, latency
     overhead = 0.0
     if calibrate:
-        times = {}
-        for addr, w in by_name:
-            times[str(w.get("name", addr))] = client.submit(_kernel, workers=[addr], pure=False,
-                                                            allow_other_workers=False).result()
-        ref = float(np.median(list(times.values())))
-        measured = {n: ref / t for n, t in times.items()}
+        measured = _speeds(client, by_name)
         overhead = _measure_overhead(client, by_name[0][0])
         if len(by_name) > 1 and (bw is None or lat is None):
             mbw, mlat = _measure_network(client, by_name[0][0], by_name[1][0])

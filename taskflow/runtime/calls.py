@@ -8,6 +8,7 @@ task's dependencies (:class:`_Ref`) and substituted on the worker.
 
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
@@ -57,23 +58,59 @@ class _Opaque:
     def __reduce__(self):
         return (_Opaque, (self.value,))
 
+    def __dask_tokenize__(self):
+        # every run's keys are unique, so the object's identity is token enough (Dask would
+        # otherwise pickle each payload to tokenize the graph)
+        return ("taskflow-payload", id(self))
+
 
 class _Call(_Opaque):
     """A task's ``(fn, args, kwargs)``, pickled with cloudpickle, so functions of the caller's own
-    modules (registered by :func:`ship_code`) travel by value and need no import where they run."""
+    modules (registered by :func:`ship_code`) travel by value and need no import where they run.
+    Each function is pickled once however many tasks call it, each payload once however often it
+    is sent."""
 
-    __slots__ = ()
+    __slots__ = ("blob",)
+
+    def __init__(self, value):
+        super().__init__(value)
+        self.blob = None
 
     def __reduce__(self):
+        if self.blob is None:
+            import cloudpickle
+
+            fn, args, kwargs = self.value
+            self.blob = (_function_blob(fn), cloudpickle.dumps((args, kwargs)))
+        return (_load_call, self.blob)
+
+
+_BLOBS: dict = {}  # id(fn) -> (fn, its pickle): the function is kept so that its id stays its own
+
+
+def _function_blob(fn) -> bytes:
+    hit = _BLOBS.get(id(fn))
+    if hit is None or hit[0] is not fn:
         import cloudpickle
 
-        return (_load_call, (cloudpickle.dumps(self.value),))
+        if len(_BLOBS) > 10_000:
+            _BLOBS.clear()
+        hit = _BLOBS[id(fn)] = (fn, cloudpickle.dumps(fn))
+    return hit[1]
 
 
-def _load_call(data: bytes) -> "_Call":
+@functools.lru_cache(maxsize=1024)
+def _load_function(blob: bytes):
     import cloudpickle
 
-    return _Call(cloudpickle.loads(data))
+    return cloudpickle.loads(blob)
+
+
+def _load_call(fn_blob: bytes, rest: bytes) -> "_Call":
+    import cloudpickle
+
+    args, kwargs = cloudpickle.loads(rest)
+    return _Call((_load_function(fn_blob), args, kwargs))
 
 
 def _installed(path: str) -> bool:

@@ -13,8 +13,8 @@ from .calibrate import attach_addresses, cluster_from_dask
 from .plugin import cluster_payload, graph_payload
 from .report import report_from_stream
 from .runner import connect
-from .session import (Watchdog, call, ensure_plugin, gather, incoming_transfers, stream_index, stream_since,
-                      wait_for)
+from .session import (Watchdog, call, close_quietly, ensure_plugin, gather, incoming_transfers, stream_index,
+                      stream_since, wait_for)
 
 __all__ = ["compute"]
 
@@ -123,8 +123,7 @@ def compute(*collections, scheduler="heft", client=None, costs: dict | None = No
                 call(c, "taskflow_forget", timeout=2.0, run=run_id)
             except TaskflowError:
                 pass
-        for x in owned:
-            x.close()
+        close_quietly(owned)
     out = repack(results)
     return (out, info) if report else out
 

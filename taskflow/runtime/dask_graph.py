@@ -7,7 +7,7 @@ from ..cluster import Cluster
 from ..graph import TaskGraph
 from .calls import _Call, _emulate, _execute, _Opaque, _to_refs
 
-__all__ = ["keys_for", "dask_graph"]
+__all__ = ["keys_for", "dask_graph", "emulated_sizes"]
 
 
 def keys_for(graph: TaskGraph, run_token: str, gen: int) -> dict:
@@ -49,6 +49,7 @@ def dask_graph(graph: TaskGraph, todo, key_of: dict, cluster: Cluster, time_scal
     kept = kept or {}
     speeds = {str(w.id): w.speed for w in cluster.workers}
     calls = graph.calls()
+    emitted = emulated_sizes(graph)
     dsk = {}
     for t in todo:
         i = a.index[t]
@@ -62,5 +63,27 @@ def dask_graph(graph: TaskGraph, todo, key_of: dict, cluster: Cluster, time_scal
         else:
             costs = {str(w): v for w, v in (a.costs.get(i) or {}).items()}
             dsk[key_of[t]] = (_emulate, _Opaque((float(a.cost[i]), costs, speeds, float(time_scale),
-                                                 float(a.output_size[i]) * size_scale)), *deps)
+                                                 float(emitted[i]) * size_scale)), *deps)
     return dsk
+
+
+def emulated_sizes(graph: TaskGraph):
+    """Bytes each emulated task returns: its output size, or more when one of its out-edges says a
+    consumer needs more (the model moves an edge's size; Dask moves the whole output).
+
+    Parameters
+    ----------
+    graph : TaskGraph
+
+    Returns
+    -------
+    numpy.ndarray
+        Per task index.
+    """
+    import numpy as np
+
+    a = graph.arrays
+    out = a.output_size.copy()
+    if a.m:
+        np.maximum.at(out, a.src, a.size)
+    return out

@@ -84,11 +84,15 @@ class CostProfile:
         Worker name -> speed relative to the others, learned from tasks of one prefix that ran on
         several workers.
     bandwidth : dict
-        Source worker name -> {destination name: bytes per second} (median of transfers >= 64 KiB).
+        Source worker name -> {destination name: bytes per real second}: the median over that pair's
+        transfers clearly longer than the latency of bytes / (duration - latency).
     task_overhead : float or None
         Median gap between two tasks on one worker when the second was ready before the first ended.
     runs : int
         How many runs were merged in.
+    latency : float or None
+        Real seconds a transfer takes besides its bytes: the median duration of transfers under
+        64 KiB (None when there were none).
     """
 
     tasks: dict = field(default_factory=dict)
@@ -97,6 +101,7 @@ class CostProfile:
     bandwidth: dict = field(default_factory=dict)
     task_overhead: float | None = None
     runs: int = 0
+    latency: float | None = None
 
     # ------------------------------------------------------------------ learning
     @classmethod
@@ -110,7 +115,6 @@ class CostProfile:
         report : RunReport
         """
         scale = report.time_scale or 1.0
-        size_scale = getattr(report, "size_scale", 1.0) or 1.0
         runs = report.trace.runs
         per_task: dict = {}
         per_prefix: dict = {}
@@ -120,14 +124,9 @@ class CostProfile:
             per_prefix.setdefault(_task_prefix(graph, r.task), {}).setdefault(str(r.worker), []).append(d)
         tasks = {t: {w: float(np.mean(v)) for w, v in ws.items()} for t, ws in per_task.items()}
         prefixes = {p: {w: float(np.mean(v)) for w, v in ws.items()} for p, ws in per_prefix.items()}
-        bw: dict = {}
-        for t in report.trace.transfers:
-            secs = t.finish - t.start
-            if t.bytes >= 64 * 1024 and secs > 0:
-                bw.setdefault(str(t.source), {}).setdefault(str(t.destination), []).append(t.bytes / size_scale / secs)
-        bandwidth = {a: {b: float(np.median(v)) for b, v in row.items()} for a, row in bw.items()}
+        latency, bandwidth = _network(report.trace.transfers)
         return cls(tasks, prefixes, _learned_speeds(per_prefix), bandwidth,
-                   _dispatch_gap(graph, runs, report.trace.transfers), 1)
+                   _dispatch_gap(graph, runs, report.trace.transfers), 1, latency)
 
     def merge(self, newer: "CostProfile") -> "CostProfile":
         """This profile updated with ``newer`` measurements (running means, weighted by runs).
@@ -146,13 +145,14 @@ class CostProfile:
                     mine[w] = (mine[w] * n + x * m) / (n + m) if w in mine else x
             return out
 
+        def mean(a, b):
+            return b if a is None else a if b is None else (a * n + b * m) / (n + m)
+
         speeds = dict(self.speeds)
         speeds.update(newer.speeds)
-        overhead = newer.task_overhead if self.task_overhead is None else (
-            self.task_overhead if newer.task_overhead is None
-            else (self.task_overhead * n + newer.task_overhead * m) / (n + m))
         return CostProfile(mix(self.tasks, newer.tasks), mix(self.prefixes, newer.prefixes), speeds,
-                           mix(self.bandwidth, newer.bandwidth), overhead, n + m)
+                           mix(self.bandwidth, newer.bandwidth), mean(self.task_overhead, newer.task_overhead),
+                           n + m, mean(self.latency, newer.latency))
 
     # ------------------------------------------------------------------ planning with it
     def apply(self, graph: TaskGraph, cluster: Cluster, time_scale: float = 1.0, size_scale: float = 1.0) -> tuple:
@@ -194,14 +194,16 @@ class CostProfile:
         pairs = {names[a]: {names[b]: v * to_model for b, v in row.items() if b in names and b != a}
                  for a, row in self.bandwidth.items() if a in names}
         overhead = cluster.task_overhead if self.task_overhead is None else self.task_overhead / time_scale
+        latency = cluster.latency if self.latency is None else self.latency / time_scale
         c = Cluster(workers, cluster.bandwidth, {a: r for a, r in pairs.items() if r} or cluster.bandwidths,
-                    cluster.latency, cluster.name, task_overhead=overhead)
+                    latency, cluster.name, task_overhead=overhead)
         return g, c
 
     # ------------------------------------------------------------------ files
     def to_dict(self) -> dict:
         """The JSON document (``"format": "taskflow-cost-profile"``)."""
         return {"format": PROFILE_FORMAT, "version": 1, "runs": self.runs, "task_overhead": self.task_overhead,
+                "latency": self.latency,
                 "speeds": self.speeds, "bandwidth": self.bandwidth, "prefixes": self.prefixes, "tasks": self.tasks}
 
     def save(self, path) -> None:
@@ -250,8 +252,9 @@ class CostProfile:
         try:
             out.speeds = {str(w): float(v) for w, v in (doc.get("speeds") or {}).items()}
             out.task_overhead = None if doc.get("task_overhead") is None else float(doc["task_overhead"])
+            out.latency = None if doc.get("latency") is None else float(doc["latency"])
         except (TypeError, ValueError, AttributeError):
-            raise FormatError(f"{p}: fields 'speeds' and 'task_overhead' must hold numbers") from None
+            raise FormatError(f"{p}: fields 'speeds', 'task_overhead' and 'latency' must hold numbers") from None
         return out
 
 
@@ -267,6 +270,21 @@ def _learned_speeds(per_prefix: dict) -> dict:
         for w, m in means.items():
             logs.setdefault(w, []).append(np.log(ref / m))
     return {w: float(np.exp(np.mean(v))) for w, v in logs.items()}
+
+
+def _network(transfers) -> tuple:
+    """``(latency, {source: {destination: bytes per second}})`` from measured transfers: the latency
+    is the median duration of the small ones (< 64 KiB; None without any); a pair's bandwidth the
+    median of bytes / (duration - latency) over its larger ones."""
+    xs = [t for t in transfers if t.finish > t.start]
+    small = [t.finish - t.start for t in xs if t.bytes < 64 * 1024]
+    latency = float(np.median(small)) if small else None
+    bw: dict = {}
+    for t in xs:
+        secs = t.finish - t.start - (latency or 0.0)
+        if t.bytes >= 64 * 1024 and secs > 0:
+            bw.setdefault(str(t.source), {}).setdefault(str(t.destination), []).append(t.bytes / secs)
+    return latency, {a: {b: float(np.median(v)) for b, v in row.items()} for a, row in bw.items()}
 
 
 def _dispatch_gap(graph: TaskGraph, runs, transfers) -> float | None:

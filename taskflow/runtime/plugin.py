@@ -309,7 +309,8 @@ class TaskflowPlugin(SchedulerPlugin):
         """A worker is lost: re-plan every run with unfinished work planned there, at once."""
         if not scheduler.workers:
             self.lost_all_since = time.time()
-            logger.warning("taskflow: every worker was lost; waiting %g s for one to join", self.grace)
+            if any(self._unfinished(r) for r in self.runs.values()):
+                logger.warning("taskflow: every worker was lost; waiting %g s for one to join", self.grace)
             return
         for r in list(self.runs.values()):
             if any(r.addr.get(w) == worker for w in set(r.plan.values())) and self._unfinished(r):

@@ -17,12 +17,18 @@ __all__ = ["RunReport", "report_from_stream"]
 
 @dataclass
 class RunReport:
-    """What a run on Dask produced and how it compares with the plan."""
+    """What a run on Dask produced and how it compares with the plan.
+
+    ``predicted_makespan`` is the simulator's prediction of the plan on the model it was made with
+    (the max-min network, so concurrent transfers share each worker's capacity; for
+    ``work-stealing``, a simulation of that policy), computed when first read;
+    ``planned_makespan`` is the plan's own, contention-free figure.
+    """
 
     scheduler: str
     results: dict
     trace: Trace
-    predicted_makespan: float
+    prediction: object  # seconds, or a function that computes them (called once, when first needed)
     measured_makespan: float
     placement_fidelity: float
     plan: Schedule | None
@@ -40,6 +46,18 @@ class RunReport:
     profile: object = None
 
     @property
+    def predicted_makespan(self) -> float:
+        """The predicted makespan in (scaled) seconds."""
+        if callable(self.prediction):
+            self.prediction = float(self.prediction())
+        return self.prediction
+
+    @property
+    def planned_makespan(self) -> float:
+        """The plan's own makespan in (scaled) seconds (nan without a plan)."""
+        return self.plan.makespan * self.time_scale if self.plan is not None else float("nan")
+
+    @property
     def prediction_error(self) -> float:
         """|measured - predicted| / predicted."""
         return abs(self.measured_makespan - self.predicted_makespan) / self.predicted_makespan \
@@ -48,6 +66,7 @@ class RunReport:
     def to_dict(self) -> dict:
         """A JSON-ready dict: the figures, the workers, per task its run and plan, the transfers."""
         return {"scheduler": self.scheduler, "predicted_makespan": self.predicted_makespan,
+                "planned_makespan": self.planned_makespan,
                 "measured_makespan": self.measured_makespan, "placement_fidelity": self.placement_fidelity,
                 "prediction_error": self.prediction_error, "replans": self.replans,
                 "dispatch_overhead": self.dispatch_overhead, "time_scale": self.time_scale,
@@ -87,8 +106,8 @@ def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, mod
     key_of, task_of : dict
         Task id -> current Dask key, and back.
     plan : Schedule or None
-    predicted : float
-        The predicted makespan in (scaled) seconds.
+    predicted : float or callable
+        The predicted makespan in (scaled) seconds, or a function computing it.
     planned_worker : dict
         Task id -> the worker of the latest plan.
     results : dict

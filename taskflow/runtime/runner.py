@@ -11,7 +11,8 @@ the simulator only.
 
 Graphs without callables (every file format) run in *emulation*: each task sleeps its duration on
 the worker it landed on (its exact cost there, else cost / that worker's declared speed, times
-``time_scale``) and returns a buffer of its output size (times ``size_scale``), so its consumers
+``time_scale``) and returns a buffer of its output size (or of its largest out-edge, when a consumer
+needs more; times ``size_scale``), so its consumers
 receive real bytes moved by Dask.
 
 Every wait is bounded: a task that raises ends the run with :class:`TaskFailed` naming the task
@@ -38,8 +39,8 @@ from .dask_graph import dask_graph, keys_for
 from .learn import CostProfile
 from .plugin import cluster_payload, graph_payload
 from .report import RunReport, report_from_stream
-from .session import (Watchdog, call, ensure_plugin, gather, incoming_transfers, stream_index, stream_since,
-                      wait_for)
+from .session import (Watchdog, call, close_quietly, ensure_plugin, gather, incoming_transfers, stream_index,
+                      stream_since, wait_for)
 
 __all__ = ["run", "connect", "GUESS_ERROR"]
 
@@ -135,11 +136,7 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
         return _Runner(graph, sch, c, cluster, speeds, calibrate, time_scale, size_scale, retries, quiet,
                        timeout, profile).go()
     finally:
-        for x in owned:
-            try:
-                x.close()
-            except Exception:  # pragma: no cover - best effort at shutdown
-                pass
+        close_quietly(owned)
 
 
 class _Runner:
@@ -252,11 +249,18 @@ class _Runner:
         return {task_of[tuple(k) if isinstance(k, list) else k]: w for k, w in status.get("plan", [])}
 
     def _predict(self, plan, graph, model):
-        if plan is not None:
-            return plan.makespan * self.time_scale
-        from ..simulator import simulate
-        graph = graph.restrict_costs(model.ids)
-        return simulate(graph, model, "work-stealing", network="simple").makespan * self.time_scale
+        """A function predicting the makespan: the simulator carrying out ``plan`` on ``model`` with
+        the max-min network (or, without a plan, Dask-like work stealing), in scaled seconds."""
+        sch, scale = self.sch, self.time_scale
+
+        def predict():
+            from ..simulator import simulate
+
+            g = graph.restrict_costs(model.ids)
+            if plan is not None:
+                return simulate(g, model, sch, network="maxmin", plan=plan).makespan * scale
+            return simulate(g, model, "work-stealing", network="maxmin").makespan * scale
+        return predict
 
     def _learn(self, report: RunReport) -> RunReport:
         """Say where the plan's costs came from, warn when they look like guesses, and fold this
@@ -266,14 +270,16 @@ class _Runner:
         report.profile = learned if self.profile is None else self.profile.merge(learned)
         if self.profile_path is not None:
             report.profile.save(self.profile_path)
-        err = report.prediction_error
-        if self.profile is None and err == err and err > GUESS_ERROR:
+        # cheap: the plan's own makespan (the full prediction is a simulation, made only when read)
+        expected = report.planned_makespan if report.plan is not None else report.predicted_makespan
+        err = abs(report.measured_makespan - expected) / expected if expected > 0 else 0.0
+        if self.profile is None and err > GUESS_ERROR:
             how = (f"this run's measurements are in {os.fspath(self.profile_path)!r}; the next run with it plans "
                    f"with them" if self.profile_path is not None else
                    "learn them from this run: taskflow run ... --profile costs.json, or "
                    "run(..., profile='costs.json')")
-            note = (f"predicted {report.predicted_makespan:.3g} s, measured {report.measured_makespan:.3g} s "
-                    f"({err:.0%} off): the graph's costs look like guesses; {how}")
+            note = (f"the plan expected {expected:.3g} s, the run took {report.measured_makespan:.3g} s "
+                    f"({err:.0%} off): the costs or the network the plan used look like guesses; {how}")
             report.notes.append(note)
             warnings.warn(note, TaskflowWarning, stacklevel=4)
         return report

@@ -8,7 +8,7 @@ from ..policy import get_scheduler
 from .plugin import PLUGIN_NAME, TaskflowPlugin, TransferLog, incoming_since
 
 __all__ = ["ensure_plugin", "call", "use", "Watchdog", "wait_for", "stream_index", "stream_since", "cancelled_error",
-           "gather", "incoming_transfers"]
+           "gather", "incoming_transfers", "close_quietly"]
 
 #: seconds a call to the scheduler may take before the scheduler counts as unreachable
 CALL_TIMEOUT = 10.0
@@ -268,9 +268,42 @@ def incoming_transfers(client, since: float) -> dict:
     client : distributed.Client
     since : float
         Wall-clock seconds.
+
+    Raises
+    ------
+    TaskflowError
+        The workers could not be asked (the connection is gone).
     """
     try:
         out = client.sync(client._run, incoming_since, since, on_error="return", callback_timeout=60)
     except Exception as e:  # noqa: BLE001 - the records are lost with the connection
         raise TaskflowError(f"could not collect the workers' transfer records: {type(e).__name__}: {e}") from e
     return {addr: entries for addr, entries in out.items() if isinstance(entries, list)}
+
+
+def close_quietly(things) -> None:
+    """Close clients and clusters a run started; when the scheduler is gone, without the
+    reconnection tracebacks distributed would log (the run has already said what happened).
+
+    Parameters
+    ----------
+    things : list
+        Clients and clusters, closed in order.
+    """
+    import logging
+
+    quiet = any(getattr(x, "status", "running") != "running" for x in things if hasattr(x, "scheduler"))
+    loggers = [logging.getLogger(n) for n in ("distributed.client", "distributed.core", "distributed.comm")]
+    levels = [lg.level for lg in loggers]
+    if quiet:
+        for lg in loggers:
+            lg.setLevel(logging.CRITICAL + 1)
+    try:
+        for x in things:
+            try:
+                x.close()
+            except Exception:  # noqa: BLE001 - best effort at shutdown
+                pass
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
