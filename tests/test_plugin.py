@@ -407,3 +407,27 @@ def test_the_command_line_reports_a_lost_scheduler_in_one_line(tmp_path):
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert proc.returncode == 2, (out, err)
     assert len(lines) == 1 and lines[0].startswith("error: lost the Dask scheduler"), err
+
+
+def test_the_profile_separates_latency_from_bandwidth_and_measures_dispatch_gaps():
+    from taskflow.runtime.learn import _dispatch_gap, _network
+    from taskflow.trace import Run, Transfer
+
+    # three tiny transfers of 4 ms, two of 10 MB at 100 MB/s plus that latency
+    xs = [Transfer("a", "0", "1", 100.0, 0.0, 0.004), Transfer("b", "0", "1", 10.0, 1.0, 1.004),
+          Transfer("c", "1", "0", 1000.0, 2.0, 2.004),
+          Transfer("d", "0", "1", 10e6, 3.0, 3.104), Transfer("e", "0", "1", 10e6, 4.0, 4.104)]
+    latency, bw = _network(xs)
+    assert latency == pytest.approx(0.004)
+    assert bw == {"0": {"1": pytest.approx(100e6)}}
+    # worker w: a ends at 1.0, b (ready since 0.5: its input is local) starts at 1.01; c waits for a
+    # transfer from w2 that arrives at 2.0, so its gap says nothing about dispatch
+    g = TaskGraph("gaps")
+    for t in ("x", "a", "b", "c", "y"):
+        g.add_task(t)
+    g.add_edge("x", "b")
+    g.add_edge("y", "c")
+    runs = [Run("x", "x", "w", 0.0, 0.5), Run("a", "a", "w", 0.51, 1.0), Run("b", "b", "w", 1.01, 1.5),
+            Run("y", "y", "w2", 0.0, 1.9), Run("c", "c", "w", 2.05, 2.5)]
+    gap = _dispatch_gap(g, runs, [Transfer("y", "w2", "w", 10.0, 1.9, 2.0)])
+    assert gap == pytest.approx(0.01)

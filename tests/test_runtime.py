@@ -2,8 +2,6 @@
 
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 
@@ -160,32 +158,14 @@ def test_a_killed_worker_does_not_stop_the_run():
 @pytest.fixture
 def loopback_cluster(tmp_path):
     """A real `dask scheduler` and two `dask worker` processes on 127.0.0.1."""
-    sched_file = tmp_path / "scheduler.json"
-    bindir = os.path.dirname(sys.executable)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(), os.path.dirname(os.path.dirname(__file__))]))
-    procs = [subprocess.Popen([os.path.join(bindir, "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0",
-                               "--no-dashboard", "--scheduler-file", str(sched_file)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)]
+    from taskflow.app.loopback import Loopback
+
+    lb = Loopback(tmp_path, workers=("wa", "wb"), nanny=True)
     try:
-        for _ in range(100):
-            if sched_file.exists() and sched_file.stat().st_size > 0:
-                break
-            time.sleep(0.1)
-        for name in ("wa", "wb"):
-            procs.append(subprocess.Popen([os.path.join(bindir, "dask"), "worker", "--scheduler-file", str(sched_file),
-                                           "--nthreads", "1", "--name", name, "--no-dashboard", "--host", "127.0.0.1"],
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
-        with Client(scheduler_file=str(sched_file), timeout="30s") as c:
-            c.wait_for_workers(2, timeout=30)
-        yield sched_file
+        lb.start()
+        yield lb.sched_file
     finally:
-        for p in procs[::-1]:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        lb.stop()
 
 
 def test_existing_scheduler_and_workers_on_loopback(loopback_cluster):

@@ -297,15 +297,17 @@ from .strategies import problems  # noqa: E402
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problem=problems(max_tasks=40), name=st.sampled_from(ALL), network=st.sampled_from(["simple", "maxmin"]),
        noise=st.sampled_from([0.0, 0.5]), fail_at=st.one_of(st.none(), st.floats(0.0, 60.0)), seed=st.integers(0, 5),
-       interval=st.sampled_from([0.0, 0.0, 1.0]), latency=st.sampled_from([0.0, 0.5]))
-def test_random_simulations_always_validate(problem, name, network, noise, fail_at, seed, interval, latency):
+       interval=st.sampled_from([0.0, 0.0, 1.0]), latency=st.sampled_from([0.0, 0.5]),
+       plan_order=st.sampled_from(["strict", "ready"]))
+def test_random_simulations_always_validate(problem, name, network, noise, fail_at, seed, interval, latency,
+                                            plan_order):
     g, c = problem
     fail = {c.ids[-1]: fail_at} if fail_at is not None and len(c) > 1 else None
     # a worker may be the only one able to run a multi-core task: then it cannot be lost
     if fail and int(g.arrays.cores.max()) > int(c.cores[:-1].max()):
         fail = None
     tr = simulate(g, c, name, network=network, noise=noise, fail=fail, seed=seed, scheduler_interval=interval,
-                  decision_latency=latency, validate=True)
+                  decision_latency=latency, validate=True, plan_order=plan_order)
     assert tr.problems(g, c) == []
     counts = {}
     for r in tr.runs:
@@ -377,3 +379,25 @@ def test_internal_invariant_breaks_are_not_user_errors():
     with pytest.raises(RuntimeError, match="unfinished task") as e:
         sim._check_finished()
     assert not isinstance(e.value, TaskflowError)
+
+
+def test_a_plan_runs_strictly_or_as_dask_runs_it():
+    """w0's plan: b (waits for x from w1, there at 5) then a (ready at once). Strictly, w0 idles
+    until 5 and runs a after b; run as Dask runs a plan (the earliest-planned task that can run), a
+    fills the gap."""
+    g = TaskGraph()
+    g.add_task("x", cost=5.0, output_size=0)
+    g.add_task("b", cost=1.0)
+    g.add_task("a", cost=1.0)
+    g.add_edge("x", "b", size=0)
+    c = Cluster.homogeneous(2, bandwidth=1e9)
+    plan = Schedule(["x", "b", "a"], ["w1", "w0", "w0"], [0.0, 5.0, 6.0], [5.0, 6.0, 7.0])
+    strict = simulate(g, c, network="simple", plan=plan)
+    ready = simulate(g, c, network="simple", plan=plan, plan_order="ready", validate=True)
+    starts = {r.task: r.start for r in strict.runs}
+    assert starts == {"x": 0.0, "b": 5.0, "a": 6.0} and strict.makespan == 7.0
+    starts = {r.task: r.start for r in ready.runs}
+    assert starts == {"x": 0.0, "a": 0.0, "b": 5.0} and ready.makespan == 6.0
+    ready.validate(g, c)
+    with pytest.raises(TaskflowError, match="plan_order must be 'strict' or 'ready'"):
+        simulate(g, c, plan=plan, plan_order="greedy")

@@ -20,7 +20,8 @@ class RunReport:
     """What a run on Dask produced and how it compares with the plan.
 
     ``predicted_makespan`` is the simulator's prediction of the plan on the model it was made with
-    (the max-min network, so concurrent transfers share each worker's capacity; for
+    (the max-min network, so concurrent transfers share each worker's capacity; each worker running
+    the earliest-planned of its tasks that can run, as Dask does; for
     ``work-stealing``, a simulation of that policy), computed when first read;
     ``planned_makespan`` is the plan's own, contention-free figure.
     """

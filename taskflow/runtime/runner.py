@@ -258,7 +258,7 @@ class _Runner:
 
             g = graph.restrict_costs(model.ids)
             if plan is not None:
-                return simulate(g, model, sch, network="maxmin", plan=plan).makespan * scale
+                return simulate(g, model, sch, network="maxmin", plan=plan, plan_order="ready").makespan * scale
             return simulate(g, model, "work-stealing", network="maxmin").makespan * scale
         return predict
 

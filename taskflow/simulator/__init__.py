@@ -32,7 +32,7 @@ __all__ = ["simulate", "plan", "Simulator", "SimView", "TaskState", "estimated_g
 def simulate(graph: TaskGraph, cluster: Cluster, scheduler="heft", network: str = "maxmin", *, plan=None,
              noise: float = 0.0, stragglers=None, fail=None, information: str = "exact", seed: int = 0,
              scheduler_interval: float = 0.0, decision_latency: float = 0.0, scheduler_options=None,
-             validate: bool = False) -> Trace:
+             validate: bool = False, plan_order: str = "strict") -> Trace:
     """Simulate ``graph`` on ``cluster`` under ``scheduler`` (a name or an instance).
 
     Parameters
@@ -59,6 +59,11 @@ def simulate(graph: TaskGraph, cluster: Cluster, scheduler="heft", network: str 
         Options for the policy's constructor.
     validate : bool
         Check every state transition's preconditions (slower; for tests).
+    plan_order : {"strict", "ready"}
+        How a worker carries out a static plan: ``strict``, its tasks in plan order (a later task
+        waits for an earlier one); ``ready``, the earliest-planned of its tasks that can run, as Dask
+        runs a plan (tasks restricted to the worker, ordered by priority; nothing waits for an
+        earlier task that is not ready).
 
     Returns
     -------
@@ -81,7 +86,8 @@ def simulate(graph: TaskGraph, cluster: Cluster, scheduler="heft", network: str 
     """
     return Simulator(graph, cluster, scheduler, network, plan=plan, noise=noise, stragglers=stragglers, fail=fail,
                      information=information, seed=seed, scheduler_interval=scheduler_interval,
-                     decision_latency=decision_latency, scheduler_options=scheduler_options, validate=validate).run()
+                     decision_latency=decision_latency, scheduler_options=scheduler_options, validate=validate,
+                     plan_order=plan_order).run()
 
 
 def plan(graph: TaskGraph, cluster: Cluster, scheduler="heft", *, model: CostModel | None = None, seed: int = 0,

@@ -40,8 +40,9 @@ class Decisions:
             self.seq[w] = []
             self.ptr[w] = 0
         touched = set()
-        for k in rows:
+        for pos, k in enumerate(rows):
             i = index[plan.tasks[k]]
+            self.plan_rank[i] = pos
             if self.status[i] in (RUNNING, DONE):
                 continue
             w = cidx[plan.workers[k]]

@@ -47,6 +47,7 @@ import numpy as np
 
 from ..cluster import Cluster
 from ..costs import CostModel
+from ..errors import TaskflowError
 from ..graph import TaskGraph
 from ..policy import available, get_scheduler
 from ..trace import Run, Trace, Transfer, run_id
@@ -83,7 +84,7 @@ class Simulator(Decisions, Recovery):
     def __init__(self, graph: TaskGraph, cluster: Cluster, scheduler="heft", network: str = "maxmin", plan=None,
                  noise: float = 0.0, stragglers=None, fail=None, information: str = "exact", seed: int = 0,
                  scheduler_interval: float = 0.0, decision_latency: float = 0.0, scheduler_options=None,
-                 validate: bool = False):
+                 validate: bool = False, plan_order: str = "strict"):
         self.graph = graph
         self.cluster = cluster
         self.validate = validate
@@ -95,6 +96,11 @@ class Simulator(Decisions, Recovery):
             scheduler = plan.scheduler if plan.scheduler in available() else "heft"
         self.scheduler = get_scheduler(scheduler, seed=seed, **(scheduler_options or {}))
         self.dynamic = self.scheduler.kind == "dynamic"
+        if plan_order not in ("strict", "ready"):
+            raise TaskflowError(f"plan_order must be 'strict' or 'ready', got {plan_order!r}")
+        # runnable tasks wait in a heap per worker: a dynamic policy's priority, or (plan_order
+        # "ready", as Dask runs a plan) the planned position; else a worker follows its plan strictly
+        self.heaped = self.dynamic or plan_order == "ready"
         self.plan = plan
         a = self.a = graph.arrays
         n, W = a.n, len(cluster)
@@ -131,6 +137,7 @@ class Simulator(Decisions, Recovery):
         self.free = cluster.cores.tolist()
         self.running = [set() for _ in range(W)]
         self.seq = [[] for _ in range(W)]  # static: plan order
+        self.plan_rank = [0] * n  # static: position in the plan (earlier runs first when "ready")
         self.ptr = [0] * W
         self.rq = [[] for _ in range(W)]  # dynamic: runnable heap
         self.qset = [{} for _ in range(W)]  # tasks assigned and not started, in assignment order
@@ -252,7 +259,7 @@ class Simulator(Decisions, Recovery):
             p = self.pred_idx[k]
             if status[p] == DONE:
                 self._need(i, p, self.pred_size[k], w)
-        if self.dynamic and self.npred[i] == 0 and self.missing[i] == 0:
+        if self.heaped and self.npred[i] == 0 and self.missing[i] == 0:
             self._runnable(i, w)
 
     def _transition_queued_running(self, i, w):
@@ -369,7 +376,7 @@ class Simulator(Decisions, Recovery):
         self.missing[i] -= 1
         if self.missing[i] == 0 and self.npred[i] == 0:
             w = flow.dst
-            if self.dynamic:
+            if self.heaped:
                 self._runnable(i, w)
             self._try_start(w)
 
@@ -389,12 +396,13 @@ class Simulator(Decisions, Recovery):
     # ------------------------------------------------------------------ running tasks
     def _runnable(self, i, w):
         self._seq += 1
-        heapq.heappush(self.rq[w], (-self.scheduler.priority(i), self._seq, i, self.token[i]))
+        key = -self.scheduler.priority(i) if self.dynamic else self.plan_rank[i]
+        heapq.heappush(self.rq[w], (key, self._seq, i, self.token[i]))
 
     def _try_start(self, w):
         if not self.alive[w]:
             return
-        if self.dynamic:
+        if self.heaped:
             rq = self.rq[w]
             while rq:
                 _, _, i, tok = rq[0]
@@ -437,7 +445,7 @@ class Simulator(Decisions, Recovery):
             if aj >= 0 and status[j] == QUEUED:
                 self._need(j, i, self.succ_size[e], aj)
                 if npred[j] == 0 and self.missing[j] == 0:
-                    if self.dynamic:
+                    if self.heaped:
                         self._runnable(j, aj)
                     self._try_start(aj)
             elif npred[j] == 0:
