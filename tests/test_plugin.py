@@ -138,7 +138,7 @@ def test_a_lost_scheduler_fails_the_client_in_bounded_time(tmp_path):
     lb = Loopback(tmp_path, workers=("wa",)).start()
     try:
         with Client(scheduler_file=str(lb.sched_file)) as c:
-            threading.Timer(1.0, lb.kill_scheduler).start()
+            when_busy(c, ["wa"], lb.kill_scheduler)
             t0 = time.time()
             with pytest.raises(TaskflowError, match="lost the Dask scheduler"):
                 run(chain(30, 0.4), "heft", client=c, quiet=True)
@@ -431,3 +431,55 @@ def test_the_profile_separates_latency_from_bandwidth_and_measures_dispatch_gaps
             Run("y", "y", "w2", 0.0, 1.9), Run("c", "c", "w", 2.05, 2.5)]
     gap = _dispatch_gap(g, runs, [Transfer("y", "w2", "w", 10.0, 1.9, 2.0)])
     assert gap == pytest.approx(0.01)
+
+
+def test_an_operator_preloads_the_plugin_and_every_client_is_placed(tmp_path):
+    """dask scheduler --preload taskflow.runtime.plugin, TASKFLOW_POLICY=heft: a client that knows
+    nothing of taskflow gets its graphs placed."""
+    lb = Loopback(tmp_path, workers=("wa", "wb"), env={"TASKFLOW_POLICY": "heft"})
+    try:
+        lb.start_scheduler(preload=["taskflow.runtime.plugin"])
+        for name in lb.names:
+            lb.start_worker(name)
+        lb.wait_for_workers(2)
+        with Client(scheduler_file=str(lb.sched_file)) as c:
+            x = da.random.RandomState(3).random((200, 200), chunks=50)
+            with get_task_stream(client=c) as ts:
+                got = float((x @ x.T).sum().compute())
+            planned = plans_on_scheduler(c)
+            policy = c.run_on_scheduler(lambda dask_scheduler: dask_scheduler.plugins["taskflow"].default_policy)
+        assert policy == "heft"
+        assert got == pytest.approx(float(dask.compute((x @ x.T).sum(), scheduler="sync")[0]), rel=1e-12)
+        ran = {r["key"]: r["worker"] for r in ts.data}
+        assert ran and all(planned.get(k) == w for k, w in ran.items())
+    finally:
+        lb.stop()
+
+
+@pytest.mark.parametrize("times, expected", [
+    # identical workers, noisy runs (up to +40%): one speed
+    ({"a": [0.010, 0.014, 0.011, 0.013, 0.010, 0.012, 0.011], "b": [0.0105, 0.013, 0.014, 0.011, 0.012, 0.0108,
+                                                                   0.013]}, {"a": 1.0, "b": 1.0}),
+    # b really takes twice as long, a little noise: half the speed
+    ({"a": [0.010, 0.0102, 0.0101, 0.0103, 0.010, 0.0101, 0.0102], "b": [0.020, 0.0205, 0.0203, 0.0201, 0.020,
+                                                                         0.0204, 0.0202]}, {"a": 1.5, "b": 0.75}),
+])
+def test_calibration_reports_only_differences_larger_than_its_noise(times, expected):
+    from taskflow.runtime.calibrate import _speeds
+
+    class Done:
+        def __init__(self, v):
+            self.v = v
+
+        def result(self):
+            return self.v
+
+    class Scripted:
+        def __init__(self):
+            self.left = {w: list(v) for w, v in times.items()}
+
+        def submit(self, fn, workers, **kw):
+            return Done(self.left[workers[0]].pop(0))
+
+    got = _speeds(Scripted(), [(w, {"name": w}) for w in times])
+    assert got == pytest.approx(expected, rel=0.02)

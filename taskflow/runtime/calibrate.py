@@ -48,20 +48,34 @@ def _kernel(n: int = 250_000) -> float:
 
 
 #: kernel runs per worker; its speed comes from the fastest (noise only ever adds time)
-CALIBRATION_ROUNDS = 5
+CALIBRATION_ROUNDS = 7
 
 
 def _speeds(client, by_name) -> dict:
     """Each worker's speed relative to the median worker: the best of :data:`CALIBRATION_ROUNDS`
-    runs of the kernel, the rounds interleaved across workers so that a burst of load hits all."""
-    best = {}
+    runs of the kernel, the rounds interleaved across workers so that a burst of load hits all.
+    Differences smaller than the measurement's own noise (the spread of a worker's runs: median over
+    best) are not differences: such workers get one speed."""
+    runs: dict = {}
     for _ in range(CALIBRATION_ROUNDS):
         for addr, w in by_name:
             t = client.submit(_kernel, workers=[addr], pure=False, allow_other_workers=False).result()
-            name = str(w.get("name", addr))
-            best[name] = min(best.get(name, float("inf")), t)
-    ref = float(np.median(list(best.values())))
-    return {n: ref / t for n, t in best.items()}
+            runs.setdefault(str(w.get("name", addr)), []).append(t)
+    best = {n: min(v) for n, v in runs.items()}
+    noise = max(float(np.median(v)) / min(v) - 1.0 for v in runs.values())
+    # workers whose best times lie within the noise of the fastest group's are grouped together
+    order = sorted(best, key=best.get)
+    groups, current = [], [order[0]]
+    for n in order[1:]:
+        if best[n] <= best[current[0]] * (1.0 + noise):
+            current.append(n)
+        else:
+            groups.append(current)
+            current = [n]
+    groups.append(current)
+    level = {n: float(np.mean([best[m] for m in g])) for g in groups for n in g}
+    ref = float(np.median(list(level.values())))
+    return {n: ref / level[n] for n in best}
 
 
 def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = None,
@@ -70,8 +84,8 @@ def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = Non
     ``cores`` = its threads, ``address`` kept).
 
     ``speeds`` declares relative speeds by worker name (default 1.0). ``calibrate=True`` measures
-    each worker's speed with a short single-threaded kernel (the best of five runs, relative to the
-    median worker), the bandwidth
+    each worker's speed with a short single-threaded kernel (the best of seven runs, relative to the
+    median worker; differences within the runs' own spread are reported as equal speeds), the bandwidth
     and latency with real transfers between two workers, and Dask's per-task overhead
     (``task_overhead``) with a chain of no-op tasks.
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from ..errors import TaskflowError
 from ..policy import get_scheduler
 from .plugin import PLUGIN_NAME, TaskflowPlugin, TransferLog, incoming_since
@@ -36,8 +38,10 @@ def call(client, op: str, /, timeout: float = CALL_TIMEOUT, **kwargs):
     try:
         return client.sync(getattr(client.scheduler, op), callback_timeout=timeout, **kwargs)
     except Exception as e:  # noqa: BLE001 - any failure to reach the scheduler means the same here
-        raise TaskflowError(f"the Dask scheduler did not answer {op!r} within {timeout:g} s "
-                            f"({type(e).__name__}: {e})") from e
+        address = getattr(client.scheduler, "address", "?")
+        if isinstance(e, (TimeoutError, asyncio.TimeoutError)):
+            raise TaskflowError(f"the Dask scheduler ({address}) did not answer {op!r} within {timeout:g} s") from e
+        raise TaskflowError(f"lost the Dask scheduler ({address}) during {op!r}: {type(e).__name__}: {e}") from e
 
 
 def ensure_plugin(client) -> None:
