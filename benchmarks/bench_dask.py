@@ -106,7 +106,8 @@ def heterogeneous(time_scale):
         with lc, Client(lc) as c:
             # the model: declared speeds (what the emulation sleeps by), bandwidth and latency measured
             model = cluster_from_dask(c, calibrate=True, speeds=speeds)
-            rep = run(g, name, client=c, cluster=model, time_scale=time_scale, quiet=True)
+            # edges carry up to 400 MB: emulated outputs really hold them, so bytes are scaled too
+            rep = run(g, name, client=c, cluster=model, time_scale=time_scale, size_scale=0.05, quiet=True)
         out[name] = rep
         print(f"   {name:<14} model: {model.bandwidth / 1e9:.2f} GB/s, latency {model.latency * 1e3:.1f} ms; predicted {rep.predicted_makespan:6.2f} s, measured {rep.measured_makespan:6.2f} s, "
               f"{len(rep.trace.transfers)} transfers, placement fidelity {rep.placement_fidelity:.0%}")
