@@ -1,7 +1,7 @@
 """Runtime benchmarks on a real Dask cluster, each in one run.
 
     python benchmarks/bench_dask.py [--tasks 2000 20000] [--big 50000] [--workers 2] [--repeat 3]
-                                    [--only overhead,big,hetero,array]
+                                    [--only overhead,big,hetero,array] [--array N/CHUNK/WORKERS ...]
 
 1. Dispatch overhead: no-op tasks (a layered DAG, about 2 parents each) run by ``taskflow.run`` with
    a HEFT plan (placed inside the scheduler by the plugin, task stream and transfer records read,
@@ -13,10 +13,11 @@
 3. Heterogeneous emulated cluster: 4 local workers declared at speeds 1, 1, 2, 4 (emulation sleeps
    cost / speed), a communication-heavy graph (CCR 2 at 100 MB/s; the bytes are real): HEFT,
    planning with the declared speeds and the bandwidth and latency measured on the cluster
-   (``cluster_from_dask(calibrate=True, speeds=...)``), against Dask's own scheduling (work
-   stealing), measured makespans.
-4. Heterogeneous real cluster, a dask.array workload: two one-thread workers, one with a core of its
-   own, one sharing its core with a busy process (both pinned with ``sched_setaffinity``): HEFT
+   (``cluster_from_dask(calibrate=True, speeds=...)``, converted to the emulation's scales), against
+   Dask's own scheduling (work stealing), a fresh cluster per run, the order alternating, medians of
+   ``--repeat``.
+4. Heterogeneous real cluster, a dask.array workload: one-thread workers, the first with a core of its
+   own, the others sharing the second core with a busy process (pinned with ``sched_setaffinity``): HEFT
    through the plugin (``taskflow.compute`` with the calibrated speeds) against Dask's own
    scheduling (``dask.compute`` on the same cluster), medians of ``--repeat``.
 """
@@ -95,25 +96,37 @@ def overhead(n, workers, repeat):
           f"(target <= 1.05: {'met' if o / p <= 1.05 else 'MISSED'})")
 
 
-def heterogeneous(time_scale):
+def heterogeneous(time_scale, repeat, size_scale=0.05):
     speeds = {"0": 1.0, "1": 1.0, "2": 2.0, "3": 4.0}
     g = random_layered(120, shape=1.0, out_degree=3, ccr=2.0, seed=7, mean_cost=1.0, bandwidth=100e6,
                        name="comm-heavy")
-    out = {}
-    for name in ("heft", "work-stealing"):
-        with dask.config.set({"distributed.scheduler.work-stealing": name == "work-stealing"}):
-            lc = LocalCluster(n_workers=4, threads_per_worker=1, processes=True, dashboard_address=None)
-        with lc, Client(lc) as c:
-            # the model: declared speeds (what the emulation sleeps by), bandwidth and latency measured
-            model = cluster_from_dask(c, calibrate=True, speeds=speeds)
-            # edges carry up to 400 MB: emulated outputs really hold them, so bytes are scaled too
-            rep = run(g, name, client=c, cluster=model, time_scale=time_scale, size_scale=0.05, quiet=True)
-        out[name] = rep
-        print(f"   {name:<14} model: {model.bandwidth / 1e9:.2f} GB/s, latency {model.latency * 1e3:.1f} ms; predicted {rep.predicted_makespan:6.2f} s, measured {rep.measured_makespan:6.2f} s, "
-              f"{len(rep.trace.transfers)} transfers, placement fidelity {rep.placement_fidelity:.0%}")
-    h, w = out["heft"].measured_makespan, out["work-stealing"].measured_makespan
-    print(f"3. heterogeneous emulated (speeds 1,1,2,4), {len(g)} tasks, CCR 2: HEFT {h:.2f} s vs Dask work stealing "
-          f"{w:.2f} s: HEFT {100 * (w - h) / w:+.0f}% shorter")
+    out = {"heft": [], "work-stealing": []}
+    comm = []
+    for r in range(repeat):
+        for name in (("heft", "work-stealing") if r % 2 == 0 else ("work-stealing", "heft")):
+            with dask.config.set({"distributed.scheduler.work-stealing": name == "work-stealing"}):
+                lc = LocalCluster(n_workers=4, threads_per_worker=1, processes=True, dashboard_address=None)
+            with lc, Client(lc) as c:
+                # the model: declared speeds (what the emulation sleeps by), bandwidth and latency
+                # measured, in the model's units (emulated seconds and bytes are scaled differently:
+                # edges carry up to 400 MB, which emulated outputs really hold)
+                real = cluster_from_dask(c, calibrate=True, speeds=speeds)
+                model = real.replace(bandwidth=real.bandwidth * time_scale / size_scale,
+                                     latency=real.latency / time_scale)
+                rep = run(g, name, client=c, cluster=model, time_scale=time_scale, size_scale=size_scale,
+                          quiet=True)
+            out[name].append(rep.measured_makespan)
+            busy = sum(x.finish - x.start for x in rep.trace.runs)
+            moving = sum(x.finish - x.start for x in rep.trace.transfers)
+            comm.append(moving / busy)
+            print(f"   {name:<14} measured {rep.measured_makespan:6.2f} s (predicted {rep.predicted_makespan:6.2f} s), "
+                  f"{len(rep.trace.transfers)} transfers, {sum(x.bytes for x in rep.trace.transfers) / 1e6:.0f} MB, "
+                  f"transfer time / compute time {moving / busy:.2f}; network measured "
+                  f"{real.bandwidth / 1e9:.2f} GB/s, latency {real.latency * 1e3:.1f} ms", flush=True)
+    h, w = statistics.median(out["heft"]), statistics.median(out["work-stealing"])
+    print(f"3. heterogeneous emulated (speeds 1,1,2,4), {len(g)} tasks, declared CCR 2 (real transfer/compute "
+          f"time {min(comm):.2f}-{max(comm):.2f}): HEFT {h:.2f} s vs Dask work stealing {w:.2f} s (medians of "
+          f"{repeat}): HEFT {100 * (w - h) / w:+.0f}% shorter")
 
 
 def big_child(kind, n, workers):
@@ -184,9 +197,10 @@ def _pin(pid, core):
         return False
 
 
-def array_workload(repeat):
-    """Two one-thread workers, one sharing its core with a busy process: HEFT with calibrated
-    speeds against Dask's own scheduling on a dask.array graph."""
+def array_workload(repeat, n=1600, chunk=200, workers=2):
+    """One-thread workers: the first with a core of its own, the others sharing the second core
+    with a busy process: HEFT with calibrated speeds against Dask's own scheduling on a dask.array
+    graph."""
     import multiprocessing as mp
 
     import dask.array as da
@@ -196,18 +210,18 @@ def array_workload(repeat):
     if (os.cpu_count() or 1) < 2:
         print("4. skipped: needs two cores")
         return
-    x = da.random.RandomState(0).random((1600, 1600), chunks=200)
+    x = da.random.RandomState(0).random((n, n), chunks=chunk)
     work = ((x @ x.T) + x).sum(axis=0)
     expected = work.compute(scheduler="sync")
     out = {"heft": [], "dask": []}
     with dask.config.set({"distributed.scheduler.work-stealing": True}), \
-            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+            LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
             Client(lc) as c:
         pids = c.run(os.getpid)
         addrs = sorted(pids)
         hog = mp.Process(target=busy, daemon=True)
         hog.start()
-        pinned = _pin(pids[addrs[0]], 0) and _pin(pids[addrs[1]], 1) and _pin(hog.pid, 1)
+        pinned = _pin(pids[addrs[0]], 0) and all(_pin(pids[a], 1) for a in addrs[1:]) and _pin(hog.pid, 1)
         try:
             model = cluster_from_dask(c, calibrate=True)
             speeds = ", ".join(f"{w.id}: {w.speed:.2f}" for w in model.workers)
@@ -219,12 +233,15 @@ def array_workload(repeat):
                         else dask.compute(work)[0]
                     out[name].append(time.perf_counter() - t0)
                     assert np.allclose(got, expected)
+            from taskflow.runtime.session import call
+            learned = call(c, "taskflow_status")["learned_speeds"]
         finally:
             hog.terminate()
     h, d = statistics.median(out["heft"]), statistics.median(out["dask"])
-    print(f"4. dask.array ((x @ x.T) + x).sum(axis=0), 1600x1600 in 200-chunks, 2 workers "
-          f"({'one sharing its core with a busy process' if pinned else 'NOT pinned: affinity unavailable'}; "
-          f"calibrated speeds {speeds}): HEFT {h:.2f} s vs Dask's own {d:.2f} s (medians of {repeat}: "
+    print(f"4. dask.array ((x @ x.T) + x).sum(axis=0), {n}x{n} in {chunk}-chunks, {workers} workers "
+          f"({f'one with a core of its own, {workers - 1} sharing the other with a busy process' if pinned else 'NOT pinned: affinity unavailable'}; "
+          f"calibrated speeds {speeds}; learned from task durations by the end "
+          f"{', '.join(f'{k}: {v:.2f}' for k, v in sorted(learned.items()))}): HEFT {h:.2f} s vs Dask's own {d:.2f} s (medians of {repeat}: "
           f"{', '.join(f'{v:.2f}' for v in out['heft'])} / {', '.join(f'{v:.2f}' for v in out['dask'])}): "
           f"HEFT {100 * (d - h) / d:+.0f}% shorter")
 
@@ -237,6 +254,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--time-scale", type=float, default=0.5)
     ap.add_argument("--only", default="overhead,big,hetero,array")
+    ap.add_argument("--array", type=lambda v: tuple(int(x) for x in v.split("/")), nargs="+",
+                    default=[(1600, 200, 2), (4000, 1000, 2), (4000, 1000, 3)],
+                    help="dask.array runs: N/CHUNK/WORKERS ...")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     schedulers.warm_up()
@@ -250,9 +270,10 @@ def main():
     if "big" in only:
         big(args.big, 4)
     if "hetero" in only:
-        heterogeneous(args.time_scale)
+        heterogeneous(args.time_scale, args.repeat)
     if "array" in only:
-        array_workload(args.repeat)
+        for n, chunk, nw in args.array:
+            array_workload(args.repeat, n, chunk, nw)
 
 
 if __name__ == "__main__":

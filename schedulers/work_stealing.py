@@ -10,6 +10,11 @@ distributed's ``decide_worker`` / ``worker_objective`` and ``stealing.py``.
   move first (input transfer time over duration), as long as each steal is expected to finish the
   task sooner on the thief and the thief stays below the victim's load.
 
+Option ``knows_speeds`` (default True): with False the scheduler's estimates ignore worker speeds,
+as Dask's do (its duration estimates are per task prefix, averaged over whichever workers ran
+it): every task is estimated at its mean duration over the workers. The runtime predicts Dask's
+own scheduling with ``knows_speeds=False``.
+
 Where it differs from Dask (documented in docs/schedulers/work-stealing.md): durations are the
 simulator's estimates rather than learned per task prefix; stealing happens when a worker goes idle
 rather than on a 100 ms balancing cycle; no root-task queuing; workers run their runnable tasks in
@@ -57,6 +62,10 @@ class WorkStealing(DynamicScheduler):
     def start(self, view):
         m = view.model
         self.d = m.durations
+        if not self.options.get("knows_speeds", True):  # Dask's view: one estimate per task, any worker
+            finite = np.isfinite(self.d)
+            mean = np.where(finite, self.d, 0.0).sum(axis=1) / np.maximum(finite.sum(axis=1), 1)
+            self.d = np.where(finite, mean[:, None], np.inf)
         self.cores = m.cluster.cores.astype(float)
         self.occ = np.zeros(len(m.cluster))
         self.finite = np.isfinite(self.d)

@@ -3,6 +3,9 @@
 Bandwidth is in bytes per second: one scalar for every pair, optionally overridden per ordered pair
 (``bandwidths={a: {b: B}}`` is the rate from ``a`` to ``b``; the other direction keeps the scalar
 unless given too). ``latency`` is seconds added to every transfer between two distinct workers.
+``backplane`` (optional) caps the bytes per second of all transfers together: the one host that
+every worker of a LocalCluster shares (its cores copy every byte), or a cluster's switch; the
+``maxmin`` network shares it max-min fairly, ``simple`` ignores it.
 """
 
 from __future__ import annotations
@@ -86,6 +89,8 @@ class Cluster:
         Seconds added to every task's duration on any worker: what the runtime spends per task
         besides its work (Dask's dispatch, a few ms on a small machine). 0 by default;
         ``cluster_from_dask(calibrate=True)`` measures it.
+    backplane : float, optional
+        Bytes per second of all concurrent transfers together (None: no shared limit).
 
     Examples
     --------
@@ -96,7 +101,7 @@ class Cluster:
 
     def __init__(self, workers: Iterable[Worker], bandwidth: float = DEFAULT_BANDWIDTH,
                  bandwidths: dict | None = None, latency: float = 0.0, name: str = "cluster",
-                 task_overhead: float = 0.0):
+                 task_overhead: float = 0.0, backplane: float | None = None):
         self.name = name
         self.workers = tuple(workers)
         if not self.workers:
@@ -112,6 +117,7 @@ class Cluster:
         self.bandwidth = _rate(bandwidth, "bandwidth")
         self.latency = _seconds(latency, "latency")
         self.task_overhead = _seconds(task_overhead, "task_overhead")
+        self.backplane = None if backplane is None else _rate(backplane, "backplane")
         self.bandwidths = {}
         for a, row in (bandwidths or {}).items():
             if a not in self.index:
@@ -169,7 +175,8 @@ class Cluster:
     def __eq__(self, other):
         return (isinstance(other, Cluster) and self.workers == other.workers
                 and self.bandwidth == other.bandwidth and self.bandwidths == other.bandwidths
-                and self.latency == other.latency and self.task_overhead == other.task_overhead)
+                and self.latency == other.latency and self.task_overhead == other.task_overhead
+                and self.backplane == other.backplane)
 
     @property
     def ids(self) -> list:
@@ -239,9 +246,26 @@ class Cluster:
         keep = set(ids)
         ws = [w for w in self.workers if w.id in keep]
         bws = {a: {b: v for b, v in row.items() if b in keep} for a, row in self.bandwidths.items() if a in keep}
-        return Cluster(ws, self.bandwidth, bws, self.latency, name=self.name, task_overhead=self.task_overhead)
+        return self.replace(workers=ws, bandwidths=bws)
 
     def with_task_overhead(self, seconds: float) -> "Cluster":
         """The same cluster with another per-task overhead."""
-        return Cluster(self.workers, self.bandwidth, self.bandwidths, self.latency, name=self.name,
-                       task_overhead=seconds)
+        return self.replace(task_overhead=seconds)
+
+    def replace(self, **changes) -> "Cluster":
+        """A copy with some constructor arguments changed (``workers``, ``bandwidth``,
+        ``bandwidths``, ``latency``, ``name``, ``task_overhead``, ``backplane``).
+
+        Parameters
+        ----------
+        **changes
+            Constructor arguments.
+        """
+        args = dict(workers=self.workers, bandwidth=self.bandwidth, bandwidths=self.bandwidths,
+                    latency=self.latency, name=self.name, task_overhead=self.task_overhead,
+                    backplane=self.backplane)
+        unknown = set(changes) - set(args)
+        if unknown:
+            raise TypeError(f"Cluster.replace: unknown argument(s) {sorted(unknown)}")
+        args.update(changes)
+        return Cluster(**args)

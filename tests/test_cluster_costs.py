@@ -33,6 +33,8 @@ def test_infinite_bandwidth_means_free_transfers():
     (dict(workers=[Worker("a")], bandwidths={"a": {"zz": 5}}), "unknown worker 'zz'"),
     (dict(workers=[Worker("a")], task_overhead=-0.1), "task_overhead must be finite and >= 0"),
     (dict(workers=[Worker("a")], task_overhead="x"), "task_overhead must be a number"),
+    (dict(workers=[Worker("a")], backplane=0), "backplane must be > 0"),
+    (dict(workers=[Worker("a")], backplane="fast"), "backplane must be a number"),
 ])
 def test_cluster_errors(kwargs, msg):
     with pytest.raises(ClusterError, match=msg):

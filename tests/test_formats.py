@@ -4,12 +4,12 @@ import zipfile
 import networkx as nx
 import pytest
 
-from taskflow import (FormatError, GraphError, TaskGraph, from_networkx, load_cluster, load_graph,
+from taskflow import (FormatError, GraphError, from_networkx, load_cluster, load_graph,
                       load_graphs, save_cluster, save_graph, to_dot, to_networkx)
 from taskflow.formats import detect_format, estee, graph_to_dict
 from taskflow.formats.wfformat import graph_to_wfformat
 
-from .conftest import SHARED, shared, shared_graph_files
+from .conftest import shared, shared_graph_files
 
 
 def raw_wf_counts(path):
@@ -124,10 +124,11 @@ def test_native_round_trip_is_exact(tmp_path, heft_graph):
 def test_cluster_round_trip(tmp_path, heft_cluster):
     from taskflow import Cluster, Worker
     c = Cluster([Worker("a", 1.0, 2), Worker(7, 2.5)], bandwidth=5.0, bandwidths={"a": {7: 2.0}}, latency=0.1,
-                task_overhead=0.004)
+                task_overhead=0.004, backplane=3.0)
     save_cluster(c, tmp_path / "c.json")
     c2 = load_cluster(tmp_path / "c.json")
     assert c2 == c and c2.transfer_time(10, "a", 7) == pytest.approx(5.1) and c2.task_overhead == 0.004
+    assert c2.backplane == 3.0 and c2 != c.replace(backplane=None)
 
 
 @pytest.mark.parametrize("name", ["montage-chameleon-2mass-01d-001", "epigenomics-chameleon-hep-2seq-50k-001"])

@@ -417,9 +417,19 @@ def test_the_profile_separates_latency_from_bandwidth_and_measures_dispatch_gaps
     xs = [Transfer("a", "0", "1", 100.0, 0.0, 0.004), Transfer("b", "0", "1", 10.0, 1.0, 1.004),
           Transfer("c", "1", "0", 1000.0, 2.0, 2.004),
           Transfer("d", "0", "1", 10e6, 3.0, 3.104), Transfer("e", "0", "1", 10e6, 4.0, 4.104)]
-    latency, bw = _network(xs)
+    latency, bw, backplane = _network(xs)
     assert latency == pytest.approx(0.004)
     assert bw == {"0": {"1": pytest.approx(100e6)}}
+    assert backplane == pytest.approx(10e6 / 0.104)  # never two at once: one transfer's rate
+    # contention: two pairs that each move 100 MB/s alone share 100 MB/s when both run (the host's
+    # cores copy every byte): the pairs keep what they do alone, the backplane is what both did
+    xs = [Transfer("a", "0", "1", 10e6, 0.0, 0.1), Transfer("b", "2", "3", 10e6, 1.0, 1.1),
+          Transfer("c", "0", "1", 10e6, 2.0, 2.2), Transfer("d", "2", "3", 10e6, 2.0, 2.2),
+          Transfer("e", "0", "1", 10e6, 3.0, 3.2), Transfer("f", "2", "3", 10e6, 3.0, 3.2)]
+    latency, bw, backplane = _network(xs)
+    assert latency is None
+    assert bw["0"]["1"] == pytest.approx(100e6, rel=0.15) and bw["2"]["3"] == pytest.approx(100e6, rel=0.15)
+    assert backplane == pytest.approx(100e6)
     # worker w: a ends at 1.0, b (ready since 0.5: its input is local) starts at 1.01; c waits for a
     # transfer from w2 that arrives at 2.0, so its gap says nothing about dispatch
     g = TaskGraph("gaps")
@@ -483,3 +493,30 @@ def test_calibration_reports_only_differences_larger_than_its_noise(times, expec
 
     got = _speeds(Scripted(), [(w, {"name": w}) for w in times])
     assert got == pytest.approx(expected, rel=0.02)
+
+
+def _slow_on_worker_0(i):
+    """20 ms of sleep, three times as long on the worker named 0."""
+    from distributed import get_worker
+
+    time.sleep(0.02 * (3 if str(get_worker().name) == "0" else 1))
+    return i
+
+
+def test_the_plugin_learns_worker_speeds_from_task_durations_and_plans_with_them(client):
+    """Worker 0 takes three times as long for the same tasks: after tasks of one prefix ran on both
+    workers, the plugin's learned speeds say so (no calibration, no declared speeds), and a HEFT
+    plan of Dask code gives the fast worker most of the tasks."""
+    from taskflow.runtime.session import call, ensure_plugin
+
+    ensure_plugin(client)
+    addrs = {str(w["name"]): a for a, w in client.scheduler_info()["workers"].items()}
+    futs = [client.submit(_slow_on_worker_0, i, workers=[addrs[str(i % 2)]], pure=False) for i in range(12)]
+    assert client.gather(futs) == list(range(12))
+    speeds = call(client, "taskflow_status")["learned_speeds"]
+    assert speeds["1"] / speeds["0"] == pytest.approx(3.0, rel=0.3)
+    work = [dask.delayed(_slow_on_worker_0, pure=False)(i) for i in range(12)]
+    got, rep = compute(*work, scheduler="heft", client=client, report=True)
+    assert list(got) == list(range(12))
+    on_fast = sum(1 for r in rep.trace.runs if str(r.worker) == "1")
+    assert on_fast >= 8, on_fast  # equal speeds would split them 6 / 6

@@ -1,6 +1,5 @@
 import json
 
-import numpy as np
 import pytest
 
 import schedulers
@@ -63,6 +62,32 @@ def test_two_transfers_into_one_worker_each_get_half_its_bandwidth():
     assert [t.finish for t in maxmin.transfers] == pytest.approx([3.0, 3.0])
     assert {r.task: r.start for r in maxmin.runs}["sink"] == pytest.approx(3.0)
     maxmin.validate(g, c)
+
+
+def test_a_backplane_is_shared_by_flows_that_share_no_worker():
+    """Two disjoint pairs (w0 -> w1, w2 -> w3), 100 B each at 100 B/s: without a backplane both take
+    1 s; a 100 B/s backplane halves each (2 s); a 150 B/s one leaves 75 B/s each; 'simple' ignores it."""
+    def pairs(meta_b=None):
+        g = TaskGraph("pairs")
+        for a, b in (("a", "b"), ("c", "d")):
+            g.add_task(a, cost=1.0, output_size=100)
+            g.add_task(b, cost=1.0, meta=meta_b if b == "b" else None)
+            g.add_edge(a, b)
+        return g
+
+    g = pairs()
+    plan = Schedule(["a", "c", "b", "d"], ["w0", "w2", "w1", "w3"], [0.0, 0.0, 1.0, 1.0], [1.0, 1.0, 2.0, 2.0])
+    for backplane, secs in ((None, 1.0), (100.0, 2.0), (150.0, 100 / 75), (1e9, 1.0)):
+        c = Cluster.homogeneous(4, bandwidth=100.0).replace(backplane=backplane)
+        tr = simulate(g, c, network="maxmin", plan=plan)
+        tr.validate(g, c)
+        assert [t.finish - t.start for t in tr.transfers] == pytest.approx([secs, secs]), backplane
+        assert simulate(g, c, network="simple", plan=plan).makespan == pytest.approx(3.0)
+    # with priority classes the first class takes the backplane first
+    g = pairs({"priority": 1})
+    c = Cluster.homogeneous(4, bandwidth=100.0).replace(backplane=100.0)
+    tr = simulate(g, c, network="maxmin", plan=plan)
+    assert sorted(t.finish for t in tr.transfers) == pytest.approx([2.0, 3.0])
 
 
 def test_transfer_priorities_are_strict_and_work_conserving():

@@ -49,6 +49,15 @@ def summarise_real(rows) -> str:
     lines += ["", f"Prediction error |measured - predicted| / predicted over these {len(rows)} runs: planned with the "
               f"declared costs median {_median(first):.1%}, worst {first[-1]:.1%}; the same workflow again, planned "
               f"with the cost profile the first run measured, median {_median(second):.1%}, worst {second[-1]:.1%}."]
+    again = [r for r in rows if r.get("again_measured") not in (None, "")]
+    if again:
+        third = sorted(float(r["again_error"]) for r in again)
+        spread = sorted(abs(float(r["again_measured"]) - float(r["learned_measured"]))
+                        / min(float(r["again_measured"]), float(r["learned_measured"])) for r in again)
+        lines += ["", f"The same learned plan run once more: prediction error median {_median(third):.1%}, worst "
+                  f"{third[-1]:.1%}. Two runs of one plan differed by a median of {_median(spread):.1%} and up to "
+                  f"{spread[-1]:.1%} (the longer over the shorter, minus 1): the noise of this machine that any "
+                  f"prediction is up against."]
     bad = [r for r in rows if r["outputs_ok"] not in ("True", True)]
     lines += ["", f"Every emulated output had its declared size: {'yes' if not bad else f'no ({len(bad)} runs)'}; "
               f"mean placement fidelity of the static plans "

@@ -86,7 +86,8 @@ def _build(spec, seed):
 
 REAL_FIELDS = ["workflow", "family", "cluster", "scheduler", "tasks", "time_scale", "predicted_makespan",
                "measured_makespan", "measured_over_predicted", "placement_fidelity", "outputs_ok",
-               "learned_predicted", "learned_measured", "first_error", "learned_error"]
+               "learned_predicted", "learned_measured", "first_error", "learned_error", "again_measured",
+               "again_error"]
 REAL_SCHEDULERS = ("heft", "cpop", "blevel", "work-stealing")
 REAL_SPEEDS = [1.0, 1.0, 2.0, 4.0]  # the suite's hetero-4 cluster, declared on 4 local workers
 

@@ -164,7 +164,8 @@ def cluster_from_dict(doc: dict, source: str = "cluster") -> Cluster:
         return Cluster(workers, bandwidth=field(doc, "bandwidth", source, default=1e9),
                        bandwidths=bandwidths, latency=field(doc, "latency", source, default=0.0),
                        name=doc.get("name", "cluster"),
-                       task_overhead=field(doc, "task_overhead", source, default=0.0))
+                       task_overhead=field(doc, "task_overhead", source, default=0.0),
+                       backplane=field(doc, "backplane", source, default=None))
     except ClusterError as e:
         raise ClusterError(f"{source}: {e}") from None
 
@@ -182,6 +183,8 @@ def cluster_to_dict(cluster: Cluster) -> dict:
            "bandwidth": cluster.bandwidth, "latency": cluster.latency}
     if cluster.task_overhead:
         doc["task_overhead"] = cluster.task_overhead
+    if cluster.backplane is not None:
+        doc["backplane"] = cluster.backplane
     if cluster.bandwidths:
         doc["bandwidths"] = {str(a): {str(b): v for b, v in row.items()} for a, row in cluster.bandwidths.items()}
     return doc

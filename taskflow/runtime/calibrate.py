@@ -223,8 +223,7 @@ def attach_addresses(model: Cluster, client, subset: bool = False) -> Cluster:
                 continue
             raise TaskflowError(f"cluster model names worker {w.id!r} but Dask has {sorted(by_name)}")
         workers.append(Worker(w.id, w.speed, w.cores, address=addr))
-    return Cluster(workers, model.bandwidth, {a: r for a, r in model.bandwidths.items()
-                                              if any(x.id == a for x in workers)}, model.latency, model.name,
-                   task_overhead=model.task_overhead)
+    return model.replace(workers=workers, bandwidths={a: r for a, r in model.bandwidths.items()
+                                                      if any(x.id == a for x in workers)})
 
 

@@ -12,7 +12,7 @@ from ..cluster import Cluster, Worker
 from ..errors import FormatError
 from ..graph import TaskGraph
 
-__all__ = ["learn_costs", "CostProfile", "PROFILE_FORMAT"]
+__all__ = ["learn_costs", "CostProfile", "PROFILE_FORMAT", "relative_speeds", "speeds_on"]
 
 
 def learn_costs(graph: TaskGraph, report, cluster: Cluster | None = None) -> TaskGraph:
@@ -82,10 +82,11 @@ class CostProfile:
         Task-name prefix -> {worker name: mean seconds}, for tasks not measured themselves.
     speeds : dict
         Worker name -> speed relative to the others, learned from tasks of one prefix that ran on
-        several workers.
+        several workers (their durations per unit of declared cost).
     bandwidth : dict
-        Source worker name -> {destination name: bytes per real second}: the median over that pair's
-        transfers clearly longer than the latency of bytes / (duration - latency).
+        Source worker name -> {destination name: bytes per real second}: what the pair moves when
+        nothing else competes, the 90th percentile over its transfers of at least 64 KiB of
+        bytes / (duration - latency) (contention only ever slows a transfer down).
     task_overhead : float or None
         Median gap between two tasks on one worker when the second was ready before the first ended.
     runs : int
@@ -93,6 +94,14 @@ class CostProfile:
     latency : float or None
         Real seconds a transfer takes besides its bytes: the median duration of transfers under
         64 KiB (None when there were none).
+    backplane : float or None
+        Bytes per real second of all transfers together (the workers' shared host or switch): the
+        median, over the time any transfer was under way, of the summed rates of the transfers
+        under way (None without transfers of at least 64 KiB).
+    dask_placement : dict
+        Task id (as text) -> [worker name, start in unscaled seconds from the run's first task]:
+        where and in which order Dask's own scheduling (no plan) ran each task in the latest such
+        run. A later run of the same graph under Dask's own scheduling is predicted by replaying it.
     """
 
     tasks: dict = field(default_factory=dict)
@@ -102,6 +111,8 @@ class CostProfile:
     task_overhead: float | None = None
     runs: int = 0
     latency: float | None = None
+    backplane: float | None = None
+    dask_placement: dict = field(default_factory=dict)
 
     # ------------------------------------------------------------------ learning
     @classmethod
@@ -124,9 +135,13 @@ class CostProfile:
             per_prefix.setdefault(_task_prefix(graph, r.task), {}).setdefault(str(r.worker), []).append(d)
         tasks = {t: {w: float(np.mean(v)) for w, v in ws.items()} for t, ws in per_task.items()}
         prefixes = {p: {w: float(np.mean(v)) for w, v in ws.items()} for p, ws in per_prefix.items()}
-        latency, bandwidth = _network(report.trace.transfers)
-        return cls(tasks, prefixes, _learned_speeds(per_prefix), bandwidth,
-                   _dispatch_gap(graph, runs, report.trace.transfers), 1, latency)
+        latency, bandwidth, backplane = _network(report.trace.transfers)
+        placement = {}
+        if getattr(report, "plan", None) is None and runs:  # Dask's own scheduling: keep its choices
+            t0 = min(r.start for r in runs)
+            placement = {str(r.task): [str(r.worker), (r.start - t0) / scale] for r in runs}
+        return cls(tasks, prefixes, _learned_speeds(graph, runs), bandwidth,
+                   _dispatch_gap(graph, runs, report.trace.transfers), 1, latency, backplane, placement)
 
     def merge(self, newer: "CostProfile") -> "CostProfile":
         """This profile updated with ``newer`` measurements (running means, weighted by runs).
@@ -152,15 +167,17 @@ class CostProfile:
         speeds.update(newer.speeds)
         return CostProfile(mix(self.tasks, newer.tasks), mix(self.prefixes, newer.prefixes), speeds,
                            mix(self.bandwidth, newer.bandwidth), mean(self.task_overhead, newer.task_overhead),
-                           n + m, mean(self.latency, newer.latency))
+                           n + m, mean(self.latency, newer.latency), mean(self.backplane, newer.backplane),
+                           newer.dask_placement or self.dask_placement)
 
     # ------------------------------------------------------------------ planning with it
     def apply(self, graph: TaskGraph, cluster: Cluster, time_scale: float = 1.0, size_scale: float = 1.0) -> tuple:
         """``(graph, cluster)`` as this profile measured them: a task measured before gets exact
         costs on the workers it ran on and, elsewhere, its speed-1 cost over the worker's speed; a
         task whose prefix was measured gets the prefix's means; the cluster gets the learned
-        speeds, per-pair bandwidths and dispatch overhead. Tasks and workers nobody measured keep
-        what the graph and cluster declare.
+        speeds, per-pair bandwidths (pairs never measured: the median of the measured ones),
+        backplane and dispatch overhead. Tasks nobody measured keep what the graph declares;
+        workers nobody measured keep their declared speed relative to the measured workers.
 
         Parameters
         ----------
@@ -175,8 +192,7 @@ class CostProfile:
         (TaskGraph, Cluster)
         """
         names = {str(w.id): w.id for w in cluster.workers}
-        speeds = {w: self.speeds.get(w, 1.0) for w in names} if self.speeds else {str(w.id): w.speed for w in
-                                                                                   cluster.workers}
+        speeds = speeds_on({str(w.id): w.speed for w in cluster.workers}, self.speeds)
         cost, costs = {}, {}
         for t in graph.ids:
             row = self.tasks.get(str(t)) or self.prefixes.get(_task_prefix(graph, t))
@@ -188,22 +204,45 @@ class CostProfile:
             cost[t] = float(np.mean([d * speeds.get(w, 1.0) for w, d in row.items()]))
             costs[t] = {names[w]: d for w, d in row.items()}
         g = graph.with_costs(cost=cost, costs=costs) if cost else graph
-        workers = [Worker(w.id, speeds.get(str(w.id), w.speed) if self.speeds else w.speed, w.cores,
-                          address=w.address) for w in cluster.workers]
+        workers = [Worker(w.id, speeds[str(w.id)], w.cores, address=w.address) for w in cluster.workers]
         to_model = time_scale / size_scale  # real bytes per real second -> model bytes per model second
         pairs = {names[a]: {names[b]: v * to_model for b, v in row.items() if b in names and b != a}
                  for a, row in self.bandwidth.items() if a in names}
-        overhead = cluster.task_overhead if self.task_overhead is None else self.task_overhead / time_scale
-        latency = cluster.latency if self.latency is None else self.latency / time_scale
-        c = Cluster(workers, cluster.bandwidth, {a: r for a, r in pairs.items() if r} or cluster.bandwidths,
-                    latency, cluster.name, task_overhead=overhead)
+        pairs = {a: r for a, r in pairs.items() if r}
+        rates = [v for r in pairs.values() for v in r.values()]
+        c = cluster.replace(
+            workers=workers, bandwidths=pairs or cluster.bandwidths,
+            bandwidth=float(np.median(rates)) if rates else cluster.bandwidth,
+            task_overhead=cluster.task_overhead if self.task_overhead is None else self.task_overhead / time_scale,
+            latency=cluster.latency if self.latency is None else self.latency / time_scale,
+            backplane=cluster.backplane if self.backplane is None else self.backplane * to_model)
         return g, c
+
+    def dask_plan(self, graph: TaskGraph, cluster: Cluster):
+        """The placement Dask's own scheduling chose in the profiled run, as a plan for ``graph``
+        on ``cluster`` (a :class:`Schedule` whose starts give the order on each worker), or None
+        when the profile does not cover every task and worker.
+
+        Parameters
+        ----------
+        graph : TaskGraph
+        cluster : Cluster
+        """
+        from ..schedule import Schedule
+
+        names = {str(w.id): w.id for w in cluster.workers}
+        rows = [(self.dask_placement.get(str(t)), t) for t in graph.ids]
+        if not rows or any(r is None or r[0] not in names for r, _ in rows):
+            return None
+        rows.sort(key=lambda x: x[0][1])
+        return Schedule([t for _, t in rows], [names[r[0]] for r, _ in rows], [r[1] for r, _ in rows],
+                        [r[1] for r, _ in rows], scheduler="dask")
 
     # ------------------------------------------------------------------ files
     def to_dict(self) -> dict:
         """The JSON document (``"format": "taskflow-cost-profile"``)."""
         return {"format": PROFILE_FORMAT, "version": 1, "runs": self.runs, "task_overhead": self.task_overhead,
-                "latency": self.latency,
+                "latency": self.latency, "backplane": self.backplane, "dask_placement": self.dask_placement,
                 "speeds": self.speeds, "bandwidth": self.bandwidth, "prefixes": self.prefixes, "tasks": self.tasks}
 
     def save(self, path) -> None:
@@ -253,38 +292,113 @@ class CostProfile:
             out.speeds = {str(w): float(v) for w, v in (doc.get("speeds") or {}).items()}
             out.task_overhead = None if doc.get("task_overhead") is None else float(doc["task_overhead"])
             out.latency = None if doc.get("latency") is None else float(doc["latency"])
+            out.backplane = None if doc.get("backplane") is None else float(doc["backplane"])
         except (TypeError, ValueError, AttributeError):
-            raise FormatError(f"{p}: fields 'speeds', 'task_overhead' and 'latency' must hold numbers") from None
+            raise FormatError(f"{p}: fields 'speeds', 'task_overhead', 'latency' and 'backplane' must hold "
+                              f"numbers") from None
+        placement = doc.get("dask_placement") or {}
+        if not isinstance(placement, dict) or not all(
+                isinstance(v, list) and len(v) == 2 and isinstance(v[1], (int, float)) for v in placement.values()):
+            raise FormatError(f"{p}: field 'dask_placement' must map task ids to [worker, start seconds]")
+        out.dask_placement = {str(k): [str(v[0]), float(v[1])] for k, v in placement.items()}
+        if out.backplane is not None and not out.backplane > 0:
+            raise FormatError(f"{p}: field 'backplane' must be > 0 bytes/s, got {out.backplane!r}")
         return out
 
 
-def _learned_speeds(per_prefix: dict) -> dict:
-    """Relative worker speeds from prefixes that ran on several workers: the geometric mean over
-    those prefixes of (the prefix's mean duration over its workers / its mean on this worker)."""
+def speeds_on(declared: dict, learned: dict) -> dict:
+    """Worker name -> speed: the learned ones; a worker never measured keeps its declared speed
+    relative to the measured ones (declared x the geometric mean of learned / declared over them).
+
+    Parameters
+    ----------
+    declared, learned : dict
+        Worker name -> speed.
+    """
+    known = [w for w in declared if w in learned]
+    if not known:
+        return declared
+    k = float(np.exp(np.mean([np.log(learned[w] / declared[w]) for w in known])))
+    return {w: learned[w] if w in learned else s * k for w, s in declared.items()}
+
+
+def _learned_speeds(graph: TaskGraph, runs) -> dict:
+    """Relative worker speeds from what ran. Per task-name prefix and worker: seconds per unit of
+    declared cost (total duration over total declared cost; with costs unknown, all alike, the mean
+    duration). Over the prefixes that ran on several workers, a worker's speed is the mean of
+    log(the prefix's geometric mean over its workers / its value on this worker), weighted by the
+    prefix's measured seconds, exponentiated. Normalising by the declared cost keeps a policy that
+    gives the big tasks to the fast workers from making them look slow; weighting by seconds keeps
+    prefixes of millisecond tasks, whose durations are mostly Dask's own overhead, from flattening
+    the differences."""
+    per: dict = {}
+    for r in runs:
+        cost = graph.task(r.task).cost
+        d = r.finish - r.start
+        if d > 0:
+            cell = per.setdefault(_task_prefix(graph, r.task), {}).setdefault(str(r.worker), [0.0, 0.0])
+            cell[0] += d
+            cell[1] += cost if cost > 0 else 1.0
+    return relative_speeds(per)
+
+
+def relative_speeds(per: dict) -> dict:
+    """Worker name -> relative speed from ``{prefix: {worker: [seconds, work]}}`` (measured seconds
+    and declared work of the tasks of a prefix on a worker); see :func:`_learned_speeds`.
+
+    Parameters
+    ----------
+    per : dict
+    """
     logs: dict = {}
-    for row in per_prefix.values():
-        means = {w: float(np.mean(v)) for w, v in row.items() if np.mean(v) > 0}
-        if len(means) < 2:
+    for row in per.values():
+        rate = {w: secs / work for w, (secs, work) in row.items() if secs > 0 and work > 0}
+        if len(rate) < 2:
             continue
-        ref = float(np.exp(np.mean(np.log(list(means.values())))))
-        for w, m in means.items():
-            logs.setdefault(w, []).append(np.log(ref / m))
-    return {w: float(np.exp(np.mean(v))) for w, v in logs.items()}
+        weight = sum(secs for secs, _ in row.values())
+        ref = float(np.mean(np.log(list(rate.values()))))
+        for w, m in rate.items():
+            logs.setdefault(w, []).append((ref - np.log(m), weight))
+    return {w: float(np.exp(sum(x * wt for x, wt in v) / sum(wt for _, wt in v))) for w, v in logs.items()}
+
+
+SMALL_TRANSFER = 64 * 1024  # bytes: below this a transfer's time is mostly latency
 
 
 def _network(transfers) -> tuple:
-    """``(latency, {source: {destination: bytes per second}})`` from measured transfers: the latency
-    is the median duration of the small ones (< 64 KiB; None without any); a pair's bandwidth the
-    median of bytes / (duration - latency) over its larger ones."""
+    """``(latency, {source: {destination: bytes per second}}, backplane)`` from measured transfers
+    (see :class:`CostProfile` for each estimate)."""
     xs = [t for t in transfers if t.finish > t.start]
-    small = [t.finish - t.start for t in xs if t.bytes < 64 * 1024]
+    small = [t.finish - t.start for t in xs if t.bytes < SMALL_TRANSFER]
     latency = float(np.median(small)) if small else None
     bw: dict = {}
     for t in xs:
         secs = t.finish - t.start - (latency or 0.0)
-        if t.bytes >= 64 * 1024 and secs > 0:
+        if t.bytes >= SMALL_TRANSFER and secs > 0:
             bw.setdefault(str(t.source), {}).setdefault(str(t.destination), []).append(t.bytes / secs)
-    return latency, {a: {b: float(np.median(v)) for b, v in row.items()} for a, row in bw.items()}
+    pairs = {a: {b: float(np.percentile(v, 90)) for b, v in row.items()} for a, row in bw.items()}
+    big = [t for t in xs if t.bytes >= SMALL_TRANSFER]
+    return latency, pairs, _aggregate_rate(big) if big else None
+
+
+def _aggregate_rate(transfers, q: float = 50.0) -> float:
+    """The ``q``-th percentile, weighted by time, of the summed average rates of the transfers under
+    way, over the time at least one was."""
+    edges = []
+    for t in transfers:
+        r = t.bytes / (t.finish - t.start)
+        edges += [(t.start, 1, r), (t.finish, -1, -r)]
+    edges.sort()
+    level, n, spans = 0.0, 0, []
+    for (t0, dn, dr), (t1, _, _) in zip(edges, edges[1:]):
+        n += dn
+        level = level + dr if n else 0.0  # exactly 0 between transfers (no rounding residue)
+        if t1 > t0 and n:
+            spans.append((level, t1 - t0))
+    spans.sort()
+    levels = np.array([s[0] for s in spans])
+    cum = np.cumsum([s[1] for s in spans])
+    return float(levels[min(len(levels) - 1, np.searchsorted(cum, cum[-1] * q / 100.0))])
 
 
 def _dispatch_gap(graph: TaskGraph, runs, transfers) -> float | None:

@@ -10,7 +10,9 @@ the keys) and a policy. It comes from two places:
 * :func:`taskflow.use` names a policy for a client: every graph that client submits afterwards
   (``x.compute()``, ``client.compute``, ``persist``, ``client.get``) becomes a run, its costs
   estimated from what Dask has measured (per-prefix duration averages, ``nbytes`` of data in
-  memory; Dask's own defaults where nothing is known yet).
+  memory; Dask's own defaults where nothing is known yet), and worker speeds learned from the
+  compute times the plugin saw (``transition``: per task prefix and worker; a prefix that ran on
+  several workers says how much faster one is than another).
 
 What the plugin does, each in the scheduler's own event:
 
@@ -46,6 +48,7 @@ from ..cluster import Cluster, Worker
 from ..errors import TaskflowError
 from ..graph import TaskGraph
 from ..policy import get_scheduler
+from .learn import relative_speeds, speeds_on
 
 __all__ = ["TaskflowPlugin", "TransferLog", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "graph_payload",
            "graph_from_payload", "cluster_payload", "incoming_since"]
@@ -65,7 +68,7 @@ class _Run:
     """One planned set of keys: its cost model, policy, latest plan and what happened to it."""
 
     __slots__ = ("id", "graph", "policy", "cluster", "client", "plan", "prio", "addr", "replans", "error", "owned",
-                 "estimate", "prefix_costs")
+                 "estimate", "prefix_costs", "learned")
 
     def __init__(self, run_id, graph: TaskGraph, policy, cluster: dict | None, client: str | None, owned: bool,
                  estimate: bool = False, prefix_costs: dict | None = None):
@@ -82,6 +85,8 @@ class _Run:
         self.owned = owned  # made by the plugin for a client's graph (forgotten when finished)
         self.estimate = estimate  # costs to be estimated from Dask's knowledge when the tasks arrive
         self.prefix_costs = prefix_costs or {}  # task-name prefix -> seconds, declared by the user
+        # costs come from Dask's measurements: worker speeds too, from the durations the plugin saw
+        self.learned = estimate or owned
 
 
 def graph_payload(graph: TaskGraph, key_of: dict) -> dict:
@@ -129,7 +134,7 @@ def cluster_payload(model: Cluster) -> dict:
     """
     return {"speeds": {str(w.id): w.speed for w in model.workers}, "bandwidth": model.bandwidth,
             "bandwidths": {str(a): {str(b): v for b, v in row.items()} for a, row in model.bandwidths.items()},
-            "latency": model.latency, "task_overhead": model.task_overhead}
+            "latency": model.latency, "task_overhead": model.task_overhead, "backplane": model.backplane}
 
 
 class TaskflowPlugin(SchedulerPlugin):
@@ -157,6 +162,7 @@ class TaskflowPlugin(SchedulerPlugin):
         self.lost_all_since: float | None = None
         self.scheduler = None
         self._count = 0
+        self.durations: dict = {}  # task prefix -> {worker name: [compute seconds, tasks]}
 
     # ------------------------------------------------------------------ wiring
     async def start(self, scheduler) -> None:
@@ -245,7 +251,7 @@ class TaskflowPlugin(SchedulerPlugin):
             Include the run's latest plan (key -> worker name).
         """
         out = {"workers": len(self.scheduler.workers), "lost_all_since": self.lost_all_since, "grace": self.grace,
-               "now": time.time()}
+               "now": time.time(), "learned_speeds": self.learned_speeds()}
         r = self.runs.get(run)
         if r is not None:
             out.update(replans=r.replans, error=r.error)
@@ -268,6 +274,23 @@ class TaskflowPlugin(SchedulerPlugin):
         return {"status": "OK"}
 
     # ------------------------------------------------------------------ scheduler events
+    def transition(self, key, start, finish, *args, stimulus_id=None, **kwargs) -> None:
+        """A task finished: add its compute time to its prefix's durations on its worker."""
+        if start != "processing" or finish != "memory":
+            return
+        secs = sum(ss["stop"] - ss["start"] for ss in kwargs.get("startstops") or () if ss.get("action") == "compute")
+        ws = self.scheduler.workers.get(kwargs.get("worker"))
+        ts = self.scheduler.tasks.get(key)
+        if secs > 0 and ws is not None and ts is not None:
+            cell = self.durations.setdefault(ts.prefix.name, {}).setdefault(str(ws.name), [0.0, 0])
+            cell[0] += secs
+            cell[1] += 1
+
+    def learned_speeds(self) -> dict:
+        """Worker name -> speed relative to the others, from the compute times of task prefixes
+        that ran on several workers (weighted by their seconds)."""
+        return relative_speeds(self.durations)
+
     def update_graph(self, scheduler, *, client: str, keys, tasks, annotations, priority, stimulus_id: str,
                      **kwargs) -> None:
         """A graph arrived: place its tasks before Dask transitions them."""
@@ -343,6 +366,9 @@ class TaskflowPlugin(SchedulerPlugin):
     def _live_cluster(self, r: _Run) -> Cluster | None:
         declared = r.cluster
         speeds = declared.get("speeds", {})
+        if r.learned:  # speeds Dask's tasks showed beat declared or calibrated ones
+            speeds = speeds_on({str(ws.name): speeds.get(str(ws.name), 1.0) for ws in self.scheduler.workers.values()},
+                               self.learned_speeds())
         workers = []
         for ws in sorted(self.scheduler.workers.values(), key=lambda ws: str(ws.name)):
             name = str(ws.name)
@@ -355,7 +381,7 @@ class TaskflowPlugin(SchedulerPlugin):
                  if a in names}
         return Cluster(workers, bandwidth=bw, bandwidths={a: row for a, row in pairs.items() if row},
                        latency=declared.get("latency", 0.0), name="dask",
-                       task_overhead=declared.get("task_overhead", 0.0))
+                       task_overhead=declared.get("task_overhead", 0.0), backplane=declared.get("backplane"))
 
     def _plan(self, r: _Run):
         """Plan the unfinished part of ``r`` on the live workers; the plan (a Schedule) or None."""

@@ -249,17 +249,22 @@ class _Runner:
         return {task_of[tuple(k) if isinstance(k, list) else k]: w for k, w in status.get("plan", [])}
 
     def _predict(self, plan, graph, model):
-        """A function predicting the makespan: the simulator carrying out ``plan`` on ``model`` with
-        the max-min network (or, without a plan, Dask-like work stealing), in scaled seconds."""
+        """A function predicting the makespan in scaled seconds: the simulator carrying out
+        ``plan`` on ``model`` with the max-min network; without a plan (Dask's own scheduling),
+        the placement Dask chose in the profiled run replayed, else a model of Dask's scheduling
+        that, like Dask, does not know the workers' speeds."""
         sch, scale = self.sch, self.time_scale
+        replay = self.profile.dask_plan(graph, model) if plan is None and self.profile is not None else None
 
         def predict():
             from ..simulator import simulate
 
             g = graph.restrict_costs(model.ids)
-            if plan is not None:
-                return simulate(g, model, sch, network="maxmin", plan=plan, plan_order="ready").makespan * scale
-            return simulate(g, model, "work-stealing", network="maxmin").makespan * scale
+            if plan is not None or replay is not None:
+                return simulate(g, model, sch if plan is not None else "heft", network="maxmin",
+                                plan=plan if plan is not None else replay, plan_order="ready").makespan * scale
+            dask_like = get_scheduler("work-stealing", knows_speeds=False)
+            return simulate(g, model, dask_like, network="maxmin").makespan * scale
         return predict
 
     def _learn(self, report: RunReport) -> RunReport:

@@ -29,7 +29,7 @@ __all__ = ["MaxMinNetwork"]
 
 
 @njit(cache=True)
-def _fill_pairs(pn, pcap, up, down, prate, capped):
+def _fill_pairs(pn, pcap, up, down, prate, capped, bp):
     """Max-min fair rate per flow of each (source, destination) pair, by progressive filling.
 
     ``pn`` holds the number of active flows per pair (a W x W matrix, flattened); flows of one pair
@@ -39,7 +39,8 @@ def _fill_pairs(pn, pcap, up, down, prate, capped):
     cap first). Each pair freezes once: O(W^2 + pairs + steps x W) with at most 2W port steps.
     A port's share (remaining capacity / unfrozen flows) is kept up to date as pairs freeze, so a
     step only compares shares. ``capped=False`` says no pair's cap is below its ports' capacities
-    (so no cap can bind) and skips sorting the caps."""
+    (so no cap can bind) and skips sorting the caps. ``bp`` is the backplane: one more port that
+    every flow passes (``inf``: none); when it saturates, every unfrozen pair freezes."""
     W = up.shape[0]
     WW = W * W
     qs = np.empty(WW, np.int64)
@@ -84,6 +85,10 @@ def _fill_pairs(pn, pcap, up, down, prate, capped):
     for w in range(W):
         share_up[w] = up[w] / n_up[w] if n_up[w] > 1e-9 else np.inf
         share_down[w] = down[w] / n_down[w] if n_down[w] > 1e-9 else np.inf
+    n_all = 0.0
+    for k in range(P):
+        n_all += pn[qs[k]]
+    used_bp = 0.0
     by_cap = np.argsort(caps) if capped else np.empty(0, np.int64)
     n_cap = P if capped else 0
     frozen = np.zeros(P, np.bool_)
@@ -102,6 +107,13 @@ def _fill_pairs(pn, pcap, up, down, prate, capped):
                 best, port, is_up = s, w, False
         while cp < n_cap and frozen[by_cap[cp]]:
             cp += 1
+        share_bp = (bp - used_bp) / n_all if n_all > 1e-9 else np.inf
+        if share_bp < best and not (cp < n_cap and caps[by_cap[cp]] < share_bp):
+            # the backplane saturates first: everything still rising freezes at its share
+            for k in range(P):
+                if not frozen[k]:
+                    prate[qs[k]] = share_bp
+            break
         if cp < n_cap and caps[by_cap[cp]] < best:
             level = caps[by_cap[cp]]
             lo, hi, lst = cp, cp + 1, by_cap
@@ -132,6 +144,8 @@ def _fill_pairs(pn, pcap, up, down, prate, capped):
             prate[q] = level
             n_up[a] -= pn[q]
             n_down[b] -= pn[q]
+            n_all -= pn[q]
+            used_bp += level * pn[q]
             used_up[a] += level * pn[q]
             used_down[b] += level * pn[q]
             share_up[a] = (up[a] - used_up[a]) / n_up[a] if n_up[a] > 1e-9 else np.inf
@@ -139,12 +153,12 @@ def _fill_pairs(pn, pcap, up, down, prate, capped):
 
 
 @njit(cache=True)
-def _fill_classes(pn, pcap, up, down, prate, classes, capped):
+def _fill_classes(pn, pcap, up, down, prate, classes, capped, bp):
     """Strict priority between classes (class 0 first): each class shares, max-min fairly, the
-    port capacity the classes before it left."""
+    port (and backplane) capacity the classes before it left."""
     WW = pcap.shape[0]
     if classes == 1:
-        _fill_pairs(pn, pcap, up, down, prate, capped)
+        _fill_pairs(pn, pcap, up, down, prate, capped, bp)
         return
     W = up.shape[0]
     up_r = up.copy()
@@ -153,20 +167,21 @@ def _fill_classes(pn, pcap, up, down, prate, classes, capped):
         lo = c * WW
         pn_c = pn[lo:lo + WW]
         prate_c = prate[lo:lo + WW]
-        _fill_pairs(pn_c, pcap, up_r, down_r, prate_c, capped)
+        _fill_pairs(pn_c, pcap, up_r, down_r, prate_c, capped, bp)
         for q in range(WW):
             if pn_c[q] > 0 and prate_c[q] < np.inf:
                 used = prate_c[q] * pn_c[q]
+                bp = max(0.0, bp - used)
                 a, b = q // W, q % W
                 up_r[a] = max(0.0, up_r[a] - used)
                 down_r[b] = max(0.0, down_r[b] - used)
 
 
 @njit(cache=True)
-def _refresh(active, pair, done, nxt, rates, pn, pcap, up, down, prate, t_last, recompute, classes, capped):
+def _refresh(active, pair, done, nxt, rates, pn, pcap, up, down, prate, t_last, recompute, classes, capped, bp):
     """Recompute the rates (if the flow set changed) and return the time of the next flow event."""
     if recompute:
-        _fill_classes(pn, pcap, up, down, prate, classes, capped)
+        _fill_classes(pn, pcap, up, down, prate, classes, capped, bp)
     best = np.inf
     for f in range(active.shape[0]):
         if active[f]:
@@ -226,6 +241,7 @@ class MaxMinNetwork(Network):
         port = np.minimum(self.up[:, None], self.down[None, :])
         off = ~np.eye(W, dtype=bool)  # a worker sends nothing to itself
         self.capped = bool(np.any(bw[off] < port[off]))  # else no pair's own cap can bind
+        self.backplane = float(cluster.backplane) if cluster.backplane is not None else np.inf
         self.classes = C = max(1, int(classes))
         self.pn = np.zeros(C * W * W)
         self.prate = np.zeros(C * W * W)
@@ -331,7 +347,7 @@ class MaxMinNetwork(Network):
             if self.nactive:
                 self._next = _refresh(self.active, self.pair, self.done, self.nxt, self.rates, self.pn, self.pcap,
                                       self.up, self.down, self.prate, self.t_last, self.dirty, self.classes,
-                                      self.capped)
+                                      self.capped, self.backplane)
             else:
                 self._next = np.inf
             self.dirty = self.stale = False

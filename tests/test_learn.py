@@ -1,0 +1,128 @@
+"""Learning costs from measurements, without a cluster: speeds, the network, Dask's own placement."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import schedulers
+from taskflow import Cluster, CostProfile, TaskGraph, Worker
+from taskflow.runtime.learn import _learned_speeds, speeds_on
+from taskflow.simulator import simulate
+from taskflow.trace import Run, Trace, Transfer
+
+
+def _runs(graph, cluster, placement, overhead=0.0):
+    """Runs of ``graph`` one after another per worker, each taking cost / speed + overhead."""
+    clock, out = {}, []
+    for t, w in placement.items():
+        d = graph.task(t).cost / cluster.worker(w).speed + overhead
+        s = clock.get(w, 0.0)
+        out.append(Run(t, t, w, s, s + d))
+        clock[w] = s + d
+    return out
+
+
+def test_speeds_are_learned_when_the_policy_gave_the_big_tasks_to_the_fast_worker():
+    """Costs 1..8 of one prefix: the fast worker (4x) ran the four biggest, the slow one the four
+    smallest. Mean durations per worker make the fast one look only 1.5x faster; durations per unit
+    of declared cost give 4x."""
+    g = TaskGraph("biased")
+    for k in range(1, 9):
+        g.add_task(f"t{k}", cost=float(k))
+    c = Cluster([Worker("slow", 1.0), Worker("fast", 4.0)])
+    runs = _runs(g, c, {f"t{k}": ("slow" if k <= 4 else "fast") for k in range(1, 9)})
+    naive = np.mean([r.finish - r.start for r in runs if r.worker == "slow"]) / \
+        np.mean([r.finish - r.start for r in runs if r.worker == "fast"])
+    assert naive == pytest.approx(2.5 / 1.625)
+    sp = _learned_speeds(g, runs)
+    assert sp["fast"] / sp["slow"] == pytest.approx(4.0)
+
+
+def test_prefixes_of_millisecond_tasks_do_not_flatten_the_learned_speeds():
+    """'work' tasks take cost / speed; 'tiny' ones 3 ms anywhere (Dask's own overhead). Each prefix
+    ran on both workers; weighting by measured seconds keeps the 4x."""
+    g = TaskGraph("mixed")
+    place = {}
+    for k in range(8):
+        g.add_task(f"work{k}", cost=2.0)
+        g.add_task(f"tiny{k}", cost=1e-6)
+        place[f"work{k}"] = place[f"tiny{k}"] = "fast" if k % 2 else "slow"
+    c = Cluster([Worker("slow", 1.0), Worker("fast", 4.0)])
+    runs = _runs(g, c, place, overhead=0.003)
+    sp = _learned_speeds(g, runs)
+    assert sp["fast"] / sp["slow"] == pytest.approx(4.0, rel=0.05)
+    # an unweighted mean over the two prefixes would say about 2x
+    assert sp["fast"] / sp["slow"] > 3.5
+
+
+def test_a_worker_that_ran_nothing_keeps_its_declared_speed_relative_to_the_measured_ones():
+    declared = {"a": 1.0, "b": 1.0, "c": 2.0, "d": 4.0}
+    # learned on c and d only, in units where c is 1.0
+    sp = speeds_on(declared, {"c": 1.0, "d": 2.0})
+    assert sp == pytest.approx({"a": 0.5, "b": 0.5, "c": 1.0, "d": 2.0})
+    assert speeds_on(declared, {}) == declared
+
+
+def _report(graph, runs, transfers=(), plan=None, scale=1.0):
+    return SimpleNamespace(trace=Trace(list(runs), list(transfers)), time_scale=scale, plan=plan)
+
+
+def test_dask_s_own_placement_is_kept_and_replayed_as_a_plan(tmp_path):
+    """A run under Dask's own scheduling (no plan): the profile keeps where and in which order each
+    task ran; the replayed plan, simulated, reproduces that run; a graph the profile does not cover
+    gets no replay. A planned run keeps no placement."""
+    g = TaskGraph("diamond")
+    for t, cost in (("a", 1.0), ("b", 2.0), ("c", 2.0), ("d", 1.0)):
+        g.add_task(t, cost=cost, output_size=0)
+    for a, b in (("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")):
+        g.add_edge(a, b)
+    c = Cluster([Worker("0", 1.0), Worker("1", 1.0)], bandwidth=np.inf)
+    runs = [Run("a", "a", "1", 10.0, 11.0), Run("c", "c", "1", 11.0, 13.0), Run("b", "b", "0", 11.0, 13.0),
+            Run("d", "d", "0", 13.0, 14.0)]
+    prof = CostProfile.learn(g, _report(g, runs, scale=0.5))
+    assert prof.dask_placement == {"a": ["1", 0.0], "b": ["0", 2.0], "c": ["1", 2.0], "d": ["0", 6.0]}
+    plan = prof.dask_plan(g, c)
+    tr = simulate(g, c, "heft", network="maxmin", plan=plan, plan_order="ready")
+    assert {r.task: r.worker for r in tr.runs} == {"a": "1", "b": "0", "c": "1", "d": "0"}
+    assert tr.makespan == pytest.approx(4.0)
+    path = tmp_path / "p.json"
+    prof.save(path)
+    assert CostProfile.load(path).dask_placement == prof.dask_placement
+    bigger = g.copy()
+    bigger.add_task("e", cost=1.0)
+    assert prof.dask_plan(bigger, c) is None
+    assert prof.dask_plan(g, Cluster([Worker("0"), Worker("2")])) is None  # worker "1" is gone
+    assert CostProfile.learn(g, _report(g, runs, plan=plan)).dask_placement == {}
+
+
+def test_the_backplane_and_pair_rates_come_from_what_transfers_did_together():
+    """Alone, 0->1 moves 100 MB/s; when 2->3 runs at the same time each gets 50 MB/s: the pair keeps
+    its own capacity, the backplane is the 100 MB/s they had together, and a profile applied to a
+    model makes the maxmin network share it."""
+    from taskflow.runtime.learn import _network
+
+    xs = [Transfer("a", "0", "1", 10e6, 0.0, 0.1), Transfer("b", "0", "1", 10e6, 1.0, 1.2),
+          Transfer("c", "2", "3", 10e6, 1.0, 1.2)]
+    _, pairs, backplane = _network(xs)
+    assert pairs["0"]["1"] == pytest.approx(95e6)  # the 90th percentile of 50 and 100 MB/s
+    assert backplane == pytest.approx(100e6)
+    prof = CostProfile(bandwidth=pairs, backplane=backplane, runs=1)
+    c = Cluster([Worker(str(k)) for k in range(4)], bandwidth=1e9)
+    _, c2 = prof.apply(TaskGraph("empty"), c, time_scale=1.0, size_scale=1.0)
+    assert c2.backplane == pytest.approx(100e6)
+    # a pair never measured gets the median of the measured ones
+    assert c2.bandwidth_between("1", "0") == pytest.approx(np.median([pairs["0"]["1"], pairs["2"]["3"]]))
+
+
+def test_dask_like_work_stealing_estimates_ignore_worker_speeds():
+    """knows_speeds=False: every task is estimated at its mean duration over the workers, as Dask's
+    per-prefix estimates are; infeasible workers stay infeasible."""
+    d = np.array([[4.0, 1.0], [2.0, np.inf]])
+    view = SimpleNamespace(model=SimpleNamespace(durations=d, cluster=Cluster([Worker("0"), Worker("1")])))
+    blind = schedulers.get_scheduler("work-stealing", knows_speeds=False)
+    blind.start(view)
+    assert blind.d[0].tolist() == [2.5, 2.5] and blind.d[1, 0] == 2.0 and np.isinf(blind.d[1, 1])
+    aware = schedulers.get_scheduler("work-stealing")
+    aware.start(view)
+    assert aware.d is d
