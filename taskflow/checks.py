@@ -9,9 +9,12 @@ import numpy as np
 
 from .errors import GraphError
 
-__all__ = ["number", "cores", "exact_costs", "checked_column"]
+__all__ = ["number", "cores", "exact_costs", "checked_column", "MAX_CORES"]
 
 _INF = math.inf
+
+#: The most cores a task may ask for or a worker may have.
+MAX_CORES = 1 << 20
 
 
 def number(value, field: str, where: str) -> float:
@@ -26,15 +29,26 @@ def number(value, field: str, where: str) -> float:
     Raises
     ------
     GraphError
-        Not a number, negative, NaN or infinite.
+        Not a number (text and booleans are not numbers), negative, NaN, infinite or too large for
+        a float.
     """
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        raise GraphError(f"{where}: {field} must be a number, got {_short(value)}")
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise GraphError(f"{where}: {field} must be a number, got {value!r}") from None
+        raise GraphError(f"{where}: {field} must be a number, got {_short(value)}") from None
+    except OverflowError:
+        raise GraphError(f"{where}: {field} is too large (more than {np.finfo(float).max:.3g})") from None
     if not (0.0 <= v < _INF):  # also false for NaN
-        raise GraphError(f"{where}: {field} must be finite and >= 0, got {value!r}")
+        raise GraphError(f"{where}: {field} must be finite and >= 0, got {_short(value)}")
     return v
+
+
+def _short(value) -> str:
+    """``repr(value)``, cut to 60 characters (a 400-digit number says what it is)."""
+    r = repr(value)
+    return r if len(r) <= 60 else f"{r[:40]}...({len(r)} characters)"
 
 
 def cores(value, where: str) -> int:
@@ -48,12 +62,12 @@ def cores(value, where: str) -> int:
     Raises
     ------
     GraphError
-        Not an integer >= 1.
+        Not an integer from 1 to :data:`MAX_CORES`.
     """
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        if isinstance(value, float) and value.is_integer() and value >= 1:
-            return int(value)
-        raise GraphError(f"{where}: cores must be an integer >= 1, got {value!r}")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_CORES:
+        raise GraphError(f"{where}: cores must be an integer from 1 to {MAX_CORES}, got {_short(value)}")
     return int(value)
 
 
@@ -97,9 +111,10 @@ def checked_column(values, field: str, labels, kind: str) -> list:
         Names the first bad entry.
     """
     try:
+        ok = not any(isinstance(v, (bool, np.bool_, str, bytes)) for v in values)  # not numbers, though numpy converts them
         arr = np.asarray(values, dtype=np.float64)
-        ok = arr.ndim == 1 and bool(np.all(np.isfinite(arr) & (arr >= 0)))
-    except (TypeError, ValueError):
+        ok = ok and arr.ndim == 1 and bool(np.all(np.isfinite(arr) & (arr >= 0)))
+    except (TypeError, ValueError, OverflowError):
         ok = False
     if not ok:
         for label, v in zip(labels, values):

@@ -16,12 +16,29 @@ from typing import Hashable, Iterable
 
 import numpy as np
 
+from .checks import MAX_CORES
 from .errors import ClusterError
 
-__all__ = ["Worker", "Cluster", "DEFAULT_BANDWIDTH"]
+__all__ = ["Worker", "Cluster", "DEFAULT_BANDWIDTH", "MAX_WORKERS"]
 
 #: Bytes per second used when none is given: 1 GB/s (about a 10 Gbit/s link).
 DEFAULT_BANDWIDTH = 1e9
+
+#: The most workers a cluster may have (the network is held as worker x worker matrices).
+MAX_WORKERS = 4096
+
+
+def _as_float(value, what: str, unit: str = "") -> float:
+    """``value`` as a float, or a ClusterError: text and booleans are not numbers."""
+    kind = f"a number of {unit}" if unit else "a number"
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        raise ClusterError(f"{what} must be {kind}, got {value!r}"[:200])
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ClusterError(f"{what} must be {kind}, got {value!r}"[:200]) from None
+    except OverflowError:
+        raise ClusterError(f"{what} is too large for a number") from None
 
 
 @dataclass(frozen=True)
@@ -37,26 +54,21 @@ class Worker:
     def __post_init__(self):
         if not isinstance(self.id, (str, int)) or isinstance(self.id, bool):
             raise ClusterError(f"worker id must be a str or int, got {self.id!r}")
-        try:
-            speed = float(self.speed)
-        except (TypeError, ValueError):
-            raise ClusterError(f"worker {self.id!r}: speed must be a number, got {self.speed!r}") from None
+        speed = _as_float(self.speed, f"worker {self.id!r}: speed")
         if not (0 < speed < math.inf):
             raise ClusterError(f"worker {self.id!r}: speed must be finite and > 0, got {self.speed!r}")
         object.__setattr__(self, "speed", speed)
         c = self.cores
         if isinstance(c, float) and c.is_integer():
             c = int(c)
-        if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 1:
-            raise ClusterError(f"worker {self.id!r}: cores must be an integer >= 1, got {self.cores!r}")
+        if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 1 <= c <= MAX_CORES:
+            raise ClusterError(f"worker {self.id!r}: cores must be an integer from 1 to {MAX_CORES}, "
+                               f"got {self.cores!r}"[:200])
         object.__setattr__(self, "cores", int(c))
 
 
 def _rate(value, where: str) -> float:
-    try:
-        b = float(value)
-    except (TypeError, ValueError):
-        raise ClusterError(f"{where} must be a number of bytes/s, got {value!r}") from None
+    b = _as_float(value, where, "bytes/s")
     if not b > 0:  # also false for NaN; +inf means free transfers
         raise ClusterError(f"{where} must be > 0 bytes/s, got {value!r}")
     return b
@@ -64,10 +76,7 @@ def _rate(value, where: str) -> float:
 
 def _seconds(value, field: str) -> float:
     """``value`` as seconds (finite, >= 0), or a ClusterError naming ``field``."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ClusterError(f"{field} must be a number of seconds, got {value!r}") from None
+    v = _as_float(value, field, "seconds")
     if not (0 <= v < math.inf):
         raise ClusterError(f"{field} must be finite and >= 0, got {value!r}")
     return v
@@ -106,6 +115,8 @@ class Cluster:
         self.workers = tuple(workers)
         if not self.workers:
             raise ClusterError("cluster has no workers (need at least 1)")
+        if len(self.workers) > MAX_WORKERS:
+            raise ClusterError(f"cluster has {len(self.workers):,} workers, more than the limit of {MAX_WORKERS:,}")
         for w in self.workers:
             if not isinstance(w, Worker):
                 raise ClusterError(f"not a Worker: {w!r}")

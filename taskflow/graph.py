@@ -140,13 +140,23 @@ class TaskGraph:
         Raises
         ------
         GraphError
-            Duplicate id, a negative / NaN / infinite number, a handle of another graph.
+            Duplicate id, an id that is not a str or int, a negative / NaN / infinite number, fn
+            not callable, args without fn, a handle of another graph. A failed call changes
+            nothing.
         """
         if isinstance(id, TaskHandle):
             raise GraphError(f"task id must be a str or int, got a TaskHandle ({id.id!r})")
+        if isinstance(id, bool) or not isinstance(id, (str, int)):
+            raise GraphError(f"task id must be a str or int (what every file format can hold), got {id!r}"[:200])
         if id in self._index:
             raise GraphError(f"duplicate task id {id!r}")
         where = f"task {id!r}"
+        if fn is not None and not callable(fn):
+            raise GraphError(f"{where}: fn must be callable, got {fn!r}"[:200])
+        if fn is None and (args or kwargs):
+            raise GraphError(f"{where}: args given without fn")
+        if meta is not None and not isinstance(meta, dict):
+            raise GraphError(f"{where}: meta must be a mapping, got {type(meta).__name__}")
         c = checks.number(cost, "cost", where)
         size = checks.number(output_size, "output_size", where)
         nc = checks.cores(cores, where) if cores != 1 else 1
@@ -170,11 +180,7 @@ class TaskGraph:
         if exact:
             self._costs[i] = exact
         if fn is not None:
-            if not callable(fn):
-                raise GraphError(f"{where}: fn must be callable, got {fn!r}")
             self._calls[i] = (fn, tuple(args), dict(kwargs) if kwargs else {})
-        elif args or kwargs:
-            raise GraphError(f"{where}: args given without fn")
         if meta:
             self._meta[i] = dict(meta)
         edges = self._edge_map() if dep_idx else None
@@ -189,7 +195,9 @@ class TaskGraph:
         return TaskHandle(self, id)
 
     def add_edge(self, src, dst, size=None) -> None:
-        """Add a dependency ``src -> dst`` that passes no argument.
+        """Add a dependency ``src -> dst`` that passes no argument. An edge that closes a cycle is
+        accepted here and found by :meth:`validate` (which every loader, scheduler and run calls):
+        checking at each edge would cost a graph search per edge.
 
         ``size`` (bytes) defaults to the producer's ``output_size``.
 
@@ -262,6 +270,8 @@ class TaskGraph:
         n = len(ids)
         index = {}
         for i, t in enumerate(ids):
+            if isinstance(t, bool) or not isinstance(t, (str, int)):
+                raise GraphError(f"task id must be a str or int, got {t!r}"[:200])
             if t in index:
                 raise GraphError(f"duplicate task id {t!r}")
             index[t] = i
@@ -278,6 +288,8 @@ class TaskGraph:
             if exact:
                 g._costs[index[t]] = exact
         for t, md in (meta or {}).items():
+            if md is not None and not isinstance(md, dict):
+                raise GraphError(f"task {t!r}: meta must be an object, got {type(md).__name__}")
             if md:
                 g._meta[index[t]] = dict(md)
         if len(src) != len(dst) or len(src) != len(size):
@@ -285,8 +297,11 @@ class TaskGraph:
         try:
             s_idx = [index[s] for s in src]
             d_idx = [index[d] for d in dst]
-        except KeyError:
+        except (KeyError, TypeError):
             for s, d in zip(src, dst):
+                for x in (s, d):
+                    if isinstance(x, bool) or not isinstance(x, (str, int)):
+                        raise GraphError(f"edge {s!r} -> {d!r}: task ids must be str or int"[:200]) from None
                 if s not in index or d not in index:
                     raise GraphError(f"edge {s!r} -> {d!r}: unknown task {s if s not in index else d!r}") from None
             raise

@@ -9,7 +9,9 @@
   workers;
 * at no instant do a worker's running tasks need more cores than it has.
 
-All checks are vectorised; times are compared with a tolerance of ``1e-9 x max(1, makespan)``.
+All checks are vectorised; two times may differ by 1e-9 s plus a billionth of the duration or
+transfer time involved plus a few units in the last place of the time itself (absolute and local:
+a long task elsewhere in the schedule does not widen it).
 """
 
 from __future__ import annotations
@@ -172,14 +174,13 @@ class Schedule:
         start = self.start[row]
         finish = self.finish[row]
         w = widx[row]
-        tol = 1e-9 * max(1.0, float(finish.max()) if n else 1.0)
         # 2. durations
         expect = model.durations[np.arange(n), w]
         if durations:
             expect = expect.copy()
-            for t, d in durations.items():
+            for t, d in _checked_durations(durations, a).items():
                 expect[a.index[t]] = d
-        wrong = np.flatnonzero(~(np.abs((finish - start) - expect) <= tol + 1e-9 * np.abs(expect)))
+        wrong = np.flatnonzero(~(np.abs((finish - start) - expect) <= _tol(finish, expect)))
         for i in wrong[:limit].tolist():
             wid = cluster.ids[w[i]]
             if not np.isfinite(expect[i]):
@@ -191,14 +192,15 @@ class Schedule:
         # 3. precedence plus transfer time
         if a.m:
             ws, wd = w[a.src], w[a.dst]
-            ready = finish[a.src] + model.transfer_idx(a.size, ws, wd)
-            early = np.flatnonzero(start[a.dst] < ready - tol)
+            moving = model.transfer_idx(a.size, ws, wd)
+            ready = finish[a.src] + moving
+            early = np.flatnonzero(~(start[a.dst] >= ready - _tol(ready, moving)))
             for e in early[:limit].tolist():
                 s, d = int(a.src[e]), int(a.dst[e])
                 out.append(f"task {a.ids[d]!r} starts at {start[d]:.9g} before its input from "
                            f"{a.ids[s]!r} is ready at {ready[e]:.9g}")
         # 4. cores per worker
-        out.extend(_core_overloads(a, cluster, w, start, finish, tol, limit))
+        out.extend(_core_overloads(a, cluster, w, start, finish, _tol(finish), limit))
         return out[:limit]
 
     def validate(self, graph: TaskGraph, cluster: Cluster, durations: dict | None = None,
@@ -266,6 +268,29 @@ class Schedule:
         return "\n".join(lines)
 
 
+def _tol(t, scale=0.0):
+    """What two computations of the same time may differ by: a billionth of the quantity involved
+    (a duration, a transfer time) plus 1e-9 s, plus a few units in the last place of the time
+    itself. Absolute and local: a task of 1e12 s elsewhere does not widen it."""
+    return 1e-9 * (1.0 + np.abs(scale)) + 16.0 * np.spacing(np.abs(t))
+
+
+def _checked_durations(durations, a) -> dict:
+    """``{task: seconds}`` declared by a trace, checked: a mapping of known tasks to finite numbers
+    >= 0 (a ScheduleError otherwise)."""
+    if not isinstance(durations, dict):
+        raise ScheduleError([f"durations must map task ids to seconds, got {type(durations).__name__}"])
+    out = {}
+    for t, d in durations.items():
+        if t not in a.index:
+            raise ScheduleError([f"durations name task {t!r}, which is not in the graph"])
+        if isinstance(d, (bool, str)) or not isinstance(d, (int, float, np.floating, np.integer)) \
+                or not 0 <= float(d) < np.inf:
+            raise ScheduleError([f"durations[{t!r}] must be a finite number >= 0, got {d!r}"[:200]])
+        out[t] = float(d)
+    return out
+
+
 def _core_overloads(a, cluster: Cluster, w, start, finish, tol, limit) -> list:
     """Sweep each worker's start/end events; report instants where cores in use exceed its cores."""
     busy = finish - start > tol
@@ -275,7 +300,7 @@ def _core_overloads(a, cluster: Cluster, w, start, finish, tol, limit) -> list:
     cores = a.cores[idx]
     wk = w[idx]
     # events: ends sort before starts at the same instant (within tolerance)
-    t = np.concatenate([finish[idx] - tol, start[idx]])
+    t = np.concatenate([finish[idx] - tol[idx], start[idx]])
     kind = np.concatenate([np.zeros(idx.size, np.int8), np.ones(idx.size, np.int8)])
     delta = np.concatenate([-cores, cores])
     wk2 = np.concatenate([wk, wk])

@@ -196,8 +196,11 @@ def test_simulate_writes_a_trace_that_validate_accepts(capsys, tmp_path):
     doc = json.loads(out.read_text())
     assert doc["format"] == "taskflow-schedule/1" and "transfers" in doc and "durations" in doc
     assert any("#" in str(a["task"]) for a in doc["assignments"])  # a recomputed run
-    code, text, err = run(capsys, "validate", HEFT_G, "--cluster", HEFT_C, "--schedule", out)
+    code, text, err = run(capsys, "validate", HEFT_G, "--cluster", HEFT_C, "--schedule", out, "--trace")
     assert code == 0 and text.startswith("valid:"), err
+    # without --trace the model's durations rule: the noise made the runs differ from them
+    code, text, err = run(capsys, "validate", HEFT_G, "--cluster", HEFT_C, "--schedule", out)
+    assert code == 1 and "its duration there is" in err
     events = json.loads(chrome.read_text())["traceEvents"]
     assert {e["cat"] for e in events} == {"task", "transfer"}
 
@@ -229,5 +232,5 @@ def test_validate_rejects_a_trace_with_a_wrong_duration(capsys, tmp_path):
     doc = json.loads(out.read_text())
     doc["durations"]["t1"] += 1.0  # the world says t1 took longer than it ran
     out.write_text(json.dumps(doc))
-    code, _, err = run(capsys, "validate", HEFT_G, "--cluster", HEFT_C, "--schedule", out)
+    code, _, err = run(capsys, "validate", HEFT_G, "--cluster", HEFT_C, "--schedule", out, "--trace")
     assert code == 1 and "task 't1' runs" in err

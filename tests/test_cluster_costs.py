@@ -43,7 +43,7 @@ def test_cluster_errors(kwargs, msg):
 
 @pytest.mark.parametrize("kw,msg", [(dict(speed=0), "speed must be finite and > 0"),
                                     (dict(speed=math.inf), "speed must be finite and > 0"),
-                                    (dict(cores=0), "cores must be an integer >= 1")])
+                                    (dict(cores=0), "cores must be an integer from 1")])
 def test_worker_errors(kw, msg):
     with pytest.raises(ClusterError, match=f"worker 'x': {msg}"):
         Worker("x", **kw)

@@ -45,6 +45,22 @@ def test_montage_known_counts():
     assert any(s > 0 for _, _, s in g.edges())
 
 
+def test_stg_in_the_kasahara_archives_form_counts_tasks_without_the_dummy_nodes(tmp_path):
+    """The archive's files declare n and list n + 2 rows (entry and exit dummies); ours may count
+    them: both load to the same graph."""
+    text = shared("stg", "robot.stg").read_text()
+    first = text.lstrip().split()[0]
+    ours = load_graph(shared("stg", "robot.stg"))
+    archive = tmp_path / "robot-archive.stg"
+    archive.write_text(text.replace(first, str(int(first) - 2), 1))
+    g = load_graph(archive)
+    assert len(g) == len(ours) == int(first) and g.num_edges == ours.num_edges
+    bad = tmp_path / "bad.stg"
+    bad.write_text(text.replace(first, str(int(first) - 1), 1))
+    with pytest.raises(FormatError, match="expected 89 or, with the two dummy nodes, 91"):
+        load_graph(bad)
+
+
 def test_stg_robot_matches_its_footer():
     g = load_graph(shared("stg", "robot.stg"))
     # footer: 88 tasks + 2 dummies, 131 edges + 4 dummy edges, CP length 569

@@ -108,9 +108,9 @@ def test_bad_edge_size_and_exact_costs(bad):
 
 def test_bad_cores():
     g = TaskGraph()
-    with pytest.raises(GraphError, match="cores must be an integer >= 1"):
+    with pytest.raises(GraphError, match="cores must be an integer from 1"):
         g.add_task("a", cores=0)
-    with pytest.raises(GraphError, match="cores must be an integer >= 1"):
+    with pytest.raises(GraphError, match="cores must be an integer from 1"):
         g.add_task("a", cores=1.5)
 
 

@@ -20,7 +20,7 @@ from ..errors import TaskflowError, TaskflowWarning
 from ..formats import (READ_FORMATS, WRITE_FORMATS, _format_for, atomic_write, dump_json, graph_text,
                       load_cluster, load_graph, load_graphs, load_schedule, with_source)
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "check_outputs", "one_line", "np_quiet"]
 
 
 class _Prefixed(TaskflowError):
@@ -54,6 +54,62 @@ def _cluster_from_args(args) -> Cluster:
                    bandwidth=args.bandwidth, latency=args.latency, name=f"{args.workers}-workers")
 
 
+def check_outputs(outputs, inputs=(), folders=()) -> None:
+    """Refuse, before any work, output paths that cannot be written: empty, a folder, under a
+    missing folder or a file, in a folder we may not write, or one of the inputs (which the run
+    would replace). ``folders`` are output folders (made if missing; their parent must exist).
+
+    Parameters
+    ----------
+    outputs : iterable of (option, path or None)
+    inputs : iterable of path
+    folders : iterable of (option, path or None)
+
+    Raises
+    ------
+    TaskflowError
+    """
+    import os
+
+    seen = {}
+    ins = {os.path.realpath(p.split("#")[0]) for p in inputs if p}
+    for opt, path in outputs:
+        if path is None:
+            continue
+        if not path.strip():
+            raise TaskflowError(f"{opt}: empty output path")
+        real = os.path.realpath(path)
+        if os.path.isdir(path):
+            raise TaskflowError(f"{opt} {path!r}: is a folder, expected a file path")
+        parent = os.path.dirname(real)
+        if not os.path.exists(parent):
+            raise TaskflowError(f"{opt} {path!r}: folder {os.path.dirname(path) or '.'!r} does not exist")
+        if not os.path.isdir(parent):
+            raise TaskflowError(f"{opt} {path!r}: {os.path.dirname(path)!r} is a file, not a folder")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise TaskflowError(f"{opt} {path!r}: cannot write in folder {os.path.dirname(path) or '.'!r}")
+        if os.path.exists(path) and not os.access(path, os.W_OK):
+            raise TaskflowError(f"{opt} {path!r}: the file is not writable")
+        if real in ins:
+            raise TaskflowError(f"{opt} {path!r}: is an input of this command; write to another file")
+        if real in seen:
+            raise TaskflowError(f"{opt} and {seen[real]} name the same file {path!r}")
+        seen[real] = opt
+    for opt, path in folders:
+        if path is None:
+            continue
+        if not path.strip():
+            raise TaskflowError(f"{opt}: empty folder path")
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise TaskflowError(f"{opt} {path!r}: is a file, expected a folder")
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent):
+            raise TaskflowError(f"{opt} {path!r}: folder {parent!r} does not exist")
+        target = path if os.path.isdir(path) else parent
+        if not os.access(target, os.W_OK | os.X_OK):
+            raise TaskflowError(f"{opt} {path!r}: cannot write in {target!r}")
+
+
 # ---------------------------------------------------------------------- commands
 def _cmd_info(args) -> int:
     try:
@@ -72,6 +128,7 @@ def _cmd_info(args) -> int:
 
 
 def _cmd_convert(args) -> int:
+    check_outputs([("-o", args.output)], [args.graph])
     graph = _load_graph(args.graph, args.format)
     fmt = _format_for(args.output, args.to)
     atomic_write(args.output, graph_text(graph, fmt))
@@ -84,6 +141,7 @@ def _cmd_schedule(args) -> int:
 
     from ..simulator import plan as make_plan
 
+    check_outputs([("-o", args.output)], [args.graph, args.cluster])
     graph = _load_graph(args.graph, args.format)
     cluster = _cluster_from_args(args)
     names = schedulers.available("static") if args.scheduler == "all" else [args.scheduler]
@@ -119,28 +177,54 @@ def _cmd_schedule(args) -> int:
 
 
 def _cmd_validate(args) -> int:
+    from ..errors import ScheduleError
     from ..trace import expand_graph
 
     graph = _load_graph(args.graph, args.format)
     cluster = load_cluster(args.cluster)
     schedule = load_schedule(args.schedule)
-    durations = schedule.extra.get("durations")  # a simulated or measured trace: what the world used
-    served_by = schedule.extra.get("served_by") or {}
-    if durations is not None or served_by:
-        runs = [(t if t in graph else str(t).rsplit("#", 1)[0], t) for t in schedule.tasks]
-        if any(base not in graph for base, _ in runs):
-            bad = next(rid for base, rid in runs if base not in graph)
-            raise TaskflowError(f"{args.schedule}: run {bad!r} names no task of the graph")
-        graph = expand_graph(graph, runs, served_by)
-    problems = schedule.problems(graph, cluster, durations=durations)
+    # durations and the producer each run used come from the graph and the cluster; a trace's own
+    # record of them (what a perturbed simulation used) only with --trace, and checked
+    durations = schedule.extra.get("durations") if args.trace else None
+    served_by = (schedule.extra.get("served_by") or {}) if args.trace else {}
+    runs = [(t if t in graph else str(t).rsplit("#", 1)[0], t) for t in schedule.tasks]
+    if any(base not in graph for base, _ in runs):
+        bad = next(rid for base, rid in runs if base not in graph)
+        raise TaskflowError(f"{args.schedule}: run {bad!r} names no task of the graph")
+    problems = _served_by_problems(served_by, runs)
+    if not problems:
+        if any(t != rid for t, rid in runs) or served_by:
+            graph = expand_graph(graph, runs, served_by)
+        try:
+            problems = schedule.problems(graph, cluster, durations=durations)
+        except ScheduleError as e:
+            problems = e.problems
     if problems:
         for p in problems:
-            print(f"invalid: {p}", file=sys.stderr)
+            print(f"invalid: {one_line(p)}", file=sys.stderr)
         return 1
     m = schedule.metrics(graph, cluster)
     print(f"valid: {len(schedule)} tasks on {len(cluster)} workers, makespan {m['makespan']:g} "
           f"(lower bound {m['lower_bound']:g}, SLR {m['slr']:.3f})")
     return 0
+
+
+def _served_by_problems(served_by, runs) -> list:
+    """``served_by`` ({consumer run: {producer task: producer run}}) may only choose, for an input,
+    among the runs of that very producer, and name runs the schedule has."""
+    if not isinstance(served_by, dict):
+        return [f"served_by must map run ids to {{producer: run}}, got {type(served_by).__name__}"]
+    run_task = {rid: t for t, rid in runs}
+    out = []
+    for consumer, row in served_by.items():
+        if consumer not in run_task or not isinstance(row, dict):
+            out.append(f"served_by names {consumer!r}, which is no run of the schedule (or maps it to no object)")
+            continue
+        for producer, rid in row.items():
+            if run_task.get(rid) != producer:
+                out.append(f"served_by[{consumer!r}] has input {producer!r} come from {rid!r}, which is not a run of "
+                           f"{producer!r}")
+    return out
 
 
 def _worker_id(cluster, text: str, option: str):
@@ -165,6 +249,7 @@ def _parse_at(spec: str, option: str):
 def _cmd_simulate(args) -> int:
     from ..simulator import simulate
 
+    check_outputs([("-o", args.output), ("--chrome-trace", args.chrome_trace)], [args.graph, args.cluster])
     graph = _load_graph(args.graph, args.format)
     cluster = _cluster_from_args(args)
     fail = {}
@@ -229,6 +314,8 @@ def _graph_or_function(spec: str, fmt):
 def _cmd_run(args) -> int:
     from ..runtime import run
 
+    check_outputs([("--report", args.report), ("--gantt", args.gantt), ("--profile", args.profile)],
+                  [args.graph, args.cluster])
     graph = _graph_or_function(args.graph, args.format)
     model = load_cluster(args.cluster) if args.cluster else None
     speeds = None
@@ -270,6 +357,7 @@ def _cmd_bench(args) -> int:
     from .bench import run_suite
 
     names = args.schedulers.split(",") if args.schedulers else None
+    check_outputs((), folders=[("--out", args.out)])
     run_suite(args.suite, args.out, names, args.jobs, real=args.real)
     print(f"wrote {args.out}/results.csv, {'real.csv, ' if args.real else ''}summary.md, normalised.png, "
           f"gantt.png, report.html")
@@ -279,6 +367,7 @@ def _cmd_bench(args) -> int:
 def _cmd_demo(args) -> int:
     from .demo import main as demo
 
+    check_outputs((), folders=[("--out", args.out)])
     return demo(args.out, bench=not args.no_bench)
 
 
@@ -396,6 +485,8 @@ def build_parser() -> argparse.ArgumentParser:
     graph_arg(sp)
     sp.add_argument("--cluster", required=True, help="cluster file")
     sp.add_argument("--schedule", required=True, help="schedule file (taskflow-schedule/1)")
+    sp.add_argument("--trace", action="store_true",
+                    help="a simulated trace: use the durations and served_by it records (checked), not the model's")
     sp.set_defaults(func=_cmd_validate)
 
     sp = sub.add_parser("schedulers", help="list the registered schedulers")
@@ -416,16 +507,53 @@ def main(argv=None) -> int:
     int
         The exit status.
     """
+    import warnings
+
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        with warnings.catch_warnings(), np_quiet():
+            warnings.simplefilter("ignore", RuntimeWarning)  # numpy's overflow notes: errors say it
+            return args.func(args)
     except TaskflowError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {one_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
+    except RecursionError:
+        print("error: the input is nested too deeply to read", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("error: out of memory (the input is too large for this machine)", file=sys.stderr)
+        return 2
+    except OSError as e:
+        where = f" {e.filename!r}" if getattr(e, "filename", None) else ""
+        print(f"error: cannot use{where}: {one_line(e.strerror or e)}", file=sys.stderr)
+        return 2
+    except Exception as e:  # noqa: BLE001 - a bug: still one line, never a traceback
+        print(f"error: internal error {type(e).__name__}: {one_line(e)} (a bug in taskflow {__version__}; "
+              f"please report it with the command)", file=sys.stderr)
+        return 2
+
+
+def one_line(e) -> str:
+    """An error's text on one line: newlines and other control characters escaped, so a value
+    from an input (a task id holding a newline) cannot forge a second line.
+
+    Parameters
+    ----------
+    e : object
+    """
+    text = str(e)
+    return "".join(ch if ch.isprintable() or ch == " " else ascii(ch)[1:-1] for ch in text)
+
+
+def np_quiet():
+    """numpy errors raised or ignored, never printed: the checks say what is wrong."""
+    import numpy as np
+
+    return np.errstate(over="ignore", invalid="ignore", divide="ignore")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -24,7 +24,7 @@ from ..errors import FormatError, TaskflowError
 from ..graph import TaskGraph
 from ..schedule import Schedule
 from . import dax, estee, native, nxdot, stg, wfformat
-from ._util import atomic_write, dump_json, parse_json
+from ._util import MAX_FILE_BYTES, atomic_write, dump_json, parse_json
 from .nxdot import from_networkx, to_dot, to_networkx
 
 __all__ = ["load_graph", "load_graphs", "save_graph", "load_cluster", "save_cluster", "load_schedule",
@@ -48,9 +48,20 @@ def _split(path) -> tuple:
 
 
 def _read_bytes(path: str) -> bytes:
+    """A regular file's bytes, at most :data:`MAX_FILE_BYTES`."""
+    import stat
+
     try:
         with open(path, "rb") as f:
-            return f.read()
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise FormatError(f"{path}: not a regular file (a device, pipe or socket)")
+            if st.st_size > MAX_FILE_BYTES:
+                raise FormatError(f"{path}: {st.st_size:,} bytes, more than the limit of {MAX_FILE_BYTES:,}")
+            data = f.read(MAX_FILE_BYTES + 1)
+            if len(data) > MAX_FILE_BYTES:
+                raise FormatError(f"{path}: more than the limit of {MAX_FILE_BYTES:,} bytes")
+            return data
     except FileNotFoundError:
         raise FormatError(f"{path}: no such file") from None
     except IsADirectoryError:

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
+
+import numpy as np
 
 from ..errors import FormatError
 from ..graph import TaskGraph
 
 _MISSING = object()
+
+#: Inputs past these limits are refused with a FormatError (docs/formats.md lists them).
+MAX_FILE_BYTES = 512 * 1024 ** 2
+MAX_JSON_DEPTH = 64
 
 
 def field(obj, key, where: str, default=_MISSING, kind=None):
@@ -27,11 +34,51 @@ def field(obj, key, where: str, default=_MISSING, kind=None):
     return v
 
 
+def ident(value, where: str, what: str = "id"):
+    """``value`` if it can be an id (a str, or an int that is not a bool), else a FormatError."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise FormatError(f"{where}: {what} must be a string or an integer, got {type(value).__name__}")
+    return value
+
+
+def items(obj, key, where: str) -> list:
+    """``obj[key]`` as a list (missing: empty), or a FormatError naming the field."""
+    v = field(obj, key, where, default=[])
+    if not isinstance(v, list):
+        raise FormatError(f"{where}: field {key!r} must be a list, got {type(v).__name__}")
+    return v
+
+
 def parse_json(text: str, source: str):
+    """Parsed JSON, or a FormatError: malformed, nested deeper than :data:`MAX_JSON_DEPTH`, or a
+    number Python cannot hold (an integer of thousands of digits)."""
+    depth = _json_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        raise FormatError(f"{source}: JSON nested more than {MAX_JSON_DEPTH} levels deep")
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise FormatError(f"{source}: malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
+    except (ValueError, RecursionError) as e:  # e.g. an integer past Python's digit limit
+        raise FormatError(f"{source}: unreadable JSON number or structure ({_one_line(e)})") from None
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _json_depth(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` outside strings (vectorised, no recursion)."""
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        return 0
+    raw = np.frombuffer(_JSON_STRING.sub('""', text).encode("utf-8", "replace"), dtype=np.uint8)
+    step = np.zeros(len(raw), dtype=np.int64)
+    step[(raw == ord("[")) | (raw == ord("{"))] = 1
+    step[(raw == ord("]")) | (raw == ord("}"))] = -1
+    return int(np.cumsum(step).max(initial=0))
+
+
+def _one_line(e) -> str:
+    return str(e).replace("\n", " ").strip()
 
 
 def atomic_write(path, data) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+import zlib
 
 from ..errors import FormatError
 from ..graph import TaskGraph
@@ -25,7 +26,11 @@ __all__ = ["dumps_set", "graph_from_tasks", "read_set", "select"]
 MIB = 1 << 20
 
 
-def read_set(data: bytes, source: str) -> list:
+#: How deep zips inside zips are read (pandas writes one inside the set's own).
+MAX_ZIP_DEPTH = 2
+
+
+def read_set(data: bytes, source: str, depth: int = 0) -> list:
     """``[(name, tasks)]`` of every graph in the zip (the first member holds the table).
 
     Parameters
@@ -37,28 +42,51 @@ def read_set(data: bytes, source: str) -> list:
     Raises
     ------
     FormatError
-        Not a zip, empty, or a malformed table.
+        Not a zip, empty, encrypted, an unknown compression, corrupt, a member larger than
+        ``MAX_FILE_BYTES`` (checked as it is read, whatever the zip declares), zips nested deeper
+        than :data:`MAX_ZIP_DEPTH`, or a malformed table.
     """
+    from ._util import MAX_FILE_BYTES
+
+    if depth > MAX_ZIP_DEPTH:
+        raise FormatError(f"{source}: zips nested more than {MAX_ZIP_DEPTH} deep")
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
-            members = [m for m in z.namelist() if not m.endswith("/")]
+            members = [m for m in z.infolist() if not m.is_dir()]
             if not members:
                 raise FormatError(f"{source}: empty zip")
-            raw = z.read(members[0])
-    except zipfile.BadZipFile as e:
+            first = members[0]
+            if first.file_size > MAX_FILE_BYTES:
+                raise FormatError(f"{source}!{first.filename}: {first.file_size:,} bytes uncompressed, more than the "
+                                  f"limit of {MAX_FILE_BYTES:,}")
+            with z.open(first) as f:
+                raw = f.read(MAX_FILE_BYTES + 1)
+            if len(raw) > MAX_FILE_BYTES:
+                raise FormatError(f"{source}!{first.filename}: more than {MAX_FILE_BYTES:,} bytes uncompressed")
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as e:
         raise FormatError(f"{source}: bad zip file ({e})") from None
+    except RuntimeError as e:  # an encrypted member
+        raise FormatError(f"{source}: cannot read the zip ({e})") from None
+    except NotImplementedError as e:  # a compression method zipfile does not know
+        raise FormatError(f"{source}: cannot read the zip ({e})") from None
     if raw[:4] == b"PK\x03\x04":  # pandas' compression="zip" inside the set's zip
-        return read_set(raw, source)
-    table = parse_json(raw.decode("utf-8"), f"{source}!{members[0]}")
-    return _rows(table, source)
+        return read_set(raw, source, depth + 1)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise FormatError(f"{source}!{first.filename}: not UTF-8 text (byte {e.start})") from None
+    return _rows(parse_json(text, f"{source}!{first.filename}"), source)
 
 
 def _rows(table, source) -> list:
     if isinstance(table, dict) and "graph" in table:  # orient="columns"
-        keys = list(table["graph"].keys())
-        names = table.get("graph_name", {})
-        rows = [(str(names.get(k, k)), table["graph"][k]) for k in keys]
+        graphs, names = table["graph"], table.get("graph_name", {})
+        if not isinstance(graphs, dict) or not isinstance(names, dict):
+            raise FormatError(f"{source}: columns 'graph' and 'graph_name' must be objects")
+        rows = [(str(names.get(k, k)), graphs[k]) for k in graphs]
     elif isinstance(table, list):  # orient="records"
+        if not all(isinstance(r, dict) and "graph" in r for r in table):
+            raise FormatError(f"{source}: every record of an Estee graph set needs a 'graph'")
         rows = [(str(r.get("graph_name", k)), r["graph"]) for k, r in enumerate(table)]
     else:
         raise FormatError(f"{source}: not an Estee graph set (no 'graph' column)")

@@ -214,8 +214,11 @@ def schedule_from_dict(doc: dict, source: str = "schedule") -> Schedule:
         for col, key in ((start, "start"), (finish, "finish")):
             v = field(r, key, where)
             if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise FormatError(f"{where}: field {key!r} must be a number, got {v!r}")
-            col.append(v)
+                raise FormatError(f"{where}: field {key!r} must be a number, got {v!r}"[:200])
+            try:
+                col.append(float(v))
+            except OverflowError:
+                raise FormatError(f"{where}: field {key!r} is too large for a number") from None
     extra = {k: v for k, v in doc.items() if k not in ("format", "scheduler", "makespan", "assignments")}
     return Schedule(tasks, workers, start, finish, scheduler=doc.get("scheduler", ""), extra=extra)
 

@@ -30,7 +30,9 @@ def looks_like_stg(text: str) -> bool:
 
 def graph_from_stg(text: str, source: str = "stg", name: str | None = None) -> TaskGraph:
     """A graph from a Kasahara STG file: per line a task, its cost, its predecessor count and the
-    predecessors; the two dummy nodes (entry and exit, cost 0) are kept.
+    predecessors; the two dummy nodes (entry and exit, cost 0) are kept. The first line counts the
+    tasks either without the two dummy nodes (the Kasahara archive's own files: n + 2 rows follow)
+    or with them (n rows).
 
     Parameters
     ----------
@@ -58,15 +60,16 @@ def graph_from_stg(text: str, source: str = "stg", name: str | None = None) -> T
                 raise FormatError(f"{source}: line {lineno}: expected the task count, got {s!r}")
             count = nums[0]
             continue
-        if len(rows) == count:
-            raise FormatError(f"{source}: line {lineno}: more task rows than the declared {count}")
+        if len(rows) == count + 2:
+            raise FormatError(f"{source}: line {lineno}: more task rows than the declared {count} (+ 2 dummy nodes)")
         if len(nums) < 3 or len(nums) != 3 + nums[2]:
             raise FormatError(f"{source}: line {lineno}: expected 'id cost npred pred...', got {s!r}")
         rows.append((lineno, nums))
     if count is None:
         raise FormatError(f"{source}: empty STG file")
-    if len(rows) != count:
-        raise FormatError(f"{source}: declares {count} tasks but has {len(rows)} rows")
+    if len(rows) not in (count, count + 2):
+        raise FormatError(f"{source}: declares {count} tasks but has {len(rows)} rows (expected {count} or, "
+                          f"with the two dummy nodes, {count + 2})")
     ids, cost, src, dst = [], [], [], []
     for lineno, (tid, c, _, *preds) in rows:
         ids.append(f"t{tid}")

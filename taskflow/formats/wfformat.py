@@ -16,7 +16,7 @@ import datetime
 from ..analysis import critical_path
 from ..errors import FormatError
 from ..graph import TaskGraph
-from ._util import field, graph_from_files
+from ._util import field, graph_from_files, ident, items
 
 __all__ = ["graph_from_wfformat", "graph_to_wfformat", "is_wfformat"]
 
@@ -60,10 +60,12 @@ def _read_15(doc, wf, source) -> TaskGraph:
     sizes = {}
     for k, f in enumerate(field(spec, "files", f"{source}: specification", default=[], kind=list)):
         where = f"{source}: specification.files[{k}]"
-        sizes[field(f, "id", where)] = field(f, "sizeInBytes", where, default=0)
+        sizes[ident(field(f, "id", where), where)] = field(f, "sizeInBytes", where, default=0)
     execution = {}
-    for k, t in enumerate(field(wf, "execution", source, default={}, kind=dict).get("tasks", [])):
-        execution[field(t, "id", f"{source}: execution.tasks[{k}]")] = t
+    ex_doc = field(wf, "execution", source, default={}, kind=dict)
+    for k, t in enumerate(items(ex_doc, "tasks", f"{source}: execution")):
+        where = f"{source}: execution.tasks[{k}]"
+        execution[ident(field(t, "id", where), where)] = t
     ids, cost, cores, outputs, inputs, category, links = [], [], [], [], [], [], []
     for k, t in enumerate(tasks):
         where = f"{source}: specification.tasks[{k}]"
@@ -72,17 +74,19 @@ def _read_15(doc, wf, source) -> TaskGraph:
         if ex is None:
             raise FormatError(f"{source}: task {tid!r} has no execution record with runtimeInSeconds")
         ids.append(tid)
+        if not isinstance(ex, dict):
+            raise FormatError(f"{source}: execution record of task {tid!r} must be an object")
         cost.append(field(ex, "runtimeInSeconds", f"{source}: execution task {tid!r}"))
         cores.append(ex.get("coreCount", 1) or 1)
         program = (ex.get("command") or {}).get("program") if isinstance(ex.get("command"), dict) else None
         category.append(program)
         try:
-            outputs.append({f: sizes[f] for f in t.get("outputFiles", [])})
-            inputs.append({f: sizes[f] for f in t.get("inputFiles", [])})
+            outputs.append({ident(f, where, "a file id"): sizes[f] for f in items(t, "outputFiles", where)})
+            inputs.append({ident(f, where, "a file id"): sizes[f] for f in items(t, "inputFiles", where)})
         except KeyError as e:
             raise FormatError(f"{source}: task {tid!r} names file {e.args[0]!r} missing from specification.files") from None
-        links.extend((p, tid) for p in field(t, "parents", where, default=[], kind=list))
-        links.extend((tid, c) for c in field(t, "children", where, default=[], kind=list))
+        links.extend((ident(p, where, "a parent"), tid) for p in items(t, "parents", where))
+        links.extend((tid, ident(c, where, "a child")) for c in items(t, "children", where))
     return graph_from_files(doc.get("name", "workflow"), ids, cost, cores, outputs, inputs, links, category, source)
 
 
@@ -93,7 +97,7 @@ def _read_14(doc, wf, source) -> TaskGraph:
     for k, t in enumerate(tasks):
         where = f"{source}: workflow.tasks[{k}]"
         name = field(t, "name", where, kind=str)
-        tid = t.get("id") or name
+        tid = ident(t.get("id") or name, where)
         by_name[name] = tid
         ids.append(tid)
         rt = t.get("runtimeInSeconds", t.get("runtime"))
@@ -103,16 +107,16 @@ def _read_14(doc, wf, source) -> TaskGraph:
         cores.append(t.get("cores", 1) or 1)
         category.append(t.get("category"))
         o, i = {}, {}
-        for j, f in enumerate(t.get("files", [])):
+        for j, f in enumerate(items(t, "files", where)):
             fw = f"{where}.files[{j}]"
-            fname = field(f, "name", fw)
+            fname = ident(field(f, "name", fw), fw, "name")
             size = f.get("sizeInBytes", f.get("size", 0))
             link = field(f, "link", fw)
             (o if link == "output" else i)[fname] = size
         outputs.append(o)
         inputs.append(i)
-        links.extend((p, tid) for p in t.get("parents", []))
-        links.extend((tid, c) for c in t.get("children", []))
+        links.extend((ident(p, where, "a parent"), tid) for p in items(t, "parents", where))
+        links.extend((tid, ident(c, where, "a child")) for c in items(t, "children", where))
     # 1.4 parents may name tasks by name or by id
     links = [(by_name.get(p, p), by_name.get(c, c)) for p, c in links]
     return graph_from_files(doc.get("name", "workflow"), ids, cost, cores, outputs, inputs, links, category, source)
