@@ -267,3 +267,13 @@ def test_every_shared_file_loads():
         for g in load_graphs(f):
             assert len(g) > 0
             g.validate()
+
+
+def test_ids_that_wfformat_would_write_alike_are_refused_not_merged(tmp_path):
+    from taskflow import TaskGraph
+    g = TaskGraph("clash")
+    g.add_task(1, cost=1.0)
+    g.add_task("1", cost=2.0)
+    with pytest.raises(FormatError, match="tasks 1 and '1' would both be written as id '1'"):
+        save_graph(g, tmp_path / "w.json", format="wfformat")
+    assert not (tmp_path / "w.json").exists()

@@ -132,6 +132,13 @@ def graph_to_wfformat(graph: TaskGraph) -> dict:
     """
     a = graph.arrays
     ids = [str(t) for t in a.ids]
+    if len(set(ids)) != len(ids):
+        seen: dict = {}
+        for t in a.ids:
+            if str(t) in seen:
+                raise FormatError(f"tasks {seen[str(t)]!r} and {t!r} would both be written as id {str(t)!r} "
+                                  f"(WfFormat ids are strings)")
+            seen[str(t)] = t
     files: dict = {}
     outs = [[] for _ in ids]
     ins = [[] for _ in ids]
