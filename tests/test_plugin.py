@@ -373,6 +373,10 @@ def test_a_profile_converts_measured_rates_to_the_runs_scales():
     ('{"format": "taskflow-cost-profile", "tasks": {"a": 3}}', "field 'tasks' must map names"),
     ('{"format": "taskflow-cost-profile", "tasks": {"a": {"w": "x"}}}', "field 'tasks' holds a value that is not"),
     ("not json", "malformed JSON"),
+    ('{"format": "taskflow-cost-profile", "runs": "x"}', "field 'runs' must be a whole number"),
+    ('{"format": "taskflow-cost-profile", "backplane": -3}', "field 'backplane' must be > 0"),
+    ('{"format": "taskflow-cost-profile", "dask_placement": {"a": 3}}', "field 'dask_placement' must map"),
+    ("[" * 5000 + "]" * 5000, "nested more than"),
 ])
 def test_a_bad_profile_is_refused_before_anything_runs(tmp_path, capsys, content, message):
     from taskflow.app.cli import main
@@ -386,6 +390,16 @@ def test_a_bad_profile_is_refused_before_anything_runs(tmp_path, capsys, content
     assert time.time() - t0 < 5  # no cluster was started
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and message.split()[0] in err[0]
+
+
+def test_a_profile_that_is_a_device_is_refused_unread(capsys):
+    from taskflow.app.cli import main
+
+    with pytest.raises(taskflow.FormatError, match="not a regular file"):
+        taskflow.CostProfile.load("/dev/zero")
+    assert main(["run", str(EXAMPLES / "heft_paper.graph.json"), "--profile", "/dev/zero", "-q"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a regular file" in err[0]
 
 
 def test_the_command_line_reports_a_lost_scheduler_in_one_line(tmp_path):
@@ -527,3 +541,34 @@ def _learns_speeds(client):
     assert list(got) == list(range(12))
     on_fast = sum(1 for r in rep.trace.runs if str(r.worker) == "1")
     assert on_fast >= 8, on_fast  # equal speeds would split them 6 / 6
+
+
+def test_the_plugins_duration_table_is_bounded_and_skips_declared_runs():
+    """Prefixes past MAX_PREFIXES push out the oldest; tasks of a taskflow.run graph (declared
+    costs, keys unique per run) are not recorded."""
+    from types import SimpleNamespace
+
+    from taskflow.runtime import plugin as pl
+
+    p = TaskflowPlugin()
+    ws = SimpleNamespace(name="w0")
+    tasks = {}
+    p.scheduler = SimpleNamespace(workers={"tcp://a": ws}, tasks=tasks)
+
+    def finish(key, prefix):
+        tasks[key] = SimpleNamespace(prefix=SimpleNamespace(name=prefix))
+        p.transition(key, "processing", "memory", worker="tcp://a",
+                     startstops=[{"action": "compute", "start": 0.0, "stop": 0.5}])
+
+    old = pl.MAX_PREFIXES
+    pl.MAX_PREFIXES = 3
+    try:
+        for k in range(5):
+            finish(f"k{k}", f"p{k}")
+    finally:
+        pl.MAX_PREFIXES = old
+    assert list(p.durations) == ["p2", "p3", "p4"] and p.durations["p4"] == {"w0": [0.5, 1]}
+    p.runs["r"] = SimpleNamespace(learned=False)
+    p.key_run["declared-key"] = "r"
+    finish("declared-key", "declared")
+    assert "declared" not in p.durations

@@ -29,7 +29,7 @@ from .nxdot import from_networkx, to_dot, to_networkx
 
 __all__ = ["load_graph", "load_graphs", "save_graph", "load_cluster", "save_cluster", "load_schedule",
            "save_schedule", "detect_format", "graph_from_dict", "graph_to_dict", "to_networkx", "from_networkx",
-           "to_dot", "READ_FORMATS", "WRITE_FORMATS", "graph_text", "with_source"]
+           "to_dot", "READ_FORMATS", "WRITE_FORMATS", "graph_text", "with_source", "read_json"]
 
 READ_FORMATS = ("native", "wfformat", "dax", "stg", "estee")
 WRITE_FORMATS = ("native", "wfformat", "dot")
@@ -68,6 +68,23 @@ def _read_bytes(path: str) -> bytes:
         raise FormatError(f"{path}: is a directory, expected a file") from None
     except OSError as e:
         raise FormatError(f"{path}: cannot read ({e.strerror})") from None
+
+
+def read_json(path):
+    """A JSON file's document, read within the input limits (a regular file of at most
+    ``MAX_FILE_BYTES``, UTF-8, nested at most ``MAX_JSON_DEPTH`` deep).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Raises
+    ------
+    FormatError
+        Missing, unreadable, past a limit or malformed (the file is named).
+    """
+    p = os.fspath(path)
+    return parse_json(_decode(_read_bytes(p), p), p)
 
 
 def _decode(data: bytes, source: str) -> str:

@@ -129,6 +129,11 @@ def graph_to_wfformat(graph: TaskGraph) -> dict:
     Parameters
     ----------
     graph : TaskGraph
+
+    Raises
+    ------
+    FormatError
+        Two task ids that are written alike (``1`` and ``"1"``).
     """
     a = graph.arrays
     ids = [str(t) for t in a.ids]

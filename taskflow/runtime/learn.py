@@ -269,17 +269,16 @@ class CostProfile:
         FormatError
             Not a cost profile, or a malformed one (the field is named).
         """
-        from ..formats._util import parse_json
+        from ..formats import read_json
 
         p = os.fspath(path)
-        try:
-            with open(p, encoding="utf-8") as f:
-                doc = parse_json(f.read(), p)
-        except OSError as e:
-            raise FormatError(f"{p}: cannot read ({e.strerror})") from None
+        doc = read_json(p)
         if not isinstance(doc, dict) or doc.get("format") != PROFILE_FORMAT:
             raise FormatError(f"{p}: not a cost profile (expected \"format\": \"{PROFILE_FORMAT}\")")
-        out = cls(runs=int(doc.get("runs", 1)))
+        runs = doc.get("runs", 1)
+        if isinstance(runs, bool) or not isinstance(runs, int) or runs < 0:
+            raise FormatError(f"{p}: field 'runs' must be a whole number >= 0, got {runs!r}"[:200])
+        out = cls(runs=runs)
         for name in ("tasks", "prefixes", "bandwidth"):
             table = doc.get(name, {})
             if not isinstance(table, dict) or not all(isinstance(r, dict) for r in table.values()):

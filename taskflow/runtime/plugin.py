@@ -64,6 +64,10 @@ _UNFINISHED = frozenset(("released", "waiting", "no-worker", "queued"))
 _FINISHED = frozenset(("memory", "erred", "forgotten"))
 
 
+#: Task prefixes whose durations the plugin keeps (the oldest is dropped past this).
+MAX_PREFIXES = 10_000
+
+
 class _Run:
     """One planned set of keys: its cost model, policy, latest plan and what happened to it."""
 
@@ -281,10 +285,18 @@ class TaskflowPlugin(SchedulerPlugin):
         secs = sum(ss["stop"] - ss["start"] for ss in kwargs.get("startstops") or () if ss.get("action") == "compute")
         ws = self.scheduler.workers.get(kwargs.get("worker"))
         ts = self.scheduler.tasks.get(key)
-        if secs > 0 and ws is not None and ts is not None:
-            cell = self.durations.setdefault(ts.prefix.name, {}).setdefault(str(ws.name), [0.0, 0])
-            cell[0] += secs
-            cell[1] += 1
+        if secs <= 0 or ws is None or ts is None:
+            return
+        rid = self.key_run.get(key)
+        if rid is not None and rid in self.runs and not self.runs[rid].learned:
+            return  # a taskflow.run graph: its keys are unique per run, its costs declared
+        table = self.durations
+        name = ts.prefix.name
+        if name not in table and len(table) >= MAX_PREFIXES:
+            del table[next(iter(table))]  # the oldest prefix goes
+        cell = table.setdefault(name, {}).setdefault(str(ws.name), [0.0, 0])
+        cell[0] += secs
+        cell[1] += 1
 
     def learned_speeds(self) -> dict:
         """Worker name -> speed relative to the others, from the compute times of task prefixes
