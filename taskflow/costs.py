@@ -36,7 +36,8 @@ class CostModel:
         a = self.arrays = graph.arrays
         W = len(cluster)
         self.num_workers = W
-        d = a.cost[:, None] / cluster.speed[None, :]
+        with np.errstate(over="ignore"):
+            d = a.cost[:, None] / cluster.speed[None, :]
         if a.costs:
             index = cluster.index
             for i, exact in a.costs.items():
@@ -49,6 +50,7 @@ class CostModel:
                     d[i, j] = secs
         if cluster.task_overhead:
             d += cluster.task_overhead
+        self._check_finite(d, a, cluster)
         if a.n and int(a.cores.max()) > 1:
             too_big = a.cores[:, None] > cluster.cores[None, :]
             d[too_big] = np.inf
@@ -63,6 +65,26 @@ class CostModel:
         self.inv_bandwidth = cluster.inv_bandwidth
         self.latency_matrix = cluster.latency_matrix
         self.latency = cluster.latency
+
+    @staticmethod
+    def _check_finite(d, a, cluster) -> None:
+        """Durations, and their sum over the graph, must be finite floats: a cost near 1.8e308, or
+        one over a tiny speed, would make every time after it infinite."""
+        with np.errstate(over="ignore"):
+            total = float(d.max(axis=1).sum()) if d.size else 0.0
+            moved = float(a.size.sum()) * float(cluster.inv_bandwidth.max()) if a.m else 0.0
+        if np.isfinite(total) and np.isfinite(moved):
+            return
+        if not np.isfinite(total):
+            bad = np.argwhere(~np.isfinite(d))
+            if bad.size:
+                i, j = (int(x) for x in bad[0])
+                raise GraphError(f"task {a.ids[i]!r} on worker {cluster.ids[j]!r}: its duration overflows "
+                                 f"(cost {a.cost[i]:g} at speed {cluster.speed[j]:g})")
+            raise GraphError(f"the tasks' durations add up past the largest float ({np.finfo(float).max:.3g} s): "
+                             f"times in a schedule could not be represented")
+        raise GraphError("the bytes on the graph's edges over the cluster's bandwidth add up past the largest "
+                         "float: transfer times could not be represented")
 
     # ------------------------------------------------------------------ by id
     def duration(self, task, worker) -> float:

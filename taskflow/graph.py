@@ -528,8 +528,24 @@ class TaskGraph:
         return self._arrays
 
     def validate(self) -> "TaskGraph":
-        """Check the graph (acyclic; numbers were checked on entry); returns self."""
-        self.arrays
+        """Check the graph: acyclic (numbers were checked on entry), and its costs and its edges'
+        bytes each add up to a finite float (every path length, total and makespan is such a
+        sum); returns self.
+
+        Raises
+        ------
+        GraphError
+            A cycle, or totals past the largest float.
+        """
+        a = self.arrays
+        with np.errstate(over="ignore"):
+            cost = float(a.cost.sum()) + sum(max(c.values()) for c in a.costs.values())
+            size = float(a.size.sum()) + float(a.output_size.sum())
+        if not math.isfinite(cost):
+            raise GraphError(f"graph {self.name!r}: the task costs add up past the largest float "
+                             f"({np.finfo(float).max:.3g} s); times could not be represented")
+        if not math.isfinite(size):
+            raise GraphError(f"graph {self.name!r}: the bytes of outputs and edges add up past the largest float")
         return self
 
     def _freeze(self) -> GraphArrays:

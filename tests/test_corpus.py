@@ -246,3 +246,29 @@ def test_an_id_holding_a_newline_cannot_forge_a_second_error_line(capsys, tmp_pa
 def test_a_device_file_is_refused_without_reading_it(capsys):
     code = main(["info", "/dev/zero"])
     assert code == 2 and "not a regular file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("cmd", ["info", "convert", "schedule", "simulate"])
+def test_costs_that_add_up_past_the_largest_float_are_one_error(capsys, tmp_path, cmd):
+    """Each cost is a valid float, but a chain of three at 1e308 sums to inf: refused at load,
+    never written as 'Infinity' nor as a schedule with infinite times."""
+    src = tmp_path / "big.json"
+    src.write_text(json.dumps({"format": "taskflow-graph/1",
+                               "tasks": [{"id": f"t{i}", "cost": 1e308} for i in range(3)],
+                               "edges": [{"from": "t0", "to": "t1"}, {"from": "t1", "to": "t2"}]}))
+    out = tmp_path / "out.json"
+    argv = {"info": ["info", src], "convert": ["convert", src, "-o", out, "--to", "wfformat"],
+            "schedule": ["schedule", src, "--workers", "2", "--scheduler", "heft", "-o", out, "-q"],
+            "simulate": ["simulate", src, "--workers", "2", "-o", out]}[cmd]
+    code = main([str(a) for a in argv])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "add up past the largest float" in err, err
+    assert not out.exists()
+
+
+def test_a_duration_that_overflows_on_a_slow_worker_is_named(capsys, tmp_path):
+    src = tmp_path / "g.json"
+    src.write_text(json.dumps({"format": "taskflow-graph/1", "tasks": [{"id": "a", "cost": 1e300}]}))
+    code = main(["schedule", str(src), "--workers", "1", "--speeds", "1e-10", "--scheduler", "heft", "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and "task 'a' on worker 'w0': its duration overflows" in err, err

@@ -216,3 +216,22 @@ def test_executable_local_sgd_on_dask_equals_its_reference(client, tmp_path):
     assert not np.allclose(ranks[0][0][0], ranks[1][0][0])
     loss = [np.mean([rep.results[f"it{t}.w{w}.loss"][0] for w in range(N)]) for t in range(T)]
     assert loss == pytest.approx(losses, abs=1e-9)
+
+
+def _a_generator():
+    yield 1
+
+
+def test_a_result_that_cannot_be_sent_names_its_task(client):
+    g = taskflow.TaskGraph("unsendable")
+    g.add_task("fine", fn=abs, args=(-2,))
+    g.add_task("gen", fn=_a_generator)
+    with pytest.raises(taskflow.TaskflowError, match="task 'gen': its result cannot be sent from the worker"):
+        run(g, "heft", client=client, quiet=True, timeout=60)
+
+
+def test_running_an_empty_graph_says_so_before_any_cluster_starts():
+    t0 = time.time()
+    with pytest.raises(taskflow.TaskflowError, match="graph 'nothing' has no tasks: nothing to run"):
+        run(taskflow.TaskGraph("nothing"), "heft")
+    assert time.time() - t0 < 2

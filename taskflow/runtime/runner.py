@@ -129,6 +129,8 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
         raise TaskflowError(f"scheduler {sch.name!r} runs in the simulator only; on Dask use a static "
                             f"scheduler or 'work-stealing' (Dask's own)")
     graph.validate()
+    if not len(graph):
+        raise TaskflowError(f"graph {graph.name!r} has no tasks: nothing to run")
     if isinstance(profile, (str, os.PathLike)):  # read (and checked) before any cluster starts
         profile = (profile, CostProfile.load(profile) if os.path.exists(profile) else None)
     c, owned = connect(client, address, scheduler_file, workers, threads_per_worker, work_stealing=dynamic)
@@ -205,7 +207,7 @@ class _Runner:
                                    **({"retries": self.retries} if self.retries else {}))
             self.futures = dict(zip(ids, futs))
             self._watch()
-            results = dict(zip(ids, gather(self.client, futs)))
+            results = dict(zip(ids, gather(self.client, futs, ids)))
             records = stream_since(self.client, index)
             incoming = incoming_transfers(self.client, t_submit)
             planned = self._final_plan() if static else {}

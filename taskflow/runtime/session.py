@@ -241,18 +241,21 @@ def cancelled_error(client) -> TaskflowError:
     return TaskflowError("results of the run were cancelled (by another client or the scheduler)")
 
 
-def gather(client, futures):
+def gather(client, futures, names=None):
     """``client.gather(futures)``, with a lost scheduler reported as a :class:`TaskflowError`.
 
     Parameters
     ----------
     client : distributed.Client
     futures : list of distributed.Future
+    names : list, optional
+        The task id of each future, to name a result that cannot be sent.
 
     Raises
     ------
     TaskflowError
-        The results were cancelled (the scheduler was lost).
+        The results were cancelled (the scheduler was lost), or a result cannot be serialised
+        (the task is named).
     """
     from distributed.client import FuturesCancelledError
 
@@ -260,6 +263,17 @@ def gather(client, futures):
         return client.gather(futures)
     except (FuturesCancelledError, OSError) as e:
         raise cancelled_error(client) from e
+    except TypeError as e:  # "Could not serialize object of type generator": find whose it is
+        if names is None or "serializ" not in str(e):
+            raise
+        for name, f in zip(names, futures):
+            try:
+                client.gather(f)
+            except TypeError as one:
+                raise TaskflowError(f"task {name!r}: its result cannot be sent from the worker ({one}); "
+                                    f"return something picklable (a list, not a generator; no locks or open "
+                                    f"files)") from None
+        raise
 
 
 def incoming_transfers(client, since: float) -> dict:
