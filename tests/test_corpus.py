@@ -99,6 +99,45 @@ def stg_cases(text: str, n: int, seed: int) -> list:
     return out
 
 
+def zip_cases(data: bytes, n: int, seed: int) -> list:
+    """An Estee graph-set zip: random byte flips (corrupt deflate, headers, sizes), and members of
+    the wrong kind (binary, wrong column types, records without a graph, an encrypted flag, an
+    unknown compression method)."""
+    import io
+    import zipfile
+
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        b = bytearray(data)
+        for _ in range(rng.randint(1, 4)):
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        out.append(bytes(b))
+
+    def one(member: bytes, name="graphs.json") -> bytes:
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
+            z.writestr(name, member)
+        return buf.getvalue()
+
+    out += [one(bytes(range(256)) * 4),
+            one(json.dumps({"graph": [1, 2], "graph_name": "x"}).encode()),
+            one(json.dumps({"graph": {"0": 5}, "graph_name": {"0": "g"}}).encode()),
+            one(json.dumps([{"graph_name": "g"}]).encode()),
+            one(json.dumps([{"graph": [{"d": "slow", "outputs": 3}]}]).encode())]
+    plain = one(b'[{"graph": []}]')
+    enc = bytearray(plain)
+    enc[6] |= 1  # general purpose flag: encrypted
+    cd = enc.rfind(b"PK\x01\x02")
+    enc[cd + 8] |= 1
+    out.append(bytes(enc))
+    odd = bytearray(plain)
+    odd[8:10] = (99).to_bytes(2, "little")  # compression method 99
+    odd[cd + 10:cd + 12] = (99).to_bytes(2, "little")
+    out.append(bytes(odd))
+    return out
+
+
 def _seeds():
     return {
         "native": (EXAMPLES / "heft_paper.graph.json").read_text(),
@@ -119,6 +158,8 @@ def _cases():
     stg = shared("stg", "robot.stg").read_text()
     for k, text in enumerate(stg_cases(stg, 60, 4)):
         cases.append(("stg", k, ".stg", text))
+    for k, data in enumerate(zip_cases(shared("estee", "elementary.zip").read_bytes(), 60, 7)):
+        cases.append(("estee", k, ".zip", data))
     return cases
 
 
@@ -146,7 +187,10 @@ def _check(capsys, tmp_path, argv, outputs, allowed=(0, 2)):
 @pytest.mark.parametrize("kind,k,ext,text", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
 def test_a_hostile_graph_file_ends_in_one_error_line_or_is_accepted(capsys, tmp_path, kind, k, ext, text):
     src = tmp_path / f"in{ext}"
-    src.write_text(text, errors="surrogateescape") if isinstance(text, str) else src.write_bytes(text)
+    if isinstance(text, str):
+        src.write_text(text, errors="surrogateescape")
+    else:
+        src.write_bytes(text)
     cluster = EXAMPLES / "heft_paper.cluster.json"
     info = None
     for cmd in COMMANDS:
@@ -272,3 +316,89 @@ def test_a_duration_that_overflows_on_a_slow_worker_is_named(capsys, tmp_path):
     code = main(["schedule", str(src), "--workers", "1", "--speeds", "1e-10", "--scheduler", "heft", "-q"])
     err = capsys.readouterr().err
     assert code == 2 and "task 'a' on worker 'w0': its duration overflows" in err, err
+
+
+# ---------------------------------------------------------------------- resource bombs, in their own process
+def _bombs(d: Path) -> dict:
+    """Inputs built to exhaust memory or time, each small on disk."""
+    import zipfile
+
+    out = {}
+    (d / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    out["deep JSON"] = ["info", d / "deep.json"]
+    (d / "wide.json").write_text("[" + "{}," * 5_000_000 + "{}]")
+    out["5 million objects"] = ["info", d / "wide.json"]
+    (d / "digits.json").write_text('{"format": "taskflow-graph/1", "tasks": [{"id": "a", "cost": ' + "9" * 5000 + "}]}")
+    out["a 5,000-digit number"] = ["info", d / "digits.json"]
+    (d / "xml.xml").write_bytes(b"<adag>" + b"<job/>" * 2_500_000 + b"</adag>")
+    out["2.5 million XML elements"] = ["info", d / "xml.xml"]
+    (d / "stg.stg").write_text("2000000000\n0 0 0\n")
+    out["an STG declaring 2e9 tasks"] = ["info", d / "stg.stg"]
+    workers = {"format": "taskflow-cluster/1", "workers": [{"id": f"w{i}"} for i in range(200_000)]}
+    (d / "cluster.json").write_text(json.dumps(workers))
+    out["200,000 workers"] = ["schedule", EXAMPLES / "heft_paper.graph.json", "--cluster", d / "cluster.json",
+                              "--scheduler", "heft", "-q"]
+    with zipfile.ZipFile(d / "bomb.zip", "w", compression=zipfile.ZIP_DEFLATED) as z:
+        with z.open("graphs.json", "w", force_zip64=True) as f:
+            chunk = b" " * (1 << 20)
+            for _ in range(300):  # 300 MiB of spaces: about 300 KB compressed
+                f.write(chunk)
+    out["a zip member inflating to 300 MiB"] = ["info", d / "bomb.zip"]
+    nested = b"x"
+    for _ in range(50):
+        import io
+
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as z:
+            z.writestr("inner.zip" if nested != b"x" else "graphs.json", nested)
+        nested = buf.getvalue()
+    (d / "nested.zip").write_bytes(nested)
+    out["zips nested 50 deep"] = ["info", d / "nested.zip", "--format", "estee"]
+    out["a device"] = ["info", "/dev/zero"]
+    return out
+
+
+@pytest.fixture(scope="module")
+def bombs(tmp_path_factory):
+    return _bombs(tmp_path_factory.mktemp("bombs"))
+
+
+@pytest.mark.parametrize("name", ["deep JSON", "5 million objects", "a 5,000-digit number", "2.5 million XML elements",
+                                  "an STG declaring 2e9 tasks", "200,000 workers",
+                                  "a zip member inflating to 300 MiB", "zips nested 50 deep", "a device"])
+def test_a_resource_bomb_is_one_error_line_in_bounded_time_and_memory(bombs, name):
+    """Each in its own `taskflow` process: one error line, exit 2, under 10 s and 1 GB of RSS."""
+    import os
+    import subprocess
+    import sys
+
+    # a wrapper process whose only child is the command: its children's peak RSS is the command's
+    wrapper = ("import resource, subprocess, sys\n"
+               "rc = subprocess.run([sys.executable, '-m', 'taskflow'] + sys.argv[1:]).returncode\n"
+               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, rc)\n")
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", wrapper, *map(str, bombs[name])], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    elapsed = time.perf_counter() - t0
+    peak_kib, code = (int(x) for x in proc.stdout.split()[-2:])
+    err = proc.stderr
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2, (name, code, err[-1000:])
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "internal error" not in err, err[-1000:]
+    assert elapsed < 10, (name, elapsed)
+    print(f"{name}: {elapsed:.2f} s, peak RSS {peak_kib / 1024:.0f} MiB")
+    assert peak_kib < 1024 * 1024, (name, peak_kib)
+
+
+@pytest.mark.parametrize("selector", ["", "weird", "-1", "99999", "1.5", "0#0", "\n"])
+def test_an_odd_graph_selector_of_a_graph_set_is_one_error(capsys, tmp_path, selector):
+    src = tmp_path / "set.zip"
+    src.write_bytes(shared("estee", "elementary.zip").read_bytes())
+    for cmd in (["info"], ["convert", "-o", str(tmp_path / "o.json")]):
+        argv = [cmd[0], f"{src}#{selector}", *cmd[1:]]
+        code = main(argv)
+        err = capsys.readouterr().err
+        assert code in (0, 2) and "internal error" not in err, err
+        if code == 2:
+            assert len(err.strip().splitlines()) == 1 and err.startswith("error: ")
+            assert not (tmp_path / "o.json").exists()

@@ -15,8 +15,12 @@ from ..graph import TaskGraph
 _MISSING = object()
 
 #: Inputs past these limits are refused with a FormatError (docs/formats.md lists them).
-MAX_FILE_BYTES = 512 * 1024 ** 2
+MAX_FILE_BYTES = 128 * 1024 ** 2
 MAX_JSON_DEPTH = 64
+#: JSON values (objects, arrays and list items) a document may hold: bounds the memory parsing takes.
+MAX_JSON_ITEMS = 4_000_000
+#: XML elements (counted as ``<``) a DAX file may hold, for the same reason.
+MAX_XML_ELEMENTS = 2_000_000
 
 
 def field(obj, key, where: str, default=_MISSING, kind=None):
@@ -50,11 +54,17 @@ def items(obj, key, where: str) -> list:
 
 
 def parse_json(text: str, source: str):
-    """Parsed JSON, or a FormatError: malformed, nested deeper than :data:`MAX_JSON_DEPTH`, or a
-    number Python cannot hold (an integer of thousands of digits)."""
+    """Parsed JSON, or a FormatError: malformed, nested deeper than :data:`MAX_JSON_DEPTH`, more
+    than :data:`MAX_JSON_ITEMS` values, or a number Python cannot hold (an integer of thousands of
+    digits)."""
     depth = _json_depth(text)
     if depth > MAX_JSON_DEPTH:
         raise FormatError(f"{source}: JSON nested more than {MAX_JSON_DEPTH} levels deep")
+    items = text.count(",") + text.count("[") + text.count("{")
+    if items > MAX_JSON_ITEMS:
+        items = _JSON_STRING.sub('""', text).count(",") + text.count("[") + text.count("{")  # not in strings
+        if items > MAX_JSON_ITEMS:
+            raise FormatError(f"{source}: JSON with more than {MAX_JSON_ITEMS:,} values")
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:

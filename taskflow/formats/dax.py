@@ -34,8 +34,13 @@ def parse_xml(data: bytes, source: str):
     Raises
     ------
     FormatError
-        Unsafe or malformed XML (the line and column are named).
+        Unsafe or malformed XML (the line and column are named), or more than
+        ``MAX_XML_ELEMENTS`` elements.
     """
+    from ._util import MAX_XML_ELEMENTS
+
+    if data.count(b"<") > MAX_XML_ELEMENTS:
+        raise FormatError(f"{source}: XML with more than {MAX_XML_ELEMENTS:,} elements")
     try:
         return SafeET.fromstring(data)
     except DefusedXmlException as e:

@@ -17,6 +17,8 @@ import json
 import zipfile
 import zlib
 
+import numpy as np
+
 from ..errors import FormatError
 from ..graph import TaskGraph
 from ._util import parse_json
@@ -125,9 +127,22 @@ def graph_from_tasks(name: str, tasks: list, source: str) -> TaskGraph:
             raise FormatError(f"{where}: missing field 'd'")
         cost.append(t["d"])
         cores.append(t.get("cpus", 1))
-        sizes = [o.get("s", 0) * MIB for o in t.get("outputs", [])]
+        outputs, inputs = t.get("outputs", []), t.get("inputs", [])
+        if not isinstance(outputs, list) or not isinstance(inputs, list) \
+                or not all(isinstance(o, dict) for o in outputs):
+            raise FormatError(f"{where}: 'outputs' must be a list of objects and 'inputs' a list")
+        sizes = []
+        for k, o in enumerate(outputs):
+            z = o.get("s", 0)
+            if isinstance(z, bool) or not isinstance(z, (int, float)):
+                raise FormatError(f"{where}: output {k}: size 's' must be a number, got {z!r}"[:200])
+            try:
+                sizes.append(float(z) * MIB)
+            except OverflowError:
+                raise FormatError(f"{where}: output {k}: size 's' is too large") from None
         out_sizes.append(sizes)
-        out_size.append(sum(sizes))
+        with np.errstate(over="ignore"):
+            out_size.append(float(np.sum(sizes)) if sizes else 0.0)
         if "e_d" in t:
             meta[ids[i]] = {"expected_cost": t["e_d"]}
     edge = {}

@@ -28,6 +28,10 @@ def looks_like_stg(text: str) -> bool:
     return False
 
 
+#: Tasks an STG file may declare (each row becomes a task; bounds the memory reading takes).
+MAX_STG_TASKS = 1_000_000
+
+
 def graph_from_stg(text: str, source: str = "stg", name: str | None = None) -> TaskGraph:
     """A graph from a Kasahara STG file: per line a task, its cost, its predecessor count and the
     predecessors; the two dummy nodes (entry and exit, cost 0) are kept. The first line counts the
@@ -59,6 +63,9 @@ def graph_from_stg(text: str, source: str = "stg", name: str | None = None) -> T
             if len(nums) != 1 or nums[0] < 0:
                 raise FormatError(f"{source}: line {lineno}: expected the task count, got {s!r}")
             count = nums[0]
+            if count > MAX_STG_TASKS:
+                raise FormatError(f"{source}: line {lineno}: declares {count:,} tasks, more than the limit of "
+                                  f"{MAX_STG_TASKS:,}")
             continue
         if len(rows) == count + 2:
             raise FormatError(f"{source}: line {lineno}: more task rows than the declared {count} (+ 2 dummy nodes)")
