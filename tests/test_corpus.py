@@ -210,6 +210,13 @@ def test_a_hostile_graph_file_ends_in_one_error_line_or_is_accepted(capsys, tmp_
         code = _check(capsys, tmp_path, argv, outs)
         if cmd == "info":
             info = code
+        if code == 0 and cmd == "convert":  # accepted: what was written reads back
+            from taskflow import load_graph
+
+            assert len(load_graph(out)) == len(load_graph(src))
+        if code == 0 and cmd == "schedule":  # accepted: the plan written is valid
+            assert main(["validate", str(src), "--cluster", str(cluster), "--schedule", str(out)]) == 0
+            capsys.readouterr()
 
 
 def _cluster_cases():
@@ -221,6 +228,7 @@ def _cluster_cases():
 
 
 CLUSTER_CASES = _cluster_cases()
+_PROFILES = None  # filled below
 
 
 @pytest.mark.parametrize("k", range(len(CLUSTER_CASES)))
@@ -228,8 +236,19 @@ def test_a_hostile_cluster_file_ends_in_one_error_line_or_is_accepted(capsys, tm
     src = tmp_path / "cluster.json"
     src.write_text(CLUSTER_CASES[k])
     out = tmp_path / "plan.json"
-    _check(capsys, tmp_path, ["schedule", EXAMPLES / "heft_paper.graph.json", "--cluster", src,
-                              "--scheduler", "heft", "-o", out, "-q"], [out])
+    graph = EXAMPLES / "heft_paper.graph.json"
+    code = _check(capsys, tmp_path, ["schedule", graph, "--cluster", src, "--scheduler", "heft", "-o", out, "-q"],
+                  [out])
+    trace = tmp_path / "trace.json"
+    _check(capsys, tmp_path, ["simulate", graph, "--cluster", src, "-o", trace], [trace])
+    good = tmp_path / "good.json"
+    assert main(["schedule", str(graph), "--cluster", str(EXAMPLES / "heft_paper.cluster.json"), "--scheduler",
+                 "heft", "-o", str(good), "-q"]) == 0
+    capsys.readouterr()
+    _check(capsys, tmp_path, ["validate", graph, "--cluster", src, "--schedule", good], [], allowed=(0, 1, 2))
+    if code == 0:  # a mutation that left a valid cluster: what was written reads back and is valid
+        assert main(["validate", str(graph), "--cluster", str(src), "--schedule", str(out)]) == 0
+        capsys.readouterr()
 
 
 def _schedule_cases(tmp_path_factory):
@@ -253,6 +272,39 @@ def test_a_hostile_schedule_file_is_invalid_or_an_error_never_a_crash(capsys, tm
         _check(capsys, tmp_path, ["validate", EXAMPLES / "heft_paper.graph.json", "--cluster",
                                   EXAMPLES / "heft_paper.cluster.json", "--schedule", src]
                + (["--trace"] if trace else []), [], allowed=(0, 1, 2))
+
+
+def test_a_hostile_plan_given_to_simulate_is_one_error_line_or_simulated(capsys, tmp_path, schedule_cases):
+    for k, text in enumerate(schedule_cases):
+        src = tmp_path / f"p{k}.json"
+        src.write_text(text)
+        out = tmp_path / f"t{k}.json"
+        _check(capsys, tmp_path, ["simulate", EXAMPLES / "heft_paper.graph.json", "--cluster",
+                                  EXAMPLES / "heft_paper.cluster.json", "--plan", src, "-o", out], [out])
+
+
+def _profile_cases():
+    doc = {"format": "taskflow-cost-profile", "version": 1, "runs": 1, "task_overhead": 0.001, "latency": 0.002,
+           "backplane": 1e9, "dask_placement": {"t1": ["0", 0.0]}, "speeds": {"0": 1.0, "1": 2.0},
+           "bandwidth": {"0": {"1": 1e8}}, "prefixes": {"t": {"0": 1.0}}, "tasks": {"t1": {"0": 1.0}}}
+    return json_cases(json.dumps(doc), 80, 8)
+
+
+@pytest.mark.parametrize("k", range(0, 84, 1))
+def test_a_hostile_cost_profile_is_refused_before_a_cluster_starts(capsys, tmp_path, k):
+    """run --profile reads the profile before anything starts: a bad one is one error line; a
+    mutation that left it valid is read (the run itself is another test's business)."""
+    from taskflow import CostProfile, FormatError
+
+    src = tmp_path / "costs.json"
+    src.write_text(_PROFILES[k])
+    try:
+        CostProfile.load(src)
+    except FormatError:
+        before = src.read_text()
+        _check(capsys, tmp_path, ["run", EXAMPLES / "heft_paper.graph.json", "--profile", src, "-q"], [],
+               allowed=(2,))
+        assert src.read_text() == before  # not overwritten
 
 
 @pytest.mark.parametrize("target", ["/nonexistent/x.json", "", "{dir}", "{file}/x.json", "{input}"])
@@ -402,3 +454,6 @@ def test_an_odd_graph_selector_of_a_graph_set_is_one_error(capsys, tmp_path, sel
         if code == 2:
             assert len(err.strip().splitlines()) == 1 and err.startswith("error: ")
             assert not (tmp_path / "o.json").exists()
+
+
+_PROFILES = _profile_cases()

@@ -3,6 +3,7 @@ to keep what runs measured in a file and plan the next run with it."""
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 
@@ -279,29 +280,37 @@ class CostProfile:
         if isinstance(runs, bool) or not isinstance(runs, int) or runs < 0:
             raise FormatError(f"{p}: field 'runs' must be a whole number >= 0, got {runs!r}"[:200])
         out = cls(runs=runs)
+        def num(v, what: str, positive: bool = False) -> float:
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise FormatError(f"{p}: {what} must be a number, got {v!r}"[:200])
+            try:
+                x = float(v)
+            except OverflowError:
+                raise FormatError(f"{p}: {what} is too large for a number") from None
+            if not (0 < x < math.inf if positive else 0 <= x < math.inf):
+                raise FormatError(f"{p}: {what} must be finite and {'> 0' if positive else '>= 0'}, got {v!r}")
+            return x
+
         for name in ("tasks", "prefixes", "bandwidth"):
             table = doc.get(name, {})
             if not isinstance(table, dict) or not all(isinstance(r, dict) for r in table.values()):
                 raise FormatError(f"{p}: field {name!r} must map names to {{worker: number}}")
-            try:
-                setattr(out, name, {str(k): {str(w): float(v) for w, v in r.items()} for k, r in table.items()})
-            except (TypeError, ValueError):
-                raise FormatError(f"{p}: field {name!r} holds a value that is not a number") from None
-        try:
-            out.speeds = {str(w): float(v) for w, v in (doc.get("speeds") or {}).items()}
-            out.task_overhead = None if doc.get("task_overhead") is None else float(doc["task_overhead"])
-            out.latency = None if doc.get("latency") is None else float(doc["latency"])
-            out.backplane = None if doc.get("backplane") is None else float(doc["backplane"])
-        except (TypeError, ValueError, AttributeError):
-            raise FormatError(f"{p}: fields 'speeds', 'task_overhead', 'latency' and 'backplane' must hold "
-                              f"numbers") from None
+            setattr(out, name, {str(k): {str(w): num(v, f"field {name!r} [{k!r}][{w!r}]", name == "bandwidth")
+                                         for w, v in r.items()} for k, r in table.items()})
+        speeds = doc.get("speeds") or {}
+        if not isinstance(speeds, dict):
+            raise FormatError(f"{p}: field 'speeds' must map worker names to numbers")
+        out.speeds = {str(w): num(v, f"field 'speeds' [{w!r}]", True) for w, v in speeds.items()}
+        for name in ("task_overhead", "latency", "backplane"):
+            v = doc.get(name)
+            setattr(out, name, None if v is None else num(v, f"field {name!r}", name == "backplane"))
         placement = doc.get("dask_placement") or {}
         if not isinstance(placement, dict) or not all(
-                isinstance(v, list) and len(v) == 2 and isinstance(v[1], (int, float)) for v in placement.values()):
+                isinstance(v, list) and len(v) == 2 and isinstance(v[0], (str, int)) and not isinstance(v[1], bool)
+                and isinstance(v[1], (int, float)) for v in placement.values()):
             raise FormatError(f"{p}: field 'dask_placement' must map task ids to [worker, start seconds]")
-        out.dask_placement = {str(k): [str(v[0]), float(v[1])] for k, v in placement.items()}
-        if out.backplane is not None and not out.backplane > 0:
-            raise FormatError(f"{p}: field 'backplane' must be > 0 bytes/s, got {out.backplane!r}")
+        out.dask_placement = {str(k): [str(v[0]), num(v[1], f"dask_placement[{k!r}] start")]
+                              for k, v in placement.items()}
         return out
 
 
