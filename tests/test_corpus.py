@@ -48,6 +48,36 @@ def _replace(doc, path, value):
     return doc
 
 
+FIELD_HOSTILE = [10 ** 400, "1.5", True, None, [], {"a": 1}, -1, "x\nerror: forged"]
+
+
+def _keys(doc, out=None) -> set:
+    out = set() if out is None else out
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out.add(k)
+            _keys(v, out)
+    elif isinstance(doc, list):
+        for v in doc:
+            _keys(v, out)
+    return out
+
+
+def _replace_field(doc, key, value):
+    """``doc`` with the value of every ``key`` field, wherever it is, replaced by ``value``."""
+    if isinstance(doc, dict):
+        return {k: (value if k == key else _replace_field(v, key, value)) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [_replace_field(v, key, value) for v in doc]
+    return doc
+
+
+def field_cases(text: str) -> list:
+    """Every field name of the document, everywhere at once, set to each of a few hostile values."""
+    doc = json.loads(text)
+    return [_json_text(_replace_field(doc, k, v)) for k in sorted(_keys(doc)) for v in FIELD_HOSTILE]
+
+
 def _json_text(doc) -> str:
     return json.dumps(doc, allow_nan=True)
 
@@ -152,6 +182,9 @@ def _cases():
         cases.append(("native", k, ".json", text))
     for k, text in enumerate(json_cases(seeds["wfformat"], 150, 2)):
         cases.append(("wfformat", k, ".json", text))
+    for kind in ("native", "wfformat"):
+        for k, text in enumerate(field_cases(seeds[kind])):
+            cases.append((f"{kind}_field", k, ".json", text))
     dax = shared("dax", "HEFT_paper.xml").read_text()
     for k, text in enumerate(xml_cases(dax, 60, 3)):
         cases.append(("dax", k, ".xml", text))
@@ -221,7 +254,7 @@ def test_a_hostile_graph_file_ends_in_one_error_line_or_is_accepted(capsys, tmp_
 
 def _cluster_cases():
     text = (EXAMPLES / "heft_paper.cluster.json").read_text()
-    cases = json_cases(text, 120, 5)
+    cases = json_cases(text, 120, 5) + field_cases(text)
     many = {"format": "taskflow-cluster/1", "workers": [{"id": f"w{i}"} for i in range(200_000)]}
     cases.append(json.dumps(many))
     return cases
@@ -256,7 +289,7 @@ def _schedule_cases(tmp_path_factory):
     plan = d / "plan.json"
     assert main(["schedule", str(EXAMPLES / "heft_paper.graph.json"), "--cluster",
                  str(EXAMPLES / "heft_paper.cluster.json"), "--scheduler", "heft", "-o", str(plan), "-q"]) == 0
-    return json_cases(plan.read_text(), 200, 6)
+    return json_cases(plan.read_text(), 200, 6) + field_cases(plan.read_text())
 
 
 @pytest.fixture(scope="module")
@@ -287,10 +320,10 @@ def _profile_cases():
     doc = {"format": "taskflow-cost-profile", "version": 1, "runs": 1, "task_overhead": 0.001, "latency": 0.002,
            "backplane": 1e9, "dask_placement": {"t1": ["0", 0.0]}, "speeds": {"0": 1.0, "1": 2.0},
            "bandwidth": {"0": {"1": 1e8}}, "prefixes": {"t": {"0": 1.0}}, "tasks": {"t1": {"0": 1.0}}}
-    return json_cases(json.dumps(doc), 80, 8)
+    return json_cases(json.dumps(doc), 80, 8) + field_cases(json.dumps(doc))
 
 
-@pytest.mark.parametrize("k", range(0, 84, 1))
+@pytest.mark.parametrize("k", range(len(_profile_cases())))
 def test_a_hostile_cost_profile_is_refused_before_a_cluster_starts(capsys, tmp_path, k):
     """run --profile reads the profile before anything starts: a bad one is one error line; a
     mutation that left it valid is read (the run itself is another test's business)."""

@@ -144,6 +144,16 @@ def graph_from_files(name, ids, cost, cores, outputs, inputs, links, category, s
     FormatError
         A link names an unknown task.
     """
+    for i, t in enumerate(ids):
+        for files in (outputs[i], inputs[i]):
+            for f, z in files.items():
+                if isinstance(z, bool) or not isinstance(z, (int, float)):
+                    raise FormatError(f"{source}: {noun} {t!r}: file {f!r}: size must be a number of bytes, "
+                                      f"got {z!r}"[:200])
+                try:
+                    files[f] = float(z)
+                except OverflowError:
+                    raise FormatError(f"{source}: {noun} {t!r}: file {f!r}: size is too large") from None
     out_size = [sum(outputs[i].values()) for i in range(len(ids))]
     pos = {t: i for i, t in enumerate(ids)}
     src, dst, size = [], [], []
