@@ -56,6 +56,10 @@ class UnknownSchedulerError(TaskflowError, ValueError):
     """No scheduler is registered under the requested name."""
 
     def __init__(self, name, known):
+        import difflib
+
         self.name = name
         self.known = sorted(known)
-        super().__init__(f"unknown scheduler {name!r}; known schedulers: {', '.join(self.known)}")
+        close = difflib.get_close_matches(str(name).lower(), self.known, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        super().__init__(f"unknown scheduler {name!r}; {hint}known schedulers: {', '.join(self.known)}")

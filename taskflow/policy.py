@@ -26,6 +26,7 @@ from .graph import TaskGraph
 from .schedule import Schedule
 
 __all__ = ["Scheduler", "DynamicScheduler", "register", "get_scheduler", "scheduler_class", "available",
+           "canonical_name", "ALIASES",
            "ENTRY_POINT_GROUP"]
 
 #: the entry-point group through which installed packages provide policies
@@ -187,7 +188,33 @@ def scheduler_class(name: str):
         return cls
     if isinstance(name, str) and name in _entry_points():
         return _load(name)
+    canonical = canonical_name(name)
+    if canonical is not None and canonical != name:
+        return scheduler_class(canonical)
     raise UnknownSchedulerError(name, available())
+
+
+#: Other names users reach for: the terms of the field and of our mission.
+ALIASES = {"critical-path": "cpop", "criticalpath": "cpop", "dask": "work-stealing", "b-level": "blevel",
+           "roundrobin": "round-robin"}
+
+
+def canonical_name(name) -> str | None:
+    """The registered name ``name`` means, spelled any case, with ``_`` or spaces for ``-``, or as a
+    known alias (``critical-path`` is CPOP, ``dask`` is Dask's own work stealing); None if none.
+
+    Parameters
+    ----------
+    name : object
+    """
+    if not isinstance(name, str):
+        return None
+    key = "-".join(name.strip().lower().replace("_", "-").split())
+    known = {n.lower(): n for n in available()}
+    if key in known:
+        return known[key]
+    alias = ALIASES.get(key) or ALIASES.get(key.replace("-", ""))
+    return alias if alias in known.values() else None
 
 
 def get_scheduler(name, **options) -> Scheduler:
@@ -206,7 +233,8 @@ def get_scheduler(name, **options) -> Scheduler:
     """
     if isinstance(name, Scheduler):
         return name
-    return scheduler_class(name)(**options)
+    cls = scheduler_class(name)
+    return cls(**options)
 
 
 def available(kind: str | None = None) -> list:

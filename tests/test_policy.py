@@ -137,3 +137,24 @@ def test_importing_the_core_pulls_in_neither_dask_nor_the_policies_nor_plotting(
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['schedulers.heft']"  # the policy, found by name; still no Dask
+
+
+@pytest.mark.parametrize("spelling, name", [("HEFT", "heft"), ("work_stealing", "work-stealing"),
+                                            ("Work Stealing", "work-stealing"), ("critical-path", "cpop"),
+                                            ("Critical_Path", "cpop"), ("dask", "work-stealing"),
+                                            ("B-Level", "blevel"), ("round_robin", "round-robin")])
+def test_scheduler_names_are_forgiving(spelling, name):
+    from taskflow.policy import get_scheduler
+
+    assert get_scheduler(spelling).name == name
+
+
+def test_an_unknown_scheduler_name_suggests_the_closest():
+    from taskflow.errors import UnknownSchedulerError
+    from taskflow.policy import get_scheduler
+
+    with pytest.raises(UnknownSchedulerError, match="did you mean 'heft'"):
+        get_scheduler("hfet")
+    with pytest.raises(UnknownSchedulerError) as e:
+        get_scheduler("zzzz")
+    assert "did you mean" not in str(e.value)
