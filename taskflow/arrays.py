@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from .errors import CycleError
 
@@ -67,8 +66,23 @@ def csr(keys: np.ndarray, vals: np.ndarray, n: int):
     return ptr, vals[order].astype(np.int64), order.astype(np.int64)
 
 
-@njit(cache=True)
-def _kahn(n, succ_ptr, succ_idx, indeg):  # pragma: no cover - compiled
+#: Graphs of fewer tasks are ordered in plain Python: importing and loading the compiled kernel
+#: (numba) costs more than they take, and a command on a small file starts at once.
+SMALL_GRAPH = 2000
+_COMPILED = {}
+
+
+def _kahn_compiled():
+    """The compiled ``_kahn`` (numba imported on first use)."""
+    fn = _COMPILED.get("kahn")
+    if fn is None:
+        from numba import njit
+
+        fn = _COMPILED["kahn"] = njit(cache=True)(_kahn)
+    return fn
+
+
+def _kahn(n, succ_ptr, succ_idx, indeg):
     order = np.empty(n, dtype=np.int64)
     k = 0
     for i in range(n):
@@ -86,6 +100,26 @@ def _kahn(n, succ_ptr, succ_idx, indeg):  # pragma: no cover - compiled
                 order[k] = u
                 k += 1
     return order, k
+
+
+def _kahn_py(n, succ_ptr, succ_idx, indeg_arr):
+    """``_kahn`` on Python lists (fast for small graphs); updates ``indeg_arr`` like the kernel."""
+    indeg = indeg_arr.tolist()
+    order = [i for i in range(n) if indeg[i] == 0]
+    head = 0
+    while head < len(order):
+        v = order[head]
+        head += 1
+        for e in range(succ_ptr[v], succ_ptr[v + 1]):
+            u = succ_idx[e]
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                order.append(u)
+    indeg_arr[:] = indeg
+    k = len(order)
+    out = np.empty(n, dtype=np.int64)
+    out[:k] = order
+    return out, k
 
 
 def topological_order(n: int, src: np.ndarray, dst: np.ndarray, succ_ptr, succ_idx, ids) -> np.ndarray:
@@ -112,7 +146,10 @@ def topological_order(n: int, src: np.ndarray, dst: np.ndarray, succ_ptr, succ_i
         The graph has a cycle; the error names one.
     """
     indeg = np.bincount(dst, minlength=n).astype(np.int64)
-    order, k = _kahn(n, succ_ptr, succ_idx, indeg)
+    if n < SMALL_GRAPH:
+        order, k = _kahn_py(n, succ_ptr.tolist(), succ_idx.tolist(), indeg)
+    else:
+        order, k = _kahn_compiled()(n, succ_ptr, succ_idx, indeg)
     if k < n:
         raise CycleError(_find_cycle(n, src, dst, indeg.tolist(), ids))
     return order

@@ -222,3 +222,26 @@ def test_execute_runs_in_process_and_names_a_failing_task():
     h.add_task("x", cost=1.0)
     with pytest.raises(TaskflowError, match="tasks without a callable"):
         execute(h)
+
+
+def test_small_and_large_graphs_get_the_same_topological_order_from_python_and_the_kernel():
+    """Below SMALL_GRAPH tasks the order comes from plain Python (a command starts without loading
+    numba); above it from the compiled kernel: the two agree, and both find cycles."""
+    import numpy as np
+
+    from taskflow import arrays
+    from taskflow.errors import CycleError
+
+    rng = np.random.default_rng(3)
+    n = 3000
+    src = rng.integers(0, n - 1, 9000)
+    dst = np.minimum(n - 1, src + 1 + rng.integers(0, 50, 9000))
+    ptr, idx, _ = arrays.csr(src, dst, n)
+    ids = list(range(n))
+    compiled = arrays.topological_order(n, src, dst, ptr, idx, ids)
+    indeg = np.bincount(dst, minlength=n).astype(np.int64)
+    python, k = arrays._kahn_py(n, ptr.tolist(), idx.tolist(), indeg)
+    assert k == n and python.tolist() == compiled.tolist()
+    with pytest.raises(CycleError):
+        arrays.topological_order(3, np.array([0, 1, 2]), np.array([1, 2, 0]), *arrays.csr(
+            np.array([0, 1, 2]), np.array([1, 2, 0]), 3)[:2], [0, 1, 2])

@@ -23,9 +23,42 @@ from ..cluster import Cluster
 from ..errors import FormatError, TaskflowError
 from ..graph import TaskGraph
 from ..schedule import Schedule
-from . import dax, estee, native, nxdot, stg, wfformat
+from . import dax, estee, native, stg, wfformat
 from ._util import MAX_FILE_BYTES, atomic_write, dump_json, parse_json
-from .nxdot import from_networkx, to_dot, to_networkx
+
+
+def to_networkx(graph):
+    """See :func:`taskflow.formats.nxdot.to_networkx` (networkx is imported on first use).
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    """
+    from .nxdot import to_networkx as f
+    return f(graph)
+
+
+def from_networkx(g, name: str | None = None):
+    """See :func:`taskflow.formats.nxdot.from_networkx` (networkx is imported on first use).
+
+    Parameters
+    ----------
+    g : networkx.DiGraph
+    name : str, optional
+    """
+    from .nxdot import from_networkx as f
+    return f(g, name) if name is not None else f(g)
+
+
+def to_dot(graph) -> str:
+    """See :func:`taskflow.formats.nxdot.to_dot`.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    """
+    from .nxdot import to_dot as f
+    return f(graph)
 
 __all__ = ["load_graph", "load_graphs", "save_graph", "load_cluster", "save_cluster", "load_schedule",
            "save_schedule", "detect_format", "graph_from_dict", "graph_to_dict", "to_networkx", "from_networkx",
@@ -249,7 +282,7 @@ def graph_text(graph: TaskGraph, format: str = "native") -> str:
     if format == "wfformat":
         return dump_json(wfformat.graph_to_wfformat(graph))
     if format == "dot":
-        return nxdot.to_dot(graph)
+        return to_dot(graph)
     raise FormatError(f"cannot write format {format!r}; writable formats: {', '.join(WRITE_FORMATS)}")
 
 
