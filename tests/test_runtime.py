@@ -235,3 +235,44 @@ def test_running_an_empty_graph_says_so_before_any_cluster_starts():
     with pytest.raises(taskflow.TaskflowError, match="graph 'nothing' has no tasks: nothing to run"):
         run(taskflow.TaskGraph("nothing"), "heft")
     assert time.time() - t0 < 2
+
+
+def test_an_embedded_cluster_without_workers_is_refused_at_once():
+    t0 = time.time()
+    with pytest.raises(taskflow.TaskflowError, match="needs workers >= 1"):
+        run(rg.mixed_costs(), "heft", workers=0)
+    assert time.time() - t0 < 2
+
+
+def test_a_run_on_a_cluster_without_workers_waits_for_one_then_says_so(monkeypatch):
+    from distributed import Scheduler
+
+    from taskflow.runtime import runner
+
+    monkeypatch.setattr(runner, "WAIT_FOR_WORKERS", 1.0)
+    import asyncio
+
+    async def main():
+        async with Scheduler(dashboard_address=":0", port=0) as s:
+            def go():
+                with pytest.raises(taskflow.TaskflowError, match="has no worker"):
+                    run(rg.mixed_costs(), "heft", address=s.address, quiet=True)
+            await asyncio.get_running_loop().run_in_executor(None, go)
+    asyncio.run(main())
+
+
+def test_a_worker_that_joins_between_measuring_and_planning_enters_the_model():
+    """The plugin plans on the live workers; one that joined after the client measured the cluster
+    (named 'a', as `dask worker --name a` does) is added to the model with its cores, so the
+    prediction and the report know it (this was a KeyError)."""
+    from taskflow import Schedule
+    from taskflow.runtime.runner import _Runner
+
+    r = _Runner.__new__(_Runner)
+    r.workers_info = [{"name": "b", "address": "tcp://b", "cores": 1, "speed": 1.0},
+                      {"name": "a", "address": "tcp://a", "cores": 2, "speed": 1.0}]
+    model = Cluster([Worker("b", address="tcp://b")])
+    plan = Schedule(["x", "y"], ["a", "b"], [0.0, 0.0], [1.0, 1.0])
+    joined = r._joined(model, plan)
+    assert joined.ids == ["b", "a"] and joined.worker("a").cores == 2 and joined.worker("a").address == "tcp://a"
+    assert r._joined(model, Schedule(["x"], ["b"], [0.0], [1.0])) is model

@@ -102,10 +102,11 @@ def check_outputs(outputs, inputs=(), folders=()) -> None:
             raise TaskflowError(f"{opt}: empty folder path")
         if os.path.exists(path) and not os.path.isdir(path):
             raise TaskflowError(f"{opt} {path!r}: is a file, expected a folder")
-        parent = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(parent):
-            raise TaskflowError(f"{opt} {path!r}: folder {parent!r} does not exist")
-        target = path if os.path.isdir(path) else parent
+        target = os.path.abspath(path)
+        while not os.path.exists(target):  # missing folders are made: the nearest existing one must allow it
+            target = os.path.dirname(target)
+        if not os.path.isdir(target):
+            raise TaskflowError(f"{opt} {path!r}: {target!r} is a file, not a folder")
         if not os.access(target, os.W_OK | os.X_OK):
             raise TaskflowError(f"{opt} {path!r}: cannot write in {target!r}")
 
@@ -371,6 +372,21 @@ def _cmd_demo(args) -> int:
     return demo(args.out, bench=not args.no_bench)
 
 
+def _cmd_samples(args) -> int:
+    from workflows.samples import SAMPLES, write_samples
+
+    check_outputs((), folders=[("--out", args.out)])
+    written = write_samples(args.out)
+    print(f"wrote {len(written)} files into {args.out}/:")
+    for name, (file, what) in SAMPLES.items():
+        print(f"  {file:<46} {what}")
+    print("  montage.json, workflow.xml                     copies of the Montage trace and DAX")
+    print("  graph.json                                     the Montage DAX in taskflow's format")
+    print("  cluster.json                                   4 workers w0-w3 at speeds 1, 1, 2, 4, 100 MB/s")
+    print("  NOTICE.md                                      where each file comes from, and its licence")
+    return 0
+
+
 def _cmd_schedulers(args) -> int:
     from ..policy import available, scheduler_class
 
@@ -488,6 +504,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--trace", action="store_true",
                     help="a simulated trace: use the durations and served_by it records (checked), not the model's")
     sp.set_defaults(func=_cmd_validate)
+
+    sp = sub.add_parser("samples", help="write sample workflows and a cluster file to start from")
+    sp.add_argument("--out", default=".", help="folder (default: the current one)")
+    sp.set_defaults(func=_cmd_samples)
 
     sp = sub.add_parser("schedulers", help="list the registered schedulers")
     sp.set_defaults(func=_cmd_schedulers)

@@ -3,7 +3,7 @@ and the Dask subset (``--real``)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from workflows import samples
 
 __all__ = ["SUITES", "FIELDS", "DEFAULT_SCHEDULERS", "BW", "workflows", "clusters", "real_workflows"]
 
@@ -13,10 +13,6 @@ FIELDS = ["workflow", "family", "cluster", "network", "scheduler", "seed", "task
 SUITES = ("quick", "standard", "full")
 DEFAULT_SCHEDULERS = ("heft", "cpop", "blevel", "peft", "mct", "etf", "work-stealing", "blevel-dynamic", "random")
 BW = 1e8  # bytes/s of the benchmark clusters; generated sizes are seconds x BW
-
-
-def _shared() -> Path:
-    return Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 def workflows(suite: str) -> list:
@@ -30,13 +26,11 @@ def workflows(suite: str) -> list:
            ("layered-ccr10", "random", ("layered", 10.0)), ("fft-16", "scientific", ("fft", 16)),
            ("gauss-8", "scientific", ("gauss", 8)), ("fork-join-8x2", "scientific", ("forkjoin", 8)),
            ("in-tree-3x3", "scientific", ("intree", 3)), ("dp-resnet50-tree", "training", ("training", "resnet50"))]
-    sh = _shared()
-    for f in ("montage-chameleon-2mass-01d-001.json", "epigenomics-chameleon-hep-2seq-50k-001.json"):
-        if (sh / "wfinstances" / f).exists():
-            out.append((f.split("-")[0], "wfcommons", ("file", str(sh / "wfinstances" / f))))
-    if (sh / "estee" / "elementary.zip").exists():
-        for k in (["conflux", "grid"] if suite == "quick" else ["conflux", "grid", "fork1", "bigmerge", "splitters"]):
-            out.append((f"estee-{k}", "estee", ("file", f"{sh / 'estee' / 'elementary.zip'}#{k}")))
+    # real workflows shipped in the package (workflows/data/samples): never skipped
+    for name in ("montage", "epigenomics"):
+        out.append((name, "wfcommons", ("file", str(samples.path(name)))))
+    for k in (["conflux", "grid"] if suite == "quick" else ["conflux", "grid", "fork1", "bigmerge", "splitters"]):
+        out.append((f"estee-{k}", "estee", ("file", f"{samples.path('estee-elementary')}#{k}")))
     if suite != "quick":
         out += [("layered-v300-ccr1", "random", ("layered-big", 1.0)), ("gauss-16", "scientific", ("gauss", 16)),
                 ("dp-bert-ring", "training", ("training", "bert-base"))]

@@ -28,7 +28,7 @@ import time
 import uuid
 import warnings
 
-from ..cluster import Cluster
+from ..cluster import Cluster, Worker
 from ..errors import TaskflowError, TaskflowWarning
 from ..graph import TaskGraph
 from ..policy import get_scheduler
@@ -59,6 +59,10 @@ def _progress(done, total, t0, last):
     return now
 
 
+#: Seconds a run on an existing cluster waits for its first worker.
+WAIT_FOR_WORKERS = 30.0
+
+
 def connect(client, address, scheduler_file, workers, threads_per_worker, work_stealing):
     """(client, things to close). Without a client or address, an embedded LocalCluster.
 
@@ -79,6 +83,12 @@ def connect(client, address, scheduler_file, workers, threads_per_worker, work_s
         return client, []
     if address or scheduler_file:
         c = Client(address, timeout="30s") if address else Client(scheduler_file=scheduler_file, timeout="30s")
+        try:  # a cluster just started may not have its workers yet: wait for one, bounded
+            c.wait_for_workers(1, timeout=WAIT_FOR_WORKERS)
+        except (TimeoutError, OSError):
+            close_quietly([c])
+            raise TaskflowError(f"the cluster at {address or scheduler_file} has no worker "
+                                f"(waited {WAIT_FOR_WORKERS:g} s)") from None
         return c, [c]
     with dask.config.set({"distributed.scheduler.work-stealing": bool(work_stealing)}):
         lc = LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker, processes=True,
@@ -131,6 +141,10 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
     graph.validate()
     if not len(graph):
         raise TaskflowError(f"graph {graph.name!r} has no tasks: nothing to run")
+    if client is None and not (address or scheduler_file) and (isinstance(workers, bool) or not isinstance(
+            workers, int) or workers < 1 or not isinstance(threads_per_worker, int) or threads_per_worker < 1):
+        raise TaskflowError(f"an embedded cluster needs workers >= 1 and threads_per_worker >= 1, got "
+                            f"workers={workers!r}, threads_per_worker={threads_per_worker!r}")
     if isinstance(profile, (str, os.PathLike)):  # read (and checked) before any cluster starts
         profile = (profile, CostProfile.load(profile) if os.path.exists(profile) else None)
     c, owned = connect(client, address, scheduler_file, workers, threads_per_worker, work_stealing=dynamic)
@@ -184,8 +198,19 @@ class _Runner:
             raise TaskflowError(reply.get("error", "the scheduler plugin refused the run"))
         task_of = self.task_of
         keys = [tuple(k) if isinstance(k, list) else k for k in reply["keys"]]
+        self.workers_info = reply.get("workers_info", [])
         return Schedule([task_of[k] for k in keys], reply["workers"], reply["start"], reply["finish"],
                         scheduler=self.sch.name)
+
+    def _joined(self, model: Cluster, plan) -> Cluster:
+        """``model`` with the workers that joined between measuring the cluster and planning (the
+        plugin plans on the live workers): their cores and declared speed from the plugin."""
+        known = {str(w.id) for w in model.workers}
+        if plan is None or set(map(str, plan.workers)) <= known:
+            return model
+        extra = [Worker(w["name"], w.get("speed", 1.0), max(1, int(w.get("cores", 1))), address=w.get("address"))
+                 for w in self.workers_info if w["name"] not in known]
+        return model.replace(workers=[*model.workers, *extra])
 
     def go(self) -> RunReport:
         model = self._model()  # declared: what emulated tasks sleep by
@@ -196,6 +221,8 @@ class _Runner:
         ensure_plugin(self.client)
         static = self.sch.kind == "static"
         plan = self._register(plan_graph, plan_model) if static else None
+        self.model0, plan_model = self._joined(model, plan), self._joined(plan_model, plan)
+        model = self.model0
         predicted = self._predict(plan, plan_graph, plan_model)
         ids = self.graph.ids
         ship_code(self.graph)
