@@ -372,6 +372,24 @@ def _cmd_demo(args) -> int:
     return demo(args.out, bench=not args.no_bench)
 
 
+def _cmd_compare(args) -> int:
+    from .compare import compare, table_text
+
+    check_outputs((), folders=[("--out", args.out)])
+    graphs = []
+    for spec in args.graphs:
+        g = _graph_or_function(spec, args.format)
+        graphs.append((g.name if ":" in spec and not spec.endswith(".json") else spec.split("/")[-1], g))
+    cluster = _cluster_from_args(args)
+    names = args.schedulers.split(",") if args.schedulers else None
+    rows = compare(graphs, cluster, names, network=args.network, seed=args.seed, real=args.real, out=args.out,
+                   progress=not args.quiet)
+    print(table_text(rows))
+    if args.out:
+        print(f"wrote {args.out}/compare.csv, compare.md, compare.png")
+    return 0
+
+
 def _cmd_samples(args) -> int:
     from workflows.samples import SAMPLES, write_samples
 
@@ -504,6 +522,20 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--trace", action="store_true",
                     help="a simulated trace: use the durations and served_by it records (checked), not the model's")
     sp.set_defaults(func=_cmd_validate)
+
+    sp = sub.add_parser("compare", help="every scheduler on your own graphs: simulated, and on Dask with --real")
+    sp.add_argument("graphs", metavar="GRAPH", nargs="+",
+                    help="graph files (any readable format) or module:function returning a TaskGraph")
+    sp.add_argument("--format", choices=READ_FORMATS, help="force the input format")
+    cluster_args(sp)
+    sp.add_argument("--schedulers", help="comma-separated names (default: every registered policy)")
+    sp.add_argument("--network", choices=("maxmin", "simple"), default="maxmin")
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--real", action="store_true",
+                    help="also run the static policies and Dask's work stealing on an embedded LocalCluster")
+    sp.add_argument("--out", help="folder for compare.csv, compare.md and compare.png")
+    sp.add_argument("-q", "--quiet", action="store_true")
+    sp.set_defaults(func=_cmd_compare)
 
     sp = sub.add_parser("samples", help="write sample workflows and a cluster file to start from")
     sp.add_argument("--out", default=".", help="folder (default: the current one)")

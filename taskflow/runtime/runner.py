@@ -75,6 +75,11 @@ def connect(client, address, scheduler_file, workers, threads_per_worker, work_s
         The embedded LocalCluster (processes).
     work_stealing : bool
         Dask's work stealing in the embedded cluster (off for static plans).
+
+    Raises
+    ------
+    TaskflowError
+        An existing cluster has no worker within ``WAIT_FOR_WORKERS`` seconds.
     """
     import dask
     from distributed import Client, LocalCluster

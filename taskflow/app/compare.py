@@ -1,0 +1,192 @@
+"""``taskflow compare``: every policy, static and dynamic, on a user's own graphs, in simulation and
+(``real=True``) on an embedded Dask cluster in emulation; one table, one plot, one report."""
+
+from __future__ import annotations
+
+import csv
+import time
+from pathlib import Path
+
+from ..cluster import Cluster
+from ..graph import TaskGraph
+from ..policy import available, get_scheduler
+
+__all__ = ["compare", "COMPARE_FIELDS", "table_text", "write_outputs"]
+
+COMPARE_FIELDS = ["graph", "tasks", "scheduler", "kind", "simulated_makespan", "lower_bound", "slr", "valid",
+                  "measured_makespan", "predicted_makespan", "placement_fidelity"]
+
+#: Seconds the fastest simulated plan of a graph is scaled to on Dask.
+REAL_SECONDS = 2.0
+
+
+def compare(graphs, cluster: Cluster, schedulers=None, network: str = "maxmin", seed: int = 0, real: bool = False,
+            out=None, progress: bool = False) -> list:
+    """Simulate every policy on every graph (and, with ``real``, run the static ones and Dask's own
+    work stealing on an embedded LocalCluster of ``len(cluster)`` workers, emulated at the
+    cluster's declared speeds, time-scaled so the best simulated plan takes about
+    :data:`REAL_SECONDS`). Every simulated trace is validated.
+
+    Parameters
+    ----------
+    graphs : list of (label, TaskGraph)
+    cluster : Cluster
+    schedulers : list of str, optional
+        Default: every registered policy, static and dynamic.
+    network : {"maxmin", "simple"}
+    seed : int
+    real : bool
+    out : path, optional
+        A folder for ``compare.csv``, ``compare.md`` and ``compare.png``.
+    progress : bool
+
+    Returns
+    -------
+    list of dict
+        One row per graph and policy (:data:`COMPARE_FIELDS`); ``measured_*`` empty where not run.
+    """
+    from ..analysis import lower_bound
+    from ..simulator import simulate
+
+    names = [get_scheduler(n).name for n in schedulers] if schedulers else available()
+    rows = []
+    for label, g in graphs:
+        lb = lower_bound(g, cluster)
+        for name in names:
+            sch = get_scheduler(name, seed=seed)
+            trace = simulate(g, cluster, sch, network=network, seed=seed)
+            valid = not trace.problems(g, cluster, limit=1)
+            mk = trace.makespan
+            rows.append({"graph": label, "tasks": len(g), "scheduler": sch.name, "kind": sch.kind,
+                         "simulated_makespan": mk, "lower_bound": lb, "slr": mk / lb if lb > 0 else float("nan"),
+                         "valid": valid, "measured_makespan": "", "predicted_makespan": "",
+                         "placement_fidelity": ""})
+            if progress:
+                print(f"  simulated {label} / {sch.name}: {mk:.6g} s", flush=True)
+    if real:
+        _on_dask(graphs, cluster, rows, progress)
+    if out is not None:
+        write_outputs(rows, Path(out))
+    return rows
+
+
+def _on_dask(graphs, cluster: Cluster, rows, progress) -> None:
+    """Fill the measured columns: static policies and work stealing on one embedded cluster."""
+    import warnings
+
+    import dask
+    from distributed import Client, LocalCluster
+
+    from ..errors import TaskflowWarning
+    from ..runtime import run
+
+    model = Cluster([w.__class__(str(k), w.speed, w.cores) for k, w in enumerate(cluster.workers)],
+                    cluster.bandwidth, None, cluster.latency, cluster.name)
+    with dask.config.set({"distributed.scheduler.work-stealing": True}), \
+            LocalCluster(n_workers=len(cluster), threads_per_worker=max(1, int(cluster.cores.max())),
+                         processes=True, dashboard_address=None) as lc, Client(lc) as client:
+        for label, g in graphs:
+            if g.executable:
+                scale = 1.0
+            else:
+                best = min(r["simulated_makespan"] for r in rows if r["graph"] == label)
+                scale = REAL_SECONDS / best if best > 0 else 1.0
+            for r in rows:
+                if r["graph"] != label or not (r["kind"] == "static" or r["scheduler"] == "work-stealing"):
+                    continue
+                g2 = g.restrict_costs(model.ids) if not g.arrays.costs else _renamed_costs(g, cluster, model)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", TaskflowWarning)
+                    t0 = time.perf_counter()
+                    rep = run(g2, r["scheduler"], client=client, cluster=model, time_scale=scale, size_scale=scale,
+                              quiet=True, timeout=600)
+                r["measured_makespan"] = rep.measured_makespan / scale
+                r["predicted_makespan"] = rep.predicted_makespan / scale
+                r["placement_fidelity"] = rep.placement_fidelity if r["kind"] == "static" else ""
+                if progress:
+                    print(f"  on Dask {label} / {r['scheduler']}: {rep.measured_makespan:.3g} s real "
+                          f"({time.perf_counter() - t0:.1f} s)", flush=True)
+
+
+def _renamed_costs(g: TaskGraph, cluster: Cluster, model: Cluster) -> TaskGraph:
+    """Per-worker costs keyed by the Dask workers' names (0, 1, ...) instead of the cluster's ids."""
+    name = {w.id: str(k) for k, w in enumerate(cluster.workers)}
+    a = g.arrays
+    costs = {a.ids[i]: {name[w]: c for w, c in row.items() if w in name} for i, row in a.costs.items()}
+    return g.with_costs(costs=costs)
+
+
+def table_text(rows) -> str:
+    """The comparison as a plain-text table, per graph, shortest makespan first.
+
+    Parameters
+    ----------
+    rows : list of dict
+        What :func:`compare` returned.
+    """
+    real = any(r["measured_makespan"] != "" for r in rows)
+    head = f"{'graph':<24} {'scheduler':<15} {'kind':<8} {'simulated':>11} {'SLR':>7}"
+    head += f" {'on Dask':>11} {'predicted':>11}" if real else ""
+    lines = [head, "-" * len(head)]
+    for label in dict.fromkeys(r["graph"] for r in rows):
+        for r in sorted((r for r in rows if r["graph"] == label), key=lambda r: (r["simulated_makespan"],
+                                                                                 r["scheduler"])):
+            line = (f"{label[:24]:<24} {r['scheduler']:<15} {r['kind']:<8} {r['simulated_makespan']:>11.6g} "
+                    f"{r['slr']:>7.3f}")
+            if real:
+                m, p = r["measured_makespan"], r["predicted_makespan"]
+                line += f" {m:>11.6g} {p:>11.6g}" if m != "" else f" {'-':>11} {'-':>11}"
+            lines.append(line + ("" if r["valid"] else "  INVALID"))
+    return "\n".join(lines)
+
+
+def write_outputs(rows, out: Path) -> None:
+    """``compare.csv``, ``compare.md`` (the table and what it means) and ``compare.png``.
+
+    Parameters
+    ----------
+    rows : list of dict
+    out : Path
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "compare.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COMPARE_FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+    md = ["# Scheduler comparison", "",
+          "Makespan in seconds of the graph's time units; SLR = makespan / the lower bound (critical path at "
+          "the fastest durations, or total work over the cluster's speed, whichever is larger). `static` "
+          "policies plan before the run; `dynamic` ones decide as it runs. On Dask (with `--real`): the "
+          "measured makespan and the runtime's prediction, rescaled to the graph's units.", "",
+          "```", table_text(rows), "```", ""]
+    (out / "compare.md").write_text("\n".join(md))
+    _plot(rows, out / "compare.png")
+
+
+def _plot(rows, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = list(dict.fromkeys(r["graph"] for r in rows))
+    fig, axes = plt.subplots(len(labels), 1, figsize=(9, 2.2 + 0.28 * len(rows) / max(1, len(labels))),
+                             squeeze=False)
+    for ax, label in zip(axes[:, 0], labels):
+        rs = sorted((r for r in rows if r["graph"] == label), key=lambda r: -r["simulated_makespan"])
+        y = range(len(rs))
+        ax.barh(list(y), [r["simulated_makespan"] for r in rs],
+                color=["tab:blue" if r["kind"] == "static" else "tab:orange" for r in rs], label="simulated")
+        measured = [(k, r["measured_makespan"]) for k, r in enumerate(rs) if r["measured_makespan"] != ""]
+        if measured:
+            ax.scatter([m for _, m in measured], [k for k, _ in measured], color="black", zorder=3, s=18,
+                       label="on Dask")
+        ax.set_yticks(list(y))
+        ax.set_yticklabels([r["scheduler"] for r in rs])
+        ax.axvline(rs[0]["lower_bound"], color="grey", linestyle=":", label="lower bound")
+        ax.set_title(label)
+        ax.set_xlabel("makespan (s)")
+        ax.legend(loc="lower right", fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
