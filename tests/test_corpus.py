@@ -490,3 +490,25 @@ def test_an_odd_graph_selector_of_a_graph_set_is_one_error(capsys, tmp_path, sel
 
 
 _PROFILES = _profile_cases()
+
+
+@pytest.mark.parametrize("source, message", [
+    ("def build(:\n", "cannot load (SyntaxError"),
+    ("import no_such_module_xyz\n", "cannot load (ModuleNotFoundError"),
+    ("raise RuntimeError('boom')\n", "importing it raised RuntimeError: boom"),
+    ("def build():\n    raise ValueError('bad size')\n", "building the graph raised ValueError: bad size"),
+    ("def build():\n    return 42\n", "returned int, expected a TaskGraph"),
+])
+@pytest.mark.parametrize("cmd", ["run", "compare"])
+def test_a_broken_module_function_graph_is_one_error_line(capsys, tmp_path, monkeypatch, source, message, cmd):
+    import sys
+
+    (tmp_path / "brokendag.py").write_text(source)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "brokendag", raising=False)
+    argv = ["run", "brokendag:build", "--workers", "1", "-q"] if cmd == "run" else \
+        ["compare", "brokendag:build", "--workers", "2", "-q"]
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and message in err, err

@@ -25,12 +25,14 @@ def _blocks(path: Path) -> list:
 
 
 def _script(path: Path) -> str:
+    import textwrap
+
     lines = []
     for block in _blocks(path):
-        for line in block.splitlines():
+        for line in textwrap.dedent(block).splitlines():
             if line.strip().startswith(NOT_RUN):
                 continue
-            lines.append(line.strip() if not line.rstrip().endswith("\\") else line.rstrip())
+            lines.append(line)
     return "\n".join(lines)
 
 

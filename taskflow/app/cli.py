@@ -302,10 +302,17 @@ def _graph_or_function(spec: str, fmt):
             sys.path.insert(0, os.getcwd())  # as `python -m` does: the user's module in the current folder
         try:
             obj = getattr(importlib.import_module(mod), fn)
-        except (ImportError, AttributeError) as e:
-            raise TaskflowError(f"{spec}: cannot load ({e})") from None
+        except (ImportError, AttributeError, SyntaxError) as e:
+            raise TaskflowError(f"{spec}: cannot load ({type(e).__name__}: {e})") from None
+        except Exception as e:  # noqa: BLE001 - the user's module raised while loading: say so, once
+            raise TaskflowError(f"{spec}: importing it raised {type(e).__name__}: {e}") from None
         from ..graph import TaskGraph
-        graph = obj() if callable(obj) and not isinstance(obj, TaskGraph) else obj
+        try:
+            graph = obj() if callable(obj) and not isinstance(obj, TaskGraph) else obj
+        except TaskflowError as e:
+            raise TaskflowError(f"{spec}: {e}") from None
+        except Exception as e:  # noqa: BLE001 - the user's function raised: name it
+            raise TaskflowError(f"{spec}: building the graph raised {type(e).__name__}: {e}") from None
         if not isinstance(graph, TaskGraph):
             raise TaskflowError(f"{spec}: returned {type(graph).__name__}, expected a TaskGraph")
         return graph.validate()
