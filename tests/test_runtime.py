@@ -276,3 +276,33 @@ def test_a_worker_that_joins_between_measuring_and_planning_enters_the_model():
     joined = r._joined(model, plan)
     assert joined.ids == ["b", "a"] and joined.worker("a").cores == 2 and joined.worker("a").address == "tcp://a"
     assert r._joined(model, Schedule(["x"], ["b"], [0.0], [1.0])) is model
+
+
+def test_the_gantt_colours_tasks_by_category_with_a_legend_and_marks_transfers(client, tmp_path):
+    g = taskflow.TaskGraph("cats")
+    a = g.add_task("load-1", cost=1.0, output_size=10_000, meta={"category": "load"})
+    for k in range(3):
+        g.add_task(f"fit{k}", cost=1.0, meta={"category": "fit"})
+        g.add_edge(a.id, f"fit{k}")
+    rep = run(g, "heft", client=client, cluster=Cluster([Worker("0"), Worker("1")], bandwidth=1e6), time_scale=0.05,
+              quiet=True)
+    assert {row["task"]: row["category"] for row in rep.tasks} == {"load-1": "load", "fit0": "fit", "fit1": "fit",
+                                                                   "fit2": "fit"}
+    import matplotlib.pyplot as plt
+
+    from taskflow.app import plot
+
+    legends = []
+    real_legend = plot._legend
+    plot_legend = lambda fig, colours, transfers: (legends.append((list(colours), transfers)),  # noqa: E731
+                                                   real_legend(fig, colours, transfers))
+    plot._legend = plot_legend
+    try:
+        gantt_compare(rep, tmp_path / "g.png")
+    finally:
+        plot._legend = real_legend
+        plt.close("all")
+    assert legends == [(["load", "fit"], bool(rep.trace.transfers))]
+    assert (tmp_path / "g.png").stat().st_size > 5000
+    many = plot._colours(f"c{k}" for k in range(20))
+    assert len(set(many.values())) == plot.MAX_LEGEND + 1  # past the legend's 12, one grey

@@ -9,6 +9,7 @@ from ..cluster import Cluster
 from ..errors import TaskflowError
 from ..graph import TaskGraph
 from ..schedule import Schedule
+from .learn import _task_prefix as category
 from ..trace import Run, Trace, Transfer
 from .calibrate import workers_info
 
@@ -173,7 +174,8 @@ def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, mod
     for r in runs:
         pw = planned_worker.get(r.task)
         same += (pw is not None and str(pw) == str(r.worker))
-        row = {"task": r.task, "worker": r.worker, "planned_worker": pw, "start": r.start, "finish": r.finish}
+        row = {"task": r.task, "worker": r.worker, "planned_worker": pw, "start": r.start, "finish": r.finish,
+               "category": category(graph, r.task)}
         if r.task in planned:
             row["predicted_start"] = planned[r.task][1]
             row["predicted_finish"] = planned[r.task][2]
