@@ -71,3 +71,18 @@ def test_on_dask_the_static_policies_and_work_stealing_are_measured(tmp_path):
     assert by["blevel-dynamic"]["measured_makespan"] == ""  # simulator-only
     # measured in the graph's units: the 2 s scaling is undone
     assert 0.5 * by["heft"]["simulated_makespan"] < by["heft"]["measured_makespan"] < 3 * by["heft"]["simulated_makespan"]
+
+
+@pytest.mark.parametrize("cmd", [["schedule", "--scheduler", "heft"], ["simulate", "--scheduler", "cpop"]])
+def test_schedule_and_simulate_take_a_module_function_graph_as_run_does(tmp_path, capsys, monkeypatch, cmd):
+    (tmp_path / "tinydag.py").write_text(
+        "from taskflow import TaskGraph\n"
+        "def build():\n"
+        "    g = TaskGraph('tiny')\n"
+        "    a = g.add_task('a', fn=abs, args=(-1,), cost=2.0)\n"
+        "    g.add_task('b', fn=abs, args=(a,), cost=1.0)\n"
+        "    return g\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    assert main([cmd[0], "tinydag:build", "--workers", "2", *cmd[1:]]) == 0
+    assert "makespan 3" in capsys.readouterr().out

@@ -143,7 +143,7 @@ def _cmd_schedule(args) -> int:
     from ..simulator import plan as make_plan
 
     check_outputs([("-o", args.output)], [args.graph, args.cluster])
-    graph = _load_graph(args.graph, args.format)
+    graph = _graph_or_function(args.graph, args.format)
     cluster = _cluster_from_args(args)
     names = schedulers.available("static") if args.scheduler == "all" else [args.scheduler]
     instances = [schedulers.get_scheduler(n, seed=args.seed) for n in names]  # unknown names fail here
@@ -251,7 +251,7 @@ def _cmd_simulate(args) -> int:
     from ..simulator import simulate
 
     check_outputs([("-o", args.output), ("--chrome-trace", args.chrome_trace)], [args.graph, args.cluster])
-    graph = _load_graph(args.graph, args.format)
+    graph = _graph_or_function(args.graph, args.format)
     cluster = _cluster_from_args(args)
     fail = {}
     for spec in args.fail or []:
