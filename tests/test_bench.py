@@ -9,11 +9,15 @@ def test_quick_suite_outputs_valid_rows_and_resumes(tmp_path, capsys):
     rows = run_suite("quick", out, ["heft", "work-stealing"], jobs=2, progress=False)
     with open(out / "results.csv", newline="") as f:
         saved = list(csv.DictReader(f))
-    assert len(saved) == len(rows) >= 2 * 8 * 3 * 2  # schedulers x workflows x clusters x networks
+    # schedulers x workflows (every family, the shipped real ones too: nothing skipped) x clusters x networks
+    assert len(saved) == len(rows) == 2 * 12 * 3 * 2
+    assert {r["family"] for r in saved} == {"random-dag", "scientific", "training", "wfcommons", "estee"}
     assert all(r["valid"] == "True" for r in saved)
     assert {r["network"] for r in saved} == {"simple", "maxmin"} and len({r["cluster"] for r in saved}) == 3
     summary = (out / "summary.md").read_text()
     assert "| heft |" in summary and "**" in summary and "Wins / ties / losses" in summary
+    assert "family **wfcommons**: epigenomics (223 tasks), montage (103 tasks)" in summary
+    assert "**Placement fidelity**" in summary and "**SLR**" in summary
     for f in ("normalised.png", "gantt.png"):
         assert (out / f).read_bytes()[:4] == b"\x89PNG"
     assert "data:image/png;base64," in (out / "report.html").read_text()

@@ -129,7 +129,26 @@ def summarise(rows, names) -> str:
     lines += ["", "Instances where each scheduler is best (or tied best): " + "; ".join(
         f"{net}: " + ", ".join(f"{n} {c}" for n, c in sorted(cnt.items(), key=lambda x: -x[1]) if c)
         for net, cnt in per_net.items()), ""]
-    return "\n".join(lines)
+    return "\n".join(lines + _what_ran(rows))
+
+
+def _what_ran(rows) -> list:
+    """Which workflows (per family, with their tasks), clusters, networks and seeds the runs used,
+    and what the words mean."""
+    wfs: dict = {}
+    for r in rows:
+        wfs.setdefault(r["family"], {})[r["workflow"]] = r["tasks"]
+    out = ["## What ran", ""]
+    for fam in sorted(wfs):
+        out.append(f"- family **{fam}**: " + ", ".join(f"{w} ({t} tasks)" for w, t in sorted(wfs[fam].items())))
+    out += [f"- clusters: {', '.join(sorted({r['cluster'] for r in rows}))}; networks: "
+            f"{', '.join(sorted({r['network'] for r in rows}))}; seeds: {', '.join(sorted({str(r['seed']) for r in rows}))}",
+            "", "**SLR** (schedule length ratio): the makespan over the critical path at each task's fastest "
+            "duration; 1.0 is the best any schedule could do. **Placement fidelity** (on Dask): the share of tasks "
+            "that ran on the worker the plan chose; Dask's own `work-stealing` has no plan, so it has none. The "
+            "scheduler `random` places tasks at random (a baseline); the family `random-dag` holds random layered "
+            "DAGs.", ""]
+    return out
 
 
 def _best_counts(rows, names) -> dict:

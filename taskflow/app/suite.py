@@ -22,8 +22,8 @@ def workflows(suite: str) -> list:
     ----------
     suite : {"quick", "standard", "full"}
     """
-    out = [("layered-ccr0.1", "random", ("layered", 0.1)), ("layered-ccr1", "random", ("layered", 1.0)),
-           ("layered-ccr10", "random", ("layered", 10.0)), ("fft-16", "scientific", ("fft", 16)),
+    out = [("layered-ccr0.1", "random-dag", ("layered", 0.1)), ("layered-ccr1", "random-dag", ("layered", 1.0)),
+           ("layered-ccr10", "random-dag", ("layered", 10.0)), ("fft-16", "scientific", ("fft", 16)),
            ("gauss-8", "scientific", ("gauss", 8)), ("fork-join-8x2", "scientific", ("forkjoin", 8)),
            ("in-tree-3x3", "scientific", ("intree", 3)), ("dp-resnet50-tree", "training", ("training", "resnet50"))]
     # real workflows shipped in the package (workflows/data/samples): never skipped
@@ -32,7 +32,7 @@ def workflows(suite: str) -> list:
     for k in (["conflux", "grid"] if suite == "quick" else ["conflux", "grid", "fork1", "bigmerge", "splitters"]):
         out.append((f"estee-{k}", "estee", ("file", f"{samples.path('estee-elementary')}#{k}")))
     if suite != "quick":
-        out += [("layered-v300-ccr1", "random", ("layered-big", 1.0)), ("gauss-16", "scientific", ("gauss", 16)),
+        out += [("layered-v300-ccr1", "random-dag", ("layered-big", 1.0)), ("gauss-16", "scientific", ("gauss", 16)),
                 ("dp-bert-ring", "training", ("training", "bert-base"))]
     return out
 
