@@ -306,3 +306,19 @@ def test_the_gantt_colours_tasks_by_category_with_a_legend_and_marks_transfers(c
     assert (tmp_path / "g.png").stat().st_size > 5000
     many = plot._colours(f"c{k}" for k in range(20))
     assert len(set(many.values())) == plot.MAX_LEGEND + 1  # past the legend's 12, one grey
+
+
+def test_a_run_longer_than_two_seconds_shows_a_progress_bar(client, capsys):
+    g = taskflow.TaskGraph("slow-chain")
+    prev = None
+    for k in range(8):
+        t = g.add_task(f"s{k}", cost=0.4)
+        if prev is not None:
+            g.add_edge(prev.id, t.id)
+        prev = t
+    rep = run(g, "heft", client=client, cluster=Cluster([Worker("0"), Worker("1")]), quiet=False)
+    err = capsys.readouterr().err
+    assert rep.measured_makespan > 2.5
+    assert "heft:" in err and "task/s" in err and "/8" in err  # tqdm's bar: name, rate, of 8 tasks
+    quiet = run(g, "heft", client=client, cluster=Cluster([Worker("0"), Worker("1")]), quiet=True)
+    assert quiet.measured_makespan > 2.5 and "task/s" not in capsys.readouterr().err

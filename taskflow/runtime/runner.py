@@ -48,15 +48,12 @@ __all__ = ["run", "connect", "GUESS_ERROR"]
 GUESS_ERROR = 0.25
 
 
-def _progress(done, total, t0, last):
-    now = time.perf_counter()
-    if now - t0 < 2.0 or now - last < 1.0:
-        return last
-    width = 30
-    fill = int(width * done / max(total, 1))
-    sys.stderr.write(f"\r[{'#' * fill}{'.' * (width - fill)}] {done}/{total} tasks  {now - t0:5.1f} s")
-    sys.stderr.flush()
-    return now
+def _progress_bar(total: int, name: str):
+    """A progress bar for a run (tqdm: a text bar in a terminal, a widget in a notebook), shown
+    only once the run has taken 2 s."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="task", desc=name, file=sys.stderr, delay=2.0, mininterval=0.5, leave=False)
 
 
 #: Seconds a run on an existing cluster waits for its first worker.
@@ -261,17 +258,19 @@ class _Runner:
 
     def _watch(self) -> None:
         """Wait for the sinks (every task is an ancestor of one); every wait is bounded."""
-        t0 = time.perf_counter()
-        state = {"last": t0}
+        bar = None if self.quiet else _progress_bar(len(self.futures), self.sch.name)
+        state = {"last": time.perf_counter()}
 
         def progress():
-            if not self.quiet and time.perf_counter() - state["last"] >= 1.0:
-                done = sum(f.done() for f in self.futures.values())
-                state["last"] = _progress(done, len(self.futures), t0, state["last"])
+            if bar is not None and time.perf_counter() - state["last"] >= 0.5:
+                state["last"] = time.perf_counter()
+                bar.update(sum(f.done() for f in self.futures.values()) - bar.n)
 
-        wait_for([self.futures[t] for t in self.graph.sinks()], self.watchdog, self.timeout, progress)
-        if not self.quiet and time.perf_counter() - t0 >= 2.0:
-            sys.stderr.write("\n")
+        try:
+            wait_for([self.futures[t] for t in self.graph.sinks()], self.watchdog, self.timeout, progress)
+        finally:
+            if bar is not None:
+                bar.close()
         self.replans = self.watchdog.replans
         self._raise_errors()
 
