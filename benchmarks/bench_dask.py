@@ -1,7 +1,7 @@
 """Runtime benchmarks on a real Dask cluster, each in one run.
 
     python benchmarks/bench_dask.py [--tasks 2000 20000] [--big 50000] [--workers 2] [--repeat 3]
-                                    [--only overhead,big,hetero,array] [--array N/CHUNK/WORKERS ...]
+                                    [--only overhead,big,hetero,array,small] [--array N/CHUNK/WORKERS ...]
 
 1. Dispatch overhead: no-op tasks (a layered DAG, about 2 parents each) run by ``taskflow.run`` with
    a HEFT plan (placed inside the scheduler by the plugin, task stream and transfer records read,
@@ -20,6 +20,10 @@
    own, the others sharing the second core with a busy process (pinned with ``sched_setaffinity``): HEFT
    through the plugin (``taskflow.compute`` with the calibrated speeds) against Dask's own
    scheduling (``dask.compute`` on the same cluster), medians of ``--repeat``.
+5. A small computation in an interactive session: ``taskflow.compute`` on a small dask.array (8 chunks)
+   with a client already open (a notebook's), which it reuses, against ``dask.compute`` on the
+   same client; and ``taskflow.compute`` without any client, which starts a cluster of its own.
+   Medians of 5 x ``--repeat``.
 """
 
 from __future__ import annotations
@@ -246,6 +250,35 @@ def array_workload(repeat, n=1600, chunk=200, workers=2):
           f"HEFT {100 * (d - h) / d:+.0f}% shorter")
 
 
+def small(repeat, workers=2):
+    """Per-call time of taskflow.compute against dask.compute on a small array, one client open."""
+    import dask.array as da
+    import numpy as np
+
+    from taskflow import compute
+
+    x = da.arange(400_000, chunks=25_000).reshape(800, 500).rechunk((200, 250))
+    work = (x * 2 + 1).sum()
+    expected = work.compute(scheduler="sync")
+    times = {"taskflow.compute": [], "dask.compute": []}
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+            Client(lc):  # the active client, as in a notebook
+        compute(work)  # the plugin's first install and imports: once per cluster
+        for r in range(5 * repeat):
+            for name in (("taskflow.compute", "dask.compute") if r % 2 == 0 else ("dask.compute", "taskflow.compute")):
+                t0 = time.perf_counter()
+                got = compute(work)[0] if name == "taskflow.compute" else dask.compute(work)[0]
+                times[name].append(time.perf_counter() - t0)
+                assert np.allclose(got, expected)
+    t0 = time.perf_counter()
+    assert np.allclose(compute(work, workers=workers)[0], expected)
+    cold = time.perf_counter() - t0
+    t, d = statistics.median(times["taskflow.compute"]), statistics.median(times["dask.compute"])
+    print(f"5. small dask.array ({x.npartitions} chunks, {len(dict(work.__dask_graph__()))} tasks), one client open: "
+          f"taskflow.compute {t * 1e3:.0f} ms vs dask.compute {d * 1e3:.0f} ms per call (medians of {5 * repeat}; "
+          f"ratio {t / d:.2f}); without a client taskflow.compute starts its own cluster: {cold:.1f} s")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tasks", type=int, nargs="+", default=[2_000, 20_000])
@@ -253,7 +286,7 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--time-scale", type=float, default=0.5)
-    ap.add_argument("--only", default="overhead,big,hetero,array")
+    ap.add_argument("--only", default="overhead,big,hetero,array,small")
     ap.add_argument("--array", type=lambda v: tuple(int(x) for x in v.split("/")), nargs="+",
                     default=[(1600, 200, 2), (4000, 1000, 2), (4000, 1000, 3)],
                     help="dask.array runs: N/CHUNK/WORKERS ...")
@@ -274,6 +307,8 @@ def main():
     if "array" in only:
         for n, chunk, nw in args.array:
             array_workload(args.repeat, n, chunk, nw)
+    if "small" in only:
+        small(args.repeat, args.workers)
 
 
 if __name__ == "__main__":

@@ -322,3 +322,54 @@ def test_a_run_longer_than_two_seconds_shows_a_progress_bar(client, capsys):
     assert "heft:" in err and "task/s" in err and "/8" in err  # tqdm's bar: name, rate, of 8 tasks
     quiet = run(g, "heft", client=client, cluster=Cluster([Worker("0"), Worker("1")]), quiet=True)
     assert quiet.measured_makespan > 2.5 and "task/s" not in capsys.readouterr().err
+
+
+def test_a_dashboard_is_served_on_request_and_its_link_printed(tmp_path):
+    """--dashboard serves Dask's dashboard on loopback and prints a link that answers; without it
+    no dashboard runs and no link is printed."""
+    import subprocess
+    import sys
+    import urllib.request
+
+    from taskflow.runtime.runner import connect, dashboard_link
+
+    c, owned = connect(None, None, None, 1, 1, False, dashboard="127.0.0.1:0")
+    try:
+        link = dashboard_link(c)
+        assert link.startswith("http://127.0.0.1:") and link.endswith("/status")
+        with urllib.request.urlopen(link, timeout=30) as page:
+            assert page.status == 200 and b"bokeh" in page.read().lower()
+    finally:
+        for x in owned:
+            x.close()
+    c, owned = connect(None, None, None, 1, 1, False)
+    try:
+        assert dashboard_link(c) is None
+    finally:
+        for x in owned:
+            x.close()
+    g = taskflow.TaskGraph("tiny")
+    g.add_task("a", cost=0.01)
+    taskflow.save_graph(g, tmp_path / "g.json")
+    cmd = [sys.executable, "-m", "taskflow", "run", str(tmp_path / "g.json"), "--workers", "1"]
+    shown = subprocess.run(cmd + ["--dashboard", "127.0.0.1:0"], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0 and "Dask dashboard at http://127.0.0.1:" in shown.stderr, shown.stderr
+    plain = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert plain.returncode == 0 and "dashboard" not in plain.stderr, plain.stderr
+    bad = subprocess.run(cmd + ["--dashboard", "8787"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and bad.stderr.strip() == "error: dashboard must be True or HOST:PORT, got '8787'"
+
+
+def test_a_dashboard_without_bokeh_is_refused_before_any_cluster_starts(monkeypatch):
+    import importlib.util
+
+    from taskflow.runtime import runner
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(runner.importlib.util, "find_spec", lambda name, *a: None if name == "bokeh" else real(name, *a))
+    g = taskflow.TaskGraph("tiny")
+    g.add_task("a", cost=0.01)
+    t0 = time.perf_counter()
+    with pytest.raises(taskflow.TaskflowError, match=r"the Dask dashboard needs bokeh: pip install"):
+        run(g, "heft", workers=1, dashboard=True)
+    assert time.perf_counter() - t0 < 2

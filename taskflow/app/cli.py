@@ -344,7 +344,8 @@ def _cmd_run(args) -> int:
         report = run(graph, args.scheduler, cluster=model, address=args.address, scheduler_file=args.scheduler_file,
                      workers=args.workers or 2, threads_per_worker=args.threads, speeds=speeds,
                      calibrate=args.calibrate, time_scale=args.time_scale, size_scale=args.size_scale,
-                     retries=args.retries, quiet=args.quiet, timeout=args.timeout, profile=args.profile)
+                     retries=args.retries, quiet=args.quiet, timeout=args.timeout, profile=args.profile,
+                     dashboard=args.dashboard or False)
     print(f"{report.scheduler}: predicted makespan {report.predicted_makespan:.3f} s, measured "
           f"{report.measured_makespan:.3f} s (error {report.prediction_error:.1%}), placement fidelity "
           f"{report.placement_fidelity:.0%}, {len(report.trace.runs)} tasks, {len(report.trace.transfers)} transfers"
@@ -376,7 +377,7 @@ def _cmd_demo(args) -> int:
     from .demo import main as demo
 
     check_outputs((), folders=[("--out", args.out)])
-    return demo(args.out, bench=not args.no_bench)
+    return demo(args.out, bench=not args.no_bench, dashboard=args.dashboard or False)
 
 
 def _cmd_compare(args) -> int:
@@ -390,7 +391,7 @@ def _cmd_compare(args) -> int:
     cluster = _cluster_from_args(args)
     names = args.schedulers.split(",") if args.schedulers else None
     rows = compare(graphs, cluster, names, network=args.network, seed=args.seed, real=args.real, out=args.out,
-                   progress=not args.quiet)
+                   progress=not args.quiet, dashboard=args.dashboard or False)
     print(table_text(rows))
     if args.out:
         print(f"wrote {args.out}/compare.csv, compare.md, compare.png")
@@ -441,6 +442,10 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--bandwidth", type=float, default=DEFAULT_BANDWIDTH,
                         help="bytes/s between workers with --workers (default 1e9)")
         sp.add_argument("--latency", type=float, default=0.0, help="seconds per transfer with --workers (default 0)")
+
+    def dashboard_arg(sp):
+        sp.add_argument("--dashboard", nargs="?", const=True, metavar="HOST:PORT",
+                        help="serve the embedded cluster's Dask dashboard (default 127.0.0.1:8787) and print its link")
 
     def graph_arg(sp):
         sp.add_argument("graph", metavar="GRAPH", help="graph file (native, WfFormat, DAX, STG, Estee zip[#K])")
@@ -505,7 +510,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "measurements to it (learn on the first run, plan with it on the next)")
     sp.add_argument("--report", help="write the run report (JSON)")
     sp.add_argument("--gantt", help="write predicted and measured Gantt charts (PNG)")
-    sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    dashboard_arg(sp)
+    sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar (and no dashboard link unless --dashboard)")
     sp.set_defaults(func=_cmd_run)
 
     sp = sub.add_parser("bench", help="scheduler comparison suite in the simulator (resumable)")
@@ -520,6 +526,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("demo", help="the main job: training on a LocalCluster, then the quick suite")
     sp.add_argument("--out", default="taskflow-out")
     sp.add_argument("--no-bench", action="store_true", help="skip the quick suite")
+    dashboard_arg(sp)
     sp.set_defaults(func=_cmd_demo)
 
     sp = sub.add_parser("validate", help="check a schedule against its graph and cluster")
@@ -542,6 +549,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also run the static policies and Dask's work stealing on an embedded LocalCluster")
     sp.add_argument("--out", help="folder for compare.csv, compare.md and compare.png")
     sp.add_argument("-q", "--quiet", action="store_true")
+    dashboard_arg(sp)
     sp.set_defaults(func=_cmd_compare)
 
     sp = sub.add_parser("samples", help="write sample workflows and a cluster file to start from")

@@ -21,7 +21,7 @@ REAL_SECONDS = 2.0
 
 
 def compare(graphs, cluster: Cluster, schedulers=None, network: str = "maxmin", seed: int = 0, real: bool = False,
-            out=None, progress: bool = False) -> list:
+            out=None, progress: bool = False, dashboard=False) -> list:
     """Simulate every policy on every graph (and, with ``real``, run the static ones and Dask's own
     work stealing on an embedded LocalCluster of ``len(cluster)`` workers, emulated at the
     cluster's declared speeds, time-scaled so the best simulated plan takes about
@@ -39,6 +39,9 @@ def compare(graphs, cluster: Cluster, schedulers=None, network: str = "maxmin", 
     out : path, optional
         A folder for ``compare.csv``, ``compare.md`` and ``compare.png``.
     progress : bool
+    dashboard : bool or str
+        With ``real``: serve the embedded cluster's Dask dashboard (True, or HOST:PORT) and print
+        its link.
 
     Returns
     -------
@@ -64,13 +67,13 @@ def compare(graphs, cluster: Cluster, schedulers=None, network: str = "maxmin", 
             if progress:
                 print(f"  simulated {label} / {sch.name}: {mk:.6g} s", flush=True)
     if real:
-        _on_dask(graphs, cluster, rows, progress)
+        _on_dask(graphs, cluster, rows, progress, dashboard)
     if out is not None:
         write_outputs(rows, Path(out))
     return rows
 
 
-def _on_dask(graphs, cluster: Cluster, rows, progress) -> None:
+def _on_dask(graphs, cluster: Cluster, rows, progress, dashboard=False) -> None:
     """Fill the measured columns: static policies and work stealing on one embedded cluster."""
     import warnings
 
@@ -79,12 +82,15 @@ def _on_dask(graphs, cluster: Cluster, rows, progress) -> None:
 
     from ..errors import TaskflowWarning
     from ..runtime import run
+    from ..runtime.runner import dashboard_address, say_dashboard
 
     model = Cluster([w.__class__(str(k), w.speed, w.cores) for k, w in enumerate(cluster.workers)],
                     cluster.bandwidth, None, cluster.latency, cluster.name)
     with dask.config.set({"distributed.scheduler.work-stealing": True}), \
             LocalCluster(n_workers=len(cluster), threads_per_worker=max(1, int(cluster.cores.max())),
-                         processes=True, dashboard_address=None) as lc, Client(lc) as client:
+                         processes=True, dashboard_address=dashboard_address(dashboard)) as lc, Client(lc) as client:
+        if dashboard:
+            say_dashboard(client)
         for label, g in graphs:
             if g.executable:
                 scale = 1.0

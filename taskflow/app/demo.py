@@ -11,7 +11,7 @@ from pathlib import Path
 __all__ = ["main"]
 
 
-def main(out="taskflow-out", iterations: int = 10, workers: int = 2, bench: bool = True) -> int:
+def main(out="taskflow-out", iterations: int = 10, workers: int = 2, bench: bool = True, dashboard=False) -> int:
     """The main demo (``make demo``); see the module docstring.
 
     Parameters
@@ -20,6 +20,8 @@ def main(out="taskflow-out", iterations: int = 10, workers: int = 2, bench: bool
     iterations, workers : int
     bench : bool
         Also run the quick scheduler comparison.
+    dashboard : bool or str
+        Serve Dask's dashboard of the demo's cluster (True, or HOST:PORT) and print its link.
 
     Returns
     -------
@@ -30,6 +32,7 @@ def main(out="taskflow-out", iterations: int = 10, workers: int = 2, bench: bool
     from workflows.training import data_parallel
 
     from ..runtime import cluster_from_dask, run
+    from ..runtime.runner import dashboard_address, say_dashboard
     from .bench import run_suite
     from .plot import gantt_compare
 
@@ -40,8 +43,10 @@ def main(out="taskflow-out", iterations: int = 10, workers: int = 2, bench: bool
                       dataset_dir=out / "data", hidden=(32,), lr=0.5, batch=32, seed=0)
     print(f"training graph: {len(g)} tasks, {g.num_edges} edges ({workers} ranks x {iterations} iterations, "
           f"ring allreduce, MLP 64-32-10 on a synthetic 10-class dataset written as shards to {out / 'data'})")
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
-            Client(lc) as client:
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                      dashboard_address=dashboard_address(dashboard)) as lc, Client(lc) as client:
+        if dashboard:
+            say_dashboard(client)
         model = cluster_from_dask(client, calibrate=True)  # speeds, network and Dask's per-task overhead
         print(f"cluster model (measured): speeds {[round(w.speed, 2) for w in model.workers]}, "
               f"{model.bandwidth / 1e9:.2f} GB/s, latency {model.latency * 1e3:.1f} ms, "

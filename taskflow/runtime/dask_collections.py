@@ -12,7 +12,7 @@ from ..policy import get_scheduler
 from .calibrate import attach_addresses, cluster_from_dask
 from .plugin import cluster_payload, graph_payload
 from .report import report_from_stream
-from .runner import connect
+from .runner import connect, say_dashboard
 from .session import (Watchdog, call, close_quietly, ensure_plugin, gather, incoming_transfers, stream_index,
                       stream_since, wait_for)
 
@@ -21,7 +21,7 @@ __all__ = ["compute"]
 
 def compute(*collections, scheduler="heft", client=None, costs: dict | None = None, cluster: Cluster | None = None,
             address: str | None = None, scheduler_file: str | None = None, workers: int = 2,
-            threads_per_worker: int = 1, timeout: float | None = None, report: bool = False):
+            threads_per_worker: int = 1, timeout: float | None = None, report: bool = False, dashboard=False):
     """Plan the task graph of Dask collections with ``scheduler`` inside the Dask scheduler and
     return exactly what ``dask.compute(*collections)`` returns.
 
@@ -50,6 +50,8 @@ def compute(*collections, scheduler="heft", client=None, costs: dict | None = No
         Seconds before giving up.
     report : bool
         Also return a :class:`RunReport` (placement fidelity, the measured trace).
+    dashboard : bool or str
+        Serve the embedded cluster's Dask dashboard (True, or HOST:PORT) and print its link.
 
     Returns
     -------
@@ -81,7 +83,9 @@ def compute(*collections, scheduler="heft", client=None, costs: dict | None = No
     if client is None and not (address or scheduler_file):
         client = _active_client()
     c, owned = connect(client, address, scheduler_file, workers, threads_per_worker,
-                       work_stealing=sch.name == "work-stealing")
+                       work_stealing=sch.name == "work-stealing", dashboard=dashboard)
+    if dashboard:
+        say_dashboard(c)
     run_id = f"compute-{uuid.uuid4().hex[:12]}"
     static = sch.kind == "static"
     key_of = {name: k for k, name in name_of.items()}

@@ -22,6 +22,7 @@ run the plugin cannot plan, or ``timeout`` end it with a :class:`~taskflow.Taskf
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import time
@@ -42,25 +43,104 @@ from .report import RunReport, report_from_stream
 from .session import (Watchdog, call, close_quietly, ensure_plugin, gather, incoming_transfers, stream_index,
                       stream_since, wait_for)
 
-__all__ = ["run", "connect", "GUESS_ERROR"]
+__all__ = ["run", "connect", "dashboard_link", "dashboard_address", "say_dashboard", "GUESS_ERROR", "DASHBOARD"]
 
 #: a prediction off by more than this share (without a cost profile) says the costs look like guesses
 GUESS_ERROR = 0.25
 
 
 def _progress_bar(total: int, name: str):
-    """A progress bar for a run (tqdm: a text bar in a terminal, a widget in a notebook), shown
-    only once the run has taken 2 s."""
-    from tqdm.auto import tqdm
-
+    """A progress bar for a run (tqdm: a widget in a notebook that has ipywidgets, else text),
+    shown only once the run has taken 2 s."""
+    if _in_notebook() and importlib.util.find_spec("ipywidgets") is not None:
+        from tqdm.notebook import tqdm
+    else:  # tqdm.auto would warn in a notebook without ipywidgets
+        from tqdm.std import tqdm
     return tqdm(total=total, unit="task", desc=name, file=sys.stderr, delay=2.0, mininterval=0.5, leave=False)
+
+
+def _in_notebook() -> bool:
+    """Inside a Jupyter kernel (as tqdm.autonotebook decides)."""
+    ipython = getattr(sys.modules.get("IPython"), "get_ipython", None)
+    try:
+        return ipython is not None and ipython() is not None and "IPKernelApp" in ipython().config
+    except Exception:  # an IPython that is not what we expect: text bar
+        return False
+
+
+#: Where ``dashboard=True`` (``--dashboard``) serves Dask's dashboard: loopback, Dask's usual port
+#: (Dask moves to a free port when it is taken). Reach it from elsewhere through an SSH tunnel.
+DASHBOARD = "127.0.0.1:8787"
+
+
+def dashboard_address(dashboard) -> str | None:
+    """The ``dashboard_address`` of an embedded LocalCluster for ``dashboard``: None (no dashboard)
+    for False, :data:`DASHBOARD` for True, else the HOST:PORT given.
+
+    Parameters
+    ----------
+    dashboard : bool or str
+
+    Raises
+    ------
+    TaskflowError
+        bokeh is not installed, or ``dashboard`` is neither a bool nor HOST:PORT.
+    """
+    if dashboard is None or dashboard is False:
+        return None
+    if importlib.util.find_spec("bokeh") is None:
+        raise TaskflowError("the Dask dashboard needs bokeh: pip install 'bokeh>=3.1'")
+    if dashboard is True:
+        return DASHBOARD
+    if not isinstance(dashboard, str) or ":" not in dashboard:
+        raise TaskflowError(f"dashboard must be True or HOST:PORT, got {dashboard!r}")
+    return dashboard
+
+
+def dashboard_link(client) -> str | None:
+    """The link to the Dask dashboard of ``client``'s cluster, or None when it serves none.
+
+    A Dask scheduler always runs an HTTP server (health, metrics) that it lists as its
+    "dashboard" service; the dashboard itself is there only when a bokeh application is mounted
+    on it, which this asks the scheduler.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    """
+    try:
+        if "dashboard" not in client.scheduler_info().get("services", {}):
+            return None
+        if not client.run_on_scheduler(_serves_dashboard):
+            return None
+        return client.dashboard_link
+    except Exception:  # a scheduler that does not say: no link rather than an error
+        return None
+
+
+def _serves_dashboard(dask_scheduler=None) -> bool:
+    """On the scheduler: is bokeh's dashboard application mounted on its HTTP server?"""
+    apps = getattr(getattr(dask_scheduler, "http_application", None), "applications", [])
+    return any("Bokeh" in type(a).__name__ for a in apps)  # distributed mounts a BokehTornado
+
+
+def say_dashboard(client) -> None:
+    """Print the dashboard link of ``client``'s cluster to stderr, if it serves one.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    """
+    link = dashboard_link(client)
+    if link:
+        print(f"taskflow: Dask dashboard at {link}", file=sys.stderr, flush=True)
 
 
 #: Seconds a run on an existing cluster waits for its first worker.
 WAIT_FOR_WORKERS = 30.0
 
 
-def connect(client, address, scheduler_file, workers, threads_per_worker, work_stealing):
+def connect(client, address, scheduler_file, workers, threads_per_worker, work_stealing, dashboard=False):
     """(client, things to close). Without a client or address, an embedded LocalCluster.
 
     Parameters
@@ -72,11 +152,14 @@ def connect(client, address, scheduler_file, workers, threads_per_worker, work_s
         The embedded LocalCluster (processes).
     work_stealing : bool
         Dask's work stealing in the embedded cluster (off for static plans).
+    dashboard : bool or str
+        Serve the embedded cluster's dashboard (True: :data:`DASHBOARD`, or HOST:PORT).
 
     Raises
     ------
     TaskflowError
-        An existing cluster has no worker within ``WAIT_FOR_WORKERS`` seconds.
+        An existing cluster has no worker within ``WAIT_FOR_WORKERS`` seconds; a dashboard without
+        bokeh installed.
     """
     import dask
     from distributed import Client, LocalCluster
@@ -92,9 +175,10 @@ def connect(client, address, scheduler_file, workers, threads_per_worker, work_s
             raise TaskflowError(f"the cluster at {address or scheduler_file} has no worker "
                                 f"(waited {WAIT_FOR_WORKERS:g} s)") from None
         return c, [c]
+    where = dashboard_address(dashboard)
     with dask.config.set({"distributed.scheduler.work-stealing": bool(work_stealing)}):
         lc = LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker, processes=True,
-                          dashboard_address=None)
+                          dashboard_address=where)
         c = Client(lc)
     return c, [c, lc]
 
@@ -102,7 +186,8 @@ def connect(client, address, scheduler_file, workers, threads_per_worker, work_s
 def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None = None, *, address=None,
         scheduler_file=None, workers: int = 2, threads_per_worker: int = 1, speeds: dict | None = None,
         calibrate: bool = False, time_scale: float = 1.0, size_scale: float = 1.0, retries: int = 0,
-        quiet: bool = False, timeout: float | None = None, seed: int = 0, profile=None) -> RunReport:
+        quiet: bool = False, timeout: float | None = None, seed: int = 0, profile=None,
+        dashboard=False) -> RunReport:
     """Run ``graph`` on Dask under ``scheduler`` and measure it.
 
     Parameters
@@ -124,6 +209,12 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
         Plan with what earlier runs measured (task durations per worker, speeds, bandwidth per
         worker pair, Dask's per-task overhead) and add this run's measurements: a file is read if
         it exists and written after the run (learn on the first run, plan with it on the next).
+    quiet : bool
+        No progress bar, and no dashboard link unless ``dashboard`` asks for one.
+    dashboard : bool or str
+        Serve the embedded cluster's Dask dashboard (True: on :data:`DASHBOARD`, or HOST:PORT). The
+        link is printed to stderr whenever the cluster has a dashboard (with ``quiet``, only when
+        asked for).
 
     Returns
     -------
@@ -134,6 +225,8 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
     ------
     TaskFailed
         A task raised; the message names it; ``.results`` holds what had finished.
+    TaskflowError
+        A simulator-only policy, an empty graph, no workers, a dashboard without bokeh.
     """
     sch = get_scheduler(scheduler, seed=seed)
     dynamic = sch.kind == "dynamic"
@@ -149,8 +242,11 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
                             f"workers={workers!r}, threads_per_worker={threads_per_worker!r}")
     if isinstance(profile, (str, os.PathLike)):  # read (and checked) before any cluster starts
         profile = (profile, CostProfile.load(profile) if os.path.exists(profile) else None)
-    c, owned = connect(client, address, scheduler_file, workers, threads_per_worker, work_stealing=dynamic)
+    c, owned = connect(client, address, scheduler_file, workers, threads_per_worker, work_stealing=dynamic,
+                       dashboard=dashboard)
     try:
+        if dashboard or not quiet:
+            say_dashboard(c)
         return _Runner(graph, sch, c, cluster, speeds, calibrate, time_scale, size_scale, retries, quiet,
                        timeout, profile).go()
     finally:
