@@ -17,7 +17,7 @@ demo: $(STAMP)
 	$(BIN)/taskflow demo --out taskflow-out
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow or testbed"
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -q

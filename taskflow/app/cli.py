@@ -413,6 +413,68 @@ def _cmd_samples(args) -> int:
     return 0
 
 
+def _cmd_testbed(args) -> int:
+    import os
+    import signal
+    import subprocess
+    import tempfile
+
+    from . import testbed as tbm
+
+    if args.clean:
+        if tbm.available():
+            raise TaskflowError(tbm.available())
+        gone = tbm.clean_stale()
+        print(f"removed {len(gone)} stale testbed(s){': ' + ', '.join(gone) if gone else ''}; "
+              f"testbed namespaces now: {', '.join(tbm.leftovers()) or 'none'}")
+        return 0
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise TaskflowError("give the command to run inside the testbed after --, e.g. "
+                            "taskflow testbed --workers 4 -- taskflow run graph.json")
+    matrix = None
+    if args.matrix:
+        from ..formats import read_json
+
+        matrix = read_json(args.matrix)
+    tb = tbm.Testbed(workers=args.workers, topology=args.topology, bandwidth=args.bandwidth,
+                     inter_rack=args.inter_rack, slow_worker=args.slow_worker, slow_bandwidth=args.slow_bandwidth,
+                     matrix=matrix, nthreads=args.threads)
+    why = tbm.available()
+    if why:
+        raise TaskflowError(why)
+
+    def terminated(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        with tempfile.TemporaryDirectory(prefix="taskflow-testbed-") as tmp, tb:
+            from ..formats import save_cluster
+
+            model = os.path.join(tmp, "cluster.json")
+            save_cluster(tb.model(), model)
+            print(tb.describe(), file=sys.stderr)
+            print(f"  DASK_SCHEDULER_ADDRESS={tb.address}; the shaped rates as a cluster model: "
+                  f"TASKFLOW_TESTBED_CLUSTER={model}", file=sys.stderr, flush=True)
+            proc = tb.popen(command, env={"TASKFLOW_TESTBED_CLUSTER": model})
+            try:
+                return proc.wait()
+            except BaseException:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                raise
+    except FileNotFoundError as e:
+        raise TaskflowError(f"cannot run {command[0]!r} in the testbed: {e.strerror}") from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _cmd_schedulers(args) -> int:
     from ..policy import available, scheduler_class
 
@@ -555,6 +617,22 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("samples", help="write sample workflows and a cluster file to start from")
     sp.add_argument("--out", default=".", help="folder (default: the current one)")
     sp.set_defaults(func=_cmd_samples)
+
+    sp = sub.add_parser("testbed", help="Dask workers on shaped network links (network namespaces, tc; needs root)",
+                        description="Start a Dask scheduler and workers in network namespaces joined by shaped "
+                        "links, run COMMAND beside them (DASK_SCHEDULER_ADDRESS set), then remove everything.")
+    sp.add_argument("--workers", type=int, default=4, help="workers w0..wN-1 (default 4)")
+    sp.add_argument("--topology", default="uniform", help="uniform, two-racks, slow-link or matrix (default uniform)")
+    sp.add_argument("--bandwidth", default="1gbit", help="each worker's link, e.g. 200mbit (default 1gbit)")
+    sp.add_argument("--inter-rack", help="two-racks: the link between the racks (default a tenth of --bandwidth)")
+    sp.add_argument("--slow-worker", help="slow-link: the worker on the slow link (default the last)")
+    sp.add_argument("--slow-bandwidth", help="slow-link: its rate (default a tenth of --bandwidth)")
+    sp.add_argument("--matrix", help="matrix: JSON file {a: {b: rate}} by worker name")
+    sp.add_argument("--threads", type=int, default=1, help="threads per worker (default 1)")
+    sp.add_argument("--clean", action="store_true", help="remove what testbeds of dead processes left, and exit")
+    sp.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
+                    help="what to run in the client namespace")
+    sp.set_defaults(func=_cmd_testbed)
 
     sp = sub.add_parser("schedulers", help="list the registered schedulers")
     sp.set_defaults(func=_cmd_schedulers)

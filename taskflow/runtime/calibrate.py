@@ -15,7 +15,7 @@ import numpy as np
 from ..cluster import Cluster, Worker
 from ..errors import TaskflowError
 
-__all__ = ["cluster_from_dask", "attach_addresses", "workers_info"]
+__all__ = ["measure_pairs", "cluster_from_dask", "attach_addresses", "workers_info"]
 
 
 def workers_info(client) -> dict:
@@ -79,7 +79,7 @@ def _speeds(client, by_name) -> dict:
 
 
 def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = None,
-                      bandwidth: float | None = None, latency: float | None = None) -> Cluster:
+                      bandwidth: float | None = None, latency: float | None = None, pairs: bool = False) -> Cluster:
     """The cluster model of a live Dask cluster: one worker per Dask worker (id = its name,
     ``cores`` = its threads, ``address`` kept).
 
@@ -87,7 +87,9 @@ def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = Non
     each worker's speed with a short single-threaded kernel (the best of seven runs, relative to the
     median worker; differences within the runs' own spread are reported as equal speeds), the bandwidth
     and latency with real transfers between two workers, and Dask's per-task overhead
-    (``task_overhead``) with a chain of no-op tasks.
+    (``task_overhead``) with a chain of no-op tasks. ``pairs=True`` measures the bandwidth of
+    every ordered pair of workers (:func:`measure_pairs`): the model's ``bandwidth`` is then the
+    median pair and ``bandwidths`` holds the pairs that differ from it by more than 10%.
 
     Parameters
     ----------
@@ -98,6 +100,9 @@ def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = Non
         Worker name -> declared relative speed (wins over a measured one).
     bandwidth, latency : float, optional
         Declared network figures (win over measured ones).
+    pairs : bool
+        Measure the bandwidth of every ordered pair of workers (a declared ``bandwidth`` still
+        wins for the scalar).
 
     Returns
     -------
@@ -134,12 +139,20 @@ def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = Non
             mbw, mlat = _measure_network(client, by_name[0][0], by_name[1][0])
             bw = mbw if bw is None else bw
             lat = mlat if lat is None else lat
+    per_pair = {}
+    if pairs and len(by_name) > 1:
+        rates = measure_pairs(client, {str(w.get("name", a)): a for a, w in by_name})
+        median = float(np.median([r for row in rates.values() for r in row.values()]))
+        bw = median if bandwidth is None else bandwidth
+        per_pair = {a: {b: r for b, r in row.items() if abs(r - bw) > 0.1 * bw} for a, row in rates.items()}
+        per_pair = {a: row for a, row in per_pair.items() if row}
     workers = []
     for addr, w in by_name:
         name = str(w.get("name", addr))
         workers.append(Worker(name, declared.get(name, measured.get(name, 1.0)), int(w.get("nthreads", 1)),
                               address=addr))
-    return Cluster(workers, bandwidth=bw or 1e9, latency=lat or 0.0, name="dask", task_overhead=overhead)
+    return Cluster(workers, bandwidth=bw or 1e9, bandwidths=per_pair, latency=lat or 0.0, name="dask",
+                   task_overhead=overhead)
 
 
 def _nothing(*_):
@@ -196,6 +209,70 @@ def _measure_network(client, a, b, nbytes=64 << 20, repeat=3):
     return bw, lat
 
 
+
+
+def measure_pairs(client, workers: dict, seconds: float = 0.4, repeat: int = 3, smallest: int = 1 << 20,
+                  largest: int = 64 << 20) -> dict:
+    """Bytes/s of every ordered pair of workers, one pair at a time (pairs measured together
+    would share links): a buffer made on ``a`` is read by a task on ``b``, and the time is the
+    receiving worker's own record of the transfer (Dask's ``transfer_incoming_log``: the request
+    and the bytes, without task dispatch). A 1 MiB probe sizes the buffer to take about
+    ``seconds`` (``smallest``..``largest`` bytes); the result is the median of ``repeat``.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    workers : dict
+        Worker name -> Dask address.
+    seconds : float
+    repeat : int
+    smallest, largest : int
+        Bytes.
+
+    Returns
+    -------
+    dict
+        ``{a: {b: bytes_per_s}}`` by worker name.
+
+    Raises
+    ------
+    TaskflowError
+        A transfer left no record (a worker lost meanwhile).
+    """
+    from distributed import wait
+
+    def make(n):
+        return np.ones(n, dtype=np.uint8)
+
+    def size(x):
+        return x.nbytes
+
+    def record(key, dask_worker=None):
+        for e in reversed(dask_worker.transfer_incoming_log):
+            if key in e["keys"]:
+                return e["stop"] - e["start"], e["total"]
+        return None
+
+    def once(a, b, n):
+        src = client.submit(make, n, workers=[a], pure=False)
+        wait(src)
+        client.submit(size, src, workers=[b], pure=False, allow_other_workers=False).result()
+        got = client.run(record, src.key, workers=[b]).get(b)
+        del src
+        if not got:
+            raise TaskflowError(f"no record of a transfer from {a} to {b}")
+        dt, total = got
+        return total / max(dt, 1e-6)
+
+    out = {}
+    for a, addr_a in workers.items():
+        for b, addr_b in workers.items():
+            if a == b:
+                continue
+            probe = once(addr_a, addr_b, smallest)
+            n = int(min(largest, max(smallest, probe * seconds)))
+            out.setdefault(a, {})[b] = float(np.median([once(addr_a, addr_b, n) for _ in range(repeat)]))
+    return out
 
 
 def attach_addresses(model: Cluster, client, subset: bool = False) -> Cluster:

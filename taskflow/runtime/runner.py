@@ -141,7 +141,8 @@ WAIT_FOR_WORKERS = 30.0
 
 
 def connect(client, address, scheduler_file, workers, threads_per_worker, work_stealing, dashboard=False):
-    """(client, things to close). Without a client or address, an embedded LocalCluster.
+    """(client, things to close). Without a client or address (nor Dask's ``scheduler-address``
+    setting, e.g. the environment variable ``DASK_SCHEDULER_ADDRESS``), an embedded LocalCluster.
 
     Parameters
     ----------
@@ -166,6 +167,8 @@ def connect(client, address, scheduler_file, workers, threads_per_worker, work_s
 
     if client is not None:
         return client, []
+    if not (address or scheduler_file):  # Dask's own convention: DASK_SCHEDULER_ADDRESS names a cluster
+        address = dask.config.get("scheduler-address", None) or None
     if address or scheduler_file:
         c = Client(address, timeout="30s") if address else Client(scheduler_file=scheduler_file, timeout="30s")
         try:  # a cluster just started may not have its workers yet: wait for one, bounded
