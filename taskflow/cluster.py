@@ -6,6 +6,12 @@ unless given too). ``latency`` is seconds added to every transfer between two di
 ``backplane`` (optional) caps the bytes per second of all transfers together: the one host that
 every worker of a LocalCluster shares (its cores copy every byte), or a cluster's switch; the
 ``maxmin`` network shares it max-min fairly, ``simple`` ignores it.
+
+``racks`` (optional, worker id -> rack label) with ``uplink`` (bytes per second) describes a
+two-level network: the flows leaving a rack share its uplink, the flows entering a rack share its
+downlink (each at ``uplink``), as in a rack switch joined to a core switch, or two switches joined
+by one cable. A pair in different racks never gets more than ``uplink`` (every model sees that);
+``maxmin`` also shares the uplinks among concurrent flows, which per-pair bandwidths cannot say.
 """
 
 from __future__ import annotations
@@ -100,6 +106,11 @@ class Cluster:
         ``cluster_from_dask(calibrate=True)`` measures it.
     backplane : float, optional
         Bytes per second of all concurrent transfers together (None: no shared limit).
+    racks : dict, optional
+        Worker id -> rack label (str or int); every worker named. Needs ``uplink``.
+    uplink : float, optional
+        Bytes per second of each rack's uplink and of its downlink, shared by the flows that
+        leave (enter) the rack.
 
     Examples
     --------
@@ -110,7 +121,8 @@ class Cluster:
 
     def __init__(self, workers: Iterable[Worker], bandwidth: float = DEFAULT_BANDWIDTH,
                  bandwidths: dict | None = None, latency: float = 0.0, name: str = "cluster",
-                 task_overhead: float = 0.0, backplane: float | None = None):
+                 task_overhead: float = 0.0, backplane: float | None = None, racks: dict | None = None,
+                 uplink: float | None = None):
         self.name = name
         self.workers = tuple(workers)
         if not self.workers:
@@ -141,19 +153,41 @@ class Cluster:
                 if a != b:
                     self.bandwidths.setdefault(a, {})[b] = _rate(v, f"bandwidths[{a!r}][{b!r}]")
         n = len(self.workers)
+        self.racks, self.uplink = None, None
+        #: rack index per worker (-1: no racks)
+        self.rack_index = np.full(n, -1, dtype=np.int64)
+        if racks is not None or uplink is not None:
+            if not isinstance(racks, dict) or uplink is None:
+                raise ClusterError("racks (worker -> rack label) and uplink (bytes/s) go together")
+            unknown = [a for a in racks if a not in self.index]
+            if unknown:
+                raise ClusterError(f"racks: unknown worker {unknown[0]!r}")
+            missing = [w.id for w in self.workers if w.id not in racks]
+            if missing:
+                raise ClusterError(f"racks: worker {missing[0]!r} has no rack")
+            labels = {}
+            for a, r in racks.items():
+                if isinstance(r, bool) or not isinstance(r, (str, int)):
+                    raise ClusterError(f"racks[{a!r}]: a rack label must be a str or int, got {r!r}")
+                self.rack_index[self.index[a]] = labels.setdefault(r, len(labels))
+            self.racks = {w.id: racks[w.id] for w in self.workers}
+            self.uplink = _rate(uplink, "uplink")
         self.speed = np.array([w.speed for w in self.workers], dtype=np.float64)
         self.cores = np.array([w.cores for w in self.workers], dtype=np.int64)
         inv = np.full((n, n), 1.0 / self.bandwidth)
         for a, row in self.bandwidths.items():
             for b, v in row.items():
                 inv[self.index[a], self.index[b]] = 1.0 / v
+        if self.racks is not None:  # a pair across racks gets at most the uplink
+            cross = self.rack_index[:, None] != self.rack_index[None, :]
+            inv = np.where(cross, np.maximum(inv, 1.0 / self.uplink), inv)
         np.fill_diagonal(inv, 0.0)
         #: seconds per byte from worker i to worker j (0 on the diagonal)
         self.inv_bandwidth = inv
         #: latency per ordered pair (0 on the diagonal)
         self.latency_matrix = np.full((n, n), self.latency)
         np.fill_diagonal(self.latency_matrix, 0.0)
-        for arr in (self.speed, self.cores, self.inv_bandwidth, self.latency_matrix):
+        for arr in (self.speed, self.cores, self.inv_bandwidth, self.latency_matrix, self.rack_index):
             arr.flags.writeable = False
 
     # ------------------------------------------------------------------ constructors
@@ -187,7 +221,8 @@ class Cluster:
         return (isinstance(other, Cluster) and self.workers == other.workers
                 and self.bandwidth == other.bandwidth and self.bandwidths == other.bandwidths
                 and self.latency == other.latency and self.task_overhead == other.task_overhead
-                and self.backplane == other.backplane)
+                and self.backplane == other.backplane and self.racks == other.racks
+                and self.uplink == other.uplink)
 
     @property
     def ids(self) -> list:
@@ -221,7 +256,11 @@ class Cluster:
         """
         if a == b:
             return math.inf
-        return self.bandwidths.get(a, {}).get(b, self.bandwidth)
+        try:
+            inv = float(self.inv_bandwidth[self.index[a], self.index[b]])
+        except KeyError as e:
+            raise ClusterError(f"unknown worker {e.args[0]!r}") from None
+        return 1.0 / inv if inv > 0 else math.inf
 
     def transfer_time(self, size: float, a, b) -> float:
         """Seconds to move ``size`` bytes from worker ``a`` to ``b``: 0 on the same worker, else
@@ -257,7 +296,8 @@ class Cluster:
         keep = set(ids)
         ws = [w for w in self.workers if w.id in keep]
         bws = {a: {b: v for b, v in row.items() if b in keep} for a, row in self.bandwidths.items() if a in keep}
-        return self.replace(workers=ws, bandwidths=bws)
+        racks = {a: r for a, r in self.racks.items() if a in keep} if self.racks is not None else None
+        return self.replace(workers=ws, bandwidths=bws, racks=racks)
 
     def with_task_overhead(self, seconds: float) -> "Cluster":
         """The same cluster with another per-task overhead."""
@@ -265,7 +305,8 @@ class Cluster:
 
     def replace(self, **changes) -> "Cluster":
         """A copy with some constructor arguments changed (``workers``, ``bandwidth``,
-        ``bandwidths``, ``latency``, ``name``, ``task_overhead``, ``backplane``).
+        ``bandwidths``, ``latency``, ``name``, ``task_overhead``, ``backplane``, ``racks``,
+        ``uplink``).
 
         Parameters
         ----------
@@ -274,7 +315,7 @@ class Cluster:
         """
         args = dict(workers=self.workers, bandwidth=self.bandwidth, bandwidths=self.bandwidths,
                     latency=self.latency, name=self.name, task_overhead=self.task_overhead,
-                    backplane=self.backplane)
+                    backplane=self.backplane, racks=self.racks, uplink=self.uplink)
         unknown = set(changes) - set(args)
         if unknown:
             raise TypeError(f"Cluster.replace: unknown argument(s) {sorted(unknown)}")

@@ -67,6 +67,7 @@ def test_the_declared_model_is_the_narrowest_link_of_each_pair():
     assert tb.rate("w0", "w1") == 25e6 and tb.rate("w0", "w2") == 2.5e6 and tb.rate("w3", "w1") == 2.5e6
     m = tb.model()
     assert m.bandwidth_between("w1", "w3") == 2.5e6 and m.bandwidth_between("w2", "w3") == 25e6
+    assert m.racks == {"w0": 0, "w1": 0, "w2": 1, "w3": 1} and m.uplink == 2.5e6
     slow = tbm.Testbed(workers=3, topology="slow-link", bandwidth="100mbit", slow_worker="w1")
     assert slow.rate("w0", "w2") == 12.5e6 and slow.rate("w0", "w1") == slow.rate("w1", "w2") == 1.25e6
     mx = tbm.Testbed(workers=2, topology="matrix", matrix={"w0": {"w1": "8mbit"}})

@@ -252,7 +252,8 @@ class Testbed:
 
     def model(self, speeds: dict | None = None, latency: float = 0.0) -> Cluster:
         """The declared cluster model of this network: one worker per testbed worker, the shaped
-        rate of each ordered pair (:meth:`rate`), ``bandwidth`` the fastest of them.
+        rate of each ordered pair (:meth:`rate`), ``bandwidth`` the fastest of them; with two
+        racks, the racks and the inter-rack link as their shared ``uplink``.
 
         Parameters
         ----------
@@ -264,9 +265,11 @@ class Testbed:
                  for a in self.names}
         finite = [r for row in pairs.values() for r in row.values()]
         top = max(finite) if finite else 1e9
+        racks = {n: self.nodes[n].rack for n in self.names} if self.topology == "two-racks" else None
         return Cluster([Worker(n, (speeds or {}).get(n, 1.0), self.nthreads) for n in self.names], bandwidth=top,
                        bandwidths={a: {b: r for b, r in row.items() if r != top} for a, row in pairs.items()},
-                       latency=latency, name=f"testbed-{self.topology}")
+                       latency=latency, name=f"testbed-{self.topology}", racks=racks,
+                       uplink=self.inter_rack if racks else None)
 
     def describe(self) -> str:
         """One line per worker: its address, rack and link rate."""

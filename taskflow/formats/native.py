@@ -165,9 +165,19 @@ def cluster_from_dict(doc: dict, source: str = "cluster") -> Cluster:
                        bandwidths=bandwidths, latency=field(doc, "latency", source, default=0.0),
                        name=doc.get("name", "cluster"),
                        task_overhead=field(doc, "task_overhead", source, default=0.0),
-                       backplane=field(doc, "backplane", source, default=None))
+                       backplane=field(doc, "backplane", source, default=None),
+                       racks=_racks(doc, source, by_name), uplink=field(doc, "uplink", source, default=None))
     except ClusterError as e:
         raise ClusterError(f"{source}: {e}") from None
+
+
+def _racks(doc: dict, source: str, by_name: dict):
+    raw = doc.get("racks")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise FormatError(f"{source}: field 'racks' must be an object {{worker: rack}}")
+    return {by_name.get(a, a): r for a, r in raw.items()}
 
 
 def cluster_to_dict(cluster: Cluster) -> dict:
@@ -185,6 +195,9 @@ def cluster_to_dict(cluster: Cluster) -> dict:
         doc["task_overhead"] = cluster.task_overhead
     if cluster.backplane is not None:
         doc["backplane"] = cluster.backplane
+    if cluster.racks is not None:
+        doc["racks"] = {str(a): r for a, r in cluster.racks.items()}
+        doc["uplink"] = cluster.uplink
     if cluster.bandwidths:
         doc["bandwidths"] = {str(a): {str(b): v for b, v in row.items()} for a, row in cluster.bandwidths.items()}
     return doc

@@ -15,7 +15,7 @@ import numpy as np
 from ..cluster import Cluster, Worker
 from ..errors import TaskflowError
 
-__all__ = ["measure_pairs", "cluster_from_dask", "attach_addresses", "workers_info"]
+__all__ = ["measure_pairs", "discover_racks", "cluster_from_dask", "attach_addresses", "workers_info"]
 
 
 def workers_info(client) -> dict:
@@ -89,7 +89,9 @@ def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = Non
     and latency with real transfers between two workers, and Dask's per-task overhead
     (``task_overhead``) with a chain of no-op tasks. ``pairs=True`` measures the bandwidth of
     every ordered pair of workers (:func:`measure_pairs`): the model's ``bandwidth`` is then the
-    median pair and ``bandwidths`` holds the pairs that differ from it by more than 10%.
+    median pair and ``bandwidths`` holds the pairs that differ from it by more than 10%; groups of
+    workers joined by fast pairs whose traffic to each other shares one slower link become racks
+    with that link's rate as ``uplink`` (:func:`discover_racks`).
 
     Parameters
     ----------
@@ -136,23 +138,27 @@ def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = Non
         measured = _speeds(client, by_name)
         overhead = _measure_overhead(client, by_name[0][0])
         if len(by_name) > 1 and (bw is None or lat is None):
-            mbw, mlat = _measure_network(client, by_name[0][0], by_name[1][0])
+            # with pairs, the bandwidth comes from them: only the latency is wanted here
+            mbw, mlat = _measure_network(client, by_name[0][0], by_name[1][0], nbytes=(1 << 20) if pairs else 64 << 20)
             bw = mbw if bw is None else bw
             lat = mlat if lat is None else lat
     per_pair = {}
+    racks = uplink = None
     if pairs and len(by_name) > 1:
-        rates = measure_pairs(client, {str(w.get("name", a)): a for a, w in by_name})
+        addrs = {str(w.get("name", a)): a for a, w in by_name}
+        rates = measure_pairs(client, addrs)
         median = float(np.median([r for row in rates.values() for r in row.values()]))
         bw = median if bandwidth is None else bandwidth
         per_pair = {a: {b: r for b, r in row.items() if abs(r - bw) > 0.1 * bw} for a, row in rates.items()}
         per_pair = {a: row for a, row in per_pair.items() if row}
+        racks, uplink = discover_racks(client, addrs, rates)
     workers = []
     for addr, w in by_name:
         name = str(w.get("name", addr))
         workers.append(Worker(name, declared.get(name, measured.get(name, 1.0)), int(w.get("nthreads", 1)),
                               address=addr))
     return Cluster(workers, bandwidth=bw or 1e9, bandwidths=per_pair, latency=lat or 0.0, name="dask",
-                   task_overhead=overhead)
+                   task_overhead=overhead, racks=racks, uplink=uplink)
 
 
 def _nothing(*_):
@@ -275,6 +281,81 @@ def measure_pairs(client, workers: dict, seconds: float = 0.4, repeat: int = 3, 
     return out
 
 
+def discover_racks(client, workers: dict, rates: dict, seconds: float = 0.4) -> tuple:
+    """Racks, if the network has them: ``(racks, uplink)`` or ``(None, None)``.
+
+    Workers whose pair rates both ways are at least half the fastest pair's are joined into
+    groups. With two or more groups, flows from every worker of the first group to a distinct
+    worker of the second run at once (each about ``seconds`` long alone): if together they get
+    no more than 1.5x what one cross pair gets alone, they share one link, and the groups are
+    racks with that aggregate as ``uplink``; otherwise the pairs are independent and per-pair
+    rates already say everything.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    workers : dict
+        Worker name -> Dask address.
+    rates : dict
+        ``{a: {b: bytes_per_s}}`` from :func:`measure_pairs`.
+    seconds : float
+    """
+    from distributed import wait
+
+    names = list(workers)
+    top = max(r for row in rates.values() for r in row.values())
+    group = {n: n for n in names}
+
+    def root(n):
+        while group[n] != n:
+            n = group[n]
+        return n
+
+    for a in names:
+        for b in names:
+            if a < b and min(rates[a][b], rates[b][a]) >= 0.5 * top:
+                group[root(a)] = root(b)
+    groups = {}
+    for n in names:
+        groups.setdefault(root(n), []).append(n)
+    if len(groups) < 2:
+        return None, None
+    first, second = sorted(groups.values(), key=lambda g: (-len(g), g))[:2]
+    senders = list(zip(first, second))
+    if len(senders) < 2:  # one flow cannot tell a shared link from a slow pair
+        return None, None
+    single = float(np.median([rates[a][b] for a, b in senders]))
+    n = int(max(1 << 20, single * seconds))
+
+    def make(k):
+        return np.ones(k, dtype=np.uint8)
+
+    def size(x):
+        return x.nbytes
+
+    def spans(keys, dask_worker=None):
+        return [(e["start"], e["stop"], e["total"]) for e in dask_worker.transfer_incoming_log
+                if any(k in e["keys"] for k in keys)]
+
+    srcs = [client.submit(make, n, workers=[workers[a]], pure=False) for a, _ in senders]
+    wait(srcs)
+    outs = [client.submit(size, f, workers=[workers[b]], pure=False, allow_other_workers=False)
+            for f, (_, b) in zip(srcs, senders)]
+    wait(outs)
+    keys = [f.key for f in srcs]
+    got = client.run(spans, keys, workers=[workers[b] for _, b in senders])
+    records = [r for rs in got.values() for r in rs]
+    if len(records) < len(senders):
+        return None, None
+    t0 = min(r[0] for r in records)
+    t1 = max(r[1] for r in records)
+    aggregate = sum(r[2] for r in records) / max(t1 - t0, 1e-6)
+    if aggregate > 1.5 * single:
+        return None, None
+    racks = {w: k for k, g in enumerate(sorted(groups.values())) for w in g}
+    return racks, aggregate
+
+
 def attach_addresses(model: Cluster, client, subset: bool = False) -> Cluster:
     """The declared model with each worker's Dask address (matched by name).
 
@@ -300,7 +381,8 @@ def attach_addresses(model: Cluster, client, subset: bool = False) -> Cluster:
                 continue
             raise TaskflowError(f"cluster model names worker {w.id!r} but Dask has {sorted(by_name)}")
         workers.append(Worker(w.id, w.speed, w.cores, address=addr))
-    return model.replace(workers=workers, bandwidths={a: r for a, r in model.bandwidths.items()
-                                                      if any(x.id == a for x in workers)})
+    kept = {x.id for x in workers}
+    return model.replace(workers=workers, bandwidths={a: r for a, r in model.bandwidths.items() if a in kept},
+                         racks={a: r for a, r in model.racks.items() if a in kept} if model.racks else None)
 
 

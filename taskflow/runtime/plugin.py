@@ -138,7 +138,9 @@ def cluster_payload(model: Cluster) -> dict:
     """
     return {"speeds": {str(w.id): w.speed for w in model.workers}, "bandwidth": model.bandwidth,
             "bandwidths": {str(a): {str(b): v for b, v in row.items()} for a, row in model.bandwidths.items()},
-            "latency": model.latency, "task_overhead": model.task_overhead, "backplane": model.backplane}
+            "latency": model.latency, "task_overhead": model.task_overhead, "backplane": model.backplane,
+            "racks": {str(a): r for a, r in model.racks.items()} if model.racks is not None else None,
+            "uplink": model.uplink}
 
 
 class TaskflowPlugin(SchedulerPlugin):
@@ -391,9 +393,13 @@ class TaskflowPlugin(SchedulerPlugin):
         bw = declared.get("bandwidth") or self.scheduler.bandwidth or 1e9
         pairs = {a: {b: v for b, v in row.items() if b in names} for a, row in declared.get("bandwidths", {}).items()
                  if a in names}
+        racks = declared.get("racks")
+        if racks is not None:  # a worker the declared racks do not name (one that joined): a rack of its own
+            racks = {w.id: racks.get(w.id, f"joined:{w.id}") for w in workers}
         return Cluster(workers, bandwidth=bw, bandwidths={a: row for a, row in pairs.items() if row},
                        latency=declared.get("latency", 0.0), name="dask",
-                       task_overhead=declared.get("task_overhead", 0.0), backplane=declared.get("backplane"))
+                       task_overhead=declared.get("task_overhead", 0.0), backplane=declared.get("backplane"),
+                       racks=racks, uplink=declared.get("uplink") if racks is not None else None)
 
     def _plan(self, r: _Run):
         """Plan the unfinished part of ``r`` on the live workers; the plan (a Schedule) or None."""

@@ -311,7 +311,8 @@ class _Runner:
             return model
         extra = [Worker(w["name"], w.get("speed", 1.0), max(1, int(w.get("cores", 1))), address=w.get("address"))
                  for w in self.workers_info if w["name"] not in known]
-        return model.replace(workers=[*model.workers, *extra])
+        racks = {**model.racks, **{w.id: f"joined:{w.id}" for w in extra}} if model.racks is not None else None
+        return model.replace(workers=[*model.workers, *extra], racks=racks)
 
     def go(self) -> RunReport:
         model = self._model()  # declared: what emulated tasks sleep by

@@ -1,5 +1,8 @@
 """``maxmin``: each worker's upload and download capacity shared max-min fairly among its flows.
 
+With racks (``Cluster(racks=..., uplink=...)``), each rack's uplink and downlink are two more
+shared ports: the flows leaving (entering) a rack share its uplink (downlink) max-min fairly too.
+
 Each worker has an upload and a download capacity (its fastest link: the largest bandwidth of a pair
 it belongs to) shared max-min fairly among its concurrent flows, each flow also capped at its pair's
 bandwidth; rates are recomputed whenever a flow starts or ends (progressive filling, as in Estee's
@@ -29,7 +32,7 @@ __all__ = ["MaxMinNetwork"]
 
 
 @njit(cache=True)
-def _fill_pairs(pn, pcap, up, down, prate, capped, bp):
+def _fill_pairs(pn, pcap, up, down, prate, capped, bp, rack, rup, rdown):
     """Max-min fair rate per flow of each (source, destination) pair, by progressive filling.
 
     ``pn`` holds the number of active flows per pair (a W x W matrix, flattened); flows of one pair
@@ -40,8 +43,11 @@ def _fill_pairs(pn, pcap, up, down, prate, capped, bp):
     A port's share (remaining capacity / unfrozen flows) is kept up to date as pairs freeze, so a
     step only compares shares. ``capped=False`` says no pair's cap is below its ports' capacities
     (so no cap can bind) and skips sorting the caps. ``bp`` is the backplane: one more port that
-    every flow passes (``inf``: none); when it saturates, every unfrozen pair freezes."""
+    every flow passes (``inf``: none); when it saturates, every unfrozen pair freezes. ``rack``
+    (rack index per worker) with ``rup`` / ``rdown`` (per rack) adds the racks' uplinks and
+    downlinks: ports shared by the pairs that leave or enter a rack (none when ``rup`` is empty)."""
     W = up.shape[0]
+    R = rup.shape[0]
     WW = W * W
     qs = np.empty(WW, np.int64)
     P = 0
@@ -62,6 +68,22 @@ def _fill_pairs(pn, pcap, up, down, prate, capped, bp):
         down_ptr[b + 1] += 1
         n_up[a] += pn[q]
         n_down[b] += pn[q]
+    n_rup = np.zeros(R)
+    n_rdown = np.zeros(R)
+    if R > 0:
+        for k in range(P):
+            q = qs[k]
+            a, b = q // W, q % W
+            if rack[a] != rack[b]:
+                n_rup[rack[a]] += pn[q]
+                n_rdown[rack[b]] += pn[q]
+    used_rup = np.zeros(R)
+    used_rdown = np.zeros(R)
+    share_rup = np.empty(R)
+    share_rdown = np.empty(R)
+    for r in range(R):
+        share_rup[r] = rup[r] / n_rup[r] if n_rup[r] > 1e-9 else np.inf
+        share_rdown[r] = rdown[r] / n_rdown[r] if n_rdown[r] > 1e-9 else np.inf
     for w in range(W):
         up_ptr[w + 1] += up_ptr[w]
         down_ptr[w + 1] += down_ptr[w]
@@ -92,6 +114,7 @@ def _fill_pairs(pn, pcap, up, down, prate, capped, bp):
     by_cap = np.argsort(caps) if capped else np.empty(0, np.int64)
     n_cap = P if capped else 0
     frozen = np.zeros(P, np.bool_)
+    rlist = np.empty(P, np.int64)
     cp = 0
     left = P
     while left > 0:
@@ -105,6 +128,15 @@ def _fill_pairs(pn, pcap, up, down, prate, capped, bp):
             s = share_down[w]
             if s < best:
                 best, port, is_up = s, w, False
+        rport = -1
+        r_up = True
+        for r in range(R):
+            s = share_rup[r]
+            if s < best:
+                best, rport, r_up = s, r, True
+            s = share_rdown[r]
+            if s < best:
+                best, rport, r_up = s, r, False
         while cp < n_cap and frozen[by_cap[cp]]:
             cp += 1
         share_bp = (bp - used_bp) / n_all if n_all > 1e-9 else np.inf
@@ -117,6 +149,17 @@ def _fill_pairs(pn, pcap, up, down, prate, capped, bp):
         if cp < n_cap and caps[by_cap[cp]] < best:
             level = caps[by_cap[cp]]
             lo, hi, lst = cp, cp + 1, by_cap
+        elif rport >= 0:  # a rack's uplink or downlink saturates: its pairs freeze (listed here)
+            level = best
+            n_in = 0
+            for k in range(P):
+                if not frozen[k]:
+                    q = qs[k]
+                    a, b = q // W, q % W
+                    if rack[a] != rack[b] and ((r_up and rack[a] == rport) or (not r_up and rack[b] == rport)):
+                        rlist[n_in] = k
+                        n_in += 1
+            lo, hi, lst = 0, n_in, rlist
         elif port >= 0:
             level = best
             if is_up:
@@ -150,24 +193,35 @@ def _fill_pairs(pn, pcap, up, down, prate, capped, bp):
             used_down[b] += level * pn[q]
             share_up[a] = (up[a] - used_up[a]) / n_up[a] if n_up[a] > 1e-9 else np.inf
             share_down[b] = (down[b] - used_down[b]) / n_down[b] if n_down[b] > 1e-9 else np.inf
+            if R > 0 and rack[a] != rack[b]:
+                ra, rb = rack[a], rack[b]
+                n_rup[ra] -= pn[q]
+                n_rdown[rb] -= pn[q]
+                used_rup[ra] += level * pn[q]
+                used_rdown[rb] += level * pn[q]
+                share_rup[ra] = (rup[ra] - used_rup[ra]) / n_rup[ra] if n_rup[ra] > 1e-9 else np.inf
+                share_rdown[rb] = (rdown[rb] - used_rdown[rb]) / n_rdown[rb] if n_rdown[rb] > 1e-9 else np.inf
 
 
 @njit(cache=True)
-def _fill_classes(pn, pcap, up, down, prate, classes, capped, bp):
+def _fill_classes(pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown):
     """Strict priority between classes (class 0 first): each class shares, max-min fairly, the
-    port (and backplane) capacity the classes before it left."""
+    port (backplane, rack link) capacity the classes before it left."""
     WW = pcap.shape[0]
     if classes == 1:
-        _fill_pairs(pn, pcap, up, down, prate, capped, bp)
+        _fill_pairs(pn, pcap, up, down, prate, capped, bp, rack, rup, rdown)
         return
     W = up.shape[0]
+    R = rup.shape[0]
     up_r = up.copy()
     down_r = down.copy()
+    rup_r = rup.copy()
+    rdown_r = rdown.copy()
     for c in range(classes):
         lo = c * WW
         pn_c = pn[lo:lo + WW]
         prate_c = prate[lo:lo + WW]
-        _fill_pairs(pn_c, pcap, up_r, down_r, prate_c, capped, bp)
+        _fill_pairs(pn_c, pcap, up_r, down_r, prate_c, capped, bp, rack, rup_r, rdown_r)
         for q in range(WW):
             if pn_c[q] > 0 and prate_c[q] < np.inf:
                 used = prate_c[q] * pn_c[q]
@@ -175,13 +229,17 @@ def _fill_classes(pn, pcap, up, down, prate, classes, capped, bp):
                 a, b = q // W, q % W
                 up_r[a] = max(0.0, up_r[a] - used)
                 down_r[b] = max(0.0, down_r[b] - used)
+                if R > 0 and rack[a] != rack[b]:
+                    rup_r[rack[a]] = max(0.0, rup_r[rack[a]] - used)
+                    rdown_r[rack[b]] = max(0.0, rdown_r[rack[b]] - used)
 
 
 @njit(cache=True)
-def _refresh(active, pair, done, nxt, rates, pn, pcap, up, down, prate, t_last, recompute, classes, capped, bp):
+def _refresh(active, pair, done, nxt, rates, pn, pcap, up, down, prate, t_last, recompute, classes, capped, bp,
+             rack, rup, rdown):
     """Recompute the rates (if the flow set changed) and return the time of the next flow event."""
     if recompute:
-        _fill_classes(pn, pcap, up, down, prate, classes, capped, bp)
+        _fill_classes(pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown)
     best = np.inf
     for f in range(active.shape[0]):
         if active[f]:
@@ -242,6 +300,10 @@ class MaxMinNetwork(Network):
         off = ~np.eye(W, dtype=bool)  # a worker sends nothing to itself
         self.capped = bool(np.any(bw[off] < port[off]))  # else no pair's own cap can bind
         self.backplane = float(cluster.backplane) if cluster.backplane is not None else np.inf
+        racks = int(cluster.rack_index.max()) + 1 if cluster.racks is not None else 0
+        self.rack = np.ascontiguousarray(cluster.rack_index if racks else np.zeros(W, np.int64))
+        self.rup = np.full(racks, float(cluster.uplink) if racks else 0.0)
+        self.rdown = self.rup.copy()
         self.classes = C = max(1, int(classes))
         self.pn = np.zeros(C * W * W)
         self.prate = np.zeros(C * W * W)
@@ -347,7 +409,7 @@ class MaxMinNetwork(Network):
             if self.nactive:
                 self._next = _refresh(self.active, self.pair, self.done, self.nxt, self.rates, self.pn, self.pcap,
                                       self.up, self.down, self.prate, self.t_last, self.dirty, self.classes,
-                                      self.capped, self.backplane)
+                                      self.capped, self.backplane, self.rack, self.rup, self.rdown)
             else:
                 self._next = np.inf
             self.dirty = self.stale = False

@@ -1,0 +1,221 @@
+"""Schedulers and network models on real shaped networks (the testbed: network namespaces, veth,
+bridges, tc; needs root).
+
+    python benchmarks/bench_network.py [--reps 3] [--out taskflow-out/network] [--target 4]
+                                       [--topologies uniform,two-racks] [--workflows ...]
+
+For each topology (4 workers; ``uniform``: every link 200 Mbit/s; ``two-racks``: the same links,
+w0-w1 and w2-w3 in two racks joined by a 20 Mbit/s link, 10:1), a testbed is made and this script
+runs again inside its client namespace, where it
+
+1. calibrates the cluster per worker pair (``cluster_from_dask(calibrate=True, pairs=True)``,
+   speeds declared equal: the workers are alike, the network is what differs);
+2. runs each workflow under heft, cpop and blevel (planned with that per-pair model) and Dask's
+   own work stealing, ``--reps`` times, in an order that rotates;
+3. predicts each run with the simulator: the same plan (static policies) or the work-stealing
+   policy, on the same model, with the ``simple`` and the ``maxmin`` network.
+
+Workflows (emulated: tasks sleep their cost, outputs are real byte buffers of their size):
+
+- ``comm-heavy``: a random layered DAG, 40 tasks, CCR 2 at 200 Mbit/s (HEFT paper generator);
+- ``montage``: the 25-task Montage DAX shipped with the package (its runtimes and file sizes,
+  compute-bound at these rates);
+- ``dp-ring`` / ``dp-ps``: one iteration of data-parallel ResNet-50 training on 4 ranks with ring
+  and with parameter-server allreduce, gradients scaled so communication is twice the compute at
+  200 Mbit/s.
+
+Every workflow is scaled so HEFT's plan on the uniform model takes ``--target`` seconds. Rows go to
+``network.csv``; the summary (prediction error of each network model, median and worst; makespans
+per scheduler; HEFT and CPOP against work stealing) is printed and written to ``summary.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from taskflow import TaskGraph  # noqa: E402
+
+SCHEDULERS = ("heft", "cpop", "blevel", "work-stealing")
+WORKFLOWS = ("comm-heavy", "montage", "dp-ring", "dp-ps")
+TOPOLOGIES = {"uniform": dict(topology="uniform", bandwidth="200mbit"),
+              "two-racks": dict(topology="two-racks", bandwidth="200mbit", inter_rack="20mbit")}
+LINK = 25e6  # bytes/s of a worker link (200 Mbit/s)
+FIELDS = ["topology", "workflow", "tasks", "scheduler", "rep", "measured", "predicted_simple", "predicted_maxmin",
+          "error_simple", "error_maxmin", "planned", "placement_fidelity", "transfers", "bytes_moved"]
+
+
+def scaled(g: TaskGraph, time_scale: float, size_scale: float, name=None) -> TaskGraph:
+    """``g`` with every cost multiplied by ``time_scale`` and every size by ``size_scale``, and
+    every edge carrying its producer's whole output (what Dask moves: one object per task)."""
+    from taskflow.runtime.dask_graph import emulated_sizes
+
+    a = g.arrays
+    ids = list(a.ids)
+    out = emulated_sizes(g) * size_scale
+    metas = {t: g.task(t).meta for t in ids if g.task(t).meta}
+    return TaskGraph.from_columns(name or g.name, ids, [float(c) * time_scale for c in a.cost],
+                                  [float(s) for s in out], cores=[int(c) for c in a.cores],
+                                  src=[ids[i] for i in a.src], dst=[ids[i] for i in a.dst],
+                                  size=[float(out[i]) for i in a.src], meta=metas)
+
+
+def workflows(target: float) -> dict:
+    """Name -> graph in real seconds and bytes for this testbed."""
+    from taskflow import Cluster, load_graph, simulate
+    from workflows.samples import path
+    from workflows.scientific import random_layered
+    from workflows.training import data_parallel
+
+    raw = {"comm-heavy": random_layered(40, shape=1.0, out_degree=2, ccr=2.0, seed=3, bandwidth=LINK, mean_cost=1.0),
+           "montage": load_graph(path("montage-dax"))}
+    for kind in ("ring", "ps"):
+        g = data_parallel("resnet50", workers=4, iterations=1, allreduce=kind, buckets=2)
+        a = g.arrays
+        # gradients shrunk so the bytes take twice the compute at the link rate
+        raw[f"dp-{kind}"] = scaled(g, 1.0, 2.0 * float(a.cost.sum()) * LINK / float(a.size.sum()), f"dp-{kind}")
+    uniform = Cluster.heterogeneous([1, 1, 1, 1], bandwidth=LINK)
+    out = {}
+    for name, g in raw.items():
+        s = target / simulate(g, uniform, "heft", network="maxmin").makespan
+        out[name] = scaled(g, s, s, name)
+    return out
+
+
+def inside(config: dict) -> None:
+    """In the testbed's client namespace: calibrate, run, predict, append rows."""
+    import dask
+    from distributed import Client
+
+    from taskflow import TaskflowWarning, get_scheduler, run, simulate
+    from taskflow.runtime import cluster_from_dask
+
+    graphs = {k: v for k, v in workflows(config["target"]).items() if k in config["workflows"]}
+    with dask.config.set({"distributed.scheduler.work-stealing": True}), Client(timeout="30s") as client:
+        names = sorted(w["name"] for w in client.scheduler_info()["workers"].values())
+        t0 = time.perf_counter()
+        model = cluster_from_dask(client, calibrate=True, pairs=True, speeds={n: 1.0 for n in names})
+        pairs = {a: {b: round(model.bandwidth_between(a, b) * 8 / 1e6, 1) for b in model.ids if b != a}
+                 for a in model.ids}
+        print(f"[{config['topology']}] calibrated in {time.perf_counter() - t0:.0f} s: latency "
+              f"{model.latency * 1e3:.1f} ms, per-task overhead {model.task_overhead * 1e3:.1f} ms, "
+              f"Mbit/s per pair {json.dumps(pairs)}", flush=True)
+        with open(config["csv"], "a", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=FIELDS)
+            for rep in range(config["reps"]):
+                for wname, g in graphs.items():
+                    order = list(SCHEDULERS[rep % 4:] + SCHEDULERS[:rep % 4])
+                    for sname in order:
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore", TaskflowWarning)
+                            rep_ = run(g, sname, client=client, cluster=model, quiet=True, timeout=300)
+                        pred = {}
+                        for net in ("simple", "maxmin"):
+                            if rep_.plan is not None:
+                                tr = simulate(g, model, get_scheduler(sname), network=net, plan=rep_.plan,
+                                              plan_order="ready")
+                            else:
+                                tr = simulate(g, model, get_scheduler("work-stealing"), network=net)
+                            pred[net] = tr.makespan
+                        m = rep_.measured_makespan
+                        row = {"topology": config["topology"], "workflow": wname, "tasks": len(g), "scheduler": sname,
+                               "rep": rep, "measured": m, "predicted_simple": pred["simple"],
+                               "predicted_maxmin": pred["maxmin"],
+                               "error_simple": (pred["simple"] - m) / m, "error_maxmin": (pred["maxmin"] - m) / m,
+                               "planned": rep_.plan.makespan if rep_.plan is not None else "",
+                               "placement_fidelity": rep_.placement_fidelity if rep_.plan is not None else "",
+                               "transfers": len(rep_.trace.transfers),
+                               "bytes_moved": sum(t.bytes for t in rep_.trace.transfers)}
+                        writer.writerow(row)
+                        f.flush()
+                        print(f"[{config['topology']}] rep {rep} {wname:<10} {sname:<13} measured {m:6.2f} s, "
+                              f"simple {pred['simple']:6.2f} s, maxmin {pred['maxmin']:6.2f} s, "
+                              f"{row['bytes_moved'] / 1e6:7.1f} MB moved", flush=True)
+
+
+def summary(rows: list) -> str:
+    """The tables of the results."""
+    def pct(x):
+        return f"{100 * x:+.1f}%"
+
+    out = ["## Prediction error of each network model (predicted - measured) / measured", "",
+           "| topology | runs | simple: median abs | simple: worst | maxmin: median abs | maxmin: worst |",
+           "|---|---:|---:|---:|---:|---:|"]
+    for topo in sorted({r["topology"] for r in rows}) + ["all"]:
+        rs = [r for r in rows if topo in ("all", r["topology"])]
+        es = [float(r["error_simple"]) for r in rs]
+        em = [float(r["error_maxmin"]) for r in rs]
+        out.append(f"| {topo} | {len(rs)} | {100 * statistics.median(map(abs, es)):.1f}% | "
+                   f"{pct(max(es, key=abs))} | {100 * statistics.median(map(abs, em)):.1f}% | {pct(max(em, key=abs))} |")
+    out += ["", "## Measured makespan (median of the repetitions, seconds); the shortest in bold", "",
+            "| topology | workflow | " + " | ".join(SCHEDULERS) + " | best static vs work stealing |",
+            "|---|---|" + "---:|" * len(SCHEDULERS) + "---:|"]
+    for topo in sorted({r["topology"] for r in rows}):
+        for wf in [w for w in WORKFLOWS if any(r["workflow"] == w for r in rows)]:
+            med = {}
+            for s in SCHEDULERS:
+                xs = [float(r["measured"]) for r in rows if (r["topology"], r["workflow"], r["scheduler"]) == (topo, wf, s)]
+                med[s] = statistics.median(xs) if xs else float("nan")
+            best = min(med.values())
+            cells = [f"**{v:.2f}**" if v == best else f"{v:.2f}" for v in med.values()]
+            static = min(med["heft"], med["cpop"])
+            out.append(f"| {topo} | {wf} | " + " | ".join(cells) +
+                       f" | {100 * (med['work-stealing'] - static) / med['work-stealing']:+.0f}% shorter |")
+    out += ["", "(best static = the shorter of HEFT and CPOP, planned with the calibrated per-pair model)"]
+    return "\n".join(out)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--out", default="taskflow-out/network")
+    ap.add_argument("--target", type=float, default=4.0, help="seconds of HEFT's plan on the uniform model")
+    ap.add_argument("--topologies", default=",".join(TOPOLOGIES))
+    ap.add_argument("--workflows", default=",".join(WORKFLOWS))
+    ap.add_argument("--inside", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.inside:
+        inside(json.loads(args.inside))
+        return 0
+    from taskflow.app.testbed import Testbed, available
+
+    why = available()
+    if why:
+        print(f"bench_network: {why}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "network.csv"
+    with open(path, "w", newline="") as f:
+        csv.DictWriter(f, fieldnames=FIELDS).writeheader()
+    t0 = time.perf_counter()
+    for topo in args.topologies.split(","):
+        with Testbed(workers=4, **TOPOLOGIES[topo]) as tb:
+            print(tb.describe(), flush=True)
+            config = {"topology": topo, "reps": args.reps, "target": args.target, "csv": str(path.resolve()),
+                      "workflows": args.workflows.split(",")}
+            p = tb.exec([sys.executable, os.path.abspath(__file__), "--inside", json.dumps(config)], timeout=3600,
+                        stdout=None, stderr=None)
+            if p.returncode != 0:
+                print(f"bench_network: the runs on {topo} failed (exit {p.returncode})", file=sys.stderr)
+                return 1
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    text = summary(rows)
+    (out / "summary.md").write_text(text + "\n")
+    print(text)
+    print(f"\n{len(rows)} runs in {time.perf_counter() - t0:.0f} s; rows in {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
