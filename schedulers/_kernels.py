@@ -255,3 +255,129 @@ def greedy_schedule(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, su
                 ready[nready] = j
                 nready += 1
     return worker, start, finish
+
+
+@njit(cache=True)
+def _route_ready(i, w, W, R, pred_ptr, pred_idx, pred_size, worker, finish, lat, inv, rack, free, tfree, avail,
+                 order, commit):
+    """Data-ready time of task ``i`` on worker ``w`` when every transfer it needs is scheduled on
+    the ports it passes (the sender's upload, the receiver's download and, across racks, the two
+    racks' uplink and downlink), each port busy with one transfer at a time, a transfer's bytes
+    starting a latency after its producer has finished, once all its ports are free (Sinnen and Sousa's edge
+    scheduling, end technique). An output already sent to ``w`` is not sent again. With
+    ``commit``, the ports and ``avail`` keep what was scheduled; else ``free`` is untouched."""
+    P = pred_ptr[i + 1] - pred_ptr[i]
+    for k in range(P):
+        order[k] = pred_ptr[i] + k
+    # earliest producer first: that is the order in which the transfers can start
+    for a in range(1, P):
+        x = order[a]
+        b = a - 1
+        while b >= 0 and finish[pred_idx[order[b]]] > finish[pred_idx[x]]:
+            order[b + 1] = order[b]
+            b -= 1
+        order[b + 1] = x
+    nports = free.shape[0]
+    for q in range(nports):
+        tfree[q] = free[q]
+    ready = 0.0
+    for a in range(P):
+        k = order[a]
+        p = pred_idx[k]
+        wp = worker[p]
+        fp = finish[p]
+        if wp == w:
+            t = fp
+        elif avail[p, w] < _INF:
+            t = avail[p, w]
+        else:
+            sz = pred_size[k] * inv[wp, w]  # seconds of bytes; the latency comes first and holds no port
+            if sz <= 0.0:
+                t = fp + lat[wp, w]
+            else:
+                s = fp + lat[wp, w]
+                if tfree[wp] > s:
+                    s = tfree[wp]
+                if tfree[W + w] > s:
+                    s = tfree[W + w]
+                cross = R > 0 and rack[wp] != rack[w]
+                if cross:
+                    if tfree[2 * W + rack[wp]] > s:
+                        s = tfree[2 * W + rack[wp]]
+                    if tfree[2 * W + R + rack[w]] > s:
+                        s = tfree[2 * W + R + rack[w]]
+                t = s + sz
+                tfree[wp] = t
+                tfree[W + w] = t
+                if cross:
+                    tfree[2 * W + rack[wp]] = t
+                    tfree[2 * W + R + rack[w]] = t
+            if commit:
+                avail[p, w] = t
+        if t > ready:
+            ready = t
+    if commit:
+        for q in range(nports):
+            free[q] = tfree[q]
+    return ready
+
+
+@njit(cache=True)
+def list_schedule_contention(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_ptr, succ_idx,
+                             lat, inv, priority, rack, R, insertion):
+    """:func:`list_schedule` (no forced workers, no bias) with the data-ready time of each
+    candidate worker from :func:`_route_ready`: transfers wait for the ports they share."""
+    n, W = durations.shape
+    worker = np.full(n, -1, np.int64)
+    start = np.zeros(n)
+    finish = np.zeros(n)
+    times, usage, K = _profiles(W)
+    remaining = np.empty(n, np.int64)
+    free = np.zeros(2 * W + 2 * R)
+    tfree = np.zeros(2 * W + 2 * R)
+    avail = np.full((n, W), _INF)
+    maxp = 1
+    for i in range(n):
+        if pred_ptr[i + 1] - pred_ptr[i] > maxp:
+            maxp = pred_ptr[i + 1] - pred_ptr[i]
+    order = np.empty(maxp, np.int64)
+    heap = [(0.0, 0)]
+    heap.pop()
+    for i in range(n):
+        remaining[i] = pred_ptr[i + 1] - pred_ptr[i]
+        if remaining[i] == 0:
+            heapq.heappush(heap, (-priority[i], i))
+    while len(heap) > 0:
+        item = heapq.heappop(heap)
+        i = item[1]
+        c = tcores[i]
+        best_w = -1
+        best_s = 0.0
+        best_key = _INF
+        for w in range(W):
+            d = durations[i, w]
+            if d == _INF:
+                continue
+            drt = _route_ready(i, w, W, R, pred_ptr, pred_idx, pred_size, worker, finish, lat, inv, rack, free,
+                               tfree, avail, order, False)
+            s = earliest_start(times[w], usage[w], K[w], drt, d, c, wcores[w], insertion)
+            if best_w < 0 or s + d < best_key:
+                best_key = s + d
+                best_w = w
+                best_s = s
+        _route_ready(i, best_w, W, R, pred_ptr, pred_idx, pred_size, worker, finish, lat, inv, rack, free, tfree,
+                     avail, order, True)
+        d = durations[i, best_w]
+        worker[i] = best_w
+        start[i] = best_s
+        finish[i] = best_s + d
+        t, u, k = occupy(times[best_w], usage[best_w], K[best_w], best_s, best_s + d, c)
+        times[best_w] = t
+        usage[best_w] = u
+        K[best_w] = k
+        for e in range(succ_ptr[i], succ_ptr[i + 1]):
+            j = succ_idx[e]
+            remaining[j] -= 1
+            if remaining[j] == 0:
+                heapq.heappush(heap, (-priority[j], j))
+    return worker, start, finish

@@ -19,8 +19,12 @@ def clusters(draw, max_workers=6, max_cores=4):
             a, b = draw(st.integers(0, n - 1)), draw(st.integers(0, n - 1))
             if a != b:
                 bws.setdefault(f"w{a}", {})[f"w{b}"] = draw(st.sampled_from([0.5, 5.0, 500.0]))
+    racks = uplink = None
+    if n > 1 and draw(st.booleans()):  # a two-level network: racks sharing an uplink
+        racks = {f"w{i}": r for i, r in enumerate(draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)))}
+        uplink = draw(st.sampled_from([0.5, 5.0, 1e3]))
     return Cluster([Worker(f"w{i}", s, c) for i, (s, c) in enumerate(zip(speeds, cores))],
-                   bandwidth=bandwidth, bandwidths=bws, latency=latency)
+                   bandwidth=bandwidth, bandwidths=bws, latency=latency, racks=racks, uplink=uplink)
 
 
 @st.composite

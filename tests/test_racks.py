@@ -1,0 +1,103 @@
+"""Racks in the cluster model: what every model sees (a cross-rack pair gets at most the uplink),
+what maxmin adds (the flows through one uplink share it), how the format keeps them, and the
+contention-aware HEFT that plans with them."""
+
+from __future__ import annotations
+
+import pytest
+
+from taskflow import Cluster, ClusterError, TaskGraph, Worker, get_scheduler, simulate
+from taskflow.costs import CostModel
+from workflows.scientific import random_layered
+
+IDS = ["w0", "w1", "w2", "w3"]
+RACKS = {"w0": "a", "w1": "a", "w2": "b", "w3": "b"}
+
+
+def _pinned(w):
+    return {x: (0.001 if x == w else 1000.0) for x in IDS}
+
+
+def _two_cross_flows_and_one_local() -> TaskGraph:
+    g = TaskGraph("cross")
+    for s, d in (("w0", "w2"), ("w1", "w3")):
+        g.add_task(f"a{s}", cost=0.001, costs=_pinned(s), output_size=10e6)
+        g.add_task(f"b{d}", cost=0.001, costs=_pinned(d))
+        g.add_edge(f"a{s}", f"b{d}")
+    g.add_task("c", cost=0.001, costs=_pinned("w0"), output_size=10e6)
+    g.add_task("d", cost=0.001, costs=_pinned("w1"))
+    g.add_edge("c", "d")
+    return g
+
+
+def test_flows_leaving_a_rack_share_its_uplink_in_maxmin_only():
+    g = _two_cross_flows_and_one_local()
+    racked = Cluster([Worker(w) for w in IDS], bandwidth=25e6, racks=RACKS, uplink=2.5e6)
+    flat = Cluster([Worker(w) for w in IDS], bandwidth=25e6)
+    took = {}
+    for name, c in (("racked", racked), ("flat", flat)):
+        for net in ("simple", "maxmin"):
+            tr = simulate(g, c, "heft", network=net)
+            tr.validate(g, c)
+            took[name, net] = {t.task: t.finish - t.start for t in tr.transfers}
+    # alone a cross pair gets the uplink: 10 MB / 2.5 MB/s = 4 s, in every model
+    assert took["racked", "simple"] == pytest.approx({"aw0": 4.0, "aw1": 4.0, "c": 0.4})
+    # the two flows leaving rack a share its uplink: 1.25 MB/s each, 8 s; the local flow out of w0
+    # gets what w0's upload has left (25 - 1.25 MB/s)
+    assert took["racked", "maxmin"] == pytest.approx({"aw0": 8.0, "aw1": 8.0, "c": 10e6 / 23.75e6})
+    assert took["flat", "maxmin"]["aw1"] == pytest.approx(0.4)
+
+
+def test_the_rack_model_is_checked_kept_and_carried():
+    c = Cluster([Worker(w) for w in IDS], bandwidth=25e6, bandwidths={"w0": {"w2": 50e6, "w1": 1e6}},
+                racks=RACKS, uplink=2.5e6)
+    assert c.bandwidth_between("w0", "w2") == 2.5e6  # the uplink caps a faster pair
+    assert c.bandwidth_between("w0", "w1") == 1e6 and c.bandwidth_between("w2", "w3") == 25e6
+    from taskflow.formats.native import cluster_from_dict, cluster_to_dict
+
+    back = cluster_from_dict(cluster_to_dict(c))
+    assert back == c and back.racks == RACKS and back.uplink == 2.5e6
+    sub = c.subset(["w0", "w2"])
+    assert sub.racks == {"w0": "a", "w2": "b"} and sub.bandwidth_between("w2", "w0") == 2.5e6
+    assert c.replace(racks=None, uplink=None).bandwidth_between("w0", "w2") == 50e6
+    for kwargs, msg in (({"racks": RACKS}, "go together"), ({"uplink": 1.0}, "go together"),
+                        ({"racks": {**RACKS, "w9": "a"}, "uplink": 1.0}, "unknown worker 'w9'"),
+                        ({"racks": {"w0": "a"}, "uplink": 1.0}, "worker 'w1' has no rack"),
+                        ({"racks": {**RACKS, "w0": 1.5}, "uplink": 1.0}, "rack label must be a str or int"),
+                        ({"racks": RACKS, "uplink": -1.0}, "uplink")):
+        with pytest.raises(ClusterError, match=msg):
+            Cluster([Worker(w) for w in IDS], **kwargs)
+
+
+def test_the_plugin_payload_keeps_the_racks():
+    from taskflow.runtime.plugin import cluster_payload
+
+    c = Cluster([Worker(w) for w in IDS], bandwidth=25e6, racks=RACKS, uplink=2.5e6)
+    p = cluster_payload(c)
+    assert p["racks"] == RACKS and p["uplink"] == 2.5e6
+
+
+def test_heft_contention_is_heft_when_transfers_are_free():
+    g = random_layered(60, ccr=1.0, seed=5)
+    for c in (Cluster.heterogeneous([1, 2, 4], bandwidth=float("inf")),
+              Cluster.heterogeneous([1, 1, 2, 3], bandwidth=float("inf"), latency=0.5)):
+        a = get_scheduler("heft").schedule(g, c)
+        b = get_scheduler("heft-contention").schedule(g, c)
+        b.validate(g, c)
+        assert [(x.task, x.worker, x.start) for x in a] == [(x.task, x.worker, x.start) for x in b]
+
+
+def test_heft_contention_stops_spreading_work_over_a_shared_uplink():
+    """HEFT sees each cross-rack pair at the uplink's rate as if alone; with four workers in two
+    racks and a communication-heavy graph it sends so much through the uplink that the max-min
+    network makes it far longer than planned. Queuing transfers on the ports avoids that."""
+    g = random_layered(40, shape=1.0, out_degree=2, ccr=2.0, seed=3, bandwidth=25e6, mean_cost=1.0)
+    c = Cluster([Worker(w) for w in IDS], bandwidth=25e6, racks=RACKS, uplink=2.5e6)
+    heft = simulate(g, c, "heft", network="maxmin")
+    ours = simulate(g, c, "heft-contention", network="maxmin")
+    ours.validate(g, c)
+    assert ours.makespan < 0.7 * heft.makespan
+    # and its plan is an honest estimate of what the shared network does (HEFT's is not)
+    plan = get_scheduler("heft-contention").schedule(g, c, model=CostModel(g, c))
+    assert abs(ours.makespan - plan.makespan) < 0.25 * ours.makespan
+    assert get_scheduler("heft").schedule(g, c).makespan < 0.5 * heft.makespan
