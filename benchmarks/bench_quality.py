@@ -10,6 +10,16 @@
   1, 1.5, 2, 3, repeated), 125 MB/s links (1 Gbit/s), 1 ms latency.
 
 SLR = makespan / critical path at each task's fastest duration (lower is better; >= 1).
+
+    python benchmarks/bench_quality.py --real [--schedulers heft,cpop,blevel,peft,heft-search]
+
+The real-workflow family instead: every real workflow in ../shared/data (the WfCommons traces, the
+Pegasus DAX files, the Kasahara STG graph, Estee's graph set, the HEFT paper's example), or the
+copies shipped in the package when that folder is absent, each on two heterogeneous clusters
+(4 workers at speeds 1, 2, 3, 4 and 8 workers at 1, 1, 2, 2, 3, 3, 4, 4; 125 MB/s, 1 ms), and
+the HEFT paper's graph also on its own three processors with their unrelated costs. Printed:
+geometric-mean makespan / HEFT's per family and overall, wins / ties / losses against HEFT, time
+per instance; and each scheduler's time on a 20,000-task random DAG on 8 workers against HEFT's.
 """
 
 from __future__ import annotations
@@ -45,14 +55,100 @@ def instances(seeds: int):
             yield "wfcommons", path.stem.split("-")[0], g, Cluster.heterogeneous(speeds, bandwidth=125e6, latency=1e-3)
 
 
+def real_instances():
+    """(family, label, graph, cluster) of every real workflow, two heterogeneous clusters each."""
+    from taskflow import load_cluster, load_graphs
+    from workflows.samples import path as sample
+
+    files = []
+    if SHARED.exists():
+        for family, sub, pattern in (("wfcommons", "wfinstances", "*.json"), ("dax", "dax", "*.xml"),
+                                     ("stg", "stg", "*.stg"), ("estee", "estee", "*.zip"),
+                                     ("heft-paper", "native", "*.graph.json")):
+            files += [(family, p) for p in sorted((SHARED / sub).glob(pattern))]
+    else:  # the copies shipped in the package
+        files = [("wfcommons", sample("montage")), ("wfcommons", sample("epigenomics")), ("dax", sample("montage-dax")),
+                 ("estee", sample("estee-elementary")), ("heft-paper", sample("heft-paper"))]
+    clusters = [Cluster.heterogeneous([1, 2, 3, 4], bandwidth=125e6, latency=1e-3, name="speeds 1-4 x4"),
+                Cluster.heterogeneous([1, 1, 2, 2, 3, 3, 4, 4], bandwidth=125e6, latency=1e-3, name="speeds 1-4 x8")]
+    for family, p in files:
+        for g in load_graphs(p):
+            if family == "heft-paper":  # its own unrelated machines, and the speed clusters on mean costs
+                yield family, g.name, g, load_cluster(str(p).replace(".graph.json", ".cluster.json"))
+                g = g.with_costs(costs={t: None for t in g.ids})
+            for c in clusters:
+                yield family, g.name, g, c
+
+
+def real_main(names) -> None:
+    """The real-workflow family: makespan / HEFT's, win/tie/loss, time; and time at 20,000 tasks."""
+    import math
+    import statistics
+
+    ratio = defaultdict(lambda: defaultdict(list))  # family -> scheduler -> [makespan / heft]
+    secs = defaultdict(list)
+    wtl = defaultdict(lambda: [0, 0, 0])
+    count = 0
+    for family, label, g, cluster in real_instances():
+        model = CostModel(g, cluster)
+        mk = {}
+        for name in names:
+            t0 = time.perf_counter()
+            s = schedulers.get_scheduler(name, seed=0).schedule(g, cluster, model=model)
+            secs[name].append(time.perf_counter() - t0)
+            s.validate(g, cluster, model=model)
+            mk[name] = s.makespan
+        for name in names:
+            r = mk[name] / mk["heft"] if mk["heft"] > 0 else 1.0
+            ratio[family][name].append(r)
+            wtl[name][0 if r < 1 - 1e-9 else (1 if r <= 1 + 1e-9 else 2)] += 1
+        count += 1
+
+    def geo(xs):
+        return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+    fams = list(ratio)
+    lines = [f"{count} instances (real workflows x clusters) x {len(names)} schedulers", "",
+             "Geometric-mean makespan / HEFT's (lower is better):", "",
+             "| scheduler | " + " | ".join(f"{f} (n={len(ratio[f]['heft'])})" for f in fams)
+             + " | all | wins / ties / losses vs HEFT | mean time per instance |",
+             "|---" * (len(fams) + 4) + "|"]
+    for n in names:
+        every = sum((ratio[f][n] for f in fams), [])
+        lines.append(f"| {n} | " + " | ".join(f"{geo(ratio[f][n]):.4f}" for f in fams) + f" | **{geo(every):.4f}** | "
+                     f"{wtl[n][0]} / {wtl[n][1]} / {wtl[n][2]} | {1e3 * statistics.mean(secs[n]):.1f} ms |")
+    best = [geo([min(ratio[f][n][k] for n in names if n != "heft-search") for f in fams for k in range(len(ratio[f]["heft"]))])]
+    lines += ["", f"Best of the other schedulers per instance: {best[0]:.4f}", ""]
+    g = random_layered(20_000, shape=1.0, out_degree=3, ccr=1.0, beta=1.0, seed=7)
+    c = Cluster.heterogeneous([1, 1.5, 2, 3, 1, 1.5, 2, 3], bandwidth=1.0)
+    model = CostModel(g, c)
+    times = {}
+    for name in names:
+        runs = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            schedulers.get_scheduler(name, seed=0).schedule(g, c, model=model)
+            runs.append(time.perf_counter() - t0)
+        times[name] = statistics.median(runs)
+    lines.append("Time on a 20,000-task random DAG, 8 workers (median of 3): "
+                 + ", ".join(f"{n} {times[n]:.3f} s ({times[n] / times['heft']:.1f}x HEFT)" for n in names))
+    print("\n".join(lines))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--schedulers", default=",".join(schedulers.available("static")))
     ap.add_argument("--markdown", help="also write the tables to this file")
+    ap.add_argument("--real", action="store_true", help="the real-workflow family against HEFT")
     args = ap.parse_args()
     names = args.schedulers.split(",")
     schedulers.warm_up()
+    if args.real:
+        if "heft" not in names:
+            names = ["heft", *names]
+        real_main(names)
+        return
     slr = defaultdict(lambda: defaultdict(list))  # family -> scheduler -> [slr]
     by_ccr = defaultdict(lambda: defaultdict(list))
     to_lb = defaultdict(list)  # scheduler -> [makespan / lower bound]

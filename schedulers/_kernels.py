@@ -288,8 +288,11 @@ def _route_ready(i, w, W, R, pred_ptr, pred_idx, pred_size, worker, finish, lat,
         fp = finish[p]
         if wp == w:
             t = fp
-        elif avail[p, w] < _INF:
+        elif avail[p, w] < _INF:  # already sent there (but never sooner than this edge's own bytes allow)
             t = avail[p, w]
+            alone = fp + lat[wp, w] + pred_size[k] * inv[wp, w]
+            if alone > t:
+                t = alone
         else:
             sz = pred_size[k] * inv[wp, w]  # seconds of bytes; the latency comes first and holds no port
             if sz <= 0.0:

@@ -146,7 +146,16 @@ def _cmd_schedule(args) -> int:
     graph = _graph_or_function(args.graph, args.format)
     cluster = _cluster_from_args(args)
     names = schedulers.available("static") if args.scheduler == "all" else [args.scheduler]
-    instances = [schedulers.get_scheduler(n, seed=args.seed) for n in names]  # unknown names fail here
+    options = {}
+    if args.budget is not None:
+        from schedulers.heft_search import parse_budget
+
+        try:
+            options = parse_budget(args.budget)
+        except ValueError as e:
+            raise TaskflowError(f"--budget: {e}") from None
+    # unknown names fail here; a budget goes to the searching policies
+    instances = [schedulers.get_scheduler(n, seed=args.seed, **(options if "search" in n else {})) for n in names]
     model = CostModel(graph, cluster)
     schedulers.warm_up()  # compiled kernels load once, outside the timings
     rows = []
@@ -529,6 +538,7 @@ def build_parser() -> argparse.ArgumentParser:
     cluster_args(sp)
     sp.add_argument("--scheduler", required=True, help="a name from 'taskflow schedulers', or 'all'")
     sp.add_argument("--seed", type=int, default=0, help="seed for randomised schedulers (default 0)")
+    sp.add_argument("--budget", help="heft-search: evaluations (e.g. 64) or seconds (e.g. 2s); default 16")
     sp.add_argument("-o", "--output", help="write the schedule (taskflow-schedule/1; a list with 'all')")
     sp.add_argument("-q", "--quiet", action="store_true", help="do not print the plans")
     sp.set_defaults(func=_cmd_schedule)
