@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN = $(VENV)/bin
 STAMP = $(VENV)/.installed-stamp
 
-.PHONY: demo test test-all bench clean
+.PHONY: demo test test-all test-hpc bench clean
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,15 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow or testbed"
+
+# a real one-node SLURM (needs root): install and start it, run the HPC tests, stop it whatever happened
+test-hpc: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,hpc]'
+	bash tests/hpc/slurm_up.sh up
+	status=0; \
+	$(BIN)/python -m pytest -q tests/hpc || status=1; \
+	$(BIN)/python -m pytest -q tests/test_doc_commands.py -k "hpc.md" || status=1; \
+	bash tests/hpc/slurm_up.sh down; exit $$status
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -q

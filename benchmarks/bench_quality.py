@@ -16,7 +16,8 @@ SLR = makespan / critical path at each task's fastest duration (lower is better;
 The real-workflow family instead: every real workflow in ../shared/data (the WfCommons traces, the
 Pegasus DAX files, the Kasahara STG graph, Estee's graph set, the HEFT paper's example), or the
 copies shipped in the package when that folder is absent, each on two heterogeneous clusters
-(4 workers at speeds 1, 2, 3, 4 and 8 workers at 1, 1, 2, 2, 3, 3, 4, 4; 125 MB/s, 1 ms), and
+(4 workers at speeds 1, 2, 3, 4 and 8 workers at 1, 1, 2, 2, 3, 3, 4, 4; 125 MB/s, 1 ms; as many
+cores each as the graph's largest task needs), and
 the HEFT paper's graph also on its own three processors with their unrelated costs. Printed:
 geometric-mean makespan / HEFT's per family and overall, wins / ties / losses against HEFT, time
 per instance; and each scheduler's time on a 20,000-task random DAG on 8 workers against HEFT's.
@@ -35,7 +36,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import schedulers  # noqa: E402
-from taskflow import Cluster, CostModel, load_graph  # noqa: E402
+from taskflow import Cluster, CostModel, load_graph, lower_bound  # noqa: E402
 from workflows.scientific import random_layered  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -69,14 +70,17 @@ def real_instances():
     else:  # the copies shipped in the package
         files = [("wfcommons", sample("montage")), ("wfcommons", sample("epigenomics")), ("dax", sample("montage-dax")),
                  ("estee", sample("estee-elementary")), ("heft-paper", sample("heft-paper"))]
-    clusters = [Cluster.heterogeneous([1, 2, 3, 4], bandwidth=125e6, latency=1e-3, name="speeds 1-4 x4"),
-                Cluster.heterogeneous([1, 1, 2, 2, 3, 3, 4, 4], bandwidth=125e6, latency=1e-3, name="speeds 1-4 x8")]
+    def clusters(cores):
+        return [Cluster.heterogeneous([1, 2, 3, 4], cores=cores, bandwidth=125e6, latency=1e-3, name="speeds 1-4 x4"),
+                Cluster.heterogeneous([1, 1, 2, 2, 3, 3, 4, 4], cores=cores, bandwidth=125e6, latency=1e-3,
+                                      name="speeds 1-4 x8")]
+
     for family, p in files:
         for g in load_graphs(p):
             if family == "heft-paper":  # its own unrelated machines, and the speed clusters on mean costs
                 yield family, g.name, g, load_cluster(str(p).replace(".graph.json", ".cluster.json"))
                 g = g.with_costs(costs={t: None for t in g.ids})
-            for c in clusters:
+            for c in clusters(max(1, int(g.arrays.cores.max()))):  # workers big enough for every task
                 yield family, g.name, g, c
 
 
@@ -98,7 +102,8 @@ def real_main(names) -> None:
             secs[name].append(time.perf_counter() - t0)
             s.validate(g, cluster, model=model)
             mk[name] = s.makespan
-        for name in names:
+        mk["lower bound"] = lower_bound(g, cluster)
+        for name in [*names, "lower bound"]:
             r = mk[name] / mk["heft"] if mk["heft"] > 0 else 1.0
             ratio[family][name].append(r)
             wtl[name][0 if r < 1 - 1e-9 else (1 if r <= 1 + 1e-9 else 2)] += 1
@@ -113,11 +118,16 @@ def real_main(names) -> None:
              "| scheduler | " + " | ".join(f"{f} (n={len(ratio[f]['heft'])})" for f in fams)
              + " | all | wins / ties / losses vs HEFT | mean time per instance |",
              "|---" * (len(fams) + 4) + "|"]
-    for n in names:
+    for n in [*names, "lower bound"]:
         every = sum((ratio[f][n] for f in fams), [])
+        if n == "lower bound":
+            lines.append("| *lower bound* | " + " | ".join(f"{geo(ratio[f][n]):.4f}" for f in fams)
+                         + f" | {geo(every):.4f} | (no schedule is shorter) | |")
+            continue
         lines.append(f"| {n} | " + " | ".join(f"{geo(ratio[f][n]):.4f}" for f in fams) + f" | **{geo(every):.4f}** | "
                      f"{wtl[n][0]} / {wtl[n][1]} / {wtl[n][2]} | {1e3 * statistics.mean(secs[n]):.1f} ms |")
-    best = [geo([min(ratio[f][n][k] for n in names if n != "heft-search") for f in fams for k in range(len(ratio[f]["heft"]))])]
+    best = [geo([min(ratio[f][n][k] for n in names if n != "heft-search") for f in fams
+                 for k in range(len(ratio[f]["heft"]))])]
     lines += ["", f"Best of the other schedulers per instance: {best[0]:.4f}", ""]
     g = random_layered(20_000, shape=1.0, out_degree=3, ccr=1.0, beta=1.0, seed=7)
     c = Cluster.heterogeneous([1, 1.5, 2, 3, 1, 1.5, 2, 3], bandwidth=1.0)

@@ -46,6 +46,11 @@ def test_every_shell_command_of_a_page_runs_as_written(path, tmp_path):
 
         if available():
             pytest.skip(f"{path.name} needs the network testbed: {available()}")
+    if "<!-- needs: slurm" in path.read_text():
+        from tests.hpc.test_slurm import WHY
+
+        if WHY:
+            pytest.skip(f"{path.name} needs a running SLURM (make test-hpc): {WHY}")
     script = "set -euo pipefail\n" + _script(path)
     bin_dir = Path(sys.executable).parent
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "MPLBACKEND": "Agg",

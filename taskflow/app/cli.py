@@ -346,6 +346,16 @@ def _cmd_run(args) -> int:
                 raise TaskflowError(f"--speeds expects NAME=SPEED,..., got {item!r}") from None
     if args.workers is not None and args.workers < 1:
         raise TaskflowError(f"cluster has no workers: --workers must be >= 1, got {args.workers}")
+    jq_options = None
+    if args.jobqueue:
+        if args.address or args.scheduler_file:
+            raise TaskflowError("--jobqueue starts its own cluster: leave out --address and --scheduler-file")
+        if args.jobs is None or args.jobs < 1:
+            raise TaskflowError("--jobqueue needs --jobs N (N >= 1): the number of batch jobs, one worker each")
+        jq_options = {"cores": args.cores, "memory": args.memory, "walltime": args.walltime, "queue": args.queue,
+                      "interface": args.interface, "wait": args.job_wait}
+    elif args.jobs is not None:
+        raise TaskflowError("--jobs goes with --jobqueue slurm|pbs")
     import warnings
 
     with warnings.catch_warnings():
@@ -354,12 +364,14 @@ def _cmd_run(args) -> int:
                      workers=args.workers or 2, threads_per_worker=args.threads, speeds=speeds,
                      calibrate=args.calibrate, time_scale=args.time_scale, size_scale=args.size_scale,
                      retries=args.retries, quiet=args.quiet, timeout=args.timeout, profile=args.profile,
-                     dashboard=args.dashboard or False)
+                     dashboard=args.dashboard or False, jobqueue=args.jobqueue, jobqueue_options=jq_options)
     print(f"{report.scheduler}: predicted makespan {report.predicted_makespan:.3f} s, measured "
           f"{report.measured_makespan:.3f} s (error {report.prediction_error:.1%}), placement fidelity "
           f"{report.placement_fidelity:.0%}, {len(report.trace.runs)} tasks, {len(report.trace.transfers)} transfers"
           + (f", {report.replans} re-plan(s)" if report.replans else "")
           + f"; costs {report.costs}" + (f", measurements saved to {args.profile}" if args.profile else ""))
+    if report.jobs:
+        print("batch jobs: " + ", ".join(f"{w} in job {j}" for w, j in sorted(report.jobs.items())))
     for note in report.notes:
         print(f"note: {note}")
     if args.report:
@@ -583,6 +595,16 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--report", help="write the run report (JSON)")
     sp.add_argument("--gantt", help="write predicted and measured Gantt charts (PNG)")
     dashboard_arg(sp)
+    jq = sp.add_argument_group("batch systems (dask-jobqueue)")
+    jq.add_argument("--jobqueue", choices=("slurm", "pbs"), help="start the workers as batch jobs, one worker each")
+    jq.add_argument("--jobs", type=int, help="how many jobs (workers)")
+    jq.add_argument("--cores", type=int, default=1, help="cores per job, its worker's threads (default 1)")
+    jq.add_argument("--memory", default="2GB", help="memory per job (default 2GB)")
+    jq.add_argument("--walltime", default="01:00:00", help="walltime per job (default 01:00:00)")
+    jq.add_argument("--queue", help="the queue or partition (default: the batch system's default)")
+    jq.add_argument("--interface", help="network interface of the scheduler and workers, e.g. ib0")
+    jq.add_argument("--job-wait", type=float, default=120.0,
+                    help="seconds to wait for every job's worker before failing (default 120)")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar (and no dashboard link unless --dashboard)")
     sp.set_defaults(func=_cmd_run)
 

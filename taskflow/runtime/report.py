@@ -46,6 +46,8 @@ class RunReport:
     costs: str = "declared"
     #: the cost profile after this run (what it measured merged into the one it planned with)
     profile: object = None
+    #: worker id -> the batch job (SLURM, PBS) it ran in, for workers started as jobs
+    jobs: dict = field(default_factory=dict)
 
     @property
     def predicted_makespan(self) -> float:
@@ -73,7 +75,8 @@ class RunReport:
                 "prediction_error": self.prediction_error, "replans": self.replans,
                 "dispatch_overhead": self.dispatch_overhead, "time_scale": self.time_scale,
                 "size_scale": self.size_scale, "costs": self.costs, "notes": self.notes,
-                "workers": [{"id": w.id, "address": w.address, "speed": w.speed, "cores": w.cores}
+                "workers": [{"id": w.id, "address": w.address, "speed": w.speed, "cores": w.cores,
+                             **({"job": self.jobs[w.id]} if w.id in self.jobs else {})}
                             for w in self.cluster.workers],
                 "tasks": self.tasks,
                 "transfers": [t._asdict() for t in self.trace.transfers]}

@@ -140,7 +140,8 @@ def say_dashboard(client) -> None:
 WAIT_FOR_WORKERS = 30.0
 
 
-def connect(client, address, scheduler_file, workers, threads_per_worker, work_stealing, dashboard=False):
+def connect(client, address, scheduler_file, workers, threads_per_worker, work_stealing, dashboard=False,
+            jobqueue=None, jobqueue_options=None):
     """(client, things to close). Without a client or address (nor Dask's ``scheduler-address``
     setting, e.g. the environment variable ``DASK_SCHEDULER_ADDRESS``), an embedded LocalCluster.
 
@@ -155,6 +156,10 @@ def connect(client, address, scheduler_file, workers, threads_per_worker, work_s
         Dask's work stealing in the embedded cluster (off for static plans).
     dashboard : bool or str
         Serve the embedded cluster's dashboard (True: :data:`DASHBOARD`, or HOST:PORT).
+    jobqueue : {"slurm", "pbs"}, optional
+        Start ``workers`` batch jobs of one worker each instead (:func:`.jobqueue.start_jobqueue`
+        with ``jobqueue_options``).
+    jobqueue_options : dict, optional
 
     Raises
     ------
@@ -167,6 +172,11 @@ def connect(client, address, scheduler_file, workers, threads_per_worker, work_s
 
     if client is not None:
         return client, []
+    if jobqueue:
+        from .jobqueue import start_jobqueue
+
+        c, jq = start_jobqueue(jobqueue, workers, work_stealing=work_stealing, **(jobqueue_options or {}))
+        return c, [c, jq]
     if not (address or scheduler_file):  # Dask's own convention: DASK_SCHEDULER_ADDRESS names a cluster
         address = dask.config.get("scheduler-address", None) or None
     if address or scheduler_file:
@@ -190,7 +200,7 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
         scheduler_file=None, workers: int = 2, threads_per_worker: int = 1, speeds: dict | None = None,
         calibrate: bool = False, time_scale: float = 1.0, size_scale: float = 1.0, retries: int = 0,
         quiet: bool = False, timeout: float | None = None, seed: int = 0, profile=None,
-        dashboard=False) -> RunReport:
+        dashboard=False, jobqueue: str | None = None, jobqueue_options: dict | None = None) -> RunReport:
     """Run ``graph`` on Dask under ``scheduler`` and measure it.
 
     Parameters
@@ -218,6 +228,13 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
         Serve the embedded cluster's Dask dashboard (True: on :data:`DASHBOARD`, or HOST:PORT). The
         link is printed to stderr whenever the cluster has a dashboard (with ``quiet``, only when
         asked for).
+    jobqueue : {"slurm", "pbs"}, optional
+        Run on a batch system instead: ``workers`` jobs of one Dask worker each, through
+        dask-jobqueue, cancelled after the run. ``jobqueue_options`` are
+        :func:`~taskflow.runtime.jobqueue.start_jobqueue`'s (``cores``, ``memory``, ``walltime``,
+        ``queue``, ``interface``, ``wait``, ``log_directory``). The report's ``jobs`` names each
+        worker's job.
+    jobqueue_options : dict, optional
 
     Returns
     -------
@@ -246,7 +263,7 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
     if isinstance(profile, (str, os.PathLike)):  # read (and checked) before any cluster starts
         profile = (profile, CostProfile.load(profile) if os.path.exists(profile) else None)
     c, owned = connect(client, address, scheduler_file, workers, threads_per_worker, work_stealing=dynamic,
-                       dashboard=dashboard)
+                       dashboard=dashboard, jobqueue=jobqueue, jobqueue_options=jobqueue_options)
     try:
         if dashboard or not quiet:
             say_dashboard(c)
@@ -345,6 +362,10 @@ class _Runner:
                                         predicted=predicted, planned_worker=planned, results=results,
                                         replans=self.replans, t_submit=t_submit, time_scale=self.time_scale,
                                         size_scale=self.size_scale, incoming=incoming)
+            from .jobqueue import job_ids
+
+            by_address = {w.address: w.id for w in report.cluster.workers}
+            report.jobs = {by_address[a]: j for a, j in job_ids(self.client).items() if a in by_address}
             return self._learn(report)
         except BaseException:
             self._cancel()

@@ -1,0 +1,135 @@
+"""Workers as batch jobs: a SLURM or PBS cluster through dask-jobqueue.
+
+:func:`start_jobqueue` starts one Dask worker per batch job (``dask_jobqueue.SLURMCluster`` or
+``PBSCluster``; the job scripts are dask-jobqueue's, not ours) with the Dask scheduler in this
+process, and waits, bounded, until every job runs its worker. A job that does not start in time
+(the queue is full, the request cannot be met) fails the run with the jobs' own state and reason
+from the batch system; nothing is left queued. :func:`job_ids` asks each worker for the batch
+job it runs in (``SLURM_JOB_ID`` / ``PBS_JOBID``), which run reports list beside the workers.
+
+A worker whose job is cancelled (``scancel``) or runs out of walltime is a lost worker like any
+other: the scheduler plugin re-plans the unfinished work on the workers left.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+
+from ..errors import TaskflowError
+
+__all__ = ["start_jobqueue", "job_ids", "KINDS", "JOB_WAIT"]
+
+#: The batch systems taken, by name -> dask_jobqueue class.
+KINDS = {"slurm": "SLURMCluster", "pbs": "PBSCluster"}
+#: Seconds to wait for every job's worker by default.
+JOB_WAIT = 120.0
+
+
+def start_jobqueue(kind: str, jobs: int, cores: int = 1, memory: str = "2GB", walltime: str = "01:00:00",
+                   queue: str | None = None, interface: str | None = None, wait: float = JOB_WAIT,
+                   work_stealing: bool = False, log_directory: str | None = None):
+    """Start ``jobs`` batch jobs of one Dask worker each; return ``(client, cluster)`` once all
+    of them run their worker.
+
+    Parameters
+    ----------
+    kind : {"slurm", "pbs"}
+    jobs : int
+    cores, memory, walltime, queue
+        Each job's request (dask-jobqueue's ``cores``, ``memory``, ``walltime``, ``queue``); one
+        worker process per job with ``cores`` threads.
+    interface : str, optional
+        The network interface the scheduler and workers use (e.g. ``ib0``; ``lo`` on one machine).
+    wait : float
+        Seconds to wait for every worker.
+    work_stealing : bool
+        Dask's work stealing in the scheduler (off for static plans, which restrict every task).
+    log_directory : str, optional
+        Where the jobs write their output (dask-jobqueue's default: the current folder).
+
+    Raises
+    ------
+    TaskflowError
+        dask-jobqueue or the batch system's commands are missing, a bad request, or not every job
+        ran its worker within ``wait`` seconds (the message gives each waiting job's state and
+        reason; every job is cancelled).
+    """
+    import dask
+
+    if kind not in KINDS:
+        raise TaskflowError(f"unknown job queue {kind!r}; known: {', '.join(KINDS)}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise TaskflowError(f"jobs must be >= 1, got {jobs!r}")
+    try:
+        import dask_jobqueue
+    except ImportError:
+        raise TaskflowError("running on a batch system needs dask-jobqueue: pip install dask-jobqueue") from None
+    submit = {"slurm": "sbatch", "pbs": "qsub"}[kind]
+    if shutil.which(submit) is None:
+        raise TaskflowError(f"--jobqueue {kind}: {submit} is not on this machine (is this a {kind.upper()} login node?)")
+    # the interface applies to the scheduler and the workers alike
+    options = dict(cores=cores, processes=1, memory=memory, walltime=walltime, queue=queue, interface=interface,
+                   scheduler_options={"dashboard_address": None})
+    if log_directory:
+        options["log_directory"] = log_directory
+    with dask.config.set({"distributed.scheduler.work-stealing": bool(work_stealing)}):
+        try:
+            cluster = getattr(dask_jobqueue, KINDS[kind])(**options)
+        except (ValueError, TypeError) as e:
+            raise TaskflowError(f"--jobqueue {kind}: {e}") from None
+    from distributed import Client
+
+    client = None
+    try:
+        cluster.scale(jobs=jobs)
+        client = Client(cluster)
+        deadline = time.monotonic() + wait
+        while len(client.scheduler_info()["workers"]) < jobs and time.monotonic() < deadline:
+            time.sleep(0.2)
+        have = len(client.scheduler_info()["workers"])
+        if have < jobs:
+            ids = [getattr(j, "job_id", None) for j in cluster.workers.values()]
+            raise TaskflowError(f"only {have} of {jobs} {kind.upper()} jobs ran a worker within {wait:g} s; "
+                                f"{_waiting(kind, [i for i in ids if i])}; every job is cancelled")
+        return client, cluster
+    except BaseException:
+        for x in (client, cluster):
+            try:
+                if x is not None:
+                    x.close()
+            except Exception:  # noqa: BLE001 - closing after a failure: the first error is the one to report
+                pass
+        raise
+
+
+def _waiting(kind: str, ids) -> str:
+    """The batch system's word on jobs that have not started: 'job 7 PENDING (Resources)'."""
+    if kind == "slurm" and ids and shutil.which("squeue"):
+        p = subprocess.run(["squeue", "-h", "-o", "%i %T %r", "-j", ",".join(ids)], capture_output=True, text=True,
+                           timeout=30)
+        rows = [line.split(None, 2) for line in p.stdout.splitlines() if line.strip()]
+        waiting = [f"job {r[0]} {r[1]} ({r[2] if len(r) > 2 else '?'})" for r in rows if r[1] != "RUNNING"]
+        if waiting:
+            return "waiting: " + ", ".join(waiting)
+    return f"jobs {', '.join(ids) or '(none submitted)'} have no worker"
+
+
+def _job_id() -> str | None:
+    return os.environ.get("SLURM_JOB_ID") or os.environ.get("PBS_JOBID") or None
+
+
+def job_ids(client) -> dict:
+    """Dask worker address -> the batch job it runs in, for the workers that run in one.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    """
+    try:
+        got = client.run(_job_id, on_error="return")
+    except Exception:  # noqa: BLE001 - a report without job ids rather than no report
+        return {}
+    return {a: j for a, j in got.items() if isinstance(j, str)}
