@@ -50,3 +50,30 @@ def test_a_budget_is_evaluations_or_seconds():
     for bad in ("0", "-3", "fast", "0s", "1.5"):
         with pytest.raises(ValueError, match="budget"):
             parse_budget(bad)
+
+
+def test_lookahead_sees_what_a_placement_does_to_the_children():
+    """a finishes earliest on w0 (1.0 against 1.1), so HEFT puts it there; but its child b runs
+    well only on w1 and a's output takes 10 s to move: HEFT's b ends at 1 + 10 + 1 = 12. Looking
+    at b, a goes to w1 and b ends at 1.1 + 1 = 2.1."""
+    from taskflow import TaskGraph, Worker
+
+    g = TaskGraph("lookahead")
+    g.add_task("a", costs={"w0": 1.0, "w1": 1.1}, output_size=10.0)
+    g.add_task("b", costs={"w0": 100.0, "w1": 1.0})
+    g.add_edge("a", "b")
+    c = Cluster([Worker("w0"), Worker("w1")], bandwidth=1.0)
+    heft = schedulers.get_scheduler("heft").schedule(g, c)
+    look = schedulers.get_scheduler("lookahead").schedule(g, c)
+    look.validate(g, c)
+    assert heft.worker_of() == {"a": "w0", "b": "w1"} and heft.makespan == pytest.approx(12.0)
+    assert look.worker_of() == {"a": "w1", "b": "w1"} and look.makespan == pytest.approx(2.1)
+
+
+def test_lookahead_is_heft_on_a_chain_of_tasks_without_choices():
+    """With one worker every rule gives the same plan."""
+    g = random_layered(50, ccr=1.0, seed=2)
+    c = Cluster.homogeneous(1)
+    a = schedulers.get_scheduler("heft").schedule(g, c)
+    b = schedulers.get_scheduler("lookahead").schedule(g, c)
+    assert [(x.task, x.start) for x in a] == [(x.task, x.start) for x in b]

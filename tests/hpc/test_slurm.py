@@ -71,8 +71,6 @@ def test_an_emulated_workflow_runs_under_heft_on_two_slurm_jobs(tmp_path, monkey
 
 def test_a_cancelled_job_is_survived_by_re_planning_on_the_other(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    from distributed import Client  # noqa: F401 - the client comes from start_jobqueue
-
     from taskflow.runtime.jobqueue import job_ids, start_jobqueue
 
     g = taskflow.load_graph(sample("montage"))
