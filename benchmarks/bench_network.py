@@ -2,7 +2,11 @@
 bridges, tc; needs root).
 
     python benchmarks/bench_network.py [--reps 3] [--out taskflow-out/network] [--target 3]
-                                       [--topologies uniform,two-racks] [--workflows ...]
+                                       [--topologies uniform,two-racks] [--workflows ...] [--append]
+
+(About 55 minutes on 2 cores with the defaults: two-rack runs of the communication-heavy workflows
+take 15-45 s each. ``--append`` adds rows to an earlier run's CSV, e.g. the repetitions of one
+workflow that a run did not finish.)
 
 For each topology (4 workers; ``uniform``: every link 200 Mbit/s; ``two-racks``: the same links,
 w0-w1 and w2-w3 in two racks joined by a 20 Mbit/s link, 10:1), a testbed is made and this script
@@ -152,12 +156,22 @@ def summary(rows: list) -> str:
     out = ["## Prediction error of each network model (predicted - measured) / measured", "",
            "| topology | runs | simple: median abs | simple: worst | maxmin: median abs | maxmin: worst |",
            "|---|---:|---:|---:|---:|---:|"]
-    for topo in sorted({r["topology"] for r in rows}) + ["all"]:
-        rs = [r for r in rows if topo in ("all", r["topology"])]
+    def line(label, rs):
         es = [float(r["error_simple"]) for r in rs]
         em = [float(r["error_maxmin"]) for r in rs]
-        out.append(f"| {topo} | {len(rs)} | {100 * statistics.median(map(abs, es)):.1f}% | "
-                   f"{pct(max(es, key=abs))} | {100 * statistics.median(map(abs, em)):.1f}% | {pct(max(em, key=abs))} |")
+        return (f"| {label} | {len(rs)} | {100 * statistics.median(map(abs, es)):.1f}% | "
+                f"{pct(max(es, key=abs))} | {100 * statistics.median(map(abs, em)):.1f}% | {pct(max(em, key=abs))} |")
+
+    for topo in sorted({r["topology"] for r in rows}) + ["all"]:
+        out.append(line(topo, [r for r in rows if topo in ("all", r["topology"])]))
+    out += ["", "The same by scheduler (static plans are predicted by carrying out the plan; work stealing by "
+            "the simulator's own work-stealing policy):", "",
+            "| scheduler | runs | simple: median abs | simple: worst | maxmin: median abs | maxmin: worst |",
+            "|---|---:|---:|---:|---:|---:|"]
+    for s in SCHEDULERS:
+        rs = [r for r in rows if r["scheduler"] == s]
+        if rs:
+            out.append(line(s, rs))
     out += ["", "## Measured makespan (median of the repetitions, seconds); the shortest in bold", "",
             "| topology | workflow | " + " | ".join(SCHEDULERS) + " | HEFT or CPOP vs work stealing "
             "| heft-contention vs work stealing |",
@@ -185,6 +199,7 @@ def main() -> int:
     ap.add_argument("--target", type=float, default=3.0, help="seconds of HEFT's plan on the uniform model")
     ap.add_argument("--topologies", default=",".join(TOPOLOGIES))
     ap.add_argument("--workflows", default=",".join(WORKFLOWS))
+    ap.add_argument("--append", action="store_true", help="add to the rows already in OUT/network.csv")
     ap.add_argument("--inside", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.inside:
@@ -199,8 +214,9 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "network.csv"
-    with open(path, "w", newline="") as f:
-        csv.DictWriter(f, fieldnames=FIELDS).writeheader()
+    if not (args.append and path.exists()):
+        with open(path, "w", newline="") as f:
+            csv.DictWriter(f, fieldnames=FIELDS).writeheader()
     t0 = time.perf_counter()
     for topo in args.topologies.split(","):
         with Testbed(workers=4, **TOPOLOGIES[topo]) as tb:
