@@ -11,7 +11,7 @@
 
 SLR = makespan / critical path at each task's fastest duration (lower is better; >= 1).
 
-    python benchmarks/bench_quality.py --real [--schedulers heft,cpop,blevel,peft,heft-search]
+    python benchmarks/bench_quality.py --real [--schedulers heft,cpop,blevel,peft,heft-search] [--budget N]
 
 The real-workflow family instead: every real workflow in ../shared/data (the WfCommons traces, the
 Pegasus DAX files, the Kasahara STG graph, Estee's graph set, the HEFT paper's example), or the
@@ -84,7 +84,11 @@ def real_instances():
                 yield family, g.name, g, c
 
 
-def real_main(names) -> None:
+def _options(name, budget):
+    return {"budget": budget} if budget and name == "heft-search" else {}
+
+
+def real_main(names, budget=None) -> None:
     """The real-workflow family: makespan / HEFT's, win/tie/loss, time; and time at 20,000 tasks."""
     import math
     import statistics
@@ -98,7 +102,7 @@ def real_main(names) -> None:
         mk = {}
         for name in names:
             t0 = time.perf_counter()
-            s = schedulers.get_scheduler(name, seed=0).schedule(g, cluster, model=model)
+            s = schedulers.get_scheduler(name, seed=0, **_options(name, budget)).schedule(g, cluster, model=model)
             secs[name].append(time.perf_counter() - t0)
             s.validate(g, cluster, model=model)
             mk[name] = s.makespan
@@ -137,7 +141,7 @@ def real_main(names) -> None:
         runs = []
         for _ in range(3):
             t0 = time.perf_counter()
-            schedulers.get_scheduler(name, seed=0).schedule(g, c, model=model)
+            schedulers.get_scheduler(name, seed=0, **_options(name, budget)).schedule(g, c, model=model)
             runs.append(time.perf_counter() - t0)
         times[name] = statistics.median(runs)
     lines.append("Time on a 20,000-task random DAG, 8 workers (median of 3): "
@@ -151,13 +155,14 @@ def main():
     ap.add_argument("--schedulers", default=",".join(schedulers.available("static")))
     ap.add_argument("--markdown", help="also write the tables to this file")
     ap.add_argument("--real", action="store_true", help="the real-workflow family against HEFT")
+    ap.add_argument("--budget", type=int, help="heft-search's budget in evaluations (default: its own)")
     args = ap.parse_args()
     names = args.schedulers.split(",")
     schedulers.warm_up()
     if args.real:
         if "heft" not in names:
             names = ["heft", *names]
-        real_main(names)
+        real_main(names, args.budget)
         return
     slr = defaultdict(lambda: defaultdict(list))  # family -> scheduler -> [slr]
     by_ccr = defaultdict(lambda: defaultdict(list))

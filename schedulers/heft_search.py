@@ -14,9 +14,12 @@ on finding the order that wins on the graph and cluster at hand:
    and Sakellariou), and without communication;
 3. CPOP's priority, rank_u + rank_d (Topcuoglu et al. 2002), and PEFT's, the mean of the
    optimistic cost table with the table as a placement bias (Arabnejad and Barbosa 2014);
-4. then, for what is left of the budget, random multiplicative perturbations of the best priority
-   list so far (each priority x exp(sigma N(0, 1)), sigma cycling 0.02 .. 0.3), from a generator
-   seeded by ``seed``.
+4. then, for what is left of the budget, in turn: a task of the best schedule's critical chain
+   (from the last task back through whatever made each start when it did) forced onto another
+   worker it can run on, the rest placed by the list scheduler as before; and a random
+   multiplicative perturbation of the best priority list so far (each priority x
+   exp(sigma N(0, 1)), sigma cycling 0.02 .. 0.3). Both draw from a generator seeded by ``seed``;
+   a change is kept when it shortens the schedule (hill climbing).
 
 Every candidate is a complete list schedule, valid by construction. The shortest one wins; a tie
 or nothing shorter keeps HEFT's plan, so the result is never longer than HEFT's. Options:
@@ -29,6 +32,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from numba import njit
 
 from .base import Scheduler, list_schedule, register, to_schedule
 from .ranks import _downward, _upward, downward_rank, mean_costs, optimistic_cost_table, upward_rank
@@ -83,19 +87,22 @@ class HEFTSearch(Scheduler):
         t_end = time.perf_counter() + float(seconds) if seconds else float("inf")
         a = model.arrays
         rank_u = upward_rank(model)
-        best = {"prio": rank_u, "bias": None, "result": list_schedule(model, rank_u, insertion=True)}
+        free = np.full(a.n, -1, dtype=np.int64)
+        best = {"prio": rank_u, "bias": None, "fixed": free,
+                "result": list_schedule(model, rank_u, insertion=True)}
         best["makespan"] = float(best["result"][2].max()) if a.n else 0.0
         spent = 1
         found = {"candidates": 1, "improved_by": "heft"}
 
-        def consider(prio, bias=None, label=""):
+        def consider(prio, bias=None, label="", fixed=None):
             nonlocal spent
             spent += 1
-            res = list_schedule(model, prio, bias=bias, insertion=True)
+            fixed = best["fixed"] if fixed is None else fixed
+            res = list_schedule(model, prio, fixed=fixed, bias=bias, insertion=True)
             mk = float(res[2].max()) if a.n else 0.0
             found["candidates"] += 1
             if mk < best["makespan"] * (1 - 1e-12):
-                best.update(prio=prio, bias=bias, result=res, makespan=mk)
+                best.update(prio=prio, bias=bias, fixed=fixed, result=res, makespan=mk)
                 found["improved_by"] = label
 
         def left():
@@ -108,9 +115,19 @@ class HEFTSearch(Scheduler):
             consider(prio, bias, label)
         rng = np.random.default_rng(self.seed if self.seed is not None else 0)
         k = 0
+        feasible = np.isfinite(model.durations)
         while left():
-            sigma = _SIGMAS[k % len(_SIGMAS)]
             k += 1
+            if k % 2 == 1 and a.n and feasible.sum() > a.n:  # move a task of the critical chain elsewhere
+                chain = _critical_chain(model, best["result"])
+                i = int(chain[rng.integers(len(chain))])
+                options = np.flatnonzero(feasible[i] & (np.arange(feasible.shape[1]) != best["result"][0][i]))
+                if len(options):
+                    fixed = best["fixed"].copy()
+                    fixed[i] = int(options[rng.integers(len(options))])
+                    consider(best["prio"], best["bias"], "a critical task moved", fixed)
+                    continue
+            sigma = _SIGMAS[(k // 2) % len(_SIGMAS)]
             base = best["prio"]
             consider(base * np.exp(sigma * rng.standard_normal(a.n)), best["bias"], f"perturbed (sigma {sigma})")
         return to_schedule(model, best["result"], self.name,
@@ -145,3 +162,47 @@ class HEFTSearch(Scheduler):
                 ("cpop priority", cpop),
                 ("peft", peft),
                 ("best-duration path priority", fastest_path)]
+
+
+def _critical_chain(model, result) -> np.ndarray:
+    """Task indices of a critical chain of a list schedule: from the task that finishes last,
+    back through whatever made each task start when it did (the input that arrived last, or the
+    task before it on its worker)."""
+    worker, start, finish = result
+    a = model.arrays
+    order = np.lexsort((finish, worker))  # by worker, then finish
+    return _chain(worker, start, finish, a.pred_ptr, a.pred_idx, np.ascontiguousarray(a.size[a.pred_eid]),
+                  model.latency_matrix, model.inv_bandwidth, order, worker[order], finish[order])
+
+
+@njit(cache=True)
+def _chain(worker, start, finish, pred_ptr, pred_idx, pred_size, lat, inv, order, w_sorted, f_sorted):
+    n = worker.shape[0]
+    chain = np.empty(n, np.int64)
+    seen = np.zeros(n, np.bool_)
+    i = int(np.argmax(finish))
+    L = 0
+    while True:
+        chain[L] = i
+        L += 1
+        seen[i] = True
+        s = start[i]
+        w = worker[i]
+        tol = 1e-9 * max(1.0, s)
+        nxt = -1
+        for k in range(pred_ptr[i], pred_ptr[i + 1]):
+            p = pred_idx[k]
+            wp = worker[p]
+            ready = finish[p] if wp == w else finish[p] + lat[wp, w] + pred_size[k] * inv[wp, w]
+            if abs(ready - s) <= tol:
+                nxt = p
+                break
+        if nxt < 0:  # the task before it on its worker: one that finishes when it starts
+            lo = np.searchsorted(w_sorted, w, "left")
+            hi = np.searchsorted(w_sorted, w, "right")
+            k = lo + np.searchsorted(f_sorted[lo:hi], s - tol, "left")
+            if k < hi and abs(f_sorted[k] - s) <= tol:
+                nxt = order[k]
+        if nxt < 0 or seen[nxt]:
+            return chain[:L]
+        i = nxt
