@@ -230,3 +230,18 @@ def test_the_cli_runs_the_command_beside_the_cluster_and_returns_its_status(tmp_
     assert "w2: 10.213.7.13, rack 0, link 8 Mbit/s" in p.stderr
     tb_id = p.stderr.split("testbed ", 1)[1].split(":", 1)[0]
     assert tb_id.startswith(tbm.PREFIX) and _gone(tb_id, timeout=5)
+
+
+@pytest.mark.testbed
+@needs_testbed
+def test_a_per_pair_matrix_shapes_each_direction_on_its_own():
+    script = ("import json; from distributed import Client; from taskflow.runtime.calibrate import measure_pairs\n"
+              "c = Client(timeout='30s')\n"
+              "ws = {w['name']: a for a, w in c.scheduler_info()['workers'].items()}\n"
+              "print(json.dumps(measure_pairs(c, ws)))")
+    with tbm.Testbed(workers=2, topology="matrix", matrix={"w0": {"w1": "40mbit"}, "w1": {"w0": "8mbit"}}) as tb:
+        p = tb.exec([sys.executable, "-c", script], timeout=120)
+        assert p.returncode == 0, p.stderr[-3000:]
+        got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert abs(got["w0"]["w1"] - 5e6) <= 0.15 * 5e6, got
+    assert abs(got["w1"]["w0"] - 1e6) <= 0.15 * 1e6, got
