@@ -93,6 +93,10 @@ def test_without_root_the_cli_says_what_is_missing(monkeypatch, capsys):
 def test_the_cli_needs_a_command(capsys):
     assert main(["testbed", "--workers", "2"]) == 2
     assert "give the command to run inside the testbed after --" in capsys.readouterr().err
+    before = tbm.leftovers()
+    assert main(["testbed", "--workers", "2", "--", "/nonexistent/cmd"]) == 2
+    assert "cannot run '/nonexistent/cmd' in the testbed: no such command" in capsys.readouterr().err
+    assert tbm.leftovers() == before  # refused before any namespace is made
 
 
 # ---------------------------------------------------------------- real namespaces (root)

@@ -455,6 +455,11 @@ def _cmd_testbed(args) -> int:
     if not command:
         raise TaskflowError("give the command to run inside the testbed after --, e.g. "
                             "taskflow testbed --workers 4 -- taskflow run graph.json")
+    import shutil
+
+    if shutil.which(command[0], path=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])) \
+            is None:
+        raise TaskflowError(f"cannot run {command[0]!r} in the testbed: no such command")
     matrix = None
     if args.matrix:
         from ..formats import read_json
@@ -490,8 +495,6 @@ def _cmd_testbed(args) -> int:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                 raise
-    except FileNotFoundError as e:
-        raise TaskflowError(f"cannot run {command[0]!r} in the testbed: {e.strerror}") from None
     finally:
         signal.signal(signal.SIGTERM, previous)
 
