@@ -109,6 +109,38 @@ def _profiles(W):
     return times, usage, np.ones(W, np.int64)
 
 
+
+@njit(cache=True)
+def _ready_heap(pred_ptr, priority, remaining):
+    """The ready heap of a list scheduler at the start: every entry task, by ``-priority``; fills
+    ``remaining`` (unplaced predecessors per task)."""
+    heap = [(0.0, 0)]
+    heap.pop()
+    for i in range(remaining.shape[0]):
+        remaining[i] = pred_ptr[i + 1] - pred_ptr[i]
+        if remaining[i] == 0:
+            heapq.heappush(heap, (-priority[i], i))
+    return heap
+
+
+@njit(cache=True)
+def _place(i, w, s, d, c, worker, start, finish, times, usage, K, succ_ptr, succ_idx, remaining, priority, heap):
+    """Place task ``i`` on worker ``w`` over ``[s, s + d)`` with ``c`` cores and release the
+    successors it was the last unplaced predecessor of into ``heap``."""
+    worker[i] = w
+    start[i] = s
+    finish[i] = s + d
+    t, u, k = occupy(times[w], usage[w], K[w], s, s + d, c)
+    times[w] = t
+    usage[w] = u
+    K[w] = k
+    for e in range(succ_ptr[i], succ_ptr[i + 1]):
+        j = succ_idx[e]
+        remaining[j] -= 1
+        if remaining[j] == 0:
+            heapq.heappush(heap, (-priority[j], j))
+
+
 @njit(cache=True)
 def _data_ready(i, W, pred_ptr, pred_idx, pred_size, worker, finish, lat, inv, out):
     for w in range(W):
@@ -135,12 +167,7 @@ def list_schedule(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ
     finish = np.zeros(n)
     times, usage, K = _profiles(W)
     remaining = np.empty(n, np.int64)
-    heap = [(0.0, 0)]
-    heap.pop()
-    for i in range(n):
-        remaining[i] = pred_ptr[i + 1] - pred_ptr[i]
-        if remaining[i] == 0:
-            heapq.heappush(heap, (-priority[i], i))
+    heap = _ready_heap(pred_ptr, priority, remaining)
     drt = np.empty(W)
     while len(heap) > 0:
         item = heapq.heappop(heap)
@@ -167,19 +194,8 @@ def list_schedule(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ
                     best_key = key
                     best_w = w
                     best_s = s
-        d = durations[i, best_w]
-        worker[i] = best_w
-        start[i] = best_s
-        finish[i] = best_s + d
-        t, u, k = occupy(times[best_w], usage[best_w], K[best_w], best_s, best_s + d, c)
-        times[best_w] = t
-        usage[best_w] = u
-        K[best_w] = k
-        for e in range(succ_ptr[i], succ_ptr[i + 1]):
-            j = succ_idx[e]
-            remaining[j] -= 1
-            if remaining[j] == 0:
-                heapq.heappush(heap, (-priority[j], j))
+        _place(i, best_w, best_s, durations[i, best_w], c, worker, start, finish, times, usage, K, succ_ptr, succ_idx,
+               remaining, priority, heap)
     return worker, start, finish
 
 
@@ -344,12 +360,7 @@ def list_schedule_contention(durations, tcores, wcores, pred_ptr, pred_idx, pred
         if pred_ptr[i + 1] - pred_ptr[i] > maxp:
             maxp = pred_ptr[i + 1] - pred_ptr[i]
     order = np.empty(maxp, np.int64)
-    heap = [(0.0, 0)]
-    heap.pop()
-    for i in range(n):
-        remaining[i] = pred_ptr[i + 1] - pred_ptr[i]
-        if remaining[i] == 0:
-            heapq.heappush(heap, (-priority[i], i))
+    heap = _ready_heap(pred_ptr, priority, remaining)
     while len(heap) > 0:
         item = heapq.heappop(heap)
         i = item[1]
@@ -370,19 +381,8 @@ def list_schedule_contention(durations, tcores, wcores, pred_ptr, pred_idx, pred
                 best_s = s
         _route_ready(i, best_w, W, R, pred_ptr, pred_idx, pred_size, worker, finish, lat, inv, rack, free, tfree,
                      avail, order, True)
-        d = durations[i, best_w]
-        worker[i] = best_w
-        start[i] = best_s
-        finish[i] = best_s + d
-        t, u, k = occupy(times[best_w], usage[best_w], K[best_w], best_s, best_s + d, c)
-        times[best_w] = t
-        usage[best_w] = u
-        K[best_w] = k
-        for e in range(succ_ptr[i], succ_ptr[i + 1]):
-            j = succ_idx[e]
-            remaining[j] -= 1
-            if remaining[j] == 0:
-                heapq.heappush(heap, (-priority[j], j))
+        _place(i, best_w, best_s, durations[i, best_w], c, worker, start, finish, times, usage, K, succ_ptr, succ_idx,
+               remaining, priority, heap)
     return worker, start, finish
 
 
@@ -429,12 +429,7 @@ def lookahead_schedule(durations, tcores, wcores, pred_ptr, pred_idx, pred_size,
     kids = np.empty(maxs, np.int64)
     tw = np.empty(maxs, np.int64)  # a child's tentative worker and finish
     tf = np.empty(maxs)
-    heap = [(0.0, 0)]
-    heap.pop()
-    for i in range(n):
-        remaining[i] = pred_ptr[i + 1] - pred_ptr[i]
-        if remaining[i] == 0:
-            heapq.heappush(heap, (-priority[i], i))
+    heap = _ready_heap(pred_ptr, priority, remaining)
     drt = np.empty(W)
     while len(heap) > 0:
         item = heapq.heappop(heap)
@@ -520,17 +515,6 @@ def lookahead_schedule(durations, tcores, wcores, pred_ptr, pred_idx, pred_size,
                 best_own = f_own
                 best_w = w
                 best_s = s
-        d = durations[i, best_w]
-        worker[i] = best_w
-        start[i] = best_s
-        finish[i] = best_s + d
-        t, u, k = occupy(times[best_w], usage[best_w], K[best_w], best_s, best_s + d, c)
-        times[best_w] = t
-        usage[best_w] = u
-        K[best_w] = k
-        for e in range(succ_ptr[i], succ_ptr[i + 1]):
-            j = succ_idx[e]
-            remaining[j] -= 1
-            if remaining[j] == 0:
-                heapq.heappush(heap, (-priority[j], j))
+        _place(i, best_w, best_s, durations[i, best_w], c, worker, start, finish, times, usage, K, succ_ptr, succ_idx,
+               remaining, priority, heap)
     return worker, start, finish

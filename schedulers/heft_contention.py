@@ -42,7 +42,7 @@ class HEFTContention(Scheduler):
     def plan(self, model):
         a = model.arrays
         cluster = model.cluster
-        racks = int(cluster.rack_index.max()) + 1 if cluster.racks is not None else 0
+        racks = cluster.rack_count
         rack = np.ascontiguousarray(cluster.rack_index if racks else np.zeros(len(cluster), np.int64))
         result = list_schedule_contention(
             np.ascontiguousarray(model.durations), a.cores, cluster.cores, a.pred_ptr, a.pred_idx,

@@ -225,6 +225,11 @@ class Cluster:
                 and self.uplink == other.uplink)
 
     @property
+    def rack_count(self) -> int:
+        """How many racks (0 without racks); :attr:`rack_index` numbers them 0 .. count - 1."""
+        return int(self.rack_index.max()) + 1 if self.racks is not None else 0
+
+    @property
     def ids(self) -> list:
         """Worker ids in order."""
         return [w.id for w in self.workers]

@@ -57,6 +57,7 @@ def test_the_rack_model_is_checked_kept_and_carried():
 
     back = cluster_from_dict(cluster_to_dict(c))
     assert back == c and back.racks == RACKS and back.uplink == 2.5e6
+    assert c.rack_count == 2 and list(c.rack_index) == [0, 0, 1, 1] and c.replace(racks=None, uplink=None).rack_count == 0
     sub = c.subset(["w0", "w2"])
     assert sub.racks == {"w0": "a", "w2": "b"} and sub.bandwidth_between("w2", "w0") == 2.5e6
     assert c.replace(racks=None, uplink=None).bandwidth_between("w0", "w2") == 50e6

@@ -32,6 +32,22 @@ __all__ = ["MaxMinNetwork"]
 
 
 @njit(cache=True)
+def _lowest(share_up, share_down, best):
+    """``(share, port, is_upload)`` of the port with the smallest share below ``best`` among the
+    upload ports ``share_up`` and download ports ``share_down`` (port -1 when none is below)."""
+    port = -1
+    is_up = True
+    for w in range(share_up.shape[0]):
+        s = share_up[w]
+        if s < best:
+            best, port, is_up = s, w, True
+        s = share_down[w]
+        if s < best:
+            best, port, is_up = s, w, False
+    return best, port, is_up
+
+
+@njit(cache=True)
 def _fill_pairs(pn, pcap, up, down, prate, capped, bp, rack, rup, rdown):
     """Max-min fair rate per flow of each (source, destination) pair, by progressive filling.
 
@@ -118,25 +134,8 @@ def _fill_pairs(pn, pcap, up, down, prate, capped, bp, rack, rup, rdown):
     cp = 0
     left = P
     while left > 0:
-        best = np.inf
-        port = -1
-        is_up = True
-        for w in range(W):
-            s = share_up[w]
-            if s < best:
-                best, port, is_up = s, w, True
-            s = share_down[w]
-            if s < best:
-                best, port, is_up = s, w, False
-        rport = -1
-        r_up = True
-        for r in range(R):
-            s = share_rup[r]
-            if s < best:
-                best, rport, r_up = s, r, True
-            s = share_rdown[r]
-            if s < best:
-                best, rport, r_up = s, r, False
+        best, port, is_up = _lowest(share_up, share_down, np.inf)
+        best, rport, r_up = _lowest(share_rup, share_rdown, best)
         while cp < n_cap and frozen[by_cap[cp]]:
             cp += 1
         share_bp = (bp - used_bp) / n_all if n_all > 1e-9 else np.inf
@@ -300,7 +299,7 @@ class MaxMinNetwork(Network):
         off = ~np.eye(W, dtype=bool)  # a worker sends nothing to itself
         self.capped = bool(np.any(bw[off] < port[off]))  # else no pair's own cap can bind
         self.backplane = float(cluster.backplane) if cluster.backplane is not None else np.inf
-        racks = int(cluster.rack_index.max()) + 1 if cluster.racks is not None else 0
+        racks = cluster.rack_count
         self.rack = np.ascontiguousarray(cluster.rack_index if racks else np.zeros(W, np.int64))
         self.rup = np.full(racks, float(cluster.uplink) if racks else 0.0)
         self.rdown = self.rup.copy()
