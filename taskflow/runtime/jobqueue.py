@@ -83,8 +83,9 @@ def start_jobqueue(kind: str, jobs: int, cores: int = 1, memory: str = "2GB", wa
     from distributed import Client
 
     client = None
+    submissions = _Submissions().__enter__()
     try:
-        cluster.scale(jobs=jobs)
+        _submit(cluster, jobs, kind, submissions)
         client = Client(cluster)
         deadline = time.monotonic() + wait
         while len(client.scheduler_info()["workers"]) < jobs and time.monotonic() < deadline:
@@ -94,6 +95,7 @@ def start_jobqueue(kind: str, jobs: int, cores: int = 1, memory: str = "2GB", wa
             ids = [getattr(j, "job_id", None) for j in cluster.workers.values()]
             raise TaskflowError(f"only {have} of {jobs} {kind.upper()} jobs ran a worker within {wait:g} s; "
                                 f"{_waiting(kind, [i for i in ids if i])}; every job is cancelled")
+        submissions.__exit__(None, None, None)
         return client, cluster
     except BaseException:
         for x in (client, cluster):
@@ -102,7 +104,50 @@ def start_jobqueue(kind: str, jobs: int, cores: int = 1, memory: str = "2GB", wa
                     x.close()
             except Exception:  # noqa: BLE001 - closing after a failure: the first error is the one to report
                 pass
+        submissions.__exit__(None, None, None)
         raise
+
+
+class _Submissions:
+    """While open, keeps what the background job submissions report (dask-jobqueue's errors go
+    to the ``tornado.application`` log as tracebacks) instead of printing it."""
+
+    def __enter__(self):
+        import logging
+
+        outer = self
+        self.texts = []
+
+        class Keep(logging.Handler):
+            def emit(self, record):
+                outer.texts.append(str(record.exc_info[1]) if record.exc_info else record.getMessage())
+
+        self.log = logging.getLogger("tornado.application")  # distributed gives it a handler of its own
+        self.saved = (self.log.handlers[:], self.log.propagate)
+        self.log.handlers[:] = [Keep()]
+        self.log.propagate = False
+        return self
+
+    def __exit__(self, *exc):
+        self.log.handlers[:], self.log.propagate = self.saved
+
+    def why(self) -> str:
+        lines = [ln.strip() for t in self.texts for ln in t.splitlines() if ln.strip()]
+        return next((ln for ln in lines if "error" in ln.lower() and not ln.startswith("Exit code")),
+                    lines[-1] if lines else "no job id came back")
+
+
+def _submit(cluster, jobs: int, kind: str, submissions: _Submissions) -> None:
+    """Submit the jobs and wait for the submissions (not for the jobs to run): a batch system that
+    refuses them (no controller, a bad partition) is one error now, with its own words, instead
+    of a traceback in the log and a wait."""
+    cluster.scale(jobs=jobs)
+    try:
+        cluster.sync(cluster._correct_state)  # waits for the submissions under way
+    except RuntimeError as e:
+        submissions.texts.append(str(e))
+    if len(cluster.workers) < jobs or not all(getattr(j, "job_id", None) for j in cluster.workers.values()):
+        raise TaskflowError(f"{kind.upper()} refused the worker jobs: {submissions.why()}")
 
 
 def _waiting(kind: str, ids) -> str:
