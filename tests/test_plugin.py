@@ -239,6 +239,37 @@ def test_compute_reuses_the_active_client(client):
     assert len(ts.data) >= 10  # it ran on the active client's cluster
 
 
+def test_computing_one_collection_again_reports_and_learns_only_that_run(client):
+    """Workers keep a key's startstops when it is computed again (a collection computed twice
+    has the same keys): each report holds only its own run, inside its own wall time."""
+    x = da.random.RandomState(3).random((400, 400), chunks=100)
+    work = ((x @ x.T) + x).sum(axis=0)
+    expected = work.compute(scheduler="sync")
+    reports = []
+    for _ in range(3):
+        t0 = time.time()
+        got, rep = compute(work, scheduler="heft", client=client, report=True)
+        wall = time.time() - t0
+        assert np.allclose(got[0], expected)
+        assert all(0 <= r.start <= r.finish <= wall for r in rep.trace.runs)
+        busy = sum(r.finish - r.start for r in rep.trace.runs)
+        assert busy <= wall * len(client.scheduler_info()["workers"])
+        reports.append(rep)
+    assert len({len(r.trace.runs) for r in reports}) == 1
+
+
+def test_the_plugin_counts_only_the_latest_compute_of_a_key():
+    from types import SimpleNamespace
+
+    p = TaskflowPlugin()
+    p.scheduler = SimpleNamespace(workers={"tcp://a": SimpleNamespace(name="w0")},
+                                  tasks={"k": SimpleNamespace(prefix=SimpleNamespace(name="pre"))})
+    stops = [{"action": "compute", "start": 0.0, "stop": 0.5}, {"action": "transfer", "start": 9.0, "stop": 9.2},
+             {"action": "compute", "start": 10.0, "stop": 10.25}]
+    p.transition("k", "processing", "memory", worker="tcp://a", startstops=stops)
+    assert p.durations["pre"] == {"w0": [0.25, 1]}
+
+
 def test_the_report_counts_exactly_the_transfers_dask_made(client):
     """Six producers of known sizes feed one sink across two workers: the report lists exactly the
     outputs that moved (never one produced where the sink ran), with the bytes Dask moved, and

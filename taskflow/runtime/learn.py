@@ -13,7 +13,7 @@ from ..cluster import Cluster, Worker
 from ..errors import FormatError
 from ..graph import TaskGraph
 
-__all__ = ["learn_costs", "CostProfile", "PROFILE_FORMAT", "relative_speeds", "speeds_on"]
+__all__ = ["learn_costs", "CostProfile", "PROFILE_FORMAT", "relative_speeds", "speeds_on", "last_compute"]
 
 
 def learn_costs(graph: TaskGraph, report, cluster: Cluster | None = None) -> TaskGraph:
@@ -348,6 +348,25 @@ def _learned_speeds(graph: TaskGraph, runs) -> dict:
             cell[0] += d
             cell[1] += cost if cost > 0 else 1.0
     return relative_speeds(per)
+
+
+def last_compute(startstops) -> tuple | None:
+    """``(start, stop)`` of the latest ``compute`` entry of a task's ``startstops``, or None.
+
+    A worker that computes a key again (the same Dask collection computed twice, a result
+    recomputed after a loss) appends to the startstops it kept for that key: only the last entry
+    belongs to the run at hand, and summing or spanning them all counts earlier runs too.
+
+    Parameters
+    ----------
+    startstops : iterable of dict
+        ``{"action", "start", "stop", ...}`` entries, oldest first.
+    """
+    last = None
+    for ss in startstops or ():
+        if ss.get("action") == "compute":
+            last = ss
+    return None if last is None else (last["start"], last["stop"])
 
 
 def relative_speeds(per: dict) -> dict:

@@ -48,7 +48,7 @@ from ..cluster import Cluster, Worker
 from ..errors import TaskflowError
 from ..graph import TaskGraph
 from ..policy import get_scheduler
-from .learn import relative_speeds, speeds_on
+from .learn import last_compute, relative_speeds, speeds_on
 
 __all__ = ["TaskflowPlugin", "TransferLog", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "graph_payload",
            "graph_from_payload", "cluster_payload", "incoming_since"]
@@ -284,7 +284,8 @@ class TaskflowPlugin(SchedulerPlugin):
         """A task finished: add its compute time to its prefix's durations on its worker."""
         if start != "processing" or finish != "memory":
             return
-        secs = sum(ss["stop"] - ss["start"] for ss in kwargs.get("startstops") or () if ss.get("action") == "compute")
+        span = last_compute(kwargs.get("startstops"))
+        secs = span[1] - span[0] if span else 0.0
         ws = self.scheduler.workers.get(kwargs.get("worker"))
         ts = self.scheduler.tasks.get(key)
         if secs <= 0 or ws is None or ts is None:

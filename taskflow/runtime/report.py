@@ -10,6 +10,7 @@ from ..errors import TaskflowError
 from ..graph import TaskGraph
 from ..schedule import Schedule
 from .learn import _task_prefix as category
+from .learn import last_compute
 from ..trace import Run, Trace, Transfer
 from .calibrate import workers_info
 
@@ -146,10 +147,10 @@ def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, mod
         t = task_of.get(tuple(key) if isinstance(key, list) else key)
         if t is None:
             continue  # a task of another run
-        comp = [s for s in r["startstops"] if s["action"] == "compute"]
-        if not comp:
+        span = last_compute(r["startstops"])
+        if span is None:
             continue
-        start_of[t] = (comp[0]["start"], comp[-1]["stop"], worker_of_addr.get(r["worker"], r["worker"]))
+        start_of[t] = (span[0], span[1], worker_of_addr.get(r["worker"], r["worker"]))
     for dst, entries in (incoming or {}).items():
         for e in entries:
             for key, nbytes in e["keys"].items():
