@@ -1,7 +1,7 @@
 """Runtime benchmarks on a real Dask cluster, each in one run.
 
     python benchmarks/bench_dask.py [--tasks 2000 20000] [--big 50000] [--workers 2] [--repeat 3]
-                                    [--only overhead,big,hetero,array,small] [--array N/CHUNK/WORKERS ...]
+                                    [--only overhead,big,hetero,array,small] [--array N/CHUNK/WORKERS ...] [--slow 0.25]
 
 1. Dispatch overhead: no-op tasks (a layered DAG, about 2 parents each) run by ``taskflow.run`` with
    a HEFT plan (placed inside the scheduler by the plugin, task stream and transfer records read,
@@ -16,10 +16,11 @@
    (``cluster_from_dask(calibrate=True, speeds=...)``, converted to the emulation's scales), against
    Dask's own scheduling (work stealing), a fresh cluster per run, the order alternating, medians of
    ``--repeat``.
-4. Heterogeneous real cluster, a dask.array workload: one-thread workers, the first with a core of its
-   own, the others sharing the second core with a busy process (pinned with ``sched_setaffinity``): HEFT
-   through the plugin (``taskflow.compute`` with the calibrated speeds) against Dask's own
-   scheduling (``dask.compute`` on the same cluster), medians of ``--repeat``.
+4. Heterogeneous real cluster, a dask.array workload: one-thread workers, the first unlimited, the
+   others held to ``--slow`` of a core each by a cgroup CPU quota (needs root): HEFT through the plugin
+   (``taskflow.compute`` with calibrated speeds, then the speeds it learns from task durations)
+   against Dask's own scheduling (``dask.compute`` on the same cluster), one unmeasured run of each
+   first, then alternating, medians of ``--repeat``.
 5. A small computation in an interactive session: ``taskflow.compute`` on a small dask.array (8 chunks)
    with a client already open (a notebook's), which it reuses, against ``dask.compute`` on the
    same client; and ``taskflow.compute`` without any client, which starts a cluster of its own.
@@ -186,33 +187,22 @@ def big(n, workers, cap=3600.0):
           f"{om:.0f} MiB; {plain}")
 
 
-def busy():
-    """A process that keeps one core busy."""
-    x = 0
-    while True:
-        x = (x + 1) % 7
-
-
-def _pin(pid, core):
-    try:
-        os.sched_setaffinity(pid, {core})
-        return True
-    except (AttributeError, OSError):
-        return False
-
-
-def array_workload(repeat, n=1600, chunk=200, workers=2):
-    """One-thread workers: the first with a core of its own, the others sharing the second core
-    with a busy process: HEFT with calibrated speeds against Dask's own scheduling on a dask.array
-    graph."""
-    import multiprocessing as mp
-
+def array_workload(repeat, n=4000, chunk=1000, workers=2, slow=0.25):
+    """One-thread workers, the first unlimited, the others held to ``slow`` of a core each by a
+    cgroup CPU quota (really slower, as a CPU-limited container is): HEFT through the plugin
+    (``taskflow.compute``, calibrated speeds, then what it learns from task durations) against Dask's
+    own scheduling (``dask.compute`` on the same cluster). One unmeasured run of each first (Dask
+    learns its prefix durations, the plugin its speeds), then alternating, medians."""
     import dask.array as da
+    import numpy as np
 
     from taskflow import compute
+    from taskflow.app.testbed import CpuLimits, cpu_limits_available
+    from taskflow.runtime.session import call
 
-    if (os.cpu_count() or 1) < 2:
-        print("4. skipped: needs two cores")
+    why = cpu_limits_available()
+    if why:
+        print(f"4. skipped: {why}")
         return
     x = da.random.RandomState(0).random((n, n), chunks=chunk)
     work = ((x @ x.T) + x).sum(axis=0)
@@ -221,33 +211,33 @@ def array_workload(repeat, n=1600, chunk=200, workers=2):
     with dask.config.set({"distributed.scheduler.work-stealing": True}), \
             LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
             Client(lc) as c:
-        pids = c.run(os.getpid)
-        addrs = sorted(pids)
-        hog = mp.Process(target=busy, daemon=True)
-        hog.start()
-        pinned = _pin(pids[addrs[0]], 0) and all(_pin(pids[a], 1) for a in addrs[1:]) and _pin(hog.pid, 1)
-        try:
+        info = c.scheduler_info()["workers"]
+        pids = {str(info[a]["name"]): pid for a, pid in c.run(os.getpid).items()}
+        names = sorted(pids)
+        with CpuLimits({pids[nm]: slow for nm in names[1:]}):
             model = cluster_from_dask(c, calibrate=True)
             speeds = ", ".join(f"{w.id}: {w.speed:.2f}" for w in model.workers)
-            import numpy as np
+
+            def once(name):
+                t0 = time.perf_counter()
+                got = compute(work, scheduler="heft", client=c, cluster=model)[0] if name == "heft" \
+                    else dask.compute(work)[0]
+                assert np.allclose(got, expected)
+                return time.perf_counter() - t0
+
+            warm = {name: once(name) for name in ("dask", "heft")}
             for r in range(repeat):
                 for name in (("heft", "dask") if r % 2 == 0 else ("dask", "heft")):
-                    t0 = time.perf_counter()
-                    got = compute(work, scheduler="heft", client=c, cluster=model)[0] if name == "heft" \
-                        else dask.compute(work)[0]
-                    out[name].append(time.perf_counter() - t0)
-                    assert np.allclose(got, expected)
-            from taskflow.runtime.session import call
+                    out[name].append(once(name))
             learned = call(c, "taskflow_status")["learned_speeds"]
-        finally:
-            hog.terminate()
     h, d = statistics.median(out["heft"]), statistics.median(out["dask"])
-    print(f"4. dask.array ((x @ x.T) + x).sum(axis=0), {n}x{n} in {chunk}-chunks, {workers} workers "
-          f"({f'one with a core of its own, {workers - 1} sharing the other with a busy process' if pinned else 'NOT pinned: affinity unavailable'}; "
-          f"calibrated speeds {speeds}; learned from task durations by the end "
-          f"{', '.join(f'{k}: {v:.2f}' for k, v in sorted(learned.items()))}): HEFT {h:.2f} s vs Dask's own {d:.2f} s (medians of {repeat}: "
-          f"{', '.join(f'{v:.2f}' for v in out['heft'])} / {', '.join(f'{v:.2f}' for v in out['dask'])}): "
-          f"HEFT {100 * (d - h) / d:+.0f}% shorter")
+    print(f"4. dask.array ((x @ x.T) + x).sum(axis=0), {n}x{n} in {chunk}-chunks, {workers} one-thread workers "
+          f"(worker {names[0]} unlimited, {', '.join(names[1:])} held to {slow:g} of a core each): calibrated speeds "
+          f"{speeds}; learned from task durations by the end "
+          f"{', '.join(f'{k}: {v:.2f}' for k, v in sorted(learned.items()))}; unmeasured first runs HEFT "
+          f"{warm['heft']:.2f} s, Dask {warm['dask']:.2f} s; HEFT {h:.2f} s vs Dask's own {d:.2f} s (medians of "
+          f"{repeat}: {', '.join(f'{v:.2f}' for v in out['heft'])} / {', '.join(f'{v:.2f}' for v in out['dask'])}): "
+          f"HEFT {100 * (d - h) / d:+.0f}% shorter", flush=True)
 
 
 def small(repeat, workers=2):
@@ -288,8 +278,10 @@ def main():
     ap.add_argument("--time-scale", type=float, default=0.5)
     ap.add_argument("--only", default="overhead,big,hetero,array,small")
     ap.add_argument("--array", type=lambda v: tuple(int(x) for x in v.split("/")), nargs="+",
-                    default=[(1600, 200, 2), (4000, 1000, 2), (4000, 1000, 3)],
+                    default=[(4000, 1000, 2), (4000, 2000, 2), (6000, 2000, 3)],
                     help="dask.array runs: N/CHUNK/WORKERS ...")
+    ap.add_argument("--slow", type=float, default=0.25,
+                    help="dask.array runs: the cores each worker but the first may use (default 0.25)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     schedulers.warm_up()
@@ -306,7 +298,7 @@ def main():
         heterogeneous(args.time_scale, args.repeat)
     if "array" in only:
         for n, chunk, nw in args.array:
-            array_workload(args.repeat, n, chunk, nw)
+            array_workload(args.repeat, n, chunk, nw, args.slow)
     if "small" in only:
         small(args.repeat, args.workers)
 

@@ -1,6 +1,7 @@
 """Placement inside the Dask scheduler (the taskflow scheduler plugin): every graph placed, any
 worker loss survived in the scheduler's own event, bounded failure when nothing can go on."""
 
+import os
 import threading
 import time
 
@@ -256,6 +257,32 @@ def test_computing_one_collection_again_reports_and_learns_only_that_run(client)
         assert busy <= wall * len(client.scheduler_info()["workers"])
         reports.append(rep)
     assert len({len(r.trace.runs) for r in reports}) == 1
+
+
+def _restricted(dask_scheduler) -> int:
+    return sum(1 for ts in dask_scheduler.tasks.values() if ts.worker_restrictions)
+
+
+def test_a_plan_does_not_outlive_its_run(client):
+    """Dask keeps a task's state while a client's release is on its way, so a collection sent
+    again reuses it: after taskflow.compute returns, and after taskflow.use is switched off, no
+    task keeps the old plan's worker restrictions, and Dask's own scheduling is Dask's."""
+    x = da.random.RandomState(4).random((300, 300), chunks=100)
+    work = ((x @ x.T) + x).sum(axis=0)
+    compute(work, scheduler="round-robin", client=client)
+    assert client.run_on_scheduler(_restricted) == 0
+    taskflow.use(client, "round-robin")
+    try:
+        kept = client.compute(work)
+        kept.result()
+        assert client.run_on_scheduler(_restricted) > 0  # placed while the policy is on
+        del kept
+    finally:
+        taskflow.use(client, None)
+    again = client.compute(work)
+    again.result()
+    assert client.run_on_scheduler(_restricted) == 0
+    del again
 
 
 def test_the_plugin_counts_only_the_latest_compute_of_a_key():
@@ -534,10 +561,98 @@ def test_calibration_reports_only_differences_larger_than_its_noise(times, expec
             self.left = {w: list(v) for w, v in times.items()}
 
         def submit(self, fn, workers, **kw):
-            return Done(self.left[workers[0]].pop(0))
+            t = self.left[workers[0]].pop(0)
+            return Done((t, t))
 
     got = _speeds(Scripted(), [(w, {"name": w}) for w in times])
     assert got == pytest.approx(expected, rel=0.02)
+
+
+class _ScriptedKernel:
+    """A client whose kernel runs return scripted (wall, cpu) seconds per worker."""
+
+    def __init__(self, runs):
+        self.left = {w: list(v) for w, v in runs.items()}
+
+    def submit(self, fn, workers, **kw):
+        v = self.left[workers[0]].pop(0)
+        return type("Done", (), {"result": lambda self: v})()
+
+
+def test_calibration_scales_a_cpu_limited_worker_by_its_share_of_a_core():
+    """Worker b's cgroup allows a third of a core: between throttling periods it runs the short
+    kernel as fast as a (and sometimes does), so its wall times say little; its CPU time over its
+    share does: a third of a's speed. Without the limit known, the lucky wall time wins."""
+    from taskflow.runtime.calibrate import _speeds
+
+    a = [(0.016, 0.016)] * 7
+    b = [(0.016, 0.016), (0.030, 0.016), (0.048, 0.016), (0.050, 0.016), (0.030, 0.016), (0.060, 0.016),
+         (0.031, 0.016)]
+    by_name = [("a", {"name": "a", "nthreads": 1}), ("b", {"name": "b", "nthreads": 1})]
+    got = _speeds(_ScriptedKernel({"a": a, "b": b}), by_name, limits={"b": 1 / 3})
+    assert got["a"] / got["b"] == pytest.approx(3.0, rel=0.01)
+    blind = _speeds(_ScriptedKernel({"a": a, "b": b}), by_name)
+    assert blind["a"] / blind["b"] == pytest.approx(1.0, rel=0.01)
+    # two threads sharing a limit of one core: each has half a core
+    two = _speeds(_ScriptedKernel({"a": a, "b": b}), [by_name[0], ("b", {"name": "b", "nthreads": 2})],
+                  limits={"b": 1.0})
+    assert two["a"] / two["b"] == pytest.approx(2.0, rel=0.01)
+
+
+def _fake_proc(tmp_path, cgroup_lines, mounts):
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    (proc / "cgroup").write_text("".join(line + "\n" for line in cgroup_lines))
+    (proc / "mountinfo").write_text("".join(f"{k} 1 0:{k} {root} {point} rw - {fs} {fs} {opts}\n"
+                                            for k, (root, point, fs, opts) in enumerate(mounts)))
+    return str(proc)
+
+
+def test_cpu_limit_reads_the_smallest_quota_on_the_way_to_the_root(tmp_path):
+    from taskflow.runtime.calibrate import cpu_limit
+
+    v1 = tmp_path / "cpu"
+    (v1 / "outer" / "inner").mkdir(parents=True)
+    for d, quota in ((v1, -1), (v1 / "outer", 50_000), (v1 / "outer" / "inner", 150_000)):
+        (d / "cpu.cfs_quota_us").write_text(f"{quota}\n")
+        (d / "cpu.cfs_period_us").write_text("100000\n")
+    proc = _fake_proc(tmp_path, ["4:memory:/x", "1:cpu:/outer/inner", "0::/"],
+                      [("/", str(v1), "cgroup", "rw,cpu"), ("/", str(tmp_path / "none"), "cgroup2", "rw")])
+    assert cpu_limit(proc) == pytest.approx(0.5)
+    v2 = tmp_path / "v2"
+    (v2 / "pod").mkdir(parents=True)
+    (v2 / "cpu.max").write_text("max 100000\n")
+    (v2 / "pod" / "cpu.max").write_text("250000 100000\n")
+    proc2 = tmp_path / "p2"
+    proc2.mkdir()
+    assert cpu_limit(_fake_proc(proc2, ["0::/pod"], [("/", str(v2), "cgroup2", "rw")])) == pytest.approx(2.5)
+    (v2 / "pod" / "cpu.max").write_text("max 100000\n")
+    assert cpu_limit(str(proc2 / "proc")) is None
+    assert cpu_limit(str(tmp_path / "missing")) is None
+
+
+def test_cpu_limit_of_a_process_in_a_real_cgroup():
+    """Root with a writable cgroup v1 cpu hierarchy: a process put in a group with a quota of a
+    quarter core reads exactly that."""
+    import subprocess
+
+    from taskflow.runtime.calibrate import cpu_limit
+
+    base = "/sys/fs/cgroup/cpu"
+    if os.geteuid() != 0 or not os.path.isfile(f"{base}/cpu.cfs_quota_us"):
+        pytest.skip("needs root and a cgroup v1 cpu hierarchy")
+    d = f"{base}/taskflow-test-{os.getpid()}"
+    os.makedirs(d, exist_ok=True)
+    p = subprocess.Popen(["sleep", "30"])
+    try:
+        open(f"{d}/cpu.cfs_period_us", "w").write("100000")
+        open(f"{d}/cpu.cfs_quota_us", "w").write("25000")
+        open(f"{d}/cgroup.procs", "w").write(str(p.pid))
+        assert cpu_limit(f"/proc/{p.pid}") == pytest.approx(0.25)
+    finally:
+        p.kill()
+        p.wait()
+        os.rmdir(d)
 
 
 def _slow_on_worker_0(i):

@@ -49,6 +49,11 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _cpu_groups_of(owner: int) -> list:
+    base, _ = tbm._cpu_hierarchy()
+    return [d for d in os.listdir(base) if d.startswith(f"{tbm.PREFIX}-cpu-{owner}-")] if base else []
+
+
 # ---------------------------------------------------------------- anywhere (no root needed)
 def test_rates_are_read_as_tc_writes_them():
     assert tbm.parse_rate("200mbit") == 25e6
@@ -166,8 +171,8 @@ def test_calibration_per_pair_recovers_the_shaped_rates():
 
 CHILD = r'''
 import sys, time
-from taskflow.app.testbed import Testbed
-tb = Testbed(workers=2, bandwidth="100mbit").start()
+from taskflow.app.testbed import Testbed, cpu_limits_available
+tb = Testbed(workers=2, bandwidth="100mbit", cpus=None if cpu_limits_available() else {"w1": 0.5}).start()
 print(tb.id, *[p.pid for p in tb.procs.values()], tb.reaper.pid, flush=True)
 time.sleep(600)
 '''
@@ -183,10 +188,12 @@ def test_an_owner_killed_outright_leaves_nothing_behind():
         assert line, "the testbed did not start"
         tb_id, pids = line[0], [int(x) for x in line[1:]]
         assert any(ns.startswith(tb_id) for ns in tbm.leftovers())
+        assert bool(_cpu_groups_of(child.pid)) == (not tbm.cpu_limits_available())
         child.send_signal(signal.SIGKILL)  # no finally, no atexit: the reaper must clean up
         child.wait(timeout=10)
         assert _gone(tb_id, pids[:-1], timeout=20), tbm.leftovers()
         assert not (tbm.STATE_DIR / f"{tb_id}.json").exists()
+        assert not _cpu_groups_of(child.pid)  # the CPU limit's group went too
     finally:
         if child.poll() is None:
             child.kill()
@@ -249,3 +256,88 @@ def test_a_per_pair_matrix_shapes_each_direction_on_its_own():
         got = json.loads(p.stdout.strip().splitlines()[-1])
     assert abs(got["w0"]["w1"] - 5e6) <= 0.15 * 5e6, got
     assert abs(got["w1"]["w0"] - 1e6) <= 0.15 * 1e6, got
+
+
+# ---------------------------------------------------------------- CPU limits (root, a cgroup cpu controller)
+needs_cpu_limits = pytest.mark.skipif(bool(tbm.cpu_limits_available()),
+                                      reason=f"no CPU limits here: {tbm.cpu_limits_available()}")
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_cpu_limits_refuse_bad_figures():
+    if tbm.cpu_limits_available():
+        with pytest.raises(TaskflowError, match="root|cgroup"):
+            tbm.CpuLimits({os.getpid(): 0.5})
+        return
+    for bad in (0, -1, float("nan"), "half", True):
+        with pytest.raises(TaskflowError, match="not a positive number of cores"):
+            tbm.CpuLimits({os.getpid(): bad})
+    with pytest.raises(TaskflowError, match="cpus: unknown worker 'w9'"):
+        tbm.Testbed(workers=2, cpus={"w9": 0.5})
+    with pytest.raises(TaskflowError, match=r"cpus\['w1'\]"):
+        tbm.Testbed(workers=2, cpus={"w1": 0})
+
+
+def test_the_cli_refuses_a_malformed_cpus_option(capsys):
+    assert main(["testbed", "--workers", "2", "--cpus", "w1:0.5", "--", "true"]) == 2
+    assert "--cpus: 'w1:0.5' is not WORKER=CORES" in capsys.readouterr().err
+
+
+@needs_cpu_limits
+def test_a_cpu_limit_holds_a_busy_process_to_its_share_and_is_removed_after():
+    from taskflow.runtime.calibrate import cpu_limit
+
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        with tbm.CpuLimits({busy.pid: 0.25}) as cl:
+            assert cpu_limit(f"/proc/{busy.pid}") == pytest.approx(0.25)
+            c0, t0 = _cpu_seconds(busy.pid), time.monotonic()
+            time.sleep(1.5)
+            share = (_cpu_seconds(busy.pid) - c0) / (time.monotonic() - t0)
+            groups = list(cl.groups)
+        assert 0.1 <= share <= 0.4, share  # a quarter of a core, not the whole one it would take
+        assert groups and not any(os.path.exists(g) for g in groups)
+        assert cpu_limit(f"/proc/{busy.pid}") is None  # back in the root group, unlimited
+    finally:
+        busy.kill()
+        busy.wait()
+
+
+SPEEDS = r'''
+import json, time
+from distributed import Client
+from taskflow.runtime import cluster_from_dask
+
+def spin(_):
+    t = time.perf_counter()
+    acc = 0
+    for i in range(1_500_000):
+        acc = (acc + i * i) % 1_000_003
+    return time.perf_counter() - t
+
+c = Client(timeout="30s")
+addrs = {w["name"]: a for a, w in c.scheduler_info()["workers"].items()}
+took = {n: min(c.submit(spin, k, workers=[a], pure=False).result() for k in range(3)) for n, a in addrs.items()}
+model = cluster_from_dask(c, calibrate=True)
+print(json.dumps({"took": took, "speeds": {w.id: w.speed for w in model.workers}}))
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.testbed
+@needs_testbed
+@needs_cpu_limits
+def test_a_testbed_worker_with_a_quarter_core_is_four_times_slower_and_calibration_says_so():
+    with tbm.Testbed(workers=2, cpus={"w1": 0.25}) as tb:
+        assert tb.model().worker("w1").speed == pytest.approx(0.25)
+        groups = list(tb.cpu_limits.groups)
+        p = tb.exec([sys.executable, "-c", SPEEDS], timeout=240)
+        assert p.returncode == 0, p.stderr[-3000:]
+        got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert 2.5 <= got["took"]["w1"] / got["took"]["w0"] <= 6.0, got
+    assert 2.5 <= got["speeds"]["w0"] / got["speeds"]["w1"] <= 6.0, got
+    assert not any(os.path.exists(g) for g in groups)

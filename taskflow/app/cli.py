@@ -434,6 +434,22 @@ def _cmd_samples(args) -> int:
     return 0
 
 
+def _parse_cpus(text) -> dict:
+    """``w1=0.5,w3=0.25`` -> ``{"w1": 0.5, "w3": 0.25}`` (``--cpus``)."""
+    out = {}
+    for item in (text or "").split(","):
+        if not item.strip():
+            continue
+        name, sep, value = item.partition("=")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            raise TaskflowError(f"--cpus: {item.strip()!r} is not WORKER=CORES (e.g. w3=0.25)")
+    return out
+
+
 def _cmd_testbed(args) -> int:
     import os
     import signal
@@ -467,8 +483,8 @@ def _cmd_testbed(args) -> int:
         matrix = read_json(args.matrix)
     tb = tbm.Testbed(workers=args.workers, topology=args.topology, bandwidth=args.bandwidth,
                      inter_rack=args.inter_rack, slow_worker=args.slow_worker, slow_bandwidth=args.slow_bandwidth,
-                     matrix=matrix, nthreads=args.threads)
-    why = tbm.available()
+                     matrix=matrix, nthreads=args.threads, cpus=_parse_cpus(args.cpus))
+    why = tbm.available() or (tbm.cpu_limits_available() if args.cpus else None)
     if why:
         raise TaskflowError(why)
 
@@ -664,6 +680,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--slow-bandwidth", help="slow-link: its rate (default a tenth of --bandwidth)")
     sp.add_argument("--matrix", help="matrix: JSON file {a: {b: rate}} by worker name")
     sp.add_argument("--threads", type=int, default=1, help="threads per worker (default 1)")
+    sp.add_argument("--cpus", help="CPU limits by worker, e.g. w2=0.5,w3=0.25 (cores; cgroup CPU quota): "
+                    "really slower workers")
     sp.add_argument("--clean", action="store_true", help="remove what testbeds of dead processes left, and exit")
     sp.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
                     help="what to run in the client namespace")

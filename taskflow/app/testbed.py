@@ -42,7 +42,7 @@ from ..cluster import Cluster, Worker
 from ..errors import TaskflowError
 
 __all__ = ["Testbed", "TestbedUnavailable", "available", "parse_rate", "clean_stale", "leftovers",
-           "TOPOLOGIES", "PREFIX", "SUBNET"]
+           "TOPOLOGIES", "PREFIX", "SUBNET", "CpuLimits", "cpu_limits_available"]
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Namespace names start with this (then a 6-hex id).
@@ -131,6 +131,151 @@ def available() -> str | None:
     return why
 
 
+def _cpu_hierarchy() -> tuple:
+    """``(directory, version)`` of a cgroup hierarchy whose cpu controller this process can use
+    (v1: the ``cpu`` mount; v2: a ``cgroup2`` mount offering ``cpu``), or ``(None, why)``."""
+    try:
+        mounts = [line.split() for line in open("/proc/self/mountinfo")]
+    except OSError as e:
+        return None, f"cannot read /proc/self/mountinfo: {e}"
+    v2 = None
+    for m in mounts:
+        sep = m.index("-")
+        fstype, point = m[sep + 1], m[4]
+        opts = m[sep + 3].split(",") if len(m) > sep + 3 else []
+        if fstype == "cgroup" and "cpu" in opts and os.path.isfile(os.path.join(point, "cpu.cfs_quota_us")):
+            return point, 1
+        if fstype == "cgroup2" and v2 is None:
+            try:
+                if "cpu" in open(os.path.join(point, "cgroup.controllers")).read().split():
+                    v2 = point
+            except OSError:
+                pass
+    if v2 is not None:
+        return v2, 2
+    return None, "no cgroup hierarchy with the cpu controller is mounted"
+
+
+def cpu_limits_available() -> str | None:
+    """None when this machine can limit a process's CPU (root and a cgroup cpu controller), else
+    why not (one line)."""
+    if os.geteuid() != 0:
+        return "CPU limits need root (cgroups)"
+    base, why = _cpu_hierarchy()
+    return None if base else why
+
+
+class CpuLimits:
+    """CPU bandwidth limits for running processes: each gets a cgroup of its own whose CFS quota
+    allows it ``cores`` cores (``0.25``: a quarter of one) in periods of ``period_us``: a real,
+    steadily slower worker, as ``docker --cpus`` or a Kubernetes CPU limit makes one. Calibration
+    (:func:`~taskflow.runtime.calibrate.cpu_limit`) reads the limit back.
+
+    Use it as a context manager; :meth:`release` moves the processes still alive back to the
+    root group and removes the groups. :attr:`groups` lists the directories (for a reaper).
+
+    Parameters
+    ----------
+    cores : dict
+        Process id -> cores (> 0).
+    period_us : int
+        The CFS period (short periods make the slowdown steadier within a task).
+
+    Raises
+    ------
+    TaskflowError
+        Not root, no cpu controller, a bad figure, or a group could not be made (named).
+    """
+
+    def __init__(self, cores: dict, period_us: int = 10_000):
+        why = cpu_limits_available()
+        if why:
+            raise TaskflowError(why)
+        self.base, self.version = _cpu_hierarchy()
+        for pid, c in cores.items():
+            if isinstance(c, bool) or not isinstance(c, (int, float)) or not c > 0 or c != c:
+                raise TaskflowError(f"CPU limit for process {pid}: {c!r} is not a positive number of cores")
+        self.cores = dict(cores)
+        self.period = int(period_us)
+        #: process id -> the group it gets
+        self.paths = {pid: os.path.join(self.base, f"{PREFIX}-cpu-{os.getpid()}-{pid}") for pid in self.cores}
+        self.groups: list = []
+
+    def __enter__(self) -> "CpuLimits":
+        return self.apply()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    def apply(self) -> "CpuLimits":
+        """Make the groups and move the processes in; on a failure, undo what was done.
+
+        Raises
+        ------
+        TaskflowError
+            A group could not be made or a process moved (named).
+        """
+        try:
+            if self.version == 2:
+                with open(os.path.join(self.base, "cgroup.subtree_control"), "w") as f:
+                    f.write("+cpu")
+            for pid, c in self.cores.items():
+                d = self.paths[pid]
+                os.makedirs(d, exist_ok=True)
+                self.groups.append(d)
+                quota = max(1000, int(round(c * self.period)))
+                if self.version == 2:
+                    _write(os.path.join(d, "cpu.max"), f"{quota} {self.period}")
+                else:
+                    _write(os.path.join(d, "cpu.cfs_period_us"), str(self.period))
+                    _write(os.path.join(d, "cpu.cfs_quota_us"), str(quota))
+                _write(os.path.join(d, "cgroup.procs"), str(pid))
+        except OSError as e:
+            self.release()
+            raise TaskflowError(f"could not limit the CPU of processes {sorted(self.cores)}: {e}") from e
+        return self
+
+    def release(self) -> None:
+        """Move the processes still in the groups back to the root group; remove the groups."""
+        remove_cpu_groups(self.groups, self.base)
+        self.groups = []
+
+
+def remove_cpu_groups(groups, base: str | None = None) -> None:
+    """Empty and remove cgroup directories made by :class:`CpuLimits` (missing ones are skipped).
+
+    Parameters
+    ----------
+    groups : list of str
+    base : str, optional
+        The hierarchy's root (default: the directory above each group).
+    """
+    for d in groups:
+        root = base or os.path.dirname(d)
+        try:
+            pids = [line.strip() for line in open(os.path.join(d, "cgroup.procs")) if line.strip()]
+        except OSError:
+            continue
+        for pid in pids:
+            try:
+                _write(os.path.join(root, "cgroup.procs"), pid)
+            except OSError:
+                pass  # it exited meanwhile
+        for _ in range(50):
+            try:
+                os.rmdir(d)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.02)  # a process leaving the group takes a moment
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
 @dataclass
 class _Node:
     name: str       # s, c, w0, w1, ...
@@ -165,6 +310,9 @@ class Testbed:
         ``{a: {b: rate}}`` by worker name; pairs not given are unshaped.
     nthreads : int
         Threads per worker.
+    cpus : dict, optional
+        Worker name -> the cores its process may use (:class:`CpuLimits`): ``{"w3": 0.25}`` makes
+        w3 a worker at a quarter of a core, really slower. Needs a cgroup cpu controller.
     timeout : float
         Seconds to wait for the scheduler and workers.
 
@@ -178,7 +326,7 @@ class Testbed:
 
     def __init__(self, workers: int = 4, topology: str = "uniform", bandwidth="1gbit", inter_rack=None,
                  slow_worker: str | None = None, slow_bandwidth=None, matrix: dict | None = None,
-                 nthreads: int = 1, timeout: float = 60.0):
+                 nthreads: int = 1, cpus: dict | None = None, timeout: float = 60.0):
         if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
             raise TaskflowError(f"testbed workers must be 1..{MAX_WORKERS}, got {workers!r}")
         if topology not in TOPOLOGIES:
@@ -205,6 +353,14 @@ class Testbed:
                         raise TaskflowError(f"matrix[{a!r}]: bad destination {b!r}")
                     self.matrix.setdefault(a, {})[b] = parse_rate(r)
         self.nthreads = int(nthreads)
+        self.cpus = {}
+        for n, c in (cpus or {}).items():
+            if n not in self.names:
+                raise TaskflowError(f"cpus: unknown worker {n!r} (workers: {', '.join(self.names)})")
+            if isinstance(c, bool) or not isinstance(c, (int, float)) or not c > 0 or c != c:
+                raise TaskflowError(f"cpus[{n!r}]: {c!r} is not a positive number of cores")
+            self.cpus[n] = float(c)
+        self.cpu_limits = None
         self.timeout = float(timeout)
         self.id = f"{PREFIX}-{uuid.uuid4().hex[:6]}"
         racks = {n: (1 if topology == "two-racks" and k >= (workers + 1) // 2 else 0) for k, n in enumerate(self.names)}
@@ -258,9 +414,12 @@ class Testbed:
         Parameters
         ----------
         speeds : dict, optional
-            Worker name -> relative speed.
+            Worker name -> relative speed (default: a worker with a CPU limit below its threads
+            runs at its share of a core, the others at 1).
         latency : float
         """
+        if speeds is None:
+            speeds = {n: min(1.0, c / self.nthreads) for n, c in self.cpus.items()}
         pairs = {a: {b: self.rate(a, b) for b in self.names if b != a and self.rate(a, b) < float("inf")}
                  for a in self.names}
         finite = [r for row in pairs.values() for r in row.values()]
@@ -277,7 +436,8 @@ class Testbed:
         for n in self.names:
             node = self.nodes[n]
             rate = "per-pair (htb)" if node.rate is None else f"{node.rate * 8 / 1e6:g} Mbit/s"
-            lines.append(f"  {n}: {node.ip}, rack {node.rack}, link {rate}")
+            cpu = f", CPU limited to {self.cpus[n]:g} core(s)" if n in self.cpus else ""
+            lines.append(f"  {n}: {node.ip}, rack {node.rack}, link {rate}{cpu}")
         if self.topology == "two-racks":
             lines.append(f"  inter-rack link: {self.inter_rack * 8 / 1e6:g} Mbit/s each way")
         return "\n".join(lines)
@@ -301,7 +461,7 @@ class Testbed:
         TaskflowError
             A step failed (named), or the workers did not connect within ``timeout``.
         """
-        why = available()
+        why = available() or (cpu_limits_available() if self.cpus else None)
         if why:
             raise TestbedUnavailable(why)
         clean_stale()
@@ -314,6 +474,10 @@ class Testbed:
         try:
             self._make_network()
             self._start_dask()
+            if self.cpus:
+                self.cpu_limits = CpuLimits({self.procs[n].pid: c for n, c in self.cpus.items()})
+                self._write_state()  # the groups, for the reaper, before any is made
+                self.cpu_limits.apply()
         except BaseException:
             self.stop()
             raise
@@ -321,8 +485,9 @@ class Testbed:
 
     def _write_state(self) -> None:
         tmp = self.state_file.with_suffix(".tmp")
+        groups = list(self.cpu_limits.paths.values()) if self.cpu_limits is not None else []
         tmp.write_text(json.dumps({"id": self.id, "owner": os.getpid(), "created": time.time(),
-                                   "namespaces": self._namespaces()}))
+                                   "namespaces": self._namespaces(), "cgroups": groups}))
         os.replace(tmp, self.state_file)
 
     def _namespaces(self) -> list:
@@ -435,6 +600,9 @@ class Testbed:
                 p.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 pass
+        if self.cpu_limits is not None:
+            self.cpu_limits.release()
+            self.cpu_limits = None
         for f in STATE_DIR.glob(f"{self.id}-*.log"):
             f.unlink(missing_ok=True)
         self.state_file.unlink(missing_ok=True)
@@ -529,6 +697,7 @@ def clean_stale() -> list:
         if _alive(int(state.get("owner", 0))):
             continue
         _teardown(state.get("namespaces", []))
+        remove_cpu_groups(state.get("cgroups", []))
         for log in STATE_DIR.glob(f"{state.get('id', f.stem)}-*.log"):
             log.unlink(missing_ok=True)
         f.unlink(missing_ok=True)
@@ -552,6 +721,7 @@ def _reap(state_file: str) -> int:
             continue
         if not _alive(int(state["owner"])):
             _teardown(state["namespaces"])
+            remove_cpu_groups(state.get("cgroups", []))
             for log in STATE_DIR.glob(f"{state['id']}-*.log"):
                 log.unlink(missing_ok=True)
             path.unlink(missing_ok=True)

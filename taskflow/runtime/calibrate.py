@@ -1,13 +1,14 @@
 """The cluster model of a live Dask cluster, measured or declared.
 
 :func:`cluster_from_dask` makes one :class:`~taskflow.Worker` per Dask worker (id = its name, cores =
-its threads, address kept) and, with ``calibrate=True``, measures relative speeds (a short matrix
-kernel per worker), bandwidth and latency (real transfers between two workers) and Dask's per-task
+its threads, address kept) and, with ``calibrate=True``, measures relative speeds (a short
+single-threaded kernel per worker, scaled by a CPU limit its cgroup sets), bandwidth and latency (real transfers between two workers) and Dask's per-task
 overhead (a chain of no-op tasks).
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -15,7 +16,7 @@ import numpy as np
 from ..cluster import Cluster, Worker
 from ..errors import TaskflowError
 
-__all__ = ["measure_pairs", "discover_racks", "cluster_from_dask", "attach_addresses", "workers_info"]
+__all__ = ["measure_pairs", "discover_racks", "cluster_from_dask", "attach_addresses", "workers_info", "cpu_limit"]
 
 
 def workers_info(client) -> dict:
@@ -37,30 +38,92 @@ def _takes_n_workers(client) -> bool:
         return False
 
 
-def _kernel(n: int = 250_000) -> float:
-    """Seconds a fixed piece of single-threaded Python work takes on this worker (no BLAS threads
-    to fight over, so it measures the worker's core, as Python tasks use it)."""
-    t0 = time.perf_counter()
+def _kernel(n: int = 250_000) -> tuple:
+    """``(wall seconds, CPU seconds)`` a fixed piece of single-threaded Python work takes on this
+    worker (no BLAS threads to fight over, so it measures the worker's core, as Python tasks use it)."""
+    t0, c0 = time.perf_counter(), time.thread_time()
     acc = 0
     for i in range(n):
         acc = (acc + i * i) % 1_000_003
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.thread_time() - c0
+
+
+def cpu_limit(proc: str = "/proc/self") -> float | None:
+    """Cores the CPU bandwidth limit of this process's cgroup allows (the smallest quota / period
+    on its way to the root, cgroup v2 ``cpu.max`` or v1 ``cpu.cfs_quota_us``), or None when there
+    is none or it cannot be read: what ``docker --cpus``, Kubernetes CPU limits and systemd's
+    ``CPUQuota`` set.
+
+    Parameters
+    ----------
+    proc : str
+        The ``/proc`` entry of the process.
+    """
+    try:
+        groups = [line.rstrip("\n").split(":", 2) for line in open(f"{proc}/cgroup")]
+        mounts = [line.split() for line in open(f"{proc}/mountinfo")]
+    except OSError:
+        return None
+    limits = []
+    for _, controllers, path in groups:
+        for m in mounts:
+            sep = m.index("-")
+            fstype, root, point = m[sep + 1], m[3], m[4]
+            opts = m[sep + 3].split(",") if len(m) > sep + 3 else []
+            if controllers == "" and fstype == "cgroup2":
+                files = ("cpu.max",)
+            elif "cpu" in controllers.split(",") and fstype == "cgroup" and "cpu" in opts:
+                files = ("cpu.cfs_quota_us", "cpu.cfs_period_us")
+            else:
+                continue
+            rel = os.path.relpath(path, root) if path.startswith(root) else None
+            if rel is None or rel.startswith(".."):
+                continue
+            d = os.path.normpath(os.path.join(point, rel))
+            while True:
+                limits.append(_quota(d, files))
+                if os.path.normpath(d) == os.path.normpath(point):
+                    break
+                d = os.path.dirname(d)
+    found = [x for x in limits if x is not None]
+    return min(found) if found else None
+
+
+def _quota(d: str, files) -> float | None:
+    try:
+        if len(files) == 1:
+            quota, period = open(os.path.join(d, files[0])).read().split()[:2]
+        else:
+            quota, period = (open(os.path.join(d, f)).read().strip() for f in files)
+        if quota in ("max", "-1") or int(quota) <= 0:
+            return None
+        return int(quota) / int(period)
+    except (OSError, ValueError):
+        return None
 
 
 #: kernel runs per worker; its speed comes from the fastest (noise only ever adds time)
 CALIBRATION_ROUNDS = 7
 
 
-def _speeds(client, by_name) -> dict:
+def _speeds(client, by_name, limits: dict | None = None) -> dict:
     """Each worker's speed relative to the median worker: the best of :data:`CALIBRATION_ROUNDS`
     runs of the kernel, the rounds interleaved across workers so that a burst of load hits all.
     Differences smaller than the measurement's own noise (the spread of a worker's runs: median over
-    best) are not differences: such workers get one speed."""
+    best) are not differences: such workers get one speed.
+
+    A worker whose cgroup allows fewer cores than it has threads (``limits``: name -> cores) runs
+    the short kernel at full speed until its quota is spent, so its wall time says little: its
+    time is the kernel's CPU time over its share of a core (limit / threads)."""
+    limits = limits or {}
+    share = {str(w.get("name", addr)): min(1.0, limits[str(w.get("name", addr))] / max(1, int(w.get("nthreads", 1))))
+             for addr, w in by_name if limits.get(str(w.get("name", addr)))}
     runs: dict = {}
     for _ in range(CALIBRATION_ROUNDS):
         for addr, w in by_name:
-            t = client.submit(_kernel, workers=[addr], pure=False, allow_other_workers=False).result()
-            runs.setdefault(str(w.get("name", addr)), []).append(t)
+            wall, cpu = client.submit(_kernel, workers=[addr], pure=False, allow_other_workers=False).result()
+            name = str(w.get("name", addr))
+            runs.setdefault(name, []).append(cpu / share[name] if share.get(name, 1.0) < 1.0 else wall)
     best = {n: min(v) for n, v in runs.items()}
     noise = max(float(np.median(v)) / min(v) - 1.0 for v in runs.values())
     # workers whose best times lie within the noise of the fastest group's are grouped together
@@ -78,6 +141,16 @@ def _speeds(client, by_name) -> dict:
     return {n: ref / level[n] for n in best}
 
 
+def _limits(client, by_name) -> dict:
+    """Worker name -> the cores its cgroup allows (:func:`cpu_limit`), for workers limited."""
+    try:
+        got = client.sync(client._run, cpu_limit, on_error="return", callback_timeout=30)
+    except Exception:  # noqa: BLE001 - no limits known: the kernel's wall time decides
+        return {}
+    return {str(w.get("name", addr)): float(got[addr]) for addr, w in by_name
+            if isinstance(got.get(addr), (int, float)) and got[addr] > 0}
+
+
 def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = None,
                       bandwidth: float | None = None, latency: float | None = None, pairs: bool = False) -> Cluster:
     """The cluster model of a live Dask cluster: one worker per Dask worker (id = its name,
@@ -85,7 +158,9 @@ def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = Non
 
     ``speeds`` declares relative speeds by worker name (default 1.0). ``calibrate=True`` measures
     each worker's speed with a short single-threaded kernel (the best of seven runs, relative to the
-    median worker; differences within the runs' own spread are reported as equal speeds), the bandwidth
+    median worker; differences within the runs' own spread are reported as equal speeds; a worker
+    whose cgroup limits its CPU below its threads, :func:`cpu_limit`, by the kernel's CPU time over
+    its share of a core), the bandwidth
     and latency with real transfers between two workers, and Dask's per-task overhead
     (``task_overhead``) with a chain of no-op tasks. ``pairs=True`` measures the bandwidth of
     every ordered pair of workers (:func:`measure_pairs`): the model's ``bandwidth`` is then the
@@ -135,7 +210,7 @@ def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = Non
     bw, lat = bandwidth, latency
     overhead = 0.0
     if calibrate:
-        measured = _speeds(client, by_name)
+        measured = _speeds(client, by_name, _limits(client, by_name))
         overhead = _measure_overhead(client, by_name[0][0])
         if len(by_name) > 1 and (bw is None or lat is None):
             # with pairs, the bandwidth comes from them: only the latency is wanted here

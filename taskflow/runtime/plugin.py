@@ -274,9 +274,17 @@ class TaskflowPlugin(SchedulerPlugin):
         """
         r = self.runs.pop(run, None)
         if r is not None:
+            tasks = self.scheduler.tasks if self.scheduler is not None else {}
             for k in r.graph.ids:
                 if self.key_run.get(k) == run:
                     del self.key_run[k]
+                    ts = tasks.get(k)
+                    if ts is not None and k in r.plan:
+                        # Dask keeps a task's state while the client's release is on its way: a
+                        # graph sent again with the same keys (one collection computed twice)
+                        # would inherit the old plan's restrictions
+                        ts.worker_restrictions = None
+                        ts.loose_restrictions = False
         return {"status": "OK"}
 
     # ------------------------------------------------------------------ scheduler events
@@ -309,6 +317,15 @@ class TaskflowPlugin(SchedulerPlugin):
     def update_graph(self, scheduler, *, client: str, keys, tasks, annotations, priority, stimulus_id: str,
                      **kwargs) -> None:
         """A graph arrived: place its tasks before Dask transitions them."""
+        self._prune()
+        spec = self.policies.get(client) or ((self.default_policy, {}) if self.default_policy else None)
+        # keys sent again that a run made for ``taskflow.use`` still holds: with the policy since
+        # switched off or changed, that run is over (its restrictions go) and the keys are new
+        wanted = get_scheduler(spec[0], **spec[1]).name if spec else None
+        for rid in {self.key_run.get(k) for k in tasks} - {None}:
+            r = self.runs.get(rid)
+            if r is not None and r.owned and r.client == client and r.policy.name != wanted:
+                self.handle_forget(rid)
         touched = set()
         unowned = []
         key_run = self.key_run
@@ -328,9 +345,7 @@ class TaskflowPlugin(SchedulerPlugin):
             if not r.plan or any(w not in r.addr or r.addr[w] not in scheduler.workers for w in set(r.plan.values())):
                 self._plan(r)
             self._apply(r, stimulus_id)
-        spec = self.policies.get(client) or ((self.default_policy, {}) if self.default_policy else None)
         if spec and unowned:
-            self._prune()
             tss = [scheduler.tasks[k] for k in unowned if k in scheduler.tasks]
             tss = [ts for ts in tss if ts.state not in _FINISHED and ts.run_spec is not None]
             if tss:
