@@ -285,6 +285,53 @@ def test_a_plan_does_not_outlive_its_run(client):
     del again
 
 
+def test_incoming_rates_sum_each_senders_recent_big_messages_once():
+    """The heartbeat metric reads only the log entries that arrived since the last call, skips
+    small messages and keeps a window per sender."""
+    from collections import deque
+    from types import SimpleNamespace
+
+    from taskflow.runtime.plugin import IncomingRates
+
+    w = SimpleNamespace(transfer_incoming_log=deque())
+    rates = IncomingRates(window=2, smallest=1000)
+
+    def arrive(who, nbytes, secs):
+        w.transfer_incoming_log.append({"who": who, "total": nbytes, "start": 10.0, "stop": 10.0 + secs})
+
+    arrive("a", 4000, 1.0)
+    arrive("a", 500, 1.0)  # small: latency, not rate
+    arrive("b", 9000, 3.0)
+    assert rates(w) == {"a": [4000.0, 1.0], "b": [9000.0, 3.0]}
+    assert rates(w) == {"a": [4000.0, 1.0], "b": [9000.0, 3.0]}  # nothing new: nothing counted twice
+    arrive("a", 2000, 1.0)
+    arrive("a", 6000, 1.0)
+    assert rates(w)["a"] == [8000.0, 2.0]  # the window keeps the last two
+
+
+def test_compute_learns_the_rates_workers_receive_at_and_predicts(client):
+    """After Dask collections moved megabytes between the workers, the plugin knows the rate of
+    each direction from the workers' heartbeats, and the next compute's report carries the plan's
+    predicted makespan."""
+    x = da.random.RandomState(5).random((2000, 2000), chunks=500)  # 2 MB chunks
+    work = (x @ x.T).sum(axis=0)
+    compute(work, scheduler="round-robin", client=client)
+    names = sorted(str(w["name"]) for w in client.scheduler_info()["workers"].values())
+
+    def learned(dask_scheduler):
+        return dask_scheduler.plugins["taskflow"].learned_bandwidths()
+
+    deadline = time.time() + 20
+    while time.time() < deadline:  # heartbeats carry them: within a few seconds
+        rates = client.run_on_scheduler(learned)
+        if all(rates.get(a, {}).get(b) for a in names for b in names if a != b):
+            break
+        time.sleep(0.5)
+    assert all(1e6 < rates[a][b] < 1e11 for a in names for b in names if a != b), rates
+    got, rep = compute(work, scheduler="heft", client=client, report=True)
+    assert 0 < rep.predicted_makespan < 100 * rep.measured_makespan  # a plan's figure, not nan
+
+
 def test_the_plugin_counts_only_the_latest_compute_of_a_key():
     from types import SimpleNamespace
 

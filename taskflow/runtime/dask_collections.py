@@ -118,7 +118,8 @@ def compute(*collections, scheduler="heft", client=None, costs: dict | None = No
             status = call(c, "taskflow_status", run=run_id, plan=True) if static else {}
             planned = {name_of[tuple(k) if isinstance(k, list) else k]: w for k, w in status.get("plan", [])}
             info = report_from_stream(g, records, scheduler=sch.name, client=c, model=model or cluster_from_dask(c),
-                                      key_of=key_of, task_of=name_of, plan=None, predicted=float("nan"),
+                                      key_of=key_of, task_of=name_of, plan=None,
+                                      predicted=float(status.get("predicted") or float("nan")),
                                       planned_worker=planned, results={}, replans=status.get("replans", 0),
                                       t_submit=t_submit, time_scale=1.0, size_scale=1.0, incoming=incoming)
     finally:

@@ -50,7 +50,7 @@ from ..graph import TaskGraph
 from ..policy import get_scheduler
 from .learn import last_compute, relative_speeds, speeds_on
 
-__all__ = ["TaskflowPlugin", "TransferLog", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "graph_payload",
+__all__ = ["TaskflowPlugin", "TransferLog", "IncomingRates", "RATES_METRIC", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "graph_payload",
            "graph_from_payload", "cluster_payload", "incoming_since"]
 
 logger = logging.getLogger("taskflow.runtime")
@@ -72,7 +72,7 @@ class _Run:
     """One planned set of keys: its cost model, policy, latest plan and what happened to it."""
 
     __slots__ = ("id", "graph", "policy", "cluster", "client", "plan", "prio", "addr", "replans", "error", "owned",
-                 "estimate", "prefix_costs", "learned")
+                 "estimate", "prefix_costs", "learned", "predicted")
 
     def __init__(self, run_id, graph: TaskGraph, policy, cluster: dict | None, client: str | None, owned: bool,
                  estimate: bool = False, prefix_costs: dict | None = None):
@@ -91,6 +91,7 @@ class _Run:
         self.prefix_costs = prefix_costs or {}  # task-name prefix -> seconds, declared by the user
         # costs come from Dask's measurements: worker speeds too, from the durations the plugin saw
         self.learned = estimate or owned
+        self.predicted: float | None = None  # the makespan the first plan of all its tasks predicts
 
 
 def graph_payload(graph: TaskGraph, key_of: dict) -> dict:
@@ -260,7 +261,7 @@ class TaskflowPlugin(SchedulerPlugin):
                "now": time.time(), "learned_speeds": self.learned_speeds()}
         r = self.runs.get(run)
         if r is not None:
-            out.update(replans=r.replans, error=r.error)
+            out.update(replans=r.replans, error=r.error, predicted=r.predicted)
             if plan:
                 out["plan"] = [[k, w] for k, w in r.plan.items()]
         return out
@@ -313,6 +314,18 @@ class TaskflowPlugin(SchedulerPlugin):
         """Worker name -> speed relative to the others, from the compute times of task prefixes
         that ran on several workers (weighted by their seconds)."""
         return relative_speeds(self.durations)
+
+    def learned_bandwidths(self) -> dict:
+        """Sender name -> receiver name -> bytes per second that the receiver really took in, as its
+        :class:`IncomingRates` heartbeat metric says (a receiver busy computing, or held to part
+        of a core, takes bytes in far slower than an idle calibration shows)."""
+        workers = self.scheduler.workers
+        out: dict = {}
+        for dst, ws in workers.items():
+            for src, (nbytes, secs) in ((getattr(ws, "metrics", None) or {}).get(RATES_METRIC) or {}).items():
+                if src in workers and src != dst and secs > 0 and nbytes > 0:
+                    out.setdefault(str(workers[src].name), {})[str(ws.name)] = nbytes / secs
+        return out
 
     def update_graph(self, scheduler, *, client: str, keys, tasks, annotations, priority, stimulus_id: str,
                      **kwargs) -> None:
@@ -409,6 +422,9 @@ class TaskflowPlugin(SchedulerPlugin):
         bw = declared.get("bandwidth") or self.scheduler.bandwidth or 1e9
         pairs = {a: {b: v for b, v in row.items() if b in names} for a, row in declared.get("bandwidths", {}).items()
                  if a in names}
+        if r.learned:  # rates the workers received at beat declared or calibrated ones
+            for a, row in self.learned_bandwidths().items():
+                pairs.setdefault(a, {}).update(row)
         racks = declared.get("racks")
         if racks is not None:  # a worker the declared racks do not name (one that joined): a rack of its own
             racks = {w.id: racks.get(w.id, f"joined:{w.id}") for w in workers}
@@ -441,6 +457,8 @@ class TaskflowPlugin(SchedulerPlugin):
             r.prio[key] = n - rank
         r.addr = {w.id: w.address for w in cluster.workers}
         r.error = None
+        if len(todo) == len(r.graph) and r.predicted is None:
+            r.predicted = float(plan.makespan)
         return plan
 
     def _apply(self, r: _Run, stimulus_id: str) -> None:
@@ -522,10 +540,50 @@ class TransferLog(WorkerPlugin):
         self.maxlen = int(maxlen)
 
     def setup(self, worker) -> None:
-        """Lengthen the worker's ``transfer_incoming_log``, keeping what is in it."""
+        """Lengthen the worker's ``transfer_incoming_log``, keeping what is in it, and report the
+        rates it receives at from each sender with every heartbeat (:class:`IncomingRates`)."""
         log = worker.transfer_incoming_log
         if (log.maxlen or 0) < self.maxlen:
             worker.transfer_incoming_log = deque(log, maxlen=self.maxlen)
+        if not isinstance(worker.metrics.get(RATES_METRIC), IncomingRates):
+            worker.metrics[RATES_METRIC] = IncomingRates()
+
+
+#: the heartbeat metric (``WorkerState.metrics``) holding a worker's :class:`IncomingRates`
+RATES_METRIC = "taskflow_incoming"
+
+
+class IncomingRates:
+    """A worker's measured incoming rates, per sender: over its last ``window`` received messages
+    of at least ``smallest`` bytes from that sender, ``[bytes, seconds]`` summed (the rate is their
+    ratio: a busy receiver's slow transfers weigh by their time, as they cost). Called by the
+    worker for each heartbeat; reads only what arrived since the last call.
+
+    Parameters
+    ----------
+    window : int
+    smallest : int
+    """
+
+    def __init__(self, window: int = 64, smallest: int = 1 << 20):
+        self.window = int(window)
+        self.smallest = int(smallest)
+        self.last = None
+        self.per: dict = {}
+
+    def __call__(self, worker) -> dict:
+        new = []
+        for e in reversed(worker.transfer_incoming_log):
+            if e is self.last:
+                break
+            new.append(e)
+        if new:
+            self.last = new[0]
+        for e in reversed(new):
+            secs = float(e.get("stop", 0.0)) - float(e.get("start", 0.0))
+            if e.get("total", 0) >= self.smallest and secs > 0:
+                self.per.setdefault(e["who"], deque(maxlen=self.window)).append((float(e["total"]), secs))
+        return {who: [sum(b for b, _ in xs), sum(t for _, t in xs)] for who, xs in self.per.items()}
 
 
 def incoming_since(since: float, dask_worker=None) -> list:
