@@ -285,6 +285,34 @@ def test_a_plan_does_not_outlive_its_run(client):
     del again
 
 
+def test_tasks_not_yet_run_get_the_measured_cost_and_output_of_their_prefix():
+    """A collection computed again: its tasks are new to Dask (no nbytes yet), but the plugin saw
+    their prefix run: the cost is the measured seconds at speed 1, the output the prefix's mean
+    bytes; a prefix never seen gets Dask's figures."""
+    from types import SimpleNamespace
+
+    p = TaskflowPlugin()
+    # "mm" ran twice on fast f (0.1 s each) and twice on slow s (0.4 s each): f is 4x s
+    p.durations = {"mm": {"f": [0.2, 2], "s": [0.8, 2]}}
+    p.sizes = {"mm": [16e6, 2]}
+    p.scheduler = SimpleNamespace(_get_prefix_duration=lambda prefix: 0.5)
+
+    def ts(key, prefix, nbytes=-1, deps=()):
+        return SimpleNamespace(key=key, prefix=SimpleNamespace(name=prefix), nbytes=nbytes, dependencies=list(deps),
+                               get_nbytes=lambda: nbytes if nbytes >= 0 else 1000)
+
+    a = ts("a", "mm")
+    b = ts("b", "new", deps=[a])
+    c = ts("c", "mm", nbytes=123, deps=[b])
+    g = p._graph_of([a, b, c])
+    speeds = p.learned_speeds()
+    assert speeds["f"] / speeds["s"] == pytest.approx(4.0)
+    assert g.task("a").cost == pytest.approx(0.1 * speeds["f"]) == pytest.approx(0.4 * speeds["s"])
+    assert g.task("b").cost == 0.5 and g.task("c").cost == g.task("a").cost
+    assert g.task("a").output_size == 8e6 and g.task("b").output_size == 1000 and g.task("c").output_size == 123
+    assert g.edge_size("a", "b") == 8e6
+
+
 def test_incoming_rates_sum_each_senders_recent_big_messages_once():
     """The heartbeat metric reads only the log entries that arrived since the last call, skips
     small messages and keeps a window per sender."""
@@ -337,11 +365,12 @@ def test_the_plugin_counts_only_the_latest_compute_of_a_key():
 
     p = TaskflowPlugin()
     p.scheduler = SimpleNamespace(workers={"tcp://a": SimpleNamespace(name="w0")},
-                                  tasks={"k": SimpleNamespace(prefix=SimpleNamespace(name="pre"))})
+                                  tasks={"k": SimpleNamespace(prefix=SimpleNamespace(name="pre"), nbytes=800)})
     stops = [{"action": "compute", "start": 0.0, "stop": 0.5}, {"action": "transfer", "start": 9.0, "stop": 9.2},
              {"action": "compute", "start": 10.0, "stop": 10.25}]
     p.transition("k", "processing", "memory", worker="tcp://a", startstops=stops)
     assert p.durations["pre"] == {"w0": [0.25, 1]}
+    assert p.sizes["pre"] == [800.0, 1]  # its output, for tasks of the prefix not yet run
 
 
 def test_the_report_counts_exactly_the_transfers_dask_made(client):
@@ -749,7 +778,7 @@ def test_the_plugins_duration_table_is_bounded_and_skips_declared_runs():
     p.scheduler = SimpleNamespace(workers={"tcp://a": ws}, tasks=tasks)
 
     def finish(key, prefix):
-        tasks[key] = SimpleNamespace(prefix=SimpleNamespace(name=prefix))
+        tasks[key] = SimpleNamespace(prefix=SimpleNamespace(name=prefix), nbytes=100)
         p.transition(key, "processing", "memory", worker="tcp://a",
                      startstops=[{"action": "compute", "start": 0.0, "stop": 0.5}])
 
@@ -761,6 +790,7 @@ def test_the_plugins_duration_table_is_bounded_and_skips_declared_runs():
     finally:
         pl.MAX_PREFIXES = old
     assert list(p.durations) == ["p2", "p3", "p4"] and p.durations["p4"] == {"w0": [0.5, 1]}
+    assert list(p.sizes) == ["p2", "p3", "p4"]
     p.runs["r"] = SimpleNamespace(learned=False)
     p.key_run["declared-key"] = "r"
     finish("declared-key", "declared")

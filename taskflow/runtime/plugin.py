@@ -170,6 +170,7 @@ class TaskflowPlugin(SchedulerPlugin):
         self.scheduler = None
         self._count = 0
         self.durations: dict = {}  # task prefix -> {worker name: [compute seconds, tasks]}
+        self.sizes: dict = {}  # task prefix -> [output bytes, tasks]
 
     # ------------------------------------------------------------------ wiring
     async def start(self, scheduler) -> None:
@@ -290,7 +291,8 @@ class TaskflowPlugin(SchedulerPlugin):
 
     # ------------------------------------------------------------------ scheduler events
     def transition(self, key, start, finish, *args, stimulus_id=None, **kwargs) -> None:
-        """A task finished: add its compute time to its prefix's durations on its worker."""
+        """A task finished: add its compute time to its prefix's durations on its worker, and its
+        output's bytes to its prefix's sizes."""
         if start != "processing" or finish != "memory":
             return
         span = last_compute(kwargs.get("startstops"))
@@ -309,6 +311,12 @@ class TaskflowPlugin(SchedulerPlugin):
         cell = table.setdefault(name, {}).setdefault(str(ws.name), [0.0, 0])
         cell[0] += secs
         cell[1] += 1
+        if ts.nbytes >= 0:
+            if name not in self.sizes and len(self.sizes) >= MAX_PREFIXES:
+                del self.sizes[next(iter(self.sizes))]
+            size = self.sizes.setdefault(name, [0.0, 0])
+            size[0] += ts.nbytes
+            size[1] += 1
 
     def learned_speeds(self) -> dict:
         """Worker name -> speed relative to the others, from the compute times of task prefixes
@@ -484,15 +492,23 @@ class TaskflowPlugin(SchedulerPlugin):
             self.scheduler.transitions(recommendations, stimulus_id=stimulus_id)
 
     def _graph_of(self, tss, prefix_costs: dict | None = None) -> TaskGraph:
-        """A cost model of Dask tasks from what Dask knows: per-prefix duration averages and
-        ``nbytes`` (Dask's defaults for what it has not measured yet); ``prefix_costs`` (declared
-        seconds per task-name prefix) win."""
+        """A cost model of Dask tasks from what was measured: per task-name prefix, the seconds at
+        speed 1 of the tasks the plugin saw finish (each duration times its worker's learned
+        speed), else Dask's per-prefix duration average (its default for prefixes never run);
+        outputs: ``nbytes`` of data in memory, else the prefix's mean output, else Dask's default.
+        ``prefix_costs`` (declared seconds per task-name prefix) win."""
         sched = self.scheduler
         declared = prefix_costs or {}
         index = {ts.key: i for i, ts in enumerate(tss)}
+        speeds = self.learned_speeds()
+        known: dict = {}
+        for name, row in self.durations.items():  # seconds at speed 1, from what ran where
+            n = sum(c for _, c in row.values())
+            known[name] = sum(secs * speeds.get(w, 1.0) for w, (secs, _) in row.items()) / n if n else None
         cost = [float(declared[ts.prefix.name]) if ts.prefix.name in declared
+                else known[ts.prefix.name] if known.get(ts.prefix.name) is not None
                 else float(sched._get_prefix_duration(ts.prefix)) for ts in tss]
-        out = [float(ts.get_nbytes()) for ts in tss]
+        out = [float(ts.nbytes) if ts.nbytes >= 0 else self._size_of(ts) for ts in tss]
         src, dst, size = [], [], []
         for i, ts in enumerate(tss):
             for dts in ts.dependencies:
@@ -503,6 +519,12 @@ class TaskflowPlugin(SchedulerPlugin):
                     size.append(out[j])
         cost = [c if math.isfinite(c) and c >= 0 else 0.0 for c in cost]
         return TaskGraph.from_arrays("dask", [ts.key for ts in tss], cost, out, src, dst, size)
+
+    def _size_of(self, ts) -> float:
+        """Bytes a task not yet run will output: its prefix's mean over the tasks the plugin saw
+        finish (a collection computed before), else Dask's default."""
+        total, count = self.sizes.get(ts.prefix.name, (0.0, 0))
+        return total / count if count else float(ts.get_nbytes())
 
     def _prune(self) -> None:
         """Forget the plugin's own runs once none of their keys is left to run."""
