@@ -42,7 +42,7 @@ from ..cluster import Cluster, Worker
 from ..errors import TaskflowError
 
 __all__ = ["Testbed", "TestbedUnavailable", "available", "parse_rate", "clean_stale", "leftovers",
-           "TOPOLOGIES", "PREFIX", "SUBNET", "CpuLimits", "cpu_limits_available"]
+           "TOPOLOGIES", "PREFIX", "SUBNET", "CpuLimits", "cpu_limits_available", "remove_cpu_groups"]
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Namespace names start with this (then a 6-hex id).
