@@ -45,8 +45,8 @@ class RunReport:
     notes: list = field(default_factory=list)
     #: where the plan's costs came from: ``declared`` (the graph's) or ``profile`` (measured runs)
     costs: str = "declared"
-    #: the cost profile after this run, or a function making it (see :attr:`profile`)
-    learned: object = None
+    #: the cost profile after this run (what it measured merged into the one it planned with)
+    profile: object = None
     #: worker id -> the batch job (SLURM, PBS) it ran in, for workers started as jobs
     jobs: dict = field(default_factory=dict)
 
@@ -56,18 +56,6 @@ class RunReport:
         if callable(self.prediction):
             self.prediction = float(self.prediction())
         return self.prediction
-
-    @property
-    def profile(self):
-        """The cost profile after this run (what it measured merged into the one it planned
-        with), made when first read."""
-        if callable(self.learned):
-            self.learned = self.learned()
-        return self.learned
-
-    @profile.setter
-    def profile(self, value) -> None:
-        self.learned = value
 
     @property
     def planned_makespan(self) -> float:

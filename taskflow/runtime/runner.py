@@ -425,12 +425,8 @@ class _Runner:
         """Say where the plan's costs came from, warn when they look like guesses, and fold this
         run's measurements into the profile (saved when it came from a file)."""
         report.costs = "declared" if self.profile is None else f"profile ({self.profile.runs} run(s))"
-        before = self.profile
-
-        def learn():
-            learned = CostProfile.learn(self.graph, report)
-            return learned if before is None else before.merge(learned)
-        report.learned = learn  # made when first read: most runs never read it
+        learned = CostProfile.learn(self.graph, report)
+        report.profile = learned if self.profile is None else self.profile.merge(learned)
         if self.profile_path is not None:
             report.profile.save(self.profile_path)
         # cheap: the plan's own makespan (the full prediction is a simulation, made only when read)
