@@ -373,3 +373,28 @@ def test_a_dashboard_without_bokeh_is_refused_before_any_cluster_starts(monkeypa
     with pytest.raises(taskflow.TaskflowError, match=r"the Dask dashboard needs bokeh: pip install"):
         run(g, "heft", workers=1, dashboard=True)
     assert time.perf_counter() - t0 < 2
+
+
+def test_a_finished_run_keeps_nothing_of_its_runner_alive(client):
+    """A report outlives its run; the runner (its futures, its graph's payloads) must not: a report
+    that held it kept every run's gathered results, and a suite of runs ran out of memory."""
+    import gc
+    import weakref
+
+    from taskflow.runtime import runner
+
+    made = []
+    real_init = runner._Runner.__init__
+
+    def init(self, *a, **k):
+        made.append(weakref.ref(self))
+        real_init(self, *a, **k)
+
+    runner._Runner.__init__ = init
+    try:
+        rep = run(rg.layered(4, 3), "heft", client=client, quiet=True)
+    finally:
+        runner._Runner.__init__ = real_init
+    gc.collect()
+    assert made and all(r() is None for r in made)
+    assert rep.profile is not None and rep.measured_makespan > 0  # the report itself is whole
