@@ -707,6 +707,17 @@ def test_cpu_limit_reads_the_smallest_quota_on_the_way_to_the_root(tmp_path):
     assert cpu_limit(str(tmp_path / "missing")) is None
 
 
+def test_cpu_limit_falls_back_to_the_declared_limit_where_cgroups_are_hidden(monkeypatch):
+    from taskflow.runtime.calibrate import CPU_LIMIT_ENV, cpu_limit
+
+    monkeypatch.delenv(CPU_LIMIT_ENV, raising=False)
+    real = cpu_limit()
+    monkeypatch.setenv(CPU_LIMIT_ENV, "0.5")
+    assert cpu_limit() == (real if real is not None else 0.5)
+    monkeypatch.setenv(CPU_LIMIT_ENV, "lots")
+    assert cpu_limit() == real
+
+
 def test_cpu_limit_of_a_process_in_a_real_cgroup():
     """Root with a writable cgroup v1 cpu hierarchy: a process put in a group with a quota of a
     quarter core reads exactly that."""

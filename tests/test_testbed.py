@@ -323,7 +323,9 @@ c = Client(timeout="30s")
 addrs = {w["name"]: a for a, w in c.scheduler_info()["workers"].items()}
 took = {n: min(c.submit(spin, k, workers=[a], pure=False).result() for k in range(3)) for n, a in addrs.items()}
 model = cluster_from_dask(c, calibrate=True)
-print(json.dumps({"took": took, "speeds": {w.id: w.speed for w in model.workers}}))
+from taskflow.runtime.calibrate import cpu_limit
+limits = {str(c.scheduler_info()["workers"][a]["name"]): v for a, v in c.run(cpu_limit).items()}
+print(json.dumps({"took": took, "speeds": {w.id: w.speed for w in model.workers}, "limits": limits}))
 '''
 
 
@@ -338,6 +340,7 @@ def test_a_testbed_worker_with_a_quarter_core_is_four_times_slower_and_calibrati
         p = tb.exec([sys.executable, "-c", SPEEDS], timeout=240)
         assert p.returncode == 0, p.stderr[-3000:]
         got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert got["limits"] == {"w0": None, "w1": 0.25}  # read in the worker's own namespace
     assert 2.5 <= got["took"]["w1"] / got["took"]["w0"] <= 6.0, got
     assert 2.5 <= got["speeds"]["w0"] / got["speeds"]["w1"] <= 6.0, got
     assert not any(os.path.exists(g) for g in groups)

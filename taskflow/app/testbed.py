@@ -547,10 +547,15 @@ class Testbed:
                                 + f": {(p.stderr.strip().splitlines() or ['no output'])[-1]}")
 
     def _spawn(self, node: str, argv, log: Path) -> subprocess.Popen:
+        from ..runtime.calibrate import CPU_LIMIT_ENV
+
+        env = self._env()
+        if node in self.cpus:  # ip netns exec mounts a fresh /sys: the worker cannot read its cgroup
+            env[CPU_LIMIT_ENV] = repr(self.cpus[node])
         f = open(log, "wb")
         try:
             return subprocess.Popen(["ip", "netns", "exec", self.nodes[node].ns, *argv], stdin=subprocess.DEVNULL,
-                                    stdout=f, stderr=subprocess.STDOUT, env=self._env(), start_new_session=True)
+                                    stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         finally:
             f.close()
 
