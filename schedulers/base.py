@@ -14,8 +14,23 @@ from taskflow.schedule import Schedule
 
 from ._kernels import list_schedule as _list_schedule_kernel
 
-__all__ = ["Scheduler", "DynamicScheduler", "register", "get_scheduler", "scheduler_class", "available", "list_schedule",
+__all__ = ["Scheduler", "DynamicScheduler", "register", "get_scheduler", "scheduler_class", "available", "list_schedule", "kernel_inputs",
            "topological_priority", "to_schedule"]
+
+
+def kernel_inputs(model: CostModel) -> tuple:
+    """The arguments every compiled list-scheduling loop starts with: durations, task cores,
+    worker cores, predecessor CSR with each edge's size, successor CSR, latency and inverse
+    bandwidth matrices (contiguous, as the kernels want them).
+
+    Parameters
+    ----------
+    model : CostModel
+    """
+    a = model.arrays
+    return (np.ascontiguousarray(model.durations), a.cores, model.cluster.cores, a.pred_ptr, a.pred_idx,
+            np.ascontiguousarray(a.size[a.pred_eid]), a.succ_ptr, a.succ_idx, model.latency_matrix,
+            model.inv_bandwidth)
 
 
 def list_schedule(model: CostModel, priority, fixed=None, bias=None, insertion: bool = True):
@@ -40,10 +55,8 @@ def list_schedule(model: CostModel, priority, fixed=None, bias=None, insertion: 
     fixed = np.full(n, -1, dtype=np.int64) if fixed is None else np.asarray(fixed, dtype=np.int64)
     use_bias = bias is not None
     bias = np.zeros((1, 1)) if bias is None else np.ascontiguousarray(bias, dtype=np.float64)
-    return _list_schedule_kernel(np.ascontiguousarray(model.durations), a.cores, model.cluster.cores, a.pred_ptr,
-                                 a.pred_idx, np.ascontiguousarray(a.size[a.pred_eid]), a.succ_ptr, a.succ_idx,
-                                 model.latency_matrix, model.inv_bandwidth, np.asarray(priority, dtype=np.float64),
-                                 fixed, bias, use_bias, bool(insertion))
+    return _list_schedule_kernel(*kernel_inputs(model), np.asarray(priority, dtype=np.float64), fixed, bias, use_bias,
+                                 bool(insertion))
 
 
 def topological_priority(model: CostModel):

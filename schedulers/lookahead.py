@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._kernels import lookahead_schedule
-from .base import Scheduler, register, to_schedule
+from .base import Scheduler, kernel_inputs, register, to_schedule
 from .ranks import upward_rank
 
 __all__ = ["Lookahead"]
@@ -38,9 +38,5 @@ class Lookahead(Scheduler):
     summary = "HEFT choosing each worker by its children's earliest finish (Bittencourt et al. 2010)"
 
     def plan(self, model):
-        a = model.arrays
-        result = lookahead_schedule(np.ascontiguousarray(model.durations), a.cores, model.cluster.cores, a.pred_ptr,
-                                    a.pred_idx, np.ascontiguousarray(a.size[a.pred_eid]), a.succ_ptr, a.succ_idx,
-                                    model.latency_matrix, model.inv_bandwidth,
-                                    np.asarray(upward_rank(model), dtype=np.float64))
+        result = lookahead_schedule(*kernel_inputs(model), np.asarray(upward_rank(model), dtype=np.float64))
         return to_schedule(model, result, self.name)
