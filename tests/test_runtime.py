@@ -398,3 +398,38 @@ def test_a_finished_run_keeps_nothing_of_its_runner_alive(client):
     gc.collect()
     assert made and all(r() is None for r in made)
     assert rep.profile is not None and rep.measured_makespan > 0  # the report itself is whole
+
+
+def _minus(a, b):
+    return a - b
+
+
+def test_every_way_of_passing_results_reaches_the_task_on_dask(client):
+    """Results passed alone, each once, take the short payload (the function only); results passed
+    twice, mixed with constants, nested or as keywords keep the whole call: all give the in-process
+    results on Dask."""
+    from taskflow.runtime.calls import _call_positional, _execute, execute, task_call
+
+    g = taskflow.TaskGraph("args")
+    a = g.add_task("a", fn=int, args=("7",))
+    b = g.add_task("b", fn=int, args=("3",))
+    cases = {
+        "in-order": (a, b),            # 7 - 3
+        "reversed": (b, a),            # 3 - 7
+        "twice": (a, a),               # 0
+        "constant": (a, 10),           # -3
+    }
+    for name, args in cases.items():
+        g.add_task(name, fn=_minus, args=args)
+    g.add_task("nested", fn=sum, args=([a, b, 5],))
+    g.add_task("keyword", fn=_minus, args=(a,), kwargs={"b": b})
+    expect = execute(g)
+    assert expect["reversed"] == -4 and expect["nested"] == 15 and expect["keyword"] == 4
+    rep = run(g, "heft", client=client, quiet=True)
+    assert rep.results == expect
+    ar = g.arrays
+    kinds = {t: task_call(*g.calls()[ar.index[t]], [ar.ids[p] for p in ar.preds(ar.index[t]).tolist()])[0]
+             for t in cases}
+    # a task's dependencies are listed in the order its arguments name them
+    assert kinds["in-order"] is _call_positional and kinds["reversed"] is _call_positional
+    assert kinds["twice"] is _execute and kinds["constant"] is _execute

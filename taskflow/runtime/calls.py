@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import TaskflowError
 from ..graph import TaskGraph, TaskHandle
 
-__all__ = ["TaskFailed", "execute", "map_leaves", "ship_code"]
+__all__ = ["TaskFailed", "execute", "map_leaves", "ship_code", "task_call"]
 
 
 class TaskFailed(TaskflowError):
@@ -111,6 +111,25 @@ def _load_call(fn_blob: bytes, rest: bytes) -> "_Call":
 
     args, kwargs = cloudpickle.loads(rest)
     return _Call((_load_function(fn_blob), args, kwargs))
+
+
+class _Positional(_Opaque):
+    """A task's function called with its dependencies' results, in order, as its only arguments
+    (``fn(a, b)`` for ``args=(a, b)``): the commonest task, carried as just its pickled function,
+    with no arguments to pickle on the client or to substitute on the worker."""
+
+    __slots__ = ()
+
+    def __reduce__(self):
+        return (_load_positional, (_function_blob(self.value),))
+
+
+def _load_positional(fn_blob: bytes) -> "_Positional":
+    return _Positional(_load_function(fn_blob))
+
+
+def _call_positional(payload, *dep_values):
+    return payload.value(*dep_values)
 
 
 def _installed(path: str) -> bool:
@@ -208,6 +227,27 @@ def _emulate(payload, *deps):
     seconds = costs[name] if name in costs else cost / speeds.get(name, 1.0)
     time.sleep(seconds * time_scale)
     return np.zeros(int(nbytes), dtype=np.uint8)
+
+
+def task_call(fn, args, kwargs, preds: list) -> tuple:
+    """The function and first argument of a task's Dask tuple (its dependencies' results follow):
+    ``fn`` called with the dependencies' results alone when ``args`` are exactly the handles of
+    ``preds`` in order and there are no keyword arguments, else the whole call with each handle
+    replaced by its dependency's position.
+
+    Parameters
+    ----------
+    fn : callable
+    args : tuple
+    kwargs : dict
+    preds : list
+        The task's dependencies (task ids) in the order their results are passed.
+    """
+    if not kwargs and len(args) == len(preds) and all(
+            isinstance(x, TaskHandle) and x.id == p for x, p in zip(args, preds)):
+        return _call_positional, _Positional(fn)
+    pos = {p: k for k, p in enumerate(preds)}
+    return _execute, _Call((fn, _to_refs(args, pos), _to_refs(kwargs, pos)))
 
 
 def _to_refs(obj, key_of):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..cluster import Cluster
 from ..graph import TaskGraph
-from .calls import _Call, _emulate, _execute, _Opaque, _to_refs
+from .calls import _emulate, _Opaque, task_call
 
 __all__ = ["keys_for", "dask_graph", "emulated_sizes"]
 
@@ -57,9 +57,8 @@ def dask_graph(graph: TaskGraph, todo, key_of: dict, cluster: Cluster, time_scal
         deps = [key_of[p] if p in inside else kept[p] for p in preds]
         call = calls.get(i)
         if call is not None:
-            fn, args, kwargs = call
-            pos = {p: k for k, p in enumerate(preds)}
-            dsk[key_of[t]] = (_execute, _Call((fn, _to_refs(args, pos), _to_refs(kwargs, pos))), *deps)
+            run, payload = task_call(*call, preds)
+            dsk[key_of[t]] = (run, payload, *deps)
         else:
             costs = {str(w): v for w, v in (a.costs.get(i) or {}).items()}
             dsk[key_of[t]] = (_emulate, _Opaque((float(a.cost[i]), costs, speeds, float(time_scale),
