@@ -400,6 +400,35 @@ def test_a_finished_run_keeps_nothing_of_its_runner_alive(client):
     assert rep.profile is not None and rep.measured_makespan > 0  # the report itself is whole
 
 
+def _nap(*_):
+    time.sleep(0.2)
+    return np.ones(1000)
+
+
+def test_a_finished_run_releases_its_results_on_the_cluster_at_once(client):
+    """The run's futures go when it returns, not when Python's cycle collector next runs: a wait
+    that timed out kept the run's frames (and so every future) in a reference cycle, and the
+    results stayed in the workers' memory."""
+    import gc
+
+    g = taskflow.TaskGraph("naps")
+    a = g.add_task("a", fn=_nap, cost=0.2)
+    b = g.add_task("b", fn=_nap, args=(a,), cost=0.2)
+    g.add_task("c", fn=_nap, args=(b,), cost=0.2)  # 0.6 s: the 0.25 s waits time out
+    before = set(client.futures)
+    gc.collect()
+    gc.disable()
+    try:
+        rep = run(g, "heft", client=client, quiet=True)
+        deadline = time.time() + 5.0  # the client drops a released future on its event loop
+        while (held := set(client.futures) - before) and time.time() < deadline:
+            time.sleep(0.05)
+    finally:
+        gc.enable()
+    assert rep.measured_makespan >= 0.6 and len(rep.results) == 3
+    assert held == set(), f"{len(held)} result(s) of a finished run still held"
+
+
 def _minus(a, b):
     return a - b
 

@@ -195,8 +195,11 @@ def wait_for(futures, watchdog: Watchdog, timeout: float | None = None, on_poll=
             return
         try:
             wait(pending, timeout=0.25, return_when="FIRST_COMPLETED")
-        except TimeoutError:
-            pass
+        except TimeoutError as e:
+            # its traceback holds this frame and the caller's in a cycle with the event loop's
+            # frames: the run's futures, and so its results on the workers, would outlive the run
+            # until Python's cycle collector happened to run
+            _drop_tracebacks(e)
         except FuturesCancelledError as e:
             raise cancelled_error(watchdog.client) from e
         if timeout is not None and time.perf_counter() - t0 > timeout:
@@ -204,6 +207,15 @@ def wait_for(futures, watchdog: Watchdog, timeout: float | None = None, on_poll=
         watchdog.check()
         if on_poll is not None:
             on_poll()
+
+
+def _drop_tracebacks(exc: BaseException) -> None:
+    """Cut ``exc`` and the exceptions chained to it from their tracebacks."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        exc.__traceback__ = None
+        exc = exc.__context__ or exc.__cause__
 
 
 def stream_index(client) -> int:
