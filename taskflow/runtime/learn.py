@@ -55,7 +55,7 @@ def learn_costs(graph: TaskGraph, report, cluster: Cluster | None = None) -> Tas
 
 
 def _task_prefix(graph: TaskGraph, t) -> str:
-    md = graph.task(t).meta or {}
+    md = graph.metas().get(graph.arrays.index[t]) or {}
     if md.get("category"):
         return str(md["category"])
     s = str(t)
@@ -128,20 +128,21 @@ class CostProfile:
         """
         scale = report.time_scale or 1.0
         runs = report.trace.runs
+        prefix_of = {r.task: _task_prefix(graph, r.task) for r in runs}
         per_task: dict = {}
         per_prefix: dict = {}
         for r in runs:
             d = (r.finish - r.start) / scale
             per_task.setdefault(str(r.task), {}).setdefault(str(r.worker), []).append(d)
-            per_prefix.setdefault(_task_prefix(graph, r.task), {}).setdefault(str(r.worker), []).append(d)
-        tasks = {t: {w: float(np.mean(v)) for w, v in ws.items()} for t, ws in per_task.items()}
-        prefixes = {p: {w: float(np.mean(v)) for w, v in ws.items()} for p, ws in per_prefix.items()}
+            per_prefix.setdefault(prefix_of[r.task], {}).setdefault(str(r.worker), []).append(d)
+        tasks = {t: {w: sum(v) / len(v) for w, v in ws.items()} for t, ws in per_task.items()}
+        prefixes = {p: {w: sum(v) / len(v) for w, v in ws.items()} for p, ws in per_prefix.items()}
         latency, bandwidth, backplane = _network(report.trace.transfers)
         placement = {}
         if getattr(report, "plan", None) is None and runs:  # Dask's own scheduling: keep its choices
             t0 = min(r.start for r in runs)
             placement = {str(r.task): [str(r.worker), (r.start - t0) / scale] for r in runs}
-        return cls(tasks, prefixes, _learned_speeds(graph, runs), bandwidth,
+        return cls(tasks, prefixes, _learned_speeds(graph, runs, prefix_of), bandwidth,
                    _dispatch_gap(graph, runs, report.trace.transfers), 1, latency, backplane, placement)
 
     def merge(self, newer: "CostProfile") -> "CostProfile":
@@ -330,7 +331,7 @@ def speeds_on(declared: dict, learned: dict) -> dict:
     return {w: learned[w] if w in learned else s * k for w, s in declared.items()}
 
 
-def _learned_speeds(graph: TaskGraph, runs) -> dict:
+def _learned_speeds(graph: TaskGraph, runs, prefix_of: dict | None = None) -> dict:
     """Relative worker speeds from what ran. Per task-name prefix and worker: seconds per unit of
     declared cost (total duration over total declared cost; with costs unknown, all alike, the mean
     duration). Over the prefixes that ran on several workers, a worker's speed is the mean of
@@ -340,11 +341,13 @@ def _learned_speeds(graph: TaskGraph, runs) -> dict:
     prefixes of millisecond tasks, whose durations are mostly Dask's own overhead, from flattening
     the differences."""
     per: dict = {}
+    a = graph.arrays
     for r in runs:
-        cost = graph.task(r.task).cost
+        cost = float(a.cost[a.index[r.task]])
         d = r.finish - r.start
         if d > 0:
-            cell = per.setdefault(_task_prefix(graph, r.task), {}).setdefault(str(r.worker), [0.0, 0.0])
+            p = prefix_of[r.task] if prefix_of is not None else _task_prefix(graph, r.task)
+            cell = per.setdefault(p, {}).setdefault(str(r.worker), [0.0, 0.0])
             cell[0] += d
             cell[1] += cost if cost > 0 else 1.0
     return relative_speeds(per)

@@ -51,7 +51,8 @@ from ..policy import get_scheduler
 from .learn import last_compute, relative_speeds, speeds_on
 
 __all__ = ["TaskflowPlugin", "TransferLog", "IncomingRates", "RATES_METRIC", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "graph_payload",
-           "graph_from_payload", "cluster_payload", "incoming_since"]
+           "graph_from_payload", "cluster_payload", "incoming_since",
+           "worker_records"]
 
 logger = logging.getLogger("taskflow.runtime")
 
@@ -619,6 +620,22 @@ def incoming_since(since: float, dask_worker=None) -> list:
         Given by ``client.run``.
     """
     return [e for e in dask_worker.transfer_incoming_log if e["start"] >= since]
+
+
+def worker_records(since: float, dask_worker=None) -> dict:
+    """Run on a worker (``client.run``): what a run report needs of it, in one call: the transfers
+    it received since ``since`` (:func:`incoming_since`) and the batch job it runs in (or None).
+
+    Parameters
+    ----------
+    since : float
+        Wall-clock seconds.
+    dask_worker : distributed.Worker
+        Given by ``client.run``.
+    """
+    from .jobqueue import _job_id
+
+    return {"transfers": incoming_since(since, dask_worker), "job": _job_id()}
 
 
 async def dask_setup(scheduler, policy: str | None = None) -> None:

@@ -40,8 +40,8 @@ from .dask_graph import dask_graph, keys_for
 from .learn import CostProfile
 from .plugin import cluster_payload, graph_payload
 from .report import RunReport, report_from_stream
-from .session import (Watchdog, call, close_quietly, ensure_plugin, gather, incoming_transfers, stream_index,
-                      stream_since, wait_for)
+from .session import (Watchdog, call, close_quietly, ensure_plugin, gather, stream_index, stream_since, wait_for,
+                      workers_records)
 
 __all__ = ["run", "connect", "dashboard_link", "dashboard_address", "say_dashboard", "GUESS_ERROR", "DASHBOARD"]
 
@@ -355,17 +355,15 @@ class _Runner:
             self._watch()
             results = dict(zip(ids, gather(self.client, futs, ids)))
             records = stream_since(self.client, index)
-            incoming = incoming_transfers(self.client, t_submit)
+            incoming, jobs = workers_records(self.client, t_submit)
             planned = self._final_plan() if static else {}
             report = report_from_stream(self.graph, records, scheduler=self.sch.name, client=self.client,
                                         model=self.model0, key_of=self.key_of, task_of=self.task_of, plan=plan,
                                         predicted=predicted, planned_worker=planned, results=results,
                                         replans=self.replans, t_submit=t_submit, time_scale=self.time_scale,
                                         size_scale=self.size_scale, incoming=incoming)
-            from .jobqueue import job_ids
-
             by_address = {w.address: w.id for w in report.cluster.workers}
-            report.jobs = {by_address[a]: j for a, j in job_ids(self.client).items() if a in by_address}
+            report.jobs = {by_address[a]: j for a, j in jobs.items() if a in by_address}
             return self._learn(report)
         except BaseException:
             self._cancel()

@@ -7,10 +7,10 @@ import asyncio
 
 from ..errors import TaskflowError
 from ..policy import get_scheduler
-from .plugin import PLUGIN_NAME, TaskflowPlugin, TransferLog, incoming_since
+from .plugin import PLUGIN_NAME, TaskflowPlugin, TransferLog, worker_records
 
 __all__ = ["ensure_plugin", "call", "use", "Watchdog", "wait_for", "stream_index", "stream_since", "cancelled_error",
-           "gather", "incoming_transfers", "close_quietly"]
+           "gather", "incoming_transfers", "workers_records", "close_quietly"]
 
 #: seconds a call to the scheduler may take before the scheduler counts as unreachable
 CALL_TIMEOUT = 10.0
@@ -288,10 +288,11 @@ def gather(client, futures, names=None):
         raise
 
 
-def incoming_transfers(client, since: float) -> dict:
-    """Every live worker's received transfers since ``since`` (its ``transfer_incoming_log``: per
-    message the keys and their bytes, the source worker, start and stop), by worker address, with a
-    bounded wait. Workers that died took their records with them.
+def workers_records(client, since: float) -> tuple:
+    """``(transfers, jobs)`` by worker address, in one call to every live worker, with a bounded
+    wait: the transfers each received since ``since`` (its ``transfer_incoming_log``: per message
+    the keys and their bytes, the source worker, start and stop) and the batch job each runs in,
+    where it runs in one. Workers that died took their records with them.
 
     Parameters
     ----------
@@ -305,10 +306,29 @@ def incoming_transfers(client, since: float) -> dict:
         The workers could not be asked (the connection is gone).
     """
     try:
-        out = client.sync(client._run, incoming_since, since, on_error="return", callback_timeout=60)
+        out = client.sync(client._run, worker_records, since, on_error="return", callback_timeout=60)
     except Exception as e:  # noqa: BLE001 - the records are lost with the connection
         raise TaskflowError(f"could not collect the workers' transfer records: {type(e).__name__}: {e}") from e
-    return {addr: entries for addr, entries in out.items() if isinstance(entries, list)}
+    got = {addr: rec for addr, rec in out.items() if isinstance(rec, dict)}
+    return ({addr: rec["transfers"] for addr, rec in got.items()},
+            {addr: rec["job"] for addr, rec in got.items() if isinstance(rec["job"], str)})
+
+
+def incoming_transfers(client, since: float) -> dict:
+    """The transfers of :func:`workers_records` alone.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    since : float
+        Wall-clock seconds.
+
+    Raises
+    ------
+    TaskflowError
+        The workers could not be asked (the connection is gone).
+    """
+    return workers_records(client, since)[0]
 
 
 def close_quietly(things) -> None:
