@@ -802,7 +802,7 @@ def test_the_plugins_duration_table_is_bounded_and_skips_declared_runs():
         pl.MAX_PREFIXES = old
     assert list(p.durations) == ["p2", "p3", "p4"] and p.durations["p4"] == {"w0": [0.5, 1]}
     assert list(p.sizes) == ["p2", "p3", "p4"]
-    p.runs["r"] = SimpleNamespace(learned=False)
+    p.runs["r"] = SimpleNamespace(learned=False, plan={})
     p.key_run["declared-key"] = "r"
     finish("declared-key", "declared")
     assert "declared" not in p.durations

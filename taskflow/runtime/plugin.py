@@ -28,8 +28,15 @@ What the plugin does, each in the scheduler's own event:
   failed.
 * ``add_worker`` (a worker joins): runs with tasks left without a live worker are re-planned; the
   next re-plan of any run uses the new worker.
+* ``transition`` to memory (a task finished): an output of at least :data:`PREFETCH_BYTES` is sent
+  at once (Dask's ``acquire-replicas``) to each other worker the plan puts one of its consumers
+  on while that consumer still waits for other inputs. Dask alone moves an input only when its
+  consumer is ready and placed; the plan knows the consumer's worker in advance, so the transfer
+  overlaps the computing of the other inputs, as the plan's model assumes. The environment
+  variable ``TASKFLOW_PREFETCH=0``, where the plugin is made, turns this off (to compare).
 
-Results are Dask's own: the plugin sets restrictions and priorities and nothing else. A plan's
+Results are Dask's own: the plugin sets restrictions and priorities, and moves data early, nothing
+else. A plan's
 unfinished part is re-planned like the simulator does after a failure: the same policy on the
 sub-graph of unfinished tasks and the surviving workers.
 """
@@ -38,6 +45,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 
 from collections import deque
@@ -51,8 +59,7 @@ from ..policy import get_scheduler
 from .learn import last_compute, relative_speeds, speeds_on
 
 __all__ = ["TaskflowPlugin", "TransferLog", "IncomingRates", "RATES_METRIC", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "graph_payload",
-           "graph_from_payload", "cluster_payload", "incoming_since",
-           "worker_records"]
+           "graph_from_payload", "cluster_payload", "incoming_since", "worker_records", "PREFETCH_BYTES"]
 
 logger = logging.getLogger("taskflow.runtime")
 
@@ -64,6 +71,10 @@ DEFAULT_GRACE = 30.0
 _UNFINISHED = frozenset(("released", "waiting", "no-worker", "queued"))
 _FINISHED = frozenset(("memory", "erred", "forgotten"))
 
+
+#: Outputs at least this big are sent ahead to the workers of their planned consumers (smaller
+#: ones cost a message each for no gain: their transfer time is mostly latency).
+PREFETCH_BYTES = 64 * 1024
 
 #: Task prefixes whose durations the plugin keeps (the oldest is dropped past this).
 MAX_PREFIXES = 10_000
@@ -172,6 +183,9 @@ class TaskflowPlugin(SchedulerPlugin):
         self._count = 0
         self.durations: dict = {}  # task prefix -> {worker name: [compute seconds, tasks]}
         self.sizes: dict = {}  # task prefix -> [output bytes, tasks]
+        #: send each planned output to the workers of its consumers as soon as it exists
+        self.prefetch = os.environ.get("TASKFLOW_PREFETCH", "1") != "0"
+        self.prefetched = 0  # outputs sent ahead so far
 
     # ------------------------------------------------------------------ wiring
     async def start(self, scheduler) -> None:
@@ -296,14 +310,17 @@ class TaskflowPlugin(SchedulerPlugin):
         output's bytes to its prefix's sizes."""
         if start != "processing" or finish != "memory":
             return
+        rid = self.key_run.get(key)
+        run = self.runs.get(rid) if rid is not None else None
+        if run is not None and run.plan and self.prefetch:
+            self._prefetch(run, key, stimulus_id or f"taskflow-prefetch-{time.time()}")
         span = last_compute(kwargs.get("startstops"))
         secs = span[1] - span[0] if span else 0.0
         ws = self.scheduler.workers.get(kwargs.get("worker"))
         ts = self.scheduler.tasks.get(key)
         if secs <= 0 or ws is None or ts is None:
             return
-        rid = self.key_run.get(key)
-        if rid is not None and rid in self.runs and not self.runs[rid].learned:
+        if run is not None and not run.learned:
             return  # a taskflow.run graph: its keys are unique per run, its costs declared
         table = self.durations
         name = ts.prefix.name
@@ -318,6 +335,27 @@ class TaskflowPlugin(SchedulerPlugin):
             size = self.sizes.setdefault(name, [0.0, 0])
             size[0] += ts.nbytes
             size[1] += 1
+
+    def _prefetch(self, r: _Run, key, stimulus_id: str) -> None:
+        """``key`` is in memory: send it now (if it is at least :data:`PREFETCH_BYTES`) to each other
+        worker the plan puts a dependent of it on, where that dependent still waits for other inputs. Dask alone moves an input only once
+        its consumer is ready and placed; a plan knows the consumer's worker in advance, so the
+        transfer overlaps the inputs still being computed, as the plan's model assumes."""
+        sched = self.scheduler
+        ts = sched.tasks.get(key)
+        if ts is None or not ts.who_has or ts.nbytes < PREFETCH_BYTES:
+            return  # a small output moves as fast with its consumer's other inputs, in one message
+        holders = {ws.address for ws in ts.who_has}
+        targets = set()
+        for dts in ts.dependents:
+            if dts.state != "waiting" or not dts.waiting_on:
+                continue  # ready now (Dask sends it with its inputs' whereabouts) or not planned here
+            addr = r.addr.get(r.plan.get(dts.key))
+            if addr is not None and addr not in holders and addr in sched.stream_comms:
+                targets.add(addr)
+        for addr in targets:
+            sched.request_acquire_replicas(addr, [key], stimulus_id=stimulus_id)
+            self.prefetched += 1
 
     def learned_speeds(self) -> dict:
         """Worker name -> speed relative to the others, from the compute times of task prefixes
