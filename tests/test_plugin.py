@@ -391,12 +391,14 @@ def test_the_report_counts_exactly_the_transfers_dask_made(client):
                 for i in range(6) if where[f"p{i}"] != where["sink"]}
     assert expected and len(moved) == len(expected) and set(moved) == expected
     assert all(0 <= t.start <= t.finish <= rep.measured_makespan for t in rep.trace.transfers)
-    # the scheduler's record of the sink's fetches (one per message from a worker) agrees
-    origin = min(s["start"] for r in ts.data for s in r["startstops"] if s["action"] == "compute")
+    # the scheduler's record of the sink's fetches (one per message from a worker) agrees: the
+    # same messages, as long (the report's times are on the workers' own clocks, the stream's
+    # carry Dask's estimate of the scheduler's: one offset per message, the same at both ends)
     sink = next(r for r in ts.data if str(r["key"]).startswith("sink~"))
-    fetches = sorted((s["source"], round(s["start"] - origin, 6)) for s in sink["startstops"] if s["action"] == "transfer")
+    fetches = sorted((s["source"], round(s["stop"] - s["start"], 6)) for s in sink["startstops"]
+                     if s["action"] == "transfer")
     addr = {w.id: w.address for w in rep.cluster.workers}
-    assert fetches == sorted({(addr[t.source], round(t.start, 6)) for t in rep.trace.transfers})
+    assert fetches == sorted({(addr[t.source], round(t.finish - t.start, 6)) for t in rep.trace.transfers})
     assert rep.to_dict()["transfers"][0]["bytes"] in {b for *_, b in expected}
 
 

@@ -490,7 +490,8 @@ def test_a_planned_output_moves_to_its_consumers_worker_as_soon_as_it_exists(cli
     g = taskflow.TaskGraph("prefetch")
     block = g.add_task("block", fn=_block, args=(PREFETCH_BYTES,), cost=0.01, output_size=8 * PREFETCH_BYTES,
                        meta={"worker": "0"})
-    late = g.add_task("late", fn=_late, args=(1.0,), cost=1.0, meta={"worker": "1"})
+    # 2.2 s: Dask's memory manager, every 2 s, would drop the early replica (then fetched again)
+    late = g.add_task("late", fn=_late, args=(2.2,), cost=2.2, meta={"worker": "1"})
     g.add_task("join", fn=_join, args=(block, late), cost=0.01, meta={"worker": "1"})
     run(rg.layered(2, 1), "heft", client=client, quiet=True)  # the plugin is installed
     client.run_on_scheduler(switch, prefetch)
@@ -498,13 +499,50 @@ def test_a_planned_output_moves_to_its_consumers_worker_as_soon_as_it_exists(cli
         rep = run(g, "placed", client=client, quiet=True)
     finally:
         client.run_on_scheduler(switch, True)
-    assert rep.results["join"] == PREFETCH_BYTES + 1.0
+    assert rep.results["join"] == PREFETCH_BYTES + 2.2
+    policies = client.run_on_scheduler(lambda dask_scheduler=None: sorted(
+        type(p).__name__ for p in dask_scheduler.extensions["amm"].policies))
+    assert "ReduceReplicas" not in policies and "KeepPlannedReplicas" in policies
     where = {r.task: r.worker for r in rep.trace.runs}
     assert where["block"] != where["late"] == where["join"]
     late_done = next(r.finish for r in rep.trace.runs if r.task == "late")
     moved = [t for t in rep.trace.transfers if t.task == "block"]
     assert len(moved) == 1 and moved[0].bytes >= 8 * PREFETCH_BYTES
-    if prefetch:  # under way while "late" still sleeps, a second before it ends
-        assert moved[0].start < late_done - 0.5
+    if prefetch:  # under way while "late" still sleeps, two seconds before it ends
+        assert moved[0].start < late_done - 1.5
     else:
         assert moved[0].start >= late_done
+
+
+def _skew_clock(seconds):
+    """Move this worker's estimate of the scheduler's clock, as a late heartbeat answer does."""
+    from distributed import get_worker
+
+    get_worker().scheduler_delay += seconds
+    return seconds
+
+
+def test_run_times_are_on_the_workers_clocks_whatever_dasks_clock_estimate_does(client):
+    """Dask adds each worker's heartbeat-based estimate of the scheduler's clock offset to every
+    time it reports; the estimate jumps with each heartbeat (by 165 ms in one test run, making a
+    0.2 s task look 0.03 s long). The report takes it off again: a chain on one worker has no gap
+    where the estimate jumped by 100 s."""
+    from distributed import get_task_stream
+
+    g = taskflow.TaskGraph("skew")
+    a = g.add_task("a", fn=_skew_clock, args=(100.0,), cost=0.01)
+    g.add_task("b", fn=_late, args=(0.05,), cost=0.05)
+    g.add_task("c", fn=_join, args=(np.ones(3), a), cost=0.01)  # a's result, elsewhere or not
+    for _ in range(3):  # a heartbeat answered between a and b resets the estimate: try again
+        with get_task_stream(client=client) as ts:
+            rep = run(g, "heft", client=client, quiet=True)
+        stream = {r["key"].split("~")[0]: r for r in ts.data if "~" in str(r["key"])}
+        skewed = [x for x in stream["c"]["startstops"] if x["action"] == "compute"][-1]["start"] - \
+            [x for x in stream["a"]["startstops"] if x["action"] == "compute"][-1]["stop"]
+        if skewed > 50:
+            break
+    assert skewed > 50, "Dask's reported times never showed the skew; the test could not check anything"
+    runs = {r.task: r for r in rep.trace.runs}
+    assert runs["c"].start - runs["a"].finish < 1.0
+    assert rep.measured_makespan < 5.0 and rep.results["c"] == 103.0
+    client.run(lambda dask_worker=None: setattr(dask_worker, "scheduler_delay", 0.0))

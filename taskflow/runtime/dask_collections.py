@@ -13,8 +13,8 @@ from .calibrate import attach_addresses, cluster_from_dask
 from .plugin import cluster_payload, graph_payload
 from .report import report_from_stream
 from .runner import connect, say_dashboard
-from .session import (Watchdog, call, close_quietly, ensure_plugin, gather, incoming_transfers, stream_index,
-                      stream_since, wait_for)
+from .session import (Watchdog, call, close_quietly, ensure_plugin, gather, stream_index,
+                      stream_since, wait_for, workers_records)
 
 __all__ = ["compute"]
 
@@ -114,14 +114,15 @@ def compute(*collections, scheduler="heft", client=None, costs: dict | None = No
         info = None
         if report:
             records = stream_since(c, index)
-            incoming = incoming_transfers(c, t_submit)
+            seen = workers_records(c, t_submit)
             status = call(c, "taskflow_status", run=run_id, plan=True) if static else {}
             planned = {name_of[tuple(k) if isinstance(k, list) else k]: w for k, w in status.get("plan", [])}
             info = report_from_stream(g, records, scheduler=sch.name, client=c, model=model or cluster_from_dask(c),
                                       key_of=key_of, task_of=name_of, plan=None,
                                       predicted=float(status.get("predicted") or float("nan")),
                                       planned_worker=planned, results={}, replans=status.get("replans", 0),
-                                      t_submit=t_submit, time_scale=1.0, size_scale=1.0, incoming=incoming)
+                                      t_submit=t_submit, time_scale=1.0, size_scale=1.0, incoming=seen.transfers,
+                                      clocks=seen.clocks)
     finally:
         if static:
             try:

@@ -195,6 +195,7 @@ class TaskflowPlugin(SchedulerPlugin):
                                    "taskflow_use": self.handle_use, "taskflow_forget": self.handle_forget})
         if self.default_policy:
             get_scheduler(self.default_policy)  # an unknown name fails the scheduler's start, loudly
+        _keep_planned_replicas(scheduler, self)
 
     def handle_use(self, client: str, policy: str | None = None, options: dict | None = None) -> dict:
         """Place every graph ``client`` submits from now on with ``policy`` (None: stop).
@@ -356,6 +357,17 @@ class TaskflowPlugin(SchedulerPlugin):
         for addr in targets:
             sched.request_acquire_replicas(addr, [key], stimulus_id=stimulus_id)
             self.prefetched += 1
+
+    def planned_holders(self, ts) -> set:
+        """Addresses of the workers the plans put a still-waiting consumer of ``ts`` on."""
+        out = set()
+        for dts in ts.waiters or ():
+            r = self.runs.get(self.key_run.get(dts.key))
+            if r is not None:
+                addr = r.addr.get(r.plan.get(dts.key))
+                if addr is not None:
+                    out.add(addr)
+        return out
 
     def learned_speeds(self) -> dict:
         """Worker name -> speed relative to the others, from the compute times of task prefixes
@@ -584,6 +596,39 @@ class TaskflowPlugin(SchedulerPlugin):
                  "speed": speeds.get(str(ws.name), 1.0)} for ws in self.scheduler.workers.values()]
 
 
+def _keep_planned_replicas(scheduler, plugin: TaskflowPlugin) -> None:
+    """Dask's active memory manager drops replicas of an output beyond one per consumer not yet
+    placed, from whichever worker it likes, every 2 s: it would drop an output sent ahead to the
+    worker of its planned consumer (:meth:`TaskflowPlugin._prefetch`), which then fetches it
+    again. Its ``ReduceReplicas`` policy is swapped for one that drops the same number of replicas
+    but never from the worker a waiting consumer is planned on."""
+    try:
+        from distributed.active_memory_manager import ReduceReplicas, Suggestion
+    except ImportError:  # a distributed without the memory manager: nothing drops replicas
+        return
+    amm = getattr(scheduler, "extensions", {}).get("amm")
+    if amm is None:
+        return
+
+    class KeepPlannedReplicas(ReduceReplicas):
+        """``ReduceReplicas``, never dropping a replica a planned waiting consumer will read."""
+
+        def run(self):
+            for s in super().run():
+                keep = plugin.planned_holders(s.ts)
+                if not keep:
+                    yield s
+                    continue
+                candidates = {ws for ws in s.ts.who_has or () if ws.address not in keep}
+                if candidates:
+                    yield Suggestion("drop", s.ts, candidates)
+
+    for policy in list(amm.policies):
+        if type(policy) is ReduceReplicas:
+            amm.policies.discard(policy)
+            amm.add_policy(KeepPlannedReplicas())
+
+
 class TransferLog(WorkerPlugin):
     """Keeps a long log of every transfer a worker receives (Dask keeps its last 1,000 by default):
     the source of a run report's transfers.
@@ -599,15 +644,38 @@ class TransferLog(WorkerPlugin):
 
     def __init__(self, maxlen: int = 200_000):
         self.maxlen = int(maxlen)
+        self.worker = None
+        #: ``(kind, key) -> (the worker's scheduler_delay then, local time)``, kind ``compute`` (as
+        #: the task started) or ``fetch`` (as its output arrived here)
+        self.delays: dict = {}
 
     def setup(self, worker) -> None:
         """Lengthen the worker's ``transfer_incoming_log``, keeping what is in it, and report the
         rates it receives at from each sender with every heartbeat (:class:`IncomingRates`)."""
+        self.worker = worker
         log = worker.transfer_incoming_log
         if (log.maxlen or 0) < self.maxlen:
             worker.transfer_incoming_log = deque(log, maxlen=self.maxlen)
         if not isinstance(worker.metrics.get(RATES_METRIC), IncomingRates):
             worker.metrics[RATES_METRIC] = IncomingRates()
+
+    def transition(self, key, start, finish, **kwargs) -> None:
+        """Note the clock correction Dask applies to the times of a task that starts here and of an
+        output that arrives here. A worker adds its ``scheduler_delay`` (its estimate of how far the
+        scheduler's clock is ahead, from the latest heartbeat's round trip) to every time it
+        reports; the estimate moves with each heartbeat, by up to half a round trip, which on a busy
+        scheduler is tenths of a second: noted per task, it can be taken off again."""
+        if finish == "executing":
+            kind = "compute"
+        elif start == "flight" and finish == "memory":
+            kind = "fetch"
+        else:
+            return
+        d = self.delays
+        d.pop((kind, key), None)
+        d[(kind, key)] = (float(self.worker.scheduler_delay), time.time())
+        if len(d) > self.maxlen:
+            del d[next(iter(d))]
 
 
 #: the heartbeat metric (``WorkerState.metrics``) holding a worker's :class:`IncomingRates`
@@ -661,8 +729,12 @@ def incoming_since(since: float, dask_worker=None) -> list:
 
 
 def worker_records(since: float, dask_worker=None) -> dict:
-    """Run on a worker (``client.run``): what a run report needs of it, in one call: the transfers
-    it received since ``since`` (:func:`incoming_since`) and the batch job it runs in (or None).
+    """Run on a worker (``client.run``): what a run report needs of it, in one call, every time on
+    the worker's own clock (Dask's heartbeat-based correction taken off, see
+    :meth:`TransferLog.transition`): ``transfers``, those it received that started at or after
+    ``since`` (``transfer_incoming_log`` entries); ``compute``, key -> the correction in the times
+    Dask reported for each task that started here since ``since``; ``delay``, the correction now
+    (for tasks not noted); ``job``, the batch job it runs in (or None).
 
     Parameters
     ----------
@@ -673,7 +745,17 @@ def worker_records(since: float, dask_worker=None) -> dict:
     """
     from .jobqueue import _job_id
 
-    return {"transfers": incoming_since(since, dask_worker), "job": _job_id()}
+    log = dask_worker.plugins.get(TransferLog.name)
+    delays = getattr(log, "delays", None) or {}
+    now = float(dask_worker.scheduler_delay)
+    transfers = []
+    for e in dask_worker.transfer_incoming_log:
+        first = next(iter(e["keys"]), None)
+        d = delays.get(("fetch", first), (now,))[0]
+        if e["start"] - d >= since:
+            transfers.append({**e, "start": e["start"] - d, "stop": e["stop"] - d})
+    compute = {key: d for (kind, key), (d, t) in delays.items() if kind == "compute" and t >= since}
+    return {"transfers": transfers, "compute": compute, "delay": now, "job": _job_id()}
 
 
 async def dask_setup(scheduler, policy: str | None = None) -> None:

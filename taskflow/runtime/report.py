@@ -95,7 +95,8 @@ class RunReport:
 
 def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, model: Cluster, key_of: dict,
                        task_of: dict, plan, predicted: float, planned_worker: dict, results: dict, replans: int,
-                       t_submit: float, time_scale: float, size_scale: float, incoming: dict | None = None) -> RunReport:
+                       t_submit: float, time_scale: float, size_scale: float, incoming: dict | None = None,
+                       clocks: dict | None = None) -> RunReport:
     """The :class:`RunReport` of a run, from the records of Dask's task stream.
 
     Parameters
@@ -125,6 +126,11 @@ def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, mod
     incoming : dict, optional
         Worker address -> its received transfers (``transfer_incoming_log`` entries): the report's
         transfers are exactly these, for the run's keys.
+    clocks : dict, optional
+        Worker address -> ``{"compute": {key: correction}, "delay": correction now}``: taken off
+        the task stream's times (Dask adds each worker's heartbeat-based estimate of the
+        scheduler's clock, which jitters), so that runs and transfers are all on the workers' own
+        clocks.
 
     Returns
     -------
@@ -150,7 +156,9 @@ def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, mod
         span = last_compute(r["startstops"])
         if span is None:
             continue
-        start_of[t] = (span[0], span[1], worker_of_addr.get(r["worker"], r["worker"]))
+        clock = (clocks or {}).get(r["worker"])
+        d = clock["compute"].get(key, clock["delay"]) if clock else 0.0
+        start_of[t] = (span[0] - d, span[1] - d, worker_of_addr.get(r["worker"], r["worker"]))
     for dst, entries in (incoming or {}).items():
         for e in entries:
             for key, nbytes in e["keys"].items():

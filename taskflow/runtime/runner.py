@@ -355,15 +355,15 @@ class _Runner:
             self._watch()
             results = dict(zip(ids, gather(self.client, futs, ids)))
             records = stream_since(self.client, index)
-            incoming, jobs = workers_records(self.client, t_submit)
+            seen = workers_records(self.client, t_submit)
             planned = self._final_plan() if static else {}
             report = report_from_stream(self.graph, records, scheduler=self.sch.name, client=self.client,
                                         model=self.model0, key_of=self.key_of, task_of=self.task_of, plan=plan,
                                         predicted=predicted, planned_worker=planned, results=results,
                                         replans=self.replans, t_submit=t_submit, time_scale=self.time_scale,
-                                        size_scale=self.size_scale, incoming=incoming)
+                                        size_scale=self.size_scale, incoming=seen.transfers, clocks=seen.clocks)
             by_address = {w.address: w.id for w in report.cluster.workers}
-            report.jobs = {by_address[a]: j for a, j in jobs.items() if a in by_address}
+            report.jobs = {by_address[a]: j for a, j in seen.jobs.items() if a in by_address}
             return self._learn(report)
         except BaseException:
             self._cancel()

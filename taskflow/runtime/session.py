@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import asyncio
+from typing import NamedTuple
 
 from ..errors import TaskflowError
 from ..policy import get_scheduler
 from .plugin import PLUGIN_NAME, TaskflowPlugin, TransferLog, worker_records
 
 __all__ = ["ensure_plugin", "call", "use", "Watchdog", "wait_for", "stream_index", "stream_since", "cancelled_error",
-           "gather", "incoming_transfers", "workers_records", "close_quietly"]
+           "gather", "incoming_transfers", "workers_records", "WorkersRecords", "close_quietly"]
 
 #: seconds a call to the scheduler may take before the scheduler counts as unreachable
 CALL_TIMEOUT = 10.0
@@ -288,11 +289,22 @@ def gather(client, futures, names=None):
         raise
 
 
-def workers_records(client, since: float) -> tuple:
-    """``(transfers, jobs)`` by worker address, in one call to every live worker, with a bounded
-    wait: the transfers each received since ``since`` (its ``transfer_incoming_log``: per message
-    the keys and their bytes, the source worker, start and stop) and the batch job each runs in,
-    where it runs in one. Workers that died took their records with them.
+class WorkersRecords(NamedTuple):
+    """What the live workers recorded of a run, by worker address, every time on the worker's own
+    clock (see :func:`~taskflow.runtime.plugin.worker_records`)."""
+
+    #: received transfers (``transfer_incoming_log`` entries)
+    transfers: dict
+    #: the batch job each worker runs in, where it runs in one
+    jobs: dict
+    #: ``{"compute": {key: correction}, "delay": correction now}``: what to take off the times
+    #: Dask's task stream reports for the tasks each worker ran
+    clocks: dict
+
+
+def workers_records(client, since: float) -> WorkersRecords:
+    """Every live worker's records of what happened since ``since``, in one call to each, with a
+    bounded wait. Workers that died took their records with them.
 
     Parameters
     ----------
@@ -310,8 +322,9 @@ def workers_records(client, since: float) -> tuple:
     except Exception as e:  # noqa: BLE001 - the records are lost with the connection
         raise TaskflowError(f"could not collect the workers' transfer records: {type(e).__name__}: {e}") from e
     got = {addr: rec for addr, rec in out.items() if isinstance(rec, dict)}
-    return ({addr: rec["transfers"] for addr, rec in got.items()},
-            {addr: rec["job"] for addr, rec in got.items() if isinstance(rec["job"], str)})
+    return WorkersRecords({addr: rec["transfers"] for addr, rec in got.items()},
+                          {addr: rec["job"] for addr, rec in got.items() if isinstance(rec["job"], str)},
+                          {addr: {"compute": rec["compute"], "delay": rec["delay"]} for addr, rec in got.items()})
 
 
 def incoming_transfers(client, since: float) -> dict:
@@ -328,7 +341,7 @@ def incoming_transfers(client, since: float) -> dict:
     TaskflowError
         The workers could not be asked (the connection is gone).
     """
-    return workers_records(client, since)[0]
+    return workers_records(client, since).transfers
 
 
 def close_quietly(things) -> None:
