@@ -126,3 +126,15 @@ def test_dask_like_work_stealing_estimates_ignore_worker_speeds():
     aware = schedulers.get_scheduler("work-stealing")
     aware.start(view)
     assert aware.d is d
+
+
+def test_the_backplane_is_a_capacity_not_how_busy_the_network_was():
+    """Most of the run one transfer moves at 100 MB/s, for a fifth of it four move together at
+    100 MB/s each: the network carried 400 MB/s, which the learned backplane says (its median
+    level, 100 MB/s, would make a plan of concurrent transfers look four times slower)."""
+    from taskflow.runtime.learn import _network
+
+    xs = [Transfer("solo", "0", "1", 80e6, 0.0, 0.8)]
+    xs += [Transfer(f"t{k}", str(k), str((k + 1) % 4), 20e6, 0.8, 1.0) for k in range(4)]
+    _, _, backplane = _network(xs)
+    assert backplane == pytest.approx(400e6)
