@@ -341,6 +341,9 @@ def test_a_testbed_worker_with_a_quarter_core_is_four_times_slower_and_calibrati
         assert p.returncode == 0, p.stderr[-3000:]
         got = json.loads(p.stdout.strip().splitlines()[-1])
     assert got["limits"] == {"w0": None, "w1": 0.25}  # read in the worker's own namespace
-    assert 2.5 <= got["took"]["w1"] / got["took"]["w0"] <= 6.0, got
-    assert 2.5 <= got["speeds"]["w0"] / got["speeds"]["w1"] <= 6.0, got
+    # really slower: a quarter core, less when the two cores are busy with other work (a clean
+    # CI run measured 5.7x); calibration says what a task measures, whatever the load gives
+    took = got["took"]["w1"] / got["took"]["w0"]
+    assert 2.5 <= took <= 10.0, got
+    assert got["speeds"]["w0"] / got["speeds"]["w1"] == pytest.approx(took, rel=0.3), got
     assert not any(os.path.exists(g) for g in groups)
