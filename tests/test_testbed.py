@@ -341,9 +341,11 @@ def test_a_testbed_worker_with_a_quarter_core_is_four_times_slower_and_calibrati
         assert p.returncode == 0, p.stderr[-3000:]
         got = json.loads(p.stdout.strip().splitlines()[-1])
     assert got["limits"] == {"w0": None, "w1": 0.25}  # read in the worker's own namespace
-    # really slower: a quarter core, less when the two cores are busy with other work (a clean
-    # CI run measured 5.7x); calibration says what a task measures, whatever the load gives
-    took = got["took"]["w1"] / got["took"]["w0"]
-    assert 2.5 <= took <= 10.0, got
-    assert got["speeds"]["w0"] / got["speeds"]["w1"] == pytest.approx(took, rel=0.3), got
+    # really slower: a quarter core at most, less when the two cores are busy with other work
+    # (clean CI runs measured 5.7x); calibration, which divides a kernel's CPU time by the
+    # worker's share of a core, says several times slower too. Both carry the load of the two
+    # shared cores (the unlimited worker calibrated at 2.3 and at 3.5 in two CI runs: ratios 3.6
+    # and 6.0), so the bounds are wide; a missed limit would give about 1x
+    assert 2.5 <= got["took"]["w1"] / got["took"]["w0"] <= 10.0, got
+    assert 2.5 <= got["speeds"]["w0"] / got["speeds"]["w1"] <= 10.0, got
     assert not any(os.path.exists(g) for g in groups)
