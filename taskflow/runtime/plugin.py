@@ -59,7 +59,7 @@ from ..policy import get_scheduler
 from .learn import last_compute, relative_speeds, speeds_on
 
 __all__ = ["TaskflowPlugin", "TransferLog", "IncomingRates", "RATES_METRIC", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "graph_payload",
-           "graph_from_payload", "cluster_payload", "incoming_since", "worker_records", "PREFETCH_BYTES"]
+           "graph_from_payload", "cluster_payload", "worker_records", "PREFETCH_BYTES"]
 
 logger = logging.getLogger("taskflow.runtime")
 
@@ -185,7 +185,6 @@ class TaskflowPlugin(SchedulerPlugin):
         self.sizes: dict = {}  # task prefix -> [output bytes, tasks]
         #: send each planned output to the workers of its consumers as soon as it exists
         self.prefetch = os.environ.get("TASKFLOW_PREFETCH", "1") != "0"
-        self.prefetched = 0  # outputs sent ahead so far
 
     # ------------------------------------------------------------------ wiring
     async def start(self, scheduler) -> None:
@@ -314,7 +313,7 @@ class TaskflowPlugin(SchedulerPlugin):
         rid = self.key_run.get(key)
         run = self.runs.get(rid) if rid is not None else None
         if run is not None and run.plan and self.prefetch:
-            self._prefetch(run, key, stimulus_id or f"taskflow-prefetch-{time.time()}")
+            self._prefetch(key, stimulus_id or f"taskflow-prefetch-{time.time()}")
         span = last_compute(kwargs.get("startstops"))
         secs = span[1] - span[0] if span else 0.0
         ws = self.scheduler.workers.get(kwargs.get("worker"))
@@ -337,10 +336,10 @@ class TaskflowPlugin(SchedulerPlugin):
             size[0] += ts.nbytes
             size[1] += 1
 
-    def _prefetch(self, r: _Run, key, stimulus_id: str) -> None:
+    def _prefetch(self, key, stimulus_id: str) -> None:
         """``key`` is in memory: send it now (if it is at least :data:`PREFETCH_BYTES`) to each other
-        worker the plan puts a dependent of it on, where that dependent still waits for other inputs. Dask alone moves an input only once
-        its consumer is ready and placed; a plan knows the consumer's worker in advance, so the
+        worker a plan puts a dependent of it on, where that dependent still waits for other
+        inputs. Dask alone moves an input only once its consumer is ready and placed; a plan knows the consumer's worker in advance, so the
         transfer overlaps the inputs still being computed, as the plan's model assumes."""
         sched = self.scheduler
         ts = sched.tasks.get(key)
@@ -351,23 +350,25 @@ class TaskflowPlugin(SchedulerPlugin):
         for dts in ts.dependents:
             if dts.state != "waiting" or not dts.waiting_on:
                 continue  # ready now (Dask sends it with its inputs' whereabouts) or not planned here
-            addr = r.addr.get(r.plan.get(dts.key))
+            addr = self._planned_address(dts.key)
             if addr is not None and addr not in holders and addr in sched.stream_comms:
                 targets.add(addr)
         for addr in targets:
             sched.request_acquire_replicas(addr, [key], stimulus_id=stimulus_id)
-            self.prefetched += 1
+
+    def _planned_address(self, key) -> str | None:
+        """The address of the worker the latest plan of ``key``'s run puts it on, if any."""
+        r = self.runs.get(self.key_run.get(key))
+        return None if r is None else r.addr.get(r.plan.get(key))
 
     def planned_holders(self, ts) -> set:
-        """Addresses of the workers the plans put a still-waiting consumer of ``ts`` on."""
-        out = set()
-        for dts in ts.waiters or ():
-            r = self.runs.get(self.key_run.get(dts.key))
-            if r is not None:
-                addr = r.addr.get(r.plan.get(dts.key))
-                if addr is not None:
-                    out.add(addr)
-        return out
+        """Addresses of the workers the plans put a still-waiting consumer of ``ts`` on.
+
+        Parameters
+        ----------
+        ts : distributed.scheduler.TaskState
+        """
+        return {a for a in (self._planned_address(dts.key) for dts in ts.waiters or ()) if a is not None}
 
     def learned_speeds(self) -> dict:
         """Worker name -> speed relative to the others, from the compute times of task prefixes
@@ -713,19 +714,6 @@ class IncomingRates:
             if e.get("total", 0) >= self.smallest and secs > 0:
                 self.per.setdefault(e["who"], deque(maxlen=self.window)).append((float(e["total"]), secs))
         return {who: [sum(b for b, _ in xs), sum(t for _, t in xs)] for who, xs in self.per.items()}
-
-
-def incoming_since(since: float, dask_worker=None) -> list:
-    """Run on a worker (``client.run``): the transfers it received that started at or after ``since``.
-
-    Parameters
-    ----------
-    since : float
-        Wall-clock seconds.
-    dask_worker : distributed.Worker
-        Given by ``client.run``.
-    """
-    return [e for e in dask_worker.transfer_incoming_log if e["start"] >= since]
 
 
 def worker_records(since: float, dask_worker=None) -> dict:

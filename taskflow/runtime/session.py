@@ -11,7 +11,7 @@ from ..policy import get_scheduler
 from .plugin import PLUGIN_NAME, TaskflowPlugin, TransferLog, worker_records
 
 __all__ = ["ensure_plugin", "call", "use", "Watchdog", "wait_for", "stream_index", "stream_since", "cancelled_error",
-           "gather", "incoming_transfers", "workers_records", "WorkersRecords", "close_quietly"]
+           "gather", "workers_records", "WorkersRecords", "close_quietly"]
 
 #: seconds a call to the scheduler may take before the scheduler counts as unreachable
 CALL_TIMEOUT = 10.0
@@ -325,23 +325,6 @@ def workers_records(client, since: float) -> WorkersRecords:
     return WorkersRecords({addr: rec["transfers"] for addr, rec in got.items()},
                           {addr: rec["job"] for addr, rec in got.items() if isinstance(rec["job"], str)},
                           {addr: {"compute": rec["compute"], "delay": rec["delay"]} for addr, rec in got.items()})
-
-
-def incoming_transfers(client, since: float) -> dict:
-    """The transfers of :func:`workers_records` alone.
-
-    Parameters
-    ----------
-    client : distributed.Client
-    since : float
-        Wall-clock seconds.
-
-    Raises
-    ------
-    TaskflowError
-        The workers could not be asked (the connection is gone).
-    """
-    return workers_records(client, since).transfers
 
 
 def close_quietly(things) -> None:
