@@ -155,7 +155,8 @@ def _cmd_schedule(args) -> int:
         except ValueError as e:
             raise TaskflowError(f"--budget: {e}") from None
     # unknown names fail here; a budget goes to the searching policies
-    instances = [schedulers.get_scheduler(n, seed=args.seed, **(options if "search" in n else {})) for n in names]
+    instances = [schedulers.get_scheduler(n, seed=args.seed, **(options if "search" in n or n == "optimal" else {}))
+                 for n in names]
     model = CostModel(graph, cluster)
     schedulers.warm_up()  # compiled kernels load once, outside the timings
     rows = []
@@ -171,6 +172,9 @@ def _cmd_schedule(args) -> int:
         if not args.quiet:
             print(f"{sch.name}: makespan {m['makespan']:g}  (lower bound {m['lower_bound']:g}, "
                   f"SLR {m['slr']:.3f}, scheduled in {elapsed * 1e3:.1f} ms)")
+            if "gap" in plan.extra:  # a scheduler that proves a bound (optimal) says what it proved
+                print(f"  {plan.extra['status']}: no schedule is shorter than {plan.extra['lower_bound']:g} "
+                      f"(gap {100 * plan.extra['gap']:.2f}%)")
             print(plan.table(cluster))
     if len(rows) > 1:
         print()
@@ -569,7 +573,8 @@ def build_parser() -> argparse.ArgumentParser:
     cluster_args(sp)
     sp.add_argument("--scheduler", required=True, help="a name from 'taskflow schedulers', or 'all'")
     sp.add_argument("--seed", type=int, default=0, help="seed for randomised schedulers (default 0)")
-    sp.add_argument("--budget", help="heft-search: evaluations (e.g. 64) or seconds (e.g. 2s); default 16")
+    sp.add_argument("--budget", help="heft-search: evaluations (e.g. 64) or seconds (e.g. 2s); default 16. "
+                    "optimal: CP-SAT deterministic time (e.g. 30) or seconds (e.g. 30s); default 2")
     sp.add_argument("-o", "--output", help="write the schedule (taskflow-schedule/1; a list with 'all')")
     sp.add_argument("-q", "--quiet", action="store_true", help="do not print the plans")
     sp.set_defaults(func=_cmd_schedule)
