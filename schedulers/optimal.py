@@ -55,7 +55,7 @@ from taskflow.errors import TaskflowError
 from taskflow.analysis import lower_bound
 
 from .base import Scheduler, list_schedule, register, to_schedule
-from .ranks import upward_rank
+from .ranks import _downward, _upward, upward_rank
 
 __all__ = ["Optimal", "DEFAULT_BUDGET", "MAX_PAIRS", "solve"]
 
@@ -81,11 +81,17 @@ class Optimal(Scheduler):
     summary = "exact: the whole problem as a CP-SAT model, optimal when proved within its budget (small graphs)"
 
     def plan(self, model):
-        budget = float(self.options.get("budget", DEFAULT_BUDGET))
-        seconds = self.options.get("seconds")
-        threads = int(self.options.get("threads", 1))
-        max_pairs = int(self.options.get("max_pairs", MAX_PAIRS))
-        if not budget > 0 or (seconds is not None and not float(seconds) > 0) or threads < 1:
+        o = self.options
+        try:
+            budget = float(o.get("budget", DEFAULT_BUDGET))
+            seconds = None if o.get("seconds") is None else float(o["seconds"])
+            threads = int(o.get("threads", 1))
+            max_pairs = int(o.get("max_pairs", MAX_PAIRS))
+        except (TypeError, ValueError):
+            raise TaskflowError(f"optimal: budget, seconds, threads and max_pairs must be numbers (got budget="
+                                f"{o.get('budget')!r}, seconds={o.get('seconds')!r}, threads={o.get('threads')!r}, "
+                                f"max_pairs={o.get('max_pairs')!r})") from None
+        if not budget > 0 or (seconds is not None and not seconds > 0) or threads < 1:
             raise TaskflowError(f"optimal: budget and seconds must be > 0 and threads >= 1 "
                                 f"(got budget={budget!r}, seconds={seconds!r}, threads={threads!r})")
         a = model.arrays
@@ -249,22 +255,14 @@ def _precedence(m, model, a, s, e, on, scale) -> None:
 
 def _heads_and_tails(m, a, D, s, e, mk) -> None:
     """No task starts before its longest fastest-duration path from a source, nor finishes later
-    than the makespan less its path to a sink."""
-    n = a.n
-    fastest = np.where(D >= 0, D, np.iinfo(np.int64).max).min(axis=1)
-    head = np.zeros(n, np.int64)
-    tail = np.zeros(n, np.int64)
-    for v in a.topo:
-        for k in range(a.pred_ptr[v], a.pred_ptr[v + 1]):
-            u = a.pred_idx[k]
-            head[v] = max(head[v], head[u] + fastest[u])
-    for u in a.topo[::-1]:
-        for k in range(a.succ_ptr[u], a.succ_ptr[u + 1]):
-            v = a.succ_idx[k]
-            tail[u] = max(tail[u], tail[v] + fastest[v])
-    for i in range(n):
-        m.add(s[i] >= int(head[i]))
-        m.add(e[i] + int(tail[i]) <= mk)
+    than the makespan less its path to a sink (the ranks' own longest paths, without transfers)."""
+    fastest = np.where(D >= 0, D, np.iinfo(np.int64).max).min(axis=1).astype(np.float64)
+    free = np.zeros(len(a.succ_idx))
+    head = _downward(fastest, a.pred_ptr, a.pred_idx, free, a.topo)
+    tail = _upward(fastest, a.succ_ptr, a.succ_idx, free, a.topo) - fastest
+    for i in range(a.n):
+        m.add(s[i] >= int(round(head[i])))
+        m.add(e[i] + int(round(tail[i])) <= mk)
 
 
 def _break_symmetry(m, model, D, on, n, W) -> None:

@@ -132,7 +132,8 @@ def test_a_graph_too_large_gets_heft_s_plan_and_says_so():
     assert s.worker_of() == schedulers.get_scheduler("heft").schedule(g, c).worker_of()
 
 
-@pytest.mark.parametrize("options", [{"budget": 0}, {"budget": -1.0}, {"seconds": 0}, {"threads": 0}])
+@pytest.mark.parametrize("options", [{"budget": 0}, {"budget": -1.0}, {"seconds": 0}, {"threads": 0},
+                                     {"budget": "lots"}, {"threads": None}, {"max_pairs": "x"}])
 def test_bad_options_are_errors(heft_graph, heft_cluster, options):
     with pytest.raises(TaskflowError, match="optimal: budget"):
         optimal(heft_graph, heft_cluster, **options)
