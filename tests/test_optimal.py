@@ -137,3 +137,16 @@ def test_a_graph_too_large_gets_heft_s_plan_and_says_so():
 def test_bad_options_are_errors(heft_graph, heft_cluster, options):
     with pytest.raises(TaskflowError, match="optimal: budget"):
         optimal(heft_graph, heft_cluster, **options)
+
+
+@pytest.mark.parametrize("budget", [None, "5", "2s"])
+def test_the_cli_says_what_optimal_proved(capsys, budget):
+    from taskflow.app.cli import main
+
+    from .conftest import EXAMPLES
+
+    args = ["schedule", str(EXAMPLES / "heft_paper.graph.json"), "--cluster", str(EXAMPLES / "heft_paper.cluster.json"),
+            "--scheduler", "optimal"] + (["--budget", budget] if budget else [])
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "optimal: makespan 73" in out and "optimal: no schedule is shorter than 73 (gap 0.00%)" in out
