@@ -18,9 +18,10 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from distributed import Client, LocalCluster  # noqa: E402
+from distributed import Client  # noqa: E402
 
 from taskflow.runtime import cluster_from_dask  # noqa: E402
+from taskflow.runtime.local import local_cluster  # noqa: E402
 
 
 def busy(stop_at: float) -> None:
@@ -35,8 +36,7 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--load", type=int, default=1, help="busy processes competing for the cores")
     args = ap.parse_args()
-    with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
-            Client(lc) as c:
+    with local_cluster(args.workers, 1) as lc, Client(lc) as c:
         hogs = [mp.Process(target=busy, args=(time.time() + 600,), daemon=True) for _ in range(args.load)]
         for h in hogs:
             h.start()

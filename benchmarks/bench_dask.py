@@ -40,11 +40,12 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import dask  # noqa: E402
-from distributed import Client, LocalCluster  # noqa: E402
+from distributed import Client  # noqa: E402
 
 import schedulers  # noqa: E402
 from taskflow import TaskGraph, run  # noqa: E402
 from taskflow.runtime import cluster_from_dask  # noqa: E402
+from taskflow.runtime.local import local_cluster  # noqa: E402
 from workflows.scientific import random_layered  # noqa: E402
 
 
@@ -69,8 +70,7 @@ def plain_dsk(g):
 
 
 def _fresh_cluster(workers):
-    with dask.config.set({"distributed.scheduler.work-stealing": False}):
-        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+    return local_cluster(workers, 1, work_stealing=False)
 
 
 def dasks_placement(dsk, workers) -> dict:
@@ -136,8 +136,7 @@ def heterogeneous(time_scale, repeat, size_scale=0.05):
     comm = []
     for r in range(repeat):
         for name in (("heft", "work-stealing") if r % 2 == 0 else ("work-stealing", "heft")):
-            with dask.config.set({"distributed.scheduler.work-stealing": name == "work-stealing"}):
-                lc = LocalCluster(n_workers=4, threads_per_worker=1, processes=True, dashboard_address=None)
+            lc = local_cluster(4, 1, work_stealing=name == "work-stealing")
             with lc, Client(lc) as c:
                 # the model: declared speeds (what the emulation sleeps by), bandwidth and latency
                 # measured, in the model's units (emulated seconds and bytes are scaled differently:
@@ -235,9 +234,7 @@ def array_workload(repeat, n=4000, chunk=1000, workers=2, slow=0.25):
     work = ((x @ x.T) + x).sum(axis=0)
     expected = work.compute(scheduler="sync")
     out = {"heft": [], "dask": []}
-    with dask.config.set({"distributed.scheduler.work-stealing": True}), \
-            LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
-            Client(lc) as c:
+    with local_cluster(workers, 1, work_stealing=True) as lc, Client(lc) as c:
         info = c.scheduler_info()["workers"]
         pids = {str(info[a]["name"]): pid for a, pid in c.run(os.getpid).items()}
         names = sorted(pids)
@@ -278,8 +275,7 @@ def small(repeat, workers=2):
     work = (x * 2 + 1).sum()
     expected = work.compute(scheduler="sync")
     times = {"taskflow.compute": [], "dask.compute": []}
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
-            Client(lc):  # the active client, as in a notebook
+    with local_cluster(workers, 1) as lc, Client(lc):  # the active client, as in a notebook
         compute(work)  # the plugin's first install and imports: once per cluster
         for r in range(5 * repeat):
             for name in (("taskflow.compute", "dask.compute") if r % 2 == 0 else ("dask.compute", "taskflow.compute")):

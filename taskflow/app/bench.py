@@ -143,14 +143,14 @@ def run_real(suite: str = "quick", out="taskflow-out/bench", scheduler_names=Non
     only : set of str, optional
         Only these workflows.
     """
-    import dask
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     import schedulers
 
     from ..cluster import Cluster, Worker
     from ..runtime import run
     from ..runtime.dask_graph import emulated_sizes
+    from ..runtime.local import local_cluster
     from ..simulator import simulate
 
     names = [n for n in (scheduler_names or REAL_SCHEDULERS)
@@ -177,9 +177,8 @@ def run_real(suite: str = "quick", out="taskflow-out/bench", scheduler_names=Non
                     name="hetero-4")
     new_file = not path.exists()
     t0 = time.perf_counter()
-    with dask.config.set({"distributed.scheduler.work-stealing": True}), \
-            LocalCluster(n_workers=len(REAL_SPEEDS), threads_per_worker=1, processes=True,
-                         dashboard_address=None) as lc, Client(lc) as client, open(path, "a", newline="") as f:
+    with local_cluster(len(REAL_SPEEDS), 1, work_stealing=True) as lc, Client(lc) as client, \
+            open(path, "a", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=REAL_FIELDS)
         if new_file:
             writer.writeheader()

@@ -77,18 +77,17 @@ def _on_dask(graphs, cluster: Cluster, rows, progress, dashboard=False) -> None:
     """Fill the measured columns: static policies and work stealing on one embedded cluster."""
     import warnings
 
-    import dask
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     from ..errors import TaskflowWarning
     from ..runtime import run
+    from ..runtime.local import local_cluster
     from ..runtime.runner import dashboard_address, say_dashboard
 
     model = Cluster([w.__class__(str(k), w.speed, w.cores) for k, w in enumerate(cluster.workers)],
                     cluster.bandwidth, None, cluster.latency, cluster.name)
-    with dask.config.set({"distributed.scheduler.work-stealing": True}), \
-            LocalCluster(n_workers=len(cluster), threads_per_worker=max(1, int(cluster.cores.max())),
-                         processes=True, dashboard_address=dashboard_address(dashboard)) as lc, Client(lc) as client:
+    with local_cluster(len(cluster), max(1, int(cluster.cores.max())), dashboard_address(dashboard),
+                       work_stealing=True) as lc, Client(lc) as client:
         if dashboard:
             say_dashboard(client)
         for label, g in graphs:

@@ -27,11 +27,12 @@ def main(out="taskflow-out", iterations: int = 10, workers: int = 2, bench: bool
     -------
     int
     """
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     from workflows.training import data_parallel
 
     from ..runtime import cluster_from_dask, run
+    from ..runtime.local import local_cluster
     from ..runtime.runner import dashboard_address, say_dashboard
     from .bench import run_suite
     from .plot import gantt_compare
@@ -43,8 +44,7 @@ def main(out="taskflow-out", iterations: int = 10, workers: int = 2, bench: bool
                       dataset_dir=out / "data", hidden=(32,), lr=0.5, batch=32, seed=0)
     print(f"training graph: {len(g)} tasks, {g.num_edges} edges ({workers} ranks x {iterations} iterations, "
           f"ring allreduce, MLP 64-32-10 on a synthetic 10-class dataset written as shards to {out / 'data'})")
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      dashboard_address=dashboard_address(dashboard)) as lc, Client(lc) as client:
+    with local_cluster(workers, 1, dashboard_address(dashboard)) as lc, Client(lc) as client:
         if dashboard:
             say_dashboard(client)
         model = cluster_from_dask(client, calibrate=True)  # speeds, network and Dask's per-task overhead

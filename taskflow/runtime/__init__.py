@@ -3,7 +3,8 @@
 One module per job: :mod:`.calls` (what runs on the workers, :func:`execute`), :mod:`.calibrate`
 (the cluster model of a live cluster), :mod:`.dask_graph` (the Dask graph), :mod:`.plugin` (placement inside the scheduler), :mod:`.session` (the client's
 side of the plugin, :func:`use`), :mod:`.runner` (:func:`run`: submit, watch, recover), :mod:`.report`
-(:class:`RunReport`), :mod:`.dask_collections` (:func:`compute`), :mod:`.learn` (:func:`learn_costs`).
+(:class:`RunReport`), :mod:`.dask_collections` (:func:`compute`), :mod:`.learn` (:func:`learn_costs`),
+:mod:`.local` (the embedded ``LocalCluster``, whose workers reuse freed memory).
 """
 
 from .calibrate import cluster_from_dask

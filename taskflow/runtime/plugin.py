@@ -57,8 +57,9 @@ from ..errors import TaskflowError
 from ..graph import TaskGraph
 from ..policy import get_scheduler
 from .learn import last_compute, relative_speeds, speeds_on
+from .local import REUSE_ENV, trim_if_high
 
-__all__ = ["TaskflowPlugin", "TransferLog", "IncomingRates", "RATES_METRIC", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "graph_payload",
+__all__ = ["TaskflowPlugin", "TransferLog", "IncomingRates", "RATES_METRIC", "TRIM_CALLBACK", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "graph_payload",
            "graph_from_payload", "cluster_payload", "worker_records", "PREFETCH_BYTES"]
 
 logger = logging.getLogger("taskflow.runtime")
@@ -652,13 +653,23 @@ class TransferLog(WorkerPlugin):
 
     def setup(self, worker) -> None:
         """Lengthen the worker's ``transfer_incoming_log``, keeping what is in it, and report the
-        rates it receives at from each sender with every heartbeat (:class:`IncomingRates`)."""
+        rates it receives at from each sender with every heartbeat (:class:`IncomingRates`). On a
+        worker of a cluster taskflow started (:mod:`.local`), check every second whether its
+        retained free memory should go back to the system (:func:`~.local.trim_if_high`)."""
         self.worker = worker
         log = worker.transfer_incoming_log
         if (log.maxlen or 0) < self.maxlen:
             worker.transfer_incoming_log = deque(log, maxlen=self.maxlen)
         if not isinstance(worker.metrics.get(RATES_METRIC), IncomingRates):
             worker.metrics[RATES_METRIC] = IncomingRates()
+        if os.environ.get(REUSE_ENV) == "1" and TRIM_CALLBACK not in worker.periodic_callbacks:
+            # a worker of a cluster taskflow started keeps freed memory for reuse: hand it back
+            # before Dask's memory thresholds would count it against the worker
+            from tornado.ioloop import PeriodicCallback
+
+            pc = PeriodicCallback(lambda: trim_if_high(worker), 1000)
+            worker.periodic_callbacks[TRIM_CALLBACK] = pc
+            pc.start()
 
     def transition(self, key, start, finish, **kwargs) -> None:
         """Note the clock correction Dask applies to the times of a task that starts here and of an
@@ -678,6 +689,9 @@ class TransferLog(WorkerPlugin):
         if len(d) > self.maxlen:
             del d[next(iter(d))]
 
+
+#: the name of the worker's periodic callback that hands retained free memory back
+TRIM_CALLBACK = "taskflow-trim"
 
 #: the heartbeat metric (``WorkerState.metrics``) holding a worker's :class:`IncomingRates`
 RATES_METRIC = "taskflow_incoming"

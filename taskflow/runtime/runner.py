@@ -38,6 +38,7 @@ from .calibrate import attach_addresses, cluster_from_dask
 from .calls import TaskFailed, ship_code
 from .dask_graph import dask_graph, keys_for
 from .learn import CostProfile
+from .local import local_cluster
 from .plugin import cluster_payload, graph_payload
 from .report import RunReport, report_from_stream
 from .session import (Watchdog, call, close_quietly, ensure_plugin, gather, stream_index, stream_since, wait_for,
@@ -168,7 +169,7 @@ def connect(client, address, scheduler_file, workers, threads_per_worker, work_s
         bokeh installed.
     """
     import dask
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     if client is not None:
         return client, []
@@ -189,10 +190,8 @@ def connect(client, address, scheduler_file, workers, threads_per_worker, work_s
                                 f"(waited {WAIT_FOR_WORKERS:g} s)") from None
         return c, [c]
     where = dashboard_address(dashboard)
-    with dask.config.set({"distributed.scheduler.work-stealing": bool(work_stealing)}):
-        lc = LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker, processes=True,
-                          dashboard_address=where)
-        c = Client(lc)
+    lc = local_cluster(workers, threads_per_worker, where, work_stealing=bool(work_stealing))
+    c = Client(lc)
     return c, [c, lc]
 
 

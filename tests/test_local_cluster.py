@@ -1,0 +1,174 @@
+"""The embedded LocalCluster's workers reuse freed memory for received outputs, and give it back
+before Dask's memory thresholds would count it against them."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from distributed import Client, LocalCluster
+
+from taskflow.runtime import local
+from taskflow.runtime.local import MMAP_THRESHOLD, REUSE_ENV, local_cluster, trim_if_high, worker_environ
+from taskflow.runtime.plugin import TRIM_CALLBACK
+from taskflow.runtime.session import ensure_plugin
+
+VARS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", REUSE_ENV)
+
+
+def test_worker_environ_keeps_a_quarter_of_the_limit_at_most_1_gib(monkeypatch):
+    monkeypatch.delenv(REUSE_ENV, raising=False)
+    base = {"OMP_NUM_THREADS": 1, "MALLOC_TRIM_THRESHOLD_": 65536}
+    env = worker_environ(2e9, base)
+    assert env["OMP_NUM_THREADS"] == 1
+    assert env["MALLOC_MMAP_THRESHOLD_"] == MMAP_THRESHOLD
+    assert env["MALLOC_TRIM_THRESHOLD_"] == 500_000_000
+    assert worker_environ(64e9, base)["MALLOC_TRIM_THRESHOLD_"] == 1 << 30
+    assert worker_environ(0, base)["MALLOC_TRIM_THRESHOLD_"] == 1 << 30  # no limit
+    assert base == {"OMP_NUM_THREADS": 1, "MALLOC_TRIM_THRESHOLD_": 65536}  # not changed in place
+    monkeypatch.setenv(REUSE_ENV, "0")
+    assert worker_environ(2e9, base) == base
+
+
+class _Libc:
+    def __init__(self):
+        self.calls = []
+
+    def malloc_trim(self, pad):
+        self.calls.append(pad)
+        return 1
+
+
+class _Worker:
+    def __init__(self, limit, rss):
+        self.memory_manager = type("M", (), {"memory_limit": limit})()
+        self.monitor = type("S", (), {"get_process_memory": lambda s: rss})()
+
+
+def test_trim_only_above_half_the_limit():
+    libc = _Libc()
+    assert not trim_if_high(_Worker(1000, 400), libc)
+    assert not trim_if_high(_Worker(None, 10**12), libc)  # no limit: Dask never acts on memory either
+    assert libc.calls == []
+    assert trim_if_high(_Worker(1000, 600), libc)
+    assert libc.calls == [0]
+
+
+def _flags():
+    return {k: os.environ.get(k) for k in VARS}
+
+
+def _stealing(dask_scheduler):
+    return "stealing" in dask_scheduler.extensions
+
+
+def test_local_cluster_sets_its_workers_and_leaves_this_process_alone(monkeypatch):
+    monkeypatch.delenv(REUSE_ENV, raising=False)
+    # a Nanny that started before leaves Dask's own MALLOC_TRIM_THRESHOLD_ in this process: Dask
+    # takes it over its configuration, so it must not win over ours
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
+    before = dict(os.environ)
+    with local_cluster(2, 1, work_stealing=False, memory_limit="2GB") as lc, Client(lc) as c:
+        seen = c.run(_flags)
+        assert len(seen) == 2
+        for flags in seen.values():
+            assert flags == {"MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD), "MALLOC_TRIM_THRESHOLD_": "500000000",
+                             REUSE_ENV: "1"}
+        assert c.run_on_scheduler(_stealing) is False
+        ensure_plugin(c)
+        assert all(c.run(lambda dask_worker: TRIM_CALLBACK in dask_worker.periodic_callbacks).values())
+    assert dict(os.environ) == before
+    with local_cluster(1, 1, work_stealing=True) as lc, Client(lc) as c:
+        assert c.run_on_scheduler(_stealing) is True
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+            Client(lc) as c:  # Dask's own cluster: no reuse, no trimming
+        assert list(c.run(_flags).values())[0][REUSE_ENV] is None
+        ensure_plugin(c)
+        assert not any(c.run(lambda dask_worker: TRIM_CALLBACK in dask_worker.periodic_callbacks).values())
+
+
+def _make(i, n):
+    return np.zeros(n, dtype=np.uint8)
+
+
+def _nbytes(x):
+    return int(x.nbytes)
+
+
+def _faults():
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def _received_faults(c, n=20_000_000, k=8) -> list:
+    """Page faults on the receiving worker per round of moving ``k`` outputs of ``n`` bytes."""
+    from distributed import wait
+
+    a, b = sorted(c.scheduler_info()["workers"])
+    out = []
+    for _ in range(3):
+        made = [c.submit(_make, i, n, workers=[a], pure=False) for i in range(k)]
+        wait(made)
+        f0 = c.run(_faults, workers=[b])[b]
+        used = [c.submit(_nbytes, x, workers=[b], pure=False) for x in made]
+        assert c.gather(used) == [n] * k
+        out.append(c.run(_faults, workers=[b])[b] - f0)
+        del made, used
+        deadline = time.time() + 10
+        while any(c.run(lambda dask_worker: len(dask_worker.data)).values()) and time.time() < deadline:
+            time.sleep(0.05)
+    return out
+
+
+def test_received_outputs_reuse_freed_memory(monkeypatch):
+    """A worker that reuses freed memory takes far fewer page faults receiving outputs after the
+    first round than one that gets fresh pages for every output."""
+    monkeypatch.delenv(REUSE_ENV, raising=False)
+    with local_cluster(2, 1, memory_limit="4GB") as lc, Client(lc) as c:
+        reuse = _received_faults(c)
+    monkeypatch.setenv(REUSE_ENV, "0")
+    with local_cluster(2, 1, memory_limit="4GB") as lc, Client(lc) as c:
+        assert list(c.run(_flags).values())[0]["MALLOC_MMAP_THRESHOLD_"] is None
+        fresh = _received_faults(c)
+    # fresh pages for 160 MB: at least 80 faults with 2 MiB huge pages, 39,000 with 4 KiB pages
+    assert min(fresh[1:]) >= 80
+    assert max(reuse[1:]) * 4 < min(fresh[1:]), (reuse, fresh)
+
+
+def _hold(n):
+    import builtins
+
+    builtins._taskflow_test_held = [bytearray(n), bytearray(n)]
+    builtins._taskflow_test_held.pop(0)  # the first buffer freed below the second: the heap cannot shrink
+
+
+def _rss():
+    import psutil
+
+    return psutil.Process().memory_info().rss
+
+
+def test_retained_memory_goes_back_above_half_the_limit(monkeypatch):
+    monkeypatch.delenv(REUSE_ENV, raising=False)
+    limit = 1_000_000_000
+    with local_cluster(1, 1, memory_limit=limit) as lc, Client(lc) as c:
+        ensure_plugin(c)
+        (addr,) = c.run(_rss)
+        base = c.run(_rss)[addr]
+        c.run(_hold, 300_000_000)  # on the worker's event loop: its main heap
+        deadline = time.time() + 10
+        rss = c.run(_rss)[addr]
+        while rss > base + 450_000_000 and time.time() < deadline:
+            time.sleep(0.2)
+            rss = c.run(_rss)[addr]
+        assert rss < base + 450_000_000, (base, rss)  # the freed 300 MB went back; the held 300 MB stay
+        assert rss > base + 250_000_000
+
+
+@pytest.mark.skipif(not hasattr(local, "_libc") or local._libc() is None, reason="needs glibc")
+def test_glibc_is_found():
+    assert hasattr(local._libc(), "malloc_trim")
