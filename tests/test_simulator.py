@@ -323,16 +323,16 @@ from .strategies import problems  # noqa: E402
 @given(problem=problems(max_tasks=40), name=st.sampled_from(ALL), network=st.sampled_from(["simple", "maxmin"]),
        noise=st.sampled_from([0.0, 0.5]), fail_at=st.one_of(st.none(), st.floats(0.0, 60.0)), seed=st.integers(0, 5),
        interval=st.sampled_from([0.0, 0.0, 1.0]), latency=st.sampled_from([0.0, 0.5]),
-       plan_order=st.sampled_from(["strict", "ready"]))
+       plan_order=st.sampled_from(["strict", "ready"]), fetch=st.sampled_from(["eager", "ready"]))
 def test_random_simulations_always_validate(problem, name, network, noise, fail_at, seed, interval, latency,
-                                            plan_order):
+                                            plan_order, fetch):
     g, c = problem
     fail = {c.ids[-1]: fail_at} if fail_at is not None and len(c) > 1 else None
     # a worker may be the only one able to run a multi-core task: then it cannot be lost
     if fail and int(g.arrays.cores.max()) > int(c.cores[:-1].max()):
         fail = None
     tr = simulate(g, c, name, network=network, noise=noise, fail=fail, seed=seed, scheduler_interval=interval,
-                  decision_latency=latency, validate=True, plan_order=plan_order)
+                  decision_latency=latency, validate=True, plan_order=plan_order, fetch=fetch)
     assert tr.problems(g, c) == []
     counts = {}
     for r in tr.runs:
@@ -426,3 +426,25 @@ def test_a_plan_runs_strictly_or_as_dask_runs_it():
     ready.validate(g, c)
     with pytest.raises(TaskflowError, match="plan_order must be 'strict' or 'ready'"):
         simulate(g, c, plan=plan, plan_order="greedy")
+
+
+def test_inputs_move_as_each_is_computed_or_once_all_are():
+    """c on w1 needs a (w0, done at 1, 10 bytes at 10 B/s) and b (w0, done at 5): eagerly a's
+    transfer runs 1-2 while b computes, then b's 5-6; fetched when c is ready (Dask's own
+    scheduling), both leave at 5 and share w0's link: 5-7."""
+    g = TaskGraph()
+    g.add_task("a", cost=1.0, output_size=10)
+    g.add_task("b", cost=4.0, output_size=10)
+    g.add_task("c", cost=1.0)
+    g.add_edge("a", "c")
+    g.add_edge("b", "c")
+    c = Cluster.homogeneous(2, bandwidth=10.0)
+    plan = Schedule(["a", "b", "c"], ["w0", "w0", "w1"], [0.0, 1.0, 6.0], [1.0, 5.0, 7.0])
+    eager = simulate(g, c, network="maxmin", plan=plan, plan_order="ready", validate=True)
+    ready = simulate(g, c, network="maxmin", plan=plan, plan_order="ready", fetch="ready", validate=True)
+    assert sorted((t.task, t.start, t.finish) for t in eager.transfers) == [("a", 1.0, 2.0), ("b", 5.0, 6.0)]
+    assert sorted((t.task, t.start, t.finish) for t in ready.transfers) == [("a", 5.0, 7.0), ("b", 5.0, 7.0)]
+    assert eager.makespan == 7.0 and ready.makespan == 8.0
+    ready.validate(g, c)
+    with pytest.raises(TaskflowError, match="fetch must be 'eager' or 'ready'"):
+        simulate(g, c, plan=plan, fetch="later")

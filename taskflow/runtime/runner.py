@@ -402,8 +402,9 @@ class _Runner:
     def _predict(self, plan, graph, model):
         """A function predicting the makespan in scaled seconds: the simulator carrying out
         ``plan`` on ``model`` with the max-min network; without a plan (Dask's own scheduling),
-        the placement Dask chose in the profiled run replayed, else a model of Dask's scheduling
-        that, like Dask, does not know the workers' speeds."""
+        the placement Dask chose in the profiled run replayed (each task's inputs fetched once it
+        is ready, as Dask does), else a model of Dask's scheduling that, like Dask, does not know
+        the workers' speeds."""
         sch, scale = self.sch, self.time_scale
         replay = self.profile.dask_plan(graph, model) if plan is None and self.profile is not None else None
 
@@ -411,9 +412,11 @@ class _Runner:
             from ..simulator import simulate
 
             g = graph.restrict_costs(model.ids)
-            if plan is not None or replay is not None:
-                return simulate(g, model, sch if plan is not None else "heft", network="maxmin",
-                                plan=plan if plan is not None else replay, plan_order="ready").makespan * scale
+            if plan is not None:  # the plugin sends planned outputs ahead to their consumers' workers
+                return simulate(g, model, sch, network="maxmin", plan=plan, plan_order="ready").makespan * scale
+            if replay is not None:  # under Dask's own scheduling a worker fetches inputs once a task is ready
+                return simulate(g, model, "heft", network="maxmin", plan=replay, plan_order="ready",
+                                fetch="ready").makespan * scale
             dask_like = get_scheduler("work-stealing", knows_speeds=False)
             return simulate(g, model, dask_like, network="maxmin").makespan * scale
         return predict

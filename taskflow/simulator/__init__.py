@@ -32,7 +32,7 @@ __all__ = ["simulate", "plan", "Simulator", "SimView", "TaskState", "estimated_g
 def simulate(graph: TaskGraph, cluster: Cluster, scheduler="heft", network: str = "maxmin", *, plan=None,
              noise: float = 0.0, stragglers=None, fail=None, information: str = "exact", seed: int = 0,
              scheduler_interval: float = 0.0, decision_latency: float = 0.0, scheduler_options=None,
-             validate: bool = False, plan_order: str = "strict") -> Trace:
+             validate: bool = False, plan_order: str = "strict", fetch: str = "eager") -> Trace:
     """Simulate ``graph`` on ``cluster`` under ``scheduler`` (a name or an instance).
 
     Parameters
@@ -64,6 +64,10 @@ def simulate(graph: TaskGraph, cluster: Cluster, scheduler="heft", network: str 
         waits for an earlier one); ``ready``, the earliest-planned of its tasks that can run, as Dask
         runs a plan (tasks restricted to the worker, ordered by priority; nothing waits for an
         earlier task that is not ready).
+    fetch : {"eager", "ready"}
+        When a planned task's inputs start moving to its worker: ``eager``, each as soon as it is
+        computed; ``ready``, all once the last is computed, as under Dask's own scheduling (a task
+        goes to its worker when it is ready, and the worker then fetches what it lacks).
 
     Returns
     -------
@@ -87,7 +91,7 @@ def simulate(graph: TaskGraph, cluster: Cluster, scheduler="heft", network: str 
     return Simulator(graph, cluster, scheduler, network, plan=plan, noise=noise, stragglers=stragglers, fail=fail,
                      information=information, seed=seed, scheduler_interval=scheduler_interval,
                      decision_latency=decision_latency, scheduler_options=scheduler_options, validate=validate,
-                     plan_order=plan_order).run()
+                     plan_order=plan_order, fetch=fetch).run()
 
 
 def plan(graph: TaskGraph, cluster: Cluster, scheduler="heft", *, model: CostModel | None = None, seed: int = 0,

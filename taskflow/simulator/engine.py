@@ -24,7 +24,10 @@ assignments; ``scheduler_interval`` is the minimum time between two invocations 
 are delivered together), ``decision_latency`` the time from an invocation until its decisions take
 effect (a static plan's too).
 
-Transfers start as soon as both the producer has finished and the consumer's worker is known. An
+Transfers start as soon as both the producer has finished and the consumer's worker is known
+(``fetch="eager"``), or, with ``fetch="ready"``, once every input of the consumer is computed, as
+under Dask's own scheduling (a task goes to its worker when it is ready; the worker then fetches
+what it lacks). An
 output sent to a worker once is not sent there again. When a worker is lost (:mod:`.faults`), its
 running and queued tasks, its in-flight transfers and the outputs held only there are lost;
 finished outputs still needed are recomputed. A static plan is re-planned on the survivors with
@@ -84,7 +87,7 @@ class Simulator(Decisions, Recovery):
     def __init__(self, graph: TaskGraph, cluster: Cluster, scheduler="heft", network: str = "maxmin", plan=None,
                  noise: float = 0.0, stragglers=None, fail=None, information: str = "exact", seed: int = 0,
                  scheduler_interval: float = 0.0, decision_latency: float = 0.0, scheduler_options=None,
-                 validate: bool = False, plan_order: str = "strict"):
+                 validate: bool = False, plan_order: str = "strict", fetch: str = "eager"):
         self.graph = graph
         self.cluster = cluster
         self.validate = validate
@@ -101,6 +104,11 @@ class Simulator(Decisions, Recovery):
         # runnable tasks wait in a heap per worker: a dynamic policy's priority, or (plan_order
         # "ready", as Dask runs a plan) the planned position; else a worker follows its plan strictly
         self.heaped = self.dynamic or plan_order == "ready"
+        if fetch not in ("eager", "ready"):
+            raise TaskflowError(f"fetch must be 'eager' or 'ready', got {fetch!r}")
+        # "ready": a planned task's inputs move only once all of them are computed (Dask sends a
+        # task to its worker then, and the worker fetches what it lacks)
+        self.fetch_ready = fetch == "ready"
         self.plan = plan
         a = self.a = graph.arrays
         n, W = a.n, len(cluster)
@@ -254,13 +262,18 @@ class Simulator(Decisions, Recovery):
         self.qset[w][i] = None
         if self.dynamic:
             self.queued_est[w] += float(self.est_d[i, w])
+        if not self.fetch_ready or self.npred[i] == 0:
+            self._fetch_inputs(i, w)
+        if self.heaped and self.npred[i] == 0 and self.missing[i] == 0:
+            self._runnable(i, w)
+
+    def _fetch_inputs(self, i, w):
+        """Start moving to ``w`` every computed input ``i`` lacks there."""
         status = self.status
         for k in range(self.pred_ptr[i], self.pred_ptr[i + 1]):
             p = self.pred_idx[k]
             if status[p] == DONE:
                 self._need(i, p, self.pred_size[k], w)
-        if self.heaped and self.npred[i] == 0 and self.missing[i] == 0:
-            self._runnable(i, w)
 
     def _transition_queued_running(self, i, w):
         if self.validate:
@@ -443,7 +456,10 @@ class Simulator(Decisions, Recovery):
             npred[j] -= 1
             aj = assigned[j]
             if aj >= 0 and status[j] == QUEUED:
-                self._need(j, i, self.succ_size[e], aj)
+                if not self.fetch_ready:
+                    self._need(j, i, self.succ_size[e], aj)
+                elif npred[j] == 0:
+                    self._fetch_inputs(j, aj)
                 if npred[j] == 0 and self.missing[j] == 0:
                     if self.heaped:
                         self._runnable(j, aj)

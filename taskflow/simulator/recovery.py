@@ -69,10 +69,7 @@ class Recovery:
                 a = self.assigned[i]
                 self.token[i] += 1
                 self.missing[i] = 0
-                for k in range(self.pred_ptr[i], self.pred_ptr[i + 1]):
-                    p = self.pred_idx[k]
-                    if status[p] == DONE:
-                        self._need(i, p, self.pred_size[k], a)
+                self._fetch_inputs(i, a)
                 if self.npred[i] == 0 and self.missing[i] == 0:
                     self._runnable(i, a)
         ready = [i for i in range(self.n) if status[i] == WAITING and self.npred[i] == 0]
