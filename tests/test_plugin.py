@@ -394,7 +394,7 @@ def test_the_report_counts_exactly_the_transfers_dask_made(client):
     # the scheduler's record of the sink's fetches (one per message from a worker) agrees: the
     # same messages, as long (the report's times are on the workers' own clocks, the stream's
     # carry Dask's estimate of the scheduler's: one offset per message, the same at both ends)
-    sink = next(r for r in ts.data if str(r["key"]).startswith("sink~"))
+    sink = next(r for r in ts.data if str(r["key"]).startswith("sink-sink~"))
     fetches = sorted((s["source"], round(s["stop"] - s["start"], 6)) for s in sink["startstops"]
                      if s["action"] == "transfer")
     addr = {w.id: w.address for w in rep.cluster.workers}
