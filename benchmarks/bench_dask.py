@@ -45,6 +45,7 @@ from distributed import Client  # noqa: E402
 import schedulers  # noqa: E402
 from taskflow import TaskGraph, run  # noqa: E402
 from taskflow.runtime import cluster_from_dask  # noqa: E402
+from taskflow.runtime.dask_graph import keys_for  # noqa: E402
 from taskflow.runtime.local import local_cluster  # noqa: E402
 from workflows.scientific import random_layered  # noqa: E402
 
@@ -65,8 +66,13 @@ def noop_graph(n):
 
 
 def plain_dsk(g):
+    """The graph as plain Dask tuples, keyed as ``taskflow.run`` keys it (led by the task's kind,
+    which Dask takes as the prefix): both sides give Dask's scheduler the same task prefixes and
+    groups (keyed by bare task ids, plain Dask had one prefix and group per task, which costs its
+    scheduler more)."""
     a = g.arrays
-    return {t: (noop, *[a.ids[p] for p in a.preds(a.index[t]).tolist()]) for t in g.ids}
+    key = keys_for(g, "plain", 0)
+    return {key[t]: (noop, *[key[a.ids[p]] for p in a.preds(a.index[t]).tolist()]) for t in g.ids}
 
 
 def _fresh_cluster(workers):
