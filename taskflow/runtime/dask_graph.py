@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..cluster import Cluster
 from ..graph import TaskGraph
 from .calls import _emulate, _Opaque, task_call
+from .learn import task_kind
 
 __all__ = ["keys_for", "dask_graph", "emulated_sizes"]
 
@@ -27,10 +28,8 @@ def keys_for(graph: TaskGraph, run_token: str, gen: int) -> dict:
     gen : int
         The submission (0, then one more per re-plan).
     """
-    from .learn import _task_prefix
-
     suffix = f"~{run_token}.{gen}"
-    return {t: f"{_task_prefix(graph, t)}-{t if isinstance(t, str) else f'#{t}'}{suffix}" for t in graph.ids}
+    return {t: f"{task_kind(graph, t)}-{t if isinstance(t, str) else f'#{t}'}{suffix}" for t in graph.ids}
 
 
 def dask_graph(graph: TaskGraph, todo, key_of: dict, cluster: Cluster, time_scale: float, size_scale: float,

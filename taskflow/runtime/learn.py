@@ -13,7 +13,8 @@ from ..cluster import Cluster, Worker
 from ..errors import FormatError
 from ..graph import TaskGraph
 
-__all__ = ["learn_costs", "CostProfile", "PROFILE_FORMAT", "relative_speeds", "speeds_on", "last_compute"]
+__all__ = ["learn_costs", "CostProfile", "PROFILE_FORMAT", "relative_speeds", "speeds_on", "last_compute",
+           "task_kind"]
 
 
 def learn_costs(graph: TaskGraph, report, cluster: Cluster | None = None) -> TaskGraph:
@@ -39,11 +40,11 @@ def learn_costs(graph: TaskGraph, report, cluster: Cluster | None = None) -> Tas
     speed = {str(w.id): w.speed for w in cluster.workers} if cluster is not None else {}
     by = {}
     for r in trace.runs:
-        p = _task_prefix(graph, r.task)
+        p = task_kind(graph, r.task)
         by.setdefault(p, {}).setdefault(str(r.worker), []).append((r.finish - r.start) / scale)
     cost, costs = {}, {}
     for t in graph.ids:
-        p = _task_prefix(graph, t)
+        p = task_kind(graph, t)
         if p not in by:
             continue
         per = {w: float(np.mean(v)) for w, v in by[p].items()}
@@ -54,7 +55,17 @@ def learn_costs(graph: TaskGraph, report, cluster: Cluster | None = None) -> Tas
     return graph.with_costs(cost=cost, costs=costs)
 
 
-def _task_prefix(graph: TaskGraph, t) -> str:
+def task_kind(graph: TaskGraph, t) -> str:
+    """A task's kind: its category, else its id up to the first digit, ``-``, ``_`` or ``#``
+    (``mProject`` for ``mProject_ID0000001``; the whole id when that leaves nothing). Costs are
+    learned per kind, and a run's Dask keys lead with it (Dask's task prefix).
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    t : hashable
+        A task id of ``graph``.
+    """
     md = graph.metas().get(graph.arrays.index[t]) or {}
     if md.get("category"):
         return str(md["category"])
@@ -132,7 +143,7 @@ class CostProfile:
         """
         scale = report.time_scale or 1.0
         runs = report.trace.runs
-        prefix_of = {r.task: _task_prefix(graph, r.task) for r in runs}
+        prefix_of = {r.task: task_kind(graph, r.task) for r in runs}
         per_task: dict = {}
         per_prefix: dict = {}
         for r in runs:
@@ -201,7 +212,7 @@ class CostProfile:
         speeds = speeds_on({str(w.id): w.speed for w in cluster.workers}, self.speeds)
         cost, costs = {}, {}
         for t in graph.ids:
-            row = self.tasks.get(str(t)) or self.prefixes.get(_task_prefix(graph, t))
+            row = self.tasks.get(str(t)) or self.prefixes.get(task_kind(graph, t))
             if not row:
                 continue
             row = {w: d for w, d in row.items() if w in names}
@@ -350,7 +361,7 @@ def _learned_speeds(graph: TaskGraph, runs, prefix_of: dict | None = None) -> di
         cost = float(a.cost[a.index[r.task]])
         d = r.finish - r.start
         if d > 0:
-            p = prefix_of[r.task] if prefix_of is not None else _task_prefix(graph, r.task)
+            p = prefix_of[r.task] if prefix_of is not None else task_kind(graph, r.task)
             cell = per.setdefault(p, {}).setdefault(str(r.worker), [0.0, 0.0])
             cell[0] += d
             cell[1] += cost if cost > 0 else 1.0

@@ -9,7 +9,7 @@ from ..cluster import Cluster
 from ..errors import TaskflowError
 from ..graph import TaskGraph
 from ..schedule import Schedule
-from .learn import _task_prefix as category
+from .learn import task_kind as category
 from .learn import last_compute
 from ..trace import Run, Trace, Transfer
 from .calibrate import workers_info
