@@ -13,8 +13,8 @@ from .calibrate import attach_addresses, cluster_from_dask
 from .plugin import cluster_payload, graph_payload
 from .report import report_from_stream
 from .runner import connect, say_dashboard
-from .session import (Watchdog, call, close_quietly, ensure_plugin, gather, stream_index,
-                      stream_since, wait_for, workers_records)
+from .session import (Watchdog, call, close_quietly, ensure_plugin, frozen_heap, gather, stream_index,
+                      stream_since, wait_for, workers_reachable, workers_records)
 
 __all__ = ["compute"]
 
@@ -100,17 +100,19 @@ def compute(*collections, scheduler="heft", client=None, costs: dict | None = No
             if reply.get("status") != "OK":
                 raise TaskflowError(reply.get("error", "the scheduler plugin refused the graph"))
         watchdog = Watchdog(c, run_id if static else None)
+        direct = workers_reachable(c)
         index = stream_index(c) if report else None
-        t_submit = time.time()
-        futs = c.get(expr, keys, sync=False)
-        flat = list(flatten(futs)) if isinstance(futs, (list, tuple)) else [futs]
-        try:
-            wait_for(flat, watchdog, timeout)
-            results = gather(c, futs)
-        except BaseException:
-            if c.status == "running":
-                c.cancel(flat, force=True)
-            raise
+        with frozen_heap():
+            t_submit = time.time()
+            futs = c.get(expr, keys, sync=False)
+            flat = list(flatten(futs)) if isinstance(futs, (list, tuple)) else [futs]
+            try:
+                wait_for(flat, watchdog, timeout)
+                results = gather(c, futs, direct=direct)
+            except BaseException:
+                if c.status == "running":
+                    c.cancel(flat, force=True)
+                raise
         info = None
         if report:
             records = stream_since(c, index)

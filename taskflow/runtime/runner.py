@@ -41,8 +41,8 @@ from .learn import CostProfile
 from .local import local_cluster
 from .plugin import cluster_payload, graph_payload
 from .report import RunReport, report_from_stream
-from .session import (Watchdog, call, close_quietly, ensure_plugin, gather, stream_index, stream_since, wait_for,
-                      workers_records)
+from .session import (Watchdog, call, close_quietly, ensure_plugin, frozen_heap, gather, stream_index, stream_since,
+                      wait_for, workers_reachable, workers_records)
 
 __all__ = ["run", "connect", "dashboard_link", "dashboard_address", "say_dashboard", "GUESS_ERROR", "DASHBOARD"]
 
@@ -345,14 +345,16 @@ class _Runner:
         ids = self.graph.ids
         ship_code(self.graph)
         dsk = dask_graph(self.graph, ids, self.key_of, model, self.time_scale, self.size_scale)
+        direct = workers_reachable(self.client, [w.address for w in model.workers if w.address])
         try:
-            index = stream_index(self.client)
-            t_submit = time.time()
-            futs = self.client.get(dsk, [self.key_of[t] for t in ids], sync=False,
-                                   **({"retries": self.retries} if self.retries else {}))
-            self.futures = dict(zip(ids, futs))
-            self._watch()
-            results = dict(zip(ids, gather(self.client, futs, ids)))
+            with frozen_heap():
+                index = stream_index(self.client)
+                t_submit = time.time()
+                futs = self.client.get(dsk, [self.key_of[t] for t in ids], sync=False,
+                                       **({"retries": self.retries} if self.retries else {}))
+                self.futures = dict(zip(ids, futs))
+                self._watch()
+                results = dict(zip(ids, gather(self.client, futs, ids, direct=direct)))
             records = stream_since(self.client, index)
             seen = workers_records(self.client, t_submit)
             planned = self._final_plan() if static else {}

@@ -1,0 +1,117 @@
+"""What a run costs the client's process: results fetched straight from workers on this machine,
+and the garbage collector kept off the objects that existed before the run."""
+
+import gc
+
+import dask.array as da
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster
+
+import taskflow
+from taskflow import TaskFailed, compute, run
+from taskflow.runtime.session import frozen_heap, gather, workers_reachable
+
+from . import runtime_graphs as rg
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
+        yield lc
+
+
+@pytest.fixture
+def client(cluster):
+    with Client(cluster) as c:
+        yield c
+
+
+@pytest.fixture
+def scheduler_gathers(cluster):
+    """How often the (in-process) scheduler was asked to fetch results for a client."""
+    handlers = cluster.scheduler.handlers
+    original = handlers["gather"]
+    calls = []
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs.get("keys"))
+        return original(*args, **kwargs)
+
+    handlers["gather"] = counting
+    yield calls
+    handlers["gather"] = original
+
+
+def test_results_come_straight_from_workers_on_this_machine(client, scheduler_gathers):
+    g = rg.layered(width=6, depth=2)
+    rep = run(g, "heft", client=client, quiet=True)
+    assert rep.results["total"] == rg.expected_total(6, 2)
+    x = da.arange(64, chunks=8)
+    assert compute((x * 2).sum(), client=client) == (int(np.arange(64).sum() * 2),)
+    assert scheduler_gathers == []
+    # the same client fetching through the scheduler (Dask's default) is what the counter sees
+    f = client.submit(sum, [1, 2, 3])
+    assert gather(client, [f], direct=False) == [6]
+    assert len(scheduler_gathers) == 1
+
+
+def test_only_loopback_workers_or_a_client_that_says_so_are_reached_directly(cluster, client):
+    assert workers_reachable(client)  # a LocalCluster listens on 127.0.0.1
+    assert workers_reachable(client, ["tcp://127.0.0.1:4000", "tcp://[::1]:4001", "tcp://localhost:4002"])
+    assert not workers_reachable(client, ["tcp://127.0.0.1:4000", "tcp://10.0.0.2:4001"])
+    assert not workers_reachable(client, ["tcp://node17.cluster:4000"])
+    assert not workers_reachable(client, [])
+    with Client(cluster, direct_to_workers=True) as direct:
+        assert workers_reachable(direct, ["tcp://10.0.0.2:4001"])
+
+
+def _freeze_counts(monkeypatch):
+    """Record ``gc.get_freeze_count()`` whenever a run waits for its tasks."""
+    seen = []
+    runner = taskflow.runtime.runner
+    original = runner.wait_for
+
+    def recording(*args, **kwargs):
+        seen.append(gc.get_freeze_count())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "wait_for", recording)
+    return seen
+
+
+def test_a_run_freezes_the_heap_while_it_runs_and_thaws_it_after(client, monkeypatch):
+    assert gc.get_freeze_count() == 0
+    seen = _freeze_counts(monkeypatch)
+    rep = run(rg.layered(width=4, depth=2), "heft", client=client, quiet=True)
+    assert rep.results["total"] == rg.expected_total(4, 2)
+    assert seen and seen[0] > 1000  # every object that existed before the run
+    assert gc.get_freeze_count() == 0
+    # a run that fails thaws it too
+    with pytest.raises(TaskFailed, match="explodes"):
+        run(rg.failing(), "heft", client=client, quiet=True)
+    assert len(seen) == 2 and seen[1] > 1000
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_heap_the_caller_froze_or_a_collector_turned_off_is_left_alone():
+    gc.freeze()
+    try:
+        before = gc.get_freeze_count()  # (a frozen object that dies leaves the count)
+        with frozen_heap():
+            assert gc.get_freeze_count() > 0.9 * before
+        assert gc.get_freeze_count() > 0.9 * before  # still the caller's
+    finally:
+        gc.unfreeze()
+    gc.disable()
+    try:
+        with frozen_heap():
+            assert gc.get_freeze_count() == 0
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.raises(KeyError):
+        with frozen_heap():
+            assert gc.get_freeze_count() > 0
+            raise KeyError("the caller's error goes through")
+    assert gc.get_freeze_count() == 0
