@@ -8,7 +8,8 @@
    every result gathered) against plain ``client.get`` of the same graph (every result gathered), a
    fresh cluster per measurement, the order rotating, medians. Target: ratio <= 1.05. A third side,
    plain ``client.get`` pinned to the placement Dask itself chose in an earlier run, shows what a
-   static placement costs by itself.
+   static placement costs by itself; a fourth, plain ``client.get`` with Python's garbage collector
+   held as ``taskflow.run`` holds it during a run (``frozen_heap``), what that alone is worth.
 2. Scale: a ``--big``-task emulated graph on 4 workers, ``taskflow.run`` with HEFT and plain
    ``client.get`` of the same emulated tasks, each in its own process: wall time and the client
    process's peak memory.
@@ -47,6 +48,7 @@ from taskflow import TaskGraph, run  # noqa: E402
 from taskflow.runtime import cluster_from_dask  # noqa: E402
 from taskflow.runtime.dask_graph import keys_for  # noqa: E402
 from taskflow.runtime.local import local_cluster  # noqa: E402
+from taskflow.runtime.session import frozen_heap  # noqa: E402
 from workflows.scientific import random_layered  # noqa: E402
 
 
@@ -98,7 +100,9 @@ def overhead(n, workers, repeat):
 
     A third side separates what a static placement costs from what taskflow adds: plain
     ``client.get`` with every task pinned (``dask.annotate(workers=...)``, no plugin, no taskflow
-    code) to the worker Dask itself chose for it in an earlier run."""
+    code) to the worker Dask itself chose for it in an earlier run. A fourth gives plain
+    ``client.get`` the one thing ``taskflow.run`` does to the client's process (which hosts the
+    local cluster's scheduler): no full garbage collection during the run."""
     g = noop_graph(n)
     dsk = plain_dsk(g)
     keys = list(dsk)
@@ -116,22 +120,28 @@ def overhead(n, workers, repeat):
         with dask.annotate(workers=lambda k: [addr[where[k]]], allow_other_workers=False):
             c.get(dict(dsk), keys)
 
-    sides = {"plain": plain, "ours": ours, "pinned": pinned}
+    def plain_frozen(c):
+        with frozen_heap():
+            c.get(dict(dsk), keys)
+
+    sides = {"plain": plain, "ours": ours, "pinned": pinned, "plain-frozen": plain_frozen}
     times = {k: [] for k in sides}
     for r in range(repeat):
-        order = list(sides)[r % 3:] + list(sides)[:r % 3]
+        order = list(sides)[r % len(sides):] + list(sides)[:r % len(sides)]
         for name in (order if r % 2 == 0 else order[::-1]):
             with _fresh_cluster(workers) as lc, Client(lc) as c:
                 c.get({"warm": (noop,)}, ["warm"])
                 t0 = time.perf_counter()
                 sides[name](c)
                 times[name].append(time.perf_counter() - t0)
-    p, o, q = (statistics.median(times[k]) for k in ("plain", "ours", "pinned"))
+    p, o, q, z = (statistics.median(times[k]) for k in ("plain", "ours", "pinned", "plain-frozen"))
     each = "; ".join(f"{k} " + ", ".join(f"{x:.1f}" for x in v) for k, v in times.items())
     print(f"1. {n} no-op tasks on {workers} workers (median of {repeat}, a fresh cluster each, order rotating; "
           f"{each} s): plain client.get {p:.2f} s, taskflow.run with a HEFT plan {o:.2f} s, ratio {o / p:.2f} "
           f"(target <= 1.05: {'met' if o / p <= 1.05 else 'MISSED'}); plain client.get pinned to Dask's own "
-          f"placement of an earlier run {q:.2f} s, ratio {q / p:.2f} (what a static placement itself costs)")
+          f"placement of an earlier run {q:.2f} s, ratio {q / p:.2f} (what a static placement itself costs); plain "
+          f"client.get with the garbage collector held as taskflow.run holds it (taskflow.runtime.session.frozen_heap) "
+          f"{z:.2f} s, ratio {z / p:.2f} (what that alone is worth)")
 
 
 def heterogeneous(time_scale, repeat, size_scale=0.05):

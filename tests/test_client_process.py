@@ -10,6 +10,7 @@ from distributed import Client, LocalCluster
 
 import taskflow
 from taskflow import TaskFailed, compute, run
+from taskflow.runtime import session
 from taskflow.runtime.session import frozen_heap, gather, workers_reachable
 
 from . import runtime_graphs as rg
@@ -73,7 +74,7 @@ def _freeze_counts(monkeypatch):
     original = runner.wait_for
 
     def recording(*args, **kwargs):
-        seen.append(gc.get_freeze_count())
+        seen.append((gc.get_freeze_count(), gc.get_threshold()))
         return original(*args, **kwargs)
 
     monkeypatch.setattr(runner, "wait_for", recording)
@@ -82,16 +83,19 @@ def _freeze_counts(monkeypatch):
 
 def test_a_run_freezes_the_heap_while_it_runs_and_thaws_it_after(client, monkeypatch):
     assert gc.get_freeze_count() == 0
+    thresholds = gc.get_threshold()
     seen = _freeze_counts(monkeypatch)
     rep = run(rg.layered(width=4, depth=2), "heft", client=client, quiet=True)
     assert rep.results["total"] == rg.expected_total(4, 2)
-    assert seen and seen[0] > 1000  # every object that existed before the run
-    assert gc.get_freeze_count() == 0
+    frozen, during = seen[0]
+    assert frozen > 1000  # every object that existed before the run
+    assert during[:2] == thresholds[:2] and during[2] >= session.RUN_FULL_COLLECTIONS  # no full collection
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == thresholds
     # a run that fails thaws it too
     with pytest.raises(TaskFailed, match="explodes"):
         run(rg.failing(), "heft", client=client, quiet=True)
-    assert len(seen) == 2 and seen[1] > 1000
-    assert gc.get_freeze_count() == 0
+    assert len(seen) == 2 and seen[1][0] > 1000
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == thresholds
 
 
 def test_a_heap_the_caller_froze_or_a_collector_turned_off_is_left_alone():
@@ -106,7 +110,7 @@ def test_a_heap_the_caller_froze_or_a_collector_turned_off_is_left_alone():
     gc.disable()
     try:
         with frozen_heap():
-            assert gc.get_freeze_count() == 0
+            assert gc.get_freeze_count() == 0 and gc.get_threshold()[2] < session.RUN_FULL_COLLECTIONS
         assert not gc.isenabled()
     finally:
         gc.enable()

@@ -89,20 +89,20 @@ def compute(*collections, scheduler="heft", client=None, costs: dict | None = No
     run_id = f"compute-{uuid.uuid4().hex[:12]}"
     static = sch.kind == "static"
     key_of = {name: k for k, name in name_of.items()}
-    try:
-        ensure_plugin(c)
-        model = attach_addresses(cluster, c) if cluster is not None else None
-        if static:
-            reply = call(c, "taskflow_register", run=run_id, graph=graph_payload(g, key_of), policy=sch.name,
-                         options={"seed": sch.seed, **sch.options},
-                         cluster=cluster_payload(model) if model is not None else None, client=c.id, estimate=True,
-                         prefix_costs=dict(costs or {}))
-            if reply.get("status") != "OK":
-                raise TaskflowError(reply.get("error", "the scheduler plugin refused the graph"))
-        watchdog = Watchdog(c, run_id if static else None)
-        direct = workers_reachable(c)
-        index = stream_index(c) if report else None
-        with frozen_heap():
+    with frozen_heap():
+        try:
+            ensure_plugin(c)
+            model = attach_addresses(cluster, c) if cluster is not None else None
+            if static:
+                reply = call(c, "taskflow_register", run=run_id, graph=graph_payload(g, key_of), policy=sch.name,
+                             options={"seed": sch.seed, **sch.options},
+                             cluster=cluster_payload(model) if model is not None else None, client=c.id, estimate=True,
+                             prefix_costs=dict(costs or {}))
+                if reply.get("status") != "OK":
+                    raise TaskflowError(reply.get("error", "the scheduler plugin refused the graph"))
+            watchdog = Watchdog(c, run_id if static else None)
+            direct = workers_reachable(c)
+            index = stream_index(c) if report else None
             t_submit = time.time()
             futs = c.get(expr, keys, sync=False)
             flat = list(flatten(futs)) if isinstance(futs, (list, tuple)) else [futs]
@@ -113,25 +113,25 @@ def compute(*collections, scheduler="heft", client=None, costs: dict | None = No
                 if c.status == "running":
                     c.cancel(flat, force=True)
                 raise
-        info = None
-        if report:
-            records = stream_since(c, index)
-            seen = workers_records(c, t_submit)
-            status = call(c, "taskflow_status", run=run_id, plan=True) if static else {}
-            planned = {name_of[tuple(k) if isinstance(k, list) else k]: w for k, w in status.get("plan", [])}
-            info = report_from_stream(g, records, scheduler=sch.name, client=c, model=model or cluster_from_dask(c),
-                                      key_of=key_of, task_of=name_of, plan=None,
-                                      predicted=float(status.get("predicted") or float("nan")),
-                                      planned_worker=planned, results={}, replans=status.get("replans", 0),
-                                      t_submit=t_submit, time_scale=1.0, size_scale=1.0, incoming=seen.transfers,
-                                      clocks=seen.clocks)
-    finally:
-        if static:
-            try:
-                call(c, "taskflow_forget", timeout=2.0, run=run_id)
-            except TaskflowError:
-                pass
-        close_quietly(owned)
+            info = None
+            if report:
+                records = stream_since(c, index)
+                seen = workers_records(c, t_submit)
+                status = call(c, "taskflow_status", run=run_id, plan=True) if static else {}
+                planned = {name_of[tuple(k) if isinstance(k, list) else k]: w for k, w in status.get("plan", [])}
+                info = report_from_stream(g, records, scheduler=sch.name, client=c, model=model or cluster_from_dask(c),
+                                          key_of=key_of, task_of=name_of, plan=None,
+                                          predicted=float(status.get("predicted") or float("nan")),
+                                          planned_worker=planned, results={}, replans=status.get("replans", 0),
+                                          t_submit=t_submit, time_scale=1.0, size_scale=1.0, incoming=seen.transfers,
+                                          clocks=seen.clocks)
+        finally:
+            if static:
+                try:
+                    call(c, "taskflow_forget", timeout=2.0, run=run_id)
+                except TaskflowError:
+                    pass
+            close_quietly(owned)
     out = repack(results)
     return (out, info) if report else out
 

@@ -266,8 +266,9 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
     try:
         if dashboard or not quiet:
             say_dashboard(c)
-        return _Runner(graph, sch, c, cluster, speeds, calibrate, time_scale, size_scale, retries, quiet,
-                       timeout, profile).go()
+        with frozen_heap():
+            return _Runner(graph, sch, c, cluster, speeds, calibrate, time_scale, size_scale, retries, quiet,
+                           timeout, profile).go()
     finally:
         close_quietly(owned)
 
@@ -347,14 +348,13 @@ class _Runner:
         dsk = dask_graph(self.graph, ids, self.key_of, model, self.time_scale, self.size_scale)
         direct = workers_reachable(self.client, [w.address for w in model.workers if w.address])
         try:
-            with frozen_heap():
-                index = stream_index(self.client)
-                t_submit = time.time()
-                futs = self.client.get(dsk, [self.key_of[t] for t in ids], sync=False,
-                                       **({"retries": self.retries} if self.retries else {}))
-                self.futures = dict(zip(ids, futs))
-                self._watch()
-                results = dict(zip(ids, gather(self.client, futs, ids, direct=direct)))
+            index = stream_index(self.client)
+            t_submit = time.time()
+            futs = self.client.get(dsk, [self.key_of[t] for t in ids], sync=False,
+                                   **({"retries": self.retries} if self.retries else {}))
+            self.futures = dict(zip(ids, futs))
+            self._watch()
+            results = dict(zip(ids, gather(self.client, futs, ids, direct=direct)))
             records = stream_since(self.client, index)
             seen = workers_records(self.client, t_submit)
             planned = self._final_plan() if static else {}
