@@ -233,8 +233,9 @@ def array_workload(repeat, n=4000, chunk=1000, workers=2, slow=0.25):
     """One-thread workers, the first unlimited, the others held to ``slow`` of a core each by a
     cgroup CPU quota (really slower, as a CPU-limited container is): HEFT through the plugin
     (``taskflow.compute``, calibrated speeds, then what it learns from task durations) against Dask's
-    own scheduling (``dask.compute`` on the same cluster). One unmeasured run of each first (Dask
-    learns its prefix durations, the plugin its speeds), then alternating, medians."""
+    own scheduling (``dask.compute`` on the same cluster, with the garbage collector held as
+    ``taskflow.compute`` holds it, so that only the scheduling differs). One unmeasured run of each
+    first (Dask learns its prefix durations, the plugin its speeds), then alternating, medians."""
     import dask.array as da
     import numpy as np
 
@@ -260,8 +261,11 @@ def array_workload(repeat, n=4000, chunk=1000, workers=2, slow=0.25):
 
             def once(name):
                 t0 = time.perf_counter()
-                got = compute(work, scheduler="heft", client=c, cluster=model)[0] if name == "heft" \
-                    else dask.compute(work)[0]
+                if name == "heft":
+                    got = compute(work, scheduler="heft", client=c, cluster=model)[0]
+                else:
+                    with frozen_heap():
+                        got = dask.compute(work)[0]
                 assert np.allclose(got, expected)
                 return time.perf_counter() - t0
 
