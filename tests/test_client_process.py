@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 from distributed import Client, LocalCluster
 
-import taskflow
 from taskflow import TaskFailed, compute, run
-from taskflow.runtime import session
+from taskflow.runtime import dask_collections, runner, session
 from taskflow.runtime.session import frozen_heap, gather, workers_reachable
 
 from . import runtime_graphs as rg
@@ -67,17 +66,18 @@ def test_only_loopback_workers_or_a_client_that_says_so_are_reached_directly(clu
         assert workers_reachable(direct, ["tcp://10.0.0.2:4001"])
 
 
-def _freeze_counts(monkeypatch):
-    """Record ``gc.get_freeze_count()`` whenever a run waits for its tasks."""
+def _freeze_counts(monkeypatch, module=None):
+    """Record ``gc.get_freeze_count()`` and the thresholds whenever a run (or a compute) waits for
+    its tasks."""
     seen = []
-    runner = taskflow.runtime.runner
-    original = runner.wait_for
+    module = module or runner
+    original = module.wait_for
 
     def recording(*args, **kwargs):
         seen.append((gc.get_freeze_count(), gc.get_threshold()))
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(runner, "wait_for", recording)
+    monkeypatch.setattr(module, "wait_for", recording)
     return seen
 
 
@@ -95,6 +95,16 @@ def test_a_run_freezes_the_heap_while_it_runs_and_thaws_it_after(client, monkeyp
     with pytest.raises(TaskFailed, match="explodes"):
         run(rg.failing(), "heft", client=client, quiet=True)
     assert len(seen) == 2 and seen[1][0] > 1000
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == thresholds
+
+
+def test_compute_holds_the_collector_the_same_way(client, monkeypatch):
+    thresholds = gc.get_threshold()
+    seen = _freeze_counts(monkeypatch, dask_collections)
+    x = da.ones((40, 40), chunks=10)
+    assert compute(x.sum(), client=client) == (1600.0,)
+    frozen, during = seen[0]
+    assert frozen > 1000 and during[2] >= session.RUN_FULL_COLLECTIONS
     assert gc.get_freeze_count() == 0 and gc.get_threshold() == thresholds
 
 
