@@ -309,11 +309,12 @@ def workers_reachable(client, addresses=None) -> bool:
 
     from distributed.comm import get_address_host
 
+    from .calibrate import workers_info
+
     if getattr(client, "direct_to_workers", None):
         return True
     try:
-        hosts = {get_address_host(a) for a in (addresses if addresses is not None else
-                                               client.scheduler_info().get("workers", {}))}
+        hosts = {get_address_host(a) for a in (addresses if addresses is not None else workers_info(client))}
     except Exception:  # noqa: BLE001 - an address we cannot read: through the scheduler
         return False
 
