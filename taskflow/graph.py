@@ -27,7 +27,7 @@ from . import checks
 from .arrays import GraphArrays, csr, topological_order
 from .errors import CycleError, GraphError
 
-__all__ = ["TaskGraph", "TaskHandle", "GraphArrays", "Task"]
+__all__ = ["TaskGraph", "TaskHandle", "GraphArrays", "Task", "task_kind"]
 
 _INF = math.inf
 _SHIFT = 1 << 32
@@ -651,3 +651,24 @@ class TaskGraph:
             else:
                 g._costs.pop(i, None)
         return g
+
+
+def task_kind(graph: TaskGraph, t) -> str:
+    """A task's kind: its category, else its id up to the first digit, ``-``, ``_`` or ``#``
+    (``mProject`` for ``mProject_ID0000001``; the whole id when that leaves nothing). Costs are
+    learned per kind, and a run's Dask keys lead with it (Dask's task prefix).
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    t : hashable
+        A task id of ``graph``.
+    """
+    md = graph.metas().get(graph.arrays.index[t]) or {}
+    if md.get("category"):
+        return str(md["category"])
+    s = str(t)
+    for k, ch in enumerate(s):
+        if ch in "-_#" or ch.isdigit():
+            return s[:k] or s
+    return s

@@ -97,6 +97,12 @@ class DynamicScheduler(Scheduler):
 
     kind = "dynamic"
 
+    #: seconds between two calls of :meth:`on_tick` (None: never called), as a scheduler's
+    #: periodic callback (Dask balances its workers by stealing on one); set in :meth:`start`
+    tick = None
+    #: seconds until the first :meth:`on_tick` (None: :attr:`tick`)
+    tick_phase = None
+
     def start(self, view) -> None:
         """Called once before anything runs."""
 
@@ -114,6 +120,11 @@ class DynamicScheduler(Scheduler):
 
     def on_worker_lost(self, worker, tasks, view) -> list:
         """``worker`` died; ``tasks`` were queued or running there and need a new home once ready."""
+        return []
+
+    def on_tick(self, view) -> list:
+        """The periodic call, every :attr:`tick` seconds while tasks are unfinished and anything
+        else is still to happen (first at :attr:`tick_phase`)."""
         return []
 
     def priority(self, task) -> float:

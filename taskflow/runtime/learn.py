@@ -11,7 +11,7 @@ import numpy as np
 
 from ..cluster import Cluster, Worker
 from ..errors import FormatError
-from ..graph import TaskGraph
+from ..graph import TaskGraph, task_kind
 
 __all__ = ["learn_costs", "CostProfile", "PROFILE_FORMAT", "relative_speeds", "speeds_on", "last_compute",
            "task_kind"]
@@ -53,27 +53,6 @@ def learn_costs(graph: TaskGraph, report, cluster: Cluster | None = None) -> Tas
         wid = {str(w.id): w.id for w in cluster.workers} if cluster is not None else {w: w for w in per}
         costs[t] = {wid[w]: d for w, d in per.items() if w in wid}
     return graph.with_costs(cost=cost, costs=costs)
-
-
-def task_kind(graph: TaskGraph, t) -> str:
-    """A task's kind: its category, else its id up to the first digit, ``-``, ``_`` or ``#``
-    (``mProject`` for ``mProject_ID0000001``; the whole id when that leaves nothing). Costs are
-    learned per kind, and a run's Dask keys lead with it (Dask's task prefix).
-
-    Parameters
-    ----------
-    graph : TaskGraph
-    t : hashable
-        A task id of ``graph``.
-    """
-    md = graph.metas().get(graph.arrays.index[t]) or {}
-    if md.get("category"):
-        return str(md["category"])
-    s = str(t)
-    for k, ch in enumerate(s):
-        if ch in "-_#" or ch.isdigit():
-            return s[:k] or s
-    return s
 
 
 PROFILE_FORMAT = "taskflow-cost-profile"

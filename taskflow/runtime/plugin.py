@@ -59,7 +59,7 @@ from ..policy import get_scheduler
 from .learn import last_compute, relative_speeds, speeds_on
 from .local import REUSE_ENV, trim_if_high
 
-__all__ = ["TaskflowPlugin", "TransferLog", "IncomingRates", "RATES_METRIC", "TRIM_CALLBACK", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "graph_payload",
+__all__ = ["TaskflowPlugin", "TransferLog", "IncomingRates", "RATES_METRIC", "TRIM_CALLBACK", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "dask_state", "graph_payload",
            "graph_from_payload", "cluster_payload", "worker_records", "PREFETCH_BYTES"]
 
 logger = logging.getLogger("taskflow.runtime")
@@ -192,7 +192,8 @@ class TaskflowPlugin(SchedulerPlugin):
         """Install the handlers clients call (``taskflow_register``, ``taskflow_status``, ...)."""
         self.scheduler = scheduler
         scheduler.handlers.update({"taskflow_register": self.handle_register, "taskflow_status": self.handle_status,
-                                   "taskflow_use": self.handle_use, "taskflow_forget": self.handle_forget})
+                                   "taskflow_use": self.handle_use, "taskflow_forget": self.handle_forget,
+                                   "taskflow_dask_state": self.handle_dask_state})
         if self.default_policy:
             get_scheduler(self.default_policy)  # an unknown name fails the scheduler's start, loudly
         _keep_planned_replicas(scheduler, self)
@@ -282,6 +283,17 @@ class TaskflowPlugin(SchedulerPlugin):
             if plan:
                 out["plan"] = [[k, w] for k, w in r.plan.items()]
         return out
+
+    def handle_dask_state(self, prefixes=()) -> dict:
+        """What Dask's own scheduling will decide a graph submitted now from (see
+        :func:`dask_state`).
+
+        Parameters
+        ----------
+        prefixes : list of str
+            The task prefixes whose duration estimates are wanted.
+        """
+        return dask_state(self.scheduler, prefixes)
 
     def handle_forget(self, run: str) -> dict:
         """Drop a finished run.
@@ -758,6 +770,47 @@ def worker_records(since: float, dask_worker=None) -> dict:
             transfers.append({**e, "start": e["start"] - d, "stop": e["stop"] - d})
     compute = {key: d for (kind, key), (d, t) in delays.items() if kind == "compute" and t >= since}
     return {"transfers": transfers, "compute": compute, "delay": now, "job": _job_id()}
+
+
+def dask_state(scheduler, prefixes=()) -> dict:
+    """The state Dask's own scheduling decides from, read just before a graph is submitted, for
+    :class:`schedulers.dask_model.DaskModel`: ``n_tasks`` (tasks it has sent to workers: where its
+    round-robin starts), ``workers`` (addresses in its table's order), ``ties`` (addresses in the
+    order a set of its workers lists them), ``durations`` (its estimate per prefix, None where it
+    has none), ``unknown`` (its estimate for those), ``bandwidth`` (bytes/s), ``saturation``,
+    ``rootish`` (its two root-ish group thresholds), ``steal_interval`` (None without stealing),
+    ``steal_phase`` (seconds until its next balancing), ``steal_latency``.
+
+    Parameters
+    ----------
+    scheduler : distributed.Scheduler
+    prefixes : iterable of str
+    """
+    import dask
+    from distributed.stealing import LATENCY
+    from tornado.ioloop import IOLoop
+
+    pc = scheduler.periodic_callbacks.get("stealing")
+    stealing = scheduler.extensions.get("stealing")
+    interval = phase = None
+    if pc is not None and stealing is not None:
+        interval = float(pc.callback_time) / 1000.0
+        nxt = getattr(pc, "_next_timeout", None)
+        if nxt is not None:
+            phase = max(0.0, float(nxt) - IOLoop.current().time())
+    durations = {}
+    for p in prefixes:
+        tp = scheduler.task_prefixes.get(p)
+        durations[p] = float(tp.duration_average) if tp is not None and tp.duration_average >= 0 else None
+    return {"n_tasks": int(scheduler.n_tasks), "workers": list(scheduler.workers),
+            "ties": [ws.address for ws in set(scheduler.workers.values())],
+            "durations": durations, "unknown": float(scheduler.UNKNOWN_TASK_DURATION),
+            "bandwidth": float(scheduler.bandwidth), "saturation": float(scheduler.WORKER_SATURATION),
+            "rootish": [int(getattr(scheduler, "rootish_tg_threshold",
+                                    dask.config.get("distributed.scheduler.rootish-taskgroup"))),
+                        int(getattr(scheduler, "rootish_tg_dependencies_threshold",
+                                    dask.config.get("distributed.scheduler.rootish-taskgroup-dependencies")))],
+            "steal_interval": interval, "steal_phase": phase, "steal_latency": float(LATENCY)}
 
 
 async def dask_setup(scheduler, policy: str | None = None) -> None:

@@ -31,7 +31,7 @@ import warnings
 
 from ..cluster import Cluster, Worker
 from ..errors import TaskflowError, TaskflowWarning
-from ..graph import TaskGraph
+from ..graph import TaskGraph, task_kind
 from ..policy import get_scheduler
 from ..schedule import Schedule
 from .calibrate import attach_addresses, cluster_from_dask
@@ -44,7 +44,8 @@ from .report import RunReport, report_from_stream
 from .session import (Watchdog, call, close_quietly, ensure_plugin, frozen_heap, gather, stream_index, stream_since,
                       wait_for, workers_reachable, workers_records)
 
-__all__ = ["run", "connect", "dashboard_link", "dashboard_address", "say_dashboard", "GUESS_ERROR", "DASHBOARD"]
+__all__ = ["run", "connect", "dashboard_link", "dashboard_address", "say_dashboard", "predict_dask", "GUESS_ERROR", "DASHBOARD",
+           "DASK_DRAWS"]
 
 #: a prediction off by more than this share (without a cost profile) says the costs look like guesses
 GUESS_ERROR = 0.25
@@ -273,6 +274,51 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
         close_quietly(owned)
 
 
+#: draws of Dask's set orders averaged by a prediction of Dask's own scheduling (fewer on big graphs)
+DASK_DRAWS = 8
+
+
+def predict_dask(graph: TaskGraph, model: Cluster, state: dict | None, time_scale: float = 1.0,
+                 size_scale: float = 1.0, draws: int | None = None) -> float:
+    """The makespan (scaled seconds) of ``graph`` on ``model`` under Dask's own scheduling: the
+    simulator's model of Dask's decisions (:class:`schedulers.dask_model.DaskModel`) started from
+    ``state`` (:func:`taskflow.runtime.plugin.dask_state`, read from the scheduler just before the
+    graph is submitted; None: Dask's defaults), with the max-min network, averaged over ``draws``
+    orders of Dask's sets of tasks (its hashes, random per scheduler process).
+
+    Parameters
+    ----------
+    graph : TaskGraph
+        With costs in the model's (unscaled) seconds and bytes.
+    model : Cluster
+        Its workers carry their Dask addresses.
+    state : dict or None
+    time_scale, size_scale : float
+        Real seconds (bytes) per model second (byte).
+    draws : int, optional
+        Default :data:`DASK_DRAWS`, fewer above 2,000 tasks.
+    """
+    from ..simulator import simulate
+
+    ts = float(time_scale)
+    opts = {"unknown_duration": 0.5 / ts, "steal_interval": 1.0 / ts, "steal_latency": 0.1 / ts,
+            "min_victim": 0.2 / ts}
+    if state:
+        by_address = {w.address: w.id for w in model.workers if w.address}
+        opts.update(
+            n_tasks=state["n_tasks"], order=[by_address[a] for a in state["workers"] if a in by_address],
+            tie_order=[by_address[a] for a in state["ties"] if a in by_address],
+            durations={p: d / ts for p, d in state["durations"].items() if d is not None},
+            unknown_duration=state["unknown"] / ts, bandwidth=state["bandwidth"] * ts / float(size_scale),
+            saturation=state["saturation"], rootish=tuple(state["rootish"]), steal_latency=state["steal_latency"] / ts,
+            steal_interval=state["steal_interval"] / ts if state["steal_interval"] else None,
+            steal_phase=state["steal_phase"] / ts if state["steal_phase"] is not None else None)
+    k = draws if draws is not None else max(1, min(DASK_DRAWS, 16_000 // max(1, len(graph))))
+    spans = [simulate(graph, model, "dask-model", network="maxmin", scheduler_options=opts, seed=d).makespan
+             for d in range(k)]
+    return sum(spans) / len(spans) * ts
+
+
 class _Runner:
     """One run: plan (inside the scheduler), submit once, watch, measure."""
 
@@ -295,6 +341,9 @@ class _Runner:
         self.task_of = {k: t for t, k in self.key_of.items()}
         self.futures = {}  # task id -> Future
         self.replans = 0
+        #: ``{"state": ...}``: Dask's scheduler state at submission (:func:`.plugin.dask_state`),
+        #: for a run it schedules (a box, so that the prediction holds it and not the runner)
+        self.dask_state = {}
         self.watchdog = Watchdog(client, self.run_id if sch.kind == "static" else None)
 
     def _model(self) -> Cluster:
@@ -349,6 +398,8 @@ class _Runner:
         direct = workers_reachable(self.client, [w.address for w in model.workers if w.address])
         try:
             index = stream_index(self.client)
+            if plan is None:
+                self._read_dask_state()
             t_submit = time.time()
             futs = self.client.get(dsk, [self.key_of[t] for t in ids], sync=False,
                                    **({"retries": self.retries} if self.retries else {}))
@@ -404,11 +455,10 @@ class _Runner:
     def _predict(self, plan, graph, model):
         """A function predicting the makespan in scaled seconds: the simulator carrying out
         ``plan`` on ``model`` with the max-min network; without a plan (Dask's own scheduling),
-        the placement Dask chose in the profiled run replayed (each task's inputs fetched once it
-        is ready, as Dask does), else a model of Dask's scheduling that, like Dask, does not know
-        the workers' speeds."""
-        sch, scale = self.sch, self.time_scale
-        replay = self.profile.dask_plan(graph, model) if plan is None and self.profile is not None else None
+        the simulator's model of Dask's decisions (``dask-model``) started from the state Dask's
+        scheduler was in when the graph was submitted (:attr:`dask_state`), averaged over
+        draws of the orders Dask's hashes give its sets of tasks."""
+        sch, scale, size_scale, box = self.sch, self.time_scale, self.size_scale, self.dask_state
 
         def predict():
             from ..simulator import simulate
@@ -416,12 +466,17 @@ class _Runner:
             g = graph.restrict_costs(model.ids)
             if plan is not None:  # the plugin sends planned outputs ahead to their consumers' workers
                 return simulate(g, model, sch, network="maxmin", plan=plan, plan_order="ready").makespan * scale
-            if replay is not None:  # under Dask's own scheduling a worker fetches inputs once a task is ready
-                return simulate(g, model, "heft", network="maxmin", plan=replay, plan_order="ready",
-                                fetch="ready").makespan * scale
-            dask_like = get_scheduler("work-stealing", knows_speeds=False)
-            return simulate(g, model, dask_like, network="maxmin").makespan * scale
+            return predict_dask(g, model, box.get("state"), scale, size_scale)
         return predict
+
+    def _read_dask_state(self) -> None:
+        """What Dask's scheduler will decide the graph from, read just before submitting it (None
+        when the scheduler does not answer: the prediction then takes Dask's defaults)."""
+        prefixes = sorted({task_kind(self.graph, t) for t in self.graph.ids})
+        try:
+            self.dask_state["state"] = call(self.client, "taskflow_dask_state", prefixes=prefixes)
+        except TaskflowError:
+            self.dask_state["state"] = None
 
     def _learn(self, report: RunReport) -> RunReport:
         """Say where the plan's costs came from, warn when they look like guesses, and fold this

@@ -66,7 +66,7 @@ from .view import SimView
 
 __all__ = ["Simulator"]
 
-_FAIL, _FINISH = EventKind.FAIL, EventKind.FINISH
+_FAIL, _FINISH, _TICK = EventKind.FAIL, EventKind.FINISH, EventKind.TICK
 _INF = math.inf
 
 
@@ -136,6 +136,7 @@ class Simulator(Decisions, Recovery):
         self.run_token = [0] * n  # run generation: the finish of a run lost with its worker is ignored
         self.missing = [0] * n  # inputs computed but not yet on the assigned worker
         self.done_runs = [0] * n
+        self.ndone = 0  # tasks DONE now
         self.start_time = [0.0] * n
         self.have = [None] * n  # task -> {worker: bytes of its output there}
         self.home = [-1] * n  # where the task's output was computed
@@ -174,7 +175,7 @@ class Simulator(Decisions, Recovery):
         self._handlers = (self._fail, self._on_finish,
                           lambda p: net.fire(EventKind.BYTES_ARRIVED, p, self.now),
                           lambda p: net.fire(EventKind.FLOW_COMPLETE, p, self.now),
-                          self._apply, lambda _: self._wake())
+                          self._apply, lambda _: self._wake(), self._tick)
         self._transitions = {
             (WAITING, QUEUED): self._transition_waiting_queued,
             (QUEUED, QUEUED): self._transition_queued_queued,
@@ -196,6 +197,10 @@ class Simulator(Decisions, Recovery):
             self._push(t, _FAIL, w)
         if self.dynamic:
             self._call(self.scheduler.start, self.view)
+            tick = self.scheduler.tick
+            if tick is not None and tick > 0:
+                phase = self.scheduler.tick_phase
+                self._push(tick if phase is None else max(0.0, float(phase)), _TICK, None)
             self._call(self.scheduler.on_ready, [i for i in range(self.n) if self.npred[i] == 0], self.view)
         else:
             self._initial_plan()
@@ -226,6 +231,15 @@ class Simulator(Decisions, Recovery):
                         raise RuntimeError(f"network model made no progress at t={t_net!r} (internal error)")
             else:
                 break
+
+    def _tick(self, _):
+        """A dynamic policy's periodic call; the next one only while something else is still to
+        happen (ticks alone never keep a finished or stuck run going)."""
+        if self.ndone >= self.n:
+            return
+        self._call(self.scheduler.on_tick, self.view)
+        if self.heap or self.net.next_time() < _INF or any(self.running):
+            self._push(self.now + self.scheduler.tick, _TICK, None)
 
     def _check_finished(self):
         left = [i for i in range(self.n) if self.status[i] != DONE]
@@ -299,6 +313,7 @@ class Simulator(Decisions, Recovery):
         if self.validate:
             assert i in self.running[w] and self.alive[w], (i, w)
         self.status[i] = DONE
+        self.ndone += 1
         self.done_runs[i] += 1
         if self.done_runs[i] > 1:
             self.reruns = True
@@ -330,6 +345,7 @@ class Simulator(Decisions, Recovery):
     def _transition_done_waiting(self, i):
         if self.validate:  # the worker that computed it is gone (else it would be the source)
             assert self.home[i] < 0 or not self.alive[self.home[i]], i
+        self.ndone -= 1
         self.status[i] = WAITING
         self.assigned[i] = -1
 

@@ -81,6 +81,10 @@ class SimView:
         """Every input of ``task`` has been computed (it may still have to be moved)."""
         return self._s.npred[task] == 0
 
+    def start_time(self, task: int) -> float:
+        """When ``task``'s latest run started (0.0 before it first starts)."""
+        return self._s.start_time[task]
+
     def started(self, task: int) -> bool:
         """``task`` is running or done."""
         return self._s.status[task] >= RUNNING
