@@ -49,7 +49,8 @@ Options (all optional; durations in the simulation's seconds): ``durations`` ({p
 ``unknown_duration``, ``n_tasks``, ``order`` (worker ids in the scheduler's table order), ``tie_order``,
 ``bandwidth`` (bytes/s; default the cluster's mean), ``saturation`` (1.1), ``steal_interval`` (1.0;
 0 or None: no stealing), ``steal_phase``, ``steal_latency`` (0.1), ``min_victim`` (0.2), ``rootish``
-(Dask's two thresholds: groups and tasks depended on, ``(5, 5)``).
+(Dask's two thresholds: groups and tasks depended on, ``(5, 5)``), ``keys`` ({task id: Dask key}:
+``dask.order`` breaks ties by key, so the real keys give Dask's own priorities).
 """
 
 from __future__ import annotations
@@ -68,18 +69,23 @@ __all__ = ["DaskModel", "dask_priorities"]
 _LEVELS = 15
 
 
-def dask_priorities(graph) -> list:
+def dask_priorities(graph, keys=None) -> list:
     """``dask.order``'s position of each task (index order of ``graph.arrays``): lower runs first.
 
     Parameters
     ----------
     graph : TaskGraph
+    keys : list, optional
+        The Dask key of each task, in index order: ``dask.order`` breaks ties by key, so the real
+        keys give Dask's own order (default: ``"<kind>-<index>"``).
     """
     from dask.order import order
 
     a = graph.arrays
     ptr, idx = a.pred_ptr.tolist(), a.pred_idx.tolist()
-    keys = [f"{task_kind(graph, t)}-{k}" for k, t in enumerate(graph.ids)]
+    if keys is None:
+        keys = [f"{task_kind(graph, t)}-{k}" for k, t in enumerate(graph.ids)]
+    keys = list(keys)
     dsk = {keys[i]: (_noop, *[keys[p] for p in idx[ptr[i]:ptr[i + 1]]]) for i in range(a.n)}
     pos = order(dsk)
     return [pos[k] for k in keys]
@@ -154,7 +160,8 @@ class DaskModel(DynamicScheduler):
         groups, tasks = o.get("rootish", (5, 5))
         self.rootish_group = [size[p] > 2 * self.total_threads and len(deps[p]) < groups
                               and sum(size[q] for q in deps[p]) < tasks for p in range(len(names))]
-        self.prio = dask_priorities(g)
+        keys = o.get("keys")
+        self.prio = dask_priorities(g, [keys[t] for t in g.ids] if keys else None)
         self.n_tasks = int(o.get("n_tasks", 0))  # Dask counts every task it sends to a worker
         # the scheduler's state
         self.processing = [dict() for _ in range(W)]  # worker -> {task: None}, in assignment order

@@ -279,7 +279,7 @@ DASK_DRAWS = 8
 
 
 def predict_dask(graph: TaskGraph, model: Cluster, state: dict | None, time_scale: float = 1.0,
-                 size_scale: float = 1.0, draws: int | None = None) -> float:
+                 size_scale: float = 1.0, draws: int | None = None, keys: dict | None = None) -> float:
     """The makespan (scaled seconds) of ``graph`` on ``model`` under Dask's own scheduling: the
     simulator's model of Dask's decisions (:class:`schedulers.dask_model.DaskModel`) started from
     ``state`` (:func:`taskflow.runtime.plugin.dask_state`, read from the scheduler just before the
@@ -297,6 +297,8 @@ def predict_dask(graph: TaskGraph, model: Cluster, state: dict | None, time_scal
         Real seconds (bytes) per model second (byte).
     draws : int, optional
         Default :data:`DASK_DRAWS`, fewer above 2,000 tasks.
+    keys : dict, optional
+        Task id -> the Dask key it was submitted under (Dask's priorities break ties by key).
     """
     from ..simulator import simulate
 
@@ -313,6 +315,8 @@ def predict_dask(graph: TaskGraph, model: Cluster, state: dict | None, time_scal
             saturation=state["saturation"], rootish=tuple(state["rootish"]), steal_latency=state["steal_latency"] / ts,
             steal_interval=state["steal_interval"] / ts if state["steal_interval"] else None,
             steal_phase=state["steal_phase"] / ts if state["steal_phase"] is not None else None)
+    if keys:
+        opts["keys"] = keys
     k = draws if draws is not None else max(1, min(DASK_DRAWS, 16_000 // max(1, len(graph))))
     spans = [simulate(graph, model, "dask-model", network="maxmin", scheduler_options=opts, seed=d).makespan
              for d in range(k)]
@@ -458,7 +462,7 @@ class _Runner:
         the simulator's model of Dask's decisions (``dask-model``) started from the state Dask's
         scheduler was in when the graph was submitted (:attr:`dask_state`), averaged over
         draws of the orders Dask's hashes give its sets of tasks."""
-        sch, scale, size_scale, box = self.sch, self.time_scale, self.size_scale, self.dask_state
+        sch, scale, size_scale, box, keys = self.sch, self.time_scale, self.size_scale, self.dask_state, self.key_of
 
         def predict():
             from ..simulator import simulate
@@ -466,7 +470,7 @@ class _Runner:
             g = graph.restrict_costs(model.ids)
             if plan is not None:  # the plugin sends planned outputs ahead to their consumers' workers
                 return simulate(g, model, sch, network="maxmin", plan=plan, plan_order="ready").makespan * scale
-            return predict_dask(g, model, box.get("state"), scale, size_scale)
+            return predict_dask(g, model, box.get("state"), scale, size_scale, keys=keys)
         return predict
 
     def _read_dask_state(self) -> None:
