@@ -149,6 +149,21 @@ def test_dask_order_priorities_run_a_workers_tasks():
     assert m.name == "dask-model" and m.kind == "dynamic"
 
 
+def test_dasks_keys_break_the_ties_of_its_priorities_and_so_where_roots_go():
+    g = TaskGraph("pair")
+    g.add_task("r0", cost=1.0)
+    g.add_task("r1", cost=1.0)
+    c = Cluster.homogeneous(2)
+    firsts = []
+    for keys in ({"r0": "z-0", "r1": "a-1"}, {"r0": "a-0", "r1": "z-1"}):
+        pos = dask_priorities(g, [keys[t] for t in g.ids])
+        first = g.ids[pos.index(0)]
+        tr = simulate(g, c, "dask-model", scheduler_options={"keys": keys, **NO_STEAL}, validate=True)
+        assert workers_of(tr)[first] == "w0"  # the first decided takes the round-robin's start
+        firsts.append(first)
+    assert firsts[0] != firsts[1]
+
+
 def test_the_periodic_call_comes_every_tick_and_stops_with_the_run():
     calls = []
 
