@@ -34,7 +34,7 @@ tasks it has seen. :mod:`schedulers.work_stealing` is the simpler, generic model
   thief's occupancy plus the move and the task stays under the victim's minus half of them; a
   task already running stays where it is (its request fails), and a thief asks once per round
   unless it is still idle counting what it asked for.
-* **Workers** run their tasks in ``dask.order`` priority.
+* **Workers** run their tasks in ``dask.order`` priority (option ``priorities``).
 
 Where it differs from Dask: with queuing off (``saturation`` inf) a root-ish task goes to the
 least busy worker (Dask then gives a few siblings in a row to one worker); ties that Dask breaks by the iteration order of a set of workers go to
@@ -49,8 +49,9 @@ Options (all optional; durations in the simulation's seconds): ``durations`` ({p
 ``unknown_duration``, ``n_tasks``, ``order`` (worker ids in the scheduler's table order), ``tie_order``,
 ``bandwidth`` (bytes/s; default the cluster's mean), ``saturation`` (1.1), ``steal_interval`` (1.0;
 0 or None: no stealing), ``steal_phase``, ``steal_latency`` (0.1), ``min_victim`` (0.2), ``rootish``
-(Dask's two thresholds: groups and tasks depended on, ``(5, 5)``), ``keys`` ({task id: Dask key}:
-``dask.order`` breaks ties by key, so the real keys give Dask's own priorities).
+(Dask's two thresholds: groups and tasks depended on, ``(5, 5)``), ``priorities``
+({task id: position in ``dask.order``}, lower first; default: the graph's task order;
+:func:`taskflow.runtime.dask_graph.dask_priorities` computes Dask's own from the real keys).
 """
 
 from __future__ import annotations
@@ -63,36 +64,10 @@ import numpy as np
 from taskflow.graph import task_kind
 from taskflow.policy import DynamicScheduler, register
 
-__all__ = ["DaskModel", "dask_priorities"]
+__all__ = ["DaskModel"]
 
 #: Dask's stealing levels: ``round(log2(transfer / compute) + 6)``, 1 to 14 (0: no inputs)
 _LEVELS = 15
-
-
-def dask_priorities(graph, keys=None) -> list:
-    """``dask.order``'s position of each task (index order of ``graph.arrays``): lower runs first.
-
-    Parameters
-    ----------
-    graph : TaskGraph
-    keys : list, optional
-        The Dask key of each task, in index order: ``dask.order`` breaks ties by key, so the real
-        keys give Dask's own order (default: ``"<kind>-<index>"``).
-    """
-    from dask.order import order
-
-    a = graph.arrays
-    ptr, idx = a.pred_ptr.tolist(), a.pred_idx.tolist()
-    if keys is None:
-        keys = [f"{task_kind(graph, t)}-{k}" for k, t in enumerate(graph.ids)]
-    keys = list(keys)
-    dsk = {keys[i]: (_noop, *[keys[p] for p in idx[ptr[i]:ptr[i + 1]]]) for i in range(a.n)}
-    pos = order(dsk)
-    return [pos[k] for k in keys]
-
-
-def _noop(*args):  # pragma: no cover - a placeholder callable for dask.order, never called
-    return None
 
 
 @register
@@ -140,6 +115,10 @@ class DaskModel(DynamicScheduler):
         unknown = float(o.get("unknown_duration", 0.5))
         self.measured = [k in known and known[k] is not None and known[k] >= 0 for k in names]
         self.est = [float(known[k]) if ok else unknown for k, ok in zip(names, self.measured)]
+        # where a task can run (its cores fit, its duration is finite): Dask's restrictions
+        ok = np.isfinite(m.durations) & (a.cores[:, None] <= view.cluster.cores[None, :])
+        self.valid = [set(np.flatnonzero(row).tolist()) for row in ok]
+        self.restricted = [len(v) < W for v in self.valid]
         self.pred_ptr, self.pred_idx = a.pred_ptr.tolist(), a.pred_idx.tolist()
         self.pred_size = a.size[a.pred_eid].tolist()
         succ_size = a.size[a.succ_eid]
@@ -160,8 +139,8 @@ class DaskModel(DynamicScheduler):
         groups, tasks = o.get("rootish", (5, 5))
         self.rootish_group = [size[p] > 2 * self.total_threads and len(deps[p]) < groups
                               and sum(size[q] for q in deps[p]) < tasks for p in range(len(names))]
-        keys = o.get("keys")
-        self.prio = dask_priorities(g, [keys[t] for t in g.ids] if keys else None)
+        pos = o.get("priorities")  # dask.order's positions (the runtime computes Dask's own)
+        self.prio = [pos[t] for t in g.ids] if pos else list(range(n))
         self.n_tasks = int(o.get("n_tasks", 0))  # Dask counts every task it sends to a worker
         # the scheduler's state
         self.processing = [dict() for _ in range(W)]  # worker -> {task: None}, in assignment order
@@ -171,6 +150,8 @@ class DaskModel(DynamicScheduler):
         self.held = [0.0] * W  # bytes of outputs held
         self.level = [-1] * n  # stealing level of a processing task (-1: not stealable)
         self.queue = []  # root-ish ready tasks waiting for a free slot: (priority, task)
+        self.inq = set()  # the tasks in it
+        self.where = [-1] * n  # the worker a task is processing on (-1: none)
         self.alive = [True] * W
         self.release_later = False
         # the order of Dask's sets of tasks (by their keys' hashes, random per scheduler process)
@@ -206,6 +187,7 @@ class DaskModel(DynamicScheduler):
 
     def _add(self, i, w, view, stolen=False) -> None:
         self.n_tasks += not stolen
+        self.where[i] = w
         self.processing[w][i] = None
         self.count[w][self.prefix[i]] += 1
         nb = self._comm_bytes(i, w, view)
@@ -216,6 +198,7 @@ class DaskModel(DynamicScheduler):
 
     def _remove(self, i, w) -> None:
         if self.processing[w].pop(i, 0) is None:
+            self.where[i] = -1
             self.count[w][self.prefix[i]] -= 1
             self.net[w] = max(0.0, self.net[w] - self.fetch[i])
             self.fetch[i] = 0.0
@@ -232,7 +215,7 @@ class DaskModel(DynamicScheduler):
 
     # ------------------------------------------------------------------ decide_worker
     def _rootish(self, i) -> bool:
-        return self.rootish_group[self.prefix[i]]
+        return self.rootish_group[self.prefix[i]] and not self.restricted[i]
 
     def _least_busy_with_slot(self):
         best, key = None, math.inf
@@ -247,7 +230,8 @@ class DaskModel(DynamicScheduler):
         """Dask's worker for ready task ``i``, or None to queue it."""
         if self._rootish(i):
             return self._least_busy_with_slot()
-        if self.pred_ptr[i] == self.pred_ptr[i + 1]:
+        valid = self.valid[i]
+        if self.pred_ptr[i] == self.pred_ptr[i + 1] and not self.restricted[i]:
             pool = self._idle() or [w for w in self.table if self.alive[w]]
             occ = [self.occupancy(w) for w in pool]
             k = int(np.argmin(occ))
@@ -261,7 +245,10 @@ class DaskModel(DynamicScheduler):
         cand = set()
         for k in range(self.pred_ptr[i], self.pred_ptr[i + 1]):
             cand.update(w for w in view.locations(self.pred_idx[k]) if self.alive[w])
-        cand = [w for w in self.ties if w in cand] or [w for w in self.ties if self.alive[w]]
+        cand = [w for w in self.ties if w in cand and w in valid] or \
+            [w for w in self.ties if self.alive[w] and w in valid]
+        if not cand:
+            return None  # no live worker can run it: it waits (Dask: no-worker)
         if len(cand) == 1:
             return cand[0]
         return min(cand, key=lambda w: (self.occupancy(w) / self.nthreads[w] + self._comm_bytes(i, w, view) / self.bw,
@@ -270,9 +257,14 @@ class DaskModel(DynamicScheduler):
     def _assign(self, tasks, view) -> list:
         out = []
         for i in sorted(tasks, key=self.prio.__getitem__):
+            if i in self.inq or self.where[i] >= 0 or view.started(i):
+                continue  # queued already, or placed (a policy may be offered a task again)
             w = self._decide(i, view)
             if w is None:
-                heapq.heappush(self.queue, (self.prio[i], i))
+                if self._rootish(i):
+                    heapq.heappush(self.queue, (self.prio[i], i))
+                    self.inq.add(i)
+                # else no live worker can run it: it stays unassigned, as in Dask's no-worker
                 continue
             self._add(i, w, view)
             out.append((i, w))
@@ -286,6 +278,9 @@ class DaskModel(DynamicScheduler):
             if w is None:
                 break
             _, i = heapq.heappop(self.queue)
+            self.inq.discard(i)
+            if self.where[i] >= 0 or view.started(i):
+                continue
             self._add(i, w, view)
             out.append((i, w))
         return out
@@ -319,8 +314,6 @@ class DaskModel(DynamicScheduler):
         self.alive[worker] = False
         for i in list(self.processing[worker]):
             self._remove(i, worker)
-        self.queue = [x for x in self.queue if not view.started(x[1])]
-        heapq.heapify(self.queue)
         return self._assign([i for i in tasks if view.is_ready(i)], view)
 
     def on_tick(self, view):
@@ -359,7 +352,10 @@ class DaskModel(DynamicScheduler):
                     if not thieves:
                         break
                     comp = self.est[self.prefix[i]]
-                    thief = min(thieves, key=lambda w: (occ[w] / self.nthreads[w] + self._comm_bytes(i, w, view) / self.bw,
+                    can = [w for w in thieves if w in self.valid[i]]
+                    if not can:
+                        continue
+                    thief = min(can, key=lambda w: (occ[w] / self.nthreads[w] + self._comm_bytes(i, w, view) / self.bw,
                                                         self.held[w]))
                     c_thief = self._comm_bytes(i, thief, view) / self.bw
                     c_victim = self._comm_bytes(i, v, view) / self.bw

@@ -1,4 +1,7 @@
 import csv
+import time
+
+import pytest
 
 from taskflow.app.bench import run_suite
 from taskflow.app.cli import main
@@ -50,3 +53,19 @@ def test_real_subset_runs_on_dask_and_resumes(tmp_path, capsys):
     assert again == rows and "0 to run" in capsys.readouterr().out
     md = summarise_real(rows)
     assert "| fork-join-8x2 |" in md and "Every emulated output had its declared size: yes" in md
+
+
+def test_the_real_subset_waits_a_bounded_time_for_lost_workers(monkeypatch):
+    from distributed import Client, LocalCluster
+
+    from taskflow.app import bench
+    from taskflow.errors import TaskflowError
+
+    monkeypatch.setattr(bench, "WORKER_WAIT", 0.5)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+            Client(lc) as c:
+        bench._all_workers_back(c, 1)  # all there: returns at once
+        t0 = time.perf_counter()
+        with pytest.raises(TaskflowError, match="has 1 of its 2 workers after waiting 0 s"):
+            bench._all_workers_back(c, 2)
+        assert time.perf_counter() - t0 < 10

@@ -6,9 +6,9 @@ import collections
 import pytest
 
 import schedulers
-from schedulers.dask_model import dask_priorities
 from taskflow import Cluster, TaskGraph, Worker, simulate
 from taskflow.policy import DynamicScheduler
+from taskflow.runtime.dask_graph import dask_priorities
 
 NO_STEAL = {"steal_interval": None}
 
@@ -141,12 +141,22 @@ def test_measured_durations_update_the_estimates_as_dask_does():
 
 
 def test_dask_order_priorities_run_a_workers_tasks():
-    g = chain(4)
+    # three independent chains, all on one worker (no stealing): it runs them in dask.order's
+    # order (depth first: a chain to its end before the next), not in the order they became ready
+    g = TaskGraph("chains")
+    for c in "abc":
+        for i in range(3):
+            g.add_task(f"{c}{i}", cost=1.0)
+            if i:
+                g.add_edge(f"{c}{i - 1}", f"{c}{i}")
     pos = dask_priorities(g)
-    assert pos == sorted(pos)  # a chain runs in its order
-    m = schedulers.get_scheduler("dask-model")
-    m.options = {}
-    assert m.name == "dask-model" and m.kind == "dynamic"
+    one = Cluster.homogeneous(1)
+    tr = simulate(g, one, "dask-model", scheduler_options={"priorities": pos, **NO_STEAL}, validate=True)
+    ran = [r.task for r in sorted(tr.runs, key=lambda r: r.start)]
+    assert ran == sorted(g.ids, key=pos.__getitem__)
+    assert [t[0] for t in ran] in (["a"] * 3 + ["b"] * 3 + ["c"] * 3, ["c"] * 3 + ["b"] * 3 + ["a"] * 3,
+                                   ["b"] * 3 + ["a"] * 3 + ["c"] * 3, ["a"] * 3 + ["c"] * 3 + ["b"] * 3,
+                                   ["b"] * 3 + ["c"] * 3 + ["a"] * 3, ["c"] * 3 + ["a"] * 3 + ["b"] * 3)
 
 
 def test_dasks_keys_break_the_ties_of_its_priorities_and_so_where_roots_go():
@@ -156,12 +166,23 @@ def test_dasks_keys_break_the_ties_of_its_priorities_and_so_where_roots_go():
     c = Cluster.homogeneous(2)
     firsts = []
     for keys in ({"r0": "z-0", "r1": "a-1"}, {"r0": "a-0", "r1": "z-1"}):
-        pos = dask_priorities(g, [keys[t] for t in g.ids])
-        first = g.ids[pos.index(0)]
-        tr = simulate(g, c, "dask-model", scheduler_options={"keys": keys, **NO_STEAL}, validate=True)
+        pos = dask_priorities(g, keys)
+        first = min(g.ids, key=pos.__getitem__)
+        tr = simulate(g, c, "dask-model", scheduler_options={"priorities": pos, **NO_STEAL}, validate=True)
         assert workers_of(tr)[first] == "w0"  # the first decided takes the round-robin's start
         firsts.append(first)
     assert firsts[0] != firsts[1]
+
+
+def test_a_task_only_some_workers_can_run_goes_to_one_of_them():
+    g = TaskGraph("restricted")
+    g.add_task("big", cost=1.0, cores=4)
+    g.add_task("any", cost=1.0)
+    g.add_edge("any", "big")
+    c = Cluster([Worker("small", cores=1), Worker("large", cores=4)])
+    for n in range(2):
+        tr = simulate(g, c, "dask-model", scheduler_options={"n_tasks": n}, validate=True)
+        assert workers_of(tr)["big"] == "large"
 
 
 def test_the_periodic_call_comes_every_tick_and_stops_with_the_run():

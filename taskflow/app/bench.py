@@ -16,7 +16,7 @@ import warnings
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from ..errors import TaskflowWarning
+from ..errors import TaskflowError, TaskflowWarning
 from .bench_report import write_outputs
 from .suite import (BW, DEFAULT_SCHEDULERS, FIELDS, REAL_FIELDS, REAL_SCHEDULERS, REAL_SPEEDS, SUITES, _build,
                     clusters, real_workflows, workflows)
@@ -183,6 +183,7 @@ def run_real(suite: str = "quick", out="taskflow-out/bench", scheduler_names=Non
         if new_file:
             writer.writeheader()
         for k, ((wname, family, spec), sname) in enumerate(todo, 1):
+            _all_workers_back(client, len(REAL_SPEEDS))
             g = _build(spec, 0)
             span = simulate(g, model, "heft", network="simple").makespan
             scale = target_seconds / span if span > 0 else 1.0
@@ -217,3 +218,19 @@ def run_real(suite: str = "quick", out="taskflow-out/bench", scheduler_names=Non
     if progress:
         print()
     return rows
+
+
+#: seconds :func:`run_real` waits for a worker the embedded cluster lost to come back
+WORKER_WAIT = 60.0
+
+
+def _all_workers_back(client, n: int) -> None:
+    """Wait (at most :data:`WORKER_WAIT` s) until the cluster has its ``n`` workers again: a worker
+    the nanny restarted between two runs comes back under its name. (Once, in a suite run, all four
+    workers were gone between two runs, and the next run failed at once.)"""
+    try:
+        client.wait_for_workers(n, timeout=WORKER_WAIT)
+    except TimeoutError as exc:  # asyncio's and distributed's timeouts are TimeoutError
+        have = len(client.scheduler_info(n_workers=-1)["workers"])
+        raise TaskflowError(f"the embedded cluster has {have} of its {n} workers after waiting "
+                            f"{WORKER_WAIT:.0f} s for the lost ones to come back") from exc

@@ -36,7 +36,7 @@ from ..policy import get_scheduler
 from ..schedule import Schedule
 from .calibrate import attach_addresses, cluster_from_dask
 from .calls import TaskFailed, ship_code
-from .dask_graph import dask_graph, keys_for
+from .dask_graph import dask_graph, dask_priorities, keys_for
 from .learn import CostProfile
 from .local import local_cluster
 from .plugin import cluster_payload, graph_payload
@@ -298,7 +298,8 @@ def predict_dask(graph: TaskGraph, model: Cluster, state: dict | None, time_scal
     draws : int, optional
         Default :data:`DASK_DRAWS`, fewer above 2,000 tasks.
     keys : dict, optional
-        Task id -> the Dask key it was submitted under (Dask's priorities break ties by key).
+        Task id -> the Dask key it was submitted under (``dask.order``, which gives Dask's
+        priorities, breaks ties by key).
     """
     from ..simulator import simulate
 
@@ -315,8 +316,7 @@ def predict_dask(graph: TaskGraph, model: Cluster, state: dict | None, time_scal
             saturation=state["saturation"], rootish=tuple(state["rootish"]), steal_latency=state["steal_latency"] / ts,
             steal_interval=state["steal_interval"] / ts if state["steal_interval"] else None,
             steal_phase=state["steal_phase"] / ts if state["steal_phase"] is not None else None)
-    if keys:
-        opts["keys"] = keys
+    opts["priorities"] = dask_priorities(graph, keys)
     k = draws if draws is not None else max(1, min(DASK_DRAWS, 16_000 // max(1, len(graph))))
     spans = [simulate(graph, model, "dask-model", network="maxmin", scheduler_options=opts, seed=d).makespan
              for d in range(k)]

@@ -196,7 +196,7 @@ class Simulator(Decisions, Recovery):
         for w, t in self.faults.fail.items():
             self._push(t, _FAIL, w)
         if self.dynamic:
-            self._call(self.scheduler.start, self.view)
+            self.scheduler.start(self.view)  # not a decision: never delayed (it may set ``tick``)
             tick = self.scheduler.tick
             if tick is not None and tick > 0:
                 phase = self.scheduler.tick_phase
