@@ -5,7 +5,6 @@ import collections
 
 import pytest
 
-import schedulers
 from taskflow import Cluster, TaskGraph, Worker, simulate
 from taskflow.policy import DynamicScheduler
 from taskflow.runtime.dask_graph import dask_priorities
