@@ -210,6 +210,8 @@ class DaskModel(DynamicScheduler):
         if compute <= 0:
             return -1
         transfer = self.dep_bytes[i] / self.bw + self.steal_latency
+        if transfer <= 0:
+            return 1  # nothing to move and no latency: the cheapest level with inputs
         level = round(math.log2(transfer / compute) + 6)
         return max(level, 1) if level < _LEVELS else -1
 
@@ -298,7 +300,7 @@ class DaskModel(DynamicScheduler):
         p = self.prefix[task]
         self.est[p] = 0.5 * took + 0.5 * self.est[p] if self.measured[p] else took
         self.measured[p] = True
-        self._remove(task, worker)
+        self._remove(task, self.where[task] if self.where[task] >= 0 else worker)
         self.held[worker] += self.out_size[task]
         # newly ready dependents are decided first (on_ready follows); then the queue fills free slots
         if any(view.is_ready(j) and view.assigned(j) < 0 and not view.started(j) for j in self._succ(task, view)):
@@ -311,6 +313,8 @@ class DaskModel(DynamicScheduler):
         return a.succ_idx[a.succ_ptr[task]:a.succ_ptr[task + 1]].tolist()
 
     def on_worker_lost(self, worker, tasks, view):
+        if self.alive[worker]:
+            self.total_threads = max(1.0, self.total_threads - self.nthreads[worker])  # Dask's total_nthreads
         self.alive[worker] = False
         for i in list(self.processing[worker]):
             self._remove(i, worker)

@@ -120,8 +120,10 @@ def test_a_running_task_is_never_stolen_and_every_task_runs_once():
     g = fan(30, cost=2.0)
     c = Cluster([Worker("w0", 1.0), Worker("w1", 3.0), Worker("w2", 0.5)])
     for seed in range(4):
+        # (seed 3: no latency to steal with and inputs of zero bytes, the cheapest level)
         tr = simulate(g, c, "dask-model", seed=seed, validate=True,
-                      scheduler_options={"rootish": (1, 1), "steal_interval": 0.3})
+                      scheduler_options={"rootish": (1, 1), "steal_interval": 0.3,
+                                         "steal_latency": 0.0 if seed == 3 else 0.1})
         assert tr.problems(g, c) == []
         assert sorted(r.task for r in tr.runs) == sorted(g.ids)
 
