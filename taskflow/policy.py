@@ -25,7 +25,7 @@ from .errors import TaskflowError, UnknownSchedulerError
 from .graph import TaskGraph
 from .schedule import Schedule
 
-__all__ = ["Scheduler", "DynamicScheduler", "register", "get_scheduler", "scheduler_class", "available",
+__all__ = ["Scheduler", "DynamicScheduler", "register", "get_scheduler", "scheduler_class", "available", "require_runnable",
            "canonical_name", "ALIASES",
            "ENTRY_POINT_GROUP"]
 
@@ -51,6 +51,10 @@ class Scheduler:
     kind = "static"
     #: one line for ``taskflow schedulers``
     summary = ""
+    #: whether its plans may run a task more than once (``Schedule.copies``): such plans are
+    #: validated and written like any other, but neither the simulator nor the Dask runtime
+    #: carries them out (see :func:`runnable`)
+    duplicates = False
 
     def __init__(self, seed: int | None = None, **options):
         self.seed = seed
@@ -268,3 +272,28 @@ def available(kind: str | None = None) -> list:
         if cls.kind == kind:
             out.append(n)
     return out
+
+
+def require_runnable(sch: Scheduler, where: str) -> None:
+    """Raise a one-line :class:`TaskflowError` when ``where`` cannot carry out policy ``sch``: a plan
+    that runs tasks more than once (:attr:`Scheduler.duplicates`) anywhere but a plan; a dynamic
+    policy other than Dask's own work stealing on Dask.
+
+    Parameters
+    ----------
+    sch : Scheduler
+    where : {"dask", "simulator"}
+
+    Raises
+    ------
+    TaskflowError
+        The policy cannot run there (the message says what to use instead).
+    """
+    if sch.duplicates:
+        place = "the Dask runtime" if where == "dask" else "the simulator"
+        raise TaskflowError(f"scheduler {sch.name!r} runs some tasks more than once (task duplication), and "
+                            f"{place} runs each task once: use its plan with `taskflow schedule` or "
+                            f"taskflow.plan")
+    if where == "dask" and sch.kind == "dynamic" and sch.name != "work-stealing":
+        raise TaskflowError(f"scheduler {sch.name!r} runs in the simulator only; on Dask use a static "
+                            f"scheduler or 'work-stealing' (Dask's own)")

@@ -9,6 +9,12 @@
   workers;
 * at no instant do a worker's running tasks need more cores than it has.
 
+A schedule may also run some tasks again elsewhere (task duplication): its ``copies`` are further
+executions of graph tasks, each on a worker the task does not already run on, for its duration
+there. A task (or copy) may then take each input from whichever execution of the producer has it
+there first: the input is ready at the earliest, over the producer's executions, of finish plus
+transfer time. Copies occupy cores like any task.
+
 All checks are vectorised; two times may differ by 1e-9 s plus a billionth of the duration or
 transfer time involved plus a few units in the last place of the time itself (absolute and local:
 a long task elsewhere in the schedule does not widen it).
@@ -51,9 +57,12 @@ class Schedule:
         Name of the policy that made it.
     extra : dict, optional
         Further fields carried into the JSON document (e.g. ``transfers`` of a trace).
+    copies : iterable of Assignment or (task, worker, start, finish), optional
+        Further executions of tasks already placed (task duplication; see the module docstring).
     """
 
-    def __init__(self, tasks, workers, start, finish, scheduler: str = "", extra: dict | None = None):
+    def __init__(self, tasks, workers, start, finish, scheduler: str = "", extra: dict | None = None,
+                 copies=None):
         self.tasks = list(tasks)
         self.workers = list(workers)
         self.start = np.asarray(start, dtype=np.float64).reshape(-1)
@@ -62,14 +71,18 @@ class Schedule:
             raise ScheduleError(["schedule columns task, worker, start, finish differ in length"])
         self.scheduler = scheduler
         self.extra = dict(extra or {})
+        self.copies = [c if isinstance(c, Assignment) else Assignment(*c) for c in (copies or ())]
 
     @classmethod
     def from_indices(cls, graph: TaskGraph, cluster: Cluster, worker_idx, start, finish,
-                     scheduler: str = "", extra: dict | None = None) -> "Schedule":
-        """Build from per-task-index arrays (what schedulers produce)."""
+                     scheduler: str = "", extra: dict | None = None, copies=None) -> "Schedule":
+        """Build from per-task-index arrays (what schedulers produce); ``copies`` as index arrays
+        ``(task, worker, start, finish)``."""
         ids = cluster.ids
-        return cls(graph.arrays.ids, [ids[w] for w in np.asarray(worker_idx).tolist()], start, finish,
-                   scheduler, extra)
+        tid = graph.arrays.ids
+        rows = [] if copies is None else [
+            Assignment(tid[t], ids[w], s, f) for t, w, s, f in zip(*(np.asarray(c).tolist() for c in copies))]
+        return cls(tid, [ids[w] for w in np.asarray(worker_idx).tolist()], start, finish, scheduler, extra, rows)
 
     @classmethod
     def from_assignments(cls, assignments: Iterable, scheduler: str = "", extra=None) -> "Schedule":
@@ -94,12 +107,14 @@ class Schedule:
             yield Assignment(t, w, s, f)
 
     def __repr__(self) -> str:
-        return f"<Schedule {self.scheduler!r}: {len(self)} tasks, makespan {self.makespan:g}>"
+        more = f", {len(self.copies)} copies" if self.copies else ""
+        return f"<Schedule {self.scheduler!r}: {len(self)} tasks{more}, makespan {self.makespan:g}>"
 
     @property
     def makespan(self) -> float:
-        """The latest finish (0 for an empty schedule)."""
-        return float(self.finish.max()) if len(self.finish) else 0.0
+        """The latest finish, copies included (0 for an empty schedule)."""
+        mk = float(self.finish.max()) if len(self.finish) else 0.0
+        return max([mk] + [c.finish for c in self.copies])
 
     def assignment(self, task) -> Assignment:
         """One task's row.
@@ -126,12 +141,11 @@ class Schedule:
         return dict(zip(self.tasks, self.workers))
 
     def by_worker(self) -> dict:
-        """``{worker: [Assignment, ...]}`` sorted by start time."""
+        """``{worker: [Assignment, ...]}`` sorted by start time, copies included."""
         out: dict = {}
-        order = np.lexsort((self.finish, self.start))
-        for i in order.tolist():
-            out.setdefault(self.workers[i], []).append(
-                Assignment(self.tasks[i], self.workers[i], float(self.start[i]), float(self.finish[i])))
+        rows = list(self) + self.copies
+        for r in sorted(rows, key=lambda r: (r.start, r.finish)):
+            out.setdefault(r.worker, []).append(r)
         return out
 
     # ------------------------------------------------------------------ checking
@@ -168,6 +182,7 @@ class Schedule:
         for k in np.flatnonzero(bad)[:limit].tolist():
             out.append(f"task {self.tasks[k]!r}: start {self.start[k]!r} / finish {self.finish[k]!r} "
                        "must be finite and start >= 0")
+        cp = _copies(self.copies, a, cluster, widx[row] if not out and (row >= 0).all() else None, out)
         if out:
             return out[:limit]
         model = model or CostModel(graph, cluster)
@@ -180,27 +195,48 @@ class Schedule:
             expect = expect.copy()
             for t, d in _checked_durations(durations, a).items():
                 expect[a.index[t]] = d
-        wrong = np.flatnonzero(~(np.abs((finish - start) - expect) <= _tol(finish, expect)))
-        for i in wrong[:limit].tolist():
-            wid = cluster.ids[w[i]]
-            if not np.isfinite(expect[i]):
-                out.append(f"task {a.ids[i]!r} needs {int(a.cores[i])} cores; worker {wid!r} has "
-                           f"{int(cluster.cores[w[i]])}")
+        # a copy runs for the model's duration on its worker
+        ct, cw, cs, cf = cp
+        tasks = np.concatenate([np.arange(n), ct])
+        wk, st, fi = np.concatenate([w, cw]), np.concatenate([start, cs]), np.concatenate([finish, cf])
+        expect = np.concatenate([expect, model.durations[ct, cw]])
+        wrong = np.flatnonzero(~(np.abs((fi - st) - expect) <= _tol(fi, expect)))
+        for k in wrong[:limit].tolist():
+            i = int(tasks[k])
+            wid = cluster.ids[wk[k]]
+            what = "task" if k < n else "copy of task"
+            if not np.isfinite(expect[k]):
+                out.append(f"{what} {a.ids[i]!r} needs {int(a.cores[i])} cores; worker {wid!r} has "
+                           f"{int(cluster.cores[wk[k]])}")
             else:
-                out.append(f"task {a.ids[i]!r} runs {finish[i] - start[i]:.9g} s on worker {wid!r}; "
-                           f"its duration there is {expect[i]:.9g} s")
-        # 3. precedence plus transfer time
+                out.append(f"{what} {a.ids[i]!r} runs {fi[k] - st[k]:.9g} s on worker {wid!r}; "
+                           f"its duration there is {expect[k]:.9g} s")
+        # 3. precedence plus transfer time (from the execution of each input that has it there first)
         if a.m:
             ws, wd = w[a.src], w[a.dst]
             moving = model.transfer_idx(a.size, ws, wd)
             ready = finish[a.src] + moving
+            if len(ct):
+                ready, moving = _ready_with_copies(a, model, ct, cw, cf, a.src, wd, ready, moving)
             early = np.flatnonzero(~(start[a.dst] >= ready - _tol(ready, moving)))
             for e in early[:limit].tolist():
                 s, d = int(a.src[e]), int(a.dst[e])
                 out.append(f"task {a.ids[d]!r} starts at {start[d]:.9g} before its input from "
                            f"{a.ids[s]!r} is ready at {ready[e]:.9g}")
+            if len(ct):  # each copy's own inputs: one row per (copy, input edge)
+                k_of = np.repeat(np.arange(len(ct)), a.pred_ptr[ct + 1] - a.pred_ptr[ct])
+                eid = a.pred_eid[np.concatenate([np.arange(a.pred_ptr[t], a.pred_ptr[t + 1]) for t in ct])] \
+                    if len(k_of) else np.zeros(0, np.int64)
+                src, dw = a.src[eid], cw[k_of]
+                mv = model.transfer_idx(a.size[eid], w[src], dw)
+                rd, mv = _ready_with_copies(a, model, ct, cw, cf, src, dw, finish[src] + mv, mv, eid)
+                early = np.flatnonzero(~(cs[k_of] >= rd - _tol(rd, mv)))
+                for r in early[:limit].tolist():
+                    k = int(k_of[r])
+                    out.append(f"copy of task {a.ids[ct[k]]!r} on worker {cluster.ids[cw[k]]!r} starts at "
+                               f"{cs[k]:.9g} before its input from {a.ids[src[r]]!r} is ready at {rd[r]:.9g}")
         # 4. cores per worker
-        out.extend(_core_overloads(a, cluster, w, start, finish, _tol(finish), limit))
+        out.extend(_core_overloads(a, cluster, wk, st, fi, _tol(fi), limit, tasks))
         return out[:limit]
 
     def validate(self, graph: TaskGraph, cluster: Cluster, durations: dict | None = None,
@@ -251,19 +287,24 @@ class Schedule:
                "assignments": [{"task": t, "worker": w, "start": s, "finish": f}
                                for t, w, s, f in zip(self.tasks, self.workers, self.start.tolist(),
                                                      self.finish.tolist())]}
+        if self.copies:
+            doc["copies"] = [{"task": c.task, "worker": c.worker, "start": c.start, "finish": c.finish}
+                             for c in self.copies]
         for k, v in self.extra.items():
             doc.setdefault(k, v)
         return doc
 
     def table(self, cluster: Cluster | None = None) -> str:
-        """A plain-text plan: one line per worker with its tasks in start order."""
+        """A plain-text plan: one line per worker with its tasks in start order (a copy marked ``+``)."""
         lines = []
         per = self.by_worker()
+        copy = {id(c) for c in self.copies}
         order = cluster.ids if cluster is not None else sorted(per, key=str)
         width = max((len(str(w)) for w in order), default=1)
         for wid in order:
             items = per.get(wid, [])
-            cells = "  ".join(f"{x.task}[{x.start:g}-{x.finish:g}]" for x in items) or "(idle)"
+            cells = "  ".join(f"{'+' if id(x) in copy else ''}{x.task}[{x.start:g}-{x.finish:g}]"
+                              for x in items) or "(idle)"
             lines.append(f"  {str(wid):<{width}}  {cells}")
         return "\n".join(lines)
 
@@ -291,13 +332,59 @@ def _checked_durations(durations, a) -> dict:
     return out
 
 
-def _core_overloads(a, cluster: Cluster, w, start, finish, tol, limit) -> list:
-    """Sweep each worker's start/end events; report instants where cores in use exceed its cores."""
+def _copies(copies, a, cluster: Cluster, w, out: list):
+    """A schedule's copies as index arrays ``(task, worker, start, finish)``; their problems
+    (unknown task or worker, bad times, a copy where the task already runs) go to ``out``. ``w``:
+    each task's worker index (None when the tasks themselves have problems)."""
+    ct, cw = np.zeros(len(copies), np.int64), np.zeros(len(copies), np.int64)
+    cs = np.array([c.start for c in copies], dtype=np.float64)
+    cf = np.array([c.finish for c in copies], dtype=np.float64)
+    seen = set()
+    for k, c in enumerate(copies):
+        i, j = a.index.get(c.task), cluster.index.get(c.worker)
+        if i is None:
+            out.append(f"a copy of task {c.task!r} is scheduled but the task is not in the graph")
+            continue
+        if j is None:
+            out.append(f"a copy of task {c.task!r} is on unknown worker {c.worker!r}")
+            continue
+        ct[k], cw[k] = i, j
+        if (i, j) in seen or (w is not None and w[i] == j):
+            out.append(f"task {c.task!r} runs more than once on worker {c.worker!r}")
+        seen.add((i, j))
+        if not (np.isfinite(cs[k]) and np.isfinite(cf[k]) and cs[k] >= 0):
+            out.append(f"copy of task {c.task!r}: start {c.start!r} / finish {c.finish!r} must be finite "
+                       "and start >= 0")
+    return ct, cw, cs, cf
+
+
+def _ready_with_copies(a, model: CostModel, ct, cw, cf, src, dw, ready, moving, eid=None):
+    """Per edge row (producer ``src``, consumer worker ``dw``): the earliest ready time over the
+    producer's executions, given ``ready`` from the task itself; with the transfer time that goes
+    with it (for the tolerance)."""
+    ready, moving = ready.copy(), moving.copy()
+    size = a.size if eid is None else a.size[eid]
+    for k in range(len(ct)):
+        rows = np.flatnonzero(src == ct[k])
+        if not len(rows):
+            continue
+        mv = model.transfer_idx(size[rows], cw[k], dw[rows])
+        alt = cf[k] + mv
+        better = alt < ready[rows]
+        ready[rows[better]] = alt[better]
+        moving[rows[better]] = mv[better]
+    return ready, moving
+
+
+def _core_overloads(a, cluster: Cluster, w, start, finish, tol, limit, tasks=None) -> list:
+    """Sweep each worker's start/end events; report instants where cores in use exceed its cores.
+    ``tasks``: the graph task of each row (default: row i is task i)."""
     busy = finish - start > tol
     if not busy.any():
         return []
     idx = np.flatnonzero(busy)
-    cores = a.cores[idx]
+    tasks = np.arange(len(w)) if tasks is None else tasks
+    cores = a.cores[tasks[idx]]
     wk = w[idx]
     # events: ends sort before starts at the same instant (within tolerance)
     t = np.concatenate([finish[idx] - tol[idx], start[idx]])
@@ -318,7 +405,7 @@ def _core_overloads(a, cluster: Cluster, w, start, finish, tol, limit) -> list:
         seen.add(j)
         i = int(task[order][k])
         out.append(f"worker {cluster.ids[j]!r} runs {int(used[k])} cores at once at t={start[i]:.9g} "
-                   f"(it has {int(cluster.cores[j])}), when task {a.ids[i]!r} starts")
+                   f"(it has {int(cluster.cores[j])}), when task {a.ids[tasks[i]]!r} starts")
         if len(out) >= limit:
             break
     return out

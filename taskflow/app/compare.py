@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..cluster import Cluster
 from ..graph import TaskGraph
-from ..policy import available, get_scheduler
+from ..policy import available, get_scheduler, scheduler_class
 
 __all__ = ["compare", "COMPARE_FIELDS", "table_text", "write_outputs"]
 
@@ -51,7 +51,9 @@ def compare(graphs, cluster: Cluster, schedulers=None, network: str = "maxmin", 
     from ..analysis import lower_bound
     from ..simulator import simulate
 
-    names = [get_scheduler(n).name for n in schedulers] if schedulers else available()
+    # by default every policy the simulator can carry out (not a plan with task copies)
+    names = [get_scheduler(n).name for n in schedulers] if schedulers else \
+        [n for n in available() if not scheduler_class(n).duplicates]
     rows = []
     for label, g in graphs:
         lb = lower_bound(g, cluster)

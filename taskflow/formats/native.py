@@ -218,22 +218,32 @@ def schedule_from_dict(doc: dict, source: str = "schedule") -> Schedule:
         A missing or bad field (named).
     """
     _check_format(doc, SCHEDULE_FORMAT, source)
-    rows = field(doc, "assignments", source, kind=list)
+    tasks, workers, start, finish = _assignment_columns(field(doc, "assignments", source, kind=list),
+                                                        f"{source}: assignments")
+    copies = list(zip(*_assignment_columns(doc["copies"], f"{source}: copies"))) if "copies" in doc else None
+    extra = {k: v for k, v in doc.items() if k not in ("format", "scheduler", "makespan", "assignments", "copies")}
+    return Schedule(tasks, workers, start, finish, scheduler=doc.get("scheduler", ""), extra=extra, copies=copies)
+
+
+def _assignment_columns(rows, where: str) -> tuple:
+    """``(tasks, workers, start, finish)`` of a list of assignment objects (a FormatError naming
+    the entry and field otherwise)."""
+    if not isinstance(rows, list):
+        raise FormatError(f"{where} must be a list, got {type(rows).__name__}")
     tasks, workers, start, finish = [], [], [], []
     for i, r in enumerate(rows):
-        where = f"{source}: assignments[{i}]"
-        tasks.append(field(r, "task", where, kind=_ID))
-        workers.append(field(r, "worker", where, kind=_ID))
+        at = f"{where}[{i}]"
+        tasks.append(field(r, "task", at, kind=_ID))
+        workers.append(field(r, "worker", at, kind=_ID))
         for col, key in ((start, "start"), (finish, "finish")):
-            v = field(r, key, where)
+            v = field(r, key, at)
             if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise FormatError(f"{where}: field {key!r} must be a number, got {v!r}"[:200])
+                raise FormatError(f"{at}: field {key!r} must be a number, got {v!r}"[:200])
             try:
                 col.append(float(v))
             except OverflowError:
-                raise FormatError(f"{where}: field {key!r} is too large for a number") from None
-    extra = {k: v for k, v in doc.items() if k not in ("format", "scheduler", "makespan", "assignments")}
-    return Schedule(tasks, workers, start, finish, scheduler=doc.get("scheduler", ""), extra=extra)
+                raise FormatError(f"{at}: field {key!r} is too large for a number") from None
+    return tasks, workers, start, finish
 
 
 def schedule_to_dict(schedule: Schedule) -> dict:

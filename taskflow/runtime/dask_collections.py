@@ -8,7 +8,7 @@ import uuid
 from ..cluster import Cluster
 from ..errors import TaskflowError
 from ..graph import TaskGraph
-from ..policy import get_scheduler
+from ..policy import get_scheduler, require_runnable
 from .calibrate import attach_addresses, cluster_from_dask
 from .plugin import cluster_payload, graph_payload
 from .report import report_from_stream
@@ -70,9 +70,7 @@ def compute(*collections, scheduler="heft", client=None, costs: dict | None = No
     from dask.core import flatten
 
     sch = get_scheduler(scheduler)
-    if sch.kind == "dynamic" and sch.name != "work-stealing":
-        raise TaskflowError(f"scheduler {sch.name!r} runs in the simulator only; on Dask use a static scheduler "
-                            f"or 'work-stealing' (Dask's own)")
+    require_runnable(sch, "dask")
     colls, repack = unpack_collections(*collections)
     if not colls:
         return (collections, None) if report else collections

@@ -55,7 +55,7 @@ from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
 from ..cluster import Cluster, Worker
 from ..errors import TaskflowError
 from ..graph import TaskGraph
-from ..policy import get_scheduler
+from ..policy import get_scheduler, require_runnable
 from .learn import last_compute, relative_speeds, speeds_on
 from .local import REUSE_ENV, trim_if_high
 
@@ -195,7 +195,8 @@ class TaskflowPlugin(SchedulerPlugin):
                                    "taskflow_use": self.handle_use, "taskflow_forget": self.handle_forget,
                                    "taskflow_dask_state": self.handle_dask_state})
         if self.default_policy:
-            get_scheduler(self.default_policy)  # an unknown name fails the scheduler's start, loudly
+            # an unknown name (or one Dask cannot carry out) fails the scheduler's start, loudly
+            require_runnable(get_scheduler(self.default_policy), "dask")
         _keep_planned_replicas(scheduler, self)
 
     def handle_use(self, client: str, policy: str | None = None, options: dict | None = None) -> dict:
@@ -214,6 +215,8 @@ class TaskflowPlugin(SchedulerPlugin):
             return {"status": "OK"}
         try:
             sch = get_scheduler(policy, **(options or {}))
+            if sch.kind == "static":
+                require_runnable(sch, "dask")
         except TaskflowError as e:
             return {"status": "error", "error": str(e)}
         if sch.kind != "static":
@@ -252,6 +255,8 @@ class TaskflowPlugin(SchedulerPlugin):
         """
         try:
             sch = get_scheduler(policy, **(options or {}))
+            if sch.kind == "static":
+                require_runnable(sch, "dask")
             g = graph_from_payload(graph)
         except TaskflowError as e:
             return {"status": "error", "error": str(e)}

@@ -32,7 +32,7 @@ import warnings
 from ..cluster import Cluster, Worker
 from ..errors import TaskflowError, TaskflowWarning
 from ..graph import TaskGraph, task_kind
-from ..policy import get_scheduler
+from ..policy import get_scheduler, require_runnable
 from ..schedule import Schedule
 from .calibrate import attach_addresses, cluster_from_dask
 from .calls import TaskFailed, ship_code
@@ -250,9 +250,7 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
     """
     sch = get_scheduler(scheduler, seed=seed)
     dynamic = sch.kind == "dynamic"
-    if dynamic and sch.name != "work-stealing":
-        raise TaskflowError(f"scheduler {sch.name!r} runs in the simulator only; on Dask use a static "
-                            f"scheduler or 'work-stealing' (Dask's own)")
+    require_runnable(sch, "dask")
     graph.validate()
     if not len(graph):
         raise TaskflowError(f"graph {graph.name!r} has no tasks: nothing to run")

@@ -8,7 +8,7 @@ import contextlib
 from typing import NamedTuple
 
 from ..errors import TaskflowError
-from ..policy import get_scheduler
+from ..policy import get_scheduler, require_runnable
 from .plugin import PLUGIN_NAME, TaskflowPlugin, TransferLog, worker_records
 
 __all__ = ["ensure_plugin", "call", "use", "Watchdog", "wait_for", "stream_index", "stream_since", "cancelled_error",
@@ -99,6 +99,7 @@ def use(client, policy: str | None = "heft", **options) -> None:
         if sch.kind != "static":
             raise TaskflowError(f"{sch.name!r} is a dynamic policy; inside Dask a static policy places tasks "
                                 f"(taskflow.use(client, None) gives Dask's own scheduling)")
+        require_runnable(sch, "dask")
     ensure_plugin(client)
     reply = call(client, "taskflow_use", client=client.id, policy=policy, options=options)
     if reply.get("status") != "OK":

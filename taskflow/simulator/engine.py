@@ -52,7 +52,7 @@ from ..cluster import Cluster
 from ..costs import CostModel
 from ..errors import TaskflowError
 from ..graph import TaskGraph
-from ..policy import available, get_scheduler
+from ..policy import available, get_scheduler, require_runnable, scheduler_class
 from ..trace import Run, Trace, Transfer, run_id
 from .events import EventKind
 from .decisions import Decisions
@@ -96,8 +96,13 @@ class Simulator(Decisions, Recovery):
         self.model = self.true if self.est_graph is graph else CostModel(self.est_graph, cluster)
         self.information = information
         if plan is not None and scheduler is None:
-            scheduler = plan.scheduler if plan.scheduler in available() else "heft"
+            scheduler = plan.scheduler if plan.scheduler in available() and not \
+                scheduler_class(plan.scheduler).duplicates else "heft"  # (re-plans after a loss)
+        if plan is not None and getattr(plan, "copies", None):
+            raise TaskflowError(f"the plan runs {len(plan.copies)} task copies (task duplication), and the "
+                                f"simulator runs each task once")
         self.scheduler = get_scheduler(scheduler, seed=seed, **(scheduler_options or {}))
+        require_runnable(self.scheduler, "simulator")
         self.dynamic = self.scheduler.kind == "dynamic"
         if plan_order not in ("strict", "ready"):
             raise TaskflowError(f"plan_order must be 'strict' or 'ready', got {plan_order!r}")
