@@ -172,3 +172,25 @@ def test_retained_memory_goes_back_above_half_the_limit(monkeypatch):
 @pytest.mark.skipif(not hasattr(local, "_libc") or local._libc() is None, reason="needs glibc")
 def test_glibc_is_found():
     assert hasattr(local._libc(), "malloc_trim")
+
+
+def _incoming_from(dask_worker):
+    return sorted({t["who"] for t in dask_worker.transfer_incoming_log})
+
+
+def test_warm_connections_makes_every_worker_fetch_from_every_other():
+    from taskflow.runtime.local import warm_connections
+
+    with local_cluster(3, 1) as lc, Client(lc) as c:
+        assert all(v == [] for v in c.run(_incoming_from).values())  # nothing has moved yet
+        assert warm_connections(c, nbytes=4096) == 6
+        got = c.run(_incoming_from)
+        for addr, sources in got.items():
+            assert sources == sorted(a for a in got if a != addr), addr
+        # nothing of it stays in the cluster's memory
+        deadline = time.monotonic() + 10
+        while c.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert c.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)) == 0
+    with local_cluster(1, 1) as lc, Client(lc) as c:
+        assert warm_connections(c) == 0  # one worker: no pair
