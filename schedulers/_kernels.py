@@ -555,9 +555,11 @@ def list_schedule_dup(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, 
     """List scheduling with critical-parent duplication. Tasks go in decreasing ``priority``; on
     each worker ``w`` the task's start is computed as usual, then up to ``max_copies`` times its
     *critical parent* (the input that arrives last on ``w``, when it does not run there) is copied
-    onto ``w``, into the earliest gap after that parent's own inputs can be there, as long as each
-    copy makes the task finish earlier. The task goes to the worker of the earliest finish (ties:
-    fewer copies, then the lower worker); the copies that got it there are kept.
+    onto ``w``, into the earliest gap after that parent's own inputs can be there: the candidate
+    keeps the copies up to the last one that made the task finish earlier (a copy that changes
+    nothing lets the next critical parent be tried; one that delays the task ends it). The task
+    goes to the worker of the earliest finish (ties: fewer copies, then the lower worker); the
+    copies that got it there are kept.
 
     Returns ``(worker, start, finish, copy_task, copy_worker, copy_start, copy_finish)``."""
     n, W = durations.shape
