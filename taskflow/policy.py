@@ -53,7 +53,7 @@ class Scheduler:
     summary = ""
     #: whether its plans may run a task more than once (``Schedule.copies``): such plans are
     #: validated and written like any other, but neither the simulator nor the Dask runtime
-    #: carries them out (see :func:`runnable`)
+    #: carries them out (see :func:`require_runnable`)
     duplicates = False
 
     def __init__(self, seed: int | None = None, **options):
