@@ -194,3 +194,26 @@ def test_warm_connections_makes_every_worker_fetch_from_every_other():
         assert c.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)) == 0
     with local_cluster(1, 1) as lc, Client(lc) as c:
         assert warm_connections(c) == 0  # one worker: no pair
+
+
+def test_warm_heaps_grows_each_reusing_worker_heap_and_keeps_it():
+    from distributed import LocalCluster
+
+    from taskflow.runtime.local import HEAP_SHARE, warm_heaps
+
+    limit = 800e6  # a quarter of it is what a worker keeps for reuse
+    with local_cluster(2, 1, memory_limit=limit) as lc, Client(lc) as c:
+        before = c.run(_rss)
+        grown = warm_heaps(c)
+        after = c.run(_rss)
+        want = int(int(limit / 4) * HEAP_SHARE)
+        assert grown == {a: want for a in before}
+        for a in before:  # freed, but the heap holds on to it: the pages stay the worker's
+            assert after[a] - before[a] > 0.8 * want, (a, before[a], after[a])
+    # a cluster taskflow did not start (no memory reuse) is left as it is
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+            Client(lc) as c:
+        before = c.run(_rss)
+        assert set(warm_heaps(c).values()) == {0}
+        after = c.run(_rss)
+        assert all(after[a] - before[a] < 20e6 for a in before)

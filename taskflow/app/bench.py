@@ -150,7 +150,7 @@ def run_real(suite: str = "quick", out="taskflow-out/bench", scheduler_names=Non
     from ..cluster import Cluster, Worker
     from ..runtime import run
     from ..runtime.dask_graph import emulated_sizes
-    from ..runtime.local import local_cluster, warm_connections
+    from ..runtime.local import local_cluster, warm_cluster
     from ..simulator import simulate
 
     names = [n for n in (scheduler_names or REAL_SCHEDULERS)
@@ -179,7 +179,7 @@ def run_real(suite: str = "quick", out="taskflow-out/bench", scheduler_names=Non
     t0 = time.perf_counter()
     with local_cluster(len(REAL_SPEEDS), 1, work_stealing=True) as lc, Client(lc) as client, \
             open(path, "a", newline="") as f:
-        warm_connections(client)
+        warm_cluster(client)
         writer = csv.DictWriter(f, fieldnames=REAL_FIELDS)
         if new_file:
             writer.writeheader()

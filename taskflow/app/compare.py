@@ -83,7 +83,7 @@ def _on_dask(graphs, cluster: Cluster, rows, progress, dashboard=False) -> None:
 
     from ..errors import TaskflowWarning
     from ..runtime import run
-    from ..runtime.local import local_cluster, warm_connections
+    from ..runtime.local import local_cluster, warm_cluster
     from ..runtime.runner import dashboard_address, say_dashboard
 
     model = Cluster([w.__class__(str(k), w.speed, w.cores) for k, w in enumerate(cluster.workers)],
@@ -92,7 +92,7 @@ def _on_dask(graphs, cluster: Cluster, rows, progress, dashboard=False) -> None:
                        work_stealing=True) as lc, Client(lc) as client:
         if dashboard:
             say_dashboard(client)
-        warm_connections(client)
+        warm_cluster(client)
         for label, g in graphs:
             if g.executable:
                 scale = 1.0

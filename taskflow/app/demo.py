@@ -32,7 +32,7 @@ def main(out="taskflow-out", iterations: int = 10, workers: int = 2, bench: bool
     from workflows.training import data_parallel
 
     from ..runtime import cluster_from_dask, run
-    from ..runtime.local import local_cluster, warm_connections
+    from ..runtime.local import local_cluster, warm_cluster
     from ..runtime.runner import dashboard_address, say_dashboard
     from .bench import run_suite
     from .plot import gantt_compare
@@ -47,7 +47,7 @@ def main(out="taskflow-out", iterations: int = 10, workers: int = 2, bench: bool
     with local_cluster(workers, 1, dashboard_address(dashboard)) as lc, Client(lc) as client:
         if dashboard:
             say_dashboard(client)
-        warm_connections(client)
+        warm_cluster(client)
         model = cluster_from_dask(client, calibrate=True)  # speeds, network and Dask's per-task overhead
         print(f"cluster model (measured): speeds {[round(w.speed, 2) for w in model.workers]}, "
               f"{model.bandwidth / 1e9:.2f} GB/s, latency {model.latency * 1e3:.1f} ms, "

@@ -38,7 +38,7 @@ from .calibrate import attach_addresses, cluster_from_dask
 from .calls import TaskFailed, ship_code
 from .dask_graph import dask_graph, dask_priorities, keys_for
 from .learn import CostProfile
-from .local import local_cluster, warm_connections
+from .local import local_cluster, warm_cluster
 from .plugin import cluster_payload, graph_payload
 from .report import RunReport, report_from_stream
 from .session import (Watchdog, call, close_quietly, ensure_plugin, frozen_heap, gather, stream_index, stream_since,
@@ -193,7 +193,7 @@ def connect(client, address, scheduler_file, workers, threads_per_worker, work_s
     where = dashboard_address(dashboard)
     lc = local_cluster(workers, threads_per_worker, where, work_stealing=bool(work_stealing))
     c = Client(lc)
-    warm_connections(c)
+    warm_cluster(c)
     return c, [c, lc]
 
 
