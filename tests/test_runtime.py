@@ -9,7 +9,7 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client, LocalCluster, SchedulerPlugin
 
 import taskflow
 from taskflow import Cluster, TaskFailed, Worker, compute, run
@@ -571,3 +571,59 @@ def test_dask_sees_each_task_by_its_kind(client):
     learned = client.run_on_scheduler(
         lambda dask_scheduler: dask_scheduler.task_prefixes["work"].duration_average)
     assert 0.15 < learned < 1.0
+
+
+def _chains(k: int = 8) -> taskflow.TaskGraph:
+    """``k`` roots, root ``i`` heading a chain of ``i`` more tasks: HEFT starts the roots in the
+    reverse of their names (the longest chain first)."""
+    g = taskflow.TaskGraph("chains")
+    for i in range(k):
+        prev = f"r{i}"
+        g.add_task(prev, cost=0.05, output_size=1000)
+        for j in range(i):
+            g.add_task(f"c{i}_{j}", cost=0.05, output_size=1000)
+            g.add_edge(prev, f"c{i}_{j}")
+            prev = f"c{i}_{j}"
+    return g
+
+
+
+class _SentOrder(SchedulerPlugin):
+    """Records, in order, each task Dask's scheduler sends to a worker."""
+
+    name = "test-sent-order"
+
+    def __init__(self):
+        self.sent = []
+
+    def start(self, scheduler):
+        self.scheduler = scheduler
+
+    def transition(self, key, start, finish, *args, **kwargs):
+        if finish == "processing":
+            self.sent.append((key, self.scheduler.tasks[key].processing_on.name))
+
+
+def _task_of_key(key: str) -> str:
+    return key.split("-", 1)[1].split("~")[0]  # "<kind>-<task id>~<run>.<submission>"
+
+
+def test_dask_sends_each_worker_its_roots_in_the_plan_order(client):
+    """A worker that is given several ready tasks at once starts the first to arrive, so the roots
+    must be sent in the plan's order (Dask orders a graph's first transitions by the priorities it
+    arrives with; the plugin's own come too late for that)."""
+    g = _chains()
+    model = Cluster([Worker("0"), Worker("1")], bandwidth=1e9)
+    client.register_plugin(_SentOrder())
+    try:
+        rep = run(g, "heft", client=client, cluster=model, quiet=True)
+        sent = client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.plugins[_SentOrder.name].sent)
+    finally:
+        client.unregister_scheduler_plugin(_SentOrder.name)
+    planned = {t: (str(w), s) for t, w, s in zip(rep.plan.tasks, rep.plan.workers, rep.plan.start)}
+    roots = [f"r{i}" for i in range(8)]
+    for w in ("0", "1"):
+        want = sorted((t for t in roots if planned[t][0] == w), key=lambda t: planned[t][1])
+        got = [t for t in (_task_of_key(k) for k, _ in sent) if t in want]
+        assert len(want) >= 3 and got == want, (w, got, want)
+

@@ -59,7 +59,7 @@ from ..policy import get_scheduler, require_runnable
 from .learn import last_compute, relative_speeds, speeds_on
 from .local import REUSE_ENV, trim_if_high
 
-__all__ = ["TaskflowPlugin", "TransferLog", "IncomingRates", "RATES_METRIC", "TRIM_CALLBACK", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "dask_state", "graph_payload",
+__all__ = ["TaskflowPlugin", "TransferLog", "IncomingRates", "RATES_METRIC", "TRIM_CALLBACK", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "dask_state", "graph_payload", "plan_priorities",
            "graph_from_payload", "cluster_payload", "worker_records", "PREFETCH_BYTES"]
 
 logger = logging.getLogger("taskflow.runtime")
@@ -105,6 +105,21 @@ class _Run:
         # costs come from Dask's measurements: worker speeds too, from the durations the plugin saw
         self.learned = estimate or owned
         self.predicted: float | None = None  # the makespan the first plan of all its tasks predicts
+
+
+def plan_priorities(plan) -> dict:
+    """Task -> its priority under ``plan`` (higher runs first): the plan's tasks ranked by planned
+    start, then finish; the first gets ``len(plan)``. The plugin sets these inside the scheduler, and
+    :func:`taskflow.run` sends the same with the graph, so that Dask hands each worker its tasks in
+    the plan's order from the start (see :class:`TaskflowPlugin`).
+
+    Parameters
+    ----------
+    plan : Schedule
+    """
+    order = sorted(range(len(plan)), key=lambda k: (plan.start[k], plan.finish[k]))
+    n = len(plan)
+    return {plan.tasks[k]: n - rank for rank, k in enumerate(order)}
 
 
 def graph_payload(graph: TaskGraph, key_of: dict) -> dict:
@@ -527,12 +542,9 @@ class TaskflowPlugin(SchedulerPlugin):
             r.error = f"{r.policy.name} could not plan the run on workers {cluster.ids}: {type(e).__name__}: {e}"
             logger.error("taskflow: %s", r.error)
             return None
-        order = sorted(range(len(plan)), key=lambda k: (plan.start[k], plan.finish[k]))
-        n = len(plan)
-        for rank, k in enumerate(order):
-            key = plan.tasks[k]
-            r.plan[key] = plan.workers[k]
-            r.prio[key] = n - rank
+        r.prio.update(plan_priorities(plan))
+        for key, w in zip(plan.tasks, plan.workers):
+            r.plan[key] = w
         r.addr = {w.id: w.address for w in cluster.workers}
         r.error = None
         if len(todo) == len(r.graph) and r.predicted is None:
