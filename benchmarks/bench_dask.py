@@ -49,6 +49,7 @@ from taskflow.runtime import cluster_from_dask  # noqa: E402
 from taskflow.runtime.dask_graph import keys_for  # noqa: E402
 from taskflow.runtime.local import local_cluster  # noqa: E402
 from taskflow.runtime.session import frozen_heap  # noqa: E402
+from taskflow.runtime.calibrate import workers_info  # noqa: E402
 from workflows.scientific import random_layered  # noqa: E402
 
 
@@ -87,7 +88,7 @@ def dasks_placement(dsk, workers) -> dict:
 
     with _fresh_cluster(workers) as lc, Client(lc) as c:
         c.get({"warm": (noop,)}, ["warm"])
-        name = {a: str(w["name"]) for a, w in c.scheduler_info()["workers"].items()}
+        name = {a: str(w["name"]) for a, w in workers_info(c).items()}
         with get_task_stream(client=c) as ts:
             c.get(dict(dsk), list(dsk))
     return {r["key"]: name[r["worker"]] for r in ts.data if r["key"] in dsk}
@@ -116,7 +117,7 @@ def overhead(n, workers, repeat):
         assert len(rep.results) == n
 
     def pinned(c):
-        addr = {str(w["name"]): a for a, w in c.scheduler_info()["workers"].items()}
+        addr = {str(w["name"]): a for a, w in workers_info(c).items()}
         with dask.annotate(workers=lambda k: [addr[where[k]]], allow_other_workers=False):
             c.get(dict(dsk), keys)
 
@@ -252,7 +253,7 @@ def array_workload(repeat, n=4000, chunk=1000, workers=2, slow=0.25):
     expected = work.compute(scheduler="sync")
     out = {"heft": [], "dask": []}
     with local_cluster(workers, 1, work_stealing=True) as lc, Client(lc) as c:
-        info = c.scheduler_info()["workers"]
+        info = workers_info(c)
         pids = {str(info[a]["name"]): pid for a, pid in c.run(os.getpid).items()}
         names = sorted(pids)
         with CpuLimits({pids[nm]: slow for nm in names[1:]}):

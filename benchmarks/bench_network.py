@@ -49,6 +49,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from taskflow import TaskGraph  # noqa: E402
+from taskflow.runtime.calibrate import workers_info  # noqa: E402
 
 SCHEDULERS = ("heft", "cpop", "blevel", "heft-contention", "work-stealing")
 WORKFLOWS = ("comm-heavy", "montage", "dp-ring", "dp-ps")
@@ -106,7 +107,7 @@ def inside(config: dict) -> None:
 
     graphs = {k: v for k, v in workflows(config["target"]).items() if k in config["workflows"]}
     with dask.config.set({"distributed.scheduler.work-stealing": True}), Client(timeout="30s") as client:
-        names = sorted(w["name"] for w in client.scheduler_info()["workers"].values())
+        names = sorted(w["name"] for w in workers_info(client).values())
         t0 = time.perf_counter()
         model = cluster_from_dask(client, calibrate=True, pairs=True, speeds={n: 1.0 for n in names})
         pairs = {a: {b: round(model.bandwidth_between(a, b) * 8 / 1e6, 1) for b in model.ids if b != a}

@@ -7,6 +7,7 @@ import pytest
 
 from taskflow import Cluster, TaskGraph, Worker, simulate
 from taskflow.policy import DynamicScheduler
+from taskflow.runtime.calibrate import workers_info
 from taskflow.runtime.dask_graph import dask_priorities
 
 NO_STEAL = {"steal_interval": None}
@@ -233,7 +234,7 @@ def test_the_prediction_of_dasks_own_scheduling_follows_where_dask_puts_a_lone_r
     roots = []
     for _ in range(2):
         state = call(client, "taskflow_dask_state", prefixes=["c"])
-        assert set(state["workers"]) == set(client.scheduler_info(n_workers=-1)["workers"])
+        assert set(state["workers"]) == set(workers_info(client))
         rep = run(g, "work-stealing", client=client, cluster=model, time_scale=0.2, quiet=True, timeout=60)
         by_address = {w.address: str(w.id) for w in rep.cluster.workers}
         root = workers_of(rep.trace)["c0"]

@@ -12,6 +12,7 @@ import pytest
 from distributed import Client, LocalCluster
 
 from taskflow.runtime import local
+from taskflow.runtime.calibrate import workers_info
 from taskflow.runtime.local import MMAP_THRESHOLD, REUSE_ENV, local_cluster, trim_if_high, worker_environ
 from taskflow.runtime.plugin import TRIM_CALLBACK
 from taskflow.runtime.session import ensure_plugin
@@ -108,7 +109,7 @@ def _received_faults(c, n=20_000_000, k=8) -> list:
     """Page faults on the receiving worker per round of moving ``k`` outputs of ``n`` bytes."""
     from distributed import wait
 
-    a, b = sorted(c.scheduler_info()["workers"])
+    a, b = sorted(workers_info(c))
     out = []
     for _ in range(3):
         made = [c.submit(_make, i, n, workers=[a], pure=False) for i in range(k)]
@@ -217,3 +218,15 @@ def test_warm_heaps_grows_each_reusing_worker_heap_and_keeps_it():
         assert set(warm_heaps(c).values()) == {0}
         after = c.run(_rss)
         assert all(after[a] - before[a] < 20e6 for a in before)
+
+
+def test_workers_info_is_never_the_clients_refreshed_cache():
+    """The client refreshes its cached scheduler info on a timer, asking for no workers; a list of
+    workers read from that cache is sometimes empty. Made frequent here (a 1 ms timer)."""
+    import dask
+
+    with dask.config.set({"distributed.client.scheduler-info-interval": "1ms"}):
+        with local_cluster(2, 1) as lc, Client(lc) as c:
+            c.wait_for_workers(2)
+            seen = [len(workers_info(c)) for _ in range(300)]
+    assert seen == [2] * 300

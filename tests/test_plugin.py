@@ -15,6 +15,7 @@ from distributed import Client, LocalCluster, get_task_stream
 import taskflow
 from taskflow import TaskflowError, TaskGraph, compute, run
 from taskflow.runtime import runner
+from taskflow.runtime.calibrate import workers_info
 from taskflow.runtime.plugin import TaskflowPlugin
 
 from . import runtime_graphs as rg
@@ -40,7 +41,7 @@ def when_busy(client, names, action, timeout=30.0):
     def watch():
         t0 = time.time()
         while time.time() - t0 < timeout:
-            info = client.scheduler_info()["workers"]
+            info = workers_info(client)
             busy = {str(w["name"]) for a, w in info.items() if client.processing(a).get(a)}
             if busy and set(names) <= busy:
                 break
@@ -80,7 +81,7 @@ def test_a_worker_lost_between_planning_and_submission_is_replanned(loopback3, m
         victim["name"] = name
         loopback3.kill_worker(name)
         t0 = time.time()
-        while name in {str(w["name"]) for w in self.client.scheduler_info()["workers"].values()}:
+        while name in {str(w["name"]) for w in workers_info(self.client).values()}:
             assert time.time() - t0 < 30, "the scheduler did not notice the loss"
             time.sleep(0.05)
         return plan
@@ -254,7 +255,7 @@ def test_computing_one_collection_again_reports_and_learns_only_that_run(client)
         assert np.allclose(got[0], expected)
         assert all(0 <= r.start <= r.finish <= wall for r in rep.trace.runs)
         busy = sum(r.finish - r.start for r in rep.trace.runs)
-        assert busy <= wall * len(client.scheduler_info()["workers"])
+        assert busy <= wall * len(workers_info(client))
         reports.append(rep)
     assert len({len(r.trace.runs) for r in reports}) == 1
 
@@ -344,7 +345,7 @@ def test_compute_learns_the_rates_workers_receive_at_and_predicts(client):
     x = da.random.RandomState(5).random((2000, 2000), chunks=500)  # 2 MB chunks
     work = (x @ x.T).sum(axis=0)
     compute(work, scheduler="round-robin", client=client)
-    names = sorted(str(w["name"]) for w in client.scheduler_info()["workers"].values())
+    names = sorted(str(w["name"]) for w in workers_info(client).values())
 
     def learned(dask_scheduler):
         return dask_scheduler.plugins["taskflow"].learned_bandwidths()
@@ -766,7 +767,7 @@ def _learns_speeds(client):
     from taskflow.runtime.session import call, ensure_plugin
 
     ensure_plugin(client)
-    addrs = {str(w["name"]): a for a, w in client.scheduler_info()["workers"].items()}
+    addrs = {str(w["name"]): a for a, w in workers_info(client).items()}
     futs = [client.submit(_slow_on_worker_0, i, workers=[addrs[str(i % 2)]], pure=False) for i in range(12)]
     assert client.gather(futs) == list(range(12))
     speeds = call(client, "taskflow_status")["learned_speeds"]

@@ -627,3 +627,38 @@ def test_dask_sends_each_worker_its_roots_in_the_plan_order(client):
         got = [t for t in (_task_of_key(k) for k, _ in sent) if t in want]
         assert len(want) >= 3 and got == want, (w, got, want)
 
+
+
+def test_each_worker_runs_its_roots_in_the_plan_order_however_the_graph_came(client, monkeypatch):
+    """Without the plan's priorities on the graph (as for ``taskflow.compute`` and ``taskflow.use``,
+    planned only once the graph is in the scheduler), the plugin still sends each worker its planned
+    tasks in priority order, so the first root a worker starts is its plan's first."""
+    import contextlib
+
+    import taskflow.runtime.runner as runner
+
+    monkeypatch.setattr(runner, "submit_order", lambda plan, key_of: contextlib.nullcontext())
+    g = _chains()
+    model = Cluster([Worker("0"), Worker("1")], bandwidth=1e9)
+    rep = run(g, "heft", client=client, cluster=model, quiet=True)
+    planned = {t: (str(w), s) for t, w, s in zip(rep.plan.tasks, rep.plan.workers, rep.plan.start)}
+    ran = {r.task: (str(r.worker), r.start) for r in rep.trace.runs}
+    roots = [f"r{i}" for i in range(8)]
+    for w in ("0", "1"):
+        want = sorted((t for t in roots if planned[t][0] == w), key=lambda t: planned[t][1])
+        got = sorted((t for t in roots if ran[t][0] == w), key=lambda t: ran[t][1])
+        assert len(want) >= 3 and got == want, (w, got, want)
+
+
+def test_plan_first_orders_planned_compute_tasks_only():
+    from taskflow.runtime.plugin import plan_first
+
+    msgs = [{"op": "compute-task", "key": "a", "priority": (-1, 0)},
+            {"op": "free-keys", "keys": ["z"]},
+            {"op": "compute-task", "key": "dask-own", "priority": (-9, 0)},
+            {"op": "compute-task", "key": "b", "priority": (-5, 0)},
+            {"op": "compute-task", "key": "c", "priority": (-3, 0)}]
+    out = plan_first(msgs, {"a", "b", "c"})
+    assert [m.get("key") for m in out] == ["b", None, "dask-own", "c", "a"]
+    one = [{"op": "compute-task", "key": "a", "priority": (-1, 0)}]
+    assert plan_first(one, {"a"}) == [{"op": "compute-task", "key": "a", "priority": (-1, 0)}]

@@ -227,11 +227,14 @@ WORKER_WAIT = 60.0
 
 def _all_workers_back(client, n: int) -> None:
     """Wait (at most :data:`WORKER_WAIT` s) until the cluster has its ``n`` workers again: a worker
-    the nanny restarted between two runs comes back under its name. (Once, in a suite run, all four
-    workers were gone between two runs, and the next run failed at once.)"""
+    the nanny restarted between two runs comes back under its name. (Twice a suite run stopped
+    because all four workers seemed gone between two runs: the client's cached list of workers,
+    read in a race with the client's own refresh; see :func:`taskflow.runtime.calibrate.workers_info`.)"""
     try:
         client.wait_for_workers(n, timeout=WORKER_WAIT)
     except TimeoutError as exc:  # asyncio's and distributed's timeouts are TimeoutError
-        have = len(client.scheduler_info(n_workers=-1)["workers"])
+        from ..runtime.calibrate import workers_info
+
+        have = len(workers_info(client))
         raise TaskflowError(f"the embedded cluster has {have} of its {n} workers after waiting "
                             f"{WORKER_WAIT:.0f} s for the lost ones to come back") from exc

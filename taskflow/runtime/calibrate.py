@@ -21,14 +21,19 @@ __all__ = ["measure_pairs", "discover_racks", "cluster_from_dask", "attach_addre
 
 
 def workers_info(client) -> dict:
-    """Dask's description of every worker of ``client``'s cluster, by address.
+    """Dask's description of every worker of ``client``'s cluster, by address, asked of the
+    scheduler each time. ``client.scheduler_info()`` returns the client's cached copy, which the
+    client's own refresh (every 2 s, asking for no workers) can overwrite between the call's fetch
+    and its return: a run then saw a cluster without workers ("cluster model names worker '0' but
+    Dask has []", twice in suite runs on a loaded machine).
 
     Parameters
     ----------
     client : distributed.Client
     """
-    return client.scheduler_info(n_workers=-1)["workers"] if _takes_n_workers(client) else \
-        client.scheduler_info()["workers"]
+    if _takes_n_workers(client):
+        return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
+    return client.sync(client.scheduler.identity)["workers"]
 
 
 def _takes_n_workers(client) -> bool:

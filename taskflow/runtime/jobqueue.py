@@ -19,6 +19,7 @@ import subprocess
 import time
 
 from ..errors import TaskflowError
+from .calibrate import workers_info
 
 __all__ = ["start_jobqueue", "job_ids", "KINDS", "JOB_WAIT"]
 
@@ -88,9 +89,9 @@ def start_jobqueue(kind: str, jobs: int, cores: int = 1, memory: str = "2GB", wa
         _submit(cluster, jobs, kind, submissions)
         client = Client(cluster)
         deadline = time.monotonic() + wait
-        while len(client.scheduler_info()["workers"]) < jobs and time.monotonic() < deadline:
+        while len(workers_info(client)) < jobs and time.monotonic() < deadline:
             time.sleep(0.2)
-        have = len(client.scheduler_info()["workers"])
+        have = len(workers_info(client))
         if have < jobs:
             ids = [getattr(j, "job_id", None) for j in cluster.workers.values()]
             raise TaskflowError(f"only {have} of {jobs} {kind.upper()} jobs ran a worker within {wait:g} s; "

@@ -125,7 +125,9 @@ def warm_connections(client, nbytes: int = 1024, timeout: float = WARM_TIMEOUT) 
     """
     from distributed import wait
 
-    addrs = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    from .calibrate import workers_info
+
+    addrs = sorted(workers_info(client))
     if len(addrs) < 2:
         return 0
     made = {a: client.submit(_warm_bytes, nbytes, workers=[a], allow_other_workers=False, pure=False)

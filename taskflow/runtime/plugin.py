@@ -59,7 +59,7 @@ from ..policy import get_scheduler, require_runnable
 from .learn import last_compute, relative_speeds, speeds_on
 from .local import REUSE_ENV, trim_if_high
 
-__all__ = ["TaskflowPlugin", "TransferLog", "IncomingRates", "RATES_METRIC", "TRIM_CALLBACK", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "dask_state", "graph_payload", "plan_priorities",
+__all__ = ["TaskflowPlugin", "TransferLog", "IncomingRates", "RATES_METRIC", "TRIM_CALLBACK", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "dask_state", "graph_payload", "plan_priorities", "plan_first",
            "graph_from_payload", "cluster_payload", "worker_records", "PREFETCH_BYTES"]
 
 logger = logging.getLogger("taskflow.runtime")
@@ -213,6 +213,7 @@ class TaskflowPlugin(SchedulerPlugin):
             # an unknown name (or one Dask cannot carry out) fails the scheduler's start, loudly
             require_runnable(get_scheduler(self.default_policy), "dask")
         _keep_planned_replicas(scheduler, self)
+        _send_planned_in_order(scheduler, self)
 
     def handle_use(self, client: str, policy: str | None = None, options: dict | None = None) -> dict:
         """Place every graph ``client`` submits from now on with ``policy`` (None: stop).
@@ -625,6 +626,45 @@ class TaskflowPlugin(SchedulerPlugin):
         speeds = r.cluster.get("speeds", {})
         return [{"name": str(ws.name), "address": ws.address, "cores": int(ws.nthreads),
                  "speed": speeds.get(str(ws.name), 1.0)} for ws in self.scheduler.workers.values()]
+
+
+def plan_first(msgs: list, planned) -> list:
+    """``msgs`` with the ``compute-task`` messages of planned tasks in priority order, each in one
+    of their places; every other message keeps its place.
+
+    Parameters
+    ----------
+    msgs : list of dict
+        One worker's messages of one scheduler event; changed in place and returned.
+    planned : container
+        The keys of planned tasks.
+    """
+    where = [i for i, m in enumerate(msgs) if m.get("op") == "compute-task" and m.get("key") in planned]
+    if len(where) > 1:
+        ordered = sorted((msgs[i] for i in where), key=lambda m: m["priority"])
+        for i, m in zip(where, ordered):
+            msgs[i] = m
+    return msgs
+
+
+def _send_planned_in_order(scheduler, plugin: TaskflowPlugin) -> None:
+    """A worker given several ready tasks at once starts the first to arrive, and only then
+    follows priorities; Dask sends a graph's first ready tasks in the order of the priorities the
+    graph arrived with, before the plugin set the plan's (on a graph of chains, each worker got its
+    roots in the reverse of the plan's order). The scheduler's ``send_all`` (every message a
+    scheduler event sends) now sends each worker its planned tasks in priority order
+    (:func:`plan_first`), whichever way the graph was submitted (``run``, ``compute``, ``use``).
+    Tasks of Dask's own scheduling are sent as Dask sends them."""
+    send_all = scheduler.send_all
+
+    def send_planned_in_order(client_msgs, worker_msgs):
+        planned = plugin.key_run
+        if planned:
+            for msgs in worker_msgs.values():
+                plan_first(msgs, planned)
+        return send_all(client_msgs, worker_msgs)
+
+    scheduler.send_all = send_planned_in_order
 
 
 def _keep_planned_replicas(scheduler, plugin: TaskflowPlugin) -> None:
