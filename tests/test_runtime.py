@@ -587,9 +587,9 @@ def _chains(k: int = 8) -> taskflow.TaskGraph:
     return g
 
 
-
 class _SentOrder(SchedulerPlugin):
-    """Records, in order, each task Dask's scheduler sends to a worker."""
+    """Records, in order, each task Dask's scheduler decides to send to a worker (its transitions to
+    ``processing``, in the order Dask makes the messages, before the plugin reorders a batch)."""
 
     name = "test-sent-order"
 
@@ -626,7 +626,6 @@ def test_dask_sends_each_worker_its_roots_in_the_plan_order(client):
         want = sorted((t for t in roots if planned[t][0] == w), key=lambda t: planned[t][1])
         got = [t for t in (_task_of_key(k) for k, _ in sent) if t in want]
         assert len(want) >= 3 and got == want, (w, got, want)
-
 
 
 def test_each_worker_runs_its_roots_in_the_plan_order_however_the_graph_came(client, monkeypatch):

@@ -655,13 +655,18 @@ def _send_planned_in_order(scheduler, plugin: TaskflowPlugin) -> None:
     scheduler event sends) now sends each worker its planned tasks in priority order
     (:func:`plan_first`), whichever way the graph was submitted (``run``, ``compute``, ``use``).
     Tasks of Dask's own scheduling are sent as Dask sends them."""
-    send_all = scheduler.send_all
+    # Dask's own send_all, kept once: a plugin registered again wraps it, not the earlier wrapper
+    send_all = scheduler.__dict__.get("_taskflow_send_all") or scheduler.send_all
+    scheduler._taskflow_send_all = send_all
 
     def send_planned_in_order(client_msgs, worker_msgs):
         planned = plugin.key_run
         if planned:
             for msgs in worker_msgs.values():
-                plan_first(msgs, planned)
+                try:
+                    plan_first(msgs, planned)
+                except Exception:  # noqa: BLE001 - an order we cannot make never stops Dask's messages
+                    logger.exception("taskflow: could not order the tasks sent to a worker")
         return send_all(client_msgs, worker_msgs)
 
     scheduler.send_all = send_planned_in_order
