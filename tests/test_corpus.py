@@ -319,7 +319,8 @@ def test_a_hostile_plan_given_to_simulate_is_one_error_line_or_simulated(capsys,
 def _profile_cases():
     doc = {"format": "taskflow-cost-profile", "version": 1, "runs": 1, "task_overhead": 0.001, "latency": 0.002,
            "backplane": 1e9, "dask_placement": {"t1": ["0", 0.0]}, "speeds": {"0": 1.0, "1": 2.0},
-           "bandwidth": {"0": {"1": 1e8}}, "prefixes": {"t": {"0": 1.0}}, "tasks": {"t1": {"0": 1.0}}}
+           "bandwidth": {"0": {"1": 1e8}}, "prefixes": {"t": {"0": 1.0}}, "tasks": {"t1": {"0": 1.0}},
+           "models": {"t": {"fixed": 0.01, "unit": {"0": 1.0, "1": 0.5}, "r2": 0.9}}}
     return json_cases(json.dumps(doc), 80, 8) + field_cases(json.dumps(doc))
 
 

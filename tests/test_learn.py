@@ -1,5 +1,6 @@
 """Learning costs from measurements, without a cluster: speeds, the network, Dask's own placement."""
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -161,3 +162,75 @@ def test_the_dispatch_overhead_is_the_mean_gap_because_gaps_add_up_along_a_chain
     c = Cluster([Worker("w")], task_overhead=overhead)
     lost = simulate(g, c, "heft", network="simple").makespan - 21 * 0.1
     assert lost == pytest.approx(sum(gaps), rel=0.06)  # 21 overheads for 20 gaps
+
+
+def _affine_runs(graph, speeds, placement, fixed, spikes=None):
+    """Runs taking ``fixed`` + cost / speed (+ a spike for some tasks), one after another per worker."""
+    clock, out = {}, []
+    for t, w in placement.items():
+        d = fixed + graph.task(t).cost / speeds[w] + (spikes or {}).get(t, 0.0)
+        s = clock.get(w, 0.0)
+        out.append(Run(t, t, w, s, s + d))
+        clock[w] = s + d
+    return out
+
+
+def test_a_moved_task_keeps_its_fixed_part_and_one_noisy_sample_does_not_decide_its_cost(tmp_path):
+    """Durations are 0.05 s + cost / speed. Planned from the profile: a task moved from the slow
+    worker to the 4x faster one takes 0.05 + cost / 4 there, where scaling its whole duration by
+    the learned speeds misses both small and big tasks. When one task's run took 0.3 s longer at
+    random, it is planned near its true duration, not at its sample."""
+    g = TaskGraph("affine")
+    for k in range(1, 25):
+        g.add_task(f"w{k}", cost=0.05 * k)
+    c = Cluster([Worker("slow", 1.0), Worker("fast", 4.0)])
+    speeds = {"slow": 1.0, "fast": 4.0}
+    place = {f"w{k}": "slow" if k % 2 else "fast" for k in range(1, 25)}
+
+    def learn(spikes):
+        runs = _affine_runs(g, speeds, place, 0.05, spikes)
+        return CostProfile.learn(g, SimpleNamespace(trace=Trace(runs, []), time_scale=1.0, plan=None))
+
+    prof = learn({})
+    m = prof.models["w"]
+    assert m["fixed"] == pytest.approx(0.05) and m["r2"] == pytest.approx(1.0)
+    assert m["unit"] == {"slow": pytest.approx(1.0), "fast": pytest.approx(0.25)}
+    g2, _ = prof.apply(g, c)
+    whole, _ = replace(prof, models={}).apply(g, c)  # the profile without its model
+    learned_fast = speeds_on(speeds, prof.speeds)["fast"]
+    for t in ("w1", "w23"):  # ran on the slow worker
+        true = 0.05 + g.task(t).cost / 4
+        assert prof.tasks[t]["slow"] == pytest.approx(0.05 + g.task(t).cost)
+        assert g2.task(t).costs["fast"] == pytest.approx(true)
+        assert abs(whole.task(t).cost / learned_fast - true) > 0.02  # 0.034 s and 0.362 s
+    # w12 took 0.05 + 0.15 + 0.3 s once: planned near its true 0.2 s
+    noisy = learn({"w12": 0.3})
+    assert noisy.tasks["w12"]["fast"] == pytest.approx(0.5)
+    assert noisy.apply(g, c)[0].task("w12").costs["fast"] == pytest.approx(0.2, abs=0.05)
+    # kept in the file, and merged
+    noisy.save(tmp_path / "p.json")
+    back = CostProfile.load(tmp_path / "p.json")
+    assert back.models == noisy.models
+    both = prof.merge(back)
+    assert both.runs == 2
+    assert both.models["w"]["fixed"] == pytest.approx((0.05 + noisy.models["w"]["fixed"]) / 2)
+
+
+def test_durations_the_declared_costs_do_not_explain_keep_each_task_s_own_sample():
+    """Declared costs all alike (guesses), or unrelated to the durations: no model; each task is
+    planned with what it measured."""
+    g = TaskGraph("guessed")
+    for k in range(8):
+        g.add_task(f"u{k}", cost=1.0)
+        g.add_task(f"v{k}", cost=float(k + 1))
+    c = Cluster([Worker("a", 1.0), Worker("b", 1.0)])
+    runs = []
+    for k in range(8):
+        w = "ab"[k % 2]
+        runs.append(Run(f"u{k}", f"u{k}", w, 0.0, 0.1 * (k + 1)))
+        runs.append(Run(f"v{k}", f"v{k}", w, 0.0, [0.9, 0.1, 0.5, 0.7, 0.2, 0.8, 0.3, 0.6][k]))
+    prof = CostProfile.learn(g, SimpleNamespace(trace=Trace(runs, []), time_scale=1.0, plan=None))
+    assert prof.models == {}
+    g2, _ = prof.apply(g, c)
+    assert g2.task("u3").costs == {"b": pytest.approx(0.4)}
+    assert g2.task("v4").costs == {"a": pytest.approx(0.2)}

@@ -513,6 +513,8 @@ def test_a_profile_converts_measured_rates_to_the_runs_scales():
     ('{"format": "taskflow-cost-profile", "runs": "x"}', "field 'runs' must be a whole number"),
     ('{"format": "taskflow-cost-profile", "backplane": -3}', "field 'backplane' must be finite and > 0"),
     ('{"format": "taskflow-cost-profile", "dask_placement": {"a": 3}}', "field 'dask_placement' must map"),
+    ('{"format": "taskflow-cost-profile", "models": {"t": {"fixed": 1}}}', "field 'models' must map"),
+    ('{"format": "taskflow-cost-profile", "models": {"t": {"fixed": -1, "unit": {"0": 1}}}}', "'fixed' must be finite"),
     ("[" * 5000 + "]" * 5000, "nested more than"),
 ])
 def test_a_bad_profile_is_refused_before_anything_runs(tmp_path, capsys, content, message):
