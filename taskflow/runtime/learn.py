@@ -95,10 +95,10 @@ class CostProfile:
         gives 2.9 s).
     models : dict
         Task-name prefix -> ``{"fixed": seconds, "unit": {worker name: seconds per unit of declared
-        cost}, "r2": share of variance explained beyond each worker's mean}``: a prefix whose declared costs explain its
-        measured durations (:data:`MODEL_R2`) is planned as ``fixed + declared cost x unit`` on each
-        worker, for every task of the prefix, instead of each task's own measurement (see
-        :func:`duration_models`).
+        cost}, "r2": share of variance explained beyond each worker's mean}``: a prefix whose
+        declared costs explain its measured durations (:data:`MODEL_R2`) is planned as
+        ``fixed + declared cost x unit`` on each worker, for every task of the prefix, instead of
+        each task's own measurement (see :func:`duration_models`).
     dask_placement : dict
         Task id (as text) -> [worker name, start in unscaled seconds from the run's first task]:
         where and in which order Dask's own scheduling (no plan) ran each task in the latest such
@@ -396,9 +396,10 @@ def duration_models(graph: TaskGraph, runs, scale: float = 1.0, prefix_of: dict 
         y = np.array([(r.finish - r.start) / scale for r in rs])
         if len(rs) < len(workers) + 2 or np.ptp(c) <= 0 or np.ptp(y) <= 0:
             continue  # the declared costs cannot explain anything
+        w_of = np.array([col[str(r.worker)] for r in rs])
         x = np.zeros((len(rs), len(workers) + 1))
         x[:, 0] = 1.0
-        x[np.arange(len(rs)), [col[str(r.worker)] for r in rs]] = c
+        x[np.arange(len(rs)), w_of] = c
         if np.linalg.matrix_rank(x) < x.shape[1]:
             continue
         coef = np.linalg.lstsq(x, y, rcond=None)[0]
@@ -406,8 +407,7 @@ def duration_models(graph: TaskGraph, runs, scale: float = 1.0, prefix_of: dict 
             coef = np.r_[0.0, np.linalg.lstsq(x[:, 1:], y, rcond=None)[0]]
         # what the costs explain beyond each worker's own mean duration (heterogeneous workers'
         # levels alone would make unrelated costs look explanatory)
-        w_of = np.array([col[str(r.worker)] for r in rs])
-        level = np.array([y[w_of == j].mean() for j in w_of])
+        level = (np.bincount(w_of, weights=y) / np.maximum(np.bincount(w_of), 1))[w_of]
         within = float(((y - level) ** 2).sum())
         if within <= 0:
             continue
