@@ -13,12 +13,13 @@ CPU in the workers after waiting; with reuse, two runs of one static plan differ
 1.4-2.5% instead of 6.4%.
 
 So the workers of every cluster taskflow starts itself get, before they start,
-``MALLOC_MMAP_THRESHOLD_`` (1 GiB: received buffers come from the heap) and
-``MALLOC_TRIM_THRESHOLD_`` (a quarter of a worker's memory limit, at most 1 GiB: what the heap keeps
-for reuse when it is freed). A worker then holds on to memory it has used, up to its peak; Dask
-counts that as unmanaged memory, so the workers' plugin (:class:`~.plugin.TransferLog`) hands free
-memory back (``malloc_trim``) whenever a worker's memory passes half its limit, before Dask's own
-thresholds (spilling at 70%, pausing at 80%) could act on it. ``TASKFLOW_REUSE_MEMORY=0`` in the
+``MALLOC_MMAP_THRESHOLD_`` (1 GiB: received buffers come from the heap),
+``MALLOC_TRIM_THRESHOLD_`` (half a worker's memory limit, :data:`TRIM_AT`; half this machine's
+memory for a worker without a limit) and ``MALLOC_ARENA_MAX`` (1: one heap for all of a worker's
+threads). A worker then holds on to memory it has used, up to its peak; Dask counts that as
+unmanaged memory, so the workers' plugin (:class:`~.plugin.TransferLog`) hands free memory back
+(``malloc_trim``) whenever a worker's memory passes half its limit, before Dask's own thresholds
+(spilling at 70%, pausing at 80%) could act on it. ``TASKFLOW_REUSE_MEMORY=0`` in the
 environment turns all of this off. Clusters taskflow only connects to are never changed.
 
 The first output a worker receives from another one over a new connection moves 5-10x slower than
@@ -35,27 +36,51 @@ layered-ccr1 under a HEFT plan on a fresh 4-worker cluster (connections warmed):
 6.4-6.6 s spent in transfers, then 2.7 s and 0.8 s for the same plan in the next run; with each
 worker's heap grown first, the first run took 2.7 s and 0.8 s as well. A profile learned from a run
 on a cold heap took transfers for 2-10x slower than they are (its plan, predicted 5.1 s, ran in
-3.1-4.2 s). :func:`warm_heaps` has every worker that reuses memory grow its heap to what it keeps
-for reuse (:data:`HEAP_SHARE` of its trim threshold) and free it again. Taskflow calls both, as
+3.1-4.2 s). :func:`warm_heaps` has every worker that reuses memory grow its heap to
+:data:`HEAP_SHARE` of :func:`heap_size` (a quarter of its memory limit, at most 1 GiB) and free it
+again. Taskflow calls both, as
 :func:`warm_cluster`, on every cluster it starts itself.
+
+The heap above is the process's main one, which the worker's event loop (receiving) allocates
+from. By default glibc gives each further thread an arena of its own, made of 64 MiB heaps that it
+unmaps as soon as one is wholly free, whatever the trim threshold: the outputs a task makes in the
+worker's thread pool landed on fresh pages run after run, the heap warmed at start never served
+them, and how many fresh pages a run needed depended on which outputs its plan put on which worker.
+Measured on the ``quick`` suite's layered-ccr1 (35-52 MB outputs) under HEFT on a fresh 4-worker
+cluster, five runs (declared costs, then four with the learned profile): 221-470 MB of page
+faults a run, each task's time past its emulated duration 11-44 ms on average and up to 0.1-0.4 s,
+runs of 3.91, 3.13, 3.08, 3.05 and 2.93 s against a learned prediction of 3.50 s; with
+``MALLOC_ARENA_MAX=1``, 1-73 MB of page faults, 7-12 ms past on average, and 2.81, 2.77, 2.77, 2.79
+and 2.73 s against 2.74 s. One arena means the threads of a worker take turns in ``malloc``; the
+Python objects of a task come from Python's own allocator, not from it.
+
+The trim threshold is not what the heap keeps: once the free memory at the top of the heap passes
+it, glibc gives all of it back. With the threshold at a quarter of the limit (at most 1 GiB), as it
+was, a worker whose run needed more than that lost its whole warmed heap when the run's outputs
+were released, and the next run started cold. Measured on layered-ccr1 under HEFT, three fresh
+clusters: the busiest worker grew to 1.16-1.27 GB in the first run, held 157-255 MB when the
+second (learned) run began, and the kernel zeroed 700-830 MB of huge pages for it again; those
+second runs took 3.49-3.66 s, the runs before and after them 2.68-3.05 s. With the threshold at
+half the limit, where the plugin trims anyway, the heap stays as grown between runs.
 """
 
 from __future__ import annotations
 
 import os
 
-__all__ = ["local_cluster", "warm_cluster", "warm_connections", "warm_heaps", "HEAP_SHARE", "worker_environ", "reuse_wanted", "trim_if_high", "REUSE_ENV", "MMAP_THRESHOLD", "TRIM_AT"]
+__all__ = ["local_cluster", "warm_cluster", "warm_connections", "warm_heaps", "HEAP_SHARE", "worker_environ", "reuse_wanted", "trim_if_high", "REUSE_ENV", "MMAP_THRESHOLD", "TRIM_AT", "ARENAS", "heap_size"]
 
 #: the environment variable that turns memory reuse off (``0``) and marks a worker that has it on
 REUSE_ENV = "TASKFLOW_REUSE_MEMORY"
 #: glibc's mmap threshold in the workers: allocations below it come from the heap
 MMAP_THRESHOLD = 1 << 30
+#: glibc's arenas in a worker: one, so that its task threads allocate from the heap it keeps
+ARENAS = 1
 #: a worker whose memory passes this share of its limit gives its free memory back
 TRIM_AT = 0.5
 #: seconds :func:`warm_connections` waits for its transfers at most
 WARM_TIMEOUT = 30.0
-#: the share of its trim threshold (what its heap keeps when freed) a worker grows its heap to at
-#: start; under the threshold, so that freeing it gives nothing back to the system
+#: the share of :func:`heap_size` a worker grows its heap to at start
 HEAP_SHARE = 0.9
 
 
@@ -75,15 +100,20 @@ def warm_cluster(client) -> None:
     warm_connections(client)
 
 
-def _grow_heap(share: float = HEAP_SHARE) -> int:
-    """On a worker: allocate and touch ``share`` x its trim threshold, then free it (the heap keeps
-    it). Nothing on a worker without memory reuse. Returns the bytes grown."""
+def heap_size(memory_limit) -> int:
+    """The heap a worker with ``memory_limit`` bytes (0 or None: none) is grown to at start, before
+    :data:`HEAP_SHARE`: a quarter of its limit, at most 1 GiB (1 GiB without a limit)."""
+    return int(min(1 << 30, memory_limit / 4)) if memory_limit and memory_limit > 0 else 1 << 30
+
+
+def _grow_heap(dask_worker, share: float = HEAP_SHARE) -> int:
+    """On a worker: allocate and touch ``share`` x :func:`heap_size`, then free it (under the trim
+    threshold, the heap keeps it). Nothing on a worker without memory reuse. Returns the bytes
+    grown."""
     if os.environ.get(REUSE_ENV) != "1":
         return 0
-    try:
-        n = int(int(os.environ["MALLOC_TRIM_THRESHOLD_"]) * share)
-    except (KeyError, ValueError):
-        return 0
+    limit = getattr(getattr(dask_worker, "memory_manager", None), "memory_limit", None)
+    n = int(heap_size(limit) * share)
     buf = bytearray(n)  # zero-filled: every page is touched
     del buf
     return n
@@ -91,7 +121,7 @@ def _grow_heap(share: float = HEAP_SHARE) -> int:
 
 def warm_heaps(client) -> dict:
     """Have every worker that reuses freed memory (see the module docstring) grow its heap to
-    :data:`HEAP_SHARE` of what it keeps for reuse, so that a first run does not wait for the kernel
+    :data:`HEAP_SHARE` of :func:`heap_size`, so that a first run does not wait for the kernel
     to zero fresh pages for its outputs. Workers of clusters taskflow did not start are left alone.
 
     Parameters
@@ -150,8 +180,8 @@ def reuse_wanted() -> bool:
 
 def worker_environ(memory_limit: float, base: dict | None = None) -> dict:
     """The environment variables set before a worker process starts: ``base`` (Dask's own
-    ``distributed.nanny.pre-spawn-environ`` by default) with glibc's thresholds for reusing freed
-    memory and :data:`REUSE_ENV`, or ``base`` alone when reuse is off.
+    ``distributed.nanny.pre-spawn-environ`` by default) with glibc's thresholds and arenas for
+    reusing freed memory and :data:`REUSE_ENV`, or ``base`` alone when reuse is off.
 
     Parameters
     ----------
@@ -164,9 +194,12 @@ def worker_environ(memory_limit: float, base: dict | None = None) -> dict:
     env = dict(dask.config.get("distributed.nanny.pre-spawn-environ") if base is None else base)
     if not reuse_wanted():
         return env
-    keep = int(min(1 << 30, memory_limit / 4)) if memory_limit and memory_limit > 0 else 1 << 30
-    env.update({"MALLOC_MMAP_THRESHOLD_": MMAP_THRESHOLD, "MALLOC_TRIM_THRESHOLD_": max(keep, 1 << 20),
-                REUSE_ENV: 1})
+    from distributed.system import MEMORY_LIMIT
+
+    limit = memory_limit if memory_limit and memory_limit > 0 else MEMORY_LIMIT
+    env.update({"MALLOC_MMAP_THRESHOLD_": MMAP_THRESHOLD,
+                "MALLOC_TRIM_THRESHOLD_": max(int(TRIM_AT * limit), heap_size(memory_limit)),
+                "MALLOC_ARENA_MAX": ARENAS, REUSE_ENV: 1})
     return env
 
 
