@@ -101,8 +101,14 @@ def warm_cluster(client) -> None:
 
 
 def heap_size(memory_limit) -> int:
-    """The heap a worker with ``memory_limit`` bytes (0 or None: none) is grown to at start, before
-    :data:`HEAP_SHARE`: a quarter of its limit, at most 1 GiB (1 GiB without a limit)."""
+    """The heap a worker is grown to at start, before :data:`HEAP_SHARE`: a quarter of its memory
+    limit, at most 1 GiB (1 GiB without a limit).
+
+    Parameters
+    ----------
+    memory_limit : float or None
+        The worker's memory limit in bytes (0 or None: none).
+    """
     return int(min(1 << 30, memory_limit / 4)) if memory_limit and memory_limit > 0 else 1 << 30
 
 
