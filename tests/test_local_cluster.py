@@ -114,6 +114,13 @@ def _faults():
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
+def _wait_released(c, timeout: float = 10.0) -> None:
+    """Wait (bounded) until no worker holds any data: the round's outputs are freed."""
+    deadline = time.time() + timeout
+    while any(c.run(lambda dask_worker: len(dask_worker.data)).values()) and time.time() < deadline:
+        time.sleep(0.05)
+
+
 def _received_faults(c, n=20_000_000, k=8) -> list:
     """Page faults on the receiving worker per round of moving ``k`` outputs of ``n`` bytes."""
     from distributed import wait
@@ -128,9 +135,7 @@ def _received_faults(c, n=20_000_000, k=8) -> list:
         assert c.gather(used) == [n] * k
         out.append(c.run(_faults, workers=[b])[b] - f0)
         del made, used
-        deadline = time.time() + 10
-        while any(c.run(lambda dask_worker: len(dask_worker.data)).values()) and time.time() < deadline:
-            time.sleep(0.05)
+        _wait_released(c)
     return out
 
 
@@ -173,9 +178,7 @@ def _made_faults(c, n=20_000_000, k=8) -> list:
         wait(made)
         out.append(c.run(_faults, workers=[a])[a] - f0)
         del made
-        deadline = time.time() + 10
-        while any(c.run(lambda dask_worker: len(dask_worker.data)).values()) and time.time() < deadline:
-            time.sleep(0.05)
+        _wait_released(c)
     return out
 
 
