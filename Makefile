@@ -16,8 +16,9 @@ demo: $(STAMP)
 	$(BIN)/taskflow schedule examples/heft_paper.graph.json --cluster examples/heft_paper.cluster.json --scheduler all -q
 	$(BIN)/taskflow demo --out taskflow-out
 
+# the suite a new user runs: everything but the long runs (slow), the network testbed (root) and SLURM
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow or testbed"
+	$(BIN)/python -m pytest -q -m "not slow and not testbed and not hpc"
 
 # a real one-node SLURM (needs root): install and start it, run the HPC tests, stop it whatever happened
 test-hpc: $(STAMP)
@@ -28,6 +29,8 @@ test-hpc: $(STAMP)
 	$(BIN)/python -m pytest -q tests/test_doc_commands.py -k "hpc.md" || status=1; \
 	bash tests/hpc/slurm_up.sh down; exit $$status
 
+# the whole suite: make test's tests, the long runs, the testbed where root allows, the tests of
+# ../shared/data where it is beside the checkout (SLURM's tests skip unless one runs: make test-hpc)
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -q
 

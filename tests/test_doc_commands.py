@@ -39,7 +39,15 @@ def _script(path: Path) -> str:
 DOCS_WITH_COMMANDS = [p for p in DOCS if _script(p).strip()]
 
 
-@pytest.mark.parametrize("path", DOCS_WITH_COMMANDS, ids=[str(p.relative_to(ROOT)) for p in DOCS_WITH_COMMANDS])
+def _page(path: Path):
+    """A page as a test case, marked with what it needs (make test leaves those to make test-all)."""
+    text = path.read_text()
+    marks = [pytest.mark.testbed] if "<!-- needs: testbed" in text else []
+    marks += [pytest.mark.hpc] if "<!-- needs: slurm" in text else []
+    return pytest.param(path, marks=marks, id=str(path.relative_to(ROOT)))
+
+
+@pytest.mark.parametrize("path", [_page(p) for p in DOCS_WITH_COMMANDS])
 def test_every_shell_command_of_a_page_runs_as_written(path, tmp_path):
     if "<!-- needs: testbed" in path.read_text():
         from taskflow.app.testbed import available

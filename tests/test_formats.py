@@ -259,14 +259,11 @@ def test_save_is_atomic(tmp_path, heft_graph, monkeypatch):
     assert [x.name for x in tmp_path.iterdir()] == ["out.json"]
 
 
-def test_every_shared_file_loads():
-    files = shared_graph_files()
-    if not files:
-        pytest.skip("no shared data")
-    for f in files:
-        for g in load_graphs(f):
-            assert len(g) > 0
-            g.validate()
+@pytest.mark.parametrize("f", shared_graph_files(), ids=lambda p: p.name)
+def test_every_shared_file_loads(f):
+    for g in load_graphs(f):
+        assert len(g) > 0
+        g.validate()
 
 
 def test_ids_that_wfformat_would_write_alike_are_refused_not_merged(tmp_path):

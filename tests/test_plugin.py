@@ -52,6 +52,14 @@ def when_busy(client, names, action, timeout=30.0):
     return t
 
 
+def wait_for(condition, what: str, timeout: float = 30.0) -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` after ``timeout`` seconds."""
+    t0 = time.time()
+    while not condition():
+        assert time.time() - t0 < timeout, f"waited {timeout:.0f} s for {what}"
+        time.sleep(0.05)
+
+
 def plans_on_scheduler(client) -> dict:
     """Every key the plugin has placed -> the address of its latest planned worker."""
     def read(dask_scheduler):
@@ -105,7 +113,7 @@ def test_losing_every_worker_then_starting_one_completes(loopback3):
     def chaos():
         for name in ("wa", "wb", "wc"):
             loopback3.kill_worker(name)
-        time.sleep(1.0)
+        wait_for(lambda: not workers_info(c), "the scheduler to see every worker gone")
         loopback3.start_worker("wd")
 
     with Client(scheduler_file=str(loopback3.sched_file)) as c:
@@ -123,11 +131,10 @@ def test_losing_every_worker_fails_the_run_with_a_clear_error(tmp_path):
             c.register_plugin(TaskflowPlugin(grace=2.0), name="taskflow")  # a short grace for the test
 
             def kill_all():
-                time.sleep(1.0)
                 lb.kill_worker("wa")
                 lb.kill_worker("wb")
 
-            threading.Thread(target=kill_all, daemon=True).start()
+            when_busy(c, [], kill_all)  # as soon as some task runs
             t0 = time.time()
             with pytest.raises(TaskflowError, match="every worker was lost and none joined within 2 s"):
                 run(chain(20, 0.4), "heft", client=c, quiet=True, timeout=120)
@@ -552,7 +559,9 @@ def test_the_command_line_reports_a_lost_scheduler_in_one_line(tmp_path):
         taskflow.save_graph(chain(40, 0.3), path)
         proc = subprocess.Popen([sys.executable, "-m", "taskflow", "run", str(path), "--scheduler-file",
                                  str(lb.sched_file), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(4.0)  # connected and running
+        with Client(scheduler_file=str(lb.sched_file)) as watcher:  # kill once the run's tasks are running
+            wait_for(lambda: any(watcher.processing().values()) or proc.poll() is not None,
+                     "the command's tasks to run", timeout=60)
         lb.kill_scheduler()
         out, err = proc.communicate(timeout=60)
     finally:

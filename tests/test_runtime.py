@@ -144,8 +144,10 @@ def test_a_killed_worker_does_not_stop_the_run():
         pids = c.run(os.getpid)
         victim = sorted(pids)[1]
 
-        def kill():
-            time.sleep(1.5)
+        def kill():  # once the victim runs a task of the run
+            t0 = time.time()
+            while not c.processing(victim).get(victim) and time.time() - t0 < 30:
+                time.sleep(0.05)
             os.kill(pids[victim], signal.SIGKILL)
         threading.Thread(target=kill, daemon=True).start()
         t0 = time.time()
