@@ -261,20 +261,24 @@ class Schedule:
 
     # ------------------------------------------------------------------ metrics
     def metrics(self, graph: TaskGraph, cluster: Cluster, model: CostModel | None = None) -> dict:
-        """makespan, lower_bound, slr, speedup, efficiency.
+        """makespan, lower_bound, bound_ratio, slr, speedup, efficiency.
 
         ``slr`` (schedule length ratio, Topcuoglu et al. 2002) divides the makespan by the critical
-        path at each task's shortest duration; ``speedup`` divides the best single-worker
-        sequential time by the makespan; ``efficiency`` is speedup over total cores.
+        path at each task's shortest duration; ``bound_ratio`` divides it by the lower bound (the
+        larger of that critical path and the total work over the cluster's speed), so 1.0 means no
+        schedule can be shorter; ``speedup`` divides the best single-worker sequential time by the
+        makespan; ``efficiency`` is speedup over total cores.
         """
         model = model or CostModel(graph, cluster)
         mk = self.makespan
         cp, _ = critical_path(graph, model=model)
         seq = sequential_time(graph, cluster, model)
         speedup = seq / mk if mk > 0 else float("nan")
+        lb = lower_bound(graph, cluster, model)
         return {
             "makespan": mk,
-            "lower_bound": lower_bound(graph, cluster, model),
+            "lower_bound": lb,
+            "bound_ratio": mk / lb if lb > 0 else float("nan"),
             "slr": mk / cp if cp > 0 else float("nan"),
             "speedup": speedup,
             "efficiency": speedup / cluster.total_cores,

@@ -155,9 +155,10 @@ class Trace:
         """A JSON-ready dict (the schedule document plus what was lost and recomputed)."""
         return self.to_schedule().to_dict()
 
-    def chrome_trace(self) -> list:
+    def chrome_trace(self, prefix: str = "") -> list:
         """Chrome trace events (open in Perfetto or chrome://tracing): a process per worker, a
-        thread per core slot, and a 'network' process with a thread per destination worker."""
+        thread per core slot, and a 'network' process with a thread per destination worker;
+        ``prefix`` leads every process name (to put two traces side by side in one file)."""
         events = []
         slots: dict = {}
         for r in sorted(self.runs, key=lambda r: (r.start, r.finish)):
@@ -170,11 +171,11 @@ class Trace:
                 k = len(free)
                 free.append(r.finish)
             events.append({"name": str(r.run), "cat": "task", "ph": "X", "ts": r.start * 1e6,
-                           "dur": (r.finish - r.start) * 1e6, "pid": f"worker {r.worker}", "tid": k,
+                           "dur": (r.finish - r.start) * 1e6, "pid": f"{prefix}worker {r.worker}", "tid": k,
                            "args": {"task": str(r.task)}})
         for t in self.transfers:
             events.append({"name": f"{t.task} {t.source}->{t.destination}", "cat": "transfer", "ph": "X",
-                           "ts": t.start * 1e6, "dur": (t.finish - t.start) * 1e6, "pid": "network",
+                           "ts": t.start * 1e6, "dur": (t.finish - t.start) * 1e6, "pid": f"{prefix}network",
                            "tid": f"to {t.destination}", "args": {"bytes": t.bytes}})
         return events
 

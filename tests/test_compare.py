@@ -32,6 +32,12 @@ def test_the_table_holds_every_policy_and_equals_separate_simulations(tmp_path, 
         alone = taskflow.simulate(g, c, r["scheduler"], network=network, seed=0)
         assert float(r["simulated_makespan"]) == pytest.approx(alone.makespan, rel=1e-12), r["scheduler"]
         assert r["valid"] == "True" and r["scheduler"] in text
+        # one SLR everywhere (makespan / critical path, as Schedule.metrics); the bound's ratio apart
+        m = alone.metrics(g, c)
+        assert float(r["slr"]) == pytest.approx(m["slr"]) and float(r["bound_ratio"]) == pytest.approx(m["bound_ratio"])
+        assert float(r["bound_ratio"]) == pytest.approx(alone.makespan / taskflow.lower_bound(g, c))
+    # every column of the table is explained under it
+    assert all(any(ln.startswith(f"{col}:") for ln in text.splitlines()) for col in ("simulated", "x bound"))
     assert all(not scheduler_class(n).duplicates for n in available() if n != "heft-dup")
     if network == "simple":  # the paper's answers
         by = {r["scheduler"]: float(r["simulated_makespan"]) for r in rows}

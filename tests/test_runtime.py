@@ -54,6 +54,32 @@ def test_executable_graph_results_and_report(client, tmp_path):
     rep.save(tmp_path / "r.json")
     gantt_compare(rep, tmp_path / "g.png")
     assert (tmp_path / "g.png").read_bytes()[:4] == b"\x89PNG"
+    # what the user's sink task returned is in the report file and in its summary lines
+    import json
+
+    saved = json.loads((tmp_path / "r.json").read_text())
+    assert saved["results"] == {"total": {"type": "int", "value": rg.expected_total(6, 2)}}
+    assert rep.sinks == ["total"] and rep.result_lines() == [f"total = {rg.expected_total(6, 2)}"]
+    # the Chrome trace: a measured track per worker that ran a task, a planned track per planned worker
+    doc = rep.chrome_trace()
+    tasks = [e for e in doc["traceEvents"] if e["cat"] == "task"]
+    measured = {e["args"]["task"] for e in tasks if e["pid"].startswith("measured: worker ")}
+    planned = {e["args"]["task"]: e for e in tasks if e["pid"].startswith("planned: worker ")}
+    assert measured == set(planned) == set(g.ids)
+    a = rep.plan.assignment("total")
+    assert planned["total"]["pid"] == f"planned: worker {a.worker}"
+    assert planned["total"]["ts"] == pytest.approx(a.start * 1e6)
+
+
+def test_a_result_too_large_or_not_json_is_kept_as_its_type_and_repr():
+    from taskflow.runtime.report import RESULT_CHARS, result_entry
+
+    assert result_entry([1, 2.5, "x"]) == {"type": "list", "value": [1, 2.5, "x"]}
+    arr = result_entry(np.zeros(4))
+    assert arr["type"] == "numpy.ndarray" and arr["repr"].startswith("array([0.") and arr["nbytes"] == 32
+    big = result_entry("x" * (RESULT_CHARS + 1))
+    assert "value" not in big and big["repr"].endswith("...") and len(big["repr"]) == 200
+    assert result_entry(float("nan")) == {"type": "float", "repr": "nan"}  # JSON has no NaN
 
 
 def test_a_task_that_raises_is_named_and_nothing_hangs(client):
@@ -308,6 +334,32 @@ def test_the_gantt_colours_tasks_by_category_with_a_legend_and_marks_transfers(c
     assert (tmp_path / "g.png").stat().st_size > 5000
     many = plot._colours(f"c{k}" for k in range(20))
     assert len(set(many.values())) == plot.MAX_LEGEND + 1  # past the legend's 12, one grey
+
+
+def test_a_gantt_of_a_guessed_plan_gives_the_run_its_own_time_axis(client, tmp_path):
+    """Costs 10x what the tasks take: the measured panel is not squashed into a tenth of the plan's axis."""
+    import matplotlib.pyplot as plt
+
+    g = rg.layered(width=2, depth=1)
+    guessed = g.with_costs(cost={t: 3.0 for t in g.ids})  # the tasks take next to nothing
+    rep = run(guessed, "heft", client=client, quiet=True)
+    assert rep.predicted_makespan > 2 * rep.measured_makespan
+    axes = []
+    real_savefig = plt.Figure.savefig
+
+    def keep(fig, *a, **kw):
+        axes.extend(fig.axes)
+        return real_savefig(fig, *a, **kw)
+
+    plt.Figure.savefig = keep
+    try:
+        gantt_compare(rep, tmp_path / "g.png")
+    finally:
+        plt.Figure.savefig = real_savefig
+        plt.close("all")
+    plan_ax, run_ax = axes[:2]
+    assert run_ax.get_xlim()[1] < 0.6 * plan_ax.get_xlim()[1]  # each panel spans its own times
+    assert run_ax.get_xlim()[1] >= rep.measured_makespan
 
 
 def test_a_run_longer_than_two_seconds_shows_a_progress_bar(client, capsys):

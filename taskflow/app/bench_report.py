@@ -204,7 +204,7 @@ def _plots(rows, names, out: Path):
     c = Cluster([Worker(f"w{i}", s) for i, s in enumerate([1.0, 1.0, 2.0, 4.0])], bandwidth=BW, latency=1e-3)
     tr = simulate(g, c, "heft", network="maxmin")
     gantt(tr.to_schedule(), out / "gantt.png", title=f"heft on hetero-4, maxmin network, layered-ccr1: "
-          f"makespan {tr.makespan:.1f} s", workers=c.ids)
+          f"makespan {tr.makespan:.1f} s", workers=c.ids, graph=g, transfers=tr.transfers)
 
 
 def _md_table_to_html(md: str) -> str:

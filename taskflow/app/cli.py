@@ -376,6 +376,9 @@ def _cmd_run(args) -> int:
           + f"; costs {report.costs}" + (f", measurements saved to {args.profile}" if args.profile else ""))
     if report.jobs:
         print("batch jobs: " + ", ".join(f"{w} in job {j}" for w, j in sorted(report.jobs.items())))
+    if graph.executable:  # what the user's functions returned (an emulated graph returns only buffers)
+        for line in report.result_lines():
+            print(f"result: {line}")
     for note in report.notes:
         print(f"note: {note}")
     if args.report:

@@ -13,7 +13,8 @@ from ..policy import available, get_scheduler, scheduler_class
 
 __all__ = ["compare", "COMPARE_FIELDS", "table_text", "write_outputs"]
 
-COMPARE_FIELDS = ["graph", "tasks", "scheduler", "kind", "simulated_makespan", "lower_bound", "slr", "valid",
+COMPARE_FIELDS = ["graph", "tasks", "scheduler", "kind", "simulated_makespan", "lower_bound", "bound_ratio", "slr",
+                  "valid",
                   "measured_makespan", "predicted_makespan", "placement_fidelity"]
 
 #: Seconds the fastest simulated plan of a graph is scaled to on Dask.
@@ -48,7 +49,8 @@ def compare(graphs, cluster: Cluster, schedulers=None, network: str = "maxmin", 
     list of dict
         One row per graph and policy (:data:`COMPARE_FIELDS`); ``measured_*`` empty where not run.
     """
-    from ..analysis import lower_bound
+    from ..analysis import critical_path, lower_bound
+    from ..costs import CostModel
     from ..simulator import simulate
 
     # by default every policy the simulator can carry out (not a plan with task copies)
@@ -56,16 +58,18 @@ def compare(graphs, cluster: Cluster, schedulers=None, network: str = "maxmin", 
         [n for n in available() if not scheduler_class(n).duplicates]
     rows = []
     for label, g in graphs:
-        lb = lower_bound(g, cluster)
+        model = CostModel(g, cluster)
+        lb, cp = lower_bound(g, cluster, model), critical_path(g, model=model)[0]
         for name in names:
             sch = get_scheduler(name, seed=seed)
             trace = simulate(g, cluster, sch, network=network, seed=seed)
             valid = not trace.problems(g, cluster, limit=1)
             mk = trace.makespan
             rows.append({"graph": label, "tasks": len(g), "scheduler": sch.name, "kind": sch.kind,
-                         "simulated_makespan": mk, "lower_bound": lb, "slr": mk / lb if lb > 0 else float("nan"),
+                         "simulated_makespan": mk, "lower_bound": lb,
+                         "bound_ratio": mk / lb if lb > 0 else float("nan"), "slr": mk / cp if cp > 0 else float("nan"),
                          "valid": valid, "measured_makespan": "", "predicted_makespan": "",
-                         "placement_fidelity": ""})
+                         "placement_fidelity": "", "executable": g.executable})
             if progress:
                 print(f"  simulated {label} / {sch.name}: {mk:.6g} s", flush=True)
     if real:
@@ -125,7 +129,8 @@ def _renamed_costs(g: TaskGraph, cluster: Cluster, model: Cluster) -> TaskGraph:
 
 
 def table_text(rows) -> str:
-    """The comparison as a plain-text table, per graph, shortest makespan first.
+    """The comparison as a plain-text table, per graph, shortest makespan first, followed by what
+    each column means (:func:`table_notes`).
 
     Parameters
     ----------
@@ -133,19 +138,57 @@ def table_text(rows) -> str:
         What :func:`compare` returned.
     """
     real = any(r["measured_makespan"] != "" for r in rows)
-    head = f"{'graph':<24} {'scheduler':<15} {'kind':<8} {'simulated':>11} {'SLR':>7}"
-    head += f" {'on Dask':>11} {'predicted':>11}" if real else ""
+    head = f"{'graph':<24} {'scheduler':<15} {'kind':<8} {'simulated':>10} {'x bound':>8}"
+    head += f" {'on Dask':>10} {'predicted':>10}" if real else ""
     lines = [head, "-" * len(head)]
     for label in dict.fromkeys(r["graph"] for r in rows):
         for r in sorted((r for r in rows if r["graph"] == label), key=lambda r: (r["simulated_makespan"],
                                                                                  r["scheduler"])):
-            line = (f"{label[:24]:<24} {r['scheduler']:<15} {r['kind']:<8} {r['simulated_makespan']:>11.6g} "
-                    f"{r['slr']:>7.3f}")
+            line = (f"{label[:24]:<24} {r['scheduler']:<15} {r['kind']:<8} {_num(r['simulated_makespan']):>10} "
+                    f"{r['bound_ratio']:>8.3f}")
             if real:
                 m, p = r["measured_makespan"], r["predicted_makespan"]
-                line += f" {m:>11.6g} {p:>11.6g}" if m != "" else f" {'-':>11} {'-':>11}"
+                line += f" {_num(m):>10} {_num(p):>10}" if m != "" else f" {'-':>10} {'-':>10}"
             lines.append(line + ("" if r["valid"] else "  INVALID"))
-    return "\n".join(lines)
+    return "\n".join(lines + [""] + table_notes(rows))
+
+
+def _num(x) -> str:
+    """Four significant digits in fixed notation (77.36, 0.08603, 1235); exponent form only for
+    very large or very small values, so a column lines up."""
+    import math
+
+    x = float(x)
+    if not math.isfinite(x) or x == 0:
+        return f"{x:g}"
+    if not 1e-3 <= abs(x) < 1e6:
+        return f"{x:.3e}"
+    return f"{x:.{max(0, 3 - math.floor(math.log10(abs(x))))}f}"
+
+
+def table_notes(rows) -> list:
+    """One line per column of :func:`table_text`: what the number is and where it comes from.
+
+    Parameters
+    ----------
+    rows : list of dict
+    """
+    notes = ["simulated: the makespan in the simulator, with the graph's declared costs on the given cluster "
+             "(in the graph's time units)",
+             "x bound:   simulated / the lower bound (the larger of the critical path at the fastest durations and "
+             "the total work over the cluster's speed); 1.000 means no schedule can be shorter",
+             "           (SLR, the makespan over the critical path alone, is in compare.csv)"]
+    if any(r["measured_makespan"] != "" for r in rows):
+        notes += ["on Dask:   the makespan measured on Dask workers, in the same units (an emulated graph runs with "
+                  "its durations scaled; the figure is scaled back)",
+                  "predicted: what the runtime predicted for that run before it started, from the cluster it measured "
+                  "(speeds, network, Dask's per-task overhead) rather than the declared one; for work-stealing, a "
+                  "model of Dask's own rules (dask-model)"]
+        if any(r.get("executable") for r in rows):
+            notes += ["           a graph with your own functions runs them for real: 'on Dask' is their real time, "
+                      "'simulated' your declared costs; to plan with real costs: taskflow run GRAPH --profile "
+                      "costs.json, twice, or compare --real --profile costs.json"]
+    return notes
 
 
 def write_outputs(rows, out: Path) -> None:
@@ -158,43 +201,49 @@ def write_outputs(rows, out: Path) -> None:
     """
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "compare.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COMPARE_FIELDS)
+        w = csv.DictWriter(f, fieldnames=COMPARE_FIELDS, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
     md = ["# Scheduler comparison", "",
-          "Makespan in seconds of the graph's time units; SLR = makespan / the lower bound (critical path at "
-          "the fastest durations, or total work over the cluster's speed, whichever is larger). `static` "
-          "policies plan before the run; `dynamic` ones decide as it runs. On Dask (with `--real`): the "
-          "measured makespan and the runtime's prediction, rescaled to the graph's units.", "",
-          "```", table_text(rows), "```", ""]
+          "`static` policies plan before the run; `dynamic` ones decide as it runs. What each column means "
+          "is under the table; `compare.csv` also holds the lower bound and the SLR (makespan / critical path).",
+          "", "```", table_text(rows), "```", ""]
     (out / "compare.md").write_text("\n".join(md))
     _plot(rows, out / "compare.png")
 
 
 def _plot(rows, path: Path) -> None:
+    """One panel per graph: a bar per policy (simulated; blue static, orange dynamic), a dot where
+    it was measured on Dask, the lower bound dotted; the legend sits outside the panels."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
+    colour = {"static": "tab:blue", "dynamic": "tab:orange"}
     labels = list(dict.fromkeys(r["graph"] for r in rows))
-    fig, axes = plt.subplots(len(labels), 1, figsize=(9, 2.2 + 0.28 * len(rows) / max(1, len(labels))),
-                             squeeze=False)
+    per = max(len([r for r in rows if r["graph"] == label]) for label in labels)
+    fig, axes = plt.subplots(len(labels), 1, figsize=(9, 0.9 + len(labels) * (0.7 + 0.26 * per)), squeeze=False)
     for ax, label in zip(axes[:, 0], labels):
         rs = sorted((r for r in rows if r["graph"] == label), key=lambda r: -r["simulated_makespan"])
         y = range(len(rs))
-        ax.barh(list(y), [r["simulated_makespan"] for r in rs],
-                color=["tab:blue" if r["kind"] == "static" else "tab:orange" for r in rs], label="simulated")
+        ax.barh(list(y), [r["simulated_makespan"] for r in rs], color=[colour.get(r["kind"], "grey") for r in rs])
         measured = [(k, r["measured_makespan"]) for k, r in enumerate(rs) if r["measured_makespan"] != ""]
         if measured:
-            ax.scatter([m for _, m in measured], [k for k, _ in measured], color="black", zorder=3, s=18,
-                       label="on Dask")
+            ax.scatter([m for _, m in measured], [k for k, _ in measured], color="black", zorder=3, s=18)
         ax.set_yticks(list(y))
         ax.set_yticklabels([r["scheduler"] for r in rs])
-        ax.axvline(rs[0]["lower_bound"], color="grey", linestyle=":", label="lower bound")
-        ax.set_title(label)
-        ax.set_xlabel("makespan (s)")
-        ax.legend(loc="lower right", fontsize=7)
-    fig.tight_layout()
+        ax.axvline(rs[0]["lower_bound"], color="grey", linestyle=":")
+        ax.set_title(label, fontsize=10)
+        ax.set_xlabel("makespan (graph's time units)")
+    handles = [Patch(color=colour["static"], label="static policy, simulated"),
+               Patch(color=colour["dynamic"], label="dynamic policy, simulated"),
+               Line2D([], [], color="grey", linestyle=":", label="lower bound")]
+    if any(r["measured_makespan"] != "" for r in rows):
+        handles.append(Line2D([], [], color="black", marker="o", linestyle="", markersize=5, label="measured on Dask"))
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.9 / fig.get_figheight() * 0.6, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -45,35 +45,63 @@ def _draw(ax, rows, workers, title, colours=None, transfers=()):
 
 
 def _legend(fig, colours, transfers: bool) -> None:
+    """Task categories (only where there are several: one colour says nothing) and the transfer mark."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    items = [Patch(color=c, label=k) for k, c in list(colours.items())[:MAX_LEGEND]]
-    if len(colours) > MAX_LEGEND:
-        items.append(Patch(color=(0.75, 0.75, 0.75), label=f"{len(colours) - MAX_LEGEND} more categories"))
+    items = []
+    if len(colours) > 1:
+        items = [Patch(color=c, label=k) for k, c in list(colours.items())[:MAX_LEGEND]]
+        if len(colours) > MAX_LEGEND:
+            items.append(Patch(color=(0.75, 0.75, 0.75), label=f"{len(colours) - MAX_LEGEND} more categories"))
     if transfers:
         items.append(Line2D([0], [0], color="black", linewidth=2.5, label="bytes arriving (transfer)"))
-    fig.legend(handles=items, loc="center right", fontsize=8, title="task category", title_fontsize=8)
+    if items:
+        fig.legend(handles=items, loc="center right", fontsize=8,
+                   title="task category" if len(colours) > 1 else None, title_fontsize=8)
 
 
-def gantt(schedule, path, title=None, workers=None):
-    """A Gantt chart of a schedule (or a trace's schedule), one row per worker, written as PNG.
+def gantt(schedule, path, title=None, workers=None, *, graph=None, transfers=()):
+    """A Gantt chart of one schedule or several (a panel each, one time axis), one row per worker,
+    written as PNG.
 
     Parameters
     ----------
-    schedule : Schedule
+    schedule : Schedule or list of Schedule
     path : str or os.PathLike
-    title : str, optional
+    title : str or list of str, optional
+        One per schedule (default: its scheduler and makespan).
     workers : list, optional
         Row order (default: the workers used, sorted).
+    graph : TaskGraph, optional
+        Colours tasks by the graph's categories (default: by id, without trailing digits).
+    transfers : iterable of Transfer, optional
+        Drawn as black marks under the receiving worker (a simulated trace's transfers); with
+        several schedules, a list of such iterables, one per schedule.
     """
-    rows = [(a.task, a.worker, a.start, a.finish) for a in schedule]
-    workers = workers or sorted({r[1] for r in rows}, key=str)
-    fig, ax = plt.subplots(figsize=(12, 0.5 * len(workers) + 1.5))
-    colours = _draw(ax, rows, workers, title or f"{schedule.scheduler}: makespan {schedule.makespan:.3g} s")
-    ax.set_xlabel("time (s)")
-    fig.tight_layout(rect=(0, 0, 0.8, 1))
-    _legend(fig, colours, False)
+    many = isinstance(schedule, (list, tuple))
+    plans = list(schedule) if many else [schedule]
+    titles = list(title) if isinstance(title, (list, tuple)) else [title] * len(plans)
+    moves = list(transfers) if many and transfers else [transfers] * len(plans) if not many else [()] * len(plans)
+    if graph is not None:
+        from ..graph import task_kind
+
+        def cat(t):
+            return task_kind(graph, t) if t in graph else _category(t)
+    else:
+        cat = _category
+    rows = [[(a.task, a.worker, a.start, a.finish, cat(a.task)) for a in plan] for plan in plans]
+    workers = workers or sorted({r[1] for rs in rows for r in rs}, key=str)
+    colours = _colours(r[4] for rs in rows for r in rs)
+    fig, axes = plt.subplots(len(plans), 1, figsize=(12, (0.5 * len(workers) + 1.1) * len(plans) + 0.5),
+                             sharex=True, squeeze=False)
+    for ax, plan, rs, t, moved in zip(axes[:, 0], plans, rows, titles, moves):
+        _draw(ax, rs, workers, t or f"{plan.scheduler}: makespan {plan.makespan:.4g} s", colours,
+              [(m.destination, m.start, m.finish) for m in moved])
+    axes[-1][0].set_xlabel("time (s)")
+    drawn = any(moves)
+    fig.tight_layout(rect=(0, 0, 0.8 if len(colours) > 1 or drawn else 1, 1))
+    _legend(fig, colours, bool(drawn))
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
@@ -94,14 +122,22 @@ def gantt_compare(report, path):
             workers.append(r[1])
     colours = _colours(r[4] for r in measured)
     n = 2 if report.plan is not None else 1
-    fig, axes = plt.subplots(n, 1, figsize=(13, (0.5 * len(workers) + 1.2) * n + 0.8), sharex=True, squeeze=False)
+    # one time axis, unless the plan and the run differ by more than 2x (guessed costs): then each
+    # panel gets its own, so the shorter one is not squashed into a corner
+    ratio = report.predicted_makespan / report.measured_makespan if report.measured_makespan > 0 else 1.0
+    shared = n == 1 or 0.5 <= ratio <= 2.0
+    fig, axes = plt.subplots(n, 1, figsize=(13, (0.5 * len(workers) + 1.2) * n + 0.8), sharex=shared,
+                             squeeze=False)
     k = 0
     if report.plan is not None:
         ts = report.time_scale
         pred = [(a.task, a.worker, a.start * ts, a.finish * ts, cat.get(a.task, _category(a.task)))
                 for a in report.plan]
         _draw(axes[0][0], pred, workers, f"{report.scheduler}: the plan (durations as the model predicts them), "
-              f"predicted makespan {report.predicted_makespan:.3g} s", colours)
+              f"predicted makespan {report.predicted_makespan:.3g} s"
+              + ("" if shared else " (its own time axis: the costs planned with look like guesses)"), colours)
+        if not shared:
+            axes[0][0].set_xlabel("planned time (s)")
         k = 1
     moved = [(t.destination, t.start, t.finish) for t in report.trace.transfers]
     _draw(axes[k][0], measured, workers, f"{report.scheduler}: measured on Dask, makespan "

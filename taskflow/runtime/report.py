@@ -49,6 +49,8 @@ class RunReport:
     profile: object = None
     #: worker id -> the batch job (SLURM, PBS) it ran in, for workers started as jobs
     jobs: dict = field(default_factory=dict)
+    #: the graph's sink tasks (no consumer): what the run produced for its user
+    sinks: list = field(default_factory=list)
 
     @property
     def predicted_makespan(self) -> float:
@@ -79,8 +81,36 @@ class RunReport:
                 "workers": [{"id": w.id, "address": w.address, "speed": w.speed, "cores": w.cores,
                              **({"job": self.jobs[w.id]} if w.id in self.jobs else {})}
                             for w in self.cluster.workers],
+                "results": {str(t): result_entry(self.results[t]) for t in self.sinks if t in self.results},
                 "tasks": self.tasks,
                 "transfers": [t._asdict() for t in self.trace.transfers]}
+
+    def chrome_trace(self) -> dict:
+        """The run as a Chrome trace document (open in Perfetto or chrome://tracing): the measured
+        run's workers and network (``measured: ...`` tracks) above the plan's workers (``planned:
+        ...``, in the same seconds), so a glance shows where the run left its plan."""
+        events = self.trace.chrome_trace("measured: ")
+        if self.plan is not None:
+            k = self.time_scale
+            planned = Trace([Run(t, t, w, s * k, f * k) for t, w, s, f in
+                             zip(self.plan.tasks, self.plan.workers, self.plan.start.tolist(),
+                                 self.plan.finish.tolist())], [])
+            events += planned.chrome_trace("planned: ")
+        return {"traceEvents": events, "displayTimeUnit": "ms"}
+
+    def result_lines(self, limit: int = 5, width: int = 72) -> list:
+        """``task = value`` for the first ``limit`` sink tasks (each value's repr cut to ``width``),
+        and how many more there are.
+
+        Parameters
+        ----------
+        limit, width : int
+        """
+        shown = [t for t in self.sinks if t in self.results]
+        lines = [f"{t} = {_short(self.results[t], width)}" for t in shown[:limit]]
+        if len(shown) > limit:
+            lines.append(f"... and {len(shown) - limit} more sink tasks (every result: report.results)")
+        return lines
 
     def save(self, path) -> None:
         """Write :meth:`to_dict` as JSON, atomically.
@@ -91,6 +121,43 @@ class RunReport:
         """
         from ..formats._util import atomic_write
         atomic_write(path, json.dumps(self.to_dict(), indent=1, default=str) + "\n")
+
+
+#: a sink's result goes into the report file as JSON when its JSON text is at most this long
+RESULT_CHARS = 10_000
+
+
+def _short(value, width: int) -> str:
+    try:
+        text = repr(value)
+    except Exception as e:  # noqa: BLE001 - a user's object whose repr raises: say what it is
+        text = f"<{type(value).__name__}: repr raised {type(e).__name__}>"
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def result_entry(value) -> dict:
+    """A sink's result as the report file keeps it: ``value`` itself where it is JSON of at most
+    :data:`RESULT_CHARS` characters (numbers, strings, lists, dicts), else its type and a short
+    repr; ``type`` always.
+
+    Parameters
+    ----------
+    value : object
+    """
+    entry = {"type": f"{type(value).__module__}.{type(value).__qualname__}".removeprefix("builtins.")}
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        text = None
+    if text is not None and len(text) <= RESULT_CHARS:
+        entry["value"] = value
+    else:
+        entry["repr"] = _short(value, 200)
+        nbytes = getattr(value, "nbytes", None)
+        if isinstance(nbytes, int):
+            entry["nbytes"] = nbytes
+    return entry
 
 
 def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, model: Cluster, key_of: dict,
@@ -195,4 +262,4 @@ def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, mod
         rows.append(row)
     fidelity = same / len(runs) if planned_worker else 0.0
     return RunReport(scheduler, results, trace, predicted, measured, fidelity, plan, model, rows,
-                     replans, origin - t_submit, time_scale, size_scale)
+                     replans, origin - t_submit, time_scale, size_scale, sinks=graph.sinks())
