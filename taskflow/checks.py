@@ -4,12 +4,13 @@ or edge and the field."""
 from __future__ import annotations
 
 import math
+import re as _re
 
 import numpy as np
 
-from .errors import GraphError
+from .errors import GraphError, TaskflowError
 
-__all__ = ["number", "cores", "exact_costs", "checked_column", "MAX_CORES"]
+__all__ = ["number", "cores", "exact_costs", "checked_column", "parse_rate", "MAX_CORES"]
 
 _INF = math.inf
 
@@ -122,3 +123,34 @@ def checked_column(values, field: str, labels, kind: str) -> list:
             number(v, field, where)
         raise GraphError(f"{field}: column of {kind}s is malformed")
     return arr.tolist()
+
+
+_UNITS = {"bit": 1 / 8, "kbit": 1e3 / 8, "mbit": 1e6 / 8, "gbit": 1e9 / 8,
+          "bps": 1.0, "kbps": 1e3, "mbps": 1e6, "gbps": 1e9}
+
+
+def parse_rate(text) -> float:
+    """Bytes per second of a rate written as tc writes it: ``200mbit``, ``1gbit``, ``500kbit``
+    (bits per second) or ``25mbps`` (bytes per second, tc's meaning); a plain number is bytes/s.
+
+    Parameters
+    ----------
+    text : str or float
+
+    Raises
+    ------
+    TaskflowError
+        Not a positive rate.
+    """
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        m = _re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*", str(text))
+        unit = m.group(2).lower() if m else ""
+        if not m or (unit and unit not in _UNITS):
+            raise TaskflowError(f"rate {text!r}: expected a number with a unit such as 200mbit, 1gbit, "
+                                f"500kbit or 25mbps")
+        value = float(m.group(1)) * (_UNITS[unit] if unit else 1.0)
+    if not value > 0 or value == float("inf"):
+        raise TaskflowError(f"rate {text!r} must be positive and finite")
+    return value

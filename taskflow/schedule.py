@@ -298,6 +298,27 @@ class Schedule:
             doc.setdefault(k, v)
         return doc
 
+    def to_csv(self, header: bool = True) -> str:
+        """The plan as CSV text: ``scheduler,task,worker,start,finish``, one row per task (and per
+        copy) in start order, times with full precision.
+
+        Parameters
+        ----------
+        header : bool
+            Start with the column names (False: rows only, to append another plan's rows).
+        """
+        import csv
+        import io
+
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        if header:
+            w.writerow(["scheduler", "task", "worker", "start", "finish"])
+        rows = [(a.start, a.finish, str(a.task), str(a.worker)) for a in list(self) + list(self.copies)]
+        for start, finish, task, worker in sorted(rows):
+            w.writerow([self.scheduler, task, worker, repr(start), repr(finish)])
+        return buf.getvalue()
+
     def table(self, cluster: Cluster | None = None) -> str:
         """A plain-text plan: one line per worker with its tasks in start order (a copy marked ``+``)."""
         lines = []

@@ -8,10 +8,11 @@ import time
 from pathlib import Path
 
 from ..cluster import Cluster
+from ..errors import TaskflowError
 from ..graph import TaskGraph
 from ..policy import available, get_scheduler, scheduler_class
 
-__all__ = ["compare", "COMPARE_FIELDS", "table_text", "write_outputs"]
+__all__ = ["compare", "COMPARE_FIELDS", "table_text", "table_notes", "write_outputs"]
 
 COMPARE_FIELDS = ["graph", "tasks", "scheduler", "kind", "simulated_makespan", "lower_bound", "bound_ratio", "slr",
                   "valid",
@@ -22,7 +23,8 @@ REAL_SECONDS = 2.0
 
 
 def compare(graphs, cluster: Cluster, schedulers=None, network: str = "maxmin", seed: int = 0, real: bool = False,
-            out=None, progress: bool = False, dashboard=False) -> list:
+            out=None, progress: bool = False, dashboard=False, *, address=None, scheduler_file=None, profile=None,
+            time_scale: float | None = None) -> list:
     """Simulate every policy on every graph (and, with ``real``, run the static ones and Dask's own
     work stealing on an embedded LocalCluster of ``len(cluster)`` workers, emulated at the
     cluster's declared speeds, time-scaled so the best simulated plan takes about
@@ -43,6 +45,15 @@ def compare(graphs, cluster: Cluster, schedulers=None, network: str = "maxmin", 
     dashboard : bool or str
         With ``real``: serve the embedded cluster's Dask dashboard (True, or HOST:PORT) and print
         its link.
+    address, scheduler_file : str, optional
+        With ``real``: run on this existing cluster instead of an embedded one. Its workers, in
+        the order of their names, take the places of ``cluster``'s workers (as many of each).
+    profile : str or os.PathLike, optional
+        With ``real``: a cost profile each run plans with and adds its measurements to (see
+        :func:`taskflow.run`), so a second comparison plans with measured costs.
+    time_scale : float, optional
+        With ``real``: multiply emulated durations and sizes by this (default: so that the best
+        simulated plan of a graph takes about :data:`REAL_SECONDS`).
 
     Returns
     -------
@@ -73,56 +84,82 @@ def compare(graphs, cluster: Cluster, schedulers=None, network: str = "maxmin", 
             if progress:
                 print(f"  simulated {label} / {sch.name}: {mk:.6g} s", flush=True)
     if real:
-        _on_dask(graphs, cluster, rows, progress, dashboard)
+        _on_dask(graphs, cluster, rows, progress, dashboard, address, scheduler_file, profile, time_scale)
     if out is not None:
         write_outputs(rows, Path(out))
     return rows
 
 
-def _on_dask(graphs, cluster: Cluster, rows, progress, dashboard=False) -> None:
-    """Fill the measured columns: static policies and work stealing on one embedded cluster."""
-    import warnings
+def _on_dask(graphs, cluster: Cluster, rows, progress, dashboard=False, address=None, scheduler_file=None,
+             profile=None, time_scale=None) -> None:
+    """Fill the measured columns: static policies and work stealing on one cluster (embedded, or
+    the existing one at ``address`` / ``scheduler_file``)."""
+    import contextlib
 
     from distributed import Client
 
-    from ..errors import TaskflowWarning
-    from ..runtime import run
+    from ..runtime.calibrate import workers_info
     from ..runtime.local import local_cluster, warm_cluster
     from ..runtime.runner import dashboard_address, say_dashboard
 
-    model = Cluster([w.__class__(str(k), w.speed, w.cores) for k, w in enumerate(cluster.workers)],
-                    cluster.bandwidth, None, cluster.latency, cluster.name)
-    with local_cluster(len(cluster), max(1, int(cluster.cores.max())), dashboard_address(dashboard),
-                       work_stealing=True) as lc, Client(lc) as client:
-        if dashboard:
-            say_dashboard(client)
-        warm_cluster(client)
-        for label, g in graphs:
-            if g.executable:
-                scale = 1.0
-            else:
-                best = min(r["simulated_makespan"] for r in rows if r["graph"] == label)
-                scale = REAL_SECONDS / best if best > 0 else 1.0
-            for r in rows:
-                if r["graph"] != label or not (r["kind"] == "static" or r["scheduler"] == "work-stealing"):
-                    continue
-                g2 = g.restrict_costs(model.ids) if not g.arrays.costs else _renamed_costs(g, cluster, model)
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", TaskflowWarning)
-                    t0 = time.perf_counter()
-                    rep = run(g2, r["scheduler"], client=client, cluster=model, time_scale=scale, size_scale=scale,
-                              quiet=True, timeout=600)
-                r["measured_makespan"] = rep.measured_makespan / scale
-                r["predicted_makespan"] = rep.predicted_makespan / scale
-                r["placement_fidelity"] = rep.placement_fidelity if r["kind"] == "static" else ""
-                if progress:
-                    print(f"  on Dask {label} / {r['scheduler']}: {rep.measured_makespan:.3g} s real "
-                          f"({time.perf_counter() - t0:.1f} s)", flush=True)
+    if time_scale is not None and not 0 < time_scale < float("inf"):
+        raise TaskflowError(f"--time-scale must be a number > 0, got {time_scale!r}")
+    with contextlib.ExitStack() as stack:
+        if address or scheduler_file:
+            client = stack.enter_context(Client(address, scheduler_file=scheduler_file, timeout="30s"))
+            names = sorted((str(w.get("name", a)) for a, w in workers_info(client).items()),
+                           key=lambda n: (0, int(n), "") if n.isdigit() else (1, 0, n))
+            if len(names) != len(cluster):
+                raise TaskflowError(f"the cluster at {address or scheduler_file} has {len(names)} workers "
+                                    f"({', '.join(names) or 'none'}) and the model {len(cluster)}: give as many "
+                                    f"(--workers {len(names)})")
+        else:
+            lc = stack.enter_context(local_cluster(len(cluster), max(1, int(cluster.cores.max())),
+                                                   dashboard_address(dashboard), work_stealing=True))
+            client = stack.enter_context(Client(lc))
+            names = [str(k) for k in range(len(cluster))]
+            if dashboard:
+                say_dashboard(client)
+            warm_cluster(client)
+        model = Cluster([w.__class__(n, w.speed, w.cores) for n, w in zip(names, cluster.workers)],
+                        cluster.bandwidth, None, cluster.latency, cluster.name)
+        _measure(graphs, cluster, model, client, rows, progress, profile, time_scale)
+
+
+def _measure(graphs, cluster, model, client, rows, progress, profile, time_scale) -> None:
+    import warnings
+
+    from ..errors import TaskflowWarning
+    from ..runtime import run
+
+    for label, g in graphs:
+        if g.executable:
+            scale = 1.0
+        elif time_scale is not None:
+            scale = time_scale
+        else:
+            best = min(r["simulated_makespan"] for r in rows if r["graph"] == label)
+            scale = REAL_SECONDS / best if best > 0 else 1.0
+        for r in rows:
+            if r["graph"] != label or not (r["kind"] == "static" or r["scheduler"] == "work-stealing"):
+                continue
+            g2 = g.restrict_costs(model.ids) if not g.arrays.costs else _renamed_costs(g, cluster, model)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", TaskflowWarning)
+                t0 = time.perf_counter()
+                rep = run(g2, r["scheduler"], client=client, cluster=model, time_scale=scale, size_scale=scale,
+                          quiet=True, timeout=600, profile=profile)
+            r["measured_makespan"] = rep.measured_makespan / scale
+            r["predicted_makespan"] = rep.predicted_makespan / scale
+            r["placement_fidelity"] = rep.placement_fidelity if r["kind"] == "static" else ""
+            if progress:
+                print(f"  on Dask {label} / {r['scheduler']}: {rep.measured_makespan:.3g} s real "
+                      f"({time.perf_counter() - t0:.1f} s)", flush=True)
 
 
 def _renamed_costs(g: TaskGraph, cluster: Cluster, model: Cluster) -> TaskGraph:
-    """Per-worker costs keyed by the Dask workers' names (0, 1, ...) instead of the cluster's ids."""
-    name = {w.id: str(k) for k, w in enumerate(cluster.workers)}
+    """Per-worker costs keyed by the Dask workers' names instead of the cluster's ids."""
+    name = {w.id: m.id for w, m in zip(cluster.workers, model.workers)}
     a = g.arrays
     costs = {a.ids[i]: {name[w]: c for w, c in row.items() if w in name} for i, row in a.costs.items()}
     return g.with_costs(costs=costs)

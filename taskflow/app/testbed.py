@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -38,6 +37,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..checks import parse_rate
 from ..cluster import Cluster, Worker
 from ..errors import TaskflowError
 
@@ -55,41 +55,11 @@ TOPOLOGIES = ("uniform", "two-racks", "slow-link", "matrix")
 MAX_WORKERS = 64
 PORT = 8786
 
-_UNITS = {"bit": 1 / 8, "kbit": 1e3 / 8, "mbit": 1e6 / 8, "gbit": 1e9 / 8,
-          "bps": 1.0, "kbps": 1e3, "mbps": 1e6, "gbps": 1e9}
-
 
 class TestbedUnavailable(TaskflowError):
     """This machine cannot make a testbed (not root, no ``ip netns``, no ``tc``)."""
 
     __test__ = False  # not a pytest test class
-
-
-def parse_rate(text) -> float:
-    """Bytes per second of a rate written as tc writes it: ``200mbit``, ``1gbit``, ``500kbit``
-    (bits per second) or ``25mbps`` (bytes per second, tc's meaning); a plain number is bytes/s.
-
-    Parameters
-    ----------
-    text : str or float
-
-    Raises
-    ------
-    TaskflowError
-        Not a positive rate.
-    """
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        value = float(text)
-    else:
-        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*", str(text))
-        unit = m.group(2).lower() if m else ""
-        if not m or (unit and unit not in _UNITS):
-            raise TaskflowError(f"rate {text!r}: expected a number with a unit such as 200mbit, 1gbit, "
-                                f"500kbit or 25mbps")
-        value = float(m.group(1)) * (_UNITS[unit] if unit else 1.0)
-    if not value > 0 or value == float("inf"):
-        raise TaskflowError(f"rate {text!r} must be positive and finite")
-    return value
 
 
 def _run(cmd, check=True, timeout=30) -> subprocess.CompletedProcess:

@@ -190,8 +190,9 @@ def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = Non
     client : distributed.Client
     calibrate : bool
         Measure speeds, network and per-task overhead.
-    speeds : dict, optional
-        Worker name -> declared relative speed (wins over a measured one).
+    speeds : dict or list, optional
+        Worker name -> declared relative speed (wins over a measured one), or one speed per
+        worker in the order of their names (numbers in numeric order).
     bandwidth, latency : float, optional
         Declared network figures (win over measured ones).
     pairs : bool
@@ -217,9 +218,14 @@ def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = Non
         info = workers_info(client)
     if not info:
         raise TaskflowError("the Dask cluster has no workers")
-    declared = {str(k): float(v) for k, v in (speeds or {}).items()}
     by_name = sorted(info.items(), key=lambda kv: str(kv[1].get("name", kv[0])))
     names = [str(w.get("name", a)) for a, w in by_name]
+    if isinstance(speeds, (list, tuple)):  # in the order of the workers' names (0, 1, 2, ..., 10)
+        if len(speeds) != len(names):
+            raise TaskflowError(f"speeds lists {len(speeds)} speeds for {len(names)} workers ({', '.join(names)}); "
+                                "give one per worker, or NAME=SPEED pairs")
+        speeds = dict(zip(sorted(names, key=lambda n: (0, int(n), "") if n.isdigit() else (1, 0, n)), speeds))
+    declared = {str(k): float(v) for k, v in (speeds or {}).items()}
     unknown = set(declared) - set(names)
     if unknown:
         raise TaskflowError(f"speeds name unknown worker(s) {sorted(unknown)}; workers: {', '.join(names)}")

@@ -14,7 +14,7 @@ from .learn import last_compute
 from ..trace import Run, Trace, Transfer
 from .calibrate import workers_info
 
-__all__ = ["RunReport", "report_from_stream"]
+__all__ = ["RunReport", "report_from_stream", "result_entry", "RESULT_CHARS"]
 
 
 @dataclass

@@ -1,0 +1,71 @@
+"""The ``taskflow`` command.
+
+Every user error (bad file, bad graph, unknown scheduler, ...) prints one line ``error: ...`` on
+stderr and exits with status 2, writing no output file. ``taskflow validate`` exits 1 when the
+schedule is readable but breaks the rules (each problem on its own line).
+
+:mod:`.options` holds the grammar every command shares, :mod:`.parser` the parser,
+:mod:`.commands` one function per subcommand; :func:`main` maps errors to one line.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ... import __version__
+from ...errors import TaskflowError
+from .commands import one_line
+from .options import check_outputs
+from .parser import build_parser
+
+__all__ = ["build_parser", "main", "check_outputs", "one_line", "np_quiet"]
+
+
+def main(argv=None) -> int:
+    """Run the ``taskflow`` command; bad input prints one ``error:`` line and returns 2.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Default: ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit status.
+    """
+    import warnings
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        with warnings.catch_warnings(), np_quiet():
+            warnings.simplefilter("ignore", RuntimeWarning)  # numpy's overflow notes: errors say it
+            return args.func(args)
+    except TaskflowError as e:
+        print(f"error: {one_line(e)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except RecursionError:
+        print("error: the input is nested too deeply to read", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("error: out of memory (the input is too large for this machine)", file=sys.stderr)
+        return 2
+    except OSError as e:
+        where = f" {e.filename!r}" if getattr(e, "filename", None) else ""
+        print(f"error: cannot use{where}: {one_line(e.strerror or e)}", file=sys.stderr)
+        return 2
+    except Exception as e:  # noqa: BLE001 - a bug: still one line, never a traceback
+        print(f"error: internal error {type(e).__name__}: {one_line(e)} (a bug in taskflow {__version__}; "
+              f"please report it with the command)", file=sys.stderr)
+        return 2
+
+
+def np_quiet():
+    """numpy errors raised or ignored, never printed: the checks say what is wrong."""
+    import numpy as np
+
+    return np.errstate(over="ignore", invalid="ignore", divide="ignore")

@@ -1,0 +1,698 @@
+"""One function per ``taskflow`` subcommand: read the arguments (parsed by :mod:`.parser`, with the
+shared grammar of :mod:`.options`), do the work, print, write the outputs atomically."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from ...analysis import graph_summary
+from ...costs import CostModel
+from ...errors import TaskflowError, TaskflowWarning
+from ...formats import _format_for, atomic_write, dump_json, graph_text, load_schedule
+from .options import (check_outputs, cluster_from_args, parse_speeds, read_graph, read_graphs,
+                      scheduler_names)
+
+__all__ = ["info", "convert", "schedule", "validate", "simulate", "run", "bench", "demo", "compare", "samples",
+           "testbed", "schedulers", "one_line"]
+
+
+def one_line(e) -> str:
+    """An error's text on one line: newlines and other control characters escaped, so a value
+    from an input (a task id holding a newline) cannot forge a second line.
+
+    Parameters
+    ----------
+    e : object
+    """
+    text = str(e)
+    return "".join(ch if ch.isprintable() or ch == " " else ascii(ch)[1:-1] for ch in text)
+
+
+def _write_plans(path: str, plans: list) -> None:
+    """``-o``: one plan (or a list with several) as taskflow-schedule/1 JSON, or as CSV where the
+    path ends in ``.csv`` (one table, a ``scheduler`` column telling the plans apart)."""
+    if path.lower().endswith(".csv"):
+        atomic_write(path, "".join(p.to_csv(header=k == 0) for k, p in enumerate(plans)))
+    else:
+        atomic_write(path, dump_json(plans[0].to_dict() if len(plans) == 1 else [p.to_dict() for p in plans]))
+
+
+def _write_chrome_trace(path: str, traces: list) -> None:
+    """``--chrome-trace``: the traces' tracks in one file, each led by its policy's name when several."""
+    events = []
+    for tr in traces:
+        events += tr.chrome_trace(f"{tr.scheduler}: " if len(traces) > 1 else "")
+    atomic_write(path, json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}))
+
+
+def _per_policy(path: str | None, name: str, several: bool) -> str | None:
+    """An output path for one of several policies' runs: ``run.png`` -> ``run.heft.png``."""
+    if path is None or not several:
+        return path
+    import os
+
+    stem, ext = os.path.splitext(path)
+    return f"{stem}.{name}{ext}"
+
+
+# ---------------------------------------------------------------------- graphs
+def info(args) -> int:
+    """``taskflow info``: counts, total cost and critical path of each graph of GRAPH.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (:func:`~taskflow.app.cli.parser.build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status.
+
+    Raises
+    ------
+    TaskflowError
+        Bad input, named in one line.
+    """
+    summaries = [graph_summary(g) for g in read_graphs(args.graph, args.format)]
+    if args.json:
+        print(json.dumps(summaries[0] if len(summaries) == 1 else summaries, indent=1))
+        return 0
+    for s in summaries:
+        print(f"{s['name']}: {s['tasks']} tasks, {s['edges']} edges, total cost {s['total_cost']:g} s, "
+              f"critical path {s['critical_path']:g} s ({s['critical_path_tasks']} tasks), "
+              f"{s['total_bytes']:g} bytes on edges, parallelism {s['parallelism'] or 0:.2f}")
+    return 0
+
+
+def convert(args) -> int:
+    """``taskflow convert``: GRAPH written in another format (``-o``, ``--to``).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (:func:`~taskflow.app.cli.parser.build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status.
+
+    Raises
+    ------
+    TaskflowError
+        Bad input, named in one line.
+    """
+    check_outputs([("-o", args.output)], [args.graph])
+    graph = read_graph(args.graph, args.format)
+    fmt = _format_for(args.output, args.to)
+    atomic_write(args.output, graph_text(graph, fmt))
+    print(f"wrote {args.output} ({fmt}, {len(graph)} tasks, {graph.num_edges} edges)")
+    return 0
+
+
+# ---------------------------------------------------------------------- plans and simulations
+def schedule(args) -> int:
+    """``taskflow schedule``: plan GRAPH with each ``--scheduler``, validate and print each plan; ``-o``,
+    ``--gantt``, ``--chrome-trace`` write them.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (:func:`~taskflow.app.cli.parser.build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status.
+
+    Raises
+    ------
+    TaskflowError
+        Bad input, named in one line.
+    """
+    import schedulers as policies
+
+    from ...simulator import plan as make_plan
+
+    check_outputs([("-o", args.output), ("--gantt", args.gantt), ("--chrome-trace", args.chrome_trace)],
+                  [args.graph, args.cluster])
+    graph = read_graph(args.graph, args.format)
+    cluster = cluster_from_args(args)
+    names = scheduler_names(args.scheduler, static_all=True)
+    options = {}
+    if args.budget is not None:
+        from schedulers.heft_search import parse_budget
+
+        try:
+            options = parse_budget(args.budget)
+        except ValueError as e:
+            raise TaskflowError(f"--budget: {e}") from None
+    # a budget goes to the searching policies
+    instances = [policies.get_scheduler(n, seed=args.seed, **(options if "search" in n or n == "optimal" else {}))
+                 for n in names]
+    model = CostModel(graph, cluster)
+    policies.warm_up(len(graph))  # compiled kernels, where the graph needs them, load outside the timings
+    rows, plans = [], []
+    for sch in instances:
+        t0 = time.perf_counter()
+        plan = make_plan(graph, cluster, sch, model=model)
+        elapsed = time.perf_counter() - t0
+        plan.validate(graph, cluster, model=model)  # trust no scheduler
+        m = plan.metrics(graph, cluster, model=model)
+        rows.append((sch.name, m, elapsed))
+        plans.append(plan)
+        if len(instances) == 1 or not args.quiet:
+            print(f"{sch.name}: makespan {m['makespan']:g}  (lower bound {m['lower_bound']:g}, "
+                  f"SLR {m['slr']:.3f}, scheduled in {elapsed * 1e3:.1f} ms)")
+            if "gap" in plan.extra:  # a scheduler that proves a bound (optimal) says what it proved
+                print(f"  {plan.extra['status']}: no schedule is shorter than {plan.extra['lower_bound']:g} "
+                      f"(gap {100 * plan.extra['gap']:.2f}%)")
+        if not args.quiet:
+            print(plan.table(cluster))
+    if len(rows) > 1:
+        if not args.quiet:
+            print()
+        print(f"{'scheduler':<15} {'makespan':>10} {'x bound':>8} {'SLR':>7} {'speedup':>8} {'efficiency':>10} "
+              f"{'time ms':>8}")
+        for name, m, el in sorted(rows, key=lambda r: (r[1]['makespan'], r[0])):
+            print(f"{name:<15} {m['makespan']:>10.4g} {m['bound_ratio']:>8.3f} {m['slr']:>7.3f} {m['speedup']:>8.3f} "
+                  f"{m['efficiency']:>10.3f} {el * 1e3:>8.2f}")
+    if args.output:
+        _write_plans(args.output, plans)
+    if args.gantt:
+        from ..plot import gantt
+
+        gantt(plans, args.gantt, workers=cluster.ids, graph=graph)
+    if args.chrome_trace:
+        from ...trace import Run, Trace
+
+        _write_chrome_trace(args.chrome_trace, [
+            Trace([Run(a.task, a.task, a.worker, a.start, a.finish) for a in p], [], scheduler=p.scheduler)
+            for p in plans])
+    return 0
+
+
+def validate(args) -> int:
+    """``taskflow validate``: check ``--schedule`` against GRAPH and the cluster; each problem on a line
+    of its own and status 1, else a summary and 0.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (:func:`~taskflow.app.cli.parser.build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status.
+
+    Raises
+    ------
+    TaskflowError
+        Bad input, named in one line.
+    """
+    from ...errors import ScheduleError
+    from ...trace import expand_graph
+
+    graph = read_graph(args.graph, args.format)
+    cluster = cluster_from_args(args)
+    plan = load_schedule(args.schedule)
+    # durations and the producer each run used come from the graph and the cluster; a trace's own
+    # record of them (what a perturbed simulation used) only with --trace, and checked
+    durations = plan.extra.get("durations") if args.trace else None
+    served_by = (plan.extra.get("served_by") or {}) if args.trace else {}
+    runs = [(t if t in graph else str(t).rsplit("#", 1)[0], t) for t in plan.tasks]
+    if any(base not in graph for base, _ in runs):
+        bad = next(rid for base, rid in runs if base not in graph)
+        raise TaskflowError(f"{args.schedule}: run {bad!r} names no task of the graph")
+    problems = _served_by_problems(served_by, runs)
+    if not problems:
+        if any(t != rid for t, rid in runs) or served_by:
+            graph = expand_graph(graph, runs, served_by)
+        try:
+            problems = plan.problems(graph, cluster, durations=durations)
+        except ScheduleError as e:
+            problems = e.problems
+    if problems:
+        for p in problems:
+            print(f"invalid: {one_line(p)}", file=sys.stderr)
+        return 1
+    m = plan.metrics(graph, cluster)
+    print(f"valid: {len(plan)} tasks on {len(cluster)} workers, makespan {m['makespan']:g} "
+          f"(lower bound {m['lower_bound']:g}, SLR {m['slr']:.3f})")
+    return 0
+
+
+def _served_by_problems(served_by, runs) -> list:
+    """``served_by`` ({consumer run: {producer task: producer run}}) may only choose, for an input,
+    among the runs of that very producer, and name runs the schedule has."""
+    if not isinstance(served_by, dict):
+        return [f"served_by must map run ids to {{producer: run}}, got {type(served_by).__name__}"]
+    run_task = {rid: t for t, rid in runs}
+    out = []
+    for consumer, row in served_by.items():
+        if consumer not in run_task or not isinstance(row, dict):
+            out.append(f"served_by names {consumer!r}, which is no run of the schedule (or maps it to no object)")
+            continue
+        for producer, rid in row.items():
+            if run_task.get(rid) != producer:
+                out.append(f"served_by[{consumer!r}] has input {producer!r} come from {rid!r}, which is not a run of "
+                           f"{producer!r}")
+    return out
+
+
+def _worker_id(cluster, text: str, option: str):
+    for wid in cluster.ids:
+        if str(wid) == text:
+            return wid
+    raise TaskflowError(f"{option}: unknown worker {text!r} (workers: {', '.join(map(str, cluster.ids))})")
+
+
+def _parse_at(spec: str, option: str):
+    head, sep, at = spec.rpartition("@")
+    try:
+        t = float(at)
+    except ValueError:
+        t = None
+    if not sep or not head or t is None or not t >= 0:
+        raise TaskflowError(f"{option} {spec!r}: expected {'W:FACTOR@T' if 'straggler' in option else 'W@T'}"
+                            " with a time T >= 0")
+    return head, t
+
+
+def simulate(args) -> int:
+    """``taskflow simulate``: carry GRAPH out in the simulator under each ``--scheduler`` (or a
+    ``--plan``), with noise, stragglers and failures; ``-o``, ``--gantt``, ``--chrome-trace`` write it.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (:func:`~taskflow.app.cli.parser.build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status.
+
+    Raises
+    ------
+    TaskflowError
+        Bad input, named in one line.
+    """
+    import schedulers as policies
+
+    from ...simulator import simulate as run_simulation
+
+    check_outputs([("-o", args.output), ("--chrome-trace", args.chrome_trace), ("--gantt", args.gantt)],
+                  [args.graph, args.cluster])
+    graph = read_graph(args.graph, args.format)
+    cluster = cluster_from_args(args)
+    fail = {}
+    for spec in args.fail or []:
+        w, t = _parse_at(spec, "--fail")
+        fail[_worker_id(cluster, w, "--fail")] = t
+    stragglers = {}
+    for spec in args.straggler or []:
+        head, t = _parse_at(spec, "--straggler")
+        w, sep, factor = head.rpartition(":")
+        try:
+            f = float(factor)
+        except ValueError:
+            f = None
+        if not sep or f is None or not f > 0:
+            raise TaskflowError(f"--straggler {spec!r}: expected W:FACTOR@T with FACTOR > 0")
+        stragglers[_worker_id(cluster, w, "--straggler")] = (f, t)
+    plan = load_schedule(args.plan) if args.plan else None
+    if plan is not None:
+        plan.validate(graph, cluster)  # a plan file is input: check it before running it
+    names = scheduler_names(args.scheduler) or [None if plan is not None else "heft"]
+    if plan is not None and len(names) > 1:
+        raise TaskflowError("--plan is carried out by one --scheduler (the one that re-plans after a failure)")
+    policies.warm_up(len(graph))
+    traces = []
+    for name in names:
+        trace = run_simulation(graph, cluster, name, network=args.network, plan=plan, noise=args.noise,
+                               stragglers=stragglers, fail=fail, information=args.information, seed=args.seed,
+                               scheduler_interval=args.interval, decision_latency=args.decision_latency)
+        trace.validate(graph, cluster)
+        traces.append(trace)
+        m = trace.metrics(graph, cluster)
+        print(f"{trace.scheduler} on {trace.network}: makespan {trace.makespan:g} s (lower bound "
+              f"{m['lower_bound']:g}, SLR {m['slr']:.3f}); {len(trace.runs)} runs, {len(trace.transfers)} transfers "
+              f"({sum(t.bytes for t in trace.transfers):g} bytes)")
+        if trace.recomputed or trace.lost:
+            print(f"lost {len(trace.lost)} running task(s); recomputed: "
+                  f"{', '.join(sorted(map(str, trace.recomputed))) or 'none'}")
+        if not args.quiet:
+            print(trace.to_schedule().table(cluster))
+    if args.output:
+        _write_plans(args.output, [tr.to_schedule() for tr in traces])
+    if args.chrome_trace:
+        _write_chrome_trace(args.chrome_trace, traces)
+    if args.gantt:
+        from ..plot import gantt
+
+        gantt([tr.to_schedule() for tr in traces], args.gantt, workers=cluster.ids, graph=graph,
+              transfers=[tr.transfers for tr in traces])
+    return 0
+
+
+# ---------------------------------------------------------------------- on Dask
+def run(args) -> int:
+    """``taskflow run``: run GRAPH on Dask under each ``--scheduler``; print each run's summary, its
+    notes and what its sink tasks returned; ``--report``, ``--gantt``, ``--chrome-trace`` write it.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (:func:`~taskflow.app.cli.parser.build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status.
+
+    Raises
+    ------
+    TaskflowError
+        Bad input, named in one line.
+    """
+    import warnings
+
+    from ...formats import load_cluster
+    from ...runtime import run as run_on_dask
+
+    names = scheduler_names(args.scheduler, default="heft")
+    several = len(names) > 1
+    outputs = [(opt, _per_policy(path, n, several)) for n in names
+               for opt, path in (("--gantt", args.gantt), ("--chrome-trace", args.chrome_trace))]
+    check_outputs([("--report", args.report), ("--profile", args.profile), *outputs], [args.graph, args.cluster])
+    graph = read_graph(args.graph, args.format)
+    model = load_cluster(args.cluster) if args.cluster else None
+    speeds = parse_speeds(args.speeds)
+    if args.workers is not None and args.workers < 1:
+        raise TaskflowError(f"cluster has no workers: --workers must be >= 1, got {args.workers}")
+    if isinstance(speeds, list) and not (args.address or args.scheduler_file or args.jobqueue) \
+            and len(speeds) != (args.workers or 2):
+        raise TaskflowError(f"--speeds lists {len(speeds)} speeds for --workers {args.workers or 2}")
+    jq_options = None
+    if args.jobqueue:
+        if args.address or args.scheduler_file:
+            raise TaskflowError("--jobqueue starts its own cluster: leave out --address and --scheduler-file")
+        if args.jobs is None or args.jobs < 1:
+            raise TaskflowError("--jobqueue needs --jobs N (N >= 1): the number of batch jobs, one worker each")
+        jq_options = {"cores": args.cores, "memory": args.memory, "walltime": args.walltime, "queue": args.queue,
+                      "interface": args.interface, "wait": args.job_wait}
+    elif args.jobs is not None:
+        raise TaskflowError("--jobs goes with --jobqueue slurm|pbs")
+    reports = []
+    for name in names:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TaskflowWarning)  # printed below as notes
+            report = run_on_dask(graph, name, cluster=model, address=args.address,
+                                 scheduler_file=args.scheduler_file, workers=args.workers or 2,
+                                 threads_per_worker=args.cores, speeds=speeds, calibrate=args.calibrate,
+                                 time_scale=args.time_scale, size_scale=args.size_scale, retries=args.retries,
+                                 quiet=args.quiet, timeout=args.timeout, seed=args.seed, profile=args.profile,
+                                 dashboard=args.dashboard or False, jobqueue=args.jobqueue,
+                                 jobqueue_options=jq_options)
+        reports.append(report)
+        print(f"{report.scheduler}: predicted makespan {report.predicted_makespan:.3f} s, measured "
+              f"{report.measured_makespan:.3f} s (error {report.prediction_error:.1%}), placement fidelity "
+              f"{report.placement_fidelity:.0%}, {len(report.trace.runs)} tasks, {len(report.trace.transfers)} "
+              f"transfers" + (f", {report.replans} re-plan(s)" if report.replans else "")
+              + f"; costs {report.costs}" + (f", measurements saved to {args.profile}" if args.profile else ""))
+        if report.jobs:
+            print("batch jobs: " + ", ".join(f"{w} in job {j}" for w, j in sorted(report.jobs.items())))
+        for note in report.notes:
+            print(f"note: {note}")
+        if graph.executable:  # what the user's functions returned (an emulated graph returns only buffers)
+            for line in report.result_lines():
+                print(f"result: {line}")
+        if args.gantt:
+            from ..plot import gantt_compare
+
+            gantt_compare(report, _per_policy(args.gantt, report.scheduler, several))
+        if args.chrome_trace:
+            atomic_write(_per_policy(args.chrome_trace, report.scheduler, several),
+                         json.dumps(report.chrome_trace()))
+    if args.report:
+        docs = [r.to_dict() for r in reports]
+        atomic_write(args.report, json.dumps(docs[0] if not several else docs, indent=1, default=str) + "\n")
+    return 0
+
+
+def compare(args) -> int:
+    """``taskflow compare``: every policy on each GRAPH, simulated, and with ``--real`` on Dask.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (:func:`~taskflow.app.cli.parser.build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status.
+
+    Raises
+    ------
+    TaskflowError
+        Bad input, named in one line.
+    """
+    from ..compare import compare as compare_policies
+    from ..compare import table_text
+
+    check_outputs([("--profile", args.profile)], args.graphs, folders=[("--out", args.out)])
+    if (args.address or args.scheduler_file or args.profile or args.time_scale) and not args.real:
+        raise TaskflowError("--address, --scheduler-file, --profile and --time-scale go with --real")
+    graphs = []
+    for spec in args.graphs:
+        g = read_graph(spec, args.format)
+        graphs.append((g.name if ":" in spec and not spec.endswith(".json") else spec.split("/")[-1], g))
+    cluster = cluster_from_args(args)
+    names = scheduler_names(args.scheduler) or None
+    rows = compare_policies(graphs, cluster, names, network=args.network, seed=args.seed, real=args.real,
+                            out=args.out, progress=not args.quiet, dashboard=args.dashboard or False,
+                            address=args.address, scheduler_file=args.scheduler_file, profile=args.profile,
+                            time_scale=args.time_scale)
+    print(table_text(rows))
+    if args.out:
+        print(f"wrote {args.out}/compare.csv, compare.md, compare.png")
+    return 0
+
+
+def bench(args) -> int:
+    """``taskflow bench``: run (or resume) a scheduler-comparison suite.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (:func:`~taskflow.app.cli.parser.build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status.
+
+    Raises
+    ------
+    TaskflowError
+        Bad input, named in one line.
+    """
+    from ..bench import run_suite
+
+    names = scheduler_names(args.scheduler) or None
+    check_outputs((), folders=[("--out", args.out)])
+    run_suite(args.suite, args.out, names, args.jobs, real=args.real, progress=not args.quiet)
+    print(f"wrote {args.out}/results.csv, {'real.csv, ' if args.real else ''}summary.md, normalised.png, "
+          f"gantt.png, report.html")
+    return 0
+
+
+def demo(args) -> int:
+    """``taskflow demo``: the main demo (``make demo``).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (:func:`~taskflow.app.cli.parser.build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status.
+
+    Raises
+    ------
+    TaskflowError
+        Bad input, named in one line.
+    """
+    from ..demo import main as run_demo
+
+    check_outputs((), folders=[("--out", args.out)])
+    return run_demo(args.out, bench=not args.no_bench, dashboard=args.dashboard or False)
+
+
+# ---------------------------------------------------------------------- the rest
+def samples(args) -> int:
+    """``taskflow samples``: write the shipped sample workflows and a cluster file.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (:func:`~taskflow.app.cli.parser.build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status.
+
+    Raises
+    ------
+    TaskflowError
+        Bad input, named in one line.
+    """
+    from workflows.samples import SAMPLES, write_samples
+
+    check_outputs((), folders=[("--out", args.out)])
+    written = write_samples(args.out)
+    print(f"wrote {len(written)} files into {args.out}/:")
+    for name, (file, what) in SAMPLES.items():
+        print(f"  {file:<46} {what}")
+    print("  montage.json, workflow.xml                     copies of the Montage trace and DAX")
+    print("  graph.json                                     the Montage DAX in taskflow's format")
+    print("  cluster.json                                   4 workers w0-w3 at speeds 1, 1, 2, 4, 100 MB/s")
+    print("  NOTICE.md                                      where each file comes from, and its licence")
+    return 0
+
+
+def _parse_cpus(text) -> dict:
+    """``w1=0.5,w3=0.25`` -> ``{"w1": 0.5, "w3": 0.25}`` (``--cpus``)."""
+    out = {}
+    for item in (text or "").split(","):
+        if not item.strip():
+            continue
+        name, sep, value = item.partition("=")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            raise TaskflowError(f"--cpus: {item.strip()!r} is not WORKER=CORES (e.g. w3=0.25)")
+    return out
+
+
+def testbed(args) -> int:
+    """``taskflow testbed``: run ``-- COMMAND`` beside Dask workers on shaped links, then remove
+    everything.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (:func:`~taskflow.app.cli.parser.build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status.
+
+    Raises
+    ------
+    TaskflowError
+        Bad input, named in one line.
+    """
+    import os
+    import shutil
+    import signal
+    import subprocess
+    import tempfile
+
+    from .. import testbed as tbm
+
+    if args.clean:
+        if tbm.available():
+            raise TaskflowError(tbm.available())
+        gone = tbm.clean_stale()
+        print(f"removed {len(gone)} stale testbed(s){': ' + ', '.join(gone) if gone else ''}; "
+              f"testbed namespaces now: {', '.join(tbm.leftovers()) or 'none'}")
+        return 0
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise TaskflowError("give the command to run inside the testbed after --, e.g. "
+                            "taskflow testbed --workers 4 -- taskflow run graph.json")
+    if shutil.which(command[0], path=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])) \
+            is None:
+        raise TaskflowError(f"cannot run {command[0]!r} in the testbed: no such command")
+    matrix = None
+    if args.matrix:
+        from ...formats import read_json
+
+        matrix = read_json(args.matrix)
+    tb = tbm.Testbed(workers=args.workers, topology=args.topology, bandwidth=args.bandwidth,
+                     inter_rack=args.inter_rack, slow_worker=args.slow_worker, slow_bandwidth=args.slow_bandwidth,
+                     matrix=matrix, nthreads=args.cores, cpus=_parse_cpus(args.cpus))
+    why = tbm.available() or (tbm.cpu_limits_available() if args.cpus else None)
+    if why:
+        raise TaskflowError(why)
+
+    def terminated(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        with tempfile.TemporaryDirectory(prefix="taskflow-testbed-") as tmp, tb:
+            from ...formats import save_cluster
+
+            model = os.path.join(tmp, "cluster.json")
+            save_cluster(tb.model(), model)
+            print(tb.describe(), file=sys.stderr)
+            print(f"  DASK_SCHEDULER_ADDRESS={tb.address}; the shaped rates as a cluster model: "
+                  f"TASKFLOW_TESTBED_CLUSTER={model}", file=sys.stderr, flush=True)
+            proc = tb.popen(command, env={"TASKFLOW_TESTBED_CLUSTER": model})
+            try:
+                return proc.wait()
+            except BaseException:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def schedulers(args) -> int:
+    """``taskflow schedulers``: list the registered policies.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (:func:`~taskflow.app.cli.parser.build_parser`).
+
+    Returns
+    -------
+    int
+        The exit status.
+
+    Raises
+    ------
+    TaskflowError
+        Bad input, named in one line.
+    """
+    from ...policy import available, scheduler_class
+
+    for name in available():
+        try:
+            cls = scheduler_class(name)
+        except TaskflowError as e:  # a broken plugin: say so, list the rest
+            print(f"{name:<16} {'broken':<8} {e}")
+            continue
+        print(f"{name:<16} {cls.kind:<8} {cls.summary}")
+    return 0

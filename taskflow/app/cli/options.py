@@ -1,0 +1,415 @@
+"""The command line's shared grammar: one definition of each option that several commands take,
+and the parsers of their values.
+
+The same thing is spelled the same way in every command:
+
+- ``GRAPH``: a graph file (native, WfFormat, DAX, STG, Estee zip[#K]) or ``module:function``
+  returning a :class:`~taskflow.TaskGraph` (:func:`read_graph`);
+- ``--scheduler``: one name, or a comma list (``heft,cpop``; ``all`` where static plans are
+  made), :func:`scheduler_names`;
+- ``--speeds``: one speed per worker in order (``1,1,2``) or by worker name (``w0=1,w2=2``),
+  :func:`parse_speeds`;
+- ``--cores``: cores (threads) per worker; ``--seed``; ``--out`` a folder; ``-o`` a file;
+- ``-q`` / ``--quiet``: only the summary lines, no per-task tables or progress.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ...checks import parse_rate
+from ...cluster import DEFAULT_BANDWIDTH, Cluster, Worker
+from ...errors import TaskflowError
+from ...formats import READ_FORMATS, load_graph, load_graphs, with_source
+
+__all__ = ["Prefixed", "add_graph", "add_graphs", "add_cluster", "add_scheduler", "add_quiet", "add_seed",
+           "add_dashboard", "add_network", "add_cores", "add_speeds", "add_gantt", "add_chrome_trace", "read_graph",
+           "read_graphs", "parse_speeds", "cluster_from_args", "scheduler_names", "check_outputs"]
+
+GRAPH_HELP = "graph file (native, WfFormat, DAX, STG, Estee zip[#K]) or module:function returning a TaskGraph"
+QUIET_HELP = "print only the summary lines: no per-task tables, no progress"
+SPEEDS_HELP = "worker speeds: one per worker in order (1,1,2) or by worker name (w0=1,w2=2); default all 1"
+
+
+class Prefixed(TaskflowError):
+    """An error message already prefixed with the file it came from."""
+
+
+# ---------------------------------------------------------------------- options
+def add_graph(sp) -> None:
+    """A positional GRAPH (file or module:function) and ``--format``.
+
+    Parameters
+    ----------
+    sp : argparse.ArgumentParser
+    """
+    sp.add_argument("graph", metavar="GRAPH", help=GRAPH_HELP)
+    sp.add_argument("--format", choices=READ_FORMATS, help="force the input format (default: detect)")
+
+
+def add_graphs(sp) -> None:
+    """One or more GRAPH arguments and ``--format``.
+
+    Parameters
+    ----------
+    sp : argparse.ArgumentParser
+    """
+    sp.add_argument("graphs", metavar="GRAPH", nargs="+", help=GRAPH_HELP + " (one or more)")
+    sp.add_argument("--format", choices=READ_FORMATS, help="force the input format (default: detect)")
+
+
+def add_cores(sp, what: str = "with --workers") -> None:
+    """``--cores``: cores (threads) per worker.
+
+    Parameters
+    ----------
+    sp : argparse.ArgumentParser
+    what : str
+        What it is of (the help text).
+    """
+    sp.add_argument("--cores", type=int, default=1, help=f"cores (threads) per worker {what} (default 1)")
+
+
+def add_speeds(sp) -> None:
+    """``--speeds``, in either form (:func:`parse_speeds`).
+
+    Parameters
+    ----------
+    sp : argparse.ArgumentParser
+    """
+    sp.add_argument("--speeds", help=SPEEDS_HELP)
+
+
+def add_cluster(sp) -> None:
+    """A cluster model: a file, or N workers with speeds, cores and a network.
+
+    Parameters
+    ----------
+    sp : argparse.ArgumentParser
+    """
+    sp.add_argument("--cluster", help="cluster file (taskflow-cluster/1)")
+    sp.add_argument("--workers", type=int, help="N workers w0..wN-1 instead of --cluster")
+    add_speeds(sp)
+    add_cores(sp)
+    sp.add_argument("--bandwidth", default=DEFAULT_BANDWIDTH,
+                    help="between workers with --workers: bytes/s, or a rate such as 200mbit or 1gbit (default 1e9)")
+    sp.add_argument("--latency", type=float, default=0.0, help="seconds per transfer with --workers (default 0)")
+
+
+def add_scheduler(sp, default: str | None = None, static_all: bool = False, alias: bool = False,
+                  required: bool = False) -> None:
+    """``--scheduler NAME[,NAME...]`` (with ``alias``, also spelled ``--schedulers``).
+
+    Parameters
+    ----------
+    sp : argparse.ArgumentParser
+    default : str, optional
+    static_all : bool
+        ``all`` means every static policy.
+    alias : bool
+    required : bool
+    """
+    names = ("--scheduler", "--schedulers") if alias else ("--scheduler",)
+    extra = ", or 'all' for every static one" if static_all else ""
+    sp.add_argument(*names, dest="scheduler", default=default, required=required, metavar="NAME[,NAME...]",
+                    help=f"a name from 'taskflow schedulers', or a comma list{extra}"
+                         + (f" (default {default})" if default else ""))
+
+
+def add_network(sp) -> None:
+    """``--network``: the simulator's network model.
+
+    Parameters
+    ----------
+    sp : argparse.ArgumentParser
+    """
+    sp.add_argument("--network", choices=("maxmin", "simple"), default="maxmin",
+                    help="the simulator's network model: maxmin (flows share links) or simple (default maxmin)")
+
+
+def add_quiet(sp) -> None:
+    """``-q`` / ``--quiet``: only the summary lines.
+
+    Parameters
+    ----------
+    sp : argparse.ArgumentParser
+    """
+    sp.add_argument("-q", "--quiet", action="store_true", help=QUIET_HELP)
+
+
+def add_seed(sp) -> None:
+    """``--seed``.
+
+    Parameters
+    ----------
+    sp : argparse.ArgumentParser
+    """
+    sp.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
+
+
+def add_dashboard(sp) -> None:
+    """``--dashboard [HOST:PORT]``.
+
+    Parameters
+    ----------
+    sp : argparse.ArgumentParser
+    """
+    sp.add_argument("--dashboard", nargs="?", const=True, metavar="HOST:PORT",
+                    help="serve the embedded cluster's Dask dashboard (default 127.0.0.1:8787) and print its link")
+
+
+def add_gantt(sp, what: str) -> None:
+    """``--gantt PNG``.
+
+    Parameters
+    ----------
+    sp : argparse.ArgumentParser
+    what : str
+        What it is of (the help text).
+    """
+    sp.add_argument("--gantt", metavar="PNG", help=f"write a Gantt chart of {what} (PNG)")
+
+
+def add_chrome_trace(sp, what: str) -> None:
+    """``--chrome-trace JSON``.
+
+    Parameters
+    ----------
+    sp : argparse.ArgumentParser
+    what : str
+        What it is of (the help text).
+    """
+    sp.add_argument("--chrome-trace", metavar="JSON", help=f"write {what} as a Chrome trace (open in Perfetto)")
+
+
+# ---------------------------------------------------------------------- values
+def read_graph(spec: str, fmt=None):
+    """A graph file, or ``module:function`` returning a TaskGraph (the module found in the current
+    folder, as ``python -m`` finds it).
+
+    Parameters
+    ----------
+    spec : str
+    fmt : str, optional
+        Force this input format.
+
+    Raises
+    ------
+    TaskflowError
+        The file or the function could not give a graph; the message names it.
+    """
+    if ":" in spec and not os.path.exists(spec.split("#")[0]):
+        return _from_function(spec)
+    try:
+        return load_graph(spec, fmt)
+    except TaskflowError as e:
+        raise Prefixed(with_source(e, spec.split("#")[0])) from None
+
+
+def read_graphs(spec: str, fmt=None) -> list:
+    """Every graph of ``spec``: a file (an Estee set gives several) or ``module:function``.
+
+    Parameters
+    ----------
+    spec : str
+    fmt : str, optional
+
+    Raises
+    ------
+    TaskflowError
+        As :func:`read_graph`.
+    """
+    if ":" in spec and not os.path.exists(spec.split("#")[0]):
+        return [_from_function(spec)]
+    try:
+        return load_graphs(spec, fmt)
+    except TaskflowError as e:
+        raise Prefixed(with_source(e, spec.split("#")[0])) from None
+
+
+def _from_function(spec: str):
+    import importlib
+
+    from ...graph import TaskGraph
+
+    mod, _, fn = spec.partition(":")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` does: the user's module in the current folder
+    try:
+        obj = getattr(importlib.import_module(mod), fn)
+    except (ImportError, AttributeError, SyntaxError) as e:
+        raise TaskflowError(f"{spec}: cannot load ({type(e).__name__}: {e})") from None
+    except Exception as e:  # noqa: BLE001 - the user's module raised while loading: say so, once
+        raise TaskflowError(f"{spec}: importing it raised {type(e).__name__}: {e}") from None
+    try:
+        graph = obj() if callable(obj) and not isinstance(obj, TaskGraph) else obj
+    except TaskflowError as e:
+        raise TaskflowError(f"{spec}: {e}") from None
+    except Exception as e:  # noqa: BLE001 - the user's function raised: name it
+        raise TaskflowError(f"{spec}: building the graph raised {type(e).__name__}: {e}") from None
+    if not isinstance(graph, TaskGraph):
+        raise TaskflowError(f"{spec}: returned {type(graph).__name__}, expected a TaskGraph")
+    return graph.validate()
+
+
+def parse_speeds(text: str | None):
+    """``--speeds``: ``"1,1,2"`` -> ``[1.0, 1.0, 2.0]``, ``"a=2,b=1"`` -> ``{"a": 2.0, "b": 1.0}``,
+    ``None`` -> ``None``. Every speed a finite number > 0.
+
+    Parameters
+    ----------
+    text : str or None
+
+    Raises
+    ------
+    TaskflowError
+        A speed that is no number > 0, or a NAME=SPEED pair without a name.
+    """
+    if text is None:
+        return None
+    items = [x.strip() for x in text.split(",")]
+    named = any("=" in x for x in items)
+    out = {} if named else []
+    for item in items:
+        name, sep, value = item.rpartition("=") if named else ("", "", item)
+        try:
+            speed = float(value)
+        except ValueError:
+            speed = None
+        if (named and (not sep or not name)) or speed is None or not 0 < speed < float("inf"):
+            raise TaskflowError(f"--speeds: {item!r} is not a speed > 0 (give 1,1,2 or w0=1,w2=2)")
+        if named:
+            out[name] = speed
+        else:
+            out.append(speed)
+    return out
+
+
+def cluster_from_args(args) -> Cluster:
+    """The cluster model of ``--cluster FILE``, else of ``--workers N`` with ``--speeds``,
+    ``--cores``, ``--bandwidth`` and ``--latency``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+
+    Raises
+    ------
+    TaskflowError
+        Neither given, no workers, speeds that do not fit the workers, a bad rate.
+    """
+    from ...formats import load_cluster
+
+    if args.cluster:
+        if args.speeds:
+            raise TaskflowError("--speeds goes with --workers; a --cluster file declares its own speeds")
+        return load_cluster(args.cluster)
+    if args.workers is None:
+        raise TaskflowError("give --cluster FILE or --workers N")
+    if args.workers < 1:
+        raise TaskflowError(f"cluster has no workers: --workers must be >= 1, got {args.workers}")
+    ids = [f"w{i}" for i in range(args.workers)]
+    speeds = parse_speeds(args.speeds)
+    if isinstance(speeds, list):
+        if len(speeds) != args.workers:
+            raise TaskflowError(f"--speeds lists {len(speeds)} speeds for --workers {args.workers}")
+        speeds = dict(zip(ids, speeds))
+    unknown = sorted(set(speeds or {}) - set(ids))
+    if unknown:
+        raise TaskflowError(f"--speeds names unknown worker(s) {', '.join(unknown)} (workers: w0..w{args.workers - 1})")
+    try:
+        bandwidth = parse_rate(args.bandwidth)
+    except TaskflowError as e:
+        raise TaskflowError(f"--bandwidth: {e}") from None
+    return Cluster([Worker(w, (speeds or {}).get(w, 1.0), args.cores) for w in ids],
+                   bandwidth=bandwidth, latency=args.latency, name=f"{args.workers}-workers")
+
+
+def scheduler_names(text: str | None, default: str | None = None, static_all: bool = False) -> list:
+    """``--scheduler``: ``"heft"`` -> ``["heft"]``, ``"heft,cpop"`` -> both, ``"all"`` -> every
+    static policy (where ``static_all``).
+
+    Parameters
+    ----------
+    text : str or None
+    default : str, optional
+    static_all : bool
+
+    Raises
+    ------
+    TaskflowError
+        An empty name; an unknown one (the message lists the known ones).
+    """
+    from ...policy import available, canonical_name, scheduler_class
+
+    text = default if text is None else text
+    if text is None:
+        return []
+    names = [x.strip() for x in text.split(",")]
+    if not all(names):
+        raise TaskflowError(f"--scheduler: empty name in {text!r}")
+    if static_all and names == ["all"]:
+        return available("static")
+    out = []
+    for n in names:
+        scheduler_class(n)  # an unknown name fails here, listing the known ones
+        name = canonical_name(n) or n
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def check_outputs(outputs, inputs=(), folders=()) -> None:
+    """Refuse, before any work, output paths that cannot be written: empty, a folder, under a
+    missing folder or a file, in a folder we may not write, or one of the inputs (which the run
+    would replace). ``folders`` are output folders (made if missing; their parent must exist).
+
+    Parameters
+    ----------
+    outputs : iterable of (option, path or None)
+    inputs : iterable of path
+    folders : iterable of (option, path or None)
+
+    Raises
+    ------
+    TaskflowError
+    """
+    seen = {}
+    ins = {os.path.realpath(p.split("#")[0]) for p in inputs if p}
+    for opt, path in outputs:
+        if path is None:
+            continue
+        if not path.strip():
+            raise TaskflowError(f"{opt}: empty output path")
+        real = os.path.realpath(path)
+        if os.path.isdir(path):
+            raise TaskflowError(f"{opt} {path!r}: is a folder, expected a file path")
+        parent = os.path.dirname(real)
+        if not os.path.exists(parent):
+            raise TaskflowError(f"{opt} {path!r}: folder {os.path.dirname(path) or '.'!r} does not exist")
+        if not os.path.isdir(parent):
+            raise TaskflowError(f"{opt} {path!r}: {os.path.dirname(path)!r} is a file, not a folder")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise TaskflowError(f"{opt} {path!r}: cannot write in folder {os.path.dirname(path) or '.'!r}")
+        if os.path.exists(path) and not os.access(path, os.W_OK):
+            raise TaskflowError(f"{opt} {path!r}: the file is not writable")
+        if real in ins:
+            raise TaskflowError(f"{opt} {path!r}: is an input of this command; write to another file")
+        if real in seen:
+            raise TaskflowError(f"{opt} and {seen[real]} name the same file {path!r}")
+        seen[real] = opt
+    for opt, path in folders:
+        if path is None:
+            continue
+        if not path.strip():
+            raise TaskflowError(f"{opt}: empty folder path")
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise TaskflowError(f"{opt} {path!r}: is a file, expected a folder")
+        target = os.path.abspath(path)
+        while not os.path.exists(target):  # missing folders are made: the nearest existing one must allow it
+            target = os.path.dirname(target)
+        if not os.path.isdir(target):
+            raise TaskflowError(f"{opt} {path!r}: {target!r} is a file, not a folder")
+        if not os.access(target, os.W_OK | os.X_OK):
+            raise TaskflowError(f"{opt} {path!r}: cannot write in {target!r}")

@@ -1,0 +1,182 @@
+"""The ``taskflow`` command's argument parser: one subparser per subcommand, built from the
+shared options of :mod:`.options` so that one thing has one spelling everywhere."""
+
+from __future__ import annotations
+
+import argparse
+
+from ... import __version__
+from ...formats import WRITE_FORMATS
+from . import commands
+from .options import (add_chrome_trace, add_cluster, add_cores, add_dashboard, add_gantt, add_graph, add_graphs,
+                      add_network, add_quiet, add_scheduler, add_seed, add_speeds)
+
+__all__ = ["build_parser"]
+
+DESCRIPTION = ("Plan, simulate and run task-graph workflows: read and convert graphs, plan them with "
+               "scheduling policies, check plans, simulate them, run them on Dask workers and compare policies. "
+               "A GRAPH is a file (native, WfFormat, DAX, STG, Estee) or module:function returning a TaskGraph.")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``taskflow`` command's argument parser (one subparser per subcommand)."""
+    p = argparse.ArgumentParser(prog="taskflow", description=DESCRIPTION)
+    p.add_argument("--version", action="version", version=f"taskflow {__version__}",
+                   help="print the version and exit")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sp = sub.add_parser("info", help="counts, total cost and critical path of a graph")
+    add_graph(sp)
+    sp.add_argument("--json", action="store_true", help="print a JSON object (a list for an Estee set)")
+    sp.set_defaults(func=commands.info)
+
+    sp = sub.add_parser("convert", help="convert a graph to native JSON, WfFormat 1.5 or DOT")
+    add_graph(sp)
+    sp.add_argument("-o", "--output", required=True, help="output file (.dot/.gv means DOT)")
+    sp.add_argument("--to", choices=WRITE_FORMATS, help="output format (default: by suffix, else native)")
+    sp.set_defaults(func=commands.convert)
+
+    sp = sub.add_parser("schedule", help="plan a graph on a cluster with one or more policies")
+    add_graph(sp)
+    add_cluster(sp)
+    add_scheduler(sp, static_all=True, required=True)
+    add_seed(sp)
+    sp.add_argument("--budget", help="heft-search: evaluations (e.g. 64) or seconds (e.g. 2s); default 16. "
+                    "optimal: CP-SAT deterministic time (e.g. 30) or seconds (e.g. 30s); default 2")
+    sp.add_argument("-o", "--output", help="write the plan (taskflow-schedule/1 JSON, a list with several; "
+                    "CSV where the name ends in .csv)")
+    add_gantt(sp, "the plan (a panel per policy)")
+    add_chrome_trace(sp, "the plan")
+    add_quiet(sp)
+    sp.set_defaults(func=commands.schedule)
+
+    sp = sub.add_parser("simulate", help="simulate a graph on a cluster (network models, noise, faults)")
+    add_graph(sp)
+    add_cluster(sp)
+    add_scheduler(sp)
+    add_network(sp)
+    sp.add_argument("--plan", help="simulate this schedule file instead of planning (--scheduler then names the "
+                    "policy that re-plans after a failure)")
+    sp.add_argument("--noise", type=float, default=0.0, help="per-task duration noise: x exp(N(0, S)) (default 0)")
+    sp.add_argument("--straggler", action="append", metavar="W:FACTOR@T",
+                    help="worker W runs FACTOR times slower from time T (repeatable)")
+    sp.add_argument("--fail", action="append", metavar="W@T", help="worker W is lost at time T (repeatable)")
+    sp.add_argument("--information", choices=("exact", "mean", "blind", "user"), default="exact",
+                    help="what the scheduler knows of costs (default exact)")
+    sp.add_argument("--interval", type=float, default=0.0, help="minimum seconds between scheduler invocations")
+    sp.add_argument("--decision-latency", type=float, default=0.0, help="seconds until a decision takes effect")
+    add_seed(sp)
+    sp.add_argument("-o", "--output", help="write the trace (taskflow-schedule/1 JSON with transfers and "
+                    "durations; CSV where the name ends in .csv)")
+    add_gantt(sp, "the simulated run, transfers marked")
+    add_chrome_trace(sp, "the simulated run")
+    add_quiet(sp)
+    sp.set_defaults(func=commands.simulate)
+
+    sp = sub.add_parser("run", help="run a graph on Dask workers (emulated when it has no callables)")
+    add_graph(sp)
+    add_scheduler(sp, default="heft")
+    sp.add_argument("--workers", type=int, help="workers of the embedded LocalCluster (default 2)")
+    add_cores(sp, "of the embedded cluster, or of each batch job")
+    sp.add_argument("--threads", dest="cores", type=int, default=argparse.SUPPRESS,
+                    help=argparse.SUPPRESS)  # the older spelling of --cores
+    sp.add_argument("--address", help="scheduler address of an existing cluster, e.g. tcp://host:8786")
+    sp.add_argument("--scheduler-file", help="scheduler file of an existing cluster")
+    sp.add_argument("--cluster", help="cluster model file; worker ids are Dask worker names")
+    add_speeds(sp)
+    sp.add_argument("--calibrate", action="store_true", help="measure worker speeds and bandwidth first")
+    sp.add_argument("--time-scale", type=float, default=1.0, help="multiply emulated durations (default 1)")
+    sp.add_argument("--size-scale", type=float, default=1.0, help="multiply emulated output sizes (default 1)")
+    sp.add_argument("--retries", type=int, default=0, help="retries of a task that raises (default 0)")
+    sp.add_argument("--timeout", type=float, help="give up after this many seconds")
+    add_seed(sp)
+    sp.add_argument("--profile", help="cost profile (JSON): plan with it if it exists, then add this run's "
+                    "measurements to it (learn on the first run, plan with it on the next)")
+    sp.add_argument("--report", help="write the run report (JSON; a list with several policies)")
+    add_gantt(sp, "the plan above the measured run (with several policies, NAME.POLICY.png each)")
+    add_chrome_trace(sp, "the measured run and the plan (with several policies, NAME.POLICY.json each)")
+    add_dashboard(sp)
+    jq = sp.add_argument_group("batch systems (dask-jobqueue)")
+    jq.add_argument("--jobqueue", choices=("slurm", "pbs"), help="start the workers as batch jobs, one worker each")
+    jq.add_argument("--jobs", type=int, help="how many jobs (workers)")
+    jq.add_argument("--memory", default="2GB", help="memory per job (default 2GB)")
+    jq.add_argument("--walltime", default="01:00:00", help="walltime per job (default 01:00:00)")
+    jq.add_argument("--queue", help="the queue or partition (default: the batch system's default)")
+    jq.add_argument("--interface", help="network interface of the scheduler and workers, e.g. ib0")
+    jq.add_argument("--job-wait", type=float, default=120.0,
+                    help="seconds to wait for every job's worker before failing (default 120)")
+    add_quiet(sp)
+    sp.set_defaults(func=commands.run)
+
+    sp = sub.add_parser("compare", help="every policy on your own graphs: simulated, and on Dask with --real")
+    add_graphs(sp)
+    add_cluster(sp)
+    add_scheduler(sp, alias=True)
+    add_network(sp)
+    add_seed(sp)
+    sp.add_argument("--real", action="store_true",
+                    help="also run the static policies and Dask's work stealing on Dask workers")
+    sp.add_argument("--address", help="with --real: scheduler address of an existing cluster (default: an embedded "
+                    "LocalCluster of the model's size)")
+    sp.add_argument("--scheduler-file", help="with --real: scheduler file of an existing cluster")
+    sp.add_argument("--profile", help="with --real: cost profile (JSON) to plan with and add each run's "
+                    "measurements to")
+    sp.add_argument("--time-scale", type=float, help="with --real: multiply emulated durations and sizes (default: "
+                    "so that the best simulated plan takes about 2 s)")
+    sp.add_argument("--out", help="folder for compare.csv, compare.md and compare.png")
+    add_dashboard(sp)
+    add_quiet(sp)
+    sp.set_defaults(func=commands.compare)
+
+    sp = sub.add_parser("bench", help="the scheduler-comparison suites in the simulator (resumable)")
+    sp.add_argument("--suite", choices=("quick", "standard", "full"), default="quick",
+                    help="which suite: quick (minutes), standard, full (default quick)")
+    add_scheduler(sp, alias=True)
+    sp.add_argument("--out", default="taskflow-out/bench", help="output folder (default taskflow-out/bench)")
+    sp.add_argument("--jobs", type=int, help="parallel processes (default: all cores)")
+    sp.add_argument("--real", action="store_true", help="also run a subset (4 workflows x heft, cpop, blevel, "
+                    "work-stealing) on a local Dask cluster in emulation; rows in real.csv, a section in summary.md")
+    add_quiet(sp)
+    sp.set_defaults(func=commands.bench)
+
+    sp = sub.add_parser("demo", help="the main job: training on a LocalCluster, then the quick suite")
+    sp.add_argument("--out", default="taskflow-out", help="output folder (default taskflow-out)")
+    sp.add_argument("--no-bench", action="store_true", help="skip the quick suite")
+    add_dashboard(sp)
+    sp.set_defaults(func=commands.demo)
+
+    sp = sub.add_parser("validate", help="check a schedule against its graph and cluster")
+    add_graph(sp)
+    add_cluster(sp)
+    sp.add_argument("--schedule", required=True, help="schedule file (taskflow-schedule/1)")
+    sp.add_argument("--trace", action="store_true",
+                    help="a simulated trace: use the durations and served_by it records (checked), not the model's")
+    sp.set_defaults(func=commands.validate)
+
+    sp = sub.add_parser("samples", help="write sample workflows and a cluster file to start from")
+    sp.add_argument("--out", default=".", help="folder (default: the current one)")
+    sp.set_defaults(func=commands.samples)
+
+    sp = sub.add_parser("testbed", help="Dask workers on shaped network links (network namespaces, tc; needs root)",
+                        description="Start a Dask scheduler and workers in network namespaces joined by shaped "
+                        "links, run COMMAND beside them (DASK_SCHEDULER_ADDRESS set), then remove everything.")
+    sp.add_argument("--workers", type=int, default=4, help="workers w0..wN-1 (default 4)")
+    sp.add_argument("--topology", default="uniform", help="uniform, two-racks, slow-link or matrix (default uniform)")
+    sp.add_argument("--bandwidth", default="1gbit", help="each worker's link, e.g. 200mbit (default 1gbit)")
+    sp.add_argument("--inter-rack", help="two-racks: the link between the racks (default a tenth of --bandwidth)")
+    sp.add_argument("--slow-worker", help="slow-link: the worker on the slow link (default the last)")
+    sp.add_argument("--slow-bandwidth", help="slow-link: its rate (default a tenth of --bandwidth)")
+    sp.add_argument("--matrix", help="matrix: JSON file {a: {b: rate}} by worker name")
+    add_cores(sp, "(its Dask threads)")
+    sp.add_argument("--threads", dest="cores", type=int, default=argparse.SUPPRESS,
+                    help=argparse.SUPPRESS)  # the older spelling of --cores
+    sp.add_argument("--cpus", help="CPU limits by worker, e.g. w2=0.5,w3=0.25 (cores; cgroup CPU quota): "
+                    "really slower workers")
+    sp.add_argument("--clean", action="store_true", help="remove what testbeds of dead processes left, and exit")
+    sp.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
+                    help="what to run in the client namespace")
+    sp.set_defaults(func=commands.testbed)
+
+    sp = sub.add_parser("schedulers", help="list the registered policies")
+    sp.set_defaults(func=commands.schedulers)
+    return p
