@@ -3,7 +3,14 @@
 _done = False
 
 
-def warm_up() -> None:
+def warm_up(tasks: int | None = None) -> None:
+    """Load the compiled kernels once, so that no timing counts it.
+
+    Parameters
+    ----------
+    tasks : int, optional
+        The size of the graph about to be planned (unused: every size runs compiled kernels).
+    """
     global _done
     if _done:
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import sys
 
 import pytest
@@ -94,3 +95,39 @@ def test_schedule_and_simulate_take_a_module_function_graph_as_run_does(tmp_path
     monkeypatch.setattr(sys, "path", list(sys.path))
     assert main([cmd[0], "tinydag:build", "--workers", "2", *cmd[1:]]) == 0
     assert "makespan 3" in capsys.readouterr().out
+
+
+def test_on_an_existing_cluster_with_a_profile_and_a_time_scale(tmp_path, capsys):
+    """compare --real on a loopback `dask scheduler` and two named workers: every static policy and
+    Dask's own measured there, the profile written by the first comparison planned with by the
+    second, and a model of another size refused before anything runs."""
+    from taskflow.app.loopback import Loopback
+
+    g = taskflow.TaskGraph("fan")
+    a = g.add_task("a", cost=1.0, output_size=100_000)
+    for k in range(4):
+        g.add_task(f"b{k}", cost=1.0 + k)
+        g.add_edge(a.id, f"b{k}")
+    path = tmp_path / "fan.json"
+    taskflow.save_graph(g, path)
+    lb = Loopback(tmp_path, workers=("wa", "wb")).start()
+    try:
+        args = ["compare", str(path), "--workers", "2", "--speeds", "1,2", "--scheduler", "heft,work-stealing",
+                "--real", "--scheduler-file", str(lb.sched_file), "--profile", str(tmp_path / "costs.json"),
+                "--time-scale", "0.05", "-q"]
+        for k in range(2):
+            out = tmp_path / f"cmp{k}"
+            assert main(args + ["--out", str(out)]) == 0, capsys.readouterr().err
+            rows = {r["scheduler"]: r for r in csv.DictReader(open(out / "compare.csv"))}
+            assert float(rows["heft"]["measured_makespan"]) > 0 and float(rows["work-stealing"]["measured_makespan"]) > 0
+            assert float(rows["heft"]["placement_fidelity"]) == 1.0
+        profile = json.loads((tmp_path / "costs.json").read_text())
+        assert profile  # what the runs measured, kept for the next plan
+        text = capsys.readouterr().out
+        assert "on Dask:" in text and "predicted:" in text  # the columns explained
+        assert main(["compare", str(path), "--workers", "3", "--real", "--scheduler-file", str(lb.sched_file)]) == 2
+        assert "has 2 workers (wa, wb) and the model 3" in capsys.readouterr().err
+    finally:
+        lb.stop()
+    assert main(["compare", str(path), "--workers", "2", "--profile", str(tmp_path / "x.json")]) == 2
+    assert "go with --real" in capsys.readouterr().err
