@@ -20,13 +20,13 @@ from __future__ import annotations
 import heapq
 
 import numpy as np
-from numba import njit
-from numba.typed import List
+from taskflow.jit import kernel
+from taskflow.jit import List
 
 _INF = np.inf
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _find(times, K, t):
     """Largest k < K with times[k] <= t (times[0] == 0 <= t)."""
     lo, hi = 0, K - 1
@@ -39,7 +39,7 @@ def _find(times, K, t):
     return lo
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def earliest_start(times, usage, K, ready, d, c, cap, insertion):
     """Earliest start >= ready for a task of ``d`` seconds on ``c`` of ``cap`` cores."""
     if d <= 0.0:
@@ -68,7 +68,7 @@ def earliest_start(times, usage, K, ready, d, c, cap, insertion):
         t = times[k]
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _split(times, usage, K, t):
     k = _find(times, K, t)
     if times[k] == t:
@@ -81,7 +81,7 @@ def _split(times, usage, K, t):
     return k + 1, K + 1
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def occupy(times, usage, K, s, f, c):
     """Mark ``c`` cores busy on ``[s, f)``; returns (times, usage, K), arrays possibly grown."""
     if f <= s:
@@ -99,7 +99,7 @@ def occupy(times, usage, K, s, f, c):
     return times, usage, K
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _profiles(W):
     times = List()
     usage = List()
@@ -110,7 +110,7 @@ def _profiles(W):
 
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _ready_heap(pred_ptr, priority, remaining):
     """The ready heap of a list scheduler at the start: every entry task, by ``-priority``; fills
     ``remaining`` (unplaced predecessors per task)."""
@@ -123,7 +123,7 @@ def _ready_heap(pred_ptr, priority, remaining):
     return heap
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _place(i, w, s, d, c, worker, start, finish, times, usage, K, succ_ptr, succ_idx, remaining, priority, heap):
     """Place task ``i`` on worker ``w`` over ``[s, s + d)`` with ``c`` cores and release the
     successors it was the last unplaced predecessor of into ``heap``."""
@@ -141,7 +141,7 @@ def _place(i, w, s, d, c, worker, start, finish, times, usage, K, succ_ptr, succ
             heapq.heappush(heap, (-priority[j], j))
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _data_ready(i, W, pred_ptr, pred_idx, pred_size, worker, finish, lat, inv, out):
     for w in range(W):
         out[w] = 0.0
@@ -156,7 +156,7 @@ def _data_ready(i, W, pred_ptr, pred_idx, pred_size, worker, finish, lat, inv, o
                 out[w] = t
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def list_schedule(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_ptr, succ_idx,
                   lat, inv, priority, fixed, bias, use_bias, insertion):
     """Schedule every task; the ready task of highest ``priority`` (ties: lower index) goes next,
@@ -199,7 +199,7 @@ def list_schedule(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ
     return worker, start, finish
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def greedy_schedule(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_ptr, succ_idx,
                     lat, inv, level, mode):
     """ETF (mode 0): of all (ready task, worker) pairs the earliest start, ties to the higher
@@ -273,7 +273,7 @@ def greedy_schedule(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, su
     return worker, start, finish
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _route_ready(i, w, W, R, pred_ptr, pred_idx, pred_size, worker, finish, lat, inv, rack, free, tfree, avail,
                  order, commit):
     """Data-ready time of task ``i`` on worker ``w`` when every transfer it needs is scheduled on
@@ -341,7 +341,7 @@ def _route_ready(i, w, W, R, pred_ptr, pred_idx, pred_size, worker, finish, lat,
     return ready
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def list_schedule_contention(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_ptr, succ_idx,
                              lat, inv, priority, rack, R, insertion):
     """:func:`list_schedule` (no forced workers, no bias) with the data-ready time of each
@@ -386,7 +386,7 @@ def list_schedule_contention(durations, tcores, wcores, pred_ptr, pred_idx, pred
     return worker, start, finish
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _start_avoiding(times, usage, K, ready, d, c, cap, ex_s, ex_f, nex):
     """Earliest start (insertion) at or after ``ready`` on a worker whose profile also has
     ``nex`` tentative tasks ``[ex_s, ex_f)``, each taken to hold the whole worker."""
@@ -402,7 +402,7 @@ def _start_avoiding(times, usage, K, ready, d, c, cap, ex_s, ex_f, nex):
             return t
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def lookahead_schedule(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_ptr, succ_idx, lat, inv,
                        priority):
     """Lookahead HEFT (Bittencourt, Sakellariou, Madeira 2010): tasks in decreasing ``priority``;
@@ -520,7 +520,7 @@ def lookahead_schedule(durations, tcores, wcores, pred_ptr, pred_idx, pred_size,
     return worker, start, finish
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _arrival(p, w, sz, worker, finish, chead, cnext, cw, cf, lat, inv):
     """When ``p``'s output can be on worker ``w``: the earliest over its executions (the task and
     its copies) of finish + transfer time (nothing when it ran on ``w``)."""
@@ -536,7 +536,7 @@ def _arrival(p, w, sz, worker, finish, chead, cnext, cw, cf, lat, inv):
     return best
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _ran_on(p, w, worker, chead, cnext, cw):
     """Whether ``p`` or one of its copies runs on worker ``w``."""
     if worker[p] == w:
@@ -549,7 +549,7 @@ def _ran_on(p, w, worker, chead, cnext, cw):
     return False
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def list_schedule_dup(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_ptr, succ_idx,
                       lat, inv, priority, max_copies):
     """List scheduling with critical-parent duplication. Tasks go in decreasing ``priority``; on

@@ -3,16 +3,21 @@
 _done = False
 
 
-def warm_up(tasks: int | None = None) -> None:
+def warm_up(tasks: int | None = None, workers: int = 1) -> None:
     """Load the compiled kernels once, so that no timing counts it.
 
     Parameters
     ----------
     tasks : int, optional
-        The size of the graph about to be planned (unused: every size runs compiled kernels).
+        The size of the graph about to be planned: a small one runs the kernels as plain Python
+        (:mod:`taskflow.jit`), so nothing is loaded for it. Default: load them.
+    workers : int
+        The cluster's size (with ``tasks``).
     """
     global _done
-    if _done:
+    from taskflow.jit import SMALL, compiled
+
+    if _done or (tasks is not None and 3 * tasks * max(workers, 1) < SMALL):
         return
     from taskflow.cluster import Cluster
     from taskflow.costs import CostModel
@@ -26,6 +31,7 @@ def warm_up(tasks: int | None = None) -> None:
     g.add_edge("a", "b")
     c = Cluster.homogeneous(2)
     model = CostModel(g, c)
-    for name in available("static"):
-        get_scheduler(name, seed=0).schedule(g, c, model=model)
+    with compiled():
+        for name in available("static"):
+            get_scheduler(name, seed=0).schedule(g, c, model=model)
     _done = True

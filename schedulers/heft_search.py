@@ -32,7 +32,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from numba import njit
+from taskflow.jit import kernel
 
 from .base import Scheduler, list_schedule, register, to_schedule
 from .ranks import _downward, _upward, downward_rank, mean_costs, optimistic_cost_table, upward_rank
@@ -175,7 +175,7 @@ def _critical_chain(model, result) -> np.ndarray:
                   model.latency_matrix, model.inv_bandwidth, order, worker[order], finish[order])
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _chain(worker, start, finish, pred_ptr, pred_idx, pred_size, lat, inv, order, w_sorted, f_sorted):
     n = worker.shape[0]
     chain = np.empty(n, np.int64)

@@ -16,7 +16,7 @@ Each runs in O(V + E) (the cost table in O((V + E) W)) over the topological orde
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from taskflow.jit import kernel
 
 from taskflow.costs import CostModel
 
@@ -38,7 +38,7 @@ def mean_costs(model: CostModel):
     return w, c[a.succ_eid], c[a.pred_eid]
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _upward(w, succ_ptr, succ_idx, succ_comm, topo):
     n = w.shape[0]
     r = np.zeros(n)
@@ -53,7 +53,7 @@ def _upward(w, succ_ptr, succ_idx, succ_comm, topo):
     return r
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _downward(w, pred_ptr, pred_idx, pred_comm, topo):
     n = w.shape[0]
     r = np.zeros(n)
@@ -69,7 +69,7 @@ def _downward(w, pred_ptr, pred_idx, pred_comm, topo):
     return r
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _oct(d, succ_ptr, succ_idx, succ_comm, topo):
     n, W = d.shape
     table = np.zeros((n, W))

@@ -24,14 +24,14 @@ assignment order rather than dask.order priority.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from taskflow.jit import kernel
 
 from taskflow.policy import DynamicScheduler, register
 
 __all__ = ["WorkStealing"]
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _earliest(load, dead, feasible, move):  # pragma: no cover - compiled
     """The worker with the earliest estimated start: its load, plus the time to bring the task's
     inputs there (``move``, from :meth:`SimView.transfer_estimates`); lost (``dead`` = inf) and

@@ -8,14 +8,14 @@ at latency + bytes / bandwidth, one input after another); policies use it rather
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ..jit import kernel
 
 from .states import DONE, RUNNING
 
 __all__ = ["SimView"]
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _transfer_times(srcs, sizes, holders, ptr, k, lat, inv, out):  # pragma: no cover - compiled
     """``out[w]``: seconds to bring the ``k`` inputs (from ``srcs[j]``, ``sizes[j]`` bytes, already on
     ``holders[ptr[j]:ptr[j+1]]``) to worker ``w``, one after another."""

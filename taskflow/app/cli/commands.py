@@ -154,7 +154,7 @@ def schedule(args) -> int:
     instances = [policies.get_scheduler(n, seed=args.seed, **(options if "search" in n or n == "optimal" else {}))
                  for n in names]
     model = CostModel(graph, cluster)
-    policies.warm_up(len(graph))  # compiled kernels, where the graph needs them, load outside the timings
+    policies.warm_up(len(graph), len(cluster))  # compiled kernels, where needed, load outside the timings
     rows, plans = [], []
     for sch in instances:
         t0 = time.perf_counter()
@@ -331,7 +331,7 @@ def simulate(args) -> int:
     names = scheduler_names(args.scheduler) or [None if plan is not None else "heft"]
     if plan is not None and len(names) > 1:
         raise TaskflowError("--plan is carried out by one --scheduler (the one that re-plans after a failure)")
-    policies.warm_up(len(graph))
+    policies.warm_up(len(graph), len(cluster))
     traces = []
     for name in names:
         trace = run_simulation(graph, cluster, name, network=args.network, plan=plan, noise=args.noise,

@@ -24,14 +24,14 @@ from __future__ import annotations
 import heapq
 
 import numpy as np
-from numba import njit
+from ...jit import kernel
 
 from .base import Network
 
 __all__ = ["MaxMinNetwork"]
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _lowest(share_up, share_down, best):
     """``(share, port, is_upload)`` of the port with the smallest share below ``best`` among the
     upload ports ``share_up`` and download ports ``share_down`` (port -1 when none is below)."""
@@ -47,7 +47,7 @@ def _lowest(share_up, share_down, best):
     return best, port, is_up
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _fill_pairs(pn, pcap, up, down, prate, capped, bp, rack, rup, rdown):
     """Max-min fair rate per flow of each (source, destination) pair, by progressive filling.
 
@@ -202,7 +202,7 @@ def _fill_pairs(pn, pcap, up, down, prate, capped, bp, rack, rup, rdown):
                 share_rdown[rb] = (rdown[rb] - used_rdown[rb]) / n_rdown[rb] if n_rdown[rb] > 1e-9 else np.inf
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _fill_classes(pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown):
     """Strict priority between classes (class 0 first): each class shares, max-min fairly, the
     port (backplane, rack link) capacity the classes before it left."""
@@ -233,7 +233,7 @@ def _fill_classes(pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdo
                     rdown_r[rack[b]] = max(0.0, rdown_r[rack[b]] - used)
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _refresh(active, pair, done, nxt, rates, pn, pcap, up, down, prate, t_last, recompute, classes, capped, bp,
              rack, rup, rdown):
     """Recompute the rates (if the flow set changed) and return the time of the next flow event."""
@@ -256,7 +256,7 @@ def _refresh(active, pair, done, nxt, rates, pn, pcap, up, down, prate, t_last, 
     return best
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _step(active, done, total, nxt, rates, dt, eps, due, now):
     """Move every active flow ``dt`` seconds forward; list in ``due`` the flows whose next target
     is reached (within ``eps`` relative, or so close that no representable time lies before it);
