@@ -294,3 +294,32 @@ def test_workers_info_is_never_the_clients_refreshed_cache():
             c.wait_for_workers(2)
             seen = [len(workers_info(c)) for _ in range(300)]
     assert seen == [2] * 300
+
+
+def test_without_a_dashboard_none_is_served_and_dasks_busy_port_goes_unremarked():
+    """Dask's scheduler serves its HTTP routes on port 8787 by default and warns when another
+    cluster holds it; a cluster taskflow starts without a dashboard takes a free port quietly."""
+    import socket
+    import warnings
+
+    holder = socket.socket()
+    try:
+        holder.bind(("127.0.0.1", 8787))
+        holder.listen()
+    except OSError:
+        pass  # something holds it already: the same situation
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with local_cluster(1, 1) as lc:
+                import urllib.error
+                import urllib.request
+
+                port = lc.scheduler.http_server.port
+                assert port != 8787
+                with pytest.raises(urllib.error.HTTPError) as e:  # no dashboard page is served
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=10)
+                assert e.value.code == 404
+    finally:
+        holder.close()
+    assert [str(w.message) for w in caught if "in use" in str(w.message)] == []

@@ -362,7 +362,15 @@ def test_a_gantt_of_a_guessed_plan_gives_the_run_its_own_time_axis(client, tmp_p
     assert run_ax.get_xlim()[1] >= rep.measured_makespan
 
 
-def test_a_run_longer_than_two_seconds_shows_a_progress_bar(client, capsys):
+def test_a_run_longer_than_two_seconds_shows_a_progress_bar(client, capsys, monkeypatch):
+    """On a terminal; where stderr is a log or a pipe there is no bar (its redraws would pile into
+    one long line)."""
+    import sys
+
+    from taskflow.runtime.runner import _progress_bar
+
+    assert _progress_bar(8, "x").disable  # capsys's stderr is no terminal
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     g = taskflow.TaskGraph("slow-chain")
     prev = None
     for k in range(8):

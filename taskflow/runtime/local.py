@@ -246,6 +246,11 @@ def local_cluster(n_workers: int, threads_per_worker: int = 1, dashboard_address
         # Dask takes a variable already in this process's environment over its configuration (an
         # earlier cluster's Nanny may have left MALLOC_TRIM_THRESHOLD_ there)
         os.environ.update({k: str(v) for k, v in env.items()})
+        if dashboard_address is None:
+            # Dask's scheduler serves its HTTP routes (health, metrics) even without a dashboard, on
+            # port 8787 unless told otherwise, and warns when that port is taken: a free port, quietly
+            kwargs["scheduler_kwargs"] = {"dashboard": False, "dashboard_address": "127.0.0.1:0",
+                                          **kwargs.get("scheduler_kwargs", {})}
         with dask.config.set(config):
             return LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True,
                                 dashboard_address=dashboard_address, **kwargs)

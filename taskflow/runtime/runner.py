@@ -58,7 +58,10 @@ def _progress_bar(total: int, name: str):
         from tqdm.notebook import tqdm
     else:  # tqdm.auto would warn in a notebook without ipywidgets
         from tqdm.std import tqdm
-    return tqdm(total=total, unit="task", desc=name, file=sys.stderr, delay=2.0, mininterval=0.5, leave=False)
+    # disable=None: no bar where stderr is no terminal (a log, a pipe), where its redraws would pile
+    # into one long line
+    return tqdm(total=total, unit="task", desc=name, file=sys.stderr, delay=2.0, mininterval=0.5, leave=False,
+                disable=None if tqdm.__module__ == "tqdm.std" else False)
 
 
 def _in_notebook() -> bool:
