@@ -4,6 +4,7 @@ inside functions included), so the layering cannot rot."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -185,3 +186,39 @@ def test_allowed_imports_pass_and_cycles_are_found():
     assert violations({"taskflow.app.fake": ("import schedulers\nfrom ..runtime import run\n", False)}) == []
     mods = {"taskflow.a": ("from . import b\n", False), "taskflow.b": ("def f():\n    from .a import x\n", False)}
     assert cycles(import_graph(mods)) == [["taskflow.a", "taskflow.b"]]
+
+
+# ---------------------------------------------------------------- the architecture page says what is
+def _layout() -> set:
+    """The paths the Layout block of docs/architecture.md names (folders end in '/')."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    block = text.split("## Layout", 1)[1].split("```", 2)[1]
+    stack, out = [], set()
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        depth = (len(line) - len(line.lstrip(" "))) // 2
+        names = line.strip().split("  ")[0].split(", ")
+        stack = stack[:depth]
+        for name in names:
+            out.add("/".join(stack + [name]))
+        if names[-1].endswith("/"):
+            stack.append(names[-1].rstrip("/"))
+    return out
+
+
+def test_the_architecture_page_lists_every_module_of_taskflow_and_only_files_that_exist():
+    listed = _layout()
+    missing_on_disk = sorted(p for p in listed if not (ROOT / p.rstrip("/")).exists())
+    assert missing_on_disk == []
+    modules = {str(p.relative_to(ROOT)) for p in (ROOT / "taskflow").rglob("*.py") if "__pycache__" not in p.parts}
+    assert sorted(modules - listed) == []
+
+
+def test_the_architecture_page_names_exactly_the_modules_over_600_lines():
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    section = text.split("## Modules over 600 lines", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"^- `([^`]+\.py)`", section, re.M))
+    long = {str(p.relative_to(ROOT)) for pkg in ("taskflow", "schedulers", "workflows")
+            for p in (ROOT / pkg).rglob("*.py") if len(p.read_text().splitlines()) > 600}
+    assert named == long

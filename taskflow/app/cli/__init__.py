@@ -5,7 +5,8 @@ stderr and exits with status 2, writing no output file. ``taskflow validate`` ex
 schedule is readable but breaks the rules (each problem on its own line).
 
 :mod:`.options` holds the grammar every command shares, :mod:`.parser` the parser,
-:mod:`.commands` one function per subcommand; :func:`main` maps errors to one line.
+:mod:`.commands` and :mod:`.running` one function per subcommand; :func:`main` maps errors to one
+line.
 """
 
 from __future__ import annotations

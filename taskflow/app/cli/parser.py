@@ -7,7 +7,7 @@ import argparse
 
 from ... import __version__
 from ...formats import WRITE_FORMATS
-from . import commands
+from . import commands, running
 from .options import (add_chrome_trace, add_cluster, add_cores, add_dashboard, add_gantt, add_graph, add_graphs,
                       add_network, add_quiet, add_scheduler, add_seed, add_speeds)
 
@@ -106,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     jq.add_argument("--job-wait", type=float, default=120.0,
                     help="seconds to wait for every job's worker before failing (default 120)")
     add_quiet(sp)
-    sp.set_defaults(func=commands.run)
+    sp.set_defaults(func=running.run)
 
     sp = sub.add_parser("compare", help="every policy on your own graphs: simulated, and on Dask with --real")
     add_graphs(sp)
@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", help="folder for compare.csv, compare.md and compare.png")
     add_dashboard(sp)
     add_quiet(sp)
-    sp.set_defaults(func=commands.compare)
+    sp.set_defaults(func=running.compare)
 
     sp = sub.add_parser("bench", help="the scheduler-comparison suites in the simulator (resumable)")
     sp.add_argument("--suite", choices=("quick", "standard", "full"), default="quick",
@@ -137,13 +137,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--real", action="store_true", help="also run a subset (4 workflows x heft, cpop, blevel, "
                     "work-stealing) on a local Dask cluster in emulation; rows in real.csv, a section in summary.md")
     add_quiet(sp)
-    sp.set_defaults(func=commands.bench)
+    sp.set_defaults(func=running.bench)
 
     sp = sub.add_parser("demo", help="the main job: training on a LocalCluster, then the quick suite")
     sp.add_argument("--out", default="taskflow-out", help="output folder (default taskflow-out)")
     sp.add_argument("--no-bench", action="store_true", help="skip the quick suite")
     add_dashboard(sp)
-    sp.set_defaults(func=commands.demo)
+    sp.set_defaults(func=running.demo)
 
     sp = sub.add_parser("validate", help="check a schedule against its graph and cluster")
     add_graph(sp)
@@ -155,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("samples", help="write sample workflows and a cluster file to start from")
     sp.add_argument("--out", default=".", help="folder (default: the current one)")
-    sp.set_defaults(func=commands.samples)
+    sp.set_defaults(func=running.samples)
 
     sp = sub.add_parser("testbed", help="Dask workers on shaped network links (network namespaces, tc; needs root)",
                         description="Start a Dask scheduler and workers in network namespaces joined by shaped "
@@ -175,8 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--clean", action="store_true", help="remove what testbeds of dead processes left, and exit")
     sp.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
                     help="what to run in the client namespace")
-    sp.set_defaults(func=commands.testbed)
+    sp.set_defaults(func=running.testbed)
 
     sp = sub.add_parser("schedulers", help="list the registered policies")
-    sp.set_defaults(func=commands.schedulers)
+    sp.set_defaults(func=running.schedulers)
     return p
