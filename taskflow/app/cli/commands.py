@@ -14,7 +14,40 @@ from ...errors import TaskflowError
 from ...formats import _format_for, atomic_write, dump_json, graph_text, load_schedule
 from .options import check_outputs, cluster_from_args, read_graph, read_graphs, scheduler_names
 
-__all__ = ["info", "convert", "schedule", "validate", "simulate", "one_line"]
+__all__ = ["info", "convert", "schedule", "validate", "simulate", "one_line", "command", "COMMAND_DOC"]
+
+#: What every subcommand's function takes, returns and raises (see :func:`command`).
+COMMAND_DOC = """
+
+Parameters
+----------
+args : argparse.Namespace
+    The parsed command line (:func:`~taskflow.app.cli.parser.build_parser`).
+
+Returns
+-------
+int
+    The exit status.
+
+Raises
+------
+TaskflowError
+    Bad input, named in one line.
+"""
+
+
+def command(summary: str):
+    """Mark a function as a subcommand: its docstring is ``summary`` and what every subcommand
+    takes, returns and raises.
+
+    Parameters
+    ----------
+    summary : str
+    """
+    def mark(fn):
+        fn.__doc__ = summary + COMMAND_DOC
+        return fn
+    return mark
 
 
 def one_line(e) -> str:
@@ -47,24 +80,8 @@ def _write_chrome_trace(path: str, traces: list) -> None:
 
 
 # ---------------------------------------------------------------------- graphs
+@command("``taskflow info``: counts, total cost and critical path of each graph of GRAPH.")
 def info(args) -> int:
-    """``taskflow info``: counts, total cost and critical path of each graph of GRAPH.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed command line (:func:`~taskflow.app.cli.parser.build_parser`).
-
-    Returns
-    -------
-    int
-        The exit status.
-
-    Raises
-    ------
-    TaskflowError
-        Bad input, named in one line.
-    """
     summaries = [graph_summary(g) for g in read_graphs(args.graph, args.format)]
     if args.json:
         print(json.dumps(summaries[0] if len(summaries) == 1 else summaries, indent=1))
@@ -76,24 +93,8 @@ def info(args) -> int:
     return 0
 
 
+@command("``taskflow convert``: GRAPH written in another format (``-o``, ``--to``).")
 def convert(args) -> int:
-    """``taskflow convert``: GRAPH written in another format (``-o``, ``--to``).
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed command line (:func:`~taskflow.app.cli.parser.build_parser`).
-
-    Returns
-    -------
-    int
-        The exit status.
-
-    Raises
-    ------
-    TaskflowError
-        Bad input, named in one line.
-    """
     check_outputs([("-o", args.output)], [args.graph])
     graph = read_graph(args.graph, args.format)
     fmt = _format_for(args.output, args.to)
@@ -103,25 +104,9 @@ def convert(args) -> int:
 
 
 # ---------------------------------------------------------------------- plans and simulations
+@command("``taskflow schedule``: plan GRAPH with each ``--scheduler``, validate and print each plan; "
+         "``-o``, ``--gantt``, ``--chrome-trace`` write them.")
 def schedule(args) -> int:
-    """``taskflow schedule``: plan GRAPH with each ``--scheduler``, validate and print each plan; ``-o``,
-    ``--gantt``, ``--chrome-trace`` write them.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed command line (:func:`~taskflow.app.cli.parser.build_parser`).
-
-    Returns
-    -------
-    int
-        The exit status.
-
-    Raises
-    ------
-    TaskflowError
-        Bad input, named in one line.
-    """
     import schedulers as policies
 
     from ...simulator import plan as make_plan
@@ -184,25 +169,9 @@ def schedule(args) -> int:
     return 0
 
 
+@command("``taskflow validate``: check ``--schedule`` against GRAPH and the cluster; each problem on a "
+         "line of its own and status 1, else a summary and 0.")
 def validate(args) -> int:
-    """``taskflow validate``: check ``--schedule`` against GRAPH and the cluster; each problem on a line
-    of its own and status 1, else a summary and 0.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed command line (:func:`~taskflow.app.cli.parser.build_parser`).
-
-    Returns
-    -------
-    int
-        The exit status.
-
-    Raises
-    ------
-    TaskflowError
-        Bad input, named in one line.
-    """
     from ...errors import ScheduleError
     from ...trace import expand_graph
 
@@ -272,25 +241,10 @@ def _parse_at(spec: str, option: str):
     return head, t
 
 
+@command("``taskflow simulate``: carry GRAPH out in the simulator under each ``--scheduler`` (or a "
+         "``--plan``), with noise, stragglers and failures; ``-o``, ``--gantt``, ``--chrome-trace`` write "
+         "it.")
 def simulate(args) -> int:
-    """``taskflow simulate``: carry GRAPH out in the simulator under each ``--scheduler`` (or a
-    ``--plan``), with noise, stragglers and failures; ``-o``, ``--gantt``, ``--chrome-trace`` write it.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed command line (:func:`~taskflow.app.cli.parser.build_parser`).
-
-    Returns
-    -------
-    int
-        The exit status.
-
-    Raises
-    ------
-    TaskflowError
-        Bad input, named in one line.
-    """
     import schedulers as policies
 
     from ...simulator import simulate as run_simulation

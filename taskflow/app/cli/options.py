@@ -199,12 +199,7 @@ def read_graph(spec: str, fmt=None):
     TaskflowError
         The file or the function could not give a graph; the message names it.
     """
-    if ":" in spec and not os.path.exists(spec.split("#")[0]):
-        return _from_function(spec)
-    try:
-        return load_graph(spec, fmt)
-    except TaskflowError as e:
-        raise Prefixed(with_source(e, spec.split("#")[0])) from None
+    return _read(spec, fmt, load_graph)
 
 
 def read_graphs(spec: str, fmt=None) -> list:
@@ -220,10 +215,15 @@ def read_graphs(spec: str, fmt=None) -> list:
     TaskflowError
         As :func:`read_graph`.
     """
+    return _read(spec, fmt, load_graphs, many=True)
+
+
+def _read(spec: str, fmt, loader, many: bool = False):
     if ":" in spec and not os.path.exists(spec.split("#")[0]):
-        return [_from_function(spec)]
+        graph = _from_function(spec)
+        return [graph] if many else graph
     try:
-        return load_graphs(spec, fmt)
+        return loader(spec, fmt)
     except TaskflowError as e:
         raise Prefixed(with_source(e, spec.split("#")[0])) from None
 

@@ -9,6 +9,7 @@ import sys
 
 from ...errors import TaskflowError, TaskflowWarning
 from ...formats import atomic_write
+from .commands import command
 from .options import check_outputs, cluster_from_args, parse_speeds, read_graph, scheduler_names
 
 __all__ = ["run", "compare", "bench", "demo", "samples", "testbed", "schedulers"]
@@ -25,25 +26,9 @@ def _per_policy(path: str | None, name: str, several: bool) -> str | None:
 
 
 # ---------------------------------------------------------------------- on Dask
+@command("``taskflow run``: run GRAPH on Dask under each ``--scheduler``; print each run's summary, its "
+         "notes and what its sink tasks returned; ``--report``, ``--gantt``, ``--chrome-trace`` write it.")
 def run(args) -> int:
-    """``taskflow run``: run GRAPH on Dask under each ``--scheduler``; print each run's summary, its
-    notes and what its sink tasks returned; ``--report``, ``--gantt``, ``--chrome-trace`` write it.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed command line (:func:`~taskflow.app.cli.parser.build_parser`).
-
-    Returns
-    -------
-    int
-        The exit status.
-
-    Raises
-    ------
-    TaskflowError
-        Bad input, named in one line.
-    """
     import warnings
 
     from ...formats import load_cluster
@@ -109,24 +94,8 @@ def run(args) -> int:
     return 0
 
 
+@command("``taskflow compare``: every policy on each GRAPH, simulated, and with ``--real`` on Dask.")
 def compare(args) -> int:
-    """``taskflow compare``: every policy on each GRAPH, simulated, and with ``--real`` on Dask.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed command line (:func:`~taskflow.app.cli.parser.build_parser`).
-
-    Returns
-    -------
-    int
-        The exit status.
-
-    Raises
-    ------
-    TaskflowError
-        Bad input, named in one line.
-    """
     from ..compare import compare as compare_policies
     from ..compare import table_text
 
@@ -149,24 +118,8 @@ def compare(args) -> int:
     return 0
 
 
+@command("``taskflow bench``: run (or resume) a scheduler-comparison suite.")
 def bench(args) -> int:
-    """``taskflow bench``: run (or resume) a scheduler-comparison suite.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed command line (:func:`~taskflow.app.cli.parser.build_parser`).
-
-    Returns
-    -------
-    int
-        The exit status.
-
-    Raises
-    ------
-    TaskflowError
-        Bad input, named in one line.
-    """
     from ..bench import run_suite
 
     names = scheduler_names(args.scheduler) or None
@@ -177,24 +130,8 @@ def bench(args) -> int:
     return 0
 
 
+@command("``taskflow demo``: the main demo (``make demo``).")
 def demo(args) -> int:
-    """``taskflow demo``: the main demo (``make demo``).
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed command line (:func:`~taskflow.app.cli.parser.build_parser`).
-
-    Returns
-    -------
-    int
-        The exit status.
-
-    Raises
-    ------
-    TaskflowError
-        Bad input, named in one line.
-    """
     from ..demo import main as run_demo
 
     check_outputs((), folders=[("--out", args.out)])
@@ -202,24 +139,8 @@ def demo(args) -> int:
 
 
 # ---------------------------------------------------------------------- the rest
+@command("``taskflow samples``: write the shipped sample workflows and a cluster file.")
 def samples(args) -> int:
-    """``taskflow samples``: write the shipped sample workflows and a cluster file.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed command line (:func:`~taskflow.app.cli.parser.build_parser`).
-
-    Returns
-    -------
-    int
-        The exit status.
-
-    Raises
-    ------
-    TaskflowError
-        Bad input, named in one line.
-    """
     from workflows.samples import SAMPLES, write_samples
 
     check_outputs((), folders=[("--out", args.out)])
@@ -250,25 +171,9 @@ def _parse_cpus(text) -> dict:
     return out
 
 
+@command("``taskflow testbed``: run ``-- COMMAND`` beside Dask workers on shaped links, then remove "
+         "everything.")
 def testbed(args) -> int:
-    """``taskflow testbed``: run ``-- COMMAND`` beside Dask workers on shaped links, then remove
-    everything.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed command line (:func:`~taskflow.app.cli.parser.build_parser`).
-
-    Returns
-    -------
-    int
-        The exit status.
-
-    Raises
-    ------
-    TaskflowError
-        Bad input, named in one line.
-    """
     import os
     import shutil
     import signal
@@ -332,24 +237,8 @@ def testbed(args) -> int:
         signal.signal(signal.SIGTERM, previous)
 
 
+@command("``taskflow schedulers``: list the registered policies.")
 def schedulers(args) -> int:
-    """``taskflow schedulers``: list the registered policies.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The parsed command line (:func:`~taskflow.app.cli.parser.build_parser`).
-
-    Returns
-    -------
-    int
-        The exit status.
-
-    Raises
-    ------
-    TaskflowError
-        Bad input, named in one line.
-    """
     from ...policy import available, scheduler_class
 
     for name in available():
