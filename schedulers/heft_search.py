@@ -35,7 +35,7 @@ import numpy as np
 from taskflow.jit import kernel
 
 from .base import Scheduler, list_schedule, register, to_schedule
-from .ranks import _downward, _upward, downward_rank, mean_costs, optimistic_cost_table, upward_rank
+from .ranks import downward_rank_kernel, upward_rank_kernel, downward_rank, mean_costs, optimistic_cost_table, upward_rank
 
 __all__ = ["HEFTSearch", "DEFAULT_BUDGET", "parse_budget"]
 
@@ -141,7 +141,7 @@ class HEFTSearch(Scheduler):
         _, sc, pc = mean_costs(model)
 
         def upward(w, comm=sc):
-            return _upward(np.ascontiguousarray(w), a.succ_ptr, a.succ_idx, comm, a.topo), None
+            return upward_rank_kernel(np.ascontiguousarray(w), a.succ_ptr, a.succ_idx, comm, a.topo), None
 
         def cpop():
             return rank_u + downward_rank(model), None
@@ -152,8 +152,8 @@ class HEFTSearch(Scheduler):
 
         def fastest_path():  # rank_d at best durations plus rank_u at best durations
             w = np.nanmin(d, axis=1)
-            return (_upward(w, a.succ_ptr, a.succ_idx, sc, a.topo)
-                    + _downward(w, a.pred_ptr, a.pred_idx, pc, a.topo)), None
+            return (upward_rank_kernel(w, a.succ_ptr, a.succ_idx, sc, a.topo)
+                    + downward_rank_kernel(w, a.pred_ptr, a.pred_idx, pc, a.topo)), None
 
         return [("rank: median durations", lambda: upward(np.nanmedian(d, axis=1))),
                 ("rank: best durations", lambda: upward(np.nanmin(d, axis=1))),

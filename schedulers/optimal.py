@@ -55,7 +55,7 @@ from taskflow.errors import TaskflowError
 from taskflow.analysis import lower_bound
 
 from .base import Scheduler, list_schedule, register, to_schedule
-from .ranks import _downward, _upward, upward_rank
+from .ranks import downward_rank_kernel, upward_rank_kernel, upward_rank
 
 __all__ = ["Optimal", "DEFAULT_BUDGET", "MAX_PAIRS", "solve"]
 
@@ -258,8 +258,8 @@ def _heads_and_tails(m, a, D, s, e, mk) -> None:
     than the makespan less its path to a sink (the ranks' own longest paths, without transfers)."""
     fastest = np.where(D >= 0, D, np.iinfo(np.int64).max).min(axis=1).astype(np.float64)
     free = np.zeros(len(a.succ_idx))
-    head = _downward(fastest, a.pred_ptr, a.pred_idx, free, a.topo)
-    tail = _upward(fastest, a.succ_ptr, a.succ_idx, free, a.topo) - fastest
+    head = downward_rank_kernel(fastest, a.pred_ptr, a.pred_idx, free, a.topo)
+    tail = upward_rank_kernel(fastest, a.succ_ptr, a.succ_idx, free, a.topo) - fastest
     for i in range(a.n):
         m.add(s[i] >= int(round(head[i])))
         m.add(e[i] + int(round(tail[i])) <= mk)

@@ -21,7 +21,7 @@ from taskflow.jit import kernel
 from taskflow.costs import CostModel
 
 __all__ = ["mean_costs", "upward_rank", "downward_rank", "b_level", "t_level", "critical_path_tasks",
-           "optimistic_cost_table"]
+           "optimistic_cost_table", "upward_rank_kernel", "downward_rank_kernel"]
 
 
 def mean_costs(model: CostModel):
@@ -39,7 +39,19 @@ def mean_costs(model: CostModel):
 
 
 @kernel(cache=True)
-def _upward(w, succ_ptr, succ_idx, succ_comm, topo):
+def upward_rank_kernel(w, succ_ptr, succ_idx, succ_comm, topo):
+    """Upward ranks over CSR successors: ``w[i] + max(comm + rank of successor)``, in reverse
+    topological order (the loop behind :func:`upward_rank`).
+
+    Parameters
+    ----------
+    w : ndarray
+        Mean duration per task.
+    succ_ptr, succ_idx, succ_comm : ndarray
+        Successors in CSR form and the mean transfer time of each edge.
+    topo : ndarray
+        A topological order.
+    """
     n = w.shape[0]
     r = np.zeros(n)
     for k in range(n - 1, -1, -1):
@@ -54,7 +66,19 @@ def _upward(w, succ_ptr, succ_idx, succ_comm, topo):
 
 
 @kernel(cache=True)
-def _downward(w, pred_ptr, pred_idx, pred_comm, topo):
+def downward_rank_kernel(w, pred_ptr, pred_idx, pred_comm, topo):
+    """Downward ranks over CSR predecessors: ``max(rank + w + comm)`` over the predecessors, in
+    topological order (the loop behind :func:`downward_rank`).
+
+    Parameters
+    ----------
+    w : ndarray
+        Mean duration per task.
+    pred_ptr, pred_idx, pred_comm : ndarray
+        Predecessors in CSR form and the mean transfer time of each edge.
+    topo : ndarray
+        A topological order.
+    """
     n = w.shape[0]
     r = np.zeros(n)
     for k in range(n):
@@ -107,7 +131,7 @@ def upward_rank(model: CostModel) -> np.ndarray:
     """
     a = model.arrays
     w, sc, _ = mean_costs(model)
-    return _upward(w, a.succ_ptr, a.succ_idx, sc, a.topo)
+    return upward_rank_kernel(w, a.succ_ptr, a.succ_idx, sc, a.topo)
 
 
 def downward_rank(model: CostModel) -> np.ndarray:
@@ -125,7 +149,7 @@ def downward_rank(model: CostModel) -> np.ndarray:
     """
     a = model.arrays
     w, _, pc = mean_costs(model)
-    return _downward(w, a.pred_ptr, a.pred_idx, pc, a.topo)
+    return downward_rank_kernel(w, a.pred_ptr, a.pred_idx, pc, a.topo)
 
 
 def b_level(model: CostModel) -> np.ndarray:
@@ -136,7 +160,7 @@ def b_level(model: CostModel) -> np.ndarray:
     model : CostModel
     """
     a = model.arrays
-    return _upward(model.mean_duration(), a.succ_ptr, a.succ_idx, np.zeros(a.m), a.topo)
+    return upward_rank_kernel(model.mean_duration(), a.succ_ptr, a.succ_idx, np.zeros(a.m), a.topo)
 
 
 def t_level(model: CostModel) -> np.ndarray:
@@ -147,7 +171,7 @@ def t_level(model: CostModel) -> np.ndarray:
     model : CostModel
     """
     a = model.arrays
-    return _downward(model.mean_duration(), a.pred_ptr, a.pred_idx, np.zeros(a.m), a.topo)
+    return downward_rank_kernel(model.mean_duration(), a.pred_ptr, a.pred_idx, np.zeros(a.m), a.topo)
 
 
 def critical_path_tasks(model: CostModel, rank_u=None, rank_d=None, rtol: float = 1e-9) -> list:

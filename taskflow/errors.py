@@ -6,7 +6,8 @@ exit status 2.
 """
 
 __all__ = ["ClusterError", "CycleError", "FormatError", "GraphError", "ScheduleError", "TaskflowError",
-           "TaskflowWarning", "UnknownSchedulerError", "WorkflowError"]
+           "TaskflowWarning", "UnknownSchedulerError", "WorkflowError", "RunTimeout", "SchedulerLost",
+           "WorkersLost"]
 
 
 class TaskflowError(Exception):
@@ -46,6 +47,21 @@ class ScheduleError(TaskflowError, ValueError):
 
 class WorkflowError(TaskflowError, ValueError):
     """A workflow generator was given parameters it cannot build a graph from."""
+
+
+class RunTimeout(TaskflowError, TimeoutError):
+    """A bounded wait on Dask ran out: a run longer than its ``timeout``, or a Dask scheduler that
+    did not answer a call in time (it may still be there)."""
+
+
+class SchedulerLost(TaskflowError, ConnectionError):
+    """The Dask scheduler went away during a run or a call: its connection closed, or it stopped
+    answering for longer than the client waits."""
+
+
+class WorkersLost(TaskflowError):
+    """No worker is left to run on: every worker was lost and none joined within the grace period,
+    or a cluster had no worker when a run began (after a bounded wait for one)."""
 
 
 class TaskflowWarning(UserWarning):

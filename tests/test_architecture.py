@@ -222,3 +222,25 @@ def test_the_architecture_page_names_exactly_the_modules_over_600_lines():
     long = {str(p.relative_to(ROOT)) for pkg in ("taskflow", "schedulers", "workflows")
             for p in (ROOT / pkg).rglob("*.py") if len(p.read_text().splitlines()) > 600}
     assert named == long
+
+
+def test_no_private_name_crosses_a_module():
+    """``from .x import _name`` (or ``x._name(...)`` on a module of ours) reaches into another
+    module's privates: what another module needs is public there, documented and in ``__all__``."""
+    found = []
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            tree = ast.parse(path.read_text())
+            ours = set()
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and node.module != "__future__" and \
+                        (node.level or (node.module or "").split(".")[0] in PACKAGES):
+                    for alias in node.names:
+                        if alias.name.startswith("_") and not alias.name.startswith("__"):
+                            found.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {alias.name}")
+                        ours.add(alias.asname or alias.name)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__") \
+                        and isinstance(node.value, ast.Name) and node.value.id in ours:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} uses {node.value.id}.{node.attr}")
+    assert found == []

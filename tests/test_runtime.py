@@ -283,7 +283,7 @@ def test_a_run_on_a_cluster_without_workers_waits_for_one_then_says_so(monkeypat
     async def main():
         async with Scheduler(dashboard_address=":0", port=0) as s:
             def go():
-                with pytest.raises(taskflow.TaskflowError, match="has no worker"):
+                with pytest.raises(taskflow.WorkersLost, match="has no worker"):
                     run(rg.mixed_costs(), "heft", address=s.address, quiet=True)
             await asyncio.get_running_loop().run_in_executor(None, go)
     asyncio.run(main())
@@ -723,3 +723,20 @@ def test_plan_first_orders_planned_compute_tasks_only():
     assert [m.get("key") for m in out] == ["b", None, "dask-own", "c", "a"]
     one = [{"op": "compute-task", "key": "a", "priority": (-1, 0)}]
     assert plan_first(one, {"a"}) == [{"op": "compute-task", "key": "a", "priority": (-1, 0)}]
+
+
+def test_a_run_longer_than_its_timeout_raises_run_timeout_and_the_cluster_goes_on(client):
+    g = taskflow.TaskGraph("long-chain")
+    prev = None
+    for k in range(10):
+        t = g.add_task(f"c{k}", cost=0.5)
+        if prev is not None:
+            g.add_edge(prev.id, t.id)
+        prev = t
+    t0 = time.time()
+    with pytest.raises(taskflow.RunTimeout, match="run did not finish within 1 s") as e:
+        run(g, "heft", client=client, cluster=Cluster([Worker("0"), Worker("1")]), quiet=True, timeout=1)
+    assert isinstance(e.value, TimeoutError) and isinstance(e.value, taskflow.TaskflowError)
+    assert time.time() - t0 < 15
+    rep = run(rg.layered(width=2, depth=1), "heft", client=client, quiet=True)  # the cluster is still usable
+    assert rep.results["total"] == rg.expected_total(2, 1)

@@ -347,9 +347,9 @@ def test_random_simulations_always_validate(problem, name, network, noise, fail_
 def test_a_consumer_joining_a_transfer_late_gets_its_bytes_now_not_in_the_past():
     # regression: work stealing assigned a task after part of a transfer it needed had already
     # arrived; the arrival was scheduled in the past and the task started before its input
-    from taskflow.app.suite import BW, _build
+    from taskflow.app.suite import BW, build_workflow
 
-    g = _build(("layered", 10.0), 2)
+    g = build_workflow(("layered", 10.0), 2)
     c = Cluster([Worker(f"w{i}", 1.0, 1) for i in range(4)], bandwidth=BW, latency=1e-3)
     for net in ("simple", "maxmin"):
         tr = simulate(g, c, "work-stealing", network=net, seed=2)

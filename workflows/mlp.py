@@ -13,7 +13,7 @@ import numpy as np
 __all__ = ["FEATURES", "CLASSES", "LOADERS", "write_dataset", "sgd_reference", "local_sgd_reference", "augment",
            "average_layer", "backward", "chunk", "collate", "compress", "decode", "flatten_grads", "forward",
            "identity", "init_layer", "local_update", "loss_grad", "ps_sum", "read_shard", "ring_first", "ring_step",
-           "tree_reduce", "update_layer"]
+           "tree_reduce", "update_layer", "nothing"]
 
 FEATURES, CLASSES = 64, 10
 
@@ -231,7 +231,14 @@ def identity(x):
     return x
 
 
-def _nothing(*_):
+def nothing(*_):
+    """Return None whatever it is given (a task that only orders others).
+
+    Parameters
+    ----------
+    *_
+        Ignored.
+    """
     return None
 
 

@@ -58,7 +58,7 @@ from taskflow.graph import TaskGraph
 from ._builder import GraphBuilder, paused_gc
 from .allreduce import allreduce_tasks, bucket_allreduce
 from .dataloading import loading_chain
-from .mlp import (CLASSES, FEATURES, LOADERS, _nothing, average_layer, backward, compress, flatten_grads, forward,
+from .mlp import (CLASSES, FEATURES, LOADERS, nothing, average_layer, backward, compress, flatten_grads, forward,
                   identity, init_layer, local_sgd_reference, local_update, loss_grad, sgd_reference, update_layer,
                   write_dataset)
 from .models import DEVICES, device_flops, model_profile
@@ -302,7 +302,7 @@ def _build(spec: TrainingSpec) -> TaskGraph:
                 received[w, j] = pieces
         if barrier:  # every spread phase waits until every bucket is reduced
             gate = b.task(f"it{t}.barrier", 0.0, 0.0, {"category": "barrier", "iteration": t},
-                          deps=[(h, 0.0) for h in mids], fn=_nothing, args=())
+                          deps=[(h, 0.0) for h in mids], fn=nothing, args=())
             for j in range(B):
                 for h in spread[j]:
                     b.edge(gate, h, size=0.0)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import TaskflowError, TaskflowWarning
 from .bench_report import write_outputs
-from .suite import (BW, DEFAULT_SCHEDULERS, FIELDS, REAL_FIELDS, REAL_SCHEDULERS, REAL_SPEEDS, SUITES, _build,
+from .suite import (BW, DEFAULT_SCHEDULERS, FIELDS, REAL_FIELDS, REAL_SCHEDULERS, REAL_SPEEDS, SUITES, build_workflow,
                     clusters, real_workflows, workflows)
 
 __all__ = ["run_real", "run_suite"]
@@ -32,7 +32,7 @@ def _row(job) -> dict:
     import schedulers
 
     (wname, family, spec), (cname, speeds, cores, bw), network, sname, seed = job
-    g = _build(spec, seed)
+    g = build_workflow(spec, seed)
     c = Cluster([Worker(f"w{i}", s, max(cores, int(g.arrays.cores.max()))) for i, s in enumerate(speeds)],
                 bandwidth=bw, latency=1e-3, name=cname)
     sch = schedulers.get_scheduler(sname, seed=seed)
@@ -185,7 +185,7 @@ def run_real(suite: str = "quick", out="taskflow-out/bench", scheduler_names=Non
             writer.writeheader()
         for k, ((wname, family, spec), sname) in enumerate(todo, 1):
             _all_workers_back(client, len(REAL_SPEEDS))
-            g = _build(spec, 0)
+            g = build_workflow(spec, 0)
             span = simulate(g, model, "heft", network="simple").makespan
             scale = target_seconds / span if span > 0 else 1.0
             with warnings.catch_warnings():

@@ -10,7 +10,7 @@ import html
 import math
 from pathlib import Path
 
-from .suite import BW, _build
+from .suite import BW, build_workflow
 
 __all__ = ["write_outputs", "summarise", "summarise_real"]
 
@@ -200,7 +200,7 @@ def _plots(rows, names, out: Path):
     from .plot import gantt
     from taskflow.simulator import simulate
 
-    g = _build(("layered", 1.0), 0)
+    g = build_workflow(("layered", 1.0), 0)
     c = Cluster([Worker(f"w{i}", s) for i, s in enumerate([1.0, 1.0, 2.0, 4.0])], bandwidth=BW, latency=1e-3)
     tr = simulate(g, c, "heft", network="maxmin")
     gantt(tr.to_schedule(), out / "gantt.png", title=f"heft on hetero-4, maxmin network, layered-ccr1: "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from workflows import samples
 
-__all__ = ["SUITES", "FIELDS", "DEFAULT_SCHEDULERS", "BW", "workflows", "clusters", "real_workflows"]
+__all__ = ["SUITES", "FIELDS", "DEFAULT_SCHEDULERS", "BW", "workflows", "clusters", "real_workflows", "build_workflow"]
 
 
 FIELDS = ["workflow", "family", "cluster", "network", "scheduler", "seed", "tasks", "makespan", "lower_bound",
@@ -51,7 +51,19 @@ def clusters(suite: str) -> list:
     return out
 
 
-def _build(spec, seed):
+def build_workflow(spec, seed):
+    """One workflow of a suite: ``spec`` is ``(kind, parameter)`` as the suites list them.
+
+    Parameters
+    ----------
+    spec : tuple
+    seed : int
+
+    Raises
+    ------
+    ValueError
+        An unknown kind of workflow.
+    """
     from workflows import scientific as sc
     from workflows.training import data_parallel
 

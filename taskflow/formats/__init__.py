@@ -62,7 +62,7 @@ def to_dot(graph) -> str:
 
 __all__ = ["load_graph", "load_graphs", "save_graph", "load_cluster", "save_cluster", "load_schedule",
            "save_schedule", "detect_format", "graph_from_dict", "graph_to_dict", "to_networkx", "from_networkx",
-           "to_dot", "READ_FORMATS", "WRITE_FORMATS", "graph_text", "with_source", "read_json"]
+           "to_dot", "READ_FORMATS", "WRITE_FORMATS", "graph_text", "with_source", "read_json", "format_for"]
 
 READ_FORMATS = ("native", "wfformat", "dax", "stg", "estee")
 WRITE_FORMATS = ("native", "wfformat", "dot")
@@ -163,7 +163,7 @@ def _sniff(data: bytes, source: str, forced: str | None = None):
         if fmt is not None:
             raise FormatError(f"{source}: unknown format {fmt!r} in field 'format'")
         if "graph" in doc and "graph_name" in doc:
-            return "estee", estee._rows(doc, source)
+            return "estee", estee.table_rows(doc, source)
     raise FormatError(f"{source}: {_UNKNOWN}")
 
 
@@ -253,7 +253,20 @@ def load_graphs(path, format: str | None = None) -> list:
     return [_graph_of(kind, payload, base, key)]
 
 
-def _format_for(path: str, format: str | None) -> str:
+def format_for(path: str, format: str | None) -> str:
+    """The format to write ``path`` in: ``format`` if given (checked), else by the file's suffix,
+    else native.
+
+    Parameters
+    ----------
+    path : str
+    format : str or None
+
+    Raises
+    ------
+    FormatError
+        ``format`` is not a writable format.
+    """
     if format:
         if format not in WRITE_FORMATS:
             raise FormatError(f"cannot write format {format!r}; writable formats: {', '.join(WRITE_FORMATS)}")
@@ -301,7 +314,7 @@ def save_graph(graph: TaskGraph, path, format: str | None = None) -> None:
         Not a writable format, or the graph cannot be written in it.
     """
     p = os.fspath(path)
-    atomic_write(p, graph_text(graph, _format_for(p, format)))
+    atomic_write(p, graph_text(graph, format_for(p, format)))
 
 
 def load_cluster(path) -> Cluster:

@@ -23,7 +23,7 @@ from ..errors import FormatError
 from ..graph import TaskGraph
 from ._util import parse_json
 
-__all__ = ["dumps_set", "graph_from_tasks", "read_set", "select"]
+__all__ = ["dumps_set", "graph_from_tasks", "read_set", "select", "table_rows"]
 
 MIB = 1 << 20
 
@@ -77,10 +77,24 @@ def read_set(data: bytes, source: str, depth: int = 0) -> list:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise FormatError(f"{source}!{first.filename}: not UTF-8 text (byte {e.start})") from None
-    return _rows(parse_json(text, f"{source}!{first.filename}"), source)
+    return table_rows(parse_json(text, f"{source}!{first.filename}"), source)
 
 
-def _rows(table, source) -> list:
+def table_rows(table, source) -> list:
+    """The rows of an Estee graph-set table, in either of pandas' JSON orientations (``columns``,
+    ``records``), each checked.
+
+    Parameters
+    ----------
+    table : dict or list
+    source : str
+        Names the file in errors.
+
+    Raises
+    ------
+    FormatError
+        A table of neither orientation, or a row without a graph.
+    """
     if isinstance(table, dict) and "graph" in table:  # orient="columns"
         graphs, names = table["graph"], table.get("graph_name", {})
         if not isinstance(graphs, dict) or not isinstance(names, dict):

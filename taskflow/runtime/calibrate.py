@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from ..cluster import Cluster, Worker
-from ..errors import TaskflowError
+from ..errors import TaskflowError, WorkersLost
 
 __all__ = ["measure_pairs", "discover_racks", "cluster_from_dask", "attach_addresses", "workers_info", "cpu_limit",
            "CPU_LIMIT_ENV"]
@@ -217,7 +217,7 @@ def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = Non
             pass
         info = workers_info(client)
     if not info:
-        raise TaskflowError("the Dask cluster has no workers")
+        raise WorkersLost("the Dask cluster has no workers")
     by_name = sorted(info.items(), key=lambda kv: str(kv[1].get("name", kv[0])))
     names = [str(w.get("name", a)) for a, w in by_name]
     if isinstance(speeds, (list, tuple)):  # in the order of the workers' names (0, 1, 2, ..., 10)

@@ -2,7 +2,7 @@
 reference run (:func:`execute`).
 
 Dask replaces any string equal to a key anywhere inside a task tuple, so a task's own parameters
-travel wrapped in :class:`_Opaque`; a dependency's result is referenced by its position among the
+travel wrapped in :class:`Opaque`; a dependency's result is referenced by its position among the
 task's dependencies (:class:`_Ref`) and substituted on the worker.
 """
 
@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import TaskflowError
 from ..graph import TaskGraph, TaskHandle
 
-__all__ = ["TaskFailed", "execute", "map_leaves", "ship_code", "task_call"]
+__all__ = ["TaskFailed", "execute", "map_leaves", "ship_code", "task_call", "Opaque", "emulate"]
 
 
 class TaskFailed(TaskflowError):
@@ -46,7 +46,7 @@ class _Ref:
         return (_Ref, (self.key,))
 
 
-class _Opaque:
+class Opaque:
     """Carries a task's parameters past Dask untouched (Dask replaces strings that equal a key
     anywhere in a task tuple; it does not look inside other objects)."""
 
@@ -56,7 +56,7 @@ class _Opaque:
         self.value = value
 
     def __reduce__(self):
-        return (_Opaque, (self.value,))
+        return (Opaque, (self.value,))
 
     def __dask_tokenize__(self):
         # every run's keys are unique, so the object's identity is token enough (Dask would
@@ -64,7 +64,7 @@ class _Opaque:
         return ("taskflow-payload", id(self))
 
 
-class _Call(_Opaque):
+class _Call(Opaque):
     """A task's ``(fn, args, kwargs)``, pickled with cloudpickle, so functions of the caller's own
     modules (registered by :func:`ship_code`) travel by value and need no import where they run.
     Each function is pickled once however many tasks call it, each payload once however often it
@@ -113,7 +113,7 @@ def _load_call(fn_blob: bytes, rest: bytes) -> "_Call":
     return _Call((_load_function(fn_blob), args, kwargs))
 
 
-class _Positional(_Opaque):
+class _Positional(Opaque):
     """A task's function called with its dependencies' results, in order, as its only arguments
     (``fn(a, b)`` for ``args=(a, b)``): the commonest task, carried as just its pickled function,
     with no arguments to pickle on the client or to substitute on the worker."""
@@ -218,8 +218,16 @@ def _execute(payload, *dep_values):
     return fn(*_substitute(args, dep_values), **_substitute(kwargs, dep_values))
 
 
-def _emulate(payload, *deps):
-    """Sleep for this task's duration on the worker running it; return ``nbytes`` real bytes."""
+def emulate(payload, *deps):
+    """Sleep for this task's duration on the worker running it; return ``nbytes`` real bytes.
+
+    Parameters
+    ----------
+    payload : Opaque
+        The task's durations per worker, output size and scales.
+    *deps
+        Its inputs' results (only waited for).
+    """
     from distributed import get_worker
 
     cost, costs, speeds, time_scale, nbytes = payload.value

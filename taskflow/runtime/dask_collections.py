@@ -60,10 +60,12 @@ def compute(*collections, scheduler="heft", client=None, costs: dict | None = No
 
     Raises
     ------
-    TaskflowError
-        A simulator-only policy, an unknown name, a lost scheduler, every worker lost.
     TaskFailed
         A task raised.
+    RunTimeout, SchedulerLost, WorkersLost
+        As for :func:`taskflow.run`.
+    TaskflowError
+        (the base of all of these) A simulator-only policy, an unknown name.
     """
     from dask._expr import FinalizeCompute
     from dask.base import collections_to_expr, unpack_collections

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..cluster import Cluster
 from ..graph import TaskGraph
-from .calls import _emulate, _Opaque, task_call
+from .calls import emulate, Opaque, task_call
 from .learn import task_kind
 
 __all__ = ["keys_for", "dask_graph", "emulated_sizes", "dask_priorities"]
@@ -67,7 +67,7 @@ def dask_graph(graph: TaskGraph, todo, key_of: dict, cluster: Cluster, time_scal
             dsk[key_of[t]] = (run, payload, *deps)
         else:
             costs = {str(w): v for w, v in (a.costs.get(i) or {}).items()}
-            dsk[key_of[t]] = (_emulate, _Opaque((float(a.cost[i]), costs, speeds, float(time_scale),
+            dsk[key_of[t]] = (emulate, Opaque((float(a.cost[i]), costs, speeds, float(time_scale),
                                                  float(emitted[i]) * size_scale)), *deps)
     return dsk
 

@@ -21,7 +21,7 @@ import time
 from ..errors import TaskflowError
 from .calibrate import workers_info
 
-__all__ = ["start_jobqueue", "job_ids", "KINDS", "JOB_WAIT"]
+__all__ = ["start_jobqueue", "job_ids", "KINDS", "JOB_WAIT", "job_id"]
 
 #: The batch systems taken, by name -> dask_jobqueue class.
 KINDS = {"slurm": "SLURMCluster", "pbs": "PBSCluster"}
@@ -163,7 +163,8 @@ def _waiting(kind: str, ids) -> str:
     return f"jobs {', '.join(ids) or '(none submitted)'} have no worker"
 
 
-def _job_id() -> str | None:
+def job_id() -> str | None:
+    """The batch job this process runs in (SLURM or PBS), or None."""
     return os.environ.get("SLURM_JOB_ID") or os.environ.get("PBS_JOBID") or None
 
 
@@ -175,7 +176,7 @@ def job_ids(client) -> dict:
     client : distributed.Client
     """
     try:
-        got = client.run(_job_id, on_error="return")
+        got = client.run(job_id, on_error="return")
     except Exception:  # noqa: BLE001 - a report without job ids rather than no report
         return {}
     return {a: j for a, j in got.items() if isinstance(j, str)}

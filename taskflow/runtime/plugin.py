@@ -819,7 +819,7 @@ def worker_records(since: float, dask_worker=None) -> dict:
     dask_worker : distributed.Worker
         Given by ``client.run``.
     """
-    from .jobqueue import _job_id
+    from .jobqueue import job_id
 
     log = dask_worker.plugins.get(TransferLog.name)
     delays = getattr(log, "delays", None) or {}
@@ -831,7 +831,7 @@ def worker_records(since: float, dask_worker=None) -> dict:
         if e["start"] - d >= since:
             transfers.append({**e, "start": e["start"] - d, "stop": e["stop"] - d})
     compute = {key: d for (kind, key), (d, t) in delays.items() if kind == "compute" and t >= since}
-    return {"transfers": transfers, "compute": compute, "delay": now, "job": _job_id()}
+    return {"transfers": transfers, "compute": compute, "delay": now, "job": job_id()}
 
 
 def dask_state(scheduler, prefixes=()) -> dict:

@@ -30,7 +30,7 @@ import uuid
 import warnings
 
 from ..cluster import Cluster, Worker
-from ..errors import TaskflowError, TaskflowWarning
+from ..errors import TaskflowError, TaskflowWarning, WorkersLost
 from ..graph import TaskGraph, task_kind
 from ..policy import get_scheduler, require_runnable
 from ..schedule import Schedule
@@ -190,7 +190,7 @@ def connect(client, address, scheduler_file, workers, threads_per_worker, work_s
             c.wait_for_workers(1, timeout=WAIT_FOR_WORKERS)
         except (TimeoutError, OSError):
             close_quietly([c])
-            raise TaskflowError(f"the cluster at {address or scheduler_file} has no worker "
+            raise WorkersLost(f"the cluster at {address or scheduler_file} has no worker "
                                 f"(waited {WAIT_FOR_WORKERS:g} s)") from None
         return c, [c]
     where = dashboard_address(dashboard)
@@ -249,8 +249,16 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
     ------
     TaskFailed
         A task raised; the message names it; ``.results`` holds what had finished.
+    RunTimeout
+        The run took longer than ``timeout``, or the scheduler did not answer a call in time.
+    SchedulerLost
+        The Dask scheduler went away.
+    WorkersLost
+        Every worker was lost and none joined within the plugin's grace period, or the cluster had
+        no worker.
     TaskflowError
-        A simulator-only policy, an empty graph, no workers, a dashboard without bokeh.
+        (the base of all of these) A simulator-only policy, an empty graph, a dashboard without
+        bokeh.
     """
     sch = get_scheduler(scheduler, seed=seed)
     dynamic = sch.kind == "dynamic"

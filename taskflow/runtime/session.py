@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 from typing import NamedTuple
 
-from ..errors import TaskflowError
+from ..errors import RunTimeout, SchedulerLost, TaskflowError, WorkersLost
 from ..policy import get_scheduler, require_runnable
 from .plugin import PLUGIN_NAME, TaskflowPlugin, TransferLog, worker_records
 
@@ -42,8 +42,8 @@ def call(client, op: str, /, timeout: float = CALL_TIMEOUT, **kwargs):
     except Exception as e:  # noqa: BLE001 - any failure to reach the scheduler means the same here
         address = getattr(client.scheduler, "address", "?")
         if isinstance(e, (TimeoutError, asyncio.TimeoutError)):
-            raise TaskflowError(f"the Dask scheduler ({address}) did not answer {op!r} within {timeout:g} s") from e
-        raise TaskflowError(f"lost the Dask scheduler ({address}) during {op!r}: {type(e).__name__}: {e}") from e
+            raise RunTimeout(f"the Dask scheduler ({address}) did not answer {op!r} within {timeout:g} s") from e
+        raise SchedulerLost(f"lost the Dask scheduler ({address}) during {op!r}: {type(e).__name__}: {e}") from e
 
 
 def ensure_plugin(client) -> None:
@@ -153,7 +153,7 @@ class Watchdog:
         if status is None:
             self.unreachable_since = self.unreachable_since or now
             if now - self.unreachable_since > SCHEDULER_LOSS:
-                raise TaskflowError(f"lost the Dask scheduler ({self.client.scheduler.address}): no answer for "
+                raise SchedulerLost(f"lost the Dask scheduler ({self.client.scheduler.address}): no answer for "
                                     f"{SCHEDULER_LOSS:g} s; the run is abandoned")
             return
         self.unreachable_since = None
@@ -162,7 +162,7 @@ class Watchdog:
         self.replans = status.get("replans", self.replans)
         since = status.get("lost_all_since")
         if since is not None and status["now"] - since > status["grace"]:
-            raise TaskflowError(f"every worker was lost and none joined within {status['grace']:g} s; "
+            raise WorkersLost(f"every worker was lost and none joined within {status['grace']:g} s; "
                                 f"the run is abandoned")
 
 
@@ -206,7 +206,7 @@ def wait_for(futures, watchdog: Watchdog, timeout: float | None = None, on_poll=
         except FuturesCancelledError as e:
             raise cancelled_error(watchdog.client) from e
         if timeout is not None and time.perf_counter() - t0 > timeout:
-            raise TaskflowError(f"run did not finish within {timeout:g} s ({len(pending)} result(s) pending)")
+            raise RunTimeout(f"run did not finish within {timeout:g} s ({len(pending)} result(s) pending)")
         watchdog.check()
         if on_poll is not None:
             on_poll()
@@ -251,7 +251,7 @@ def cancelled_error(client) -> TaskflowError:
     client : distributed.Client
     """
     if client.status != "running":
-        return TaskflowError(f"lost the Dask scheduler ({client.scheduler.address}): the client's connection was "
+        return SchedulerLost(f"lost the Dask scheduler ({client.scheduler.address}): the client's connection was "
                              f"closed and its results cancelled; the run is abandoned")
     return TaskflowError("results of the run were cancelled (by another client or the scheduler)")
 

@@ -11,7 +11,7 @@ import time
 from ...analysis import graph_summary
 from ...costs import CostModel
 from ...errors import TaskflowError
-from ...formats import _format_for, atomic_write, dump_json, graph_text, load_schedule
+from ...formats import format_for, atomic_write, dump_json, graph_text, load_schedule
 from .options import check_outputs, cluster_from_args, read_graph, read_graphs, scheduler_names
 
 __all__ = ["info", "convert", "schedule", "validate", "simulate", "one_line", "command", "COMMAND_DOC"]
@@ -97,7 +97,7 @@ def info(args) -> int:
 def convert(args) -> int:
     check_outputs([("-o", args.output)], [args.graph])
     graph = read_graph(args.graph, args.format)
-    fmt = _format_for(args.output, args.to)
+    fmt = format_for(args.output, args.to)
     atomic_write(args.output, graph_text(graph, fmt))
     print(f"wrote {args.output} ({fmt}, {len(graph)} tasks, {graph.num_edges} edges)")
     return 0
