@@ -1,6 +1,7 @@
 """Placement inside the Dask scheduler (the taskflow scheduler plugin): every graph placed, any
 worker loss survived in the scheduler's own event, bounded failure when nothing can go on."""
 
+import logging
 import os
 import threading
 import time
@@ -272,6 +273,10 @@ def _restricted(dask_scheduler) -> int:
     return sum(1 for ts in dask_scheduler.tasks.values() if ts.worker_restrictions)
 
 
+def _runs_made(dask_scheduler) -> int:
+    return dask_scheduler.plugins["taskflow"]._count
+
+
 def test_a_plan_does_not_outlive_its_run(client):
     """Dask keeps a task's state while a client's release is on its way, so a collection sent
     again reuses it: after taskflow.compute returns, and after taskflow.use is switched off, no
@@ -282,9 +287,12 @@ def test_a_plan_does_not_outlive_its_run(client):
     assert client.run_on_scheduler(_restricted) == 0
     taskflow.use(client, "round-robin")
     try:
+        made = client.run_on_scheduler(_runs_made)
         kept = client.compute(work)
         kept.result()
-        assert client.run_on_scheduler(_restricted) > 0  # placed while the policy is on
+        assert client.run_on_scheduler(_runs_made) > made  # placed while the policy is on
+        # and finished with its last key: the run is forgotten and its restrictions gone at once
+        assert client.run_on_scheduler(_restricted) == 0
         del kept
     finally:
         taskflow.use(client, None)
@@ -817,7 +825,89 @@ def test_the_plugins_duration_table_is_bounded_and_skips_declared_runs():
         pl.MAX_PREFIXES = old
     assert list(p.durations) == ["p2", "p3", "p4"] and p.durations["p4"] == {"w0": [0.5, 1]}
     assert list(p.sizes) == ["p2", "p3", "p4"]
-    p.runs["r"] = SimpleNamespace(learned=False, plan={})
+    p.runs["r"] = SimpleNamespace(learned=False, plan={}, state="planned")
     p.key_run["declared-key"] = "r"
     finish("declared-key", "declared")
     assert "declared" not in p.durations
+
+
+# ---------------------------------------------------------------- a run's states
+@pytest.fixture
+def validated(monkeypatch):
+    """A fresh in-process cluster whose plugin checks every move of every run against its table."""
+    monkeypatch.setenv("TASKFLOW_VALIDATE", "1")
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+            Client(lc) as c:
+        c.register_plugin(TaskflowPlugin(validate=True), name="taskflow")
+        yield lc, c
+
+
+def test_a_use_run_is_finished_with_its_last_key_and_a_shutdown_after_it_logs_nothing(validated, caplog):
+    lc, c = validated
+    plugin = lc.scheduler.plugins["taskflow"]
+    assert plugin.validate
+    x = da.random.RandomState(5).random((200, 200), chunks=50)
+    taskflow.use(c, "heft")
+    try:
+        got = float((x @ x.T).sum().compute())
+    finally:
+        taskflow.use(c, None)
+    assert got == pytest.approx(float(dask.compute((x @ x.T).sum(), scheduler="sync")[0]))
+    # finished with its last key, with no later graph needed: its keys released, no restriction left
+    assert plugin._count >= 1 and plugin.runs and all(r.state == "finished" for r in plugin.runs.values())
+    assert plugin.key_run == {} and not any(ts.worker_restrictions for ts in lc.scheduler.tasks.values())
+    with caplog.at_level(logging.WARNING, logger="taskflow.runtime"):
+        c.retire_workers(list(lc.scheduler.workers))  # the cluster goes down after the work is done
+        t0 = time.time()
+        while lc.scheduler.workers and time.time() - t0 < 30:
+            time.sleep(0.05)
+    assert not lc.scheduler.workers
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("taskflow")] == []
+
+
+def test_a_registered_run_moves_through_its_states_and_a_worker_leaving_after_it_replans_nothing(validated):
+    from taskflow.runtime import runs
+
+    lc, c = validated
+    seen = []
+    real = TaskflowPlugin._move
+
+    def watch(self, r, to, *args):
+        seen.append((r.state, to))
+        return real(self, r, to, *args)
+
+    TaskflowPlugin._move = watch
+    try:
+        rep = run(chain(6, 0.1), "heft", client=c, quiet=True)
+        assert rep.placement_fidelity == 1.0 and len(rep.trace.runs) == 6
+        assert seen[:3] == [(runs.REGISTERED, runs.PLANNED), (runs.PLANNED, runs.RUNNING),
+                            (runs.RUNNING, runs.FINISHED)]
+        assert set(seen) <= runs.TRANSITIONS
+        # a graph computed again under use(): the estimate run goes registered -> running -> finished
+        seen.clear()
+        x = da.ones((100, 100), chunks=50)
+        got = compute(x.sum(), scheduler="heft", client=c)
+        assert float(got[0]) == 10_000.0
+        assert (runs.REGISTERED, runs.RUNNING) in seen and (runs.RUNNING, runs.FINISHED) in seen
+        seen.clear()
+        c.retire_workers([next(iter(lc.scheduler.workers))])  # after the work: nothing to re-plan
+        t0 = time.time()
+        while len(lc.scheduler.workers) > 1 and time.time() - t0 < 30:
+            time.sleep(0.05)
+        assert len(lc.scheduler.workers) == 1 and not any(to == runs.REPLANNING for _, to in seen)
+    finally:
+        TaskflowPlugin._move = real
+
+
+def test_a_move_outside_the_table_is_refused_when_validating():
+    from taskflow.runtime import runs
+
+    p = TaskflowPlugin(validate=True)
+    r = runs.Run("r", chain(2, 0.1), taskflow.get_scheduler("heft"), None, None, owned=False)
+    assert r.state == runs.REGISTERED
+    with pytest.raises(AssertionError, match="no move from registered to finished"):
+        p._move(r, runs.FINISHED)
+    assert r.state == runs.REGISTERED
+    # the table names a method for every allowed move, and only those
+    assert set(p._transitions) == runs.TRANSITIONS
+    assert all((a, b) in runs.TRANSITIONS for a in runs.STATES for b in runs.STATES if (a, b) in p._transitions)

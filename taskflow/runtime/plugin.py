@@ -58,9 +58,11 @@ from ..graph import TaskGraph
 from ..policy import get_scheduler, require_runnable
 from .learn import last_compute, relative_speeds, speeds_on
 from .local import REUSE_ENV, trim_if_high
+from .runs import (FAILED, FINISHED, FINISHED_KEY, LIVE, PLANNED, REGISTERED, REPLANNING, RUNNING, TRANSITIONS,
+                   UNFINISHED_KEY, Run)
 
 __all__ = ["TaskflowPlugin", "TransferLog", "IncomingRates", "RATES_METRIC", "TRIM_CALLBACK", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "dask_state", "graph_payload", "plan_priorities", "plan_first",
-           "graph_from_payload", "cluster_payload", "worker_records", "PREFETCH_BYTES"]
+           "graph_from_payload", "cluster_payload", "worker_records", "PREFETCH_BYTES", "KEEP_FINISHED"]
 
 logger = logging.getLogger("taskflow.runtime")
 
@@ -69,9 +71,10 @@ PLUGIN_NAME = "taskflow"
 #: seconds a run waits for a worker to join after losing every worker, before it fails
 DEFAULT_GRACE = 30.0
 
-_UNFINISHED = frozenset(("released", "waiting", "no-worker", "queued"))
-_FINISHED = frozenset(("memory", "erred", "forgotten"))
 
+
+#: finished runs of ``taskflow.use`` kept (inert) for a look at their plans; older ones are dropped
+KEEP_FINISHED = 32
 
 #: Outputs at least this big are sent ahead to the workers of their planned consumers (smaller
 #: ones cost a message each for no gain: their transfer time is mostly latency).
@@ -79,32 +82,6 @@ PREFETCH_BYTES = 64 * 1024
 
 #: Task prefixes whose durations the plugin keeps (the oldest is dropped past this).
 MAX_PREFIXES = 10_000
-
-
-class _Run:
-    """One planned set of keys: its cost model, policy, latest plan and what happened to it."""
-
-    __slots__ = ("id", "graph", "policy", "cluster", "client", "plan", "prio", "addr", "replans", "error", "owned",
-                 "estimate", "prefix_costs", "learned", "predicted")
-
-    def __init__(self, run_id, graph: TaskGraph, policy, cluster: dict | None, client: str | None, owned: bool,
-                 estimate: bool = False, prefix_costs: dict | None = None):
-        self.id = run_id
-        self.graph = graph
-        self.policy = policy
-        self.cluster = cluster or {}  # declared model: speeds by worker name, network, task overhead
-        self.client = client
-        self.plan: dict = {}  # key -> worker name
-        self.prio: dict = {}  # key -> priority (higher runs first)
-        self.addr: dict = {}  # worker name -> address, of the latest plan
-        self.replans = 0
-        self.error: str | None = None
-        self.owned = owned  # made by the plugin for a client's graph (forgotten when finished)
-        self.estimate = estimate  # costs to be estimated from Dask's knowledge when the tasks arrive
-        self.prefix_costs = prefix_costs or {}  # task-name prefix -> seconds, declared by the user
-        # costs come from Dask's measurements: worker speeds too, from the durations the plugin saw
-        self.learned = estimate or owned
-        self.predicted: float | None = None  # the makespan the first plan of all its tasks predicts
 
 
 def plan_priorities(plan) -> dict:
@@ -182,13 +159,30 @@ class TaskflowPlugin(SchedulerPlugin):
         operator preloads with ``dask scheduler --preload taskflow.runtime.plugin``.
     grace : float
         Seconds to wait for a worker after losing every worker before runs fail.
+    validate : bool, optional
+        Check every move of a run against :data:`~taskflow.runtime.runs.TRANSITIONS` and its
+        state before and after (default: the environment variable ``TASKFLOW_VALIDATE=1``).
     """
 
     name = PLUGIN_NAME
     #: registering it again (each run does) keeps the one installed, with its state
     idempotent = True
 
-    def __init__(self, policy: str | None = None, grace: float = DEFAULT_GRACE):
+    def __init__(self, policy: str | None = None, grace: float = DEFAULT_GRACE, validate: bool | None = None):
+        self.validate = os.environ.get("TASKFLOW_VALIDATE") == "1" if validate is None else bool(validate)
+        #: (from, to) -> the method that moves a run between the two states
+        self._transitions = {
+            (REGISTERED, PLANNED): self._transition_registered_planned,
+            (REGISTERED, RUNNING): self._transition_registered_running,
+            (PLANNED, RUNNING): self._transition_planned_running,
+            (PLANNED, REPLANNING): self._transition_live_replanning,
+            (RUNNING, REPLANNING): self._transition_live_replanning,
+            (REPLANNING, PLANNED): self._transition_replanning_live,
+            (REPLANNING, RUNNING): self._transition_replanning_live,
+            (RUNNING, FINISHED): self._transition_running_finished,
+            **{(a, FAILED): self._transition_to_failed for a in (REGISTERED, PLANNED, RUNNING, REPLANNING)},
+        }
+        assert set(self._transitions) == TRANSITIONS
         self.default_policy = policy
         self.grace = float(grace)
         self.runs: dict = {}
@@ -278,12 +272,12 @@ class TaskflowPlugin(SchedulerPlugin):
             return {"status": "error", "error": str(e)}
         if sch.kind != "static":
             return {"status": "error", "error": f"{sch.name!r} is a dynamic policy; the plugin places with static ones"}
-        r = _Run(run, g, sch, cluster, client, owned=False, estimate=estimate, prefix_costs=prefix_costs)
+        r = Run(run, g, sch, cluster, client, owned=False, estimate=estimate, prefix_costs=prefix_costs)
         self.runs[run] = r
         for k in g.ids:
             self.key_run[k] = run
-        plan = None if estimate else self._plan(r)
-        if r.error:
+        plan = None if estimate else self._move(r, PLANNED)
+        if r.state == FAILED:
             return {"status": "error", "error": r.error}
         return {"status": "OK", **self._plan_message(plan), "workers_info": self._workers_message(r)}
 
@@ -300,7 +294,7 @@ class TaskflowPlugin(SchedulerPlugin):
                "now": time.time(), "learned_speeds": self.learned_speeds()}
         r = self.runs.get(run)
         if r is not None:
-            out.update(replans=r.replans, error=r.error, predicted=r.predicted)
+            out.update(replans=r.replans, error=r.error, predicted=r.predicted, state=r.state)
             if plan:
                 out["plan"] = [[k, w] for k, w in r.plan.items()]
         return out
@@ -325,27 +319,33 @@ class TaskflowPlugin(SchedulerPlugin):
         """
         r = self.runs.pop(run, None)
         if r is not None:
-            tasks = self.scheduler.tasks if self.scheduler is not None else {}
-            for k in r.graph.ids:
-                if self.key_run.get(k) == run:
-                    del self.key_run[k]
-                    ts = tasks.get(k)
-                    if ts is not None and k in r.plan:
-                        # Dask keeps a task's state while the client's release is on its way: a
-                        # graph sent again with the same keys (one collection computed twice)
-                        # would inherit the old plan's restrictions
-                        ts.worker_restrictions = None
-                        ts.loose_restrictions = False
+            self._release(r)
         return {"status": "OK"}
+
+    def _release(self, r: Run) -> None:
+        """Its keys are free again (a graph sending them is a new run) and keep no restriction."""
+        tasks = self.scheduler.tasks if self.scheduler is not None else {}
+        for k in r.graph.ids:
+            if self.key_run.get(k) == r.id:
+                del self.key_run[k]
+                ts = tasks.get(k)
+                if ts is not None and k in r.plan:
+                    # Dask keeps a task's state while the client's release is on its way: a
+                    # graph sent again with the same keys (one collection computed twice)
+                    # would inherit the old plan's restrictions
+                    ts.worker_restrictions = None
+                    ts.loose_restrictions = False
 
     # ------------------------------------------------------------------ scheduler events
     def transition(self, key, start, finish, *args, stimulus_id=None, **kwargs) -> None:
         """A task finished: add its compute time to its prefix's durations on its worker, and its
         output's bytes to its prefix's sizes."""
-        if start != "processing" or finish != "memory":
-            return
         rid = self.key_run.get(key)
         run = self.runs.get(rid) if rid is not None else None
+        if run is not None and run.state == RUNNING and run.key_moved(key, finish):
+            self._move(run, FINISHED)  # its last key: no worker's loss or arrival concerns it any more
+        if start != "processing" or finish != "memory":
+            return
         if run is not None and run.plan and self.prefetch:
             self._prefetch(key, stimulus_id or f"taskflow-prefetch-{time.time()}")
         span = last_compute(kwargs.get("startstops"))
@@ -424,7 +424,6 @@ class TaskflowPlugin(SchedulerPlugin):
     def update_graph(self, scheduler, *, client: str, keys, tasks, annotations, priority, stimulus_id: str,
                      **kwargs) -> None:
         """A graph arrived: place its tasks before Dask transitions them."""
-        self._prune()
         spec = self.policies.get(client) or ((self.default_policy, {}) if self.default_policy else None)
         # keys sent again that a run made for ``taskflow.use`` still holds: with the policy since
         # switched off or changed, that run is over (its restrictions go) and the keys are new
@@ -444,63 +443,134 @@ class TaskflowPlugin(SchedulerPlugin):
                 unowned.append(k)
         for rid in touched:
             r = self.runs[rid]
-            if r.estimate:
-                tss = [scheduler.tasks[k] for k in r.graph.ids if k in scheduler.tasks]
-                r.graph = self._graph_of([ts for ts in tss if ts.run_spec is not None], r.prefix_costs)
-                r.estimate = False
-                r.plan = {}
-            if not r.plan or any(w not in r.addr or r.addr[w] not in scheduler.workers for w in set(r.plan.values())):
-                self._plan(r)
-            self._apply(r, stimulus_id)
+            if r.state in (REGISTERED, PLANNED):
+                self._move(r, RUNNING, stimulus_id)
+            elif r.state == RUNNING:  # keys sent again (a collection computed again): still placed
+                if self._stale(r):
+                    self._plan(r)
+                self._apply(r, stimulus_id)
         if spec and unowned:
             tss = [scheduler.tasks[k] for k in unowned if k in scheduler.tasks]
-            tss = [ts for ts in tss if ts.state not in _FINISHED and ts.run_spec is not None]
+            tss = [ts for ts in tss if ts.state not in FINISHED_KEY and ts.run_spec is not None]
             if tss:
                 self._count += 1
-                r = _Run(f"{client}-{self._count}", self._graph_of(tss), get_scheduler(spec[0], **spec[1]), None,
-                         client, owned=True)
+                r = Run(f"{client}-{self._count}", self._graph_of(tss), get_scheduler(spec[0], **spec[1]), None,
+                        client, owned=True)
                 self.runs[r.id] = r
                 for ts in tss:
                     key_run[ts.key] = r.id
-                self._plan(r)
-                self._apply(r, stimulus_id)
+                self._move(r, RUNNING, stimulus_id)
 
     def remove_worker(self, scheduler, worker: str, *, stimulus_id: str, **kwargs) -> None:
         """A worker is lost: re-plan every run with unfinished work planned there, at once."""
+        live = [r for r in self.runs.values() if r.state in LIVE]
         if not scheduler.workers:
             self.lost_all_since = time.time()
-            if any(self._unfinished(r) for r in self.runs.values()):
+            if any(self._unfinished(r) for r in live):
                 logger.warning("taskflow: every worker was lost; waiting %g s for one to join", self.grace)
             return
-        for r in list(self.runs.values()):
+        for r in live:
             if any(r.addr.get(w) == worker for w in set(r.plan.values())) and self._unfinished(r):
-                r.replans += 1
-                self._plan(r)
-                self._apply(r, stimulus_id)
+                self._move(r, REPLANNING)
+                self._move(r, FAILED if r.error else r.before, stimulus_id)
 
     def add_worker(self, scheduler, worker: str) -> None:
         """A worker joined: runs left without a live worker for some task are re-planned."""
         self.lost_all_since = None
-        for r in list(self.runs.values()):
+        for r in [r for r in self.runs.values() if r.state in LIVE]:
             stranded = [k for k in self._unfinished(r)
                         if r.plan.get(k) not in r.addr or r.addr[r.plan[k]] not in scheduler.workers]
             if stranded:
-                r.replans += 1
-                self._plan(r)
-                self._apply(r, f"taskflow-add-worker-{time.time()}")
+                self._move(r, REPLANNING)
+                self._move(r, FAILED if r.error else r.before, f"taskflow-add-worker-{time.time()}")
 
-    # ------------------------------------------------------------------ planning
-    def _unfinished(self, r: _Run) -> list:
-        """Keys of ``r`` not finished and not running on a live worker (submitted or not yet)."""
-        tasks = self.scheduler.tasks
-        out = []
-        for k in r.graph.ids:
-            ts = tasks.get(k)
-            if ts is None or ts.state in _UNFINISHED:
-                out.append(k)
+    # ------------------------------------------------------------------ a run's states
+    def _move(self, r: Run, to: str, *args):
+        """Move ``r`` to state ``to`` by the table's method for that move; what the method returns."""
+        start = r.state
+        if self.validate:
+            assert (start, to) in self._transitions, f"run {r.id!r}: no move from {start} to {to}"
+        out = self._transitions[start, to](r, *args)
+        if r.state == start:  # the method did not fail the run on the way
+            r.state = to
+        if self.validate:
+            assert r.state in (to, FAILED, FINISHED), (r, to)  # a run can finish or fail on its way
+            assert r.state != RUNNING or not r.estimate, r
+            assert r.state != FAILED or r.error, r
         return out
 
-    def _live_cluster(self, r: _Run) -> Cluster | None:
+    def _transition_registered_planned(self, r: Run):
+        """Registered with declared costs: plan on the live workers now (the client predicts with it)."""
+        plan = self._plan(r)
+        if r.error:
+            self._move(r, FAILED)
+        return plan
+
+    def _transition_registered_running(self, r: Run, stimulus_id: str) -> None:
+        """Its tasks arrived before any plan (costs to estimate, or a graph under ``taskflow.use``):
+        estimate the costs from what Dask knows, plan, place."""
+        if r.estimate:
+            tss = [self.scheduler.tasks[k] for k in r.graph.ids if k in self.scheduler.tasks]
+            r.graph = self._graph_of([ts for ts in tss if ts.run_spec is not None], r.prefix_costs)
+            r.estimate = False
+            r.plan = {}
+        self._transition_planned_running(r, stimulus_id)
+
+    def _transition_planned_running(self, r: Run, stimulus_id: str) -> None:
+        """Its tasks arrived: a plan whose workers have gone since is made afresh; then each task is
+        restricted to its worker and ordered."""
+        if self._stale(r):
+            self._plan(r)
+            if r.error:
+                self._move(r, FAILED)
+                return
+        r.state = RUNNING
+        r.count_done(self.scheduler.tasks)
+        self._apply(r, stimulus_id)
+        if len(r.done) == len(r.graph):  # nothing left to run (every key was already in memory)
+            self._move(r, FINISHED)
+
+    def _transition_live_replanning(self, r: Run) -> None:
+        """A worker its plan uses left, or one joined while tasks had no live worker: plan the
+        unfinished part again on the workers there are."""
+        r.before = r.state
+        r.state = REPLANNING
+        r.replans += 1
+        self._plan(r)
+
+    def _transition_replanning_live(self, r: Run, stimulus_id: str) -> None:
+        """Back to where the run was, its unfinished tasks placed by the new plan."""
+        r.state, r.before = r.before, None
+        self._apply(r, stimulus_id)
+
+    def _transition_running_finished(self, r: Run) -> None:
+        """Its last key finished. A run the plugin made for ``taskflow.use`` releases its keys at
+        once (they may come again in a new graph) and is kept, inert, among the latest
+        :data:`KEEP_FINISHED` (to be looked at); one a client registered waits for its client."""
+        if r.owned:
+            self._release(r)
+            owned = [rid for rid, x in self.runs.items() if x.owned and x.state == FINISHED]
+            for rid in owned[:max(0, len(owned) - KEEP_FINISHED + 1)]:
+                del self.runs[rid]
+
+    def _transition_to_failed(self, r: Run, *args) -> None:
+        """It could not be planned (``r.error`` says why): clients are told on their next status."""
+        if self.validate:
+            assert r.error, r
+        r.state = FAILED
+        logger.error("taskflow: run %s failed: %s", r.id, r.error)
+
+    def _stale(self, r: Run) -> bool:
+        """No plan yet, or one that names a worker no longer there."""
+        workers = self.scheduler.workers
+        return not r.plan or any(w not in r.addr or r.addr[w] not in workers for w in set(r.plan.values()))
+
+    # ------------------------------------------------------------------ planning
+    def _unfinished(self, r: Run) -> list:
+        """Keys of ``r`` not finished and not running on a live worker (see :meth:`Run.unfinished`)."""
+        return r.unfinished(self.scheduler.tasks)
+
+    def _live_cluster(self, r: Run) -> Cluster | None:
         declared = r.cluster
         speeds = declared.get("speeds", {})
         if r.learned:  # speeds Dask's tasks showed beat declared or calibrated ones
@@ -527,7 +597,7 @@ class TaskflowPlugin(SchedulerPlugin):
                        task_overhead=declared.get("task_overhead", 0.0), backplane=declared.get("backplane"),
                        racks=racks, uplink=declared.get("uplink") if racks is not None else None)
 
-    def _plan(self, r: _Run):
+    def _plan(self, r: Run):
         """Plan the unfinished part of ``r`` on the live workers; the plan (a Schedule) or None."""
         cluster = self._live_cluster(r)
         if cluster is None:
@@ -541,7 +611,6 @@ class TaskflowPlugin(SchedulerPlugin):
             plan = r.policy.schedule(sub, cluster)
         except Exception as e:  # noqa: BLE001 - a run that cannot be planned fails, the scheduler goes on
             r.error = f"{r.policy.name} could not plan the run on workers {cluster.ids}: {type(e).__name__}: {e}"
-            logger.error("taskflow: %s", r.error)
             return None
         r.prio.update(plan_priorities(plan))
         for key, w in zip(plan.tasks, plan.workers):
@@ -552,7 +621,7 @@ class TaskflowPlugin(SchedulerPlugin):
             r.predicted = float(plan.makespan)
         return plan
 
-    def _apply(self, r: _Run, stimulus_id: str) -> None:
+    def _apply(self, r: Run, stimulus_id: str) -> None:
         """Restrict each unfinished planned task to its worker, set its priority, release the
         stranded ones to their new worker."""
         tasks = self.scheduler.tasks
@@ -560,7 +629,7 @@ class TaskflowPlugin(SchedulerPlugin):
         recommendations = {}
         for key, name in r.plan.items():
             ts = tasks.get(key)
-            if ts is None or ts.state not in _UNFINISHED:
+            if ts is None or ts.state not in UNFINISHED_KEY:
                 continue
             addr = r.addr.get(name)
             if addr is None or addr not in workers:
@@ -609,20 +678,13 @@ class TaskflowPlugin(SchedulerPlugin):
         total, count = self.sizes.get(ts.prefix.name, (0.0, 0))
         return total / count if count else float(ts.get_nbytes())
 
-    def _prune(self) -> None:
-        """Forget the plugin's own runs once none of their keys is left to run."""
-        tasks = self.scheduler.tasks
-        for rid, r in list(self.runs.items()):
-            if r.owned and all(k not in tasks or tasks[k].state in _FINISHED for k in r.graph.ids):
-                self.handle_forget(rid)
-
     def _plan_message(self, plan) -> dict:
         if plan is None:
             return {"keys": [], "workers": [], "start": [], "finish": []}
         return {"keys": list(plan.tasks), "workers": list(plan.workers), "start": plan.start.tolist(),
                 "finish": plan.finish.tolist()}
 
-    def _workers_message(self, r: _Run) -> list:
+    def _workers_message(self, r: Run) -> list:
         speeds = r.cluster.get("speeds", {})
         return [{"name": str(ws.name), "address": ws.address, "cores": int(ws.nthreads),
                  "speed": speeds.get(str(ws.name), 1.0)} for ws in self.scheduler.workers.values()]

@@ -1,0 +1,143 @@
+"""A run inside the scheduler plugin, as a small state machine.
+
+A *run* is a set of Dask keys with a cost model and a policy (see :mod:`.plugin`). Its states:
+
+=============  =====================================================================================
+``registered``  known, its costs to be estimated from what Dask knows once its tasks arrive; no plan
+``planned``     planned on the live workers; its tasks have not arrived yet
+``running``     its tasks are in the scheduler, each restricted to its planned worker, in plan order
+``replanning``  a worker left or joined: its unfinished part is being planned again
+``finished``    every key is finished (in memory, erred, or forgotten by Dask)
+``failed``      it could not be planned
+=============  =====================================================================================
+
+The allowed moves are :data:`TRANSITIONS`; the plugin carries each out in one method
+(``TaskflowPlugin._transition_<from>_<to>``) and checks every move against the table. A run
+knows which of its keys are finished from the task transitions the plugin sees, so it is
+finished the moment its last key is: a worker leaving afterwards re-plans nothing, and a cluster
+shutting down after the work is done has no run left waiting for a worker.
+"""
+
+from __future__ import annotations
+
+from ..graph import TaskGraph
+
+__all__ = ["Run", "REGISTERED", "PLANNED", "RUNNING", "REPLANNING", "FINISHED", "FAILED", "STATES", "TRANSITIONS",
+           "UNFINISHED_KEY", "FINISHED_KEY", "AGAIN", "LIVE"]
+
+REGISTERED, PLANNED, RUNNING, REPLANNING, FINISHED, FAILED = (
+    "registered", "planned", "running", "replanning", "finished", "failed")
+STATES = (REGISTERED, PLANNED, RUNNING, REPLANNING, FINISHED, FAILED)
+
+#: every allowed move of a run (from, to)
+TRANSITIONS = frozenset({
+    (REGISTERED, PLANNED), (REGISTERED, RUNNING), (REGISTERED, FAILED),
+    (PLANNED, RUNNING), (PLANNED, REPLANNING), (PLANNED, FAILED),
+    (RUNNING, REPLANNING), (RUNNING, FINISHED), (RUNNING, FAILED),
+    (REPLANNING, PLANNED), (REPLANNING, RUNNING), (REPLANNING, FAILED),
+})
+
+#: the states in which a run still has work a worker's loss or arrival can concern
+LIVE = frozenset({PLANNED, RUNNING})
+
+#: Dask task states of a key not yet finished and not running on a worker (it can be placed)
+UNFINISHED_KEY = frozenset(("released", "waiting", "no-worker", "queued"))
+#: Dask task states of a finished key
+FINISHED_KEY = frozenset(("memory", "erred", "forgotten"))
+#: Dask task states a finished key moves to when it is to be computed again
+AGAIN = frozenset(("waiting", "processing", "no-worker", "queued"))
+
+
+class Run:
+    """One planned set of keys: its cost model, policy, latest plan, state and what happened to it.
+
+    Parameters
+    ----------
+    run_id : str
+    graph : TaskGraph
+        Its cost model; task ids are the Dask keys.
+    policy : Scheduler
+    cluster : dict, optional
+        The declared model (speeds by worker name, network, task overhead).
+    client : str, optional
+    owned : bool
+        Made by the plugin for a client's graph under ``taskflow.use`` (forgotten once finished).
+    estimate : bool
+        Its costs are placeholders, estimated from what Dask knows when its tasks arrive.
+    prefix_costs : dict, optional
+        Task-name prefix -> seconds, declared by the user (with ``estimate``).
+    """
+
+    __slots__ = ("id", "graph", "policy", "cluster", "client", "plan", "prio", "addr", "replans", "error", "owned",
+                 "estimate", "prefix_costs", "learned", "predicted", "state", "done", "before")
+
+    def __init__(self, run_id, graph: TaskGraph, policy, cluster: dict | None, client: str | None, owned: bool,
+                 estimate: bool = False, prefix_costs: dict | None = None):
+        self.id = run_id
+        self.graph = graph
+        self.policy = policy
+        self.cluster = cluster or {}  # declared model: speeds by worker name, network, task overhead
+        self.client = client
+        self.plan: dict = {}  # key -> worker name
+        self.prio: dict = {}  # key -> priority (higher runs first)
+        self.addr: dict = {}  # worker name -> address, of the latest plan
+        self.replans = 0
+        self.error: str | None = None
+        self.owned = owned
+        self.estimate = estimate
+        self.prefix_costs = prefix_costs or {}
+        # costs come from Dask's measurements: worker speeds too, from the durations the plugin saw
+        self.learned = estimate or owned
+        self.predicted: float | None = None  # the makespan the first plan of all its tasks predicts
+        self.state = REGISTERED
+        self.done: set = set()  # its keys that are finished (running runs only)
+        self.before: str | None = None  # while replanning: the state to go back to
+
+    def __repr__(self) -> str:
+        return f"<Run {self.id!r} {self.state}, {len(self.done)}/{len(self.graph)} keys finished>"
+
+    def unfinished(self, tasks) -> list:
+        """Its keys still to be placed: not finished and not running on a worker. Before its tasks
+        arrive a key Dask does not know is still to come; once it runs, one Dask forgot is done.
+
+        Parameters
+        ----------
+        tasks : dict
+            The scheduler's tasks (key -> TaskState).
+        """
+        arrived = self.state == RUNNING or (self.state == REPLANNING and self.before == RUNNING)
+        out = []
+        for k in self.graph.ids:
+            ts = tasks.get(k)
+            if ts is None:
+                if not arrived:
+                    out.append(k)
+            elif ts.state in UNFINISHED_KEY and not (arrived and k in self.done):
+                out.append(k)
+        return out
+
+    def count_done(self, tasks) -> None:
+        """Set :attr:`done` from the scheduler's tasks (as its tasks arrive).
+
+        Parameters
+        ----------
+        tasks : dict
+        """
+        self.done = {k for k in self.graph.ids if k not in tasks or tasks[k].state in FINISHED_KEY}
+
+    def key_moved(self, key, finish: str) -> bool:
+        """One of its keys moved to Dask state ``finish``; True when that finished the run.
+
+        Parameters
+        ----------
+        key : str
+        finish : str
+        """
+        if finish in FINISHED_KEY:
+            self.done.add(key)
+            return len(self.done) == len(self.graph)
+        if finish in AGAIN:
+            self.done.discard(key)  # lost with its worker, or wanted again: to be computed again
+        # ``released`` after ``memory``: its consumers have what they need; Dask forgets it
+        # only with them, so it stays done
+        return False
