@@ -54,3 +54,15 @@ def mixed_costs():
         prev.extend([b, s])
     g.add_task("join", fn=lambda *xs: sum(xs), args=tuple(prev), cost=1.0, meta={"category": "join"})
     return g
+
+
+def emulated_chain(n: int, seconds: float, name: str = "chain", prefix: str = "c") -> TaskGraph:
+    """``n`` emulated tasks of ``seconds`` each, one after the other (no callables)."""
+    g = TaskGraph(name)
+    prev = None
+    for k in range(n):
+        t = g.add_task(f"{prefix}{k}", cost=seconds)
+        if prev is not None:
+            g.add_edge(prev.id, t.id)
+        prev = t
+    return g

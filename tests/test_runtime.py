@@ -371,13 +371,7 @@ def test_a_run_longer_than_two_seconds_shows_a_progress_bar(client, capsys, monk
 
     assert _progress_bar(8, "x").disable  # capsys's stderr is no terminal
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
-    g = taskflow.TaskGraph("slow-chain")
-    prev = None
-    for k in range(8):
-        t = g.add_task(f"s{k}", cost=0.4)
-        if prev is not None:
-            g.add_edge(prev.id, t.id)
-        prev = t
+    g = rg.emulated_chain(8, 0.4, "slow-chain", "s")
     rep = run(g, "heft", client=client, cluster=Cluster([Worker("0"), Worker("1")]), quiet=False)
     err = capsys.readouterr().err
     assert rep.measured_makespan > 2.5
@@ -726,13 +720,7 @@ def test_plan_first_orders_planned_compute_tasks_only():
 
 
 def test_a_run_longer_than_its_timeout_raises_run_timeout_and_the_cluster_goes_on(client):
-    g = taskflow.TaskGraph("long-chain")
-    prev = None
-    for k in range(10):
-        t = g.add_task(f"c{k}", cost=0.5)
-        if prev is not None:
-            g.add_edge(prev.id, t.id)
-        prev = t
+    g = rg.emulated_chain(10, 0.5, "long-chain", "c")
     t0 = time.time()
     with pytest.raises(taskflow.RunTimeout, match="run did not finish within 1 s") as e:
         run(g, "heft", client=client, cluster=Cluster([Worker("0"), Worker("1")]), quiet=True, timeout=1)
