@@ -14,7 +14,7 @@ from distributed import Client, LocalCluster
 from taskflow.runtime import local
 from taskflow.runtime.calibrate import workers_info
 from taskflow.runtime.local import MMAP_THRESHOLD, REUSE_ENV, local_cluster, trim_if_high, worker_environ
-from taskflow.runtime.plugin import TRIM_CALLBACK
+from taskflow.runtime.worker_plugin import TRIM_CALLBACK
 from taskflow.runtime.session import ensure_plugin
 
 VARS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_ARENA_MAX", REUSE_ENV)

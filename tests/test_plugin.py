@@ -336,7 +336,7 @@ def test_incoming_rates_sum_each_senders_recent_big_messages_once():
     from collections import deque
     from types import SimpleNamespace
 
-    from taskflow.runtime.plugin import IncomingRates
+    from taskflow.runtime.worker_plugin import IncomingRates
 
     w = SimpleNamespace(transfer_incoming_log=deque())
     rates = IncomingRates(window=2, smallest=1000)

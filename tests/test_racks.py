@@ -71,7 +71,7 @@ def test_the_rack_model_is_checked_kept_and_carried():
 
 
 def test_the_plugin_payload_keeps_the_racks():
-    from taskflow.runtime.plugin import cluster_payload
+    from taskflow.runtime.messages import cluster_payload
 
     c = Cluster([Worker(w) for w in IDS], bandwidth=25e6, racks=RACKS, uplink=2.5e6)
     p = cluster_payload(c)

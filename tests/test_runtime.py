@@ -706,7 +706,7 @@ def test_each_worker_runs_its_roots_in_the_plan_order_however_the_graph_came(cli
 
 
 def test_plan_first_orders_planned_compute_tasks_only():
-    from taskflow.runtime.plugin import plan_first
+    from taskflow.runtime.dask_hooks import plan_first
 
     msgs = [{"op": "compute-task", "key": "a", "priority": (-1, 0)},
             {"op": "free-keys", "keys": ["z"]},

@@ -10,7 +10,7 @@ from ..errors import TaskflowError
 from ..graph import TaskGraph
 from ..policy import get_scheduler, require_runnable
 from .calibrate import attach_addresses, cluster_from_dask
-from .plugin import cluster_payload, graph_payload
+from .messages import cluster_payload, graph_payload
 from .report import report_from_stream
 from .runner import connect, say_dashboard
 from .session import (Watchdog, call, close_quietly, ensure_plugin, frozen_heap, gather, stream_index,

@@ -17,7 +17,7 @@ So the workers of every cluster taskflow starts itself get, before they start,
 ``MALLOC_TRIM_THRESHOLD_`` (half a worker's memory limit, :data:`TRIM_AT`; half this machine's
 memory for a worker without a limit) and ``MALLOC_ARENA_MAX`` (1: one heap for all of a worker's
 threads). A worker then holds on to memory it has used, up to its peak; Dask counts that as
-unmanaged memory, so the workers' plugin (:class:`~.plugin.TransferLog`) hands free memory back
+unmanaged memory, so the workers' plugin (:class:`~.worker_plugin.TransferLog`) hands free memory back
 (``malloc_trim``) whenever a worker's memory passes half its limit, before Dask's own thresholds
 (spilling at 70%, pausing at 80%) could act on it. ``TASKFLOW_REUSE_MEMORY=0`` in the
 environment turns all of this off. Clusters taskflow only connects to are never changed.

@@ -44,25 +44,23 @@ sub-graph of unfinished tasks and the surviving workers.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import time
 
-from collections import deque
-
-from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
+from distributed.diagnostics.plugin import SchedulerPlugin
 
 from ..cluster import Cluster, Worker
 from ..errors import TaskflowError
 from ..graph import TaskGraph
 from ..policy import get_scheduler, require_runnable
 from .learn import last_compute, relative_speeds, speeds_on
-from .local import REUSE_ENV, trim_if_high
+from .dask_hooks import (dask_state, estimated_graph, keep_planned_replicas, received_rates,
+                         send_planned_in_order)
+from .messages import graph_from_payload, plan_priorities
 from .runs import (FAILED, FINISHED, FINISHED_KEY, LIVE, PLANNED, REGISTERED, REPLANNING, RUNNING, TRANSITIONS,
                    UNFINISHED_KEY, Run)
 
-__all__ = ["TaskflowPlugin", "TransferLog", "IncomingRates", "RATES_METRIC", "TRIM_CALLBACK", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "dask_state", "graph_payload", "plan_priorities", "plan_first",
-           "graph_from_payload", "cluster_payload", "worker_records", "PREFETCH_BYTES", "KEEP_FINISHED"]
+__all__ = ["TaskflowPlugin", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "PREFETCH_BYTES", "KEEP_FINISHED"]
 
 logger = logging.getLogger("taskflow.runtime")
 
@@ -82,71 +80,6 @@ PREFETCH_BYTES = 64 * 1024
 
 #: Task prefixes whose durations the plugin keeps (the oldest is dropped past this).
 MAX_PREFIXES = 10_000
-
-
-def plan_priorities(plan) -> dict:
-    """Task -> its priority under ``plan`` (higher runs first): the plan's tasks ranked by planned
-    start, then finish; the first gets ``len(plan)``. The plugin sets these inside the scheduler, and
-    :func:`taskflow.run` sends the same with the graph, so that Dask hands each worker its tasks in
-    the plan's order from the start (see :class:`TaskflowPlugin`).
-
-    Parameters
-    ----------
-    plan : Schedule
-    """
-    order = sorted(range(len(plan)), key=lambda k: (plan.start[k], plan.finish[k]))
-    n = len(plan)
-    return {plan.tasks[k]: n - rank for rank, k in enumerate(order)}
-
-
-def graph_payload(graph: TaskGraph, key_of: dict) -> dict:
-    """A task graph with its ids replaced by Dask keys, as a message (lists, strings, numbers).
-
-    Parameters
-    ----------
-    graph : TaskGraph
-    key_of : dict
-        Task id -> Dask key (strings or tuples).
-
-    Returns
-    -------
-    dict
-    """
-    a = graph.arrays
-    return {"name": graph.name, "keys": [key_of[t] for t in a.ids], "cost": a.cost.tolist(),
-            "output_size": a.output_size.tolist(), "cores": a.cores.tolist(), "src": a.src.tolist(),
-            "dst": a.dst.tolist(), "size": a.size.tolist(),
-            "costs": [[i, {str(w): float(s) for w, s in c.items()}] for i, c in a.costs.items()]}
-
-
-def graph_from_payload(doc: dict) -> TaskGraph:
-    """The :class:`TaskGraph` of a :func:`graph_payload` message (task ids are the Dask keys).
-
-    Parameters
-    ----------
-    doc : dict
-    """
-    keys = [tuple(k) if isinstance(k, list) else k for k in doc["keys"]]  # msgpack turns tuples into lists
-    g = TaskGraph.from_arrays(doc.get("name", "run"), keys, doc["cost"], doc["output_size"], doc["src"], doc["dst"],
-                              doc["size"], cores=doc.get("cores"))
-    if doc.get("costs"):
-        g = g.with_costs(costs={keys[i]: c for i, c in doc["costs"]})
-    return g
-
-
-def cluster_payload(model: Cluster) -> dict:
-    """The declared parts of a cluster model, as a message: speeds by worker name, the network and
-    the per-task overhead (the plugin takes cores and addresses from the live workers).
-
-    Parameters
-    ----------
-    model : Cluster
-    """
-    return {"speeds": {str(w.id): w.speed for w in model.workers}, "bandwidth": model.bandwidth,
-            "bandwidths": {str(a): {str(b): v for b, v in row.items()} for a, row in model.bandwidths.items()},
-            "latency": model.latency, "task_overhead": model.task_overhead, "backplane": model.backplane,
-            "racks": {str(a): r for a, r in model.racks.items()} if model.racks is not None else None,
-            "uplink": model.uplink}
 
 
 class TaskflowPlugin(SchedulerPlugin):
@@ -206,8 +139,8 @@ class TaskflowPlugin(SchedulerPlugin):
         if self.default_policy:
             # an unknown name (or one Dask cannot carry out) fails the scheduler's start, loudly
             require_runnable(get_scheduler(self.default_policy), "dask")
-        _keep_planned_replicas(scheduler, self)
-        _send_planned_in_order(scheduler, self)
+        keep_planned_replicas(scheduler, self)
+        send_planned_in_order(scheduler, self)
 
     def handle_use(self, client: str, policy: str | None = None, options: dict | None = None) -> dict:
         """Place every graph ``client`` submits from now on with ``policy`` (None: stop).
@@ -410,16 +343,9 @@ class TaskflowPlugin(SchedulerPlugin):
         return relative_speeds(self.durations)
 
     def learned_bandwidths(self) -> dict:
-        """Sender name -> receiver name -> bytes per second that the receiver really took in, as its
-        :class:`IncomingRates` heartbeat metric says (a receiver busy computing, or held to part
-        of a core, takes bytes in far slower than an idle calibration shows)."""
-        workers = self.scheduler.workers
-        out: dict = {}
-        for dst, ws in workers.items():
-            for src, (nbytes, secs) in ((getattr(ws, "metrics", None) or {}).get(RATES_METRIC) or {}).items():
-                if src in workers and src != dst and secs > 0 and nbytes > 0:
-                    out.setdefault(str(workers[src].name), {})[str(ws.name)] = nbytes / secs
-        return out
+        """Sender name -> receiver name -> bytes per second the receiver took in
+        (:func:`.dask_hooks.received_rates`)."""
+        return received_rates(self.scheduler)
 
     def update_graph(self, scheduler, *, client: str, keys, tasks, annotations, priority, stimulus_id: str,
                      **kwargs) -> None:
@@ -644,39 +570,8 @@ class TaskflowPlugin(SchedulerPlugin):
             self.scheduler.transitions(recommendations, stimulus_id=stimulus_id)
 
     def _graph_of(self, tss, prefix_costs: dict | None = None) -> TaskGraph:
-        """A cost model of Dask tasks from what was measured: per task-name prefix, the seconds at
-        speed 1 of the tasks the plugin saw finish (each duration times its worker's learned
-        speed), else Dask's per-prefix duration average (its default for prefixes never run);
-        outputs: ``nbytes`` of data in memory, else the prefix's mean output, else Dask's default.
-        ``prefix_costs`` (declared seconds per task-name prefix) win."""
-        sched = self.scheduler
-        declared = prefix_costs or {}
-        index = {ts.key: i for i, ts in enumerate(tss)}
-        speeds = self.learned_speeds()
-        known: dict = {}
-        for name, row in self.durations.items():  # seconds at speed 1, from what ran where
-            n = sum(c for _, c in row.values())
-            known[name] = sum(secs * speeds.get(w, 1.0) for w, (secs, _) in row.items()) / n if n else None
-        cost = [float(declared[ts.prefix.name]) if ts.prefix.name in declared
-                else known[ts.prefix.name] if known.get(ts.prefix.name) is not None
-                else float(sched._get_prefix_duration(ts.prefix)) for ts in tss]
-        out = [float(ts.nbytes) if ts.nbytes >= 0 else self._size_of(ts) for ts in tss]
-        src, dst, size = [], [], []
-        for i, ts in enumerate(tss):
-            for dts in ts.dependencies:
-                j = index.get(dts.key)
-                if j is not None:
-                    src.append(j)
-                    dst.append(i)
-                    size.append(out[j])
-        cost = [c if math.isfinite(c) and c >= 0 else 0.0 for c in cost]
-        return TaskGraph.from_arrays("dask", [ts.key for ts in tss], cost, out, src, dst, size)
-
-    def _size_of(self, ts) -> float:
-        """Bytes a task not yet run will output: its prefix's mean over the tasks the plugin saw
-        finish (a collection computed before), else Dask's default."""
-        total, count = self.sizes.get(ts.prefix.name, (0.0, 0))
-        return total / count if count else float(ts.get_nbytes())
+        """The cost model of Dask tasks ``tss`` from what was measured (:func:`.dask_hooks.estimated_graph`)."""
+        return estimated_graph(self.scheduler, tss, self.durations, self.sizes, self.learned_speeds(), prefix_costs)
 
     def _plan_message(self, plan) -> dict:
         if plan is None:
@@ -688,253 +583,6 @@ class TaskflowPlugin(SchedulerPlugin):
         speeds = r.cluster.get("speeds", {})
         return [{"name": str(ws.name), "address": ws.address, "cores": int(ws.nthreads),
                  "speed": speeds.get(str(ws.name), 1.0)} for ws in self.scheduler.workers.values()]
-
-
-def plan_first(msgs: list, planned) -> list:
-    """``msgs`` with the ``compute-task`` messages of planned tasks in priority order, each in one
-    of their places; every other message keeps its place.
-
-    Parameters
-    ----------
-    msgs : list of dict
-        One worker's messages of one scheduler event; changed in place and returned.
-    planned : container
-        The keys of planned tasks.
-    """
-    where = [i for i, m in enumerate(msgs) if m.get("op") == "compute-task" and m.get("key") in planned]
-    if len(where) > 1:
-        ordered = sorted((msgs[i] for i in where), key=lambda m: m["priority"])
-        for i, m in zip(where, ordered):
-            msgs[i] = m
-    return msgs
-
-
-def _send_planned_in_order(scheduler, plugin: TaskflowPlugin) -> None:
-    """A worker given several ready tasks at once starts the first to arrive, and only then
-    follows priorities; Dask sends a graph's first ready tasks in the order of the priorities the
-    graph arrived with, before the plugin set the plan's (on a graph of chains, each worker got its
-    roots in the reverse of the plan's order). The scheduler's ``send_all`` (every message a
-    scheduler event sends) now sends each worker its planned tasks in priority order
-    (:func:`plan_first`), whichever way the graph was submitted (``run``, ``compute``, ``use``).
-    Tasks of Dask's own scheduling are sent as Dask sends them."""
-    # Dask's own send_all, kept once: a plugin registered again wraps it, not the earlier wrapper
-    send_all = scheduler.__dict__.get("_taskflow_send_all") or scheduler.send_all
-    scheduler._taskflow_send_all = send_all
-
-    def send_planned_in_order(client_msgs, worker_msgs):
-        planned = plugin.key_run
-        if planned:
-            for msgs in worker_msgs.values():
-                try:
-                    plan_first(msgs, planned)
-                except Exception:  # noqa: BLE001 - an order we cannot make never stops Dask's messages
-                    logger.exception("taskflow: could not order the tasks sent to a worker")
-        return send_all(client_msgs, worker_msgs)
-
-    scheduler.send_all = send_planned_in_order
-
-
-def _keep_planned_replicas(scheduler, plugin: TaskflowPlugin) -> None:
-    """Dask's active memory manager drops replicas of an output beyond one per consumer not yet
-    placed, from whichever worker it likes, every 2 s: it would drop an output sent ahead to the
-    worker of its planned consumer (:meth:`TaskflowPlugin._prefetch`), which then fetches it
-    again. Its ``ReduceReplicas`` policy is swapped for one that drops the same number of replicas
-    but never from the worker a waiting consumer is planned on."""
-    try:
-        from distributed.active_memory_manager import ReduceReplicas, Suggestion
-    except ImportError:  # a distributed without the memory manager: nothing drops replicas
-        return
-    amm = getattr(scheduler, "extensions", {}).get("amm")
-    if amm is None:
-        return
-
-    class KeepPlannedReplicas(ReduceReplicas):
-        """``ReduceReplicas``, never dropping a replica a planned waiting consumer will read."""
-
-        def run(self):
-            for s in super().run():
-                keep = plugin.planned_holders(s.ts)
-                if not keep:
-                    yield s
-                    continue
-                candidates = {ws for ws in s.ts.who_has or () if ws.address not in keep}
-                if candidates:
-                    yield Suggestion("drop", s.ts, candidates)
-
-    for policy in list(amm.policies):
-        if type(policy) is ReduceReplicas:
-            amm.policies.discard(policy)
-            amm.add_policy(KeepPlannedReplicas())
-
-
-class TransferLog(WorkerPlugin):
-    """Keeps a long log of every transfer a worker receives (Dask keeps its last 1,000 by default):
-    the source of a run report's transfers.
-
-    Parameters
-    ----------
-    maxlen : int
-        Entries kept per worker (one entry is one message, which may carry several outputs).
-    """
-
-    name = "taskflow-transfer-log"
-    idempotent = True
-
-    def __init__(self, maxlen: int = 200_000):
-        self.maxlen = int(maxlen)
-        self.worker = None
-        #: ``(kind, key) -> (the worker's scheduler_delay then, local time)``, kind ``compute`` (as
-        #: the task started) or ``fetch`` (as its output arrived here)
-        self.delays: dict = {}
-
-    def setup(self, worker) -> None:
-        """Lengthen the worker's ``transfer_incoming_log``, keeping what is in it, and report the
-        rates it receives at from each sender with every heartbeat (:class:`IncomingRates`). On a
-        worker of a cluster taskflow started (:mod:`.local`), check every second whether its
-        retained free memory should go back to the system (:func:`~.local.trim_if_high`)."""
-        self.worker = worker
-        log = worker.transfer_incoming_log
-        if (log.maxlen or 0) < self.maxlen:
-            worker.transfer_incoming_log = deque(log, maxlen=self.maxlen)
-        if not isinstance(worker.metrics.get(RATES_METRIC), IncomingRates):
-            worker.metrics[RATES_METRIC] = IncomingRates()
-        if os.environ.get(REUSE_ENV) == "1" and TRIM_CALLBACK not in worker.periodic_callbacks:
-            # a worker of a cluster taskflow started keeps freed memory for reuse: hand it back
-            # before Dask's memory thresholds would count it against the worker
-            from tornado.ioloop import PeriodicCallback
-
-            pc = PeriodicCallback(lambda: trim_if_high(worker), 1000)
-            worker.periodic_callbacks[TRIM_CALLBACK] = pc
-            pc.start()
-
-    def transition(self, key, start, finish, **kwargs) -> None:
-        """Note the clock correction Dask applies to the times of a task that starts here and of an
-        output that arrives here. A worker adds its ``scheduler_delay`` (its estimate of how far the
-        scheduler's clock is ahead, from the latest heartbeat's round trip) to every time it
-        reports; the estimate moves with each heartbeat, by up to half a round trip, which on a busy
-        scheduler is tenths of a second: noted per task, it can be taken off again."""
-        if finish == "executing":
-            kind = "compute"
-        elif start == "flight" and finish == "memory":
-            kind = "fetch"
-        else:
-            return
-        d = self.delays
-        d.pop((kind, key), None)
-        d[(kind, key)] = (float(self.worker.scheduler_delay), time.time())
-        if len(d) > self.maxlen:
-            del d[next(iter(d))]
-
-
-#: the name of the worker's periodic callback that hands retained free memory back
-TRIM_CALLBACK = "taskflow-trim"
-
-#: the heartbeat metric (``WorkerState.metrics``) holding a worker's :class:`IncomingRates`
-RATES_METRIC = "taskflow_incoming"
-
-
-class IncomingRates:
-    """A worker's measured incoming rates, per sender: over its last ``window`` received messages
-    of at least ``smallest`` bytes from that sender, ``[bytes, seconds]`` summed (the rate is their
-    ratio: a busy receiver's slow transfers weigh by their time, as they cost). Called by the
-    worker for each heartbeat; reads only what arrived since the last call.
-
-    Parameters
-    ----------
-    window : int
-    smallest : int
-    """
-
-    def __init__(self, window: int = 64, smallest: int = 1 << 20):
-        self.window = int(window)
-        self.smallest = int(smallest)
-        self.last = None
-        self.per: dict = {}
-
-    def __call__(self, worker) -> dict:
-        new = []
-        for e in reversed(worker.transfer_incoming_log):
-            if e is self.last:
-                break
-            new.append(e)
-        if new:
-            self.last = new[0]
-        for e in reversed(new):
-            secs = float(e.get("stop", 0.0)) - float(e.get("start", 0.0))
-            if e.get("total", 0) >= self.smallest and secs > 0:
-                self.per.setdefault(e["who"], deque(maxlen=self.window)).append((float(e["total"]), secs))
-        return {who: [sum(b for b, _ in xs), sum(t for _, t in xs)] for who, xs in self.per.items()}
-
-
-def worker_records(since: float, dask_worker=None) -> dict:
-    """Run on a worker (``client.run``): what a run report needs of it, in one call, every time on
-    the worker's own clock (Dask's heartbeat-based correction taken off, see
-    :meth:`TransferLog.transition`): ``transfers``, those it received that started at or after
-    ``since`` (``transfer_incoming_log`` entries); ``compute``, key -> the correction in the times
-    Dask reported for each task that started here since ``since``; ``delay``, the correction now
-    (for tasks not noted); ``job``, the batch job it runs in (or None).
-
-    Parameters
-    ----------
-    since : float
-        Wall-clock seconds.
-    dask_worker : distributed.Worker
-        Given by ``client.run``.
-    """
-    from .jobqueue import job_id
-
-    log = dask_worker.plugins.get(TransferLog.name)
-    delays = getattr(log, "delays", None) or {}
-    now = float(dask_worker.scheduler_delay)
-    transfers = []
-    for e in dask_worker.transfer_incoming_log:
-        first = next(iter(e["keys"]), None)
-        d = delays.get(("fetch", first), (now,))[0]
-        if e["start"] - d >= since:
-            transfers.append({**e, "start": e["start"] - d, "stop": e["stop"] - d})
-    compute = {key: d for (kind, key), (d, t) in delays.items() if kind == "compute" and t >= since}
-    return {"transfers": transfers, "compute": compute, "delay": now, "job": job_id()}
-
-
-def dask_state(scheduler, prefixes=()) -> dict:
-    """The state Dask's own scheduling decides from, read just before a graph is submitted, for
-    :class:`schedulers.dask_model.DaskModel`: ``n_tasks`` (tasks it has sent to workers: where its
-    round-robin starts), ``workers`` (addresses in its table's order), ``ties`` (addresses in the
-    order a set of its workers lists them), ``durations`` (its estimate per prefix, None where it
-    has none), ``unknown`` (its estimate for those), ``bandwidth`` (bytes/s), ``saturation``,
-    ``rootish`` (its two root-ish group thresholds), ``steal_interval`` (None without stealing),
-    ``steal_phase`` (seconds until its next balancing), ``steal_latency``.
-
-    Parameters
-    ----------
-    scheduler : distributed.Scheduler
-    prefixes : iterable of str
-    """
-    import dask
-    from distributed.stealing import LATENCY
-    from tornado.ioloop import IOLoop
-
-    pc = scheduler.periodic_callbacks.get("stealing")
-    stealing = scheduler.extensions.get("stealing")
-    interval = phase = None
-    if pc is not None and stealing is not None:
-        interval = float(pc.callback_time) / 1000.0
-        nxt = getattr(pc, "_next_timeout", None)
-        if nxt is not None:
-            phase = max(0.0, float(nxt) - IOLoop.current().time())
-    durations = {}
-    for p in prefixes:
-        tp = scheduler.task_prefixes.get(p)
-        durations[p] = float(tp.duration_average) if tp is not None and tp.duration_average >= 0 else None
-    return {"n_tasks": int(scheduler.n_tasks), "workers": list(scheduler.workers),
-            "ties": [ws.address for ws in set(scheduler.workers.values())],
-            "durations": durations, "unknown": float(scheduler.UNKNOWN_TASK_DURATION),
-            "bandwidth": float(scheduler.bandwidth), "saturation": float(scheduler.WORKER_SATURATION),
-            "rootish": [int(getattr(scheduler, "rootish_tg_threshold",
-                                    dask.config.get("distributed.scheduler.rootish-taskgroup"))),
-                        int(getattr(scheduler, "rootish_tg_dependencies_threshold",
-                                    dask.config.get("distributed.scheduler.rootish-taskgroup-dependencies")))],
-            "steal_interval": interval, "steal_phase": phase, "steal_latency": float(LATENCY)}
 
 
 async def dask_setup(scheduler, policy: str | None = None) -> None:

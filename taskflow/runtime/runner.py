@@ -39,7 +39,7 @@ from .calls import TaskFailed, ship_code
 from .dask_graph import dask_graph, dask_priorities, keys_for
 from .learn import CostProfile
 from .local import local_cluster, warm_cluster
-from .plugin import cluster_payload, graph_payload, plan_priorities
+from .messages import cluster_payload, graph_payload, plan_priorities
 from .report import RunReport, report_from_stream
 from .session import (Watchdog, call, close_quietly, ensure_plugin, frozen_heap, gather, stream_index, stream_since,
                       wait_for, workers_reachable, workers_records)
@@ -292,7 +292,7 @@ def predict_dask(graph: TaskGraph, model: Cluster, state: dict | None, time_scal
                  size_scale: float = 1.0, draws: int | None = None, keys: dict | None = None) -> float:
     """The makespan (scaled seconds) of ``graph`` on ``model`` under Dask's own scheduling: the
     simulator's model of Dask's decisions (:class:`schedulers.dask_model.DaskModel`) started from
-    ``state`` (:func:`taskflow.runtime.plugin.dask_state`, read from the scheduler just before the
+    ``state`` (:func:`taskflow.runtime.dask_hooks.dask_state`, read from the scheduler just before the
     graph is submitted; None: Dask's defaults), with the max-min network, averaged over ``draws``
     orders of Dask's sets of tasks (its hashes, random per scheduler process).
 
@@ -335,7 +335,7 @@ def predict_dask(graph: TaskGraph, model: Cluster, state: dict | None, time_scal
 
 def submit_order(plan, key_of: dict):
     """A context to submit a planned graph in: every key carries its priority under ``plan``
-    (:func:`.plugin.plan_priorities`) as a Dask annotation. The plugin sets the same priorities
+    (:func:`.messages.plan_priorities`) as a Dask annotation. The plugin sets the same priorities
     inside the scheduler, but Dask has already ordered the graph's first transitions by its own
     priorities then, and a worker that is given several ready tasks at once starts the first to
     arrive: without this, a worker began with whichever of its roots Dask ranked first, not the
@@ -381,7 +381,7 @@ class _Runner:
         self.task_of = {k: t for t, k in self.key_of.items()}
         self.futures = {}  # task id -> Future
         self.replans = 0
-        #: ``{"state": ...}``: Dask's scheduler state at submission (:func:`.plugin.dask_state`),
+        #: ``{"state": ...}``: Dask's scheduler state at submission (:func:`.dask_hooks.dask_state`),
         #: for a run it schedules (a box, so that the prediction holds it and not the runner)
         self.dask_state = {}
         self.watchdog = Watchdog(client, self.run_id if sch.kind == "static" else None)

@@ -9,7 +9,8 @@ from typing import NamedTuple
 
 from ..errors import RunTimeout, SchedulerLost, TaskflowError, WorkersLost
 from ..policy import get_scheduler, require_runnable
-from .plugin import PLUGIN_NAME, TaskflowPlugin, TransferLog, worker_records
+from .plugin import PLUGIN_NAME, TaskflowPlugin
+from .worker_plugin import TransferLog, worker_records
 
 __all__ = ["ensure_plugin", "call", "use", "Watchdog", "wait_for", "stream_index", "stream_since", "cancelled_error",
            "gather", "workers_reachable", "frozen_heap", "workers_records", "WorkersRecords", "close_quietly"]
@@ -364,7 +365,7 @@ def frozen_heap():
 
 class WorkersRecords(NamedTuple):
     """What the live workers recorded of a run, by worker address, every time on the worker's own
-    clock (see :func:`~taskflow.runtime.plugin.worker_records`)."""
+    clock (see :func:`~taskflow.runtime.worker_plugin.worker_records`)."""
 
     #: received transfers (``transfer_incoming_log`` entries)
     transfers: dict

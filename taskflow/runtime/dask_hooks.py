@@ -1,0 +1,219 @@
+"""What the scheduler plugin changes in Dask's own scheduler, and what it reads of it: the order in
+which planned tasks are sent to a worker (:func:`send_planned_in_order`), replicas a planned
+consumer will read kept (:func:`keep_planned_replicas`), and the state Dask's own scheduling
+decides from (:func:`dask_state`), the costs of Dask's tasks from what Dask and the plugin measured
+(:func:`estimated_graph`), and the rates workers received at (:func:`received_rates`)."""
+
+from __future__ import annotations
+
+import logging
+import math
+
+from ..graph import TaskGraph
+from .worker_plugin import RATES_METRIC
+
+__all__ = ["plan_first", "send_planned_in_order", "keep_planned_replicas", "dask_state", "estimated_graph",
+           "received_rates"]
+
+logger = logging.getLogger("taskflow.runtime")
+
+
+def plan_first(msgs: list, planned) -> list:
+    """``msgs`` with the ``compute-task`` messages of planned tasks in priority order, each in one
+    of their places; every other message keeps its place.
+
+    Parameters
+    ----------
+    msgs : list of dict
+        One worker's messages of one scheduler event; changed in place and returned.
+    planned : container
+        The keys of planned tasks.
+    """
+    where = [i for i, m in enumerate(msgs) if m.get("op") == "compute-task" and m.get("key") in planned]
+    if len(where) > 1:
+        ordered = sorted((msgs[i] for i in where), key=lambda m: m["priority"])
+        for i, m in zip(where, ordered):
+            msgs[i] = m
+    return msgs
+
+
+def send_planned_in_order(scheduler, plugin) -> None:
+    """A worker given several ready tasks at once starts the first to arrive, and only then
+    follows priorities; Dask sends a graph's first ready tasks in the order of the priorities the
+    graph arrived with, before the plugin set the plan's (on a graph of chains, each worker got its
+    roots in the reverse of the plan's order). The scheduler's ``send_all`` (every message a
+    scheduler event sends) now sends each worker its planned tasks in priority order
+    (:func:`plan_first`), whichever way the graph was submitted (``run``, ``compute``, ``use``).
+    Tasks of Dask's own scheduling are sent as Dask sends them.
+
+    Parameters
+    ----------
+    scheduler : distributed.Scheduler
+    plugin : TaskflowPlugin
+        Its runs say which tasks are planned, and where.
+    """
+    # Dask's own send_all, kept once: a plugin registered again wraps it, not the earlier wrapper
+    send_all = scheduler.__dict__.get("_taskflow_send_all") or scheduler.send_all
+    scheduler._taskflow_send_all = send_all
+
+    def send_planned_in_order(client_msgs, worker_msgs):
+        planned = plugin.key_run
+        if planned:
+            for msgs in worker_msgs.values():
+                try:
+                    plan_first(msgs, planned)
+                except Exception:  # noqa: BLE001 - an order we cannot make never stops Dask's messages
+                    logger.exception("taskflow: could not order the tasks sent to a worker")
+        return send_all(client_msgs, worker_msgs)
+
+    scheduler.send_all = send_planned_in_order
+
+
+def keep_planned_replicas(scheduler, plugin) -> None:
+    """Dask's active memory manager drops replicas of an output beyond one per consumer not yet
+    placed, from whichever worker it likes, every 2 s: it would drop an output sent ahead to the
+    worker of its planned consumer (the plugin's prefetch), which then fetches it
+    again. Its ``ReduceReplicas`` policy is swapped for one that drops the same number of replicas
+    but never from the worker a waiting consumer is planned on.
+
+    Parameters
+    ----------
+    scheduler : distributed.Scheduler
+    plugin : TaskflowPlugin
+        Its runs say which tasks are planned, and where.
+    """
+    try:
+        from distributed.active_memory_manager import ReduceReplicas, Suggestion
+    except ImportError:  # a distributed without the memory manager: nothing drops replicas
+        return
+    amm = getattr(scheduler, "extensions", {}).get("amm")
+    if amm is None:
+        return
+
+    class KeepPlannedReplicas(ReduceReplicas):
+        """``ReduceReplicas``, never dropping a replica a planned waiting consumer will read."""
+
+        def run(self):
+            for s in super().run():
+                keep = plugin.planned_holders(s.ts)
+                if not keep:
+                    yield s
+                    continue
+                candidates = {ws for ws in s.ts.who_has or () if ws.address not in keep}
+                if candidates:
+                    yield Suggestion("drop", s.ts, candidates)
+
+    for policy in list(amm.policies):
+        if type(policy) is ReduceReplicas:
+            amm.policies.discard(policy)
+            amm.add_policy(KeepPlannedReplicas())
+
+
+def dask_state(scheduler, prefixes=()) -> dict:
+    """The state Dask's own scheduling decides from, read just before a graph is submitted, for
+    :class:`schedulers.dask_model.DaskModel`: ``n_tasks`` (tasks it has sent to workers: where its
+    round-robin starts), ``workers`` (addresses in its table's order), ``ties`` (addresses in the
+    order a set of its workers lists them), ``durations`` (its estimate per prefix, None where it
+    has none), ``unknown`` (its estimate for those), ``bandwidth`` (bytes/s), ``saturation``,
+    ``rootish`` (its two root-ish group thresholds), ``steal_interval`` (None without stealing),
+    ``steal_phase`` (seconds until its next balancing), ``steal_latency``.
+
+    Parameters
+    ----------
+    scheduler : distributed.Scheduler
+    prefixes : iterable of str
+    """
+    import dask
+    from distributed.stealing import LATENCY
+    from tornado.ioloop import IOLoop
+
+    pc = scheduler.periodic_callbacks.get("stealing")
+    stealing = scheduler.extensions.get("stealing")
+    interval = phase = None
+    if pc is not None and stealing is not None:
+        interval = float(pc.callback_time) / 1000.0
+        nxt = getattr(pc, "_next_timeout", None)
+        if nxt is not None:
+            phase = max(0.0, float(nxt) - IOLoop.current().time())
+    durations = {}
+    for p in prefixes:
+        tp = scheduler.task_prefixes.get(p)
+        durations[p] = float(tp.duration_average) if tp is not None and tp.duration_average >= 0 else None
+    return {"n_tasks": int(scheduler.n_tasks), "workers": list(scheduler.workers),
+            "ties": [ws.address for ws in set(scheduler.workers.values())],
+            "durations": durations, "unknown": float(scheduler.UNKNOWN_TASK_DURATION),
+            "bandwidth": float(scheduler.bandwidth), "saturation": float(scheduler.WORKER_SATURATION),
+            "rootish": [int(getattr(scheduler, "rootish_tg_threshold",
+                                    dask.config.get("distributed.scheduler.rootish-taskgroup"))),
+                        int(getattr(scheduler, "rootish_tg_dependencies_threshold",
+                                    dask.config.get("distributed.scheduler.rootish-taskgroup-dependencies")))],
+            "steal_interval": interval, "steal_phase": phase, "steal_latency": float(LATENCY)}
+
+
+def estimated_graph(scheduler, tss, durations: dict, sizes: dict, speeds: dict, prefix_costs: dict | None = None):
+    """A cost model of Dask tasks from what was measured: per task-name prefix, the seconds at
+    speed 1 of the tasks the plugin saw finish (each duration times its worker's learned speed),
+    else Dask's per-prefix duration average (its default for prefixes never run); outputs:
+    ``nbytes`` of data in memory, else the prefix's mean output over the tasks the plugin saw
+    finish, else Dask's default. ``prefix_costs`` (declared seconds per task-name prefix) win.
+
+    Parameters
+    ----------
+    scheduler : distributed.Scheduler
+    tss : list of TaskState
+    durations : dict
+        Task prefix -> {worker name: [compute seconds, tasks]}.
+    sizes : dict
+        Task prefix -> [output bytes, tasks].
+    speeds : dict
+        Worker name -> learned relative speed.
+    prefix_costs : dict, optional
+
+    Returns
+    -------
+    TaskGraph
+        Its task ids are the Dask keys.
+    """
+    declared = prefix_costs or {}
+    index = {ts.key: i for i, ts in enumerate(tss)}
+    known: dict = {}
+    for name, row in durations.items():  # seconds at speed 1, from what ran where
+        n = sum(c for _, c in row.values())
+        known[name] = sum(secs * speeds.get(w, 1.0) for w, (secs, _) in row.items()) / n if n else None
+    cost = [float(declared[ts.prefix.name]) if ts.prefix.name in declared
+            else known[ts.prefix.name] if known.get(ts.prefix.name) is not None
+            else float(scheduler._get_prefix_duration(ts.prefix)) for ts in tss]
+
+    def size_of(ts) -> float:
+        total, count = sizes.get(ts.prefix.name, (0.0, 0))
+        return total / count if count else float(ts.get_nbytes())
+
+    out = [float(ts.nbytes) if ts.nbytes >= 0 else size_of(ts) for ts in tss]
+    src, dst, size = [], [], []
+    for i, ts in enumerate(tss):
+        for dts in ts.dependencies:
+            j = index.get(dts.key)
+            if j is not None:
+                src.append(j)
+                dst.append(i)
+                size.append(out[j])
+    cost = [c if math.isfinite(c) and c >= 0 else 0.0 for c in cost]
+    return TaskGraph.from_arrays("dask", [ts.key for ts in tss], cost, out, src, dst, size)
+
+
+def received_rates(scheduler) -> dict:
+    """Sender name -> receiver name -> bytes per second that the receiver really took in, as its
+    :class:`~.worker_plugin.IncomingRates` heartbeat metric says (a receiver busy computing, or held
+    to part of a core, takes bytes in far slower than an idle calibration shows).
+
+    Parameters
+    ----------
+    scheduler : distributed.Scheduler
+    """
+    workers = scheduler.workers
+    out: dict = {}
+    for dst, ws in workers.items():
+        for src, (nbytes, secs) in ((getattr(ws, "metrics", None) or {}).get(RATES_METRIC) or {}).items():
+            if src in workers and src != dst and secs > 0 and nbytes > 0:
+                out.setdefault(str(workers[src].name), {})[str(ws.name)] = nbytes / secs
+    return out

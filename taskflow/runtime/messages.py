@@ -1,0 +1,74 @@
+"""What the client and the scheduler plugin tell each other: a run's graph, its declared cluster and
+its plan's priorities, as plain messages (lists, strings, numbers), one format each way."""
+
+from __future__ import annotations
+
+from ..cluster import Cluster
+from ..graph import TaskGraph
+
+__all__ = ["plan_priorities", "graph_payload", "graph_from_payload", "cluster_payload"]
+
+
+def plan_priorities(plan) -> dict:
+    """Task -> its priority under ``plan`` (higher runs first): the plan's tasks ranked by planned
+    start, then finish; the first gets ``len(plan)``. The plugin sets these inside the scheduler, and
+    :func:`taskflow.run` sends the same with the graph, so that Dask hands each worker its tasks in
+    the plan's order from the start (see :class:`~.plugin.TaskflowPlugin`).
+
+    Parameters
+    ----------
+    plan : Schedule
+    """
+    order = sorted(range(len(plan)), key=lambda k: (plan.start[k], plan.finish[k]))
+    n = len(plan)
+    return {plan.tasks[k]: n - rank for rank, k in enumerate(order)}
+
+
+def graph_payload(graph: TaskGraph, key_of: dict) -> dict:
+    """A task graph with its ids replaced by Dask keys, as a message (lists, strings, numbers).
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    key_of : dict
+        Task id -> Dask key (strings or tuples).
+
+    Returns
+    -------
+    dict
+    """
+    a = graph.arrays
+    return {"name": graph.name, "keys": [key_of[t] for t in a.ids], "cost": a.cost.tolist(),
+            "output_size": a.output_size.tolist(), "cores": a.cores.tolist(), "src": a.src.tolist(),
+            "dst": a.dst.tolist(), "size": a.size.tolist(),
+            "costs": [[i, {str(w): float(s) for w, s in c.items()}] for i, c in a.costs.items()]}
+
+
+def graph_from_payload(doc: dict) -> TaskGraph:
+    """The :class:`TaskGraph` of a :func:`graph_payload` message (task ids are the Dask keys).
+
+    Parameters
+    ----------
+    doc : dict
+    """
+    keys = [tuple(k) if isinstance(k, list) else k for k in doc["keys"]]  # msgpack turns tuples into lists
+    g = TaskGraph.from_arrays(doc.get("name", "run"), keys, doc["cost"], doc["output_size"], doc["src"], doc["dst"],
+                              doc["size"], cores=doc.get("cores"))
+    if doc.get("costs"):
+        g = g.with_costs(costs={keys[i]: c for i, c in doc["costs"]})
+    return g
+
+
+def cluster_payload(model: Cluster) -> dict:
+    """The declared parts of a cluster model, as a message: speeds by worker name, the network and
+    the per-task overhead (the plugin takes cores and addresses from the live workers).
+
+    Parameters
+    ----------
+    model : Cluster
+    """
+    return {"speeds": {str(w.id): w.speed for w in model.workers}, "bandwidth": model.bandwidth,
+            "bandwidths": {str(a): {str(b): v for b, v in row.items()} for a, row in model.bandwidths.items()},
+            "latency": model.latency, "task_overhead": model.task_overhead, "backplane": model.backplane,
+            "racks": {str(a): r for a, r in model.racks.items()} if model.racks is not None else None,
+            "uplink": model.uplink}

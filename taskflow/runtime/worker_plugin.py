@@ -1,0 +1,145 @@
+"""What runs on the workers beside the tasks: each worker's long log of the transfers it received
+(:class:`TransferLog`, the source of a run report's transfers), the rates it received at
+(:class:`IncomingRates`, sent with its heartbeat), and what a report collects of them at the end
+of a run (:func:`worker_records`)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from .local import REUSE_ENV, trim_if_high
+
+__all__ = ["TransferLog", "IncomingRates", "worker_records", "TRIM_CALLBACK", "RATES_METRIC"]
+
+
+class TransferLog(WorkerPlugin):
+    """Keeps a long log of every transfer a worker receives (Dask keeps its last 1,000 by default):
+    the source of a run report's transfers.
+
+    Parameters
+    ----------
+    maxlen : int
+        Entries kept per worker (one entry is one message, which may carry several outputs).
+    """
+
+    name = "taskflow-transfer-log"
+    idempotent = True
+
+    def __init__(self, maxlen: int = 200_000):
+        self.maxlen = int(maxlen)
+        self.worker = None
+        #: ``(kind, key) -> (the worker's scheduler_delay then, local time)``, kind ``compute`` (as
+        #: the task started) or ``fetch`` (as its output arrived here)
+        self.delays: dict = {}
+
+    def setup(self, worker) -> None:
+        """Lengthen the worker's ``transfer_incoming_log``, keeping what is in it, and report the
+        rates it receives at from each sender with every heartbeat (:class:`IncomingRates`). On a
+        worker of a cluster taskflow started (:mod:`.local`), check every second whether its
+        retained free memory should go back to the system (:func:`~.local.trim_if_high`)."""
+        self.worker = worker
+        log = worker.transfer_incoming_log
+        if (log.maxlen or 0) < self.maxlen:
+            worker.transfer_incoming_log = deque(log, maxlen=self.maxlen)
+        if not isinstance(worker.metrics.get(RATES_METRIC), IncomingRates):
+            worker.metrics[RATES_METRIC] = IncomingRates()
+        if os.environ.get(REUSE_ENV) == "1" and TRIM_CALLBACK not in worker.periodic_callbacks:
+            # a worker of a cluster taskflow started keeps freed memory for reuse: hand it back
+            # before Dask's memory thresholds would count it against the worker
+            from tornado.ioloop import PeriodicCallback
+
+            pc = PeriodicCallback(lambda: trim_if_high(worker), 1000)
+            worker.periodic_callbacks[TRIM_CALLBACK] = pc
+            pc.start()
+
+    def transition(self, key, start, finish, **kwargs) -> None:
+        """Note the clock correction Dask applies to the times of a task that starts here and of an
+        output that arrives here. A worker adds its ``scheduler_delay`` (its estimate of how far the
+        scheduler's clock is ahead, from the latest heartbeat's round trip) to every time it
+        reports; the estimate moves with each heartbeat, by up to half a round trip, which on a busy
+        scheduler is tenths of a second: noted per task, it can be taken off again."""
+        if finish == "executing":
+            kind = "compute"
+        elif start == "flight" and finish == "memory":
+            kind = "fetch"
+        else:
+            return
+        d = self.delays
+        d.pop((kind, key), None)
+        d[(kind, key)] = (float(self.worker.scheduler_delay), time.time())
+        if len(d) > self.maxlen:
+            del d[next(iter(d))]
+
+
+#: the name of the worker's periodic callback that hands retained free memory back
+TRIM_CALLBACK = "taskflow-trim"
+
+#: the heartbeat metric (``WorkerState.metrics``) holding a worker's :class:`IncomingRates`
+RATES_METRIC = "taskflow_incoming"
+
+
+class IncomingRates:
+    """A worker's measured incoming rates, per sender: over its last ``window`` received messages
+    of at least ``smallest`` bytes from that sender, ``[bytes, seconds]`` summed (the rate is their
+    ratio: a busy receiver's slow transfers weigh by their time, as they cost). Called by the
+    worker for each heartbeat; reads only what arrived since the last call.
+
+    Parameters
+    ----------
+    window : int
+    smallest : int
+    """
+
+    def __init__(self, window: int = 64, smallest: int = 1 << 20):
+        self.window = int(window)
+        self.smallest = int(smallest)
+        self.last = None
+        self.per: dict = {}
+
+    def __call__(self, worker) -> dict:
+        new = []
+        for e in reversed(worker.transfer_incoming_log):
+            if e is self.last:
+                break
+            new.append(e)
+        if new:
+            self.last = new[0]
+        for e in reversed(new):
+            secs = float(e.get("stop", 0.0)) - float(e.get("start", 0.0))
+            if e.get("total", 0) >= self.smallest and secs > 0:
+                self.per.setdefault(e["who"], deque(maxlen=self.window)).append((float(e["total"]), secs))
+        return {who: [sum(b for b, _ in xs), sum(t for _, t in xs)] for who, xs in self.per.items()}
+
+
+def worker_records(since: float, dask_worker=None) -> dict:
+    """Run on a worker (``client.run``): what a run report needs of it, in one call, every time on
+    the worker's own clock (Dask's heartbeat-based correction taken off, see
+    :meth:`TransferLog.transition`): ``transfers``, those it received that started at or after
+    ``since`` (``transfer_incoming_log`` entries); ``compute``, key -> the correction in the times
+    Dask reported for each task that started here since ``since``; ``delay``, the correction now
+    (for tasks not noted); ``job``, the batch job it runs in (or None).
+
+    Parameters
+    ----------
+    since : float
+        Wall-clock seconds.
+    dask_worker : distributed.Worker
+        Given by ``client.run``.
+    """
+    from .jobqueue import job_id
+
+    log = dask_worker.plugins.get(TransferLog.name)
+    delays = getattr(log, "delays", None) or {}
+    now = float(dask_worker.scheduler_delay)
+    transfers = []
+    for e in dask_worker.transfer_incoming_log:
+        first = next(iter(e["keys"]), None)
+        d = delays.get(("fetch", first), (now,))[0]
+        if e["start"] - d >= since:
+            transfers.append({**e, "start": e["start"] - d, "stop": e["stop"] - d})
+    compute = {key: d for (kind, key), (d, t) in delays.items() if kind == "compute" and t >= since}
+    return {"transfers": transfers, "compute": compute, "delay": now, "job": job_id()}
