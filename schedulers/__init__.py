@@ -1,5 +1,9 @@
 """Scheduling policies, one module each, all behind :class:`schedulers.base.Scheduler`.
 
+Each policy is found by name through the entry-point group ``taskflow.schedulers`` (listed in
+``setup.cfg``), as a user's own package adds one: a module is imported only when its policy is
+first asked for. ``taskflow.get_scheduler`` and ``schedulers.get_scheduler`` are the same function.
+
 >>> import schedulers
 >>> {"heft", "cpop", "blevel", "peft", "round-robin"} <= set(schedulers.available())
 True
@@ -7,7 +11,5 @@ True
 
 from ._warm import warm_up
 from .base import DynamicScheduler, Scheduler, available, get_scheduler, register, scheduler_class
-from . import (blevel, blevel_dynamic, cpop, dask_model, etf, heft, heft_contention, heft_dup, heft_search, lookahead, mct, minmin, optimal, peft, placed,  # noqa: F401
-               randomized, round_robin, work_stealing)  # (imported to register)
 
 __all__ = ["DynamicScheduler", "Scheduler", "available", "get_scheduler", "register", "scheduler_class", "warm_up"]
