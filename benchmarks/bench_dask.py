@@ -241,7 +241,7 @@ def array_workload(repeat, n=4000, chunk=1000, workers=2, slow=0.25):
     import numpy as np
 
     from taskflow import compute
-    from taskflow.app.testbed import CpuLimits, cpu_limits_available
+    from taskflow.testbed import CpuLimits, cpu_limits_available
     from taskflow.runtime.session import call
 
     why = cpu_limits_available()

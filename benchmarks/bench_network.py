@@ -206,7 +206,7 @@ def main() -> int:
     if args.inside:
         inside(json.loads(args.inside))
         return 0
-    from taskflow.app.testbed import Testbed, available
+    from taskflow.testbed import Testbed, available
 
     why = available()
     if why:

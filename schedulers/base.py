@@ -1,4 +1,5 @@
-"""Helpers every static policy shares: the compiled list-scheduling loop and schedule assembly.
+"""Helpers every static policy shares: the list-scheduling loop (compiled for large inputs) and
+schedule assembly. The loop's steps and the other policies' loops: :mod:`schedulers._profile`.
 
 The interface (:class:`~taskflow.policy.Scheduler`, :class:`~taskflow.policy.DynamicScheduler`) and
 the name registry live in :mod:`taskflow.policy`; they are re-exported here for policy modules.
@@ -6,13 +7,16 @@ the name registry live in :mod:`taskflow.policy`; they are re-exported here for 
 
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
 from taskflow.costs import CostModel
+from taskflow.jit import kernel
 from taskflow.policy import DynamicScheduler, Scheduler, available, get_scheduler, register, scheduler_class
 from taskflow.schedule import Schedule
 
-from ._kernels import list_schedule as _list_schedule_kernel
+from ._profile import INF, data_ready, earliest_start, empty_plan, place, ready_heap
 
 __all__ = ["Scheduler", "DynamicScheduler", "register", "get_scheduler", "scheduler_class", "available", "list_schedule", "kernel_inputs",
            "topological_priority", "to_schedule"]
@@ -33,8 +37,46 @@ def kernel_inputs(model: CostModel) -> tuple:
             model.inv_bandwidth)
 
 
+@kernel(cache=True)
+def _list_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_ptr, succ_idx, lat, inv, priority, fixed, bias, use_bias, insertion):
+    """Schedule every task; the ready task of highest ``priority`` (ties: lower index) goes next,
+    to ``fixed[i]`` when >= 0, else to the worker minimising finish (+ ``bias[i, w]``)."""
+    n, W, worker, start, finish, times, usage, K = empty_plan(durations)
+    remaining = np.empty(n, np.int64)
+    heap = ready_heap(pred_ptr, priority, remaining)
+    drt = np.empty(W)
+    while len(heap) > 0:
+        item = heapq.heappop(heap)
+        i = item[1]
+        data_ready(i, W, pred_ptr, pred_idx, pred_size, worker, finish, lat, inv, drt)
+        c = tcores[i]
+        best_w = -1
+        best_s = 0.0
+        f = fixed[i]
+        if f >= 0 and durations[i, f] < INF:
+            best_w = f
+            best_s = earliest_start(times[f], usage[f], K[f], drt[f], durations[i, f], c, wcores[f], insertion)
+        else:
+            best_key = INF
+            for w in range(W):
+                d = durations[i, w]
+                if d == INF:
+                    continue
+                s = earliest_start(times[w], usage[w], K[w], drt[w], d, c, wcores[w], insertion)
+                key = s + d
+                if use_bias:
+                    key += bias[i, w]
+                if best_w < 0 or key < best_key:
+                    best_key = key
+                    best_w = w
+                    best_s = s
+        place(i, best_w, best_s, durations[i, best_w], c, worker, start, finish, times, usage, K, succ_ptr, succ_idx,
+              remaining, priority, heap)
+    return worker, start, finish
+
+
 def list_schedule(model: CostModel, priority, fixed=None, bias=None, insertion: bool = True):
-    """Run the shared compiled list-scheduling loop (see :mod:`schedulers._kernels`).
+    """Run the shared list-scheduling loop (:func:`_list_loop`, above).
 
     Returns per-task-index arrays ``(worker, start, finish)``.
 
@@ -55,7 +97,7 @@ def list_schedule(model: CostModel, priority, fixed=None, bias=None, insertion: 
     fixed = np.full(n, -1, dtype=np.int64) if fixed is None else np.asarray(fixed, dtype=np.int64)
     use_bias = bias is not None
     bias = np.zeros((1, 1)) if bias is None else np.ascontiguousarray(bias, dtype=np.float64)
-    return _list_schedule_kernel(*kernel_inputs(model), np.asarray(priority, dtype=np.float64), fixed, bias, use_bias,
+    return _list_loop(*kernel_inputs(model), np.asarray(priority, dtype=np.float64), fixed, bias, use_bias,
                                  bool(insertion))
 
 

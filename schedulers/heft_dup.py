@@ -29,9 +29,13 @@ a copy's own data-ready time per copy tried.
 
 from __future__ import annotations
 
-import numpy as np
+import heapq
 
-from ._kernels import list_schedule_dup
+import numpy as np
+from taskflow.jit import kernel
+
+from ._profile import (INF, earliest_start, empty_plan, max_degree, occupy_on, place, ready_heap,
+                       start_avoiding)
 from .base import Scheduler, kernel_inputs, register
 from .ranks import upward_rank
 from taskflow.schedule import Schedule
@@ -55,7 +59,164 @@ class HEFTDup(Scheduler):
         k = self.options.get("max_copies", DEFAULT_MAX_COPIES)
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
             raise ValueError(f"heft-dup: max_copies must be a whole number >= 0, got {k!r}")
-        res = list_schedule_dup(*kernel_inputs(model), np.asarray(upward_rank(model), dtype=np.float64), int(k))
+        res = _dup_loop(*kernel_inputs(model), np.asarray(upward_rank(model), dtype=np.float64), int(k))
         worker, start, finish = res[:3]
         return Schedule.from_indices(model.graph, model.cluster, worker, start, finish, scheduler=self.name,
                                      extra={"copies_made": len(res[3])}, copies=res[3:])
+
+
+@kernel(cache=True)
+def _arrival(p, w, sz, worker, finish, chead, cnext, cw, cf, lat, inv):
+    """When ``p``'s output can be on worker ``w``: the earliest over its executions (the task and
+    its copies) of finish + transfer time (nothing when it ran on ``w``)."""
+    wp = worker[p]
+    best = finish[p] if wp == w else finish[p] + lat[wp, w] + sz * inv[wp, w]
+    k = chead[p]
+    while k >= 0:
+        q = cw[k]
+        t = cf[k] if q == w else cf[k] + lat[q, w] + sz * inv[q, w]
+        if t < best:
+            best = t
+        k = cnext[k]
+    return best
+
+
+@kernel(cache=True)
+def _ran_on(p, w, worker, chead, cnext, cw):
+    """Whether ``p`` or one of its copies runs on worker ``w``."""
+    if worker[p] == w:
+        return True
+    k = chead[p]
+    while k >= 0:
+        if cw[k] == w:
+            return True
+        k = cnext[k]
+    return False
+
+
+@kernel(cache=True)
+def _dup_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_ptr, succ_idx,
+                      lat, inv, priority, max_copies):
+    """List scheduling with critical-parent duplication. Tasks go in decreasing ``priority``; on
+    each worker ``w`` the task's start is computed as usual, then up to ``max_copies`` times its
+    *critical parent* (the input that arrives last on ``w``, when it does not run there) is copied
+    onto ``w``, into the earliest gap after that parent's own inputs can be there: the candidate
+    keeps the copies up to the last one that made the task finish earlier (a copy that changes
+    nothing lets the next critical parent be tried; one that delays the task ends it). The task
+    goes to the worker of the earliest finish (ties: fewer copies, then the lower worker); the
+    copies that got it there are kept.
+
+    Returns ``(worker, start, finish, copy_task, copy_worker, copy_start, copy_finish)``."""
+    n, W, worker, start, finish, times, usage, K = empty_plan(durations)
+    remaining = np.empty(n, np.int64)
+    heap = ready_heap(pred_ptr, priority, remaining)
+    m = pred_idx.shape[0]
+    cap = max(16, min(m, n * max_copies) + 1)
+    ct = np.empty(cap, np.int64)
+    cw = np.empty(cap, np.int64)
+    cs = np.empty(cap)
+    cf = np.empty(cap)
+    cnext = np.empty(cap, np.int64)
+    chead = np.full(n, -1, np.int64)
+    nc = 0
+    arr = np.empty(max_degree(pred_ptr))  # each input's arrival on the worker under study
+    ex_s = np.empty(max_copies + 1)
+    ex_f = np.empty(max_copies + 1)
+    ex_p = np.empty(max_copies + 1, np.int64)
+    best_ex_s = np.empty(max_copies + 1)
+    best_ex_f = np.empty(max_copies + 1)
+    best_ex_p = np.empty(max_copies + 1, np.int64)
+    while len(heap) > 0:
+        item = heapq.heappop(heap)
+        i = item[1]
+        c = tcores[i]
+        p0 = pred_ptr[i]
+        np_ = pred_ptr[i + 1] - p0
+        best_w = -1
+        best_s = 0.0
+        best_f = INF
+        best_n = 0
+        for w in range(W):
+            d = durations[i, w]
+            if d == INF:
+                continue
+            ready = 0.0
+            for k in range(np_):
+                arr[k] = _arrival(pred_idx[p0 + k], w, pred_size[p0 + k], worker, finish, chead, cnext, cw, cf, lat,
+                                  inv)
+                if arr[k] > ready:
+                    ready = arr[k]
+            s = earliest_start(times[w], usage[w], K[w], ready, d, c, wcores[w], True)
+            w_f = s + d
+            w_s = s
+            w_n = 0
+            nex = 0
+            while nex < max_copies and np_ > 0:
+                # the critical parent: the input that arrives last (the first such input on a tie)
+                kc = 0
+                for k in range(1, np_):
+                    if arr[k] > arr[kc]:
+                        kc = k
+                p = pred_idx[p0 + kc]
+                dp = durations[p, w]
+                if dp == INF or arr[kc] <= 0.0 or _ran_on(p, w, worker, chead, cnext, cw):
+                    break
+                already = False
+                for b in range(nex):
+                    if ex_p[b] == p:
+                        already = True
+                if already:
+                    break
+                pready = 0.0
+                for k in range(pred_ptr[p], pred_ptr[p + 1]):
+                    t = _arrival(pred_idx[k], w, pred_size[k], worker, finish, chead, cnext, cw, cf, lat, inv)
+                    if t > pready:
+                        pready = t
+                ps = start_avoiding(times[w], usage[w], K[w], pready, dp, tcores[p], wcores[w], ex_s, ex_f, nex)
+                pf = ps + dp
+                if pf >= arr[kc]:
+                    break
+                ex_s[nex] = ps
+                ex_f[nex] = pf
+                ex_p[nex] = p
+                nex += 1
+                arr[kc] = pf
+                ready = 0.0
+                for k in range(np_):
+                    if arr[k] > ready:
+                        ready = arr[k]
+                s2 = start_avoiding(times[w], usage[w], K[w], ready, d, c, wcores[w], ex_s, ex_f, nex)
+                if s2 + d < w_f:
+                    w_f = s2 + d
+                    w_s = s2
+                    w_n = nex
+                elif s2 + d > w_f:
+                    break  # (no change: another input arrives as late; try copying that one too)
+            if best_w < 0 or w_f < best_f or (w_f == best_f and w_n < best_n):
+                best_w = w
+                best_s = w_s
+                best_f = w_f
+                best_n = w_n
+                for b in range(w_n):
+                    best_ex_s[b] = ex_s[b]
+                    best_ex_f[b] = ex_f[b]
+                    best_ex_p[b] = ex_p[b]
+        for b in range(best_n):
+            p = best_ex_p[b]
+            if nc == ct.shape[0]:
+                ct = np.concatenate((ct, np.empty(nc, np.int64)))
+                cw = np.concatenate((cw, np.empty(nc, np.int64)))
+                cs = np.concatenate((cs, np.empty(nc)))
+                cf = np.concatenate((cf, np.empty(nc)))
+                cnext = np.concatenate((cnext, np.empty(nc, np.int64)))
+            ct[nc] = p
+            cw[nc] = best_w
+            cs[nc] = best_ex_s[b]
+            cf[nc] = best_ex_f[b]
+            cnext[nc] = chead[p]
+            chead[p] = nc
+            nc += 1
+            occupy_on(best_w, times, usage, K, best_ex_s[b], best_ex_f[b], tcores[p])
+        place(i, best_w, best_s, durations[i, best_w], c, worker, start, finish, times, usage, K, succ_ptr, succ_idx,
+              remaining, priority, heap)
+    return worker, start, finish, ct[:nc].copy(), cw[:nc].copy(), cs[:nc].copy(), cf[:nc].copy()

@@ -20,7 +20,8 @@ ALLOWED = {
     "simulator": {"core", "simulator"},
     "runtime": {"core", "simulator", "runtime"},
     "facade": {"core", "simulator", "runtime", "facade"},
-    "app": {"core", "simulator", "runtime", "facade", "app", "schedulers", "workflows"},
+    "testbed": {"core", "simulator", "runtime", "testbed"},
+    "app": {"core", "simulator", "runtime", "facade", "testbed", "app", "schedulers", "workflows"},
 }
 #: third-party packages only some layers may import (the rest stay light and Dask-free)
 THIRD_PARTY = {"dask": {"runtime", "app"}, "distributed": {"runtime", "app"}, "matplotlib": {"app"}}
@@ -38,7 +39,7 @@ def layer(module: str) -> str | None:
     second = module.split(".")[1]
     if second in ("app", "__main__"):
         return "app"
-    if second in ("simulator", "runtime"):
+    if second in ("simulator", "runtime", "testbed"):
         return second
     return "core"
 

@@ -50,7 +50,7 @@ def _page(path: Path):
 @pytest.mark.parametrize("path", [_page(p) for p in DOCS_WITH_COMMANDS])
 def test_every_shell_command_of_a_page_runs_as_written(path, tmp_path):
     if "<!-- needs: testbed" in path.read_text():
-        from taskflow.app.testbed import available
+        from taskflow.testbed import available
 
         if available():
             pytest.skip(f"{path.name} needs the network testbed: {available()}")

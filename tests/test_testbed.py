@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from taskflow import TaskflowError, save_cluster
-from taskflow.app import testbed as tbm
+from taskflow import testbed as tbm
+from taskflow.testbed import namespaces
 from taskflow.app.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +51,7 @@ def _alive(pid: int) -> bool:
 
 
 def _cpu_groups_of(owner: int) -> list:
-    base, _ = tbm._cpu_hierarchy()
+    base, _ = tbm.cpu_hierarchy()
     return [d for d in os.listdir(base) if d.startswith(f"{tbm.PREFIX}-cpu-{owner}-")] if base else []
 
 
@@ -86,8 +87,8 @@ def test_the_declared_model_is_the_narrowest_link_of_each_pair():
 
 
 def test_without_root_the_cli_says_what_is_missing(monkeypatch, capsys):
-    monkeypatch.setattr(tbm, "_AVAILABLE", [])
-    monkeypatch.setattr(tbm.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(namespaces, "_AVAILABLE", [])
+    monkeypatch.setattr(namespaces.os, "geteuid", lambda: 1000)
     assert main(["testbed", "--workers", "2", "--", "true"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: the testbed needs root") and err.count("\n") == 1
@@ -171,7 +172,7 @@ def test_calibration_per_pair_recovers_the_shaped_rates():
 
 CHILD = r'''
 import sys, time
-from taskflow.app.testbed import Testbed, cpu_limits_available
+from taskflow.testbed import Testbed, cpu_limits_available
 tb = Testbed(workers=2, bandwidth="100mbit", cpus=None if cpu_limits_available() else {"w1": 0.5}).start()
 print(tb.id, *[p.pid for p in tb.procs.values()], tb.reaper.pid, flush=True)
 time.sleep(600)
@@ -214,7 +215,7 @@ def test_ctrl_c_on_the_cli_ends_the_command_and_removes_everything():
             time.sleep(0.2)
         assert mine, "the testbed did not come up"
         tb_id = mine[0][:-2]
-        while time.monotonic() - t0 < 60 and not tbm._ns_pids(mine[0]):
+        while time.monotonic() - t0 < 60 and not namespaces.ns_pids(mine[0]):
             time.sleep(0.2)  # the command has started in the client namespace
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground group
         out, err = proc.communicate(timeout=30)

@@ -180,7 +180,7 @@ def testbed(args) -> int:
     import subprocess
     import tempfile
 
-    from .. import testbed as tbm
+    from ... import testbed as tbm
 
     if args.clean:
         if tbm.available():
