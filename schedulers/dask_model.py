@@ -61,7 +61,7 @@ import math
 
 import numpy as np
 
-from taskflow.graph import task_kind
+from taskflow.analysis import task_kind
 from taskflow.policy import DynamicScheduler, register
 
 __all__ = ["DaskModel"]

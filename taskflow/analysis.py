@@ -13,7 +13,7 @@ from .cluster import Cluster
 from .costs import CostModel
 from .graph import GraphArrays, TaskGraph
 
-__all__ = ["longest_path", "critical_path", "lower_bound", "sequential_time", "graph_summary"]
+__all__ = ["longest_path", "critical_path", "lower_bound", "sequential_time", "graph_summary", "task_kind"]
 
 
 def longest_path(arrays: GraphArrays, weight: np.ndarray, edge_weight: np.ndarray | None = None):
@@ -157,3 +157,24 @@ def graph_summary(graph: TaskGraph) -> dict:
         "exact_costs": len(a.costs),
         "parallelism": (float(a.cost.sum()) / cp) if cp > 0 else None,
     }
+
+
+def task_kind(graph: TaskGraph, t) -> str:
+    """A task's kind: its category, else its id up to the first digit, ``-``, ``_`` or ``#``
+    (``mProject`` for ``mProject_ID0000001``; the whole id when that leaves nothing). Costs are
+    learned per kind, and a run's Dask keys lead with it (Dask's task prefix).
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    t : hashable
+        A task id of ``graph``.
+    """
+    md = graph.metas().get(graph.arrays.index[t]) or {}
+    if md.get("category"):
+        return str(md["category"])
+    s = str(t)
+    for k, ch in enumerate(s):
+        if ch in "-_#" or ch.isdigit():
+            return s[:k] or s
+    return s

@@ -41,6 +41,45 @@ class GraphArrays:
     topo: np.ndarray
     costs: dict
 
+    @classmethod
+    def build(cls, ids, index, cost, output_size, cores, src, dst, size, costs) -> "GraphArrays":
+        """The frozen view of a graph's columns (copied; every array read-only).
+
+        Parameters
+        ----------
+        ids : list
+            Task ids; ``index`` maps each to its position.
+        index : dict
+        cost, output_size, cores : sequence
+            Per task.
+        src, dst, size : sequence
+            Per edge (task positions, bytes).
+        costs : dict
+            Task position -> exact per-worker durations.
+
+        Raises
+        ------
+        CycleError
+            The edges close a cycle (named).
+        """
+        n, m = len(ids), len(src)
+        src = np.array(src, dtype=np.int64).reshape(m)
+        dst = np.array(dst, dtype=np.int64).reshape(m)
+        pred_ptr, pred_idx, pred_eid = csr(dst, src, n)
+        succ_ptr, succ_idx, succ_eid = csr(src, dst, n)
+        topo = topological_order(n, src, dst, succ_ptr, succ_idx, ids)
+        arrays = cls(n=n, m=m, ids=list(ids), index=dict(index),
+                     cost=np.array(cost, dtype=np.float64).reshape(n),
+                     output_size=np.array(output_size, dtype=np.float64).reshape(n),
+                     cores=np.asarray(cores, dtype=np.int64).reshape(n),
+                     src=src, dst=dst, size=np.array(size, dtype=np.float64).reshape(m),
+                     pred_ptr=pred_ptr, pred_idx=pred_idx, pred_eid=pred_eid,
+                     succ_ptr=succ_ptr, succ_idx=succ_idx, succ_eid=succ_eid, topo=topo, costs=dict(costs))
+        for arr in (arrays.cost, arrays.output_size, arrays.cores, src, dst, arrays.size,
+                    pred_ptr, pred_idx, pred_eid, succ_ptr, succ_idx, succ_eid, topo):
+            arr.flags.writeable = False
+        return arrays
+
     def preds(self, i: int) -> np.ndarray:
         """Indices of task ``i``'s predecessors."""
         return self.pred_idx[self.pred_ptr[i]:self.pred_ptr[i + 1]]

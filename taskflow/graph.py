@@ -18,65 +18,19 @@ from __future__ import annotations
 import itertools
 import math
 from types import MappingProxyType
-from dataclasses import dataclass
-from typing import Any, Hashable, Iterable, Iterator
+from typing import Hashable, Iterable, Iterator
 
 import numpy as np
 
 from . import checks
-from .arrays import GraphArrays, csr, topological_order
+from .arrays import GraphArrays
 from .errors import CycleError, GraphError
+from .tasks import Task, TaskHandle, handles_in
 
-__all__ = ["TaskGraph", "TaskHandle", "GraphArrays", "Task", "task_kind"]
+__all__ = ["TaskGraph", "TaskHandle", "GraphArrays", "Task"]
 
 _INF = math.inf
 _SHIFT = 1 << 32
-
-
-class TaskHandle:
-    """A reference to a task of a graph; pass it in another task's ``args`` to depend on it."""
-
-    __slots__ = ("graph", "id")
-
-    def __init__(self, graph: "TaskGraph", id: Hashable):
-        self.graph = graph
-        self.id = id
-
-    def __repr__(self) -> str:
-        return f"TaskHandle({self.id!r})"
-
-    def __eq__(self, other):
-        return isinstance(other, TaskHandle) and other.graph is self.graph and other.id == self.id
-
-    def __hash__(self):
-        return hash((id(self.graph), self.id))
-
-
-@dataclass(frozen=True)
-class Task:
-    """A read-only view of one task."""
-
-    id: Hashable
-    cost: float
-    costs: dict | None
-    output_size: float
-    cores: int
-    fn: Any = None
-    args: tuple = ()
-    kwargs: dict | None = None
-    meta: dict | None = None
-
-
-def _handles_in(obj, out: list) -> None:
-    """Collect the TaskHandles found in ``obj`` (nested lists, tuples, sets and dict values)."""
-    if isinstance(obj, TaskHandle):
-        out.append(obj)
-    elif isinstance(obj, (list, tuple, set, frozenset)):
-        for x in obj:
-            _handles_in(x, out)
-    elif isinstance(obj, dict):
-        for x in obj.values():
-            _handles_in(x, out)
 
 
 class TaskGraph:
@@ -163,9 +117,9 @@ class TaskGraph:
         exact = checks.exact_costs(costs, where)
         deps: list = []
         if args:
-            _handles_in(args, deps)
+            handles_in(args, deps)
         if kwargs:
-            _handles_in(kwargs, deps)
+            handles_in(kwargs, deps)
         dep_idx = []
         for h in deps:
             if h.graph is not self:
@@ -264,34 +218,25 @@ class TaskGraph:
                      costs=None, meta=None) -> "TaskGraph":
         """Build a graph from columns at once (what the file loaders use); checks like add_*.
 
-        ``src``/``dst`` hold task ids; ``costs`` and ``meta`` map a task id to its dict.
+        Parameters
+        ----------
+        name : str
+        ids : list
+            Task ids (str or int).
+        cost, output_size, cores : sequence, optional
+            Per task (output sizes default to 0, cores to 1).
+        src, dst, size : sequence
+            Per edge: the task ids it joins, its bytes.
+        costs, meta : dict, optional
+            Task id -> its exact per-worker costs, its meta dict.
+
+        Raises
+        ------
+        GraphError
+            A bad id, number, edge or dict (named); a self-loop (:class:`CycleError`).
         """
-        g = cls(name)
-        n = len(ids)
-        index = {}
-        for i, t in enumerate(ids):
-            if isinstance(t, bool) or not isinstance(t, (str, int)):
-                raise GraphError(f"task id must be a str or int, got {t!r}"[:200])
-            if t in index:
-                raise GraphError(f"duplicate task id {t!r}")
-            index[t] = i
-        g._ids = list(ids)
-        g._index = index
-        g._cost = checks.checked_column(cost, "cost", g._ids, "task")
-        g._output_size = [0.0] * n if output_size is None else checks.checked_column(output_size, "output_size", g._ids, "task")
-        if cores is None:
-            g._cores = [1] * n
-        else:
-            g._cores = [checks.cores(c, f"task {t!r}") for t, c in zip(g._ids, cores)]
-        for t, c in (costs or {}).items():
-            exact = checks.exact_costs(c, f"task {t!r}")
-            if exact:
-                g._costs[index[t]] = exact
-        for t, md in (meta or {}).items():
-            if md is not None and not isinstance(md, dict):
-                raise GraphError(f"task {t!r}: meta must be an object, got {type(md).__name__}")
-            if md:
-                g._meta[index[t]] = dict(md)
+        ids = list(ids)
+        index = checks.task_index(ids)
         if len(src) != len(dst) or len(src) != len(size):
             raise GraphError("edge columns src, dst and size differ in length")
         try:
@@ -305,49 +250,62 @@ class TaskGraph:
                 if s not in index or d not in index:
                     raise GraphError(f"edge {s!r} -> {d!r}: unknown task {s if s not in index else d!r}") from None
             raise
-        g._size = checks.checked_column(size, "size", zip(src, dst), "edge")
-        sa = np.asarray(s_idx, dtype=np.int64)
-        da = np.asarray(d_idx, dtype=np.int64)
-        loops = np.flatnonzero(sa == da)
-        if loops.size:
-            t = g._ids[int(sa[loops[0]])]
-            raise CycleError([t, t])
-        keys = sa * _SHIFT + da
-        if len(np.unique(keys)) != len(keys):
-            seen = set()
-            for s, d, k in zip(src, dst, keys.tolist()):
-                if k in seen:
-                    raise GraphError(f"duplicate edge {s!r} -> {d!r}")
-                seen.add(k)
-        g._src, g._dst = s_idx, d_idx
-        g._edges = None  # built when first needed
+
+        def position(t, field):
+            try:
+                return index[t]
+            except (KeyError, TypeError):
+                raise GraphError(f"{field}: unknown task {t!r}"[:200]) from None
+
+        metas = None
+        if meta:
+            metas = [None] * len(ids)
+            for t, md in meta.items():
+                if md is not None and not isinstance(md, dict):
+                    raise GraphError(f"task {t!r}: meta must be an object, got {type(md).__name__}")
+                metas[position(t, "meta")] = dict(md) if md else None
+        g = cls.from_arrays(name, ids, cost, [0.0] * len(ids) if output_size is None else output_size, s_idx, d_idx,
+                            size, meta=metas, cores=cores)
+        for t, c in (costs or {}).items():
+            exact = checks.exact_costs(c, f"task {t!r}")
+            if exact:
+                g._costs[position(t, "costs")] = exact
         return g
 
     @classmethod
     def from_arrays(cls, name, ids, cost, output_size, src, dst, size, meta=None, cores=None) -> "TaskGraph":
         """Build a graph from columns whose edges name tasks by *index* (what the generators use).
 
-        ``src``/``dst`` are integer positions in ``ids``; ``meta`` is a list of dicts (or None) in
-        task order. Checked like ``add_task``/``add_edge`` (numbers, duplicates, self-loops), but in
-        bulk, so millions of tasks take seconds.
+        Checked like ``add_task``/``add_edge`` (numbers, duplicates, self-loops), but in bulk, so
+        millions of tasks take seconds.
+
+        Parameters
+        ----------
+        name : str
+        ids : list
+        cost, output_size : sequence
+            Per task.
+        src, dst : sequence of int
+            Per edge: positions in ``ids``.
+        size : sequence
+            Per edge: bytes.
+        meta : list, optional
+            A dict (or None) per task, in task order.
+        cores : sequence, optional
+            Per task (default 1).
+
+        Raises
+        ------
+        GraphError
+            A bad number, a duplicate id or edge, an index out of range (named); a self-loop
+            (:class:`CycleError`).
         """
         ids = list(ids)
         n = len(ids)
-        index = dict(zip(ids, range(n)))
-        if len(index) != n:
-            seen = set()
-            for t in ids:
-                if t in seen:
-                    raise GraphError(f"duplicate task id {t!r}")
-                seen.add(t)
-        sa = np.asarray(src, dtype=np.int64).reshape(-1)
-        da = np.asarray(dst, dtype=np.int64).reshape(-1)
-        if not (len(sa) == len(da) == len(size)):
+        index = checks.task_index(ids, typed=False)
+        if len(src) != len(size):
             raise GraphError("edge columns src, dst and size differ in length")
-        bad = np.flatnonzero((sa < 0) | (sa >= n) | (da < 0) | (da >= n))
-        if bad.size:
-            e = int(bad[0])
-            raise GraphError(f"edge {e}: task index {int(sa[e])} -> {int(da[e])} out of range 0..{n - 1}")
+        sa, da = checks.edge_index(ids, src, dst)
         g = cls(name)
         g._ids, g._index = ids, index
         g._cost = checks.checked_column(cost, "cost", ids, "task")
@@ -355,22 +313,12 @@ class TaskGraph:
         g._cores = [1] * n if cores is None else [checks.cores(c, f"task {t!r}") for t, c in zip(ids, cores)]
         if meta is not None:
             g._meta = dict(enumerate(meta)) if all(meta) else {i: md for i, md in enumerate(meta) if md}
-        loops = np.flatnonzero(sa == da)
-        if loops.size:
-            t = ids[int(sa[loops[0]])]
-            raise CycleError([t, t])
-        keys = sa * _SHIFT + da
-        srt = np.sort(keys)
-        dup = np.flatnonzero(srt[1:] == srt[:-1])
-        if dup.size:
-            k = int(srt[dup[0]])
-            raise GraphError(f"duplicate edge {ids[k // _SHIFT]!r} -> {ids[k % _SHIFT]!r}")
         g._src, g._dst = sa.tolist(), da.tolist()
         g._size = checks.checked_column(size, "size", ((ids[s], ids[d]) for s, d in zip(g._src, g._dst)), "edge")
         g._edges = None
-        g._columns = {"src": sa, "dst": da, "size": np.asarray(size, dtype=np.float64).reshape(-1),
-                      "cost": np.asarray(cost, dtype=np.float64).reshape(-1),
-                      "output_size": np.asarray(output_size, dtype=np.float64).reshape(-1)}
+        g._columns = {"src": sa, "dst": da, "size": np.asarray(g._size, dtype=np.float64),
+                      "cost": np.asarray(g._cost, dtype=np.float64),
+                      "output_size": np.asarray(g._output_size, dtype=np.float64)}
         return g
 
     def _edge_map(self) -> dict:
@@ -549,27 +497,10 @@ class TaskGraph:
         return self
 
     def _freeze(self) -> GraphArrays:
-        n, m = len(self._ids), len(self._src)
         col = self._columns or {}
-        src = col.get("src", self._src)
-        src = np.array(src, dtype=np.int64).reshape(m)
-        dst = np.array(col.get("dst", self._dst), dtype=np.int64).reshape(m)
-        pred_ptr, pred_idx, pred_eid = csr(dst, src, n)
-        succ_ptr, succ_idx, succ_eid = csr(src, dst, n)
-        topo = topological_order(n, src, dst, succ_ptr, succ_idx, self._ids)
-        arrays = GraphArrays(
-            n=n, m=m, ids=list(self._ids), index=dict(self._index),
-            cost=np.array(col.get("cost", self._cost), dtype=np.float64).reshape(n),
-            output_size=np.array(col.get("output_size", self._output_size), dtype=np.float64).reshape(n),
-            cores=np.asarray(self._cores, dtype=np.int64).reshape(n),
-            src=src, dst=dst, size=np.array(col.get("size", self._size), dtype=np.float64).reshape(m),
-            pred_ptr=pred_ptr, pred_idx=pred_idx, pred_eid=pred_eid,
-            succ_ptr=succ_ptr, succ_idx=succ_idx, succ_eid=succ_eid,
-            topo=topo, costs=dict(self._costs))
-        for arr in (arrays.cost, arrays.output_size, arrays.cores, src, dst, arrays.size,
-                    pred_ptr, pred_idx, pred_eid, succ_ptr, succ_idx, succ_eid, topo):
-            arr.flags.writeable = False
-        return arrays
+        return GraphArrays.build(self._ids, self._index, col.get("cost", self._cost),
+                                 col.get("output_size", self._output_size), self._cores, col.get("src", self._src),
+                                 col.get("dst", self._dst), col.get("size", self._size), self._costs)
 
     def topological_order(self) -> list:
         """Task ids in a topological order (Kahn's algorithm, FIFO by index: deterministic)."""
@@ -595,38 +526,45 @@ class TaskGraph:
         name : str, optional
             The copy's name (default: this graph's).
         """
-        g = TaskGraph(self.name if name is None else name)
-        g._ids = list(self._ids)
-        g._index = dict(self._index)
-        g._cost = list(self._cost)
-        g._output_size = list(self._output_size)
-        g._cores = list(self._cores)
-        g._costs = {i: dict(c) for i, c in self._costs.items()}
-        g._calls = dict(self._calls)
-        g._meta = {i: dict(md) for i, md in self._meta.items()}
-        g._src, g._dst, g._size = list(self._src), list(self._dst), list(self._size)
-        g._edges = None if self._edges is None else dict(self._edges)
-        return g
+        return self._take(range(len(self._ids)), name)
 
     def subgraph(self, ids: Iterable, name: str | None = None) -> "TaskGraph":
-        """The tasks ``ids`` and the edges among them (same costs, callables, meta)."""
-        keep = sorted({self._lookup(t) for t in ids})
-        new_of = {old: new for new, old in enumerate(keep)}
+        """The tasks ``ids`` and the edges among them (same costs, callables, meta).
+
+        Parameters
+        ----------
+        ids : iterable
+        name : str, optional
+            Default: this graph's.
+
+        Raises
+        ------
+        GraphError
+            An id is not a task of this graph.
+        """
+        return self._take(sorted({self._lookup(t) for t in ids}), name)
+
+    def _take(self, keep, name: str | None) -> "TaskGraph":
+        """A new graph of the tasks at positions ``keep`` (ascending) and the edges among them."""
+        keep = list(keep)
+        new_of = dict(zip(keep, range(len(keep))))
         g = TaskGraph(self.name if name is None else name)
         g._ids = [self._ids[i] for i in keep]
-        g._index = {t: i for i, t in enumerate(g._ids)}
+        g._index = dict(zip(g._ids, range(len(keep))))
         g._cost = [self._cost[i] for i in keep]
         g._output_size = [self._output_size[i] for i in keep]
         g._cores = [self._cores[i] for i in keep]
         g._costs = {new_of[i]: dict(c) for i, c in self._costs.items() if i in new_of}
         g._calls = {new_of[i]: c for i, c in self._calls.items() if i in new_of}
         g._meta = {new_of[i]: dict(md) for i, md in self._meta.items() if i in new_of}
-        for s, d, z in zip(self._src, self._dst, self._size):
-            if s in new_of and d in new_of:
-                g._edges[new_of[s] * _SHIFT + new_of[d]] = len(g._src)  # g._edges starts as {}
-                g._src.append(new_of[s])
-                g._dst.append(new_of[d])
-                g._size.append(z)
+        renum = np.full(len(self._ids), -1, dtype=np.int64)
+        renum[np.asarray(keep, dtype=np.int64)] = np.arange(len(keep))
+        src = renum[np.asarray(self._src, dtype=np.int64)]
+        dst = renum[np.asarray(self._dst, dtype=np.int64)]
+        kept = np.flatnonzero((src >= 0) & (dst >= 0))
+        g._src, g._dst = src[kept].tolist(), dst[kept].tolist()
+        g._size = [self._size[e] for e in kept.tolist()]
+        g._edges = None  # built when first needed
         return g
 
     def restrict_costs(self, workers) -> "TaskGraph":
@@ -651,24 +589,3 @@ class TaskGraph:
             else:
                 g._costs.pop(i, None)
         return g
-
-
-def task_kind(graph: TaskGraph, t) -> str:
-    """A task's kind: its category, else its id up to the first digit, ``-``, ``_`` or ``#``
-    (``mProject`` for ``mProject_ID0000001``; the whole id when that leaves nothing). Costs are
-    learned per kind, and a run's Dask keys lead with it (Dask's task prefix).
-
-    Parameters
-    ----------
-    graph : TaskGraph
-    t : hashable
-        A task id of ``graph``.
-    """
-    md = graph.metas().get(graph.arrays.index[t]) or {}
-    if md.get("category"):
-        return str(md["category"])
-    s = str(t)
-    for k, ch in enumerate(s):
-        if ch in "-_#" or ch.isdigit():
-            return s[:k] or s
-    return s

@@ -84,7 +84,7 @@ def gantt(schedule, path, title=None, workers=None, *, graph=None, transfers=())
     titles = list(title) if isinstance(title, (list, tuple)) else [title] * len(plans)
     moves = list(transfers) if many and transfers else [transfers] * len(plans) if not many else [()] * len(plans)
     if graph is not None:
-        from ..graph import task_kind
+        from ..analysis import task_kind
 
         def cat(t):
             return task_kind(graph, t) if t in graph else _category(t)

@@ -11,7 +11,8 @@ import numpy as np
 
 from ..cluster import Cluster, Worker
 from ..errors import FormatError
-from ..graph import TaskGraph, task_kind
+from ..analysis import task_kind
+from ..graph import TaskGraph
 
 __all__ = ["learn_costs", "CostProfile", "PROFILE_FORMAT", "relative_speeds", "speeds_on", "last_compute",
            "task_kind", "duration_models", "MODEL_R2"]

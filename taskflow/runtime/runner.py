@@ -31,7 +31,8 @@ import warnings
 
 from ..cluster import Cluster, Worker
 from ..errors import TaskflowError, TaskflowWarning, WorkersLost
-from ..graph import TaskGraph, task_kind
+from ..analysis import task_kind
+from ..graph import TaskGraph
 from ..policy import get_scheduler, require_runnable
 from ..schedule import Schedule
 from .calibrate import attach_addresses, cluster_from_dask
