@@ -116,20 +116,20 @@ def real_main(names, budget=None, exact_budget=None, prove=None) -> None:
     proving = []
     count = 0
     for family, label, g, cluster in real_instances():
-        model = CostModel(g, cluster)
+        cost_model = CostModel(g, cluster)
         mk = {}
         for name in names:
             t0 = time.perf_counter()
             s = schedulers.get_scheduler(name, seed=0, **_options(name, budget, exact_budget)).schedule(
-                g, cluster, model=model)
+                g, cluster, cost_model=cost_model)
             secs[name].append(time.perf_counter() - t0)
-            s.validate(g, cluster, model=model)
+            s.validate(g, cluster, cost_model=cost_model)
             mk[name] = s.makespan
             if name == "optimal":
                 if prove and s.extra["status"] == "feasible":  # more time, for the bound alone
                     t1 = time.perf_counter()
                     longer = schedulers.get_scheduler("optimal", seed=0, budget=1e9, seconds=prove, threads=8).schedule(
-                        g, cluster, model=model).validate(g, cluster, model=model)
+                        g, cluster, cost_model=cost_model).validate(g, cluster, cost_model=cost_model)
                     proving.append(time.perf_counter() - t1)
                     s = longer if longer.extra["lower_bound"] > s.extra["lower_bound"] else s
                     if longer.extra["status"] == "optimal":
@@ -197,13 +197,13 @@ def real_main(names, budget=None, exact_budget=None, prove=None) -> None:
                   "(the same, with every transfer free: copies can at most save every transfer).", ""]
     g = random_layered(20_000, shape=1.0, out_degree=3, ccr=1.0, beta=1.0, seed=7)
     c = Cluster.heterogeneous([1, 1.5, 2, 3, 1, 1.5, 2, 3], bandwidth=1.0)
-    model = CostModel(g, c)
+    cost_model = CostModel(g, c)
     times = {}
     for name in names:
         runs = []
         for _ in range(3):
             t0 = time.perf_counter()
-            s = schedulers.get_scheduler(name, seed=0, **_options(name, budget, exact_budget)).schedule(g, c, model=model)
+            s = schedulers.get_scheduler(name, seed=0, **_options(name, budget, exact_budget)).schedule(g, c, cost_model=cost_model)
             runs.append(time.perf_counter() - t0)
         times[name] = statistics.median(runs)
         if s.extra.get("status") == "too large":
@@ -240,12 +240,12 @@ def main():
     t0 = time.perf_counter()
     count = 0
     for family, sub, g, cluster in instances(args.seeds):
-        model = CostModel(g, cluster)
+        cost_model = CostModel(g, cluster)
         mk = {}
         for name in names:
-            s = schedulers.get_scheduler(name, seed=0).schedule(g, cluster, model=model)
-            s.validate(g, cluster, model=model)
-            m = s.metrics(g, cluster, model=model)
+            s = schedulers.get_scheduler(name, seed=0).schedule(g, cluster, cost_model=cost_model)
+            s.validate(g, cluster, cost_model=cost_model)
+            m = s.metrics(g, cluster, cost_model=cost_model)
             slr[family][name].append(m["slr"])
             if family.startswith("random"):
                 by_ccr[sub][name].append(m["slr"])

@@ -55,7 +55,7 @@ def run(sizes, names, repeat, peer_python=None, peer_max=2000):
         speeds = [1.0 + (i % 4) for i in range(W)]
         cluster = Cluster.heterogeneous(speeds, bandwidth=1.0)
         g.validate()
-        model = CostModel(g, cluster)
+        cost_model = CostModel(g, cluster)
         setup = time.perf_counter() - t0
         heft_t = None
         for name in names:
@@ -63,11 +63,11 @@ def run(sizes, names, repeat, peer_python=None, peer_max=2000):
             best = float("inf")
             for _ in range(repeat):
                 t = time.perf_counter()
-                plan = sch.schedule(g, cluster, model=model)
+                plan = sch.schedule(g, cluster, cost_model=cost_model)
                 best = min(best, time.perf_counter() - t)
             if name == "heft":
                 heft_t = best
-            plan.validate(g, cluster, model=model)
+            plan.validate(g, cluster, cost_model=cost_model)
             ratio = f"{best / heft_t:7.2f}" if heft_t else "      -"
             note = ""
             if name == "heft" and (v, W) in TARGETS:

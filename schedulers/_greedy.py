@@ -9,9 +9,9 @@ from .base import kernel_inputs
 from .ranks import b_level
 
 
-def greedy(model, mode: int):
+def greedy(cost_model, mode: int):
     """Plan with :func:`_greedy_loop` (mode 0: ETF, 1: min-min); ``(worker, start, finish)``."""
-    return _greedy_loop(*kernel_inputs(model), b_level(model), mode)
+    return _greedy_loop(*kernel_inputs(cost_model), b_level(cost_model), mode)
 
 
 @kernel(cache=True)

@@ -30,8 +30,8 @@ def warm_up(tasks: int | None = None, workers: int = 1) -> None:
     g.add_task("b", cost=1.0)
     g.add_edge("a", "b")
     c = Cluster.homogeneous(2)
-    model = CostModel(g, c)
+    cost_model = CostModel(g, c)
     with compiled():
         for name in available("static"):
-            get_scheduler(name, seed=0).schedule(g, c, model=model)
+            get_scheduler(name, seed=0).schedule(g, c, cost_model=cost_model)
     _done = True

@@ -22,19 +22,19 @@ __all__ = ["Scheduler", "DynamicScheduler", "register", "get_scheduler", "schedu
            "topological_priority", "to_schedule"]
 
 
-def kernel_inputs(model: CostModel) -> tuple:
+def kernel_inputs(cost_model: CostModel) -> tuple:
     """The arguments every compiled list-scheduling loop starts with: durations, task cores,
     worker cores, predecessor CSR with each edge's size, successor CSR, latency and inverse
     bandwidth matrices (contiguous, as the kernels want them).
 
     Parameters
     ----------
-    model : CostModel
+    cost_model : CostModel
     """
-    a = model.arrays
-    return (np.ascontiguousarray(model.durations), a.cores, model.cluster.cores, a.pred_ptr, a.pred_idx,
-            np.ascontiguousarray(a.size[a.pred_eid]), a.succ_ptr, a.succ_idx, model.latency_matrix,
-            model.inv_bandwidth)
+    a = cost_model.arrays
+    return (np.ascontiguousarray(cost_model.durations), a.cores, cost_model.cluster.cores, a.pred_ptr, a.pred_idx,
+            np.ascontiguousarray(a.size[a.pred_eid]), a.succ_ptr, a.succ_idx, cost_model.latency_matrix,
+            cost_model.inv_bandwidth)
 
 
 @kernel(cache=True)
@@ -75,14 +75,14 @@ def _list_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_pt
     return worker, start, finish
 
 
-def list_schedule(model: CostModel, priority, fixed=None, bias=None, insertion: bool = True):
+def list_schedule(cost_model: CostModel, priority, fixed=None, bias=None, insertion: bool = True):
     """Run the shared list-scheduling loop (:func:`_list_loop`, above).
 
     Returns per-task-index arrays ``(worker, start, finish)``.
 
     Parameters
     ----------
-    model : CostModel
+    cost_model : CostModel
     priority : array_like
         Per task; the ready task of highest priority goes next (ties: the lower index).
     fixed : array_like of int, optional
@@ -92,34 +92,34 @@ def list_schedule(model: CostModel, priority, fixed=None, bias=None, insertion: 
     insertion : bool
         Search idle gaps (True, HEFT's policy) or append after a worker's last task.
     """
-    a = model.arrays
+    a = cost_model.arrays
     n = a.n
     fixed = np.full(n, -1, dtype=np.int64) if fixed is None else np.asarray(fixed, dtype=np.int64)
     use_bias = bias is not None
     bias = np.zeros((1, 1)) if bias is None else np.ascontiguousarray(bias, dtype=np.float64)
-    return _list_loop(*kernel_inputs(model), np.asarray(priority, dtype=np.float64), fixed, bias, use_bias,
+    return _list_loop(*kernel_inputs(cost_model), np.asarray(priority, dtype=np.float64), fixed, bias, use_bias,
                                  bool(insertion))
 
 
-def topological_priority(model: CostModel):
+def topological_priority(cost_model: CostModel):
     """A priority that makes the ready heap follow the graph's topological order.
 
     Parameters
     ----------
-    model : CostModel
+    cost_model : CostModel
     """
-    a = model.arrays
+    a = cost_model.arrays
     prio = np.empty(a.n)
     prio[a.topo] = -np.arange(a.n, dtype=np.float64)
     return prio
 
 
-def to_schedule(model: CostModel, result, name: str, extra: dict | None = None) -> Schedule:
+def to_schedule(cost_model: CostModel, result, name: str, extra: dict | None = None) -> Schedule:
     """The :class:`Schedule` of a kernel's ``(worker, start, finish)`` index arrays.
 
     Parameters
     ----------
-    model : CostModel
+    cost_model : CostModel
     result : (numpy.ndarray, numpy.ndarray, numpy.ndarray)
         Worker index, start and finish per task index.
     name : str
@@ -127,4 +127,4 @@ def to_schedule(model: CostModel, result, name: str, extra: dict | None = None) 
     extra : dict, optional
     """
     worker, start, finish = result
-    return Schedule.from_indices(model.graph, model.cluster, worker, start, finish, scheduler=name, extra=extra)
+    return Schedule.from_indices(cost_model.graph, cost_model.cluster, worker, start, finish, scheduler=name, extra=extra)

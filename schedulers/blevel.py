@@ -26,5 +26,5 @@ class BLevel(Scheduler):
     name = "blevel"
     summary = "highest b-level ready task to its earliest-finish worker, append (Estee's best)"
 
-    def plan(self, model):
-        return to_schedule(model, list_schedule(model, b_level(model), insertion=False), self.name)
+    def plan(self, cost_model):
+        return to_schedule(cost_model, list_schedule(cost_model, b_level(cost_model), insertion=False), self.name)

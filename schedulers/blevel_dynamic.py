@@ -28,7 +28,7 @@ class BLevelDynamic(DynamicScheduler):
     summary = "highest b-level ready task to a free worker needing fewest bytes moved (dynamic)"
 
     def start(self, view):
-        self.bl = b_level(view.model).tolist()
+        self.bl = b_level(view.cost_model).tolist()
         self.pending = []
         self.cores = view.arrays.cores.tolist()
 
@@ -44,7 +44,7 @@ class BLevelDynamic(DynamicScheduler):
                 cap[w] = c
         out = []
         skipped = []
-        d = view.model.durations
+        d = view.cost_model.durations
         while self.pending and cap:
             item = heapq.heappop(self.pending)
             i = item[2]

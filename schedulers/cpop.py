@@ -25,11 +25,11 @@ class CPOP(Scheduler):
     name = "cpop"
     summary = "critical path on its fastest worker, the rest earliest finish (Topcuoglu et al. 2002)"
 
-    def plan(self, model):
-        ru, rd = upward_rank(model), downward_rank(model)
-        path = critical_path_tasks(model, ru, rd)
-        fixed = np.full(model.arrays.n, -1, dtype=np.int64)
+    def plan(self, cost_model):
+        ru, rd = upward_rank(cost_model), downward_rank(cost_model)
+        path = critical_path_tasks(cost_model, ru, rd)
+        fixed = np.full(cost_model.arrays.n, -1, dtype=np.int64)
         if path:
-            cp_worker = int(np.argmin(model.durations[path].sum(axis=0)))
+            cp_worker = int(np.argmin(cost_model.durations[path].sum(axis=0)))
             fixed[path] = cp_worker  # a path task the worker cannot run falls back to earliest finish
-        return to_schedule(model, list_schedule(model, ru + rd, fixed=fixed, insertion=True), self.name)
+        return to_schedule(cost_model, list_schedule(cost_model, ru + rd, fixed=fixed, insertion=True), self.name)

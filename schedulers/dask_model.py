@@ -79,7 +79,7 @@ class DaskModel(DynamicScheduler):
 
     def start(self, view):
         o = self.options
-        m = view.model
+        m = view.cost_model
         g = m.graph
         a = view.arrays
         n, W = a.n, len(view.cluster)

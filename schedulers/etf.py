@@ -22,5 +22,5 @@ class ETF(Scheduler):
     name = "etf"
     summary = "earliest-start (ready task, worker) pair first (Hwang et al. 1989)"
 
-    def plan(self, model):
-        return to_schedule(model, greedy(model, mode=0), self.name)
+    def plan(self, cost_model):
+        return to_schedule(cost_model, greedy(cost_model, mode=0), self.name)

@@ -24,5 +24,5 @@ class HEFT(Scheduler):
     name = "heft"
     summary = "upward rank order, earliest finish with insertion (Topcuoglu et al. 2002)"
 
-    def plan(self, model):
-        return to_schedule(model, list_schedule(model, upward_rank(model), insertion=True), self.name)
+    def plan(self, cost_model):
+        return to_schedule(cost_model, list_schedule(cost_model, upward_rank(cost_model), insertion=True), self.name)

@@ -42,16 +42,16 @@ class HEFTContention(Scheduler):
     name = "heft-contention"
     summary = "HEFT with transfers queued on shared ports and rack links (Sinnen & Sousa 2005)"
 
-    def plan(self, model):
-        a = model.arrays
-        cluster = model.cluster
+    def plan(self, cost_model):
+        a = cost_model.arrays
+        cluster = cost_model.cluster
         racks = cluster.rack_count
         rack = np.ascontiguousarray(cluster.rack_index if racks else np.zeros(len(cluster), np.int64))
         result = _contention_loop(
-            np.ascontiguousarray(model.durations), a.cores, cluster.cores, a.pred_ptr, a.pred_idx,
-            np.ascontiguousarray(a.size[a.pred_eid]), a.succ_ptr, a.succ_idx, model.latency_matrix,
-            model.inv_bandwidth, np.asarray(upward_rank(model), dtype=np.float64), rack, racks, True)
-        return to_schedule(model, result, self.name)
+            np.ascontiguousarray(cost_model.durations), a.cores, cluster.cores, a.pred_ptr, a.pred_idx,
+            np.ascontiguousarray(a.size[a.pred_eid]), a.succ_ptr, a.succ_idx, cost_model.latency_matrix,
+            cost_model.inv_bandwidth, np.asarray(upward_rank(cost_model), dtype=np.float64), rack, racks, True)
+        return to_schedule(cost_model, result, self.name)
 
 
 @kernel(cache=True)

@@ -55,13 +55,13 @@ class HEFTDup(Scheduler):
     summary = "HEFT, copying a task's critical parents onto its worker when that starts it earlier"
     duplicates = True
 
-    def plan(self, model):
+    def plan(self, cost_model):
         k = self.options.get("max_copies", DEFAULT_MAX_COPIES)
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
             raise ValueError(f"heft-dup: max_copies must be a whole number >= 0, got {k!r}")
-        res = _dup_loop(*kernel_inputs(model), np.asarray(upward_rank(model), dtype=np.float64), int(k))
+        res = _dup_loop(*kernel_inputs(cost_model), np.asarray(upward_rank(cost_model), dtype=np.float64), int(k))
         worker, start, finish = res[:3]
-        return Schedule.from_indices(model.graph, model.cluster, worker, start, finish, scheduler=self.name,
+        return Schedule.from_indices(cost_model.graph, cost_model.cluster, worker, start, finish, scheduler=self.name,
                                      extra={"copies_made": len(res[3])}, copies=res[3:])
 
 

@@ -79,17 +79,17 @@ class HEFTSearch(Scheduler):
     name = "heft-search"
     summary = "HEFT, then a budgeted search over rank functions and perturbed priorities (never worse)"
 
-    def plan(self, model):
+    def plan(self, cost_model):
         budget = int(self.options.get("budget", DEFAULT_BUDGET))
         seconds = self.options.get("seconds")
         if budget < 1:
             raise ValueError(f"heft-search: budget must be >= 1, got {budget}")
         t_end = time.perf_counter() + float(seconds) if seconds else float("inf")
-        a = model.arrays
-        rank_u = upward_rank(model)
+        a = cost_model.arrays
+        rank_u = upward_rank(cost_model)
         free = np.full(a.n, -1, dtype=np.int64)
         best = {"prio": rank_u, "bias": None, "fixed": free,
-                "result": list_schedule(model, rank_u, insertion=True)}
+                "result": list_schedule(cost_model, rank_u, insertion=True)}
         best["makespan"] = float(best["result"][2].max()) if a.n else 0.0
         spent = 1
         found = {"candidates": 1, "improved_by": "heft"}
@@ -98,7 +98,7 @@ class HEFTSearch(Scheduler):
             nonlocal spent
             spent += 1
             fixed = best["fixed"] if fixed is None else fixed
-            res = list_schedule(model, prio, fixed=fixed, bias=bias, insertion=True)
+            res = list_schedule(cost_model, prio, fixed=fixed, bias=bias, insertion=True)
             mk = float(res[2].max()) if a.n else 0.0
             found["candidates"] += 1
             if mk < best["makespan"] * (1 - 1e-12):
@@ -108,18 +108,18 @@ class HEFTSearch(Scheduler):
         def left():
             return spent < budget and time.perf_counter() < t_end
 
-        for label, make in self._variants(model, rank_u):
+        for label, make in self._variants(cost_model, rank_u):
             if not left():
                 break
             prio, bias = make()
             consider(prio, bias, label)
         rng = np.random.default_rng(self.seed if self.seed is not None else 0)
         k = 0
-        feasible = np.isfinite(model.durations)
+        feasible = np.isfinite(cost_model.durations)
         while left():
             k += 1
             if k % 2 == 1 and a.n and feasible.sum() > a.n:  # move a task of the critical chain elsewhere
-                chain = _critical_chain(model, best["result"])
+                chain = _critical_chain(cost_model, best["result"])
                 i = int(chain[rng.integers(len(chain))])
                 options = np.flatnonzero(feasible[i] & (np.arange(feasible.shape[1]) != best["result"][0][i]))
                 if len(options):
@@ -130,24 +130,24 @@ class HEFTSearch(Scheduler):
             sigma = _SIGMAS[(k // 2) % len(_SIGMAS)]
             base = best["prio"]
             consider(base * np.exp(sigma * rng.standard_normal(a.n)), best["bias"], f"perturbed (sigma {sigma})")
-        return to_schedule(model, best["result"], self.name,
+        return to_schedule(cost_model, best["result"], self.name,
                            extra={"evaluations": spent, "won_by": found["improved_by"]})
 
     @staticmethod
-    def _variants(model, rank_u):
+    def _variants(cost_model, rank_u):
         """(label, () -> (priority, bias)) in the order they are tried."""
-        a = model.arrays
-        d = np.where(np.isfinite(model.durations), model.durations, np.nan)
-        _, sc, pc = mean_costs(model)
+        a = cost_model.arrays
+        d = np.where(np.isfinite(cost_model.durations), cost_model.durations, np.nan)
+        _, sc, pc = mean_costs(cost_model)
 
         def upward(w, comm=sc):
             return upward_rank_kernel(np.ascontiguousarray(w), a.succ_ptr, a.succ_idx, comm, a.topo), None
 
         def cpop():
-            return rank_u + downward_rank(model), None
+            return rank_u + downward_rank(cost_model), None
 
         def peft():
-            table = optimistic_cost_table(model)
+            table = optimistic_cost_table(cost_model)
             return table.mean(axis=1), table
 
         def fastest_path():  # rank_d at best durations plus rank_u at best durations
@@ -158,21 +158,21 @@ class HEFTSearch(Scheduler):
         return [("rank: median durations", lambda: upward(np.nanmedian(d, axis=1))),
                 ("rank: best durations", lambda: upward(np.nanmin(d, axis=1))),
                 ("rank: worst durations", lambda: upward(np.nanmax(d, axis=1))),
-                ("rank: no communication", lambda: upward(model.mean_duration(), np.zeros_like(sc))),
+                ("rank: no communication", lambda: upward(cost_model.mean_duration(), np.zeros_like(sc))),
                 ("cpop priority", cpop),
                 ("peft", peft),
                 ("best-duration path priority", fastest_path)]
 
 
-def _critical_chain(model, result) -> np.ndarray:
+def _critical_chain(cost_model, result) -> np.ndarray:
     """Task indices of a critical chain of a list schedule: from the task that finishes last,
     back through whatever made each task start when it did (the input that arrived last, or the
     task before it on its worker)."""
     worker, start, finish = result
-    a = model.arrays
+    a = cost_model.arrays
     order = np.lexsort((finish, worker))  # by worker, then finish
     return _chain(worker, start, finish, a.pred_ptr, a.pred_idx, np.ascontiguousarray(a.size[a.pred_eid]),
-                  model.latency_matrix, model.inv_bandwidth, order, worker[order], finish[order])
+                  cost_model.latency_matrix, cost_model.inv_bandwidth, order, worker[order], finish[order])
 
 
 @kernel(cache=True)

@@ -41,9 +41,9 @@ class Lookahead(Scheduler):
     name = "lookahead"
     summary = "HEFT choosing each worker by its children's earliest finish (Bittencourt et al. 2010)"
 
-    def plan(self, model):
-        result = _lookahead_loop(*kernel_inputs(model), np.asarray(upward_rank(model), dtype=np.float64))
-        return to_schedule(model, result, self.name)
+    def plan(self, cost_model):
+        result = _lookahead_loop(*kernel_inputs(cost_model), np.asarray(upward_rank(cost_model), dtype=np.float64))
+        return to_schedule(cost_model, result, self.name)
 
 
 @kernel(cache=True)

@@ -21,5 +21,5 @@ class MCT(Scheduler):
     name = "mct"
     summary = "topological order, minimum completion time worker (greedy baseline)"
 
-    def plan(self, model):
-        return to_schedule(model, list_schedule(model, topological_priority(model), insertion=False), self.name)
+    def plan(self, cost_model):
+        return to_schedule(cost_model, list_schedule(cost_model, topological_priority(cost_model), insertion=False), self.name)

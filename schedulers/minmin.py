@@ -22,5 +22,5 @@ class MinMin(Scheduler):
     name = "minmin"
     summary = "ready task with the smallest best completion time first (Ibarra & Kim 1977)"
 
-    def plan(self, model):
-        return to_schedule(model, greedy(model, mode=1), self.name)
+    def plan(self, cost_model):
+        return to_schedule(cost_model, greedy(cost_model, mode=1), self.name)

@@ -80,7 +80,7 @@ class Optimal(Scheduler):
     name = "optimal"
     summary = "exact: the whole problem as a CP-SAT model, optimal when proved within its budget (small graphs)"
 
-    def plan(self, model):
+    def plan(self, cost_model):
         o = self.options
         try:
             budget = float(o.get("budget", DEFAULT_BUDGET))
@@ -94,19 +94,19 @@ class Optimal(Scheduler):
         if not budget > 0 or (seconds is not None and not seconds > 0) or threads < 1:
             raise TaskflowError(f"optimal: budget and seconds must be > 0 and threads >= 1 "
                                 f"(got budget={budget!r}, seconds={seconds!r}, threads={threads!r})")
-        a = model.arrays
-        heft = list_schedule(model, upward_rank(model), insertion=True)
+        a = cost_model.arrays
+        heft = list_schedule(cost_model, upward_rank(cost_model), insertion=True)
         heft_mk = float(heft[2].max()) if a.n else 0.0
-        bound = lower_bound(model.graph, model.cluster, model)
-        pairs = int(np.isfinite(model.durations).sum())
+        bound = lower_bound(cost_model.graph, cost_model.cluster, cost_model)
+        pairs = int(np.isfinite(cost_model.durations).sum())
         if a.n == 0 or heft_mk <= 0 or heft_mk - bound <= 1e-12 * heft_mk:
-            return to_schedule(model, heft, self.name, extra=_extra("optimal", heft_mk, bound))
+            return to_schedule(cost_model, heft, self.name, extra=_extra("optimal", heft_mk, bound))
         if pairs > max_pairs:
-            return to_schedule(model, heft, self.name, extra=_extra("too large", heft_mk, bound, pairs=pairs))
-        out = solve(model, heft, budget=budget, seconds=seconds, threads=threads,
+            return to_schedule(cost_model, heft, self.name, extra=_extra("too large", heft_mk, bound, pairs=pairs))
+        out = solve(cost_model, heft, budget=budget, seconds=seconds, threads=threads,
                     seed=self.seed if self.seed is not None else 0)
         if out is None:  # nothing within the budget, not even the hint: HEFT's plan
-            return to_schedule(model, heft, self.name, extra=_extra("feasible", heft_mk, bound))
+            return to_schedule(cost_model, heft, self.name, extra=_extra("feasible", heft_mk, bound))
         result, status, solver_bound = out
         mk = float(result[2].max())
         if mk > heft_mk:  # the solver's order timed exactly, no better than the plan it started from
@@ -114,7 +114,7 @@ class Optimal(Scheduler):
         best_bound = max(bound, solver_bound)
         if status == "optimal":  # proved on rounded-down times: optimal within the rounding
             best_bound = max(best_bound, min(mk, solver_bound))
-        return to_schedule(model, result, self.name, extra=_extra(status, mk, best_bound))
+        return to_schedule(cost_model, result, self.name, extra=_extra(status, mk, best_bound))
 
 
 def _extra(status, makespan, bound, **more) -> dict:
@@ -123,8 +123,8 @@ def _extra(status, makespan, bound, **more) -> dict:
     return {"status": status, "lower_bound": bound, "gap": gap, **more}
 
 
-def solve(model, start, budget=DEFAULT_BUDGET, seconds=None, threads=1, seed=0):
-    """Solve ``model`` exactly with CP-SAT, starting from the list schedule ``start``.
+def solve(cost_model, start, budget=DEFAULT_BUDGET, seconds=None, threads=1, seed=0):
+    """Solve ``cost_model`` exactly with CP-SAT, starting from the list schedule ``start``.
 
     Returns ``((worker, start, finish), status, bound)``: the solver's placement and order timed
     exactly by the list-scheduling kernel, ``"optimal"`` or ``"feasible"``, and a lower bound of
@@ -132,7 +132,7 @@ def solve(model, start, budget=DEFAULT_BUDGET, seconds=None, threads=1, seed=0):
 
     Parameters
     ----------
-    model : CostModel
+    cost_model : CostModel
     start : (numpy.ndarray, numpy.ndarray, numpy.ndarray)
         Worker index, start and finish per task: the hint, and the horizon (its makespan).
     budget : float
@@ -152,13 +152,13 @@ def solve(model, start, budget=DEFAULT_BUDGET, seconds=None, threads=1, seed=0):
         from ortools.sat.python import cp_model
     except ImportError:  # pragma: no cover - a declared dependency
         raise TaskflowError("optimal: needs OR-Tools (pip install ortools)") from None
-    a = model.arrays
-    n, W = a.n, model.num_workers
+    a = cost_model.arrays
+    n, W = a.n, cost_model.num_workers
     hw, hs, hf = start
     horizon_s = float(hf.max())
     scale = _UNITS / horizon_s
     with np.errstate(invalid="ignore", over="ignore"):
-        D = np.where(np.isfinite(model.durations), np.floor(model.durations * scale), -1).astype(np.int64)
+        D = np.where(np.isfinite(cost_model.durations), np.floor(cost_model.durations * scale), -1).astype(np.int64)
     H = _UNITS + 1
     m = cp_model.CpModel()
     s = [m.new_int_var(0, H, f"s{i}") for i in range(n)]
@@ -178,7 +178,7 @@ def solve(model, start, budget=DEFAULT_BUDGET, seconds=None, threads=1, seed=0):
             demands[w].append(int(a.cores[i]))
         m.add_exactly_one(lits)
         m.add(mk >= e[i])
-    cores = model.cluster.cores
+    cores = cost_model.cluster.cores
     for w in range(W):
         if cores[w] == 1 or all(d >= cores[w] for d in demands[w]):
             m.add_no_overlap(intervals[w])
@@ -187,9 +187,9 @@ def solve(model, start, budget=DEFAULT_BUDGET, seconds=None, threads=1, seed=0):
         load = [on[i, w] * int(D[i, w] * a.cores[i]) for i in range(n) if (i, w) in on]
         if load:
             m.add(sum(load) <= mk * int(cores[w]))
-    _precedence(m, model, a, s, e, on, scale)
+    _precedence(m, cost_model, a, s, e, on, scale)
     _heads_and_tails(m, a, D, s, e, mk)
-    _break_symmetry(m, model, D, on, n, W)
+    _break_symmetry(m, cost_model, D, on, n, W)
     m.minimize(mk)
     for i in range(n):
         m.add_hint(s[i], min(H, int(math.floor(hs[i] * scale))))
@@ -214,14 +214,14 @@ def solve(model, start, budget=DEFAULT_BUDGET, seconds=None, threads=1, seed=0):
     order = np.empty(n)
     order[a.topo] = np.arange(n)
     prio = -(begins * (n + 1) + order)
-    result = list_schedule(model, prio, fixed=worker, insertion=True)
+    result = list_schedule(cost_model, prio, fixed=worker, insertion=True)
     return result, ("optimal" if status == cp_model.OPTIMAL else "feasible"), solver.best_objective_bound / scale
 
 
-def _precedence(m, model, a, s, e, on, scale) -> None:
+def _precedence(m, cost_model, a, s, e, on, scale) -> None:
     """Start after every input's producer, plus the transfer time when their workers differ."""
-    W = model.num_workers
-    lat, inv = model.latency_matrix, model.inv_bandwidth
+    W = cost_model.num_workers
+    lat, inv = cost_model.latency_matrix, cost_model.inv_bandwidth
     off = ~np.eye(W, dtype=bool)
     for v in range(a.n):
         for k in range(a.pred_ptr[v], a.pred_ptr[v + 1]):
@@ -265,11 +265,11 @@ def _heads_and_tails(m, a, D, s, e, mk) -> None:
         m.add(e[i] + int(round(tail[i])) <= mk)
 
 
-def _break_symmetry(m, model, D, on, n, W) -> None:
+def _break_symmetry(m, cost_model, D, on, n, W) -> None:
     """Of two identical workers (speed, cores, every task's time, every link), the lower-numbered
     one takes the lowest-numbered task the two run: each schedule keeps one of its relabellings."""
-    c = model.cluster
-    lat, inv = model.latency_matrix, model.inv_bandwidth
+    c = cost_model.cluster
+    lat, inv = cost_model.latency_matrix, cost_model.inv_bandwidth
     twin = [None] * W
     for w in range(W):
         for w2 in range(w + 1, W):

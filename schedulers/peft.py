@@ -25,6 +25,6 @@ class PEFT(Scheduler):
     name = "peft"
     summary = "optimistic cost table look-ahead (Arabnejad & Barbosa 2014)"
 
-    def plan(self, model):
-        table = optimistic_cost_table(model)
-        return to_schedule(model, list_schedule(model, table.mean(axis=1), bias=table, insertion=True), self.name)
+    def plan(self, cost_model):
+        table = optimistic_cost_table(cost_model)
+        return to_schedule(cost_model, list_schedule(cost_model, table.mean(axis=1), bias=table, insertion=True), self.name)

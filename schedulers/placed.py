@@ -31,16 +31,16 @@ class Placed(Scheduler):
     name = "placed"
     summary = "the workflow's own placement (meta worker/stage/rank), HEFT timing"
 
-    def plan(self, model):
+    def plan(self, cost_model):
         keys = tuple(self.options.get("keys", ("stage", "rank")))
-        g = model.graph
-        a = model.arrays
-        ids = model.cluster.ids
+        g = cost_model.graph
+        a = cost_model.arrays
+        ids = cost_model.cluster.ids
         by_id = {str(w): k for k, w in enumerate(ids)}
         W = len(ids)
         fixed = np.full(a.n, -1, dtype=np.int64)
         level = np.zeros(a.n)
-        feasible = model.feasible()
+        feasible = cost_model.feasible()
         for i, md in g.metas().items():
             if isinstance(md.get("priority"), (int, float)):
                 level[i] = float(md["priority"])
@@ -56,7 +56,7 @@ class Placed(Scheduler):
             if not feasible[i, k]:
                 raise TaskflowError(f"task {a.ids[i]!r}: pinned to worker {ids[k]!r}, which lacks the cores it needs")
             fixed[i] = k
-        rank = upward_rank(model)
+        rank = upward_rank(cost_model)
         if level.any():  # meta priority first, then upward rank
             rank = rank + level * (float(rank.max()) + 1.0) * 2.0
-        return to_schedule(model, list_schedule(model, rank, fixed=fixed, insertion=True), self.name)
+        return to_schedule(cost_model, list_schedule(cost_model, rank, fixed=fixed, insertion=True), self.name)

@@ -20,13 +20,13 @@ class RandomScheduler(Scheduler):
     name = "random"
     summary = "uniform random worker per task, topological order (seeded baseline)"
 
-    def plan(self, model):
+    def plan(self, cost_model):
         rng = np.random.default_rng(self.seed)
-        feasible = model.feasible()
+        feasible = cost_model.feasible()
         # draw among feasible workers: scale a uniform draw to each row's count of choices
         counts = feasible.sum(axis=1)
-        pick = (rng.random(model.arrays.n) * counts).astype(np.int64)
+        pick = (rng.random(cost_model.arrays.n) * counts).astype(np.int64)
         cum = np.cumsum(feasible, axis=1) - 1
         fixed = np.argmax((cum == pick[:, None]) & feasible, axis=1)
-        return to_schedule(model, list_schedule(model, topological_priority(model), fixed=fixed, insertion=False),
+        return to_schedule(cost_model, list_schedule(cost_model, topological_priority(cost_model), fixed=fixed, insertion=False),
                            self.name)

@@ -24,17 +24,17 @@ __all__ = ["mean_costs", "upward_rank", "downward_rank", "b_level", "t_level", "
            "optimistic_cost_table", "upward_rank_kernel", "downward_rank_kernel"]
 
 
-def mean_costs(model: CostModel):
+def mean_costs(cost_model: CostModel):
     """(mean duration per task, mean transfer time per edge in successor-CSR order, the same in
     predecessor-CSR order).
 
     Parameters
     ----------
-    model : CostModel
+    cost_model : CostModel
     """
-    a = model.arrays
-    w = model.mean_duration()
-    c = model.mean_transfer(a.size)
+    a = cost_model.arrays
+    w = cost_model.mean_duration()
+    c = cost_model.mean_transfer(a.size)
     return w, c[a.succ_eid], c[a.pred_eid]
 
 
@@ -116,81 +116,81 @@ def _oct(d, succ_ptr, succ_idx, succ_comm, topo):
     return table
 
 
-def upward_rank(model: CostModel) -> np.ndarray:
+def upward_rank(cost_model: CostModel) -> np.ndarray:
     """HEFT's upward rank (rank_u): a task's mean duration plus the longest mean-cost path to an exit,
     communication included.
 
     Parameters
     ----------
-    model : CostModel
+    cost_model : CostModel
 
     Returns
     -------
     numpy.ndarray
         Per task index.
     """
-    a = model.arrays
-    w, sc, _ = mean_costs(model)
+    a = cost_model.arrays
+    w, sc, _ = mean_costs(cost_model)
     return upward_rank_kernel(w, a.succ_ptr, a.succ_idx, sc, a.topo)
 
 
-def downward_rank(model: CostModel) -> np.ndarray:
+def downward_rank(cost_model: CostModel) -> np.ndarray:
     """The downward rank (rank_d, the t-level with communication): the longest mean-cost path from
     an entry to the task, excluding the task itself.
 
     Parameters
     ----------
-    model : CostModel
+    cost_model : CostModel
 
     Returns
     -------
     numpy.ndarray
         Per task index.
     """
-    a = model.arrays
-    w, _, pc = mean_costs(model)
+    a = cost_model.arrays
+    w, _, pc = mean_costs(cost_model)
     return downward_rank_kernel(w, a.pred_ptr, a.pred_idx, pc, a.topo)
 
 
-def b_level(model: CostModel) -> np.ndarray:
+def b_level(cost_model: CostModel) -> np.ndarray:
     """Longest path to an exit by mean durations alone (no communication).
 
     Parameters
     ----------
-    model : CostModel
+    cost_model : CostModel
     """
-    a = model.arrays
-    return upward_rank_kernel(model.mean_duration(), a.succ_ptr, a.succ_idx, np.zeros(a.m), a.topo)
+    a = cost_model.arrays
+    return upward_rank_kernel(cost_model.mean_duration(), a.succ_ptr, a.succ_idx, np.zeros(a.m), a.topo)
 
 
-def t_level(model: CostModel) -> np.ndarray:
+def t_level(cost_model: CostModel) -> np.ndarray:
     """Longest path from an entry by mean durations alone, excluding the task itself.
 
     Parameters
     ----------
-    model : CostModel
+    cost_model : CostModel
     """
-    a = model.arrays
-    return downward_rank_kernel(model.mean_duration(), a.pred_ptr, a.pred_idx, np.zeros(a.m), a.topo)
+    a = cost_model.arrays
+    return downward_rank_kernel(cost_model.mean_duration(), a.pred_ptr, a.pred_idx, np.zeros(a.m), a.topo)
 
 
-def critical_path_tasks(model: CostModel, rank_u=None, rank_d=None, rtol: float = 1e-9) -> list:
+def critical_path_tasks(cost_model: CostModel, rank_u=None, rank_d=None, rtol: float = 1e-9) -> list:
     """Task indices on CPOP's critical path: from the entry of highest ``rank_u + rank_d``, follow
     a successor whose priority equals the path length, until an exit (Topcuoglu et al. 2002).
 
     Parameters
     ----------
-    model : CostModel
+    cost_model : CostModel
     rank_u, rank_d : numpy.ndarray, optional
         Already computed ranks.
     rtol : float
         Relative tolerance when comparing a successor's priority with the path length.
     """
-    a = model.arrays
+    a = cost_model.arrays
     if a.n == 0:
         return []
-    ru = upward_rank(model) if rank_u is None else rank_u
-    rd = downward_rank(model) if rank_d is None else rank_d
+    ru = upward_rank(cost_model) if rank_u is None else rank_u
+    rd = downward_rank(cost_model) if rank_d is None else rank_d
     prio = ru + rd
     entries = np.flatnonzero(np.diff(a.pred_ptr) == 0)
     v = int(entries[np.argmax(prio[entries])])
@@ -207,19 +207,19 @@ def critical_path_tasks(model: CostModel, rank_u=None, rank_d=None, rtol: float 
     return path
 
 
-def optimistic_cost_table(model: CostModel) -> np.ndarray:
+def optimistic_cost_table(cost_model: CostModel) -> np.ndarray:
     """PEFT's optimistic cost table: ``oct[i, k]``, the longest of the shortest paths from task ``i``
     on worker ``k`` to an exit (Arabnejad and Barbosa 2014).
 
     Parameters
     ----------
-    model : CostModel
+    cost_model : CostModel
 
     Returns
     -------
     numpy.ndarray
         Tasks x workers.
     """
-    a = model.arrays
-    _, sc, _ = mean_costs(model)
-    return _oct(np.ascontiguousarray(model.durations), a.succ_ptr, a.succ_idx, sc, a.topo)
+    a = cost_model.arrays
+    _, sc, _ = mean_costs(cost_model)
+    return _oct(np.ascontiguousarray(cost_model.durations), a.succ_ptr, a.succ_idx, sc, a.topo)

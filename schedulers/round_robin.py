@@ -18,10 +18,10 @@ class RoundRobinScheduler(Scheduler):
     name = "round-robin"
     summary = "workers in turn, topological order (baseline)"
 
-    def plan(self, model):
-        a = model.arrays
-        feasible = model.feasible().tolist()
-        W = model.num_workers
+    def plan(self, cost_model):
+        a = cost_model.arrays
+        feasible = cost_model.feasible().tolist()
+        W = cost_model.num_workers
         fixed = np.empty(a.n, dtype=np.int64)
         nxt = 0
         for i in a.topo.tolist():
@@ -29,5 +29,5 @@ class RoundRobinScheduler(Scheduler):
                 nxt += 1
             fixed[i] = nxt % W
             nxt += 1
-        return to_schedule(model, list_schedule(model, topological_priority(model), fixed=fixed, insertion=False),
+        return to_schedule(cost_model, list_schedule(cost_model, topological_priority(cost_model), fixed=fixed, insertion=False),
                            self.name)

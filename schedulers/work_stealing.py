@@ -60,7 +60,7 @@ class WorkStealing(DynamicScheduler):
     max_candidates = 64
 
     def start(self, view):
-        m = view.model
+        m = view.cost_model
         self.d = m.durations
         if not self.options.get("knows_speeds", True):  # Dask's view: one estimate per task, any worker
             finite = np.isfinite(self.d)

@@ -67,7 +67,7 @@ def longest_path(arrays: GraphArrays, weight: np.ndarray, edge_weight: np.ndarra
     return dist[end], path
 
 
-def critical_path(graph: TaskGraph, cluster: Cluster | None = None, model: CostModel | None = None):
+def critical_path(graph: TaskGraph, cluster: Cluster | None = None, cost_model: CostModel | None = None):
     """Critical path length and task ids: each task at its cost (no cluster) or at its shortest
     duration over the cluster's workers; no communication.
 
@@ -75,7 +75,7 @@ def critical_path(graph: TaskGraph, cluster: Cluster | None = None, model: CostM
     ----------
     graph : TaskGraph
     cluster : Cluster, optional
-    model : CostModel, optional
+    cost_model : CostModel, optional
 
     Returns
     -------
@@ -88,42 +88,42 @@ def critical_path(graph: TaskGraph, cluster: Cluster | None = None, model: CostM
     (5.0, ['a', 'b'])
     """
     a = graph.arrays
-    if cluster is None and model is None:
+    if cluster is None and cost_model is None:
         w = a.cost
     else:
-        w = (model or CostModel(graph, cluster)).min_duration()
+        w = (cost_model or CostModel(graph, cluster)).min_duration()
     length, path = longest_path(a, w)
     return float(length), [a.ids[i] for i in path]
 
 
-def lower_bound(graph: TaskGraph, cluster: Cluster, model: CostModel | None = None) -> float:
+def lower_bound(graph: TaskGraph, cluster: Cluster, cost_model: CostModel | None = None) -> float:
     """``max(critical path on the fastest worker, total work / total speed)``: no schedule is shorter.
 
     Parameters
     ----------
     graph : TaskGraph
     cluster : Cluster
-    model : CostModel, optional
+    cost_model : CostModel, optional
     """
-    model = model or CostModel(graph, cluster)
-    cp, _ = critical_path(graph, model=model)
-    work = float(model.work().sum()) / cluster.total_speed
+    cost_model = cost_model or CostModel(graph, cluster)
+    cp, _ = critical_path(graph, cost_model=cost_model)
+    work = float(cost_model.work().sum()) / cluster.total_speed
     return max(cp, work)
 
 
-def sequential_time(graph: TaskGraph, cluster: Cluster, model: CostModel | None = None) -> float:
+def sequential_time(graph: TaskGraph, cluster: Cluster, cost_model: CostModel | None = None) -> float:
     """The whole graph run one task at a time on the single best worker (speedup's numerator).
 
     Parameters
     ----------
     graph : TaskGraph
     cluster : Cluster
-    model : CostModel, optional
+    cost_model : CostModel, optional
     """
-    model = model or CostModel(graph, cluster)
+    cost_model = cost_model or CostModel(graph, cluster)
     if graph.arrays.n == 0:
         return 0.0
-    return float(model.durations.sum(axis=0).min())
+    return float(cost_model.durations.sum(axis=0).min())
 
 
 def graph_summary(graph: TaskGraph) -> dict:

@@ -304,6 +304,32 @@ class Cluster:
         racks = {a: r for a, r in self.racks.items() if a in keep} if self.racks is not None else None
         return self.replace(workers=ws, bandwidths=bws, racks=racks)
 
+    def on_workers(self, live: Iterable[Worker]) -> "Cluster":
+        """This declared cluster over the workers actually there (Dask's live workers, by name,
+        compared as strings): a worker it declares keeps its speed and takes the live cores and
+        address; one it does not declare (it joined) comes as given, on a rack of its own; pairs
+        and racks of workers not there are dropped. The network, latency and overhead stay.
+
+        Parameters
+        ----------
+        live : iterable of Worker
+        """
+        mine = {str(w.id): w for w in self.workers}
+        ws = []
+        for w in live:
+            d = mine.get(str(w.id))
+            ws.append(Worker(w.id, d.speed if d is not None else w.speed, w.cores,
+                             address=w.address or (d.address if d is not None else None)))
+        named = {str(w.id): w.id for w in ws}
+        pairs = {named[str(a)]: {named[str(b)]: v for b, v in row.items() if str(b) in named}
+                 for a, row in self.bandwidths.items() if str(a) in named}
+        racks = None
+        if self.racks is not None:
+            label = {str(a): r for a, r in self.racks.items()}
+            racks = {w.id: label.get(str(w.id), f"joined:{w.id}") for w in ws}
+        return self.replace(workers=ws, bandwidths={a: row for a, row in pairs.items() if row}, racks=racks,
+                            uplink=self.uplink if racks is not None else None)
+
     def with_task_overhead(self, seconds: float) -> "Cluster":
         """The same cluster with another per-task overhead."""
         return self.replace(task_overhead=seconds)

@@ -63,14 +63,14 @@ class Scheduler:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(seed={self.seed!r})"
 
-    def schedule(self, graph: TaskGraph, cluster: Cluster, model: CostModel | None = None) -> Schedule:
+    def schedule(self, graph: TaskGraph, cluster: Cluster, cost_model: CostModel | None = None) -> Schedule:
         """Plan ``graph`` on ``cluster``.
 
         Parameters
         ----------
         graph : TaskGraph
         cluster : Cluster
-        model : CostModel, optional
+        cost_model : CostModel, optional
             The cost model of ``(graph, cluster)`` when the caller has built it already.
 
         Returns
@@ -78,10 +78,10 @@ class Scheduler:
         Schedule
             Not yet validated: callers check it with :meth:`Schedule.validate`.
         """
-        model = model or CostModel(graph, cluster)
-        return self.plan(model)
+        cost_model = cost_model or CostModel(graph, cluster)
+        return self.plan(cost_model)
 
-    def plan(self, model: CostModel) -> Schedule:  # pragma: no cover - abstract
+    def plan(self, cost_model: CostModel) -> Schedule:  # pragma: no cover - abstract
         """The policy itself: a schedule for ``model.graph`` on ``model.cluster``."""
         raise NotImplementedError
 
@@ -92,7 +92,7 @@ class DynamicScheduler(Scheduler):
     Each hook returns a list of ``(task, worker)`` index pairs: an unassigned ready task is
     assigned; a task already assigned but not started is moved (stolen). The ``view`` argument
     answers questions about the current state (see :class:`taskflow.simulator.SimView`): ``now``,
-    ``model`` (the *estimated* costs), ``alive_workers()``, ``queued(w)``, ``occupancy(w)``,
+    ``cost_model`` (the *estimated* costs), ``alive_workers()``, ``queued(w)``, ``occupancy(w)``,
     ``free_cores(w)``, ``missing_bytes(task, w)``, ``transfer_estimate(task, w)``, ...
 
     A dynamic policy has no plan before it runs: :func:`taskflow.plan` gives the schedule of a
@@ -135,7 +135,7 @@ class DynamicScheduler(Scheduler):
         """Order of a worker's runnable tasks: higher first (ties: order of assignment)."""
         return 0.0
 
-    def plan(self, model: CostModel) -> Schedule:
+    def plan(self, cost_model: CostModel) -> Schedule:
         """A dynamic policy makes its decisions during a run; see :func:`taskflow.plan`.
 
         Raises
@@ -274,14 +274,14 @@ def available(kind: str | None = None) -> list:
     return out
 
 
-def require_runnable(sch: Scheduler, where: str) -> None:
-    """Raise a one-line :class:`TaskflowError` when ``where`` cannot carry out policy ``sch``: a plan
+def require_runnable(policy: Scheduler, where: str) -> None:
+    """Raise a one-line :class:`TaskflowError` when ``where`` cannot carry out policy ``policy``: a plan
     that runs tasks more than once (:attr:`Scheduler.duplicates`) anywhere but a plan; a dynamic
     policy other than Dask's own work stealing on Dask.
 
     Parameters
     ----------
-    sch : Scheduler
+    policy : Scheduler
     where : {"dask", "simulator"}
 
     Raises
@@ -289,11 +289,11 @@ def require_runnable(sch: Scheduler, where: str) -> None:
     TaskflowError
         The policy cannot run there (the message says what to use instead).
     """
-    if sch.duplicates:
+    if policy.duplicates:
         place = "the Dask runtime" if where == "dask" else "the simulator"
-        raise TaskflowError(f"scheduler {sch.name!r} runs some tasks more than once (task duplication), and "
+        raise TaskflowError(f"scheduler {policy.name!r} runs some tasks more than once (task duplication), and "
                             f"{place} runs each task once: use its plan with `taskflow schedule` or "
                             f"taskflow.plan")
-    if where == "dask" and sch.kind == "dynamic" and sch.name != "work-stealing":
-        raise TaskflowError(f"scheduler {sch.name!r} runs in the simulator only; on Dask use a static "
+    if where == "dask" and policy.kind == "dynamic" and policy.name != "work-stealing":
+        raise TaskflowError(f"scheduler {policy.name!r} runs in the simulator only; on Dask use a static "
                             f"scheduler or 'work-stealing' (Dask's own)")

@@ -150,7 +150,7 @@ class Schedule:
 
     # ------------------------------------------------------------------ checking
     def problems(self, graph: TaskGraph, cluster: Cluster, durations: dict | None = None,
-                 model: CostModel | None = None, limit: int = _MAX_PROBLEMS) -> list:
+                 cost_model: CostModel | None = None, limit: int = _MAX_PROBLEMS) -> list:
         """Every way this schedule breaks the rules (empty when it is valid), at most ``limit``.
 
         ``durations`` ({task: seconds}) replaces the cost model's durations for the tasks it
@@ -185,12 +185,12 @@ class Schedule:
         cp = _copies(self.copies, a, cluster, widx[row] if not out and (row >= 0).all() else None, out)
         if out:
             return out[:limit]
-        model = model or CostModel(graph, cluster)
+        cost_model = cost_model or CostModel(graph, cluster)
         start = self.start[row]
         finish = self.finish[row]
         w = widx[row]
         # 2. durations
-        expect = model.durations[np.arange(n), w]
+        expect = cost_model.durations[np.arange(n), w]
         if durations:
             expect = expect.copy()
             for t, d in _checked_durations(durations, a).items():
@@ -199,7 +199,7 @@ class Schedule:
         ct, cw, cs, cf = cp
         tasks = np.concatenate([np.arange(n), ct])
         wk, st, fi = np.concatenate([w, cw]), np.concatenate([start, cs]), np.concatenate([finish, cf])
-        expect = np.concatenate([expect, model.durations[ct, cw]])
+        expect = np.concatenate([expect, cost_model.durations[ct, cw]])
         wrong = np.flatnonzero(~(np.abs((fi - st) - expect) <= _tol(fi, expect)))
         for k in wrong[:limit].tolist():
             i = int(tasks[k])
@@ -214,10 +214,10 @@ class Schedule:
         # 3. precedence plus transfer time (from the execution of each input that has it there first)
         if a.m:
             ws, wd = w[a.src], w[a.dst]
-            moving = model.transfer_idx(a.size, ws, wd)
+            moving = cost_model.transfer_idx(a.size, ws, wd)
             ready = finish[a.src] + moving
             if len(ct):
-                ready, moving = _ready_with_copies(a, model, ct, cw, cf, a.src, wd, ready, moving)
+                ready, moving = _ready_with_copies(a, cost_model, ct, cw, cf, a.src, wd, ready, moving)
             early = np.flatnonzero(~(start[a.dst] >= ready - _tol(ready, moving)))
             for e in early[:limit].tolist():
                 s, d = int(a.src[e]), int(a.dst[e])
@@ -228,8 +228,8 @@ class Schedule:
                 eid = a.pred_eid[np.concatenate([np.arange(a.pred_ptr[t], a.pred_ptr[t + 1]) for t in ct])] \
                     if len(k_of) else np.zeros(0, np.int64)
                 src, dw = a.src[eid], cw[k_of]
-                mv = model.transfer_idx(a.size[eid], w[src], dw)
-                rd, mv = _ready_with_copies(a, model, ct, cw, cf, src, dw, finish[src] + mv, mv, eid)
+                mv = cost_model.transfer_idx(a.size[eid], w[src], dw)
+                rd, mv = _ready_with_copies(a, cost_model, ct, cw, cf, src, dw, finish[src] + mv, mv, eid)
                 early = np.flatnonzero(~(cs[k_of] >= rd - _tol(rd, mv)))
                 for r in early[:limit].tolist():
                     k = int(k_of[r])
@@ -240,9 +240,9 @@ class Schedule:
         return out[:limit]
 
     def validate(self, graph: TaskGraph, cluster: Cluster, durations: dict | None = None,
-                 model: CostModel | None = None) -> "Schedule":
+                 cost_model: CostModel | None = None) -> "Schedule":
         """Raise :class:`~taskflow.errors.ScheduleError` listing the problems; return self if valid."""
-        found = self.problems(graph, cluster, durations=durations, model=model)
+        found = self.problems(graph, cluster, durations=durations, cost_model=cost_model)
         if found:
             raise ScheduleError(found)
         return self
@@ -260,7 +260,7 @@ class Schedule:
         return not self.problems(graph, cluster, limit=1, **kw)
 
     # ------------------------------------------------------------------ metrics
-    def metrics(self, graph: TaskGraph, cluster: Cluster, model: CostModel | None = None) -> dict:
+    def metrics(self, graph: TaskGraph, cluster: Cluster, cost_model: CostModel | None = None) -> dict:
         """makespan, lower_bound, bound_ratio, slr, speedup, efficiency.
 
         ``slr`` (schedule length ratio, Topcuoglu et al. 2002) divides the makespan by the critical
@@ -269,12 +269,12 @@ class Schedule:
         schedule can be shorter; ``speedup`` divides the best single-worker sequential time by the
         makespan; ``efficiency`` is speedup over total cores.
         """
-        model = model or CostModel(graph, cluster)
+        cost_model = cost_model or CostModel(graph, cluster)
         mk = self.makespan
-        cp, _ = critical_path(graph, model=model)
-        seq = sequential_time(graph, cluster, model)
+        cp, _ = critical_path(graph, cost_model=cost_model)
+        seq = sequential_time(graph, cluster, cost_model)
         speedup = seq / mk if mk > 0 else float("nan")
-        lb = lower_bound(graph, cluster, model)
+        lb = lower_bound(graph, cluster, cost_model)
         return {
             "makespan": mk,
             "lower_bound": lb,
@@ -383,7 +383,7 @@ def _copies(copies, a, cluster: Cluster, w, out: list):
     return ct, cw, cs, cf
 
 
-def _ready_with_copies(a, model: CostModel, ct, cw, cf, src, dw, ready, moving, eid=None):
+def _ready_with_copies(a, cost_model: CostModel, ct, cw, cf, src, dw, ready, moving, eid=None):
     """Per edge row (producer ``src``, consumer worker ``dw``): the earliest ready time over the
     producer's executions, given ``ready`` from the task itself; with the transfer time that goes
     with it (for the tolerance)."""
@@ -393,7 +393,7 @@ def _ready_with_copies(a, model: CostModel, ct, cw, cf, src, dw, ready, moving, 
         rows = np.flatnonzero(src == ct[k])
         if not len(rows):
             continue
-        mv = model.transfer_idx(size[rows], cw[k], dw[rows])
+        mv = cost_model.transfer_idx(size[rows], cw[k], dw[rows])
         alt = cf[k] + mv
         better = alt < ready[rows]
         ready[rows[better]] = alt[better]

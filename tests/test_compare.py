@@ -126,7 +126,7 @@ def test_on_an_existing_cluster_with_a_profile_and_a_time_scale(tmp_path, capsys
         text = capsys.readouterr().out
         assert "on Dask:" in text and "predicted:" in text  # the columns explained
         assert main(["compare", str(path), "--workers", "3", "--real", "--scheduler-file", str(lb.sched_file)]) == 2
-        assert "has 2 workers (wa, wb) and the model 3" in capsys.readouterr().err
+        assert "has 2 workers (wa, wb) and the declared cluster 3" in capsys.readouterr().err
     finally:
         lb.stop()
     assert main(["compare", str(path), "--workers", "2", "--profile", str(tmp_path / "x.json")]) == 2

@@ -171,8 +171,8 @@ def test_copies_shorten_plans_where_transfers_dominate():
                            workers=[f"w{k}" for k in range(4)])
         c = Cluster.heterogeneous([1, 2, 3, 4], bandwidth=1.0)
         m = CostModel(g, c)
-        h = schedulers.get_scheduler("heft").schedule(g, c, model=m).makespan
-        d = schedulers.get_scheduler("heft-dup").schedule(g, c, model=m).validate(g, c, model=m)
+        h = schedulers.get_scheduler("heft").schedule(g, c, cost_model=m).makespan
+        d = schedulers.get_scheduler("heft-dup").schedule(g, c, cost_model=m).validate(g, c, cost_model=m)
         shorter += d.makespan < h * 0.99
         longer += d.makespan > h * 1.0001
     assert shorter >= 6 and longer <= 1

@@ -120,7 +120,7 @@ def test_dask_like_work_stealing_estimates_ignore_worker_speeds():
     """knows_speeds=False: every task is estimated at its mean duration over the workers, as Dask's
     per-prefix estimates are; infeasible workers stay infeasible."""
     d = np.array([[4.0, 1.0], [2.0, np.inf]])
-    view = SimpleNamespace(model=SimpleNamespace(durations=d, cluster=Cluster([Worker("0"), Worker("1")])))
+    view = SimpleNamespace(cost_model=SimpleNamespace(durations=d, cluster=Cluster([Worker("0"), Worker("1")])))
     blind = schedulers.get_scheduler("work-stealing", knows_speeds=False)
     blind.start(view)
     assert blind.d[0].tolist() == [2.5, 2.5] and blind.d[1, 0] == 2.0 and np.isinf(blind.d[1, 1])

@@ -70,12 +70,31 @@ def test_the_rack_model_is_checked_kept_and_carried():
             Cluster([Worker(w) for w in IDS], **kwargs)
 
 
-def test_the_plugin_payload_keeps_the_racks():
-    from taskflow.runtime.messages import cluster_payload
+def test_the_cluster_crosses_to_the_plugin_as_its_native_document_racks_included():
+    from taskflow.formats.native import cluster_from_dict, cluster_to_dict
 
-    c = Cluster([Worker(w) for w in IDS], bandwidth=25e6, racks=RACKS, uplink=2.5e6)
-    p = cluster_payload(c)
-    assert p["racks"] == RACKS and p["uplink"] == 2.5e6
+    c = Cluster([Worker(w, speed=1.0 + k) for k, w in enumerate(IDS)], bandwidth=25e6, racks=RACKS, uplink=2.5e6)
+    back = cluster_from_dict(cluster_to_dict(c))
+    assert back == c and back.racks == RACKS and back.uplink == 2.5e6
+
+
+def test_a_declared_cluster_over_the_live_workers():
+    """What the plugin plans on and the client predicts with: declared speeds, live cores and
+    addresses, a joined worker on a rack of its own, pairs of departed workers dropped."""
+    a, b, c_, d = IDS[:4]
+    declared = Cluster([Worker(w, speed=2.0) for w in IDS], bandwidth=25e6, racks=RACKS, uplink=2.5e6,
+                       bandwidths={a: {b: 1e6}, b: {d: 3e6}}, latency=0.01)
+    live = [Worker(a, 1.0, 4, address="tcp://a"), Worker(c_, 1.0, 2, address="tcp://c"),
+            Worker("new", 3.0, 8, address="tcp://n")]
+    got = declared.on_workers(live)
+    assert got.ids == [a, c_, "new"]
+    assert [w.speed for w in got.workers] == [2.0, 2.0, 3.0]  # declared, declared, as joined
+    assert [w.cores for w in got.workers] == [4, 2, 8] and got.worker("new").address == "tcp://n"
+    assert got.racks == {a: RACKS[a], c_: RACKS[c_], "new": "joined:new"} and got.uplink == 2.5e6
+    assert got.bandwidths == {}  # both declared pairs lost a worker
+    assert got.latency == 0.01 and got.bandwidth == 25e6
+    flat = Cluster([Worker(w) for w in IDS]).on_workers(live)
+    assert flat.racks is None and flat.uplink is None
 
 
 def test_heft_contention_is_heft_when_transfers_are_free():
@@ -99,6 +118,6 @@ def test_heft_contention_stops_spreading_work_over_a_shared_uplink():
     ours.validate(g, c)
     assert ours.makespan < 0.7 * heft.makespan
     # and its plan is an honest estimate of what the shared network does (HEFT's is not)
-    plan = get_scheduler("heft-contention").schedule(g, c, model=CostModel(g, c))
+    plan = get_scheduler("heft-contention").schedule(g, c, cost_model=CostModel(g, c))
     assert abs(ours.makespan - plan.makespan) < 0.25 * ours.makespan
     assert get_scheduler("heft").schedule(g, c).makespan < 0.5 * heft.makespan

@@ -35,9 +35,9 @@ def test_the_search_is_reproducible_for_a_seed_and_finds_shorter_plans():
                            workers=[f"w{k}" for k in range(4)])
         c = Cluster.homogeneous(4, bandwidth=1.0)
         m = CostModel(g, c)
-        heft = schedulers.get_scheduler("heft").schedule(g, c, model=m).makespan
-        a = schedulers.get_scheduler("heft-search", seed=seed, budget=40).schedule(g, c, model=m)
-        b = schedulers.get_scheduler("heft-search", seed=seed, budget=40).schedule(g, c, model=m)
+        heft = schedulers.get_scheduler("heft").schedule(g, c, cost_model=m).makespan
+        a = schedulers.get_scheduler("heft-search", seed=seed, budget=40).schedule(g, c, cost_model=m)
+        b = schedulers.get_scheduler("heft-search", seed=seed, budget=40).schedule(g, c, cost_model=m)
         assert [(x.task, x.worker, x.start) for x in a] == [(x.task, x.worker, x.start) for x in b]
         assert a.makespan <= heft
         shorter += a.makespan < heft * 0.999

@@ -71,7 +71,7 @@ def test_the_declared_model_is_the_narrowest_link_of_each_pair():
     tb = tbm.Testbed(workers=4, topology="two-racks", bandwidth="200mbit", inter_rack="20mbit")
     assert [tb.rack(n) for n in tb.names] == [0, 0, 1, 1]
     assert tb.rate("w0", "w1") == 25e6 and tb.rate("w0", "w2") == 2.5e6 and tb.rate("w3", "w1") == 2.5e6
-    m = tb.model()
+    m = tb.cluster()
     assert m.bandwidth_between("w1", "w3") == 2.5e6 and m.bandwidth_between("w2", "w3") == 25e6
     assert m.racks == {"w0": 0, "w1": 0, "w2": 1, "w3": 1} and m.uplink == 2.5e6
     slow = tbm.Testbed(workers=3, topology="slow-link", bandwidth="100mbit", slow_worker="w1")
@@ -138,7 +138,7 @@ def test_a_transfer_across_the_slow_link_takes_at_least_size_over_its_rate(tmp_p
         ids = [ns for ns in tbm.leftovers() if ns.startswith(tb.id)]
         assert len(ids) == 7  # switch, scheduler, client, 4 workers
         pids = [p.pid for p in tb.procs.values()] + [tb.reaper.pid]
-        save_cluster(tb.model(), tmp_path / "cluster.json")
+        save_cluster(tb.cluster(), tmp_path / "cluster.json")
         p = tb.exec([sys.executable, "-c", SCRIPT, str(tmp_path / "cluster.json"), str(size)], timeout=180)
         assert p.returncode == 0, p.stderr[-3000:]
         out = json.loads(p.stdout.strip().splitlines()[-1])
@@ -336,7 +336,7 @@ print(json.dumps({"took": took, "speeds": {w.id: w.speed for w in model.workers}
 @needs_cpu_limits
 def test_a_testbed_worker_with_a_quarter_core_is_four_times_slower_and_calibration_says_so():
     with tbm.Testbed(workers=2, cpus={"w1": 0.25}) as tb:
-        assert tb.model().worker("w1").speed == pytest.approx(0.25)
+        assert tb.cluster().worker("w1").speed == pytest.approx(0.25)
         groups = list(tb.cpu_limits.groups)
         p = tb.exec([sys.executable, "-c", SPEEDS], timeout=240)
         assert p.returncode == 0, p.stderr[-3000:]

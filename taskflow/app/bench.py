@@ -35,11 +35,11 @@ def _row(job) -> dict:
     g = build_workflow(spec, seed)
     c = Cluster([Worker(f"w{i}", s, max(cores, int(g.arrays.cores.max()))) for i, s in enumerate(speeds)],
                 bandwidth=bw, latency=1e-3, name=cname)
-    sch = schedulers.get_scheduler(sname, seed=seed)
+    policy = schedulers.get_scheduler(sname, seed=seed)
     t0 = time.perf_counter()
-    plan = sch.schedule(g, c) if sch.kind == "static" else None
+    plan = policy.schedule(g, c) if policy.kind == "static" else None
     sched_time = time.perf_counter() - t0
-    trace = simulate(g, c, sch, network=network, plan=plan, seed=seed)
+    trace = simulate(g, c, policy, network=network, plan=plan, seed=seed)
     if plan is None:
         sched_time = time.perf_counter() - t0  # a dynamic policy decides during the whole run
     valid = not trace.problems(g, c, limit=1)
@@ -173,7 +173,7 @@ def run_real(suite: str = "quick", out="taskflow-out/bench", scheduler_names=Non
               f"(4 local workers declared at speeds {REAL_SPEEDS}, emulated)")
     if not todo:
         return rows
-    model = Cluster([Worker(str(k), s) for k, s in enumerate(REAL_SPEEDS)], bandwidth=BW, latency=1e-3,
+    cluster = Cluster([Worker(str(k), s) for k, s in enumerate(REAL_SPEEDS)], bandwidth=BW, latency=1e-3,
                     name="hetero-4")
     new_file = not path.exists()
     t0 = time.perf_counter()
@@ -186,20 +186,20 @@ def run_real(suite: str = "quick", out="taskflow-out/bench", scheduler_names=Non
         for k, ((wname, family, spec), sname) in enumerate(todo, 1):
             _all_workers_back(client, len(REAL_SPEEDS))
             g = build_workflow(spec, 0)
-            span = simulate(g, model, "heft", network="simple").makespan
+            span = simulate(g, cluster, "heft", network="simple").makespan
             scale = target_seconds / span if span > 0 else 1.0
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", TaskflowWarning)  # the first run's costs are declared, not measured
-                rep = run(g, sname, client=client, cluster=model, time_scale=scale, size_scale=scale, quiet=True,
+                rep = run(g, sname, client=client, cluster=cluster, time_scale=scale, size_scale=scale, quiet=True,
                           timeout=120)
             # the same workflow again, planned with what the first run measured
-            learned = run(g, sname, client=client, cluster=model, time_scale=scale, size_scale=scale, quiet=True,
+            learned = run(g, sname, client=client, cluster=cluster, time_scale=scale, size_scale=scale, quiet=True,
                           timeout=120, profile=rep.profile)
             sizes = emulated_sizes(g)
             ok = all(getattr(x.results[t], "nbytes", -1) == int(float(sizes[i]) * scale)
                      for x in (rep, learned) for i, t in enumerate(g.arrays.ids))
             learned.results = rep.results = None  # the bytes are checked: let them go before the next run
-            again = run(g, sname, client=client, cluster=model, time_scale=scale, size_scale=scale, quiet=True,
+            again = run(g, sname, client=client, cluster=cluster, time_scale=scale, size_scale=scale, quiet=True,
                         timeout=120, profile=rep.profile)
             again.results = None
             r = {"workflow": wname, "family": family, "cluster": "hetero-4", "scheduler": sname, "tasks": len(g),

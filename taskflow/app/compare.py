@@ -69,20 +69,20 @@ def compare(graphs, cluster: Cluster, schedulers=None, network: str = "maxmin", 
         [n for n in available() if not scheduler_class(n).duplicates]
     rows = []
     for label, g in graphs:
-        model = CostModel(g, cluster)
-        lb, cp = lower_bound(g, cluster, model), critical_path(g, model=model)[0]
+        cost_model = CostModel(g, cluster)
+        lb, cp = lower_bound(g, cluster, cost_model), critical_path(g, cost_model=cost_model)[0]
         for name in names:
-            sch = get_scheduler(name, seed=seed)
-            trace = simulate(g, cluster, sch, network=network, seed=seed)
+            policy = get_scheduler(name, seed=seed)
+            trace = simulate(g, cluster, policy, network=network, seed=seed)
             valid = not trace.problems(g, cluster, limit=1)
             mk = trace.makespan
-            rows.append({"graph": label, "tasks": len(g), "scheduler": sch.name, "kind": sch.kind,
+            rows.append({"graph": label, "tasks": len(g), "scheduler": policy.name, "kind": policy.kind,
                          "simulated_makespan": mk, "lower_bound": lb,
                          "bound_ratio": mk / lb if lb > 0 else float("nan"), "slr": mk / cp if cp > 0 else float("nan"),
                          "valid": valid, "measured_makespan": "", "predicted_makespan": "",
                          "placement_fidelity": "", "executable": g.executable})
             if progress:
-                print(f"  simulated {label} / {sch.name}: {mk:.6g} s", flush=True)
+                print(f"  simulated {label} / {policy.name}: {mk:.6g} s", flush=True)
     if real:
         _on_dask(graphs, cluster, rows, progress, dashboard, address, scheduler_file, profile, time_scale)
     if out is not None:
@@ -111,7 +111,7 @@ def _on_dask(graphs, cluster: Cluster, rows, progress, dashboard=False, address=
                            key=lambda n: (0, int(n), "") if n.isdigit() else (1, 0, n))
             if len(names) != len(cluster):
                 raise TaskflowError(f"the cluster at {address or scheduler_file} has {len(names)} workers "
-                                    f"({', '.join(names) or 'none'}) and the model {len(cluster)}: give as many "
+                                    f"({', '.join(names) or 'none'}) and the declared cluster {len(cluster)}: give as many "
                                     f"(--workers {len(names)})")
         else:
             lc = stack.enter_context(local_cluster(len(cluster), max(1, int(cluster.cores.max())),
@@ -121,12 +121,12 @@ def _on_dask(graphs, cluster: Cluster, rows, progress, dashboard=False, address=
             if dashboard:
                 say_dashboard(client)
             warm_cluster(client)
-        model = Cluster([w.__class__(n, w.speed, w.cores) for n, w in zip(names, cluster.workers)],
+        on_dask = Cluster([w.__class__(n, w.speed, w.cores) for n, w in zip(names, cluster.workers)],
                         cluster.bandwidth, None, cluster.latency, cluster.name)
-        _measure(graphs, cluster, model, client, rows, progress, profile, time_scale)
+        _measure(graphs, cluster, on_dask, client, rows, progress, profile, time_scale)
 
 
-def _measure(graphs, cluster, model, client, rows, progress, profile, time_scale) -> None:
+def _measure(graphs, cluster, on_dask, client, rows, progress, profile, time_scale) -> None:
     import warnings
 
     from ..errors import TaskflowWarning
@@ -143,11 +143,11 @@ def _measure(graphs, cluster, model, client, rows, progress, profile, time_scale
         for r in rows:
             if r["graph"] != label or not (r["kind"] == "static" or r["scheduler"] == "work-stealing"):
                 continue
-            g2 = g.restrict_costs(model.ids) if not g.arrays.costs else _renamed_costs(g, cluster, model)
+            g2 = g.restrict_costs(on_dask.ids) if not g.arrays.costs else _renamed_costs(g, cluster, on_dask)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", TaskflowWarning)
                 t0 = time.perf_counter()
-                rep = run(g2, r["scheduler"], client=client, cluster=model, time_scale=scale, size_scale=scale,
+                rep = run(g2, r["scheduler"], client=client, cluster=on_dask, time_scale=scale, size_scale=scale,
                           quiet=True, timeout=600, profile=profile)
             r["measured_makespan"] = rep.measured_makespan / scale
             r["predicted_makespan"] = rep.predicted_makespan / scale
@@ -157,9 +157,9 @@ def _measure(graphs, cluster, model, client, rows, progress, profile, time_scale
                       f"({time.perf_counter() - t0:.1f} s)", flush=True)
 
 
-def _renamed_costs(g: TaskGraph, cluster: Cluster, model: Cluster) -> TaskGraph:
-    """Per-worker costs keyed by the Dask workers' names instead of the cluster's ids."""
-    name = {w.id: m.id for w, m in zip(cluster.workers, model.workers)}
+def _renamed_costs(g: TaskGraph, cluster: Cluster, on_dask: Cluster) -> TaskGraph:
+    """Per-worker costs keyed by the Dask workers' names (``on_dask``) instead of the cluster's ids."""
+    name = {w.id: m.id for w, m in zip(cluster.workers, on_dask.workers)}
     a = g.arrays
     costs = {a.ids[i]: {name[w]: c for w, c in row.items() if w in name} for i, row in a.costs.items()}
     return g.with_costs(costs=costs)

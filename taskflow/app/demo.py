@@ -48,13 +48,13 @@ def main(out="taskflow-out", iterations: int = 10, workers: int = 2, bench: bool
         if dashboard:
             say_dashboard(client)
         warm_cluster(client)
-        model = cluster_from_dask(client, calibrate=True)  # speeds, network and Dask's per-task overhead
-        print(f"cluster model (measured): speeds {[round(w.speed, 2) for w in model.workers]}, "
-              f"{model.bandwidth / 1e9:.2f} GB/s, latency {model.latency * 1e3:.1f} ms, "
-              f"per-task overhead {model.task_overhead * 1e3:.1f} ms")
+        cluster = cluster_from_dask(client, calibrate=True)  # speeds, network and Dask's per-task overhead
+        print(f"cluster model (measured): speeds {[round(w.speed, 2) for w in cluster.workers]}, "
+              f"{cluster.bandwidth / 1e9:.2f} GB/s, latency {cluster.latency * 1e3:.1f} ms, "
+              f"per-task overhead {cluster.task_overhead * 1e3:.1f} ms")
         print(f"{'scheduler':<14} {'predicted s':>11} {'measured s':>10} {'fidelity':>8} {'final loss':>10}")
         for name in ("heft", "cpop", "work-stealing"):
-            rep = run(g, name, client=client, cluster=model, quiet=True)
+            rep = run(g, name, client=client, cluster=cluster, quiet=True)
             loss = sum(rep.results[f"it{iterations - 1}.w{w}.loss"][0] for w in range(workers)) / workers
             first = sum(rep.results[f"it0.w{w}.loss"][0] for w in range(workers)) / workers
             print(f"{name:<14} {rep.predicted_makespan:11.3f} {rep.measured_makespan:10.3f} "

@@ -454,12 +454,12 @@ def discover_racks(client, workers: dict, rates: dict, seconds: float = 0.4) -> 
     return racks, aggregate
 
 
-def attach_addresses(model: Cluster, client, subset: bool = False) -> Cluster:
+def attach_addresses(cluster: Cluster, client, subset: bool = False) -> Cluster:
     """The declared model with each worker's Dask address (matched by name).
 
     Parameters
     ----------
-    model : Cluster
+    cluster : Cluster
     client : distributed.Client
     subset : bool
         Leave out the model's workers Dask does not have (after a loss) instead of failing.
@@ -472,7 +472,7 @@ def attach_addresses(model: Cluster, client, subset: bool = False) -> Cluster:
     info = workers_info(client)
     by_name = {str(w.get("name", a)): a for a, w in info.items()}
     workers = []
-    for w in model.workers:
+    for w in cluster.workers:
         addr = by_name.get(str(w.id))
         if addr is None:
             if subset:
@@ -480,7 +480,7 @@ def attach_addresses(model: Cluster, client, subset: bool = False) -> Cluster:
             raise TaskflowError(f"cluster model names worker {w.id!r} but Dask has {sorted(by_name)}")
         workers.append(Worker(w.id, w.speed, w.cores, address=addr))
     kept = {x.id for x in workers}
-    return model.replace(workers=workers, bandwidths={a: r for a, r in model.bandwidths.items() if a in kept},
-                         racks={a: r for a, r in model.racks.items() if a in kept} if model.racks else None)
+    return cluster.replace(workers=workers, bandwidths={a: r for a, r in cluster.bandwidths.items() if a in kept},
+                         racks={a: r for a, r in cluster.racks.items() if a in kept} if cluster.racks else None)
 
 

@@ -10,7 +10,8 @@ from ..errors import TaskflowError
 from ..graph import TaskGraph
 from ..policy import get_scheduler, require_runnable
 from .calibrate import attach_addresses, cluster_from_dask
-from .messages import cluster_payload, graph_payload
+from ..formats.native import cluster_to_dict
+from .messages import graph_payload
 from .report import report_from_stream
 from .runner import connect, say_dashboard
 from .session import (Watchdog, call, close_quietly, ensure_plugin, frozen_heap, gather, stream_index,
@@ -71,8 +72,8 @@ def compute(*collections, scheduler="heft", client=None, costs: dict | None = No
     from dask.base import collections_to_expr, unpack_collections
     from dask.core import flatten
 
-    sch = get_scheduler(scheduler)
-    require_runnable(sch, "dask")
+    policy = get_scheduler(scheduler)
+    require_runnable(policy, "dask")
     colls, repack = unpack_collections(*collections)
     if not colls:
         return (collections, None) if report else collections
@@ -83,20 +84,20 @@ def compute(*collections, scheduler="heft", client=None, costs: dict | None = No
     if client is None and not (address or scheduler_file):
         client = _active_client()
     c, owned = connect(client, address, scheduler_file, workers, threads_per_worker,
-                       work_stealing=sch.name == "work-stealing", dashboard=dashboard)
+                       work_stealing=policy.name == "work-stealing", dashboard=dashboard)
     if dashboard:
         say_dashboard(c)
     run_id = f"compute-{uuid.uuid4().hex[:12]}"
-    static = sch.kind == "static"
+    static = policy.kind == "static"
     key_of = {name: k for k, name in name_of.items()}
     with frozen_heap():
         try:
             ensure_plugin(c)
-            model = attach_addresses(cluster, c) if cluster is not None else None
+            cluster = attach_addresses(cluster, c) if cluster is not None else None
             if static:
-                reply = call(c, "taskflow_register", run=run_id, graph=graph_payload(g, key_of), policy=sch.name,
-                             options={"seed": sch.seed, **sch.options},
-                             cluster=cluster_payload(model) if model is not None else None, client=c.id, estimate=True,
+                reply = call(c, "taskflow_register", run=run_id, graph=graph_payload(g, key_of), policy=policy.name,
+                             options={"seed": policy.seed, **policy.options},
+                             cluster=cluster_to_dict(cluster) if cluster is not None else None, client=c.id, estimate=True,
                              prefix_costs=dict(costs or {}))
                 if reply.get("status") != "OK":
                     raise TaskflowError(reply.get("error", "the scheduler plugin refused the graph"))
@@ -119,7 +120,7 @@ def compute(*collections, scheduler="heft", client=None, costs: dict | None = No
                 seen = workers_records(c, t_submit)
                 status = call(c, "taskflow_status", run=run_id, plan=True) if static else {}
                 planned = {name_of[tuple(k) if isinstance(k, list) else k]: w for k, w in status.get("plan", [])}
-                info = report_from_stream(g, records, scheduler=sch.name, client=c, model=model or cluster_from_dask(c),
+                info = report_from_stream(g, records, scheduler=policy.name, client=c, cluster=cluster or cluster_from_dask(c),
                                           key_of=key_of, task_of=name_of, plan=None,
                                           predicted=float(status.get("predicted") or float("nan")),
                                           planned_worker=planned, results={}, replans=status.get("replans", 0),

@@ -37,7 +37,7 @@ def plan_first(msgs: list, planned) -> list:
     return msgs
 
 
-def send_planned_in_order(scheduler, plugin) -> None:
+def send_planned_in_order(dask_scheduler, plugin) -> None:
     """A worker given several ready tasks at once starts the first to arrive, and only then
     follows priorities; Dask sends a graph's first ready tasks in the order of the priorities the
     graph arrived with, before the plugin set the plan's (on a graph of chains, each worker got its
@@ -48,13 +48,13 @@ def send_planned_in_order(scheduler, plugin) -> None:
 
     Parameters
     ----------
-    scheduler : distributed.Scheduler
+    dask_scheduler : distributed.Scheduler
     plugin : TaskflowPlugin
         Its runs say which tasks are planned, and where.
     """
     # Dask's own send_all, kept once: a plugin registered again wraps it, not the earlier wrapper
-    send_all = scheduler.__dict__.get("_taskflow_send_all") or scheduler.send_all
-    scheduler._taskflow_send_all = send_all
+    send_all = dask_scheduler.__dict__.get("_taskflow_send_all") or dask_scheduler.send_all
+    dask_scheduler._taskflow_send_all = send_all
 
     def send_planned_in_order(client_msgs, worker_msgs):
         planned = plugin.key_run
@@ -66,10 +66,10 @@ def send_planned_in_order(scheduler, plugin) -> None:
                     logger.exception("taskflow: could not order the tasks sent to a worker")
         return send_all(client_msgs, worker_msgs)
 
-    scheduler.send_all = send_planned_in_order
+    dask_scheduler.send_all = send_planned_in_order
 
 
-def keep_planned_replicas(scheduler, plugin) -> None:
+def keep_planned_replicas(dask_scheduler, plugin) -> None:
     """Dask's active memory manager drops replicas of an output beyond one per consumer not yet
     placed, from whichever worker it likes, every 2 s: it would drop an output sent ahead to the
     worker of its planned consumer (the plugin's prefetch), which then fetches it
@@ -78,7 +78,7 @@ def keep_planned_replicas(scheduler, plugin) -> None:
 
     Parameters
     ----------
-    scheduler : distributed.Scheduler
+    dask_scheduler : distributed.Scheduler
     plugin : TaskflowPlugin
         Its runs say which tasks are planned, and where.
     """
@@ -86,7 +86,7 @@ def keep_planned_replicas(scheduler, plugin) -> None:
         from distributed.active_memory_manager import ReduceReplicas, Suggestion
     except ImportError:  # a distributed without the memory manager: nothing drops replicas
         return
-    amm = getattr(scheduler, "extensions", {}).get("amm")
+    amm = getattr(dask_scheduler, "extensions", {}).get("amm")
     if amm is None:
         return
 
@@ -109,7 +109,7 @@ def keep_planned_replicas(scheduler, plugin) -> None:
             amm.add_policy(KeepPlannedReplicas())
 
 
-def dask_state(scheduler, prefixes=()) -> dict:
+def dask_state(dask_scheduler, prefixes=()) -> dict:
     """The state Dask's own scheduling decides from, read just before a graph is submitted, for
     :class:`schedulers.dask_model.DaskModel`: ``n_tasks`` (tasks it has sent to workers: where its
     round-robin starts), ``workers`` (addresses in its table's order), ``ties`` (addresses in the
@@ -120,15 +120,15 @@ def dask_state(scheduler, prefixes=()) -> dict:
 
     Parameters
     ----------
-    scheduler : distributed.Scheduler
+    dask_scheduler : distributed.Scheduler
     prefixes : iterable of str
     """
     import dask
     from distributed.stealing import LATENCY
     from tornado.ioloop import IOLoop
 
-    pc = scheduler.periodic_callbacks.get("stealing")
-    stealing = scheduler.extensions.get("stealing")
+    pc = dask_scheduler.periodic_callbacks.get("stealing")
+    stealing = dask_scheduler.extensions.get("stealing")
     interval = phase = None
     if pc is not None and stealing is not None:
         interval = float(pc.callback_time) / 1000.0
@@ -137,20 +137,20 @@ def dask_state(scheduler, prefixes=()) -> dict:
             phase = max(0.0, float(nxt) - IOLoop.current().time())
     durations = {}
     for p in prefixes:
-        tp = scheduler.task_prefixes.get(p)
+        tp = dask_scheduler.task_prefixes.get(p)
         durations[p] = float(tp.duration_average) if tp is not None and tp.duration_average >= 0 else None
-    return {"n_tasks": int(scheduler.n_tasks), "workers": list(scheduler.workers),
-            "ties": [ws.address for ws in set(scheduler.workers.values())],
-            "durations": durations, "unknown": float(scheduler.UNKNOWN_TASK_DURATION),
-            "bandwidth": float(scheduler.bandwidth), "saturation": float(scheduler.WORKER_SATURATION),
-            "rootish": [int(getattr(scheduler, "rootish_tg_threshold",
+    return {"n_tasks": int(dask_scheduler.n_tasks), "workers": list(dask_scheduler.workers),
+            "ties": [ws.address for ws in set(dask_scheduler.workers.values())],
+            "durations": durations, "unknown": float(dask_scheduler.UNKNOWN_TASK_DURATION),
+            "bandwidth": float(dask_scheduler.bandwidth), "saturation": float(dask_scheduler.WORKER_SATURATION),
+            "rootish": [int(getattr(dask_scheduler, "rootish_tg_threshold",
                                     dask.config.get("distributed.scheduler.rootish-taskgroup"))),
-                        int(getattr(scheduler, "rootish_tg_dependencies_threshold",
+                        int(getattr(dask_scheduler, "rootish_tg_dependencies_threshold",
                                     dask.config.get("distributed.scheduler.rootish-taskgroup-dependencies")))],
             "steal_interval": interval, "steal_phase": phase, "steal_latency": float(LATENCY)}
 
 
-def estimated_graph(scheduler, tss, durations: dict, sizes: dict, speeds: dict, prefix_costs: dict | None = None):
+def estimated_graph(dask_scheduler, tss, durations: dict, sizes: dict, speeds: dict, prefix_costs: dict | None = None):
     """A cost model of Dask tasks from what was measured: per task-name prefix, the seconds at
     speed 1 of the tasks the plugin saw finish (each duration times its worker's learned speed),
     else Dask's per-prefix duration average (its default for prefixes never run); outputs:
@@ -159,7 +159,7 @@ def estimated_graph(scheduler, tss, durations: dict, sizes: dict, speeds: dict, 
 
     Parameters
     ----------
-    scheduler : distributed.Scheduler
+    dask_scheduler : distributed.Scheduler
     tss : list of TaskState
     durations : dict
         Task prefix -> {worker name: [compute seconds, tasks]}.
@@ -182,7 +182,7 @@ def estimated_graph(scheduler, tss, durations: dict, sizes: dict, speeds: dict, 
         known[name] = sum(secs * speeds.get(w, 1.0) for w, (secs, _) in row.items()) / n if n else None
     cost = [float(declared[ts.prefix.name]) if ts.prefix.name in declared
             else known[ts.prefix.name] if known.get(ts.prefix.name) is not None
-            else float(scheduler._get_prefix_duration(ts.prefix)) for ts in tss]
+            else float(dask_scheduler._get_prefix_duration(ts.prefix)) for ts in tss]
 
     def size_of(ts) -> float:
         total, count = sizes.get(ts.prefix.name, (0.0, 0))
@@ -201,16 +201,16 @@ def estimated_graph(scheduler, tss, durations: dict, sizes: dict, speeds: dict, 
     return TaskGraph.from_arrays("dask", [ts.key for ts in tss], cost, out, src, dst, size)
 
 
-def received_rates(scheduler) -> dict:
+def received_rates(dask_scheduler) -> dict:
     """Sender name -> receiver name -> bytes per second that the receiver really took in, as its
     :class:`~.worker_plugin.IncomingRates` heartbeat metric says (a receiver busy computing, or held
     to part of a core, takes bytes in far slower than an idle calibration shows).
 
     Parameters
     ----------
-    scheduler : distributed.Scheduler
+    dask_scheduler : distributed.Scheduler
     """
-    workers = scheduler.workers
+    workers = dask_scheduler.workers
     out: dict = {}
     for dst, ws in workers.items():
         for src, (nbytes, secs) in ((getattr(ws, "metrics", None) or {}).get(RATES_METRIC) or {}).items():

@@ -1,12 +1,13 @@
-"""What the client and the scheduler plugin tell each other: a run's graph, its declared cluster and
-its plan's priorities, as plain messages (lists, strings, numbers), one format each way."""
+"""What the client and the scheduler plugin tell each other: a run's graph and its plan's priorities,
+as plain messages (lists, strings, numbers), one format each way. The declared cluster crosses as
+its native document (:func:`taskflow.formats.native.cluster_to_dict`), the format of a cluster
+file."""
 
 from __future__ import annotations
 
-from ..cluster import Cluster
 from ..graph import TaskGraph
 
-__all__ = ["plan_priorities", "graph_payload", "graph_from_payload", "cluster_payload"]
+__all__ = ["plan_priorities", "graph_payload", "graph_from_payload"]
 
 
 def plan_priorities(plan) -> dict:
@@ -57,18 +58,3 @@ def graph_from_payload(doc: dict) -> TaskGraph:
     if doc.get("costs"):
         g = g.with_costs(costs={keys[i]: c for i, c in doc["costs"]})
     return g
-
-
-def cluster_payload(model: Cluster) -> dict:
-    """The declared parts of a cluster model, as a message: speeds by worker name, the network and
-    the per-task overhead (the plugin takes cores and addresses from the live workers).
-
-    Parameters
-    ----------
-    model : Cluster
-    """
-    return {"speeds": {str(w.id): w.speed for w in model.workers}, "bandwidth": model.bandwidth,
-            "bandwidths": {str(a): {str(b): v for b, v in row.items()} for a, row in model.bandwidths.items()},
-            "latency": model.latency, "task_overhead": model.task_overhead, "backplane": model.backplane,
-            "racks": {str(a): r for a, r in model.racks.items()} if model.racks is not None else None,
-            "uplink": model.uplink}

@@ -43,6 +43,7 @@ sub-graph of unfinished tasks and the surviving workers.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -51,6 +52,7 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 
 from ..cluster import Cluster, Worker
 from ..errors import TaskflowError
+from ..formats.native import cluster_from_dict
 from ..graph import TaskGraph
 from ..policy import get_scheduler, require_runnable
 from .learn import last_compute, relative_speeds, speeds_on
@@ -122,7 +124,7 @@ class TaskflowPlugin(SchedulerPlugin):
         self.key_run: dict = {}
         self.policies: dict = {}  # client id -> (policy name, options)
         self.lost_all_since: float | None = None
-        self.scheduler = None
+        self.dask_scheduler = None
         self._count = 0
         self.durations: dict = {}  # task prefix -> {worker name: [compute seconds, tasks]}
         self.sizes: dict = {}  # task prefix -> [output bytes, tasks]
@@ -132,7 +134,7 @@ class TaskflowPlugin(SchedulerPlugin):
     # ------------------------------------------------------------------ wiring
     async def start(self, scheduler) -> None:
         """Install the handlers clients call (``taskflow_register``, ``taskflow_status``, ...)."""
-        self.scheduler = scheduler
+        self.dask_scheduler = scheduler
         scheduler.handlers.update({"taskflow_register": self.handle_register, "taskflow_status": self.handle_status,
                                    "taskflow_use": self.handle_use, "taskflow_forget": self.handle_forget,
                                    "taskflow_dask_state": self.handle_dask_state})
@@ -182,7 +184,8 @@ class TaskflowPlugin(SchedulerPlugin):
         policy : str
         options : dict, optional
         cluster : dict, optional
-            A :func:`cluster_payload` (declared speeds, network, overhead).
+            The declared cluster as a native document (:func:`taskflow.formats.native.cluster_to_dict`):
+            speeds by worker name, network, overhead; the live workers' cores and addresses win.
         client : str, optional
         estimate : bool
             The graph's costs are placeholders: estimate them from what Dask knows (and
@@ -201,11 +204,12 @@ class TaskflowPlugin(SchedulerPlugin):
             if sch.kind == "static":
                 require_runnable(sch, "dask")
             g = graph_from_payload(graph)
+            declared = cluster_from_dict(cluster, "the run's cluster") if cluster is not None else None
         except TaskflowError as e:
             return {"status": "error", "error": str(e)}
         if sch.kind != "static":
             return {"status": "error", "error": f"{sch.name!r} is a dynamic policy; the plugin places with static ones"}
-        r = Run(run, g, sch, cluster, client, owned=False, estimate=estimate, prefix_costs=prefix_costs)
+        r = Run(run, g, sch, declared, client, owned=False, estimate=estimate, prefix_costs=prefix_costs)
         self.runs[run] = r
         for k in g.ids:
             self.key_run[k] = run
@@ -223,7 +227,7 @@ class TaskflowPlugin(SchedulerPlugin):
         plan : bool
             Include the run's latest plan (key -> worker name).
         """
-        out = {"workers": len(self.scheduler.workers), "lost_all_since": self.lost_all_since, "grace": self.grace,
+        out = {"workers": len(self.dask_scheduler.workers), "lost_all_since": self.lost_all_since, "grace": self.grace,
                "now": time.time(), "learned_speeds": self.learned_speeds()}
         r = self.runs.get(run)
         if r is not None:
@@ -241,7 +245,7 @@ class TaskflowPlugin(SchedulerPlugin):
         prefixes : list of str
             The task prefixes whose duration estimates are wanted.
         """
-        return dask_state(self.scheduler, prefixes)
+        return dask_state(self.dask_scheduler, prefixes)
 
     def handle_forget(self, run: str) -> dict:
         """Drop a finished run.
@@ -257,7 +261,7 @@ class TaskflowPlugin(SchedulerPlugin):
 
     def _release(self, r: Run) -> None:
         """Its keys are free again (a graph sending them is a new run) and keep no restriction."""
-        tasks = self.scheduler.tasks if self.scheduler is not None else {}
+        tasks = self.dask_scheduler.tasks if self.dask_scheduler is not None else {}
         for k in r.graph.ids:
             if self.key_run.get(k) == r.id:
                 del self.key_run[k]
@@ -283,8 +287,8 @@ class TaskflowPlugin(SchedulerPlugin):
             self._prefetch(key, stimulus_id or f"taskflow-prefetch-{time.time()}")
         span = last_compute(kwargs.get("startstops"))
         secs = span[1] - span[0] if span else 0.0
-        ws = self.scheduler.workers.get(kwargs.get("worker"))
-        ts = self.scheduler.tasks.get(key)
+        ws = self.dask_scheduler.workers.get(kwargs.get("worker"))
+        ts = self.dask_scheduler.tasks.get(key)
         if secs <= 0 or ws is None or ts is None:
             return
         if run is not None and not run.learned:
@@ -308,7 +312,7 @@ class TaskflowPlugin(SchedulerPlugin):
         worker a plan puts a dependent of it on, where that dependent still waits for other
         inputs. Dask alone moves an input only once its consumer is ready and placed; a plan knows the consumer's worker in advance, so the
         transfer overlaps the inputs still being computed, as the plan's model assumes."""
-        sched = self.scheduler
+        sched = self.dask_scheduler
         ts = sched.tasks.get(key)
         if ts is None or not ts.who_has or ts.nbytes < PREFETCH_BYTES:
             return  # a small output moves as fast with its consumer's other inputs, in one message
@@ -345,7 +349,7 @@ class TaskflowPlugin(SchedulerPlugin):
     def learned_bandwidths(self) -> dict:
         """Sender name -> receiver name -> bytes per second the receiver took in
         (:func:`.dask_hooks.received_rates`)."""
-        return received_rates(self.scheduler)
+        return received_rates(self.dask_scheduler)
 
     def update_graph(self, scheduler, *, client: str, keys, tasks, annotations, priority, stimulus_id: str,
                      **kwargs) -> None:
@@ -436,7 +440,7 @@ class TaskflowPlugin(SchedulerPlugin):
         """Its tasks arrived before any plan (costs to estimate, or a graph under ``taskflow.use``):
         estimate the costs from what Dask knows, plan, place."""
         if r.estimate:
-            tss = [self.scheduler.tasks[k] for k in r.graph.ids if k in self.scheduler.tasks]
+            tss = [self.dask_scheduler.tasks[k] for k in r.graph.ids if k in self.dask_scheduler.tasks]
             r.graph = self._graph_of([ts for ts in tss if ts.run_spec is not None], r.prefix_costs)
             r.estimate = False
             r.plan = {}
@@ -451,7 +455,7 @@ class TaskflowPlugin(SchedulerPlugin):
                 self._move(r, FAILED)
                 return
         r.state = RUNNING
-        r.count_done(self.scheduler.tasks)
+        r.count_done(self.dask_scheduler.tasks)
         self._apply(r, stimulus_id)
         if len(r.done) == len(r.graph):  # nothing left to run (every key was already in memory)
             self._move(r, FINISHED)
@@ -488,40 +492,34 @@ class TaskflowPlugin(SchedulerPlugin):
 
     def _stale(self, r: Run) -> bool:
         """No plan yet, or one that names a worker no longer there."""
-        workers = self.scheduler.workers
+        workers = self.dask_scheduler.workers
         return not r.plan or any(w not in r.addr or r.addr[w] not in workers for w in set(r.plan.values()))
 
     # ------------------------------------------------------------------ planning
     def _unfinished(self, r: Run) -> list:
         """Keys of ``r`` not finished and not running on a live worker (see :meth:`Run.unfinished`)."""
-        return r.unfinished(self.scheduler.tasks)
+        return r.unfinished(self.dask_scheduler.tasks)
 
     def _live_cluster(self, r: Run) -> Cluster | None:
-        declared = r.cluster
-        speeds = declared.get("speeds", {})
-        if r.learned:  # speeds Dask's tasks showed beat declared or calibrated ones
-            speeds = speeds_on({str(ws.name): speeds.get(str(ws.name), 1.0) for ws in self.scheduler.workers.values()},
-                               self.learned_speeds())
-        workers = []
-        for ws in sorted(self.scheduler.workers.values(), key=lambda ws: str(ws.name)):
-            name = str(ws.name)
-            workers.append(Worker(name, speeds.get(name, 1.0), max(1, int(ws.nthreads)), address=ws.address))
-        if not workers:
+        """The declared cluster of ``r`` over the live workers (:meth:`Cluster.on_workers`); for a
+        run that learns, with the speeds and rates Dask's tasks and transfers showed."""
+        live = [Worker(str(ws.name), 1.0, max(1, int(ws.nthreads)), address=ws.address)
+                for ws in sorted(self.dask_scheduler.workers.values(), key=lambda ws: str(ws.name))]
+        if not live:
             return None
-        names = {w.id for w in workers}
-        bw = declared.get("bandwidth") or self.scheduler.bandwidth or 1e9
-        pairs = {a: {b: v for b, v in row.items() if b in names} for a, row in declared.get("bandwidths", {}).items()
-                 if a in names}
-        if r.learned:  # rates the workers received at beat declared or calibrated ones
-            for a, row in self.learned_bandwidths().items():
-                pairs.setdefault(a, {}).update(row)
-        racks = declared.get("racks")
-        if racks is not None:  # a worker the declared racks do not name (one that joined): a rack of its own
-            racks = {w.id: racks.get(w.id, f"joined:{w.id}") for w in workers}
-        return Cluster(workers, bandwidth=bw, bandwidths={a: row for a, row in pairs.items() if row},
-                       latency=declared.get("latency", 0.0), name="dask",
-                       task_overhead=declared.get("task_overhead", 0.0), backplane=declared.get("backplane"),
-                       racks=racks, uplink=declared.get("uplink") if racks is not None else None)
+        declared = r.cluster or Cluster(live, bandwidth=self.dask_scheduler.bandwidth or 1e9, name="dask")
+        cluster = declared.on_workers(live)
+        if not r.learned:
+            return cluster
+        # speeds Dask's tasks showed, and rates the workers received at, beat declared or calibrated ones
+        speeds = speeds_on({w.id: w.speed for w in cluster.workers}, self.learned_speeds())
+        pairs = {a: dict(row) for a, row in cluster.bandwidths.items()}
+        names = set(cluster.ids)
+        for a, row in self.learned_bandwidths().items():
+            if a in names:
+                pairs.setdefault(a, {}).update({b: v for b, v in row.items() if b in names})
+        return cluster.replace(workers=[dataclasses.replace(w, speed=speeds[w.id]) for w in cluster.workers],
+                               bandwidths={a: row for a, row in pairs.items() if row})
 
     def _plan(self, r: Run):
         """Plan the unfinished part of ``r`` on the live workers; the plan (a Schedule) or None."""
@@ -550,8 +548,8 @@ class TaskflowPlugin(SchedulerPlugin):
     def _apply(self, r: Run, stimulus_id: str) -> None:
         """Restrict each unfinished planned task to its worker, set its priority, release the
         stranded ones to their new worker."""
-        tasks = self.scheduler.tasks
-        workers = self.scheduler.workers
+        tasks = self.dask_scheduler.tasks
+        workers = self.dask_scheduler.workers
         recommendations = {}
         for key, name in r.plan.items():
             ts = tasks.get(key)
@@ -567,11 +565,11 @@ class TaskflowPlugin(SchedulerPlugin):
             if ts.state == "no-worker":
                 recommendations[key] = "waiting"
         if recommendations:
-            self.scheduler.transitions(recommendations, stimulus_id=stimulus_id)
+            self.dask_scheduler.transitions(recommendations, stimulus_id=stimulus_id)
 
     def _graph_of(self, tss, prefix_costs: dict | None = None) -> TaskGraph:
         """The cost model of Dask tasks ``tss`` from what was measured (:func:`.dask_hooks.estimated_graph`)."""
-        return estimated_graph(self.scheduler, tss, self.durations, self.sizes, self.learned_speeds(), prefix_costs)
+        return estimated_graph(self.dask_scheduler, tss, self.durations, self.sizes, self.learned_speeds(), prefix_costs)
 
     def _plan_message(self, plan) -> dict:
         if plan is None:
@@ -580,9 +578,9 @@ class TaskflowPlugin(SchedulerPlugin):
                 "finish": plan.finish.tolist()}
 
     def _workers_message(self, r: Run) -> list:
-        speeds = r.cluster.get("speeds", {})
+        speeds = {str(w.id): w.speed for w in r.cluster.workers} if r.cluster is not None else {}
         return [{"name": str(ws.name), "address": ws.address, "cores": int(ws.nthreads),
-                 "speed": speeds.get(str(ws.name), 1.0)} for ws in self.scheduler.workers.values()]
+                 "speed": speeds.get(str(ws.name), 1.0)} for ws in self.dask_scheduler.workers.values()]
 
 
 async def dask_setup(scheduler, policy: str | None = None) -> None:

@@ -160,7 +160,7 @@ def result_entry(value) -> dict:
     return entry
 
 
-def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, model: Cluster, key_of: dict,
+def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, cluster: Cluster, key_of: dict,
                        task_of: dict, plan, predicted: float, planned_worker: dict, results: dict, replans: int,
                        t_submit: float, time_scale: float, size_scale: float, incoming: dict | None = None,
                        clocks: dict | None = None) -> RunReport:
@@ -174,8 +174,8 @@ def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, mod
     scheduler : str
         The policy's name.
     client : distributed.Client
-        Names the workers that are not in ``model`` (joined later).
-    model : Cluster
+        Names the workers that are not in ``cluster`` (joined later).
+    cluster : Cluster
         The cluster model the run planned with (its workers' addresses map to ids).
     key_of, task_of : dict
         Task id -> current Dask key, and back.
@@ -209,7 +209,7 @@ def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, mod
         The stream recorded no task of this run.
     """
     worker_of_addr = {}
-    for w in model.workers:
+    for w in cluster.workers:
         worker_of_addr[w.address] = w.id
     for addr, w in workers_info(client).items():
         worker_of_addr.setdefault(addr, str(w.get("name", addr)))
@@ -261,5 +261,5 @@ def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, mod
             row["deviation"] = r.finish - planned[r.task][2]
         rows.append(row)
     fidelity = same / len(runs) if planned_worker else 0.0
-    return RunReport(scheduler, results, trace, predicted, measured, fidelity, plan, model, rows,
+    return RunReport(scheduler, results, trace, predicted, measured, fidelity, plan, cluster, rows,
                      replans, origin - t_submit, time_scale, size_scale, sinks=graph.sinks())

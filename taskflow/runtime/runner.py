@@ -40,7 +40,8 @@ from .calls import TaskFailed, ship_code
 from .dask_graph import dask_graph, dask_priorities, keys_for
 from .learn import CostProfile
 from .local import local_cluster, warm_cluster
-from .messages import cluster_payload, graph_payload, plan_priorities
+from ..formats.native import cluster_to_dict
+from .messages import graph_payload, plan_priorities
 from .report import RunReport, report_from_stream
 from .session import (Watchdog, call, close_quietly, ensure_plugin, frozen_heap, gather, stream_index, stream_since,
                       wait_for, workers_reachable, workers_records)
@@ -261,9 +262,9 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
         (the base of all of these) A simulator-only policy, an empty graph, a dashboard without
         bokeh.
     """
-    sch = get_scheduler(scheduler, seed=seed)
-    dynamic = sch.kind == "dynamic"
-    require_runnable(sch, "dask")
+    policy = get_scheduler(scheduler, seed=seed)
+    dynamic = policy.kind == "dynamic"
+    require_runnable(policy, "dask")
     graph.validate()
     if not len(graph):
         raise TaskflowError(f"graph {graph.name!r} has no tasks: nothing to run")
@@ -279,7 +280,7 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
         if dashboard or not quiet:
             say_dashboard(c)
         with frozen_heap():
-            return _Runner(graph, sch, c, cluster, speeds, calibrate, time_scale, size_scale, retries, quiet,
+            return _Runner(graph, policy, c, cluster, speeds, calibrate, time_scale, size_scale, retries, quiet,
                            timeout, profile).go()
     finally:
         close_quietly(owned)
@@ -289,9 +290,9 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
 DASK_DRAWS = 8
 
 
-def predict_dask(graph: TaskGraph, model: Cluster, state: dict | None, time_scale: float = 1.0,
+def predict_dask(graph: TaskGraph, cluster: Cluster, state: dict | None, time_scale: float = 1.0,
                  size_scale: float = 1.0, draws: int | None = None, keys: dict | None = None) -> float:
-    """The makespan (scaled seconds) of ``graph`` on ``model`` under Dask's own scheduling: the
+    """The makespan (scaled seconds) of ``graph`` on ``cluster`` under Dask's own scheduling: the
     simulator's model of Dask's decisions (:class:`schedulers.dask_model.DaskModel`) started from
     ``state`` (:func:`taskflow.runtime.dask_hooks.dask_state`, read from the scheduler just before the
     graph is submitted; None: Dask's defaults), with the max-min network, averaged over ``draws``
@@ -301,7 +302,7 @@ def predict_dask(graph: TaskGraph, model: Cluster, state: dict | None, time_scal
     ----------
     graph : TaskGraph
         With costs in the model's (unscaled) seconds and bytes.
-    model : Cluster
+    cluster : Cluster
         Its workers carry their Dask addresses.
     state : dict or None
     time_scale, size_scale : float
@@ -318,7 +319,7 @@ def predict_dask(graph: TaskGraph, model: Cluster, state: dict | None, time_scal
     opts = {"unknown_duration": 0.5 / ts, "steal_interval": 1.0 / ts, "steal_latency": 0.1 / ts,
             "min_victim": 0.2 / ts}
     if state:
-        by_address = {w.address: w.id for w in model.workers if w.address}
+        by_address = {w.address: w.id for w in cluster.workers if w.address}
         opts.update(
             n_tasks=state["n_tasks"], order=[by_address[a] for a in state["workers"] if a in by_address],
             tie_order=[by_address[a] for a in state["ties"] if a in by_address],
@@ -329,7 +330,7 @@ def predict_dask(graph: TaskGraph, model: Cluster, state: dict | None, time_scal
             steal_phase=state["steal_phase"] / ts if state["steal_phase"] is not None else None)
     opts["priorities"] = dask_priorities(graph, keys)
     k = draws if draws is not None else max(1, min(DASK_DRAWS, 16_000 // max(1, len(graph))))
-    spans = [simulate(graph, model, "dask-model", network="maxmin", scheduler_options=opts, seed=d).makespan
+    spans = [simulate(graph, cluster, "dask-model", network="maxmin", scheduler_options=opts, seed=d).makespan
              for d in range(k)]
     return sum(spans) / len(spans) * ts
 
@@ -363,12 +364,12 @@ def submit_order(plan, key_of: dict):
 class _Runner:
     """One run: plan (inside the scheduler), submit once, watch, measure."""
 
-    def __init__(self, graph, sch, client, cluster, speeds, calibrate, time_scale, size_scale, retries, quiet,
+    def __init__(self, graph, policy, client, cluster, speeds, calibrate, time_scale, size_scale, retries, quiet,
                  timeout, profile=None):
         self.graph = graph
-        self.sch = sch
+        self.policy = policy
         self.client = client
-        self.model_given = cluster
+        self.declared = cluster
         self.speeds = speeds
         self.calibrate = calibrate
         self.time_scale = time_scale
@@ -385,58 +386,56 @@ class _Runner:
         #: ``{"state": ...}``: Dask's scheduler state at submission (:func:`.dask_hooks.dask_state`),
         #: for a run it schedules (a box, so that the prediction holds it and not the runner)
         self.dask_state = {}
-        self.watchdog = Watchdog(client, self.run_id if sch.kind == "static" else None)
+        self.watchdog = Watchdog(client, self.run_id if policy.kind == "static" else None)
 
-    def _model(self) -> Cluster:
-        if self.model_given is not None:
-            model = attach_addresses(self.model_given, self.client)
+    def _cluster(self) -> Cluster:
+        """The cluster the run plans for: the declared one with Dask's addresses, or one measured."""
+        if self.declared is not None:
+            cluster = attach_addresses(self.declared, self.client)
         else:
-            model = cluster_from_dask(self.client, calibrate=self.calibrate, speeds=self.speeds)
-        if model.task_overhead and self.time_scale != 1.0:
+            cluster = cluster_from_dask(self.client, calibrate=self.calibrate, speeds=self.speeds)
+        if cluster.task_overhead and self.time_scale != 1.0:
             # predictions are scaled by time_scale; Dask's per-task overhead is not
-            model = model.with_task_overhead(model.task_overhead / self.time_scale)
-        return model
+            cluster = cluster.with_task_overhead(cluster.task_overhead / self.time_scale)
+        return cluster
 
-    def _register(self, graph: TaskGraph, model: Cluster):
+    def _register(self, graph: TaskGraph, cluster: Cluster):
         """Hand the graph and its costs to the scheduler plugin, which plans it; return the plan."""
         reply = call(self.client, "taskflow_register", run=self.run_id, graph=graph_payload(graph, self.key_of),
-                     policy=self.sch.name, options={"seed": self.sch.seed, **self.sch.options},
-                     cluster=cluster_payload(model), client=self.client.id)
+                     policy=self.policy.name, options={"seed": self.policy.seed, **self.policy.options},
+                     cluster=cluster_to_dict(cluster), client=self.client.id)
         if reply.get("status") != "OK":
             raise TaskflowError(reply.get("error", "the scheduler plugin refused the run"))
         task_of = self.task_of
         keys = [tuple(k) if isinstance(k, list) else k for k in reply["keys"]]
         self.workers_info = reply.get("workers_info", [])
         return Schedule([task_of[k] for k in keys], reply["workers"], reply["start"], reply["finish"],
-                        scheduler=self.sch.name)
+                        scheduler=self.policy.name)
 
-    def _joined(self, model: Cluster, plan) -> Cluster:
-        """``model`` with the workers that joined between measuring the cluster and planning (the
-        plugin plans on the live workers): their cores and declared speed from the plugin."""
-        known = {str(w.id) for w in model.workers}
-        if plan is None or set(map(str, plan.workers)) <= known:
-            return model
-        extra = [Worker(w["name"], w.get("speed", 1.0), max(1, int(w.get("cores", 1))), address=w.get("address"))
-                 for w in self.workers_info if w["name"] not in known]
-        racks = {**model.racks, **{w.id: f"joined:{w.id}" for w in extra}} if model.racks is not None else None
-        return model.replace(workers=[*model.workers, *extra], racks=racks)
+    def _joined(self, cluster: Cluster, plan) -> Cluster:
+        """``cluster`` over the live workers the plugin planned on (:meth:`Cluster.on_workers`), when
+        the plan uses a worker that joined after the cluster was measured."""
+        if plan is None or set(map(str, plan.workers)) <= {str(w.id) for w in cluster.workers}:
+            return cluster
+        return cluster.on_workers([Worker(w["name"], w.get("speed", 1.0), max(1, int(w.get("cores", 1))),
+                                          address=w.get("address")) for w in self.workers_info])
 
     def go(self) -> RunReport:
-        model = self._model()  # declared: what emulated tasks sleep by
-        self.model0 = model
-        plan_graph, plan_model = self.graph, model
+        cluster = self._cluster()  # declared: what emulated tasks sleep by
+        self.cluster = cluster
+        plan_graph, plan_cluster = self.graph, cluster
         if self.profile is not None:  # plan with what earlier runs measured
-            plan_graph, plan_model = self.profile.apply(self.graph, model, self.time_scale, self.size_scale)
+            plan_graph, plan_cluster = self.profile.apply(self.graph, cluster, self.time_scale, self.size_scale)
         ensure_plugin(self.client)
-        static = self.sch.kind == "static"
-        plan = self._register(plan_graph, plan_model) if static else None
-        self.model0, plan_model = self._joined(model, plan), self._joined(plan_model, plan)
-        model = self.model0
-        predicted = self._predict(plan, plan_graph, plan_model)
+        static = self.policy.kind == "static"
+        plan = self._register(plan_graph, plan_cluster) if static else None
+        self.cluster, plan_cluster = self._joined(cluster, plan), self._joined(plan_cluster, plan)
+        cluster = self.cluster
+        predicted = self._predict(plan, plan_graph, plan_cluster)
         ids = self.graph.ids
         ship_code(self.graph)
-        dsk = dask_graph(self.graph, ids, self.key_of, model, self.time_scale, self.size_scale)
-        direct = workers_reachable(self.client, [w.address for w in model.workers if w.address])
+        dsk = dask_graph(self.graph, ids, self.key_of, cluster, self.time_scale, self.size_scale)
+        direct = workers_reachable(self.client, [w.address for w in cluster.workers if w.address])
         try:
             index = stream_index(self.client)
             if plan is None:
@@ -451,8 +450,8 @@ class _Runner:
             records = stream_since(self.client, index)
             seen = workers_records(self.client, t_submit)
             planned = self._final_plan() if static else {}
-            report = report_from_stream(self.graph, records, scheduler=self.sch.name, client=self.client,
-                                        model=self.model0, key_of=self.key_of, task_of=self.task_of, plan=plan,
+            report = report_from_stream(self.graph, records, scheduler=self.policy.name, client=self.client,
+                                        cluster=self.cluster, key_of=self.key_of, task_of=self.task_of, plan=plan,
                                         predicted=predicted, planned_worker=planned, results=results,
                                         replans=self.replans, t_submit=t_submit, time_scale=self.time_scale,
                                         size_scale=self.size_scale, incoming=seen.transfers, clocks=seen.clocks)
@@ -471,7 +470,7 @@ class _Runner:
 
     def _watch(self) -> None:
         """Wait for the sinks (every task is an ancestor of one); every wait is bounded."""
-        bar = None if self.quiet else _progress_bar(len(self.futures), self.sch.name)
+        bar = None if self.quiet else _progress_bar(len(self.futures), self.policy.name)
         state = {"last": time.perf_counter()}
 
         def progress():
@@ -494,21 +493,21 @@ class _Runner:
         task_of = self.task_of
         return {task_of[tuple(k) if isinstance(k, list) else k]: w for k, w in status.get("plan", [])}
 
-    def _predict(self, plan, graph, model):
+    def _predict(self, plan, graph, cluster):
         """A function predicting the makespan in scaled seconds: the simulator carrying out
-        ``plan`` on ``model`` with the max-min network; without a plan (Dask's own scheduling),
+        ``plan`` on ``cluster`` with the max-min network; without a plan (Dask's own scheduling),
         the simulator's model of Dask's decisions (``dask-model``) started from the state Dask's
         scheduler was in when the graph was submitted (:attr:`dask_state`), averaged over
         draws of the orders Dask's hashes give its sets of tasks."""
-        sch, scale, size_scale, box, keys = self.sch, self.time_scale, self.size_scale, self.dask_state, self.key_of
+        policy, scale, size_scale, box, keys = self.policy, self.time_scale, self.size_scale, self.dask_state, self.key_of
 
         def predict():
             from ..simulator import simulate
 
-            g = graph.restrict_costs(model.ids)
+            g = graph.restrict_costs(cluster.ids)
             if plan is not None:  # the plugin sends planned outputs ahead to their consumers' workers
-                return simulate(g, model, sch, network="maxmin", plan=plan, plan_order="ready").makespan * scale
-            return predict_dask(g, model, box.get("state"), scale, size_scale, keys=keys)
+                return simulate(g, cluster, policy, network="maxmin", plan=plan, plan_order="ready").makespan * scale
+            return predict_dask(g, cluster, box.get("state"), scale, size_scale, keys=keys)
         return predict
 
     def _read_dask_state(self) -> None:

@@ -20,6 +20,7 @@ shutting down after the work is done has no run left waiting for a worker.
 
 from __future__ import annotations
 
+from ..cluster import Cluster
 from ..graph import TaskGraph
 
 __all__ = ["Run", "REGISTERED", "PLANNED", "RUNNING", "REPLANNING", "FINISHED", "FAILED", "STATES", "TRANSITIONS",
@@ -57,8 +58,8 @@ class Run:
     graph : TaskGraph
         Its cost model; task ids are the Dask keys.
     policy : Scheduler
-    cluster : dict, optional
-        The declared model (speeds by worker name, network, task overhead).
+    cluster : Cluster, optional
+        The declared cluster (speeds by worker name, network, task overhead); None: all alike.
     client : str, optional
     owned : bool
         Made by the plugin for a client's graph under ``taskflow.use`` (forgotten once finished).
@@ -71,12 +72,12 @@ class Run:
     __slots__ = ("id", "graph", "policy", "cluster", "client", "plan", "prio", "addr", "replans", "error", "owned",
                  "estimate", "prefix_costs", "learned", "predicted", "state", "done", "before")
 
-    def __init__(self, run_id, graph: TaskGraph, policy, cluster: dict | None, client: str | None, owned: bool,
+    def __init__(self, run_id, graph: TaskGraph, policy, cluster: Cluster | None, client: str | None, owned: bool,
                  estimate: bool = False, prefix_costs: dict | None = None):
         self.id = run_id
         self.graph = graph
         self.policy = policy
-        self.cluster = cluster or {}  # declared model: speeds by worker name, network, task overhead
+        self.cluster = cluster  # declared: speeds by worker name, network, task overhead
         self.client = client
         self.plan: dict = {}  # key -> worker name
         self.prio: dict = {}  # key -> priority (higher runs first)

@@ -94,7 +94,7 @@ def simulate(graph: TaskGraph, cluster: Cluster, scheduler="heft", network: str 
                      plan_order=plan_order, fetch=fetch).run()
 
 
-def plan(graph: TaskGraph, cluster: Cluster, scheduler="heft", *, model: CostModel | None = None, seed: int = 0,
+def plan(graph: TaskGraph, cluster: Cluster, scheduler="heft", *, cost_model: CostModel | None = None, seed: int = 0,
          **options) -> Schedule:
     """The schedule of ``graph`` on ``cluster`` under any policy.
 
@@ -106,7 +106,7 @@ def plan(graph: TaskGraph, cluster: Cluster, scheduler="heft", *, model: CostMod
     graph : TaskGraph
     cluster : Cluster
     scheduler : str or Scheduler
-    model : CostModel, optional
+    cost_model : CostModel, optional
         The cost model of ``(graph, cluster)`` when already built.
     seed : int
     **options
@@ -129,7 +129,7 @@ def plan(graph: TaskGraph, cluster: Cluster, scheduler="heft", *, model: CostMod
     >>> plan(g, Cluster.homogeneous(2), "work-stealing").makespan
     3.0
     """
-    sch = get_scheduler(scheduler, seed=seed, **options)
-    if sch.kind == "static":
-        return sch.schedule(graph, cluster, model=model)
-    return simulate(graph, cluster, sch, network="simple").to_schedule()
+    policy = get_scheduler(scheduler, seed=seed, **options)
+    if policy.kind == "static":
+        return policy.schedule(graph, cluster, cost_model=cost_model)
+    return simulate(graph, cluster, policy, network="simple").to_schedule()

@@ -26,7 +26,7 @@ class Decisions:
             if missing or len(plan.tasks) != self.n:
                 raise TaskflowError(f"plan does not place every task exactly once (e.g. {sorted(missing, key=str)[:1]})")
         else:
-            plan = self.scheduler.schedule(self.est_graph, self.cluster, model=self.model)
+            plan = self.policy.schedule(self.est_graph, self.cluster, cost_model=self.cost_model)
         self.plan_gen += 1
         self._later(self._apply_plan, (self.plan_gen, plan))
 
@@ -99,4 +99,4 @@ class Decisions:
             self._try_start(w)
         for w in touched:
             if self.dynamic and self.alive[w] and not self.running[w] and not self.qset[w]:
-                self._call(self.scheduler.on_idle, w, self.view)
+                self._call(self.policy.on_idle, w, self.view)

@@ -93,7 +93,7 @@ class Simulator(Decisions, Recovery):
         self.validate = validate
         self.true = CostModel(graph, cluster)
         self.est_graph = estimated_graph(graph, information)
-        self.model = self.true if self.est_graph is graph else CostModel(self.est_graph, cluster)
+        self.cost_model = self.true if self.est_graph is graph else CostModel(self.est_graph, cluster)
         self.information = information
         if plan is not None and scheduler is None:
             scheduler = plan.scheduler if plan.scheduler in available() and not \
@@ -101,9 +101,9 @@ class Simulator(Decisions, Recovery):
         if plan is not None and getattr(plan, "copies", None):
             raise TaskflowError(f"the plan runs {len(plan.copies)} task copies (task duplication), and the "
                                 f"simulator runs each task once")
-        self.scheduler = get_scheduler(scheduler, seed=seed, **(scheduler_options or {}))
-        require_runnable(self.scheduler, "simulator")
-        self.dynamic = self.scheduler.kind == "dynamic"
+        self.policy = get_scheduler(scheduler, seed=seed, **(scheduler_options or {}))
+        require_runnable(self.policy, "simulator")
+        self.dynamic = self.policy.kind == "dynamic"
         if plan_order not in ("strict", "ready"):
             raise TaskflowError(f"plan_order must be 'strict' or 'ready', got {plan_order!r}")
         # runnable tasks wait in a heap per worker: a dynamic policy's priority, or (plan_order
@@ -120,7 +120,7 @@ class Simulator(Decisions, Recovery):
         self.n, self.W = n, W
         self.faults = Perturbations(cluster, n, noise, stragglers, fail, seed)
         self.true_d = self.true.durations  # numpy: n x W lists would cost more than they save
-        self.est_d = self.model.durations
+        self.est_d = self.cost_model.durations
         self.wids = cluster.ids
         self.interval = float(scheduler_interval)
         self.latency_decision = float(decision_latency)
@@ -201,18 +201,18 @@ class Simulator(Decisions, Recovery):
         for w, t in self.faults.fail.items():
             self._push(t, _FAIL, w)
         if self.dynamic:
-            self.scheduler.start(self.view)  # not a decision: never delayed (it may set ``tick``)
-            tick = self.scheduler.tick
+            self.policy.start(self.view)  # not a decision: never delayed (it may set ``tick``)
+            tick = self.policy.tick
             if tick is not None and tick > 0:
-                phase = self.scheduler.tick_phase
+                phase = self.policy.tick_phase
                 self._push(tick if phase is None else max(0.0, float(phase)), _TICK, None)
-            self._call(self.scheduler.on_ready, [i for i in range(self.n) if self.npred[i] == 0], self.view)
+            self._call(self.policy.on_ready, [i for i in range(self.n) if self.npred[i] == 0], self.view)
         else:
             self._initial_plan()
         self._loop()
         self._check_finished()
         meta = {"aborted_transfers": self.aborted_flows, "information": self.information}
-        return Trace(self.runs, _LazyTransfers(self.transfers, self.a.ids, self.wids), scheduler=self.scheduler.name,
+        return Trace(self.runs, _LazyTransfers(self.transfers, self.a.ids, self.wids), scheduler=self.policy.name,
                      network=self.network_name, served_by=self.served_by, lost=self.lost, meta=meta)
 
     def _loop(self):
@@ -242,9 +242,9 @@ class Simulator(Decisions, Recovery):
         happen (ticks alone never keep a finished or stuck run going)."""
         if self.ndone >= self.n:
             return
-        self._call(self.scheduler.on_tick, self.view)
+        self._call(self.policy.on_tick, self.view)
         if self.heap or self.net.next_time() < _INF or any(self.running):
-            self._push(self.now + self.scheduler.tick, _TICK, None)
+            self._push(self.now + self.policy.tick, _TICK, None)
 
     def _check_finished(self):
         left = [i for i in range(self.n) if self.status[i] != DONE]
@@ -430,7 +430,7 @@ class Simulator(Decisions, Recovery):
     # ------------------------------------------------------------------ running tasks
     def _runnable(self, i, w):
         self._seq += 1
-        key = -self.scheduler.priority(i) if self.dynamic else self.plan_rank[i]
+        key = -self.policy.priority(i) if self.dynamic else self.plan_rank[i]
         heapq.heappush(self.rq[w], (key, self._seq, i, self.token[i]))
 
     def _try_start(self, w):
@@ -488,9 +488,9 @@ class Simulator(Decisions, Recovery):
             elif npred[j] == 0:
                 newly_ready.append(j)
         if self.dynamic:
-            self._call(self.scheduler.on_finished, i, w, self.view)
+            self._call(self.policy.on_finished, i, w, self.view)
             if newly_ready:
-                self._call(self.scheduler.on_ready, newly_ready, self.view)
+                self._call(self.policy.on_ready, newly_ready, self.view)
         self._try_start(w)
         if self.dynamic and not self.running[w] and not self.qset[w]:
-            self._call(self.scheduler.on_idle, w, self.view)
+            self._call(self.policy.on_idle, w, self.view)

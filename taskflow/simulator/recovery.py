@@ -73,8 +73,8 @@ class Recovery:
                 if self.npred[i] == 0 and self.missing[i] == 0:
                     self._runnable(i, a)
         ready = [i for i in range(self.n) if status[i] == WAITING and self.npred[i] == 0]
-        self._call(self.scheduler.on_worker_lost, w, sorted(set(affected)), self.view)
-        self._call(self.scheduler.on_ready, ready, self.view)
+        self._call(self.policy.on_worker_lost, w, sorted(set(affected)), self.view)
+        self._call(self.policy.on_ready, ready, self.view)
         for x in self.view.alive_workers():
             self._try_start(x)
 
@@ -89,6 +89,6 @@ class Recovery:
         survivors = self.cluster.subset(alive_ids)
         # exact costs on lost workers no longer apply
         sub = self.est_graph.subgraph(unfinished).restrict_costs(alive_ids)
-        plan = self.scheduler.schedule(sub, survivors)
+        plan = self.policy.schedule(sub, survivors)
         self.plan_gen += 1
         self._later(self._apply_plan, (self.plan_gen, plan))

@@ -39,7 +39,7 @@ class SimView:
 
     Attributes
     ----------
-    model : CostModel
+    cost_model : CostModel
         The *estimated* costs (what the policy is told).
     arrays : GraphArrays
     cluster : Cluster
@@ -47,7 +47,7 @@ class SimView:
 
     def __init__(self, sim):
         self._s = sim
-        self.model = sim.model
+        self.cost_model = sim.cost_model
         self.arrays = sim.a
         self.cluster = sim.cluster
         a = sim.a
@@ -57,8 +57,8 @@ class SimView:
         self._sizes = np.zeros(width)
         self._ptr = np.zeros(width + 1, np.int64)
         self._holders = np.zeros(width * W, np.int64)
-        self._lat = sim.model.latency_matrix
-        self._inv = sim.model.inv_bandwidth
+        self._lat = sim.cost_model.latency_matrix
+        self._inv = sim.cost_model.inv_bandwidth
 
     @property
     def now(self) -> float:

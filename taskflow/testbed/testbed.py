@@ -164,7 +164,7 @@ class Testbed:
             r = min(r, self.inter_rack)
         return r
 
-    def model(self, speeds: dict | None = None, latency: float = 0.0) -> Cluster:
+    def cluster(self, speeds: dict | None = None, latency: float = 0.0) -> Cluster:
         """The declared cluster model of this network: one worker per testbed worker, the shaped
         rate of each ordered pair (:meth:`rate`), ``bandwidth`` the fastest of them; with two
         racks, the racks and the inter-rack link as their shared ``uplink``.

@@ -127,19 +127,19 @@ def schedule(args) -> int:
     # a budget goes to the searching policies
     instances = [policies.get_scheduler(n, seed=args.seed, **(options if "search" in n or n == "optimal" else {}))
                  for n in names]
-    model = CostModel(graph, cluster)
+    cost_model = CostModel(graph, cluster)
     policies.warm_up(len(graph), len(cluster))  # compiled kernels, where needed, load outside the timings
     rows, plans = [], []
-    for sch in instances:
+    for policy in instances:
         t0 = time.perf_counter()
-        plan = make_plan(graph, cluster, sch, model=model)
+        plan = make_plan(graph, cluster, policy, cost_model=cost_model)
         elapsed = time.perf_counter() - t0
-        plan.validate(graph, cluster, model=model)  # trust no scheduler
-        m = plan.metrics(graph, cluster, model=model)
-        rows.append((sch.name, m, elapsed))
+        plan.validate(graph, cluster, cost_model=cost_model)  # trust no scheduler
+        m = plan.metrics(graph, cluster, cost_model=cost_model)
+        rows.append((policy.name, m, elapsed))
         plans.append(plan)
         if len(instances) == 1 or not args.quiet:
-            print(f"{sch.name}: makespan {m['makespan']:g}  (lower bound {m['lower_bound']:g}, "
+            print(f"{policy.name}: makespan {m['makespan']:g}  (lower bound {m['lower_bound']:g}, "
                   f"SLR {m['slr']:.3f}, scheduled in {elapsed * 1e3:.1f} ms)")
             if "gap" in plan.extra:  # a scheduler that proves a bound (optimal) says what it proved
                 print(f"  {plan.extra['status']}: no schedule is shorter than {plan.extra['lower_bound']:g} "

@@ -40,7 +40,7 @@ def run(args) -> int:
                for opt, path in (("--gantt", args.gantt), ("--chrome-trace", args.chrome_trace))]
     check_outputs([("--report", args.report), ("--profile", args.profile), *outputs], [args.graph, args.cluster])
     graph = read_graph(args.graph, args.format)
-    model = load_cluster(args.cluster) if args.cluster else None
+    cluster = load_cluster(args.cluster) if args.cluster else None
     speeds = parse_speeds(args.speeds)
     if args.workers is not None and args.workers < 1:
         raise TaskflowError(f"cluster has no workers: --workers must be >= 1, got {args.workers}")
@@ -61,7 +61,7 @@ def run(args) -> int:
     for name in names:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", TaskflowWarning)  # printed below as notes
-            report = run_on_dask(graph, name, cluster=model, address=args.address,
+            report = run_on_dask(graph, name, cluster=cluster, address=args.address,
                                  scheduler_file=args.scheduler_file, workers=args.workers or 2,
                                  threads_per_worker=args.cores, speeds=speeds, calibrate=args.calibrate,
                                  time_scale=args.time_scale, size_scale=args.size_scale, retries=args.retries,
@@ -218,12 +218,12 @@ def testbed(args) -> int:
         with tempfile.TemporaryDirectory(prefix="taskflow-testbed-") as tmp, tb:
             from ...formats import save_cluster
 
-            model = os.path.join(tmp, "cluster.json")
-            save_cluster(tb.model(), model)
+            cluster_file = os.path.join(tmp, "cluster.json")
+            save_cluster(tb.cluster(), cluster_file)
             print(tb.describe(), file=sys.stderr)
             print(f"  DASK_SCHEDULER_ADDRESS={tb.address}; the shaped rates as a cluster model: "
-                  f"TASKFLOW_TESTBED_CLUSTER={model}", file=sys.stderr, flush=True)
-            proc = tb.popen(command, env={"TASKFLOW_TESTBED_CLUSTER": model})
+                  f"TASKFLOW_TESTBED_CLUSTER={cluster_file}", file=sys.stderr, flush=True)
+            proc = tb.popen(command, env={"TASKFLOW_TESTBED_CLUSTER": cluster_file})
             try:
                 return proc.wait()
             except BaseException:
