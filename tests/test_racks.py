@@ -4,9 +4,11 @@ contention-aware HEFT that plans with them."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from taskflow import Cluster, ClusterError, TaskGraph, Worker, get_scheduler, simulate
+from taskflow import Cluster, ClusterError, TaskflowError, TaskGraph, Worker, get_scheduler, simulate
 from taskflow.costs import CostModel
 from workflows.scientific import random_layered
 
@@ -70,12 +72,19 @@ def test_the_rack_model_is_checked_kept_and_carried():
             Cluster([Worker(w) for w in IDS], **kwargs)
 
 
-def test_the_cluster_crosses_to_the_plugin_as_its_native_document_racks_included():
-    from taskflow.formats.native import cluster_from_dict, cluster_to_dict
+def test_the_cluster_crosses_to_the_plugin_as_a_cluster_file_racks_included(tmp_path):
+    from taskflow.formats import save_cluster
+    from taskflow.runtime.messages import cluster_from_message, cluster_message
 
-    c = Cluster([Worker(w, speed=1.0 + k) for k, w in enumerate(IDS)], bandwidth=25e6, racks=RACKS, uplink=2.5e6)
-    back = cluster_from_dict(cluster_to_dict(c))
-    assert back == c and back.racks == RACKS and back.uplink == 2.5e6
+    c = Cluster([Worker(w, speed=1.0 + k) for k, w in enumerate(IDS)], bandwidth=25e6, racks=RACKS, uplink=2.5e6,
+                bandwidths={"w0": {"w1": 1e6}})
+    text = cluster_message(c)
+    back = cluster_from_message(text)
+    assert back == c and back.racks == RACKS and back.uplink == 2.5e6 and back.bandwidths == c.bandwidths
+    save_cluster(c, tmp_path / "c.json")
+    assert json.loads(text) == json.loads((tmp_path / "c.json").read_text())  # the file's document
+    with pytest.raises(TaskflowError, match="the run's cluster"):
+        cluster_from_message('{"format": "taskflow-cluster/1", "workers": "w0"}')
 
 
 def test_a_declared_cluster_over_the_live_workers():

@@ -329,12 +329,7 @@ def load_cluster(path) -> Cluster:
     FormatError, ClusterError
         Not a cluster document, or a bad field (named).
     """
-    base = os.fspath(path)
-    data = _read_bytes(base)
-    kind, doc = _sniff(data, base)
-    if kind != "cluster":
-        raise FormatError(f"{base}: expected a cluster (\"format\": \"{native.CLUSTER_FORMAT}\"), got {kind}")
-    return native.cluster_from_dict(doc, base)
+    return _load_document(path, "cluster", native.CLUSTER_FORMAT, native.cluster_from_dict)
 
 
 def save_cluster(cluster: Cluster, path) -> None:
@@ -360,11 +355,16 @@ def load_schedule(path) -> Schedule:
     FormatError
         Not a schedule document, or a bad field (named).
     """
+    return _load_document(path, "schedule", native.SCHEDULE_FORMAT, native.schedule_from_dict)
+
+
+def _load_document(path, kind: str, format_name: str, parse):
+    """Read ``path``, check that it is a native document of ``kind``, and ``parse`` it."""
     base = os.fspath(path)
-    kind, doc = _sniff(_read_bytes(base), base)
-    if kind != "schedule":
-        raise FormatError(f"{base}: expected a schedule (\"format\": \"{native.SCHEDULE_FORMAT}\"), got {kind}")
-    return native.schedule_from_dict(doc, base)
+    found, doc = _sniff(_read_bytes(base), base)
+    if found != kind:
+        raise FormatError(f"{base}: expected a {kind} (\"format\": \"{format_name}\"), got {found}")
+    return parse(doc, base)
 
 
 def save_schedule(schedule: Schedule, path) -> None:

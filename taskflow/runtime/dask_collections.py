@@ -10,8 +10,7 @@ from ..errors import TaskflowError
 from ..graph import TaskGraph
 from ..policy import get_scheduler, require_runnable
 from .calibrate import attach_addresses, cluster_from_dask
-from ..formats.native import cluster_to_dict
-from .messages import graph_payload
+from .messages import cluster_message, graph_payload
 from .report import report_from_stream
 from .runner import connect, say_dashboard
 from .session import (Watchdog, call, close_quietly, ensure_plugin, frozen_heap, gather, stream_index,
@@ -97,7 +96,7 @@ def compute(*collections, scheduler="heft", client=None, costs: dict | None = No
             if static:
                 reply = call(c, "taskflow_register", run=run_id, graph=graph_payload(g, key_of), policy=policy.name,
                              options={"seed": policy.seed, **policy.options},
-                             cluster=cluster_to_dict(cluster) if cluster is not None else None, client=c.id, estimate=True,
+                             cluster=cluster_message(cluster) if cluster is not None else None, client=c.id, estimate=True,
                              prefix_costs=dict(costs or {}))
                 if reply.get("status") != "OK":
                     raise TaskflowError(reply.get("error", "the scheduler plugin refused the graph"))

@@ -1,13 +1,18 @@
 """What the client and the scheduler plugin tell each other: a run's graph and its plan's priorities,
-as plain messages (lists, strings, numbers), one format each way. The declared cluster crosses as
-its native document (:func:`taskflow.formats.native.cluster_to_dict`), the format of a cluster
-file."""
+as plain messages (lists, strings, numbers), one format each way; and the declared cluster, which
+crosses as the text of a cluster file (:func:`taskflow.formats.native.cluster_to_dict`), so that
+what the plugin reads is exactly what ``taskflow run --cluster FILE`` reads."""
 
 from __future__ import annotations
 
+import json
+
+from ..cluster import Cluster
+from ..errors import FormatError
+from ..formats.native import cluster_from_dict, cluster_to_dict
 from ..graph import TaskGraph
 
-__all__ = ["plan_priorities", "graph_payload", "graph_from_payload"]
+__all__ = ["plan_priorities", "graph_payload", "graph_from_payload", "cluster_message", "cluster_from_message"]
 
 
 def plan_priorities(plan) -> dict:
@@ -58,3 +63,32 @@ def graph_from_payload(doc: dict) -> TaskGraph:
     if doc.get("costs"):
         g = g.with_costs(costs={keys[i]: c for i, c in doc["costs"]})
     return g
+
+
+def cluster_message(cluster: Cluster) -> str:
+    """The declared cluster as the text of a native cluster file.
+
+    Parameters
+    ----------
+    cluster : Cluster
+    """
+    return json.dumps(cluster_to_dict(cluster))
+
+
+def cluster_from_message(text: str) -> Cluster:
+    """The cluster of a :func:`cluster_message`.
+
+    Parameters
+    ----------
+    text : str
+
+    Raises
+    ------
+    FormatError, ClusterError
+        Not a cluster document, or a bad field (named).
+    """
+    try:
+        doc = json.loads(text)
+    except (TypeError, ValueError) as e:
+        raise FormatError(f"the run's cluster is not a cluster document: {e}") from None
+    return cluster_from_dict(doc, "the run's cluster")

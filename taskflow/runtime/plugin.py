@@ -52,13 +52,12 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 
 from ..cluster import Cluster, Worker
 from ..errors import TaskflowError
-from ..formats.native import cluster_from_dict
 from ..graph import TaskGraph
 from ..policy import get_scheduler, require_runnable
 from .learn import last_compute, relative_speeds, speeds_on
 from .dask_hooks import (dask_state, estimated_graph, keep_planned_replicas, received_rates,
                          send_planned_in_order)
-from .messages import graph_from_payload, plan_priorities
+from .messages import cluster_from_message, graph_from_payload, plan_priorities
 from .runs import (FAILED, FINISHED, FINISHED_KEY, LIVE, PLANNED, REGISTERED, REPLANNING, RUNNING, TRANSITIONS,
                    UNFINISHED_KEY, Run)
 
@@ -171,7 +170,7 @@ class TaskflowPlugin(SchedulerPlugin):
         return {"status": "OK"}
 
     def handle_register(self, run: str, graph: dict, policy: str, options: dict | None = None,
-                        cluster: dict | None = None, client: str | None = None, estimate: bool = False,
+                        cluster: str | None = None, client: str | None = None, estimate: bool = False,
                         prefix_costs: dict | None = None) -> dict:
         """Register a run and plan it on the live workers.
 
@@ -183,9 +182,9 @@ class TaskflowPlugin(SchedulerPlugin):
             A :func:`graph_payload`.
         policy : str
         options : dict, optional
-        cluster : dict, optional
-            The declared cluster as a native document (:func:`taskflow.formats.native.cluster_to_dict`):
-            speeds by worker name, network, overhead; the live workers' cores and addresses win.
+        cluster : str, optional
+            The declared cluster, a :func:`.messages.cluster_message` (a cluster file's text): speeds
+            by worker name, network, overhead; the live workers' cores and addresses win.
         client : str, optional
         estimate : bool
             The graph's costs are placeholders: estimate them from what Dask knows (and
@@ -204,7 +203,7 @@ class TaskflowPlugin(SchedulerPlugin):
             if sch.kind == "static":
                 require_runnable(sch, "dask")
             g = graph_from_payload(graph)
-            declared = cluster_from_dict(cluster, "the run's cluster") if cluster is not None else None
+            declared = cluster_from_message(cluster) if cluster is not None else None
         except TaskflowError as e:
             return {"status": "error", "error": str(e)}
         if sch.kind != "static":

@@ -40,8 +40,7 @@ from .calls import TaskFailed, ship_code
 from .dask_graph import dask_graph, dask_priorities, keys_for
 from .learn import CostProfile
 from .local import local_cluster, warm_cluster
-from ..formats.native import cluster_to_dict
-from .messages import graph_payload, plan_priorities
+from .messages import cluster_message, graph_payload, plan_priorities
 from .report import RunReport, report_from_stream
 from .session import (Watchdog, call, close_quietly, ensure_plugin, frozen_heap, gather, stream_index, stream_since,
                       wait_for, workers_reachable, workers_records)
@@ -403,7 +402,7 @@ class _Runner:
         """Hand the graph and its costs to the scheduler plugin, which plans it; return the plan."""
         reply = call(self.client, "taskflow_register", run=self.run_id, graph=graph_payload(graph, self.key_of),
                      policy=self.policy.name, options={"seed": self.policy.seed, **self.policy.options},
-                     cluster=cluster_to_dict(cluster), client=self.client.id)
+                     cluster=cluster_message(cluster), client=self.client.id)
         if reply.get("status") != "OK":
             raise TaskflowError(reply.get("error", "the scheduler plugin refused the run"))
         task_of = self.task_of

@@ -48,6 +48,21 @@ def _lowest(share_up, share_down, best):
 
 
 @kernel(cache=True)
+def _shares(cap, used, n, share):
+    """``share[i]``: what port ``i``'s capacity left gives each of its ``n[i]`` rising flows (inf: none)."""
+    for i in range(cap.shape[0]):
+        share[i] = (cap[i] - used[i]) / n[i] if n[i] > 1e-9 else np.inf
+
+
+@kernel(cache=True)
+def _take(i, cap, used, n, share, flows, level):
+    """``flows`` flows freeze at ``level`` on port ``i``: its capacity used and its share follow."""
+    n[i] -= flows
+    used[i] += level * flows
+    share[i] = (cap[i] - used[i]) / n[i] if n[i] > 1e-9 else np.inf
+
+
+@kernel(cache=True)
 def _fill_pairs(pn, pcap, up, down, prate, capped, bp, rack, rup, rdown):
     """Max-min fair rate per flow of each (source, destination) pair, by progressive filling.
 
@@ -97,9 +112,8 @@ def _fill_pairs(pn, pcap, up, down, prate, capped, bp, rack, rup, rdown):
     used_rdown = np.zeros(R)
     share_rup = np.empty(R)
     share_rdown = np.empty(R)
-    for r in range(R):
-        share_rup[r] = rup[r] / n_rup[r] if n_rup[r] > 1e-9 else np.inf
-        share_rdown[r] = rdown[r] / n_rdown[r] if n_rdown[r] > 1e-9 else np.inf
+    _shares(rup, used_rup, n_rup, share_rup)
+    _shares(rdown, used_rdown, n_rdown, share_rdown)
     for w in range(W):
         up_ptr[w + 1] += up_ptr[w]
         down_ptr[w + 1] += down_ptr[w]
@@ -120,9 +134,8 @@ def _fill_pairs(pn, pcap, up, down, prate, capped, bp, rack, rup, rdown):
     used_down = np.zeros(W)
     share_up = np.empty(W)
     share_down = np.empty(W)
-    for w in range(W):
-        share_up[w] = up[w] / n_up[w] if n_up[w] > 1e-9 else np.inf
-        share_down[w] = down[w] / n_down[w] if n_down[w] > 1e-9 else np.inf
+    _shares(up, used_up, n_up, share_up)
+    _shares(down, used_down, n_down, share_down)
     n_all = 0.0
     for k in range(P):
         n_all += pn[qs[k]]
@@ -184,22 +197,13 @@ def _fill_pairs(pn, pcap, up, down, prate, capped, bp, rack, rup, rdown):
             q = qs[k]
             a, b = q // W, q % W
             prate[q] = level
-            n_up[a] -= pn[q]
-            n_down[b] -= pn[q]
             n_all -= pn[q]
             used_bp += level * pn[q]
-            used_up[a] += level * pn[q]
-            used_down[b] += level * pn[q]
-            share_up[a] = (up[a] - used_up[a]) / n_up[a] if n_up[a] > 1e-9 else np.inf
-            share_down[b] = (down[b] - used_down[b]) / n_down[b] if n_down[b] > 1e-9 else np.inf
+            _take(a, up, used_up, n_up, share_up, pn[q], level)
+            _take(b, down, used_down, n_down, share_down, pn[q], level)
             if R > 0 and rack[a] != rack[b]:
-                ra, rb = rack[a], rack[b]
-                n_rup[ra] -= pn[q]
-                n_rdown[rb] -= pn[q]
-                used_rup[ra] += level * pn[q]
-                used_rdown[rb] += level * pn[q]
-                share_rup[ra] = (rup[ra] - used_rup[ra]) / n_rup[ra] if n_rup[ra] > 1e-9 else np.inf
-                share_rdown[rb] = (rdown[rb] - used_rdown[rb]) / n_rdown[rb] if n_rdown[rb] > 1e-9 else np.inf
+                _take(rack[a], rup, used_rup, n_rup, share_rup, pn[q], level)
+                _take(rack[b], rdown, used_rdown, n_rdown, share_rdown, pn[q], level)
 
 
 @kernel(cache=True)
