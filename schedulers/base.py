@@ -38,7 +38,8 @@ def kernel_inputs(cost_model: CostModel) -> tuple:
 
 
 @kernel(cache=True)
-def _list_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_ptr, succ_idx, lat, inv, priority, fixed, bias, use_bias, insertion):
+def _list_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_ptr, succ_idx, lat, inv, priority,
+               fixed, bias, use_bias, insertion):
     """Schedule every task; the ready task of highest ``priority`` (ties: lower index) goes next,
     to ``fixed[i]`` when >= 0, else to the worker minimising finish (+ ``bias[i, w]``)."""
     n, W, worker, start, finish, times, usage, K = empty_plan(durations)
@@ -46,8 +47,7 @@ def _list_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_pt
     heap = ready_heap(pred_ptr, priority, remaining)
     drt = np.empty(W)
     while len(heap) > 0:
-        item = heapq.heappop(heap)
-        i = item[1]
+        i = heapq.heappop(heap)[1]  # the ready task of highest priority
         data_ready(i, W, pred_ptr, pred_idx, pred_size, worker, finish, lat, inv, drt)
         c = tcores[i]
         best_w = -1

@@ -135,8 +135,7 @@ def _contention_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, s
     order = np.empty(max_degree(pred_ptr), np.int64)
     heap = ready_heap(pred_ptr, priority, remaining)
     while len(heap) > 0:
-        item = heapq.heappop(heap)
-        i = item[1]
+        i = heapq.heappop(heap)[1]  # the ready task of highest priority
         c = tcores[i]
         best_w = -1
         best_s = 0.0

@@ -127,8 +127,7 @@ def _dup_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_ptr
     best_ex_f = np.empty(max_copies + 1)
     best_ex_p = np.empty(max_copies + 1, np.int64)
     while len(heap) > 0:
-        item = heapq.heappop(heap)
-        i = item[1]
+        i = heapq.heappop(heap)[1]  # the ready task of highest priority
         c = tcores[i]
         p0 = pred_ptr[i]
         np_ = pred_ptr[i + 1] - p0

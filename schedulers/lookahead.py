@@ -69,8 +69,7 @@ def _lookahead_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, su
     heap = ready_heap(pred_ptr, priority, remaining)
     drt = np.empty(W)
     while len(heap) > 0:
-        item = heapq.heappop(heap)
-        i = item[1]
+        i = heapq.heappop(heap)[1]  # the ready task of highest priority
         data_ready(i, W, pred_ptr, pred_idx, pred_size, worker, finish, lat, inv, drt)
         c = tcores[i]
         # children in decreasing priority (ties: lower index)

@@ -312,7 +312,7 @@ def test_tasks_not_yet_run_get_the_measured_cost_and_output_of_their_prefix():
     # "mm" ran twice on fast f (0.1 s each) and twice on slow s (0.4 s each): f is 4x s
     p.durations = {"mm": {"f": [0.2, 2], "s": [0.8, 2]}}
     p.sizes = {"mm": [16e6, 2]}
-    p.scheduler = SimpleNamespace(_get_prefix_duration=lambda prefix: 0.5)
+    p.dask_scheduler = SimpleNamespace(_get_prefix_duration=lambda prefix: 0.5)
 
     def ts(key, prefix, nbytes=-1, deps=()):
         return SimpleNamespace(key=key, prefix=SimpleNamespace(name=prefix), nbytes=nbytes, dependencies=list(deps),
@@ -381,7 +381,7 @@ def test_the_plugin_counts_only_the_latest_compute_of_a_key():
     from types import SimpleNamespace
 
     p = TaskflowPlugin()
-    p.scheduler = SimpleNamespace(workers={"tcp://a": SimpleNamespace(name="w0")},
+    p.dask_scheduler = SimpleNamespace(workers={"tcp://a": SimpleNamespace(name="w0")},
                                   tasks={"k": SimpleNamespace(prefix=SimpleNamespace(name="pre"), nbytes=800)})
     stops = [{"action": "compute", "start": 0.0, "stop": 0.5}, {"action": "transfer", "start": 9.0, "stop": 9.2},
              {"action": "compute", "start": 10.0, "stop": 10.25}]
@@ -809,7 +809,7 @@ def test_the_plugins_duration_table_is_bounded_and_skips_declared_runs():
     p = TaskflowPlugin()
     ws = SimpleNamespace(name="w0")
     tasks = {}
-    p.scheduler = SimpleNamespace(workers={"tcp://a": ws}, tasks=tasks)
+    p.dask_scheduler = SimpleNamespace(workers={"tcp://a": ws}, tasks=tasks)
 
     def finish(key, prefix):
         tasks[key] = SimpleNamespace(prefix=SimpleNamespace(name=prefix), nbytes=100)
