@@ -10,6 +10,7 @@ from ..errors import TaskflowError
 from ..graph import TaskGraph
 from ..policy import get_scheduler, require_runnable
 from .calibrate import attach_addresses, cluster_from_dask
+from .adaptation import decision_note
 from .messages import cluster_message, graph_payload
 from .report import report_from_stream
 from .runner import connect, say_dashboard
@@ -19,7 +20,7 @@ from .session import (Watchdog, call, close_quietly, ensure_plugin, frozen_heap,
 __all__ = ["compute"]
 
 
-def compute(*collections, scheduler="heft", client=None, costs: dict | None = None, cluster: Cluster | None = None,
+def compute(*collections, scheduler="adaptive", client=None, costs: dict | None = None, cluster: Cluster | None = None,
             address: str | None = None, scheduler_file: str | None = None, workers: int = 2,
             threads_per_worker: int = 1, timeout: float | None = None, report: bool = False, dashboard=False):
     """Plan the task graph of Dask collections with ``scheduler`` inside the Dask scheduler and
@@ -35,7 +36,8 @@ def compute(*collections, scheduler="heft", client=None, costs: dict | None = No
     *collections
         Dask collections (and other objects, passed through as ``dask.compute`` does).
     scheduler : str or Scheduler
-        A static policy, or ``work-stealing`` (Dask's own scheduling).
+        A static policy (default ``adaptive``: HEFT where it is predicted to beat Dask's own
+        scheduling, Dask's own elsewhere), or ``work-stealing`` (Dask's own scheduling).
     client : distributed.Client, optional
         Default: the active client if there is one, else ``address`` / ``scheduler_file``, else an
         embedded LocalCluster of ``workers`` processes with ``threads_per_worker`` threads.
@@ -125,6 +127,8 @@ def compute(*collections, scheduler="heft", client=None, costs: dict | None = No
                                           planned_worker=planned, results={}, replans=status.get("replans", 0),
                                           t_submit=t_submit, time_scale=1.0, size_scale=1.0, incoming=seen.transfers,
                                           clocks=seen.clocks)
+                if status.get("decision"):
+                    info.notes.append(decision_note(policy.name, status["decision"], status.get("redecisions", 0)))
         finally:
             if static:
                 try:

@@ -12,7 +12,7 @@ import math
 from ..graph import TaskGraph
 from .worker_plugin import RATES_METRIC
 
-__all__ = ["plan_first", "send_planned_in_order", "keep_planned_replicas", "dask_state", "estimated_graph",
+__all__ = ["prefetch", "plan_first", "send_planned_in_order", "keep_planned_replicas", "dask_state", "estimated_graph",
            "received_rates"]
 
 logger = logging.getLogger("taskflow.runtime")
@@ -217,3 +217,34 @@ def received_rates(dask_scheduler) -> dict:
             if src in workers and src != dst and secs > 0 and nbytes > 0:
                 out.setdefault(str(workers[src].name), {})[str(ws.name)] = nbytes / secs
     return out
+
+
+def prefetch(dask_scheduler, key, planned_address, min_bytes: int, stimulus_id: str) -> None:
+    """``key`` is in memory: send it now (if it is at least ``min_bytes``) to each other worker a
+    plan puts a dependent of it on, where that dependent still waits for other inputs. Dask alone
+    moves an input only once its consumer is ready and placed; a plan knows the consumer's worker
+    in advance, so the transfer overlaps the inputs still being computed, as the plan's model
+    assumes.
+
+    Parameters
+    ----------
+    dask_scheduler : distributed.Scheduler
+    key : str
+    planned_address : callable
+        Key -> the address of the worker a plan puts it on, or None.
+    min_bytes : int
+    stimulus_id : str
+    """
+    ts = dask_scheduler.tasks.get(key)
+    if ts is None or not ts.who_has or ts.nbytes < min_bytes:
+        return  # a small output moves as fast with its consumer's other inputs, in one message
+    holders = {ws.address for ws in ts.who_has}
+    targets = set()
+    for dts in ts.dependents:
+        if dts.state != "waiting" or not dts.waiting_on:
+            continue  # ready now (Dask sends it with its inputs' whereabouts) or not planned here
+        addr = planned_address(dts.key)
+        if addr is not None and addr not in holders and addr in dask_scheduler.stream_comms:
+            targets.add(addr)
+    for addr in targets:
+        dask_scheduler.request_acquire_replicas(addr, [key], stimulus_id=stimulus_id)

@@ -36,9 +36,10 @@ What the plugin does, each in the scheduler's own event:
   variable ``TASKFLOW_PREFETCH=0``, where the plugin is made, turns this off (to compare).
 
 Results are Dask's own: the plugin sets restrictions and priorities, and moves data early, nothing
-else. A plan's
-unfinished part is re-planned like the simulator does after a failure: the same policy on the
-sub-graph of unfinished tasks and the surviving workers.
+else. A plan's unfinished part is re-planned like the simulator does after a failure: the same
+policy on the sub-graph of unfinished tasks and the surviving workers. The ``adaptive`` policy (the
+default of ``taskflow.use`` and ``taskflow.compute``) adds a guard and re-decisions as it learns
+(:mod:`.adaptation`).
 """
 
 from __future__ import annotations
@@ -54,8 +55,9 @@ from ..cluster import Cluster, Worker
 from ..errors import TaskflowError
 from ..graph import TaskGraph
 from ..policy import get_scheduler, require_runnable
+from .adaptation import Adapting
 from .learn import last_compute, relative_speeds, speeds_on
-from .dask_hooks import (dask_state, estimated_graph, keep_planned_replicas, received_rates,
+from .dask_hooks import (dask_state, estimated_graph, keep_planned_replicas, prefetch, received_rates,
                          send_planned_in_order)
 from .messages import cluster_from_message, graph_from_payload, plan_priorities
 from .runs import (FAILED, FINISHED, FINISHED_KEY, LIVE, PLANNED, REGISTERED, REPLANNING, RUNNING, TRANSITIONS,
@@ -83,7 +85,7 @@ PREFETCH_BYTES = 64 * 1024
 MAX_PREFIXES = 10_000
 
 
-class TaskflowPlugin(SchedulerPlugin):
+class TaskflowPlugin(Adapting, SchedulerPlugin):
     """Places tasks with a static policy inside the scheduler; see the module docstring.
 
     Parameters
@@ -230,7 +232,8 @@ class TaskflowPlugin(SchedulerPlugin):
                "now": time.time(), "learned_speeds": self.learned_speeds()}
         r = self.runs.get(run)
         if r is not None:
-            out.update(replans=r.replans, error=r.error, predicted=r.predicted, state=r.state)
+            out.update(replans=r.replans, error=r.error, predicted=r.predicted, state=r.state, decision=r.decision,
+                       redecisions=r.redecisions)
             if plan:
                 out["plan"] = [[k, w] for k, w in r.plan.items()]
         return out
@@ -283,7 +286,8 @@ class TaskflowPlugin(SchedulerPlugin):
         if start != "processing" or finish != "memory":
             return
         if run is not None and run.plan and self.prefetch:
-            self._prefetch(key, stimulus_id or f"taskflow-prefetch-{time.time()}")
+            prefetch(self.dask_scheduler, key, self._planned_address, PREFETCH_BYTES,
+                     stimulus_id or f"taskflow-prefetch-{time.time()}")
         span = last_compute(kwargs.get("startstops"))
         secs = span[1] - span[0] if span else 0.0
         ws = self.dask_scheduler.workers.get(kwargs.get("worker"))
@@ -305,26 +309,8 @@ class TaskflowPlugin(SchedulerPlugin):
             size = self.sizes.setdefault(name, [0.0, 0])
             size[0] += ts.nbytes
             size[1] += 1
-
-    def _prefetch(self, key, stimulus_id: str) -> None:
-        """``key`` is in memory: send it now (if it is at least :data:`PREFETCH_BYTES`) to each other
-        worker a plan puts a dependent of it on, where that dependent still waits for other
-        inputs. Dask alone moves an input only once its consumer is ready and placed; a plan knows the consumer's worker in advance, so the
-        transfer overlaps the inputs still being computed, as the plan's model assumes."""
-        sched = self.dask_scheduler
-        ts = sched.tasks.get(key)
-        if ts is None or not ts.who_has or ts.nbytes < PREFETCH_BYTES:
-            return  # a small output moves as fast with its consumer's other inputs, in one message
-        holders = {ws.address for ws in ts.who_has}
-        targets = set()
-        for dts in ts.dependents:
-            if dts.state != "waiting" or not dts.waiting_on:
-                continue  # ready now (Dask sends it with its inputs' whereabouts) or not planned here
-            addr = self._planned_address(dts.key)
-            if addr is not None and addr not in holders and addr in sched.stream_comms:
-                targets.add(addr)
-        for addr in targets:
-            sched.request_acquire_replicas(addr, [key], stimulus_id=stimulus_id)
+        if run is not None and run.state == RUNNING and self.adaptive(run):
+            self.learn_within(run, name, secs, str(ws.name), stimulus_id or f"taskflow-adapt-{time.time()}")
 
     def _planned_address(self, key) -> str | None:
         """The address of the worker the latest plan of ``key``'s run puts it on, if any."""
@@ -535,13 +521,16 @@ class TaskflowPlugin(SchedulerPlugin):
         except Exception as e:  # noqa: BLE001 - a run that cannot be planned fails, the scheduler goes on
             r.error = f"{r.policy.name} could not plan the run on workers {cluster.ids}: {type(e).__name__}: {e}"
             return None
+        r.addr = {w.id: w.address for w in cluster.workers}
+        r.error = None
+        predicted = self.guard(r, sub, cluster, plan) if self.adaptive(r) else float(plan.makespan)
+        if len(todo) == len(r.graph) and r.predicted is None:
+            r.predicted = predicted
+        if r.decision == "dask":  # the adaptive policy's guard left it to Dask's own scheduling
+            return None
         r.prio.update(plan_priorities(plan))
         for key, w in zip(plan.tasks, plan.workers):
             r.plan[key] = w
-        r.addr = {w.id: w.address for w in cluster.workers}
-        r.error = None
-        if len(todo) == len(r.graph) and r.predicted is None:
-            r.predicted = float(plan.makespan)
         return plan
 
     def _apply(self, r: Run, stimulus_id: str) -> None:
@@ -550,6 +539,7 @@ class TaskflowPlugin(SchedulerPlugin):
         tasks = self.dask_scheduler.tasks
         workers = self.dask_scheduler.workers
         recommendations = {}
+        loose = bool(getattr(r.policy, "steal", False))  # an idle worker may steal a planned task
         for key, name in r.plan.items():
             ts = tasks.get(key)
             if ts is None or ts.state not in UNFINISHED_KEY:
@@ -558,7 +548,7 @@ class TaskflowPlugin(SchedulerPlugin):
             if addr is None or addr not in workers:
                 continue
             ts.worker_restrictions = {addr}
-            ts.loose_restrictions = False
+            ts.loose_restrictions = loose
             if ts.priority:
                 ts.priority = (-r.prio[key], *ts.priority[1:])
             if ts.state == "no-worker":

@@ -37,10 +37,11 @@ from ..policy import get_scheduler, require_runnable
 from ..schedule import Schedule
 from .calibrate import attach_addresses, cluster_from_dask
 from .calls import TaskFailed, ship_code
-from .dask_graph import dask_graph, dask_priorities, keys_for
+from .dask_graph import dask_graph, keys_for
 from .learn import CostProfile
 from .local import local_cluster, warm_cluster
 from .messages import cluster_message, graph_payload, plan_priorities
+from .predict import DASK_DRAWS, predict_dask, predict_plan
 from .report import RunReport, report_from_stream
 from .session import (Watchdog, call, close_quietly, ensure_plugin, frozen_heap, gather, stream_index, stream_since,
                       wait_for, workers_reachable, workers_records)
@@ -285,53 +286,6 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
         close_quietly(owned)
 
 
-#: draws of Dask's set orders averaged by a prediction of Dask's own scheduling (fewer on big graphs)
-DASK_DRAWS = 8
-
-
-def predict_dask(graph: TaskGraph, cluster: Cluster, state: dict | None, time_scale: float = 1.0,
-                 size_scale: float = 1.0, draws: int | None = None, keys: dict | None = None) -> float:
-    """The makespan (scaled seconds) of ``graph`` on ``cluster`` under Dask's own scheduling: the
-    simulator's model of Dask's decisions (:class:`schedulers.dask_model.DaskModel`) started from
-    ``state`` (:func:`taskflow.runtime.dask_hooks.dask_state`, read from the scheduler just before the
-    graph is submitted; None: Dask's defaults), with the max-min network, averaged over ``draws``
-    orders of Dask's sets of tasks (its hashes, random per scheduler process).
-
-    Parameters
-    ----------
-    graph : TaskGraph
-        With costs in the model's (unscaled) seconds and bytes.
-    cluster : Cluster
-        Its workers carry their Dask addresses.
-    state : dict or None
-    time_scale, size_scale : float
-        Real seconds (bytes) per model second (byte).
-    draws : int, optional
-        Default :data:`DASK_DRAWS`, fewer above 2,000 tasks.
-    keys : dict, optional
-        Task id -> the Dask key it was submitted under (``dask.order``, which gives Dask's
-        priorities, breaks ties by key).
-    """
-    from ..simulator import simulate
-
-    ts = float(time_scale)
-    opts = {"unknown_duration": 0.5 / ts, "steal_interval": 1.0 / ts, "steal_latency": 0.1 / ts,
-            "min_victim": 0.2 / ts}
-    if state:
-        by_address = {w.address: w.id for w in cluster.workers if w.address}
-        opts.update(
-            n_tasks=state["n_tasks"], order=[by_address[a] for a in state["workers"] if a in by_address],
-            tie_order=[by_address[a] for a in state["ties"] if a in by_address],
-            durations={p: d / ts for p, d in state["durations"].items() if d is not None},
-            unknown_duration=state["unknown"] / ts, bandwidth=state["bandwidth"] * ts / float(size_scale),
-            saturation=state["saturation"], rootish=tuple(state["rootish"]), steal_latency=state["steal_latency"] / ts,
-            steal_interval=state["steal_interval"] / ts if state["steal_interval"] else None,
-            steal_phase=state["steal_phase"] / ts if state["steal_phase"] is not None else None)
-    opts["priorities"] = dask_priorities(graph, keys)
-    k = draws if draws is not None else max(1, min(DASK_DRAWS, 16_000 // max(1, len(graph))))
-    spans = [simulate(graph, cluster, "dask-model", network="maxmin", scheduler_options=opts, seed=d).makespan
-             for d in range(k)]
-    return sum(spans) / len(spans) * ts
 
 
 def submit_order(plan, key_of: dict):
@@ -501,11 +455,9 @@ class _Runner:
         policy, scale, size_scale, box, keys = self.policy, self.time_scale, self.size_scale, self.dask_state, self.key_of
 
         def predict():
-            from ..simulator import simulate
-
             g = graph.restrict_costs(cluster.ids)
             if plan is not None:  # the plugin sends planned outputs ahead to their consumers' workers
-                return simulate(g, cluster, policy, network="maxmin", plan=plan, plan_order="ready").makespan * scale
+                return predict_plan(g, cluster, plan, policy) * scale
             return predict_dask(g, cluster, box.get("state"), scale, size_scale, keys=keys)
         return predict
 

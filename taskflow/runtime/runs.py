@@ -70,7 +70,8 @@ class Run:
     """
 
     __slots__ = ("id", "graph", "policy", "cluster", "client", "plan", "prio", "addr", "replans", "error", "owned",
-                 "estimate", "prefix_costs", "learned", "predicted", "state", "done", "before")
+                 "estimate", "prefix_costs", "learned", "predicted", "state", "done", "before", "decision", "decided_at",
+                 "decide_secs", "estimates", "speeds_used", "redecisions")
 
     def __init__(self, run_id, graph: TaskGraph, policy, cluster: Cluster | None, client: str | None, owned: bool,
                  estimate: bool = False, prefix_costs: dict | None = None):
@@ -93,6 +94,14 @@ class Run:
         self.state = REGISTERED
         self.done: set = set()  # its keys that are finished (running runs only)
         self.before: str | None = None  # while replanning: the state to go back to
+        # the adaptive policy's guard (see .adaptation): "plan" (placed) or "dask" (left to Dask),
+        # when and how long the last decision took, the prefix costs and worker speeds it used
+        self.decision: str | None = None
+        self.decided_at = 0.0
+        self.decide_secs = 0.0
+        self.estimates: dict = {}
+        self.speeds_used: dict = {}
+        self.redecisions = 0
 
     def __repr__(self) -> str:
         return f"<Run {self.id!r} {self.state}, {len(self.done)}/{len(self.graph)} keys finished>"

@@ -69,7 +69,7 @@ def ensure_plugin(client) -> None:
                             f"dask scheduler --preload taskflow.runtime.plugin)") from e
 
 
-def use(client, policy: str | None = "heft", **options) -> None:
+def use(client, policy: str | None = "adaptive", **options) -> None:
     """Place every graph ``client`` submits from now on with a static ``policy``, inside the
     scheduler: ``x.compute()``, ``client.compute``, ``persist``, ``client.get`` alike. Lost workers
     are survived by re-planning; results are Dask's own. ``policy=None`` goes back to Dask's own
@@ -79,7 +79,9 @@ def use(client, policy: str | None = "heft", **options) -> None:
     ----------
     client : distributed.Client
     policy : str or None
-        A static policy's name (``heft``, ``cpop``, ``blevel``, ...).
+        A static policy's name: ``adaptive`` (the default: HEFT where it is predicted to beat
+        Dask's own scheduling, Dask's own elsewhere, decided again as durations are learned),
+        ``heft``, ``cpop``, ``blevel``, ...
     **options
         Options for the policy (``seed=...``).
 

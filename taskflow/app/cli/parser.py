@@ -128,9 +128,17 @@ def build_parser() -> argparse.ArgumentParser:
     add_quiet(sp)
     sp.set_defaults(func=running.compare)
 
-    sp = sub.add_parser("bench", help="the scheduler-comparison suites in the simulator (resumable)")
-    sp.add_argument("--suite", choices=("quick", "standard", "full"), default="quick",
-                    help="which suite: quick (minutes), standard, full (default quick)")
+    sp = sub.add_parser("bench", help="the scheduler-comparison suites in the simulator (resumable), or real Dask "
+                        "workloads against Dask's own scheduling (--suite dask)")
+    sp.add_argument("--suite", choices=("quick", "standard", "full", "dask"), default="quick",
+                    help="which suite: quick (minutes), standard, full (default quick); dask: ordinary Dask code "
+                         "(array, dataframe, bag, delayed) under taskflow.use against Dask's own scheduling")
+    sp.add_argument("--clusters", default="homogeneous",
+                    help="with --suite dask: homogeneous, heterogeneous (the last worker held to a quarter core; "
+                         "needs root), comma-separated (default homogeneous)")
+    sp.add_argument("--workloads", help="with --suite dask: the workloads to run, comma-separated (default all)")
+    sp.add_argument("--repeat", type=int, default=5, help="with --suite dask: runs of each side after the first "
+                    "(default 5)")
     add_scheduler(sp, alias=True)
     sp.add_argument("--out", default="taskflow-out/bench", help="output folder (default taskflow-out/bench)")
     sp.add_argument("--jobs", type=int, help="parallel processes (default: all cores)")

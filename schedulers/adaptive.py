@@ -1,0 +1,95 @@
+"""``adaptive``: HEFT where it is predicted to beat Dask's own scheduling, Dask's own scheduling
+where it is not, decided again as a run's durations are learned. The default of
+``taskflow.use`` and ``taskflow.compute``.
+
+Planned alone (in the simulator, ``taskflow schedule``), it is HEFT (Topcuoglu, Hariri, Wu 2002):
+the same plan. Inside Dask's scheduler (the taskflow plugin) three rules are added:
+
+1. **The guard.** A plan is kept only on a cluster where a list scheduler has something to win
+   (the fastest worker more than ``spread`` times the slowest, as learned or declared, or a
+   network of per-pair rates or racks) and when, simulated from the same estimated costs, it is
+   predicted to be at least ``margin`` shorter than Dask's own rules (``dask-model``, from the
+   state Dask's scheduler is in). Otherwise the run's tasks keep no restriction and Dask decides,
+   stealing included: on workers alike a list scheduler rarely wins by more than its estimates
+   are off.
+2. **Learning within the run** (selective rescheduling, Sakellariou and Zhao 2004): as the run's
+   tasks finish, a task-name prefix whose measured duration (at speed 1, by the learned worker
+   speeds) is more than ``drift`` away from the estimate the plan used, or worker speeds learned
+   since that differ by as much, re-estimates the costs of the unfinished tasks and decides
+   again (plan, guard), at most once per ``interval`` seconds and ``replans`` times per run, so
+   the work per scheduler event stays bounded. A first run starts from Dask's defaults (every
+   unseen prefix 0.5 s) and is placed by Dask until what it measures says a plan would win.
+3. **Priors.** Costs come from what Dask's scheduler measured per prefix (in this run and earlier
+   ones), from what the plugin saw finish on which worker (worker speeds), output sizes from
+   ``nbytes``; ``taskflow.compute(costs=...)`` and a learned profile win (see the runtime docs).
+
+Dask's own work stealing (its cost-benefit rule, ``distributed.stealing``) stays on for every
+task the guard leaves to Dask; planned tasks are held to their workers.
+
+References: H. Topcuoglu, S. Hariri, M.-Y. Wu, IEEE TPDS 13(3), 2002; R. Sakellariou, H. Zhao,
+"A low-cost rescheduling policy for efficient mapping of workflows on grid systems", Scientific
+Programming 12(4), 2004; Dask distributed's work-stealing documentation.
+"""
+
+from __future__ import annotations
+
+from taskflow.errors import TaskflowError
+
+from .base import register
+from .heft import HEFT
+
+__all__ = ["Adaptive"]
+
+
+@register
+class Adaptive(HEFT):
+    """HEFT's plan, kept inside Dask only where it is predicted to win (see the module docstring).
+
+    Parameters
+    ----------
+    seed : int, optional
+    margin : float
+        Keep a plan predicted at least this fraction shorter than Dask's own (default 0.15: the
+        prediction of Dask's own scheduling is off by up to that on small graphs).
+    drift : float
+        Re-decide when a measured duration or speed is this fraction off (default 0.3).
+    interval : float
+        Seconds between two re-decisions of a run (default 0.25).
+    replans : int
+        Re-decisions per run at most (default 8).
+    spread : float
+        Plan only on a cluster whose fastest worker is more than this many times the slowest, or
+        with a network of per-pair rates or racks (default 1.5).
+    steal : bool
+        Let Dask's work stealing move a planned task to an idle worker (loose restrictions);
+        default False: planned tasks are held to their workers.
+    limit : int
+        Tasks above which the guard does not simulate and keeps a plan only on workers of
+        different speeds (default 3,000).
+
+    Raises
+    ------
+    TaskflowError
+        An option out of its range (named).
+    """
+
+    name = "adaptive"
+    summary = "HEFT inside Dask only where predicted to beat Dask's own scheduling; re-decided as it learns"
+    #: the plugin applies the guard and the re-decisions to this policy's runs
+    adaptive = True
+
+    def __init__(self, seed: int | None = None, margin: float = 0.15, drift: float = 0.3, interval: float = 0.25,
+                 replans: int = 8, limit: int = 3000, spread: float = 1.5, steal: bool = False, **options):
+        super().__init__(seed, **options)
+        for field, value, low, high in (("margin", margin, 0.0, 1.0), ("drift", drift, 0.0, float("inf")),
+                                        ("interval", interval, 0.0, float("inf")), ("spread", spread, 1.0, float("inf"))):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value < high:
+                raise TaskflowError(f"adaptive: {field} must be a number in [{low:g}, {high:g}), got {value!r}")
+        for field, value in (("replans", replans), ("limit", limit)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise TaskflowError(f"adaptive: {field} must be an integer >= 0, got {value!r}")
+        self.margin, self.drift, self.interval = float(margin), float(drift), float(interval)
+        self.replans, self.limit, self.spread, self.steal = replans, limit, float(spread), bool(steal)
+        # they travel with the policy's name to Dask's scheduler, where the plugin makes it again
+        self.options.update(margin=self.margin, drift=self.drift, interval=self.interval, replans=replans, limit=limit,
+                            spread=self.spread, steal=self.steal)

@@ -1,0 +1,175 @@
+"""The real-workload suite (``taskflow bench --suite dask``): ordinary Dask code
+(:mod:`.dask_workloads`) under Dask's own scheduling and under ``taskflow.use`` with a policy, on
+the same cluster, alternating.
+
+For each cluster and workload: each side's *first run* on a fresh cluster of its own (nothing
+measured yet: Dask's defaults and taskflow's priors), then on one more fresh cluster a warm-up run
+of each side (not counted) and ``repeat`` runs of each side, alternating, whose median and spread
+are reported. Every result is checked against the other side's.
+
+Clusters: ``homogeneous`` (``workers`` processes of one thread); ``heterogeneous`` (the same, the
+last worker held to a quarter of a core by a cgroup CPU quota: needs root and a cgroup cpu
+controller, else skipped with the reason).
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+
+from ..errors import TaskflowError
+from .dask_workloads import WORKLOADS, workload
+
+__all__ = ["CLUSTERS", "DEFAULT_POLICY", "run_suite", "format_rows"]
+
+CLUSTERS = ("homogeneous", "heterogeneous")
+#: what ``taskflow.use(client)`` places with when no policy is named
+DEFAULT_POLICY = "adaptive"
+#: the quota of the slow worker of the heterogeneous cluster, in cores
+SLOW_CORES = 0.25
+
+
+class _Cluster:
+    """A fresh LocalCluster of ``workers`` one-thread processes, the last one CPU-limited when
+    ``kind`` is heterogeneous; a client on it."""
+
+    def __init__(self, kind: str, workers: int):
+        from distributed import Client
+
+        from ..runtime.local import local_cluster
+        from ..testbed import CpuLimits
+
+        self.lc = local_cluster(workers, 1, work_stealing=True)
+        self.client = Client(self.lc)
+        self.client.wait_for_workers(workers, timeout=60)
+        self.limits = None
+        if kind == "heterogeneous":
+            import os
+
+            pids = self.client.run(os.getpid)
+            slow = sorted(pids)[-1]
+            self.limits = CpuLimits({pids[slow]: SLOW_CORES}).apply()
+
+    def close(self) -> None:
+        if self.limits is not None:
+            self.limits.release()
+        self.client.close()
+        self.lc.close()
+
+
+def _timed(client, w, folder, policy, options=None):
+    """One run of workload ``w``: seconds from submission to results, and the results."""
+    import taskflow
+
+    taskflow.use(client, policy, **(options or {}) if policy else {})
+    colls = w.build(folder)
+    t0 = time.perf_counter()
+    out = client.compute(colls, sync=True)
+    secs = time.perf_counter() - t0
+    taskflow.use(client, None)
+    return secs, out
+
+
+def run_suite(clusters=("homogeneous",), names=None, repeat: int = 5, workers: int = 2, policy: str = DEFAULT_POLICY,
+              progress: bool = True, options: dict | None = None) -> list:
+    """Run the suite; one row per cluster and workload.
+
+    Parameters
+    ----------
+    clusters : list of str
+        From :data:`CLUSTERS`.
+    names : list of str, optional
+        Workloads (default: all).
+    repeat : int
+        Runs of each side after the first (at least 1).
+    workers : int
+    policy : str
+        The policy ``taskflow.use`` places with.
+    progress : bool
+        Print a line per workload.
+    options : dict, optional
+        The policy's options (``taskflow.use(client, policy, **options)``).
+
+    Returns
+    -------
+    list of dict
+
+    Raises
+    ------
+    TaskflowError
+        An unknown cluster or workload, a bad count, or two sides that disagree on a result.
+    """
+    bad = [c for c in clusters if c not in CLUSTERS]
+    if bad:
+        raise TaskflowError(f"unknown cluster {bad[0]!r}; known: {', '.join(CLUSTERS)}")
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise TaskflowError(f"repeat must be an integer >= 1, got {repeat!r}")
+    chosen = [workload(n) for n in names] if names else list(WORKLOADS)
+    if "heterogeneous" in clusters:
+        from ..testbed import cpu_limits_available
+
+        why = cpu_limits_available()
+        if why:
+            print(f"heterogeneous cluster skipped: {why}")
+            clusters = [c for c in clusters if c != "heterogeneous"]
+    rows = []
+    for kind in clusters:
+        for k, w in enumerate(chosen):
+            with tempfile.TemporaryDirectory(prefix="taskflow-suite-") as folder:
+                if w.prepare is not None:
+                    w.prepare(folder)
+                rows.append(_measure(kind, w, folder, repeat, workers, policy, k % 2, options))
+            if progress:
+                print(format_rows([rows[-1]], header=False), flush=True)
+    return rows
+
+
+def _measure(kind, w, folder, repeat, workers, policy, first_side: int, options) -> dict:
+    sides = [None, policy]  # None: Dask's own scheduling
+    first = {}
+    results = {}
+    for s in (sides[first_side], sides[1 - first_side]):
+        c = _Cluster(kind, workers)
+        try:
+            first[s], results[s] = _timed(c.client, w, folder, s, options)
+        finally:
+            c.close()
+    times = {None: [], policy: []}
+    c = _Cluster(kind, workers)
+    try:
+        for s in sides:
+            _timed(c.client, w, folder, s, options)  # warm-up, not counted
+        for r in range(repeat):
+            for s in (sides if r % 2 == 0 else sides[::-1]):
+                secs, _ = _timed(c.client, w, folder, s, options)
+                times[s].append(secs)
+    finally:
+        c.close()
+    if not w.same(results[None], results[policy]):
+        raise TaskflowError(f"{w.name}: {policy} and Dask's own scheduling computed different results")
+    dask_med, ours_med = statistics.median(times[None]), statistics.median(times[policy])
+    return {"cluster": kind, "workload": w.name, "policy": policy, "runs": repeat,
+            "dask_first": first[None], "ours_first": first[policy],
+            "dask_median": dask_med, "dask_min": min(times[None]), "dask_max": max(times[None]),
+            "ours_median": ours_med, "ours_min": min(times[policy]), "ours_max": max(times[policy]),
+            "ratio": ours_med / dask_med, "first_ratio": first[policy] / first[None]}
+
+
+def format_rows(rows, header: bool = True) -> str:
+    """The suite's rows as a fixed-width table (seconds; ratio: ours / Dask's).
+
+    Parameters
+    ----------
+    rows : list of dict
+    header : bool
+    """
+    lines = []
+    if header:
+        lines.append(f"{'cluster':<14} {'workload':<17} {'Dask 1st':>8} {'ours 1st':>8} {'ratio':>6}   "
+                     f"{'Dask median (min-max)':>22} {'ours median (min-max)':>22} {'ratio':>6}")
+    for r in rows:
+        lines.append(f"{r['cluster']:<14} {r['workload']:<17} {r['dask_first']:>8.2f} {r['ours_first']:>8.2f} "
+                     f"{r['first_ratio']:>6.2f}   {r['dask_median']:>8.2f} ({r['dask_min']:.2f}-{r['dask_max']:.2f})"
+                     f" {r['ours_median']:>8.2f} ({r['ours_min']:.2f}-{r['ours_max']:.2f}) {r['ratio']:>6.2f}")
+    return "\n".join(lines)

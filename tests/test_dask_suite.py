@@ -1,0 +1,66 @@
+"""The real-workload suite (``taskflow bench --suite dask``): its workloads are ordinary Dask code
+that computes the same whatever schedules it, its bad arguments are refused before any cluster
+starts, and one workload runs end to end against Dask's own scheduling."""
+
+from __future__ import annotations
+
+import dask
+import pandas as pd
+import pytest
+
+from taskflow import TaskflowError
+from taskflow.app.cli import main
+from taskflow.app.dask_suite import format_rows, run_suite
+from taskflow.app.dask_workloads import WORKLOADS, workload
+
+
+def test_there_are_workloads_of_every_kind_a_dask_user_writes():
+    kinds = {w.kind for w in WORKLOADS}
+    assert kinds == {"dask.array", "dask.dataframe", "dask.bag", "dask.delayed"}
+    assert len(WORKLOADS) >= 8 and len({w.name for w in WORKLOADS}) == len(WORKLOADS)
+    with pytest.raises(TaskflowError, match="unknown workload 'nope'; known: array-matmul"):
+        workload("nope")
+
+
+def test_results_are_compared_exactly_enough():
+    w = WORKLOADS[0]
+    assert w.same((1.0, [("a", 2)]), (1.0 + 1e-12, [("a", 2)]))
+    assert not w.same((1.0,), (1.001,)) and not w.same(([("a", 2)],), ([("b", 2)],))
+    a = pd.DataFrame({"x": [1.0, 2.0]}, index=[1, 0])
+    assert w.same((a,), (a.sort_index(),)) and not w.same((a,), (a * 2,))
+
+
+@pytest.mark.parametrize("name", ["df-groupby", "delayed-loading"])
+def test_a_workload_computes_the_same_twice(name, tmp_path):
+    w = workload(name)
+    if w.prepare is not None:
+        w.prepare(str(tmp_path))
+    first = dask.compute(*w.build(str(tmp_path)), scheduler="sync")
+    again = dask.compute(*w.build(str(tmp_path)), scheduler="threads", num_workers=2)
+    assert w.same(first, again)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--clusters", "nowhere"], "unknown cluster 'nowhere'"),
+    (["--workloads", "nope"], "unknown workload 'nope'"),
+    (["--repeat", "0"], "repeat must be an integer >= 1, got 0"),
+    (["--scheduler", "heft,cpop"], "give one --scheduler"),
+])
+def test_bad_arguments_are_one_line_and_start_nothing(argv, message, capsys, tmp_path):
+    assert main(["bench", "--suite", "dask", "--out", str(tmp_path / "o"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_one_workload_end_to_end(tmp_path, capsys):
+    assert main(["bench", "--suite", "dask", "--workloads", "df-groupby", "--repeat", "1",
+                 "--out", str(tmp_path)]) == 0
+    text = (tmp_path / "dask.csv").read_text().splitlines()
+    assert text[0].startswith("cluster,workload,policy,runs") and text[1].startswith("homogeneous,df-groupby,adaptive,1")
+    assert "df-groupby" in (tmp_path / "dask.md").read_text()
+    rows = run_suite(["homogeneous"], ["delayed-loading"], repeat=1, policy="heft", progress=False)
+    (row,) = rows
+    assert row["policy"] == "heft" and row["dask_median"] > 0 and row["ours_median"] > 0
+    assert row["ratio"] == pytest.approx(row["ours_median"] / row["dask_median"])
+    assert "delayed-loading" in format_rows(rows)
