@@ -89,11 +89,12 @@ def test_use_by_default_leaves_workers_alike_to_dask(client):
         taskflow.use(client, None)
     assert got == pytest.approx(expected, rel=1e-12)
     last = client.run_on_scheduler(_runs)[-1]
-    assert last["decision"] == "dask" and last["planned"] == 0 and last["predicted"] > 0
+    # left to Dask at once: nothing planned, nothing simulated inside Dask's scheduler
+    assert last["decision"] == "dask" and last["planned"] == 0 and last["predicted"] is None
 
 
 def _slow(i, *deps):
-    time.sleep(0.03)
+    time.sleep(0.05)
     return i + sum(deps)
 
 
@@ -105,14 +106,46 @@ def test_a_plan_for_declared_uneven_speeds_is_given_up_once_the_run_shows_them_a
             Client(lc) as c:
         names = sorted(str(w["name"]) for w in c.scheduler_info()["workers"].values())
         declared = Cluster([Worker(names[0], 1.0), Worker(names[1], 4.0)])
-        parts = [dask.delayed(_slow, pure=True)(i, dask_key_name=f"slow-{i}") for i in range(40)]
+        parts = [dask.delayed(_slow, pure=True)(i, dask_key_name=f"slow-{i}") for i in range(60)]
         total = dask.delayed(sum, pure=True)(parts, dask_key_name="total-0")
-        policy = get_scheduler("adaptive", interval=0.05, drift=0.3)
+        policy = get_scheduler("adaptive", interval=0.05, drift=0.3, margin=0.0)  # planned at first
         got, rep = taskflow.compute(total, scheduler=policy, client=c, cluster=declared, timeout=120, report=True)
-    assert got == (sum(range(40)),)
+    assert got == (sum(range(60)),)
     assert rep.replans >= 1  # re-decided within the run
     assert any(n.startswith("adaptive: left to Dask's own scheduling") for n in rep.notes), rep.notes
     counts = {}
     for r in rep.trace.runs:
         counts[r.worker] = counts.get(r.worker, 0) + 1
     assert min(counts.values()) >= 10  # not 80% on the 'fast' worker to the end
+
+
+def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
+    """The two-armed choice of the plugin, on runs of one kind of work (a plugin without Dask:
+    only its bookkeeping is exercised)."""
+    from types import SimpleNamespace
+
+    from taskflow.runtime.plugin import TaskflowPlugin
+
+    p = TaskflowPlugin()
+    policy = get_scheduler("adaptive")
+
+    def run(sig, decision, secs, redecisions=0):
+        r = SimpleNamespace(learned=True, policy=policy, signature=sig, decision=decision, redecisions=redecisions,
+                            started=time.monotonic() - secs, fixed=False)
+        return r
+
+    sig = (frozenset({"a"}), 5)
+    p.record(run(sig, "plan", 1.0))  # the first run of its kind learns: not kept
+    assert p.outcomes[sig] == {"plan": [], "dask": []}
+    r = run(sig, None, 0)
+    assert p._measured_choice(r) is None and r.fixed  # the guard decides, once, and is not re-decided
+    p.record(run(sig, "plan", 2.0))
+    assert p._measured_choice(run(sig, None, 0)) == (False, None)  # now Dask's own, once
+    p.record(run(sig, "dask", 1.5))
+    p.record(run(sig, "dask", 9.0, redecisions=1))  # changed its mind on the way: not kept
+    keep, predicted = p._measured_choice(run(sig, None, 0))
+    assert keep is False and predicted == pytest.approx(1.5, abs=0.05)
+    for _ in range(3):
+        p.record(run(sig, "plan", 1.0))
+    keep, predicted = p._measured_choice(run(sig, None, 0))
+    assert keep is True and predicted == pytest.approx(1.0, abs=0.05)  # median of 2.0, 1.0, 1.0, 1.0

@@ -82,7 +82,7 @@ def _rechunk(folder):
 def _svd(folder):
     import dask.array as da
 
-    x = da.random.RandomState(2).random_sample((60000, 40), chunks=(2500, 40))
+    x = da.random.RandomState(2).random_sample((200000, 40), chunks=(6250, 40))
     _, s, _ = da.linalg.svd(x)
     return [s]
 
@@ -230,7 +230,7 @@ def _loading(folder):
 WORKLOADS = [
     Workload("array-matmul", "dask.array", "(x @ x.T).sum() of a 3000 x 3000 array in 750-chunks", _matmul),
     Workload("array-rechunk", "dask.array", "column chunks rechunked to row chunks, then a std", _rechunk),
-    Workload("array-svd", "dask.array", "tall-and-skinny SVD (tsqr) of 60000 x 40", _svd),
+    Workload("array-svd", "dask.array", "tall-and-skinny SVD (tsqr) of 200000 x 40", _svd),
     Workload("df-groupby", "dask.dataframe", "groupby-aggregate of 16 x 300,000 rows", _groupby),
     Workload("df-shuffle", "dask.dataframe", "a task-based shuffle on the key, then per-partition maxima", _shuffle),
     Workload("df-merge", "dask.dataframe", "a merge of two frames on the key (task shuffle)", _merge),

@@ -129,6 +129,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         self._count = 0
         self.durations: dict = {}  # task prefix -> {worker name: [compute seconds, tasks]}
         self.sizes: dict = {}  # task prefix -> [output bytes, tasks]
+        self.outcomes: dict = {}  # kind of work -> {"plan": [s], "dask": [s]}: measured runs (.adaptation)
         #: send each planned output to the workers of its consumers as soon as it exists
         self.prefetch = os.environ.get("TASKFLOW_PREFETCH", "1") != "0"
 
@@ -434,6 +435,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
     def _transition_planned_running(self, r: Run, stimulus_id: str) -> None:
         """Its tasks arrived: a plan whose workers have gone since is made afresh; then each task is
         restricted to its worker and ordered."""
+        self.begin(r)
         if self._stale(r):
             self._plan(r)
             if r.error:
@@ -462,6 +464,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         """Its last key finished. A run the plugin made for ``taskflow.use`` releases its keys at
         once (they may come again in a new graph) and is kept, inert, among the latest
         :data:`KEEP_FINISHED` (to be looked at); one a client registered waits for its client."""
+        self.record(r)
         if r.owned:
             self._release(r)
             owned = [rid for rid, x in self.runs.items() if x.owned and x.state == FINISHED]
@@ -512,7 +515,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         if cluster is None:
             return None
         todo = self._unfinished(r)
-        if not todo:
+        if not todo or (self.adaptive(r) and not self.worth_planning(r, todo, cluster)):
             return None
         sub = r.graph if len(todo) == len(r.graph) else r.graph.subgraph(todo)
         sub = sub.restrict_costs(cluster.ids)

@@ -71,7 +71,7 @@ class Run:
 
     __slots__ = ("id", "graph", "policy", "cluster", "client", "plan", "prio", "addr", "replans", "error", "owned",
                  "estimate", "prefix_costs", "learned", "predicted", "state", "done", "before", "decision", "decided_at",
-                 "decide_secs", "estimates", "speeds_used", "redecisions")
+                 "decide_secs", "estimates", "speeds_used", "redecisions", "signature", "started", "fixed")
 
     def __init__(self, run_id, graph: TaskGraph, policy, cluster: Cluster | None, client: str | None, owned: bool,
                  estimate: bool = False, prefix_costs: dict | None = None):
@@ -102,6 +102,9 @@ class Run:
         self.estimates: dict = {}
         self.speeds_used: dict = {}
         self.redecisions = 0
+        self.signature = None  # what makes runs of the same work alike (task prefixes, size)
+        self.started = 0.0  # when it began running (monotonic seconds, in the scheduler)
+        self.fixed = False  # its decision came from measured runs: not re-decided within the run
 
     def __repr__(self) -> str:
         return f"<Run {self.id!r} {self.state}, {len(self.done)}/{len(self.graph)} keys finished>"
