@@ -37,11 +37,15 @@ from taskflow.jit import kernel
 from .base import Scheduler, list_schedule, register, to_schedule
 from .ranks import downward_rank_kernel, upward_rank_kernel, downward_rank, mean_costs, optimistic_cost_table, upward_rank
 
-__all__ = ["HEFTSearch", "DEFAULT_BUDGET", "parse_budget"]
+__all__ = ["HEFTSearch", "DEFAULT_BUDGET", "MAX_BUDGET", "parse_budget"]
 
 #: Evaluations of the list-scheduling kernel by default (HEFT's plan is the first).
 DEFAULT_BUDGET = 16
 _SIGMAS = (0.02, 0.05, 0.1, 0.2, 0.3)
+
+
+#: the largest budget a command line accepts: evaluations, and seconds
+MAX_BUDGET = (1_000_000, 3600.0)
 
 
 def parse_budget(text) -> dict:
@@ -54,21 +58,23 @@ def parse_budget(text) -> dict:
     Raises
     ------
     ValueError
-        Neither a positive whole number nor a positive number of seconds ending in ``s``.
+        Neither a positive whole number nor a positive number of seconds ending in ``s``, or above
+        :data:`MAX_BUDGET`.
     """
     s = str(text).strip().lower()
     try:
         if s.endswith("s"):
             v = float(s[:-1])
-            if v > 0 and v != float("inf"):
+            if 0 < v <= MAX_BUDGET[1]:
                 return {"seconds": v, "budget": 1 << 30}
         else:
             v = int(s)
-            if v >= 1:
+            if 1 <= v <= MAX_BUDGET[0]:
                 return {"budget": v}
     except ValueError:
         pass
-    raise ValueError(f"budget {text!r}: expected evaluations (a whole number >= 1) or seconds such as 2s")
+    raise ValueError(f"budget {text!r}: expected evaluations (a whole number 1..{MAX_BUDGET[0]:,}) or seconds "
+                     f"such as 2s (at most {MAX_BUDGET[1]:g}s)"[:300])
 
 
 @register

@@ -35,15 +35,23 @@ class Transfer(NamedTuple):
     finish: float
 
 
-def run_id(task, k: int):
-    """The id of a task's ``k``-th run: the task id for the first, ``"{task}#{k}"`` after.
+def run_id(task, k: int, taken=()):
+    """The id of a task's ``k``-th run: the task id for the first, ``"{task}#{k}"`` after, with
+    ``#`` added until it is none of the ids in ``taken`` (the graph's tasks: a run's id never
+    names another task).
 
     Parameters
     ----------
     task : hashable
     k : int
+    taken : container
     """
-    return task if k == 1 else f"{task}#{k}"
+    if k == 1:
+        return task
+    rid = f"{task}#{k}"
+    while rid in taken:
+        rid += "#"
+    return rid
 
 
 class Trace:

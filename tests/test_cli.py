@@ -163,7 +163,7 @@ def test_bad_graphs_one_line_exit_2_no_output(capsys, tmp_path, case, command):
 
 @pytest.mark.parametrize("argv,message", [
     (["--workers", "2", "--scheduler", "nope"], "unknown scheduler 'nope'; known schedulers: .*random, round-robin"),
-    (["--workers", "0", "--scheduler", "random"], "cluster has no workers"),
+    (["--workers", "0", "--scheduler", "random"], "argument --workers: must be an integer >= 1"),
     (["--workers", "2", "--scheduler", "random"], "task 't1': costs name worker 'p1' that the cluster lacks"),
 ])
 def test_bad_scheduling_requests(capsys, tmp_path, argv, message):

@@ -144,6 +144,29 @@ def test_losing_every_worker_fails_the_run_with_a_clear_error(tmp_path):
         lb.stop()
 
 
+def _nap(i, *deps):
+    time.sleep(0.4)
+    return i
+
+
+def test_compute_says_it_lost_the_scheduler_and_nothing_replaces_that(tmp_path):
+    """``taskflow.compute`` with the scheduler killed mid-run: the same clear error as ``run``, not
+    the CancelledError its cleanup call used to raise over it."""
+    import dask
+
+    lb = Loopback(tmp_path, workers=("wa",)).start()
+    try:
+        with Client(scheduler_file=str(lb.sched_file)) as c:
+            parts = [dask.delayed(_nap, pure=True)(i, dask_key_name=f"nap-{i}") for i in range(30)]
+            when_busy(c, ["wa"], lb.kill_scheduler)
+            t0 = time.time()
+            with pytest.raises(taskflow.SchedulerLost, match="lost the Dask scheduler"):
+                taskflow.compute(*parts, scheduler="heft", client=c, timeout=60)
+            assert time.time() - t0 < 40
+    finally:
+        lb.stop()
+
+
 def test_a_lost_scheduler_fails_the_client_in_bounded_time(tmp_path):
     lb = Loopback(tmp_path, workers=("wa",)).start()
     try:

@@ -141,7 +141,7 @@ def _sniff(data: bytes, source: str, forced: str | None = None):
     head = text.lstrip()[:1]
     if forced == "dax" or (forced is None and head == "<"):
         return "dax", dax.parse_xml(data, source)
-    if forced == "stg" or (forced is None and head.isdigit() and stg.looks_like_stg(text)):
+    if forced == "stg" or (forced is None and head.isascii() and head.isdigit() and stg.looks_like_stg(text)):
         return "stg", text
     if forced is None and head not in ("{", "["):
         if head == "#" and stg.looks_like_stg(text):

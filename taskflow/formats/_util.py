@@ -96,10 +96,16 @@ def atomic_write(path, data) -> None:
     leaves no half-written file behind."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
-    mode = "wb" if isinstance(data, (bytes, bytearray)) else "w"
+    if not isinstance(data, (bytes, bytearray)):
+        try:
+            data = data.encode("utf-8")
+        except UnicodeEncodeError as e:
+            bad = data[e.start:e.end]
+            raise FormatError(f"{path}: cannot write {bad!r} (character {e.start} of the text): not UTF-8, "
+                              f"e.g. a lone surrogate in a task id; nothing was written") from None
     fd, tmp = tempfile.mkstemp(prefix=".taskflow-", dir=directory)
     try:
-        with os.fdopen(fd, mode) as f:
+        with os.fdopen(fd, "wb") as f:
             f.write(data)
         umask = os.umask(0)
         os.umask(umask)

@@ -191,7 +191,7 @@ def select(rows: list, key: str, source: str) -> tuple:
         No such graph; the known ones are listed.
     """
     names = [r[0] for r in rows]
-    if key.isdigit() and int(key) < len(rows):
+    if key.isascii() and key.isdigit() and int(key) < len(rows):
         return rows[int(key)]
     if key in names:
         return rows[names.index(key)]

@@ -24,7 +24,7 @@ def looks_like_stg(text: str) -> bool:
         s = line.strip()
         if not s or s.startswith("#"):
             continue
-        return s.isdigit()
+        return s.isascii() and s.isdigit()
     return False
 
 

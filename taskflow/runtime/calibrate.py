@@ -224,7 +224,7 @@ def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = Non
         if len(speeds) != len(names):
             raise TaskflowError(f"speeds lists {len(speeds)} speeds for {len(names)} workers ({', '.join(names)}); "
                                 "give one per worker, or NAME=SPEED pairs")
-        speeds = dict(zip(sorted(names, key=lambda n: (0, int(n), "") if n.isdigit() else (1, 0, n)), speeds))
+        speeds = dict(zip(sorted(names, key=lambda n: (0, int(n), "") if n.isascii() and n.isdigit() else (1, 0, n)), speeds))
     declared = {str(k): float(v) for k, v in (speeds or {}).items()}
     unknown = set(declared) - set(names)
     if unknown:

@@ -30,7 +30,7 @@ import uuid
 import warnings
 
 from ..cluster import Cluster, Worker
-from ..errors import TaskflowError, TaskflowWarning, WorkersLost
+from ..errors import SchedulerLost, TaskflowError, TaskflowWarning, WorkersLost
 from ..analysis import task_kind
 from ..graph import TaskGraph
 from ..policy import get_scheduler, require_runnable
@@ -46,7 +46,7 @@ from .report import RunReport, report_from_stream
 from .session import (Watchdog, call, close_quietly, ensure_plugin, frozen_heap, gather, stream_index, stream_since,
                       wait_for, workers_reachable, workers_records)
 
-__all__ = ["run", "connect", "dashboard_link", "dashboard_address", "say_dashboard", "predict_dask", "submit_order", "GUESS_ERROR", "DASHBOARD",
+__all__ = ["run", "connect", "client_for", "dashboard_link", "dashboard_address", "say_dashboard", "predict_dask", "submit_order", "GUESS_ERROR", "DASHBOARD",
            "DASK_DRAWS"]
 
 #: a prediction off by more than this share (without a cost profile) says the costs look like guesses
@@ -187,7 +187,7 @@ def connect(client, address, scheduler_file, workers, threads_per_worker, work_s
     if not (address or scheduler_file):  # Dask's own convention: DASK_SCHEDULER_ADDRESS names a cluster
         address = dask.config.get("scheduler-address", None) or None
     if address or scheduler_file:
-        c = Client(address, timeout="30s") if address else Client(scheduler_file=scheduler_file, timeout="30s")
+        c = client_for(address, scheduler_file)
         try:  # a cluster just started may not have its workers yet: wait for one, bounded
             c.wait_for_workers(1, timeout=WAIT_FOR_WORKERS)
         except (TimeoutError, OSError):
@@ -200,6 +200,44 @@ def connect(client, address, scheduler_file, workers, threads_per_worker, work_s
     c = Client(lc)
     warm_cluster(c)
     return c, [c, lc]
+
+
+def client_for(address: str | None, scheduler_file: str | None):
+    """A client of the existing cluster at ``address``, or named by ``scheduler_file`` (read here:
+    Dask's own client waits for a missing file forever).
+
+    Parameters
+    ----------
+    address, scheduler_file : str or None
+
+    Raises
+    ------
+    TaskflowError
+        The scheduler file is missing, unreadable or not one; the address is not one.
+    SchedulerLost
+        Nothing answers there within 30 s.
+    """
+    import json
+
+    from distributed import Client
+
+    if scheduler_file and not address:
+        try:
+            with open(scheduler_file, encoding="utf-8") as f:
+                doc = json.load(f)
+        except FileNotFoundError:
+            raise TaskflowError(f"{scheduler_file}: no such scheduler file") from None
+        except (OSError, ValueError) as e:
+            raise TaskflowError(f"{scheduler_file}: not a Dask scheduler file ({type(e).__name__}: {e})"[:300]) from None
+        address = doc.get("address") if isinstance(doc, dict) else None
+        if not isinstance(address, str) or not address:
+            raise TaskflowError(f"{scheduler_file}: not a Dask scheduler file (no \"address\")")
+    try:
+        return Client(address, timeout="30s")
+    except (ValueError, TypeError) as e:
+        raise TaskflowError(f"--address {address!r} is not a Dask scheduler address ({e})"[:300]) from None
+    except (OSError, TimeoutError) as e:
+        raise SchedulerLost(f"no Dask scheduler answered at {address} within 30 s ({type(e).__name__})") from None
 
 
 def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None = None, *, address=None,
@@ -266,6 +304,13 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
     dynamic = policy.kind == "dynamic"
     require_runnable(policy, "dask")
     graph.validate()
+    for t in graph.ids:  # Dask's messages are UTF-8 msgpack: an id that is not text cannot cross
+        if isinstance(t, str) and not t.isascii():
+            try:
+                t.encode("utf-8")
+            except UnicodeEncodeError:
+                raise TaskflowError(f"task {t!r}: its id is not UTF-8 text (a lone surrogate); Dask cannot "
+                                    f"carry it") from None
     if not len(graph):
         raise TaskflowError(f"graph {graph.name!r} has no tasks: nothing to run")
     if client is None and not (address or scheduler_file) and (isinstance(workers, bool) or not isinstance(

@@ -40,7 +40,9 @@ def call(client, op: str, /, timeout: float = CALL_TIMEOUT, **kwargs):
     """
     try:
         return client.sync(getattr(client.scheduler, op), callback_timeout=timeout, **kwargs)
-    except Exception as e:  # noqa: BLE001 - any failure to reach the scheduler means the same here
+    except (Exception, asyncio.CancelledError) as e:  # noqa: BLE001 - any failure to reach it means the same
+        # (a scheduler gone cancels the call: CancelledError is a BaseException, and it must not
+        # replace the error a caller is already raising when it cleans up)
         address = getattr(client.scheduler, "address", "?")
         if isinstance(e, (TimeoutError, asyncio.TimeoutError)):
             raise RunTimeout(f"the Dask scheduler ({address}) did not answer {op!r} within {timeout:g} s") from e

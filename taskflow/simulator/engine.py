@@ -310,7 +310,8 @@ class Simulator(Decisions, Recovery):
         for e in (range(self.pred_ptr[i], self.pred_ptr[i + 1]) if self.reruns else ()):
             p = self.pred_idx[e]
             if self.done_runs[p] > 1:
-                self.served_by.setdefault(run_id(self.a.ids[i], k), {})[self.a.ids[p]] = run_id(self.a.ids[p], self.done_runs[p])
+                self.served_by.setdefault(run_id(self.a.ids[i], k, self.a.index), {})[self.a.ids[p]] = \
+                    run_id(self.a.ids[p], self.done_runs[p], self.a.index)
         self._push(now + d, _FINISH, (i, self.run_token[i]))
 
     def _transition_running_done(self, i):
@@ -325,7 +326,8 @@ class Simulator(Decisions, Recovery):
         self.free[w] += self.tcores[i]
         self.running[w].discard(i)
         ids = self.a.ids
-        self.runs.append(Run(ids[i], run_id(ids[i], self.done_runs[i]), self.wids[w], self.start_time[i], self.now))
+        self.runs.append(Run(ids[i], run_id(ids[i], self.done_runs[i], self.a.index), self.wids[w], self.start_time[i],
+                             self.now))
         self.have[i] = {w: _INF}
         self.home[i] = w
 

@@ -74,7 +74,7 @@ class CpuLimits:
             raise TaskflowError(why)
         self.base, self.version = cpu_hierarchy()
         for pid, c in cores.items():
-            if isinstance(c, bool) or not isinstance(c, (int, float)) or not c > 0 or c != c:
+            if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0 < c < float("inf"):
                 raise TaskflowError(f"CPU limit for process {pid}: {c!r} is not a positive number of cores")
         self.cores = dict(cores)
         self.period = int(period_us)

@@ -115,7 +115,7 @@ class Testbed:
         for n, c in (cpus or {}).items():
             if n not in self.names:
                 raise TaskflowError(f"cpus: unknown worker {n!r} (workers: {', '.join(self.names)})")
-            if isinstance(c, bool) or not isinstance(c, (int, float)) or not c > 0 or c != c:
+            if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0 < c < float("inf"):
                 raise TaskflowError(f"cpus[{n!r}]: {c!r} is not a positive number of cores")
             self.cpus[n] = float(c)
         self.cpu_limits = None

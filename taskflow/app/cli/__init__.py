@@ -38,7 +38,10 @@ def main(argv=None) -> int:
     import warnings
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # -h, --version (0) or a bad argument (2, its one line already printed)
+        return e.code if isinstance(e.code, int) else 2
     try:
         with warnings.catch_warnings(), np_quiet():
             warnings.simplefilter("ignore", RuntimeWarning)  # numpy's overflow notes: errors say it

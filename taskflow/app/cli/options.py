@@ -15,6 +15,8 @@ The same thing is spelled the same way in every command:
 
 from __future__ import annotations
 
+import argparse
+import math
 import os
 import sys
 
@@ -23,9 +25,10 @@ from ...cluster import DEFAULT_BANDWIDTH, Cluster, Worker
 from ...errors import TaskflowError
 from ...formats import READ_FORMATS, load_graph, load_graphs, with_source
 
-__all__ = ["Prefixed", "add_graph", "add_graphs", "add_cluster", "add_scheduler", "add_quiet", "add_seed",
+__all__ = ["Prefixed", "number", "add_graph", "add_graphs", "add_cluster", "add_scheduler", "add_quiet", "add_seed",
            "add_dashboard", "add_network", "add_cores", "add_speeds", "add_gantt", "add_chrome_trace", "read_graph",
-           "read_graphs", "parse_speeds", "cluster_from_args", "scheduler_names", "check_outputs"]
+           "read_graphs", "parse_speeds", "cluster_from_args", "scheduler_names", "check_outputs", "SEED", "COUNT",
+           "RETRIES", "SECONDS", "NONNEGATIVE", "SCALE"]
 
 GRAPH_HELP = "graph file (native, WfFormat, DAX, STG, Estee zip[#K]) or module:function returning a TaskGraph"
 QUIET_HELP = "print only the summary lines: no per-task tables, no progress"
@@ -37,6 +40,41 @@ class Prefixed(TaskflowError):
 
 
 # ---------------------------------------------------------------------- options
+def number(kind=float, low: float | None = None, above: float | None = None, high: float | None = None):
+    """An argparse ``type``: a finite number of ``kind`` (``int`` or ``float``) at least ``low``,
+    above ``above`` and at most ``high``, else argparse's one-line usage error naming the option.
+
+    Parameters
+    ----------
+    kind : type
+    low, above, high : float, optional
+    """
+    def parse(text):
+        try:
+            value = kind(text)
+        except (TypeError, ValueError):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+        bounds = [f">= {low:g}" if low is not None else None, f"> {above:g}" if above is not None else None,
+                  f"<= {high:g}" if high is not None else None]
+        if (not math.isfinite(value) or (low is not None and value < low) or (above is not None and value <= above)
+                or (high is not None and value > high)):
+            wanted = " and ".join(b for b in bounds if b)
+            what = "an integer" if kind is int else "a finite number"
+            raise argparse.ArgumentTypeError(f"must be {what} {wanted}, got {text!r}".replace("  ", " "))
+        return value
+    parse.__name__ = kind.__name__
+    return parse
+
+
+#: argparse types of the commands' counts and durations
+SEED = number(int, low=0)
+COUNT = number(int, low=1, high=10_000)
+RETRIES = number(int, low=0, high=1000)
+SECONDS = number(float, above=0.0, high=1e7)
+NONNEGATIVE = number(float, low=0.0, high=1e7)
+SCALE = number(float, above=0.0, high=1e6)
+
+
 def add_graph(sp) -> None:
     """A positional GRAPH (file or module:function) and ``--format``.
 
@@ -68,7 +106,7 @@ def add_cores(sp, what: str = "with --workers") -> None:
     what : str
         What it is of (the help text).
     """
-    sp.add_argument("--cores", type=int, default=1, help=f"cores (threads) per worker {what} (default 1)")
+    sp.add_argument("--cores", type=COUNT, default=1, help=f"cores (threads) per worker {what} (default 1)")
 
 
 def add_speeds(sp) -> None:
@@ -89,7 +127,7 @@ def add_cluster(sp) -> None:
     sp : argparse.ArgumentParser
     """
     sp.add_argument("--cluster", help="cluster file (taskflow-cluster/1)")
-    sp.add_argument("--workers", type=int, help="N workers w0..wN-1 instead of --cluster")
+    sp.add_argument("--workers", type=COUNT, help="N workers w0..wN-1 instead of --cluster")
     add_speeds(sp)
     add_cores(sp)
     sp.add_argument("--bandwidth", default=DEFAULT_BANDWIDTH,
@@ -145,7 +183,7 @@ def add_seed(sp) -> None:
     ----------
     sp : argparse.ArgumentParser
     """
-    sp.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
+    sp.add_argument("--seed", type=SEED, default=0, help="seed of every random choice (default 0)")
 
 
 def add_dashboard(sp) -> None:

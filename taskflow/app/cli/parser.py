@@ -8,10 +8,25 @@ import argparse
 from ... import __version__
 from ...formats import WRITE_FORMATS
 from . import commands, running
-from .options import (add_chrome_trace, add_cluster, add_cores, add_dashboard, add_gantt, add_graph, add_graphs,
-                      add_network, add_quiet, add_scheduler, add_seed, add_speeds)
+from .options import (COUNT, NONNEGATIVE, RETRIES, SCALE, SECONDS, add_chrome_trace, add_cluster, add_cores,
+                      add_dashboard, add_gantt, add_graph, add_graphs, add_network, add_quiet, add_scheduler, add_seed,
+                      add_speeds)
 
-__all__ = ["build_parser"]
+__all__ = ["build_parser", "Parser"]
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser whose errors are one line, ``error: <command>: <what>`` (exit status 2),
+    like every other error of the command; ``-h`` still prints the usage."""
+
+    def error(self, message):
+        """Print ``message`` on one line and exit with status 2.
+
+        Parameters
+        ----------
+        message : str
+        """
+        self.exit(2, f"error: {self.prog}: {message}\n")
 
 DESCRIPTION = ("Plan, simulate and run task-graph workflows: read and convert graphs, plan them with "
                "scheduling policies, check plans, simulate them, run them on Dask workers and compare policies. "
@@ -20,7 +35,7 @@ DESCRIPTION = ("Plan, simulate and run task-graph workflows: read and convert gr
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``taskflow`` command's argument parser (one subparser per subcommand)."""
-    p = argparse.ArgumentParser(prog="taskflow", description=DESCRIPTION)
+    p = Parser(prog="taskflow", description=DESCRIPTION)
     p.add_argument("--version", action="version", version=f"taskflow {__version__}",
                    help="print the version and exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -57,14 +72,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_network(sp)
     sp.add_argument("--plan", help="simulate this schedule file instead of planning (--scheduler then names the "
                     "policy that re-plans after a failure)")
-    sp.add_argument("--noise", type=float, default=0.0, help="per-task duration noise: x exp(N(0, S)) (default 0)")
+    sp.add_argument("--noise", type=NONNEGATIVE, default=0.0, help="per-task duration noise: x exp(N(0, S)) (default 0)")
     sp.add_argument("--straggler", action="append", metavar="W:FACTOR@T",
                     help="worker W runs FACTOR times slower from time T (repeatable)")
     sp.add_argument("--fail", action="append", metavar="W@T", help="worker W is lost at time T (repeatable)")
     sp.add_argument("--information", choices=("exact", "mean", "blind", "user"), default="exact",
                     help="what the scheduler knows of costs (default exact)")
-    sp.add_argument("--interval", type=float, default=0.0, help="minimum seconds between scheduler invocations")
-    sp.add_argument("--decision-latency", type=float, default=0.0, help="seconds until a decision takes effect")
+    sp.add_argument("--interval", type=NONNEGATIVE, default=0.0, help="minimum seconds between scheduler invocations")
+    sp.add_argument("--decision-latency", type=NONNEGATIVE, default=0.0, help="seconds until a decision takes effect")
     add_seed(sp)
     sp.add_argument("-o", "--output", help="write the trace (taskflow-schedule/1 JSON with transfers and "
                     "durations; CSV where the name ends in .csv)")
@@ -76,19 +91,19 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("run", help="run a graph on Dask workers (emulated when it has no callables)")
     add_graph(sp)
     add_scheduler(sp, default="heft")
-    sp.add_argument("--workers", type=int, help="workers of the embedded LocalCluster (default 2)")
+    sp.add_argument("--workers", type=COUNT, help="workers of the embedded LocalCluster (default 2)")
     add_cores(sp, "of the embedded cluster, or of each batch job")
-    sp.add_argument("--threads", dest="cores", type=int, default=argparse.SUPPRESS,
+    sp.add_argument("--threads", dest="cores", type=COUNT, default=argparse.SUPPRESS,
                     help=argparse.SUPPRESS)  # the older spelling of --cores
     sp.add_argument("--address", help="scheduler address of an existing cluster, e.g. tcp://host:8786")
     sp.add_argument("--scheduler-file", help="scheduler file of an existing cluster")
     sp.add_argument("--cluster", help="cluster model file; worker ids are Dask worker names")
     add_speeds(sp)
     sp.add_argument("--calibrate", action="store_true", help="measure worker speeds and bandwidth first")
-    sp.add_argument("--time-scale", type=float, default=1.0, help="multiply emulated durations (default 1)")
-    sp.add_argument("--size-scale", type=float, default=1.0, help="multiply emulated output sizes (default 1)")
-    sp.add_argument("--retries", type=int, default=0, help="retries of a task that raises (default 0)")
-    sp.add_argument("--timeout", type=float, help="give up after this many seconds")
+    sp.add_argument("--time-scale", type=SCALE, default=1.0, help="multiply emulated durations (default 1)")
+    sp.add_argument("--size-scale", type=SCALE, default=1.0, help="multiply emulated output sizes (default 1)")
+    sp.add_argument("--retries", type=RETRIES, default=0, help="retries of a task that raises (default 0)")
+    sp.add_argument("--timeout", type=SECONDS, help="give up after this many seconds")
     add_seed(sp)
     sp.add_argument("--profile", help="cost profile (JSON): plan with it if it exists, then add this run's "
                     "measurements to it (learn on the first run, plan with it on the next)")
@@ -98,12 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_dashboard(sp)
     jq = sp.add_argument_group("batch systems (dask-jobqueue)")
     jq.add_argument("--jobqueue", choices=("slurm", "pbs"), help="start the workers as batch jobs, one worker each")
-    jq.add_argument("--jobs", type=int, help="how many jobs (workers)")
+    jq.add_argument("--jobs", type=COUNT, help="how many jobs (workers)")
     jq.add_argument("--memory", default="2GB", help="memory per job (default 2GB)")
     jq.add_argument("--walltime", default="01:00:00", help="walltime per job (default 01:00:00)")
     jq.add_argument("--queue", help="the queue or partition (default: the batch system's default)")
     jq.add_argument("--interface", help="network interface of the scheduler and workers, e.g. ib0")
-    jq.add_argument("--job-wait", type=float, default=120.0,
+    jq.add_argument("--job-wait", type=SECONDS, default=120.0,
                     help="seconds to wait for every job's worker before failing (default 120)")
     add_quiet(sp)
     sp.set_defaults(func=running.run)
@@ -121,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--scheduler-file", help="with --real: scheduler file of an existing cluster")
     sp.add_argument("--profile", help="with --real: cost profile (JSON) to plan with and add each run's "
                     "measurements to")
-    sp.add_argument("--time-scale", type=float, help="with --real: multiply emulated durations and sizes (default: "
+    sp.add_argument("--time-scale", type=SCALE, help="with --real: multiply emulated durations and sizes (default: "
                     "so that the best simulated plan takes about 2 s)")
     sp.add_argument("--out", help="folder for compare.csv, compare.md and compare.png")
     add_dashboard(sp)
@@ -137,11 +152,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="with --suite dask: homogeneous, heterogeneous (the last worker held to a quarter core; "
                          "needs root), comma-separated (default homogeneous)")
     sp.add_argument("--workloads", help="with --suite dask: the workloads to run, comma-separated (default all)")
-    sp.add_argument("--repeat", type=int, default=5, help="with --suite dask: runs of each side after the first "
+    sp.add_argument("--repeat", type=COUNT, default=5, help="with --suite dask: runs of each side after the first "
                     "(default 5)")
     add_scheduler(sp, alias=True)
     sp.add_argument("--out", default="taskflow-out/bench", help="output folder (default taskflow-out/bench)")
-    sp.add_argument("--jobs", type=int, help="parallel processes (default: all cores)")
+    sp.add_argument("--jobs", type=COUNT, help="parallel processes (default: all cores)")
     sp.add_argument("--real", action="store_true", help="also run a subset (4 workflows x heft, cpop, blevel, "
                     "work-stealing) on a local Dask cluster in emulation; rows in real.csv, a section in summary.md")
     add_quiet(sp)
@@ -168,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("testbed", help="Dask workers on shaped network links (network namespaces, tc; needs root)",
                         description="Start a Dask scheduler and workers in network namespaces joined by shaped "
                         "links, run COMMAND beside them (DASK_SCHEDULER_ADDRESS set), then remove everything.")
-    sp.add_argument("--workers", type=int, default=4, help="workers w0..wN-1 (default 4)")
+    sp.add_argument("--workers", type=COUNT, default=4, help="workers w0..wN-1 (default 4)")
     sp.add_argument("--topology", default="uniform", help="uniform, two-racks, slow-link or matrix (default uniform)")
     sp.add_argument("--bandwidth", default="1gbit", help="each worker's link, e.g. 200mbit (default 1gbit)")
     sp.add_argument("--inter-rack", help="two-racks: the link between the racks (default a tenth of --bandwidth)")
@@ -176,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--slow-bandwidth", help="slow-link: its rate (default a tenth of --bandwidth)")
     sp.add_argument("--matrix", help="matrix: JSON file {a: {b: rate}} by worker name")
     add_cores(sp, "(its Dask threads)")
-    sp.add_argument("--threads", dest="cores", type=int, default=argparse.SUPPRESS,
+    sp.add_argument("--threads", dest="cores", type=COUNT, default=argparse.SUPPRESS,
                     help=argparse.SUPPRESS)  # the older spelling of --cores
     sp.add_argument("--cpus", help="CPU limits by worker, e.g. w2=0.5,w3=0.25 (cores; cgroup CPU quota): "
                     "really slower workers")

@@ -199,6 +199,8 @@ def _parse_cpus(text) -> dict:
             sep = ""
         if not sep or not name.strip():
             raise TaskflowError(f"--cpus: {item.strip()!r} is not WORKER=CORES (e.g. w3=0.25)")
+        if not 0 < out[name.strip()] <= 1024:  # (nan fails this too)
+            raise TaskflowError(f"--cpus: {item.strip()!r}: cores must be a number > 0 and <= 1024")
     return out
 
 

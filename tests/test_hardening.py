@@ -1,0 +1,93 @@
+"""Bad input found by hostile runs, by class: each ends in one line naming the problem and exit
+status 2, nothing started and nothing written (numbers of every option checked when parsed; a
+scheduler file or address that is not one; a budget without bound; a rerun's id that names a
+real task)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from taskflow.app.cli import main
+from taskflow.trace import run_id
+
+HEFT_G = "examples/heft_paper.graph.json"
+
+
+def _one_line(capsys, argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, (code, err)
+    return err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["schedule", HEFT_G, "--workers", "2", "--scheduler", "heft", "--seed", "-1"], "--seed: must be an integer >= 0"),
+    (["simulate", HEFT_G, "--workers", "2", "--seed", "-1"], "--seed: must be an integer >= 0"),
+    (["compare", HEFT_G, "--workers", "2", "--seed", "x"], "--seed: 'x' is not an integer"),
+    (["simulate", HEFT_G, "--workers", "2", "--noise", "nan"], "--noise: must be a finite number >= 0"),
+    (["run", HEFT_G, "--time-scale", "-1"], "--time-scale: must be a finite number > 0"),
+    (["run", HEFT_G, "--time-scale", "1e308"], "--time-scale: must be a finite number > 0 and <= 1e+06"),
+    (["run", HEFT_G, "--size-scale", "nan"], "--size-scale: must be a finite number > 0"),
+    (["run", HEFT_G, "--retries", "-1"], "--retries: must be an integer >= 0"),
+    (["run", HEFT_G, "--timeout", "nan"], "--timeout: must be a finite number > 0"),
+    (["run", HEFT_G, "--workers", "0"], "--workers: must be an integer >= 1"),
+    (["bench", "--jobs", "0"], "--jobs: must be an integer >= 1"),
+    (["bench", "--jobs", "-1"], "--jobs: must be an integer >= 1"),
+    (["testbed", "--threads", "-1", "--", "true"], "--threads: must be an integer >= 1"),
+    (["schedule", HEFT_G, "--workers", "2", "--scheduler", "heft-search", "--budget", "99999999999999999999"],
+     "--budget: budget '99999999999999999999': expected evaluations"),
+    (["nosuch"], "invalid choice: 'nosuch'"),
+])
+def test_a_bad_number_or_word_is_one_line_when_parsed(argv, message, capsys):
+    t0 = time.monotonic()
+    assert message in _one_line(capsys, argv)
+    assert time.monotonic() - t0 < 10  # refused before anything starts
+
+
+def test_a_scheduler_file_that_is_missing_or_not_one_is_named(capsys, tmp_path):
+    t0 = time.monotonic()
+    err = _one_line(capsys, ["run", HEFT_G, "--scheduler-file", tmp_path / "nope.json", "-q"])
+    assert f"{tmp_path / 'nope.json'}: no such scheduler file" in err
+    bad = tmp_path / "bad.json"
+    bad.write_text("garbage")
+    assert "not a Dask scheduler file (JSONDecodeError" in _one_line(capsys, ["run", HEFT_G, "--scheduler-file", bad])
+    bad.write_text(json.dumps({"type": "Scheduler"}))
+    assert 'not a Dask scheduler file (no "address")' in _one_line(capsys, ["run", HEFT_G, "--scheduler-file", bad])
+    assert "is not a Dask scheduler address" in _one_line(capsys, ["run", HEFT_G, "--address", "garbage"])
+    assert time.monotonic() - t0 < 20  # nothing waited for
+
+
+def test_a_reruns_id_never_names_a_real_task(tmp_path, capsys):
+    assert run_id("a", 1, {"a"}) == "a" and run_id("a", 2, {"a"}) == "a#2"
+    assert run_id("a", 2, {"a", "a#2"}) == "a#2#" and run_id("a", 2, {"a", "a#2", "a#2#"}) == "a#2##"
+    g = tmp_path / "g.json"
+    g.write_text(json.dumps({"format": "taskflow-graph/1", "name": "g",
+                             "tasks": [{"id": "a", "cost": 1.0, "output_size": 1e9}, {"id": "a#2", "cost": 2.0}],
+                             "edges": [{"from": "a", "to": "a#2", "size": 1e9}]}))
+    out = tmp_path / "t.json"
+    code = main(["simulate", str(g), "--workers", "2", "--fail", "w0@1.5", "--scheduler", "round-robin",
+                 "--bandwidth", "1e8", "-q", "-o", str(out)])
+    text = capsys.readouterr().out
+    assert code == 0 and "recomputed: a" in text
+    runs = {a.get("run", a["task"]) for a in json.loads(out.read_text())["assignments"]}
+    assert {"a", "a#2", "a#2#"} <= runs
+
+
+def test_a_call_cancelled_by_a_scheduler_gone_is_a_lost_scheduler_not_a_cancelled_error():
+    """Cleanup after a lost scheduler calls it once more; Dask cancels that call (CancelledError, a
+    BaseException), which must read as the lost scheduler and not escape a ``finally:``."""
+    import asyncio
+    from types import SimpleNamespace
+
+    import taskflow
+    from taskflow.runtime.session import call
+
+    def sync(*args, **kwargs):
+        raise asyncio.CancelledError()
+
+    client = SimpleNamespace(sync=sync, scheduler=SimpleNamespace(address="tcp://gone:1", taskflow_forget=None))
+    with pytest.raises(taskflow.SchedulerLost, match=r"lost the Dask scheduler \(tcp://gone:1\) during 'taskflow_forget'"):
+        call(client, "taskflow_forget", run="r")
