@@ -91,3 +91,59 @@ def test_a_call_cancelled_by_a_scheduler_gone_is_a_lost_scheduler_not_a_cancelle
     client = SimpleNamespace(sync=sync, scheduler=SimpleNamespace(address="tcp://gone:1", taskflow_forget=None))
     with pytest.raises(taskflow.SchedulerLost, match=r"lost the Dask scheduler \(tcp://gone:1\) during 'taskflow_forget'"):
         call(client, "taskflow_forget", run="r")
+
+
+def test_samples_never_overwrite_unasked_nor_write_through_a_link(tmp_path, capsys):
+    out = tmp_path / "kit"
+    assert main(["samples", "--out", str(out)]) == 0
+    capsys.readouterr()
+    mine = out / "graph.json"
+    mine.write_text("my own work")
+    err = _one_line(capsys, ["samples", "--out", out])
+    assert "exist already; nothing written (give --force to replace them)" in err
+    assert mine.read_text() == "my own work"
+    secret = tmp_path / "secret.txt"
+    secret.write_text("outside")
+    mine.unlink()
+    mine.symlink_to(secret)
+    assert main(["samples", "--out", str(out), "--force"]) == 0
+    assert secret.read_text() == "outside" and not mine.is_symlink() and '"taskflow-graph/1"' in mine.read_text()
+    mine.unlink()
+    mine.mkdir()
+    before = sorted(p.name for p in out.iterdir())
+    assert f"{mine}: is a folder" in _one_line(capsys, ["samples", "--out", out, "--force"])
+    assert sorted(p.name for p in out.iterdir()) == before  # nothing written on the way
+
+
+def test_a_write_that_fails_names_the_users_file_and_leaves_the_old_one(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from taskflow.formats import atomic_write
+
+    target = tmp_path / "report.json"
+    target.write_text("old")
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError) as e:
+        atomic_write(target, "new " * 1000)
+    assert e.value.filename == str(target) and e.value.errno == errno.ENOSPC
+    assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["report.json"]
+
+
+def test_an_output_on_a_dangling_link_replaces_the_link_and_a_too_long_name_is_named(tmp_path, capsys):
+    cluster = "examples/heft_paper.cluster.json"
+    link = tmp_path / "plan.json"
+    link.symlink_to(tmp_path / "missing" / "x.json")
+    assert main(["schedule", HEFT_G, "--cluster", cluster, "--scheduler", "heft", "-o", str(link), "-q"]) == 0
+    assert not link.is_symlink() and not (tmp_path / "missing").exists()
+    assert json.loads(link.read_text())["format"] == "taskflow-schedule/1"
+    capsys.readouterr()
+    long = tmp_path / ("x" * 300 + ".json")
+    code = main(["schedule", HEFT_G, "--cluster", cluster, "--scheduler", "heft", "-o", str(long), "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and str(long) in err and ".taskflow-" not in err
+    assert [p.name for p in tmp_path.iterdir()] == ["plan.json"]

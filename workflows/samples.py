@@ -4,7 +4,7 @@ benchmark suite use, so nothing a user runs needs data beside the checkout."""
 
 from __future__ import annotations
 
-import shutil
+import os
 from pathlib import Path
 
 __all__ = ["SAMPLES", "path", "write_samples"]
@@ -45,33 +45,57 @@ def path(name: str) -> Path:
     return p
 
 
-def write_samples(out) -> list:
+def write_samples(out, force: bool = False) -> list:
     """Write a starter kit into the folder ``out`` (made if missing) and return what was written:
     the sample files under their own names, plus ``montage.json`` (the real Montage trace),
     ``workflow.xml`` (the Montage DAX), ``graph.json`` (that DAX in our format: costs, no
     per-worker costs, so it runs on any cluster), ``cluster.json`` (4 workers ``w0``-``w3`` at
-    speeds 1, 1, 2, 4, 100 MB/s, 1 ms) and ``NOTICE.md``.
+    speeds 1, 1, 2, 4, 100 MB/s, 1 ms) and ``NOTICE.md``. Each file is written whole or not at
+    all (a temporary file renamed); a link in its place is replaced, never written through.
 
     Parameters
     ----------
     out : str or os.PathLike
+    force : bool
+        Replace files of those names already in ``out`` (without it, nothing is written when one
+        exists with other contents: a file samples wrote before and nobody changed is no one's work).
+
+    Raises
+    ------
+    TaskflowError
+        A file of one of those names exists (and not ``force``), or a folder does (named).
     """
     from taskflow.cluster import Cluster
-    from taskflow.formats import load_graph, save_cluster, save_graph
+    from taskflow.errors import TaskflowError
+    from taskflow.formats import atomic_write, dump_json, graph_text, load_graph
+    from taskflow.formats.native import cluster_to_dict
 
     out = Path(out)
+    contents = {path(name).name: path(name).read_bytes() for name in SAMPLES}
+    contents["montage.json"] = path("montage").read_bytes()
+    contents["workflow.xml"] = path("montage-dax").read_bytes()
+    contents["graph.json"] = graph_text(load_graph(path("montage-dax")))
+    contents["cluster.json"] = dump_json(cluster_to_dict(
+        Cluster.heterogeneous([1, 1, 2, 4], bandwidth=1e8, latency=1e-3, name="hetero-4")))
+    contents["NOTICE.md"] = (_DIR / "NOTICE.md").read_bytes()
+    folders = [n for n in contents if (out / n).is_dir() and not (out / n).is_symlink()]
+    if folders:
+        raise TaskflowError(f"{out / folders[0]}: is a folder; samples writes a file of that name")
+    def same(name) -> bool:  # a file samples wrote before, unchanged: not the user's work
+        target = out / name
+        data = contents[name] if isinstance(contents[name], bytes) else contents[name].encode("utf-8")
+        try:
+            return not target.is_symlink() and target.stat().st_size == len(data) and target.read_bytes() == data
+        except OSError:
+            return False
+
+    present = [n for n in contents if os.path.lexists(out / n) and not same(n)]
+    if present and not force:
+        listed = ", ".join(present[:4]) + (f" and {len(present) - 4} more" if len(present) > 4 else "")
+        raise TaskflowError(f"{out}: {listed} exist already; nothing written (give --force to replace them)")
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name in SAMPLES:
-        src = path(name)
-        shutil.copyfile(src, out / src.name)
-        written.append(out / src.name)
-    for alias, name in (("montage.json", "montage"), ("workflow.xml", "montage-dax")):
-        shutil.copyfile(path(name), out / alias)
-        written.append(out / alias)
-    save_graph(load_graph(path("montage-dax")), out / "graph.json")
-    save_cluster(Cluster.heterogeneous([1, 1, 2, 4], bandwidth=1e8, latency=1e-3, name="hetero-4"),
-                 out / "cluster.json")
-    shutil.copyfile(_DIR / "NOTICE.md", out / "NOTICE.md")
-    written += [out / "graph.json", out / "cluster.json", out / "NOTICE.md"]
+    for name, data in contents.items():
+        atomic_write(out / name, data)
+        written.append(out / name)
     return written

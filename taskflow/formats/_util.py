@@ -92,8 +92,10 @@ def _one_line(e) -> str:
 
 
 def atomic_write(path, data) -> None:
-    """Write ``data`` (str or bytes) to ``path`` through a temporary file and a rename, so a failure
-    leaves no half-written file behind."""
+    """Write ``data`` (str or bytes, as UTF-8) to ``path`` through a temporary file in the same
+    folder, synced, then renamed over ``path``: a failure (a full disk among them) leaves no
+    half-written file behind and names ``path``, never the temporary file; a symbolic link at
+    ``path`` is replaced, not written through."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     if not isinstance(data, (bytes, bytearray)):
@@ -103,19 +105,26 @@ def atomic_write(path, data) -> None:
             bad = data[e.start:e.end]
             raise FormatError(f"{path}: cannot write {bad!r} (character {e.start} of the text): not UTF-8, "
                               f"e.g. a lone surrogate in a task id; nothing was written") from None
-    fd, tmp = tempfile.mkstemp(prefix=".taskflow-", dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".taskflow-", dir=directory)
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, path) from None  # the user's path, not ours
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+            f.flush()
+            os.fsync(f.fileno())  # a full disk says so here, not after the rename
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
+        os.replace(tmp, path)  # replaces a link at ``path`` itself: never writes through it
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(e, OSError):
+            raise OSError(e.errno, e.strerror, path) from None
         raise
 
 

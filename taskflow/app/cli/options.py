@@ -423,7 +423,7 @@ def check_outputs(outputs, inputs=(), folders=()) -> None:
         real = os.path.realpath(path)
         if os.path.isdir(path):
             raise TaskflowError(f"{opt} {path!r}: is a folder, expected a file path")
-        parent = os.path.dirname(real)
+        parent = os.path.dirname(os.path.abspath(path))  # a link there is replaced, not followed
         if not os.path.exists(parent):
             raise TaskflowError(f"{opt} {path!r}: folder {os.path.dirname(path) or '.'!r} does not exist")
         if not os.path.isdir(parent):

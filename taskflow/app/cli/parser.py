@@ -178,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("samples", help="write sample workflows and a cluster file to start from")
     sp.add_argument("--out", default=".", help="folder (default: the current one)")
+    sp.add_argument("--force", action="store_true", help="replace sample files of the same names already there")
     sp.set_defaults(func=running.samples)
 
     sp = sub.add_parser("testbed", help="Dask workers on shaped network links (network namespaces, tc; needs root)",

@@ -175,7 +175,7 @@ def samples(args) -> int:
     from workflows.samples import SAMPLES, write_samples
 
     check_outputs((), folders=[("--out", args.out)])
-    written = write_samples(args.out)
+    written = write_samples(args.out, force=args.force)
     print(f"wrote {len(written)} files into {args.out}/:")
     for name, (file, what) in SAMPLES.items():
         print(f"  {file:<46} {what}")
