@@ -101,7 +101,7 @@ def test_a_broken_plugin_is_named(plugin, name, message):
 
 
 def test_unknown_names_list_the_known_ones():
-    with pytest.raises(UnknownSchedulerError, match="known schedulers: blevel, blevel-dynamic, cpop"):
+    with pytest.raises(UnknownSchedulerError, match="known schedulers: adaptive, blevel, blevel-dynamic, cpop"):
         taskflow.get_scheduler("heftt")
 
 
