@@ -147,3 +147,42 @@ def test_an_output_on_a_dangling_link_replaces_the_link_and_a_too_long_name_is_n
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and str(long) in err and ".taskflow-" not in err
     assert [p.name for p in tmp_path.iterdir()] == ["plan.json"]
+
+
+def test_jobs_is_the_number_of_batch_jobs(monkeypatch, capsys):
+    """``--jobs`` reaches the runtime as the number of workers (batch jobs of one worker each);
+    a ``--workers`` that disagrees is refused (no scheduler or batch system needed: the runtime's
+    entry point is replaced by one that reports what it was given)."""
+    import taskflow.runtime
+    from taskflow import TaskflowError
+
+    def fake_run(graph, name, **kwargs):
+        raise TaskflowError(f"would start {kwargs['workers']} worker(s) via {kwargs['jobqueue']}")
+
+    monkeypatch.setattr(taskflow.runtime, "run", fake_run)
+    assert "would start 1 worker(s) via slurm" in _one_line(capsys, ["run", HEFT_G, "--jobqueue", "slurm", "--jobs", "1"])
+    assert "would start 3 worker(s) via pbs" in _one_line(capsys, ["run", HEFT_G, "--jobqueue", "pbs", "--jobs", "3"])
+    assert "--workers 2 and --jobs 1 disagree" in _one_line(
+        capsys, ["run", HEFT_G, "--jobqueue", "slurm", "--jobs", "1", "--workers", "2"])
+    assert "would start 2 worker(s) via None" in _one_line(capsys, ["run", HEFT_G])
+
+
+def test_bench_resumes_from_a_cut_file_and_refuses_one_that_is_not_its_own(tmp_path, capsys):
+    from taskflow.app.bench import read_results
+    from taskflow.app.suite import FIELDS
+
+    path = tmp_path / "results.csv"
+    row = dict(zip(FIELDS, ["w", "f", "c", "simple", "heft", "0", "10", "5.0", "4.0", "1.2", "2", "0.5", "0.001", "True"]))
+    head = ",".join(FIELDS) + "\n"
+    whole = ",".join(row.values()) + "\n"
+    path.write_text(head + whole + whole.replace(",heft,", ",cpop,") + "w,f,c,simple,blevel,0,1")  # killed mid-row
+    rows = read_results(path)
+    assert [r["scheduler"] for r in rows] == ["heft", "cpop"]
+    assert path.read_text().endswith(",True\n") and path.read_text().count("\n") == 3  # rewritten whole
+    path.write_text(head + whole.replace(",5.0,", ",five,"))
+    assert read_results(path) == []
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    err = _one_line(capsys, ["bench", "--out", tmp_path, "-q"])
+    assert f"{path}: not a results file of taskflow bench (not UTF-8 text)" in err
+    path.write_text("a,b\n1,2\n")
+    assert "not a results file of this version" in _one_line(capsys, ["bench", "--out", tmp_path, "-q"])

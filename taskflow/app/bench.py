@@ -10,6 +10,7 @@ per scheduler and workflow family with the best marked, win/tie/loss counts), ``
 from __future__ import annotations
 
 import csv
+import io
 import os
 import time
 import warnings
@@ -21,7 +22,7 @@ from .bench_report import write_outputs
 from .suite import (BW, DEFAULT_SCHEDULERS, FIELDS, REAL_FIELDS, REAL_SCHEDULERS, REAL_SPEEDS, SUITES, build_workflow,
                     clusters, real_workflows, workflows)
 
-__all__ = ["run_real", "run_suite"]
+__all__ = ["read_results", "run_real", "run_suite"]
 
 
 def _row(job) -> dict:
@@ -52,6 +53,57 @@ def _row(job) -> dict:
 
 def _key(r) -> tuple:
     return (str(r["workflow"]), str(r["cluster"]), str(r["network"]), str(r["scheduler"]), str(r["seed"]))
+
+
+#: the numeric columns of results.csv (a row whose cell is not a number was cut or edited)
+NUMERIC = ("seed", "tasks", "makespan")
+
+
+def read_results(path) -> list:
+    """The complete rows of a ``results.csv`` to resume from. A row cut short (the run was
+    killed while writing it) or with a number that is not one is dropped, and the file rewritten
+    (atomically) with the complete rows, so appending continues a consistent file.
+
+    Parameters
+    ----------
+    path : Path
+
+    Raises
+    ------
+    TaskflowError
+        Not a results file of this suite: not UTF-8 text, or other columns (named).
+    """
+    from ..formats import atomic_write
+
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise TaskflowError(f"{path}: not a results file of taskflow bench (not UTF-8 text); move it away or "
+                            f"choose another --out") from None
+    reader = csv.DictReader(text.splitlines())
+    if reader.fieldnames is None:
+        return []
+    if list(reader.fieldnames) != FIELDS:
+        raise TaskflowError(f"{path}: not a results file of this version of taskflow bench (its columns: "
+                            f"{', '.join(map(str, reader.fieldnames))[:120]}); move it away or choose another --out")
+    rows, dropped = [], 0
+    for r in reader:
+        ok = all(r.get(k) not in (None, "") for k in ("workflow", "cluster", "network", "scheduler", "seed"))
+        try:
+            ok = ok and all(r.get(k) is not None and float(r[k]) == float(r[k]) for k in NUMERIC)
+        except ValueError:
+            ok = False
+        if ok and None not in r and all(v is not None for v in r.values()):
+            rows.append(r)
+        else:
+            dropped += 1
+    if dropped:
+        out = io.StringIO()
+        w = csv.DictWriter(out, fieldnames=FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+        atomic_write(path, out.getvalue())
+    return rows
 
 
 def run_suite(suite: str = "quick", out="taskflow-out/bench", scheduler_names=None, jobs: int | None = None,
@@ -90,10 +142,7 @@ def run_suite(suite: str = "quick", out="taskflow-out/bench", scheduler_names=No
     todo_all = [(w, c, net, s, seed) for w in workflows(suite) for c in clusters(suite) for net in ("simple", "maxmin")
                 for s in names for seed in seeds]
     csv_path = out / "results.csv"
-    rows = []
-    if csv_path.exists():
-        with open(csv_path, newline="") as f:
-            rows = list(csv.DictReader(f))
+    rows = read_results(csv_path) if csv_path.exists() else []
     done = {_key(r) for r in rows}
     todo = [j for j in todo_all if (j[0][0], j[1][0], j[2], j[3], str(j[4])) not in done]
     if progress:

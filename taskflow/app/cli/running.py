@@ -54,16 +54,20 @@ def run(args) -> int:
             raise TaskflowError("--jobqueue starts its own cluster: leave out --address and --scheduler-file")
         if args.jobs is None or args.jobs < 1:
             raise TaskflowError("--jobqueue needs --jobs N (N >= 1): the number of batch jobs, one worker each")
+        if args.workers is not None and args.workers != args.jobs:
+            raise TaskflowError(f"--jobqueue runs one worker per job: --workers {args.workers} and --jobs {args.jobs} "
+                                f"disagree (give --jobs alone)")
         jq_options = {"cores": args.cores, "memory": args.memory, "walltime": args.walltime, "queue": args.queue,
                       "interface": args.interface, "wait": args.job_wait}
     elif args.jobs is not None:
         raise TaskflowError("--jobs goes with --jobqueue slurm|pbs")
+    n_workers = args.jobs if args.jobqueue else (args.workers or 2)  # batch jobs of one worker each
     reports = []
     for name in names:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", TaskflowWarning)  # printed below as notes
             report = run_on_dask(graph, name, cluster=cluster, address=args.address,
-                                 scheduler_file=args.scheduler_file, workers=args.workers or 2,
+                                 scheduler_file=args.scheduler_file, workers=n_workers,
                                  threads_per_worker=args.cores, speeds=speeds, calibrate=args.calibrate,
                                  time_scale=args.time_scale, size_scale=args.size_scale, retries=args.retries,
                                  quiet=args.quiet, timeout=args.timeout, seed=args.seed, profile=args.profile,
