@@ -47,10 +47,18 @@ def test_a_bad_number_or_word_is_one_line_when_parsed(argv, message, capsys):
     assert time.monotonic() - t0 < 10  # refused before anything starts
 
 
-def test_a_scheduler_file_that_is_missing_or_not_one_is_named(capsys, tmp_path):
+def test_a_scheduler_file_that_is_missing_or_not_one_is_named(capsys, tmp_path, monkeypatch):
+    import threading
+
+    import taskflow.runtime.runner as runner
+
+    monkeypatch.setattr(runner, "SCHEDULER_FILE_WAIT", 1.0)
     t0 = time.monotonic()
     err = _one_line(capsys, ["run", HEFT_G, "--scheduler-file", tmp_path / "nope.json", "-q"])
-    assert f"{tmp_path / 'nope.json'}: no such scheduler file" in err
+    assert f"{tmp_path / 'nope.json'}: no such scheduler file (waited 1 s for it)" in err
+    later = tmp_path / "later.json"  # a scheduler started a moment ago: its file comes, and is read
+    threading.Timer(0.3, lambda: later.write_text(json.dumps({"address": "garbage"}))).start()
+    assert "'garbage' is not a Dask scheduler address" in _one_line(capsys, ["run", HEFT_G, "--scheduler-file", later])
     bad = tmp_path / "bad.json"
     bad.write_text("garbage")
     assert "not a Dask scheduler file (JSONDecodeError" in _one_line(capsys, ["run", HEFT_G, "--scheduler-file", bad])

@@ -46,7 +46,7 @@ from .report import RunReport, report_from_stream
 from .session import (Watchdog, call, close_quietly, ensure_plugin, frozen_heap, gather, stream_index, stream_since,
                       wait_for, workers_reachable, workers_records)
 
-__all__ = ["run", "connect", "client_for", "dashboard_link", "dashboard_address", "say_dashboard", "predict_dask", "submit_order", "GUESS_ERROR", "DASHBOARD",
+__all__ = ["run", "connect", "client_for", "SCHEDULER_FILE_WAIT", "dashboard_link", "dashboard_address", "say_dashboard", "predict_dask", "submit_order", "GUESS_ERROR", "DASHBOARD",
            "DASK_DRAWS"]
 
 #: a prediction off by more than this share (without a cost profile) says the costs look like guesses
@@ -202,9 +202,14 @@ def connect(client, address, scheduler_file, workers, threads_per_worker, work_s
     return c, [c, lc]
 
 
+#: seconds to wait for a scheduler file to appear (a scheduler started a moment ago writes it)
+SCHEDULER_FILE_WAIT = 20.0
+
+
 def client_for(address: str | None, scheduler_file: str | None):
-    """A client of the existing cluster at ``address``, or named by ``scheduler_file`` (read here:
-    Dask's own client waits for a missing file forever).
+    """A client of the existing cluster at ``address``, or named by ``scheduler_file`` (read here,
+    waiting at most :data:`SCHEDULER_FILE_WAIT` seconds for it to appear and be whole: Dask's own
+    client waits for a missing file forever).
 
     Parameters
     ----------
@@ -222,13 +227,21 @@ def client_for(address: str | None, scheduler_file: str | None):
     from distributed import Client
 
     if scheduler_file and not address:
-        try:
-            with open(scheduler_file, encoding="utf-8") as f:
-                doc = json.load(f)
-        except FileNotFoundError:
-            raise TaskflowError(f"{scheduler_file}: no such scheduler file") from None
-        except (OSError, ValueError) as e:
-            raise TaskflowError(f"{scheduler_file}: not a Dask scheduler file ({type(e).__name__}: {e})"[:300]) from None
+        deadline = time.monotonic() + SCHEDULER_FILE_WAIT
+        while True:  # a scheduler just started writes its file in a moment: wait for it, bounded
+            try:
+                with open(scheduler_file, encoding="utf-8") as f:
+                    doc = json.load(f)
+                break
+            except FileNotFoundError:
+                if time.monotonic() > deadline:
+                    raise TaskflowError(f"{scheduler_file}: no such scheduler file (waited "
+                                        f"{SCHEDULER_FILE_WAIT:g} s for it)") from None
+            except (OSError, ValueError) as e:
+                if time.monotonic() > deadline:
+                    raise TaskflowError(f"{scheduler_file}: not a Dask scheduler file ({type(e).__name__}: "
+                                        f"{e})"[:300]) from None
+            time.sleep(0.1)
         address = doc.get("address") if isinstance(doc, dict) else None
         if not isinstance(address, str) or not address:
             raise TaskflowError(f"{scheduler_file}: not a Dask scheduler file (no \"address\")")
