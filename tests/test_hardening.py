@@ -194,3 +194,14 @@ def test_bench_resumes_from_a_cut_file_and_refuses_one_that_is_not_its_own(tmp_p
     assert f"{path}: not a results file of taskflow bench (not UTF-8 text)" in err
     path.write_text("a,b\n1,2\n")
     assert "not a results file of this version" in _one_line(capsys, ["bench", "--out", tmp_path, "-q"])
+
+
+@pytest.mark.parametrize("body, said", [("sys.exit(0)", "building the graph called sys.exit(0)"),
+                                        ("sys.exit(5)", "building the graph called sys.exit(5)"),
+                                        ("raise KeyboardInterrupt", "building the graph raised KeyboardInterrupt")])
+def test_a_users_module_that_exits_or_interrupts_is_named(body, said, tmp_path, monkeypatch, capsys):
+    name = f"exits_{abs(hash(body))}"
+    (tmp_path / f"{name}.py").write_text(f"import sys\n\n\ndef build():\n    {body}\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert f"{name}:build: {said}" in _one_line(capsys, ["info", f"{name}:build"])

@@ -266,6 +266,13 @@ def _read(spec: str, fmt, loader, many: bool = False):
         raise Prefixed(with_source(e, spec.split("#")[0])) from None
 
 
+def _raised(e: BaseException) -> str:
+    """What the user's code did, for an error line: ``called sys.exit(5)`` or ``raised X: msg``."""
+    if isinstance(e, SystemExit):
+        return f"called sys.exit({e.code!r})"
+    return f"raised {type(e).__name__}: {e}" if str(e) else f"raised {type(e).__name__}"
+
+
 def _from_function(spec: str):
     import importlib
 
@@ -278,14 +285,14 @@ def _from_function(spec: str):
         obj = getattr(importlib.import_module(mod), fn)
     except (ImportError, AttributeError, SyntaxError) as e:
         raise TaskflowError(f"{spec}: cannot load ({type(e).__name__}: {e})") from None
-    except Exception as e:  # noqa: BLE001 - the user's module raised while loading: say so, once
-        raise TaskflowError(f"{spec}: importing it raised {type(e).__name__}: {e}") from None
+    except (Exception, SystemExit, KeyboardInterrupt) as e:  # noqa: BLE001 - the user's module: say so, once
+        raise TaskflowError(f"{spec}: importing it {_raised(e)}") from None
     try:
         graph = obj() if callable(obj) and not isinstance(obj, TaskGraph) else obj
     except TaskflowError as e:
         raise TaskflowError(f"{spec}: {e}") from None
-    except Exception as e:  # noqa: BLE001 - the user's function raised: name it
-        raise TaskflowError(f"{spec}: building the graph raised {type(e).__name__}: {e}") from None
+    except (Exception, SystemExit, KeyboardInterrupt) as e:  # noqa: BLE001 - the user's function: name it
+        raise TaskflowError(f"{spec}: building the graph {_raised(e)}") from None
     if not isinstance(graph, TaskGraph):
         raise TaskflowError(f"{spec}: returned {type(graph).__name__}, expected a TaskGraph")
     return graph.validate()
