@@ -43,7 +43,7 @@ def test_a_workload_computes_the_same_twice(name, tmp_path):
 @pytest.mark.parametrize("argv, message", [
     (["--clusters", "nowhere"], "unknown cluster 'nowhere'"),
     (["--workloads", "nope"], "unknown workload 'nope'"),
-    (["--repeat", "0"], "repeat must be an integer >= 1, got 0"),
+    (["--repeat", "0"], "argument --repeat: must be an integer >= 1"),
     (["--scheduler", "heft,cpop"], "give one --scheduler"),
 ])
 def test_bad_arguments_are_one_line_and_start_nothing(argv, message, capsys, tmp_path):
