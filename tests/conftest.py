@@ -91,3 +91,13 @@ def diamond() -> TaskGraph:
     g.add_edge("b", "d")
     g.add_edge("c", "d")
     return g
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A client of a LocalCluster of two one-thread worker processes, shared by a module's tests."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+            Client(lc) as c:
+        yield c

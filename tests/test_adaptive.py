@@ -72,13 +72,6 @@ def _runs(dask_scheduler):
             for r in p.runs.values()]
 
 
-@pytest.fixture(scope="module")
-def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
-            Client(lc) as c:
-        yield c
-
-
 def test_use_by_default_leaves_workers_alike_to_dask(client):
     x = da.random.RandomState(0).random((400, 400), chunks=100)
     expected = float(dask.compute((x @ x.T).sum(), scheduler="sync")[0])

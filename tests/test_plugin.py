@@ -183,13 +183,6 @@ def test_a_lost_scheduler_fails_the_client_in_bounded_time(tmp_path):
         lb.stop()
 
 
-@pytest.fixture(scope="module")
-def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
-            Client(lc) as c:
-        yield c
-
-
 def test_use_places_any_dask_code_inside_the_scheduler(client):
     x = da.random.RandomState(0).random((300, 300), chunks=100)
     expected = float(dask.compute((x @ x.T).sum(), scheduler="sync")[0])

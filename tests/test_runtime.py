@@ -20,13 +20,6 @@ from . import runtime_graphs as rg
 from .conftest import shared
 
 
-@pytest.fixture(scope="module")
-def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
-            Client(lc) as c:
-        yield c
-
-
 def test_emulated_montage_runs_where_planned_and_as_predicted(client, capsys):
     g = taskflow.load_graph(shared("wfinstances", "montage-chameleon-2mass-01d-001.json"))
     plan = taskflow.critical_path(g)
