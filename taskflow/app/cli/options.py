@@ -40,16 +40,15 @@ class Prefixed(TaskflowError):
 
 
 # ---------------------------------------------------------------------- options
-def number(kind=float, low: float | None = None, above: float | None = None, high: float | None = None):
-    """An argparse ``type``: a finite number of ``kind`` (``int`` or ``float``) at least ``low``,
-    above ``above`` and at most ``high``, else argparse's one-line usage error naming the option.
+class _Bounded:
+    """An argparse ``type`` made by :func:`number`."""
 
-    Parameters
-    ----------
-    kind : type
-    low, above, high : float, optional
-    """
-    def parse(text):
+    def __init__(self, kind, low, above, high):
+        self.kind, self.low, self.above, self.high = kind, low, above, high
+        self.__name__ = kind.__name__  # argparse names a type by it
+
+    def __call__(self, text):
+        kind, low, above, high = self.kind, self.low, self.above, self.high
         try:
             value = kind(text)
         except (TypeError, ValueError):
@@ -62,8 +61,18 @@ def number(kind=float, low: float | None = None, above: float | None = None, hig
             what = "an integer" if kind is int else "a finite number"
             raise argparse.ArgumentTypeError(f"must be {what} {wanted}, got {text!r}".replace("  ", " "))
         return value
-    parse.__name__ = kind.__name__
-    return parse
+
+
+def number(kind=float, low: float | None = None, above: float | None = None, high: float | None = None):
+    """An argparse ``type``: a finite number of ``kind`` (``int`` or ``float``) at least ``low``,
+    above ``above`` and at most ``high``, else argparse's one-line error naming the option.
+
+    Parameters
+    ----------
+    kind : type
+    low, above, high : float, optional
+    """
+    return _Bounded(kind, low, above, high)
 
 
 #: argparse types of the commands' counts and durations
