@@ -59,7 +59,8 @@ class Adaptive(HEFT):
         Re-decisions per run at most (default 8).
     spread : float
         Plan only on a cluster whose fastest worker is more than this many times the slowest, or
-        with a network of per-pair rates or racks (default 1.5).
+        with a network of per-pair rates or racks (default 2: speeds learned from a few tasks on a
+        loaded machine differ by 1.5x between identical workers).
     steal : bool
         Let Dask's work stealing move a planned task to an idle worker (loose restrictions);
         default False: planned tasks are held to their workers.
@@ -79,7 +80,7 @@ class Adaptive(HEFT):
     adaptive = True
 
     def __init__(self, seed: int | None = None, margin: float = 0.15, drift: float = 0.3, interval: float = 0.25,
-                 replans: int = 8, limit: int = 3000, spread: float = 1.5, steal: bool = False, **options):
+                 replans: int = 8, limit: int = 3000, spread: float = 2.0, steal: bool = False, **options):
         super().__init__(seed, **options)
         for field, value, low, high in (("margin", margin, 0.0, 1.0), ("drift", drift, 0.0, float("inf")),
                                         ("interval", interval, 0.0, float("inf")), ("spread", spread, 1.0, float("inf"))):

@@ -34,7 +34,7 @@ def test_bad_options_are_named(options, field):
 def test_its_options_travel_with_it():
     p = get_scheduler("adaptive", margin=0.3, interval=0.05)
     again = get_scheduler(p.name, **p.options)
-    assert (again.margin, again.interval, again.spread) == (0.3, 0.05, 1.5)
+    assert (again.margin, again.interval, again.spread) == (0.3, 0.05, 2.0)
 
 
 def test_a_plan_can_win_only_on_an_uneven_cluster():

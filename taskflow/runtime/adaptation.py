@@ -15,10 +15,12 @@ from .dask_hooks import dask_state
 from .predict import plan_or_dask
 from .runs import FAILED, REPLANNING, UNFINISHED_KEY
 
-__all__ = ["Adapting", "P2P_PREFIXES", "decision_note", "signature", "KEEP_OUTCOMES"]
+__all__ = ["Adapting", "P2P_PREFIXES", "decision_note", "signature", "KEEP_OUTCOMES", "MIN_TASKS"]
 
 #: measured runs kept per kind of work and choice (the latest), and kinds of work kept
 KEEP_OUTCOMES = (5, 256)
+#: tasks of a prefix a worker must have run for its speed to count in the guard's spread
+MIN_TASKS = 3
 
 #: task-name prefixes of Dask's peer-to-peer shuffles and rechunks, whose output tasks Dask's shuffle
 #: extension itself pins to workers: a graph with one is left to Dask's own scheduling
@@ -60,12 +62,23 @@ class Adapting:
         # widely between identical pairs), speeds where declared or learned
         declared = r.cluster
         shaped = declared is not None and (bool(declared.bandwidths) or declared.racks is not None)
-        speeds = [w.speed for w in cluster.workers]
-        worth = (shaped or max(speeds) > r.policy.spread * min(speeds)) and not any(
+        worth = (shaped or self._spread(r, cluster) > r.policy.spread) and not any(
             k in tasks and tasks[k].prefix.name.startswith(P2P_PREFIXES) for k in keys)
         if not worth:
             self._leave_to_dask(r, keys, cluster)
         return worth
+
+    def _spread(self, r, cluster) -> float:
+        """The fastest worker's speed over the slowest's: learned from prefixes with at least
+        :data:`MIN_TASKS` tasks on a worker (a few tasks on a loaded machine differ by 1.5x and
+        more between identical workers), else as ``cluster`` (declared) has them; 1 where unknown."""
+        from .learn import relative_speeds
+
+        live = {str(ws.name) for ws in self.dask_scheduler.workers.values()}
+        learned = {w: s for w, s in relative_speeds(self.durations, MIN_TASKS).items() if w in live}
+        speeds = list(learned.values()) if len(learned) >= 2 else \
+            ([w.speed for w in r.cluster.workers] if r.cluster is not None else [])
+        return max(speeds) / min(speeds) if len(speeds) >= 2 and min(speeds) > 0 else 1.0
 
     def _leave_to_dask(self, r, keys, cluster) -> None:
         r.decision = "dask"
@@ -184,8 +197,7 @@ class Adapting:
             return  # at most a twentieth of the scheduler's time goes to deciding
         speeds = self.learned_speeds()
         if r.decision == "dask":  # left to Dask: worth a new decision only once the workers look uneven
-            known = [speeds[w] for w in r.speeds_used if w in speeds]
-            if len(known) < 2 or max(known) <= p.spread * min(known):
+            if self._spread(r, None) <= p.spread:
                 r.decided_at = time.monotonic()
                 return
         else:

@@ -486,17 +486,20 @@ def last_compute(startstops) -> tuple | None:
     return None if last is None else (last["start"], last["stop"])
 
 
-def relative_speeds(per: dict) -> dict:
+def relative_speeds(per: dict, min_work: float = 0.0) -> dict:
     """Worker name -> relative speed from ``{prefix: {worker: [seconds, work]}}`` (measured seconds
     and declared work of the tasks of a prefix on a worker); see :func:`_learned_speeds`.
 
     Parameters
     ----------
     per : dict
+    min_work : float
+        Count a prefix on a worker only with at least this much work there (the plugin's tables
+        count tasks: a few tasks on a loaded machine say little).
     """
     logs: dict = {}
     for row in per.values():
-        rate = {w: secs / work for w, (secs, work) in row.items() if secs > 0 and work > 0}
+        rate = {w: secs / work for w, (secs, work) in row.items() if secs > 0 and work > 0 and work >= min_work}
         if len(rate) < 2:
             continue
         weight = sum(secs for secs, _ in row.values())
