@@ -68,6 +68,22 @@ def test_a_scheduler_file_that_is_missing_or_not_one_is_named(capsys, tmp_path, 
     assert time.monotonic() - t0 < 20  # nothing waited for
 
 
+@pytest.mark.parametrize("address", ["garbage", "tcp://127.0.0.1", "tcp://[::1", "nosuchscheme://x:1"])
+def test_a_bad_address_leaves_no_half_built_client(address):
+    # a client whose start failed was closed by its __del__ whenever the collector ran: inside the
+    # next client's start, that deadlocked a whole test session
+    import gc
+
+    from distributed import Client
+
+    from taskflow.errors import TaskflowError
+    from taskflow.runtime.runner import client_for
+
+    with pytest.raises(TaskflowError, match="is not a Dask scheduler address"):
+        client_for(address, None)
+    assert not [o for o in gc.get_objects() if isinstance(o, Client)]
+
+
 def test_a_reruns_id_never_names_a_real_task(tmp_path, capsys):
     assert run_id("a", 1, {"a"}) == "a" and run_id("a", 2, {"a"}) == "a#2"
     assert run_id("a", 2, {"a", "a#2"}) == "a#2#" and run_id("a", 2, {"a", "a#2", "a#2#"}) == "a#2##"

@@ -22,6 +22,7 @@ run the plugin cannot plan, or ``timeout`` end it with a :class:`~taskflow.Taskf
 """
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 import sys
@@ -246,11 +247,25 @@ def client_for(address: str | None, scheduler_file: str | None):
         if not isinstance(address, str) or not address:
             raise TaskflowError(f"{scheduler_file}: not a Dask scheduler file (no \"address\")")
     try:
+        _check_address(address)
         return Client(address, timeout="30s")
     except (ValueError, TypeError) as e:
-        raise TaskflowError(f"--address {address!r} is not a Dask scheduler address ({e})"[:300]) from None
+        error = TaskflowError(f"--address {address!r} is not a Dask scheduler address ({e})"[:300])
     except (OSError, TimeoutError) as e:
-        raise SchedulerLost(f"no Dask scheduler answered at {address} within 30 s ({type(e).__name__})") from None
+        error = SchedulerLost(f"no Dask scheduler answered at {address} within 30 s ({type(e).__name__})")
+    # a client whose start failed is closed by its __del__: now, not inside the next client's start,
+    # where it deadlocks on the event-loop runner's lock
+    gc.collect()
+    raise error
+
+
+def _check_address(address: str) -> None:
+    """Raise ValueError where ``address`` is no Dask address (before a client is built on it)."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    scheme, where = parse_address(address)
+    if scheme in ("tcp", "tls", "ws", "wss", "ucx"):
+        parse_host_port(where)
 
 
 def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None = None, *, address=None,
