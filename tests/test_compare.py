@@ -97,6 +97,7 @@ def test_schedule_and_simulate_take_a_module_function_graph_as_run_does(tmp_path
     assert "makespan 3" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # about 20 s: a loopback cluster and four real runs
 def test_on_an_existing_cluster_with_a_profile_and_a_time_scale(tmp_path, capsys):
     """compare --real on a loopback `dask scheduler` and two named workers: every static policy and
     Dask's own measured there, the profile written by the first comparison planned with by the

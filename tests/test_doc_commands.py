@@ -44,6 +44,7 @@ def _page(path: Path):
     text = path.read_text()
     marks = [pytest.mark.testbed] if "<!-- needs: testbed" in text else []
     marks += [pytest.mark.hpc] if "<!-- needs: slurm" in text else []
+    marks += [pytest.mark.slow] if "<!-- needs: time" in text else []
     return pytest.param(path, marks=marks, id=str(path.relative_to(ROOT)))
 
 

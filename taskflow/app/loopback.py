@@ -17,6 +17,10 @@ __all__ = ["Loopback"]
 ROOT = Path(__file__).resolve().parents[2]
 
 
+#: seconds the processes of a stopping loopback cluster get to end before they are killed
+STOP_GRACE = 5.0
+
+
 class Loopback:
     """A scheduler and named workers on loopback; :meth:`start` them, :meth:`stop` ends every
     process started (call it in a ``finally``).
@@ -137,14 +141,20 @@ class Loopback:
             self.scheduler.wait(timeout=10)
 
     def stop(self) -> None:
-        """End every process this started."""
-        procs = list(self.workers.values()) + ([self.scheduler] if self.scheduler else [])
+        """End every process this started: the workers first (they leave while their scheduler still
+        answers), then the scheduler; each is given :data:`STOP_GRACE` seconds, then killed."""
+        self._end(list(self.workers.values()))
+        self._end([self.scheduler] if self.scheduler else [])
+
+    @staticmethod
+    def _end(procs) -> None:
         for p in procs:
             if p.poll() is None:
                 p.terminate()
+        deadline = time.monotonic() + STOP_GRACE
         for p in procs:
             try:
-                p.wait(timeout=10)
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait(timeout=10)
