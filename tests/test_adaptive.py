@@ -142,3 +142,71 @@ def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
         p.record(run(sig, "plan", 1.0))
     keep, predicted = p._measured_choice(run(sig, None, 0))
     assert keep is True and predicted == pytest.approx(1.0, abs=0.05)  # median of 2.0, 1.0, 1.0, 1.0
+
+
+def _task(key, prefix, nbytes=-1, deps=()):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(key=key, prefix=SimpleNamespace(name=prefix), nbytes=nbytes, dependencies=list(deps),
+                           get_nbytes=lambda: nbytes if nbytes >= 0 else 1000)
+
+
+def test_a_prefix_whose_durations_follow_its_inputs_is_costed_per_task():
+    """Cost priors from input sizes: four tasks of "work" took 0.1 s per input megabyte; a task of
+    it with 8 MB of input is costed 8x one with 1 MB; a prefix whose inputs are alike, or whose
+    durations do not follow them, keeps its mean."""
+    from types import SimpleNamespace
+
+    from taskflow.runtime.dask_hooks import input_scaling, observe
+    from taskflow.runtime.plugin import TaskflowPlugin
+
+    p = TaskflowPlugin()
+    p.dask_scheduler = SimpleNamespace(_get_prefix_duration=lambda prefix: 0.5)
+    for i, (mb, secs) in enumerate([(1, 0.1), (2, 0.2), (3, 0.3), (4, 0.4)]):
+        src = _task(f"s{i}", "load", nbytes=int(mb * 1e6))
+        observe(p.durations, p.sizes, p.inputs, _task(f"w{i}", "work", 10, [src]), "w0", secs)
+        same = _task(f"t{i}", "same", nbytes=int(1e6))  # "flat": durations that do not follow
+        observe(p.durations, p.sizes, p.inputs, _task(f"f{i}", "flat", 10, [src]), "w0", 0.4 - secs + 0.1)
+        observe(p.durations, p.sizes, p.inputs, _task(f"a{i}", "alike", 10, [same]), "w0", secs)
+    a, b, mean = input_scaling(p.inputs["work"])
+    assert (a, b, mean) == pytest.approx((0.0, 0.1, 0.25), abs=1e-9)
+    assert input_scaling(p.inputs["flat"]) is None and input_scaling(p.inputs["alike"]) is None
+    small, big = _task("small", "load", nbytes=int(1e6)), _task("big", "load", nbytes=int(8e6))
+    new = [_task("x1", "work", deps=[small]), _task("x8", "work", deps=[big]),
+           _task("f8", "flat", deps=[big]), _task("n8", "never", deps=[big])]
+    g = p._graph_of(new)
+    assert g.task("x1").cost == pytest.approx(0.1) and g.task("x8").cost == pytest.approx(0.8)
+    assert g.task("f8").cost == pytest.approx(0.25)  # the prefix's mean
+    assert g.task("n8").cost == 0.5  # never run: Dask's own figure
+    assert p._graph_of(new, {"work": 2.0}).task("x8").cost == 2.0  # declared costs win
+
+
+def _sort_copy(x):
+    import numpy as np
+
+    return np.sort(np.concatenate([x] * 4))[:10]
+
+
+def test_a_run_learns_how_a_prefix_scales_with_its_input_bytes(client):
+    """Tasks that sort inputs of 0.5 to 8 MB under taskflow.use: the plugin learns a line that
+    rises with the input, and costs a 16 MB task of the prefix above an 0.5 MB one by several times."""
+    import numpy as np
+
+    from taskflow.runtime.dask_hooks import input_factor, input_scaling
+
+    arrays = [dask.delayed(np.random.RandomState(i).random)(int(mb * 1e6 / 8))
+              for i, mb in enumerate([0.5, 1, 2, 4, 8] * 2)]
+    sorts = [dask.delayed(_sort_copy)(a, dask_key_name=f"sortcopy-{i}") for i, a in enumerate(arrays)]
+    taskflow.use(client)
+    try:
+        dask.compute(*sorts)
+    finally:
+        taskflow.use(client, None)
+
+    def line(dask_scheduler):
+        row = dask_scheduler.plugins["taskflow"].inputs.get("sortcopy")
+        return None if row is None else input_scaling(row)
+
+    found = client.run_on_scheduler(line)
+    assert found is not None, "no line learned"
+    assert input_factor(found, 16) / input_factor(found, 0.5) > 4  # 32x the bytes: several times the seconds

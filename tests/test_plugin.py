@@ -398,7 +398,8 @@ def test_the_plugin_counts_only_the_latest_compute_of_a_key():
 
     p = TaskflowPlugin()
     p.dask_scheduler = SimpleNamespace(workers={"tcp://a": SimpleNamespace(name="w0")},
-                                  tasks={"k": SimpleNamespace(prefix=SimpleNamespace(name="pre"), nbytes=800)})
+                                  tasks={"k": SimpleNamespace(prefix=SimpleNamespace(name="pre"), nbytes=800,
+                                                               dependencies=[])})
     stops = [{"action": "compute", "start": 0.0, "stop": 0.5}, {"action": "transfer", "start": 9.0, "stop": 9.2},
              {"action": "compute", "start": 10.0, "stop": 10.25}]
     p.transition("k", "processing", "memory", worker="tcp://a", startstops=stops)
@@ -815,12 +816,12 @@ def _learns_speeds(client):
     assert on_fast >= 8, on_fast  # equal speeds would split them 6 / 6
 
 
-def test_the_plugins_duration_table_is_bounded_and_skips_declared_runs():
+def test_the_plugins_duration_table_is_bounded_and_skips_declared_runs(monkeypatch):
     """Prefixes past MAX_PREFIXES push out the oldest; tasks of a taskflow.run graph (declared
     costs, keys unique per run) are not recorded."""
     from types import SimpleNamespace
 
-    from taskflow.runtime import plugin as pl
+    from taskflow.runtime import dask_hooks
 
     p = TaskflowPlugin()
     ws = SimpleNamespace(name="w0")
@@ -828,17 +829,13 @@ def test_the_plugins_duration_table_is_bounded_and_skips_declared_runs():
     p.dask_scheduler = SimpleNamespace(workers={"tcp://a": ws}, tasks=tasks)
 
     def finish(key, prefix):
-        tasks[key] = SimpleNamespace(prefix=SimpleNamespace(name=prefix), nbytes=100)
+        tasks[key] = SimpleNamespace(prefix=SimpleNamespace(name=prefix), nbytes=100, dependencies=[])
         p.transition(key, "processing", "memory", worker="tcp://a",
                      startstops=[{"action": "compute", "start": 0.0, "stop": 0.5}])
 
-    old = pl.MAX_PREFIXES
-    pl.MAX_PREFIXES = 3
-    try:
-        for k in range(5):
-            finish(f"k{k}", f"p{k}")
-    finally:
-        pl.MAX_PREFIXES = old
+    monkeypatch.setattr(dask_hooks, "MAX_PREFIXES", 3)
+    for k in range(5):
+        finish(f"k{k}", f"p{k}")
     assert list(p.durations) == ["p2", "p3", "p4"] and p.durations["p4"] == {"w0": [0.5, 1]}
     assert list(p.sizes) == ["p2", "p3", "p4"]
     p.runs["r"] = SimpleNamespace(learned=False, plan={}, state="planned")

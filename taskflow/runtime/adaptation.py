@@ -169,8 +169,13 @@ class Adapting:
         r.decision = "plan" if keep else "dask"
         r.decided_at = time.monotonic()
         r.decide_secs = time.perf_counter() - t0
-        cost = graph.arrays.cost
-        r.estimates = {prefixes[k]: float(cost[i]) for i, k in enumerate(graph.ids) if k in prefixes}
+        cost, sums = graph.arrays.cost, {}
+        for i, k in enumerate(graph.ids):  # a prefix's mean: its tasks' costs differ with their inputs
+            if k in prefixes:
+                cell = sums.setdefault(prefixes[k], [0.0, 0])
+                cell[0] += float(cost[i])
+                cell[1] += 1
+        r.estimates = {name: total / n for name, (total, n) in sums.items()}
         r.speeds_used = {w.id: w.speed for w in cluster.workers}
         if not keep:
             self._leave_to_dask(r, graph.ids, cluster)

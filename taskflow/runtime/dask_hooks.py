@@ -13,7 +13,13 @@ from ..graph import TaskGraph
 from .worker_plugin import RATES_METRIC
 
 __all__ = ["prefetch", "plan_first", "send_planned_in_order", "keep_planned_replicas", "dask_state", "estimated_graph",
-           "received_rates"]
+           "received_rates", "observe", "input_scaling", "input_factor", "MAX_PREFIXES"]
+
+#: Task prefixes whose durations, sizes and inputs the plugin keeps (the oldest is dropped past this).
+MAX_PREFIXES = 10_000
+#: a prefix's durations scale with its tasks' input bytes only from this many tasks on, where the
+#: inputs differ (coefficient of variation) and the durations follow them (correlation) at least so much
+SCALING_EVIDENCE = (4, 0.1, 0.5)
 
 logger = logging.getLogger("taskflow.runtime")
 
@@ -150,12 +156,89 @@ def dask_state(dask_scheduler, prefixes=()) -> dict:
             "steal_interval": interval, "steal_phase": phase, "steal_latency": float(LATENCY)}
 
 
-def estimated_graph(dask_scheduler, tss, durations: dict, sizes: dict, speeds: dict, prefix_costs: dict | None = None):
+def _bounded(table: dict, name: str, empty):
+    """``table[name]``, made ``empty`` where new (the oldest prefix goes past :data:`MAX_PREFIXES`)."""
+    if name not in table and len(table) >= MAX_PREFIXES:
+        del table[next(iter(table))]
+    return table.setdefault(name, empty)
+
+
+def observe(durations: dict, sizes: dict, inputs: dict, ts, worker: str, secs: float) -> None:
+    """Task ``ts`` finished after ``secs`` of compute on ``worker``: add it to its prefix's
+    ``durations`` ({worker: [seconds, tasks]}), its output's bytes to ``sizes`` ([bytes, tasks]),
+    and (seconds, input bytes) to ``inputs`` (sums for :func:`input_scaling`) where the sizes of
+    all its inputs are known.
+
+    Parameters
+    ----------
+    durations, sizes, inputs : dict
+        The plugin's tables, by task-name prefix.
+    ts : distributed.scheduler.TaskState
+    worker : str
+    secs : float
+    """
+    name = ts.prefix.name
+    cell = _bounded(durations, name, {}).setdefault(worker, [0.0, 0])
+    cell[0] += secs
+    cell[1] += 1
+    if ts.nbytes >= 0:
+        size = _bounded(sizes, name, [0.0, 0])
+        size[0] += ts.nbytes
+        size[1] += 1
+    deps = [dts.nbytes for dts in ts.dependencies]
+    if deps and min(deps) >= 0:
+        x = sum(deps) / 1e6  # megabytes: the sums of squares stay well within a float's precision
+        row = _bounded(inputs, name, [0.0] * 6)
+        for i, v in enumerate((1.0, x, secs, x * x, x * secs, secs * secs)):
+            row[i] += v
+
+
+def input_scaling(row) -> tuple | None:
+    """``(a, b, mean seconds)`` of the least-squares line seconds = a + b * input megabytes over a
+    prefix's tasks (``row``: the sums :func:`observe` keeps), or None where the evidence is too
+    thin (:data:`SCALING_EVIDENCE`: few tasks, inputs alike, durations not following them, or a
+    line that does not rise).
+
+    Parameters
+    ----------
+    row : list of float
+        ``[n, sum x, sum y, sum x^2, sum xy, sum y^2]``.
+    """
+    n, sx, sy, sxx, sxy, syy = row
+    least, spread, follow = SCALING_EVIDENCE
+    if n < least:
+        return None
+    mx, my = sx / n, sy / n
+    vx, vy, cov = sxx / n - mx * mx, syy / n - my * my, sxy / n - mx * my
+    if mx <= 0 or my <= 0 or vx <= (spread * mx) ** 2 or vy <= 0 or cov <= follow * math.sqrt(vx * vy):
+        return None
+    b = cov / vx
+    return my - b * mx, b, my
+
+
+def input_factor(line: tuple, megabytes: float) -> float:
+    """A task's cost over its prefix's mean, for ``megabytes`` of input on the prefix's ``line``
+    (:func:`input_scaling`), held within 0.1 to 10.
+
+    Parameters
+    ----------
+    line : tuple
+    megabytes : float
+    """
+    a, b, mean = line
+    return min(10.0, max(0.1, (a + b * megabytes) / mean))
+
+
+def estimated_graph(dask_scheduler, tss, durations: dict, sizes: dict, speeds: dict, prefix_costs: dict | None = None,
+                    inputs: dict | None = None):
     """A cost model of Dask tasks from what was measured: per task-name prefix, the seconds at
     speed 1 of the tasks the plugin saw finish (each duration times its worker's learned speed),
-    else Dask's per-prefix duration average (its default for prefixes never run); outputs:
-    ``nbytes`` of data in memory, else the prefix's mean output over the tasks the plugin saw
-    finish, else Dask's default. ``prefix_costs`` (declared seconds per task-name prefix) win.
+    scaled for each task by its input bytes where the prefix's durations follow them
+    (:func:`input_scaling` of ``inputs``: the inputs in memory by their ``nbytes``, the others
+    by their estimated outputs), else Dask's per-prefix duration average (its default for
+    prefixes never run); outputs: ``nbytes`` of data in memory, else the prefix's mean output over
+    the tasks the plugin saw finish, else Dask's default. ``prefix_costs`` (declared seconds per
+    task-name prefix) win.
 
     Parameters
     ----------
@@ -168,6 +251,8 @@ def estimated_graph(dask_scheduler, tss, durations: dict, sizes: dict, speeds: d
     speeds : dict
         Worker name -> learned relative speed.
     prefix_costs : dict, optional
+    inputs : dict, optional
+        Task prefix -> the sums :func:`observe` keeps.
 
     Returns
     -------
@@ -189,6 +274,13 @@ def estimated_graph(dask_scheduler, tss, durations: dict, sizes: dict, speeds: d
         return total / count if count else float(ts.get_nbytes())
 
     out = [float(ts.nbytes) if ts.nbytes >= 0 else size_of(ts) for ts in tss]
+    lines = {name: input_scaling(row) for name, row in (inputs or {}).items()}
+    for i, ts in enumerate(tss):
+        line = lines.get(ts.prefix.name) if ts.prefix.name not in declared else None
+        if line is not None and known.get(ts.prefix.name) is not None and ts.dependencies:
+            x = sum(out[index[d.key]] if d.key in index else d.nbytes if d.nbytes >= 0 else size_of(d)
+                    for d in ts.dependencies)
+            cost[i] *= input_factor(line, x / 1e6)
     src, dst, size = [], [], []
     for i, ts in enumerate(tss):
         for dts in ts.dependencies:

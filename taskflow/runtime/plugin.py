@@ -57,7 +57,7 @@ from ..graph import TaskGraph
 from ..policy import get_scheduler, require_runnable
 from .adaptation import Adapting
 from .learn import last_compute, relative_speeds, speeds_on
-from .dask_hooks import (dask_state, estimated_graph, keep_planned_replicas, prefetch, received_rates,
+from .dask_hooks import (dask_state, estimated_graph, keep_planned_replicas, observe, prefetch, received_rates,
                          send_planned_in_order)
 from .messages import cluster_from_message, graph_from_payload, plan_priorities
 from .runs import (FAILED, FINISHED, FINISHED_KEY, LIVE, PLANNED, REGISTERED, REPLANNING, RUNNING, TRANSITIONS,
@@ -80,9 +80,6 @@ KEEP_FINISHED = 32
 #: Outputs at least this big are sent ahead to the workers of their planned consumers (smaller
 #: ones cost a message each for no gain: their transfer time is mostly latency).
 PREFETCH_BYTES = 64 * 1024
-
-#: Task prefixes whose durations the plugin keeps (the oldest is dropped past this).
-MAX_PREFIXES = 10_000
 
 
 class TaskflowPlugin(Adapting, SchedulerPlugin):
@@ -129,6 +126,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         self._count = 0
         self.durations: dict = {}  # task prefix -> {worker name: [compute seconds, tasks]}
         self.sizes: dict = {}  # task prefix -> [output bytes, tasks]
+        self.inputs: dict = {}  # task prefix -> sums of (seconds, input megabytes), for input_scaling
         self.outcomes: dict = {}  # kind of work -> {"plan": [s], "dask": [s]}: measured runs (.adaptation)
         #: send each planned output to the workers of its consumers as soon as it exists
         self.prefetch = os.environ.get("TASKFLOW_PREFETCH", "1") != "0"
@@ -297,21 +295,9 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
             return
         if run is not None and not run.learned:
             return  # a taskflow.run graph: its keys are unique per run, its costs declared
-        table = self.durations
-        name = ts.prefix.name
-        if name not in table and len(table) >= MAX_PREFIXES:
-            del table[next(iter(table))]  # the oldest prefix goes
-        cell = table.setdefault(name, {}).setdefault(str(ws.name), [0.0, 0])
-        cell[0] += secs
-        cell[1] += 1
-        if ts.nbytes >= 0:
-            if name not in self.sizes and len(self.sizes) >= MAX_PREFIXES:
-                del self.sizes[next(iter(self.sizes))]
-            size = self.sizes.setdefault(name, [0.0, 0])
-            size[0] += ts.nbytes
-            size[1] += 1
+        observe(self.durations, self.sizes, self.inputs, ts, str(ws.name), secs)
         if run is not None and run.state == RUNNING and self.adaptive(run):
-            self.learn_within(run, name, secs, str(ws.name), stimulus_id or f"taskflow-adapt-{time.time()}")
+            self.learn_within(run, ts.prefix.name, secs, str(ws.name), stimulus_id or f"taskflow-adapt-{time.time()}")
 
     def _planned_address(self, key) -> str | None:
         """The address of the worker the latest plan of ``key``'s run puts it on, if any."""
@@ -561,7 +547,8 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
 
     def _graph_of(self, tss, prefix_costs: dict | None = None) -> TaskGraph:
         """The cost model of Dask tasks ``tss`` from what was measured (:func:`.dask_hooks.estimated_graph`)."""
-        return estimated_graph(self.dask_scheduler, tss, self.durations, self.sizes, self.learned_speeds(), prefix_costs)
+        return estimated_graph(self.dask_scheduler, tss, self.durations, self.sizes, self.learned_speeds(), prefix_costs,
+                               self.inputs)
 
     def _plan_message(self, plan) -> dict:
         if plan is None:
