@@ -40,6 +40,9 @@ def _one_line(capsys, argv):
     (["schedule", HEFT_G, "--workers", "2", "--scheduler", "heft-search", "--budget", "99999999999999999999"],
      "--budget: budget '99999999999999999999': expected evaluations"),
     (["nosuch"], "invalid choice: 'nosuch'"),
+    (["run", HEFT_G, "--dashboard", "127.0.0.1:99999"], "--dashboard: must be HOST:PORT with a port from 0 to 65535"),
+    (["run", HEFT_G, "--dashboard", ":8787"], "--dashboard: must be HOST:PORT"),
+    (["compare", HEFT_G, "--workers", "2", "--schedulers", ""], "--scheduler: empty name in ''"),
 ])
 def test_a_bad_number_or_word_is_one_line_when_parsed(argv, message, capsys):
     t0 = time.monotonic()
@@ -222,3 +225,19 @@ def test_a_users_module_that_exits_or_interrupts_is_named(body, said, tmp_path, 
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     assert f"{name}:build: {said}" in _one_line(capsys, ["info", f"{name}:build"])
+
+
+@pytest.mark.parametrize("doc, number", [
+    ({"format": "taskflow-cluster/1", "name": "x", "workers": [{"id": "a"}, {"id": "b"}],
+      "racks": {"a": 1, "b": 2}, "uplink": "BIG"}, "1e400"),
+    ({"format": "taskflow-cluster/1", "name": "x", "workers": [{"id": "a", "speed": "BIG"}]}, "-2e308"),
+])
+def test_a_number_a_float_cannot_hold_is_named_not_taken_for_infinity(tmp_path, capsys, doc, number):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(doc).replace('"BIG"', number))
+    err = _one_line(capsys, ["schedule", HEFT_G, "--cluster", path, "--scheduler", "heft"])
+    assert f"{path}: the number {number} is out of range" in err
+    g = json.loads(open(HEFT_G).read())
+    g["tasks"][0]["cost"] = "BIG"
+    path.write_text(json.dumps(g).replace('"BIG"', "1" + "0" * 400 + ".5"))
+    assert "is out of range" in _one_line(capsys, ["schedule", path, "--workers", "2", "--scheduler", "heft"])

@@ -406,7 +406,8 @@ def test_a_dashboard_is_served_on_request_and_its_link_printed(tmp_path):
     plain = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert plain.returncode == 0 and "dashboard" not in plain.stderr, plain.stderr
     bad = subprocess.run(cmd + ["--dashboard", "8787"], capture_output=True, text=True, timeout=60)
-    assert bad.returncode == 2 and bad.stderr.strip() == "error: dashboard must be True or HOST:PORT, got '8787'"
+    assert bad.returncode == 2 and bad.stderr.strip() == ("error: --dashboard: must be HOST:PORT with a port "
+                                                  "from 0 to 65535, got '8787'")
 
 
 def test_a_dashboard_without_bokeh_is_refused_before_any_cluster_starts(monkeypatch):

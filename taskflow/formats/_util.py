@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tempfile
@@ -66,11 +67,26 @@ def parse_json(text: str, source: str):
         if items > MAX_JSON_ITEMS:
             raise FormatError(f"{source}: JSON with more than {MAX_JSON_ITEMS:,} values")
     try:
-        return json.loads(text)
+        return json.loads(text, parse_float=_finite_float)
+    except _OutOfRange as e:
+        raise FormatError(f"{source}: the number {e} is out of range (a float holds at most 1.8e308)") from None
     except json.JSONDecodeError as e:
         raise FormatError(f"{source}: malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
     except (ValueError, RecursionError) as e:  # e.g. an integer past Python's digit limit
         raise FormatError(f"{source}: unreadable JSON number or structure ({_one_line(e)})") from None
+
+
+class _OutOfRange(ValueError):
+    pass
+
+
+def _finite_float(text: str) -> float:
+    """A JSON number as a float; one written finite that a float cannot hold (``1e400``) is an
+    error, not infinity (``Infinity``, which the writers use for free transfers, stays)."""
+    value = float(text)
+    if math.isinf(value):
+        raise _OutOfRange(text[:40])
+    return value
 
 
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')

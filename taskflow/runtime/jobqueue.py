@@ -13,6 +13,7 @@ other: the scheduler plugin re-plans the unfinished work on the workers left.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -21,10 +22,12 @@ import time
 from ..errors import TaskflowError
 from .calibrate import workers_info
 
-__all__ = ["start_jobqueue", "job_ids", "KINDS", "JOB_WAIT", "job_id"]
+__all__ = ["start_jobqueue", "job_ids", "KINDS", "SUBMIT", "JOB_WAIT", "job_id"]
 
 #: The batch systems taken, by name -> dask_jobqueue class.
 KINDS = {"slurm": "SLURMCluster", "pbs": "PBSCluster"}
+#: Each batch system's submission command.
+SUBMIT = {"slurm": "sbatch", "pbs": "qsub"}
 #: Seconds to wait for every job's worker by default.
 JOB_WAIT = 120.0
 
@@ -68,9 +71,11 @@ def start_jobqueue(kind: str, jobs: int, cores: int = 1, memory: str = "2GB", wa
         import dask_jobqueue
     except ImportError:
         raise TaskflowError("running on a batch system needs dask-jobqueue: pip install dask-jobqueue") from None
-    submit = {"slurm": "sbatch", "pbs": "qsub"}[kind]
+    submit = SUBMIT[kind]
     if shutil.which(submit) is None:
         raise TaskflowError(f"--jobqueue {kind}: {submit} is not on this machine (is this a {kind.upper()} login node?)")
+    if interface is not None:
+        _check_interface(interface)
     # the interface applies to the scheduler and the workers alike
     options = dict(cores=cores, processes=1, memory=memory, walltime=walltime, queue=queue, interface=interface,
                    scheduler_options={"dashboard_address": None})
@@ -84,11 +89,11 @@ def start_jobqueue(kind: str, jobs: int, cores: int = 1, memory: str = "2GB", wa
     from distributed import Client
 
     client = None
+    deadline = time.monotonic() + wait  # the submissions count too: a hanging sbatch is waited for no longer
     submissions = _Submissions().__enter__()
     try:
-        _submit(cluster, jobs, kind, submissions)
+        _submit(cluster, jobs, kind, submissions, wait)
         client = Client(cluster)
-        deadline = time.monotonic() + wait
         while len(workers_info(client)) < jobs and time.monotonic() < deadline:
             time.sleep(0.2)
         have = len(workers_info(client))
@@ -99,6 +104,7 @@ def start_jobqueue(kind: str, jobs: int, cores: int = 1, memory: str = "2GB", wa
         submissions.__exit__(None, None, None)
         return client, cluster
     except BaseException:
+        _end_submissions(submit)
         for x in (client, cluster):
             try:
                 if x is not None:
@@ -138,15 +144,42 @@ class _Submissions:
                     lines[-1] if lines else "no job id came back")
 
 
-def _submit(cluster, jobs: int, kind: str, submissions: _Submissions) -> None:
-    """Submit the jobs and wait for the submissions (not for the jobs to run): a batch system that
-    refuses them (no controller, a bad partition) is one error now, with its own words, instead
-    of a traceback in the log and a wait."""
+def _check_interface(interface: str) -> None:
+    """A TaskflowError unless ``interface`` is a network interface of this machine."""
+    import psutil
+
+    have = sorted(psutil.net_if_addrs())
+    if interface not in have:
+        raise TaskflowError(f"--interface {interface!r}: no such network interface on this machine "
+                            f"(it has {', '.join(have)})"[:300])
+
+
+def _end_submissions(command: str) -> None:
+    """Kill what is left of this process's ``command`` (sbatch, qsub) children: a submission that
+    hangs outlives the wait for it otherwise."""
+    import psutil
+
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.name() == command:
+                for p in [*child.children(recursive=True), child]:
+                    p.kill()
+        except psutil.Error:
+            pass
+
+
+def _submit(cluster, jobs: int, kind: str, submissions: _Submissions, wait: float) -> None:
+    """Submit the jobs and wait for the submissions, ``wait`` seconds at most (not for the jobs to
+    run): a batch system that refuses them (no controller, a bad partition) is one error now,
+    with its own words, instead of a traceback in the log and a wait."""
     cluster.scale(jobs=jobs)
     try:
-        cluster.sync(cluster._correct_state)  # waits for the submissions under way
+        cluster.sync(cluster._correct_state, callback_timeout=wait)  # waits for the submissions under way
     except RuntimeError as e:
         submissions.texts.append(str(e))
+    except (TimeoutError, asyncio.TimeoutError):
+        raise TaskflowError(f"{kind.upper()}'s {SUBMIT[kind]} did not answer within {wait:g} s "
+                            f"(--job-wait); every job is cancelled") from None
     if len(cluster.workers) < jobs or not all(getattr(j, "job_id", None) for j in cluster.workers.values()):
         raise TaskflowError(f"{kind.upper()} refused the worker jobs: {submissions.why()}")
 

@@ -100,8 +100,9 @@ def dashboard_address(dashboard) -> str | None:
         raise TaskflowError("the Dask dashboard needs bokeh: pip install 'bokeh>=3.1'")
     if dashboard is True:
         return DASHBOARD
-    if not isinstance(dashboard, str) or ":" not in dashboard:
-        raise TaskflowError(f"dashboard must be True or HOST:PORT, got {dashboard!r}")
+    host, _, port = dashboard.rpartition(":") if isinstance(dashboard, str) else ("", "", "")
+    if not host or not (port.isascii() and port.isdigit() and int(port) <= 65535):
+        raise TaskflowError(f"--dashboard: must be HOST:PORT with a port from 0 to 65535, got {dashboard!r}")
     return dashboard
 
 
