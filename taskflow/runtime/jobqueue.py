@@ -78,7 +78,7 @@ def start_jobqueue(kind: str, jobs: int, cores: int = 1, memory: str = "2GB", wa
         _check_interface(interface)
     # the interface applies to the scheduler and the workers alike
     options = dict(cores=cores, processes=1, memory=memory, walltime=walltime, queue=queue, interface=interface,
-                   scheduler_options={"dashboard_address": None})
+                   scheduler_options={"dashboard": False, "dashboard_address": ":0"})  # never a taken 8787
     if log_directory:
         options["log_directory"] = log_directory
     with dask.config.set({"distributed.scheduler.work-stealing": bool(work_stealing)}):

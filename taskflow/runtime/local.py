@@ -66,6 +66,8 @@ half the limit, where the plugin trims anyway, the heap stays as grown between r
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 
 __all__ = ["local_cluster", "warm_cluster", "warm_connections", "warm_heaps", "HEAP_SHARE", "worker_environ", "reuse_wanted", "trim_if_high", "REUSE_ENV", "MMAP_THRESHOLD", "TRIM_AT", "ARENAS", "heap_size"]
@@ -238,9 +240,17 @@ def local_cluster(n_workers: int, threads_per_worker: int = 1, dashboard_address
     else:
         per_worker = MEMORY_LIMIT / max(1, n_workers)
     env = worker_environ(per_worker)
-    config = {"distributed.nanny.pre-spawn-environ": env}
+    config = {"distributed.nanny.pre-spawn-environ": env,  # and Ctrl-C is this process's to handle
+              "distributed.worker.preload": [*dask.config.get("distributed.worker.preload", []),
+                                             "taskflow.runtime.worker_plugin"]}
     if work_stealing is not None:
         config["distributed.scheduler.work-stealing"] = bool(work_stealing)
+    from distributed.deploy.spec import SpecCluster
+
+    nanny = logging.getLogger("distributed.nanny")
+    if not any(isinstance(f, _BusyAtClose) for f in nanny.filters):
+        nanny.addFilter(_BusyAtClose())
+    before = set(SpecCluster._instances)
     saved = dict(os.environ)
     try:
         # Dask takes a variable already in this process's environment over its configuration (an
@@ -251,9 +261,16 @@ def local_cluster(n_workers: int, threads_per_worker: int = 1, dashboard_address
             # port 8787 unless told otherwise, and warns when that port is taken: a free port, quietly
             kwargs["scheduler_kwargs"] = {"dashboard": False, "dashboard_address": "127.0.0.1:0",
                                           **kwargs.get("scheduler_kwargs", {})}
-        with dask.config.set(config):
+        with dask.config.set(config), _interrupts_held():
             return LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True,
                                 dashboard_address=dashboard_address, **kwargs)
+    except BaseException:
+        # interrupted while starting: Dask would close the half-made cluster at exit, and fail
+        # there with a traceback (its workers end with this process)
+        for c in set(SpecCluster._instances) - before:
+            SpecCluster._instances.discard(c)
+        logging.getLogger("distributed.process").setLevel(logging.ERROR)  # its workers' ends, as they go
+        raise
     finally:
         # a Nanny writes its workers' variables into this process's environment as it starts them;
         # later clusters (Dask's own, in a comparison) must not inherit them
@@ -262,6 +279,36 @@ def local_cluster(n_workers: int, threads_per_worker: int = 1, dashboard_address
         for k, v in saved.items():
             if os.environ.get(k) != v:
                 os.environ[k] = v
+
+
+class _BusyAtClose(logging.Filter):
+    """Drops the nanny's note that it killed a worker still running a task when its cluster closed
+    (an embedded cluster closes when its command ends, interrupted or not)."""
+
+    def filter(self, record) -> bool:
+        return "still alive after" not in record.getMessage()
+
+
+@contextlib.contextmanager
+def _interrupts_held():
+    """Ctrl-C held back while a cluster starts, in the main thread: its threads and worker processes
+    are born with SIGINT blocked (a terminal sends it to the whole process group, and a worker
+    importing Dask would print a traceback), and this process gets it once the cluster runs, as a
+    KeyboardInterrupt like any other. Multiprocessing's resource tracker starts first: starting,
+    it unblocks SIGINT in the thread that starts it."""
+    import signal
+    import threading
+    from multiprocessing import resource_tracker
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    resource_tracker.ensure_running()
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def trim_if_high(worker, libc=None) -> bool:

@@ -13,7 +13,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from .local import REUSE_ENV, trim_if_high
 
-__all__ = ["TransferLog", "IncomingRates", "worker_records", "TRIM_CALLBACK", "RATES_METRIC"]
+__all__ = ["TransferLog", "IncomingRates", "worker_records", "TRIM_CALLBACK", "RATES_METRIC", "dask_setup"]
 
 
 class TransferLog(WorkerPlugin):
@@ -143,3 +143,22 @@ def worker_records(since: float, dask_worker=None) -> dict:
             transfers.append({**e, "start": e["start"] - d, "stop": e["stop"] - d})
     compute = {key: d for (kind, key), (d, t) in delays.items() if kind == "compute" and t >= since}
     return {"transfers": transfers, "compute": compute, "delay": now, "job": job_id()}
+
+
+def dask_setup(worker) -> None:
+    """Preload hook of an embedded cluster's workers (:func:`.local.local_cluster`): a worker
+    process leaves Ctrl-C to the process that started it, which closes the cluster (a terminal
+    sends SIGINT to the whole process group), and the tasks that closing cancels are not logged
+    one by one.
+
+    Parameters
+    ----------
+    worker : distributed.Worker
+    """
+    import logging
+    import signal
+    import threading
+
+    logging.getLogger("distributed.worker.state_machine").setLevel(logging.ERROR)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -11,7 +11,10 @@ line.
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+import threading
 
 from ... import __version__
 from ...errors import TaskflowError
@@ -19,7 +22,8 @@ from .commands import one_line
 from .options import check_outputs
 from .parser import build_parser
 
-__all__ = ["build_parser", "main", "check_outputs", "one_line", "np_quiet"]
+__all__ = ["build_parser", "main", "check_outputs", "one_line", "np_quiet", "Terminated"]
+
 
 
 def main(argv=None) -> int:
@@ -43,12 +47,15 @@ def main(argv=None) -> int:
     except SystemExit as e:  # -h, --version (0) or a bad argument (2, its one line already printed)
         return e.code if isinstance(e.code, int) else 2
     try:
-        with warnings.catch_warnings(), np_quiet():
+        with warnings.catch_warnings(), np_quiet(), _terminate_as_interrupt():
             warnings.simplefilter("ignore", RuntimeWarning)  # numpy's overflow notes: errors say it
             return args.func(args)
     except TaskflowError as e:
         print(f"error: {one_line(e)}", file=sys.stderr)
         return 2
+    except Terminated:
+        print("error: terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
@@ -66,6 +73,27 @@ def main(argv=None) -> int:
         print(f"error: internal error {type(e).__name__}: {one_line(e)} (a bug in taskflow {__version__}; "
               f"please report it with the command)", file=sys.stderr)
         return 2
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would be: every command cleans up after it as after Ctrl-C
+    (clusters closed, pool workers ended, files whole), then exits with 143."""
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    """While a command runs in the main thread, SIGTERM raises :class:`Terminated`."""
+    def raise_terminated(signum, frame):
+        raise Terminated()
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def np_quiet():

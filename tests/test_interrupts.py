@@ -1,0 +1,112 @@
+"""Ctrl-C (SIGINT to the whole process group, as a terminal sends it) and SIGTERM (to the command
+alone, as ``kill PID`` sends it) end every command with one line, exit status 130 or 143, whole
+files and no process left behind, whether the embedded cluster is starting or running."""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+HEFT_G = os.path.abspath("examples/heft_paper.graph.json")
+HEFT_C = os.path.abspath("examples/heft_paper.cluster.json")
+
+
+def _start(argv, cwd):
+    return subprocess.Popen([sys.executable, "-m", "taskflow", *argv], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _workers(proc) -> list:
+    try:
+        kids = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.Error:
+        return []
+    out = []
+    for k in kids:
+        try:
+            if "spawn_main" in " ".join(k.cmdline()):
+                out.append(k)
+        except psutil.Error:
+            pass
+    return out
+
+
+def _wait_until(condition, proc, what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert proc.poll() is None, f"the command ended before {what}: {proc.communicate()}"
+        assert time.monotonic() < deadline, f"no {what} within {timeout} s"
+        time.sleep(0.02)
+
+
+def _busy(proc) -> bool:
+    """Both workers started and ran Dask for a while (imports done, the cluster up)."""
+    ws = _workers(proc)
+    try:
+        return len(ws) >= 2 and all(sum(w.cpu_times()[:2]) > 0.7 for w in ws)
+    except psutil.Error:
+        return False
+
+
+def _ended(proc, sig, to_group: bool, expected: int, timeout: float = 60.0) -> str:
+    group = proc.pid
+    (os.killpg if to_group else os.kill)(group, sig)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(group, signal.SIGKILL)
+        pytest.fail(f"still running {timeout} s after the signal")
+    assert proc.returncode == expected, (proc.returncode, err)
+    assert err.count("\n") == 1 and err.startswith("error: "), err  # one line, no traceback, no Dask log
+    deadline = time.monotonic() + 10
+    while True:  # every process of the group goes (the resource tracker a moment after the command)
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            break
+        if time.monotonic() > deadline:
+            os.killpg(group, signal.SIGKILL)
+            pytest.fail("processes of the command outlived it")
+        time.sleep(0.05)
+    return err
+
+
+@pytest.mark.parametrize("moment", ["starting", "running"])
+def test_ctrl_c_on_an_embedded_run_is_one_line(tmp_path, moment):
+    proc = _start(["run", HEFT_G, "--time-scale", "0.5", "-q"], tmp_path)
+    if moment == "starting":  # the first worker process exists: Dask is still being imported there
+        _wait_until(lambda: _workers(proc), proc, "worker process")
+    else:
+        _wait_until(lambda: _busy(proc), proc, "busy workers")
+    assert _ended(proc, signal.SIGINT, True, 130) == "error: interrupted\n"
+
+
+def test_sigterm_to_a_run_alone_ends_it_and_its_cluster(tmp_path):
+    proc = _start(["run", HEFT_G, "--time-scale", "0.5", "-q"], tmp_path)
+    _wait_until(lambda: _busy(proc), proc, "busy workers")
+    assert _ended(proc, signal.SIGTERM, False, 143) == "error: terminated\n"
+
+
+def test_ctrl_c_on_compare_real_is_one_line(tmp_path):
+    proc = _start(["compare", HEFT_G, "--cluster", HEFT_C, "--real", "--time-scale", "0.5", "--schedulers",
+                   "heft,cpop"], tmp_path)
+    _wait_until(lambda: _busy(proc), proc, "busy workers")
+    assert _ended(proc, signal.SIGINT, True, 130) == "error: interrupted\n"
+
+
+def test_sigterm_to_bench_alone_ends_its_pool_and_keeps_whole_rows(tmp_path):
+    proc = _start(["bench", "--out", "b", "--jobs", "2", "--schedulers", "heft,cpop"], tmp_path)
+    _wait_until(lambda: len(psutil.Process(proc.pid).children()) >= 2, proc, "pool workers")
+    assert _ended(proc, signal.SIGTERM, False, 143) == "error: terminated\n"
+    results = tmp_path / "b" / "results.csv"
+    if results.exists():  # whatever was written is whole rows
+        with open(results, newline="") as f:
+            rows = list(csv.DictReader(f))
+        assert all(None not in r and all(v is not None for v in r.values()) for r in rows)
