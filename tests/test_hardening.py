@@ -241,3 +241,19 @@ def test_a_number_a_float_cannot_hold_is_named_not_taken_for_infinity(tmp_path, 
     g["tasks"][0]["cost"] = "BIG"
     path.write_text(json.dumps(g).replace('"BIG"', "1" + "0" * 400 + ".5"))
     assert "is out of range" in _one_line(capsys, ["schedule", path, "--workers", "2", "--scheduler", "heft"])
+
+
+@pytest.mark.parametrize("command", [["schedule", "--scheduler", "heft"], ["simulate"], ["compare"]])
+def test_ids_holding_control_characters_are_printed_escaped(tmp_path, capfd, command):
+    bad = ["a\x1b[31mRED", "b\x08\x08", "c\u202eevil", "d\x07"]
+    g = tmp_path / "g.json"
+    g.write_text(json.dumps({"format": "taskflow-graph/1", "name": "n\x1b[2J",
+                             "tasks": [{"id": t, "cost": 1.0} for t in bad],
+                             "edges": [{"from": bad[0], "to": bad[1]}]}))
+    code = main([command[0], str(g), "--workers", "2", *command[1:]])
+    out, err = capfd.readouterr()
+    assert code == 0, err
+    for raw in ("\x1b", "\x08", "\u202e", "\x07"):
+        assert raw not in out + err
+    if command[0] != "compare":  # the per-worker table names the tasks
+        assert "a\\x1b[31mRED" in out and "c\\u202eevil" in out

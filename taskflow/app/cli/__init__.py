@@ -47,7 +47,7 @@ def main(argv=None) -> int:
     except SystemExit as e:  # -h, --version (0) or a bad argument (2, its one line already printed)
         return e.code if isinstance(e.code, int) else 2
     try:
-        with warnings.catch_warnings(), np_quiet(), _terminate_as_interrupt():
+        with warnings.catch_warnings(), np_quiet(), _terminate_as_interrupt(), _printable_output():
             warnings.simplefilter("ignore", RuntimeWarning)  # numpy's overflow notes: errors say it
             return args.func(args)
     except TaskflowError as e:
@@ -73,6 +73,30 @@ def main(argv=None) -> int:
         print(f"error: internal error {type(e).__name__}: {one_line(e)} (a bug in taskflow {__version__}; "
               f"please report it with the command)", file=sys.stderr)
         return 2
+
+
+class _Printable:
+    """A text stream that writes what it is given with control characters escaped (``\\x1b``):
+    an id from an input (an ANSI escape sequence, a backspace) cannot repaint the terminal.
+    Newlines, tabs and carriage returns (progress bars) pass."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        if not text.replace("\n", "").replace("\r", "").replace("\t", "").isprintable():
+            text = "".join(ch if ch.isprintable() or ch in "\n\r\t" else ascii(ch)[1:-1] for ch in text)
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _printable_output():
+    """While a command runs, what it prints on stdout and stderr is :class:`_Printable`."""
+    with contextlib.redirect_stdout(_Printable(sys.stdout)), contextlib.redirect_stderr(_Printable(sys.stderr)):
+        yield
 
 
 class Terminated(KeyboardInterrupt):
