@@ -924,3 +924,58 @@ def test_a_move_outside_the_table_is_refused_when_validating():
     # the table names a method for every allowed move, and only those
     assert set(p._transitions) == runs.TRANSITIONS
     assert all((a, b) in runs.TRANSITIONS for a in runs.STATES for b in runs.STATES if (a, b) in p._transitions)
+
+
+def _add_slow_handler(dask_scheduler):
+    import asyncio
+
+    async def slow_echo(secs: float, value):
+        await asyncio.sleep(secs)
+        return value
+
+    dask_scheduler.handlers["slow_echo"] = slow_echo
+
+
+def _burn(stop):
+    while not stop.is_set():
+        pass
+
+
+def test_a_call_answered_late_is_waited_for_while_the_scheduler_is_connected(client):
+    """A call is watched, not cut at a fixed bound: a scheduler that answers after 5 of the call's
+    bounds is waited for; past the call's limit the wait ends, naming the handler."""
+    from taskflow.errors import RunTimeout
+    from taskflow.runtime.session import call
+
+    client.run_on_scheduler(_add_slow_handler)
+    t0 = time.monotonic()
+    assert call(client, "slow_echo", timeout=0.2, secs=1.0, value=7) == 7
+    assert time.monotonic() - t0 < 5
+    with pytest.raises(RunTimeout, match="did not answer 'slow_echo' within 1 s"):
+        call(client, "slow_echo", timeout=0.2, limit=0.6, secs=3.0, value=7)
+
+
+def test_the_first_run_on_a_fresh_cluster_with_both_cores_busy_does_not_fail_on_a_bound(monkeypatch):
+    """Both cores burned by two other processes and every call's bound 2 ms: the first
+    taskflow.compute of a fresh cluster (its plugin installed, a 1,200-task graph registered and
+    planned) waits for the busy scheduler and ends with the right result."""
+    import multiprocessing
+
+    from taskflow.runtime import session
+
+    monkeypatch.setattr(session, "CALL_TIMEOUT", 0.002)
+    ctx = multiprocessing.get_context("spawn")
+    stop = ctx.Event()
+    burners = [ctx.Process(target=_burn, args=(stop,), daemon=True) for _ in range(2)]
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+            Client(lc) as c:
+        for b in burners:
+            b.start()
+        try:
+            x = da.ones((600, 1000), chunks=(1, 1000))  # 600 chunks: 1,200+ tasks to plan
+            got = taskflow.compute(x.sum(), scheduler="heft", client=c)
+        finally:
+            stop.set()
+            for b in burners:
+                b.join(10)
+    assert float(got[0] if isinstance(got, tuple) else got) == 600_000.0

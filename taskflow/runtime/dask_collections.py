@@ -132,7 +132,7 @@ def compute(*collections, scheduler="adaptive", client=None, costs: dict | None 
         finally:
             if static:
                 try:
-                    call(c, "taskflow_forget", timeout=2.0, run=run_id)
+                    call(c, "taskflow_forget", timeout=2.0, limit=2.0, run=run_id)
                 except TaskflowError:
                     pass
             close_quietly(owned)

@@ -491,7 +491,7 @@ class _Runner:
         finally:
             if static:
                 try:
-                    call(self.client, "taskflow_forget", timeout=2.0, run=self.run_id)
+                    call(self.client, "taskflow_forget", timeout=2.0, limit=2.0, run=self.run_id)
                 except TaskflowError:
                     pass  # the scheduler is gone: nothing to forget
 

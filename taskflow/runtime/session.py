@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from typing import NamedTuple
 
 from ..errors import RunTimeout, SchedulerLost, TaskflowError, WorkersLost
@@ -15,21 +16,29 @@ from .worker_plugin import TransferLog, worker_records
 __all__ = ["ensure_plugin", "call", "use", "Watchdog", "wait_for", "stream_index", "stream_since", "cancelled_error",
            "gather", "workers_reachable", "frozen_heap", "workers_records", "WorkersRecords", "close_quietly"]
 
-#: seconds a call to the scheduler may take before the scheduler counts as unreachable
+#: seconds a call to the scheduler waits before it checks that the scheduler is still connected
 CALL_TIMEOUT = 10.0
+#: seconds a call to the scheduler waits in all while the scheduler stays connected
+CALL_LIMIT = 120.0
 #: seconds without an answer from the scheduler after which a run is abandoned
 SCHEDULER_LOSS = 10.0
 
 
-def call(client, op: str, /, timeout: float = CALL_TIMEOUT, **kwargs):
-    """Call the scheduler handler ``op`` and return its answer, waiting at most ``timeout`` s.
+def call(client, op: str, /, timeout: float | None = None, limit: float | None = None, **kwargs):
+    """Call the scheduler handler ``op`` and return its answer. The call is watched, not cut at a
+    fixed bound: after each ``timeout`` seconds without an answer it goes on waiting while the
+    connection to the scheduler stays open (a scheduler on a loaded machine, or planning a big
+    graph, answers late), up to ``limit`` seconds in all.
 
     Parameters
     ----------
     client : distributed.Client
     op : str
         A handler name (``taskflow_register``, ``taskflow_status``, ...).
-    timeout : float
+    timeout : float, optional
+        Default :data:`CALL_TIMEOUT`.
+    limit : float, optional
+        Default :data:`CALL_LIMIT` (never less than ``timeout``).
     **kwargs
         The message.
 
@@ -38,15 +47,38 @@ def call(client, op: str, /, timeout: float = CALL_TIMEOUT, **kwargs):
     TaskflowError
         The scheduler did not answer in time or the connection is gone.
     """
+    timeout = CALL_TIMEOUT if timeout is None else timeout
+    limit = max(timeout, CALL_LIMIT if limit is None else limit)
+    t0 = time.monotonic()
     try:
-        return client.sync(getattr(client.scheduler, op), callback_timeout=timeout, **kwargs)
+        return client.sync(_watched, client, getattr(client.scheduler, op), timeout, limit, kwargs)
     except (Exception, asyncio.CancelledError) as e:  # noqa: BLE001 - any failure to reach it means the same
         # (a scheduler gone cancels the call: CancelledError is a BaseException, and it must not
         # replace the error a caller is already raising when it cleans up)
         address = getattr(client.scheduler, "address", "?")
         if isinstance(e, (TimeoutError, asyncio.TimeoutError)):
-            raise RunTimeout(f"the Dask scheduler ({address}) did not answer {op!r} within {timeout:g} s") from e
+            raise RunTimeout(f"the Dask scheduler ({address}) did not answer {op!r} within "
+                             f"{time.monotonic() - t0:.0f} s") from e
         raise SchedulerLost(f"lost the Dask scheduler ({address}) during {op!r}: {type(e).__name__}: {e}") from e
+
+
+async def _watched(client, handler, timeout: float, limit: float, kwargs: dict):
+    task = asyncio.ensure_future(handler(**kwargs))
+    t0 = time.monotonic()
+    while True:
+        done, _ = await asyncio.wait({task}, timeout=min(timeout, max(0.0, t0 + limit - time.monotonic())))
+        if done:
+            return task.result()
+        if time.monotonic() - t0 >= limit or not _connected(client):
+            task.cancel()
+            raise asyncio.TimeoutError()
+
+
+def _connected(client) -> bool:
+    """Whether ``client`` still holds an open connection to its scheduler."""
+    stream = getattr(client, "scheduler_comm", None)
+    comm = getattr(stream, "comm", None)
+    return client.status == "running" and comm is not None and not comm.closed()
 
 
 def ensure_plugin(client) -> None:
@@ -152,7 +184,7 @@ class Watchdog:
         status = None
         if self.client.status == "running":
             try:
-                status = call(self.client, "taskflow_status", timeout=5.0, run=self.run)
+                status = call(self.client, "taskflow_status", timeout=5.0, limit=5.0, run=self.run)
             except TaskflowError:
                 status = None
         if status is None:
