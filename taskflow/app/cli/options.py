@@ -55,7 +55,8 @@ class _Bounded:
             raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
         bounds = [f">= {low:g}" if low is not None else None, f"> {above:g}" if above is not None else None,
                   f"<= {high:g}" if high is not None else None]
-        if (not math.isfinite(value) or (low is not None and value < low) or (above is not None and value <= above)
+        if ((kind is float and not math.isfinite(value)) or (low is not None and value < low)
+                or (above is not None and value <= above)
                 or (high is not None and value > high)):
             wanted = " and ".join(b for b in bounds if b)
             what = "an integer" if kind is int else "a finite number"
@@ -141,7 +142,7 @@ def add_cluster(sp) -> None:
     add_cores(sp)
     sp.add_argument("--bandwidth", default=DEFAULT_BANDWIDTH,
                     help="between workers with --workers: bytes/s, or a rate such as 200mbit or 1gbit (default 1e9)")
-    sp.add_argument("--latency", type=float, default=0.0, help="seconds per transfer with --workers (default 0)")
+    sp.add_argument("--latency", type=NONNEGATIVE, default=0.0, help="seconds per transfer with --workers (default 0)")
 
 
 def add_scheduler(sp, default: str | None = None, static_all: bool = False, alias: bool = False,

@@ -28,6 +28,14 @@ class Parser(argparse.ArgumentParser):
         """
         self.exit(2, f"error: {self.prog}: {message}\n")
 
+    def _get_values(self, action, arg_strings):
+        # argparse drops a '--' given as an option's value (``--workers=--``) and passes an empty
+        # list on, where one value was expected
+        if action.option_strings and action.nargs is None and arg_strings == ["--"]:
+            raise argparse.ArgumentError(action, "expected a value, got '--'")
+        return super()._get_values(action, arg_strings)
+
+
 DESCRIPTION = ("Plan, simulate and run task-graph workflows: read and convert graphs, plan them with "
                "scheduling policies, check plans, simulate them, run them on Dask workers and compare policies. "
                "A GRAPH is a file (native, WfFormat, DAX, STG, Estee) or module:function returning a TaskGraph.")
