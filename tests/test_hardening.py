@@ -257,3 +257,39 @@ def test_ids_holding_control_characters_are_printed_escaped(tmp_path, capfd, com
         assert raw not in out + err
     if command[0] != "compare":  # the per-worker table names the tasks
         assert "a\\x1b[31mRED" in out and "c\\u202eevil" in out
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A folder on a 64 KiB tmpfs filled to the last byte (needs root: else the test skips)."""
+    import os
+    import subprocess
+
+    where = tmp_path / "full"
+    where.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(where)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("a full filesystem needs root (mount -t tmpfs)")
+    try:
+        f = open(where / "filler", "wb", buffering=0)
+        for chunk in (4096, 1):  # to the last byte
+            try:
+                while True:
+                    f.write(b"x" * chunk)
+            except OSError:
+                pass
+        f.close()
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+def test_a_report_onto_a_full_disk_is_one_error_and_leaves_nothing(full_disk, tmp_path, capsys):
+    g = tmp_path / "g.json"
+    g.write_text(json.dumps({"format": "taskflow-graph/1", "name": "g", "tasks": [{"id": "a", "cost": 0.01}],
+                             "edges": []}))
+    report = full_disk / "report.json"
+    code = main(["run", str(g), "--workers", "1", "-q", "--report", str(report)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and str(report) in err and "No space left" in err, err
+    assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]  # no report, no temporary file
