@@ -9,6 +9,7 @@ per scheduler and workflow family with the best marked, win/tie/loss counts), ``
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import os
@@ -155,7 +156,8 @@ def run_suite(suite: str = "quick", out="taskflow-out/bench", scheduler_names=No
         if todo:
             jobs = jobs or os.cpu_count() or 1
             t0 = time.perf_counter()
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
+            pool = ProcessPoolExecutor(max_workers=jobs, initializer=_pool_worker)
+            try:
                 for k, r in enumerate(pool.map(_row, todo, chunksize=4), 1):
                     writer.writerow(r)
                     f.flush()  # a rerun resumes after the last finished row
@@ -163,12 +165,38 @@ def run_suite(suite: str = "quick", out="taskflow-out/bench", scheduler_names=No
                     if progress and (k % 25 == 0 or k == len(todo)):
                         print(f"\r  [{'#' * (30 * k // len(todo)):<30}] {k}/{len(todo)} runs "
                               f"{time.perf_counter() - t0:5.1f} s", end="", flush=True)
+            except BaseException:  # Ctrl-C, SIGTERM, a failed row: the pool's workers go now, not after the suite
+                _abandon(pool)
+                raise
+            pool.shutdown()
             if progress:
                 print()
     real_rows = run_real(suite, out, [n for n in names if n in REAL_SCHEDULERS] or None, progress=progress) \
         if real else None
     write_outputs(rows, out, names, real_rows)
     return rows
+
+
+def _pool_worker() -> None:
+    """A pool worker leaves Ctrl-C to the command (which ends the pool) and dies quietly on
+    SIGTERM (a forked worker would inherit the command's handler and print a traceback)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _abandon(pool) -> None:
+    """End ``pool``'s worker processes at once, its queued rows cancelled."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    with contextlib.suppress(RuntimeError):  # interrupted while it started its manager thread
+        pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        with contextlib.suppress(Exception):
+            p.terminate()
+    for p in procs:
+        with contextlib.suppress(Exception):
+            p.join(5)
 
 
 # ---------------------------------------------------------------------- a subset on Dask

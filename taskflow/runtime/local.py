@@ -252,6 +252,7 @@ def local_cluster(n_workers: int, threads_per_worker: int = 1, dashboard_address
         nanny.addFilter(_BusyAtClose())
     before = set(SpecCluster._instances)
     saved = dict(os.environ)
+    lc = None
     try:
         # Dask takes a variable already in this process's environment over its configuration (an
         # earlier cluster's Nanny may have left MALLOC_TRIM_THRESHOLD_ there)
@@ -262,14 +263,17 @@ def local_cluster(n_workers: int, threads_per_worker: int = 1, dashboard_address
             kwargs["scheduler_kwargs"] = {"dashboard": False, "dashboard_address": "127.0.0.1:0",
                                           **kwargs.get("scheduler_kwargs", {})}
         with dask.config.set(config), _interrupts_held():
-            return LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True,
-                                dashboard_address=dashboard_address, **kwargs)
+            lc = LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True,
+                              dashboard_address=dashboard_address, **kwargs)
+        return lc  # a Ctrl-C held while it started is raised as the block above ends
     except BaseException:
-        # interrupted while starting: Dask would close the half-made cluster at exit, and fail
-        # there with a traceback (its workers end with this process)
-        for c in set(SpecCluster._instances) - before:
-            SpecCluster._instances.discard(c)
-        logging.getLogger("distributed.process").setLevel(logging.ERROR)  # its workers' ends, as they go
+        if lc is not None:  # started, then the Ctrl-C held came: close it before it goes on
+            with contextlib.suppress(Exception):
+                lc.close(timeout=10)
+        else:  # failed while starting: Dask would close the half-made cluster at exit, and fail there
+            for c in set(SpecCluster._instances) - before:
+                SpecCluster._instances.discard(c)
+            logging.getLogger("distributed.process").setLevel(logging.ERROR)  # its workers' ends, as they go
         raise
     finally:
         # a Nanny writes its workers' variables into this process's environment as it starts them;

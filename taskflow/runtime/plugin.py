@@ -368,7 +368,8 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         live = [r for r in self.runs.values() if r.state in LIVE]
         if not scheduler.workers:
             self.lost_all_since = time.time()
-            if any(self._unfinished(r) for r in live):
+            # (not at a cluster's close: the clients went first)
+            if any(self._unfinished(r) and r.client in scheduler.clients for r in live):
                 logger.warning("taskflow: every worker was lost; waiting %g s for one to join", self.grace)
             return
         for r in live:

@@ -199,8 +199,13 @@ def connect(client, address, scheduler_file, workers, threads_per_worker, work_s
         return c, [c]
     where = dashboard_address(dashboard)
     lc = local_cluster(workers, threads_per_worker, where, work_stealing=bool(work_stealing))
-    c = Client(lc)
-    warm_cluster(c)
+    c = None
+    try:
+        c = Client(lc)
+        warm_cluster(c)
+    except BaseException:  # Ctrl-C before the caller holds them: closed here
+        close_quietly([x for x in (c, lc) if x is not None])
+        raise
     return c, [c, lc]
 
 

@@ -148,8 +148,9 @@ def worker_records(since: float, dask_worker=None) -> dict:
 def dask_setup(worker) -> None:
     """Preload hook of an embedded cluster's workers (:func:`.local.local_cluster`): a worker
     process leaves Ctrl-C to the process that started it, which closes the cluster (a terminal
-    sends SIGINT to the whole process group), and the tasks that closing cancels are not logged
-    one by one.
+    sends SIGINT to the whole process group); the tasks that closing cancels, and the transfers
+    it cuts (a connection closed by a peer), are not logged one by one: a worker really lost is
+    the scheduler's to notice, and a run reports it.
 
     Parameters
     ----------
@@ -160,5 +161,13 @@ def dask_setup(worker) -> None:
     import threading
 
     logging.getLogger("distributed.worker.state_machine").setLevel(logging.ERROR)
+    logging.getLogger("distributed.worker").addFilter(_not_a_closed_connection)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _not_a_closed_connection(record) -> bool:
+    from distributed.comm.core import CommClosedError
+
+    exc = record.exc_info[1] if record.exc_info else None
+    return not isinstance(exc, (CommClosedError, ConnectionError))
