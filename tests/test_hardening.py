@@ -293,3 +293,12 @@ def test_a_report_onto_a_full_disk_is_one_error_and_leaves_nothing(full_disk, tm
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and str(report) in err and "No space left" in err, err
     assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]  # no report, no temporary file
+
+
+def test_an_output_name_too_long_for_the_filesystem_is_refused_before_any_work(tmp_path, capsys):
+    out = tmp_path / ("a" * 300 + ".json")
+    code = main(["schedule", HEFT_G, "--workers", "2", "--scheduler", "heft", "-o", str(out)])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""  # no plan printed: nothing was done
+    assert f"-o '{out}': the file name is longer than this filesystem takes" in captured.err
+    assert list(tmp_path.iterdir()) == []

@@ -415,6 +415,14 @@ def scheduler_names(text: str | None, default: str | None = None, static_all: bo
     return out
 
 
+def _name_max(folder: str) -> int:
+    """The longest file name in bytes that ``folder``'s filesystem takes (255 where it says not)."""
+    try:
+        return int(os.pathconf(folder, "PC_NAME_MAX"))
+    except (OSError, ValueError):
+        return 255
+
+
 def check_outputs(outputs, inputs=(), folders=()) -> None:
     """Refuse, before any work, output paths that cannot be written: empty, a folder, under a
     missing folder or a file, in a folder we may not write, or one of the inputs (which the run
@@ -447,6 +455,10 @@ def check_outputs(outputs, inputs=(), folders=()) -> None:
             raise TaskflowError(f"{opt} {path!r}: {os.path.dirname(path)!r} is a file, not a folder")
         if not os.access(parent, os.W_OK | os.X_OK):
             raise TaskflowError(f"{opt} {path!r}: cannot write in folder {os.path.dirname(path) or '.'!r}")
+        longest = _name_max(parent)
+        if len(os.fsencode(os.path.basename(path))) > longest:
+            raise TaskflowError(f"{opt} {path!r}: the file name is longer than this filesystem takes "
+                                f"({longest} bytes)")
         if os.path.exists(path) and not os.access(path, os.W_OK):
             raise TaskflowError(f"{opt} {path!r}: the file is not writable")
         if real in ins:
