@@ -108,7 +108,23 @@ def occupy(times, usage, K, s, f, c):
     k1, K = _split(times, usage, K, f)
     for m in range(k0, k1):
         usage[m] += c
+    # neighbours of equal use become one segment (only the two ends of [s, f) can have come to be
+    # equal): a worker busy back to back is one segment, so a search across it is one step, not
+    # one per task placed there (wide graphs made the insertion search quadratic)
+    K = _merge(times, usage, K, k1)
+    K = _merge(times, usage, K, k0)
     return times, usage, K
+
+
+@kernel(cache=True)
+def _merge(times, usage, K, k):
+    """Fold segment ``k`` into ``k - 1`` where their use is equal; returns the new count."""
+    if k <= 0 or k >= K or usage[k] != usage[k - 1]:
+        return K
+    for m in range(k, K - 1):
+        times[m] = times[m + 1]
+        usage[m] = usage[m + 1]
+    return K - 1
 
 
 @kernel(cache=True)

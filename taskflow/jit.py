@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
+import os
 import types
 
 import numpy as np
 
-__all__ = ["kernel", "Kernel", "compiled", "interpreted", "List", "SMALL"]
+__all__ = ["kernel", "Kernel", "compiled", "interpreted", "List", "SMALL", "fresh_caches", "STAMP"]
 
 #: Calls whose largest array argument is smaller than this run as plain Python: about 2,000 tasks
 #: on 8 workers, which HEFT plans in plain Python in 0.2 s, where loading numba takes 0.6-0.8 s.
@@ -34,6 +36,10 @@ List = list
 _forced = 0
 _plain = 0
 _loaded = False  # a kernel has been compiled in this process: every call runs compiled
+_KERNELS: list = []  # every kernel made, for the check of numba's cached machine code
+_checked: set = set()  # package folders whose cached kernels were checked in this process
+#: the file beside numba's cached kernels that says which sources they were compiled from
+STAMP = "taskflow-kernels.stamp"
 
 
 def kernel(fn=None, **options):
@@ -77,6 +83,7 @@ class Kernel:
         self.py_func = fn
         self.options = dict(options)
         self._compiled = None
+        _KERNELS.append(self)
 
     def __call__(self, *args):
         if not _plain and (_loaded or _forced or _large(args)):
@@ -96,6 +103,7 @@ class Kernel:
         """
         global _loaded
         if self._compiled is None:
+            fresh_caches()
             from numba import njit
             from numba.typed import List as TypedList
 
@@ -111,6 +119,48 @@ class Kernel:
                 elif name == "List" and value is list:
                     env[name] = TypedList
         return self._compiled(*args) if args else self._compiled
+
+
+def fresh_caches() -> list:
+    """Forget numba's cached machine code of the project's kernels when any source file of their
+    packages changed since it was written: numba checks only a kernel's own file, so a kernel
+    calling one whose code changed would load the old callee, compiled into it. Returns the
+    package folders checked."""
+    import sys
+
+    roots = sorted({os.path.dirname(os.path.abspath(sys.modules[k.py_func.__module__.split(".")[0]].__file__))
+                    for k in _KERNELS if k.py_func.__module__.split(".")[0] in sys.modules})
+    for root in roots:
+        if root in _checked:
+            continue
+        _checked.add(root)
+        sources = []
+        for folder, subdirs, files in os.walk(root):
+            subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
+            for f in sorted(files):
+                if f.endswith(".py"):
+                    st = os.stat(os.path.join(folder, f))
+                    sources.append((os.path.relpath(os.path.join(folder, f), root), st.st_mtime_ns, st.st_size))
+        stamp = hashlib.sha1(repr(sources).encode()).hexdigest()
+        path = os.path.join(root, "__pycache__", STAMP)
+        try:
+            with open(path, encoding="utf-8") as f:
+                if f.read().strip() == stamp:
+                    continue
+        except OSError:
+            pass
+        try:
+            for folder, _, files in os.walk(root):
+                if os.path.basename(folder) == "__pycache__":
+                    for f in files:
+                        if f.endswith((".nbi", ".nbc")):
+                            os.unlink(os.path.join(folder, f))
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(stamp + "\n")
+        except OSError:  # a package folder we may not write: numba caches elsewhere, or not at all
+            pass
+    return roots
 
 
 def _large(args) -> bool:

@@ -42,7 +42,8 @@ class Scheduler:
     Parameters
     ----------
     seed : int, optional
-        For policies that draw random numbers; the same seed gives the same schedule.
+        For policies that draw random numbers; the same seed gives the same schedule (default 0:
+        a plan is reproducible unless another seed is asked for).
     **options
         Policy-specific options, kept in ``self.options``.
     """
@@ -57,7 +58,7 @@ class Scheduler:
     duplicates = False
 
     def __init__(self, seed: int | None = None, **options):
-        self.seed = seed
+        self.seed = 0 if seed is None else seed
         self.options = options
 
     def __repr__(self) -> str:

@@ -68,3 +68,38 @@ def test_a_small_graph_is_planned_without_loading_numba_and_a_large_one_with_it(
             "schedulers.get_scheduler('heft').schedule(g, Cluster.homogeneous(8)); print('numba' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "True"
+
+
+def test_cached_machine_code_is_forgotten_when_a_source_of_its_package_changed(tmp_path, monkeypatch):
+    """numba checks only a kernel's own file: a caller's cache would keep an old callee compiled
+    in. A changed source anywhere in the package makes every cached kernel of it go."""
+    import os
+
+    from taskflow import jit
+
+    root = tmp_path / "pkg"
+    cache = root / "sub" / "__pycache__"
+    cache.mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "sub" / "k.py").write_text("x = 1\n")
+    stale = [cache / "k.f-1.py311.nbi", cache / "k.f-1.py311.1.nbc"]
+    for f in stale:
+        f.write_bytes(b"old")
+    fake = type("K", (), {"py_func": type("F", (), {"__module__": "pkg_under_test.sub.k"})})()
+    monkeypatch.setattr(jit, "_KERNELS", [fake])
+    monkeypatch.setattr(jit, "_checked", set())
+    module = type(os)("pkg_under_test")
+    module.__file__ = str(root / "__init__.py")
+    monkeypatch.setitem(__import__("sys").modules, "pkg_under_test", module)
+    assert jit.fresh_caches() == [str(root)]
+    assert not any(f.exists() for f in stale)  # no stamp yet: nothing cached can be trusted
+    stamp = (root / "__pycache__" / jit.STAMP).read_text()
+    for f in stale:
+        f.write_bytes(b"new")
+    monkeypatch.setattr(jit, "_checked", set())
+    jit.fresh_caches()
+    assert all(f.exists() for f in stale)  # nothing changed: the cache is kept
+    (root / "sub" / "k.py").write_text("x = 22\n")  # a source changed
+    monkeypatch.setattr(jit, "_checked", set())
+    jit.fresh_caches()
+    assert not any(f.exists() for f in stale) and (root / "__pycache__" / jit.STAMP).read_text() != stamp

@@ -242,3 +242,16 @@ def test_placed_keeps_the_workflows_placement_and_times_the_rest():
     big.add_task("x", cost=1.0, cores=4, meta={"rank": 0})
     with pytest.raises(TaskflowError, match="task 'x': pinned to worker 'w0', which lacks the cores"):
         schedulers.get_scheduler("placed").schedule(big, Cluster([Worker("w0", cores=1), Worker("w1", cores=4)]))
+
+
+def test_a_policy_that_draws_is_reproducible_without_a_seed_named():
+    """No seed named means seed 0, not the operating system's entropy: the same plan every time."""
+    import taskflow
+    from workflows.scientific import random_layered
+
+    g = random_layered(120, seed=3)
+    c = Cluster.homogeneous(4)
+    a, b = (schedulers.get_scheduler("random").schedule(g, c) for _ in range(2))
+    assert list(a.workers) == list(b.workers) and schedulers.get_scheduler("random").seed == 0
+    assert list(schedulers.get_scheduler("random", seed=1).schedule(g, c).workers) != list(a.workers)
+    assert taskflow.plan(g, c, "dask-model").makespan == taskflow.plan(g, c, "dask-model").makespan
