@@ -62,6 +62,8 @@ def _list_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_pt
                 d = durations[i, w]
                 if d == INF:
                     continue
+                if not use_bias and best_w >= 0 and drt[w] + d >= best_key:
+                    continue  # it starts at drt[w] at the earliest: it cannot finish sooner than the best
                 s = earliest_start(times[w], usage[w], K[w], drt[w], d, c, wcores[w], insertion)
                 key = s + d
                 if use_bias:
