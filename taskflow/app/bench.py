@@ -191,9 +191,9 @@ def _abandon(pool) -> None:
     procs = list((getattr(pool, "_processes", None) or {}).values())
     with contextlib.suppress(RuntimeError):  # interrupted while it started its manager thread
         pool.shutdown(wait=False, cancel_futures=True)
-    for p in procs:
+    for p in procs:  # SIGKILL: a worker forked a moment ago may still hold the command's SIGTERM handler
         with contextlib.suppress(Exception):
-            p.terminate()
+            p.kill()
     for p in procs:
         with contextlib.suppress(Exception):
             p.join(5)
