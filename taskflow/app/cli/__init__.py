@@ -18,12 +18,11 @@ import threading
 
 from ... import __version__
 from ...errors import TaskflowError
-from .commands import one_line
+from .commands import one_line, printable
 from .options import check_outputs
 from .parser import build_parser
 
 __all__ = ["build_parser", "main", "check_outputs", "one_line", "np_quiet", "Terminated"]
-
 
 
 def main(argv=None) -> int:
@@ -85,7 +84,7 @@ class _Printable:
 
     def write(self, text: str) -> int:
         if not text.replace("\n", "").replace("\r", "").replace("\t", "").isprintable():
-            text = "".join(ch if ch.isprintable() or ch in "\n\r\t" else ascii(ch)[1:-1] for ch in text)
+            text = printable(text, keep="\n\r\t")
         return self._stream.write(text)
 
     def __getattr__(self, name):

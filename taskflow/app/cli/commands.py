@@ -14,7 +14,7 @@ from ...errors import TaskflowError
 from ...formats import format_for, atomic_write, dump_json, graph_text, load_schedule
 from .options import check_outputs, cluster_from_args, read_graph, read_graphs, scheduler_names
 
-__all__ = ["info", "convert", "schedule", "validate", "simulate", "one_line", "command", "COMMAND_DOC"]
+__all__ = ["info", "convert", "schedule", "validate", "simulate", "one_line", "printable", "command", "COMMAND_DOC"]
 
 #: What every subcommand's function takes, returns and raises (see :func:`command`).
 COMMAND_DOC = """
@@ -58,8 +58,20 @@ def one_line(e) -> str:
     ----------
     e : object
     """
-    text = str(e)
-    return "".join(ch if ch.isprintable() or ch == " " else ascii(ch)[1:-1] for ch in text)
+    return printable(str(e))
+
+
+def printable(text: str, keep: str = "") -> str:
+    """``text`` with every character that is not printable (but those in ``keep``) escaped as
+    Python writes it (``\\x1b``, ``\\n``).
+
+    Parameters
+    ----------
+    text : str
+    keep : str
+        Characters left as they are (``"\\n"`` for text of several lines).
+    """
+    return "".join(ch if ch.isprintable() or ch in keep else ascii(ch)[1:-1] for ch in text)
 
 
 def _write_plans(path: str, plans: list) -> None:
