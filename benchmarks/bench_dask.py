@@ -11,8 +11,9 @@
    static placement costs by itself; a fourth, plain ``client.get`` with Python's garbage collector
    held as ``taskflow.run`` holds it during a run (``frozen_heap``), what that alone is worth.
 2. Scale: a ``--big``-task emulated graph on 4 workers, ``taskflow.run`` with HEFT and plain
-   ``client.get`` of the same emulated tasks, each in its own process: wall time and the client
-   process's peak memory.
+   ``client.get`` of the same emulated tasks, each in its own process against a ``dask scheduler``
+   and ``dask worker`` processes of its own on loopback: wall time, the client process's and the
+   scheduler process's peak memory.
 3. Heterogeneous emulated cluster: 4 local workers declared at speeds 1, 1, 2, 4 (emulation sleeps
    cost / speed), a communication-heavy graph (CCR 2 at 100 MB/s; the bytes are real): HEFT,
    planning with the declared speeds and the bandwidth and latency measured on the cluster
@@ -177,30 +178,51 @@ def heterogeneous(time_scale, repeat, size_scale=0.05):
           f"{repeat}): HEFT {100 * (w - h) / w:+.0f}% shorter")
 
 
-def big_child(kind, n, workers):
-    """One side of the scale measurement, in its own process: prints seconds and peak RSS (MiB)."""
-    import resource
+def _peak_mib(pid) -> float:
+    """A process's peak resident memory (VmHWM), MiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
 
+
+def big_child(kind, n, workers):
+    """One side of the scale measurement, in its own process, against a ``dask scheduler`` and
+    ``dask worker`` processes of its own on loopback: prints seconds, this (the client's) process's
+    peak RSS and the scheduler process's peak RSS (MiB)."""
+    import resource
+    import tempfile
+
+    from taskflow.app.loopback import Loopback
     from workflows.scientific import random_layered as rl
 
     g = rl(n, shape=1.0, out_degree=2, ccr=0.1, seed=5, mean_cost=0.002, bandwidth=1e6, name="big")
-    with _fresh_cluster(workers) as lc, Client(lc) as c:
-        c.get({"warm": (noop,)}, ["warm"])
-        t0 = time.perf_counter()
-        if kind == "ours":
-            rep = run(g, "heft", client=c, quiet=True, timeout=3600)
-            assert len(rep.results) == n and len(rep.trace.runs) == n
-        else:
-            from taskflow.runtime.dask_graph import dask_graph, keys_for
-            from taskflow.runtime.calibrate import cluster_from_dask as cfd
+    with tempfile.TemporaryDirectory() as tmp:
+        lb = Loopback(tmp, [f"w{i}" for i in range(workers)],
+                      env={"DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING": "False"})
+        try:
+            lb.start()
+            with Client(lb.address) as c:
+                c.get({"warm": (noop,)}, ["warm"])
+                t0 = time.perf_counter()
+                if kind == "ours":
+                    rep = run(g, "heft", client=c, quiet=True, timeout=3600)
+                    assert len(rep.results) == n and len(rep.trace.runs) == n
+                else:
+                    from taskflow.runtime.calibrate import cluster_from_dask as cfd
+                    from taskflow.runtime.dask_graph import dask_graph, keys_for
 
-            key_of = keys_for(g, "plain", 0)
-            dsk = dask_graph(g, g.ids, key_of, cfd(c), 1.0, 1.0)
-            out = c.get(dsk, list(dsk))
-            assert len(out) == n
-        secs = time.perf_counter() - t0
+                    key_of = keys_for(g, "plain", 0)
+                    dsk = dask_graph(g, g.ids, key_of, cfd(c), 1.0, 1.0)
+                    out = c.get(dsk, list(dsk))
+                    assert len(out) == n
+                secs = time.perf_counter() - t0
+                sched = _peak_mib(lb.scheduler.pid)
+        finally:
+            lb.stop()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"{secs:.2f} {peak:.0f}")
+    print(f"{secs:.2f} {peak:.0f} {sched:.0f}")
 
 
 def big(n, workers, cap=3600.0):
@@ -222,12 +244,13 @@ def big(n, workers, cap=3600.0):
         if out.returncode != 0:
             print(f"2. {kind} failed: {out.stderr.strip().splitlines()[-1:]}")
             return
-        res[kind] = [float(x) for x in out.stdout.split()[-2:]]
-    ot, om = res["ours"]
-    plain = (f"plain client.get {res['plain'][0]:.1f} s, client peak {res['plain'][1]:.0f} MiB (ratio "
-             f"{ot / res['plain'][0]:.2f})" if res["plain"] else "plain client.get did not finish within twice that")
+        res[kind] = [float(x) for x in out.stdout.split()[-3:]]
+    ot, om, osch = res["ours"]
+    plain = (f"plain client.get {res['plain'][0]:.1f} s, client peak {res['plain'][1]:.0f} MiB, scheduler peak "
+             f"{res['plain'][2]:.0f} MiB (time ratio {ot / res['plain'][0]:.2f}, scheduler memory ratio "
+             f"{osch / res['plain'][2]:.2f})" if res["plain"] else "plain client.get did not finish within twice that")
     print(f"2. {n}-task emulated graph on {workers} workers: taskflow.run with HEFT {ot:.1f} s, client peak "
-          f"{om:.0f} MiB; {plain}")
+          f"{om:.0f} MiB, scheduler peak {osch:.0f} MiB; {plain}")
 
 
 def array_workload(repeat, n=4000, chunk=1000, workers=2, slow=0.25):

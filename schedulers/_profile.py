@@ -32,7 +32,7 @@ import heapq
 import numpy as np
 from taskflow.jit import List, kernel
 
-__all__ = ["INF", "earliest_start", "occupy", "occupy_on", "start_avoiding", "empty_plan", "ready_heap",
+__all__ = ["INF", "earliest_start", "first_free", "occupy", "occupy_on", "start_avoiding", "empty_plan", "ready_heap",
            "data_ready", "place", "max_degree"]
 
 INF = np.inf
@@ -78,6 +78,15 @@ def earliest_start(times, usage, K, ready, d, c, cap, insertion):
             return t
         k = m + 1  # the next candidate: the end of the conflicting segment
         t = times[k]
+
+
+@kernel(cache=True)
+def first_free(times, usage, K, cap):
+    """When a core of the profile is first free: no task of positive length starts before."""
+    for k in range(K):
+        if usage[k] < cap:
+            return times[k]
+    return times[K - 1]
 
 
 @kernel(cache=True)

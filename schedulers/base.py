@@ -16,7 +16,7 @@ from taskflow.jit import kernel
 from taskflow.policy import DynamicScheduler, Scheduler, available, get_scheduler, register, scheduler_class
 from taskflow.schedule import Schedule
 
-from ._profile import INF, data_ready, earliest_start, empty_plan, place, ready_heap
+from ._profile import INF, data_ready, earliest_start, empty_plan, first_free, place, ready_heap
 
 __all__ = ["Scheduler", "DynamicScheduler", "register", "get_scheduler", "scheduler_class", "available", "list_schedule", "kernel_inputs",
            "topological_priority", "to_schedule"]
@@ -46,6 +46,7 @@ def _list_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_pt
     remaining = np.empty(n, np.int64)
     heap = ready_heap(pred_ptr, priority, remaining)
     drt = np.empty(W)
+    free = np.zeros(W)  # per worker: when a core of it is first free (no task starts before)
     while len(heap) > 0:
         i = heapq.heappop(heap)[1]  # the ready task of highest priority
         data_ready(i, W, pred_ptr, pred_idx, pred_size, worker, finish, lat, inv, drt)
@@ -62,8 +63,8 @@ def _list_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_pt
                 d = durations[i, w]
                 if d == INF:
                     continue
-                if not use_bias and best_w >= 0 and drt[w] + d >= best_key:
-                    continue  # it starts at drt[w] at the earliest: it cannot finish sooner than the best
+                if not use_bias and best_w >= 0 and (drt[w] if d <= 0.0 else max(drt[w], free[w])) + d >= best_key:
+                    continue  # it starts then at the earliest: it cannot finish sooner than the best
                 s = earliest_start(times[w], usage[w], K[w], drt[w], d, c, wcores[w], insertion)
                 key = s + d
                 if use_bias:
@@ -74,6 +75,7 @@ def _list_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_pt
                     best_s = s
         place(i, best_w, best_s, durations[i, best_w], c, worker, start, finish, times, usage, K, succ_ptr, succ_idx,
               remaining, priority, heap)
+        free[best_w] = first_free(times[best_w], usage[best_w], K[best_w], wcores[best_w])
     return worker, start, finish
 
 

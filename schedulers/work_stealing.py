@@ -24,6 +24,7 @@ assignment order rather than dask.order priority.
 from __future__ import annotations
 
 import numpy as np
+from taskflow.costs import Durations
 from taskflow.jit import kernel
 
 from taskflow.policy import DynamicScheduler, register
@@ -49,6 +50,19 @@ def _earliest(load, dead, feasible, move):  # pragma: no cover - compiled
     return arg
 
 
+@kernel(cache=True)
+def _victim(load, dead, nqueued, thief):  # pragma: no cover - compiled
+    """The most loaded worker other than ``thief`` with queued tasks and not lost (``dead`` = inf);
+    ties: the lower index; -1 when there is none."""
+    best = -np.inf
+    arg = -1
+    for w in range(load.shape[0]):
+        if w != thief and nqueued[w] > 0 and dead[w] == 0.0 and load[w] > best:
+            best = load[w]
+            arg = w
+    return arg
+
+
 @register
 class WorkStealing(DynamicScheduler):
     """A model of Dask's scheduling for the simulator: earliest estimated start, idle workers steal."""
@@ -63,12 +77,15 @@ class WorkStealing(DynamicScheduler):
         m = view.cost_model
         self.d = m.durations
         if not self.options.get("knows_speeds", True):  # Dask's view: one estimate per task, any worker
-            finite = np.isfinite(self.d)
-            mean = np.where(finite, self.d, 0.0).sum(axis=1) / np.maximum(finite.sum(axis=1), 1)
-            self.d = np.where(finite, mean[:, None], np.inf)
+            mean = m.mean_duration()
+            if m.dense:
+                self.d = np.where(np.isfinite(self.d), mean[:, None], np.inf)
+            else:
+                d = self.d
+                self.d = Durations(mean, np.ones(len(m.cluster)), 0.0, {}, d.need, d.cores)
         self.cores = m.cluster.cores.astype(float)
         self.occ = np.zeros(len(m.cluster))
-        self.finite = np.isfinite(self.d)
+        self.feasible = m.feasible_row
         self.dead = np.zeros(len(self.occ))  # +inf for a lost worker
 
     def on_ready(self, tasks, view):
@@ -76,10 +93,10 @@ class WorkStealing(DynamicScheduler):
         load = self.occ / self.cores
         for i in tasks:
             move = view.transfer_estimates(i)
-            w = _earliest(load, self.dead, self.finite[i], move)
+            w = _earliest(load, self.dead, self.feasible(i), move)
             if not view.is_alive(w):  # a loss not yet reported: refresh the mask and choose again
                 self.dead[[x for x in range(len(self.dead)) if not view.is_alive(x)]] = np.inf
-                w = _earliest(load, self.dead, self.finite[i], move)
+                w = _earliest(load, self.dead, self.feasible(i), move)
             self.occ[w] += self.d[i, w]
             load[w] = self.occ[w] / self.cores[w]
             out.append((i, w))
@@ -92,10 +109,13 @@ class WorkStealing(DynamicScheduler):
     def on_idle(self, worker, view):
         thief = worker
         load = self.occ / self.cores
-        order = [w for w in np.argsort(-load).tolist() if w != thief and view.is_alive(w) and view.nqueued(w) > 0]
-        if not order:
+        counts = view.queued_counts()
+        victim = _victim(load, self.dead, counts, thief)
+        while victim >= 0 and not view.is_alive(victim):  # a loss not yet reported to this policy
+            self.dead[victim] = np.inf
+            victim = _victim(load, self.dead, counts, thief)
+        if victim < 0:
             return []
-        victim = order[0]
         cands = view.queued(victim)[: self.max_candidates]
         scored = []
         for i in cands:

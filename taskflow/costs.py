@@ -7,6 +7,10 @@ has cannot run there (duration ``inf``). ``transfer(edge, a, b)`` is 0 when ``a 
 
 A :class:`CostModel` binds a graph to a cluster once and keeps the whole duration matrix
 (tasks x workers) as a numpy array, so algorithms look durations up instead of re-deriving them.
+Above :data:`DENSE_LIMIT` entries (a million tasks on a thousand workers would take 8 GB) the
+matrix is a :class:`Durations`: the same numbers computed when they are looked up (a row, an
+entry, a list of entries), which the simulator and the dynamic policies use as they would the
+array; a policy that needs the whole matrix gets a clear error instead of exhausting memory.
 """
 
 from __future__ import annotations
@@ -17,7 +21,124 @@ from .cluster import Cluster
 from .errors import GraphError
 from .graph import TaskGraph
 
-__all__ = ["CostModel"]
+__all__ = ["CostModel", "Durations", "DENSE_LIMIT"]
+
+#: the most tasks x workers entries a cost model keeps as one dense array (1 GB of float64)
+DENSE_LIMIT = 125_000_000
+_CHUNK = 1 << 16  # entries per block when a reduction walks the rows of a Durations
+
+
+class Durations:
+    """A (tasks x workers) duration matrix computed on demand, entry for entry equal to the dense
+    one: ``cost / speed``, a task's exact per-worker costs instead where it has them, plus the
+    overhead; ``inf`` where a task needs more cores than the worker has.
+
+    Indexing as an array: ``d[i, w]`` (a float), ``d[i]`` (a row), ``d[rows, cols]`` with two
+    integer arrays (the entries), ``d[rows]`` (a block); ``min`` / ``max`` / ``sum`` over
+    ``axis=1``. Turning it into one array raises :class:`~taskflow.errors.GraphError` naming the
+    size.
+
+    Parameters
+    ----------
+    cost, speed : numpy.ndarray
+        Per task, per worker.
+    overhead : float
+        Seconds added to every duration.
+    exact : dict
+        Task index -> {worker index: seconds}.
+    need, cores : numpy.ndarray
+        Cores per task, per worker.
+    """
+
+    ndim = 2
+    dtype = np.dtype(np.float64)
+
+    def __init__(self, cost, speed, overhead, exact, need, cores):
+        self.cost, self.speed, self.overhead = cost, speed, float(overhead)
+        self.exact, self.need, self.cores = exact, need, cores
+        self.shape = (len(cost), len(speed))
+        self.size = self.shape[0] * self.shape[1]
+        self.multi = bool(len(need) and int(need.max()) > 1)
+
+    def __len__(self):
+        return self.shape[0]
+
+    def block(self, rows) -> np.ndarray:
+        """The dense rows ``rows`` (an integer array or a slice)."""
+        rows = np.arange(self.shape[0])[rows] if isinstance(rows, slice) else np.asarray(rows, np.int64)
+        with np.errstate(over="ignore"):
+            b = self.cost[rows, None] / self.speed[None, :]
+        if self.exact:
+            for k, i in enumerate(rows.tolist()):
+                for j, secs in self.exact.get(i, {}).items():
+                    b[k, j] = secs
+        if self.overhead:
+            b += self.overhead
+        if self.multi:
+            b[self.need[rows, None] > self.cores[None, :]] = np.inf
+        return b
+
+    def entries(self, rows, cols) -> np.ndarray:
+        """``d[rows[k], cols[k]]`` for each k."""
+        rows, cols = np.asarray(rows, np.int64), np.asarray(cols, np.int64)
+        with np.errstate(over="ignore"):
+            v = self.cost[rows] / self.speed[cols]
+        if self.exact:
+            for k in np.flatnonzero(np.isin(rows, np.fromiter(self.exact, np.int64, len(self.exact)))).tolist():
+                secs = self.exact[int(rows[k])].get(int(cols[k]))
+                if secs is not None:
+                    v[k] = secs
+        if self.overhead:
+            v += self.overhead
+        if self.multi:
+            v[self.need[rows] > self.cores[cols]] = np.inf
+        return v
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple) and len(key) == 2:
+            i, j = key
+            if isinstance(i, (int, np.integer)) and isinstance(j, (int, np.integer)):
+                if self.multi and self.need[i] > self.cores[j]:
+                    return np.inf
+                exact = self.exact.get(int(i)) if self.exact else None
+                v = exact[int(j)] if exact and int(j) in exact else self.cost[i] / self.speed[j]
+                return v + self.overhead if self.overhead else v
+            if isinstance(i, (int, np.integer)):
+                return self.block([i])[0][j]
+            if isinstance(j, (int, np.integer)) or isinstance(j, slice):
+                return self.block(i)[:, j]
+            return self.entries(*np.broadcast_arrays(np.asarray(i), np.asarray(j)))
+        if isinstance(key, (int, np.integer)):
+            return self.block([key])[0]
+        return self.block(key)
+
+    def _reduce(self, fn) -> np.ndarray:
+        step = max(1, _CHUNK // max(1, self.shape[1]))
+        return np.concatenate([fn(self.block(slice(k, k + step))) for k in range(0, self.shape[0], step)] or
+                              [np.zeros(0)])
+
+    def min(self, axis=None):
+        """Per task (``axis=1``), the smallest duration."""
+        return self._axis1(axis, lambda b: b.min(axis=1))
+
+    def max(self, axis=None):
+        """Per task (``axis=1``), the largest duration."""
+        return self._axis1(axis, lambda b: b.max(axis=1))
+
+    def sum(self, axis=None):
+        """Per task (``axis=1``), the sum of its durations."""
+        return self._axis1(axis, lambda b: b.sum(axis=1))
+
+    def _axis1(self, axis, fn):
+        if axis != 1:
+            raise TypeError("a Durations reduces along axis=1 (per task) only")
+        return self._reduce(fn)
+
+    def __array__(self, dtype=None, copy=None):
+        n, W = self.shape
+        raise GraphError(f"{n:,} tasks x {W:,} workers: the whole duration matrix would take "
+                         f"{n * W * 8 / 2**30:.1f} GiB (more than the dense limit of {DENSE_LIMIT:,} entries); "
+                         f"use a dynamic policy (e.g. work-stealing) or fewer workers")
 
 
 class CostModel:
@@ -36,6 +157,9 @@ class CostModel:
         a = self.arrays = graph.arrays
         W = len(cluster)
         self.num_workers = W
+        if a.n * W > DENSE_LIMIT:
+            self._lazy(a, cluster)
+            return
         with np.errstate(over="ignore"):
             d = a.cost[:, None] / cluster.speed[None, :]
         if a.costs:
@@ -68,6 +192,37 @@ class CostModel:
         self.latency_matrix = cluster.latency_matrix
         self.latency = cluster.latency
 
+    def _lazy(self, a, cluster) -> None:
+        """The durations as a :class:`Durations` (too many entries for one array), checked alike."""
+        index = cluster.index
+        exact = {}
+        for i, costs in (a.costs or {}).items():
+            for w, secs in costs.items():
+                j = index.get(w)
+                if j is None:
+                    raise GraphError(f"task {a.ids[i]!r}: costs name worker {w!r} that the cluster lacks "
+                                     f"(workers: {', '.join(map(str, cluster.ids))})")
+                exact.setdefault(i, {})[j] = float(secs)
+        d = Durations(a.cost, cluster.speed, cluster.task_overhead, exact, a.cores, cluster.cores)
+        too_big = a.cores > int(cluster.cores.max())
+        if too_big.any():
+            i = int(np.flatnonzero(too_big)[0])
+            raise GraphError(f"task {a.ids[i]!r} needs {int(a.cores[i])} cores; the largest worker "
+                             f"has {int(cluster.cores.max())}")
+        multi, d.multi = d.multi, False  # checked before the cores' inf, as the dense matrix is
+        self._check_finite(d, a, cluster)
+        d.multi = multi
+        self._everywhere = not multi or bool((a.cores <= int(cluster.cores.min())).all())
+        self.durations = d
+        self.inv_bandwidth = cluster.inv_bandwidth
+        self.latency_matrix = cluster.latency_matrix
+        self.latency = cluster.latency
+
+    @property
+    def dense(self) -> bool:
+        """Whether the durations are one numpy array (else a :class:`Durations`)."""
+        return isinstance(self.durations, np.ndarray)
+
     @staticmethod
     def _check_finite(d, a, cluster) -> None:
         """Durations, and their sum over the graph, must be finite floats: a cost near 1.8e308, or
@@ -78,7 +233,12 @@ class CostModel:
         if np.isfinite(total) and np.isfinite(moved):
             return
         if not np.isfinite(total):
-            bad = np.argwhere(~np.isfinite(d))
+            if isinstance(d, np.ndarray):
+                bad = np.argwhere(~np.isfinite(d))
+            else:  # the first row with an overflow, then its column
+                rows = np.flatnonzero(~np.isfinite(d.max(axis=1)))[:1]
+                bad = np.argwhere(~np.isfinite(d.block(rows)))
+                bad[:, 0] = rows[0] if rows.size else 0
             if bad.size:
                 i, j = (int(x) for x in bad[0])
                 raise GraphError(f"task {a.ids[i]!r} on worker {cluster.ids[j]!r}: its duration overflows "
@@ -114,7 +274,17 @@ class CostModel:
 
     def feasible(self) -> np.ndarray:
         """``(tasks x workers)`` booleans: where a task can run (enough cores, a finite duration)."""
-        return np.isfinite(self.durations)
+        d = self.durations
+        return np.isfinite(d if isinstance(d, np.ndarray) else d.block(slice(None)))
+
+    def feasible_row(self, i: int) -> np.ndarray:
+        """The workers task ``i`` can run on (booleans; read-only, possibly shared)."""
+        if self._everywhere:
+            if getattr(self, "_all", None) is None:
+                self._all = np.ones(self.num_workers, bool)
+                self._all.flags.writeable = False
+            return self._all
+        return np.isfinite(self.durations[i])
 
     def min_duration(self) -> np.ndarray:
         """Per task, its shortest duration over the workers that can run it."""
@@ -125,6 +295,8 @@ class CostModel:
         d = self.durations
         if self._everywhere:  # the same sums, without two more arrays of n x W
             return d.sum(axis=1) / self.num_workers if self.num_workers else np.zeros(len(d))
+        if not isinstance(d, np.ndarray):
+            return d._reduce(lambda b: np.where(np.isfinite(b), b, 0.0).sum(axis=1) / np.isfinite(b).sum(axis=1))
         fin = np.isfinite(d)
         return np.where(fin, d, 0.0).sum(axis=1) / fin.sum(axis=1)
 
@@ -138,5 +310,7 @@ class CostModel:
     def work(self) -> np.ndarray:
         """Per task, the least capacity it consumes: min over workers of duration x speed x cores,
         i.e. seconds at speed 1.0 times cores (its cost x cores without exact costs)."""
-        d = self.durations * self.cluster.speed[None, :]
-        return d.min(axis=1) * self.arrays.cores
+        d = self.durations
+        if not isinstance(d, np.ndarray):
+            return d._reduce(lambda b: (b * self.cluster.speed[None, :]).min(axis=1)) * self.arrays.cores
+        return (d * self.cluster.speed[None, :]).min(axis=1) * self.arrays.cores

@@ -22,7 +22,8 @@ import numpy as np
 from taskflow.errors import WorkflowError
 from taskflow.graph import TaskGraph
 
-__all__ = ["random_layered", "fork_join", "out_tree", "in_tree", "fft", "gaussian_elimination", "wfcommons_recipe"]
+__all__ = ["random_layered", "fork_join", "out_tree", "in_tree", "fft", "gaussian_elimination", "genome_like",
+           "wfcommons_recipe"]
 
 
 def random_layered(v: int = 100, shape: float = 1.0, out_degree: int = 2, ccr: float = 1.0,
@@ -264,6 +265,61 @@ def gaussian_elimination(m: int = 5, cost: float = 1.0, size: float = 0.0) -> Ta
             if k > 1:
                 edges.append((f"u{k - 1}_{j}", u))
     return _graph(f"gauss-{m}", ids, cost, size, edges)
+
+
+def genome_like(chromosomes: int = 22, individuals: int = 10, populations: int = 7, seed: int = 0,
+                name: str | None = None) -> TaskGraph:
+    """A workflow shaped like 1000Genome (the WfCommons / Pegasus population-genetics workflow), at any size.
+
+    Per chromosome: ``individuals`` independent tasks (each parses a slice of the chromosome's
+    variant file) fanned in by one ``merge``; one independent ``sifting``; then, per population,
+    a ``mutation_overlap`` and a ``frequency`` task, each reading the merge's and the sifting's
+    outputs (a fan-out of ``2 x populations``). Tasks: ``chromosomes x (individuals + 2 + 2
+    populations)``. Costs (seconds) and sizes (bytes) are the orders of magnitude of the published
+    traces, drawn log-normally (sigma 0.3) around individuals 40 s / 10 MB out, merge 60 s / 200
+    MB, sifting 5 s / 1 MB, mutation_overlap 15 s and frequency 60 s (1 MB out); they are not
+    fitted to a trace. Deterministic for a seed.
+
+    Parameters
+    ----------
+    chromosomes, individuals, populations : int
+    seed : int
+    name : str, optional
+
+    Raises
+    ------
+    WorkflowError
+        A count that is not an integer >= 1 (named).
+
+    >>> g = genome_like(2, individuals=3, populations=2)
+    >>> len(g), g.num_edges
+    (18, 22)
+    """
+    for label, v in (("chromosomes", chromosomes), ("individuals", individuals), ("populations", populations)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise WorkflowError(f"genome_like: {label} must be an integer >= 1, got {v!r}")
+    rng = np.random.default_rng(seed)
+    C, n, P = int(chromosomes), int(individuals), int(populations)
+    per = n + 2 + 2 * P
+    N = C * per
+    base = np.empty(per)
+    out = np.empty(per)
+    base[:n], out[:n] = 40.0, 10e6
+    base[n], out[n] = 60.0, 200e6  # merge
+    base[n + 1], out[n + 1] = 5.0, 1e6  # sifting
+    base[n + 2::2], base[n + 3::2], out[n + 2:] = 15.0, 60.0, 1e6  # mutation_overlap, frequency
+    cost = np.tile(base, C) * rng.lognormal(0.0, 0.3, N)
+    size = np.tile(out, C)
+    first = np.arange(C) * per
+    ind = (first[:, None] + np.arange(n)[None, :]).ravel()
+    merge = first + n
+    sift = first + n + 1
+    tails = (first[:, None] + n + 2 + np.arange(2 * P)[None, :]).ravel()
+    src = np.concatenate([ind, np.repeat(merge, 2 * P), np.repeat(sift, 2 * P)])
+    dst = np.concatenate([np.repeat(merge, n), tails, tails])
+    kinds = ["individuals"] * n + ["merge", "sifting"] + ["mutation_overlap", "frequency"] * P
+    ids = [f"{kinds[k]}_{c}_{k}" for c in range(C) for k in range(per)]
+    return TaskGraph.from_arrays(name or f"genome-like-{N}", ids, cost, size, src, dst, size[src])
 
 
 def wfcommons_recipe(recipe: str = "montage", num_tasks: int = 100, seed: int = 0, runtime_factor: float = 1.0,

@@ -156,6 +156,7 @@ class Simulator(Decisions, Recovery):
         self.rq = [[] for _ in range(W)]  # dynamic: runnable heap
         self.qset = [{} for _ in range(W)]  # tasks assigned and not started, in assignment order
         self.queued_est = [0.0] * W  # their estimated seconds of work
+        self.nqueued = np.zeros(W, np.int64)  # how many (len of qset, as an array)
         # bookkeeping
         self.now = 0.0
         self.heap = []
@@ -279,6 +280,7 @@ class Simulator(Decisions, Recovery):
         self.token[i] += 1
         self.missing[i] = 0
         self.qset[w][i] = None
+        self.nqueued[w] = len(self.qset[w])
         if self.dynamic:
             self.queued_est[w] += float(self.est_d[i, w])
         if not self.fetch_ready or self.npred[i] == 0:
@@ -359,6 +361,7 @@ class Simulator(Decisions, Recovery):
     def _dequeue(self, i, w):
         if self.qset[w].pop(i, 0) is None and self.dynamic:
             self.queued_est[w] -= float(self.est_d[i, w])
+        self.nqueued[w] = len(self.qset[w])
 
     # ------------------------------------------------------------------ data
     def source_of(self, p, nbytes) -> int:

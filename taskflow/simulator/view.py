@@ -115,6 +115,12 @@ class SimView:
         """How many tasks are queued on ``w``."""
         return len(self._s.qset[w])
 
+    def queued_counts(self) -> np.ndarray:
+        """How many tasks are queued on each worker (read only: the simulator's own array)."""
+        a = self._s.nqueued.view()
+        a.flags.writeable = False
+        return a
+
     def locations(self, task: int) -> list:
         """Workers holding (some of) ``task``'s output."""
         h = self._s.have[task]

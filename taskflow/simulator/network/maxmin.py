@@ -63,30 +63,26 @@ def _take(i, cap, used, n, share, flows, level):
 
 
 @kernel(cache=True)
-def _fill_pairs(pn, pcap, up, down, prate, capped, bp, rack, rup, rdown):
-    """Max-min fair rate per flow of each (source, destination) pair, by progressive filling.
+def _fill_pairs(qs, P, pn, pcap, up, down, prate, capped, bp, rack, rup, rdown):
+    """Max-min fair rate per flow of each active (source, destination) pair, by progressive filling.
 
-    ``pn`` holds the number of active flows per pair (a W x W matrix, flattened); flows of one pair
-    are alike. All unfrozen pairs share one rising *level*; at each step the port (an upload or a
-    download capacity) whose remaining capacity per unfrozen flow is smallest saturates, and every
-    pair through it freezes at the level (a pair whose own cap is strictly lower freezes at its
-    cap first). Each pair freezes once: O(W^2 + pairs + steps x W) with at most 2W port steps.
-    A port's share (remaining capacity / unfrozen flows) is kept up to date as pairs freeze, so a
-    step only compares shares. ``capped=False`` says no pair's cap is below its ports' capacities
-    (so no cap can bind) and skips sorting the caps. ``bp`` is the backplane: one more port that
-    every flow passes (``inf``: none); when it saturates, every unfrozen pair freezes. ``rack``
-    (rack index per worker) with ``rup`` / ``rdown`` (per rack) adds the racks' uplinks and
-    downlinks: ports shared by the pairs that leave or enter a rack (none when ``rup`` is empty)."""
+    ``qs[:P]`` lists the active pairs, each a code ``c * W * W + a * W + b`` (class ``c``, source
+    ``a``, destination ``b``); ``pn[code]`` holds its number of active flows (flows of one pair are
+    alike) and ``prate[code]`` receives their rate; ``pcap[a * W + b]`` is the pair's own cap. All
+    unfrozen pairs share one rising *level*; at each step the port (an upload or a download
+    capacity) whose remaining capacity per unfrozen flow is smallest saturates, and every pair
+    through it freezes at the level (a pair whose own cap is strictly lower freezes at its cap
+    first). Each pair freezes once. The ports' shares (remaining capacity / unfrozen flows) only
+    rise as pairs freeze, so the lowest is kept in a heap whose outdated entries are skipped:
+    O(W + P log P) per solve, whatever the number of idle workers. ``capped=False`` says no pair's
+    cap is below its ports' capacities (so no cap can bind) and skips sorting the caps. ``bp`` is
+    the backplane: one more port that every flow passes (``inf``: none); when it saturates, every
+    unfrozen pair freezes. ``rack`` (rack index per worker) with ``rup`` / ``rdown`` (per rack)
+    adds the racks' uplinks and downlinks: ports shared by the pairs that leave or enter a rack
+    (none when ``rup`` is empty)."""
     W = up.shape[0]
     R = rup.shape[0]
     WW = W * W
-    qs = np.empty(WW, np.int64)
-    P = 0
-    for q in range(WW):
-        prate[q] = 0.0
-        if pn[q] > 0:
-            qs[P] = q
-            P += 1
     # pairs per upload port (source) and per download port (destination)
     up_ptr = np.zeros(W + 1, np.int64)
     down_ptr = np.zeros(W + 1, np.int64)
@@ -94,7 +90,8 @@ def _fill_pairs(pn, pcap, up, down, prate, capped, bp, rack, rup, rdown):
     n_down = np.zeros(W)
     for k in range(P):
         q = qs[k]
-        a, b = q // W, q % W
+        r = q % WW
+        a, b = r // W, r % W
         up_ptr[a + 1] += 1
         down_ptr[b + 1] += 1
         n_up[a] += pn[q]
@@ -104,7 +101,8 @@ def _fill_pairs(pn, pcap, up, down, prate, capped, bp, rack, rup, rdown):
     if R > 0:
         for k in range(P):
             q = qs[k]
-            a, b = q // W, q % W
+            r = q % WW
+            a, b = r // W, r % W
             if rack[a] != rack[b]:
                 n_rup[rack[a]] += pn[q]
                 n_rdown[rack[b]] += pn[q]
@@ -124,18 +122,31 @@ def _fill_pairs(pn, pcap, up, down, prate, capped, bp, rack, rup, rdown):
     caps = np.empty(P)
     for k in range(P):
         q = qs[k]
-        a, b = q // W, q % W
+        r = q % WW
+        a, b = r // W, r % W
         up_list[fill_u[a]] = k
         fill_u[a] += 1
         down_list[fill_d[b]] = k
         fill_d[b] += 1
-        caps[k] = pcap[q]
+        caps[k] = pcap[r]
     used_up = np.zeros(W)
     used_down = np.zeros(W)
     share_up = np.empty(W)
     share_down = np.empty(W)
     _shares(up, used_up, n_up, share_up)
     _shares(down, used_down, n_down, share_down)
+    # the ports with flows, in a heap of (share, 2 * worker + is_download): ties go to the lower
+    # worker, its upload first
+    heap = [(np.inf, -1)]
+    heap.pop()
+    for k in range(P):  # each port with flows once (its first pair in its list)
+        r = qs[k] % WW
+        a, b = r // W, r % W
+        if up_list[up_ptr[a]] == k:
+            heap.append((share_up[a], 2 * a))
+        if down_list[down_ptr[b]] == k:
+            heap.append((share_down[b], 2 * b + 1))
+    heapq.heapify(heap)
     n_all = 0.0
     for k in range(P):
         n_all += pn[qs[k]]
@@ -147,7 +158,14 @@ def _fill_pairs(pn, pcap, up, down, prate, capped, bp, rack, rup, rdown):
     cp = 0
     left = P
     while left > 0:
-        best, port, is_up = _lowest(share_up, share_down, np.inf)
+        best, port, is_up = np.inf, -1, True
+        while heap:  # the lowest current share (an entry whose port's share moved since is outdated)
+            s, code = heap[0]
+            w = code // 2
+            if s == (share_up[w] if code % 2 == 0 else share_down[w]) and s < np.inf:
+                best, port, is_up = s, w, code % 2 == 0
+                break
+            heapq.heappop(heap)
         best, rport, r_up = _lowest(share_rup, share_rdown, best)
         while cp < n_cap and frozen[by_cap[cp]]:
             cp += 1
@@ -166,8 +184,8 @@ def _fill_pairs(pn, pcap, up, down, prate, capped, bp, rack, rup, rdown):
             n_in = 0
             for k in range(P):
                 if not frozen[k]:
-                    q = qs[k]
-                    a, b = q // W, q % W
+                    r = qs[k] % WW
+                    a, b = r // W, r % W
                     if rack[a] != rack[b] and ((r_up and rack[a] == rport) or (not r_up and rack[b] == rport)):
                         rlist[n_in] = k
                         n_in += 1
@@ -195,41 +213,56 @@ def _fill_pairs(pn, pcap, up, down, prate, capped, bp, rack, rup, rdown):
             frozen[k] = True
             left -= 1
             q = qs[k]
-            a, b = q // W, q % W
+            r = q % WW
+            a, b = r // W, r % W
             prate[q] = level
             n_all -= pn[q]
             used_bp += level * pn[q]
             _take(a, up, used_up, n_up, share_up, pn[q], level)
             _take(b, down, used_down, n_down, share_down, pn[q], level)
+            if share_up[a] < np.inf:
+                heapq.heappush(heap, (share_up[a], 2 * a))
+            if share_down[b] < np.inf:
+                heapq.heappush(heap, (share_down[b], 2 * b + 1))
             if R > 0 and rack[a] != rack[b]:
                 _take(rack[a], rup, used_rup, n_rup, share_rup, pn[q], level)
                 _take(rack[b], rdown, used_rdown, n_rdown, share_rdown, pn[q], level)
 
 
 @kernel(cache=True)
-def _fill_classes(pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown):
+def _fill_classes(qs, P, pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown):
     """Strict priority between classes (class 0 first): each class shares, max-min fairly, the
-    port (backplane, rack link) capacity the classes before it left."""
-    WW = pcap.shape[0]
+    port (backplane, rack link) capacity the classes before it left. ``qs[:P]`` are the active
+    pairs' codes (see :func:`_fill_pairs`)."""
     if classes == 1:
-        _fill_pairs(pn, pcap, up, down, prate, capped, bp, rack, rup, rdown)
+        _fill_pairs(qs, P, pn, pcap, up, down, prate, capped, bp, rack, rup, rdown)
         return
     W = up.shape[0]
+    WW = W * W
     R = rup.shape[0]
     up_r = up.copy()
     down_r = down.copy()
     rup_r = rup.copy()
     rdown_r = rdown.copy()
+    order = np.argsort(qs[:P] // WW, kind="mergesort")  # the pairs class by class
+    mine = np.empty(P, np.int64)
+    k = 0
     for c in range(classes):
-        lo = c * WW
-        pn_c = pn[lo:lo + WW]
-        prate_c = prate[lo:lo + WW]
-        _fill_pairs(pn_c, pcap, up_r, down_r, prate_c, capped, bp, rack, rup_r, rdown_r)
-        for q in range(WW):
-            if pn_c[q] > 0 and prate_c[q] < np.inf:
-                used = prate_c[q] * pn_c[q]
+        m = 0
+        while k < P and qs[order[k]] // WW == c:
+            mine[m] = qs[order[k]]
+            m += 1
+            k += 1
+        if m == 0:
+            continue
+        _fill_pairs(mine, m, pn, pcap, up_r, down_r, prate, capped, bp, rack, rup_r, rdown_r)
+        for j in range(m):
+            q = mine[j]
+            if prate[q] < np.inf:
+                used = prate[q] * pn[q]
                 bp = max(0.0, bp - used)
-                a, b = q // W, q % W
+                r = q % WW
+                a, b = r // W, r % W
                 up_r[a] = max(0.0, up_r[a] - used)
                 down_r[b] = max(0.0, down_r[b] - used)
                 if R > 0 and rack[a] != rack[b]:
@@ -238,11 +271,11 @@ def _fill_classes(pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdo
 
 
 @kernel(cache=True)
-def _refresh(active, pair, done, nxt, rates, pn, pcap, up, down, prate, t_last, recompute, classes, capped, bp,
-             rack, rup, rdown):
+def _refresh(active, pair, done, nxt, rates, qs, P, pn, pcap, up, down, prate, t_last, recompute, classes, capped,
+             bp, rack, rup, rdown):
     """Recompute the rates (if the flow set changed) and return the time of the next flow event."""
     if recompute:
-        _fill_classes(pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown)
+        _fill_classes(qs, P, pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown)
     best = np.inf
     for f in range(active.shape[0]):
         if active[f]:
@@ -310,6 +343,9 @@ class MaxMinNetwork(Network):
         self.classes = C = max(1, int(classes))
         self.pn = np.zeros(C * W * W)
         self.prate = np.zeros(C * W * W)
+        self.plist = np.zeros(64, np.int64)  # the active pairs' codes (pn > 0), the first self.npairs
+        self.ppos = {}  # code -> its position in plist
+        self.npairs = 0
         cap0 = 64
         self.pair = np.zeros(cap0, np.int64)
         self.active = np.zeros(cap0, np.bool_)
@@ -338,6 +374,21 @@ class MaxMinNetwork(Network):
         self.flows.extend([None] * old)
         self.free.extend(range(2 * old - 1, old - 1, -1))
 
+    def _pair_on(self, q):
+        if self.npairs == len(self.plist):
+            self.plist = np.concatenate([self.plist, np.zeros(len(self.plist), np.int64)])
+        self.plist[self.npairs] = q
+        self.ppos[q] = self.npairs
+        self.npairs += 1
+
+    def _pair_off(self, q):
+        k = self.ppos.pop(q)
+        self.npairs -= 1
+        last = int(self.plist[self.npairs])
+        if last != q:
+            self.plist[k] = last
+            self.ppos[last] = k
+
     def _catch_up(self, now):
         dt = now - self.t_last
         if dt > 0 and self.nactive:
@@ -358,6 +409,8 @@ class MaxMinNetwork(Network):
         self.flows[slot] = flow
         q = (flow.cls * self.W + flow.src) * self.W + flow.dst
         self.pair[slot] = q
+        if self.pn[q] == 0:
+            self._pair_on(q)
         self.pn[q] += 1
         self.done[slot] = 0.0
         self.total[slot] = flow.total
@@ -371,7 +424,10 @@ class MaxMinNetwork(Network):
         if slot >= 0:
             flow.done = self.done[slot]
             self.active[slot] = False
-            self.pn[self.pair[slot]] -= 1
+            q = self.pair[slot]
+            self.pn[q] -= 1
+            if self.pn[q] == 0:
+                self._pair_off(q)
             self.flows[slot] = None
             self.free.append(slot)
             self.nactive -= 1
@@ -410,7 +466,8 @@ class MaxMinNetwork(Network):
     def next_time(self):
         if self.dirty or self.stale:
             if self.nactive:
-                self._next = _refresh(self.active, self.pair, self.done, self.nxt, self.rates, self.pn, self.pcap,
+                self._next = _refresh(self.active, self.pair, self.done, self.nxt, self.rates, self.plist,
+                                      self.npairs, self.pn, self.pcap,
                                       self.up, self.down, self.prate, self.t_last, self.dirty, self.classes,
                                       self.capped, self.backplane, self.rack, self.rup, self.rdown)
             else:

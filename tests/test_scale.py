@@ -1,0 +1,194 @@
+"""What lets the simulator run large graphs on many workers: the max-min rates solved over the
+active pairs only (checked against a plain progressive-filling reference), the duration matrix
+computed on demand above the dense limit (entry for entry the dense one; same simulations), and
+the 1000Genome-shaped generator used by the scale benchmark."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import taskflow.costs as costs
+from taskflow import Cluster, TaskGraph, simulate
+from taskflow.cluster import Worker
+from taskflow.costs import CostModel, Durations
+from taskflow.errors import GraphError, WorkflowError
+from taskflow.simulator.network import maxmin
+from workflows.scientific import genome_like, random_layered
+
+
+def reference_rates(flows, up, down, pcap, bp=np.inf, rack=None, rup=None):
+    """Max-min fair rate per flow by textbook progressive filling: every unfrozen flow rises at
+    the same pace until a resource (upload port, download port, the pair's own cap, the
+    backplane, a rack's up/downlink) is full; the flows through it freeze. ``flows``: (src, dst)."""
+    F = len(flows)
+    res = []  # (capacity, member flows)
+    for w in range(len(up)):
+        res.append((up[w], [f for f, (a, _) in enumerate(flows) if a == w]))
+        res.append((down[w], [f for f, (_, b) in enumerate(flows) if b == w]))
+    for f, (a, b) in enumerate(flows):
+        res.append((pcap[a, b], [f]))
+    res.append((bp, list(range(F))))
+    if rack is not None:
+        for r in range(len(rup)):
+            res.append((rup[r], [f for f, (a, b) in enumerate(flows) if rack[a] == r and rack[b] != r]))
+            res.append((rup[r], [f for f, (a, b) in enumerate(flows) if rack[b] == r and rack[a] != r]))
+    rate = np.zeros(F)
+    frozen = np.zeros(F, bool)
+    while not frozen.all():
+        best, which = np.inf, None
+        for cap, members in res:
+            live = [f for f in members if not frozen[f]]
+            if live:
+                share = (cap - sum(rate[f] for f in members if frozen[f])) / len(live)
+                if share < best:
+                    best, which = share, live
+        if which is None or best == np.inf:
+            rate[~frozen] = np.inf
+            break
+        rate[which] = best
+        frozen[which] = True
+    return rate
+
+
+def solve(flows, W, up, down, pcap, bp=np.inf, rack=None, rup=None):
+    """Rates of ``flows`` from the simulator's solver."""
+    pn = np.zeros(W * W)
+    for a, b in flows:
+        pn[a * W + b] += 1
+    qs = np.flatnonzero(pn > 0).astype(np.int64)
+    rng = np.random.default_rng(len(flows))
+    qs = rng.permutation(qs)  # the solver takes the active pairs in any order
+    prate = np.zeros(W * W)
+    rack_a = np.zeros(W, np.int64) if rack is None else np.asarray(rack, np.int64)
+    rup_a = np.zeros(0) if rup is None else np.asarray(rup, float)
+    capped = bool(np.any(pcap[~np.eye(W, dtype=bool)] < np.minimum(up[:, None], down[None, :])[~np.eye(W, dtype=bool)]))
+    maxmin._fill_classes(qs, len(qs), pn, pcap.reshape(-1).copy(), up, down, prate, 1, capped, bp, rack_a,
+                         rup_a, rup_a.copy())
+    return np.array([prate[a * W + b] for a, b in flows])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_max_min_rates_match_progressive_filling(data):
+    W = data.draw(st.integers(2, 7))
+    pairs = [(a, b) for a in range(W) for b in range(W) if a != b]
+    flows = data.draw(st.lists(st.sampled_from(pairs), min_size=1, max_size=14))
+    bw = np.array(data.draw(st.lists(st.sampled_from([1.0, 2.0, 5.0, 10.0]), min_size=W * W, max_size=W * W)))
+    pcap = bw.reshape(W, W).copy()
+    np.fill_diagonal(pcap, 0.0)
+    up, down = pcap.max(axis=1), pcap.max(axis=0)
+    bp = data.draw(st.sampled_from([np.inf, 4.0, 13.0]))
+    racked = data.draw(st.booleans())
+    rack = [w % 2 for w in range(W)] if racked else None
+    rup = [3.0, 3.0] if racked else None
+    got = solve(flows, W, up, down, pcap, bp, rack, rup)
+    want = reference_rates(flows, up, down, pcap, bp, rack, rup)
+    assert got == pytest.approx(want, rel=1e-9)
+
+
+def test_max_min_solver_ignores_idle_workers():
+    """The same two flows among 1,000 mostly idle workers get the same rates as among 3 (the
+    solver walks the active pairs, not every pair of workers)."""
+    flows = [(0, 1), (0, 2), (2, 1)]
+    rates = []
+    for W in (3, 1000):
+        pcap = np.full((W, W), 10.0)
+        np.fill_diagonal(pcap, 0.0)
+        rates.append(solve(flows, W, pcap.max(axis=1), pcap.max(axis=0), pcap))
+    assert rates[0] == pytest.approx([5.0, 5.0, 5.0]) and rates[1] == pytest.approx(rates[0])
+
+
+def graph_with_exact_costs(seed=3):
+    g = random_layered(60, seed=seed)
+    h = TaskGraph("exact")
+    for i, t in enumerate(g.ids):
+        h.add_task(t, cost=float(g.arrays.cost[i]), output_size=float(g.arrays.output_size[i]),
+                   costs={"w1": 3.5} if i % 7 == 0 else None, cores=2 if i % 11 == 0 else 1)
+    for a, b, size in g.edges():
+        h.add_edge(a, b, size=size)
+    return h
+
+
+DENSE = costs.DENSE_LIMIT
+
+
+@pytest.fixture
+def dense_limit(monkeypatch):
+    def lower(n):
+        monkeypatch.setattr(costs, "DENSE_LIMIT", n)
+    return lower
+
+
+def test_lazy_durations_equal_the_dense_matrix(dense_limit):
+    g = graph_with_exact_costs()
+    c = Cluster([Worker(f"w{i}", 1.0 + i % 3, 1 + i % 2) for i in range(5)], task_overhead=0.25)
+    dense = CostModel(g, c)
+    dense_limit(10)
+    lazy = CostModel(g, c)
+    assert dense.dense and not lazy.dense and isinstance(lazy.durations, Durations)
+    D, L = dense.durations, lazy.durations
+    assert np.isinf(D).any()  # some tasks need 2 cores
+    n, W = D.shape
+    assert L.shape == (n, W)
+    for i in range(n):
+        np.testing.assert_array_equal(L[i], D[i])
+        assert all(L[i, w] == D[i, w] for w in range(W))
+    rows, cols = np.arange(n), np.arange(n) % W
+    np.testing.assert_array_equal(L[rows, cols], D[rows, cols])
+    np.testing.assert_array_equal(L[5:17], D[5:17])
+    for name in ("min", "max", "sum"):
+        np.testing.assert_array_equal(getattr(L, name)(axis=1), getattr(D, name)(axis=1))
+    np.testing.assert_array_equal(lazy.mean_duration(), dense.mean_duration())
+    np.testing.assert_array_equal(lazy.work(), dense.work())
+    np.testing.assert_array_equal(lazy.feasible(), dense.feasible())
+    assert all((lazy.feasible_row(i) == dense.feasible_row(i)).all() for i in range(n))
+
+
+def test_lazy_durations_simulate_alike(dense_limit):
+    g = graph_with_exact_costs(5)
+    c = Cluster([Worker(f"w{i}", 1.0 + i % 3, 2) for i in range(6)], bandwidth=50.0)
+    for network in ("simple", "maxmin"):
+        for opts in ({}, {"knows_speeds": False}):
+            want = simulate(g, c, "work-stealing", network=network, scheduler_options=opts, validate=True)
+            dense_limit(10)
+            got = simulate(g, c, "work-stealing", network=network, scheduler_options=opts, validate=True)
+            dense_limit(DENSE)
+            assert got.makespan == want.makespan
+            assert [(r.task, r.worker, r.start) for r in got.runs] == [(r.task, r.worker, r.start) for r in want.runs]
+
+
+def test_lazy_durations_refuse_to_become_one_array(dense_limit):
+    dense_limit(10)
+    g = random_layered(30, seed=1)
+    c = Cluster.homogeneous(4)
+    with pytest.raises(GraphError, match=r"30 tasks x 4 workers: the whole duration matrix would take .* GiB"):
+        simulate(g, c, "heft")
+
+
+def test_lazy_durations_name_an_overflowing_task(dense_limit):
+    dense_limit(10)
+    g = TaskGraph("big")
+    g.add_task("ok", cost=1.0)
+    g.add_task("huge", cost=1e308)
+    c = Cluster([Worker("w0", 1.0), Worker("slow", 1e-3)])
+    with pytest.raises(GraphError, match="task 'huge' on worker 'slow': its duration overflows"):
+        CostModel(g, c)
+
+
+def test_genome_like_shape():
+    g = genome_like(3, individuals=4, populations=2, seed=1).validate()
+    per = 4 + 2 + 2 * 2
+    assert len(g) == 3 * per
+    assert g.num_edges == 3 * (4 + 2 * 2 * 2)
+    merges = [t for t in g.ids if t.startswith("merge")]
+    assert len(merges) == 3 and all(len(g.predecessors(m)) == 4 for m in merges)
+    tails = [t for t in g.ids if t.startswith(("frequency", "mutation_overlap"))]
+    assert len(tails) == 3 * 4 and all(len(g.predecessors(t)) == 2 for t in tails)
+    assert sorted(g.sinks()) == sorted(tails)
+    again = genome_like(3, individuals=4, populations=2, seed=1)
+    np.testing.assert_array_equal(g.arrays.cost, again.arrays.cost)
+    assert not np.array_equal(g.arrays.cost, genome_like(3, individuals=4, populations=2, seed=2).arrays.cost)
+    with pytest.raises(WorkflowError, match="individuals must be an integer >= 1, got 0"):
+        genome_like(2, individuals=0)
