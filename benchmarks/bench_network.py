@@ -3,13 +3,18 @@ bridges, tc; needs root).
 
     python benchmarks/bench_network.py [--reps 3] [--out taskflow-out/network] [--target 3]
                                        [--topologies uniform,two-racks] [--workflows ...] [--append]
+                                       [--workers 4] [--schedulers heft,...]
+    python benchmarks/bench_network.py --workers 16 --topologies racks-2,racks-4 --workflows comm-heavy \
+                                       --schedulers heft,heft-contention,work-stealing --reps 1
 
 (About 55 minutes on 2 cores with the defaults: two-rack runs of the communication-heavy workflows
 take 15-45 s each. ``--append`` adds rows to an earlier run's CSV, e.g. the repetitions of one
 workflow that a run did not finish.)
 
-For each topology (4 workers; ``uniform``: every link 200 Mbit/s; ``two-racks``: the same links,
-w0-w1 and w2-w3 in two racks joined by a 20 Mbit/s link, 10:1), a testbed is made and this script
+For each topology (``--workers``, 4 by default; ``uniform``: every link 200 Mbit/s; ``two-racks``:
+the same links, the first and the second half of the workers in two racks joined by a 20 Mbit/s
+link, 10:1; ``racks-2`` / ``racks-4``: 2 or 4 racks of consecutive workers, each joined to a core
+switch by a 40 Mbit/s uplink and downlink), a testbed is made and this script
 runs again inside its client namespace, where it
 
 1. calibrates the cluster per worker pair (``cluster_from_dask(calibrate=True, pairs=True)``,
@@ -22,10 +27,10 @@ runs again inside its client namespace, where it
 
 Workflows (emulated: tasks sleep their cost, outputs are real byte buffers of their size):
 
-- ``comm-heavy``: a random layered DAG, 40 tasks, CCR 2 at 200 Mbit/s (HEFT paper generator);
+- ``comm-heavy``: a random layered DAG, 10 tasks per worker, CCR 2 at 200 Mbit/s (HEFT paper generator);
 - ``montage``: the 25-task Montage DAX shipped with the package (its runtimes and file sizes,
   compute-bound at these rates);
-- ``dp-ring`` / ``dp-ps``: one iteration of data-parallel ResNet-50 training on 4 ranks with ring
+- ``dp-ring`` / ``dp-ps``: one iteration of data-parallel ResNet-50 training, one rank per worker, with ring
   and with parameter-server allreduce, gradients scaled so communication is twice the compute at
   200 Mbit/s.
 
@@ -54,7 +59,9 @@ from taskflow.runtime.calibrate import workers_info  # noqa: E402
 SCHEDULERS = ("heft", "cpop", "blevel", "heft-contention", "work-stealing")
 WORKFLOWS = ("comm-heavy", "montage", "dp-ring", "dp-ps")
 TOPOLOGIES = {"uniform": dict(topology="uniform", bandwidth="200mbit"),
-              "two-racks": dict(topology="two-racks", bandwidth="200mbit", inter_rack="20mbit")}
+              "two-racks": dict(topology="two-racks", bandwidth="200mbit", inter_rack="20mbit"),
+              "racks-2": dict(topology="racks", racks=2, bandwidth="200mbit", inter_rack="40mbit"),
+              "racks-4": dict(topology="racks", racks=4, bandwidth="200mbit", inter_rack="40mbit")}
 LINK = 25e6  # bytes/s of a worker link (200 Mbit/s)
 FIELDS = ["topology", "workflow", "tasks", "scheduler", "rep", "measured", "predicted_simple", "predicted_maxmin",
           "error_simple", "error_maxmin", "planned", "placement_fidelity", "transfers", "bytes_moved"]
@@ -75,21 +82,22 @@ def scaled(g: TaskGraph, time_scale: float, size_scale: float, name=None) -> Tas
                                   size=[float(out[i]) for i in a.src], meta=metas)
 
 
-def workflows(target: float) -> dict:
-    """Name -> graph in real seconds and bytes for this testbed."""
+def workflows(target: float, workers: int = 4) -> dict:
+    """Name -> graph in real seconds and bytes for this testbed (``workers`` workers)."""
     from taskflow import Cluster, load_graph, simulate
     from workflows.samples import path
     from workflows.scientific import random_layered
     from workflows.training import data_parallel
 
-    raw = {"comm-heavy": random_layered(40, shape=1.0, out_degree=2, ccr=2.0, seed=3, bandwidth=LINK, mean_cost=1.0),
+    raw = {"comm-heavy": random_layered(10 * workers, shape=1.0, out_degree=2, ccr=2.0, seed=3, bandwidth=LINK,
+                                        mean_cost=1.0),
            "montage": load_graph(path("montage-dax"))}
     for kind in ("ring", "ps"):
-        g = data_parallel("resnet50", workers=4, iterations=1, allreduce=kind, buckets=2)
+        g = data_parallel("resnet50", workers=workers, iterations=1, allreduce=kind, buckets=2)
         a = g.arrays
         # gradients shrunk so the bytes take twice the compute at the link rate
         raw[f"dp-{kind}"] = scaled(g, 1.0, 2.0 * float(a.cost.sum()) * LINK / float(a.size.sum()), f"dp-{kind}")
-    uniform = Cluster.heterogeneous([1, 1, 1, 1], bandwidth=LINK)
+    uniform = Cluster.heterogeneous([1] * workers, bandwidth=LINK)
     out = {}
     for name, g in raw.items():
         s = target / simulate(g, uniform, "heft", network="maxmin").makespan
@@ -105,7 +113,8 @@ def inside(config: dict) -> None:
     from taskflow import TaskflowWarning, get_scheduler, run, simulate
     from taskflow.runtime import cluster_from_dask
 
-    graphs = {k: v for k, v in workflows(config["target"]).items() if k in config["workflows"]}
+    graphs = {k: v for k, v in workflows(config["target"], config["workers"]).items() if k in config["workflows"]}
+    chosen = [s for s in SCHEDULERS if s in config["schedulers"]]
     with dask.config.set({"distributed.scheduler.work-stealing": True}), Client(timeout="30s") as client:
         names = sorted(w["name"] for w in workers_info(client).values())
         t0 = time.perf_counter()
@@ -119,8 +128,8 @@ def inside(config: dict) -> None:
             writer = csv.DictWriter(f, fieldnames=FIELDS)
             for rep in range(config["reps"]):
                 for wname, g in graphs.items():
-                    k = rep % len(SCHEDULERS)
-                    order = list(SCHEDULERS[k:] + SCHEDULERS[:k])
+                    k = rep % len(chosen)
+                    order = chosen[k:] + chosen[:k]
                     for sname in order:
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore", TaskflowWarning)
@@ -198,9 +207,11 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", default="taskflow-out/network")
     ap.add_argument("--target", type=float, default=3.0, help="seconds of HEFT's plan on the uniform model")
-    ap.add_argument("--topologies", default=",".join(TOPOLOGIES))
+    ap.add_argument("--topologies", default="uniform,two-racks", help=f"of {', '.join(TOPOLOGIES)}")
     ap.add_argument("--workflows", default=",".join(WORKFLOWS))
     ap.add_argument("--append", action="store_true", help="add to the rows already in OUT/network.csv")
+    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--schedulers", default=",".join(SCHEDULERS))
     ap.add_argument("--inside", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.inside:
@@ -220,10 +231,11 @@ def main() -> int:
             csv.DictWriter(f, fieldnames=FIELDS).writeheader()
     t0 = time.perf_counter()
     for topo in args.topologies.split(","):
-        with Testbed(workers=4, **TOPOLOGIES[topo]) as tb:
+        with Testbed(workers=args.workers, timeout=180, **TOPOLOGIES[topo]) as tb:
             print(tb.describe(), flush=True)
             config = {"topology": topo, "reps": args.reps, "target": args.target, "csv": str(path.resolve()),
-                      "workflows": args.workflows.split(",")}
+                      "workflows": args.workflows.split(","), "workers": args.workers,
+                      "schedulers": args.schedulers.split(",")}
             p = tb.exec([sys.executable, os.path.abspath(__file__), "--inside", json.dumps(config)], timeout=3600,
                         stdout=None, stderr=None)
             if p.returncode != 0:

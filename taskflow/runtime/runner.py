@@ -476,9 +476,12 @@ class _Runner:
             with submit_order(plan, self.key_of):
                 futs = self.client.get(dsk, [self.key_of[t] for t in ids], sync=False,
                                        **({"retries": self.retries} if self.retries else {}))
+            del dsk  # sent: what a large run holds per task is kept to what its report needs
             self.futures = dict(zip(ids, futs))
             self._watch()
             results = dict(zip(ids, gather(self.client, futs, ids, direct=direct)))
+            del futs
+            self.futures = {}  # the results are here: Dask may forget the keys
             records = stream_since(self.client, index)
             seen = workers_records(self.client, t_submit)
             planned = self._final_plan() if static else {}
@@ -487,8 +490,10 @@ class _Runner:
                                         predicted=predicted, planned_worker=planned, results=results,
                                         replans=self.replans, t_submit=t_submit, time_scale=self.time_scale,
                                         size_scale=self.size_scale, incoming=seen.transfers, clocks=seen.clocks)
+            del records
             by_address = {w.address: w.id for w in report.cluster.workers}
             report.jobs = {by_address[a]: j for a, j in seen.jobs.items() if a in by_address}
+            del seen
             return self._learn(report)
         except BaseException:
             self._cancel()

@@ -22,7 +22,7 @@ from .shaping import htb, tbf
 __all__ = ["Testbed", "TestbedUnavailable", "TOPOLOGIES", "MAX_WORKERS", "PORT"]
 
 ROOT = Path(__file__).resolve().parents[2]
-TOPOLOGIES = ("uniform", "two-racks", "slow-link", "matrix")
+TOPOLOGIES = ("uniform", "two-racks", "racks", "slow-link", "matrix")
 MAX_WORKERS = 64
 #: The Dask scheduler's port in its namespace.
 PORT = 8786
@@ -54,16 +54,20 @@ class Testbed:
     ----------
     workers : int
         Workers w0 .. w{n-1}.
-    topology : {"uniform", "two-racks", "slow-link", "matrix"}
+    topology : {"uniform", "two-racks", "racks", "slow-link", "matrix"}
         ``uniform``: every worker link at ``bandwidth``. ``two-racks``: the first half of the
         workers on rack 0, the rest on rack 1, links at ``bandwidth``, the racks joined by a link
-        at ``inter_rack``. ``slow-link``: as uniform, but ``slow_worker``'s link at
+        at ``inter_rack``. ``racks``: ``racks`` racks of consecutive workers (as even as the count
+        allows), each joined to one core switch by an uplink and a downlink at ``inter_rack``
+        (the flows leaving a rack share its uplink, those entering it its downlink). ``slow-link``: as uniform, but ``slow_worker``'s link at
         ``slow_bandwidth``. ``matrix``: ``matrix[a][b]`` shapes a -> b for each ordered pair.
     bandwidth, inter_rack, slow_bandwidth : str or float
         Rates (:func:`parse_rate`); ``inter_rack`` defaults to a tenth of ``bandwidth``, and so
         does ``slow_bandwidth``.
     slow_worker : str
         Default: the last worker.
+    racks : int
+        How many racks (``racks`` topology; 2 to the number of workers).
     matrix : dict
         ``{a: {b: rate}}`` by worker name; pairs not given are unshaped.
     nthreads : int
@@ -84,13 +88,16 @@ class Testbed:
 
     def __init__(self, workers: int = 4, topology: str = "uniform", bandwidth="1gbit", inter_rack=None,
                  slow_worker: str | None = None, slow_bandwidth=None, matrix: dict | None = None,
-                 nthreads: int = 1, cpus: dict | None = None, timeout: float = 60.0):
+                 nthreads: int = 1, cpus: dict | None = None, timeout: float = 60.0, racks: int = 2):
         if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
             raise TaskflowError(f"testbed workers must be 1..{MAX_WORKERS}, got {workers!r}")
         if topology not in TOPOLOGIES:
             raise TaskflowError(f"unknown topology {topology!r}; known: {', '.join(TOPOLOGIES)}")
         if topology == "two-racks" and workers < 2:
             raise TaskflowError("two-racks needs at least 2 workers")
+        if topology == "racks" and (isinstance(racks, bool) or not isinstance(racks, int) or not 2 <= racks <= workers):
+            raise TaskflowError(f"racks needs 2 to {workers} racks (one worker each at least), got {racks!r}")
+        self.racks = racks if topology == "racks" else (2 if topology == "two-racks" else 1)
         self.topology = topology
         self.names = [f"w{k}" for k in range(workers)]
         self.bandwidth = parse_rate(bandwidth)
@@ -121,7 +128,10 @@ class Testbed:
         self.cpu_limits = None
         self.timeout = float(timeout)
         self.id = f"{PREFIX}-{uuid.uuid4().hex[:6]}"
-        racks = {n: (1 if topology == "two-racks" and k >= (workers + 1) // 2 else 0) for k, n in enumerate(self.names)}
+        if topology == "racks":
+            racks = {n: k * self.racks // workers for k, n in enumerate(self.names)}
+        else:
+            racks = {n: (1 if topology == "two-racks" and k >= (workers + 1) // 2 else 0) for k, n in enumerate(self.names)}
         self.nodes = {"s": _Node("s", f"{self.id}-s", f"{SUBNET}.1", 0, None),
                       "c": _Node("c", f"{self.id}-c", f"{SUBNET}.2", 0, None)}
         for k, n in enumerate(self.names):
@@ -141,7 +151,7 @@ class Testbed:
         return f"tcp://{self.nodes['s'].ip}:{PORT}"
 
     def rack(self, name: str) -> int:
-        """The rack (0 or 1) of worker ``name``.
+        """The rack (0, 1, ...) of worker ``name``.
 
         Parameters
         ----------
@@ -166,8 +176,8 @@ class Testbed:
 
     def cluster(self, speeds: dict | None = None, latency: float = 0.0) -> Cluster:
         """The declared cluster model of this network: one worker per testbed worker, the shaped
-        rate of each ordered pair (:meth:`rate`), ``bandwidth`` the fastest of them; with two
-        racks, the racks and the inter-rack link as their shared ``uplink``.
+        rate of each ordered pair (:meth:`rate`), ``bandwidth`` the fastest of them; with racks,
+        the racks and the inter-rack link as their shared ``uplink``.
 
         Parameters
         ----------
@@ -182,7 +192,7 @@ class Testbed:
                  for a in self.names}
         finite = [r for row in pairs.values() for r in row.values()]
         top = max(finite) if finite else 1e9
-        racks = {n: self.nodes[n].rack for n in self.names} if self.topology == "two-racks" else None
+        racks = {n: self.nodes[n].rack for n in self.names} if self.racks > 1 else None
         return Cluster([Worker(n, (speeds or {}).get(n, 1.0), self.nthreads) for n in self.names], bandwidth=top,
                        bandwidths={a: {b: r for b, r in row.items() if r != top} for a, row in pairs.items()},
                        latency=latency, name=f"testbed-{self.topology}", racks=racks,
@@ -198,6 +208,8 @@ class Testbed:
             lines.append(f"  {n}: {node.ip}, rack {node.rack}, link {rate}{cpu}")
         if self.topology == "two-racks":
             lines.append(f"  inter-rack link: {self.inter_rack * 8 / 1e6:g} Mbit/s each way")
+        elif self.topology == "racks":
+            lines.append(f"  each rack's uplink and downlink to the core: {self.inter_rack * 8 / 1e6:g} Mbit/s")
         return "\n".join(lines)
 
     # -- life cycle ----------------------------------------------------------------------------
@@ -256,7 +268,16 @@ class Testbed:
         for r in racks:
             run_command(["ip", "-n", sw, "link", "add", f"br{r}", "type", "bridge"])
             run_command(["ip", "-n", sw, "link", "set", f"br{r}", "up"])
-        if len(racks) == 2:
+        if self.topology == "racks":  # a core switch; each rack's link to it shaped both ways
+            run_command(["ip", "-n", sw, "link", "add", "core", "type", "bridge"])
+            run_command(["ip", "-n", sw, "link", "set", "core", "up"])
+            for r in racks:
+                run_command(["ip", "-n", sw, "link", "add", f"up{r}", "type", "veth", "peer", "name", f"dn{r}"])
+                run_command(["ip", "-n", sw, "link", "set", f"up{r}", "master", f"br{r}", "up"])
+                run_command(["ip", "-n", sw, "link", "set", f"dn{r}", "master", "core", "up"])
+                tbf(sw, f"up{r}", self.inter_rack)  # leaving rack r
+                tbf(sw, f"dn{r}", self.inter_rack)  # entering rack r
+        elif len(racks) == 2:
             run_command(["ip", "-n", sw, "link", "add", "ir0", "type", "veth", "peer", "name", "ir1"])
             for r in (0, 1):
                 run_command(["ip", "-n", sw, "link", "set", f"ir{r}", "master", f"br{r}", "up"])

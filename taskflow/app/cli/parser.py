@@ -193,9 +193,12 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Start a Dask scheduler and workers in network namespaces joined by shaped "
                         "links, run COMMAND beside them (DASK_SCHEDULER_ADDRESS set), then remove everything.")
     sp.add_argument("--workers", type=COUNT, default=4, help="workers w0..wN-1 (default 4)")
-    sp.add_argument("--topology", default="uniform", help="uniform, two-racks, slow-link or matrix (default uniform)")
+    sp.add_argument("--topology", default="uniform",
+                    help="uniform, two-racks, racks, slow-link or matrix (default uniform)")
     sp.add_argument("--bandwidth", default="1gbit", help="each worker's link, e.g. 200mbit (default 1gbit)")
-    sp.add_argument("--inter-rack", help="two-racks: the link between the racks (default a tenth of --bandwidth)")
+    sp.add_argument("--inter-rack", help="two-racks: the link between the racks; racks: each rack's uplink and "
+                    "downlink to the core (default a tenth of --bandwidth)")
+    sp.add_argument("--racks", type=COUNT, default=2, help="racks: how many (default 2)")
     sp.add_argument("--slow-worker", help="slow-link: the worker on the slow link (default the last)")
     sp.add_argument("--slow-bandwidth", help="slow-link: its rate (default a tenth of --bandwidth)")
     sp.add_argument("--matrix", help="matrix: JSON file {a: {b: rate}} by worker name")

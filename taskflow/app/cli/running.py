@@ -242,7 +242,7 @@ def testbed(args) -> int:
         matrix = read_json(args.matrix)
     tb = tbm.Testbed(workers=args.workers, topology=args.topology, bandwidth=args.bandwidth,
                      inter_rack=args.inter_rack, slow_worker=args.slow_worker, slow_bandwidth=args.slow_bandwidth,
-                     matrix=matrix, nthreads=args.cores, cpus=_parse_cpus(args.cpus))
+                     matrix=matrix, nthreads=args.cores, cpus=_parse_cpus(args.cpus), racks=args.racks)
     why = tbm.available() or (tbm.cpu_limits_available() if args.cpus else None)
     if why:
         raise TaskflowError(why)
