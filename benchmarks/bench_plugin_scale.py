@@ -87,6 +87,7 @@ def measure(workers: int, tasks: int, policy: str) -> dict:
         phase["now"] = "results and report"
         th.join()
     finally:
+        phase["now"] = "closing"
         client.close()
         lc.close()
     return {"worst": worst, "blocks": blocks, **out}

@@ -86,6 +86,25 @@ def test_the_declared_model_is_the_narrowest_link_of_each_pair():
             tbm.Testbed(**{"workers": 2, **kwargs})
 
 
+def test_racks_through_a_core_are_declared_with_their_uplink():
+    tb = tbm.Testbed(workers=7, topology="racks", racks=3, bandwidth="200mbit", inter_rack="40mbit")
+    assert [tb.rack(n) for n in tb.names] == [0, 0, 0, 1, 1, 2, 2]  # consecutive, as even as 7 allows
+    assert tb.rate("w0", "w2") == 25e6 and tb.rate("w0", "w3") == 5e6 and tb.rate("w6", "w5") == 25e6
+    m = tb.cluster()
+    assert m.racks == {n: tb.rack(n) for n in tb.names} and m.uplink == 5e6
+    assert m.bandwidth_between("w5", "w1") == 5e6 and m.bandwidth_between("w3", "w4") == 25e6
+    assert "each rack's uplink and downlink to the core: 40 Mbit/s" in tb.describe()
+    for racks in (1, 8, True, "2"):
+        with pytest.raises(TaskflowError, match="racks needs 2 to 7 racks"):
+            tbm.Testbed(workers=7, topology="racks", racks=racks)
+
+
+def test_the_cli_refuses_more_racks_than_workers(capsys):
+    assert main(["testbed", "--workers", "3", "--topology", "racks", "--racks", "4", "--", "true"]) == 2
+    err = capsys.readouterr().err
+    assert err == "error: racks needs 2 to 3 racks (one worker each at least), got 4\n"
+
+
 def test_without_root_the_cli_says_what_is_missing(monkeypatch, capsys):
     monkeypatch.setattr(namespaces, "_AVAILABLE", [])
     monkeypatch.setattr(namespaces.os, "geteuid", lambda: 1000)
@@ -168,6 +187,24 @@ def test_calibration_per_pair_recovers_the_shaped_rates():
             for b, rate in row.items():
                 assert abs(rate - tb.rate(a, b)) <= 0.15 * tb.rate(a, b), (a, b, rate, tb.rate(a, b))
     assert got["w0"]["w2"] < got["w0"]["w1"] / 5  # the slow link is seen as slow
+
+
+@pytest.mark.slow
+@pytest.mark.testbed
+@needs_testbed
+def test_calibration_finds_three_racks_behind_a_core_switch():
+    script = ("import json; from distributed import Client; from taskflow.runtime import cluster_from_dask\n"
+              "m = cluster_from_dask(Client(timeout='30s'), pairs=True)\n"
+              "print(json.dumps({'racks': m.racks, 'uplink': m.uplink}))")
+    with tbm.Testbed(workers=6, topology="racks", racks=3, bandwidth="100mbit", inter_rack="20mbit") as tb:
+        p = tb.exec([sys.executable, "-c", script], timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        got = json.loads(p.stdout.strip().splitlines()[-1])
+        want = {n: tb.rack(n) for n in tb.names}
+    assert got["racks"] is not None and len(set(got["racks"].values())) == 3
+    same = {(a, b) for a in want for b in want if want[a] == want[b]}
+    assert {(a, b) for a in got["racks"] for b in got["racks"] if got["racks"][a] == got["racks"][b]} == same
+    assert abs(got["uplink"] - 2.5e6) <= 0.15 * 2.5e6  # 20 Mbit/s
 
 
 CHILD = r'''
