@@ -119,8 +119,15 @@ def test_the_backplane_and_pair_rates_come_from_what_transfers_did_together():
 def test_dask_like_work_stealing_estimates_ignore_worker_speeds():
     """knows_speeds=False: every task is estimated at its mean duration over the workers, as Dask's
     per-prefix estimates are; infeasible workers stay infeasible."""
-    d = np.array([[4.0, 1.0], [2.0, np.inf]])
-    view = SimpleNamespace(cost_model=SimpleNamespace(durations=d, cluster=Cluster([Worker("0"), Worker("1")])))
+    from taskflow.costs import CostModel
+
+    g = TaskGraph("two")
+    g.add_task("a", costs={"0": 4.0, "1": 1.0})
+    g.add_task("b", costs={"0": 2.0, "1": 2.0}, cores=2)  # worker 1 has one core: it cannot run b
+    m = CostModel(g, Cluster([Worker("0", cores=2), Worker("1")]))
+    d = m.durations
+    assert d.tolist() == [[4.0, 1.0], [2.0, np.inf]]
+    view = SimpleNamespace(cost_model=m)
     blind = schedulers.get_scheduler("work-stealing", knows_speeds=False)
     blind.start(view)
     assert blind.d[0].tolist() == [2.5, 2.5] and blind.d[1, 0] == 2.0 and np.isinf(blind.d[1, 1])
