@@ -10,10 +10,13 @@ A :class:`CostModel` binds a graph to a cluster once and keeps the whole duratio
 Above :data:`DENSE_LIMIT` entries (a million tasks on a thousand workers would take 8 GB) the
 matrix is a :class:`Durations`: the same numbers computed when they are looked up (a row, an
 entry, a list of entries), which the simulator and the dynamic policies use as they would the
-array; a policy that needs the whole matrix gets a clear error instead of exhausting memory.
+array; a static policy, which needs the whole matrix, gets it as one array when it fits in half the
+memory available (:meth:`CostModel.densified`), else a clear error instead of exhausting memory.
 """
 
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 
@@ -21,7 +24,14 @@ from .cluster import Cluster
 from .errors import GraphError
 from .graph import TaskGraph
 
-__all__ = ["CostModel", "Durations", "DENSE_LIMIT"]
+__all__ = ["CostModel", "Durations", "DENSE_LIMIT", "available_memory"]
+
+def available_memory() -> float:
+    """Bytes of memory available to a new allocation now (psutil's ``available``)."""
+    import psutil
+
+    return float(psutil.virtual_memory().available)
+
 
 #: the most tasks x workers entries a cost model keeps as one dense array (1 GB of float64)
 DENSE_LIMIT = 125_000_000
@@ -217,6 +227,28 @@ class CostModel:
         self.inv_bandwidth = cluster.inv_bandwidth
         self.latency_matrix = cluster.latency_matrix
         self.latency = cluster.latency
+
+    def densified(self) -> "CostModel":
+        """This model with its durations as one numpy array: what a static policy plans from.
+
+        Raises
+        ------
+        GraphError
+            The array would take more than half the memory available now (the size is named).
+        """
+        if self.dense:
+            return self
+        d = self.durations
+        need = d.size * 8
+        avail = available_memory()
+        if need > avail / 2:
+            raise GraphError(f"{d.shape[0]:,} tasks x {d.shape[1]:,} workers: a static policy plans from the whole "
+                             f"duration matrix, {need / 2**30:.1f} GiB, more than half the memory available "
+                             f"({avail / 2**30:.1f} GiB); use a dynamic policy (e.g. work-stealing) or fewer workers")
+        m = copy.copy(self)
+        m.durations = d.block(slice(None))
+        m.durations.flags.writeable = False
+        return m
 
     @property
     def dense(self) -> bool:

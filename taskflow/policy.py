@@ -79,7 +79,7 @@ class Scheduler:
         Schedule
             Not yet validated: callers check it with :meth:`Schedule.validate`.
         """
-        cost_model = cost_model or CostModel(graph, cluster)
+        cost_model = (cost_model or CostModel(graph, cluster)).densified()
         return self.plan(cost_model)
 
     def plan(self, cost_model: CostModel) -> Schedule:  # pragma: no cover - abstract

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import schedulers
 import taskflow.costs as costs
 from taskflow import Cluster, TaskGraph, simulate
 from taskflow.cluster import Worker
@@ -159,12 +160,21 @@ def test_lazy_durations_simulate_alike(dense_limit):
             assert [(r.task, r.worker, r.start) for r in got.runs] == [(r.task, r.worker, r.start) for r in want.runs]
 
 
-def test_lazy_durations_refuse_to_become_one_array(dense_limit):
+def test_a_static_policy_plans_from_the_whole_matrix_when_it_fits(dense_limit, monkeypatch):
+    g = graph_with_exact_costs(7)
+    c = Cluster([Worker(f"w{i}", 1.0 + i % 3, 2) for i in range(4)], bandwidth=50.0)
+    want = schedulers.get_scheduler("heft").schedule(g, c)
     dense_limit(10)
-    g = random_layered(30, seed=1)
-    c = Cluster.homogeneous(4)
-    with pytest.raises(GraphError, match=r"30 tasks x 4 workers: the whole duration matrix would take .* GiB"):
+    assert not CostModel(g, c).dense
+    got = schedulers.get_scheduler("heft").schedule(g, c).validate(g, c)
+    assert list(got.workers) == list(want.workers) and got.makespan == want.makespan
+    monkeypatch.setattr(costs, "available_memory", lambda: 1000.0)
+    with pytest.raises(GraphError, match=r"60 tasks x 4 workers: a static policy plans from the whole duration "
+                                         r"matrix, .* GiB, more than half the memory available"):
         simulate(g, c, "heft")
+    with pytest.raises(GraphError, match=r"60 tasks x 4 workers: the whole duration matrix would take"):
+        np.asarray(CostModel(g, c).durations)
+    assert simulate(g, c, "work-stealing").makespan > 0  # a dynamic policy needs no whole matrix
 
 
 def test_lazy_durations_name_an_overflowing_task(dense_limit):
