@@ -151,6 +151,29 @@ class Durations:
                          f"use a dynamic policy (e.g. work-stealing) or fewer workers")
 
 
+def _exact_costs(a, cluster) -> dict:
+    """Task index -> {worker index: seconds} of the tasks' exact per-worker costs."""
+    index = cluster.index
+    exact = {}
+    for i, costs in (a.costs or {}).items():
+        for w, secs in costs.items():
+            j = index.get(w)
+            if j is None:
+                raise GraphError(f"task {a.ids[i]!r}: costs name worker {w!r} that the cluster lacks "
+                                 f"(workers: {', '.join(map(str, cluster.ids))})")
+            exact.setdefault(i, {})[j] = float(secs)
+    return exact
+
+
+def _fits_somewhere(a, cluster) -> None:
+    """Raise GraphError for the first task needing more cores than the largest worker has."""
+    never = np.flatnonzero(a.cores > int(cluster.cores.max())) if a.n else []
+    if len(never):
+        i = int(never[0])
+        raise GraphError(f"task {a.ids[i]!r} needs {int(a.cores[i])} cores; the largest worker "
+                         f"has {int(cluster.cores.max())}")
+
+
 class CostModel:
     """Durations and transfer times of ``graph`` on ``cluster``.
 
@@ -167,21 +190,20 @@ class CostModel:
         a = self.arrays = graph.arrays
         W = len(cluster)
         self.num_workers = W
-        if a.n * W > DENSE_LIMIT:
-            self._lazy(a, cluster)
-            return
+        exact = _exact_costs(a, cluster)
+        #: seconds of task i on worker j (inf where it cannot run)
+        self.durations = self._lazy(a, cluster, exact) if a.n * W > DENSE_LIMIT else self._dense(a, cluster, exact)
+        self.inv_bandwidth = cluster.inv_bandwidth
+        self.latency_matrix = cluster.latency_matrix
+        self.latency = cluster.latency
+
+    def _dense(self, a, cluster, exact) -> np.ndarray:
+        """The durations as one array, checked."""
         with np.errstate(over="ignore"):
             d = a.cost[:, None] / cluster.speed[None, :]
-        if a.costs:
-            index = cluster.index
-            for i, exact in a.costs.items():
-                for w, secs in exact.items():
-                    j = index.get(w)
-                    if j is None:
-                        raise GraphError(
-                            f"task {a.ids[i]!r}: costs name worker {w!r} that the cluster lacks "
-                            f"(workers: {', '.join(map(str, cluster.ids))})")
-                    d[i, j] = secs
+        for i, row in exact.items():
+            for j, secs in row.items():
+                d[i, j] = secs
         if cluster.task_overhead:
             d += cluster.task_overhead
         self._check_finite(d, a, cluster)
@@ -190,43 +212,19 @@ class CostModel:
             too_big = a.cores[:, None] > cluster.cores[None, :]
             d[too_big] = np.inf
             self._everywhere = not too_big.any()
-            never = np.flatnonzero(too_big.all(axis=1))
-            if never.size:
-                i = int(never[0])
-                raise GraphError(f"task {a.ids[i]!r} needs {int(a.cores[i])} cores; the largest worker "
-                                 f"has {int(cluster.cores.max())}")
+            _fits_somewhere(a, cluster)
         d.flags.writeable = False
-        #: seconds of task i on worker j (inf where it cannot run)
-        self.durations = d
-        self.inv_bandwidth = cluster.inv_bandwidth
-        self.latency_matrix = cluster.latency_matrix
-        self.latency = cluster.latency
+        return d
 
-    def _lazy(self, a, cluster) -> None:
+    def _lazy(self, a, cluster, exact) -> "Durations":
         """The durations as a :class:`Durations` (too many entries for one array), checked alike."""
-        index = cluster.index
-        exact = {}
-        for i, costs in (a.costs or {}).items():
-            for w, secs in costs.items():
-                j = index.get(w)
-                if j is None:
-                    raise GraphError(f"task {a.ids[i]!r}: costs name worker {w!r} that the cluster lacks "
-                                     f"(workers: {', '.join(map(str, cluster.ids))})")
-                exact.setdefault(i, {})[j] = float(secs)
         d = Durations(a.cost, cluster.speed, cluster.task_overhead, exact, a.cores, cluster.cores)
-        too_big = a.cores > int(cluster.cores.max())
-        if too_big.any():
-            i = int(np.flatnonzero(too_big)[0])
-            raise GraphError(f"task {a.ids[i]!r} needs {int(a.cores[i])} cores; the largest worker "
-                             f"has {int(cluster.cores.max())}")
+        _fits_somewhere(a, cluster)
         multi, d.multi = d.multi, False  # checked before the cores' inf, as the dense matrix is
         self._check_finite(d, a, cluster)
         d.multi = multi
         self._everywhere = not multi or bool((a.cores <= int(cluster.cores.min())).all())
-        self.durations = d
-        self.inv_bandwidth = cluster.inv_bandwidth
-        self.latency_matrix = cluster.latency_matrix
-        self.latency = cluster.latency
+        return d
 
     def densified(self) -> "CostModel":
         """This model with its durations as one numpy array: what a static policy plans from.
