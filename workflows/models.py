@@ -5,11 +5,13 @@ small; device FLOP/s; with sources)."""
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
 
 from taskflow.errors import WorkflowError
 
-__all__ = ["DEVICES", "model_profile", "device_flops"]
+__all__ = ["DEVICES", "model_profile", "device_flops", "sized_model"]
 
 _DATA = Path(__file__).with_name("data") / "models.json"
 
@@ -23,8 +25,13 @@ def _profiles() -> dict:
 DEVICES = {k: v["flops"] for k, v in _profiles()["devices"].items()}
 
 
+_SIZE = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*([kKmMbBtT]?)\s*")
+_SCALE = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
+
+
 def model_profile(name: str) -> list:
-    """``[{"name", "macs", "params"}]`` per layer (group) of a known model.
+    """``[{"name", "macs", "params"}]`` per layer (group) of a known model, or of a transformer
+    of a given size: ``"350m"``, ``"1.3b"``, ``"7b"`` (parameters; see :func:`sized_model`).
 
     Parameters
     ----------
@@ -37,8 +44,37 @@ def model_profile(name: str) -> list:
     """
     models = _profiles()["models"]
     if name not in models:
-        raise WorkflowError(f"unknown model {name!r}; known: {', '.join(sorted(models))}")
+        m = _SIZE.fullmatch(name)
+        if m and m.group(2):
+            return sized_model(float(m.group(1)) * _SCALE[m.group(2).lower()])
+        raise WorkflowError(f"unknown model {name!r}; known: {', '.join(sorted(models))}, or a size such as "
+                            f"350m, 1.3b, 7b (parameters)")
     return models[name]["layers"]
+
+
+def sized_model(params: float, layers: int = 12, tokens: int = 1024) -> list:
+    """A decoder-only transformer of ``params`` parameters as ``layers`` equal blocks: each block
+    ``params / layers`` parameters and ``params / layers x tokens`` multiply-accumulates per sample
+    (a forward pass costs about 2 FLOPs per parameter and token: Kaplan et al., Scaling Laws for
+    Neural Language Models, 2020, eq. 2.2; attention's own n^2 d term is left out).
+
+    Parameters
+    ----------
+    params : float
+        Parameters of the whole model (at least ``layers``).
+    layers : int
+    tokens : int
+        Sequence length of a sample.
+
+    Raises
+    ------
+    WorkflowError
+        Fewer parameters than layers, or a count that is not a positive finite number.
+    """
+    if not (isinstance(params, (int, float)) and math.isfinite(params) and params >= layers >= 1 and tokens >= 1):
+        raise WorkflowError(f"a sized model needs at least {layers} parameters, got {params!r}")
+    per = float(params) / layers
+    return [{"name": f"block{k}", "macs": per * tokens, "params": per} for k in range(layers)]
 
 
 def device_flops(device) -> float:

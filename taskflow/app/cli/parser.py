@@ -7,7 +7,7 @@ import argparse
 
 from ... import __version__
 from ...formats import WRITE_FORMATS
-from . import commands, running
+from . import advising, commands, running
 from .options import (COUNT, NONNEGATIVE, RETRIES, SCALE, SECONDS, add_chrome_trace, add_cluster, add_cores,
                       add_dashboard, add_gantt, add_graph, add_graphs, add_network, add_quiet, add_scheduler, add_seed,
                       add_speeds)
@@ -211,6 +211,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
                     help="what to run in the client namespace")
     sp.set_defaults(func=running.testbed)
+
+    sp = sub.add_parser("advise", help="which cluster to rent: simulate a workflow over a catalog's node types and "
+                        "prices; the Pareto front of makespan and cost")
+    advising.add_arguments(sp)
+    sp.set_defaults(func=advising.advise)
 
     sp = sub.add_parser("schedulers", help="list the registered policies")
     sp.set_defaults(func=running.schedulers)

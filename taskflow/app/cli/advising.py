@@ -1,0 +1,87 @@
+"""``taskflow advise``: which configuration of a catalog's node types to rent for a workflow."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ...errors import TaskflowError
+from ...formats import READ_FORMATS, atomic_write, dump_json
+from .commands import command
+from .options import check_outputs, read_graph, scheduler_names
+
+__all__ = ["advise", "add_arguments"]
+
+
+def add_arguments(sp) -> None:
+    """The ``advise`` subcommand's arguments.
+
+    Parameters
+    ----------
+    sp : argparse.ArgumentParser
+    """
+    from .options import COUNT, NONNEGATIVE, SECONDS, add_network, add_quiet, add_seed, number
+
+    sp.add_argument("graph", metavar="GRAPH", nargs="?",
+                    help="a graph file or module:function (or --train for a training job)")
+    sp.add_argument("--format", choices=READ_FORMATS, help="force GRAPH's format (default: detect)")
+    sp.add_argument("--catalog", required=True, help="a catalog file (YAML or JSON) or a shipped one: aws, tiny")
+    sp.add_argument("--train", metavar="MODEL", help="a training job instead of GRAPH: a model name "
+                    "(resnet50, vgg16, bert-base, gpt2-small) or size (350m, 1.3b)")
+    sp.add_argument("--steps", type=COUNT, default=100, help="--train: training steps (default 100)")
+    sp.add_argument("--batch", type=COUNT, default=64, help="--train: global batch per step (default 64)")
+    sp.add_argument("--parallelism", choices=("data", "pipeline"), default="data",
+                    help="--train: one rank per GPU (data) or one stage per GPU (pipeline); default data")
+    sp.add_argument("--deadline", type=SECONDS, help="seconds: the cheapest configuration finishing in time")
+    sp.add_argument("--budget", type=SECONDS, help="catalog currency: the fastest configuration costing at most this")
+    sp.add_argument("--policy", metavar="NAME[,NAME...]",
+                    help="policies to try (default heft,work-stealing; placed for --train)")
+    sp.add_argument("--max-nodes", type=COUNT, help="most nodes in a configuration")
+    sp.add_argument("--types", help="only these node types (comma list)")
+    add_network(sp)
+    sp.add_argument("--profile", help="task costs from a cost profile of a real run (taskflow run --profile)")
+    sp.add_argument("--noise", type=NONNEGATIVE, default=0.0,
+                    help="per-task duration noise x exp(N(0, S)): gives the chance of missing the deadline")
+    sp.add_argument("--samples", type=number(int, low=1, high=10_000), default=20,
+                    help="noisy simulations per front configuration (default 20)")
+    sp.add_argument("--confidence", type=number(float, above=0.0, high=1.0), default=0.9,
+                    help="with --noise: meet the deadline at least this often (default 0.9)")
+    sp.add_argument("--tolerance", type=number(float, low=0.0, high=0.99), default=0.02,
+                    help="skip a configuration within this share of a simulated one on both bounds (default 0.02; "
+                         "0: the exact front)")
+    add_seed(sp)
+    sp.add_argument("-o", "--output", help="write every configuration, the front and the answer (JSON)")
+    sp.add_argument("--plot", metavar="PNG", help="plot makespan against cost, the front and the answer")
+    add_quiet(sp)
+
+
+@command("Search a catalog's configurations for a workflow; print the answer, the front and why others lost.")
+def advise(args) -> int:
+    from ...advisor import Training, advise as run_advice
+
+    check_outputs([("-o", args.output), ("--plot", args.plot)], [args.graph, args.profile])
+    if (args.graph is None) == (args.train is None):
+        raise TaskflowError("advise needs a GRAPH or --train MODEL (one of the two)")
+    if args.train is not None:
+        workload = Training(args.train, steps=args.steps, batch=args.batch, parallelism=args.parallelism)
+    else:
+        workload = read_graph(args.graph, args.format)
+    policies = scheduler_names(args.policy) if args.policy else None
+    types = [t.strip() for t in args.types.split(",") if t.strip()] if args.types else None
+    advice = run_advice(workload, args.catalog, deadline=args.deadline, budget=args.budget, policies=policies,
+                        max_nodes=args.max_nodes, types=types, network=args.network, profile=args.profile,
+                        noise=args.noise, samples=args.samples, confidence=args.confidence,
+                        tolerance=args.tolerance, seed=args.seed)
+    print(advice.answer() if args.quiet else advice.table())
+    if args.output:
+        atomic_write(args.output, dump_json(_plain(advice.to_dict())))
+        print(f"wrote {args.output}", file=sys.stderr)
+    if args.plot:
+        advice.plot(args.plot)
+        print(f"wrote {args.plot}", file=sys.stderr)
+    return 0 if advice.choice is not None or (args.deadline is None and args.budget is None) else 1
+
+
+def _plain(doc):
+    """``doc`` with numpy numbers as Python ones (JSON)."""
+    return json.loads(json.dumps(doc, default=float))
