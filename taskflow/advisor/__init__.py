@@ -112,7 +112,8 @@ def advise(workload, catalog, *, deadline: float | None = None, budget: float | 
             "the training workload needs GPU node types" if kind == "training" else "check --max-nodes and the "
                                                                                     "catalog's counts"))
     ev = Evaluator(workload, cat, policies, network=network, seed=seed)
-    cands, stats = search(ev, configs, deadline, budget, tolerance, progress)
+    cands, stats = search(ev, configs, deadline, budget, tolerance, progress,
+                          prune_answer=not (noise > 0 and deadline is not None))
     for k in cands:
         if k.status in ("front", "simulated"):
             _explain(ev, k)

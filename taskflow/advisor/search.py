@@ -18,7 +18,10 @@ first and skips one (without simulating it) when
 * a budget query already has an answer at least as fast as this one's makespan bound;
 * a simulated configuration is at least as fast and as cheap as this one's bounds, within
   ``tolerance`` (epsilon-dominance, Laumanns et al., Evolutionary Computation 10(3), 2002): then
-  this one cannot be on the front, or is within ``tolerance`` of a point that is.
+  this one cannot be on the front, or is within ``tolerance`` of a point that is. With a
+  deadline the epsilon is on cost only (the simulated one must be no slower, so it meets the
+  deadline whenever this one could), with a budget on makespan only: the answer is within
+  ``tolerance`` of the exact one.
 """
 
 from __future__ import annotations
@@ -284,7 +287,7 @@ def _working_set(a) -> np.ndarray:
 
 
 def search(ev: Evaluator, configs: list, deadline: float | None = None, budget: float | None = None,
-           tolerance: float = 0.0, progress=None) -> tuple:
+           tolerance: float = 0.0, progress=None, prune_answer: bool = True) -> tuple:
     """Bound every configuration, simulate those the bounds leave open; mark the front.
 
     Parameters
@@ -297,6 +300,9 @@ def search(ev: Evaluator, configs: list, deadline: float | None = None, budget: 
         Epsilon of the dominance that skips a configuration on its bounds.
     progress : callable, optional
         Called with (done, total) after each configuration.
+    prune_answer : bool
+        Skip what cannot beat the answer found so far (False when the answer is chosen later,
+        from noisy samples: the cheapest nominal answer may not meet the deadline often enough).
 
     Returns
     -------
@@ -327,20 +333,24 @@ def search(ev: Evaluator, configs: list, deadline: float | None = None, budget: 
     order = sorted(open_, key=(lambda k: (k.lb_time, k.lb_cost)) if budget is not None and deadline is None
                    else (lambda k: (k.lb_cost, k.lb_time)))
     done, best = [], None  # best: the answer so far to the deadline / budget query
-    eps = 1.0 + tolerance
+    # epsilon on the objective the query ranks by, none on the one it constrains: a configuration
+    # skipped for one no slower (deadline) or no dearer (budget) than its bounds, and at most
+    # ``tolerance`` worse on the other, could at best beat the answer by ``tolerance``
+    eps_t = 1.0 if deadline is not None else 1.0 + tolerance
+    eps_c = 1.0 if deadline is None and budget is not None else 1.0 + tolerance
     for n, k in enumerate(order):
         if deadline is not None and k.lb_time > deadline:
             k.status, k.reason = "pruned", f"cannot meet the deadline: at least {k.lb_time:.4g} s"
         elif budget is not None and k.lb_cost > budget:
             k.status, k.reason = "pruned", f"cannot fit the budget: at least {k.lb_cost:.4g} {cat.currency}"
-        elif deadline is not None and best is not None and k.lb_cost >= best.cost:
+        elif prune_answer and deadline is not None and best is not None and k.lb_cost >= best.cost:
             k.status, k.reason = "pruned", f"costs at least {k.lb_cost:.4g}, not less than {best.label} " \
                                            f"({best.cost:.4g}) which meets the deadline"
-        elif deadline is None and budget is not None and best is not None and k.lb_time >= best.time:
+        elif prune_answer and deadline is None and budget is not None and best is not None and k.lb_time >= best.time:
             k.status, k.reason = "pruned", f"takes at least {k.lb_time:.4g} s, not less than {best.label} " \
                                            f"({best.time:.4g} s) within the budget"
         else:
-            dom = next((s for s in done if s.time <= k.lb_time * eps and s.cost <= k.lb_cost * eps), None)
+            dom = next((s for s in done if s.time <= k.lb_time * eps_t and s.cost <= k.lb_cost * eps_c), None)
             if dom is not None:
                 k.status, k.reason = "pruned", f"{dom.label} is as fast and as cheap as this one's lower bounds " \
                                                f"({k.lb_time:.4g} s, {k.lb_cost:.4g} {cat.currency})"

@@ -141,15 +141,24 @@ class Training:
         return self.name + extra
 
 
-def profiled(graph: TaskGraph, profile) -> TaskGraph:
-    """``graph`` with each task's cost as ``profile`` measured it (its own, else its kind's mean
-    over the profiled workers, each times that worker's learned speed): seconds at speed 1.0 on the
-    profiled machine. Tasks the profile never saw keep their declared cost.
+def profiled(graph: TaskGraph, profile, reference: str | None = None) -> TaskGraph:
+    """``graph`` with each task's cost as ``profile`` measured it: seconds on the profile's
+    ``reference`` worker (default its fastest), which is what a catalog's speed 1.0 then means.
+    A task's own measurement, else its kind's duration model or mean (see
+    :meth:`CostProfile.apply`), each worker's measurement carried over to the reference worker by
+    their learned speeds. Tasks the profile never saw keep their declared cost.
 
     Parameters
     ----------
     graph : TaskGraph
     profile : CostProfile
+    reference : str, optional
+        A worker name of the profiled run.
+
+    Raises
+    ------
+    TaskflowError
+        ``reference`` is not a worker of the profile.
     """
     from ..cluster import Cluster, Worker
 
@@ -161,6 +170,11 @@ def profiled(graph: TaskGraph, profile) -> TaskGraph:
         names.update(m.get("unit", {}))
     if not names:
         return graph
-    ref = Cluster([Worker(n) for n in sorted(names)])
-    g, _ = profile.apply(graph, ref)
-    return g.with_costs(costs={t: None for t in g.ids if g.arrays.index[t] in g.arrays.costs})
+    if reference is not None and reference not in names:
+        raise TaskflowError(f"profile has no worker {reference!r}; workers: {', '.join(sorted(names))}")
+    speeds = profile.speeds or {}
+    s_ref = speeds.get(reference, 1.0) if reference is not None else max(speeds.values(), default=1.0)
+    g, _ = profile.apply(graph, Cluster([Worker(n) for n in sorted(names)]))
+    a = g.arrays
+    seen = [a.ids[i] for i in a.costs]  # the tasks the profile gave costs
+    return g.with_costs(cost={t: float(a.cost[a.index[t]]) / s_ref for t in seen}, costs={t: None for t in seen})
