@@ -31,10 +31,12 @@ from .trace import Trace
 # name -> the subpackage that defines it, imported on first use
 _LAZY = {"simulate": "simulator", "plan": "simulator",
          "run": "runtime", "compute": "runtime", "use": "runtime", "execute": "runtime", "RunReport": "runtime",
-         "TaskFailed": "runtime", "cluster_from_dask": "runtime", "learn_costs": "runtime", "CostProfile": "runtime"}
+         "TaskFailed": "runtime", "cluster_from_dask": "runtime", "learn_costs": "runtime", "CostProfile": "runtime",
+         "advise": "advisor"}
 
 __all__ = [
     "TaskGraph", "TaskHandle", "simulate", "plan", "Trace", "run", "compute", "use", "execute", "RunReport", "TaskFailed",
+    "advise",
     "cluster_from_dask", "learn_costs", "CostProfile", "Cluster", "Worker", "CostModel", "Schedule", "Assignment",
     "Scheduler", "DynamicScheduler", "available", "get_scheduler", "register",
     "critical_path", "lower_bound", "sequential_time",

@@ -347,6 +347,18 @@ def test_a_profile_sets_costs_as_seconds_on_its_fastest_worker():
         profiled(g, prof, reference="w9")
 
 
+def test_a_graph_with_exact_per_worker_costs_is_advised_on_its_plain_costs():
+    from taskflow import load_graph
+
+    from .conftest import EXAMPLES
+
+    g = load_graph(EXAMPLES / "heft_paper.graph.json")
+    assert g.arrays.costs
+    a = advise(g, "tiny", budget=3)
+    assert a.choice is not None and "10 tasks' exact per-worker costs dropped" in a.workload
+    assert all(k.status != "infeasible" for k in a.candidates)
+
+
 def test_options_are_checked():
     g = small_graph()
     for kw, msg in [({"deadline": -1}, "deadline must be a positive"), ({"max_nodes": 0}, "max_nodes"),

@@ -19,12 +19,13 @@ ALLOWED = {
     "workflows": {"core", "workflows"},
     "simulator": {"core", "simulator"},
     "runtime": {"core", "simulator", "runtime"},
-    "facade": {"core", "simulator", "runtime", "facade"},
+    "facade": {"core", "simulator", "runtime", "advisor", "facade"},
     "testbed": {"core", "simulator", "runtime", "testbed"},
-    "app": {"core", "simulator", "runtime", "facade", "testbed", "app", "schedulers", "workflows"},
+    "advisor": {"core", "simulator", "runtime", "workflows", "advisor"},
+    "app": {"core", "simulator", "runtime", "facade", "testbed", "advisor", "app", "schedulers", "workflows"},
 }
 #: third-party packages only some layers may import (the rest stay light and Dask-free)
-THIRD_PARTY = {"dask": {"runtime", "app"}, "distributed": {"runtime", "app"}, "matplotlib": {"app"}}
+THIRD_PARTY = {"dask": {"runtime", "app"}, "distributed": {"runtime", "app"}, "matplotlib": {"app", "advisor"}}
 
 
 def layer(module: str) -> str | None:
@@ -39,7 +40,7 @@ def layer(module: str) -> str | None:
     second = module.split(".")[1]
     if second in ("app", "__main__"):
         return "app"
-    if second in ("simulator", "runtime", "testbed"):
+    if second in ("simulator", "runtime", "testbed", "advisor"):
         return second
     return "core"
 
@@ -175,7 +176,7 @@ def test_no_import_cycles():
     ("taskflow.runtime.fake", "def f():\n    from ..app.plot import gantt\n", "(runtime) imports taskflow.app.plot"),
     ("workflows.fake", "from taskflow import simulator\n", "(workflows) imports taskflow.simulator"),
     ("taskflow.fake", "import distributed\n", "imports distributed (only ['app', 'runtime'] may)"),
-    ("taskflow.simulator.fake", "def f():\n    import matplotlib.pyplot\n", "imports matplotlib.pyplot (only ['app'] may)"),
+    ("taskflow.simulator.fake", "def f():\n    import matplotlib.pyplot\n", "imports matplotlib.pyplot (only ['advisor', 'app'] may)"),
 ])
 def test_a_forbidden_import_is_caught(name, source, expected):
     found = violations({name: (source, False)})

@@ -64,7 +64,7 @@ def test_a_shared_option_has_one_meaning(option, helptext):
 def test_every_command_that_reads_a_graph_takes_a_file_or_module_function():
     readers = {name for name, sp in subparsers().items()
                if any(a.dest in ("graph", "graphs") for a in options(sp))}
-    assert readers == {"info", "convert", "schedule", "simulate", "run", "compare", "validate"}
+    assert readers == {"info", "convert", "schedule", "simulate", "run", "compare", "validate", "advise"}
     for name in readers:
         a = next(a for a in options(subparsers()[name]) if a.dest in ("graph", "graphs"))
         assert a.help.startswith(GRAPH_HELP), name

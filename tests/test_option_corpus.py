@@ -28,7 +28,8 @@ HEFT_G = "examples/heft_paper.graph.json"
 NEEDS = {"schedule": [HEFT_G, "--workers", "2", "--scheduler", "heft"], "simulate": [HEFT_G, "--workers", "2"],
          "compare": [HEFT_G, "--workers", "2", "--schedulers", "heft,cpop"], "run": [HEFT_G],
          "validate": [HEFT_G, "--schedule", "x.json"], "info": [HEFT_G], "convert": [HEFT_G, "-o", "x.json"],
-         "bench": [], "demo": [], "testbed": ["--", "true"], "samples": [], "schedulers": [], "calibrate": []}
+         "bench": [], "demo": [], "testbed": ["--", "true"], "samples": [], "schedulers": [], "calibrate": [],
+         "advise": [HEFT_G, "--catalog", "tiny"]}
 SAFE_TO_RUN = {"schedule", "simulate", "compare"}
 
 

@@ -356,6 +356,8 @@ def search(ev: Evaluator, configs: list, deadline: float | None = None, budget: 
                                                f"({k.lb_time:.4g} s, {k.lb_cost:.4g} {cat.currency})"
             else:
                 _evaluate(ev, k)
+                if k.status == "infeasible":  # every policy failed on it (named in its reason)
+                    continue
                 done.append(k)
                 if deadline is not None and k.time <= deadline and (best is None or k.cost < best.cost):
                     best = k

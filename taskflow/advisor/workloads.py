@@ -28,7 +28,11 @@ class FixedWorkload:
     steps = None
 
     def __init__(self, graph: TaskGraph):
-        self.graph = graph
+        a = graph.arrays
+        #: tasks whose exact per-worker costs were dropped: they name the graph's own workers, not
+        #: a catalog's nodes (each keeps its ``cost``, scaled by the node's speed)
+        self.dropped = len(a.costs)
+        self.graph = graph.with_costs(costs={a.ids[i]: None for i in a.costs}) if a.costs else graph
         self.name = graph.name
 
     def infeasible(self, config) -> str:
@@ -49,7 +53,9 @@ class FixedWorkload:
 
     def describe(self) -> str:
         """One line for the report."""
-        return f"{self.graph.name}: {len(self.graph)} tasks, {self.graph.arrays.m} edges"
+        note = f" ({self.dropped} tasks' exact per-worker costs dropped: the catalog's nodes are not the graph's " \
+               f"workers)" if self.dropped else ""
+        return f"{self.graph.name}: {len(self.graph)} tasks, {self.graph.arrays.m} edges{note}"
 
 
 class Training:

@@ -8,7 +8,7 @@ import sys
 from ...errors import TaskflowError
 from ...formats import READ_FORMATS, atomic_write, dump_json
 from .commands import command
-from .options import check_outputs, read_graph, scheduler_names
+from .options import GRAPH_HELP, SECONDS, check_outputs, read_graph, scheduler_names
 
 __all__ = ["advise", "add_arguments"]
 
@@ -20,10 +20,9 @@ def add_arguments(sp) -> None:
     ----------
     sp : argparse.ArgumentParser
     """
-    from .options import COUNT, NONNEGATIVE, SECONDS, add_network, add_quiet, add_seed, number
+    from .options import COUNT, NONNEGATIVE, add_network, add_quiet, add_seed, number
 
-    sp.add_argument("graph", metavar="GRAPH", nargs="?",
-                    help="a graph file or module:function (or --train for a training job)")
+    sp.add_argument("graph", metavar="GRAPH", nargs="?", help=GRAPH_HELP + "; or --train for a training job")
     sp.add_argument("--format", choices=READ_FORMATS, help="force GRAPH's format (default: detect)")
     sp.add_argument("--catalog", required=True, help="a catalog file (YAML or JSON) or a shipped one: aws, tiny")
     sp.add_argument("--train", metavar="MODEL", help="a training job instead of GRAPH: a model name "
@@ -33,7 +32,7 @@ def add_arguments(sp) -> None:
     sp.add_argument("--parallelism", choices=("data", "pipeline"), default="data",
                     help="--train: one rank per GPU (data) or one stage per GPU (pipeline); default data")
     sp.add_argument("--deadline", type=SECONDS, help="seconds: the cheapest configuration finishing in time")
-    sp.add_argument("--budget", type=SECONDS, help="catalog currency: the fastest configuration costing at most this")
+    sp.add_argument("--budget", help="catalog currency: the fastest configuration costing at most this")
     sp.add_argument("--policy", metavar="NAME[,NAME...]",
                     help="policies to try (default heft,work-stealing; placed for --train)")
     sp.add_argument("--max-nodes", type=COUNT, help="most nodes in a configuration")
@@ -59,6 +58,7 @@ def add_arguments(sp) -> None:
 def advise(args) -> int:
     from ...advisor import Training, advise as run_advice
 
+    budget = _amount(args.budget) if args.budget is not None else None
     check_outputs([("-o", args.output), ("--plot", args.plot)], [args.graph, args.profile])
     if (args.graph is None) == (args.train is None):
         raise TaskflowError("advise needs a GRAPH or --train MODEL (one of the two)")
@@ -68,7 +68,7 @@ def advise(args) -> int:
         workload = read_graph(args.graph, args.format)
     policies = scheduler_names(args.policy) if args.policy else None
     types = [t.strip() for t in args.types.split(",") if t.strip()] if args.types else None
-    advice = run_advice(workload, args.catalog, deadline=args.deadline, budget=args.budget, policies=policies,
+    advice = run_advice(workload, args.catalog, deadline=args.deadline, budget=budget, policies=policies,
                         max_nodes=args.max_nodes, types=types, network=args.network, profile=args.profile,
                         noise=args.noise, samples=args.samples, confidence=args.confidence,
                         tolerance=args.tolerance, seed=args.seed)
@@ -79,7 +79,17 @@ def advise(args) -> int:
     if args.plot:
         advice.plot(args.plot)
         print(f"wrote {args.plot}", file=sys.stderr)
-    return 0 if advice.choice is not None or (args.deadline is None and args.budget is None) else 1
+    return 0 if advice.choice is not None or (args.deadline is None and budget is None) else 1
+
+
+def _amount(text: str) -> float:
+    """``--budget``: a positive amount (parsed here: ``schedule --budget`` spells another thing)."""
+    import argparse
+
+    try:
+        return SECONDS(text)
+    except argparse.ArgumentTypeError as e:
+        raise TaskflowError(f"--budget: {e}") from None
 
 
 def _plain(doc):
