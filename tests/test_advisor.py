@@ -80,6 +80,7 @@ BAD = [
     ((("types",), []), "types must be a non-empty list of node types"),
     ((("format",), "catalog/2"), "format must be 'taskflow-catalog/1'"),
     ((("latency",), -1.0), "latency must be a finite number >= 0"),
+    ((("backplane",), "wide"), "backplane: rate 'wide'"),
     ((("kinds",), {"gpu": ["a"], "cpu": ["a"]}), "kinds.cpu: task kind 'a' is already in group 'gpu'"),
     ((("colour",), "blue"), "unknown field 'colour'"),
 ]
@@ -133,7 +134,11 @@ def test_configurations_and_their_clusters():
     # nodes of two types: the slower interface of the pair
     assert cl.bandwidth_between("small/0", "big/0") == pytest.approx(1e9 / 8)
     assert cl.bandwidth_between("small/0", "small/1") == pytest.approx(1e9 / 8)
-    assert cl.latency == pytest.approx(1e-4)
+    assert cl.latency == pytest.approx(1e-4) and cl.backplane is None
+    doc = tiny_doc()
+    doc["backplane"] = "2gbit"
+    shared = catalog_from_dict(doc)
+    assert Configuration(((shared.type("small"), 3),)).cluster(shared).backplane == pytest.approx(2e9 / 8)
 
 
 def test_a_multi_gpu_node_is_a_rack_sharing_its_interface():

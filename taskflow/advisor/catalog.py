@@ -6,6 +6,7 @@ A catalog (``format: taskflow-catalog/1``)::
     currency: USD
     reference: one vCPU of the machine the task costs were measured on   # what speed 1.0 means
     latency: 50e-6          # seconds between two nodes (default 5e-5)
+    backplane: 100gbit      # optional: the switch joining the nodes, shared by all their transfers
     overhead: 0.0           # seconds the runtime adds to every task (default 0)
     billing_minimum: 60     # seconds billed at least per node (default 0: per-second billing)
     kinds:                  # optional groups of task kinds, for per-kind speeds
@@ -48,8 +49,8 @@ CATALOG_FORMAT = "taskflow-catalog/1"
 #: the catalogs shipped with the package, by name: ``taskflow advise --catalog aws``
 CATALOGS = {p.stem: p for p in sorted((Path(__file__).parent / "catalogs").glob("*.yaml"))}
 
-_TOP = {"format", "name", "currency", "reference", "latency", "overhead", "billing_minimum", "kinds", "mix", "types",
-        "about"}
+_TOP = {"format", "name", "currency", "reference", "latency", "backplane", "overhead", "billing_minimum", "kinds",
+        "mix", "types", "about"}
 _TYPE = {"name", "price", "cores", "gpus", "speed", "memory", "gpu_memory", "bandwidth", "intra_bandwidth", "counts",
          "max_count", "source"}
 _SIZE_UNITS = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "kib": 2 ** 10, "mib": 2 ** 20,
@@ -128,6 +129,8 @@ class Catalog:
     types : tuple of NodeType
     latency, overhead, billing_minimum : float
         Seconds.
+    backplane : float or None
+        Bytes per second of all transfers between nodes together (None: no shared limit).
     groups : dict
         Task kind -> the kind group it belongs to (from the file's ``kinds``).
     mix : tuple of (str, str)
@@ -141,6 +144,7 @@ class Catalog:
     currency: str = "USD"
     reference: str = ""
     latency: float = 5e-5
+    backplane: float | None = None
     overhead: float = 0.0
     billing_minimum: float = 0.0
     groups: dict = field(default_factory=dict)
@@ -317,6 +321,8 @@ def catalog_from_dict(doc, label: str = "catalog") -> Catalog:
                    currency=_text(doc.get("currency", "USD"), label, "currency"),
                    reference=str(doc.get("reference", "")),
                    latency=_num(doc.get("latency"), label, "latency", strict=False, default=5e-5),
+                   backplane=_rate(doc["backplane"], label, "backplane") if doc.get("backplane") is not None
+                   else None,
                    overhead=_num(doc.get("overhead"), label, "overhead", strict=False, default=0.0),
                    billing_minimum=_num(doc.get("billing_minimum"), label, "billing_minimum", strict=False,
                                         default=0.0),

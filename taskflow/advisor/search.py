@@ -93,7 +93,7 @@ class Configuration:
                     node_of[w], nic[w] = node, t.bandwidth
         multi = any(t.gpus > 1 for t, _ in self.parts)
         nics = {t.bandwidth for t, _ in self.parts}
-        kw = dict(latency=catalog.latency, task_overhead=catalog.overhead)
+        kw = dict(latency=catalog.latency, task_overhead=catalog.overhead, backplane=catalog.backplane)
         if multi:  # each node a rack: its GPUs share its interface
             kw.update(racks=node_of, uplink=min(nics),
                       bandwidth=min(t.intra_bandwidth for t, _ in self.parts if t.gpus > 1))
