@@ -120,6 +120,36 @@ def test_the_command_reports_a_bad_catalog_in_one_line_with_status_2(tmp_path, c
 
 
 # ---------------------------------------------------------------------- configurations
+def test_a_catalog_giving_too_many_configurations_asks_to_narrow_the_search():
+    doc = tiny_doc()
+    doc["types"][0]["max_count"] = 4096
+    doc["types"][1]["max_count"] = 4096
+    cat = catalog_from_dict(doc)
+    with pytest.raises(TaskflowError, match="16,785,412 configurations, more than 200,000: narrow"):
+        configurations(cat)
+    assert len(configurations(cat, max_nodes=64)) == 64 + 64 + 4 + 63 * 64 // 2
+    assert main(["advise", "--train", "resnet50", "--catalog", "tiny", "--max-nodes", "0"]) == 2
+
+
+def test_the_command_plans_with_a_cost_profile(tmp_path, capsys):
+    from taskflow import save_graph
+
+    g = TaskGraph("p")
+    for k in range(6):
+        g.add_task(f"load_{k}", cost=1.0)
+    gp, pp = tmp_path / "g.json", tmp_path / "costs.json"
+    save_graph(g, gp)
+    CostProfile(prefixes={"load": {"w0": 30.0}}, speeds={}).save(pp)
+    assert main(["advise", str(gp), "--catalog", "tiny", "--types", "small", "--max-nodes", "1", "-o",
+                 str(tmp_path / "a.json")]) == 0
+    plain = json.loads((tmp_path / "a.json").read_text())["configurations"][0]["makespan"]
+    assert main(["advise", str(gp), "--catalog", "tiny", "--types", "small", "--max-nodes", "1", "--profile", str(pp),
+                 "-o", str(tmp_path / "b.json")]) == 0
+    measured = json.loads((tmp_path / "b.json").read_text())["configurations"][0]["makespan"]
+    assert plain == pytest.approx(3.0) and measured == pytest.approx(90.0)  # 6 tasks on 2 cores
+    capsys.readouterr()
+
+
 def test_configurations_and_their_clusters():
     cat = load_catalog(TINY)
     configs = configurations(cat)

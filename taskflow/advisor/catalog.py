@@ -42,7 +42,7 @@ from pathlib import Path
 from ..checks import parse_rate
 from ..errors import FormatError, TaskflowError
 
-__all__ = ["NodeType", "Catalog", "load_catalog", "catalog_from_dict", "CATALOGS", "CATALOG_FORMAT"]
+__all__ = ["NodeType", "Catalog", "load_catalog", "catalog_from_dict", "CATALOGS", "CATALOG_FORMAT", "MAX_COUNT"]
 
 CATALOG_FORMAT = "taskflow-catalog/1"
 
@@ -55,7 +55,7 @@ _TYPE = {"name", "price", "cores", "gpus", "speed", "memory", "gpu_memory", "ban
          "max_count", "source"}
 _SIZE_UNITS = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "kib": 2 ** 10, "mib": 2 ** 20,
                "gib": 2 ** 30, "tib": 2 ** 40}
-#: the most configurations one type may contribute (counts), and the most node types
+#: the largest node count a type may offer
 MAX_COUNT = 4096
 DEFAULT_INTRA = 1e10
 

@@ -26,6 +26,7 @@ first and skips one (without simulating it) when
 
 from __future__ import annotations
 
+import bisect
 import math
 import time
 from collections import Counter
@@ -39,7 +40,10 @@ from ..errors import TaskflowError
 from ..graph import TaskGraph
 from .catalog import Catalog, NodeType
 
-__all__ = ["Configuration", "Candidate", "configurations", "Evaluator", "search"]
+__all__ = ["Configuration", "Candidate", "configurations", "Evaluator", "search", "MAX_CONFIGURATIONS"]
+
+#: the most configurations one search takes (each is bounded, and some simulated)
+MAX_CONFIGURATIONS = 200_000
 
 
 @dataclass(frozen=True)
@@ -119,12 +123,23 @@ def configurations(catalog: Catalog, max_nodes: int | None = None, types=None) -
     Returns
     -------
     list of Configuration
+
+    Raises
+    ------
+    TaskflowError
+        More than :data:`MAX_CONFIGURATIONS` configurations.
     """
     keep = set(types) if types is not None else None
     ok = [t for t in catalog.types if keep is None or t.name in keep]
     cap = max_nodes or math.inf
-    out = [Configuration(((t, n),)) for t in ok for n in t.counts if n <= cap]
     names = {t.name for t in ok}
+    total = sum(bisect.bisect_right(t.counts, cap) for t in ok) + sum(
+        sum(bisect.bisect_right(catalog.type(b).counts, cap - na) for na in catalog.type(a).counts)
+        for a, b in catalog.mix if a in names and b in names)
+    if total > MAX_CONFIGURATIONS:
+        raise TaskflowError(f"catalog {catalog.name!r} gives {total:,} configurations, more than "
+                            f"{MAX_CONFIGURATIONS:,}: narrow the search with max_nodes (--max-nodes) or types (--types)")
+    out = [Configuration(((t, n),)) for t in ok for n in t.counts if n <= cap]
     for a, b in catalog.mix:
         if a in names and b in names:
             ta, tb = catalog.type(a), catalog.type(b)
