@@ -9,12 +9,21 @@ are reported. Every result is checked against the other side's.
 
 Clusters: ``homogeneous`` (``workers`` processes of one thread); ``heterogeneous`` (the same, the
 last worker held to a quarter of a core by a cgroup CPU quota: needs root and a cgroup cpu
-controller, else skipped with the reason).
+controller, else skipped with the reason); ``two-racks`` (``workers`` Dask workers of one thread on
+the network testbed, each on a 1 Gbit/s link, the first and the second half in two racks joined by
+one 100 Mbit/s link: needs root and network namespaces, else skipped with the reason). On the
+testbed the client runs in the testbed's client namespace: each measurement step (a side's first
+run, or the warm-up and the alternating runs) is a process there that writes its times and
+results to a file this one reads.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import pickle
 import statistics
+import sys
 import tempfile
 import time
 
@@ -23,7 +32,9 @@ from .dask_workloads import WORKLOADS, workload
 
 __all__ = ["CLUSTERS", "DEFAULT_POLICY", "run_suite", "format_rows"]
 
-CLUSTERS = ("homogeneous", "heterogeneous")
+CLUSTERS = ("homogeneous", "heterogeneous", "two-racks")
+#: the two-rack cluster's links (each worker's, and the one between the racks)
+RACK_LINK, INTER_RACK = "1gbit", "100mbit"
 #: what ``taskflow.use(client)`` places with when no policy is named
 DEFAULT_POLICY = "adaptive"
 #: the quota of the slow worker of the heterogeneous cluster, in cores
@@ -51,11 +62,56 @@ class _Cluster:
             slow = sorted(pids)[-1]
             self.limits = CpuLimits({pids[slow]: SLOW_CORES}).apply()
 
+    def session(self, w, folder, sides, policy_options) -> list:
+        """``[(seconds, results)]`` of ``w`` under each side of ``sides`` in turn."""
+        return [_timed(self.client, w, folder, s, policy_options) for s in sides]
+
     def close(self) -> None:
         if self.limits is not None:
             self.limits.release()
         self.client.close()
         self.lc.close()
+
+
+class _RackCluster:
+    """A fresh testbed of ``workers`` Dask workers in two racks; each session a process in its
+    client namespace."""
+
+    def __init__(self, workers: int):
+        from ..testbed import Testbed
+
+        self.tb = Testbed(workers=max(2, workers), topology="two-racks", bandwidth=RACK_LINK, inter_rack=INTER_RACK,
+                          timeout=120).start()
+
+    def session(self, w, folder, sides, policy_options) -> list:
+        """As :meth:`_Cluster.session`, run in the testbed's client namespace."""
+        out = os.path.join(folder, f"session-{time.monotonic_ns()}.pkl")
+        spec = json.dumps({"workload": w.name, "folder": folder, "sides": sides, "options": policy_options,
+                           "out": out})
+        p = self.tb.exec([sys.executable, "-m", __name__, spec], timeout=1800)
+        if p.returncode != 0:
+            raise TaskflowError(f"{w.name} on the two-rack testbed failed: "
+                                f"{(p.stderr.strip().splitlines() or ['no output'])[-1]}")
+        with open(out, "rb") as f:
+            return pickle.load(f)
+
+    def close(self) -> None:
+        self.tb.stop()
+
+
+def _cluster(kind: str, workers: int):
+    return _RackCluster(workers) if kind == "two-racks" else _Cluster(kind, workers)
+
+
+def _inside(spec: dict) -> None:
+    """In the testbed's client namespace: one session, its ``[(seconds, results)]`` pickled."""
+    from distributed import Client
+
+    w = workload(spec["workload"])
+    with Client(timeout="60s") as client:
+        res = [_timed(client, w, spec["folder"], s, spec["options"]) for s in spec["sides"]]
+    with open(spec["out"], "wb") as f:
+        pickle.dump(res, f)
 
 
 def _timed(client, w, folder, policy, options=None):
@@ -113,6 +169,13 @@ def run_suite(clusters=("homogeneous",), names=None, repeat: int = 5, workers: i
         if why:
             print(f"heterogeneous cluster skipped: {why}")
             clusters = [c for c in clusters if c != "heterogeneous"]
+    if "two-racks" in clusters:
+        from ..testbed import available
+
+        why = available()
+        if why:
+            print(f"two-racks cluster skipped: {why}")
+            clusters = [c for c in clusters if c != "two-racks"]
     rows = []
     for kind in clusters:
         for k, w in enumerate(chosen):
@@ -130,22 +193,22 @@ def _measure(kind, w, folder, repeat, workers, policy, first_side: int, options)
     first = {}
     results = {}
     for s in (sides[first_side], sides[1 - first_side]):
-        c = _Cluster(kind, workers)
+        c = _cluster(kind, workers)
         try:
-            first[s], results[s] = _timed(c.client, w, folder, s, options)
+            (first[s], results[s]), = c.session(w, folder, [s], options)
         finally:
             c.close()
     times = {None: [], policy: []}
-    c = _Cluster(kind, workers)
+    order = list(sides)  # the warm-up of each, not counted; then alternating
+    for r in range(repeat):
+        order += sides if r % 2 == 0 else sides[::-1]
+    c = _cluster(kind, workers)
     try:
-        for s in sides:
-            _timed(c.client, w, folder, s, options)  # warm-up, not counted
-        for r in range(repeat):
-            for s in (sides if r % 2 == 0 else sides[::-1]):
-                secs, _ = _timed(c.client, w, folder, s, options)
-                times[s].append(secs)
+        timed = c.session(w, folder, order, options)
     finally:
         c.close()
+    for s, (secs, _) in list(zip(order, timed))[len(sides):]:
+        times[s].append(secs)
     if not w.same(results[None], results[policy]):
         raise TaskflowError(f"{w.name}: {policy} and Dask's own scheduling computed different results")
     dask_med, ours_med = statistics.median(times[None]), statistics.median(times[policy])
@@ -173,3 +236,7 @@ def format_rows(rows, header: bool = True) -> str:
                      f"{r['first_ratio']:>6.2f}   {r['dask_median']:>8.2f} ({r['dask_min']:.2f}-{r['dask_max']:.2f})"
                      f" {r['ours_median']:>8.2f} ({r['ours_min']:.2f}-{r['ours_max']:.2f}) {r['ratio']:>6.2f}")
     return "\n".join(lines)
+
+
+if __name__ == "__main__":  # a session in the testbed's client namespace (see _RackCluster)
+    _inside(json.loads(sys.argv[1]))

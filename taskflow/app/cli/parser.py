@@ -158,7 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "(array, dataframe, bag, delayed) under taskflow.use against Dask's own scheduling")
     sp.add_argument("--clusters", default="homogeneous",
                     help="with --suite dask: homogeneous, heterogeneous (the last worker held to a quarter core; "
-                         "needs root), comma-separated (default homogeneous)")
+                         "needs root), two-racks (workers on the network testbed in two racks joined by a 10x slower "
+                         "link; needs root), comma-separated (default homogeneous)")
     sp.add_argument("--workloads", help="with --suite dask: the workloads to run, comma-separated (default all)")
     sp.add_argument("--repeat", type=COUNT, default=5, help="with --suite dask: runs of each side after the first "
                     "(default 5)")
