@@ -64,3 +64,25 @@ def test_one_workload_end_to_end(tmp_path, capsys):
     assert row["policy"] == "heft" and row["dask_median"] > 0 and row["ours_median"] > 0
     assert row["ratio"] == pytest.approx(row["ours_median"] / row["dask_median"])
     assert "delayed-loading" in format_rows(rows)
+
+
+@pytest.mark.testbed
+def test_a_workload_on_the_two_rack_testbed(capsys):
+    from taskflow.testbed import available
+
+    if available():
+        pytest.skip(f"needs the network testbed: {available()}")
+    (row,) = run_suite(["two-racks"], ["delayed-loading"], repeat=1, policy="heft", progress=False)
+    assert row["cluster"] == "two-racks" and row["runs"] == 1
+    assert row["dask_first"] > 0 and row["ours_first"] > 0 and row["dask_median"] > 0 and row["ours_median"] > 0
+    from taskflow.testbed import leftovers
+
+    assert not leftovers()  # every testbed of the suite was removed
+
+
+def test_the_two_rack_cluster_is_skipped_with_its_reason_where_there_is_no_testbed(monkeypatch, capsys):
+    import taskflow.testbed as tb
+
+    monkeypatch.setattr(tb, "available", lambda: "the testbed needs root")
+    assert run_suite(["two-racks"], ["delayed-loading"], repeat=1, progress=False) == []
+    assert "two-racks cluster skipped: the testbed needs root" in capsys.readouterr().out

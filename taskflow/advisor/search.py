@@ -76,6 +76,11 @@ class Configuration:
         """What ``seconds`` of this configuration cost (each node billed at least the catalog's minimum)."""
         return self.price * max(seconds, catalog.billing_minimum) / 3600.0
 
+    def worker_ids(self) -> list:
+        """Per part, ``{node: [worker ids]}``: ``type/k`` for a CPU node, ``type/k.gD`` per GPU."""
+        return [{node: [f"{node}.g{d}" for d in range(t.gpus)] if t.gpus else [node]
+                 for node in (f"{t.name}/{k}" for k in range(n))} for t, n in self.parts]
+
     def cluster(self, catalog: Catalog, speeds: list | None = None) -> Cluster:
         """The cluster: workers named ``type/node`` (``type/node.gK`` per GPU), speeds per part
         (default 1.0).
@@ -88,10 +93,8 @@ class Configuration:
         """
         speeds = speeds or [1.0] * len(self.parts)
         workers, node_of, nic = [], {}, {}
-        for (t, n), v in zip(self.parts, speeds):
-            for k in range(n):
-                node = f"{t.name}/{k}"
-                ids = [f"{node}.g{d}" for d in range(t.gpus)] if t.gpus else [node]
+        for (t, _), v, nodes in zip(self.parts, speeds, self.worker_ids()):
+            for node, ids in nodes.items():
                 for w in ids:
                     workers.append(Worker(w, speed=v, cores=t.slots))
                     node_of[w], nic[w] = node, t.bandwidth
@@ -230,14 +233,14 @@ class Evaluator:
                 self._folded[key] = g.with_costs(cost=dict(zip(g.ids, cost.tolist())))
             base, v, fold = self._folded[key], [1.0], s1
         exact = {}
-        for t2, n2 in rest:
+        ids = config.worker_ids()
+        for part, (t2, _) in enumerate(rest, start=1):
             ratio = self.speeds(g, t2) / fold
             common = Counter(ratio.tolist()).most_common(1)[0][0] if len(ratio) else 1.0
             v.append(float(common))
             odd = np.flatnonzero(ratio != common)
             if len(odd):
-                cluster = config.cluster(self.catalog, v + [1.0] * (len(config.parts) - len(v)))
-                mine = [w.id for w in cluster.workers if w.id.split("/")[0] == t2.name]
+                mine = [w for node in ids[part].values() for w in node]
                 cost2 = g.arrays.cost / self.speeds(g, t2)
                 for i in odd.tolist():
                     exact.setdefault(g.ids[i], {}).update({w: float(cost2[i]) for w in mine})
