@@ -58,11 +58,14 @@ def _mutate(path, value):
 BAD = [
     ((("types", 0, "price"), KeyError), "types[0] (small): missing field 'price'"),
     ((("types", 0, "price"), "cheap"), "types[0] (small): price must be a number, got 'cheap'"),
-    ((("types", 1, "price"), -1), "types[1] (big): price must be a finite number > 0, got -1"),
+    ((("types", 1, "price"), -1), "types[1] (big): price must be a number > 0 and <= 1e+09, got -1"),
+    ((("types", 1, "price"), 1e308), "types[1] (big): price must be a number > 0 and <= 1e+09, got 1e+308"),
+    ((("types", 1, "speed"), 1e-300), "types[1] (big): speed must be a number > 1e-09 and <= 1e+09"),
+    ((("billing_minimum",), 1e300), "billing_minimum must be a number >= 0 and <= 1e+07"),
     ((("types", 0, "prize"), 1), "types[0] (small): unknown field 'prize'"),
     ((("types", 1, "name"), "small"), "types[1] (small): a second type of this name"),
     ((("types", 2, "speed"), {"gpu": 2}), "types[2] (gpu): speed: a per-kind speed mapping needs a 'default'"),
-    ((("types", 2, "speed"), {"default": 1, "gpu": 0}), "types[2] (gpu): speed.gpu must be a finite number > 0"),
+    ((("types", 2, "speed"), {"default": 1, "gpu": 0}), "types[2] (gpu): speed.gpu must be a number > 1e-09"),
     ((("types", 0, "memory"), "lots"), "types[0] (small): memory must be bytes or a size such as 16GiB"),
     ((("types", 0, "bandwidth"), "fast"), "types[0] (small): bandwidth: rate 'fast'"),
     ((("types", 0, "bandwidth"), KeyError), "types[0] (small): missing field 'bandwidth'"),
@@ -79,7 +82,7 @@ BAD = [
     ((("mix",), "yes"), "mix must be true or a list"),
     ((("types",), []), "types must be a non-empty list of node types"),
     ((("format",), "catalog/2"), "format must be 'taskflow-catalog/1'"),
-    ((("latency",), -1.0), "latency must be a finite number >= 0"),
+    ((("latency",), -1.0), "latency must be a number >= 0 and <= 1e+06"),
     ((("backplane",), "wide"), "backplane: rate 'wide'"),
     ((("kinds",), {"gpu": ["a"], "cpu": ["a"]}), "kinds.cpu: task kind 'a' is already in group 'gpu'"),
     ((("colour",), "blue"), "unknown field 'colour'"),
@@ -105,6 +108,18 @@ def test_unreadable_catalog_files(tmp_path, text, message):
     p.write_text(text)
     with pytest.raises(FormatError, match=message):
         load_catalog(p)
+
+
+def test_numbers_read_alike_from_json_and_yaml(tmp_path):
+    doc = tiny_doc()
+    doc["latency"], doc["types"][0]["price"] = 5e-05, 1e-3
+    (tmp_path / "c.json").write_text(json.dumps(doc))  # json writes 5e-05 and 0.001
+    text = TINY.read_text().replace("latency: 1.0e-4", "latency: 5e-5")
+    assert "latency: 5e-5" in text
+    (tmp_path / "c.yaml").write_text(text)  # YAML 1.1 would read 5e-5 as a string
+    assert load_catalog(tmp_path / "c.json").latency == pytest.approx(5e-5)
+    assert load_catalog(tmp_path / "c.yaml").latency == pytest.approx(5e-5)
+    assert load_catalog(tmp_path / "c.json").type("small").price == pytest.approx(1e-3)
 
 
 def test_the_command_reports_a_bad_catalog_in_one_line_with_status_2(tmp_path, capsys):
@@ -210,6 +225,8 @@ def test_a_task_too_big_for_every_worker_makes_a_configuration_infeasible():
     assert small_only and all(k.status == "infeasible" for k in small_only)
     assert "holds 6.00 GiB" in small_only[0].reason or "needs 4 cores" in small_only[0].reason
     assert a.front and all(k.status != "infeasible" for k in a.front)
+    none = advise(g, cat, types=["small"], deadline=100)
+    assert none.choice is None and none.answer().startswith("no configuration can run the workload: 1 x small: task")
 
 
 # ---------------------------------------------------------------------- bounds and the search

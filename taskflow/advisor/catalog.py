@@ -33,6 +33,7 @@ would otherwise silently take the default).
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -187,17 +188,36 @@ def load_catalog(spec) -> Catalog:
     if path.stat().st_size > 16 * 2 ** 20:
         raise FormatError(f"{label}: larger than 16 MiB; not a catalog")
     text = path.read_bytes().decode("utf-8", errors="replace")
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = _yaml(text, label)
+    except RecursionError:
+        raise FormatError(f"{label}: nested too deeply to read") from None
+    return catalog_from_dict(doc, label)
+
+
+def _yaml(text: str, label: str):
+    """``text`` as YAML, with YAML 1.2's numbers (``5e-5`` is a float, as in JSON; PyYAML's
+    YAML 1.1 reads it as a string)."""
     import yaml
 
-    try:  # YAML reads JSON too
-        doc = yaml.safe_load(text)
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.yaml_implicit_resolvers = {k: list(v) for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", _YAML12_FLOAT, list("-+0123456789."))
+    try:
+        return yaml.load(text, Loader=Loader)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
         raise FormatError(f"{label}:{where}: not YAML or JSON ({getattr(e, 'problem', None) or e})") from None
     except RecursionError:
         raise FormatError(f"{label}: nested too deeply to read") from None
-    return catalog_from_dict(doc, label)
+
+
+_YAML12_FLOAT = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)$")
 
 
 def _fail(where: str, text: str):
@@ -209,14 +229,17 @@ def _short(v) -> str:
     return r if len(r) <= 40 else r[:37] + "..."
 
 
-def _num(v, where: str, name: str, low: float = 0.0, strict: bool = True, default=None) -> float:
+def _num(v, where: str, name: str, low: float = 0.0, strict: bool = True, default=None, high: float = 1e12) -> float:
     if v is None and default is not None:
         return default
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         _fail(where, f"{name} must be a number, got {_short(v)}")
-    x = float(v)
-    if not (x > low if strict else x >= low) or not math.isfinite(x):
-        _fail(where, f"{name} must be a finite number {'>' if strict else '>='} {low:g}, got {_short(v)}")
+    try:
+        x = float(v)
+    except OverflowError:
+        x = math.inf
+    if not (x > low if strict else x >= low) or not x <= high:
+        _fail(where, f"{name} must be a number {'>' if strict else '>='} {low:g} and <= {high:g}, got {_short(v)}")
     return x
 
 
@@ -234,7 +257,7 @@ def _size(v, where: str, name: str) -> float:
         if not m or m.group(2).lower() not in _SIZE_UNITS:
             _fail(where, f"{name} must be bytes or a size such as 16GiB or 512MB, got {_short(v)}")
         v = float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
-    return _num(v, where, name)
+    return _num(v, where, name, high=1e18)
 
 
 def _rate(v, where: str, name: str) -> float:
@@ -320,12 +343,12 @@ def catalog_from_dict(doc, label: str = "catalog") -> Catalog:
     return Catalog(name=str(doc.get("name") or label), types=tuple(types),
                    currency=_text(doc.get("currency", "USD"), label, "currency"),
                    reference=str(doc.get("reference", "")),
-                   latency=_num(doc.get("latency"), label, "latency", strict=False, default=5e-5),
+                   latency=_num(doc.get("latency"), label, "latency", strict=False, default=5e-5, high=1e6),
                    backplane=_rate(doc["backplane"], label, "backplane") if doc.get("backplane") is not None
                    else None,
-                   overhead=_num(doc.get("overhead"), label, "overhead", strict=False, default=0.0),
+                   overhead=_num(doc.get("overhead"), label, "overhead", strict=False, default=0.0, high=1e6),
                    billing_minimum=_num(doc.get("billing_minimum"), label, "billing_minimum", strict=False,
-                                        default=0.0),
+                                        default=0.0, high=1e7),
                    groups=groups, mix=tuple(pairs), source=label)
 
 
@@ -333,16 +356,16 @@ def _node_type(t: dict, where: str, groups: dict) -> NodeType:
     _known(t, _TYPE, where)
     if "price" not in t:
         _fail(where, "missing field 'price' (per node and hour)")
-    price = _num(t["price"], where, "price")
+    price = _num(t["price"], where, "price", high=1e9)
     gpus = _int(t.get("gpus", 0), where, "gpus", low=0, high=1024)
     cores = _int(t.get("cores", 1), where, "cores", high=1 << 20)
     speed = t.get("speed", 1.0)
     if isinstance(speed, dict):
         if "default" not in speed:
             _fail(where, "speed: a per-kind speed mapping needs a 'default' entry")
-        speeds = {str(k): _num(v, where, f"speed.{k}") for k, v in speed.items()}
+        speeds = {str(k): _num(v, where, f"speed.{k}", low=1e-9, high=1e9) for k, v in speed.items()}
     else:
-        speeds = {"default": _num(speed, where, "speed")}
+        speeds = {"default": _num(speed, where, "speed", low=1e-9, high=1e9)}
     memory = _size(t["memory"], where, "memory") if "memory" in t else math.inf
     if gpus:
         memory = _size(t["gpu_memory"], where, "gpu_memory") if "gpu_memory" in t else memory / gpus

@@ -61,6 +61,8 @@ class Advice:
                 if k.p_miss is not None else ""
             return (f"{what}: {k.label} with {k.policy}: {k.time:.4g} s, {k.cost:.4g} {cur} "
                     f"({k.config.price:.4g} {cur}/h){extra}")
+        if self.candidates and all(k.status == "infeasible" for k in self.candidates):
+            return f"no configuration can run the workload: {self.candidates[0].label}: {self.candidates[0].reason}"
         if self.deadline is not None:
             need = f" at least {self.confidence:.0%} of the time" if self.noise > 0 else ""
             return f"no configuration meets the deadline of {self.deadline:g} s{need}"
