@@ -368,6 +368,20 @@ def test_training_advice_only_uses_gpu_types_and_sized_models():
         Training("gpt9")
 
 
+def test_pipeline_training_gives_each_gpu_a_stage_up_to_the_model_s_layers():
+    cat = load_catalog(TINY)
+    tr = Training("gpt2-small", steps=2, batch=32, parallelism="pipeline")
+    for n in (2, 8):
+        (g, _), = tr.graphs(Configuration(((cat.type("gpu"), n),)))
+        stages = {md["stage"] for md in g.metas().values() if "stage" in md}
+        assert stages == set(range(n))
+    a = advise(tr, cat)
+    times = {k.label: k.time for k in a.candidates if k.time is not None}
+    assert times["2 x gpu"] < times["1 x gpu"]  # two stages overlap microbatches
+    with pytest.raises(TaskflowError, match="parallelism must be 'data' or 'pipeline'"):
+        Training("gpt2-small", parallelism="tensor")
+
+
 def test_noise_gives_the_chance_of_missing_the_deadline():
     cat = load_catalog(TINY)
     g = small_graph(seed=1)
