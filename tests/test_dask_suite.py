@@ -4,6 +4,8 @@ starts, and one workload runs end to end against Dask's own scheduling."""
 
 from __future__ import annotations
 
+import math
+
 import dask
 import pandas as pd
 import pytest
@@ -63,6 +65,9 @@ def test_one_workload_end_to_end(tmp_path, capsys):
     (row,) = rows
     assert row["policy"] == "heft" and row["dask_median"] > 0 and row["ours_median"] > 0
     assert row["ratio"] == pytest.approx(row["ours_median"] / row["dask_median"])
+    # heft plans every run: each has a prediction to compare with what the plugin measured
+    assert -1 < row["prediction_error"] < 1  # later runs plan from costs learned by then
+    assert row["first_prediction_error"] > -1 and math.isfinite(row["first_prediction_error"])
     assert "delayed-loading" in format_rows(rows)
 
 

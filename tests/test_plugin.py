@@ -203,6 +203,25 @@ def test_use_places_any_dask_code_inside_the_scheduler(client):
     assert len(plans_on_scheduler(client)) <= before
 
 
+def test_the_plugin_tells_a_client_what_its_latest_use_run_predicted_and_took(client):
+    from taskflow.runtime.session import call
+
+    x = da.random.RandomState(1).random((200, 200), chunks=50)
+    taskflow.use(client, "heft")
+    try:
+        t0 = time.perf_counter()
+        (x @ x.T).sum().compute()
+        wall = time.perf_counter() - t0
+        status = call(client, "taskflow_status", client=client.id)
+    finally:
+        taskflow.use(client, None)
+    assert status["run"].startswith(client.id) and status["state"] == "finished"
+    assert status["predicted"] > 0  # heft's plan of the whole graph
+    assert 0 < status["makespan"] <= wall  # from the graph's arrival in the scheduler to its last key
+    other = call(client, "taskflow_status", client="nobody")
+    assert "run" not in other and "predicted" not in other
+
+
 def test_use_refuses_dynamic_and_unknown_policies(client):
     with pytest.raises(TaskflowError, match="'work-stealing' is a dynamic policy"):
         taskflow.use(client, "work-stealing")

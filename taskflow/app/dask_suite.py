@@ -1,6 +1,9 @@
 """The real-workload suite (``taskflow bench --suite dask``): ordinary Dask code
 (:mod:`.dask_workloads`) under Dask's own scheduling and under ``taskflow.use`` with a policy, on
-the same cluster, alternating.
+the same cluster, alternating. Under the policy, each run's prediction (the makespan the plan, or
+the guard's choice of Dask's own scheduling, predicted) is compared with the run's makespan as the
+scheduler plugin saw it (from the graph's arrival to its last result): ``prediction_error``,
+the median over the later runs (``first_prediction_error``: the first run).
 
 For each cluster and workload: each side's *first run* on a fresh cluster of its own (nothing
 measured yet: Dask's defaults and taskflow's priors), then on one more fresh cluster a warm-up run
@@ -63,7 +66,7 @@ class _Cluster:
             self.limits = CpuLimits({pids[slow]: SLOW_CORES}).apply()
 
     def session(self, w, folder, sides, policy_options) -> list:
-        """``[(seconds, results)]`` of ``w`` under each side of ``sides`` in turn."""
+        """``[(seconds, results, seen)]`` of ``w`` under each side of ``sides`` in turn (see :func:`_timed`)."""
         return [_timed(self.client, w, folder, s, policy_options) for s in sides]
 
     def close(self) -> None:
@@ -104,7 +107,7 @@ def _cluster(kind: str, workers: int):
 
 
 def _inside(spec: dict) -> None:
-    """In the testbed's client namespace: one session, its ``[(seconds, results)]`` pickled."""
+    """In the testbed's client namespace: one session, its ``[(seconds, results, seen)]`` pickled."""
     from distributed import Client
 
     w = workload(spec["workload"])
@@ -115,16 +118,23 @@ def _inside(spec: dict) -> None:
 
 
 def _timed(client, w, folder, policy, options=None):
-    """One run of workload ``w``: seconds from submission to results, and the results."""
+    """One run of workload ``w``: seconds from submission to results, the results, and (under a
+    policy) what the scheduler plugin predicted and measured of the run: ``{"predicted",
+    "makespan", "decision"}`` (seconds from the graph's arrival to its last result)."""
     import taskflow
+    from taskflow.runtime.session import call
 
     taskflow.use(client, policy, **(options or {}) if policy else {})
     colls = w.build(folder)
     t0 = time.perf_counter()
     out = client.compute(colls, sync=True)
     secs = time.perf_counter() - t0
+    seen = {}
+    if policy:
+        status = call(client, "taskflow_status", client=client.id)
+        seen = {k: status.get(k) for k in ("predicted", "makespan", "decision")}
     taskflow.use(client, None)
-    return secs, out
+    return secs, out, seen
 
 
 def run_suite(clusters=("homogeneous",), names=None, repeat: int = 5, workers: int = 2, policy: str = DEFAULT_POLICY,
@@ -190,12 +200,14 @@ def run_suite(clusters=("homogeneous",), names=None, repeat: int = 5, workers: i
 
 def _measure(kind, w, folder, repeat, workers, policy, first_side: int, options) -> dict:
     sides = [None, policy]  # None: Dask's own scheduling
-    first = {}
+    first, first_seen = {}, {}
     results = {}
     for s in (sides[first_side], sides[1 - first_side]):
         c = _cluster(kind, workers)
         try:
-            (first[s], results[s]), = c.session(w, folder, [s], options)
+            (first[s], results[s], seen), = c.session(w, folder, [s], options)
+            if s is not None:
+                first_seen = seen
         finally:
             c.close()
     times = {None: [], policy: []}
@@ -207,8 +219,11 @@ def _measure(kind, w, folder, repeat, workers, policy, first_side: int, options)
         timed = c.session(w, folder, order, options)
     finally:
         c.close()
-    for s, (secs, _) in list(zip(order, timed))[len(sides):]:
+    errors = []  # the policy's runs: (predicted - measured) / measured, measured by the plugin
+    for s, (secs, _, seen) in list(zip(order, timed))[len(sides):]:
         times[s].append(secs)
+        if s is not None and seen.get("predicted") and seen.get("makespan"):
+            errors.append((seen["predicted"] - seen["makespan"]) / seen["makespan"])
     if not w.same(results[None], results[policy]):
         raise TaskflowError(f"{w.name}: {policy} and Dask's own scheduling computed different results")
     dask_med, ours_med = statistics.median(times[None]), statistics.median(times[policy])
@@ -216,7 +231,16 @@ def _measure(kind, w, folder, repeat, workers, policy, first_side: int, options)
             "dask_first": first[None], "ours_first": first[policy],
             "dask_median": dask_med, "dask_min": min(times[None]), "dask_max": max(times[None]),
             "ours_median": ours_med, "ours_min": min(times[policy]), "ours_max": max(times[policy]),
-            "ratio": ours_med / dask_med, "first_ratio": first[policy] / first[None]}
+            "ratio": ours_med / dask_med, "first_ratio": first[policy] / first[None],
+            "prediction_error": statistics.median(errors) if errors else float("nan"),
+            "first_prediction_error": _error(first_seen)}
+
+
+def _error(seen: dict) -> float:
+    """(predicted - measured) / measured of one run, or NaN."""
+    if seen.get("predicted") and seen.get("makespan"):
+        return (seen["predicted"] - seen["makespan"]) / seen["makespan"]
+    return float("nan")
 
 
 def format_rows(rows, header: bool = True) -> str:
@@ -230,11 +254,12 @@ def format_rows(rows, header: bool = True) -> str:
     lines = []
     if header:
         lines.append(f"{'cluster':<14} {'workload':<17} {'Dask 1st':>8} {'ours 1st':>8} {'ratio':>6}   "
-                     f"{'Dask median (min-max)':>22} {'ours median (min-max)':>22} {'ratio':>6}")
+                     f"{'Dask median (min-max)':>22} {'ours median (min-max)':>22} {'ratio':>6} {'pred.err':>8}")
     for r in rows:
         lines.append(f"{r['cluster']:<14} {r['workload']:<17} {r['dask_first']:>8.2f} {r['ours_first']:>8.2f} "
                      f"{r['first_ratio']:>6.2f}   {r['dask_median']:>8.2f} ({r['dask_min']:.2f}-{r['dask_max']:.2f})"
-                     f" {r['ours_median']:>8.2f} ({r['ours_min']:.2f}-{r['ours_max']:.2f}) {r['ratio']:>6.2f}")
+                     f" {r['ours_median']:>8.2f} ({r['ours_min']:.2f}-{r['ours_max']:.2f}) {r['ratio']:>6.2f}"
+                     f" {r.get('prediction_error', float('nan')):>+8.1%}")
     return "\n".join(lines)
 
 

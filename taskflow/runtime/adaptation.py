@@ -117,9 +117,9 @@ class Adapting:
         ----------
         r : Run
         """
+        r.started = time.monotonic()
         if self.adaptive(r):
             r.signature = signature(r.graph, self.dask_scheduler.tasks)
-            r.started = time.monotonic()
 
     def record(self, r) -> None:
         """``r`` finished: keep its makespan (since it began running) under its decision, for the

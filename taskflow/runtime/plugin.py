@@ -218,7 +218,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
             return {"status": "error", "error": r.error}
         return {"status": "OK", **self._plan_message(plan), "workers_info": self._workers_message(r)}
 
-    def handle_status(self, run: str | None = None, plan: bool = False) -> dict:
+    def handle_status(self, run: str | None = None, plan: bool = False, client: str | None = None) -> dict:
         """What happened to a run (and to the cluster).
 
         Parameters
@@ -226,13 +226,18 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         run : str, optional
         plan : bool
             Include the run's latest plan (key -> worker name).
+        client : str, optional
+            Without ``run``: the latest run made for this client's graphs under ``taskflow.use``.
         """
         out = {"workers": len(self.dask_scheduler.workers), "lost_all_since": self.lost_all_since, "grace": self.grace,
                "now": time.time(), "learned_speeds": self.learned_speeds()}
         r = self.runs.get(run)
+        if r is None and run is None and client is not None:
+            r = next((x for x in reversed(self.runs.values()) if x.owned and x.client == client), None)
         if r is not None:
-            out.update(replans=r.replans, error=r.error, predicted=r.predicted, state=r.state, decision=r.decision,
-                       redecisions=r.redecisions)
+            out.update(run=r.id, replans=r.replans, error=r.error, predicted=r.predicted, state=r.state,
+                       decision=r.decision, redecisions=r.redecisions,
+                       makespan=r.ended - r.started if r.ended and r.started else None)
             if plan:
                 out["plan"] = [[k, w] for k, w in r.plan.items()]
         return out
@@ -451,6 +456,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         """Its last key finished. A run the plugin made for ``taskflow.use`` releases its keys at
         once (they may come again in a new graph) and is kept, inert, among the latest
         :data:`KEEP_FINISHED` (to be looked at); one a client registered waits for its client."""
+        r.ended = time.monotonic()
         self.record(r)
         if r.owned:
             self._release(r)
