@@ -453,3 +453,15 @@ def test_the_command_writes_the_advice_and_its_plot(tmp_path, capsys):
     assert code == 1 and "no configuration meets the deadline of 0.001 s" in capsys.readouterr().out
     code = main(["advise", "--train", "resnet50", "--steps", "5", "--batch", "8", "--catalog", "tiny", "--budget", "5"])
     assert code == 0 and "fastest within the budget: " in capsys.readouterr().out
+
+
+def test_the_catalog_in_the_docs_is_a_valid_catalog():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "advisor.md").read_text()
+    (block,) = re.findall(r"```yaml\n(.*?)```", text, re.S)
+    cat = catalog_from_dict(yaml.safe_load(block), "advisor.md")
+    assert [t.name for t in cat.types] == ["cpu.small", "cpu.large", "gpu.one"]
+    assert cat.mix == (("cpu.large", "cpu.small"),) and cat.type("gpu.one").workers == 1
+    assert len(configurations(cat)) == 32 + 4 + 3 + 4 * 32
