@@ -236,6 +236,11 @@ def _measure(kind, w, folder, repeat, workers, policy, first_side: int, options)
             "first_prediction_error": _error(first_seen)}
 
 
+def _pct(x: float) -> str:
+    """``+4.9%``, or ``-`` for no figure."""
+    return "-" if x != x else f"{x:+.1%}"
+
+
 def _error(seen: dict) -> float:
     """(predicted - measured) / measured of one run, or NaN."""
     if seen.get("predicted") and seen.get("makespan"):
@@ -259,7 +264,7 @@ def format_rows(rows, header: bool = True) -> str:
         lines.append(f"{r['cluster']:<14} {r['workload']:<17} {r['dask_first']:>8.2f} {r['ours_first']:>8.2f} "
                      f"{r['first_ratio']:>6.2f}   {r['dask_median']:>8.2f} ({r['dask_min']:.2f}-{r['dask_max']:.2f})"
                      f" {r['ours_median']:>8.2f} ({r['ours_min']:.2f}-{r['ours_max']:.2f}) {r['ratio']:>6.2f}"
-                     f" {r.get('prediction_error', float('nan')):>+8.1%}")
+                     f" {_pct(r.get('prediction_error', float('nan'))):>8}")
     return "\n".join(lines)
 
 
