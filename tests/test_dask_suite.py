@@ -91,3 +91,17 @@ def test_the_two_rack_cluster_is_skipped_with_its_reason_where_there_is_no_testb
     monkeypatch.setattr(tb, "available", lambda: "the testbed needs root")
     assert run_suite(["two-racks"], ["delayed-loading"], repeat=1, progress=False) == []
     assert "two-racks cluster skipped: the testbed needs root" in capsys.readouterr().out
+
+
+def test_the_suite_keeps_dask_s_warnings_on_a_shuffle_run_again_quiet(monkeypatch):
+    import logging
+
+    import taskflow.app.dask_suite as suite
+
+    levels = []
+    monkeypatch.setattr(suite, "_measure", lambda *a, **k: levels.append(
+        logging.getLogger(suite._SHUFFLE_LOGGER).getEffectiveLevel()) or {"cluster": "homogeneous"})
+    monkeypatch.setattr(suite, "format_rows", lambda rows, header=True: "")
+    before = logging.getLogger(suite._SHUFFLE_LOGGER).level
+    run_suite(["homogeneous"], ["df-shuffle"], repeat=1)
+    assert levels == [logging.ERROR] and logging.getLogger(suite._SHUFFLE_LOGGER).level == before

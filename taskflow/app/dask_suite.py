@@ -187,15 +187,37 @@ def run_suite(clusters=("homogeneous",), names=None, repeat: int = 5, workers: i
             print(f"two-racks cluster skipped: {why}")
             clusters = [c for c in clusters if c != "two-racks"]
     rows = []
-    for kind in clusters:
-        for k, w in enumerate(chosen):
-            with tempfile.TemporaryDirectory(prefix="taskflow-suite-") as folder:
-                if w.prepare is not None:
-                    w.prepare(folder)
-                rows.append(_measure(kind, w, folder, repeat, workers, policy, k % 2, options))
-            if progress:
-                print(format_rows([rows[-1]], header=False), flush=True)
+    with _same_shuffles_quiet():
+        for kind in clusters:
+            for k, w in enumerate(chosen):
+                with tempfile.TemporaryDirectory(prefix="taskflow-suite-") as folder:
+                    if w.prepare is not None:
+                        w.prepare(folder)
+                    rows.append(_measure(kind, w, folder, repeat, workers, policy, k % 2, options))
+                if progress:
+                    print(format_rows([rows[-1]], header=False), flush=True)
     return rows
+
+
+#: Dask's P2P shuffle logs a warning each time a shuffle it ran before is run again, as the suite
+#: does by design (the same collection, many times)
+_SHUFFLE_LOGGER = "distributed.shuffle._scheduler_plugin"
+
+
+class _same_shuffles_quiet:
+    """While the suite runs, that logger (in this process: the embedded clusters' scheduler) shows
+    errors only."""
+
+    def __enter__(self):
+        import logging
+
+        self.logger = logging.getLogger(_SHUFFLE_LOGGER)
+        self.level = self.logger.level
+        self.logger.setLevel(logging.ERROR)
+        return self
+
+    def __exit__(self, *exc):
+        self.logger.setLevel(self.level)
 
 
 def _measure(kind, w, folder, repeat, workers, policy, first_side: int, options) -> dict:
