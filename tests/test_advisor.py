@@ -130,6 +130,8 @@ def test_the_command_reports_a_bad_catalog_in_one_line_with_status_2(tmp_path, c
     assert code == 2 and err.count("\n") == 1 and "types[1] (big): price must be a number" in err
     assert main(["advise", "--train", "resnet50", "--catalog", str(tmp_path / "none.yaml")]) == 2
     assert "no such catalog file" in capsys.readouterr().err
+    assert main(["advise", "--train", "resnet50", "--catalog", "/dev/zero"]) == 2  # refused unread, no hang
+    assert "/dev/zero: not a regular file" in capsys.readouterr().err
     assert main(["advise", "--catalog", "tiny"]) == 2  # neither GRAPH nor --train
     assert "GRAPH or --train" in capsys.readouterr().err
 

@@ -59,6 +59,7 @@ _SIZE_UNITS = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "kib"
 #: the largest node count a type may offer
 MAX_COUNT = 4096
 DEFAULT_INTRA = 1e10
+_MAX_BYTES = 16 * 2 ** 20  # a catalog file larger than this is refused unread
 
 
 @dataclass(frozen=True)
@@ -185,9 +186,13 @@ def load_catalog(spec) -> Catalog:
     label = path.name
     if not path.exists():
         raise FormatError(f"{spec}: no such catalog file (shipped catalogs: {', '.join(CATALOGS)})")
-    if path.stat().st_size > 16 * 2 ** 20:
+    if not path.is_file():
+        raise FormatError(f"{spec}: not a regular file (a catalog is a YAML or JSON file)")
+    with open(path, "rb") as f:
+        data = f.read(_MAX_BYTES + 1)
+    if len(data) > _MAX_BYTES:
         raise FormatError(f"{label}: larger than 16 MiB; not a catalog")
-    text = path.read_bytes().decode("utf-8", errors="replace")
+    text = data.decode("utf-8", errors="replace")
     try:
         doc = json.loads(text)
     except ValueError:
