@@ -1,17 +1,25 @@
 """``adaptive``: HEFT where it is predicted to beat Dask's own scheduling, Dask's own scheduling
-where it is not, decided again as a run's durations are learned. The default of
+on the workers that pay where a slow worker or a narrow link would lengthen the run, Dask's own
+scheduling everywhere else; decided again as a run's durations are learned, and by the measured
+runs of the same work. The default of
 ``taskflow.use`` and ``taskflow.compute``.
 
 Planned alone (in the simulator, ``taskflow schedule``), it is HEFT (Topcuoglu, Hariri, Wu 2002):
 the same plan. Inside Dask's scheduler (the taskflow plugin) three rules are added:
 
-1. **The guard.** A plan is kept only on a cluster where a list scheduler has something to win
-   (the fastest worker more than ``spread`` times the slowest, as learned or declared, or a
-   network of per-pair rates or racks) and when, simulated from the same estimated costs, it is
-   predicted to be at least ``margin`` shorter than Dask's own rules (``dask-model``, from the
-   state Dask's scheduler is in). Otherwise the run's tasks keep no restriction and Dask decides,
-   stealing included: on workers alike a list scheduler rarely wins by more than its estimates
-   are off.
+1. **The guard.** Three ways to run a graph are weighed, each simulated from the same
+   estimated costs: HEFT's plan; Dask's own rules (``dask-model``, from the state Dask's
+   scheduler is in); and Dask's own rules held to a *subset* of the workers: the fastest ones
+   (where a worker more than ``spread`` times slower holds the last task of a wave, and adds
+   little), or one group of workers joined by links that are not narrow for the graph (a rack,
+   where moving the graph's data between racks costs more than their parallelism wins: a
+   communication-to-computation ratio above 1 on the link). The plan is weighed only on a cluster
+   where a list scheduler has something to win (the fastest worker more than ``spread`` times the
+   slowest, as learned or declared, or a network of per-pair rates or racks). Dask's own rules
+   give way only to one predicted at least ``margin`` shorter; on workers alike and joined alike
+   nothing is simulated and Dask decides, stealing included: a list scheduler rarely wins there
+   by more than its estimates are off. Runs of the same work then try each of the three once
+   and keep the one measured shortest (medians of the latest five).
 2. **Learning within the run** (selective rescheduling, Sakellariou and Zhao 2004): as the run's
    tasks finish, a task-name prefix whose measured duration (at speed 1, by the learned worker
    speeds) is more than ``drift`` away from the estimate the plan used, or worker speeds learned
@@ -24,11 +32,16 @@ the same plan. Inside Dask's scheduler (the taskflow plugin) three rules are add
    ``nbytes``; ``taskflow.compute(costs=...)`` and a learned profile win (see the runtime docs).
 
 Dask's own work stealing (its cost-benefit rule, ``distributed.stealing``) stays on for every
-task the guard leaves to Dask; planned tasks are held to their workers.
+task the guard leaves to Dask (among the subset's workers, where held); planned tasks are held to
+their workers. A held run whose subset loses its workers is held to those left, or left to Dask.
 
-References: H. Topcuoglu, S. Hariri, M.-Y. Wu, IEEE TPDS 13(3), 2002; R. Sakellariou, H. Zhao,
+References: H. Topcuoglu, S. Hariri, M.-Y. Wu, IEEE TPDS 13(3), 2002 (HEFT; the
+communication-to-computation ratio); R. Sakellariou, H. Zhao,
 "A low-cost rescheduling policy for efficient mapping of workflows on grid systems", Scientific
-Programming 12(4), 2004; Dask distributed's work-stealing documentation.
+Programming 12(4), 2004; T. Yang, A. Gerasoulis, "DSC: scheduling parallel tasks on an unbounded
+number of processors", IEEE TPDS 5(9), 1994 (zeroing a costly edge by putting both ends on one
+processor, the idea behind holding a graph to one rack); Dask distributed's work-stealing
+documentation.
 """
 
 from __future__ import annotations
@@ -36,6 +49,9 @@ from __future__ import annotations
 from taskflow.errors import TaskflowError
 
 from .base import register
+
+#: what the guard inside Dask chooses from (:mod:`taskflow.runtime.predict`)
+CHOICES = ("plan", "dask", "subset")
 from .heft import HEFT
 
 __all__ = ["Adaptive"]
@@ -67,6 +83,11 @@ class Adaptive(HEFT):
     limit : int
         Tasks above which the guard does not simulate and keeps a plan only on workers of
         different speeds (default 3,000).
+    choices : sequence of str
+        What the guard may choose from: ``"plan"``, ``"dask"`` (Dask's own scheduling),
+        ``"subset"`` (Dask's own scheduling held to some of the workers: those at least
+        ``1 / spread`` as fast as the fastest, or one group of workers joined by links that are
+        not narrow for the graph); default all three.
 
     Raises
     ------
@@ -75,12 +96,14 @@ class Adaptive(HEFT):
     """
 
     name = "adaptive"
-    summary = "HEFT inside Dask only where predicted to beat Dask's own scheduling; re-decided as it learns"
+    summary = ("HEFT, Dask's own on the workers that pay, or Dask's own: whichever is predicted (then measured) "
+               "shortest; re-decided as it learns")
     #: the plugin applies the guard and the re-decisions to this policy's runs
     adaptive = True
 
     def __init__(self, seed: int | None = None, margin: float = 0.15, drift: float = 0.3, interval: float = 0.25,
-                 replans: int = 8, limit: int = 3000, spread: float = 2.0, steal: bool = False, **options):
+                 replans: int = 8, limit: int = 3000, spread: float = 2.0, steal: bool = False,
+                 choices=CHOICES, **options):
         super().__init__(seed, **options)
         for field, value, low, high in (("margin", margin, 0.0, 1.0), ("drift", drift, 0.0, float("inf")),
                                         ("interval", interval, 0.0, float("inf")), ("spread", spread, 1.0, float("inf"))):
@@ -89,8 +112,11 @@ class Adaptive(HEFT):
         for field, value in (("replans", replans), ("limit", limit)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise TaskflowError(f"adaptive: {field} must be an integer >= 0, got {value!r}")
+        if not isinstance(choices, (list, tuple)) or not choices or not all(c in CHOICES for c in choices):
+            raise TaskflowError(f"adaptive: choices must be a non-empty list of {', '.join(CHOICES)}, got {choices!r}")
+        self.choices = tuple(c for c in CHOICES if c in set(choices))
         self.margin, self.drift, self.interval = float(margin), float(drift), float(interval)
         self.replans, self.limit, self.spread, self.steal = replans, limit, float(spread), bool(steal)
         # they travel with the policy's name to Dask's scheduler, where the plugin makes it again
         self.options.update(margin=self.margin, drift=self.drift, interval=self.interval, replans=replans, limit=limit,
-                            spread=self.spread, steal=self.steal)
+                            spread=self.spread, steal=self.steal, choices=list(self.choices))

@@ -11,7 +11,7 @@ import pytest
 from distributed import Client, LocalCluster
 
 import taskflow
-from taskflow import Cluster, TaskflowError, Worker, get_scheduler
+from taskflow import Cluster, TaskflowError, TaskGraph, Worker, get_scheduler
 from taskflow.runtime.predict import plan_or_dask, predict_dask, uneven
 from workflows.scientific import random_layered
 
@@ -113,8 +113,8 @@ def test_a_plan_for_declared_uneven_speeds_is_given_up_once_the_run_shows_them_a
 
 
 def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
-    """The two-armed choice of the plugin, on runs of one kind of work (a plugin without Dask:
-    only its bookkeeping is exercised)."""
+    """The choice among plan, Dask's own and Dask's own on the fastest workers, on runs of one
+    kind of work (a plugin without Dask: only its bookkeeping is exercised)."""
     from types import SimpleNamespace
 
     from taskflow.runtime.plugin import TaskflowPlugin
@@ -129,19 +129,24 @@ def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
 
     sig = (frozenset({"a"}), 5)
     p.record(run(sig, "plan", 1.0))  # the first run of its kind learns: not kept
-    assert p.outcomes[sig] == {"plan": [], "dask": []}
+    assert p.outcomes[sig] == {"plan": [], "dask": [], "subset": []}
     r = run(sig, None, 0)
     assert p._measured_choice(r) is None and r.fixed  # the guard decides, once, and is not re-decided
     p.record(run(sig, "plan", 2.0))
-    assert p._measured_choice(run(sig, None, 0)) == (False, None)  # now Dask's own, once
+    assert p._measured_choice(run(sig, None, 0)) == ("dask", None)  # now Dask's own, once
     p.record(run(sig, "dask", 1.5))
     p.record(run(sig, "dask", 9.0, redecisions=1))  # changed its mind on the way: not kept
-    keep, predicted = p._measured_choice(run(sig, None, 0))
-    assert keep is False and predicted == pytest.approx(1.5, abs=0.05)
+    # two choices only (workers alike: no subset): the shorter of the two
+    choice, predicted = p._measured_choice(run(sig, None, 0), ("plan", "dask"))
+    assert choice == "dask" and predicted == pytest.approx(1.5, abs=0.05)
+    assert p._measured_choice(run(sig, None, 0)) == ("subset", None)  # with a slow worker: tried once
+    p.record(run(sig, "subset", 1.2))
+    choice, predicted = p._measured_choice(run(sig, None, 0))
+    assert choice == "subset" and predicted == pytest.approx(1.2, abs=0.05)
     for _ in range(3):
         p.record(run(sig, "plan", 1.0))
-    keep, predicted = p._measured_choice(run(sig, None, 0))
-    assert keep is True and predicted == pytest.approx(1.0, abs=0.05)  # median of 2.0, 1.0, 1.0, 1.0
+    choice, predicted = p._measured_choice(run(sig, None, 0))
+    assert choice == "plan" and predicted == pytest.approx(1.0, abs=0.05)  # median of 2.0, 1.0, 1.0, 1.0
 
 
 def _task(key, prefix, nbytes=-1, deps=()):
@@ -210,3 +215,65 @@ def test_a_run_learns_how_a_prefix_scales_with_its_input_bytes(client):
     found = client.run_on_scheduler(line)
     assert found is not None, "no line learned"
     assert input_factor(found, 16) / input_factor(found, 0.5) > 4  # 32x the bytes: several times the seconds
+
+
+def test_the_guard_holds_dask_to_the_fast_workers_where_a_slow_one_only_lengthens_the_run():
+    """Three workers, one eight times slower: Dask's own rules give the slow one its share of
+    every wave; held to the two fast ones Dask's own scheduling is predicted far shorter, and is
+    chosen where the plan is not a choice. On workers alike there is no subset."""
+    from taskflow.runtime.predict import DASK, PLAN, SUBSET, choose, fastest_workers
+
+    g = TaskGraph("wide")
+    for i in range(24):
+        g.add_task(f"t{i}", cost=1.0)
+    uneven3 = Cluster.heterogeneous([8.0, 8.0, 1.0])
+    assert fastest_workers(uneven3, 2.0) == [w.id for w in uneven3.workers[:2]]
+    assert fastest_workers(Cluster.heterogeneous([1.0, 1.5]), 2.0) is None
+    assert fastest_workers(Cluster.heterogeneous([1.0, 1.5]), 1.2) == [Cluster.heterogeneous([1.0, 1.5]).workers[1].id]
+    plan = get_scheduler("adaptive").schedule(g, uneven3)
+    choice, predicted, dask_own, held = choose(g, uneven3, plan, None, 0.15, 3000, choices=(DASK, SUBSET))
+    assert choice == SUBSET and predicted <= 0.85 * dask_own and held == fastest_workers(uneven3, 2.0)
+    assert predicted == pytest.approx(predict_dask(g, uneven3.subset(fastest_workers(uneven3, 2.0)), None, draws=1))
+    # all three: the shortest predicted of those that beat Dask's own by the margin
+    choice, predicted, _, _ = choose(g, uneven3, plan, None, 0.15, 3000)
+    assert choice in (PLAN, SUBSET) and predicted <= 0.85 * dask_own
+    alike = Cluster.homogeneous(3)
+    assert choose(g, alike, plan, None, 0.15, 3000, choices=(DASK, SUBSET))[0] == DASK
+    assert choose(g, alike, plan, None, 0.15, 3000, choices=(SUBSET,))[0] == DASK  # all are the fastest
+    assert choose(g, uneven3, plan, None, 0.15, 3000, choices=(PLAN,))[0] == PLAN  # no margin to beat
+
+
+@pytest.mark.parametrize("choices", [[], "plan", ["plan", "best"], [["plan"]]])
+def test_bad_choices_are_named(choices):
+    with pytest.raises(TaskflowError, match="adaptive: choices must be a non-empty list of plan, dask, subset"):
+        get_scheduler("adaptive", choices=choices)
+
+
+def test_the_guard_holds_dask_to_one_rack_where_the_link_between_racks_is_narrow_for_the_graph():
+    """Two racks of two workers joined by a 1 MB/s uplink; eight 1-second sources of 10 MB each
+    summed by one sink. Dask's own rules spread the sources over both racks, and the sink pulls
+    half of them over the uplink (tens of seconds); held to one rack the run takes a few. The
+    same graph with 10-byte outputs finds no link narrow: no subset."""
+    from taskflow.runtime.predict import DASK, SUBSET, choose, narrow_pairs, narrow_rate, subsets
+
+    def fan_in(size):
+        g = TaskGraph("fan-in")
+        for i in range(8):
+            g.add_task(f"s{i}", cost=1.0, output_size=size)
+        g.add_task("sink", cost=1.0, output_size=8)
+        for i in range(8):
+            g.add_edge(f"s{i}", "sink")
+        return g
+
+    racks = Cluster([Worker(w) for w in "abcd"], bandwidth=1e9, racks={"a": 0, "b": 0, "c": 1, "d": 1}, uplink=1e6)
+    big = fan_in(10_000_000)
+    assert narrow_rate(big) == pytest.approx(1e7)  # mean edge bytes over mean task seconds
+    assert ("a", "c") in narrow_pairs(racks, narrow_rate(big)) and ("a", "b") not in narrow_pairs(racks, narrow_rate(big))
+    assert sorted(map(sorted, subsets(racks, 2.0, narrow_rate(big)))) == [["a", "b"], ["c", "d"]]
+    plan = get_scheduler("adaptive").schedule(big, racks)
+    choice, predicted, dask_own, held = choose(big, racks, plan, None, 0.15, 3000, choices=(DASK, SUBSET))
+    assert choice == SUBSET and sorted(held) in (["a", "b"], ["c", "d"])
+    assert predicted < 10 < dask_own  # a few seconds against tens
+    small = fan_in(10)
+    assert subsets(racks, 2.0, narrow_rate(small)) == []
+    assert choose(small, racks, plan, None, 0.15, 3000, choices=(DASK, SUBSET))[0] == DASK

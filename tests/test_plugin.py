@@ -998,3 +998,51 @@ def test_the_first_run_on_a_fresh_cluster_with_both_cores_busy_does_not_fail_on_
             for b in burners:
                 b.join(10)
     assert float(got[0] if isinstance(got, tuple) else got) == 600_000.0
+
+
+def _held_work(tag, n=16):
+    parts = [dask.delayed(_nap, pure=True)(i, dask_key_name=f"nap{tag}-{i}") for i in range(n)]
+    return dask.delayed(sum, pure=True)(parts, dask_key_name=f"sum{tag}-0")
+
+
+#: declared speeds 8, 8 and 1: the adaptive policy's ``subset`` choice holds Dask to wa and wb
+#: (and nothing else: no re-decision)
+HELD = dict(choices=["subset"], replans=0)
+
+
+def _declared_8_8_1():
+    from taskflow import Cluster, Worker
+
+    return Cluster([Worker("wa", 8.0), Worker("wb", 8.0), Worker("wc", 1.0)])
+
+
+def test_a_run_held_to_its_fastest_workers_runs_only_there(loopback3):
+    policy = taskflow.get_scheduler("adaptive", **HELD)
+    with Client(scheduler_file=str(loopback3.sched_file)) as c:
+        got, rep = compute(_held_work("a", 8), scheduler=policy, client=c, cluster=_declared_8_8_1(), report=True,
+                           timeout=60)
+    assert got == (sum(range(8)),)
+    assert {r.worker for r in rep.trace.runs} <= {"wa", "wb"} and len(rep.trace.runs) == 9
+    assert any("on a subset of its workers" in n for n in rep.notes), rep.notes
+
+
+def test_a_run_held_to_its_fastest_workers_goes_on_when_they_are_lost(loopback3):
+    """wa and wb killed once they run tasks: the hold moves to what is left (none: Dask's own on
+    wc), and the run completes with every result instead of waiting for them in ``no-worker``."""
+    policy = taskflow.get_scheduler("adaptive", **HELD)
+    with Client(scheduler_file=str(loopback3.sched_file)) as c:
+
+        def kill_fast():
+            loopback3.kill_worker("wa")
+            loopback3.kill_worker("wb")
+
+        when_busy(c, ["wa", "wb"], kill_fast)
+        t0 = time.time()
+        got, rep = compute(_held_work("b"), scheduler=policy, client=c, cluster=_declared_8_8_1(), timeout=60,
+                           report=True)
+        assert got == (sum(range(16)),) and time.time() - t0 < 50
+        held = c.run_on_scheduler(lambda dask_scheduler: [
+            sorted(ts.worker_restrictions or ()) for k, ts in dask_scheduler.tasks.items() if str(k).startswith("napb")])
+    assert any(n.startswith("adaptive: left to Dask's own scheduling (no plan") for n in rep.notes), rep.notes
+    assert "wc" in {r.worker for r in rep.trace.runs}
+    assert not any(held)  # nothing left held to a dead worker

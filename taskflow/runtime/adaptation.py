@@ -12,7 +12,7 @@ import statistics
 import time
 
 from .dask_hooks import dask_state
-from .predict import plan_or_dask
+from .predict import CHOICES, DASK, PLAN, SUBSET, choose, narrow_pairs, narrow_rate, subsets
 from .runs import FAILED, REPLANNING, UNFINISHED_KEY
 
 __all__ = ["Adapting", "P2P_PREFIXES", "decision_note", "signature", "KEEP_OUTCOMES", "MIN_TASKS"]
@@ -45,7 +45,8 @@ class Adapting:
     def worth_planning(self, r, keys, cluster) -> bool:
         """Whether planning ``keys`` of ``r`` on ``cluster`` can pay: workers whose speeds (declared
         or learned) differ by more than the policy's ``spread``, or a declared network of per-pair
-        rates or racks as :func:`.predict.uneven` says; and no task of Dask's peer-to-peer shuffles
+        rates or racks as :func:`.predict.uneven` says, or a link narrow for its graph (declared
+        or learned: :func:`.predict.narrow_pairs`); and no task of Dask's peer-to-peer shuffles
         (which Dask's shuffle extension places itself). When not, the run is left to Dask at once (nothing is
         planned or simulated) and its unfinished tasks' restrictions are lifted.
 
@@ -62,11 +63,16 @@ class Adapting:
         # widely between identical pairs), speeds where declared or learned
         declared = r.cluster
         shaped = declared is not None and (bool(declared.bandwidths) or declared.racks is not None)
-        worth = (shaped or self._spread(r, cluster) > r.policy.spread) and not any(
+        worth = (shaped or self._spread(r, cluster) > r.policy.spread or self._narrow(r, cluster)) and not any(
             k in tasks and tasks[k].prefix.name.startswith(P2P_PREFIXES) for k in keys)
         if not worth:
             self._leave_to_dask(r, keys, cluster)
         return worth
+
+    def _narrow(self, r, cluster) -> bool:
+        """Whether a link between two of ``cluster``'s workers (declared, or as learned) is
+        narrow for ``r``'s graph (:func:`.predict.narrow_pairs`)."""
+        return cluster is not None and bool(narrow_pairs(cluster, narrow_rate(r.graph)))
 
     def _spread(self, r, cluster) -> float:
         """The fastest worker's speed over the slowest's: learned from prefixes with at least
@@ -80,35 +86,80 @@ class Adapting:
             ([w.speed for w in r.cluster.workers] if r.cluster is not None else [])
         return max(speeds) / min(speeds) if len(speeds) >= 2 and min(speeds) > 0 else 1.0
 
-    def _leave_to_dask(self, r, keys, cluster) -> None:
-        r.decision = "dask"
+    def _leave_to_dask(self, r, keys, cluster, stimulus_id: str | None = None) -> None:
+        r.decision = DASK
         r.decided_at = time.monotonic()
-        r.speeds_used = {w.id: w.speed for w in cluster.workers}
+        r.speeds_used = {w.id: w.speed for w in cluster.workers} if cluster is not None else {}
         tasks = self.dask_scheduler.tasks
+        held = bool(r.fast)
+        r.fast = ()
+        again = {}
         for k in keys:
             ts = tasks.get(k)
-            if ts is not None and ts.state in UNFINISHED_KEY and r.plan.pop(k, None) is not None:
+            if ts is not None and ts.state in UNFINISHED_KEY and (r.plan.pop(k, None) is not None or held):
                 ts.worker_restrictions = None
                 ts.loose_restrictions = False
+                if ts.state == "no-worker":
+                    again[k] = "waiting"
+        if again:
+            self.dask_scheduler.transitions(again, stimulus_id=stimulus_id or f"taskflow-lift-{time.time()}")
 
-    def _measured_choice(self, r):
-        """``(keep the plan, predicted makespan or None)`` from earlier runs of the same work on
-        this cluster (:meth:`record`), or None where they do not say yet. The first run of a kind of
+    def _hold(self, r, keys, addresses, stimulus_id: str | None = None) -> None:
+        """Hold the unfinished ``keys`` of ``r`` to the workers at ``addresses`` (the
+        :data:`~.predict.SUBSET` choice): Dask's own scheduling among them, stealing included.
+        Tasks Dask queued (which it hands to any worker with a free thread) and tasks with no
+        worker left go back to waiting, to be placed among those workers."""
+        tasks = self.dask_scheduler.tasks
+        r.fast = tuple(sorted(addresses))
+        again = {}
+        for k in keys:
+            ts = tasks.get(k)
+            if ts is None or ts.state not in UNFINISHED_KEY:
+                continue
+            r.plan.pop(k, None)
+            ts.worker_restrictions = set(r.fast)
+            ts.loose_restrictions = False
+            if ts.state in ("queued", "no-worker"):
+                again[k] = "waiting"
+        if again:
+            self.dask_scheduler.transitions(again, stimulus_id=stimulus_id or f"taskflow-hold-{time.time()}")
+
+    def lost_worker(self, r, address: str, stimulus_id: str) -> None:
+        """A worker ``r``'s tasks are held to (:meth:`_hold`) left: held to the others, or, with
+        none left, left to Dask.
+
+        Parameters
+        ----------
+        r : Run
+        address : str
+        stimulus_id : str
+        """
+        if address not in r.fast:
+            return
+        rest = [a for a in r.fast if a != address and a in self.dask_scheduler.workers]
+        keys = self._unfinished(r)
+        if rest:
+            self._hold(r, keys, rest, stimulus_id)
+            return
+        self._leave_to_dask(r, keys, None, stimulus_id)
+
+    def _measured_choice(self, r, choices=CHOICES):
+        """``(choice, predicted makespan or None)`` from earlier runs of the same work on this
+        cluster (:meth:`record`), or None where they do not say yet. The first run of a kind of
         work learns (the guard's prediction, re-decisions within the run) and is not counted; the
-        next ones try each choice once (the plan first where the guard would keep it), then take
-        the one whose measured runs are shorter (medians of the latest :data:`KEEP_OUTCOMES`)."""
+        next one is the guard's; the next ones try each other of ``choices`` once, then take the
+        one whose measured runs are shorter (medians of the latest :data:`KEEP_OUTCOMES`)."""
         runs = self.outcomes.get(r.signature)
         if runs is None:
             return None
         r.fixed = True
-        if not runs["plan"] and not runs["dask"]:
+        if not any(runs.get(c) for c in choices):
             return None  # the guard decides, once
-        if not runs["dask"]:
-            return False, None  # try Dask's own once (no measured prediction yet)
-        if not runs["plan"]:
-            return True, None  # try the plan once
-        plan, dask = statistics.median(runs["plan"]), statistics.median(runs["dask"])
-        return plan < dask, min(plan, dask)
+        for c in choices:
+            if not runs.get(c):
+                return c, None  # try it once (no measured prediction yet)
+        best = min(choices, key=lambda c: statistics.median(runs[c]))
+        return best, statistics.median(runs[best])
 
     def begin(self, r) -> None:
         """``r`` begins running: what kind of work it is (:func:`signature`), and since when.
@@ -136,17 +187,18 @@ class Adapting:
         if r.signature not in book:
             if len(book) >= KEEP_OUTCOMES[1]:
                 del book[next(iter(book))]
-            book[r.signature] = {"plan": [], "dask": []}
+            book[r.signature] = {c: [] for c in CHOICES}
             return
         if r.redecisions == 0:
-            kept = book[r.signature][r.decision]
+            kept = book[r.signature].setdefault(r.decision, [])
             kept.append(time.monotonic() - r.started)
             del kept[:-KEEP_OUTCOMES[0]]
 
     def guard(self, r, graph, cluster, plan) -> float:
-        """Keep ``plan`` for ``r`` or leave the run to Dask (:func:`.predict.plan_or_dask`); on
-        leaving, the restrictions of its unfinished tasks are lifted. Returns the predicted
-        makespan of what runs.
+        """Decide what runs the unfinished part of ``r`` (:func:`.predict.choose`, or the measured
+        runs of the same work: :meth:`_measured_choice`): its plan; Dask's own scheduling (the
+        restrictions of its unfinished tasks lifted); or Dask's own scheduling held to a subset of
+        the workers (:meth:`_hold`): the fastest, or a group joined by links not narrow for it. Returns the predicted makespan of what runs.
 
         Parameters
         ----------
@@ -160,13 +212,19 @@ class Adapting:
         tasks = self.dask_scheduler.tasks
         prefixes = {k: tasks[k].prefix.name for k in graph.ids if k in tasks}
         p = r.policy
-        measured = self._measured_choice(r) if len(graph) == len(r.graph) else None
-        if measured is not None:
-            keep, predicted = measured
-        else:
+        candidates = subsets(cluster, p.spread, narrow_rate(graph))
+        choices = tuple(c for c in getattr(p, "choices", CHOICES) if c != SUBSET or candidates) or (DASK,)
+        measured = self._measured_choice(r, choices) if len(graph) == len(r.graph) else None
+        state = None
+        if measured is None or (measured[0] == SUBSET and len(candidates) > 1):
             state = dask_state(self.dask_scheduler, sorted(set(prefixes.values())))
-            keep, predicted, _ = plan_or_dask(graph, cluster, plan, state, p.margin, p.limit, p, p.spread)
-        r.decision = "plan" if keep else "dask"
+        if measured is None:
+            decision, predicted, _, held = choose(graph, cluster, plan, state, p.margin, p.limit, p, p.spread, choices)
+        else:
+            decision, predicted = measured
+            held = candidates[0] if decision == SUBSET else None
+            if decision == SUBSET and len(candidates) > 1:  # the subset predicted best
+                held = choose(graph, cluster, plan, state, 0.0, p.limit, p, p.spread, (SUBSET,))[3] or held
         r.decided_at = time.monotonic()
         r.decide_secs = time.perf_counter() - t0
         cost, sums = graph.arrays.cost, {}
@@ -176,9 +234,14 @@ class Adapting:
                 cell[0] += float(cost[i])
                 cell[1] += 1
         r.estimates = {name: total / n for name, (total, n) in sums.items()}
-        r.speeds_used = {w.id: w.speed for w in cluster.workers}
-        if not keep:
+        if decision == DASK:
             self._leave_to_dask(r, graph.ids, cluster)
+        elif decision == SUBSET:
+            self._hold(r, graph.ids, [cluster.worker(w).address for w in held])
+        elif r.fast:  # the plan's restrictions replace the hold's
+            self._leave_to_dask(r, graph.ids, cluster)
+        r.decision = decision
+        r.speeds_used = {w.id: w.speed for w in cluster.workers}
         return predicted
 
     def learn_within(self, r, prefix: str, secs: float, worker: str, stimulus_id: str) -> None:
@@ -201,8 +264,8 @@ class Adapting:
                 time.monotonic() - r.decided_at < max(p.interval, 20 * r.decide_secs):
             return  # at most a twentieth of the scheduler's time goes to deciding
         speeds = self.learned_speeds()
-        if r.decision == "dask":  # left to Dask: worth a new decision only once the workers look uneven
-            if self._spread(r, None) <= p.spread:
+        if r.decision == DASK:  # left to Dask: worth a new decision only once the workers look uneven
+            if self._spread(r, None) <= p.spread and not self._narrow(r, self._live_cluster(r)):
                 r.decided_at = time.monotonic()
                 return
         else:
@@ -243,9 +306,10 @@ def decision_note(policy: str, decision: str, redecisions: int) -> str:
     Parameters
     ----------
     policy : str
-    decision : {"plan", "dask"}
+    decision : {"plan", "dask", "subset"}
     redecisions : int
     """
-    what = ("placed by its plan" if decision == "plan"
-            else "left to Dask's own scheduling (no plan predicted to win by the margin)")
+    what = {PLAN: "placed by its plan",
+            SUBSET: "left to Dask's own scheduling on a subset of its workers (the others, slower or behind a "
+                    "narrow link, predicted or measured to lengthen it)"}.get(decision, "left to Dask's own scheduling (no plan predicted to win by the margin)")
     return f"{policy}: {what}; decided {1 + redecisions} time(s) as the run's durations were learned"

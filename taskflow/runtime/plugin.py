@@ -272,7 +272,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
             if self.key_run.get(k) == r.id:
                 del self.key_run[k]
                 ts = tasks.get(k)
-                if ts is not None and k in r.plan:
+                if ts is not None and (k in r.plan or r.fast):
                     # Dask keeps a task's state while the client's release is on its way: a
                     # graph sent again with the same keys (one collection computed twice)
                     # would inherit the old plan's restrictions
@@ -378,7 +378,9 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
                 logger.warning("taskflow: every worker was lost; waiting %g s for one to join", self.grace)
             return
         for r in live:
-            if any(r.addr.get(w) == worker for w in set(r.plan.values())) and self._unfinished(r):
+            if r.fast:
+                self.lost_worker(r, worker, stimulus_id)
+            elif any(r.addr.get(w) == worker for w in set(r.plan.values())) and self._unfinished(r):
                 self._move(r, REPLANNING)
                 self._move(r, FAILED if r.error else r.before, stimulus_id)
 
@@ -522,7 +524,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         predicted = self.guard(r, sub, cluster, plan) if self.adaptive(r) else float(plan.makespan)
         if len(todo) == len(r.graph) and r.predicted is None:
             r.predicted = predicted
-        if r.decision == "dask":  # the adaptive policy's guard left it to Dask's own scheduling
+        if r.decision in ("dask", "subset"):  # the adaptive policy's guard left it to Dask's own scheduling
             return None
         r.prio.update(plan_priorities(plan))
         for key, w in zip(plan.tasks, plan.workers):

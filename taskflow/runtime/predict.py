@@ -1,6 +1,7 @@
 """Predictions a run is placed by: Dask's own scheduling of a graph, simulated from the state its
 scheduler is in (:func:`predict_dask`), and the guard of the ``adaptive`` policy, which keeps a
-plan only where it is predicted to beat that (:func:`plan_or_dask`)."""
+plan only where it is predicted to beat that (:func:`plan_or_dask`), or Dask's own scheduling on
+a subset of the workers (:func:`choose`)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,13 @@ from ..cluster import Cluster
 from ..graph import TaskGraph
 from .dask_graph import dask_priorities
 
-__all__ = ["DASK_DRAWS", "predict_dask", "predict_plan", "plan_or_dask", "uneven"]
+__all__ = ["DASK_DRAWS", "PLAN", "DASK", "SUBSET", "CHOICES", "predict_dask", "predict_plan", "plan_or_dask",
+           "choose", "fastest_workers", "narrow_rate", "narrow_pairs", "subsets", "uneven"]
 
+#: what runs a graph: its plan, Dask's own scheduling, Dask's own scheduling held to a subset of the
+#: workers (the fastest, or one group of workers joined by wide links)
+PLAN, DASK, SUBSET = "plan", "dask", "subset"
+CHOICES = (PLAN, DASK, SUBSET)
 #: draws of Dask's set orders averaged by a prediction of Dask's own scheduling (fewer on big graphs)
 DASK_DRAWS = 8
 
@@ -79,12 +85,7 @@ def predict_plan(graph: TaskGraph, cluster: Cluster, plan, policy=None) -> float
 
 def plan_or_dask(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin: float,
                  limit: int, policy=None, spread: float = 1.5) -> tuple:
-    """Keep ``plan`` or leave ``graph`` to Dask's own scheduling. A plan is kept only on a cluster
-    where a list scheduler has something to win (the fastest worker more than ``spread`` times the
-    slowest, or a network with per-pair rates or racks: :func:`uneven`) and when its predicted
-    makespan is at least ``margin`` (a fraction) shorter than Dask's own, both simulated from the
-    same costs (:func:`predict_plan`, :func:`predict_dask` from ``state``). Above ``limit`` tasks
-    nothing is simulated: an uneven cluster keeps the plan.
+    """Keep ``plan`` or leave ``graph`` to Dask's own scheduling: :func:`choose` between the two.
 
     Parameters
     ----------
@@ -104,15 +105,8 @@ def plan_or_dask(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, m
     tuple
         ``(keep, predicted makespan of what runs, predicted makespan of Dask's own or None)``.
     """
-    if len(graph) > limit:
-        keep = uneven(cluster, spread)
-        return keep, float(plan.makespan), None
-    dask = predict_dask(graph, cluster, state, draws=1)
-    if not uneven(cluster, spread):
-        return False, dask, dask
-    ours = predict_plan(graph, cluster, plan, policy)
-    keep = ours <= (1.0 - margin) * dask
-    return keep, (ours if keep else dask), dask
+    choice, predicted, dask, _ = choose(graph, cluster, plan, state, margin, limit, policy, spread, (PLAN, DASK))
+    return choice == PLAN, predicted, dask
 
 
 def uneven(cluster: Cluster, spread: float) -> bool:
@@ -129,3 +123,148 @@ def uneven(cluster: Cluster, spread: float) -> bool:
     """
     speeds = [w.speed for w in cluster.workers]
     return (max(speeds) > spread * min(speeds)) or bool(cluster.bandwidths) or cluster.racks is not None
+
+
+def fastest_workers(cluster: Cluster, spread: float) -> list | None:
+    """The ids of the workers at least ``1 / spread`` as fast as the fastest one, where that
+    leaves some out (else None). A worker many times slower than the others lengthens a run
+    wherever it holds the last task of a chain or the last of a wave (Dask's stealing moves only
+    tasks that wait, never one that runs), and what it adds is little: a quarter-speed worker
+    beside a full-speed one adds a fifth of the cluster's speed.
+
+    Parameters
+    ----------
+    cluster : Cluster
+    spread : float
+    """
+    top = max(w.speed for w in cluster.workers)
+    fast = [w.id for w in cluster.workers if w.speed * spread >= top]
+    return fast if len(fast) < len(cluster.workers) else None
+
+
+def narrow_rate(graph: TaskGraph) -> float:
+    """Bytes per second below which a link is *narrow* for ``graph``: moving its mean edge's
+    bytes over it takes longer than its mean task computes (a communication-to-computation ratio
+    above 1 on that link); 0 for a graph without edges or costs.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    """
+    arr = graph.arrays
+    if not arr.m or not arr.n:
+        return 0.0
+    mean_cost = float(arr.cost.mean())
+    return float(arr.size.mean()) / mean_cost if mean_cost > 0 else 0.0
+
+
+def narrow_pairs(cluster: Cluster, rate: float) -> set:
+    """The pairs ``(a, b)`` of ``cluster``'s workers whose declared or learned rate is below
+    ``rate`` (:func:`narrow_rate`): ``racks`` count by their uplink.
+
+    Parameters
+    ----------
+    cluster : Cluster
+    rate : float
+    """
+    out = {(a, b) for a, row in cluster.bandwidths.items() for b, v in row.items() if v < rate}
+    if cluster.racks is not None and cluster.uplink is not None and cluster.uplink < rate:
+        out |= {(a.id, b.id) for a in cluster.workers for b in cluster.workers
+                if cluster.racks[a.id] != cluster.racks[b.id]}
+    return out
+
+
+def subsets(cluster: Cluster, spread: float, rate: float = 0.0, most: int = 4) -> list:
+    """Sets of workers Dask's own scheduling may be held to (:data:`SUBSET`), each a list of
+    ids leaving some worker out: the fastest ones (:func:`fastest_workers`); and the groups of
+    workers joined by links that are not narrow (:func:`narrow_pairs` below ``rate``: two racks
+    joined by a narrow link are two groups), the ``most`` fastest in total speed.
+
+    Parameters
+    ----------
+    cluster : Cluster
+    spread : float
+    rate : float
+    most : int
+    """
+    out = []
+    fast = fastest_workers(cluster, spread)
+    if fast is not None:
+        out.append(fast)
+    narrow = narrow_pairs(cluster, rate) if rate > 0 else set()
+    if narrow:
+        group = {w.id: w.id for w in cluster.workers}
+
+        def root(x):
+            while group[x] != x:
+                group[x] = group[group[x]]
+                x = group[x]
+            return x
+
+        for a in cluster.workers:
+            for b in cluster.workers:
+                if a.id != b.id and (a.id, b.id) not in narrow and (b.id, a.id) not in narrow:
+                    group[root(a.id)] = root(b.id)
+        parts: dict = {}
+        for w in cluster.workers:
+            parts.setdefault(root(w.id), []).append(w)
+        if len(parts) > 1:
+            ranked = sorted(parts.values(), key=lambda ws: (-sum(w.speed * w.cores for w in ws), str(ws[0].id)))
+            out += [[w.id for w in ws] for ws in ranked[:most] if [w.id for w in ws] not in out]
+    return out
+
+
+def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin: float, limit: int,
+           policy=None, spread: float = 1.5, choices=CHOICES) -> tuple:
+    """What runs ``graph``, of ``choices``: :data:`PLAN` (``plan``), :data:`DASK` (Dask's own
+    scheduling) or :data:`SUBSET` (Dask's own scheduling held to the best predicted of
+    :func:`subsets`: the fastest workers, or a group of them joined by links that are not narrow
+    for this graph). Each is simulated from the same costs (:func:`predict_plan`,
+    :func:`predict_dask` from ``state``); the plan only on a cluster where a list scheduler has
+    something to win (the fastest worker more than ``spread`` times the slowest, or a network
+    with per-pair rates or racks: :func:`uneven`). The shortest predicted wins, but Dask's own
+    scheduling (where it is a choice) gives way only to one predicted at least ``margin`` (a
+    fraction) shorter. Above ``limit`` tasks nothing is simulated: the plan on an uneven cluster,
+    else Dask's own.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    cluster : Cluster
+    plan : Schedule
+    state : dict or None
+        :func:`taskflow.runtime.dask_hooks.dask_state`.
+    margin : float
+    limit : int
+    policy : Scheduler, optional
+        What made ``plan``.
+    spread : float
+    choices : iterable of str
+        Of :data:`CHOICES`; where none applies (only :data:`SUBSET`, with no subset), Dask's own.
+
+    Returns
+    -------
+    tuple
+        ``(choice, predicted makespan of what runs, predicted makespan of Dask's own or None,
+        the subset's worker ids or None)``.
+    """
+    choices = tuple(choices)
+    if len(graph) > limit:
+        keep = PLAN in choices and (uneven(cluster, spread) or DASK not in choices)
+        return (PLAN if keep else DASK), float(plan.makespan), None, None
+    dask = predict_dask(graph, cluster, state, draws=1)
+    preds, held = {DASK: dask}, None
+    if PLAN in choices and (DASK not in choices or uneven(cluster, spread)):
+        preds[PLAN] = predict_plan(graph, cluster, plan, policy)
+    if SUBSET in choices:
+        for ids in subsets(cluster, spread, narrow_rate(graph)):
+            few = predict_dask(graph, cluster.subset(ids), state, draws=1)
+            if SUBSET not in preds or few < preds[SUBSET]:
+                preds[SUBSET], held = few, ids
+    guarded = DASK in choices
+    eligible = {c: v for c, v in preds.items()
+                if c in choices and (c == DASK or not guarded or v <= (1.0 - margin) * dask)}
+    if not eligible:
+        return DASK, dask, dask, None
+    best = min(eligible, key=lambda c: (eligible[c], CHOICES.index(c)))
+    return best, eligible[best], dask, (held if best == SUBSET else None)

@@ -71,7 +71,8 @@ class Run:
 
     __slots__ = ("id", "graph", "policy", "cluster", "client", "plan", "prio", "addr", "replans", "error", "owned",
                  "estimate", "prefix_costs", "learned", "predicted", "state", "done", "before", "decision", "decided_at",
-                 "decide_secs", "estimates", "speeds_used", "redecisions", "signature", "started", "fixed", "ended")
+                 "decide_secs", "estimates", "speeds_used", "redecisions", "signature", "started", "fixed", "ended",
+                 "fast")
 
     def __init__(self, run_id, graph: TaskGraph, policy, cluster: Cluster | None, client: str | None, owned: bool,
                  estimate: bool = False, prefix_costs: dict | None = None):
@@ -94,7 +95,8 @@ class Run:
         self.state = REGISTERED
         self.done: set = set()  # its keys that are finished (running runs only)
         self.before: str | None = None  # while replanning: the state to go back to
-        # the adaptive policy's guard (see .adaptation): "plan" (placed) or "dask" (left to Dask),
+        # the adaptive policy's guard (see .adaptation): "plan" (placed), "dask" (left to Dask) or
+        # "subset" (left to Dask, held to the workers at the addresses ``fast``),
         # when and how long the last decision took, the prefix costs and worker speeds it used
         self.decision: str | None = None
         self.decided_at = 0.0
@@ -106,6 +108,7 @@ class Run:
         self.started = 0.0  # when it began running (monotonic seconds, in the scheduler)
         self.fixed = False  # its decision came from measured runs: not re-decided within the run
         self.ended = 0.0  # when its last key finished (monotonic seconds, in the scheduler)
+        self.fast: tuple = ()
 
     def __repr__(self) -> str:
         return f"<Run {self.id!r} {self.state}, {len(self.done)}/{len(self.graph)} keys finished>"
