@@ -576,9 +576,16 @@ class TaskGraph:
         return self.with_costs(costs={self._ids[i]: {w: v for w, v in c.items() if str(w) in keep}
                                       for i, c in self._costs.items()})
 
-    def with_costs(self, cost: dict | None = None, costs: dict | None = None) -> "TaskGraph":
-        """A copy with some costs replaced: ``cost={id: s}``, ``costs={id: {worker: s} or None}``."""
+    def with_costs(self, cost: dict | None = None, costs: dict | None = None, sizes: dict | None = None) -> "TaskGraph":
+        """A copy with some costs replaced: ``cost={id: s}``, ``costs={id: {worker: s} or None}``,
+        ``sizes={(src, dst): bytes}`` (edges; one not in the graph is an error)."""
         g = self.copy()
+        edges = g._edge_map() if sizes else {}
+        for (a, b), v in (sizes or {}).items():
+            e = edges.get(g._lookup(a) * _SHIFT + g._lookup(b))
+            if e is None:
+                raise GraphError(f"no edge {a!r} -> {b!r}")
+            g._size[e] = checks.number(v, "size", f"edge {a!r} -> {b!r}")
         for t, c in (cost or {}).items():
             g._cost[g._lookup(t)] = checks.number(c, "cost", f"task {t!r}")
         for t, c in (costs or {}).items():
@@ -588,4 +595,5 @@ class TaskGraph:
                 g._costs[i] = exact
             else:
                 g._costs.pop(i, None)
+        g._arrays = g._columns = None
         return g

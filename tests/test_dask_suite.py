@@ -61,6 +61,10 @@ def test_one_workload_end_to_end(tmp_path, capsys):
     text = (tmp_path / "dask.csv").read_text().splitlines()
     assert text[0].startswith("cluster,workload,policy,runs") and text[1].startswith("homogeneous,df-groupby,adaptive,1")
     assert "df-groupby" in (tmp_path / "dask.md").read_text()
+    import csv
+
+    (made,) = list(csv.DictReader(text))
+    assert made["decisions"] == "dask"  # workers alike: the default policy leaves its counted run to Dask
     rows = run_suite(["homogeneous"], ["delayed-loading"], repeat=1, policy="heft", progress=False)
     (row,) = rows
     assert row["policy"] == "heft" and row["dask_median"] > 0 and row["ours_median"] > 0
@@ -69,6 +73,7 @@ def test_one_workload_end_to_end(tmp_path, capsys):
     assert -1 < row["prediction_error"] < 1  # later runs plan from costs learned by then
     assert row["first_prediction_error"] > -1 and math.isfinite(row["first_prediction_error"])
     assert "delayed-loading" in format_rows(rows)
+    assert row["decisions"] == "-" and format_rows(rows).endswith("  -")  # a named plan: nothing chosen
 
 
 @pytest.mark.testbed

@@ -143,6 +143,13 @@ def test_subgraph_copy_and_with_costs(diamond):
     changed = diamond.with_costs(cost={"a": 9.0}, costs={"b": {"w0": 1.0}})
     assert changed.task("a").cost == 9.0 and changed.task("b").costs == {"w0": 1.0}
     assert diamond.task("a").cost == 2.0 and diamond.task("b").costs is None
+    resized = diamond.with_costs(sizes={("b", "d"): 7.0})
+    assert resized.edge_size("b", "d") == 7.0 and diamond.edge_size("b", "d") == 50.0
+    assert resized.arrays.size.tolist() != diamond.arrays.size.tolist()  # the arrays see the new size
+    with pytest.raises(GraphError, match="no edge 'd' -> 'b'"):
+        diamond.with_costs(sizes={("d", "b"): 1.0})
+    with pytest.raises(GraphError, match="edge 'b' -> 'd': size must be"):
+        diamond.with_costs(sizes={("b", "d"): -1.0})
 
 
 def test_from_columns_checks_like_add():

@@ -242,8 +242,11 @@ def _measure(kind, w, folder, repeat, workers, policy, first_side: int, options)
     finally:
         c.close()
     errors = []  # the policy's runs: (predicted - measured) / measured, measured by the plugin
+    decisions = []  # what the policy chose for each of its counted runs (plan, dask, subset)
     for s, (secs, _, seen) in list(zip(order, timed))[len(sides):]:
         times[s].append(secs)
+        if s is not None:
+            decisions.append(seen.get("decision"))
         if s is not None and seen.get("predicted") and seen.get("makespan"):
             errors.append((seen["predicted"] - seen["makespan"]) / seen["makespan"])
     if not w.same(results[None], results[policy]):
@@ -255,12 +258,18 @@ def _measure(kind, w, folder, repeat, workers, policy, first_side: int, options)
             "ours_median": ours_med, "ours_min": min(times[policy]), "ours_max": max(times[policy]),
             "ratio": ours_med / dask_med, "first_ratio": first[policy] / first[None],
             "prediction_error": statistics.median(errors) if errors else float("nan"),
-            "first_prediction_error": _error(first_seen)}
+            "first_prediction_error": _error(first_seen), "decisions": " ".join(d or "-" for d in decisions),
+            "first_decision": first_seen.get("decision") or "-"}
 
 
 def _pct(x: float) -> str:
     """``+4.9%``, or ``-`` for no figure."""
     return "-" if x != x else f"{x:+.1%}"
+
+
+def _last(decisions: str) -> str:
+    """What the policy chose in its last counted run (``-``: nothing to choose, a named policy)."""
+    return (decisions.split() or ["-"])[-1]
 
 
 def _error(seen: dict) -> float:
@@ -281,12 +290,12 @@ def format_rows(rows, header: bool = True) -> str:
     lines = []
     if header:
         lines.append(f"{'cluster':<14} {'workload':<17} {'Dask 1st':>8} {'ours 1st':>8} {'ratio':>6}   "
-                     f"{'Dask median (min-max)':>22} {'ours median (min-max)':>22} {'ratio':>6} {'pred.err':>8}")
+                     f"{'Dask median (min-max)':>22} {'ours median (min-max)':>22} {'ratio':>6} {'pred.err':>8}  chose")
     for r in rows:
         lines.append(f"{r['cluster']:<14} {r['workload']:<17} {r['dask_first']:>8.2f} {r['ours_first']:>8.2f} "
                      f"{r['first_ratio']:>6.2f}   {r['dask_median']:>8.2f} ({r['dask_min']:.2f}-{r['dask_max']:.2f})"
                      f" {r['ours_median']:>8.2f} ({r['ours_min']:.2f}-{r['ours_max']:.2f}) {r['ratio']:>6.2f}"
-                     f" {_pct(r.get('prediction_error', float('nan'))):>8}")
+                     f" {_pct(r.get('prediction_error', float('nan'))):>8}  {_last(r.get('decisions', ''))}")
     return "\n".join(lines)
 
 

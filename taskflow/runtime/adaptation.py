@@ -244,10 +244,17 @@ class Adapting:
         r.speeds_used = {w.id: w.speed for w in cluster.workers}
         return predicted
 
+    def _estimate_unfinished(self, r):
+        """The cost model of ``r``'s unfinished tasks as estimated now (or None: none left)."""
+        tasks = self.dask_scheduler.tasks
+        todo = [tasks[k] for k in r.unfinished(tasks) if k in tasks and tasks[k].run_spec is not None]
+        return self._graph_of(todo, r.prefix_costs) if todo else None
+
     def learn_within(self, r, prefix: str, secs: float, worker: str, stimulus_id: str) -> None:
         """A task of ``r`` finished (``prefix``, ``secs`` of compute on ``worker``): when that, or
-        the worker speeds learned since, is ``drift`` off what the last decision used, re-estimate
-        the unfinished tasks' costs and decide again (at most every ``interval`` seconds, and 20
+        the worker speeds learned since, is ``drift`` off what the last decision used (for a run
+        left to Dask: once the workers look uneven, or a link learned narrow for the unfinished
+        tasks as now estimated), re-estimate the unfinished tasks' costs and decide again (at most every ``interval`` seconds, and 20
         times the last decision's time, and ``replans`` times per run). A run whose decision came
         from measured runs (:meth:`record`) is not re-decided.
 
@@ -264,10 +271,17 @@ class Adapting:
                 time.monotonic() - r.decided_at < max(p.interval, 20 * r.decide_secs):
             return  # at most a twentieth of the scheduler's time goes to deciding
         speeds = self.learned_speeds()
-        if r.decision == DASK:  # left to Dask: worth a new decision only once the workers look uneven
-            if self._spread(r, None) <= p.spread and not self._narrow(r, self._live_cluster(r)):
-                r.decided_at = time.monotonic()
-                return
+        fresh = None
+        if r.decision == DASK:  # left to Dask: worth a new decision once the workers look uneven
+            if self._spread(r, None) <= p.spread:  # or a link looks narrow for the graph as now estimated
+                t0 = time.perf_counter()
+                cluster = self._live_cluster(r)
+                if cluster is not None and cluster.bandwidths and len(r.graph) <= p.limit:
+                    fresh = self._estimate_unfinished(r)
+                if fresh is None or not narrow_pairs(cluster, narrow_rate(fresh)):
+                    r.decided_at = time.monotonic()
+                    r.decide_secs = max(r.decide_secs, time.perf_counter() - t0)  # the next look waits 20x this
+                    return
         else:
             used = r.estimates.get(prefix)
             measured = secs * speeds.get(worker, 1.0)
@@ -275,12 +289,14 @@ class Adapting:
             off = off or any(abs(speeds.get(w, s) / s - 1.0) > p.drift for w, s in r.speeds_used.items() if s > 0)
             if not off:
                 return
-        tasks = self.dask_scheduler.tasks
-        todo = [tasks[k] for k in r.unfinished(tasks) if k in tasks and tasks[k].run_spec is not None]
-        if not todo:
+        fresh = fresh or self._estimate_unfinished(r)
+        if fresh is None:
             return
-        fresh = self._graph_of(todo, r.prefix_costs)
-        r.graph = r.graph.with_costs(cost=dict(zip(fresh.ids, fresh.arrays.cost.tolist())))
+        arr = fresh.arrays
+        ids = arr.ids
+        r.graph = r.graph.with_costs(cost=dict(zip(ids, arr.cost.tolist())),
+                                     sizes={(ids[a], ids[b]): v for a, b, v in zip(arr.src.tolist(), arr.dst.tolist(),
+                                                                                 arr.size.tolist())})
         r.redecisions += 1
         self._move(r, REPLANNING)
         self._move(r, FAILED if r.error else r.before, stimulus_id)
