@@ -12,14 +12,16 @@ the same plan. Inside Dask's scheduler (the taskflow plugin) three rules are add
    scheduler is in); and Dask's own rules held to a *subset* of the workers: the fastest ones
    (where a worker more than ``spread`` times slower holds the last task of a wave, and adds
    little), or one group of workers joined by links that are not narrow for the graph (a rack,
-   where moving the graph's data between racks costs more than their parallelism wins: a
-   communication-to-computation ratio above 1 on the link). The plan is weighed only on a cluster
+   where moving the graph's data between racks costs more than their parallelism wins: moving
+   its mean edge over the link takes more than ``ccr`` times its mean task). The plan is weighed only on a cluster
    where a list scheduler has something to win (the fastest worker more than ``spread`` times the
    slowest, as learned or declared, or a network of per-pair rates or racks). Dask's own rules
    give way only to one predicted at least ``margin`` shorter; on workers alike and joined alike
    nothing is simulated and Dask decides, stealing included: a list scheduler rarely wins there
-   by more than its estimates are off. Runs of the same work then try each of the three once
-   and keep the one measured shortest (medians of the latest five).
+   by more than its estimates are off. Runs of the same work then try once each of the three
+   predicted within the margin's band of the best, and keep the one measured shortest (medians
+   of the latest five; Dask's own unless another is 5% shorter). Mid-run, a group behind a
+   narrow link is not weighed: the finished tasks' outputs sit on both sides of it.
 2. **Learning within the run** (selective rescheduling, Sakellariou and Zhao 2004): as the run's
    tasks finish, a task-name prefix whose measured duration (at speed 1, by the learned worker
    speeds) is more than ``drift`` away from the estimate the plan used, or worker speeds learned
@@ -88,6 +90,11 @@ class Adaptive(HEFT):
         ``"subset"`` (Dask's own scheduling held to some of the workers: those at least
         ``1 / spread`` as fast as the fastest, or one group of workers joined by links that are
         not narrow for the graph); default all three.
+    ccr : float
+        A link is narrow for a graph when moving its mean edge over it takes more than this many
+        times its mean task's computing (default 10: on one machine's loopback the real-workload
+        suite's graphs reach 7, where the network is not what limits them; across a 100 Mbit/s
+        link they reach 30 and more).
 
     Raises
     ------
@@ -103,10 +110,11 @@ class Adaptive(HEFT):
 
     def __init__(self, seed: int | None = None, margin: float = 0.15, drift: float = 0.3, interval: float = 0.25,
                  replans: int = 8, limit: int = 3000, spread: float = 2.0, steal: bool = False,
-                 choices=CHOICES, **options):
+                 choices=CHOICES, ccr: float = 10.0, **options):
         super().__init__(seed, **options)
         for field, value, low, high in (("margin", margin, 0.0, 1.0), ("drift", drift, 0.0, float("inf")),
-                                        ("interval", interval, 0.0, float("inf")), ("spread", spread, 1.0, float("inf"))):
+                                        ("interval", interval, 0.0, float("inf")), ("spread", spread, 1.0, float("inf")),
+                                        ("ccr", ccr, 1e-9, float("inf"))):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value < high:
                 raise TaskflowError(f"adaptive: {field} must be a number in [{low:g}, {high:g}), got {value!r}")
         for field, value in (("replans", replans), ("limit", limit)):
@@ -117,6 +125,7 @@ class Adaptive(HEFT):
         self.choices = tuple(c for c in CHOICES if c in set(choices))
         self.margin, self.drift, self.interval = float(margin), float(drift), float(interval)
         self.replans, self.limit, self.spread, self.steal = replans, limit, float(spread), bool(steal)
+        self.ccr = float(ccr)
         # they travel with the policy's name to Dask's scheduler, where the plugin makes it again
         self.options.update(margin=self.margin, drift=self.drift, interval=self.interval, replans=replans, limit=limit,
-                            spread=self.spread, steal=self.steal, choices=list(self.choices))
+                            spread=self.spread, steal=self.steal, choices=list(self.choices), ccr=self.ccr)

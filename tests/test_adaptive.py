@@ -25,7 +25,8 @@ def test_alone_it_plans_exactly_as_heft(heft_graph, heft_cluster):
 
 @pytest.mark.parametrize("options, field", [({"margin": 1.0}, "margin"), ({"margin": -0.1}, "margin"),
                                             ({"drift": "x"}, "drift"), ({"replans": -1}, "replans"),
-                                            ({"spread": 0.5}, "spread"), ({"limit": 2.5}, "limit")])
+                                            ({"spread": 0.5}, "spread"), ({"limit": 2.5}, "limit"),
+                                            ({"ccr": 0}, "ccr")])
 def test_bad_options_are_named(options, field):
     with pytest.raises(TaskflowError, match=f"adaptive: {field} must be"):
         get_scheduler("adaptive", **options)
@@ -124,7 +125,7 @@ def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
 
     def run(sig, decision, secs, redecisions=0):
         r = SimpleNamespace(learned=True, policy=policy, signature=sig, decision=decision, redecisions=redecisions,
-                            started=time.monotonic() - secs, fixed=False)
+                            started=time.monotonic() - secs, fixed=False, predictions={})
         return r
 
     sig = (frozenset({"a"}), 5)
@@ -147,6 +148,17 @@ def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
         p.record(run(sig, "plan", 1.0))
     choice, predicted = p._measured_choice(run(sig, None, 0))
     assert choice == "plan" and predicted == pytest.approx(1.0, abs=0.05)  # median of 2.0, 1.0, 1.0, 1.0
+    # another kind of work: a choice the guard predicted far worse than the best is not tried;
+    # one measured within 5% of Dask's own does not replace it
+    other = (frozenset({"b"}), 5)
+    p.record(run(other, "dask", 1.0))  # learns
+    guarded = run(other, "dask", 1.5)
+    guarded.predictions = {"dask": 1.4, "plan": 3.0, "subset": 1.5}
+    p.record(guarded)
+    assert p._measured_choice(run(other, None, 0)) == ("subset", None)  # 1.5 <= 1.4 / 0.85; plan is not
+    p.record(run(other, "subset", 1.45))
+    choice, predicted = p._measured_choice(run(other, None, 0))
+    assert choice == "dask" and predicted == pytest.approx(1.5, abs=0.05)
 
 
 def _task(key, prefix, nbytes=-1, deps=()):

@@ -15,12 +15,14 @@ from .dask_hooks import dask_state
 from .predict import CHOICES, DASK, PLAN, SUBSET, choose, narrow_pairs, narrow_rate, subsets
 from .runs import FAILED, REPLANNING, UNFINISHED_KEY
 
-__all__ = ["Adapting", "P2P_PREFIXES", "decision_note", "signature", "KEEP_OUTCOMES", "MIN_TASKS"]
+__all__ = ["Adapting", "P2P_PREFIXES", "decision_note", "signature", "KEEP_OUTCOMES", "MIN_TASKS", "MEASURED_MARGIN"]
 
 #: measured runs kept per kind of work and choice (the latest), and kinds of work kept
 KEEP_OUTCOMES = (5, 256)
 #: tasks of a prefix a worker must have run for its speed to count in the guard's spread
 MIN_TASKS = 3
+#: how much shorter (a fraction) another choice's measured runs must be for it to replace Dask's own
+MEASURED_MARGIN = 0.05
 
 #: task-name prefixes of Dask's peer-to-peer shuffles and rechunks, whose output tasks Dask's shuffle
 #: extension itself pins to workers: a graph with one is left to Dask's own scheduling
@@ -72,7 +74,7 @@ class Adapting:
     def _narrow(self, r, cluster) -> bool:
         """Whether a link between two of ``cluster``'s workers (declared, or as learned) is
         narrow for ``r``'s graph (:func:`.predict.narrow_pairs`)."""
-        return cluster is not None and bool(narrow_pairs(cluster, narrow_rate(r.graph)))
+        return cluster is not None and bool(narrow_pairs(cluster, narrow_rate(r.graph, _ccr(r.policy))))
 
     def _spread(self, r, cluster) -> float:
         """The fastest worker's speed over the slowest's: learned from prefixes with at least
@@ -147,19 +149,28 @@ class Adapting:
         """``(choice, predicted makespan or None)`` from earlier runs of the same work on this
         cluster (:meth:`record`), or None where they do not say yet. The first run of a kind of
         work learns (the guard's prediction, re-decisions within the run) and is not counted; the
-        next one is the guard's; the next ones try each other of ``choices`` once, then take the
-        one whose measured runs are shorter (medians of the latest :data:`KEEP_OUTCOMES`)."""
+        next one is the guard's, whose predictions are kept; the next ones try once each other of
+        ``choices`` predicted within the guard's error band of the best one (at most
+        ``1 / (1 - margin)`` times it), then take the one measured shortest (medians of the latest
+        :data:`KEEP_OUTCOMES`), Dask's own unless another is at least :data:`MEASURED_MARGIN`
+        shorter."""
         runs = self.outcomes.get(r.signature)
         if runs is None:
             return None
         r.fixed = True
         if not any(runs.get(c) for c in choices):
             return None  # the guard decides, once
+        preds = runs.get("predicted") or {}
+        band = min(preds.values()) / (1.0 - r.policy.margin) if preds else float("inf")
+        tried = [c for c in choices if runs.get(c)]
         for c in choices:
-            if not runs.get(c):
+            if not runs.get(c) and (not preds or preds.get(c, float("inf")) <= band):
                 return c, None  # try it once (no measured prediction yet)
-        best = min(choices, key=lambda c: statistics.median(runs[c]))
-        return best, statistics.median(runs[best])
+        medians = {c: statistics.median(runs[c]) for c in tried}
+        best = min(medians, key=medians.get)
+        if DASK in medians and medians[best] > (1.0 - MEASURED_MARGIN) * medians[DASK]:
+            best = DASK
+        return best, medians[best]
 
     def begin(self, r) -> None:
         """``r`` begins running: what kind of work it is (:func:`signature`), and since when.
@@ -190,6 +201,8 @@ class Adapting:
             book[r.signature] = {c: [] for c in CHOICES}
             return
         if r.redecisions == 0:
+            if r.predictions and not book[r.signature].get("predicted"):
+                book[r.signature]["predicted"] = dict(r.predictions)  # the guard's, for the next runs to explore by
             kept = book[r.signature].setdefault(r.decision, [])
             kept.append(time.monotonic() - r.started)
             del kept[:-KEEP_OUTCOMES[0]]
@@ -212,19 +225,24 @@ class Adapting:
         tasks = self.dask_scheduler.tasks
         prefixes = {k: tasks[k].prefix.name for k in graph.ids if k in tasks}
         p = r.policy
-        candidates = subsets(cluster, p.spread, narrow_rate(graph))
+        whole = len(graph) == len(r.graph)
+        # mid-run, a group behind a narrow link is not weighed: the finished tasks' outputs sit on
+        # both sides of it, which the prediction (of the unfinished tasks alone) does not see
+        candidates = subsets(cluster, p.spread, narrow_rate(graph, _ccr(p)) if whole else 0.0)
         choices = tuple(c for c in getattr(p, "choices", CHOICES) if c != SUBSET or candidates) or (DASK,)
-        measured = self._measured_choice(r, choices) if len(graph) == len(r.graph) else None
+        measured = self._measured_choice(r, choices) if whole else None
         state = None
         if measured is None or (measured[0] == SUBSET and len(candidates) > 1):
             state = dask_state(self.dask_scheduler, sorted(set(prefixes.values())))
+        r.predictions = {}
         if measured is None:
-            decision, predicted, _, held = choose(graph, cluster, plan, state, p.margin, p.limit, p, p.spread, choices)
+            decision, predicted, _, held = choose(graph, cluster, plan, state, p.margin, p.limit, p, p.spread, choices,
+                                                  candidates, r.predictions if whole else None)
         else:
             decision, predicted = measured
             held = candidates[0] if decision == SUBSET else None
             if decision == SUBSET and len(candidates) > 1:  # the subset predicted best
-                held = choose(graph, cluster, plan, state, 0.0, p.limit, p, p.spread, (SUBSET,))[3] or held
+                held = choose(graph, cluster, plan, state, 0.0, p.limit, p, p.spread, (SUBSET,), candidates)[3] or held
         r.decided_at = time.monotonic()
         r.decide_secs = time.perf_counter() - t0
         cost, sums = graph.arrays.cost, {}
@@ -278,7 +296,7 @@ class Adapting:
                 cluster = self._live_cluster(r)
                 if cluster is not None and cluster.bandwidths and len(r.graph) <= p.limit:
                     fresh = self._estimate_unfinished(r)
-                if fresh is None or not narrow_pairs(cluster, narrow_rate(fresh)):
+                if fresh is None or not narrow_pairs(cluster, narrow_rate(fresh, _ccr(p))):
                     r.decided_at = time.monotonic()
                     r.decide_secs = max(r.decide_secs, time.perf_counter() - t0)  # the next look waits 20x this
                     return
@@ -300,6 +318,11 @@ class Adapting:
         r.redecisions += 1
         self._move(r, REPLANNING)
         self._move(r, FAILED if r.error else r.before, stimulus_id)
+
+
+def _ccr(policy) -> float:
+    """The communication-to-computation ratio above which the policy counts a link narrow."""
+    return float(getattr(policy, "ccr", 10.0))
 
 
 def signature(graph, tasks) -> tuple:

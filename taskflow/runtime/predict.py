@@ -142,20 +142,22 @@ def fastest_workers(cluster: Cluster, spread: float) -> list | None:
     return fast if len(fast) < len(cluster.workers) else None
 
 
-def narrow_rate(graph: TaskGraph) -> float:
+def narrow_rate(graph: TaskGraph, ccr: float = 1.0) -> float:
     """Bytes per second below which a link is *narrow* for ``graph``: moving its mean edge's
-    bytes over it takes longer than its mean task computes (a communication-to-computation ratio
-    above 1 on that link); 0 for a graph without edges or costs.
+    bytes over it takes more than ``ccr`` times as long as its mean task computes (a
+    communication-to-computation ratio above ``ccr`` on that link); 0 for a graph without edges
+    or costs.
 
     Parameters
     ----------
     graph : TaskGraph
+    ccr : float
     """
     arr = graph.arrays
     if not arr.m or not arr.n:
         return 0.0
     mean_cost = float(arr.cost.mean())
-    return float(arr.size.mean()) / mean_cost if mean_cost > 0 else 0.0
+    return float(arr.size.mean()) / (mean_cost * ccr) if mean_cost > 0 else 0.0
 
 
 def narrow_pairs(cluster: Cluster, rate: float) -> set:
@@ -215,7 +217,7 @@ def subsets(cluster: Cluster, spread: float, rate: float = 0.0, most: int = 4) -
 
 
 def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin: float, limit: int,
-           policy=None, spread: float = 1.5, choices=CHOICES) -> tuple:
+           policy=None, spread: float = 1.5, choices=CHOICES, candidates=None, predictions: dict | None = None) -> tuple:
     """What runs ``graph``, of ``choices``: :data:`PLAN` (``plan``), :data:`DASK` (Dask's own
     scheduling) or :data:`SUBSET` (Dask's own scheduling held to the best predicted of
     :func:`subsets`: the fastest workers, or a group of them joined by links that are not narrow
@@ -241,6 +243,10 @@ def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin:
     spread : float
     choices : iterable of str
         Of :data:`CHOICES`; where none applies (only :data:`SUBSET`, with no subset), Dask's own.
+    candidates : list of lists, optional
+        The subsets weighed (default :func:`subsets` with links narrow at a ratio of 1).
+    predictions : dict, optional
+        Filled with each simulated choice's predicted makespan.
 
     Returns
     -------
@@ -257,10 +263,12 @@ def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin:
     if PLAN in choices and (DASK not in choices or uneven(cluster, spread)):
         preds[PLAN] = predict_plan(graph, cluster, plan, policy)
     if SUBSET in choices:
-        for ids in subsets(cluster, spread, narrow_rate(graph)):
+        for ids in (subsets(cluster, spread, narrow_rate(graph)) if candidates is None else candidates):
             few = predict_dask(graph, cluster.subset(ids), state, draws=1)
             if SUBSET not in preds or few < preds[SUBSET]:
                 preds[SUBSET], held = few, ids
+    if predictions is not None:
+        predictions.update(preds)
     guarded = DASK in choices
     eligible = {c: v for c, v in preds.items()
                 if c in choices and (c == DASK or not guarded or v <= (1.0 - margin) * dask)}

@@ -72,7 +72,7 @@ class Run:
     __slots__ = ("id", "graph", "policy", "cluster", "client", "plan", "prio", "addr", "replans", "error", "owned",
                  "estimate", "prefix_costs", "learned", "predicted", "state", "done", "before", "decision", "decided_at",
                  "decide_secs", "estimates", "speeds_used", "redecisions", "signature", "started", "fixed", "ended",
-                 "fast")
+                 "fast", "predictions")
 
     def __init__(self, run_id, graph: TaskGraph, policy, cluster: Cluster | None, client: str | None, owned: bool,
                  estimate: bool = False, prefix_costs: dict | None = None):
@@ -109,6 +109,7 @@ class Run:
         self.fixed = False  # its decision came from measured runs: not re-decided within the run
         self.ended = 0.0  # when its last key finished (monotonic seconds, in the scheduler)
         self.fast: tuple = ()
+        self.predictions: dict = {}  # the guard's predicted makespan of each choice it simulated
 
     def __repr__(self) -> str:
         return f"<Run {self.id!r} {self.state}, {len(self.done)}/{len(self.graph)} keys finished>"
