@@ -12,7 +12,7 @@ from distributed import Client, LocalCluster
 
 import taskflow
 from taskflow import Cluster, TaskflowError, TaskGraph, Worker, get_scheduler
-from taskflow.runtime.predict import plan_or_dask, predict_dask, uneven
+from taskflow.runtime.predict import DASK, PLAN, choose, predict_dask, uneven
 from workflows.scientific import random_layered
 
 
@@ -46,6 +46,12 @@ def test_a_plan_can_win_only_on_an_uneven_cluster():
     assert uneven(shaped, 1.5)
     racks = Cluster([Worker("a"), Worker("b")], racks={"a": 0, "b": 1}, uplink=1e7)
     assert uneven(racks, 1.5)
+
+
+def plan_or_dask(graph, cluster, plan, state, margin, limit):
+    """The guard's choice between the plan and Dask's own: (keep, predicted, Dask's own predicted)."""
+    choice, predicted, dask_own, _ = choose(graph, cluster, plan, state, margin, limit, choices=(PLAN, DASK))
+    return choice == PLAN, predicted, dask_own
 
 
 def test_the_guard_leaves_workers_alike_to_dask_and_keeps_a_plan_that_wins_by_far():

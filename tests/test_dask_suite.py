@@ -110,3 +110,16 @@ def test_the_suite_keeps_dask_s_warnings_on_a_shuffle_run_again_quiet(monkeypatc
     before = logging.getLogger(suite._SHUFFLE_LOGGER).level
     run_suite(["homogeneous"], ["df-shuffle"], repeat=1)
     assert levels == [logging.ERROR] and logging.getLogger(suite._SHUFFLE_LOGGER).level == before
+
+
+def test_the_summary_gives_each_cluster_its_geometric_means_and_prediction_error():
+    from taskflow.app.dask_suite import summarise
+
+    nan = float("nan")
+    rows = [{"cluster": "two-racks", "ratio": 0.25, "first_ratio": 1.0, "prediction_error": -0.02},
+            {"cluster": "two-racks", "ratio": 1.0, "first_ratio": 0.81, "prediction_error": 0.04},
+            {"cluster": "homogeneous", "ratio": 1.0, "first_ratio": 1.0, "prediction_error": nan}]
+    lines = summarise(rows).splitlines()
+    assert lines[0] == ("two-racks: ours / Dask's geomean 0.500 (first runs 0.900), worst 1.00, best 0.25; "
+                        "predictions on 2 of 2, median |error| 3.0%")
+    assert lines[1].endswith("no predictions")

@@ -33,7 +33,7 @@ import time
 from ..errors import TaskflowError
 from .dask_workloads import WORKLOADS, workload
 
-__all__ = ["CLUSTERS", "DEFAULT_POLICY", "run_suite", "format_rows"]
+__all__ = ["CLUSTERS", "DEFAULT_POLICY", "run_suite", "format_rows", "summarise"]
 
 CLUSTERS = ("homogeneous", "heterogeneous", "two-racks")
 #: the two-rack cluster's links (each worker's, and the one between the racks)
@@ -296,6 +296,31 @@ def format_rows(rows, header: bool = True) -> str:
                      f"{r['first_ratio']:>6.2f}   {r['dask_median']:>8.2f} ({r['dask_min']:.2f}-{r['dask_max']:.2f})"
                      f" {r['ours_median']:>8.2f} ({r['ours_min']:.2f}-{r['ours_max']:.2f}) {r['ratio']:>6.2f}"
                      f" {_pct(r.get('prediction_error', float('nan'))):>8}  {_last(r.get('decisions', ''))}")
+    return "\n".join(lines)
+
+
+def summarise(rows) -> str:
+    """One line per cluster of the suite's rows: the geometric means of the ratios (later runs,
+    first runs), the worst and best later ratio, and the predictions' median absolute error.
+
+    Parameters
+    ----------
+    rows : list of dict
+    """
+    import math
+
+    lines = []
+    for kind in dict.fromkeys(r["cluster"] for r in rows):
+        mine = [r for r in rows if r["cluster"] == kind]
+
+        def geomean(field):
+            return math.exp(sum(math.log(r[field]) for r in mine) / len(mine))
+
+        errors = [abs(r["prediction_error"]) for r in mine if r["prediction_error"] == r["prediction_error"]]
+        said = (f"predictions on {len(errors)} of {len(mine)}, median |error| {statistics.median(errors):.1%}"
+                if errors else "no predictions")
+        lines.append(f"{kind}: ours / Dask's geomean {geomean('ratio'):.3f} (first runs {geomean('first_ratio'):.3f}), "
+                     f"worst {max(r['ratio'] for r in mine):.2f}, best {min(r['ratio'] for r in mine):.2f}; {said}")
     return "\n".join(lines)
 
 

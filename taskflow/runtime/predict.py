@@ -1,7 +1,7 @@
 """Predictions a run is placed by: Dask's own scheduling of a graph, simulated from the state its
 scheduler is in (:func:`predict_dask`), and the guard of the ``adaptive`` policy, which keeps a
-plan only where it is predicted to beat that (:func:`plan_or_dask`), or Dask's own scheduling on
-a subset of the workers (:func:`choose`)."""
+plan only where it is predicted to beat that, or Dask's own scheduling on a subset of the workers
+(:func:`choose`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from ..cluster import Cluster
 from ..graph import TaskGraph
 from .dask_graph import dask_priorities
 
-__all__ = ["DASK_DRAWS", "PLAN", "DASK", "SUBSET", "CHOICES", "predict_dask", "predict_plan", "plan_or_dask",
-           "choose", "fastest_workers", "narrow_rate", "narrow_pairs", "subsets", "uneven"]
+__all__ = ["DASK_DRAWS", "PLAN", "DASK", "SUBSET", "CHOICES", "predict_dask", "predict_plan", "choose",
+           "fastest_workers", "narrow_rate", "narrow_pairs", "subsets", "uneven"]
 
 #: what runs a graph: its plan, Dask's own scheduling, Dask's own scheduling held to a subset of the
 #: workers (the fastest, or one group of workers joined by wide links)
@@ -81,32 +81,6 @@ def predict_plan(graph: TaskGraph, cluster: Cluster, plan, policy=None) -> float
 
     return simulate(graph, cluster, policy or plan.scheduler, network="maxmin", plan=plan,
                     plan_order="ready").makespan
-
-
-def plan_or_dask(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin: float,
-                 limit: int, policy=None, spread: float = 1.5) -> tuple:
-    """Keep ``plan`` or leave ``graph`` to Dask's own scheduling: :func:`choose` between the two.
-
-    Parameters
-    ----------
-    graph : TaskGraph
-    cluster : Cluster
-    plan : Schedule
-    state : dict or None
-        :func:`taskflow.runtime.dask_hooks.dask_state`.
-    margin : float
-    limit : int
-    policy : Scheduler, optional
-        What made ``plan``.
-    spread : float
-
-    Returns
-    -------
-    tuple
-        ``(keep, predicted makespan of what runs, predicted makespan of Dask's own or None)``.
-    """
-    choice, predicted, dask, _ = choose(graph, cluster, plan, state, margin, limit, policy, spread, (PLAN, DASK))
-    return choice == PLAN, predicted, dask
 
 
 def uneven(cluster: Cluster, spread: float) -> bool:

@@ -143,7 +143,7 @@ def _bench_dask(args, names) -> int:
     import csv
     import io
 
-    from ..dask_suite import DEFAULT_POLICY, format_rows, run_suite as run_dask_suite
+    from ..dask_suite import DEFAULT_POLICY, format_rows, run_suite as run_dask_suite, summarise
 
     if names is not None and len(names) != 1:
         raise TaskflowError("--suite dask compares one policy with Dask's own scheduling: give one --scheduler")
@@ -151,7 +151,7 @@ def _bench_dask(args, names) -> int:
     clusters = [c.strip() for c in args.clusters.split(",") if c.strip()]
     workloads = [w.strip() for w in args.workloads.split(",") if w.strip()] if args.workloads else None
     rows = run_dask_suite(clusters, workloads, args.repeat, policy=policy, progress=not args.quiet)
-    table = format_rows(rows)
+    table = format_rows(rows) + ("\n\n" + summarise(rows) if rows else "")
     print(table)
     os.makedirs(args.out, exist_ok=True)
     buf = io.StringIO()
