@@ -93,6 +93,31 @@ def test_use_by_default_leaves_workers_alike_to_dask(client):
     assert last["decision"] == "dask" and last["planned"] == 0 and last["predicted"] is None
 
 
+def test_runs_of_the_same_work_left_to_dask_are_predicted_by_the_earlier_ones(client):
+    """Workers alike: nothing is simulated; a run of work done before is predicted to take as long
+    as its earlier runs left to Dask did (their median), and the plugin's own record of the
+    run's makespan says how far off that was. (``replans=0``: no run changes its mind on the way,
+    so every run after the first is kept, whatever the machine's load.)"""
+    from taskflow.runtime.session import call
+
+    parts = [dask.delayed(_slow, pure=True)(i, dask_key_name=f"predicted-part-{i}") for i in range(6)]
+    total = dask.delayed(sum, pure=True)(parts, dask_key_name="predicted-total-0")
+    statuses = []
+    taskflow.use(client, "adaptive", replans=0)
+    try:
+        for _ in range(4):
+            client.compute(total, sync=True)
+            statuses.append(call(client, "taskflow_status", client=client.id))
+    finally:
+        taskflow.use(client, None)
+    assert [s["decision"] for s in statuses] == ["dask"] * 4
+    assert statuses[0].get("predicted") is None and statuses[1].get("predicted") is None  # nothing earlier kept
+    # the first run of its kind learns and is not kept; the second is: the third is predicted by it
+    assert statuses[2]["predicted"] == pytest.approx(statuses[1]["makespan"], rel=0.02, abs=0.005)
+    kept = sorted([statuses[1]["makespan"], statuses[2]["makespan"]])
+    assert statuses[3]["predicted"] == pytest.approx(sum(kept) / 2, rel=0.02, abs=0.005)
+
+
 def _slow(i, *deps):
     time.sleep(0.05)
     return i + sum(deps)
@@ -161,7 +186,8 @@ def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
     guarded = run(other, "dask", 1.5)
     guarded.predictions = {"dask": 1.4, "plan": 3.0, "subset": 1.5}
     p.record(guarded)
-    assert p._measured_choice(run(other, None, 0)) == ("subset", None)  # 1.5 <= 1.4 / 0.85; plan is not
+    # 1.5 <= 1.4 / 0.85: tried, predicted as the guard predicted it; plan is not
+    assert p._measured_choice(run(other, None, 0)) == ("subset", 1.5)
     p.record(run(other, "subset", 1.45))
     choice, predicted = p._measured_choice(run(other, None, 0))
     assert choice == "dask" and predicted == pytest.approx(1.5, abs=0.05)

@@ -50,7 +50,8 @@ class Adapting:
         rates or racks as :func:`.predict.uneven` says, or a link narrow for its graph (declared
         or learned: :func:`.predict.narrow_pairs`); and no task of Dask's peer-to-peer shuffles
         (which Dask's shuffle extension places itself). When not, the run is left to Dask at once (nothing is
-        planned or simulated) and its unfinished tasks' restrictions are lifted.
+        planned or simulated) and its unfinished tasks' restrictions are lifted; its prediction
+        is then the median of the earlier runs of the same work left to Dask, where there were some.
 
         Parameters
         ----------
@@ -69,6 +70,9 @@ class Adapting:
             k in tasks and tasks[k].prefix.name.startswith(P2P_PREFIXES) for k in keys)
         if not worth:
             self._leave_to_dask(r, keys, cluster)
+            runs = self.outcomes.get(r.signature) or {}
+            if r.predicted is None and len(keys) == len(r.graph) and runs.get(DASK):
+                r.predicted = statistics.median(runs[DASK])  # as long as its earlier runs took
         return worth
 
     def _narrow(self, r, cluster) -> bool:
@@ -165,7 +169,7 @@ class Adapting:
         tried = [c for c in choices if runs.get(c)]
         for c in choices:
             if not runs.get(c) and (not preds or preds.get(c, float("inf")) <= band):
-                return c, None  # try it once (no measured prediction yet)
+                return c, preds.get(c)  # try it once: as the guard predicted it, if it did
         medians = {c: statistics.median(runs[c]) for c in tried}
         best = min(medians, key=medians.get)
         if DASK in medians and medians[best] > (1.0 - MEASURED_MARGIN) * medians[DASK]:
