@@ -215,7 +215,8 @@ class Adapting:
         """Decide what runs the unfinished part of ``r`` (:func:`.predict.choose`, or the measured
         runs of the same work: :meth:`_measured_choice`): its plan; Dask's own scheduling (the
         restrictions of its unfinished tasks lifted); or Dask's own scheduling held to a subset of
-        the workers (:meth:`_hold`): the fastest, or a group joined by links not narrow for it. Returns the predicted makespan of what runs.
+        the workers (:meth:`_hold`): the fastest, or a group joined by links not narrow for it.
+        Returns the predicted makespan of what runs.
 
         Parameters
         ----------
@@ -276,9 +277,10 @@ class Adapting:
         """A task of ``r`` finished (``prefix``, ``secs`` of compute on ``worker``): when that, or
         the worker speeds learned since, is ``drift`` off what the last decision used (for a run
         left to Dask: once the workers look uneven, or a link learned narrow for the unfinished
-        tasks as now estimated), re-estimate the unfinished tasks' costs and decide again (at most every ``interval`` seconds, and 20
-        times the last decision's time, and ``replans`` times per run). A run whose decision came
-        from measured runs (:meth:`record`) is not re-decided.
+        tasks as now estimated), re-estimate the unfinished tasks' costs and decide again (at
+        most every ``interval`` seconds, and 20 times the last decision's time, and ``replans``
+        times per run). A run whose decision came from measured runs (:meth:`record`) is not
+        re-decided.
 
         Parameters
         ----------
@@ -354,5 +356,6 @@ def decision_note(policy: str, decision: str, redecisions: int) -> str:
     """
     what = {PLAN: "placed by its plan",
             SUBSET: "left to Dask's own scheduling on a subset of its workers (the others, slower or behind a "
-                    "narrow link, predicted or measured to lengthen it)"}.get(decision, "left to Dask's own scheduling (no plan predicted to win by the margin)")
+                    "narrow link, predicted or measured to lengthen it)"}.get(
+        decision, "left to Dask's own scheduling (no plan predicted to win by the margin)")
     return f"{policy}: {what}; decided {1 + redecisions} time(s) as the run's durations were learned"
