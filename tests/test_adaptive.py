@@ -26,7 +26,8 @@ def test_alone_it_plans_exactly_as_heft(heft_graph, heft_cluster):
 @pytest.mark.parametrize("options, field", [({"margin": 1.0}, "margin"), ({"margin": -0.1}, "margin"),
                                             ({"drift": "x"}, "drift"), ({"replans": -1}, "replans"),
                                             ({"spread": 0.5}, "spread"), ({"limit": 2.5}, "limit"),
-                                            ({"ccr": 0}, "ccr")])
+                                            ({"ccr": 0}, "ccr"), ({"ccr": float("nan")}, "ccr"),
+                                            ({"ccr": float("inf")}, "ccr")])
 def test_bad_options_are_named(options, field):
     with pytest.raises(TaskflowError, match=f"adaptive: {field} must be"):
         get_scheduler("adaptive", **options)
