@@ -155,10 +155,9 @@ def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
     p = TaskflowPlugin()
     policy = get_scheduler("adaptive")
 
-    def run(sig, decision, secs, redecisions=0):
-        r = SimpleNamespace(learned=True, policy=policy, signature=sig, decision=decision, redecisions=redecisions,
-                            started=time.monotonic() - secs, fixed=False, predictions={})
-        return r
+    def run(sig, decision, secs, guarded=1):
+        return SimpleNamespace(learned=True, policy=policy, signature=sig, decision=decision, guarded=guarded,
+                               started=time.monotonic() - secs, fixed=False, predictions={}, watch=0.0)
 
     sig = (frozenset({"a"}), 5)
     p.record(run(sig, "plan", 1.0))  # the first run of its kind learns: not kept
@@ -166,32 +165,52 @@ def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
     r = run(sig, None, 0)
     assert p._measured_choice(r) is None and r.fixed  # the guard decides, once, and is not re-decided
     p.record(run(sig, "plan", 2.0))
-    assert p._measured_choice(run(sig, None, 0)) == ("dask", None)  # now Dask's own, once
+    r = run(sig, None, 0)
+    assert p._measured_choice(r) == ("dask", None)  # nothing predicted: each other choice, once
+    assert r.fallback == "plan" and r.watch == pytest.approx(1.25 * 2.0, abs=0.01)  # given up at 1.25x the best so far
     p.record(run(sig, "dask", 1.5))
-    p.record(run(sig, "dask", 9.0, redecisions=1))  # changed its mind on the way: not kept
+    p.record(run(sig, "dask", 9.0, guarded=2))  # changed its mind on the way: not kept
+    p.record(run(sig, "dask", 1.6, guarded=0))  # left to Dask at once, never guarded: kept
     # two choices only (workers alike: no subset): the shorter of the two
     choice, predicted = p._measured_choice(run(sig, None, 0), ("plan", "dask"))
-    assert choice == "dask" and predicted == pytest.approx(1.5, abs=0.05)
+    assert choice == "dask" and predicted == pytest.approx(1.55, abs=0.05)
     assert p._measured_choice(run(sig, None, 0)) == ("subset", None)  # with a slow worker: tried once
     p.record(run(sig, "subset", 1.2))
-    choice, predicted = p._measured_choice(run(sig, None, 0))
-    assert choice == "subset" and predicted == pytest.approx(1.2, abs=0.05)
+    r = run(sig, None, 0)
+    choice, predicted = p._measured_choice(r)
+    assert choice == "subset" and predicted == pytest.approx(1.2, abs=0.05) and not r.watch
     for _ in range(3):
         p.record(run(sig, "plan", 1.0))
     choice, predicted = p._measured_choice(run(sig, None, 0))
     assert choice == "plan" and predicted == pytest.approx(1.0, abs=0.05)  # median of 2.0, 1.0, 1.0, 1.0
-    # another kind of work: a choice the guard predicted far worse than the best is not tried;
-    # one measured within 5% of Dask's own does not replace it
+    # another kind of work: the guard's predictions rule out a choice as far as they proved right
     other = (frozenset({"b"}), 5)
-    p.record(run(other, "dask", 1.0))  # learns
-    guarded = run(other, "dask", 1.5)
-    guarded.predictions = {"dask": 1.4, "plan": 3.0, "subset": 1.5}
+    p.record(run(other, "plan", 1.0))  # learns
+    guarded = run(other, "plan", 1.35)
+    guarded.predictions = {"dask": 3.0, "plan": 1.0, "subset": 1.1}
     p.record(guarded)
-    # 1.5 <= 1.4 / 0.85: tried, predicted as the guard predicted it; plan is not
-    assert p._measured_choice(run(other, None, 0)) == ("subset", 1.5)
-    p.record(run(other, "subset", 1.45))
+    # plan measured 35% over its prediction: the band is 1.7x the best predicted; subset in it, dask not
+    assert p._measured_choice(run(other, None, 0)) == ("subset", 1.1)
+    p.record(run(other, "subset", 1.6))  # 45% over: the band grows to 1.9x, dask still out of it
     choice, predicted = p._measured_choice(run(other, None, 0))
-    assert choice == "dask" and predicted == pytest.approx(1.5, abs=0.05)
+    assert choice == "plan" and predicted == pytest.approx(1.35, abs=0.01)
+    # plan measured 3x its prediction: the band is 5x the best predicted, dask (4.4x) in it; Dask's own, measured once within 15% of the
+    # shortest, is measured once more before it is dismissed, and kept unless beaten by 5%
+    third = (frozenset({"c"}), 5)
+    p.record(run(third, "plan", 1.0))
+    guarded = run(third, "plan", 1.35)
+    guarded.predictions = {"dask": 2.0, "plan": 0.45}
+    p.record(guarded)
+    assert p._measured_choice(run(third, None, 0)) == ("dask", 2.0)
+    p.record(run(third, "dask", 1.5))
+    choice, predicted = p._measured_choice(run(third, None, 0))
+    assert choice == "dask" and predicted == pytest.approx(1.5, abs=0.01)
+    p.record(run(third, "dask", 1.3))
+    choice, predicted = p._measured_choice(run(third, None, 0))
+    assert choice == "dask" and predicted == pytest.approx(1.4, abs=0.01)  # plan's 1.35 is not 5% under it
+    p.record(run(third, "plan", 1.0))
+    choice, predicted = p._measured_choice(run(third, None, 0))
+    assert choice == "plan" and predicted == pytest.approx(1.175, abs=0.01)
 
 
 def _task(key, prefix, nbytes=-1, deps=()):
@@ -322,3 +341,81 @@ def test_the_guard_holds_dask_to_one_rack_where_the_link_between_racks_is_narrow
     small = fan_in(10)
     assert subsets(racks, 2.0, narrow_rate(small)) == []
     assert choose(small, racks, plan, None, 0.15, 3000, choices=(DASK, SUBSET))[0] == DASK
+
+
+def test_a_run_that_begins_left_to_dask_makes_its_first_choice_mid_run_by_the_measured_runs():
+    """A graph with a peer-to-peer shuffle begins left to Dask and chooses once its tasks show
+    uneven workers: that first choice, on the unfinished part, follows the earlier runs of the same
+    work (here Dask's own, measured shortest) and is not re-decided; a second choice within a run
+    is the guard's own, and such a run is not kept (it changed its mind)."""
+    from types import SimpleNamespace
+
+    from taskflow.runtime.plugin import TaskflowPlugin
+    from taskflow.runtime.runs import Run
+
+    g = TaskGraph("wide")
+    for i in range(12):
+        g.add_task(f"t{i}", cost=1.0)
+    cluster = Cluster.heterogeneous([4.0, 1.0])
+    policy = get_scheduler("adaptive")
+    p = TaskflowPlugin()
+    p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
+    sig = (frozenset({"t"}), 3)
+    p.outcomes[sig] = {"plan": [2.0, 2.1], "dask": [1.0, 1.1], "subset": [1.9, 2.0]}
+    r = Run("r1", g, policy, None, "c1", owned=True)
+    r.signature, r.started = sig, time.monotonic()
+    part = g.subgraph([f"t{i}" for i in range(6, 12)])  # mid-run: half of it finished
+    plan = policy.schedule(part, cluster)
+    assert p.guard(r, part, cluster, plan) == pytest.approx(1.05) and r.decision == DASK and r.fixed
+    p.record(r)
+    assert p.outcomes[sig]["dask"][-1] < 1.0  # kept: its one choice
+    twice = SimpleNamespace(learned=True, policy=policy, signature=sig, started=time.monotonic() - 0.5,
+                            predictions={}, decision=PLAN, guarded=2)
+    p.record(twice)
+    assert p.outcomes[sig]["plan"] == [2.0, 2.1]  # chose twice: not kept
+
+
+def test_a_choice_tried_for_the_first_time_is_given_up_once_it_runs_past_its_watch(monkeypatch):
+    """A run trying Dask's own on the fastest workers, watched against a plan measured at 1 s:
+    at 1.25 s it is given up, the unfinished part is planned, the tried choice is measured as
+    long as it ran (it lost already), and the run, which changed its mind, is not kept."""
+    from types import SimpleNamespace
+
+    from taskflow.runtime.plugin import TaskflowPlugin
+    from taskflow.runtime.predict import SUBSET
+    from taskflow.runtime.runs import RUNNING, Run
+
+    g = TaskGraph("wide")
+    for i in range(12):
+        g.add_task(f"t{i}", cost=1.0)
+    cluster = Cluster.heterogeneous([4.0, 1.0])
+    p = TaskflowPlugin()
+    p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
+    monkeypatch.setattr(p, "_live_cluster", lambda r: cluster)
+    monkeypatch.setattr(p, "_unfinished", lambda r: [f"t{i}" for i in range(6, 12)])
+    sig = (frozenset({"t"}), 3)
+    p.outcomes[sig] = {"plan": [1.0], "dask": [], "subset": [], "predicted": {"plan": 1.0, "subset": 0.9}}
+    r = Run("r1", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
+    r.signature, r.started, r.state = sig, time.monotonic(), RUNNING
+    assert p._measured_choice(r, ("plan", "subset")) == (SUBSET, 0.9) and r.watch == pytest.approx(1.25)
+    r.decision = SUBSET
+    p.learn_within(r, "t", 0.1, cluster.ids[0], "s1")  # within its watch: nothing changes
+    assert r.decision == SUBSET and p.outcomes[sig]["subset"] == []
+    r.started -= 1.3
+    p.learn_within(r, "t", 0.1, cluster.ids[0], "s2")
+    assert r.decision == PLAN and set(r.plan) == {f"t{i}" for i in range(6, 12)} and r.state == RUNNING
+    assert p.outcomes[sig]["subset"] == [pytest.approx(1.3, abs=0.05)]  # measured as long as it ran
+    p.record(r)
+    assert p.outcomes[sig]["plan"] == [1.0] and len(p.outcomes[sig]["subset"]) == 1  # not kept
+    again = Run("r2", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
+    again.signature = sig
+    assert p._measured_choice(again, ("plan", "subset"))[0] == PLAN
+
+
+def test_a_run_left_to_dask_at_once_is_predicted_by_what_its_earlier_runs_measured_shortest():
+    from taskflow.runtime.adaptation import shortest_measured
+
+    assert shortest_measured({}) is None and shortest_measured({"plan": [], "dask": []}) is None
+    assert shortest_measured({"plan": [1.0, 3.0], "dask": [1.5], "subset": [0.5, 0.6, 0.9]}) == ("subset", 0.6)
+    assert shortest_measured({"plan": [0.97], "dask": [1.0]}) == ("dask", 1.0)  # not 5% shorter: Dask's own
+    assert shortest_measured({"plan": [0.9], "dask": [1.0]}, ("dask",)) == ("dask", 1.0)

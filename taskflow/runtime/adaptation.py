@@ -15,7 +15,8 @@ from .dask_hooks import dask_state
 from .predict import CHOICES, DASK, PLAN, SUBSET, choose, narrow_pairs, narrow_rate, subsets
 from .runs import FAILED, REPLANNING, UNFINISHED_KEY
 
-__all__ = ["Adapting", "P2P_PREFIXES", "decision_note", "signature", "KEEP_OUTCOMES", "MIN_TASKS", "MEASURED_MARGIN"]
+__all__ = ["Adapting", "P2P_PREFIXES", "decision_note", "signature", "shortest_measured", "KEEP_OUTCOMES",
+           "MIN_TASKS", "MEASURED_MARGIN", "CLOSE", "WATCH"]
 
 #: measured runs kept per kind of work and choice (the latest), and kinds of work kept
 KEEP_OUTCOMES = (5, 256)
@@ -23,6 +24,13 @@ KEEP_OUTCOMES = (5, 256)
 MIN_TASKS = 3
 #: how much shorter (a fraction) another choice's measured runs must be for it to replace Dask's own
 MEASURED_MARGIN = 0.05
+
+#: a choice measured once within this fraction of the shortest is measured once more before it is dismissed
+#: (two runs of the same work here differ by up to 13%)
+CLOSE = 0.15
+#: how much longer (a fraction) than the shortest measured so far a run trying a choice may run
+#: before it is given up for that one
+WATCH = 0.25
 
 #: task-name prefixes of Dask's peer-to-peer shuffles and rechunks, whose output tasks Dask's shuffle
 #: extension itself pins to workers: a graph with one is left to Dask's own scheduling
@@ -70,9 +78,11 @@ class Adapting:
             k in tasks and tasks[k].prefix.name.startswith(P2P_PREFIXES) for k in keys)
         if not worth:
             self._leave_to_dask(r, keys, cluster)
-            runs = self.outcomes.get(r.signature) or {}
-            if r.predicted is None and len(keys) == len(r.graph) and runs.get(DASK):
-                r.predicted = statistics.median(runs[DASK])  # as long as its earlier runs took
+            measured = shortest_measured(self.outcomes.get(r.signature) or {})
+            if r.predicted is None and len(keys) == len(r.graph) and measured is not None:
+                # as long as its earlier runs took by what they were left to or chose (a run that
+                # begins left to Dask may choose once its tasks show uneven workers)
+                r.predicted = measured[1]
         return worth
 
     def _narrow(self, r, cluster) -> bool:
@@ -154,10 +164,15 @@ class Adapting:
         cluster (:meth:`record`), or None where they do not say yet. The first run of a kind of
         work learns (the guard's prediction, re-decisions within the run) and is not counted; the
         next one is the guard's, whose predictions are kept; the next ones try once each other of
-        ``choices`` predicted within the guard's error band of the best one (at most
-        ``1 / (1 - margin)`` times it), then take the one measured shortest (medians of the latest
-        :data:`KEEP_OUTCOMES`), Dask's own unless another is at least :data:`MEASURED_MARGIN`
-        shorter."""
+        ``choices`` that the predictions do not rule out (predicted within ``1 / (1 - margin)`` of
+        the best, a band widened to twice the largest error, measured / predicted - 1, of the
+        choices measured so far), the shortest predicted first, each watched (:meth:`_give_up`):
+        once it has run :data:`WATCH` longer than the median of the choice measured shortest so
+        far, it is given up for that one. Then the one measured shortest (medians of the latest :data:`KEEP_OUTCOMES`)
+        is taken, Dask's own unless another is at least :data:`MEASURED_MARGIN` shorter; a choice
+        measured once within :data:`CLOSE` of the shortest is measured once more first. A run that
+        begins left to Dask (a peer-to-peer shuffle in its graph, or workers not yet seen to
+        differ) makes its first choice mid-run, by the same rules."""
         runs = self.outcomes.get(r.signature)
         if runs is None:
             return None
@@ -165,16 +180,36 @@ class Adapting:
         if not any(runs.get(c) for c in choices):
             return None  # the guard decides, once
         preds = runs.get("predicted") or {}
-        band = min(preds.values()) / (1.0 - r.policy.margin) if preds else float("inf")
         tried = [c for c in choices if runs.get(c)]
-        for c in choices:
-            if not runs.get(c) and (not preds or preds.get(c, float("inf")) <= band):
-                return c, preds.get(c)  # try it once: as the guard predicted it, if it did
         medians = {c: statistics.median(runs[c]) for c in tried}
         best = min(medians, key=medians.get)
-        if DASK in medians and medians[best] > (1.0 - MEASURED_MARGIN) * medians[DASK]:
-            best = DASK
-        return best, medians[best]
+        # the guard's predictions rule out a choice only as far as they proved right: the band
+        # widens with the error of the predictions of the choices measured
+        errors = [abs(medians[c] / preds[c] - 1.0) for c in tried if preds.get(c)]
+        slack = max([1.0 / (1.0 - r.policy.margin) - 1.0] + [2.0 * e for e in errors])
+        band = min(preds.values()) * (1.0 + slack) if preds else float("inf")
+        untried = sorted((c for c in choices if not runs.get(c) and (not preds or preds.get(c, float("inf")) <= band)),
+                         key=lambda c: preds.get(c, float("inf")))
+        if untried:  # try it once, watched: as the guard predicted it, if it did
+            r.watch, r.fallback = (1.0 + WATCH) * medians[best], best
+            return untried[0], preds.get(untried[0])
+        for c in tried:  # a close second measured once is measured again: one run is not its median
+            if c != best and len(runs[c]) == 1 and medians[c] <= (1.0 + CLOSE) * medians[best]:
+                return c, medians[c]
+        return shortest_measured(runs, choices)
+
+    def _give_up(self, r, stimulus_id: str) -> None:
+        """``r``, trying a choice for the first time, has run longer than its watch allows: that
+        choice is measured as long as this (it lost already) and the unfinished part goes to the
+        choice measured shortest so far."""
+        book = self.outcomes.get(r.signature)
+        if book is not None and r.decision in book:
+            book[r.decision].append(time.monotonic() - r.started)
+        r.watch = 0.0
+        r.redecisions += 1  # changed its mind: not kept under either choice
+        r.guarded += 1
+        self._move(r, REPLANNING)
+        self._move(r, FAILED if r.error else r.before, stimulus_id)
 
     def begin(self, r) -> None:
         """``r`` begins running: what kind of work it is (:func:`signature`), and since when.
@@ -204,7 +239,7 @@ class Adapting:
                 del book[next(iter(book))]
             book[r.signature] = {c: [] for c in CHOICES}
             return
-        if r.redecisions == 0:
+        if r.guarded <= 1:  # it chose once at most: its makespan is that choice's
             if r.predictions and not book[r.signature].get("predicted"):
                 book[r.signature]["predicted"] = dict(r.predictions)  # the guard's, for the next runs to explore by
             kept = book[r.signature].setdefault(r.decision, [])
@@ -235,14 +270,21 @@ class Adapting:
         # both sides of it, which the prediction (of the unfinished tasks alone) does not see
         candidates = subsets(cluster, p.spread, narrow_rate(graph, _ccr(p)) if whole else 0.0)
         choices = tuple(c for c in getattr(p, "choices", CHOICES) if c != SUBSET or candidates) or (DASK,)
-        measured = self._measured_choice(r, choices) if whole else None
+        # the run's first choice (at its start, or mid-run where it began left to Dask: a graph with a
+        # peer-to-peer shuffle, or workers that looked alike) follows the measured runs of the same work
+        first = r.guarded == 0
+        r.guarded += 1
+        measured = self._measured_choice(r, choices) if first else None
+        if r.fallback is not None and not r.watch:  # a watched try given up: the choice measured shortest
+            measured = (r.fallback if r.fallback in choices else DASK), None
+            r.fallback = None
         state = None
         if measured is None or (measured[0] == SUBSET and len(candidates) > 1):
             state = dask_state(self.dask_scheduler, sorted(set(prefixes.values())))
         r.predictions = {}
         if measured is None:
             decision, predicted, _, held = choose(graph, cluster, plan, state, p.margin, p.limit, p, p.spread, choices,
-                                                  candidates, r.predictions if whole else None)
+                                                  candidates, r.predictions if first else None)
         else:
             decision, predicted = measured
             held = candidates[0] if decision == SUBSET else None
@@ -291,6 +333,9 @@ class Adapting:
         stimulus_id : str
         """
         p = r.policy
+        if r.watch and time.monotonic() - r.started > r.watch:
+            self._give_up(r, stimulus_id)
+            return
         if r.fixed or r.redecisions >= p.replans or \
                 time.monotonic() - r.decided_at < max(p.interval, 20 * r.decide_secs):
             return  # at most a twentieth of the scheduler's time goes to deciding
@@ -324,6 +369,25 @@ class Adapting:
         r.redecisions += 1
         self._move(r, REPLANNING)
         self._move(r, FAILED if r.error else r.before, stimulus_id)
+
+
+def shortest_measured(runs: dict, choices=CHOICES) -> tuple | None:
+    """``(choice, median seconds)``: of ``choices``, the one whose measured runs (``runs``: choice
+    -> makespans) have the shortest median, Dask's own unless another is at least
+    :data:`MEASURED_MARGIN` shorter; None where none was measured.
+
+    Parameters
+    ----------
+    runs : dict
+    choices : iterable of str
+    """
+    medians = {c: statistics.median(runs[c]) for c in choices if runs.get(c)}
+    if not medians:
+        return None
+    best = min(medians, key=medians.get)
+    if DASK in medians and medians[best] > (1.0 - MEASURED_MARGIN) * medians[DASK]:
+        best = DASK
+    return best, medians[best]
 
 
 def _ccr(policy) -> float:

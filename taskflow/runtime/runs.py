@@ -72,7 +72,7 @@ class Run:
     __slots__ = ("id", "graph", "policy", "cluster", "client", "plan", "prio", "addr", "replans", "error", "owned",
                  "estimate", "prefix_costs", "learned", "predicted", "state", "done", "before", "decision", "decided_at",
                  "decide_secs", "estimates", "speeds_used", "redecisions", "signature", "started", "fixed", "ended",
-                 "fast", "predictions")
+                 "fast", "predictions", "guarded", "watch", "fallback")
 
     def __init__(self, run_id, graph: TaskGraph, policy, cluster: Cluster | None, client: str | None, owned: bool,
                  estimate: bool = False, prefix_costs: dict | None = None):
@@ -110,6 +110,11 @@ class Run:
         self.ended = 0.0  # when its last key finished (monotonic seconds, in the scheduler)
         self.fast: tuple = ()
         self.predictions: dict = {}  # the guard's predicted makespan of each choice it simulated
+        self.guarded = 0  # how many times the guard chose for it (at its start, or mid-run)
+        # a run trying a choice for the first time: given up for ``fallback`` (the choice measured
+        # shortest so far) once it has run ``watch`` seconds (0: not watched)
+        self.watch = 0.0
+        self.fallback: str | None = None
 
     def __repr__(self) -> str:
         return f"<Run {self.id!r} {self.state}, {len(self.done)}/{len(self.graph)} keys finished>"
