@@ -46,6 +46,7 @@ def test_a_workload_computes_the_same_twice(name, tmp_path):
     (["--clusters", "nowhere"], "unknown cluster 'nowhere'"),
     (["--workloads", "nope"], "unknown workload 'nope'"),
     (["--repeat", "0"], "argument --repeat: must be an integer >= 1"),
+    (["--firsts", "0"], "argument --firsts: must be an integer >= 1"),
     (["--scheduler", "heft,cpop"], "give one --scheduler"),
 ])
 def test_bad_arguments_are_one_line_and_start_nothing(argv, message, capsys, tmp_path):
@@ -56,7 +57,7 @@ def test_bad_arguments_are_one_line_and_start_nothing(argv, message, capsys, tmp
 
 @pytest.mark.slow
 def test_one_workload_end_to_end(tmp_path, capsys):
-    assert main(["bench", "--suite", "dask", "--workloads", "df-groupby", "--repeat", "1",
+    assert main(["bench", "--suite", "dask", "--workloads", "df-groupby", "--repeat", "1", "--firsts", "2",
                  "--out", str(tmp_path)]) == 0
     text = (tmp_path / "dask.csv").read_text().splitlines()
     assert text[0].startswith("cluster,workload,policy,runs") and text[1].startswith("homogeneous,df-groupby,adaptive,1")
@@ -65,6 +66,9 @@ def test_one_workload_end_to_end(tmp_path, capsys):
 
     (made,) = list(csv.DictReader(text))
     assert made["decisions"] == "dask"  # workers alike: the default policy leaves its counted run to Dask
+    assert made["firsts"] == "2" and made["first_decision"] == "dask dask"  # two first runs, each on its own cluster
+    lo, mid, hi = (float(made[f"dask_first{x}"]) for x in ("_min", "", "_max"))
+    assert lo < hi and mid == pytest.approx((lo + hi) / 2)  # the median of two
     rows = run_suite(["homogeneous"], ["delayed-loading"], repeat=1, policy="heft", progress=False)
     (row,) = rows
     assert row["policy"] == "heft" and row["dask_median"] > 0 and row["ours_median"] > 0

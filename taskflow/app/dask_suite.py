@@ -6,9 +6,10 @@ scheduler plugin saw it (from the graph's arrival to its last result): ``predict
 the median over the later runs (``first_prediction_error``: the first run).
 
 For each cluster and workload: each side's *first run* on a fresh cluster of its own (nothing
-measured yet: Dask's defaults and taskflow's priors), then on one more fresh cluster a warm-up run
-of each side (not counted) and ``repeat`` runs of each side, alternating, whose median and spread
-are reported. Every result is checked against the other side's.
+measured yet: Dask's defaults and taskflow's priors), ``firsts`` times, alternating (their median
+is reported: one first run differs from the next by up to 2x here); then on one more fresh
+cluster a warm-up run of each side (not counted) and ``repeat`` runs of each side, alternating,
+whose median and spread are reported. Every result is checked against the other side's.
 
 Clusters: ``homogeneous`` (``workers`` processes of one thread); ``heterogeneous`` (the same, the
 last worker held to a quarter of a core by a cgroup CPU quota: needs root and a cgroup cpu
@@ -138,7 +139,7 @@ def _timed(client, w, folder, policy, options=None):
 
 
 def run_suite(clusters=("homogeneous",), names=None, repeat: int = 5, workers: int = 2, policy: str = DEFAULT_POLICY,
-              progress: bool = True, options: dict | None = None) -> list:
+              progress: bool = True, options: dict | None = None, firsts: int = 1) -> list:
     """Run the suite; one row per cluster and workload.
 
     Parameters
@@ -156,6 +157,8 @@ def run_suite(clusters=("homogeneous",), names=None, repeat: int = 5, workers: i
         Print a line per workload.
     options : dict, optional
         The policy's options (``taskflow.use(client, policy, **options)``).
+    firsts : int
+        First runs of each side, each on a fresh cluster, alternating (their median is reported).
 
     Returns
     -------
@@ -169,8 +172,9 @@ def run_suite(clusters=("homogeneous",), names=None, repeat: int = 5, workers: i
     bad = [c for c in clusters if c not in CLUSTERS]
     if bad:
         raise TaskflowError(f"unknown cluster {bad[0]!r}; known: {', '.join(CLUSTERS)}")
-    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
-        raise TaskflowError(f"repeat must be an integer >= 1, got {repeat!r}")
+    for name, n in (("repeat", repeat), ("firsts", firsts)):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise TaskflowError(f"{name} must be an integer >= 1, got {n!r}")
     chosen = [workload(n) for n in names] if names else list(WORKLOADS)
     if "heterogeneous" in clusters:
         from ..testbed import cpu_limits_available
@@ -193,7 +197,7 @@ def run_suite(clusters=("homogeneous",), names=None, repeat: int = 5, workers: i
                 with tempfile.TemporaryDirectory(prefix="taskflow-suite-") as folder:
                     if w.prepare is not None:
                         w.prepare(folder)
-                    rows.append(_measure(kind, w, folder, repeat, workers, policy, k % 2, options))
+                    rows.append(_measure(kind, w, folder, repeat, workers, policy, k % 2, options, firsts))
                 if progress:
                     print(format_rows([rows[-1]], header=False), flush=True)
     return rows
@@ -220,18 +224,21 @@ class _same_shuffles_quiet:
         self.logger.setLevel(self.level)
 
 
-def _measure(kind, w, folder, repeat, workers, policy, first_side: int, options) -> dict:
+def _measure(kind, w, folder, repeat, workers, policy, first_side: int, options, firsts: int = 1) -> dict:
     sides = [None, policy]  # None: Dask's own scheduling
-    first, first_seen = {}, {}
+    first = {None: [], policy: []}
+    first_seen = []  # what the plugin saw of the policy's first runs
     results = {}
-    for s in (sides[first_side], sides[1 - first_side]):
-        c = _cluster(kind, workers)
-        try:
-            (first[s], results[s], seen), = c.session(w, folder, [s], options)
+    for i in range(firsts):  # each side's first run on a fresh cluster of its own, alternating
+        for s in (sides[(first_side + i) % 2], sides[(first_side + i + 1) % 2]):
+            c = _cluster(kind, workers)
+            try:
+                (secs, results[s], seen), = c.session(w, folder, [s], options)
+            finally:
+                c.close()
+            first[s].append(secs)
             if s is not None:
-                first_seen = seen
-        finally:
-            c.close()
+                first_seen.append(seen)
     times = {None: [], policy: []}
     order = list(sides)  # the warm-up of each, not counted; then alternating
     for r in range(repeat):
@@ -252,14 +259,19 @@ def _measure(kind, w, folder, repeat, workers, policy, first_side: int, options)
     if not w.same(results[None], results[policy]):
         raise TaskflowError(f"{w.name}: {policy} and Dask's own scheduling computed different results")
     dask_med, ours_med = statistics.median(times[None]), statistics.median(times[policy])
-    return {"cluster": kind, "workload": w.name, "policy": policy, "runs": repeat,
-            "dask_first": first[None], "ours_first": first[policy],
+    dask_first, ours_first = statistics.median(first[None]), statistics.median(first[policy])
+    first_errors = [e for e in map(_error, first_seen) if e == e]
+    return {"cluster": kind, "workload": w.name, "policy": policy, "runs": repeat, "firsts": firsts,
+            "dask_first": dask_first, "ours_first": ours_first,
+            "dask_first_min": min(first[None]), "dask_first_max": max(first[None]),
+            "ours_first_min": min(first[policy]), "ours_first_max": max(first[policy]),
             "dask_median": dask_med, "dask_min": min(times[None]), "dask_max": max(times[None]),
             "ours_median": ours_med, "ours_min": min(times[policy]), "ours_max": max(times[policy]),
-            "ratio": ours_med / dask_med, "first_ratio": first[policy] / first[None],
+            "ratio": ours_med / dask_med, "first_ratio": ours_first / dask_first,
             "prediction_error": statistics.median(errors) if errors else float("nan"),
-            "first_prediction_error": _error(first_seen), "decisions": " ".join(d or "-" for d in decisions),
-            "first_decision": first_seen.get("decision") or "-"}
+            "first_prediction_error": statistics.median(first_errors) if first_errors else float("nan"),
+            "decisions": " ".join(d or "-" for d in decisions),
+            "first_decision": " ".join(seen.get("decision") or "-" for seen in first_seen)}
 
 
 def _pct(x: float) -> str:

@@ -163,6 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--workloads", help="with --suite dask: the workloads to run, comma-separated (default all)")
     sp.add_argument("--repeat", type=COUNT, default=5, help="with --suite dask: runs of each side after the first "
                     "(default 5)")
+    sp.add_argument("--firsts", type=COUNT, default=1, help="with --suite dask: first runs of each side, each on a "
+                    "fresh cluster; their median is reported (default 1)")
     add_scheduler(sp, alias=True)
     sp.add_argument("--out", default="taskflow-out/bench", help="output folder (default taskflow-out/bench)")
     sp.add_argument("--jobs", type=COUNT, help="parallel processes (default: all cores)")

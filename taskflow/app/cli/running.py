@@ -150,7 +150,8 @@ def _bench_dask(args, names) -> int:
     policy = names[0] if names else DEFAULT_POLICY
     clusters = [c.strip() for c in args.clusters.split(",") if c.strip()]
     workloads = [w.strip() for w in args.workloads.split(",") if w.strip()] if args.workloads else None
-    rows = run_dask_suite(clusters, workloads, args.repeat, policy=policy, progress=not args.quiet)
+    rows = run_dask_suite(clusters, workloads, args.repeat, policy=policy, progress=not args.quiet,
+                          firsts=args.firsts)
     table = format_rows(rows) + ("\n\n" + summarise(rows) if rows else "")
     print(table)
     os.makedirs(args.out, exist_ok=True)
