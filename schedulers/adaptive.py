@@ -19,8 +19,11 @@ the same plan. Inside Dask's scheduler (the taskflow plugin) three rules are add
    give way only to one predicted at least ``margin`` shorter; on workers alike and joined alike
    nothing is simulated and Dask decides, stealing included: a list scheduler rarely wins there
    by more than its estimates are off. Runs of the same work then try once each of the three
-   predicted within the margin's band of the best, and keep the one measured shortest (medians
-   of the latest five; Dask's own unless another is 5% shorter). Mid-run, a group behind a
+   that the predictions do not rule out (within the margin's band of the best, widened to twice
+   the error the predictions of the choices measured so far showed), each given up for the best
+   measured so far once it runs 25% longer than it (successive elimination, Even-Dar et al.
+   2006; Hoeffding races, Maron and Moore 1993), and keep the one measured shortest (medians of
+   the latest five; Dask's own unless another is 5% shorter). Mid-run, a group behind a
    narrow link is not weighed: the finished tasks' outputs sit on both sides of it.
 2. **Learning within the run** (selective rescheduling, Sakellariou and Zhao 2004): as the run's
    tasks finish, a task-name prefix whose measured duration (at speed 1, by the learned worker
@@ -42,8 +45,10 @@ communication-to-computation ratio); R. Sakellariou, H. Zhao,
 "A low-cost rescheduling policy for efficient mapping of workflows on grid systems", Scientific
 Programming 12(4), 2004; T. Yang, A. Gerasoulis, "DSC: scheduling parallel tasks on an unbounded
 number of processors", IEEE TPDS 5(9), 1994 (zeroing a costly edge by putting both ends on one
-processor, the idea behind holding a graph to one rack); Dask distributed's work-stealing
-documentation.
+processor, the idea behind holding a graph to one rack); O. Maron, A. Moore, "Hoeffding races:
+accelerating model selection search", NIPS 1993; E. Even-Dar, S. Mannor, Y. Mansour, "Action
+elimination and stopping conditions for the multi-armed bandit problem", JMLR 7, 2006; Dask
+distributed's work-stealing documentation.
 """
 
 from __future__ import annotations
