@@ -194,8 +194,9 @@ def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
     p.record(run(other, "subset", 1.6))  # 45% over: the band grows to 1.9x, dask still out of it
     choice, predicted = p._measured_choice(run(other, None, 0))
     assert choice == "plan" and predicted == pytest.approx(1.35, abs=0.01)
-    # plan measured 3x its prediction: the band is 5x the best predicted, dask (4.4x) in it; Dask's own, measured once within 15% of the
-    # shortest, is measured once more before it is dismissed, and kept unless beaten by 5%
+    # plan measured 3x its prediction: the band is 5x the best predicted, dask (4.4x) in it; Dask's own,
+    # measured once within 15% of the shortest, is measured once more before it is dismissed, and kept
+    # unless beaten by 5%
     third = (frozenset({"c"}), 5)
     p.record(run(third, "plan", 1.0))
     guarded = run(third, "plan", 1.35)
