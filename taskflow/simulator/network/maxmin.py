@@ -63,45 +63,118 @@ def _take(i, cap, used, n, share, flows, level):
 
 
 @kernel(cache=True)
-def _fill_pairs(qs, P, pn, pcap, up, down, prate, capped, bp, rack, rup, rdown):
+def _sift(heap, pos, share, code, i, n):
+    """Move port ``i`` to its place in the indexed min-heap ``heap[:n]`` (``pos``: each port's
+    place), ordered by ``(share, code)``: up while it is below its parent, else down."""
+    j = pos[i]
+    while j > 0:
+        p = (j - 1) // 2
+        o = heap[p]
+        if share[o] < share[i] or (share[o] == share[i] and code[o] < code[i]):
+            break
+        heap[j] = o
+        pos[o] = j
+        j = p
+    heap[j] = i
+    pos[i] = j
+    _down(heap, pos, share, code, i, n)
+
+
+@kernel(cache=True)
+def _down(heap, pos, share, code, i, n):
+    """Move port ``i`` down the indexed min-heap ``heap[:n]`` (see :func:`_sift`) to its place."""
+    j = pos[i]
+    while True:
+        c = 2 * j + 1
+        if c >= n:
+            break
+        o = heap[c]
+        if c + 1 < n:
+            o2 = heap[c + 1]
+            if share[o2] < share[o] or (share[o2] == share[o] and code[o2] < code[o]):
+                c += 1
+                o = o2
+        if share[i] < share[o] or (share[i] == share[o] and code[i] < code[o]):
+            break
+        heap[j] = o
+        pos[o] = j
+        j = c
+    heap[j] = i
+    pos[i] = j
+
+
+@kernel(cache=True)
+def _fill_pairs(qs, P, pcode, pn, pcap, up, down, prate, capped, bp, rack, rup, rdown, loc):
     """Max-min fair rate per flow of each active (source, destination) pair, by progressive filling.
 
-    ``qs[:P]`` lists the active pairs, each a code ``c * W * W + a * W + b`` (class ``c``, source
-    ``a``, destination ``b``); ``pn[code]`` holds its number of active flows (flows of one pair are
-    alike) and ``prate[code]`` receives their rate; ``pcap[a * W + b]`` is the pair's own cap. All
+    ``qs[:P]`` lists the active pairs' slots; slot ``q`` holds a pair's code ``pcode[q] = c * W * W
+    + a * W + b`` (class ``c``, source ``a``, destination ``b``), its number of active flows
+    ``pn[q]`` (flows of one pair are alike), its own cap ``pcap[q]``, and receives their rate in
+    ``prate[q]``. All
     unfrozen pairs share one rising *level*; at each step the port (an upload or a download
     capacity) whose remaining capacity per unfrozen flow is smallest saturates, and every pair
     through it freezes at the level (a pair whose own cap is strictly lower freezes at its cap
     first). Each pair freezes once. The ports' shares (remaining capacity / unfrozen flows) only
-    rise as pairs freeze, so the lowest is kept in a heap whose outdated entries are skipped:
-    O(W + P log P) per solve, whatever the number of idle workers. ``capped=False`` says no pair's
-    cap is below its ports' capacities (so no cap can bind) and skips sorting the caps. ``bp`` is
-    the backplane: one more port that every flow passes (``inf``: none); when it saturates, every
-    unfrozen pair freezes. ``rack`` (rack index per worker) with ``rup`` / ``rdown`` (per rack)
-    adds the racks' uplinks and downlinks: ports shared by the pairs that leave or enter a rack
-    (none when ``rup`` is empty)."""
+    rise as pairs freeze, so the lowest is kept in a heap whose outdated entries are skipped.
+    Only the ports with flows are indexed (``loc``: a scratch array of ``2 W`` entries, all -1,
+    left so): O(P log P) per solve, whatever the number of workers. ``capped=False`` says no
+    pair's cap is below its ports' capacities (so no cap can bind) and skips sorting the caps.
+    ``bp`` is the backplane: one more port that every flow passes (``inf``: none); when it
+    saturates, every unfrozen pair freezes. ``rack`` (rack index per worker) with ``rup`` /
+    ``rdown`` (per rack) adds the racks' uplinks and downlinks: ports shared by the pairs that
+    leave or enter a rack (none when ``rup`` is empty)."""
     W = up.shape[0]
     R = rup.shape[0]
     WW = W * W
-    # pairs per upload port (source) and per download port (destination)
-    up_ptr = np.zeros(W + 1, np.int64)
-    down_ptr = np.zeros(W + 1, np.int64)
-    n_up = np.zeros(W)
-    n_down = np.zeros(W)
+    # the ports with flows, numbered in order of first use: loc[a] is source a's upload port,
+    # loc[W + b] destination b's download port; code[i] = 2 * worker + is_download
+    code = np.empty(2 * P, np.int64)
+    ptr = np.zeros(2 * P + 1, np.int64)
+    pu = np.empty(P, np.int64)
+    pd = np.empty(P, np.int64)
+    L = 0
     for k in range(P):
-        q = qs[k]
-        r = q % WW
+        r = pcode[qs[k]] % WW
         a, b = r // W, r % W
-        up_ptr[a + 1] += 1
-        down_ptr[b + 1] += 1
-        n_up[a] += pn[q]
-        n_down[b] += pn[q]
+        if loc[a] < 0:
+            loc[a] = L
+            code[L] = 2 * a
+            L += 1
+        if loc[W + b] < 0:
+            loc[W + b] = L
+            code[L] = 2 * b + 1
+            L += 1
+        pu[k] = loc[a]
+        pd[k] = loc[W + b]
+        ptr[pu[k] + 1] += 1
+        ptr[pd[k] + 1] += 1
+    for i in range(L):
+        ptr[i + 1] += ptr[i]
+    plist = np.empty(2 * P, np.int64)  # each port's pairs, in pair order
+    fill = ptr[:L].copy()
+    cap = np.empty(L)
+    used = np.zeros(L)
+    nflows = np.zeros(L)
+    share = np.empty(L)
+    caps = np.empty(P)
+    for i in range(L):
+        w = code[i] // 2
+        cap[i] = up[w] if code[i] % 2 == 0 else down[w]
     n_rup = np.zeros(R)
     n_rdown = np.zeros(R)
-    if R > 0:
-        for k in range(P):
-            q = qs[k]
-            r = q % WW
+    n_all = 0.0
+    for k in range(P):
+        q = qs[k]
+        r = pcode[q] % WW
+        plist[fill[pu[k]]] = k
+        fill[pu[k]] += 1
+        plist[fill[pd[k]]] = k
+        fill[pd[k]] += 1
+        nflows[pu[k]] += pn[q]
+        nflows[pd[k]] += pn[q]
+        n_all += pn[q]
+        caps[k] = pcap[q]
+        if R > 0:
             a, b = r // W, r % W
             if rack[a] != rack[b]:
                 n_rup[rack[a]] += pn[q]
@@ -112,44 +185,16 @@ def _fill_pairs(qs, P, pn, pcap, up, down, prate, capped, bp, rack, rup, rdown):
     share_rdown = np.empty(R)
     _shares(rup, used_rup, n_rup, share_rup)
     _shares(rdown, used_rdown, n_rdown, share_rdown)
-    for w in range(W):
-        up_ptr[w + 1] += up_ptr[w]
-        down_ptr[w + 1] += down_ptr[w]
-    up_list = np.empty(P, np.int64)
-    down_list = np.empty(P, np.int64)
-    fill_u = up_ptr[:W].copy()
-    fill_d = down_ptr[:W].copy()
-    caps = np.empty(P)
-    for k in range(P):
-        q = qs[k]
-        r = q % WW
-        a, b = r // W, r % W
-        up_list[fill_u[a]] = k
-        fill_u[a] += 1
-        down_list[fill_d[b]] = k
-        fill_d[b] += 1
-        caps[k] = pcap[r]
-    used_up = np.zeros(W)
-    used_down = np.zeros(W)
-    share_up = np.empty(W)
-    share_down = np.empty(W)
-    _shares(up, used_up, n_up, share_up)
-    _shares(down, used_down, n_down, share_down)
-    # the ports with flows, in a heap of (share, 2 * worker + is_download): ties go to the lower
-    # worker, its upload first
-    heap = [(np.inf, -1)]
-    heap.pop()
-    for k in range(P):  # each port with flows once (its first pair in its list)
-        r = qs[k] % WW
-        a, b = r // W, r % W
-        if up_list[up_ptr[a]] == k:
-            heap.append((share_up[a], 2 * a))
-        if down_list[down_ptr[b]] == k:
-            heap.append((share_down[b], 2 * b + 1))
-    heapq.heapify(heap)
-    n_all = 0.0
-    for k in range(P):
-        n_all += pn[qs[k]]
+    _shares(cap, used, nflows, share)
+    # the ports in an indexed heap by (share, code): ties go to the lower worker, its upload
+    # first; a port moves down when a pair through it freezes (its share rose)
+    heap = np.empty(L, np.int64)
+    hpos = np.empty(L, np.int64)
+    for i in range(L):
+        heap[i] = i
+        hpos[i] = i
+    for i in range(L // 2 - 1, -1, -1):
+        _down(heap, hpos, share, code, heap[i], L)
     used_bp = 0.0
     by_cap = np.argsort(caps) if capped else np.empty(0, np.int64)
     n_cap = P if capped else 0
@@ -158,14 +203,10 @@ def _fill_pairs(qs, P, pn, pcap, up, down, prate, capped, bp, rack, rup, rdown):
     cp = 0
     left = P
     while left > 0:
-        best, port, is_up = np.inf, -1, True
-        while heap:  # the lowest current share (an entry whose port's share moved since is outdated)
-            s, code = heap[0]
-            w = code // 2
-            if s == (share_up[w] if code % 2 == 0 else share_down[w]) and s < np.inf:
-                best, port, is_up = s, w, code % 2 == 0
-                break
-            heapq.heappop(heap)
+        best, port = np.inf, -1
+        if L > 0 and share[heap[0]] < np.inf:  # the port with the lowest share
+            port = heap[0]
+            best = share[port]
         best, rport, r_up = _lowest(share_rup, share_rdown, best)
         while cp < n_cap and frozen[by_cap[cp]]:
             cp += 1
@@ -184,7 +225,7 @@ def _fill_pairs(qs, P, pn, pcap, up, down, prate, capped, bp, rack, rup, rdown):
             n_in = 0
             for k in range(P):
                 if not frozen[k]:
-                    r = qs[k] % WW
+                    r = pcode[qs[k]] % WW
                     a, b = r // W, r % W
                     if rack[a] != rack[b] and ((r_up and rack[a] == rport) or (not r_up and rack[b] == rport)):
                         rlist[n_in] = k
@@ -192,10 +233,7 @@ def _fill_pairs(qs, P, pn, pcap, up, down, prate, capped, bp, rack, rup, rdown):
             lo, hi, lst = 0, n_in, rlist
         elif port >= 0:
             level = best
-            if is_up:
-                lo, hi, lst = up_ptr[port], up_ptr[port + 1], up_list
-            else:
-                lo, hi, lst = down_ptr[port], down_ptr[port + 1], down_list
+            lo, hi, lst = ptr[port], ptr[port + 1], plist
         else:  # nothing constrains what is left: infinite bandwidth
             for k in range(P):
                 if not frozen[k]:
@@ -213,29 +251,31 @@ def _fill_pairs(qs, P, pn, pcap, up, down, prate, capped, bp, rack, rup, rdown):
             frozen[k] = True
             left -= 1
             q = qs[k]
-            r = q % WW
-            a, b = r // W, r % W
             prate[q] = level
             n_all -= pn[q]
             used_bp += level * pn[q]
-            _take(a, up, used_up, n_up, share_up, pn[q], level)
-            _take(b, down, used_down, n_down, share_down, pn[q], level)
-            if share_up[a] < np.inf:
-                heapq.heappush(heap, (share_up[a], 2 * a))
-            if share_down[b] < np.inf:
-                heapq.heappush(heap, (share_down[b], 2 * b + 1))
-            if R > 0 and rack[a] != rack[b]:
-                _take(rack[a], rup, used_rup, n_rup, share_rup, pn[q], level)
-                _take(rack[b], rdown, used_rdown, n_rdown, share_rdown, pn[q], level)
+            _take(pu[k], cap, used, nflows, share, pn[q], level)  # one port moved at a time
+            _sift(heap, hpos, share, code, pu[k], L)
+            _take(pd[k], cap, used, nflows, share, pn[q], level)
+            _sift(heap, hpos, share, code, pd[k], L)
+            if R > 0:
+                r = pcode[q] % WW
+                a, b = r // W, r % W
+                if rack[a] != rack[b]:
+                    _take(rack[a], rup, used_rup, n_rup, share_rup, pn[q], level)
+                    _take(rack[b], rdown, used_rdown, n_rdown, share_rdown, pn[q], level)
+    for i in range(L):  # the scratch array is left as it came
+        w = code[i] // 2
+        loc[w if code[i] % 2 == 0 else W + w] = -1
 
 
 @kernel(cache=True)
-def _fill_classes(qs, P, pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown):
+def _fill_classes(qs, P, pcode, pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown, loc):
     """Strict priority between classes (class 0 first): each class shares, max-min fairly, the
     port (backplane, rack link) capacity the classes before it left. ``qs[:P]`` are the active
-    pairs' codes (see :func:`_fill_pairs`)."""
+    pairs' slots (see :func:`_fill_pairs`)."""
     if classes == 1:
-        _fill_pairs(qs, P, pn, pcap, up, down, prate, capped, bp, rack, rup, rdown)
+        _fill_pairs(qs, P, pcode, pn, pcap, up, down, prate, capped, bp, rack, rup, rdown, loc)
         return
     W = up.shape[0]
     WW = W * W
@@ -244,24 +284,24 @@ def _fill_classes(qs, P, pn, pcap, up, down, prate, classes, capped, bp, rack, r
     down_r = down.copy()
     rup_r = rup.copy()
     rdown_r = rdown.copy()
-    order = np.argsort(qs[:P] // WW, kind="mergesort")  # the pairs class by class
+    order = np.argsort(pcode[qs[:P]] // WW, kind="mergesort")  # the pairs class by class
     mine = np.empty(P, np.int64)
     k = 0
     for c in range(classes):
         m = 0
-        while k < P and qs[order[k]] // WW == c:
+        while k < P and pcode[qs[order[k]]] // WW == c:
             mine[m] = qs[order[k]]
             m += 1
             k += 1
         if m == 0:
             continue
-        _fill_pairs(mine, m, pn, pcap, up_r, down_r, prate, capped, bp, rack, rup_r, rdown_r)
+        _fill_pairs(mine, m, pcode, pn, pcap, up_r, down_r, prate, capped, bp, rack, rup_r, rdown_r, loc)
         for j in range(m):
             q = mine[j]
             if prate[q] < np.inf:
                 used = prate[q] * pn[q]
                 bp = max(0.0, bp - used)
-                r = q % WW
+                r = pcode[q] % WW
                 a, b = r // W, r % W
                 up_r[a] = max(0.0, up_r[a] - used)
                 down_r[b] = max(0.0, down_r[b] - used)
@@ -271,11 +311,11 @@ def _fill_classes(qs, P, pn, pcap, up, down, prate, classes, capped, bp, rack, r
 
 
 @kernel(cache=True)
-def _refresh(active, pair, done, nxt, rates, qs, P, pn, pcap, up, down, prate, t_last, recompute, classes, capped,
-             bp, rack, rup, rdown):
+def _refresh(active, pair, done, nxt, rates, qs, P, pcode, pn, pcap, up, down, prate, t_last, recompute, classes,
+             capped, bp, rack, rup, rdown, loc):
     """Recompute the rates (if the flow set changed) and return the time of the next flow event."""
     if recompute:
-        _fill_classes(qs, P, pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown)
+        _fill_classes(qs, P, pcode, pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown, loc)
     best = np.inf
     for f in range(active.shape[0]):
         if active[f]:
@@ -341,10 +381,16 @@ class MaxMinNetwork(Network):
         self.rup = np.full(racks, float(cluster.uplink) if racks else 0.0)
         self.rdown = self.rup.copy()
         self.classes = C = max(1, int(classes))
-        self.pn = np.zeros(C * W * W)
-        self.prate = np.zeros(C * W * W)
-        self.plist = np.zeros(64, np.int64)  # the active pairs' codes (pn > 0), the first self.npairs
-        self.ppos = {}  # code -> its position in plist
+        self.loc = np.full(2 * W, -1, np.int64)  # the solver's scratch: ports -> its own numbering
+        # active (class, source, destination) pairs, each in a slot: its code, flows, cap and rate
+        self.pslot = {}  # code -> slot
+        self.pcode = np.zeros(64, np.int64)
+        self.pn = np.zeros(64)
+        self.pcaps = np.zeros(64)
+        self.prate = np.zeros(64)
+        self.pfree = list(range(63, -1, -1))
+        self.plist = np.zeros(64, np.int64)  # the active pairs' slots, the first self.npairs
+        self.ppos = {}  # slot -> its position in plist
         self.npairs = 0
         cap0 = 64
         self.pair = np.zeros(cap0, np.int64)
@@ -374,20 +420,34 @@ class MaxMinNetwork(Network):
         self.flows.extend([None] * old)
         self.free.extend(range(2 * old - 1, old - 1, -1))
 
-    def _pair_on(self, q):
-        if self.npairs == len(self.plist):
-            self.plist = np.concatenate([self.plist, np.zeros(len(self.plist), np.int64)])
+    def _pair_on(self, code):
+        """The pair ``code`` has its first active flow: give it a slot; returns the slot."""
+        if not self.pfree:
+            old = len(self.pcode)
+            for name in ("pcode", "pn", "pcaps", "prate", "plist"):
+                arr = getattr(self, name)
+                setattr(self, name, np.concatenate([arr, np.zeros(old, arr.dtype)]))
+            self.pfree.extend(range(2 * old - 1, old - 1, -1))
+        q = self.pfree.pop()
+        self.pslot[code] = q
+        self.pcode[q] = code
+        self.pn[q] = 0.0
+        self.pcaps[q] = self.pcap[code % (self.W * self.W)]
         self.plist[self.npairs] = q
         self.ppos[q] = self.npairs
         self.npairs += 1
+        return q
 
     def _pair_off(self, q):
+        """The pair in slot ``q`` has no active flow left: free its slot."""
+        del self.pslot[int(self.pcode[q])]
         k = self.ppos.pop(q)
         self.npairs -= 1
         last = int(self.plist[self.npairs])
         if last != q:
             self.plist[k] = last
             self.ppos[last] = k
+        self.pfree.append(q)
 
     def _catch_up(self, now):
         dt = now - self.t_last
@@ -407,10 +467,11 @@ class MaxMinNetwork(Network):
         slot = self.free.pop()
         flow.slot = slot
         self.flows[slot] = flow
-        q = (flow.cls * self.W + flow.src) * self.W + flow.dst
+        code = (flow.cls * self.W + flow.src) * self.W + flow.dst
+        q = self.pslot.get(code)
+        if q is None:
+            q = self._pair_on(code)
         self.pair[slot] = q
-        if self.pn[q] == 0:
-            self._pair_on(q)
         self.pn[q] += 1
         self.done[slot] = 0.0
         self.total[slot] = flow.total
@@ -424,7 +485,7 @@ class MaxMinNetwork(Network):
         if slot >= 0:
             flow.done = self.done[slot]
             self.active[slot] = False
-            q = self.pair[slot]
+            q = int(self.pair[slot])
             self.pn[q] -= 1
             if self.pn[q] == 0:
                 self._pair_off(q)
@@ -467,9 +528,9 @@ class MaxMinNetwork(Network):
         if self.dirty or self.stale:
             if self.nactive:
                 self._next = _refresh(self.active, self.pair, self.done, self.nxt, self.rates, self.plist,
-                                      self.npairs, self.pn, self.pcap,
+                                      self.npairs, self.pcode, self.pn, self.pcaps,
                                       self.up, self.down, self.prate, self.t_last, self.dirty, self.classes,
-                                      self.capped, self.backplane, self.rack, self.rup, self.rdown)
+                                      self.capped, self.backplane, self.rack, self.rup, self.rdown, self.loc)
             else:
                 self._next = np.inf
             self.dirty = self.stale = False
