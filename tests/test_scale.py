@@ -16,6 +16,7 @@ from taskflow.cluster import Worker
 from taskflow.costs import CostModel, Durations
 from taskflow.errors import GraphError, WorkflowError
 from taskflow.simulator.network import maxmin
+from taskflow.simulator.states import DONE
 from workflows.scientific import genome_like, random_layered
 
 
@@ -220,3 +221,43 @@ def test_genome_like_shape():
     assert not np.array_equal(g.arrays.cost, genome_like(3, individuals=4, populations=2, seed=2).arrays.cost)
     with pytest.raises(WorkflowError, match="individuals must be an integer >= 1, got 0"):
         genome_like(2, individuals=0)
+
+
+def test_transfer_estimates_are_the_sum_over_inputs_not_held_for_every_worker_and_for_one():
+    """A policy's transfer estimate for every worker (one compiled pass per input) and for one
+    worker (what a steal asks) both equal the plain sum, input by input, of latency + bytes /
+    bandwidth from each input's source to the worker, skipping inputs a copy of which is there."""
+    from taskflow.policy import DynamicScheduler
+
+    seen = []
+
+    class Checker(DynamicScheduler):
+        name = "estimate-checker"
+
+        def on_ready(self, tasks, view):
+            s = view._s
+            for i in tasks:
+                every = view.transfer_estimates(i)
+                want = np.zeros(len(every))
+                for w in range(len(every)):
+                    for e in range(s.pred_ptr[i], s.pred_ptr[i + 1]):
+                        p = s.pred_idx[e]
+                        if s.status[p] == DONE and w not in s.have[p]:
+                            src = s.source_of(p, s.pred_size[e])
+                            want[w] += view._lat[src, w] + s.pred_size[e] * view._inv[src, w]
+                np.testing.assert_array_equal(every, want)
+                assert [view.transfer_estimate(i, w) for w in range(len(every))] == want.tolist()
+                seen.append(int(np.count_nonzero(want)))
+            return [(i, i % 2) for i in tasks]  # outputs on w0 and w1: w2 and w3 always fetch
+
+    g = genome_like(2, individuals=6, populations=2, seed=4)
+    bw = {"w0": {"w1": 5e7, "w2": 2e7}, "w3": {"w0": 1e7}}
+    c = Cluster([Worker(f"w{i}", 1.0 + i) for i in range(4)], bandwidth=1e8, bandwidths=bw, latency=1e-3)
+    from taskflow.jit import compiled
+
+    for h in (g, random_layered(40, seed=2)):
+        simulate(h, c, Checker(), network="maxmin", validate=True)
+        with compiled():
+            simulate(h, c, Checker(), network="maxmin", validate=True)
+    assert len(seen) == 2 * (len(g) + 40)
+    assert set(seen) >= {3, 4}, set(seen)  # every input held on one worker, or inputs on both

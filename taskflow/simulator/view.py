@@ -16,22 +16,23 @@ __all__ = ["SimView"]
 
 
 @kernel(cache=True)
-def _transfer_times(srcs, sizes, holders, ptr, k, lat, inv, out):  # pragma: no cover - compiled
+def _transfer_times(srcs, sizes, holders, ptr, k, lat, inv, out, here):  # pragma: no cover - compiled
     """``out[w]``: seconds to bring the ``k`` inputs (from ``srcs[j]``, ``sizes[j]`` bytes, already on
-    ``holders[ptr[j]:ptr[j+1]]``) to worker ``w``, one after another."""
+    ``holders[ptr[j]:ptr[j+1]]``) to worker ``w``, one after another (added in input order).
+    ``here``: a scratch mask of the workers, all False, left so."""
     W = out.shape[0]
     for w in range(W):
-        acc = 0.0
-        for j in range(k):
-            here = False
-            for x in range(ptr[j], ptr[j + 1]):
-                if holders[x] == w:
-                    here = True
-                    break
-            if not here:
-                src = srcs[j]
-                acc += lat[src, w] + sizes[j] * inv[src, w]
-        out[w] = acc
+        out[w] = 0.0
+    for j in range(k):
+        for x in range(ptr[j], ptr[j + 1]):
+            here[holders[x]] = True
+        src = srcs[j]
+        size = sizes[j]
+        for w in range(W):
+            if not here[w]:
+                out[w] += lat[src, w] + size * inv[src, w]
+        for x in range(ptr[j], ptr[j + 1]):
+            here[holders[x]] = False
 
 
 class SimView:
@@ -59,6 +60,7 @@ class SimView:
         self._holders = np.zeros(width * W, np.int64)
         self._lat = sim.cost_model.latency_matrix
         self._inv = sim.cost_model.inv_bandwidth
+        self._here = np.zeros(W, np.bool_)
 
     @property
     def now(self) -> float:
@@ -149,7 +151,7 @@ class SimView:
         status, have, pred_size, pred_idx = s.status, s.have, s.pred_size, s.pred_idx
         for e in range(s.pred_ptr[task], s.pred_ptr[task + 1]):
             p = pred_idx[e]
-            if status[p] != DONE:
+            if status[p] != DONE or w in have[p]:
                 continue
             size = pred_size[e]
             src = s.source_of(p, size)
@@ -163,9 +165,22 @@ class SimView:
             k += 1
             ptr[k] = n
         out = np.empty(len(self.cluster))
-        _transfer_times(srcs, sizes, holders, ptr, k, self._lat, self._inv, out)
+        _transfer_times(srcs, sizes, holders, ptr, k, self._lat, self._inv, out, self._here)
         return out
 
     def transfer_estimate(self, task: int, w: int) -> float:
-        """Estimated seconds to bring ``task``'s computed inputs to ``w`` (see :meth:`transfer_estimates`)."""
-        return float(self.transfer_estimates(task)[w])
+        """Estimated seconds to bring ``task``'s computed inputs to ``w`` (see :meth:`transfer_estimates`;
+        the same sum, for one worker)."""
+        s = self._s
+        status, have, pred_size, pred_idx = s.status, s.have, s.pred_size, s.pred_idx
+        lat, inv = self._lat, self._inv
+        acc = 0.0
+        for e in range(s.pred_ptr[task], s.pred_ptr[task + 1]):
+            p = pred_idx[e]
+            if status[p] != DONE or w in have[p]:
+                continue
+            size = pred_size[e]
+            src = s.source_of(p, size)
+            if src >= 0:
+                acc += lat[src, w] + size * inv[src, w]
+        return float(acc)
