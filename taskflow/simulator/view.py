@@ -151,7 +151,7 @@ class SimView:
         status, have, pred_size, pred_idx = s.status, s.have, s.pred_size, s.pred_idx
         for e in range(s.pred_ptr[task], s.pred_ptr[task + 1]):
             p = pred_idx[e]
-            if status[p] != DONE or w in have[p]:
+            if status[p] != DONE:
                 continue
             size = pred_size[e]
             src = s.source_of(p, size)
