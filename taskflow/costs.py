@@ -75,7 +75,7 @@ class Durations:
 
     def block(self, rows) -> np.ndarray:
         """The dense rows ``rows`` (an integer array or a slice)."""
-        rows = np.arange(self.shape[0])[rows] if isinstance(rows, slice) else np.asarray(rows, np.int64)
+        rows = np.arange(*rows.indices(self.shape[0])) if isinstance(rows, slice) else np.asarray(rows, np.int64)
         with np.errstate(over="ignore"):
             b = self.cost[rows, None] / self.speed[None, :]
         if self.exact:
@@ -107,7 +107,7 @@ class Durations:
     def __getitem__(self, key):
         if isinstance(key, tuple) and len(key) == 2:
             i, j = key
-            if isinstance(i, (int, np.integer)) and isinstance(j, (int, np.integer)):
+            if (type(i) is int or isinstance(i, np.integer)) and (type(j) is int or isinstance(j, np.integer)):
                 if self.multi and self.need[i] > self.cores[j]:
                     return np.inf
                 exact = self.exact.get(int(i)) if self.exact else None

@@ -261,3 +261,37 @@ def test_transfer_estimates_are_the_sum_over_inputs_not_held_for_every_worker_an
             simulate(h, c, Checker(), network="maxmin", validate=True)
     assert len(seen) == 2 * (len(g) + 40)
     assert set(seen) >= {3, 4}, set(seen)  # every input held on one worker, or inputs on both
+
+
+def test_a_run_collects_garbage_less_often_and_gives_the_thresholds_back():
+    import gc
+
+    from taskflow.policy import DynamicScheduler
+
+    during, breaks = [], []
+
+    class Looker(DynamicScheduler):
+        name = "gc-looker"
+
+        def on_ready(self, tasks, view):
+            during.append(gc.get_threshold())
+            if breaks and view.now > 0:
+                raise ValueError("a policy that breaks mid-run")
+            return [(i, 0) for i in tasks]
+
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(900, 11, 12)
+        simulate(random_layered(30, seed=1), Cluster.homogeneous(2), Looker())
+        breaks.append(True)
+        with pytest.raises(Exception, match="a policy that breaks mid-run"):
+            simulate(random_layered(30, seed=1), Cluster.homogeneous(2), Looker())
+        breaks.clear()
+        assert gc.get_threshold() == (900, 11, 12)  # given back, also after a run that failed
+        k = len(during)
+        gc.set_threshold(0, 11, 12)  # collection switched off: left so
+        simulate(random_layered(30, seed=1), Cluster.homogeneous(2), Looker())
+        assert gc.get_threshold() == (0, 11, 12)
+    finally:
+        gc.set_threshold(*before)
+    assert set(during[:k]) == {(100_000, 50, 50)} and set(during[k:]) == {(0, 11, 12)}
