@@ -63,25 +63,25 @@ def _take(i, cap, used, n, share, flows, level):
 
 
 @kernel(cache=True)
-def _sift(heap, pos, share, code, i, n):
+def _sift(heap, pos, key, code, i, n):
     """Move port ``i`` to its place in the indexed min-heap ``heap[:n]`` (``pos``: each port's
-    place), ordered by ``(share, code)``: up while it is below its parent, else down."""
+    place), ordered by ``(key, code)``: up while it is below its parent, else down."""
     j = pos[i]
     while j > 0:
         p = (j - 1) // 2
         o = heap[p]
-        if share[o] < share[i] or (share[o] == share[i] and code[o] < code[i]):
+        if key[o] < key[i] or (key[o] == key[i] and code[o] < code[i]):
             break
         heap[j] = o
         pos[o] = j
         j = p
     heap[j] = i
     pos[i] = j
-    _down(heap, pos, share, code, i, n)
+    _down(heap, pos, key, code, i, n)
 
 
 @kernel(cache=True)
-def _down(heap, pos, share, code, i, n):
+def _down(heap, pos, key, code, i, n):
     """Move port ``i`` down the indexed min-heap ``heap[:n]`` (see :func:`_sift`) to its place."""
     j = pos[i]
     while True:
@@ -91,10 +91,10 @@ def _down(heap, pos, share, code, i, n):
         o = heap[c]
         if c + 1 < n:
             o2 = heap[c + 1]
-            if share[o2] < share[o] or (share[o2] == share[o] and code[o2] < code[o]):
+            if key[o2] < key[o] or (key[o2] == key[o] and code[o2] < code[o]):
                 c += 1
                 o = o2
-        if share[i] < share[o] or (share[i] == share[o] and code[i] < code[o]):
+        if key[i] < key[o] or (key[i] == key[o] and code[i] < code[o]):
             break
         heap[j] = o
         pos[o] = j
@@ -115,7 +115,8 @@ def _fill_pairs(qs, P, pcode, pn, pcap, up, down, prate, capped, bp, rack, rup, 
     capacity) whose remaining capacity per unfrozen flow is smallest saturates, and every pair
     through it freezes at the level (a pair whose own cap is strictly lower freezes at its cap
     first). Each pair freezes once. The ports' shares (remaining capacity / unfrozen flows) only
-    rise as pairs freeze, so the lowest is kept in a heap whose outdated entries are skipped.
+    rise as pairs freeze, so the ports sit in a heap by the share each had when last placed (a
+    lower bound), and a port is placed again only when it comes to the top out of date.
     Only the ports with flows are indexed (``loc``: a scratch array of ``2 W`` entries, all -1,
     left so): O(P log P) per solve, whatever the number of workers. ``capped=False`` says no
     pair's cap is below its ports' capacities (so no cap can bind) and skips sorting the caps.
@@ -186,15 +187,18 @@ def _fill_pairs(qs, P, pcode, pn, pcap, up, down, prate, capped, bp, rack, rup, 
     _shares(rup, used_rup, n_rup, share_rup)
     _shares(rdown, used_rdown, n_rdown, share_rdown)
     _shares(cap, used, nflows, share)
-    # the ports in an indexed heap by (share, code): ties go to the lower worker, its upload
-    # first; a port moves down when a pair through it freezes (its share rose)
+    # the ports in an indexed heap by (key, code), ties to the lower worker, its upload first. A
+    # port's key is its share when last placed: shares only rise as pairs freeze, so a key is a
+    # lower bound, and a port is placed again only when it comes to the top with its key behind
+    # its share (a share that fell, by rounding, is placed at once)
     heap = np.empty(L, np.int64)
     hpos = np.empty(L, np.int64)
+    key = share.copy()
     for i in range(L):
         heap[i] = i
         hpos[i] = i
     for i in range(L // 2 - 1, -1, -1):
-        _down(heap, hpos, share, code, heap[i], L)
+        _down(heap, hpos, key, code, heap[i], L)
     used_bp = 0.0
     by_cap = np.argsort(caps) if capped else np.empty(0, np.int64)
     n_cap = P if capped else 0
@@ -204,6 +208,9 @@ def _fill_pairs(qs, P, pcode, pn, pcap, up, down, prate, capped, bp, rack, rup, 
     left = P
     while left > 0:
         best, port = np.inf, -1
+        while L > 0 and key[heap[0]] != share[heap[0]]:
+            key[heap[0]] = share[heap[0]]
+            _down(heap, hpos, key, code, heap[0], L)
         if L > 0 and share[heap[0]] < np.inf:  # the port with the lowest share
             port = heap[0]
             best = share[port]
@@ -254,10 +261,11 @@ def _fill_pairs(qs, P, pcode, pn, pcap, up, down, prate, capped, bp, rack, rup, 
             prate[q] = level
             n_all -= pn[q]
             used_bp += level * pn[q]
-            _take(pu[k], cap, used, nflows, share, pn[q], level)  # one port moved at a time
-            _sift(heap, hpos, share, code, pu[k], L)
-            _take(pd[k], cap, used, nflows, share, pn[q], level)
-            _sift(heap, hpos, share, code, pd[k], L)
+            for i in (pu[k], pd[k]):
+                _take(i, cap, used, nflows, share, pn[q], level)
+                if share[i] < key[i]:
+                    key[i] = share[i]
+                    _sift(heap, hpos, key, code, i, L)
             if R > 0:
                 r = pcode[q] % WW
                 a, b = r // W, r % W
