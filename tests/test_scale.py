@@ -68,8 +68,8 @@ def solve(flows, W, up, down, pcap, bp=np.inf, rack=None, rup=None):
     rup_a = np.zeros(0) if rup is None else np.asarray(rup, float)
     capped = bool(np.any(pcap[~np.eye(W, dtype=bool)] < np.minimum(up[:, None], down[None, :])[~np.eye(W, dtype=bool)]))
     loc = np.full(2 * W, -1, np.int64)
-    maxmin._fill_classes(np.arange(len(qs)), len(qs), qs, pn[qs], pcap.reshape(-1)[qs % (W * W)].copy(), up, down,
-                         prate, 1, capped, bp, rack_a, rup_a, rup_a.copy(), loc)
+    maxmin._fill_classes(np.arange(len(qs)), len(qs), qs // W, qs % W, np.zeros(len(qs), np.int64), pn[qs],
+                         pcap.reshape(-1)[qs].copy(), up, down, prate, 1, capped, bp, rack_a, rup_a, rup_a.copy(), loc)
     assert (loc == -1).all()  # the scratch array is left as it came
     return np.array([prate[slot[a * W + b]] for a, b in flows])
 

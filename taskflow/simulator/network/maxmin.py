@@ -104,15 +104,14 @@ def _down(heap, pos, key, code, i, n):
 
 
 @kernel(cache=True)
-def _fill_pairs(qs, P, pcode, pn, pcap, up, down, prate, capped, bp, rack, rup, rdown, loc):
+def _fill_pairs(qs, P, psrc, pdst, pn, pcap, up, down, prate, capped, bp, rack, rup, rdown, loc):
     """Max-min fair rate per flow of each active (source, destination) pair, by progressive filling.
 
-    ``qs[:P]`` lists the active pairs' slots; slot ``q`` holds a pair's code ``pcode[q] = c * W * W
-    + a * W + b`` (class ``c``, source ``a``, destination ``b``), its number of active flows
+    ``qs[:P]`` lists the active pairs' slots; slot ``q`` holds a pair's source ``psrc[q]`` and
+    destination ``pdst[q]`` (and class, in :func:`_fill_classes`), its number of active flows
     ``pn[q]`` (flows of one pair are alike), its own cap ``pcap[q]``, and receives their rate in
-    ``prate[q]``. All
-    unfrozen pairs share one rising *level*; at each step the port (an upload or a download
-    capacity) whose remaining capacity per unfrozen flow is smallest saturates, and every pair
+    ``prate[q]``. All unfrozen pairs share one rising *level*; at each step the port (an upload or
+    a download capacity) whose remaining capacity per unfrozen flow is smallest saturates, and every pair
     through it freezes at the level (a pair whose own cap is strictly lower freezes at its cap
     first). Each pair freezes once. The ports' shares (remaining capacity / unfrozen flows) only
     rise as pairs freeze, so the ports sit in a heap by the share each had when last placed (a
@@ -126,7 +125,6 @@ def _fill_pairs(qs, P, pcode, pn, pcap, up, down, prate, capped, bp, rack, rup, 
     leave or enter a rack (none when ``rup`` is empty)."""
     W = up.shape[0]
     R = rup.shape[0]
-    WW = W * W
     # the ports with flows, numbered in order of first use: loc[a] is source a's upload port,
     # loc[W + b] destination b's download port; code[i] = 2 * worker + is_download
     code = np.empty(2 * P, np.int64)
@@ -135,8 +133,7 @@ def _fill_pairs(qs, P, pcode, pn, pcap, up, down, prate, capped, bp, rack, rup, 
     pd = np.empty(P, np.int64)
     L = 0
     for k in range(P):
-        r = pcode[qs[k]] % WW
-        a, b = r // W, r % W
+        a, b = psrc[qs[k]], pdst[qs[k]]
         if loc[a] < 0:
             loc[a] = L
             code[L] = 2 * a
@@ -166,7 +163,6 @@ def _fill_pairs(qs, P, pcode, pn, pcap, up, down, prate, capped, bp, rack, rup, 
     n_all = 0.0
     for k in range(P):
         q = qs[k]
-        r = pcode[q] % WW
         plist[fill[pu[k]]] = k
         fill[pu[k]] += 1
         plist[fill[pd[k]]] = k
@@ -176,7 +172,7 @@ def _fill_pairs(qs, P, pcode, pn, pcap, up, down, prate, capped, bp, rack, rup, 
         n_all += pn[q]
         caps[k] = pcap[q]
         if R > 0:
-            a, b = r // W, r % W
+            a, b = psrc[q], pdst[q]
             if rack[a] != rack[b]:
                 n_rup[rack[a]] += pn[q]
                 n_rdown[rack[b]] += pn[q]
@@ -232,8 +228,7 @@ def _fill_pairs(qs, P, pcode, pn, pcap, up, down, prate, capped, bp, rack, rup, 
             n_in = 0
             for k in range(P):
                 if not frozen[k]:
-                    r = pcode[qs[k]] % WW
-                    a, b = r // W, r % W
+                    a, b = psrc[qs[k]], pdst[qs[k]]
                     if rack[a] != rack[b] and ((r_up and rack[a] == rport) or (not r_up and rack[b] == rport)):
                         rlist[n_in] = k
                         n_in += 1
@@ -267,8 +262,7 @@ def _fill_pairs(qs, P, pcode, pn, pcap, up, down, prate, capped, bp, rack, rup, 
                     key[i] = share[i]
                     _sift(heap, hpos, key, code, i, L)
             if R > 0:
-                r = pcode[q] % WW
-                a, b = r // W, r % W
+                a, b = psrc[q], pdst[q]
                 if rack[a] != rack[b]:
                     _take(rack[a], rup, used_rup, n_rup, share_rup, pn[q], level)
                     _take(rack[b], rdown, used_rdown, n_rdown, share_rdown, pn[q], level)
@@ -278,39 +272,36 @@ def _fill_pairs(qs, P, pcode, pn, pcap, up, down, prate, capped, bp, rack, rup, 
 
 
 @kernel(cache=True)
-def _fill_classes(qs, P, pcode, pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown, loc):
+def _fill_classes(qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown, loc):
     """Strict priority between classes (class 0 first): each class shares, max-min fairly, the
     port (backplane, rack link) capacity the classes before it left. ``qs[:P]`` are the active
     pairs' slots (see :func:`_fill_pairs`)."""
     if classes == 1:
-        _fill_pairs(qs, P, pcode, pn, pcap, up, down, prate, capped, bp, rack, rup, rdown, loc)
+        _fill_pairs(qs, P, psrc, pdst, pn, pcap, up, down, prate, capped, bp, rack, rup, rdown, loc)
         return
-    W = up.shape[0]
-    WW = W * W
     R = rup.shape[0]
     up_r = up.copy()
     down_r = down.copy()
     rup_r = rup.copy()
     rdown_r = rdown.copy()
-    order = np.argsort(pcode[qs[:P]] // WW, kind="mergesort")  # the pairs class by class
+    order = np.argsort(pcls[qs[:P]], kind="mergesort")  # the pairs class by class
     mine = np.empty(P, np.int64)
     k = 0
     for c in range(classes):
         m = 0
-        while k < P and pcode[qs[order[k]]] // WW == c:
+        while k < P and pcls[qs[order[k]]] == c:
             mine[m] = qs[order[k]]
             m += 1
             k += 1
         if m == 0:
             continue
-        _fill_pairs(mine, m, pcode, pn, pcap, up_r, down_r, prate, capped, bp, rack, rup_r, rdown_r, loc)
+        _fill_pairs(mine, m, psrc, pdst, pn, pcap, up_r, down_r, prate, capped, bp, rack, rup_r, rdown_r, loc)
         for j in range(m):
             q = mine[j]
             if prate[q] < np.inf:
                 used = prate[q] * pn[q]
                 bp = max(0.0, bp - used)
-                r = pcode[q] % WW
-                a, b = r // W, r % W
+                a, b = psrc[q], pdst[q]
                 up_r[a] = max(0.0, up_r[a] - used)
                 down_r[b] = max(0.0, down_r[b] - used)
                 if R > 0 and rack[a] != rack[b]:
@@ -319,11 +310,11 @@ def _fill_classes(qs, P, pcode, pn, pcap, up, down, prate, classes, capped, bp, 
 
 
 @kernel(cache=True)
-def _refresh(active, pair, done, nxt, rates, qs, P, pcode, pn, pcap, up, down, prate, t_last, recompute, classes,
+def _refresh(active, pair, done, nxt, rates, qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, t_last, recompute, classes,
              capped, bp, rack, rup, rdown, loc):
     """Recompute the rates (if the flow set changed) and return the time of the next flow event."""
     if recompute:
-        _fill_classes(qs, P, pcode, pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown, loc)
+        _fill_classes(qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown, loc)
     best = np.inf
     for f in range(active.shape[0]):
         if active[f]:
@@ -393,6 +384,9 @@ class MaxMinNetwork(Network):
         # active (class, source, destination) pairs, each in a slot: its code, flows, cap and rate
         self.pslot = {}  # code -> slot
         self.pcode = np.zeros(64, np.int64)
+        self.psrc = np.zeros(64, np.int64)  # the pair's source, destination and class
+        self.pdst = np.zeros(64, np.int64)
+        self.pcls = np.zeros(64, np.int64)
         self.pn = np.zeros(64)
         self.pcaps = np.zeros(64)
         self.prate = np.zeros(64)
@@ -428,19 +422,21 @@ class MaxMinNetwork(Network):
         self.flows.extend([None] * old)
         self.free.extend(range(2 * old - 1, old - 1, -1))
 
-    def _pair_on(self, code):
-        """The pair ``code`` has its first active flow: give it a slot; returns the slot."""
+    def _pair_on(self, code, cls, src, dst):
+        """The pair ``code`` (class ``cls``, ``src`` to ``dst``) has its first active flow: give it a
+        slot; returns the slot."""
         if not self.pfree:
             old = len(self.pcode)
-            for name in ("pcode", "pn", "pcaps", "prate", "plist"):
+            for name in ("pcode", "psrc", "pdst", "pcls", "pn", "pcaps", "prate", "plist"):
                 arr = getattr(self, name)
                 setattr(self, name, np.concatenate([arr, np.zeros(old, arr.dtype)]))
             self.pfree.extend(range(2 * old - 1, old - 1, -1))
         q = self.pfree.pop()
         self.pslot[code] = q
         self.pcode[q] = code
+        self.psrc[q], self.pdst[q], self.pcls[q] = src, dst, cls
         self.pn[q] = 0.0
-        self.pcaps[q] = self.pcap[code % (self.W * self.W)]
+        self.pcaps[q] = self.pcap[src * self.W + dst]
         self.plist[self.npairs] = q
         self.ppos[q] = self.npairs
         self.npairs += 1
@@ -478,7 +474,7 @@ class MaxMinNetwork(Network):
         code = (flow.cls * self.W + flow.src) * self.W + flow.dst
         q = self.pslot.get(code)
         if q is None:
-            q = self._pair_on(code)
+            q = self._pair_on(code, flow.cls, flow.src, flow.dst)
         self.pair[slot] = q
         self.pn[q] += 1
         self.done[slot] = 0.0
@@ -536,7 +532,7 @@ class MaxMinNetwork(Network):
         if self.dirty or self.stale:
             if self.nactive:
                 self._next = _refresh(self.active, self.pair, self.done, self.nxt, self.rates, self.plist,
-                                      self.npairs, self.pcode, self.pn, self.pcaps,
+                                      self.npairs, self.psrc, self.pdst, self.pcls, self.pn, self.pcaps,
                                       self.up, self.down, self.prate, self.t_last, self.dirty, self.classes,
                                       self.capped, self.backplane, self.rack, self.rup, self.rdown, self.loc)
             else:
