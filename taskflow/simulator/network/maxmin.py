@@ -205,7 +205,7 @@ def _fill_pairs(qs, P, psrc, pdst, pn, pcap, up, down, prate, capped, bp, rack, 
     left = P
     while left > 0:
         best, port = np.inf, -1
-        while L > 0 and key[heap[0]] != share[heap[0]]:
+        while L > 0 and key[heap[0]] < share[heap[0]]:  # out of date (a NaN share never loops)
             key[heap[0]] = share[heap[0]]
             _down(heap, hpos, key, code, heap[0], L)
         if L > 0 and share[heap[0]] < np.inf:  # the port with the lowest share
