@@ -469,13 +469,17 @@ def test_a_finished_run_releases_its_results_on_the_cluster_at_once(client):
     gc.collect()
     gc.disable()
     try:
+        t0 = time.monotonic()
         rep = run(g, "heft", client=client, quiet=True)
+        took = time.monotonic() - t0
         deadline = time.time() + 5.0  # the client drops a released future on its event loop
         while (held := set(client.futures) - before) and time.time() < deadline:
             time.sleep(0.05)
     finally:
         gc.enable()
-    assert len(rep.results) == 3 and rep.measured_makespan >= 0.5, [(r.task, round(r.start, 3), round(r.finish, 3)) for r in rep.trace.runs]
+    # the run's own wall time, not the report's makespan: Dask shifts each worker's task times by
+    # its estimate of the clock offset, which a loaded machine puts tenths of a second off
+    assert len(rep.results) == 3 and took >= 0.6
     assert held == set(), f"{len(held)} result(s) of a finished run still held"
 
 
