@@ -70,29 +70,32 @@ __all__ = ["Simulator"]
 
 _FAIL, _FINISH, _TICK = EventKind.FAIL, EventKind.FINISH, EventKind.TICK
 _INF = math.inf
-_gc = {"runs": 0, "saved": None, "lock": threading.Lock()}
-
-
 class _FewerCollections:
     """Python's cyclic garbage collector runs less often while any simulation runs (its first
     threshold at least 100,000 allocations): a run allocates millions of small objects that hold
     no cycles, and each full collection walks every live one (a fifth of a large run's time).
     Collection still happens; the thresholds come back when the last concurrent run ends."""
 
+    runs = 0  # simulations running now, in any thread
+    saved = None  # the thresholds before the first of them
+    lock = threading.Lock()
+
     def __enter__(self):
-        with _gc["lock"]:
-            if _gc["runs"] == 0:
-                _gc["saved"] = gc.get_threshold()
-                t0, t1, t2 = _gc["saved"]
+        cls = _FewerCollections
+        with cls.lock:
+            if cls.runs == 0:
+                cls.saved = gc.get_threshold()
+                t0, t1, t2 = cls.saved
                 if t0:  # 0: collection switched off by the user; left so
                     gc.set_threshold(max(t0, 100_000), max(t1, 50), max(t2, 50))
-            _gc["runs"] += 1
+            cls.runs += 1
 
     def __exit__(self, *exc):
-        with _gc["lock"]:
-            _gc["runs"] -= 1
-            if _gc["runs"] == 0:
-                gc.set_threshold(*_gc["saved"])
+        cls = _FewerCollections
+        with cls.lock:
+            cls.runs -= 1
+            if cls.runs == 0:
+                gc.set_threshold(*cls.saved)
         return False
 
 

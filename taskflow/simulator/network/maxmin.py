@@ -384,7 +384,6 @@ class MaxMinNetwork(Network):
         self.loc = np.full(2 * W, -1, np.int64)  # the solver's scratch: ports -> its own numbering
         # active (class, source, destination) pairs, each in a slot: its code, flows, cap and rate
         self.pslot = {}  # code -> slot
-        self.pcode = np.zeros(64, np.int64)
         self.psrc = np.zeros(64, np.int64)  # the pair's source, destination and class
         self.pdst = np.zeros(64, np.int64)
         self.pcls = np.zeros(64, np.int64)
@@ -427,14 +426,13 @@ class MaxMinNetwork(Network):
         """The pair ``code`` (class ``cls``, ``src`` to ``dst``) has its first active flow: give it a
         slot; returns the slot."""
         if not self.pfree:
-            old = len(self.pcode)
-            for name in ("pcode", "psrc", "pdst", "pcls", "pn", "pcaps", "prate", "plist"):
+            old = len(self.psrc)
+            for name in ("psrc", "pdst", "pcls", "pn", "pcaps", "prate", "plist"):
                 arr = getattr(self, name)
                 setattr(self, name, np.concatenate([arr, np.zeros(old, arr.dtype)]))
             self.pfree.extend(range(2 * old - 1, old - 1, -1))
         q = self.pfree.pop()
         self.pslot[code] = q
-        self.pcode[q] = code
         self.psrc[q], self.pdst[q], self.pcls[q] = src, dst, cls
         self.pn[q] = 0.0
         self.pcaps[q] = self.pcap[src * self.W + dst]
@@ -445,7 +443,8 @@ class MaxMinNetwork(Network):
 
     def _pair_off(self, q):
         """The pair in slot ``q`` has no active flow left: free its slot."""
-        del self.pslot[int(self.pcode[q])]
+        W = self.W
+        del self.pslot[(int(self.pcls[q]) * W + int(self.psrc[q])) * W + int(self.pdst[q])]
         k = self.ppos.pop(q)
         self.npairs -= 1
         last = int(self.plist[self.npairs])
