@@ -24,7 +24,10 @@ the same plan. Inside Dask's scheduler (the taskflow plugin) three rules are add
    measured so far once it runs 25% longer than it (successive elimination, Even-Dar et al.
    2006; Hoeffding races, Maron and Moore 1993), and keep the one measured shortest (medians of
    the latest five; Dask's own unless another is 5% shorter). Mid-run, a group behind a
-   narrow link is not weighed: the finished tasks' outputs sit on both sides of it.
+   narrow link is not weighed: the finished tasks' outputs sit on both sides of it. A graph
+   with one of Dask's peer-to-peer shuffles is never planned (Dask's shuffle extension pins
+   its outputs itself, within the workers its barrier task is held to), only held, and only
+   before it starts.
 2. **Learning within the run** (selective rescheduling, Sakellariou and Zhao 2004): as the run's
    tasks finish, a task-name prefix whose measured duration (at speed 1, by the learned worker
    speeds) is more than ``drift`` away from the estimate the plan used, or worker speeds learned

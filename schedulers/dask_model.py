@@ -35,6 +35,11 @@ tasks it has seen. :mod:`schedulers.work_stealing` is the simpler, generic model
   task already running stays where it is (its request fails), and a thief asks once per round
   unless it is still idle counting what it asked for.
 * **Workers** run their tasks in ``dask.order`` priority (option ``priorities``).
+* **A peer-to-peer shuffle's outputs** (a task whose meta has ``"p2p": (position, outputs)``:
+  :func:`taskflow.runtime.dask_hooks.estimated_graph` marks them) go where Dask's shuffle
+  extension pins them: output ``position`` of ``outputs`` to the worker at ``W * position //
+  outputs`` of the table (range sharding; Dask also rotates the list from one shuffle to the
+  next, which the model does not).
 
 Where it differs from Dask: with queuing off (``saturation`` inf) a root-ish task goes to the
 least busy worker (Dask then gives a few siblings in a row to one worker); ties that Dask breaks by the iteration order of a set of workers go to
@@ -119,6 +124,14 @@ class DaskModel(DynamicScheduler):
         ok = np.isfinite(m.durations) & (a.cores[:, None] <= view.cluster.cores[None, :])
         self.valid = [set(np.flatnonzero(row).tolist()) for row in ok]
         self.restricted = [len(v) < W for v in self.valid]
+        # a peer-to-peer shuffle's outputs: Dask's shuffle extension pins output ``pos`` of ``n``
+        # to the worker at position ``W * pos // n`` of its workers (range sharding)
+        for i, md in g.metas().items():
+            if md.get("p2p"):
+                pos, count = md["p2p"]
+                w = self.table[len(self.table) * int(pos) // max(1, int(count))]
+                if w in self.valid[i]:
+                    self.valid[i], self.restricted[i] = {w}, True
         self.pred_ptr, self.pred_idx = a.pred_ptr.tolist(), a.pred_idx.tolist()
         self.pred_size = a.size[a.pred_eid].tolist()
         succ_size = a.size[a.succ_eid]

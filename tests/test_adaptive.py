@@ -420,3 +420,117 @@ def test_a_run_left_to_dask_at_once_is_predicted_by_what_its_earlier_runs_measur
     assert shortest_measured({"plan": [1.0, 3.0], "dask": [1.5], "subset": [0.5, 0.6, 0.9]}) == ("subset", 0.6)
     assert shortest_measured({"plan": [0.97], "dask": [1.0]}) == ("dask", 1.0)  # not 5% shorter: Dask's own
     assert shortest_measured({"plan": [0.9], "dask": [1.0]}, ("dask",)) == ("dask", 1.0)
+
+
+def test_restrictions_given_to_a_task_dask_s_shuffle_pinned_wait_for_the_shuffle_to_end():
+    """A P2P output task the shuffle extension pinned keeps its pin: a hold (or its lifting)
+    replaces the restrictions the extension gives back when the shuffle ends."""
+    from types import SimpleNamespace
+
+    from taskflow.runtime.dask_hooks import SHUFFLE_PINNED, restrict
+
+    free = SimpleNamespace(annotations={}, worker_restrictions=None, loose_restrictions=False)
+    restrict(free, ["tcp://a", "tcp://b"])
+    assert free.worker_restrictions == {"tcp://a", "tcp://b"} and not free.loose_restrictions
+    restrict(free, ["tcp://a"], loose=True)
+    assert free.worker_restrictions == {"tcp://a"} and free.loose_restrictions
+    restrict(free, None)
+    assert free.worker_restrictions is None and not free.loose_restrictions
+    pinned = SimpleNamespace(annotations={SHUFFLE_PINNED: None}, worker_restrictions={"tcp://c"},
+                             loose_restrictions=False)
+    restrict(pinned, ["tcp://a", "tcp://b"])
+    assert pinned.worker_restrictions == {"tcp://c"} and pinned.annotations[SHUFFLE_PINNED] == {"tcp://a", "tcp://b"}
+    restrict(pinned, None)
+    assert pinned.worker_restrictions == {"tcp://c"} and pinned.annotations[SHUFFLE_PINNED] is None
+
+
+def test_a_run_with_a_peer_to_peer_shuffle_is_weighed_only_before_it_starts_and_only_for_a_hold(monkeypatch):
+    """Before any task runs, a P2P graph on uneven workers is worth deciding for (its guard may
+    hold it, never plan it); once started it is not, and a held one keeps its hold (the shuffle's
+    outputs are pinned within it)."""
+    from types import SimpleNamespace
+
+    from taskflow.runtime.plugin import TaskflowPlugin
+    from taskflow.runtime.predict import SUBSET
+    from taskflow.runtime.runs import Run
+
+    g = TaskGraph("p2p")
+    for name in ("rechunk-transfer-1", "shuffle-barrier-1", "rechunk-p2p-1", "sum-1"):
+        g.add_task(name, cost=1.0)
+    tasks = {k: SimpleNamespace(prefix=SimpleNamespace(name=k.rsplit("-", 1)[0]), state="waiting",
+                                worker_restrictions={"tcp://fast"}, loose_restrictions=False, annotations={})
+             for k in g.ids}
+    p = TaskflowPlugin()
+    p.dask_scheduler = SimpleNamespace(tasks=tasks, workers={}, transitions=lambda *a, **k: None)
+    cluster = Cluster.heterogeneous([4.0, 1.0])
+    monkeypatch.setattr(p, "_spread", lambda r, c: 4.0)
+    monkeypatch.setattr("taskflow.runtime.adaptation.dask_state", lambda *a: None)  # Dask's defaults
+    keys = list(g.ids)
+    r = Run("r1", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
+    assert p.worth_planning(r, keys, cluster)  # not started: a hold may pay
+    only_plan = Run("r2", g, get_scheduler("adaptive", choices=["plan"]), cluster, "c1", owned=True)
+    assert not p.worth_planning(only_plan, keys, cluster) and only_plan.decision == DASK
+    r.fast = ("tcp://fast",)
+    r.decision = SUBSET
+    assert not p.worth_planning(r, keys[1:], cluster)  # started, held: kept as it is
+    assert r.decision == SUBSET and all(ts.worker_restrictions == {"tcp://fast"} for ts in tasks.values())
+    r.fast = ()
+    assert not p.worth_planning(r, keys[1:], cluster) and r.decision == DASK  # started, not held: Dask's own
+    plan = get_scheduler("adaptive").schedule(g, cluster)
+    fresh = Run("r3", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
+    p.guard(fresh, g, cluster, plan)
+    assert fresh.decision != PLAN and PLAN not in fresh.predictions  # Dask's shuffle places its outputs
+
+
+def _fake_p2p(transfer_prefix="rechunk-transfer"):
+    """Fake Dask task states: 2 sources of 8 MB, each read by a transfer task, a barrier, 4
+    outputs of the shuffle (keys in partition order 3, 1, 0, 2), and the scheduler they sit in."""
+    from types import SimpleNamespace
+
+    def task(key, prefix, deps=(), nbytes=-1):
+        ts = SimpleNamespace(key=key, prefix=SimpleNamespace(name=prefix), nbytes=nbytes, dependencies=list(deps),
+                             dependents=[], get_nbytes=lambda: 1000)
+        for d in deps:
+            d.dependents.append(ts)
+        return ts
+
+    src = [task(("x", i), "x", nbytes=8_000_000) for i in range(2)]
+    tr = [task((transfer_prefix, i), transfer_prefix, [src[i]]) for i in range(2)]
+    bar = task("shuffle-barrier-1", "shuffle-barrier", tr)
+    outs = [task(("rechunk-p2p", j), "rechunk-p2p", [bar], nbytes=4_000_000) for j in (3, 1, 0, 2)]
+    metrics = {("execute", transfer_prefix, "thread-cpu", "seconds"): 1.0,
+               ("execute", transfer_prefix, "thread-noncpu", "seconds"): 3.0}
+    sched = SimpleNamespace(_get_prefix_duration=lambda prefix: 0.5, cumulative_worker_metrics=metrics)
+    return sched, src + tr + [bar] + outs
+
+
+def test_a_peer_to_peer_shuffle_s_bytes_go_from_each_transfer_task_to_each_output(monkeypatch):
+    """No task edge carries a P2P shuffle's bytes: the model adds them (each transfer task's input
+    split evenly over the outputs; through the barrier above P2P_PAIRS pairs), costs the barrier
+    nothing and a transfer task its measured CPU share, and marks each output's place in the
+    range sharding (in partition order)."""
+    from taskflow.runtime import dask_hooks
+
+    sched, tss = _fake_p2p()
+    durations = {"rechunk-transfer": {"w0": [4.0, 2]}, "shuffle-barrier": {"w0": [5.0, 1]}}
+    g = dask_hooks.estimated_graph(sched, tss, durations, {}, {})
+    cost = dict(zip(g.ids, g.arrays.cost.tolist()))
+    assert cost["shuffle-barrier-1"] == 0.0  # what Dask measured of it is the wait for the bytes
+    assert cost[("rechunk-transfer", 0)] == pytest.approx(2.0 * 0.25)  # a quarter of it on the CPU
+    edges = {(g.ids[s], g.ids[d]): b for s, d, b in zip(*(x.tolist() for x in (g.arrays.src, g.arrays.dst,
+                                                                                g.arrays.size)))}
+    for i in range(2):
+        for j in range(4):
+            assert edges[(("rechunk-transfer", i), ("rechunk-p2p", j))] == pytest.approx(2_000_000)
+    assert sum(b for (s, d), b in edges.items() if s[0] == "rechunk-transfer" and d[0] == "rechunk-p2p") == \
+        pytest.approx(16_000_000)
+    metas = {g.ids[i]: md for i, md in g.metas().items()}
+    assert [metas[("rechunk-p2p", j)]["p2p"] for j in range(4)] == [(j, 4) for j in range(4)]
+    assert metas.keys() == {("rechunk-p2p", j) for j in range(4)}
+    monkeypatch.setattr(dask_hooks, "P2P_PAIRS", 1)  # a large shuffle: through its barrier
+    g = dask_hooks.estimated_graph(sched, tss, durations, {}, {})
+    edges = {(g.ids[s], g.ids[d]): b for s, d, b in zip(*(x.tolist() for x in (g.arrays.src, g.arrays.dst,
+                                                                                g.arrays.size)))}
+    assert edges[(("rechunk-transfer", 0), "shuffle-barrier-1")] == pytest.approx(8_000_000)
+    assert edges[("shuffle-barrier-1", ("rechunk-p2p", 2))] == pytest.approx(4_000_000)
+    assert len(edges) == 2 + 2 + 4  # no edge from a transfer task to an output

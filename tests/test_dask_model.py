@@ -245,3 +245,24 @@ def test_the_prediction_of_dasks_own_scheduling_follows_where_dask_puts_a_lone_r
         roots.append(root)
     assert roots[0] != roots[1]
     assert call(client, "taskflow_dask_state", prefixes=["c"])["durations"]["c"] > 0
+
+
+def test_a_peer_to_peer_shuffle_s_outputs_go_where_dask_s_shuffle_extension_pins_them():
+    """Outputs marked ``p2p: (position, outputs)`` go by range sharding over the table, whatever
+    their inputs' place: with 4 workers, 8 outputs in pairs; the order of the table counts."""
+    g = TaskGraph("p2p")
+    g.add_task("barrier", cost=0.0)
+    for j in range(8):
+        g.add_task(f"out{j}", cost=1.0, meta={"p2p": (j, 8)})
+        g.add_edge("barrier", f"out{j}")
+    c = Cluster.homogeneous(4)
+    order = ["w3", "w1", "w0", "w2"]
+    tr = simulate(g, c, "dask-model", scheduler_options={"order": order}, validate=True)
+    where = workers_of(tr)
+    assert [where[f"out{j}"] for j in range(8)] == [w for w in order for _ in range(2)]
+    plain = TaskGraph("plain")  # unmarked, they follow their input (and stealing)
+    plain.add_task("barrier", cost=0.0)
+    for j in range(8):
+        plain.add_task(f"out{j}", cost=1.0)
+        plain.add_edge("barrier", f"out{j}")
+    assert len(set(workers_of(simulate(plain, c, "dask-model", scheduler_options=NO_STEAL)).values())) == 1

@@ -1026,6 +1026,25 @@ def test_a_run_held_to_its_fastest_workers_runs_only_there(loopback3):
     assert any("on a subset of its workers" in n for n in rep.notes), rep.notes
 
 
+def test_a_peer_to_peer_rechunk_is_held_to_its_fastest_workers_shuffle_included(loopback3):
+    """Dask's shuffle extension places a P2P rechunk's outputs itself, within the workers its
+    barrier task is restricted to: the hold covers the whole graph, wc runs none of it, and the
+    outputs it pinned stay pinned (each ran once where the extension put it)."""
+    policy = taskflow.get_scheduler("adaptive", **HELD)
+    x = da.random.RandomState(5).random_sample((400, 400), chunks=(400, 25))
+    y = x.rechunk((25, 400), method="p2p")
+    assert any(str(k[0] if isinstance(k, tuple) else k).startswith("rechunk-transfer")
+               for k in y.__dask_graph__())  # a P2P graph indeed
+    want = x.compute(scheduler="sync").sum(axis=1)
+    with Client(scheduler_file=str(loopback3.sched_file)) as c:
+        got, rep = compute(y.sum(axis=1), scheduler=policy, client=c, cluster=_declared_8_8_1(), report=True,
+                           timeout=60)
+    np.testing.assert_allclose(got[0], want)
+    assert rep.trace.runs and {r.worker for r in rep.trace.runs} <= {"wa", "wb"}, \
+        sorted({r.worker for r in rep.trace.runs})
+    assert any("on a subset of its workers" in n for n in rep.notes), rep.notes
+
+
 def test_a_run_held_to_its_fastest_workers_goes_on_when_they_are_lost(loopback3):
     """wa and wb killed once they run tasks: the hold moves to what is left (none: Dask's own on
     wc), and the run completes with every result instead of waiting for them in ``no-worker``."""

@@ -11,11 +11,11 @@ import math
 import statistics
 import time
 
-from .dask_hooks import dask_state
+from .dask_hooks import dask_state, restrict
 from .predict import CHOICES, DASK, PLAN, SUBSET, choose, narrow_pairs, narrow_rate, subsets
 from .runs import FAILED, REPLANNING, UNFINISHED_KEY
 
-__all__ = ["Adapting", "P2P_PREFIXES", "decision_note", "signature", "shortest_measured", "KEEP_OUTCOMES",
+__all__ = ["Adapting", "P2P_PREFIXES", "has_p2p", "decision_note", "signature", "shortest_measured", "KEEP_OUTCOMES",
            "MIN_TASKS", "MEASURED_MARGIN", "CLOSE", "WATCH"]
 
 #: measured runs kept per kind of work and choice (the latest), and kinds of work kept
@@ -38,6 +38,18 @@ P2P_PREFIXES = ("shuffle-transfer", "shuffle-barrier", "shuffle_p2p", "rechunk-t
                 "hash-join-transfer", "hash-join")
 
 
+def has_p2p(tasks, keys) -> bool:
+    """Whether any of ``keys`` is a task of Dask's peer-to-peer shuffles (:data:`P2P_PREFIXES`).
+
+    Parameters
+    ----------
+    tasks : dict
+        Dask's task states by key.
+    keys : iterable
+    """
+    return any(k in tasks and tasks[k].prefix.name.startswith(P2P_PREFIXES) for k in keys)
+
+
 class Adapting:
     """The adaptive policy's part of the plugin (a mixin: ``dask_scheduler``, ``runs``,
     ``learned_speeds``, ``_graph_of`` and ``_move`` are the plugin's)."""
@@ -56,9 +68,13 @@ class Adapting:
         """Whether planning ``keys`` of ``r`` on ``cluster`` can pay: workers whose speeds (declared
         or learned) differ by more than the policy's ``spread``, or a declared network of per-pair
         rates or racks as :func:`.predict.uneven` says, or a link narrow for its graph (declared
-        or learned: :func:`.predict.narrow_pairs`); and no task of Dask's peer-to-peer shuffles
-        (which Dask's shuffle extension places itself). When not, the run is left to Dask at once (nothing is
-        planned or simulated) and its unfinished tasks' restrictions are lifted; its prediction
+        or learned: :func:`.predict.narrow_pairs`). A graph with tasks of Dask's peer-to-peer
+        shuffles (whose output tasks Dask's shuffle extension pins to workers itself) can pay only
+        before any of its tasks runs, and only by holding Dask to a subset of the workers (the
+        extension pins the outputs within the workers its barrier task is restricted to); mid-run
+        it is left as it is. When not worth it, the run is left to Dask at once (nothing is
+        planned or simulated) and its unfinished tasks' restrictions are lifted, unless it is held
+        to a subset while its shuffle runs; its prediction
         is then the median of the earlier runs of the same work left to Dask, where there were some.
 
         Parameters
@@ -70,12 +86,16 @@ class Adapting:
             The live workers, as the run sees them.
         """
         tasks = self.dask_scheduler.tasks
+        p2p = has_p2p(tasks, keys)
+        started = len(keys) < len(r.graph)
+        if p2p and started and r.fast:
+            return False  # held while its shuffle runs: the shuffle's outputs are pinned within the hold
         # the network counts as uneven where declared so (rates learned on a loaded machine vary
         # widely between identical pairs), speeds where declared or learned
         declared = r.cluster
         shaped = declared is not None and (bool(declared.bandwidths) or declared.racks is not None)
-        worth = (shaped or self._spread(r, cluster) > r.policy.spread or self._narrow(r, cluster)) and not any(
-            k in tasks and tasks[k].prefix.name.startswith(P2P_PREFIXES) for k in keys)
+        worth = (shaped or self._spread(r, cluster) > r.policy.spread or self._narrow(r, cluster)) and not (
+            p2p and (started or SUBSET not in getattr(r.policy, "choices", CHOICES)))
         if not worth:
             self._leave_to_dask(r, keys, cluster)
             measured = shortest_measured(self.outcomes.get(r.signature) or {})
@@ -113,8 +133,7 @@ class Adapting:
         for k in keys:
             ts = tasks.get(k)
             if ts is not None and ts.state in UNFINISHED_KEY and (r.plan.pop(k, None) is not None or held):
-                ts.worker_restrictions = None
-                ts.loose_restrictions = False
+                restrict(ts, None)
                 if ts.state == "no-worker":
                     again[k] = "waiting"
         if again:
@@ -133,8 +152,7 @@ class Adapting:
             if ts is None or ts.state not in UNFINISHED_KEY:
                 continue
             r.plan.pop(k, None)
-            ts.worker_restrictions = set(r.fast)
-            ts.loose_restrictions = False
+            restrict(ts, r.fast)
             if ts.state in ("queued", "no-worker"):
                 again[k] = "waiting"
         if again:
@@ -269,7 +287,10 @@ class Adapting:
         # mid-run, a group behind a narrow link is not weighed: the finished tasks' outputs sit on
         # both sides of it, which the prediction (of the unfinished tasks alone) does not see
         candidates = subsets(cluster, p.spread, narrow_rate(graph, _ccr(p)) if whole else 0.0)
-        choices = tuple(c for c in getattr(p, "choices", CHOICES) if c != SUBSET or candidates) or (DASK,)
+        # Dask's shuffle extension places a peer-to-peer shuffle's outputs itself: no plan for them
+        p2p = any(name.startswith(P2P_PREFIXES) for name in prefixes.values())
+        choices = tuple(c for c in getattr(p, "choices", CHOICES)
+                        if (c != SUBSET or candidates) and not (c == PLAN and p2p)) or (DASK,)
         # the run's first choice (at its start, or mid-run where it began left to Dask: a graph with a
         # peer-to-peer shuffle, or workers that looked alike) follows the measured runs of the same work
         first = r.guarded == 0

@@ -12,7 +12,8 @@ import math
 from ..graph import TaskGraph
 from .worker_plugin import RATES_METRIC
 
-__all__ = ["prefetch", "plan_first", "send_planned_in_order", "keep_planned_replicas", "dask_state", "estimated_graph",
+__all__ = ["restrict", "SHUFFLE_PINNED", "P2P_PAIRS", "BARRIER_PREFIX", "prefetch", "plan_first",
+           "send_planned_in_order", "keep_planned_replicas", "dask_state", "estimated_graph",
            "received_rates", "observe", "input_scaling", "input_factor", "MAX_PREFIXES"]
 
 #: Task prefixes whose durations, sizes and inputs the plugin keeps (the oldest is dropped past this).
@@ -22,6 +23,33 @@ MAX_PREFIXES = 10_000
 SCALING_EVIDENCE = (4, 0.1, 0.5)
 
 logger = logging.getLogger("taskflow.runtime")
+
+
+#: the annotation under which Dask's shuffle extension keeps a peer-to-peer output task's own
+#: restrictions while it pins the task to its partition's worker
+SHUFFLE_PINNED = "shuffle_original_restrictions"
+
+
+def restrict(ts, workers, loose: bool = False) -> None:
+    """Restrict Dask task ``ts`` to the addresses ``workers`` (None: lift its restrictions). A
+    peer-to-peer output task that Dask's shuffle extension pinned to its partition's worker stays
+    pinned (run elsewhere, it would ask to be pinned again, which the extension refuses once it
+    pinned it): the restrictions given replace the ones the extension gives back when the shuffle
+    ends.
+
+    Parameters
+    ----------
+    ts : distributed.scheduler.TaskState
+    workers : iterable of str, or None
+    loose : bool
+        Whether Dask may run it elsewhere when none of ``workers`` can.
+    """
+    wanted = set(workers) if workers is not None else None
+    if ts.annotations and SHUFFLE_PINNED in ts.annotations:
+        ts.annotations[SHUFFLE_PINNED] = wanted
+        return
+    ts.worker_restrictions = wanted
+    ts.loose_restrictions = loose if wanted else False
 
 
 def plan_first(msgs: list, planned) -> list:
@@ -282,15 +310,87 @@ def estimated_graph(dask_scheduler, tss, durations: dict, sizes: dict, speeds: d
                     for d in ts.dependencies)
             cost[i] *= input_factor(line, x / 1e6)
     src, dst, size = [], [], []
+    via, meta = _p2p_traffic(dask_scheduler, tss, index, out, cost, size_of)
     for i, ts in enumerate(tss):
         for dts in ts.dependencies:
             j = index.get(dts.key)
             if j is not None:
                 src.append(j)
                 dst.append(i)
-                size.append(out[j])
+                size.append(via.pop((j, i), out[j]))
+    for (j, i), nbytes in via.items():  # a shuffle's bytes, straight from each transfer task to each output
+        src.append(j)
+        dst.append(i)
+        size.append(nbytes)
     cost = [c if math.isfinite(c) and c >= 0 else 0.0 for c in cost]
-    return TaskGraph.from_arrays("dask", [ts.key for ts in tss], cost, out, src, dst, size)
+    return TaskGraph.from_arrays("dask", [ts.key for ts in tss], cost, out, src, dst, size, meta=meta)
+
+
+#: a peer-to-peer shuffle with more (transfer task, output task) pairs than this is modelled as
+#: passing its bytes through its barrier task (one edge per task), not straight from each to each
+P2P_PAIRS = 10_000
+#: the task-name prefix of a peer-to-peer shuffle's barrier (Dask's shuffle extension finds it by name)
+BARRIER_PREFIX = "shuffle-barrier"
+
+
+def _partition(key) -> tuple:
+    """The partition index in a Dask key (``(name, i, j, ...)``: ``(i, j, ...)``)."""
+    return tuple(x for x in key[1:] if isinstance(x, int)) if isinstance(key, tuple) else ()
+
+
+def _p2p_traffic(dask_scheduler, tss, index: dict, out: list, cost: list, size_of) -> tuple:
+    """The bytes of Dask's peer-to-peer shuffles among ``tss``, which no task edge carries: each
+    transfer task (a dependency of a ``shuffle-barrier`` task) splits its inputs' bytes evenly
+    among the shuffle's output tasks (the barrier's dependents), which Dask's shuffle extension
+    spreads over the workers in ranges of partitions. Returns ``(edges, meta)``: ``{(transfer,
+    output): bytes}`` (above :data:`P2P_PAIRS` pairs, ``{(transfer, barrier): its bytes, (barrier,
+    output): a share of all}`` instead), and per task a meta dict (``{"p2p": (position, outputs)}``
+    for an output, the place :class:`schedulers.dask_model.DaskModel` spreads it by; None for the
+    others), or None where there is no shuffle. A barrier computes nothing (what Dask measured of
+    it is the wait for the shuffle's bytes), so its cost becomes 0; a transfer task's measured
+    cost keeps the share of it its thread spent on the CPU (Dask's per-prefix ``thread-cpu`` and
+    ``thread-noncpu`` metrics: the rest was waiting for the network), where Dask has them.
+
+    ``out`` and ``cost`` are the tasks' estimated output bytes and costs, by position in ``tss``
+    (``cost`` is changed in place); ``size_of(ts)`` estimates an output not in ``tss`` or memory.
+    """
+    edges: dict = {}
+    meta = None
+    metrics = None
+    for b, bts in enumerate(tss):
+        if not bts.prefix.name.startswith(BARRIER_PREFIX):
+            continue
+        senders = [index[d.key] for d in bts.dependencies if d.key in index]
+        outputs = sorted((ts for ts in bts.dependents if ts.key in index),
+                         key=lambda ts: (_partition(ts.key), str(ts.key)))
+        if not senders or not outputs:
+            continue
+        if metrics is None:
+            metrics = getattr(dask_scheduler, "cumulative_worker_metrics", None) or {}
+        cost[b] = 0.0
+        sent = {}
+        for t in senders:
+            ts = tss[t]
+            sent[t] = sum(out[index[d.key]] if d.key in index else d.nbytes if d.nbytes >= 0 else size_of(d)
+                          for d in ts.dependencies)
+            cpu = metrics.get(("execute", ts.prefix.name, "thread-cpu", "seconds"), 0.0)
+            idle = metrics.get(("execute", ts.prefix.name, "thread-noncpu", "seconds"), 0.0)
+            if cpu + idle > 0:
+                cost[t] *= cpu / (cpu + idle)
+        n = len(outputs)
+        meta = meta or [None] * len(tss)
+        for pos, ots in enumerate(outputs):
+            o = index[ots.key]
+            meta[o] = {"p2p": (pos, n)}
+            if len(senders) * n > P2P_PAIRS:
+                edges[(b, o)] = sum(sent.values()) / n
+        for t, nbytes in sent.items():
+            if len(senders) * n > P2P_PAIRS:
+                edges[(t, b)] = nbytes
+            else:
+                for ots in outputs:
+                    edges[(t, index[ots.key])] = nbytes / n
+    return edges, meta
 
 
 def received_rates(dask_scheduler) -> dict:

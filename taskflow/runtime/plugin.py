@@ -58,7 +58,7 @@ from ..policy import get_scheduler, require_runnable
 from .adaptation import Adapting
 from .learn import last_compute, relative_speeds, speeds_on
 from .dask_hooks import (dask_state, estimated_graph, keep_planned_replicas, observe, prefetch, received_rates,
-                         send_planned_in_order)
+                         restrict, send_planned_in_order)
 from .messages import cluster_from_message, graph_from_payload, plan_priorities
 from .runs import (FAILED, FINISHED, FINISHED_KEY, LIVE, PLANNED, REGISTERED, REPLANNING, RUNNING, TRANSITIONS,
                    UNFINISHED_KEY, Run)
@@ -276,8 +276,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
                     # Dask keeps a task's state while the client's release is on its way: a
                     # graph sent again with the same keys (one collection computed twice)
                     # would inherit the old plan's restrictions
-                    ts.worker_restrictions = None
-                    ts.loose_restrictions = False
+                    restrict(ts, None)
 
     # ------------------------------------------------------------------ scheduler events
     def transition(self, key, start, finish, *args, stimulus_id=None, **kwargs) -> None:
@@ -545,8 +544,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
             addr = r.addr.get(name)
             if addr is None or addr not in workers:
                 continue
-            ts.worker_restrictions = {addr}
-            ts.loose_restrictions = loose
+            restrict(ts, (addr,), loose)
             if ts.priority:
                 ts.priority = (-r.prio[key], *ts.priority[1:])
             if ts.state == "no-worker":
