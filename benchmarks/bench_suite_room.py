@@ -54,27 +54,28 @@ def _run(client, w, folder, side) -> float:
 
 def measure(kind: str, names, repeat: int) -> list:
     """``[(workload, {side: median seconds})]`` on one fresh cluster of ``kind``."""
-    from taskflow.app.dask_suite import _Cluster
+    from taskflow.app.dask_suite import _Cluster, _same_shuffles_quiet
     from taskflow.app.dask_workloads import WORKLOADS
 
     chosen = [w for w in WORKLOADS if not names or w.name in names]
     cluster = _Cluster(kind, 2)
     out = []
     try:
-        for w in chosen:
-            with tempfile.TemporaryDirectory(prefix="taskflow-room-") as folder:
-                if w.prepare is not None:
-                    w.prepare(folder)
-                for side in SIDES:  # warm-up: Dask learns durations, taskflow its costs
-                    _run(cluster.client, w, folder, side)
-                times = {side: [] for side in SIDES}
-                for r in range(repeat):
-                    for side in (SIDES if r % 2 == 0 else SIDES[::-1]):
-                        times[side].append(_run(cluster.client, w, folder, side))
-            med = {side: statistics.median(v) for side, v in times.items()}
-            out.append((w.name, med))
-            print(f"{w.name:<17} " + "  ".join(f"{s} {med[s]:.2f} ({med[s] / med['dask']:.2f})" for s in SIDES),
-                  flush=True)
+        with _same_shuffles_quiet():  # Dask's P2P shuffle warns each time one runs again, as here by design
+            for w in chosen:
+                with tempfile.TemporaryDirectory(prefix="taskflow-room-") as folder:
+                    if w.prepare is not None:
+                        w.prepare(folder)
+                    for side in SIDES:  # warm-up: Dask learns durations, taskflow its costs
+                        _run(cluster.client, w, folder, side)
+                    times = {side: [] for side in SIDES}
+                    for r in range(repeat):
+                        for side in (SIDES if r % 2 == 0 else SIDES[::-1]):
+                            times[side].append(_run(cluster.client, w, folder, side))
+                med = {side: statistics.median(v) for side, v in times.items()}
+                out.append((w.name, med))
+                print(f"{w.name:<17} " + "  ".join(f"{s} {med[s]:.2f} ({med[s] / med['dask']:.2f})" for s in SIDES),
+                      flush=True)
     finally:
         cluster.close()
     return out
