@@ -1045,6 +1045,29 @@ def test_a_peer_to_peer_rechunk_is_held_to_its_fastest_workers_shuffle_included(
     assert any("on a subset of its workers" in n for n in rep.notes), rep.notes
 
 
+def _slow_block(b):
+    time.sleep(0.15)
+    return b
+
+
+def test_a_held_peer_to_peer_rechunk_goes_on_when_a_worker_of_its_hold_is_lost(loopback3):
+    """wa killed while the blocks before the shuffle run: the hold moves to wb, the shuffle's
+    barrier with it, so Dask's shuffle extension pins every output there; the run completes with
+    every result, wc running none of it."""
+    policy = taskflow.get_scheduler("adaptive", **HELD)
+    x = da.random.RandomState(6).random_sample((400, 400), chunks=(400, 25))
+    y = x.map_blocks(_slow_block, dtype=float).rechunk((25, 400), method="p2p")
+    want = x.compute(scheduler="sync").sum(axis=1)
+    with Client(scheduler_file=str(loopback3.sched_file)) as c:
+        when_busy(c, ["wa", "wb"], lambda: loopback3.kill_worker("wa"))
+        t0 = time.time()
+        got, rep = compute(y.sum(axis=1), scheduler=policy, client=c, cluster=_declared_8_8_1(), report=True,
+                           timeout=60)
+        assert time.time() - t0 < 50
+    np.testing.assert_allclose(got[0], want)
+    assert "wc" not in {r.worker for r in rep.trace.runs}, sorted({r.worker for r in rep.trace.runs})
+
+
 def test_a_run_held_to_its_fastest_workers_goes_on_when_they_are_lost(loopback3):
     """wa and wb killed once they run tasks: the hold moves to what is left (none: Dask's own on
     wc), and the run completes with every result instead of waiting for them in ``no-worker``."""
