@@ -534,3 +534,24 @@ def test_a_peer_to_peer_shuffle_s_bytes_go_from_each_transfer_task_to_each_outpu
     assert edges[(("rechunk-transfer", 0), "shuffle-barrier-1")] == pytest.approx(8_000_000)
     assert edges[("shuffle-barrier-1", ("rechunk-p2p", 2))] == pytest.approx(4_000_000)
     assert len(edges) == 2 + 2 + 4  # no edge from a transfer task to an output
+
+
+def test_the_spread_counts_a_worker_s_prefix_only_with_enough_tasks_and_seconds():
+    """Three tasks of half a millisecond, one of them hit by a scheduling hiccup, are no evidence
+    of a slow worker; 3 tasks and 0.05 s of them are (a quarter-core worker shows it at once)."""
+    from types import SimpleNamespace
+
+    from taskflow.runtime.adaptation import MIN_SECONDS, MIN_TASKS
+    from taskflow.runtime.learn import relative_speeds
+    from taskflow.runtime.plugin import TaskflowPlugin
+
+    p = TaskflowPlugin()
+    p.dask_scheduler = SimpleNamespace(workers={a: SimpleNamespace(name=a) for a in ("w0", "w1")})
+    undeclared = SimpleNamespace(cluster=None)  # a run of Dask work: no speeds declared
+    p.durations = {"sum": {"w0": [0.0015, 3], "w1": [0.0045, 3]}}  # 3x apart, 6 ms in all
+    assert relative_speeds(p.durations)["w0"] == pytest.approx(3 ** 0.5)  # what the costs learn from
+    assert p._spread(undeclared, None) == 1.0  # not what the guard weighs workers by
+    p.durations["work"] = {"w0": [0.1, MIN_TASKS], "w1": [0.4, MIN_TASKS]}  # a quarter-core worker
+    assert p._spread(undeclared, None) == pytest.approx(4.0)
+    p.durations["work"]["w0"] = [MIN_SECONDS / 2, MIN_TASKS]
+    assert p._spread(undeclared, None) == 1.0

@@ -16,12 +16,15 @@ from .predict import CHOICES, DASK, PLAN, SUBSET, choose, narrow_pairs, narrow_r
 from .runs import FAILED, REPLANNING, UNFINISHED_KEY
 
 __all__ = ["Adapting", "P2P_PREFIXES", "has_p2p", "decision_note", "signature", "shortest_measured", "KEEP_OUTCOMES",
-           "MIN_TASKS", "MEASURED_MARGIN", "CLOSE", "WATCH"]
+           "MIN_TASKS", "MIN_SECONDS", "MEASURED_MARGIN", "CLOSE", "WATCH"]
 
 #: measured runs kept per kind of work and choice (the latest), and kinds of work kept
 KEEP_OUTCOMES = (5, 256)
 #: tasks of a prefix a worker must have run for its speed to count in the guard's spread
 MIN_TASKS = 3
+#: seconds a worker must have spent on a prefix's tasks for its speed to count in the guard's
+#: spread (three tasks of half a millisecond differ by 2x and more from one scheduling hiccup)
+MIN_SECONDS = 0.05
 #: how much shorter (a fraction) another choice's measured runs must be for it to replace Dask's own
 MEASURED_MARGIN = 0.05
 
@@ -112,12 +115,12 @@ class Adapting:
 
     def _spread(self, r, cluster) -> float:
         """The fastest worker's speed over the slowest's: learned from prefixes with at least
-        :data:`MIN_TASKS` tasks on a worker (a few tasks on a loaded machine differ by 1.5x and
-        more between identical workers), else as ``cluster`` (declared) has them; 1 where unknown."""
+        :data:`MIN_TASKS` tasks and :data:`MIN_SECONDS` seconds on a worker (a few tasks on a
+        loaded machine differ by 1.5x and more between identical workers), else as ``cluster`` (declared) has them; 1 where unknown."""
         from .learn import relative_speeds
 
         live = {str(ws.name) for ws in self.dask_scheduler.workers.values()}
-        learned = {w: s for w, s in relative_speeds(self.durations, MIN_TASKS).items() if w in live}
+        learned = {w: s for w, s in relative_speeds(self.durations, MIN_TASKS, MIN_SECONDS).items() if w in live}
         speeds = list(learned.values()) if len(learned) >= 2 else \
             ([w.speed for w in r.cluster.workers] if r.cluster is not None else [])
         return max(speeds) / min(speeds) if len(speeds) >= 2 and min(speeds) > 0 else 1.0

@@ -486,7 +486,7 @@ def last_compute(startstops) -> tuple | None:
     return None if last is None else (last["start"], last["stop"])
 
 
-def relative_speeds(per: dict, min_work: float = 0.0) -> dict:
+def relative_speeds(per: dict, min_work: float = 0.0, min_secs: float = 0.0) -> dict:
     """Worker name -> relative speed from ``{prefix: {worker: [seconds, work]}}`` (measured seconds
     and declared work of the tasks of a prefix on a worker); see :func:`_learned_speeds`.
 
@@ -496,10 +496,14 @@ def relative_speeds(per: dict, min_work: float = 0.0) -> dict:
     min_work : float
         Count a prefix on a worker only with at least this much work there (the plugin's tables
         count tasks: a few tasks on a loaded machine say little).
+    min_secs : float
+        ... and only with at least this many seconds measured there (tasks of a millisecond
+        measure the machine's hiccups, not the worker's speed).
     """
     logs: dict = {}
     for row in per.values():
-        rate = {w: secs / work for w, (secs, work) in row.items() if secs > 0 and work > 0 and work >= min_work}
+        rate = {w: secs / work for w, (secs, work) in row.items()
+                if secs > 0 and secs >= min_secs and work > 0 and work >= min_work}
         if len(rate) < 2:
             continue
         weight = sum(secs for secs, _ in row.values())
