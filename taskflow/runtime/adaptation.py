@@ -11,7 +11,7 @@ import math
 import statistics
 import time
 
-from .dask_hooks import dask_state, restrict
+from .dask_hooks import BARRIER_PREFIX, dask_state, restrict
 from .predict import CHOICES, DASK, PLAN, SUBSET, choose, narrow_pairs, narrow_rate, subsets
 from .runs import FAILED, REPLANNING, UNFINISHED_KEY
 
@@ -37,7 +37,7 @@ WATCH = 0.25
 
 #: task-name prefixes of Dask's peer-to-peer shuffles and rechunks, whose output tasks Dask's shuffle
 #: extension itself pins to workers: a graph with one is left to Dask's own scheduling
-P2P_PREFIXES = ("shuffle-transfer", "shuffle-barrier", "shuffle_p2p", "rechunk-transfer", "rechunk-p2p",
+P2P_PREFIXES = ("shuffle-transfer", BARRIER_PREFIX, "shuffle_p2p", "rechunk-transfer", "rechunk-p2p",
                 "hash-join-transfer", "hash-join")
 
 
@@ -291,7 +291,7 @@ class Adapting:
         # both sides of it, which the prediction (of the unfinished tasks alone) does not see
         candidates = subsets(cluster, p.spread, narrow_rate(graph, _ccr(p)) if whole else 0.0)
         # Dask's shuffle extension places a peer-to-peer shuffle's outputs itself: no plan for them
-        p2p = any(name.startswith(P2P_PREFIXES) for name in prefixes.values())
+        p2p = has_p2p(tasks, graph.ids)
         choices = tuple(c for c in getattr(p, "choices", CHOICES)
                         if (c != SUBSET or candidates) and not (c == PLAN and p2p)) or (DASK,)
         # the run's first choice (at its start, or mid-run where it began left to Dask: a graph with a
