@@ -34,7 +34,11 @@ HEFT's plan is computed first and given to the solver as its starting point; the
 longer than HEFT's. The search is bounded by ``budget``, CP-SAT's deterministic time (default
 :data:`DEFAULT_BUDGET`; about as many seconds on a 2-core machine, and the same answer on every
 machine for a given OR-Tools version), and optionally by ``seconds`` of wall clock (then the answer
-depends on the machine). One search thread by default (``threads``), for the same reason.
+depends on the machine). One search thread by default (``threads``), for the same reason. The
+solver's deterministic clock can stall: on a 12-task graph on one 4-core worker it counted 0.04
+units in 5 s of search. So a search without ``seconds`` also stops after :data:`STALL_SECONDS` wall
+seconds per unit of budget; ``extra["stopped"]`` says ``"wall clock"`` when a wall-clock limit ended
+it (the answer then depends on the machine).
 
 The schedule's ``extra`` says what was proved: ``status`` (``optimal``: no schedule of one placement
 per task is shorter; ``feasible``: the best found within the budget), ``lower_bound`` (the solver's
@@ -57,10 +61,14 @@ from taskflow.analysis import lower_bound
 from .base import Scheduler, list_schedule, register, to_schedule
 from .ranks import downward_rank_kernel, upward_rank_kernel, upward_rank
 
-__all__ = ["Optimal", "DEFAULT_BUDGET", "MAX_PAIRS", "solve"]
+__all__ = ["Optimal", "DEFAULT_BUDGET", "MAX_PAIRS", "STALL_SECONDS", "solve"]
 
 #: CP-SAT deterministic time by default (about seconds).
 DEFAULT_BUDGET = 2.0
+#: Wall seconds per unit of budget after which a search without ``seconds`` stops: the
+#: deterministic clock can stall (0.04 units in 5 s on one graph), and a plan must end. Far above
+#: what a unit takes where the clock runs (up to 34 s per unit, 401 tasks on 4 workers).
+STALL_SECONDS = 60.0
 #: The largest graph modelled: tasks x workers.
 MAX_PAIRS = 1000
 _UNITS = 1_000_000  # HEFT's makespan in model units
@@ -107,14 +115,15 @@ class Optimal(Scheduler):
                     seed=self.seed if self.seed is not None else 0)
         if out is None:  # nothing within the budget, not even the hint: HEFT's plan
             return to_schedule(cost_model, heft, self.name, extra=_extra("feasible", heft_mk, bound))
-        result, status, solver_bound = out
+        result, status, solver_bound, stopped = out
         mk = float(result[2].max())
         if mk > heft_mk:  # the solver's order timed exactly, no better than the plan it started from
             result, mk = heft, heft_mk
         best_bound = max(bound, solver_bound)
         if status == "optimal":  # proved on rounded-down times: optimal within the rounding
             best_bound = max(best_bound, min(mk, solver_bound))
-        return to_schedule(cost_model, result, self.name, extra=_extra(status, mk, best_bound))
+        more = {"stopped": stopped} if stopped else {}
+        return to_schedule(cost_model, result, self.name, extra=_extra(status, mk, best_bound, **more))
 
 
 def _extra(status, makespan, bound, **more) -> dict:
@@ -126,9 +135,10 @@ def _extra(status, makespan, bound, **more) -> dict:
 def solve(cost_model, start, budget=DEFAULT_BUDGET, seconds=None, threads=1, seed=0):
     """Solve ``cost_model`` exactly with CP-SAT, starting from the list schedule ``start``.
 
-    Returns ``((worker, start, finish), status, bound)``: the solver's placement and order timed
-    exactly by the list-scheduling kernel, ``"optimal"`` or ``"feasible"``, and a lower bound of
-    the makespan in seconds; ``None`` when nothing was found within the budget.
+    Returns ``((worker, start, finish), status, bound, stopped)``: the solver's placement and order
+    timed exactly by the list-scheduling kernel, ``"optimal"`` or ``"feasible"``, a lower bound of
+    the makespan in seconds, and ``"wall clock"`` where a wall-clock limit ended the search (else
+    ``None``); ``None`` when nothing was found within the budget.
 
     Parameters
     ----------
@@ -138,7 +148,7 @@ def solve(cost_model, start, budget=DEFAULT_BUDGET, seconds=None, threads=1, see
     budget : float
         CP-SAT's deterministic time limit.
     seconds : float, optional
-        A wall-clock limit as well.
+        A wall-clock limit as well (default: :data:`STALL_SECONDS` per unit of ``budget``).
     threads : int
         Search workers (1: the same answer every run).
     seed : int
@@ -202,11 +212,12 @@ def solve(cost_model, start, budget=DEFAULT_BUDGET, seconds=None, threads=1, see
     solver.parameters.max_deterministic_time = float(budget)
     for key, value in _SOLVER_PARAMETERS.items():
         setattr(solver.parameters, key, value)
-    if seconds is not None:
-        solver.parameters.max_time_in_seconds = float(seconds)
+    solver.parameters.max_time_in_seconds = float(seconds) if seconds is not None else STALL_SECONDS * float(budget)
     status = solver.solve(m)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
+    # neither proved nor out of deterministic time: the wall clock ended the search
+    stopped = "wall clock" if status != cp_model.OPTIMAL and solver.deterministic_time < float(budget) else None
     worker = np.array([next(w for w in range(W) if (i, w) in on and solver.value(on[i, w])) for i in range(n)],
                       dtype=np.int64)
     begins = np.array([solver.value(s[i]) for i in range(n)], dtype=np.float64)
@@ -215,7 +226,8 @@ def solve(cost_model, start, budget=DEFAULT_BUDGET, seconds=None, threads=1, see
     order[a.topo] = np.arange(n)
     prio = -(begins * (n + 1) + order)
     result = list_schedule(cost_model, prio, fixed=worker, insertion=True)
-    return result, ("optimal" if status == cp_model.OPTIMAL else "feasible"), solver.best_objective_bound / scale
+    return (result, ("optimal" if status == cp_model.OPTIMAL else "feasible"), solver.best_objective_bound / scale,
+            stopped)
 
 
 def _precedence(m, cost_model, a, s, e, on, scale) -> None:

@@ -1,8 +1,16 @@
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from taskflow import Cluster, TaskGraph, load_cluster, load_graph
+
+# Property tests draw the same examples on every run (a failure in CI is one anyone can rerun);
+# TASKFLOW_HYPOTHESIS=explore draws new ones each run, to look for more.
+settings.register_profile("repeatable", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("TASKFLOW_HYPOTHESIS", "repeatable"))
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

@@ -73,7 +73,7 @@ def test_optimal_equals_a_brute_force_over_every_placement_and_order(problem):
 def test_optimal_is_valid_never_longer_than_any_scheduler_and_its_bound_holds(problem):
     """The bound is a claim about every schedule: none of the other schedulers may beat it."""
     g, c = problem
-    s = optimal(g, c, budget=1.0)
+    s = optimal(g, c, budget=1.0, seconds=5.0)
     others = {n: schedulers.get_scheduler(n, seed=0).schedule(g, c).makespan
               for n in ("heft", "cpop", "blevel", "peft", "heft-search", "lookahead", "etf")}
     assert s.makespan <= others["heft"] * (1 + 1e-9) + 1e-12
@@ -81,8 +81,27 @@ def test_optimal_is_valid_never_longer_than_any_scheduler_and_its_bound_holds(pr
     assert s.extra["lower_bound"] <= s.makespan + 1e-12
     if s.extra["status"] == "optimal":  # proved: within the rounding of the model's times
         assert s.makespan <= min(others.values()) * (1 + 1e-4) + 1e-9
-    again = optimal(g, c, budget=1.0)
-    assert again.makespan == s.makespan and again.worker_of() == s.worker_of()
+    if "stopped" not in s.extra:  # ended by its deterministic budget: the same answer again
+        again = optimal(g, c, budget=1.0, seconds=5.0)
+        assert again.makespan == s.makespan and again.worker_of() == s.worker_of()
+
+
+def test_a_search_whose_deterministic_clock_stalls_ends_on_the_wall_clock():
+    """CP-SAT counted 0.04 deterministic units in 5 s of search on this graph (one worker of four
+    cores, two tasks of 3 and 4 cores): a budget alone never ended it."""
+    c = Cluster([Worker("w0", 4.0, 4)], bandwidth=1.0, latency=2.0)
+    g = TaskGraph("stall")
+    for i, (cost, cores) in enumerate([(0, 1), (6, 1), (1, 1), (0, 1), (4, 1), (18, 1), (13, 1), (0, 1), (0, 1),
+                                       (2, 3), (18, 4), (0, 1)]):
+        g.add_task(f"t{i}", cost=float(cost), cores=cores, output_size=1.0)
+    for a, b, size in [(2, 3, 141), (0, 6, 62), (1, 6, 186), (2, 8, 32), (6, 8, 138), (8, 9, 72), (7, 10, 142),
+                       (5, 11, 166), (6, 11, 164), (8, 11, 38), (10, 11, 171)]:
+        g.add_edge(f"t{a}", f"t{b}", size=float(size))
+    budget = 0.02  # stops after STALL_SECONDS x 0.02 = 1.2 s of wall clock
+    s = optimal(g, c, budget=budget)
+    heft = schedulers.get_scheduler("heft").schedule(g, c)
+    assert s.extra["stopped"] == "wall clock" and s.extra["status"] == "feasible"
+    assert s.extra["lower_bound"] <= s.makespan <= heft.makespan
 
 
 def test_the_heft_paper_example_is_73_on_its_own_processors(heft_graph, heft_cluster):
