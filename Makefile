@@ -16,9 +16,11 @@ demo: $(STAMP)
 	$(BIN)/taskflow schedule examples/heft_paper.graph.json --cluster examples/heft_paper.cluster.json --scheduler all -q
 	$(BIN)/taskflow demo --out taskflow-out
 
-# the suite a new user runs: everything but the long runs (slow), the network testbed (root) and SLURM
+# the suite a new user runs: everything but the long runs (slow), the network testbed (root) and SLURM;
+# in TEST_JOBS processes (most tests wait on Dask clusters, so two share two cores well)
+TEST_JOBS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow and not testbed and not hpc"
+	$(BIN)/python -m pytest -q -n $(TEST_JOBS) -m "not slow and not testbed and not hpc"
 
 # a real one-node SLURM (needs root): install and start it, run the HPC tests, stop it whatever happened
 test-hpc: $(STAMP)

@@ -199,7 +199,7 @@ def test_scales_linearly_enough_to_schedule_5000_tasks():
 def check_valid_and_bounded(name, problem):
     g, c = problem
     # the exact policy's search is kept short: what is checked here is the plan's validity and bound
-    options = {"budget": 0.2, "seconds": 2.0} if name == "optimal" else {}
+    options = {"budget": 0.05, "seconds": 0.5} if name == "optimal" else {}
     s = schedulers.get_scheduler(name, seed=3, **options).schedule(g, c)
     assert s.problems(g, c) == []
     assert s.makespan >= lower_bound(g, c) * (1 - 1e-9)
