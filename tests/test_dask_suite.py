@@ -73,6 +73,7 @@ def test_one_workload_end_to_end(tmp_path, capsys):
     (row,) = rows
     assert row["policy"] == "heft" and row["dask_median"] > 0 and row["ours_median"] > 0
     assert row["ratio"] == pytest.approx(row["ours_median"] / row["dask_median"])
+    assert row["ratio_low"] == pytest.approx(row["ratio"]) == row["ratio_high"]  # one pair: nothing to resample
     # heft plans every run: each has a prediction to compare with what the plugin measured
     assert -1 < row["prediction_error"] < 1  # later runs plan from costs learned by then
     assert row["first_prediction_error"] > -1 and math.isfinite(row["first_prediction_error"])
@@ -120,10 +121,41 @@ def test_the_summary_gives_each_cluster_its_geometric_means_and_prediction_error
     from taskflow.app.dask_suite import summarise
 
     nan = float("nan")
-    rows = [{"cluster": "two-racks", "ratio": 0.25, "first_ratio": 1.0, "prediction_error": -0.02},
-            {"cluster": "two-racks", "ratio": 1.0, "first_ratio": 0.81, "prediction_error": 0.04},
-            {"cluster": "homogeneous", "ratio": 1.0, "first_ratio": 1.0, "prediction_error": nan}]
+    rows = [{"cluster": "two-racks", "workload": "a", "ratio": 0.25, "first_ratio": 1.0, "prediction_error": -0.02,
+             "ratio_low": 0.2, "ratio_high": 0.3, "first_ratio_low": 0.9, "first_ratio_high": 1.1},
+            {"cluster": "two-racks", "workload": "b", "ratio": 1.0, "first_ratio": 0.81, "prediction_error": 0.04,
+             "ratio_low": 1.01, "ratio_high": 1.2, "first_ratio_low": 0.7, "first_ratio_high": 0.9},
+            {"cluster": "homogeneous", "workload": "a", "ratio": 1.0, "first_ratio": 1.0, "prediction_error": nan}]
     lines = summarise(rows).splitlines()
     assert lines[0] == ("two-racks: ours / Dask's geomean 0.500 (first runs 0.900), worst 1.00, best 0.25; "
+                        "longer beyond the spread on 1 of 2 (b) (first runs 0 of 2); "
                         "predictions on 2 of 2, median |error| 3.0%")
     assert lines[1].endswith("no predictions")
+
+
+def test_a_ratio_s_interval_tells_a_difference_from_the_spread():
+    from taskflow.app.dask_suite import ratio_interval
+
+    dask = [1.0, 1.3, 0.9, 1.1, 1.2]
+    same = [1.2, 0.9, 1.1, 1.0, 1.3]  # the same runs in another order: the ratio of medians is 1
+    lo, hi = ratio_interval(same, dask)
+    assert lo < 1.0 < hi and hi - lo > 0.1  # noise this wide cannot say which is longer
+    slower = [x * 1.5 for x in dask]  # every run half as long again, paired: no doubt
+    assert ratio_interval(slower, dask) == pytest.approx((1.5, 1.5))
+    lo, hi = ratio_interval([x + 0.6 for x in same], dask)  # longer than the spread: the interval above 1
+    assert 1.0 < lo < 1.55 < hi
+    assert ratio_interval(same, dask) == ratio_interval(same, dask)  # seeded: the same runs, the same interval
+    with pytest.raises(TaskflowError, match="pairs"):
+        ratio_interval([1.0, 2.0], [1.0])
+
+
+def test_the_table_shows_each_ratio_with_its_interval():
+    from taskflow.app.dask_suite import format_rows
+
+    row = {"cluster": "homogeneous", "workload": "df-merge", "dask_first": 1.9, "ours_first": 2.05,
+           "first_ratio": 1.08, "first_ratio_low": 0.93, "first_ratio_high": 1.21, "dask_median": 1.56,
+           "dask_min": 1.5, "dask_max": 1.69, "ours_median": 1.54, "ours_min": 1.47, "ours_max": 1.79,
+           "ratio": 0.99, "ratio_low": 0.94, "ratio_high": 1.05, "prediction_error": 0.152, "decisions": "dask"}
+    header, line = format_rows([row]).splitlines()
+    assert "ratio (95%)" in header
+    assert "1.08 (0.93-1.21)" in line and "0.99 (0.94-1.05)" in line and line.endswith("+15.2%  dask")

@@ -11,6 +11,11 @@ is reported: one first run differs from the next by up to 2x here); then on one 
 cluster a warm-up run of each side (not counted) and ``repeat`` runs of each side, alternating,
 whose median and spread are reported. Every result is checked against the other side's.
 
+Each ratio (ours / Dask's, of the medians) comes with its 95% interval (:func:`ratio_interval`: a
+bootstrap over the pairs of runs made one after the other), so that a ratio above 1 can be told
+from this machine's noise: a workload is *longer* only where the whole interval is above the
+target.
+
 Clusters: ``homogeneous`` (``workers`` processes of one thread); ``heterogeneous`` (the same, the
 last worker held to a quarter of a core by a cgroup CPU quota: needs root and a cgroup cpu
 controller, else skipped with the reason); ``two-racks`` (``workers`` Dask workers of one thread on
@@ -34,7 +39,7 @@ import time
 from ..errors import TaskflowError
 from .dask_workloads import WORKLOADS, workload
 
-__all__ = ["CLUSTERS", "DEFAULT_POLICY", "run_suite", "format_rows", "summarise"]
+__all__ = ["CLUSTERS", "DEFAULT_POLICY", "BOOTSTRAP", "run_suite", "format_rows", "summarise", "ratio_interval"]
 
 CLUSTERS = ("homogeneous", "heterogeneous", "two-racks")
 #: the two-rack cluster's links (each worker's, and the one between the racks)
@@ -43,6 +48,45 @@ RACK_LINK, INTER_RACK = "1gbit", "100mbit"
 DEFAULT_POLICY = "adaptive"
 #: the quota of the slow worker of the heterogeneous cluster, in cores
 SLOW_CORES = 0.25
+#: resamples of the bootstrap behind each ratio's 95% interval
+BOOTSTRAP = 4000
+
+
+def ratio_interval(ours, dask, level: float = 0.95, resamples: int = BOOTSTRAP, seed: int = 0) -> tuple:
+    """The percentile-bootstrap interval of ``median(ours) / median(dask)``.
+
+    The i-th runs of the two sides ran one after the other, so they are resampled as pairs: a
+    drift of the machine's speed over the session moves both. With few runs the interval is
+    coarse (three pairs have ten distinct resamples) and wide where the runs spread.
+
+    Parameters
+    ----------
+    ours, dask : sequence of float
+        Seconds of each run, paired by position (the same number of each).
+    level : float
+        The interval's coverage.
+    resamples : int
+    seed : int
+        The resampling's seed: the same runs give the same interval.
+
+    Returns
+    -------
+    (float, float)
+
+    Examples
+    --------
+    >>> ratio_interval([2.0, 2.1, 1.9], [1.0, 1.1, 0.9])[0] > 1.5
+    True
+    """
+    import numpy as np
+
+    o, d = np.asarray(ours, dtype=float), np.asarray(dask, dtype=float)
+    if len(o) != len(d) or not len(o):
+        raise TaskflowError(f"ratio_interval: needs runs of both sides in pairs (got {len(o)} and {len(d)})")
+    idx = np.random.default_rng(seed).integers(0, len(o), size=(resamples, len(o)))
+    ratios = np.median(o[idx], axis=1) / np.median(d[idx], axis=1)
+    lo, hi = np.quantile(ratios, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
 
 
 class _Cluster:
@@ -260,6 +304,8 @@ def _measure(kind, w, folder, repeat, workers, policy, first_side: int, options,
         raise TaskflowError(f"{w.name}: {policy} and Dask's own scheduling computed different results")
     dask_med, ours_med = statistics.median(times[None]), statistics.median(times[policy])
     dask_first, ours_first = statistics.median(first[None]), statistics.median(first[policy])
+    low, high = ratio_interval(times[policy], times[None])
+    first_low, first_high = ratio_interval(first[policy], first[None])
     first_errors = [e for e in map(_error, first_seen) if e == e]
     return {"cluster": kind, "workload": w.name, "policy": policy, "runs": repeat, "firsts": firsts,
             "dask_first": dask_first, "ours_first": ours_first,
@@ -268,6 +314,7 @@ def _measure(kind, w, folder, repeat, workers, policy, first_side: int, options,
             "dask_median": dask_med, "dask_min": min(times[None]), "dask_max": max(times[None]),
             "ours_median": ours_med, "ours_min": min(times[policy]), "ours_max": max(times[policy]),
             "ratio": ours_med / dask_med, "first_ratio": ours_first / dask_first,
+            "ratio_low": low, "ratio_high": high, "first_ratio_low": first_low, "first_ratio_high": first_high,
             "prediction_error": statistics.median(errors) if errors else float("nan"),
             "first_prediction_error": statistics.median(first_errors) if first_errors else float("nan"),
             "decisions": " ".join(d or "-" for d in decisions),
@@ -291,8 +338,15 @@ def _error(seen: dict) -> float:
     return float("nan")
 
 
+def _interval(r: dict, field: str) -> str:
+    """``0.95-1.08``: a row's 95% interval of ``field`` (``-`` where the row has none)."""
+    lo, hi = r.get(f"{field}_low", float("nan")), r.get(f"{field}_high", float("nan"))
+    return "-" if lo != lo or hi != hi else f"{lo:.2f}-{hi:.2f}"
+
+
 def format_rows(rows, header: bool = True) -> str:
-    """The suite's rows as a fixed-width table (seconds; ratio: ours / Dask's).
+    """The suite's rows as a fixed-width table (seconds; ratio: ours / Dask's, with its 95%
+    interval).
 
     Parameters
     ----------
@@ -301,19 +355,30 @@ def format_rows(rows, header: bool = True) -> str:
     """
     lines = []
     if header:
-        lines.append(f"{'cluster':<14} {'workload':<17} {'Dask 1st':>8} {'ours 1st':>8} {'ratio':>6}   "
-                     f"{'Dask median (min-max)':>22} {'ours median (min-max)':>22} {'ratio':>6} {'pred.err':>8}  chose")
+        lines.append(f"{'cluster':<14} {'workload':<17} {'Dask 1st':>8} {'ours 1st':>8} {'ratio (95%)':>17}   "
+                     f"{'Dask median (min-max)':>22} {'ours median (min-max)':>22} {'ratio (95%)':>17} {'pred.err':>8}"
+                     f"  chose")
     for r in rows:
+        first = f"{r['first_ratio']:.2f} ({_interval(r, 'first_ratio')})"
+        later = f"{r['ratio']:.2f} ({_interval(r, 'ratio')})"
         lines.append(f"{r['cluster']:<14} {r['workload']:<17} {r['dask_first']:>8.2f} {r['ours_first']:>8.2f} "
-                     f"{r['first_ratio']:>6.2f}   {r['dask_median']:>8.2f} ({r['dask_min']:.2f}-{r['dask_max']:.2f})"
-                     f" {r['ours_median']:>8.2f} ({r['ours_min']:.2f}-{r['ours_max']:.2f}) {r['ratio']:>6.2f}"
+                     f"{first:>17}   {r['dask_median']:>8.2f} ({r['dask_min']:.2f}-{r['dask_max']:.2f})"
+                     f" {r['ours_median']:>8.2f} ({r['ours_min']:.2f}-{r['ours_max']:.2f}) {later:>17}"
                      f" {_pct(r.get('prediction_error', float('nan'))):>8}  {_last(r.get('decisions', ''))}")
     return "\n".join(lines)
 
 
+def _longer(rows, field: str) -> str:
+    """``0 of 9`` or ``1 of 9 (array-svd)``: the rows whose whole 95% interval of ``field`` is above 1."""
+    above = [r["workload"] for r in rows if r.get(f"{field}_low", 0.0) > 1.0]
+    return f"{len(above)} of {len(rows)}" + (f" ({', '.join(above)})" if above else "")
+
+
 def summarise(rows) -> str:
     """One line per cluster of the suite's rows: the geometric means of the ratios (later runs,
-    first runs), the worst and best later ratio, and the predictions' median absolute error.
+    first runs), the worst and best later ratio, on how many workloads ours is longer beyond the
+    runs' spread (the whole 95% interval above 1; later runs, first runs), and the predictions'
+    median absolute error.
 
     Parameters
     ----------
@@ -332,7 +397,9 @@ def summarise(rows) -> str:
         said = (f"predictions on {len(errors)} of {len(mine)}, median |error| {statistics.median(errors):.1%}"
                 if errors else "no predictions")
         lines.append(f"{kind}: ours / Dask's geomean {geomean('ratio'):.3f} (first runs {geomean('first_ratio'):.3f}), "
-                     f"worst {max(r['ratio'] for r in mine):.2f}, best {min(r['ratio'] for r in mine):.2f}; {said}")
+                     f"worst {max(r['ratio'] for r in mine):.2f}, best {min(r['ratio'] for r in mine):.2f}; "
+                     f"longer beyond the spread on {_longer(mine, 'ratio')} (first runs {_longer(mine, 'first_ratio')}); "
+                     f"{said}")
     return "\n".join(lines)
 
 
