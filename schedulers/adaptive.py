@@ -27,7 +27,10 @@ the same plan. Inside Dask's scheduler (the taskflow plugin) three rules are add
    narrow link is not weighed: the finished tasks' outputs sit on both sides of it. A graph
    with one of Dask's peer-to-peer shuffles is never planned (Dask's shuffle extension pins
    its outputs itself, within the workers its barrier task is held to), only held, and only
-   before it starts.
+   before it starts. Until a run of the same work has been measured, the prediction picks only
+   among Dask's own choices: nothing can watch a plan yet, and a plan from costs learned from a
+   few tasks can be far off where stealing mends them (a static schedule's sensitivity to its
+   estimates: Canon and Jeannot 2010); the plan is predicted, and a later run tries it, watched.
 2. **Learning within the run** (selective rescheduling, Sakellariou and Zhao 2004): as the run's
    tasks finish, a task-name prefix whose measured duration (at speed 1, by the learned worker
    speeds) is more than ``drift`` away from the estimate the plan used, or worker speeds learned

@@ -555,3 +555,44 @@ def test_the_spread_counts_a_worker_s_prefix_only_with_enough_tasks_and_seconds(
     assert p._spread(undeclared, None) == pytest.approx(4.0)
     p.durations["work"]["w0"] = [MIN_SECONDS / 2, MIN_TASKS]
     assert p._spread(undeclared, None) == 1.0
+
+
+def test_until_a_run_of_the_work_is_measured_the_guard_takes_no_plan_but_predicts_it(monkeypatch):
+    """A plan on costs learned from a few tasks can be far off (on a worker held to a CPU quota,
+    HEFT's plan of a bag ran 4x Dask's own), and before a run of the same work is measured nothing
+    can watch it: the first runs pick among Dask's own choices; the plan's prediction is kept, and
+    the next run tries it, watched."""
+    from types import SimpleNamespace
+
+    import taskflow.runtime.adaptation as adaptation
+    from taskflow.runtime.plugin import TaskflowPlugin
+    from taskflow.runtime.runs import Run
+
+    g = random_layered(60, ccr=0.05, seed=3)
+    uneven8 = Cluster.heterogeneous([1.0, 8.0])
+    plan = get_scheduler("adaptive").schedule(g, uneven8)
+    assert plan_or_dask(g, uneven8, plan, None, 0.15, 3000)[0]  # a plan predicted to win by far
+    seen = {}
+    choice, predicted, dask_own, _ = choose(g, uneven8, plan, None, 0.15, 3000, choices=(PLAN, DASK),
+                                            predictions=seen, unwatched=(PLAN,))
+    assert choice == DASK and predicted == dask_own and seen[PLAN] <= 0.85 * dask_own
+    assert choose(g, uneven8, plan, None, 0.15, 3000, choices=(PLAN,), unwatched=(PLAN,))[0] == PLAN  # no other
+    assert choose(g, uneven8, plan, None, 0.15, 10, choices=(PLAN, DASK), unwatched=(PLAN,))[0] == DASK  # unsimulated
+
+    p = TaskflowPlugin()
+    p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
+    monkeypatch.setattr(adaptation, "dask_state", lambda *a: None)
+    policy = get_scheduler("adaptive", choices=["plan", "dask"])
+    sig = (frozenset({"t"}), len(g))
+    for book in (None, {"plan": [], "dask": [], "subset": []}):  # the first run of the work; the second
+        if book is not None:
+            p.outcomes[sig] = book
+        r = Run("r1", g, policy, uneven8, "c1", owned=True)
+        r.signature = sig
+        p.guard(r, g, uneven8, plan)
+        assert r.decision == DASK and r.predictions[PLAN] <= 0.85 * r.predictions[DASK]
+    p.outcomes[sig] = {"plan": [], "dask": [2.0], "subset": [], "predicted": dict(r.predictions)}
+    r = Run("r3", g, policy, uneven8, "c1", owned=True)
+    r.signature = sig
+    p.guard(r, g, uneven8, plan)  # measured once: the plan is tried, watched against Dask's own
+    assert r.decision == PLAN and r.watch == pytest.approx(1.25 * 2.0) and r.fallback == DASK

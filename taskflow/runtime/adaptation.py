@@ -307,8 +307,14 @@ class Adapting:
             state = dask_state(self.dask_scheduler, sorted(set(prefixes.values())))
         r.predictions = {}
         if measured is None:
+            # until a run of this work has been measured, nothing can watch a plan (a try is given up
+            # by the measured runs it falls behind): the prediction picks among Dask's own choices,
+            # which keep its stealing where the costs learned so far are wrong; the plan is predicted
+            # for the later runs to try it, watched
+            book = self.outcomes.get(r.signature) or {}
+            unwatched = () if any(book.get(c) for c in CHOICES) else (PLAN,)
             decision, predicted, _, held = choose(graph, cluster, plan, state, p.margin, p.limit, p, p.spread, choices,
-                                                  candidates, r.predictions if first else None)
+                                                  candidates, r.predictions if first else None, unwatched)
         else:
             decision, predicted = measured
             held = candidates[0] if decision == SUBSET else None

@@ -191,7 +191,8 @@ def subsets(cluster: Cluster, spread: float, rate: float = 0.0, most: int = 4) -
 
 
 def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin: float, limit: int,
-           policy=None, spread: float = 1.5, choices=CHOICES, candidates=None, predictions: dict | None = None) -> tuple:
+           policy=None, spread: float = 1.5, choices=CHOICES, candidates=None, predictions: dict | None = None,
+           unwatched=()) -> tuple:
     """What runs ``graph``, of ``choices``: :data:`PLAN` (``plan``), :data:`DASK` (Dask's own
     scheduling) or :data:`SUBSET` (Dask's own scheduling held to the best predicted of
     :func:`subsets`: the fastest workers, or a group of them joined by links that are not narrow
@@ -200,8 +201,9 @@ def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin:
     something to win (the fastest worker more than ``spread`` times the slowest, or a network
     with per-pair rates or racks: :func:`uneven`). The shortest predicted wins, but Dask's own
     scheduling (where it is a choice) gives way only to one predicted at least ``margin`` (a
-    fraction) shorter. Above ``limit`` tasks nothing is simulated: the plan on an uneven cluster,
-    else Dask's own.
+    fraction) shorter. Choices in ``unwatched`` are predicted (into ``predictions``) but not taken
+    while another of ``choices`` is. Above ``limit`` tasks nothing is simulated: the plan on an
+    uneven cluster, else Dask's own.
 
     Parameters
     ----------
@@ -221,6 +223,8 @@ def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin:
         The subsets weighed (default :func:`subsets` with links narrow at a ratio of 1).
     predictions : dict, optional
         Filled with each simulated choice's predicted makespan.
+    unwatched : iterable of str
+        Choices predicted but not taken where another of ``choices`` can be.
 
     Returns
     -------
@@ -229,8 +233,9 @@ def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin:
         the subset's worker ids or None)``.
     """
     choices = tuple(choices)
+    takes = tuple(c for c in choices if c not in unwatched) or choices
     if len(graph) > limit:
-        keep = PLAN in choices and (uneven(cluster, spread) or DASK not in choices)
+        keep = PLAN in takes and (uneven(cluster, spread) or DASK not in takes)
         return (PLAN if keep else DASK), float(plan.makespan), None, None
     dask = predict_dask(graph, cluster, state, draws=1)
     preds, held = {DASK: dask}, None
@@ -245,7 +250,7 @@ def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin:
         predictions.update(preds)
     guarded = DASK in choices
     eligible = {c: v for c, v in preds.items()
-                if c in choices and (c == DASK or not guarded or v <= (1.0 - margin) * dask)}
+                if c in takes and (c == DASK or not guarded or v <= (1.0 - margin) * dask)}
     if not eligible:
         return DASK, dask, dask, None
     best = min(eligible, key=lambda c: (eligible[c], CHOICES.index(c)))
