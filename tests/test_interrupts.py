@@ -110,3 +110,41 @@ def test_sigterm_to_bench_alone_ends_its_pool_and_keeps_whole_rows(tmp_path):
         with open(results, newline="") as f:
             rows = list(csv.DictReader(f))
         assert all(None not in r and all(v is not None for v in r.values()) for r in rows)
+
+
+@pytest.mark.parametrize("sig, raised, status, line", [(signal.SIGTERM, "Terminated", 143, "error: terminated\n"),
+                                                       (signal.SIGINT, "KeyboardInterrupt", 130,
+                                                        "error: interrupted\n")])
+def test_a_signal_whose_exception_python_dropped_still_ends_the_command(sig, raised, status, line, monkeypatch,
+                                                                        capsys):
+    """Python drops an exception raised where it cannot propagate: SIGTERM arriving as a pool
+    forks a worker (in logging's at-fork handler) once let ``taskflow bench`` finish and exit 0,
+    printing Python's report of the dropped exception. Here the signal comes inside a finaliser."""
+    import taskflow.app.cli as cli
+    from taskflow.app.cli import _terminate_as_interrupt
+
+    class Finaliser:
+        def __del__(self):
+            signal.raise_signal(sig)
+
+    went_on = []
+
+    def command():
+        Finaliser()  # collected at once: the signal's exception is raised in __del__ and dropped
+        went_on.append(True)
+        return 0
+
+    with pytest.raises(KeyboardInterrupt) as e:
+        with _terminate_as_interrupt():
+            command()
+    assert type(e.value).__name__ == raised and went_on == [True]
+    assert capsys.readouterr().err == ""  # no report of the dropped exception
+
+    class Parser:  # `taskflow <command>` whose command meets the same signal
+        def parse_args(self, argv):
+            return type("Args", (), {"func": staticmethod(lambda args: command())})()
+
+    monkeypatch.setattr(cli, "build_parser", lambda: Parser())
+    assert cli.main(["anything"]) == status
+    assert capsys.readouterr().err == line
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back

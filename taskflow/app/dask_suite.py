@@ -73,6 +73,11 @@ def ratio_interval(ours, dask, level: float = 0.95, resamples: int = BOOTSTRAP, 
     -------
     (float, float)
 
+    Raises
+    ------
+    TaskflowError
+        The two sides have different numbers of runs, or none.
+
     Examples
     --------
     >>> ratio_interval([2.0, 2.1, 1.9], [1.0, 1.1, 0.9])[0] > 1.5

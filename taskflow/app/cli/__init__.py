@@ -105,18 +105,45 @@ class Terminated(KeyboardInterrupt):
 
 @contextlib.contextmanager
 def _terminate_as_interrupt():
-    """While a command runs in the main thread, SIGTERM raises :class:`Terminated`."""
+    """While a command runs in the main thread, SIGTERM raises :class:`Terminated` and SIGINT
+    :class:`KeyboardInterrupt`. Python drops an exception raised where it cannot propagate (an
+    at-fork handler as a pool starts a worker, a finaliser); a signal whose exception was dropped
+    is raised again when the command returns, so that it still ends as the signal asked."""
+    pending = []
+
     def raise_terminated(signum, frame):
+        pending.append(Terminated)
         raise Terminated()
+
+    def raise_interrupt(signum, frame):
+        pending.append(KeyboardInterrupt)
+        raise KeyboardInterrupt()
+
+    hook = sys.unraisablehook
+
+    def dropped(unraisable):  # Python's report of the dropped exception: not a traceback for the user
+        if not (unraisable.exc_type and issubclass(unraisable.exc_type, KeyboardInterrupt)):
+            hook(unraisable)
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     before = signal.signal(signal.SIGTERM, raise_terminated)
+    before_int = signal.getsignal(signal.SIGINT)
+    if before_int is signal.default_int_handler:  # a handler someone installed is left alone
+        signal.signal(signal.SIGINT, raise_interrupt)
+    sys.unraisablehook = dropped
     try:
         yield
+    except BaseException:
+        pending.clear()
+        raise
     finally:
         signal.signal(signal.SIGTERM, before)
+        signal.signal(signal.SIGINT, before_int)
+        sys.unraisablehook = hook
+    if pending:  # the command returned although a signal came: its exception was dropped
+        raise pending[0]()
 
 
 def np_quiet():
