@@ -20,7 +20,7 @@ demo: $(STAMP)
 # in TEST_JOBS processes (most tests wait on Dask clusters, so two share two cores well)
 TEST_JOBS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(TEST_JOBS) -m "not slow and not testbed and not hpc"
+	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist worksteal -m "not slow and not testbed and not hpc"
 
 # a real one-node SLURM (needs root): install and start it, run the HPC tests, stop it whatever happened
 test-hpc: $(STAMP)
