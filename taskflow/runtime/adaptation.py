@@ -116,7 +116,8 @@ class Adapting:
     def _spread(self, r, cluster) -> float:
         """The fastest worker's speed over the slowest's: learned from prefixes with at least
         :data:`MIN_TASKS` tasks and :data:`MIN_SECONDS` seconds on a worker (a few tasks on a
-        loaded machine differ by 1.5x and more between identical workers), else as ``cluster`` (declared) has them; 1 where unknown."""
+        loaded machine differ by 1.5x and more between identical workers), else as ``cluster``
+        (declared) has them; 1 where unknown."""
         from .learn import relative_speeds
 
         live = {str(ws.name) for ws in self.dask_scheduler.workers.values()}
@@ -198,7 +199,7 @@ class Adapting:
         if runs is None:
             return None
         r.fixed = True
-        if not any(runs.get(c) for c in choices):
+        if not _any_measured(runs, choices):
             return None  # the guard decides, once
         preds = runs.get("predicted") or {}
         tried = [c for c in choices if runs.get(c)]
@@ -311,8 +312,7 @@ class Adapting:
             # by the measured runs it falls behind): the prediction picks among Dask's own choices,
             # which keep its stealing where the costs learned so far are wrong; the plan is predicted
             # for the later runs to try it, watched
-            book = self.outcomes.get(r.signature) or {}
-            unwatched = () if any(book.get(c) for c in CHOICES) else (PLAN,)
+            unwatched = () if _any_measured(self.outcomes.get(r.signature) or {}) else (PLAN,)
             decision, predicted, _, held = choose(graph, cluster, plan, state, p.margin, p.limit, p, p.spread, choices,
                                                   candidates, r.predictions if first else None, unwatched)
         else:
@@ -399,6 +399,12 @@ class Adapting:
         r.redecisions += 1
         self._move(r, REPLANNING)
         self._move(r, FAILED if r.error else r.before, stimulus_id)
+
+
+def _any_measured(runs: dict, choices=CHOICES) -> bool:
+    """Whether a run of the same work was measured under one of ``choices`` (``runs``: choice ->
+    makespans)."""
+    return any(runs.get(c) for c in choices)
 
 
 def shortest_measured(runs: dict, choices=CHOICES) -> tuple | None:
