@@ -18,9 +18,25 @@ HEFT_G = os.path.abspath("examples/heft_paper.graph.json")
 HEFT_C = os.path.abspath("examples/heft_paper.cluster.json")
 
 
+def _as_from_a_terminal():
+    """Ctrl-C as a terminal's command gets it, whatever started these tests: a shell runs a
+    background job (``make test &``) with SIGINT ignored, and its children inherit that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.fixture
+def ctrl_c_as_in_a_terminal():
+    """This process's Ctrl-C handler as in a terminal's program (see _as_from_a_terminal), put back after."""
+    before = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 def _start(argv, cwd):
     return subprocess.Popen([sys.executable, "-m", "taskflow", *argv], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_as_from_a_terminal)
 
 
 def _workers(proc) -> list:
@@ -88,9 +104,15 @@ def test_ctrl_c_on_an_embedded_run_is_one_line(tmp_path, moment):
     assert _ended(proc, signal.SIGINT, True, 130) == "error: interrupted\n"
 
 
-def test_sigterm_to_a_run_alone_ends_it_and_its_cluster(tmp_path):
+@pytest.mark.parametrize("moment", ["starting", "running"])
+def test_sigterm_to_a_run_alone_ends_it_and_its_cluster(tmp_path, moment):
+    """Starting: a worker process is being handed its task as the command stops (it failed
+    with a traceback, and asyncio reported the cluster's unfinished start, after the line)."""
     proc = _start(["run", HEFT_G, "--time-scale", "0.5", "-q"], tmp_path)
-    _wait_until(lambda: _busy(proc), proc, "busy workers")
+    if moment == "starting":
+        _wait_until(lambda: _workers(proc), proc, "worker process")
+    else:
+        _wait_until(lambda: _busy(proc), proc, "busy workers")
     assert _ended(proc, signal.SIGTERM, False, 143) == "error: terminated\n"
 
 
@@ -116,12 +138,14 @@ def test_sigterm_to_bench_alone_ends_its_pool_and_keeps_whole_rows(tmp_path):
                                                        (signal.SIGINT, "KeyboardInterrupt", 130,
                                                         "error: interrupted\n")])
 def test_a_signal_whose_exception_python_dropped_still_ends_the_command(sig, raised, status, line, monkeypatch,
-                                                                        capsys):
+                                                                        capsys, ctrl_c_as_in_a_terminal):
     """Python drops an exception raised where it cannot propagate: SIGTERM arriving as a pool
     forks a worker (in logging's at-fork handler) once let ``taskflow bench`` finish and exit 0,
     printing Python's report of the dropped exception. Here the signal comes inside a finaliser."""
     import taskflow.app.cli as cli
     from taskflow.app.cli import _terminate_as_interrupt
+
+    monkeypatch.setattr(cli, "_quiet_ending", lambda line: pytest.fail("only the program ends quietly"))
 
     class Finaliser:
         def __del__(self):

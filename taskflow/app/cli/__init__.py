@@ -12,6 +12,7 @@ line.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -38,13 +39,21 @@ def main(argv=None) -> int:
     int
         The exit status.
     """
-    import warnings
-
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # -h, --version (0) or a bad argument (2, its one line already printed)
         return e.code if isinstance(e.code, int) else 2
+    return _run(args, program=argv is None)
+
+
+def _run(args, program: bool) -> int:
+    """Run a parsed command: its status, or the one error line and its status. Stopped by a signal,
+    the program itself (not a caller of :func:`main`) ends quietly after that line (_quiet_ending)."""
+    import warnings
+
+    if program:
+        _quiet_resource_tracker()
     try:
         with warnings.catch_warnings(), np_quiet(), _terminate_as_interrupt(), _printable_output():
             warnings.simplefilter("ignore", RuntimeWarning)  # numpy's overflow notes: errors say it
@@ -52,12 +61,13 @@ def main(argv=None) -> int:
     except TaskflowError as e:
         print(f"error: {one_line(e)}", file=sys.stderr)
         return 2
-    except Terminated:
-        print("error: terminated", file=sys.stderr)
-        return 143
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        line = "error: terminated" if isinstance(e, Terminated) else "error: interrupted"
+        if program:
+            _quiet_ending(line)
+        else:
+            print(line, file=sys.stderr)
+        return 143 if isinstance(e, Terminated) else 130
     except RecursionError:
         print("error: the input is nested too deeply to read", file=sys.stderr)
         return 2
@@ -72,6 +82,51 @@ def main(argv=None) -> int:
         print(f"error: internal error {type(e).__name__}: {one_line(e)} (a bug in taskflow {__version__}; "
               f"please report it with the command)", file=sys.stderr)
         return 2
+
+
+def _quiet_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker (the process that removes the semaphores and shared
+    memory of processes that ended without removing them) with no stderr: what it would say is for
+    a developer, after the program's own last line (a worker process ended by Ctrl-C or SIGTERM as
+    it started leaves it a semaphore to remove, and it says so)."""
+    from multiprocessing import resource_tracker
+
+    sys.stderr.flush()
+    kept = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        resource_tracker.ensure_running()
+    finally:
+        os.dup2(kept, 2)
+        os.close(kept)
+        os.close(devnull)
+
+
+def _quiet_ending(line: str) -> None:
+    """Ctrl-C or SIGTERM has ended the program: ``line`` is the last it prints. Nothing else
+    reaches stderr after it (a cluster stopped as it started leaves a nanny that logs a worker's
+    restart, and asyncio tasks that report their failure as the interpreter exits), and the
+    processes it started that are still starting are ended (a worker process whose parent stops
+    before handing it its task prints a traceback as it fails)."""
+    import psutil
+
+    sys.stderr.flush()
+    shown = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+    os.write(shown, (line + "\n").encode())
+    os.close(shown)
+    kids = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if "resource_tracker" not in " ".join(p.cmdline()):  # it ignores SIGTERM and ends with us
+                p.terminate()
+                kids.append(p)
+        except psutil.Error:  # gone already
+            pass
+    psutil.wait_procs(kids, timeout=5)
 
 
 class _Printable:
