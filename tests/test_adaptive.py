@@ -596,3 +596,31 @@ def test_until_a_run_of_the_work_is_measured_the_guard_takes_no_plan_but_predict
     r.signature = sig
     p.guard(r, g, uneven8, plan)  # measured once: the plan is tried, watched against Dask's own
     assert r.decision == PLAN and r.watch == pytest.approx(1.25 * 2.0) and r.fallback == DASK
+
+
+def test_a_worker_never_measured_keeps_its_declared_speed_beside_the_measured_ones():
+    """A run held off the slow worker measures only the fast ones: the next run on that cluster
+    must still see the declared slow worker slow (it was seen as alike, and the next run, left to
+    Dask, ran on it), and learned speeds (about 1) are compared with declared ones (8, 8, 1) on
+    the same scale (they agree: no re-decision)."""
+    from types import SimpleNamespace
+
+    from taskflow.runtime.adaptation import _drifted
+    from taskflow.runtime.plugin import TaskflowPlugin
+    from taskflow.runtime.runs import Run
+
+    g = TaskGraph("wide")
+    g.add_task("t0", cost=1.0)
+    declared = Cluster([Worker("wa", 8.0), Worker("wb", 8.0), Worker("wc", 1.0)])
+    p = TaskflowPlugin()
+    p.dask_scheduler = SimpleNamespace(tasks={}, transitions=lambda *a, **k: None,
+                                       workers={a: SimpleNamespace(name=a) for a in ("wa", "wb", "wc")})
+    p.durations = {"nap": {"wa": [1.0, 8], "wb": [1.0, 8]}}  # 8 tasks of 1/8 s on each fast worker
+    r = Run("r1", g, get_scheduler("adaptive"), declared, "c1", owned=True)
+    assert p._spread(r, declared) == pytest.approx(8.0)
+    p.durations["nap"]["wc"] = [1.0, 8]  # once measured alike, it is alike
+    assert p._spread(r, declared) == pytest.approx(1.0)
+    assert not _drifted({"wa": 8.0, "wb": 8.0, "wc": 1.0}, {"wa": 1.0, "wb": 1.0}, 0.2)
+    assert _drifted({"wa": 4.0, "wb": 1.0}, {"wa": 1.0, "wb": 1.0}, 0.2)
+    assert _drifted({"wa": 8.0, "wb": 8.0}, {"wa": 1.3, "wb": 0.77}, 0.2)
+    assert not _drifted({"wa": 8.0}, {"wa": 1.0}, 0.2)  # one worker: nothing relative to compare

@@ -116,14 +116,17 @@ class Adapting:
     def _spread(self, r, cluster) -> float:
         """The fastest worker's speed over the slowest's: learned from prefixes with at least
         :data:`MIN_TASKS` tasks and :data:`MIN_SECONDS` seconds on a worker (a few tasks on a
-        loaded machine differ by 1.5x and more between identical workers), else as ``cluster``
-        (declared) has them; 1 where unknown."""
-        from .learn import relative_speeds
+        loaded machine differ by 1.5x and more between identical workers), else as the run's
+        declared cluster has them; a declared worker not measured keeps its declared speed relative
+        to the measured ones (:func:`.learn.speeds_on`: a run held off a slow worker never measures
+        it, and the next run must still see it slow); 1 where unknown."""
+        from .learn import relative_speeds, speeds_on
 
         live = {str(ws.name) for ws in self.dask_scheduler.workers.values()}
         learned = {w: s for w, s in relative_speeds(self.durations, MIN_TASKS, MIN_SECONDS).items() if w in live}
-        speeds = list(learned.values()) if len(learned) >= 2 else \
-            ([w.speed for w in r.cluster.workers] if r.cluster is not None else [])
+        declared = {w.id: w.speed for w in r.cluster.workers} if r.cluster is not None else {}
+        speeds = list(speeds_on(declared, learned if len(learned) >= 2 else {}).values() if declared else
+                      learned.values())
         return max(speeds) / min(speeds) if len(speeds) >= 2 and min(speeds) > 0 else 1.0
 
     def _leave_to_dask(self, r, keys, cluster, stimulus_id: str | None = None) -> None:
@@ -385,7 +388,7 @@ class Adapting:
             used = r.estimates.get(prefix)
             measured = secs * speeds.get(worker, 1.0)
             off = used is None or abs(measured - used) > p.drift * max(used, 1e-3)
-            off = off or any(abs(speeds.get(w, s) / s - 1.0) > p.drift for w, s in r.speeds_used.items() if s > 0)
+            off = off or _drifted(r.speeds_used, speeds, p.drift)
             if not off:
                 return
         fresh = fresh or self._estimate_unfinished(r)
@@ -459,3 +462,15 @@ def decision_note(policy: str, decision: str, redecisions: int) -> str:
                     "narrow link, predicted or measured to lengthen it)"}.get(
         decision, "left to Dask's own scheduling (no plan predicted to win by the margin)")
     return f"{policy}: {what}; decided {1 + redecisions} time(s) as the run's durations were learned"
+
+
+def _drifted(used: dict, learned: dict, drift: float) -> bool:
+    """Whether the workers' speeds learned now differ from those a decision used by more than
+    ``drift`` on some worker, relative to each other: the learned speeds are relative (about 1)
+    and the declared ones need not be, so both are compared after scaling the learned ones by
+    the geometric mean of used / learned over the workers in both."""
+    both = [w for w, s in used.items() if s > 0 and learned.get(w, 0) > 0]
+    if len(both) < 2:
+        return False
+    k = math.exp(statistics.fmean(math.log(used[w] / learned[w]) for w in both))
+    return any(abs(learned[w] * k / used[w] - 1.0) > drift for w in both)
