@@ -9,7 +9,7 @@ STAMP = $(VENV)/.installed-stamp
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet --no-compile -e '.[test]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -32,9 +32,14 @@ test-hpc: $(STAMP)
 	bash tests/hpc/slurm_up.sh down; exit $$status
 
 # the whole suite: make test's tests, the long runs, the testbed where root allows, the tests of
-# ../shared/data where it is beside the checkout (SLURM's tests skip unless one runs: make test-hpc)
+# ../shared/data where it is beside the checkout (SLURM's tests skip unless one runs: make test-hpc);
+# in TEST_JOBS processes but for the testbed's tests, which shape links and time runs on them: those
+# run after, one at a time
 test-all: $(STAMP)
-	$(BIN)/python -m pytest -q
+	status=0; \
+	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist worksteal -m "not testbed" || status=1; \
+	$(BIN)/python -m pytest -q -m testbed || status=1; \
+	exit $$status
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_model.py

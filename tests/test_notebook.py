@@ -20,6 +20,7 @@ def _text(cell) -> str:
     return "".join(o.get("text", "") + str(o.get("data", {}).get("text/plain", "")) for o in cell.outputs)
 
 
+@pytest.mark.slow  # a Jupyter kernel and an embedded cluster, about 20 s: make test-all runs it, as the docs' long pages
 def test_the_notebook_runs_as_written_in_a_jupyter_kernel(tmp_path):
     nb = nbformat.read(NOTEBOOK, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
