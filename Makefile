@@ -6,10 +6,14 @@ STAMP = $(VENV)/.installed-stamp
 
 .PHONY: demo test test-all test-hpc bench clean
 
+# the tests start some hundreds of Python processes (clusters' workers, commands): each reads the
+# modules compiled once instead of compiling them again, wherever PYTHONDONTWRITEBYTECODE is set
+unexport PYTHONDONTWRITEBYTECODE
+
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --no-compile -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
 demo: $(STAMP)
