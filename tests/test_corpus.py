@@ -197,6 +197,14 @@ def _cases():
 
 
 CASES = _cases()
+#: make test runs a third of each corpus (every case whose number is a multiple of 3); make test-all, all
+SAMPLE = 3
+
+
+def _sampled(k: int):
+    return [] if k % SAMPLE == 0 else [pytest.mark.slow]
+
+
 COMMANDS = ["info", "convert", "schedule", "simulate", "run"]
 
 
@@ -217,7 +225,7 @@ def _check(capsys, tmp_path, argv, outputs, allowed=(0, 2)):
     return code
 
 
-@pytest.mark.parametrize("kind,k,ext,text", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
+@pytest.mark.parametrize("kind,k,ext,text", [pytest.param(*c, marks=_sampled(c[1]), id=f"{c[0]}-{c[1]}") for c in CASES])
 def test_a_hostile_graph_file_ends_in_one_error_line_or_is_accepted(capsys, tmp_path, kind, k, ext, text):
     src = tmp_path / f"in{ext}"
     if isinstance(text, str):
@@ -264,7 +272,7 @@ CLUSTER_CASES = _cluster_cases()
 _PROFILES = None  # filled below
 
 
-@pytest.mark.parametrize("k", range(len(CLUSTER_CASES)))
+@pytest.mark.parametrize("k", [pytest.param(k, marks=_sampled(k), id=str(k)) for k in range(len(CLUSTER_CASES))])
 def test_a_hostile_cluster_file_ends_in_one_error_line_or_is_accepted(capsys, tmp_path, k):
     src = tmp_path / "cluster.json"
     src.write_text(CLUSTER_CASES[k])

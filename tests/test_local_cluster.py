@@ -182,7 +182,7 @@ def _made_faults(c, n=20_000_000, k=8) -> list:
     return out
 
 
-@pytest.mark.parametrize("k", [8, 35])
+@pytest.mark.parametrize("k", [8, pytest.param(35, marks=pytest.mark.slow)])  # make test runs one, make test-all both
 def test_outputs_made_by_tasks_reuse_the_warmed_heap(monkeypatch, k):
     """A task's output is allocated by a thread of the worker's pool: with one arena it comes from
     the heap :func:`warm_heaps` grew and kept, round after round, instead of fresh pages each time.

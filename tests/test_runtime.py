@@ -201,7 +201,8 @@ def test_existing_scheduler_and_workers_on_loopback(loopback_cluster):
     assert rep2.results["total"] == rg.expected_total(3, 1)
 
 
-@pytest.mark.parametrize("kind", ["ring", "tree", "ps"])
+@pytest.mark.parametrize("kind", [pytest.param("ring", marks=pytest.mark.slow), pytest.param("tree", marks=pytest.mark.slow),
+                                  "ps"])  # make test runs one, make test-all the three
 def test_executable_data_parallel_training_equals_sequential_sgd(client, tmp_path, kind):
     from workflows.training import data_parallel, sgd_reference
 
