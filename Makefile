@@ -39,11 +39,16 @@ test-hpc: $(STAMP)
 # ../shared/data where it is beside the checkout (SLURM's tests skip unless one runs: make test-hpc);
 # in TEST_JOBS processes but for the testbed's tests, which shape links and time runs on them: those
 # run after, one at a time
-test-all: $(STAMP)
+test-all: $(STAMP) $(VENV)/.notebook-stamp
 	status=0; \
 	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist worksteal -m "not testbed" || status=1; \
 	$(BIN)/python -m pytest -q -m testbed || status=1; \
 	exit $$status
+
+# what the notebook's test needs (a Jupyter kernel), for make test-all only
+$(VENV)/.notebook-stamp: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,notebook]'
+	touch $@
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_model.py
