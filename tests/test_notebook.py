@@ -9,9 +9,6 @@ from pathlib import Path
 
 import pytest
 
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
-pytest.importorskip("ipykernel")
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "docs" / "notebooks" / "first-hour.ipynb"
 
@@ -22,6 +19,9 @@ def _text(cell) -> str:
 
 @pytest.mark.slow  # a Jupyter kernel and an embedded cluster, about 20 s: make test-all runs it, as the docs' long pages
 def test_the_notebook_runs_as_written_in_a_jupyter_kernel(tmp_path):
+    nbformat = pytest.importorskip("nbformat", reason="the 'notebook' extra (make test-all installs it)")
+    nbclient = pytest.importorskip("nbclient", reason="the 'notebook' extra (make test-all installs it)")
+    pytest.importorskip("ipykernel", reason="the 'notebook' extra (make test-all installs it)")
     nb = nbformat.read(NOTEBOOK, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert not any("__main__" in c.source for c in code)
