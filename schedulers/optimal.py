@@ -111,18 +111,17 @@ class Optimal(Scheduler):
             return to_schedule(cost_model, heft, self.name, extra=_extra("optimal", heft_mk, bound))
         if pairs > max_pairs:
             return to_schedule(cost_model, heft, self.name, extra=_extra("too large", heft_mk, bound, pairs=pairs))
-        out = solve(cost_model, heft, budget=budget, seconds=seconds, threads=threads,
-                    seed=self.seed if self.seed is not None else 0)
-        if out is None:  # nothing within the budget, not even the hint: HEFT's plan
-            return to_schedule(cost_model, heft, self.name, extra=_extra("feasible", heft_mk, bound))
-        result, status, solver_bound, stopped = out
+        result, status, solver_bound, stopped = solve(cost_model, heft, budget=budget, seconds=seconds,
+                                                      threads=threads, seed=self.seed if self.seed is not None else 0)
+        more = {"stopped": stopped} if stopped else {}
+        if result is None:  # nothing within the budget, not even the hint: HEFT's plan
+            return to_schedule(cost_model, heft, self.name, extra=_extra("feasible", heft_mk, bound, **more))
         mk = float(result[2].max())
         if mk > heft_mk:  # the solver's order timed exactly, no better than the plan it started from
             result, mk = heft, heft_mk
         best_bound = max(bound, solver_bound)
         if status == "optimal":  # proved on rounded-down times: optimal within the rounding
             best_bound = max(best_bound, min(mk, solver_bound))
-        more = {"stopped": stopped} if stopped else {}
         return to_schedule(cost_model, result, self.name, extra=_extra(status, mk, best_bound, **more))
 
 
@@ -138,7 +137,8 @@ def solve(cost_model, start, budget=DEFAULT_BUDGET, seconds=None, threads=1, see
     Returns ``((worker, start, finish), status, bound, stopped)``: the solver's placement and order
     timed exactly by the list-scheduling kernel, ``"optimal"`` or ``"feasible"``, a lower bound of
     the makespan in seconds, and ``"wall clock"`` where a wall-clock limit ended the search (else
-    ``None``); ``None`` when nothing was found within the budget.
+    ``None``); the first three ``None`` when nothing was found within the budget (on a loaded
+    machine the wall clock can end the search before it accepts the hint).
 
     Parameters
     ----------
@@ -214,10 +214,10 @@ def solve(cost_model, start, budget=DEFAULT_BUDGET, seconds=None, threads=1, see
         setattr(solver.parameters, key, value)
     solver.parameters.max_time_in_seconds = float(seconds) if seconds is not None else STALL_SECONDS * float(budget)
     status = solver.solve(m)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None
     # neither proved nor out of deterministic time: the wall clock ended the search
     stopped = "wall clock" if status != cp_model.OPTIMAL and solver.deterministic_time < float(budget) else None
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None, None, None, stopped
     worker = np.array([next(w for w in range(W) if (i, w) in on and solver.value(on[i, w])) for i in range(n)],
                       dtype=np.int64)
     begins = np.array([solver.value(s[i]) for i in range(n)], dtype=np.float64)
