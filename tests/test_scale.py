@@ -15,7 +15,8 @@ from taskflow import Cluster, TaskGraph, simulate
 from taskflow.cluster import Worker
 from taskflow.costs import CostModel, Durations
 from taskflow.errors import GraphError, WorkflowError
-from taskflow.simulator.network import maxmin
+from taskflow.jit import compiled, interpreted
+from taskflow.simulator.network import Flow, maxmin
 from taskflow.simulator.states import DONE
 from workflows.scientific import genome_like, random_layered
 
@@ -69,7 +70,8 @@ def solve(flows, W, up, down, pcap, bp=np.inf, rack=None, rup=None):
     capped = bool(np.any(pcap[~np.eye(W, dtype=bool)] < np.minimum(up[:, None], down[None, :])[~np.eye(W, dtype=bool)]))
     loc = np.full(2 * W, -1, np.int64)
     maxmin._fill_classes(np.arange(len(qs)), len(qs), qs // W, qs % W, np.zeros(len(qs), np.int64), pn[qs],
-                         pcap.reshape(-1)[qs].copy(), up, down, prate, 1, capped, bp, rack_a, rup_a, rup_a.copy(), loc)
+                         pcap.reshape(-1)[qs].copy(), up, down, prate, 1, capped, bp, rack_a, rup_a, rup_a.copy(), loc,
+                         np.zeros(len(qs), np.int64))
     assert (loc == -1).all()  # the scratch array is left as it came
     return np.array([prate[slot[a * W + b]] for a, b in flows])
 
@@ -91,6 +93,75 @@ def test_max_min_rates_match_progressive_filling(data):
     got = solve(flows, W, up, down, pcap, bp, rack, rup)
     want = reference_rates(flows, up, down, pcap, bp, rack, rup)
     assert got == pytest.approx(want, rel=1e-9)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data())
+def test_rates_solved_again_only_where_a_change_moves_them_match_progressive_filling(data):
+    """The network's rates after each change of its flows (some start, some end), with every solve
+    after the first repairing only what the change can move (``REPAIR = 1``), against textbook
+    progressive filling of all the flows then active."""
+    W = data.draw(st.integers(2, 7))
+    speeds = data.draw(st.lists(st.sampled_from([1.0, 2.0, 5.0, 10.0]), min_size=W * W, max_size=W * W))
+    names = [f"w{i}" for i in range(W)]
+    bws = {names[a]: {names[b]: speeds[a * W + b] for b in range(W) if b != a} for a in range(W)}
+    cluster = Cluster([Worker(n) for n in names], bandwidth=1.0, bandwidths=bws)
+    net = maxmin.MaxMinNetwork(cluster, None, lambda *a: None, lambda *a: None)
+    assert net.repair == maxmin.REPAIR
+    net.repair = 1  # (before any flow: the ports' lists of pairs are kept from the first)
+    pairs = [(a, b) for a in range(W) for b in range(W) if a != b]
+    live, fid = [], 0
+    with (compiled() if data.draw(st.booleans()) else interpreted()):
+        for _ in range(data.draw(st.integers(1, 12))):
+            for a, b in data.draw(st.lists(st.sampled_from(pairs), max_size=6)):
+                fid += 1
+                flow = Flow(fid, 0, a, b, 1e9, 0.0, 0.0)
+                net.start(flow, 0.0)
+                live.append(flow)
+            for k in sorted(set(data.draw(st.lists(st.integers(0, max(0, len(live) - 1)), max_size=4))), reverse=True):
+                if k < len(live):
+                    net.abort(live.pop(k), 0.0)
+            net.next_time()
+            if live:
+                pcap = np.array([[0.0 if a == b else speeds[a * W + b] for b in range(W)] for a in range(W)])
+                want = reference_rates([(f.src, f.dst) for f in live], pcap.max(axis=1), pcap.max(axis=0), pcap)
+                got = [net.rates[f.slot] for f in live]
+                assert got == pytest.approx(want, rel=1e-9)
+    assert not net.inS.any()  # the scratch flags are left clear
+
+
+@pytest.mark.parametrize("shape", ["genome", "layered"])
+def test_a_simulation_that_repairs_its_rates_solves_each_as_a_whole_solve_would(shape, monkeypatch):
+    """Every rate solve of whole simulations (fan-ins, and a random layered graph, on 64 workers,
+    work stealing) repairing what each change moves, checked right after against a whole solve of
+    the same flows; and the repaired runs end as the whole-solve runs do, to rounding."""
+    monkeypatch.setattr(maxmin, "REPAIR", 8)
+    g = genome_like(16, 60, 3, seed=2) if shape == "genome" else random_layered(600, shape=1.0, out_degree=2, ccr=1.0,
+                                                                               seed=3, bandwidth=1e8)
+    cluster = Cluster.heterogeneous([1.0 + (i % 4) for i in range(64)], bandwidth=1e8, latency=1e-4)
+    refresh, whole = maxmin._refresh, maxmin._fill_classes
+    seen = {"solves": 0, "repairable": 0, "worst": 0.0}
+
+    def checked(*args):
+        out = refresh(*args)
+        (qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, _, recompute, classes, capped, bp, rack, rup, rdown, loc,
+         pb) = args[5:25]
+        if recompute and P:
+            mine = prate.copy()
+            whole(qs, P, psrc, pdst, pcls, pn, pcap, up, down, mine, classes, capped, bp, rack, rup, rdown, loc,
+                  pb.copy())
+            live = qs[:P]
+            seen["solves"] += 1
+            seen["repairable"] += P >= 8
+            seen["worst"] = max(seen["worst"], float(np.max(np.abs(mine[live] - prate[live]) / mine[live])))
+        return out
+
+    monkeypatch.setattr(maxmin, "_refresh", checked)
+    repaired = simulate(g, cluster, "work-stealing", network="maxmin")
+    assert seen["repairable"] > 50 and seen["worst"] < 1e-9, seen
+    monkeypatch.setattr(maxmin, "_refresh", refresh)
+    monkeypatch.setattr(maxmin, "REPAIR", 0)
+    assert simulate(g, cluster, "work-stealing", network="maxmin").makespan == pytest.approx(repaired.makespan, rel=1e-9)
 
 
 @settings(max_examples=60, deadline=None)

@@ -15,7 +15,11 @@ strictly in order: each class gets max-min fair shares of the port capacity the 
 left (work-conserving: a class with no active flow takes nothing). ``simple`` has no contention,
 so priorities change nothing there.
 
-The rate solver and the per-event scans are compiled loops (numba); this model keeps its own clock
+Rates are solved again only where a change can move them (:func:`_repair`: the pairs whose flows
+changed, then whichever pairs lose their bottleneck, checked against the max-min optimality
+condition; a whole solve when that set grows past a third of the active pairs, with racks, a
+backplane or priority classes, or below :data:`REPAIR` active pairs). The rate solver and the
+per-event scans are compiled loops (numba); this model keeps its own clock
 (:meth:`MaxMinNetwork.next_time`, :meth:`MaxMinNetwork.advance`).
 """
 
@@ -28,7 +32,12 @@ from ...jit import kernel
 
 from .base import Network
 
-__all__ = ["MaxMinNetwork"]
+__all__ = ["MaxMinNetwork", "REPAIR"]
+
+#: With at least this many active (source, destination) pairs, a change of the flow set solves
+#: again only the rates it can move (:func:`_repair`); below it, every solve is whole (0: always).
+#: Read when a network is made.
+REPAIR = 32
 
 
 @kernel(cache=True)
@@ -105,7 +114,7 @@ def _down(heap, pos, key, code, i, n):
 
 
 @kernel(cache=True)
-def _fill_pairs(qs, P, psrc, pdst, pn, pcap, up, down, prate, capped, bp, rack, rup, rdown, loc):
+def _fill_pairs(qs, P, psrc, pdst, pn, pcap, up, down, prate, capped, bp, rack, rup, rdown, loc, pb):
     """Max-min fair rate per flow of each active (source, destination) pair, by progressive filling.
 
     ``qs[:P]`` lists the active pairs' slots; slot ``q`` holds a pair's source ``psrc[q]`` and
@@ -123,7 +132,9 @@ def _fill_pairs(qs, P, psrc, pdst, pn, pcap, up, down, prate, capped, bp, rack, 
     ``bp`` is the backplane: one more port that every flow passes (``inf``: none); when it
     saturates, every unfrozen pair freezes. ``rack`` (rack index per worker) with ``rup`` /
     ``rdown`` (per rack) adds the racks' uplinks and downlinks: ports shared by the pairs that
-    leave or enter a rack (none when ``rup`` is empty)."""
+    leave or enter a rack (none when ``rup`` is empty). ``pb[q]`` receives what froze the pair: its
+    bottleneck port's code (``2 * worker``: an upload, ``+ 1``: a download), -1 its own cap, -3 the
+    backplane, a rack's link or nothing (infinite bandwidth)."""
     W = up.shape[0]
     R = rup.shape[0]
     # the ports with flows, numbered in order of first use: loc[a] is source a's upload port,
@@ -220,10 +231,12 @@ def _fill_pairs(qs, P, psrc, pdst, pn, pcap, up, down, prate, capped, bp, rack, 
             for k in range(P):
                 if not frozen[k]:
                     prate[qs[k]] = share_bp
+                    pb[qs[k]] = -3
             break
         if cp < n_cap and caps[by_cap[cp]] < best:
             level = caps[by_cap[cp]]
             lo, hi, lst = cp, cp + 1, by_cap
+            why = -1
         elif rport >= 0:  # a rack's uplink or downlink saturates: its pairs freeze (listed here)
             level = best
             n_in = 0
@@ -234,18 +247,22 @@ def _fill_pairs(qs, P, psrc, pdst, pn, pcap, up, down, prate, capped, bp, rack, 
                         rlist[n_in] = k
                         n_in += 1
             lo, hi, lst = 0, n_in, rlist
+            why = -3
         elif port >= 0:
             level = best
             lo, hi, lst = ptr[port], ptr[port + 1], plist
+            why = code[port]
         else:  # nothing constrains what is left: infinite bandwidth
             for k in range(P):
                 if not frozen[k]:
                     prate[qs[k]] = np.inf
+                    pb[qs[k]] = -3
             break
         if level == np.inf:
             for k in range(P):
                 if not frozen[k]:
                     prate[qs[k]] = np.inf
+                    pb[qs[k]] = -3
             break
         for j in range(lo, hi):
             k = lst[j]
@@ -255,6 +272,7 @@ def _fill_pairs(qs, P, psrc, pdst, pn, pcap, up, down, prate, capped, bp, rack, 
             left -= 1
             q = qs[k]
             prate[q] = level
+            pb[q] = why
             n_all -= pn[q]
             used_bp += level * pn[q]
             for i in (pu[k], pd[k]):
@@ -273,12 +291,12 @@ def _fill_pairs(qs, P, psrc, pdst, pn, pcap, up, down, prate, capped, bp, rack, 
 
 
 @kernel(cache=True)
-def _fill_classes(qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown, loc):
+def _fill_classes(qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown, loc, pb):
     """Strict priority between classes (class 0 first): each class shares, max-min fairly, the
     port (backplane, rack link) capacity the classes before it left. ``qs[:P]`` are the active
     pairs' slots (see :func:`_fill_pairs`)."""
     if classes == 1:
-        _fill_pairs(qs, P, psrc, pdst, pn, pcap, up, down, prate, capped, bp, rack, rup, rdown, loc)
+        _fill_pairs(qs, P, psrc, pdst, pn, pcap, up, down, prate, capped, bp, rack, rup, rdown, loc, pb)
         return
     R = rup.shape[0]
     up_r = up.copy()
@@ -296,7 +314,7 @@ def _fill_classes(qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, classes, c
             k += 1
         if m == 0:
             continue
-        _fill_pairs(mine, m, psrc, pdst, pn, pcap, up_r, down_r, prate, capped, bp, rack, rup_r, rdown_r, loc)
+        _fill_pairs(mine, m, psrc, pdst, pn, pcap, up_r, down_r, prate, capped, bp, rack, rup_r, rdown_r, loc, pb)
         for j in range(m):
             q = mine[j]
             if prate[q] < np.inf:
@@ -311,11 +329,177 @@ def _fill_classes(qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, classes, c
 
 
 @kernel(cache=True)
+def _port_load(p, heads, links, pn, prate):
+    """``(bytes per second, largest rate)`` of the active pairs through port code ``p``: ``heads`` /
+    ``links`` hold each port's pairs as linked lists (see :func:`_repair`)."""
+    q = heads[p]
+    used = 0.0
+    top = 0.0
+    while q >= 0:
+        used += pn[q] * prate[q]
+        if prate[q] > top:
+            top = prate[q]
+        q = links[2 * q + p % 2]
+    return used, top
+
+
+@kernel(cache=True)
+def _account(qs, P, psrc, pdst, pn, prate, pb, used, counted, nb):
+    """After a whole solve: ``used[p]``, each port's bytes per second; ``counted[q]``, the flows of
+    pair ``q`` that ``used`` counts; ``nb[p]``, how many pairs have port ``p`` as their bottleneck."""
+    used[:] = 0.0
+    nb[:] = 0
+    for k in range(P):
+        q = qs[k]
+        counted[q] = pn[q]
+        used[2 * psrc[q]] += pn[q] * prate[q]
+        used[2 * pdst[q] + 1] += pn[q] * prate[q]
+        if pb[q] >= 0:
+            nb[pb[q]] += 1
+
+
+@kernel(cache=True)
+def _repair(changed, touched, P, psrc, pdst, pn, pcap, up, down, prate, pb, capped, rack, none, loc, heads, links,
+            inS, mark, stamp, used, counted, nb, limit):
+    """Re-solve only the pairs whose max-min rates a change of the flow set can move; False when
+    that set grows past ``limit`` pairs (the caller then solves every pair).
+
+    A feasible allocation is the max-min fair one exactly when every flow has a bottleneck: a
+    saturated port where no flow is faster, or its own cap (Bertsekas and Gallager, *Data
+    Networks*, 6.5.2), and ``pb`` keeps one for each active pair (``nb[p]``: how many pairs have
+    port ``p``). A pair whose bottleneck port the change does not touch keeps it: no flow through
+    that port came, went or changed rate. So the pairs whose flow count changed (``changed``) form
+    the repair set, solved by progressive filling on what the other pairs leave of each port
+    (``used[p]``: each port's bytes per second, counting ``counted[q]`` flows of pair ``q``); then
+    every pair that may have lost its bottleneck is checked: those of the set, and the others whose
+    bottleneck is a port of the set or a port a change touched (``touched``: the codes of ports
+    that lost a pair). A pair that fails joins the set (for a pair of the set held below a faster
+    fixed pair at its bottleneck, that fixed pair joins), and the set is solved again.
+
+    ``heads[p]`` is the first pair through port code ``p`` (``2 * worker`` its upload, ``+ 1`` its
+    download), ``links[2 * q]`` / ``links[2 * q + 1]`` the next pair after ``q`` through its upload /
+    download (-1: none). ``inS`` and ``mark`` are scratch (``inS`` all False, left so), ``stamp[0]``
+    a counter kept between calls. Work: the set's pairs and the lists of the ports checked, not
+    every active pair."""
+    W = up.shape[0]
+    S = np.empty(max(P, 1), np.int64)
+    m = 0
+    for i in range(changed.shape[0]):
+        q = changed[i]
+        if pn[q] > 0 and not inS[q]:
+            inS[q] = True
+            S[m] = q
+            m += 1
+    V = np.empty(2 * max(P, 1) + touched.shape[0], np.int64)
+    up_r = np.empty(W)
+    down_r = np.empty(W)
+    ok = False
+    for _ in range(64):
+        if m > limit:
+            break
+        for j in range(m):  # the set's flows leave the ports' counts, and their bottlenecks
+            q = S[j]
+            x = counted[q] * prate[q]
+            used[2 * psrc[q]] -= x
+            used[2 * pdst[q] + 1] -= x
+            counted[q] = 0.0
+            if pb[q] >= 0:
+                nb[pb[q]] -= 1
+            pb[q] = -2
+        for j in range(m):  # what the fixed pairs leave of the set's ports (the solve reads no other)
+            a, b = psrc[S[j]], pdst[S[j]]
+            up_r[a] = max(0.0, up[a] - used[2 * a])
+            down_r[b] = max(0.0, down[b] - used[2 * b + 1])
+        _fill_pairs(S, m, psrc, pdst, pn, pcap, up_r, down_r, prate, capped, np.inf, rack, none, none, loc, pb)
+        for j in range(m):
+            q = S[j]
+            x = pn[q] * prate[q]
+            used[2 * psrc[q]] += x
+            used[2 * pdst[q] + 1] += x
+            counted[q] = pn[q]
+            if pb[q] >= 0:
+                nb[pb[q]] += 1
+        # the ports to look at, each once, with its exact load and fastest pair: each pair's of the
+        # set bottleneck, and the set's and touched ports that are some fixed pair's bottleneck
+        stamp[0] += 1
+        st = stamp[0]
+        nv = 0
+        bad = False
+        for j in range(m + touched.shape[0]):
+            for side in range(3):
+                if j < m:
+                    q = S[j]
+                    p = 2 * psrc[q] if side == 0 else (2 * pdst[q] + 1 if side == 1 else pb[q])
+                    if side == 2 and p < 0:
+                        if p == -1:
+                            continue
+                        bad = True  # frozen by nothing the repair knows (cannot happen without racks)
+                        break
+                    if side < 2 and nb[p] == 0:
+                        continue
+                elif side == 0:
+                    p = touched[j - m]
+                    if nb[p] == 0:
+                        continue
+                else:
+                    continue
+                if mark[p] != st:
+                    mark[p] = st
+                    V[nv] = p
+                    nv += 1
+            if bad:
+                break
+        if bad:
+            break
+        m0 = m
+        for k in range(nv):
+            p = V[k]
+            load, top = _port_load(p, heads, links, pn, prate)
+            cap = up[p // 2] if p % 2 == 0 else down[p // 2]
+            full = load >= cap * (1 - 1e-9)
+            # the slowest pair of the set frozen here: a fixed pair faster than it joins the set
+            low = np.inf
+            g = heads[p]
+            while g >= 0:
+                if inS[g] and pb[g] == p and prate[g] < low:
+                    low = prate[g]
+                g = links[2 * g + p % 2]
+            g = heads[p]
+            while g >= 0:
+                if not inS[g]:
+                    if prate[g] > low * (1 + 1e-9) or (pb[g] == p and not (full and prate[g] >= top * (1 - 1e-9))):
+                        inS[g] = True
+                        S[m] = g
+                        m += 1
+                g = links[2 * g + p % 2]
+            if low < np.inf and not full and m == m0:  # frozen there by the solve, yet not full: rounding
+                bad = True
+                break
+        if bad:
+            break
+        if m == m0:
+            ok = True
+            break
+    for j in range(m):
+        inS[S[j]] = False
+    return ok
+
+
+@kernel(cache=True)
 def _refresh(active, pair, done, nxt, rates, qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, t_last, recompute, classes,
-             capped, bp, rack, rup, rdown, loc):
-    """Recompute the rates (if the flow set changed) and return the time of the next flow event."""
+             capped, bp, rack, rup, rdown, loc, pb, changed, touched, heads, links, inS, mark, stamp, used, counted, nb,
+             repair):
+    """Recompute the rates (if the flow set changed) and return the time of the next flow event.
+    With ``repair`` at least 1, and that many active pairs or more, only the rates a change can
+    move are solved again (:func:`_repair`), unless that set is larger than a third of them."""
     if recompute:
-        _fill_classes(qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown, loc)
+        if not (repair > 0 and P >= repair and _repair(changed, touched, P, psrc, pdst, pn, pcap, up, down, prate, pb,
+                                                      capped, rack, rup, loc, heads, links, inS, mark, stamp, used,
+                                                      counted, nb, max(8, P // 3))):
+            _fill_classes(qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown,
+                          loc, pb)
+            if repair > 0:
+                _account(qs, P, psrc, pdst, pn, prate, pb, used, counted, nb)
     best = np.inf
     for f in range(active.shape[0]):
         if active[f]:
@@ -394,6 +578,23 @@ class MaxMinNetwork(Network):
         self.plist = np.zeros(64, np.int64)  # the active pairs' slots, the first self.npairs
         self.ppos = {}  # slot -> its position in plist
         self.npairs = 0
+        # for solving again only what a change moves (:func:`_repair`): each pair's bottleneck, each
+        # port's pairs as a doubly linked list (links: next through the upload, next through the
+        # download; back: the previous ones, -1 for the port's head), what changed since the last solve
+        self.repair = REPAIR if (C == 1 and not racks and self.backplane == np.inf and np.isfinite(self.up).all()
+                                 and np.isfinite(self.down).all()) else 0
+        self.pb = np.full(64, -2, np.int64)
+        self.links = np.full(128, -1, np.int64)
+        self.back = np.full(128, -1, np.int64)
+        self.heads = np.full(2 * W, -1, np.int64)
+        self.inS = np.zeros(64, np.bool_)
+        self.mark = np.zeros(2 * W, np.int64)
+        self.stamp = np.zeros(1, np.int64)
+        self.used = np.zeros(2 * W)  # each port's bytes per second at the last solve
+        self.counted = np.zeros(64)  # the flows of each pair that ``used`` counts
+        self.nb = np.zeros(2 * W, np.int64)  # pairs whose bottleneck each port is
+        self.changed = []
+        self.touched = []
         cap0 = 64
         self.pair = np.zeros(cap0, np.int64)
         self.active = np.zeros(cap0, np.bool_)
@@ -427,9 +628,11 @@ class MaxMinNetwork(Network):
         slot; returns the slot."""
         if not self.pfree:
             old = len(self.psrc)
-            for name in ("psrc", "pdst", "pcls", "pn", "pcaps", "prate", "plist"):
+            for name in ("psrc", "pdst", "pcls", "pn", "pcaps", "prate", "plist", "pb", "inS", "links", "back",
+                         "counted"):
                 arr = getattr(self, name)
-                setattr(self, name, np.concatenate([arr, np.zeros(old, arr.dtype)]))
+                setattr(self, name, np.concatenate([arr, np.full(len(arr), -1 if arr.dtype == np.int64 else 0,
+                                                                 arr.dtype)]))
             self.pfree.extend(range(2 * old - 1, old - 1, -1))
         q = self.pfree.pop()
         self.pslot[code] = q
@@ -439,12 +642,41 @@ class MaxMinNetwork(Network):
         self.plist[self.npairs] = q
         self.ppos[q] = self.npairs
         self.npairs += 1
+        if self.repair:  # first in its upload's and its download's lists
+            self.counted[q] = 0.0
+            self.pb[q] = -2
+            heads, links, back = self.heads, self.links, self.back
+            for p, at in ((2 * src, 2 * q), (2 * dst + 1, 2 * q + 1)):
+                nxt = int(heads[p])
+                links[at], back[at] = nxt, -1
+                if nxt >= 0:
+                    back[2 * nxt + (at & 1)] = at
+                heads[p] = q
         return q
 
     def _pair_off(self, q):
         """The pair in slot ``q`` has no active flow left: free its slot."""
         W = self.W
-        del self.pslot[(int(self.pcls[q]) * W + int(self.psrc[q])) * W + int(self.pdst[q])]
+        src, dst = int(self.psrc[q]), int(self.pdst[q])
+        del self.pslot[(int(self.pcls[q]) * W + src) * W + dst]
+        if self.repair:  # out of its ports' lists and counts; its ports are checked at the next solve
+            x = self.counted[q] * self.prate[q]
+            self.used[2 * src] -= x
+            self.used[2 * dst + 1] -= x
+            b = int(self.pb[q])
+            if b >= 0:
+                self.nb[b] -= 1
+            heads, links, back = self.heads, self.links, self.back
+            for p, at in ((2 * src, 2 * q), (2 * dst + 1, 2 * q + 1)):
+                nxt, prev = int(links[at]), int(back[at])
+                if prev >= 0:
+                    links[prev] = nxt
+                else:
+                    heads[p] = nxt
+                if nxt >= 0:
+                    back[2 * nxt + (at & 1)] = prev
+            self.touched.append(2 * src)
+            self.touched.append(2 * dst + 1)
         k = self.ppos.pop(q)
         self.npairs -= 1
         last = int(self.plist[self.npairs])
@@ -477,6 +709,7 @@ class MaxMinNetwork(Network):
             q = self._pair_on(code, flow.cls, flow.src, flow.dst)
         self.pair[slot] = q
         self.pn[q] += 1
+        self.changed.append(q)
         self.done[slot] = 0.0
         self.total[slot] = flow.total
         self.active[slot] = True
@@ -491,6 +724,7 @@ class MaxMinNetwork(Network):
             self.active[slot] = False
             q = int(self.pair[slot])
             self.pn[q] -= 1
+            self.changed.append(q)
             if self.pn[q] == 0:
                 self._pair_off(q)
             self.flows[slot] = None
@@ -531,13 +765,19 @@ class MaxMinNetwork(Network):
     def next_time(self):
         if self.dirty or self.stale:
             if self.nactive:
+                repair = self.repair
                 self._next = _refresh(self.active, self.pair, self.done, self.nxt, self.rates, self.plist,
                                       self.npairs, self.psrc, self.pdst, self.pcls, self.pn, self.pcaps,
                                       self.up, self.down, self.prate, self.t_last, self.dirty, self.classes,
-                                      self.capped, self.backplane, self.rack, self.rup, self.rdown, self.loc)
+                                      self.capped, self.backplane, self.rack, self.rup, self.rdown, self.loc, self.pb,
+                                      np.array(self.changed if repair else (), np.int64),
+                                      np.array(self.touched if repair else (), np.int64), self.heads, self.links,
+                                      self.inS, self.mark, self.stamp, self.used, self.counted, self.nb, repair)
             else:
                 self._next = np.inf
             self.dirty = self.stale = False
+            self.changed.clear()
+            self.touched.clear()
         t = self._next
         waiting = self.waiting
         while waiting and waiting[0][2].aborted:
