@@ -35,7 +35,7 @@ from .base import Network
 __all__ = ["MaxMinNetwork", "REPAIR"]
 
 #: With at least this many active (source, destination) pairs, a change of the flow set solves
-#: again only the rates it can move (:func:`_repair`); below it, every solve is whole (0: always).
+#: again only the rates it can move (:func:`_repair`); below it, and with 0, every solve is whole.
 #: Read when a network is made.
 REPAIR = 32
 
