@@ -486,7 +486,7 @@ def _repair(changed, touched, P, psrc, pdst, pn, pcap, up, down, prate, pb, capp
 
 
 @kernel(cache=True)
-def _refresh(active, pair, done, nxt, rates, qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, t_last, recompute, classes,
+def _refresh(nf, pair, done, nxt, rates, qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, t_last, recompute, classes,
              capped, bp, rack, rup, rdown, loc, pb, changed, touched, heads, links, inS, mark, stamp, used, counted, nb,
              repair):
     """Recompute the rates (if the flow set changed) and return the time of the next flow event.
@@ -501,43 +501,45 @@ def _refresh(active, pair, done, nxt, rates, qs, P, psrc, pdst, pcls, pn, pcap, 
             if repair > 0:
                 _account(qs, P, psrc, pdst, pn, prate, pb, used, counted, nb)
     best = np.inf
-    for f in range(active.shape[0]):
-        if active[f]:
-            r = prate[pair[f]]
-            rates[f] = r
-            if r == np.inf:
-                t = t_last
-            elif r > 0:
-                gap = nxt[f] - done[f]
-                t = t_last + (gap / r if gap > 0 else 0.0)
-            else:
-                continue
-            if t < best:
-                best = t
+    for f in range(nf):
+        r = prate[pair[f]]
+        rates[f] = r
+        if r == np.inf:
+            t = t_last
+        elif r > 0:
+            gap = nxt[f] - done[f]
+            t = t_last + (gap / r if gap > 0 else 0.0)
+        else:
+            continue
+        if t < best:
+            best = t
     return best
 
 
 @kernel(cache=True)
-def _step(active, done, total, nxt, rates, dt, eps, due, now):
-    """Move every active flow ``dt`` seconds forward; list in ``due`` the flows whose next target
+def _step(nf, done, total, nxt, rates, dt, eps, due, now):
+    """Move the ``nf`` active flows (slots ``0 .. nf - 1``) ``dt`` seconds forward; list in ``due`` the flows whose next target
     is reached (within ``eps`` relative, or so close that no representable time lies before it);
     return how many."""
     k = 0
-    for f in range(active.shape[0]):
-        if active[f]:
-            r = rates[f]
-            if r == np.inf:  # infinite bandwidth: everything is there at once
-                done[f] = total[f]
-            elif dt > 0:
-                x = done[f] + r * dt
-                done[f] = x if x < total[f] else total[f]
-            gap = nxt[f] - done[f]
-            if gap <= eps * max(1.0, nxt[f]) or (r > 0 and now + gap / r <= now):
-                if gap > 0:
-                    done[f] = nxt[f]
-                due[k] = f
-                k += 1
+    for f in range(nf):
+        r = rates[f]
+        if r == np.inf:  # infinite bandwidth: everything is there at once
+            done[f] = total[f]
+        elif dt > 0:
+            x = done[f] + r * dt
+            done[f] = x if x < total[f] else total[f]
+        gap = nxt[f] - done[f]
+        if gap <= eps * max(1.0, nxt[f]) or (r > 0 and now + gap / r <= now):
+            if gap > 0:
+                done[f] = nxt[f]
+            due[k] = f
+            k += 1
     return k
+
+
+def _by_id(flow):
+    return flow.id
 
 
 class MaxMinNetwork(Network):
@@ -597,14 +599,12 @@ class MaxMinNetwork(Network):
         self.touched = []
         cap0 = 64
         self.pair = np.zeros(cap0, np.int64)
-        self.active = np.zeros(cap0, np.bool_)
         self.rates = np.zeros(cap0)
         self.done = np.zeros(cap0)
         self.total = np.zeros(cap0)
         self.nxt = np.zeros(cap0)  # bytes at which the flow next needs attention
         self.due = np.zeros(cap0, np.int64)
         self.flows = [None] * cap0
-        self.free = list(range(cap0 - 1, -1, -1))
         self.t_last = 0.0
         self.dirty = False  # the set of active flows changed: recompute rates
         self.stale = False  # some flow's next target changed: recompute the next event
@@ -615,13 +615,12 @@ class MaxMinNetwork(Network):
 
     def _grow(self):
         old = len(self.flows)
-        for name in ("pair", "active", "rates", "done", "total", "nxt", "due"):
+        for name in ("pair", "rates", "done", "total", "nxt", "due"):
             arr = getattr(self, name)
             new = np.zeros(old * 2, arr.dtype)
             new[:old] = arr
             setattr(self, name, new)
         self.flows.extend([None] * old)
-        self.free.extend(range(2 * old - 1, old - 1, -1))
 
     def _pair_on(self, code, cls, src, dst):
         """The pair ``code`` (class ``cls``, ``src`` to ``dst``) has its first active flow: give it a
@@ -688,7 +687,7 @@ class MaxMinNetwork(Network):
     def _catch_up(self, now):
         dt = now - self.t_last
         if dt > 0 and self.nactive:
-            _step(self.active, self.done, self.total, self.nxt, self.rates, dt, 1e-9, self.due, now)
+            _step(self.nactive, self.done, self.total, self.nxt, self.rates, dt, 1e-9, self.due, now)
         self.t_last = now
 
     def _set_next(self, flow):
@@ -698,9 +697,9 @@ class MaxMinNetwork(Network):
             self.nxt[slot] = th[0][0] if th and th[0][0] < flow.total else flow.total
 
     def _activate(self, flow):
-        if not self.free:
+        slot = self.nactive  # the active flows hold the first slots
+        if slot == len(self.flows):
             self._grow()
-        slot = self.free.pop()
         flow.slot = slot
         self.flows[slot] = flow
         code = (flow.cls * self.W + flow.src) * self.W + flow.dst
@@ -712,7 +711,6 @@ class MaxMinNetwork(Network):
         self.changed.append(q)
         self.done[slot] = 0.0
         self.total[slot] = flow.total
-        self.active[slot] = True
         self.nactive += 1
         self._set_next(flow)
         self.dirty = True
@@ -721,14 +719,19 @@ class MaxMinNetwork(Network):
         slot = flow.slot
         if slot >= 0:
             flow.done = self.done[slot]
-            self.active[slot] = False
             q = int(self.pair[slot])
             self.pn[q] -= 1
             self.changed.append(q)
             if self.pn[q] == 0:
                 self._pair_off(q)
-            self.flows[slot] = None
-            self.free.append(slot)
+            last = self.nactive - 1  # the last active flow takes the freed slot
+            if last != slot:
+                moved = self.flows[last]
+                self.flows[slot] = moved
+                moved.slot = slot
+                for arr in (self.pair, self.rates, self.done, self.total, self.nxt):
+                    arr[slot] = arr[last]
+            self.flows[last] = None
             self.nactive -= 1
             flow.slot = -1
             self.dirty = True
@@ -766,7 +769,7 @@ class MaxMinNetwork(Network):
         if self.dirty or self.stale:
             if self.nactive:
                 repair = self.repair
-                self._next = _refresh(self.active, self.pair, self.done, self.nxt, self.rates, self.plist,
+                self._next = _refresh(self.nactive, self.pair, self.done, self.nxt, self.rates, self.plist,
                                       self.npairs, self.psrc, self.pdst, self.pcls, self.pn, self.pcaps,
                                       self.up, self.down, self.prate, self.t_last, self.dirty, self.classes,
                                       self.capped, self.backplane, self.rack, self.rup, self.rdown, self.loc, self.pb,
@@ -806,11 +809,14 @@ class MaxMinNetwork(Network):
         self.t_last = now
         waiting = self.waiting
         out = []
-        k = _step(self.active, self.done, self.total, self.nxt, self.rates, dt, 1e-9, self.due, now) if self.nactive else 0
+        k = _step(self.nactive, self.done, self.total, self.nxt, self.rates, dt, 1e-9, self.due, now) if self.nactive else 0
         eps = 1e-9
-        for slot in self.due[:k].tolist():
-            f = self.flows[slot]
-            done = self.done[slot]
+        flows = self.flows
+        due = [flows[slot] for slot in self.due[:k].tolist()]
+        if k > 1:  # (slots move as flows end) flows due at once are reported in the order they started
+            due.sort(key=_by_id)
+        for f in due:
+            done = self.done[f.slot]
             th = f.thresholds
             while th and th[0][0] <= done + eps * max(1.0, th[0][0]):
                 nbytes, _, consumer, token = heapq.heappop(th)
