@@ -69,6 +69,8 @@ class Durations:
         self.shape = (len(cost), len(speed))
         self.size = self.shape[0] * self.shape[1]
         self.multi = bool(len(need) and int(need.max()) > 1)
+        # d[i, w] with Python ints (the simulator's event loop asks for millions): plain lists
+        self._plain = None if (exact or self.multi) else (cost.tolist(), speed.tolist())
 
     def __len__(self):
         return self.shape[0]
@@ -105,6 +107,10 @@ class Durations:
         return v
 
     def __getitem__(self, key):
+        if type(key) is tuple and len(key) == 2 and self._plain is not None:
+            i, j = key
+            if type(i) is int and type(j) is int and i >= 0 and j >= 0:
+                return self._plain[0][i] / self._plain[1][j] + self.overhead
         if isinstance(key, tuple) and len(key) == 2:
             i, j = key
             if (type(i) is int or isinstance(i, np.integer)) and (type(j) is int or isinstance(j, np.integer)):
