@@ -140,7 +140,7 @@ def test_a_simulation_that_repairs_its_rates_solves_each_as_a_whole_solve_would(
                                                                                seed=3, bandwidth=1e8)
     cluster = Cluster.heterogeneous([1.0 + (i % 4) for i in range(64)], bandwidth=1e8, latency=1e-4)
     refresh, whole = maxmin._refresh, maxmin._fill_classes
-    seen = {"solves": 0, "repairable": 0, "worst": 0.0}
+    seen = {"solves": 0, "repaired": 0, "worst": 0.0}
 
     def checked(*args):
         out = refresh(*args)
@@ -152,13 +152,13 @@ def test_a_simulation_that_repairs_its_rates_solves_each_as_a_whole_solve_would(
                   pb.copy())
             live = qs[:P]
             seen["solves"] += 1
-            seen["repairable"] += P >= 8
+            seen["repaired"] += out[1] == 1
             seen["worst"] = max(seen["worst"], float(np.max(np.abs(mine[live] - prate[live]) / mine[live])))
         return out
 
     monkeypatch.setattr(maxmin, "_refresh", checked)
     repaired = simulate(g, cluster, "work-stealing", network="maxmin")
-    assert seen["repairable"] > 50 and seen["worst"] < 1e-9, seen
+    assert seen["repaired"] > 20 and seen["worst"] < 1e-9, seen
     monkeypatch.setattr(maxmin, "_refresh", refresh)
     monkeypatch.setattr(maxmin, "REPAIR", 0)
     assert simulate(g, cluster, "work-stealing", network="maxmin").makespan == pytest.approx(repaired.makespan, rel=1e-9)

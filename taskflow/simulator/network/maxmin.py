@@ -329,21 +329,6 @@ def _fill_classes(qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, classes, c
 
 
 @kernel(cache=True)
-def _port_load(p, heads, links, pn, prate):
-    """``(bytes per second, largest rate)`` of the active pairs through port code ``p``: ``heads`` /
-    ``links`` hold each port's pairs as linked lists (see :func:`_repair`)."""
-    q = heads[p]
-    used = 0.0
-    top = 0.0
-    while q >= 0:
-        used += pn[q] * prate[q]
-        if prate[q] > top:
-            top = prate[q]
-        q = links[2 * q + p % 2]
-    return used, top
-
-
-@kernel(cache=True)
 def _account(qs, P, psrc, pdst, pn, prate, pb, used, counted, nb):
     """After a whole solve: ``used[p]``, each port's bytes per second; ``counted[q]``, the flows of
     pair ``q`` that ``used`` counts; ``nb[p]``, how many pairs have port ``p`` as their bottleneck."""
@@ -360,9 +345,10 @@ def _account(qs, P, psrc, pdst, pn, prate, pb, used, counted, nb):
 
 @kernel(cache=True)
 def _repair(changed, touched, P, psrc, pdst, pn, pcap, up, down, prate, pb, capped, rack, none, loc, heads, links,
-            inS, mark, stamp, used, counted, nb, limit):
+            inS, mark, stamp, used, counted, nb, limit, budget):
     """Re-solve only the pairs whose max-min rates a change of the flow set can move; False when
-    that set grows past ``limit`` pairs (the caller then solves every pair).
+    that set grows past ``limit`` pairs, or the pairs solved and looked at past ``budget`` (the
+    caller then solves every pair).
 
     A feasible allocation is the max-min fair one exactly when every flow has a bottleneck: a
     saturated port where no flow is faster, or its own cap (Bertsekas and Gallager, *Data
@@ -394,6 +380,7 @@ def _repair(changed, touched, P, psrc, pdst, pn, pcap, up, down, prate, pb, capp
     up_r = np.empty(W)
     down_r = np.empty(W)
     ok = False
+    work = 0
     for _ in range(64):
         if m > limit:
             break
@@ -452,18 +439,25 @@ def _repair(changed, touched, P, psrc, pdst, pn, pcap, up, down, prate, pb, capp
         if bad:
             break
         m0 = m
+        work += 2 * m
         for k in range(nv):
             p = V[k]
-            load, top = _port_load(p, heads, links, pn, prate)
-            cap = up[p // 2] if p % 2 == 0 else down[p // 2]
-            full = load >= cap * (1 - 1e-9)
-            # the slowest pair of the set frozen here: a fixed pair faster than it joins the set
+            # its load, its fastest pair, and the slowest pair of the set frozen here (a fixed pair
+            # faster than that joins the set)
+            load = 0.0
+            top = 0.0
             low = np.inf
             g = heads[p]
             while g >= 0:
+                load += pn[g] * prate[g]
+                if prate[g] > top:
+                    top = prate[g]
                 if inS[g] and pb[g] == p and prate[g] < low:
                     low = prate[g]
                 g = links[2 * g + p % 2]
+                work += 2
+            cap = up[p // 2] if p % 2 == 0 else down[p // 2]
+            full = load >= cap * (1 - 1e-9)
             g = heads[p]
             while g >= 0:
                 if not inS[g]:
@@ -475,7 +469,7 @@ def _repair(changed, touched, P, psrc, pdst, pn, pcap, up, down, prate, pb, capp
             if low < np.inf and not full and m == m0:  # frozen there by the solve, yet not full: rounding
                 bad = True
                 break
-        if bad:
+        if bad or work > budget:  # as much work as a whole solve: one is cheaper
             break
         if m == m0:
             ok = True
@@ -486,16 +480,71 @@ def _repair(changed, touched, P, psrc, pdst, pn, pcap, up, down, prate, pb, capp
 
 
 @kernel(cache=True)
+def _pairs_moved(moves, heads, links, back, prate, pb, used, counted, nb, inuse):
+    """Apply the pairs that came and went since the last solve, in order (``moves``: triples
+    ``slot, source, destination`` for a pair on, ``slot, ~source, destination`` for one off) to the
+    ports' lists (``back[2 * q + side]``: the link before pair ``q``'s in that list, -1 for the
+    port's head) and counts (``inuse[0]``: the ports with a pair); returns the codes of the ports
+    that lost a pair."""
+    touched = np.empty(2 * (moves.shape[0] // 3), np.int64)
+    nt = 0
+    for k in range(0, moves.shape[0], 3):
+        q, a, b = moves[k], moves[k + 1], moves[k + 2]
+        if a >= 0:  # on: first in its upload's and its download's lists, counted nowhere yet
+            counted[q] = 0.0
+            pb[q] = -2
+            for p, at in ((2 * a, 2 * q), (2 * b + 1, 2 * q + 1)):
+                nx = heads[p]
+                if nx < 0:
+                    inuse[0] += 1
+                links[at] = nx
+                back[at] = -1
+                if nx >= 0:
+                    back[2 * nx + at % 2] = at
+                heads[p] = q
+        else:  # off: out of both lists and the counts; its ports are checked
+            a = ~a
+            x = counted[q] * prate[q]
+            used[2 * a] -= x
+            used[2 * b + 1] -= x
+            counted[q] = 0.0
+            if pb[q] >= 0:
+                nb[pb[q]] -= 1
+            pb[q] = -2
+            for p, at in ((2 * a, 2 * q), (2 * b + 1, 2 * q + 1)):
+                nx = links[at]
+                pv = back[at]
+                if pv >= 0:
+                    links[pv] = nx
+                else:
+                    heads[p] = nx
+                    if nx < 0:
+                        inuse[0] -= 1
+                if nx >= 0:
+                    back[2 * nx + at % 2] = pv
+                touched[nt] = p
+                nt += 1
+    return touched[:nt]
+
+
+@kernel(cache=True)
 def _refresh(nf, pair, done, nxt, rates, qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, t_last, recompute, classes,
-             capped, bp, rack, rup, rdown, loc, pb, changed, touched, heads, links, inS, mark, stamp, used, counted, nb,
-             repair):
-    """Recompute the rates (if the flow set changed) and return the time of the next flow event.
-    With ``repair`` at least 1, and that many active pairs or more, only the rates a change can
-    move are solved again (:func:`_repair`), unless that set is larger than a third of them."""
+             capped, bp, rack, rup, rdown, loc, pb, changed, moves, heads, links, back, inS, mark, stamp, used, counted,
+             nb, inuse, repair, attempt):
+    """Recompute the rates (if the flow set changed); return the time of the next flow event and
+    how the rates were found: 1 repaired, 0 a repair given up, -1 no repair tried. With ``repair``
+    at least 1 the repair's bookkeeping is kept (``moves``: see :func:`_pairs_moved`); with ``attempt`` too, and at least ``repair``
+    active pairs, only the rates a change can move are solved again (:func:`_repair`), unless that
+    set is larger than a third of them."""
+    how = -1
+    touched = _pairs_moved(moves, heads, links, back, prate, pb, used, counted, nb, inuse)
     if recompute:
-        if not (repair > 0 and P >= repair and _repair(changed, touched, P, psrc, pdst, pn, pcap, up, down, prate, pb,
-                                                      capped, rack, rup, loc, heads, links, inS, mark, stamp, used,
-                                                      counted, nb, max(8, P // 3))):
+        # a repair pays where the ports carry few pairs each (a change reaches few others), or
+        # where a whole solve is large; between, on a few workers joined by many pairs, it does not
+        if attempt and repair > 0 and P >= repair and (P <= 2 * inuse[0] or P >= 4096):
+            how = 1 if _repair(changed, touched, P, psrc, pdst, pn, pcap, up, down, prate, pb, capped, rack, rup, loc,
+                               heads, links, inS, mark, stamp, used, counted, nb, max(8, P // 3), 4 * max(64, P)) else 0
+        if how != 1:
             _fill_classes(qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown,
                           loc, pb)
             if repair > 0:
@@ -513,7 +562,7 @@ def _refresh(nf, pair, done, nxt, rates, qs, P, psrc, pdst, pcls, pn, pcap, up, 
             continue
         if t < best:
             best = t
-    return best
+    return best, how
 
 
 @kernel(cache=True)
@@ -595,8 +644,11 @@ class MaxMinNetwork(Network):
         self.used = np.zeros(2 * W)  # each port's bytes per second at the last solve
         self.counted = np.zeros(64)  # the flows of each pair that ``used`` counts
         self.nb = np.zeros(2 * W, np.int64)  # pairs whose bottleneck each port is
-        self.changed = []
-        self.touched = []
+        self.inuse = np.zeros(1, np.int64)  # ports with a pair
+        self.changed = []  # pairs whose flow count changed since the last solve
+        self.moves = []  # pairs on (slot, source, destination) and off (slot, ~source, destination), in order
+        self.skip = 0  # whole solves to make before trying a repair again
+        self.backoff = 0  # how many after the last give-up
         cap0 = 64
         self.pair = np.zeros(cap0, np.int64)
         self.rates = np.zeros(cap0)
@@ -628,7 +680,7 @@ class MaxMinNetwork(Network):
         if not self.pfree:
             old = len(self.psrc)
             for name in ("psrc", "pdst", "pcls", "pn", "pcaps", "prate", "plist", "pb", "inS", "links", "back",
-                         "counted"):
+                         "counted"):  # (a slot's bookkeeping is set when the solve takes it)
                 arr = getattr(self, name)
                 setattr(self, name, np.concatenate([arr, np.full(len(arr), -1 if arr.dtype == np.int64 else 0,
                                                                  arr.dtype)]))
@@ -641,16 +693,8 @@ class MaxMinNetwork(Network):
         self.plist[self.npairs] = q
         self.ppos[q] = self.npairs
         self.npairs += 1
-        if self.repair:  # first in its upload's and its download's lists
-            self.counted[q] = 0.0
-            self.pb[q] = -2
-            heads, links, back = self.heads, self.links, self.back
-            for p, at in ((2 * src, 2 * q), (2 * dst + 1, 2 * q + 1)):
-                nxt = int(heads[p])
-                links[at], back[at] = nxt, -1
-                if nxt >= 0:
-                    back[2 * nxt + (at & 1)] = at
-                heads[p] = q
+        if self.repair:  # its ports' lists take it at the next solve (:func:`_pairs_moved`)
+            self.moves.extend((q, src, dst))
         return q
 
     def _pair_off(self, q):
@@ -658,24 +702,8 @@ class MaxMinNetwork(Network):
         W = self.W
         src, dst = int(self.psrc[q]), int(self.pdst[q])
         del self.pslot[(int(self.pcls[q]) * W + src) * W + dst]
-        if self.repair:  # out of its ports' lists and counts; its ports are checked at the next solve
-            x = self.counted[q] * self.prate[q]
-            self.used[2 * src] -= x
-            self.used[2 * dst + 1] -= x
-            b = int(self.pb[q])
-            if b >= 0:
-                self.nb[b] -= 1
-            heads, links, back = self.heads, self.links, self.back
-            for p, at in ((2 * src, 2 * q), (2 * dst + 1, 2 * q + 1)):
-                nxt, prev = int(links[at]), int(back[at])
-                if prev >= 0:
-                    links[prev] = nxt
-                else:
-                    heads[p] = nxt
-                if nxt >= 0:
-                    back[2 * nxt + (at & 1)] = prev
-            self.touched.append(2 * src)
-            self.touched.append(2 * dst + 1)
+        if self.repair:  # out of its ports' lists and counts at the next solve
+            self.moves.extend((q, ~src, dst))
         k = self.ppos.pop(q)
         self.npairs -= 1
         last = int(self.plist[self.npairs])
@@ -767,20 +795,27 @@ class MaxMinNetwork(Network):
 
     def next_time(self):
         if self.dirty or self.stale:
-            if self.nactive:
-                repair = self.repair
-                self._next = _refresh(self.nactive, self.pair, self.done, self.nxt, self.rates, self.plist,
-                                      self.npairs, self.psrc, self.pdst, self.pcls, self.pn, self.pcaps,
-                                      self.up, self.down, self.prate, self.t_last, self.dirty, self.classes,
-                                      self.capped, self.backplane, self.rack, self.rup, self.rdown, self.loc, self.pb,
-                                      np.array(self.changed if repair else (), np.int64),
-                                      np.array(self.touched if repair else (), np.int64), self.heads, self.links,
-                                      self.inS, self.mark, self.stamp, self.used, self.counted, self.nb, repair)
+            if self.nactive or self.moves:
+                attempt = self.skip == 0 and self.npairs >= self.repair > 0
+                self._next, how = _refresh(
+                    self.nactive, self.pair, self.done, self.nxt, self.rates, self.plist, self.npairs, self.psrc,
+                    self.pdst, self.pcls, self.pn, self.pcaps, self.up, self.down, self.prate, self.t_last, self.dirty,
+                    self.classes, self.capped, self.backplane, self.rack, self.rup, self.rdown, self.loc, self.pb,
+                    np.array(self.changed if attempt else (), np.int64), np.array(self.moves, np.int64), self.heads,
+                    self.links, self.back, self.inS, self.mark, self.stamp, self.used, self.counted, self.nb,
+                    self.inuse, self.repair, attempt)
+                if how == 0:  # given up: whole solves for a while, twice as long after each give-up in a row
+                    self.backoff = min(64, 2 * self.backoff or 1)
+                    self.skip = self.backoff
+                elif how == 1:
+                    self.backoff = 0
+                elif self.skip and self.dirty:
+                    self.skip -= 1
             else:
                 self._next = np.inf
             self.dirty = self.stale = False
             self.changed.clear()
-            self.touched.clear()
+            self.moves.clear()
         t = self._next
         waiting = self.waiting
         while waiting and waiting[0][2].aborted:
