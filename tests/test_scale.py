@@ -69,7 +69,7 @@ def solve(flows, W, up, down, pcap, bp=np.inf, rack=None, rup=None):
     rup_a = np.zeros(0) if rup is None else np.asarray(rup, float)
     capped = bool(np.any(pcap[~np.eye(W, dtype=bool)] < np.minimum(up[:, None], down[None, :])[~np.eye(W, dtype=bool)]))
     loc = np.full(2 * W, -1, np.int64)
-    maxmin._fill_classes(np.arange(len(qs)), len(qs), qs // W, qs % W, np.zeros(len(qs), np.int64), pn[qs],
+    maxmin.fill_classes(np.arange(len(qs)), len(qs), qs // W, qs % W, np.zeros(len(qs), np.int64), pn[qs],
                          pcap.reshape(-1)[qs].copy(), up, down, prate, 1, capped, bp, rack_a, rup_a, rup_a.copy(), loc,
                          np.zeros(len(qs), np.int64))
     assert (loc == -1).all()  # the scratch array is left as it came
@@ -139,7 +139,7 @@ def test_a_simulation_that_repairs_its_rates_solves_each_as_a_whole_solve_would(
     g = genome_like(16, 60, 3, seed=2) if shape == "genome" else random_layered(600, shape=1.0, out_degree=2, ccr=1.0,
                                                                                seed=3, bandwidth=1e8)
     cluster = Cluster.heterogeneous([1.0 + (i % 4) for i in range(64)], bandwidth=1e8, latency=1e-4)
-    refresh, whole = maxmin._refresh, maxmin._fill_classes
+    refresh, whole = maxmin._refresh, maxmin.fill_classes
     seen = {"solves": 0, "repaired": 0, "worst": 0.0}
 
     def checked(*args):
@@ -161,7 +161,8 @@ def test_a_simulation_that_repairs_its_rates_solves_each_as_a_whole_solve_would(
     assert seen["repaired"] > 20 and seen["worst"] < 1e-9, seen
     monkeypatch.setattr(maxmin, "_refresh", refresh)
     monkeypatch.setattr(maxmin, "REPAIR", 0)
-    assert simulate(g, cluster, "work-stealing", network="maxmin").makespan == pytest.approx(repaired.makespan, rel=1e-9)
+    whole_solves = simulate(g, cluster, "work-stealing", network="maxmin")
+    assert whole_solves.makespan == pytest.approx(repaired.makespan, rel=1e-9)
 
 
 @settings(max_examples=60, deadline=None)
