@@ -98,9 +98,10 @@ def test_max_min_rates_match_progressive_filling(data):
 @settings(max_examples=80, deadline=None)
 @given(st.data())
 def test_rates_solved_again_only_where_a_change_moves_them_match_progressive_filling(data):
-    """The network's rates after each change of its flows (some start, some end), with every solve
-    after the first repairing only what the change can move (``REPAIR = 1``), against textbook
-    progressive filling of all the flows then active."""
+    """The network's rates after each change of its flows (some start, some end), repairing only
+    what the change can move where the pairs are few per worker (``REPAIR = 1``; ``DENSE`` drawn
+    low, so that the pairs cross it both ways: whole solves that keep no bookkeeping, then the
+    bookkeeping made afresh), against textbook progressive filling of all the flows then active."""
     W = data.draw(st.integers(2, 7))
     speeds = data.draw(st.lists(st.sampled_from([1.0, 2.0, 5.0, 10.0]), min_size=W * W, max_size=W * W))
     names = [f"w{i}" for i in range(W)]
@@ -108,10 +109,11 @@ def test_rates_solved_again_only_where_a_change_moves_them_match_progressive_fil
     cluster = Cluster([Worker(n) for n in names], bandwidth=1.0, bandwidths=bws)
     net = maxmin.MaxMinNetwork(cluster, None, lambda *a: None, lambda *a: None)
     assert net.repair == maxmin.REPAIR
-    net.repair = 1  # (before any flow: the ports' lists of pairs are kept from the first)
+    net.repair = 1
     pairs = [(a, b) for a in range(W) for b in range(W) if a != b]
     live, fid = [], 0
-    with (compiled() if data.draw(st.booleans()) else interpreted()):
+    dense = data.draw(st.sampled_from([0.5, 1, 2, maxmin.DENSE]))
+    with (compiled() if data.draw(st.booleans()) else interpreted()), _patched(maxmin, "DENSE", dense):
         for _ in range(data.draw(st.integers(1, 12))):
             for a, b in data.draw(st.lists(st.sampled_from(pairs), max_size=6)):
                 fid += 1
@@ -122,12 +124,74 @@ def test_rates_solved_again_only_where_a_change_moves_them_match_progressive_fil
                 if k < len(live):
                     net.abort(live.pop(k), 0.0)
             net.next_time()
+            assert net.tracked == (net.npairs <= dense * W and net.npairs > 0)
             if live:
                 pcap = np.array([[0.0 if a == b else speeds[a * W + b] for b in range(W)] for a in range(W)])
                 want = reference_rates([(f.src, f.dst) for f in live], pcap.max(axis=1), pcap.max(axis=0), pcap)
                 got = [net.rates[f.slot] for f in live]
                 assert got == pytest.approx(want, rel=1e-9)
     assert not net.inS.any()  # the scratch flags are left clear
+
+
+class _patched:
+    """``setattr(obj, name, value)`` within a ``with`` block (hypothesis tests cannot take pytest's
+    function-scoped monkeypatch)."""
+
+    def __init__(self, obj, name, value):
+        self.obj, self.name, self.value = obj, name, value
+
+    def __enter__(self):
+        self.old = getattr(self.obj, self.name)
+        setattr(self.obj, self.name, self.value)
+
+    def __exit__(self, *exc):
+        setattr(self.obj, self.name, self.old)
+
+
+def test_the_repair_bookkeeping_made_afresh_after_dense_solves_repairs_correctly(monkeypatch):
+    """Pairs thin out after a spell of whole solves that kept no bookkeeping (more pairs than
+    ``DENSE`` per worker): the ports' lists and loads are made afresh, and the repairs after that
+    give the rates of progressive filling."""
+    monkeypatch.setattr(maxmin, "DENSE", 1)
+    W = 5
+    pcap = np.full((W, W), 10.0)
+    pcap[0, 1] = 3.0
+    np.fill_diagonal(pcap, 0.0)
+    names = [f"w{i}" for i in range(W)]
+    cluster = Cluster([Worker(n) for n in names], bandwidth=1.0,
+                      bandwidths={names[a]: {names[b]: pcap[a, b] for b in range(W) if b != a} for a in range(W)})
+    net = maxmin.MaxMinNetwork(cluster, None, lambda *a: None, lambda *a: None)
+    net.repair = 1
+    hows, refresh = [], maxmin._refresh
+
+    def seen(*args):
+        out = refresh(*args)
+        hows.append((args[-1], out[1]))  # (mode, how)
+        return out
+
+    monkeypatch.setattr(maxmin, "_refresh", seen)
+    live = []
+
+    def step(add=(), drop=()):
+        for a, b in add:
+            live.append(Flow(len(hows) * 100 + len(live), 0, a, b, 1e9, 0.0, 0.0))
+            net.start(live[-1], 0.0)
+        for f in [live[k] for k in drop]:
+            live.remove(f)
+            net.abort(f, 0.0)
+        net.next_time()
+        want = reference_rates([(f.src, f.dst) for f in live], pcap.max(axis=1), pcap.max(axis=0), pcap)
+        assert [net.rates[f.slot] for f in live] == pytest.approx(want, rel=1e-9)
+
+    step(add=[(0, 1), (0, 2), (3, 1)])  # 3 pairs <= 5: kept from the first solve
+    step(add=[(2, 4)])
+    step(add=[(a, b) for a in range(W) for b in range(W) if a != b and (a + b) % 2])  # dense: none kept
+    assert not net.tracked
+    step(drop=range(4, len(live)))  # thin again: made afresh, then repaired
+    step(add=[(4, 0)], drop=[0])
+    step(drop=[1])
+    # made afresh (2) at the first solve and after the dense one; repaired (1, 1) in between and after
+    assert hows == [(2, -1), (1, 1), (2, -1), (1, 1), (1, 1)], hows
 
 
 @pytest.mark.parametrize("shape", ["genome", "layered"])

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...jit import kernel
 
-__all__ = ["fill_pairs", "fill_classes", "repair_rates", "account", "pairs_moved"]
+__all__ = ["fill_pairs", "fill_classes", "repair_rates", "account", "pairs_moved", "relink"]
 
 
 @kernel(cache=True)
@@ -469,15 +469,7 @@ def pairs_moved(moves, heads, links, back, prate, pb, used, counted, nb, inuse):
         if a >= 0:  # on: first in its upload's and its download's lists, counted nowhere yet
             counted[q] = 0.0
             pb[q] = -2
-            for p, at in ((2 * a, 2 * q), (2 * b + 1, 2 * q + 1)):
-                nx = heads[p]
-                if nx < 0:
-                    inuse[0] += 1
-                links[at] = nx
-                back[at] = -1
-                if nx >= 0:
-                    back[2 * nx + at % 2] = at
-                heads[p] = q
+            _link(q, a, b, heads, links, back, inuse)
         else:  # off: out of both lists and the counts; its ports are checked
             a = ~a
             x = counted[q] * prate[q]
@@ -501,3 +493,29 @@ def pairs_moved(moves, heads, links, back, prate, pb, used, counted, nb, inuse):
                 touched[nt] = p
                 nt += 1
     return touched[:nt]
+
+
+@kernel(cache=True)
+def relink(qs, P, psrc, pdst, heads, links, back, inuse):
+    """The ports' lists of pairs and ``inuse[0]`` (see :func:`pairs_moved`) made afresh from the
+    ``P`` active pairs ``qs[:P]``: for taking up the repair's bookkeeping again after solves that
+    did not keep it."""
+    heads[:] = -1
+    inuse[0] = 0
+    for k in range(P):
+        q = qs[k]
+        _link(q, psrc[q], pdst[q], heads, links, back, inuse)
+
+
+@kernel(cache=True)
+def _link(q, a, b, heads, links, back, inuse):
+    """Pair ``q`` (``a`` to ``b``) first in its upload's and its download's lists."""
+    for p, at in ((2 * a, 2 * q), (2 * b + 1, 2 * q + 1)):
+        nx = heads[p]
+        if nx < 0:
+            inuse[0] += 1
+        links[at] = nx
+        back[at] = -1
+        if nx >= 0:
+            back[2 * nx + at % 2] = at
+        heads[p] = q

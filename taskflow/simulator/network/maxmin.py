@@ -31,39 +31,66 @@ import numpy as np
 from ...jit import kernel
 
 from .base import Network
-from ._fairshare import account, fill_classes, pairs_moved, repair_rates  # (kernels _refresh calls)
+from ._fairshare import account, fill_classes, pairs_moved, relink, repair_rates  # (kernels _refresh calls)
 
-__all__ = ["MaxMinNetwork", "REPAIR"]
+__all__ = ["MaxMinNetwork", "REPAIR", "DENSE"]
 
 #: With at least this many active (source, destination) pairs, a change of the flow set solves
 #: again only the rates it can move (:func:`repair_rates`); below it, and with 0, every solve is whole.
 #: Read when a network is made.
 REPAIR = 32
 
+#: Above this many active pairs per worker (and below 4,096 pairs) no repair is tried: every port
+#: carries many pairs, so a change reaches most of them; the repair's bookkeeping is not kept
+#: either, and is made afresh when the pairs thin out again.
+DENSE = 4
+
+
+@kernel(cache=True)
+def _solve(nf, pair, done, nxt, rates, qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, t_last, recompute, classes,
+           capped, bp, rack, rup, rdown, loc, pb):
+    """Solve every rate again (if the flow set changed), keeping none of the repair's bookkeeping;
+    return the time of the next flow event."""
+    if recompute:
+        fill_classes(qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown, loc, pb)
+    return _next_event(nf, pair, done, nxt, rates, prate, t_last)
+
 
 @kernel(cache=True)
 def _refresh(nf, pair, done, nxt, rates, qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, t_last, recompute, classes,
              capped, bp, rack, rup, rdown, loc, pb, changed, moves, heads, links, back, inS, mark, stamp, used, counted,
-             nb, inuse, repair, attempt):
-    """Recompute the rates (if the flow set changed); return the time of the next flow event and
-    how the rates were found: 1 repaired, 0 a repair given up, -1 no repair tried. With ``repair``
-    at least 1 the repair's bookkeeping is kept (``moves``: see :func:`pairs_moved`); with
-    ``attempt`` too, and at least ``repair`` active pairs, only the rates a change can move are
-    solved again (:func:`repair_rates`), unless that set is larger than a third of them."""
+             nb, inuse, mode):
+    """Recompute the rates (if the flow set changed) keeping the repair's bookkeeping (``moves``:
+    see :func:`pairs_moved`); return the time of the next flow event and how the rates were found:
+    1 repaired, 0 a repair given up, -1 no repair tried. ``mode`` 1: only the rates a change can
+    move are solved again (:func:`repair_rates`), where the ports carry few pairs each or the pairs
+    are many, unless that set is larger than a third of them; 0: a whole solve; 2: a whole solve,
+    the bookkeeping made afresh (it was not kept since the last solve)."""
     how = -1
-    touched = pairs_moved(moves, heads, links, back, prate, pb, used, counted, nb, inuse)
-    if recompute:
+    if mode == 2:
+        relink(qs, P, psrc, pdst, heads, links, back, inuse)
+        touched = moves[:0]
+    else:
+        touched = pairs_moved(moves, heads, links, back, prate, pb, used, counted, nb, inuse)
+    if recompute or mode == 2:
         # a repair pays where the ports carry few pairs each (a change reaches few others), or
         # where a whole solve is large; between, on a few workers joined by many pairs, it does not
-        if attempt and repair > 0 and P >= repair and (P <= 2 * inuse[0] or P >= 4096):
+        if recompute and mode == 1 and (P <= 2 * inuse[0] or P >= 4096):
             how = 1 if repair_rates(changed, touched, P, psrc, pdst, pn, pcap, up, down, prate, pb, capped, rack, rup,
                                     loc, heads, links, inS, mark, stamp, used, counted, nb, max(8, P // 3),
                                     4 * max(64, P)) else 0
         if how != 1:
-            fill_classes(qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown,
-                          loc, pb)
-            if repair > 0:
-                account(qs, P, psrc, pdst, pn, prate, pb, used, counted, nb)
+            if recompute:
+                fill_classes(qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown,
+                             loc, pb)
+            account(qs, P, psrc, pdst, pn, prate, pb, used, counted, nb)
+    return _next_event(nf, pair, done, nxt, rates, prate, t_last), how
+
+
+@kernel(cache=True)
+def _next_event(nf, pair, done, nxt, rates, prate, t_last):
+    """The ``nf`` active flows take their pairs' rates; the time the first of them reaches its next
+    target."""
     best = np.inf
     for f in range(nf):
         r = prate[pair[f]]
@@ -77,7 +104,7 @@ def _refresh(nf, pair, done, nxt, rates, qs, P, psrc, pdst, pcls, pn, pcap, up, 
             continue
         if t < best:
             best = t
-    return best, how
+    return best
 
 
 @kernel(cache=True)
@@ -100,6 +127,9 @@ def _step(nf, done, total, nxt, rates, dt, eps, due, now):
             due[k] = f
             k += 1
     return k
+
+
+_NONE = np.zeros(0, np.int64)
 
 
 def _by_id(flow):
@@ -162,6 +192,7 @@ class MaxMinNetwork(Network):
         self.inuse = np.zeros(1, np.int64)  # ports with a pair
         self.changed = []  # pairs whose flow count changed since the last solve
         self.moves = []  # pairs on (slot, source, destination) and off (slot, ~source, destination), in order
+        self.tracked = False  # the bookkeeping was kept at the last solve: record the moves since
         self.skip = 0  # whole solves to make before trying a repair again
         self.backoff = 0  # how many after the last give-up
         cap0 = 64
@@ -208,7 +239,7 @@ class MaxMinNetwork(Network):
         self.plist[self.npairs] = q
         self.ppos[q] = self.npairs
         self.npairs += 1
-        if self.repair:  # its ports' lists take it at the next solve (:func:`pairs_moved`)
+        if self.tracked:  # its ports' lists take it at the next solve (:func:`pairs_moved`)
             self.moves.extend((q, src, dst))
         return q
 
@@ -217,7 +248,7 @@ class MaxMinNetwork(Network):
         W = self.W
         src, dst = int(self.psrc[q]), int(self.pdst[q])
         del self.pslot[(int(self.pcls[q]) * W + src) * W + dst]
-        if self.repair:  # out of its ports' lists and counts at the next solve
+        if self.tracked:  # out of its ports' lists and counts at the next solve
             self.moves.extend((q, ~src, dst))
         k = self.ppos.pop(q)
         self.npairs -= 1
@@ -310,15 +341,22 @@ class MaxMinNetwork(Network):
 
     def next_time(self):
         if self.dirty or self.stale:
-            if self.nactive or self.moves:
-                attempt = self.skip == 0 and self.npairs >= self.repair > 0
+            P = self.npairs
+            if not (self.nactive or P):
+                self._next = np.inf
+                self.tracked = False  # (pairs gone since the last solve: their moves are not applied)
+            elif self.repair and P >= self.repair and (P <= DENSE * self.W or P >= 4096):
+                # the bookkeeping kept (made afresh where it was not); a repair tried unless backing off
+                mode = 0 if self.skip else 1
+                if not self.tracked:
+                    mode, self.tracked = 2, True
                 self._next, how = _refresh(
-                    self.nactive, self.pair, self.done, self.nxt, self.rates, self.plist, self.npairs, self.psrc,
+                    self.nactive, self.pair, self.done, self.nxt, self.rates, self.plist, P, self.psrc,
                     self.pdst, self.pcls, self.pn, self.pcaps, self.up, self.down, self.prate, self.t_last, self.dirty,
                     self.classes, self.capped, self.backplane, self.rack, self.rup, self.rdown, self.loc, self.pb,
-                    np.array(self.changed if attempt else (), np.int64), np.array(self.moves, np.int64), self.heads,
-                    self.links, self.back, self.inS, self.mark, self.stamp, self.used, self.counted, self.nb,
-                    self.inuse, self.repair, attempt)
+                    np.array(self.changed, np.int64) if mode == 1 else _NONE,
+                    np.array(self.moves, np.int64) if self.moves else _NONE, self.heads, self.links, self.back,
+                    self.inS, self.mark, self.stamp, self.used, self.counted, self.nb, self.inuse, mode)
                 if how == 0:  # given up: whole solves for a while, twice as long after each give-up in a row
                     self.backoff = min(64, 2 * self.backoff or 1)
                     self.skip = self.backoff
@@ -327,7 +365,11 @@ class MaxMinNetwork(Network):
                 elif self.skip and self.dirty:
                     self.skip -= 1
             else:
-                self._next = np.inf
+                self.tracked = False
+                self._next = _solve(
+                    self.nactive, self.pair, self.done, self.nxt, self.rates, self.plist, P, self.psrc, self.pdst,
+                    self.pcls, self.pn, self.pcaps, self.up, self.down, self.prate, self.t_last, self.dirty,
+                    self.classes, self.capped, self.backplane, self.rack, self.rup, self.rdown, self.loc, self.pb)
             self.dirty = self.stale = False
             self.changed.clear()
             self.moves.clear()
@@ -363,9 +405,10 @@ class MaxMinNetwork(Network):
             if self.nactive else 0
         eps = 1e-9
         flows = self.flows
-        due = [flows[slot] for slot in self.due[:k].tolist()]
-        if k > 1:  # (slots move as flows end) flows due at once are reported in the order they started
-            due.sort(key=_by_id)
+        if k == 1:
+            due = (flows[self.due[0]],)
+        else:  # (slots move as flows end) flows due at once are reported in the order they started
+            due = sorted([flows[slot] for slot in self.due[:k].tolist()], key=_by_id)
         for f in due:
             done = self.done[f.slot]
             th = f.thresholds
