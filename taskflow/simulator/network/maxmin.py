@@ -45,6 +45,10 @@ REPAIR = 32
 #: either, and is made afresh when the pairs thin out again.
 DENSE = 4
 
+#: how :func:`_refresh` solves: all rates, keeping the bookkeeping; trying a repair; all rates, the
+#: bookkeeping made afresh (it was not kept since the last solve)
+WHOLE, TRY_REPAIR, AFRESH = 0, 1, 2
+
 
 @kernel(cache=True)
 def _solve(nf, pair, done, nxt, rates, qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, t_last, recompute, classes,
@@ -62,20 +66,21 @@ def _refresh(nf, pair, done, nxt, rates, qs, P, psrc, pdst, pcls, pn, pcap, up, 
              nb, inuse, mode):
     """Recompute the rates (if the flow set changed) keeping the repair's bookkeeping (``moves``:
     see :func:`pairs_moved`); return the time of the next flow event and how the rates were found:
-    1 repaired, 0 a repair given up, -1 no repair tried. ``mode`` 1: only the rates a change can
-    move are solved again (:func:`repair_rates`), where the ports carry few pairs each or the pairs
-    are many, unless that set is larger than a third of them; 0: a whole solve; 2: a whole solve,
-    the bookkeeping made afresh (it was not kept since the last solve)."""
+    1 repaired, 0 a repair given up, -1 no repair tried. ``mode`` :data:`TRY_REPAIR`: only the rates
+    a change can move are solved again (:func:`repair_rates`), where the ports carry few pairs each
+    or the pairs are many, unless that set is larger than a third of them; :data:`WHOLE`: a whole
+    solve; :data:`AFRESH`: a whole solve, the bookkeeping made afresh (it was not kept since the
+    last solve)."""
     how = -1
-    if mode == 2:
+    if mode == AFRESH:
         relink(qs, P, psrc, pdst, heads, links, back, inuse)
         touched = moves[:0]
     else:
         touched = pairs_moved(moves, heads, links, back, prate, pb, used, counted, nb, inuse)
-    if recompute or mode == 2:
+    if recompute or mode == AFRESH:
         # a repair pays where the ports carry few pairs each (a change reaches few others), or
         # where a whole solve is large; between, on a few workers joined by many pairs, it does not
-        if recompute and mode == 1 and (P <= 2 * inuse[0] or P >= 4096):
+        if recompute and mode == TRY_REPAIR and (P <= 2 * inuse[0] or P >= 4096):
             how = 1 if repair_rates(changed, touched, P, psrc, pdst, pn, pcap, up, down, prate, pb, capped, rack, rup,
                                     loc, heads, links, inS, mark, stamp, used, counted, nb, max(8, P // 3),
                                     4 * max(64, P)) else 0
@@ -347,14 +352,14 @@ class MaxMinNetwork(Network):
                 self.tracked = False  # (pairs gone since the last solve: their moves are not applied)
             elif self.repair and P >= self.repair and (P <= DENSE * self.W or P >= 4096):
                 # the bookkeeping kept (made afresh where it was not); a repair tried unless backing off
-                mode = 0 if self.skip else 1
+                mode = WHOLE if self.skip else TRY_REPAIR
                 if not self.tracked:
-                    mode, self.tracked = 2, True
+                    mode, self.tracked = AFRESH, True
                 self._next, how = _refresh(
                     self.nactive, self.pair, self.done, self.nxt, self.rates, self.plist, P, self.psrc,
                     self.pdst, self.pcls, self.pn, self.pcaps, self.up, self.down, self.prate, self.t_last, self.dirty,
                     self.classes, self.capped, self.backplane, self.rack, self.rup, self.rdown, self.loc, self.pb,
-                    np.array(self.changed, np.int64) if mode == 1 else _NONE,
+                    np.array(self.changed, np.int64) if mode == TRY_REPAIR else _NONE,
                     np.array(self.moves, np.int64) if self.moves else _NONE, self.heads, self.links, self.back,
                     self.inS, self.mark, self.stamp, self.used, self.counted, self.nb, self.inuse, mode)
                 if how == 0:  # given up: whole solves for a while, twice as long after each give-up in a row
