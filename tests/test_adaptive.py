@@ -145,6 +145,50 @@ def test_a_plan_for_declared_uneven_speeds_is_given_up_once_the_run_shows_them_a
     assert min(counts.values()) >= 10  # not 80% on the 'fast' worker to the end
 
 
+def _where(i, *deps):
+    from distributed import get_worker
+
+    time.sleep(0.02)
+    return {get_worker().address, *(a for d in deps for a in d)}
+
+
+def _setenv(name, value):
+    import os
+
+    os.environ[name] = value
+
+
+def test_a_first_run_is_held_off_a_worker_whose_cgroup_allows_it_a_quarter_core():
+    """Before any task of a graph has run, a worker's speed is the share of a core its cgroup's
+    CPU limit allows (here the environment variable a worker reads where its cgroup files are
+    hidden: nothing else tells the workers apart). Two tasks at a time, the slower worker would
+    hold the last of each round: the first run of work never seen is held to the other worker,
+    every task of it."""
+    from taskflow.runtime.calibrate import CPU_LIMIT_ENV, cpu_limit
+    from taskflow.runtime.dask_hooks import cpu_shares
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+            Client(lc) as c:
+        if any(v is not None for v in c.run(cpu_limit).values()):
+            pytest.skip("this machine's cgroups limit the workers' CPU already")
+        info = c.scheduler_info()["workers"]
+        fast, slow = sorted(info)
+        c.run(_setenv, CPU_LIMIT_ENV, "0.25", workers=[slow])
+        prev = dask.delayed(_where, pure=True)(0, dask_key_name="quota-root")
+        for r in range(4):
+            pair = [dask.delayed(_where, pure=True)(i, prev, dask_key_name=f"quota-step-{r}-{i}") for i in range(2)]
+            prev = dask.delayed(_where, pure=True)(r, *pair, dask_key_name=f"quota-join-{r}")
+        taskflow.use(c)
+        try:
+            shares = c.run_on_scheduler(cpu_shares)
+            (where,) = c.compute([prev], sync=True)
+            last = c.run_on_scheduler(_runs)[-1]
+        finally:
+            taskflow.use(c, None)
+    assert shares == {str(info[fast]["name"]): 1.0, str(info[slow]["name"]): 0.25}
+    assert last["decision"] == "subset" and where == {fast}
+
+
 def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
     """The choice among plan, Dask's own and Dask's own on the fastest workers, on runs of one
     kind of work (a plugin without Dask: only its bookkeeping is exercised)."""

@@ -787,6 +787,41 @@ def test_cpu_limit_falls_back_to_the_declared_limit_where_cgroups_are_hidden(mon
     assert cpu_limit() == real
 
 
+def test_the_workers_cpu_limits_are_a_prior_on_their_speeds_only_where_one_is_limited():
+    """A worker's share of a core per thread: its cgroup's limit over its threads, at most 1; a
+    worker with no limit, or a heartbeat without the metric, counts as a full core. Where no
+    worker is limited below its threads nothing tells them apart: no prior at all."""
+    from types import SimpleNamespace
+
+    from taskflow.runtime.dask_hooks import cpu_shares
+    from taskflow.runtime.worker_plugin import CPU_METRIC
+
+    def sched(*workers):
+        return SimpleNamespace(workers={f"tcp://{n}": SimpleNamespace(name=n, nthreads=t, metrics=m)
+                                        for n, t, m in workers})
+
+    assert cpu_shares(sched(("a", 1, {CPU_METRIC: None}), ("b", 2, {CPU_METRIC: 0.5}), ("c", 1, {}))) == {
+        "a": 1.0, "b": 0.25, "c": 1.0}
+    assert cpu_shares(sched(("a", 1, {CPU_METRIC: 4.0}), ("b", 2, {CPU_METRIC: 2.0}))) == {}  # none below its threads
+    assert cpu_shares(sched(("a", 1, {}), ("b", 1, {CPU_METRIC: 0.0}), ("c", 1, {CPU_METRIC: "x"}))) == {}
+
+
+def test_a_worker_reads_its_cpu_limit_again_only_after_a_while(monkeypatch):
+    """The heartbeat metric reads the cgroup's files at most every ``every`` seconds: a worker moved
+    into a limited cgroup after it started is seen limited at the next read."""
+    from taskflow.runtime import calibrate
+    from taskflow.runtime.worker_plugin import CpuLimit
+
+    reads = []
+    monkeypatch.setattr(calibrate, "cpu_limit", lambda: reads.append(1) or (0.25 if len(reads) > 1 else None))
+    clock = [100.0]
+    monkeypatch.setattr("taskflow.runtime.worker_plugin.time.monotonic", lambda: clock[0])
+    m = CpuLimit(every=5.0)
+    assert m(None) is None and m(None) is None and len(reads) == 1
+    clock[0] += 5.0
+    assert m(None) == 0.25 and len(reads) == 2
+
+
 def test_cpu_limit_of_a_process_in_a_real_cgroup():
     """Root with a writable cgroup v1 cpu hierarchy: a process put in a group with a quota of a
     quarter core reads exactly that."""

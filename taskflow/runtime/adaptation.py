@@ -11,7 +11,7 @@ import math
 import statistics
 import time
 
-from .dask_hooks import BARRIER_PREFIX, dask_state, restrict
+from .dask_hooks import BARRIER_PREFIX, cpu_shares, dask_state, restrict
 from .predict import CHOICES, DASK, PLAN, SUBSET, choose, narrow_pairs, narrow_rate, subsets
 from .runs import FAILED, REPLANNING, UNFINISHED_KEY
 
@@ -117,14 +117,16 @@ class Adapting:
         """The fastest worker's speed over the slowest's: learned from prefixes with at least
         :data:`MIN_TASKS` tasks and :data:`MIN_SECONDS` seconds on a worker (a few tasks on a
         loaded machine differ by 1.5x and more between identical workers), else as the run's
-        declared cluster has them; a declared worker not measured keeps its declared speed relative
+        declared cluster has them (undeclared: the shares of a core the workers' cgroups allow,
+        :func:`.dask_hooks.cpu_shares`); a declared worker not measured keeps its declared speed relative
         to the measured ones (:func:`.learn.speeds_on`: a run held off a slow worker never measures
         it, and the next run must still see it slow); 1 where unknown."""
         from .learn import relative_speeds, speeds_on
 
         live = {str(ws.name) for ws in self.dask_scheduler.workers.values()}
         learned = {w: s for w, s in relative_speeds(self.durations, MIN_TASKS, MIN_SECONDS).items() if w in live}
-        declared = {w.id: w.speed for w in r.cluster.workers} if r.cluster is not None else {}
+        declared = ({w.id: w.speed for w in r.cluster.workers} if r.cluster is not None else
+                    {w: s for w, s in cpu_shares(self.dask_scheduler).items() if w in live})
         speeds = list(speeds_on(declared, learned if len(learned) >= 2 else {}).values() if declared else
                       learned.values())
         return max(speeds) / min(speeds) if len(speeds) >= 2 and min(speeds) > 0 else 1.0

@@ -10,11 +10,11 @@ import logging
 import math
 
 from ..graph import TaskGraph
-from .worker_plugin import RATES_METRIC
+from .worker_plugin import CPU_METRIC, RATES_METRIC
 
 __all__ = ["restrict", "SHUFFLE_PINNED", "P2P_PAIRS", "BARRIER_PREFIX", "prefetch", "plan_first",
            "send_planned_in_order", "keep_planned_replicas", "dask_state", "estimated_graph",
-           "received_rates", "observe", "input_scaling", "input_factor", "MAX_PREFIXES"]
+           "cpu_shares", "received_rates", "observe", "input_scaling", "input_factor", "MAX_PREFIXES"]
 
 #: Task prefixes whose durations, sizes and inputs the plugin keeps (the oldest is dropped past this).
 MAX_PREFIXES = 10_000
@@ -391,6 +391,24 @@ def _p2p_traffic(dask_scheduler, tss, index: dict, out: list, cost: list, size_o
                 for ots in outputs:
                     edges[(t, index[ots.key])] = nbytes / n
     return edges, meta
+
+
+def cpu_shares(dask_scheduler) -> dict:
+    """Worker name -> the share of a core each of its threads may use, as the CPU limit of its
+    cgroup says (its :class:`~.worker_plugin.CpuLimit` heartbeat metric over its threads, at most
+    1): a prior on the workers' speeds before any task has run. Empty where no worker is limited
+    below its threads (then nothing tells the workers apart).
+
+    Parameters
+    ----------
+    dask_scheduler : distributed.Scheduler
+    """
+    shares = {}
+    for ws in dask_scheduler.workers.values():
+        limit = (getattr(ws, "metrics", None) or {}).get(CPU_METRIC)
+        ok = isinstance(limit, (int, float)) and limit > 0
+        shares[str(ws.name)] = min(1.0, float(limit) / max(1, int(ws.nthreads))) if ok else 1.0
+    return shares if any(s < 1.0 for s in shares.values()) else {}
 
 
 def received_rates(dask_scheduler) -> dict:

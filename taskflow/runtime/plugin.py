@@ -57,8 +57,8 @@ from ..graph import TaskGraph
 from ..policy import get_scheduler, require_runnable
 from .adaptation import Adapting
 from .learn import last_compute, relative_speeds, speeds_on
-from .dask_hooks import (dask_state, estimated_graph, keep_planned_replicas, observe, prefetch, received_rates,
-                         restrict, send_planned_in_order)
+from .dask_hooks import (cpu_shares, dask_state, estimated_graph, keep_planned_replicas, observe, prefetch,
+                         received_rates, restrict, send_planned_in_order)
 from .messages import cluster_from_message, graph_from_payload, plan_priorities
 from .runs import (FAILED, FINISHED, FINISHED_KEY, LIVE, PLANNED, REGISTERED, REPLANNING, RUNNING, TRANSITIONS,
                    UNFINISHED_KEY, Run)
@@ -484,8 +484,11 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
 
     def _live_cluster(self, r: Run) -> Cluster | None:
         """The declared cluster of ``r`` over the live workers (:meth:`Cluster.on_workers`); for a
-        run that learns, with the speeds and rates Dask's tasks and transfers showed."""
-        live = [Worker(str(ws.name), 1.0, max(1, int(ws.nthreads)), address=ws.address)
+        run that learns, with the speeds and rates Dask's tasks and transfers showed. Where nothing
+        is declared, a worker's speed before any of its tasks is measured is the share of a core
+        its cgroup's CPU limit allows each of its threads (:func:`.dask_hooks.cpu_shares`)."""
+        prior = cpu_shares(self.dask_scheduler)
+        live = [Worker(str(ws.name), prior.get(str(ws.name), 1.0), max(1, int(ws.nthreads)), address=ws.address)
                 for ws in sorted(self.dask_scheduler.workers.values(), key=lambda ws: str(ws.name))]
         if not live:
             return None

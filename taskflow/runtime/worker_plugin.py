@@ -13,7 +13,8 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from .local import REUSE_ENV, trim_if_high
 
-__all__ = ["TransferLog", "IncomingRates", "worker_records", "TRIM_CALLBACK", "RATES_METRIC", "dask_setup"]
+__all__ = ["TransferLog", "IncomingRates", "CpuLimit", "worker_records", "TRIM_CALLBACK", "RATES_METRIC", "CPU_METRIC",
+           "dask_setup"]
 
 
 class TransferLog(WorkerPlugin):
@@ -36,9 +37,10 @@ class TransferLog(WorkerPlugin):
         #: the task started) or ``fetch`` (as its output arrived here)
         self.delays: dict = {}
 
-    def setup(self, worker) -> None:
+    async def setup(self, worker) -> None:
         """Lengthen the worker's ``transfer_incoming_log``, keeping what is in it, and report the
-        rates it receives at from each sender with every heartbeat (:class:`IncomingRates`). On a
+        rates it receives at from each sender with every heartbeat (:class:`IncomingRates`), and
+        the cores its cgroup allows it (:class:`CpuLimit`), sent at once. On a
         worker of a cluster taskflow started (:mod:`.local`), check every second whether its
         retained free memory should go back to the system (:func:`~.local.trim_if_high`)."""
         self.worker = worker
@@ -47,6 +49,8 @@ class TransferLog(WorkerPlugin):
             worker.transfer_incoming_log = deque(log, maxlen=self.maxlen)
         if not isinstance(worker.metrics.get(RATES_METRIC), IncomingRates):
             worker.metrics[RATES_METRIC] = IncomingRates()
+        if not isinstance(worker.metrics.get(CPU_METRIC), CpuLimit):
+            worker.metrics[CPU_METRIC] = CpuLimit()
         if os.environ.get(REUSE_ENV) == "1" and TRIM_CALLBACK not in worker.periodic_callbacks:
             # a worker of a cluster taskflow started keeps freed memory for reuse: hand it back
             # before Dask's memory thresholds would count it against the worker
@@ -55,6 +59,9 @@ class TransferLog(WorkerPlugin):
             pc = PeriodicCallback(lambda: trim_if_high(worker), 1000)
             worker.periodic_callbacks[TRIM_CALLBACK] = pc
             pc.start()
+        # the scheduler has the metrics before the plugin's registration returns: a graph
+        # submitted next is placed knowing the workers' CPU limits
+        await worker.heartbeat()
 
     def transition(self, key, start, finish, **kwargs) -> None:
         """Note the clock correction Dask applies to the times of a task that starts here and of an
@@ -113,6 +120,36 @@ class IncomingRates:
             if e.get("total", 0) >= self.smallest and secs > 0:
                 self.per.setdefault(e["who"], deque(maxlen=self.window)).append((float(e["total"]), secs))
         return {who: [sum(b for b, _ in xs), sum(t for _, t in xs)] for who, xs in self.per.items()}
+
+
+#: the heartbeat metric (``WorkerState.metrics``) holding the cores a worker's cgroup allows it
+CPU_METRIC = "taskflow_cpu_limit"
+
+
+class CpuLimit:
+    """The cores the CPU bandwidth limit of a worker's cgroup allows it
+    (:func:`.calibrate.cpu_limit`; None where there is none), read again at most every ``every``
+    seconds: a worker may be moved into a limited cgroup after it started. Called by the worker
+    for each heartbeat.
+
+    Parameters
+    ----------
+    every : float
+        Seconds between two reads of the cgroup's files.
+    """
+
+    def __init__(self, every: float = 5.0):
+        self.every = float(every)
+        self.read_at = None
+        self.cores = None
+
+    def __call__(self, worker) -> float | None:
+        now = time.monotonic()
+        if self.read_at is None or now - self.read_at >= self.every:
+            from .calibrate import cpu_limit
+
+            self.cores, self.read_at = cpu_limit(), now
+        return self.cores
 
 
 def worker_records(since: float, dask_worker=None) -> dict:
