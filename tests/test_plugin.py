@@ -821,6 +821,13 @@ def test_a_worker_reads_its_cpu_limit_again_only_after_a_while(monkeypatch):
     clock[0] += 5.0
     assert m(None) == 0.25 and len(reads) == 2
 
+    def broken():
+        raise ValueError("a mountinfo line of a shape not understood")
+
+    monkeypatch.setattr(calibrate, "cpu_limit", broken)
+    clock[0] += 5.0
+    assert m(None) is None and m.read_at == clock[0]  # no limit known, and not read again at once
+
 
 def test_cpu_limit_of_a_process_in_a_real_cgroup():
     """Root with a writable cgroup v1 cpu hierarchy: a process put in a group with a quota of a

@@ -14,7 +14,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from .local import REUSE_ENV, trim_if_high
 
 __all__ = ["TransferLog", "IncomingRates", "CpuLimit", "worker_records", "TRIM_CALLBACK", "RATES_METRIC", "CPU_METRIC",
-           "dask_setup"]
+           "SETUP_HEARTBEAT_TIMEOUT", "dask_setup"]
 
 
 class TransferLog(WorkerPlugin):
@@ -60,8 +60,14 @@ class TransferLog(WorkerPlugin):
             worker.periodic_callbacks[TRIM_CALLBACK] = pc
             pc.start()
         # the scheduler has the metrics before the plugin's registration returns: a graph
-        # submitted next is placed knowing the workers' CPU limits
-        await worker.heartbeat()
+        # submitted next is placed knowing the workers' CPU limits (best effort, bounded: a worker
+        # closing as the plugin arrives sends them, if at all, with its next heartbeat)
+        import asyncio
+
+        try:
+            await asyncio.wait_for(worker.heartbeat(), SETUP_HEARTBEAT_TIMEOUT)
+        except Exception:  # noqa: BLE001 - the periodic heartbeat sends them later
+            pass
 
     def transition(self, key, start, finish, **kwargs) -> None:
         """Note the clock correction Dask applies to the times of a task that starts here and of an
@@ -122,6 +128,9 @@ class IncomingRates:
         return {who: [sum(b for b, _ in xs), sum(t for _, t in xs)] for who, xs in self.per.items()}
 
 
+#: seconds the workers' plugin waits, as it is set up, for the heartbeat that sends its metrics
+SETUP_HEARTBEAT_TIMEOUT = 5.0
+
 #: the heartbeat metric (``WorkerState.metrics``) holding the cores a worker's cgroup allows it
 CPU_METRIC = "taskflow_cpu_limit"
 
@@ -148,7 +157,11 @@ class CpuLimit:
         if self.read_at is None or now - self.read_at >= self.every:
             from .calibrate import cpu_limit
 
-            self.cores, self.read_at = cpu_limit(), now
+            try:
+                self.cores = cpu_limit()
+            except Exception:  # noqa: BLE001 - cgroup files of a shape not understood: no limit known
+                self.cores = None
+            self.read_at = now
         return self.cores
 
 
