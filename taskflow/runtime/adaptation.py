@@ -11,12 +11,15 @@ import math
 import statistics
 import time
 
-from .dask_hooks import BARRIER_PREFIX, cpu_shares, dask_state, restrict
+from .dask_hooks import BARRIER_PREFIX, cpu_shares, dask_state, move_queued, restrict
 from .predict import CHOICES, DASK, PLAN, SUBSET, choose, narrow_pairs, narrow_rate, subsets
 from .runs import FAILED, REPLANNING, UNFINISHED_KEY
 
 __all__ = ["Adapting", "P2P_PREFIXES", "has_p2p", "decision_note", "signature", "shortest_measured", "KEEP_OUTCOMES",
-           "MIN_TASKS", "MIN_SECONDS", "MEASURED_MARGIN", "CLOSE", "WATCH"]
+           "MIN_TASKS", "MIN_SECONDS", "MEASURED_MARGIN", "CLOSE", "WATCH", "MOVABLE"]
+
+#: the Dask states of a key a new decision reaches (one processing: sent to a worker, maybe not started)
+MOVABLE = UNFINISHED_KEY | {"processing"}
 
 #: measured runs kept per kind of work and choice (the latest), and kinds of work kept
 KEEP_OUTCOMES = (5, 256)
@@ -139,10 +142,10 @@ class Adapting:
         held = bool(r.fast)
         r.fast = ()
         again = {}
-        for k in keys:
+        for k in _with_queued(keys, r, tasks):
             ts = tasks.get(k)
-            if ts is not None and ts.state in UNFINISHED_KEY and (r.plan.pop(k, None) is not None or held):
-                restrict(ts, None)
+            if ts is not None and ts.state in MOVABLE and (r.plan.pop(k, None) is not None or held):
+                restrict(ts, None)  # one queued on a worker is Dask's stealing's to move now
                 if ts.state == "no-worker":
                     again[k] = "waiting"
         if again:
@@ -152,18 +155,22 @@ class Adapting:
         """Hold the unfinished ``keys`` of ``r`` to the workers at ``addresses`` (the
         :data:`~.predict.SUBSET` choice): Dask's own scheduling among them, stealing included.
         Tasks Dask queued (which it hands to any worker with a free thread) and tasks with no
-        worker left go back to waiting, to be placed among those workers."""
+        worker left go back to waiting, to be placed among those workers; tasks already sent to
+        another worker and not started there are asked over to them (:func:`.dask_hooks.move_queued`)."""
         tasks = self.dask_scheduler.tasks
         r.fast = tuple(sorted(addresses))
+        held = [self.dask_scheduler.workers[a] for a in r.fast if a in self.dask_scheduler.workers]
         again = {}
-        for k in keys:
+        for k in _with_queued(keys, r, tasks):
             ts = tasks.get(k)
-            if ts is None or ts.state not in UNFINISHED_KEY:
+            if ts is None or ts.state not in MOVABLE:
                 continue
             r.plan.pop(k, None)
             restrict(ts, r.fast)
             if ts.state in ("queued", "no-worker"):
                 again[k] = "waiting"
+            elif ts.state == "processing":
+                move_queued(self.dask_scheduler, ts, held)
         if again:
             self.dask_scheduler.transitions(again, stimulus_id=stimulus_id or f"taskflow-hold-{time.time()}")
 
@@ -404,6 +411,14 @@ class Adapting:
         r.redecisions += 1
         self._move(r, REPLANNING)
         self._move(r, FAILED if r.error else r.before, stimulus_id)
+
+
+def _with_queued(keys, r, tasks) -> list:
+    """``keys`` (a run's unfinished keys) and those of ``r``'s keys Dask sent to a worker that has
+    not finished them: under a plan's restrictions every ready task is sent at once, and a new
+    decision must reach those not started yet."""
+    seen = set(keys)
+    return list(keys) + [k for k in r.graph.ids if k not in seen and k in tasks and tasks[k].state == "processing"]
 
 
 def _any_measured(runs: dict, choices=CHOICES) -> bool:

@@ -12,7 +12,7 @@ import math
 from ..graph import TaskGraph
 from .worker_plugin import CPU_METRIC, RATES_METRIC
 
-__all__ = ["restrict", "SHUFFLE_PINNED", "P2P_PAIRS", "BARRIER_PREFIX", "prefetch", "plan_first",
+__all__ = ["restrict", "move_queued", "SHUFFLE_PINNED", "P2P_PAIRS", "BARRIER_PREFIX", "prefetch", "plan_first",
            "send_planned_in_order", "keep_planned_replicas", "dask_state", "estimated_graph",
            "cpu_shares", "received_rates", "observe", "input_scaling", "input_factor", "MAX_PREFIXES"]
 
@@ -50,6 +50,27 @@ def restrict(ts, workers, loose: bool = False) -> None:
         return
     ts.worker_restrictions = wanted
     ts.loose_restrictions = loose if wanted else False
+
+
+def move_queued(dask_scheduler, ts, workers) -> bool:
+    """Ask the worker ``ts`` is queued on (sent to it, not yet started) to hand it over to the
+    least loaded of ``workers`` (WorkerStates), through Dask's work-stealing extension, whose
+    protocol the worker answers: a task already running stays where it is. False where nothing
+    was asked: ``ts`` not processing, already on one of ``workers``, or stealing off.
+
+    Parameters
+    ----------
+    dask_scheduler : distributed.Scheduler
+    ts : distributed.scheduler.TaskState
+    workers : iterable of distributed.scheduler.WorkerState
+    """
+    stealing = dask_scheduler.extensions.get("stealing")
+    victim = ts.processing_on
+    live = [ws for ws in workers if ws.address in dask_scheduler.workers]
+    if stealing is None or ts.state != "processing" or victim is None or victim in live or not live:
+        return False
+    thief = min(live, key=lambda ws: ((len(ws.processing) + 1) / max(1, ws.nthreads), ws.address))
+    return stealing.move_task_request(ts, victim, thief).startswith("steal-")
 
 
 def plan_first(msgs: list, planned) -> list:
