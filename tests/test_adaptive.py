@@ -146,6 +146,63 @@ def test_a_plan_for_declared_uneven_speeds_is_given_up_once_the_run_shows_them_a
     assert on_slow >= 15, (on_slow, rep.notes)
 
 
+def _slower_on_worker_0(i):
+    """30 ms of sleep, three times as long on the worker named 0."""
+    from distributed import get_worker
+
+    time.sleep(0.03 * (3 if str(get_worker().name) == "0" else 1))
+    return i
+
+
+def test_a_plan_made_again_moves_the_tasks_waiting_on_a_worker_it_learned_is_slow():
+    """Worker 0 declared four times faster than worker 1 and in truth three times slower; the
+    policy held to plans. The first plan sends worker 0 most of the 60 independent tasks at once;
+    the durations measured within the run show it slow, and the plan made again moves the tasks
+    still waiting there to worker 1 (without the move, worker 1 would run only its first share)."""
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+            Client(lc) as c:
+        declared = Cluster([Worker("0", 4.0), Worker("1", 1.0)])
+        parts = [dask.delayed(_slower_on_worker_0, pure=True)(i, dask_key_name=f"bag-{i}") for i in range(60)]
+        total = dask.delayed(sum, pure=True)(parts, dask_key_name="bagsum-0")
+        policy = get_scheduler("adaptive", interval=0.05, drift=0.3, margin=0.0, choices=["plan"])
+        got, rep = taskflow.compute(total, scheduler=policy, client=c, cluster=declared, timeout=120, report=True)
+    assert got == (sum(range(60)),)
+    assert rep.replans >= 1 and any("placed by its plan" in n for n in rep.notes), (rep.replans, rep.notes)
+    on_fast = sum(1 for r in rep.trace.runs if r.worker == "1" and r.task.startswith("bag-"))
+    assert on_fast >= 24, (on_fast, rep.notes)  # the first plan alone gives it 12
+
+
+class _Fake:
+    """A stand-in for a Dask TaskState or WorkerState (hashable by identity)."""
+
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+
+def test_a_run_s_queued_keys_leave_out_what_each_worker_runs_first_or_said_it_was_running():
+    """On a worker of two threads, the two tasks of highest priority may be running, and so may one
+    its last heartbeat named: the rest of the run's processing keys wait there."""
+    from taskflow.runtime.runs import Run
+
+    g = TaskGraph()
+    for k in "abcdefg":
+        g.add_task(k, cost=1.0)
+    busy = _Fake(nthreads=2, executing={}, processing=set())
+    idle = _Fake(nthreads=1, executing={}, processing=set())
+    tasks = {}
+    for prio, k in enumerate("abcde"):
+        tasks[k] = _Fake(key=k, state="processing", priority=(prio,), processing_on=busy)
+        busy.processing.add(tasks[k])
+    tasks["f"] = _Fake(key="f", state="waiting", priority=(9,), processing_on=None)
+    tasks["g"] = _Fake(key="g", state="processing", priority=(0,), processing_on=idle)
+    idle.processing.add(tasks["g"])
+    other = _Fake(key="x", state="processing", priority=(-1,), processing_on=busy)  # another graph's
+    busy.processing.add(other)
+    busy.executing = {tasks["e"]: 0.1}
+    r = Run("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
+    assert r.queued(tasks) == ["b", "c", "d"]
+
+
 def _queue_on(victim: str, thief: str, n: int, dask_scheduler=None) -> dict:
     """Once ``n`` tasks are processing, restrict those on ``victim`` to ``thief`` and ask each over."""
     from taskflow.runtime.dask_hooks import move_queued, restrict

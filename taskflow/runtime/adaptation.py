@@ -13,13 +13,10 @@ import time
 
 from .dask_hooks import BARRIER_PREFIX, cpu_shares, dask_state, move_queued, restrict
 from .predict import CHOICES, DASK, PLAN, SUBSET, choose, narrow_pairs, narrow_rate, subsets
-from .runs import FAILED, REPLANNING, UNFINISHED_KEY
+from .runs import FAILED, MOVABLE, REPLANNING
 
 __all__ = ["Adapting", "P2P_PREFIXES", "has_p2p", "decision_note", "signature", "shortest_measured", "KEEP_OUTCOMES",
-           "MIN_TASKS", "MIN_SECONDS", "MEASURED_MARGIN", "CLOSE", "WATCH", "MOVABLE"]
-
-#: the Dask states of a key a new decision reaches (one processing: sent to a worker, maybe not started)
-MOVABLE = UNFINISHED_KEY | {"processing"}
+           "MIN_TASKS", "MIN_SECONDS", "MEASURED_MARGIN", "CLOSE", "WATCH"]
 
 #: measured runs kept per kind of work and choice (the latest), and kinds of work kept
 KEEP_OUTCOMES = (5, 256)

@@ -57,11 +57,11 @@ from ..graph import TaskGraph
 from ..policy import get_scheduler, require_runnable
 from .adaptation import Adapting
 from .learn import last_compute, relative_speeds, speeds_on
-from .dask_hooks import (cpu_shares, dask_state, estimated_graph, keep_planned_replicas, observe, prefetch,
-                         received_rates, restrict, send_planned_in_order)
+from .dask_hooks import (cpu_shares, dask_state, estimated_graph, keep_planned_replicas, move_queued, observe,
+                         prefetch, received_rates, restrict, send_planned_in_order)
 from .messages import cluster_from_message, graph_from_payload, plan_priorities
-from .runs import (FAILED, FINISHED, FINISHED_KEY, LIVE, PLANNED, REGISTERED, REPLANNING, RUNNING, TRANSITIONS,
-                   UNFINISHED_KEY, Run)
+from .runs import (FAILED, FINISHED, FINISHED_KEY, LIVE, MOVABLE, PLANNED, REGISTERED, REPLANNING, RUNNING,
+                   TRANSITIONS, Run)
 
 __all__ = ["TaskflowPlugin", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "PREFETCH_BYTES", "KEEP_FINISHED"]
 
@@ -507,11 +507,12 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
                                bandwidths={a: row for a, row in pairs.items() if row})
 
     def _plan(self, r: Run):
-        """Plan the unfinished part of ``r`` on the live workers; the plan (a Schedule) or None."""
+        """Plan the unfinished part of ``r`` on the live workers; the plan (a Schedule) or None. A
+        plan made again also places the tasks sent to a worker and not started (:meth:`Run.queued`)."""
         cluster = self._live_cluster(r)
         if cluster is None:
             return None
-        todo = self._unfinished(r)
+        todo = self._unfinished(r) + (r.queued(self.dask_scheduler.tasks) if r.state == REPLANNING else [])
         if not todo or (self.adaptive(r) and not self.worth_planning(r, todo, cluster)):
             return None
         sub = r.graph if len(todo) == len(r.graph) else r.graph.subgraph(todo)
@@ -535,14 +536,15 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
 
     def _apply(self, r: Run, stimulus_id: str) -> None:
         """Restrict each unfinished planned task to its worker, set its priority, release the
-        stranded ones to their new worker."""
+        stranded ones to their new worker; one sent to another worker and not started there is
+        asked over (:func:`.dask_hooks.move_queued`)."""
         tasks = self.dask_scheduler.tasks
         workers = self.dask_scheduler.workers
         recommendations = {}
         loose = bool(getattr(r.policy, "steal", False))  # an idle worker may steal a planned task
         for key, name in r.plan.items():
             ts = tasks.get(key)
-            if ts is None or ts.state not in UNFINISHED_KEY:
+            if ts is None or ts.state not in MOVABLE:
                 continue
             addr = r.addr.get(name)
             if addr is None or addr not in workers:
@@ -552,6 +554,8 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
                 ts.priority = (-r.prio[key], *ts.priority[1:])
             if ts.state == "no-worker":
                 recommendations[key] = "waiting"
+            elif ts.state == "processing" and not loose:  # (a loose one an idle worker may have stolen)
+                move_queued(self.dask_scheduler, ts, (workers[addr],))
         if recommendations:
             self.dask_scheduler.transitions(recommendations, stimulus_id=stimulus_id)
 

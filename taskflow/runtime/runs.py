@@ -20,11 +20,13 @@ shutting down after the work is done has no run left waiting for a worker.
 
 from __future__ import annotations
 
+import heapq
+
 from ..cluster import Cluster
 from ..graph import TaskGraph
 
 __all__ = ["Run", "REGISTERED", "PLANNED", "RUNNING", "REPLANNING", "FINISHED", "FAILED", "STATES", "TRANSITIONS",
-           "UNFINISHED_KEY", "FINISHED_KEY", "AGAIN", "LIVE"]
+           "UNFINISHED_KEY", "MOVABLE", "FINISHED_KEY", "AGAIN", "LIVE"]
 
 REGISTERED, PLANNED, RUNNING, REPLANNING, FINISHED, FAILED = (
     "registered", "planned", "running", "replanning", "finished", "failed")
@@ -43,6 +45,8 @@ LIVE = frozenset({PLANNED, RUNNING})
 
 #: Dask task states of a key not yet finished and not running on a worker (it can be placed)
 UNFINISHED_KEY = frozenset(("released", "waiting", "no-worker", "queued"))
+#: the Dask states of a key a new plan or decision reaches (one processing: sent to a worker, maybe not started)
+MOVABLE = UNFINISHED_KEY | {"processing"}
 #: Dask task states of a finished key
 FINISHED_KEY = frozenset(("memory", "erred", "forgotten"))
 #: Dask task states a finished key moves to when it is to be computed again
@@ -138,6 +142,23 @@ class Run:
             elif ts.state in UNFINISHED_KEY and not (arrived and k in self.done):
                 out.append(k)
         return out
+
+    def queued(self, tasks) -> list:
+        """Its keys sent to a worker and, as far as Dask's scheduler can tell, not started there:
+        on each worker, all but its threads' worth of highest priority (a worker runs its tasks by
+        priority) and those its last heartbeat said were executing.
+
+        Parameters
+        ----------
+        tasks : dict
+            The scheduler's tasks (key -> TaskState).
+        """
+        mine = [tasks[k] for k in self.graph.ids if k in tasks and tasks[k].state == "processing"]
+        started = set()
+        for ws in {ts.processing_on for ts in mine if ts.processing_on is not None}:
+            started.update(ws.executing)
+            started.update(heapq.nsmallest(ws.nthreads, ws.processing, key=lambda t: t.priority or ()))
+        return [ts.key for ts in mine if ts.processing_on is not None and ts not in started]
 
     def count_done(self, tasks) -> None:
         """Set :attr:`done` from the scheduler's tasks (as its tasks arrive).
