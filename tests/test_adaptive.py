@@ -203,6 +203,40 @@ def test_a_run_s_queued_keys_leave_out_what_each_worker_runs_first_or_said_it_wa
     assert r.queued(tasks) == ["b", "c", "d"]
 
 
+def test_a_task_is_asked_over_only_where_dask_s_stealing_could_move_it():
+    """An actor, a long-running task, a peer-to-peer output the shuffle extension pinned, and one
+    restricted away from every worker offered are not asked; a plain queued one is, to the least
+    loaded worker offered; with stealing off nothing is."""
+    from taskflow.runtime.dask_hooks import SHUFFLE_PINNED, move_queued
+
+    asked = []
+    stealing = _Fake(move_task_request=lambda ts, victim, thief: asked.append((ts.key, thief.address)) or "steal-1")
+    victim = _Fake(address="v", nthreads=1, processing=set(), long_running=set())
+    busy = _Fake(address="b", nthreads=1, processing={1, 2}, long_running=set())
+    free = _Fake(address="f", nthreads=1, processing=set(), long_running=set())
+
+    def task(key, **fields):
+        fields = {"state": "processing", "processing_on": victim, "actor": False, "annotations": {},
+                  "valid": None, **fields}
+        return _Fake(key=key, **fields)
+
+    sched = _Fake(extensions={"stealing": stealing}, workers={"v": victim, "b": busy, "f": free},
+                  valid_workers=lambda ts: ts.valid)
+    offered = [busy, free]
+    assert move_queued(sched, task("plain"), offered) is True
+    assert move_queued(sched, task("actor", actor=True), offered) is False
+    long_running = task("long")
+    victim.long_running.add(long_running)
+    assert move_queued(sched, long_running, offered) is False
+    assert move_queued(sched, task("pinned", annotations={SHUFFLE_PINNED: None}), offered) is False
+    assert move_queued(sched, task("elsewhere", valid={victim}), offered) is False
+    assert move_queued(sched, task("only-busy", valid={busy}), offered) is True
+    assert move_queued(sched, task("waiting", state="waiting", processing_on=None), offered) is False
+    assert asked == [("plain", "f"), ("only-busy", "b")]
+    sched.extensions = {}
+    assert move_queued(sched, task("no-stealing"), offered) is False
+
+
 def _queue_on(victim: str, thief: str, n: int, dask_scheduler=None) -> dict:
     """Once ``n`` tasks are processing, restrict those on ``victim`` to ``thief`` and ask each over."""
     from taskflow.runtime.dask_hooks import move_queued, restrict
@@ -211,19 +245,23 @@ def _queue_on(victim: str, thief: str, n: int, dask_scheduler=None) -> dict:
     mine = [ts for ts in dask_scheduler.tasks.values() if ts.state == "processing" and ts.key.startswith("queued-")]
     if len(mine) < n:
         return {"processing": len(mine)}
-    on_victim = [ts for ts in mine if ts.processing_on.address == victim]
+    on_victim = sorted((ts for ts in mine if ts.processing_on.address == victim), key=lambda ts: ts.priority)
+    kept = on_victim[-1]  # the last to run, still restricted to the victim: not asked over
+    refused = move_queued(dask_scheduler, kept, [ws[thief]])
     asked = 0
-    for ts in on_victim:
+    for ts in on_victim[:-1]:
         restrict(ts, (thief,))
         asked += move_queued(dask_scheduler, ts, [ws[thief]])
-    again = move_queued(dask_scheduler, on_victim[0], [ws[victim]]) if on_victim else None  # to where it is
-    return {"processing": len(mine), "on_victim": len(on_victim), "asked": asked, "again": again}
+    again = move_queued(dask_scheduler, on_victim[0], [ws[victim]])  # to where it is
+    return {"processing": len(mine), "on_victim": len(on_victim), "asked": asked, "again": again,
+            "refused": refused, "kept": kept.key}
 
 
 def test_tasks_sent_to_a_worker_and_not_started_are_moved_to_another_and_a_running_one_stays(client):
     """Twenty tasks sent to one worker (restricted to it), one thread: one runs, the others wait in
     its queue. Asked over to the other worker (Dask's stealing protocol), those waiting run
-    there; the one running finishes where it is."""
+    there; the one running finishes where it is; one whose restrictions still say the first worker
+    is not asked."""
     a, b = sorted(client.scheduler_info()["workers"])
     futs = [client.submit(_where, i, key=f"queued-{i}", workers=[a], pure=False) for i in range(20)]
     deadline = time.monotonic() + 30
@@ -234,10 +272,12 @@ def test_tasks_sent_to_a_worker_and_not_started_are_moved_to_another_and_a_runni
             break
         time.sleep(0.01)
     ran = [next(iter(f.result(timeout=60))) for f in futs]
-    assert state["on_victim"] == state["processing"] >= 15 and state["again"] is False, state
-    assert state["asked"] >= state["on_victim"] - 1, state  # the running one may be asked: the worker refuses
-    # the one running, and any started before the worker read its request, finish where they are
-    assert ran.count(b) >= state["on_victim"] - 3 and ran.count(a) >= 1, (ran, state)
+    assert state["on_victim"] == state["processing"] >= 15, state
+    assert state["again"] is False and state["refused"] is False, state
+    assert state["asked"] >= state["on_victim"] - 2, state  # the running one may be asked: the worker refuses
+    # the one kept, the one running, and any started before the worker read its request, stay
+    assert ran.count(b) >= state["on_victim"] - 4 and ran.count(a) >= 2, (ran, state)
+    assert next(iter(futs[int(state["kept"].split("-")[1])].result())) == a
 
 
 def _where(i, *deps):

@@ -56,7 +56,9 @@ def move_queued(dask_scheduler, ts, workers) -> bool:
     """Ask the worker ``ts`` is queued on (sent to it, not yet started) to hand it over to the
     least loaded of ``workers`` (WorkerStates), through Dask's work-stealing extension, whose
     protocol the worker answers: a task already running stays where it is. False where nothing
-    was asked: ``ts`` not processing, already on one of ``workers``, or stealing off.
+    was asked: ``ts`` not processing, already on one of ``workers``, none of them valid for it
+    (its restrictions, as Dask's stealing reads them), an actor, long-running, a peer-to-peer output
+    Dask's shuffle extension pinned, or stealing off.
 
     Parameters
     ----------
@@ -66,8 +68,12 @@ def move_queued(dask_scheduler, ts, workers) -> bool:
     """
     stealing = dask_scheduler.extensions.get("stealing")
     victim = ts.processing_on
-    live = [ws for ws in workers if ws.address in dask_scheduler.workers]
-    if stealing is None or ts.state != "processing" or victim is None or victim in live or not live:
+    if stealing is None or ts.state != "processing" or victim is None or ts.actor or ts in victim.long_running or (
+            ts.annotations and SHUFFLE_PINNED in ts.annotations):
+        return False
+    valid = dask_scheduler.valid_workers(ts)
+    live = [ws for ws in workers if ws.address in dask_scheduler.workers and (valid is None or ws in valid)]
+    if victim in live or not live:
         return False
     thief = min(live, key=lambda ws: ((len(ws.processing) + 1) / max(1, ws.nthreads), ws.address))
     return stealing.move_task_request(ts, victim, thief).startswith("steal-")
