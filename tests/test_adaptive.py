@@ -237,6 +237,46 @@ def test_a_task_is_asked_over_only_where_dask_s_stealing_could_move_it():
     assert move_queued(sched, task("no-stealing"), offered) is False
 
 
+def test_a_hold_asks_the_tasks_waiting_outside_it_over_and_leaving_to_dask_lifts_theirs():
+    """A run planned on three workers, its tasks sent to them: held to worker "f", the tasks
+    waiting on the others are restricted to it and asked over (the finished one is not touched);
+    then left to Dask, every unfinished one, sent or not, loses its restrictions."""
+    from taskflow.runtime.adaptation import Adapting
+    from taskflow.runtime.runs import Run
+
+    asked = []
+    stealing = _Fake(move_task_request=lambda ts, victim, thief: asked.append((ts.key, thief.address)) or "steal-1")
+    ws = {a: _Fake(address=a, nthreads=1, processing=set(), long_running=set()) for a in ("f", "s1", "s2")}
+    g = TaskGraph()
+    for k in ("done", "on-s1", "on-s2", "on-f", "later"):
+        g.add_task(k, cost=1.0)
+    where = {"on-s1": "s1", "on-s2": "s2", "on-f": "f"}
+    tasks = {}
+    for k in g.ids:
+        state = "memory" if k == "done" else "processing" if k in where else "waiting"
+        tasks[k] = _Fake(key=k, state=state, processing_on=ws.get(where.get(k)), actor=False, annotations={},
+                         worker_restrictions={where.get(k, "s1")}, loose_restrictions=False, priority=(0,))
+        if k in where:
+            ws[where[k]].processing.add(tasks[k])
+
+    def valid(ts):
+        return None if ts.worker_restrictions is None else {ws[a] for a in ts.worker_restrictions}
+
+    plugin = Adapting()
+    plugin.dask_scheduler = _Fake(tasks=tasks, workers=ws, extensions={"stealing": stealing}, valid_workers=valid,
+                                  transitions=lambda *a, **k: None)
+    r = Run("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
+    r.plan = {k: where.get(k, "s1") for k in g.ids}
+    plugin._hold(r, ["later"], ["f"])
+    assert sorted(asked) == [("on-s1", "f"), ("on-s2", "f")]
+    assert {k: tasks[k].worker_restrictions for k in g.ids if k != "done"} == {
+        "on-s1": {"f"}, "on-s2": {"f"}, "on-f": {"f"}, "later": {"f"}}
+    assert tasks["done"].worker_restrictions == {"s1"}
+    plugin._leave_to_dask(r, ["later"], None)
+    assert all(tasks[k].worker_restrictions is None for k in g.ids if k != "done")
+    assert tasks["done"].worker_restrictions == {"s1"}
+
+
 def _queue_on(victim: str, thief: str, n: int, dask_scheduler=None) -> dict:
     """Once ``n`` tasks are processing, restrict those on ``victim`` to ``thief`` and ask each over."""
     from taskflow.runtime.dask_hooks import move_queued, restrict
