@@ -72,6 +72,8 @@ class WorkStealing(DynamicScheduler):
 
     #: candidates looked at per steal (Dask also bounds its search)
     max_candidates = 64
+    #: the simulator's compiled loop makes this class's decisions itself (taskflow.simulator.fastpath)
+    compiled_model = "work-stealing"
 
     def start(self, view):
         m = view.cost_model

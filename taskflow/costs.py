@@ -313,6 +313,11 @@ class CostModel:
         d = self.durations
         return np.isfinite(d if isinstance(d, np.ndarray) else d.block(slice(None)))
 
+    @property
+    def everywhere(self) -> bool:
+        """Every task can run on every worker (no duration is ``inf``)."""
+        return self._everywhere
+
     def feasible_row(self, i: int) -> np.ndarray:
         """The workers task ``i`` can run on (booleans; read-only, possibly shared)."""
         if self._everywhere:

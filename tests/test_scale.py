@@ -162,14 +162,14 @@ def test_the_repair_bookkeeping_made_afresh_after_dense_solves_repairs_correctly
                       bandwidths={names[a]: {names[b]: pcap[a, b] for b in range(W) if b != a} for a in range(W)})
     net = maxmin.MaxMinNetwork(cluster, None, lambda *a: None, lambda *a: None)
     net.repair = 1
-    hows, refresh = [], maxmin._refresh
+    hows, refresh = [], maxmin.refresh
 
     def seen(*args):
         out = refresh(*args)
         hows.append((args[-1], out[1]))  # (mode, how)
         return out
 
-    monkeypatch.setattr(maxmin, "_refresh", seen)
+    monkeypatch.setattr(maxmin, "refresh", seen)
     live = []
 
     def step(add=(), drop=()):
@@ -203,7 +203,7 @@ def test_a_simulation_that_repairs_its_rates_solves_each_as_a_whole_solve_would(
     g = genome_like(16, 60, 3, seed=2) if shape == "genome" else random_layered(600, shape=1.0, out_degree=2, ccr=1.0,
                                                                                seed=3, bandwidth=1e8)
     cluster = Cluster.heterogeneous([1.0 + (i % 4) for i in range(64)], bandwidth=1e8, latency=1e-4)
-    refresh, whole = maxmin._refresh, maxmin.fill_classes
+    refresh, whole = maxmin.refresh, maxmin.fill_classes
     seen = {"solves": 0, "repaired": 0, "worst": 0.0}
 
     def checked(*args):
@@ -220,10 +220,10 @@ def test_a_simulation_that_repairs_its_rates_solves_each_as_a_whole_solve_would(
             seen["worst"] = max(seen["worst"], float(np.max(np.abs(mine[live] - prate[live]) / mine[live])))
         return out
 
-    monkeypatch.setattr(maxmin, "_refresh", checked)
+    monkeypatch.setattr(maxmin, "refresh", checked)
     repaired = simulate(g, cluster, "work-stealing", network="maxmin")
     assert seen["repaired"] > 20 and seen["worst"] < 1e-9, seen
-    monkeypatch.setattr(maxmin, "_refresh", refresh)
+    monkeypatch.setattr(maxmin, "refresh", refresh)
     monkeypatch.setattr(maxmin, "REPAIR", 0)
     whole_solves = simulate(g, cluster, "work-stealing", network="maxmin")
     assert whole_solves.makespan == pytest.approx(repaired.makespan, rel=1e-9)

@@ -83,7 +83,7 @@ class Decisions:
         if isinstance(payload, tuple) and len(payload) == 2 and callable(payload[0]):
             payload[0](payload[1])
             return
-        touched = set()
+        touched = {}  # in the order first touched
         for i, w in payload or []:
             st = self.status[i]
             if st >= RUNNING or not self.alive[w] or (st == QUEUED and self.assigned[i] == w):
@@ -92,9 +92,9 @@ class Decisions:
                 continue  # not ready: a dynamic policy places ready tasks only
             old = self.assigned[i] if st == QUEUED else -1
             self._transition(i, QUEUED, w)
-            touched.add(w)
+            touched[w] = None
             if old >= 0:
-                touched.add(old)
+                touched[old] = None
         for w in touched:
             self._try_start(w)
         for w in touched:

@@ -57,6 +57,7 @@ from ..graph import TaskGraph
 from ..policy import available, get_scheduler, require_runnable, scheduler_class
 from ..trace import Run, Trace, Transfer, run_id
 from .events import EventKind
+from . import fastpath
 from .decisions import Decisions
 from .faults import Perturbations
 from .information import estimated_graph
@@ -226,8 +227,28 @@ class Simulator(Decisions, Recovery):
         self._seq += 1
         heapq.heappush(self.heap, (t, kind, self._seq, payload))
 
-    def run(self) -> Trace:
-        """Carry out the whole run and return its trace."""
+    def run(self, compiled: bool | None = None) -> Trace:
+        """Carry out the whole run and return its trace.
+
+        Parameters
+        ----------
+        compiled : bool, optional
+            Carry the run out in the compiled loop (:mod:`.fastpath`, the same steps in compiled
+            code): None (the default) where it covers the run and the graph has at least
+            :data:`.fastpath.MIN_TASKS` tasks; True wherever it covers the run; False never.
+
+        Raises
+        ------
+        TaskflowError
+            ``compiled=True`` for a run the compiled loop does not cover.
+        """
+        if compiled is not False:
+            why = fastpath.unsupported(self)
+            if why is None and (compiled or self.n >= fastpath.MIN_TASKS):
+                with _FewerCollections():
+                    return fastpath.run(self)
+            if compiled:
+                raise TaskflowError(f"the compiled loop does not cover this run: {why}")
         with _FewerCollections():
             for w, t in self.faults.fail.items():
                 self._push(t, _FAIL, w)

@@ -31,9 +31,9 @@ import numpy as np
 from ...jit import kernel
 
 from .base import Network
-from ._fairshare import account, fill_classes, pairs_moved, relink, repair_rates  # (kernels _refresh calls)
+from ._fairshare import account, fill_classes, pairs_moved, relink, repair_rates  # (kernels refresh calls)
 
-__all__ = ["MaxMinNetwork", "REPAIR", "DENSE"]
+__all__ = ["MaxMinNetwork", "REPAIR", "DENSE", "WHOLE", "TRY_REPAIR", "AFRESH", "solve", "refresh", "step"]
 
 #: With at least this many active (source, destination) pairs, a change of the flow set solves
 #: again only the rates it can move (:func:`repair_rates`); below it, and with 0, every solve is whole.
@@ -45,23 +45,32 @@ REPAIR = 32
 #: either, and is made afresh when the pairs thin out again.
 DENSE = 4
 
-#: how :func:`_refresh` solves: all rates, keeping the bookkeeping; trying a repair; all rates, the
+#: how :func:`refresh` solves: all rates, keeping the bookkeeping; trying a repair; all rates, the
 #: bookkeeping made afresh (it was not kept since the last solve)
 WHOLE, TRY_REPAIR, AFRESH = 0, 1, 2
 
 
 @kernel(cache=True)
-def _solve(nf, pair, done, nxt, rates, qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, t_last, recompute, classes,
+def solve(nf, pair, done, nxt, rates, qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, t_last, recompute, classes,
            capped, bp, rack, rup, rdown, loc, pb):
     """Solve every rate again (if the flow set changed), keeping none of the repair's bookkeeping;
-    return the time of the next flow event."""
+    return the time of the next flow event.
+
+    Parameters
+    ----------
+    nf, pair, done, nxt, rates
+        The active flows: how many, and per slot its pair, bytes carried, next target, rate.
+    qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, t_last, recompute, classes, capped, bp, rack, rup, rdown, loc, pb
+        The active pairs and the ports, as :func:`fill_classes` takes them; ``t_last`` the time the
+        flows were last moved to; ``recompute`` whether the flow set changed.
+    """
     if recompute:
         fill_classes(qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown, loc, pb)
     return _next_event(nf, pair, done, nxt, rates, prate, t_last)
 
 
 @kernel(cache=True)
-def _refresh(nf, pair, done, nxt, rates, qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, t_last, recompute, classes,
+def refresh(nf, pair, done, nxt, rates, qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, t_last, recompute, classes,
              capped, bp, rack, rup, rdown, loc, pb, changed, moves, heads, links, back, inS, mark, stamp, used, counted,
              nb, inuse, mode):
     """Recompute the rates (if the flow set changed) keeping the repair's bookkeeping (``moves``:
@@ -70,7 +79,19 @@ def _refresh(nf, pair, done, nxt, rates, qs, P, psrc, pdst, pcls, pn, pcap, up, 
     a change can move are solved again (:func:`repair_rates`), where the ports carry few pairs each
     or the pairs are many, unless that set is larger than a third of them; :data:`WHOLE`: a whole
     solve; :data:`AFRESH`: a whole solve, the bookkeeping made afresh (it was not kept since the
-    last solve)."""
+    last solve).
+
+    Parameters
+    ----------
+    nf, pair, done, nxt, rates, qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, t_last, recompute, classes
+        As :func:`solve` takes them.
+    capped, bp, rack, rup, rdown, loc, pb
+        As :func:`solve` takes them.
+    changed, moves, heads, links, back, inS, mark, stamp, used, counted, nb, inuse
+        The repair's bookkeeping (:func:`repair_rates`, :func:`pairs_moved`).
+    mode : int
+        :data:`WHOLE`, :data:`TRY_REPAIR` or :data:`AFRESH`.
+    """
     how = -1
     if mode == AFRESH:
         relink(qs, P, psrc, pdst, heads, links, back, inuse)
@@ -113,10 +134,20 @@ def _next_event(nf, pair, done, nxt, rates, prate, t_last):
 
 
 @kernel(cache=True)
-def _step(nf, done, total, nxt, rates, dt, eps, due, now):
+def step(nf, done, total, nxt, rates, dt, eps, due, now):
     """Move the ``nf`` active flows (slots ``0 .. nf - 1``) ``dt`` seconds forward; list in ``due``
     the flows whose next target is reached (within ``eps`` relative, or so close that no
-    representable time lies before it); return how many."""
+    representable time lies before it); return how many.
+
+    Parameters
+    ----------
+    nf, done, total, nxt, rates
+        The active flows: how many, and per slot its bytes carried, bytes in all, next target, rate.
+    dt, eps, now : float
+        Seconds to move; the relative tolerance; the time moved to.
+    due : numpy.ndarray
+        Receives the slots of the flows due.
+    """
     k = 0
     for f in range(nf):
         r = rates[f]
@@ -266,7 +297,7 @@ class MaxMinNetwork(Network):
     def _catch_up(self, now):
         dt = now - self.t_last
         if dt > 0 and self.nactive:
-            _step(self.nactive, self.done, self.total, self.nxt, self.rates, dt, 1e-9, self.due, now)
+            step(self.nactive, self.done, self.total, self.nxt, self.rates, dt, 1e-9, self.due, now)
         self.t_last = now
 
     def _set_next(self, flow):
@@ -355,7 +386,7 @@ class MaxMinNetwork(Network):
                 mode = WHOLE if self.skip else TRY_REPAIR
                 if not self.tracked:
                     mode, self.tracked = AFRESH, True
-                self._next, how = _refresh(
+                self._next, how = refresh(
                     self.nactive, self.pair, self.done, self.nxt, self.rates, self.plist, P, self.psrc,
                     self.pdst, self.pcls, self.pn, self.pcaps, self.up, self.down, self.prate, self.t_last, self.dirty,
                     self.classes, self.capped, self.backplane, self.rack, self.rup, self.rdown, self.loc, self.pb,
@@ -371,7 +402,7 @@ class MaxMinNetwork(Network):
                     self.skip -= 1
             else:
                 self.tracked = False
-                self._next = _solve(
+                self._next = solve(
                     self.nactive, self.pair, self.done, self.nxt, self.rates, self.plist, P, self.psrc, self.pdst,
                     self.pcls, self.pn, self.pcaps, self.up, self.down, self.prate, self.t_last, self.dirty,
                     self.classes, self.capped, self.backplane, self.rack, self.rup, self.rdown, self.loc, self.pb)
@@ -406,7 +437,7 @@ class MaxMinNetwork(Network):
         self.t_last = now
         waiting = self.waiting
         out = []
-        k = _step(self.nactive, self.done, self.total, self.nxt, self.rates, dt, 1e-9, self.due, now) \
+        k = step(self.nactive, self.done, self.total, self.nxt, self.rates, dt, 1e-9, self.due, now) \
             if self.nactive else 0
         eps = 1e-9
         flows = self.flows

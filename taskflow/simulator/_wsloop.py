@@ -1,0 +1,525 @@
+"""The compiled event loop's engine and policy half (:mod:`.fastpath`): the events, tasks and data
+of :mod:`.engine` and the choices of :mod:`schedulers.work_stealing`, step for step, over the
+arrays laid out in :mod:`._wsnet`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import kernel
+from ._wsnet import (DONE, EVN, ESEQ, F_DONE, F_DST, F_NEXT, F_SLOT, F_SRC, F_TASK, F_TH, G_BASE, G_START,
+                     G_TACT, G_TOTAL, H_NEXT, H_W, NACTIVE, NB, NDONE, NFLOWS, NHAVE, NO_SOURCE, NPLACED, NRQ,
+                     NRUNS, NSTEALS, NTH, NTR, OK, QUEUED, R_NEXT, R_TASK, R_TOK, RUNNING, STUCK, DEEP,
+                     T_CONS, T_TOK, UNREACHABLE, WAITING, WHN, activate, duration, have, heap_pop, heap_push,
+                     net_extend, net_start, net_wait, next_time, pop_due)
+
+__all__ = ["simulate_ws"]
+
+
+# ---------------------------------------------------------------- tasks and data (engine.Simulator)
+@kernel(cache=True)
+def _need(C, X, T, F, N, P, lat, i, p, s, w, now):
+    """Consumer ``i`` on ``w`` needs ``s`` bytes of ``p``'s output (``Simulator._need``); False
+    when no copy of it is left."""
+    FI, GF = F[0], F[1]
+    hw = have(T, F, p, w)
+    if hw >= 0.0 and hw >= s:  # present (a zero-byte edge still needs its latency once)
+        return True
+    T[4][i] += 1
+    token = T[3][i]
+    f = T[7][p]  # the live flows of p's output
+    while f >= 0 and FI[f, F_DST] != w:
+        f = FI[f, F_NEXT]
+    if f >= 0:
+        base = GF[f, G_BASE]
+        if GF[f, G_TOTAL] < s - base:
+            net_extend(C, X, F, N, f, s - base, now)
+        net_wait(C, X, F, N, f, s - base, i, token, now)
+        return True
+    base = 0.0 if hw < 0.0 else hw
+    src = T[5][p]  # where it was computed (no worker is lost here)
+    if src < 0:
+        return False
+    f = C[NFLOWS]
+    C[NFLOWS] += 1
+    FI[f, F_TASK] = p
+    FI[f, F_SRC] = src
+    FI[f, F_DST] = w
+    FI[f, F_SLOT] = -1
+    FI[f, F_DONE] = 0
+    FI[f, F_TH] = -1
+    FI[f, F_NEXT] = T[7][p]
+    T[7][p] = f
+    GF[f, G_TOTAL] = s - base
+    GF[f, G_START] = now
+    GF[f, G_TACT] = now + lat[src, w]
+    GF[f, G_BASE] = base
+    net_start(C, X, F, N, P, f, now)
+    net_wait(C, X, F, N, f, s - base, i, token, now)
+    return True
+
+
+@kernel(cache=True)
+def _flow_done(C, T, F, f, now):
+    """``f`` carried all its bytes (``Simulator._flow_done``)."""
+    FI, GF, TRI, TRF, HI, HB = F[0], F[1], F[4], F[5], F[6], F[7]
+    FI[f, F_DONE] = 1
+    p, w = FI[f, F_TASK], FI[f, F_DST]
+    prev = -1
+    cur = T[7][p]
+    while cur >= 0 and cur != f:
+        prev = cur
+        cur = FI[cur, F_NEXT]
+    if cur == f:
+        if prev < 0:
+            T[7][p] = FI[f, F_NEXT]
+        else:
+            FI[prev, F_NEXT] = FI[f, F_NEXT]
+    b = GF[f, G_BASE] + GF[f, G_TOTAL]
+    h = T[8][p]
+    while h >= 0 and HI[h, H_W] != w:
+        h = HI[h, H_NEXT]
+    if h >= 0:
+        HB[h] = max(HB[h], b)
+    else:
+        h = C[NHAVE]
+        C[NHAVE] += 1
+        HI[h, H_W] = w
+        HI[h, H_NEXT] = T[8][p]
+        T[8][p] = h
+        HB[h] = max(0.0, b)
+    k = C[NTR]
+    C[NTR] += 1
+    TRI[k, 0] = p
+    TRI[k, 1] = FI[f, F_SRC]
+    TRI[k, 2] = w
+    TRF[k, 0] = GF[f, G_TOTAL]
+    TRF[k, 1] = GF[f, G_START]
+    TRF[k, 2] = now
+
+
+@kernel(cache=True)
+def _dequeue(T, K, i, w):
+    q_prev, q_next = T[9], T[10]
+    a, b = q_prev[i], q_next[i]
+    if a >= 0:
+        q_next[a] = b
+    else:
+        K[3][w] = b
+    if b >= 0:
+        q_prev[b] = a
+    else:
+        K[4][w] = a
+    K[2][w] -= 1
+
+
+@kernel(cache=True)
+def _runnable(C, T, K, F, i, w):
+    """``i`` joins ``w``'s runnable queue (first come, first served: the policy's priorities are equal)."""
+    RQ = F[8]
+    e = C[NRQ]
+    C[NRQ] += 1
+    RQ[e, R_TASK] = i
+    RQ[e, R_TOK] = T[3][i]
+    RQ[e, R_NEXT] = -1
+    if K[6][w] >= 0:
+        RQ[K[6][w], R_NEXT] = e
+    else:
+        K[5][w] = e
+    K[6][w] = e
+
+
+@kernel(cache=True)
+def _place(C, X, G, T, K, F, N, P, lat, i, w, now, fetch_ready):
+    """``i`` is queued on ``w`` (``Simulator._place``); False when an input has no copy left."""
+    T[2][i] = w
+    T[0][i] = QUEUED
+    T[3][i] += 1
+    T[4][i] = 0
+    q_prev, q_next = T[9], T[10]
+    t = K[4][w]
+    q_prev[i] = t
+    q_next[i] = -1
+    if t >= 0:
+        q_next[t] = i
+    else:
+        K[3][w] = i
+    K[4][w] = i
+    K[2][w] += 1
+    C[NPLACED] += 1
+    if not fetch_ready or T[1][i] == 0:
+        pred_ptr, pred_idx, pred_size = G[0], G[1], G[2]
+        for e in range(pred_ptr[i], pred_ptr[i + 1]):
+            p = pred_idx[e]
+            if T[0][p] == DONE:
+                if not _need(C, X, T, F, N, P, lat, i, p, pred_size[e], w, now):
+                    return False
+    if T[1][i] == 0 and T[4][i] == 0:
+        _runnable(C, T, K, F, i, w)
+    return True
+
+
+@kernel(cache=True)
+def _try_start(C, G, T, K, F, E, tdur, w, now):
+    """Start ``w``'s runnable tasks in order while its cores allow (``Simulator._try_start``)."""
+    RQ = F[8]
+    while K[5][w] >= 0:
+        e = K[5][w]
+        i = RQ[e, R_TASK]
+        stale = RQ[e, R_TOK] != T[3][i] or T[2][i] != w or T[0][i] != QUEUED
+        if not stale and K[0][w] < G[5][i]:
+            break
+        K[5][w] = RQ[e, R_NEXT]
+        if K[5][w] < 0:
+            K[6][w] = -1
+        if stale:
+            continue
+        d = duration(tdur, i, w)
+        T[0][i] = RUNNING
+        _dequeue(T, K, i, w)
+        K[0][w] -= G[5][i]
+        K[1][w] += 1
+        T[6][i] = now
+        C[ESEQ] += 1
+        C[EVN] = heap_push(E[0], E[1], E[2], C[EVN], now + d, C[ESEQ], i)
+
+
+# ---------------------------------------------------------------- the policy (schedulers.work_stealing)
+@kernel(cache=True)
+def _estimates(G, T, F, K, lat, inv, i):
+    """``K[12][w]``: seconds to bring ``i``'s computed inputs to ``w`` (``SimView.transfer_estimates``)."""
+    out, here, HI = K[12], K[11], F[6]
+    W = out.shape[0]
+    for w in range(W):
+        out[w] = 0.0
+    for e in range(G[0][i], G[0][i + 1]):
+        p = G[1][e]
+        src = T[5][p]
+        if T[0][p] != DONE or src < 0:
+            continue
+        size = G[2][e]
+        h = T[8][p]
+        while h >= 0:
+            here[HI[h, H_W]] = True
+            h = HI[h, H_NEXT]
+        for w in range(W):
+            if not here[w]:
+                out[w] += lat[src, w] + size * inv[src, w]
+        h = T[8][p]
+        while h >= 0:
+            here[HI[h, H_W]] = False
+            h = HI[h, H_NEXT]
+
+
+@kernel(cache=True)
+def _estimate(G, T, F, lat, inv, i, w):
+    """Seconds to bring ``i``'s computed inputs to ``w`` (``SimView.transfer_estimate``)."""
+    acc = 0.0
+    for e in range(G[0][i], G[0][i + 1]):
+        p = G[1][e]
+        if T[0][p] != DONE or have(T, F, p, w) >= 0.0:
+            continue
+        src = T[5][p]
+        if src >= 0:
+            acc += lat[src, w] + G[2][e] * inv[src, w]
+    return acc
+
+
+@kernel(cache=True)
+def _choose_ready(G, T, F, K, pdur, lat, inv, everywhere, tasks, k, bi, bw):
+    """``WorkStealing.on_ready``: each task to the worker where it would start earliest."""
+    occ, load, cores = K[7], K[8], K[9]
+    W = occ.shape[0]
+    for j in range(k):
+        i = tasks[j]
+        _estimates(G, T, F, K, lat, inv, i)
+        move = K[12]
+        best = np.inf
+        arg = 0
+        for w in range(W):
+            e = load[w] + move[w]
+            if not everywhere and not np.isfinite(duration(pdur, i, w)):
+                e = np.inf
+            if e < best:
+                best = e
+                arg = w
+        occ[arg] += duration(pdur, i, arg)
+        load[arg] = occ[arg] / cores[arg]
+        bi[j] = i
+        bw[j] = arg
+    return k
+
+
+@kernel(cache=True)
+def _choose_steal(G, T, F, K, pdur, lat, inv, thief, maxcand, bi, bw, score, mv, ci):
+    """``WorkStealing.on_idle``: tasks the idle ``thief`` takes from the most loaded worker."""
+    occ, load, cores, nqueued, q_head, q_next = K[7], K[8], K[9], K[2], K[3], T[10]
+    W = occ.shape[0]
+    victim = -1
+    best = -np.inf
+    for w in range(W):
+        if w != thief and nqueued[w] > 0 and load[w] > best:
+            best = load[w]
+            victim = w
+    if victim < 0:
+        return 0
+    m = 0
+    c = 0
+    i = q_head[victim]
+    while i >= 0 and c < maxcand:
+        c += 1
+        dt = duration(pdur, i, thief)
+        if np.isfinite(dt):
+            mo = _estimate(G, T, F, lat, inv, i, thief)
+            sc = mo / max(dt, 1e-12)
+            x = m  # insertion in (score, move, task) order
+            while x > 0 and (score[x - 1] > sc or (score[x - 1] == sc and (mv[x - 1] > mo or
+                                                                            (mv[x - 1] == mo and ci[x - 1] > i)))):
+                score[x] = score[x - 1]
+                mv[x] = mv[x - 1]
+                ci[x] = ci[x - 1]
+                x -= 1
+            score[x] = sc
+            mv[x] = mo
+            ci[x] = i
+            m += 1
+        i = q_next[i]
+    k = 0
+    thief_load = occ[thief] / cores[thief]
+    for x in range(m):
+        victim_load = occ[victim] / cores[victim]
+        if thief_load >= victim_load:
+            break
+        i = ci[x]
+        if thief_load + mv[x] + duration(pdur, i, thief) < victim_load:
+            bi[k] = i
+            bw[k] = thief
+            k += 1
+            occ[victim] -= duration(pdur, i, victim)
+            occ[thief] += duration(pdur, i, thief)
+            thief_load = occ[thief] / cores[thief]
+    load[victim] = occ[victim] / cores[victim]
+    load[thief] = occ[thief] / cores[thief]
+    return k
+
+
+@kernel(cache=True)
+def _apply(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, now, fetch_ready):
+    """Carry out ``k`` decisions (``Simulator._apply``): each task queued on its worker, then the
+    workers touched start what they can; how many workers were touched (-1: an input was lost)."""
+    stamp = K[10]
+    C[NB] += 1
+    g = C[NB]
+    nt = 0
+    for j in range(k):
+        i, w = bi[j], bw[j]
+        st = T[0][i]
+        if st >= RUNNING or (st == QUEUED and T[2][i] == w) or (st == WAITING and T[1][i] != 0):
+            continue
+        old = T[2][i] if st == QUEUED else -1
+        if old >= 0:
+            _dequeue(T, K, i, old)
+            C[NSTEALS] += 1
+        if not _place(C, X, G, T, K, F, N, P, lat, i, w, now, fetch_ready):
+            return -1
+        if stamp[w] != g:
+            stamp[w] = g
+            touched[nt] = w
+            nt += 1
+        if old >= 0 and stamp[old] != g:
+            stamp[old] = g
+            touched[nt] = old
+            nt += 1
+    for j in range(nt):
+        _try_start(C, G, T, K, F, E, tdur, touched[j], now)
+    return nt
+
+
+# ---------------------------------------------------------------- room, and the loop itself
+@kernel(cache=True)
+def _grown1(a, size, fill):
+    """``a`` (one axis) with ``size`` entries, the new ones ``fill``."""
+    b = np.empty(size, a.dtype)
+    b[:] = fill
+    b[:a.shape[0]] = a
+    return b
+
+
+@kernel(cache=True)
+def _grown2(a, rows, fill):
+    """``a`` (two axes) with ``rows`` rows, the new ones ``fill``."""
+    b = np.empty((rows, a.shape[1]), a.dtype)
+    b[:] = fill
+    b[:a.shape[0]] = a
+    return b
+
+
+@kernel(cache=True)
+def _room(C, F, N, out, n, flows, placements):
+    """``F``, ``N`` and ``out`` with room for ``flows`` more flows (and consumers waiting on one)
+    and ``placements`` more placements: what one batch of decisions can add."""
+    FI, GF, TI, TB, TRI, TRF, HI, HB, RQ = F
+    if C[NFLOWS] + flows > FI.shape[0]:
+        cap = max(2 * FI.shape[0], C[NFLOWS] + flows)
+        FI = _grown2(FI, cap, -1)
+        GF = _grown2(GF, cap, 0.0)
+        TRI = _grown2(TRI, cap, -1)
+        TRF = _grown2(TRF, cap, 0.0)
+        HI = _grown2(HI, n + cap, -1)
+        HB = _grown1(HB, n + cap, 0.0)
+    if C[NTH] + flows > TI.shape[0]:
+        cap = max(2 * TI.shape[0], C[NTH] + flows)
+        TI = _grown2(TI, cap, -1)
+        TB = _grown1(TB, cap, 0.0)
+    if C[NPLACED] + placements > RQ.shape[0]:
+        RQ = _grown2(RQ, max(2 * RQ.shape[0], C[NPLACED] + placements), -1)
+    (sflow, pair, rates, done, total, nxt, due, dueflows, pslot, pfree, psrc, pdst, pcls, pn, pcaps, prate, plist,
+     ppos, pb, inS, links, back, counted, changed, moves, wht, whs, whv) = N
+    need = C[NACTIVE] + C[WHN] + flows
+    if need > sflow.shape[0]:  # (pairs: at most one per active flow, their slots under twice that)
+        sc = max(2 * sflow.shape[0], need)
+        sflow, pair, due, dueflows = _grown1(sflow, sc, -1), _grown1(pair, sc, 0), _grown1(due, sc, 0), \
+            _grown1(dueflows, sc, 0)
+        rates, done, total, nxt = _grown1(rates, sc, 0.0), _grown1(done, sc, 0.0), _grown1(total, sc, 0.0), \
+            _grown1(nxt, sc, 0.0)
+        wht, whs, whv = _grown1(wht, sc, 0.0), _grown1(whs, sc, 0), _grown1(whv, sc, 0)
+        pc = 2 * sc
+        pfree, psrc, pdst, pcls, plist, ppos, pb = _grown1(pfree, pc, 0), _grown1(psrc, pc, -1), \
+            _grown1(pdst, pc, -1), _grown1(pcls, pc, -1), _grown1(plist, pc, -1), _grown1(ppos, pc, 0), \
+            _grown1(pb, pc, -1)
+        pn, pcaps, prate, counted = _grown1(pn, pc, 0.0), _grown1(pcaps, pc, 0.0), _grown1(prate, pc, 0.0), \
+            _grown1(counted, pc, 0.0)
+        inS = _grown1(inS, pc, False)
+        links, back = _grown1(links, 2 * pc, -1), _grown1(back, 2 * pc, -1)
+        changed = _grown1(changed, 3 * sc + 64, 0)
+        moves = _grown1(moves, 3 * (3 * sc + 64), 0)
+    N = (sflow, pair, rates, done, total, nxt, due, dueflows, pslot, pfree, psrc, pdst, pcls, pn, pcaps, prate, plist,
+         ppos, pb, inS, links, back, counted, changed, moves, wht, whs, whv)
+    if out.shape[0] < TI.shape[0] + sflow.shape[0]:
+        out = np.empty((TI.shape[0] + sflow.shape[0], 2), np.int64)
+    return (FI, GF, TI, TB, TRI, TRF, HI, HB, RQ), N, out
+
+
+@kernel(cache=True)
+def simulate_ws(G, T, K, F, N, P, E, R, C, X, tdur, pdur, lat, lat_e, inv_e, everywhere, fetch_ready, maxcand, repair,
+                ready, outneed, maxindeg):
+    """Run the simulation to its end (``Simulator._loop`` with ``WorkStealing`` and ``maxmin``).
+
+    Returns ``(code, F)``: :data:`OK` or what went wrong, and the flow arrays (grown, so new
+    ones): the transfers are ``F[4][:C[NTR]]`` (task, source, destination) and ``F[5][:C[NTR]]``
+    (bytes, start, end); the runs ``R`` (task, worker; start, finish) in the order they ended."""
+    n = T[0].shape[0]
+    W = K[0].shape[0]
+    RI, RF = R
+    bi = np.empty(max(n, maxcand) + 1, np.int64)
+    bw = np.empty(max(n, maxcand) + 1, np.int64)
+    newly = np.empty(n + 1, np.int64)
+    touched = np.empty(W, np.int64)
+    stack = np.empty(4 * W + 64, np.int64)  # workers to check for idleness, the next on top
+    score, mv, ci = np.empty(maxcand + 1), np.empty(maxcand + 1), np.empty(maxcand + 1, np.int64)
+    out = np.empty((1, 2), np.int64)
+    F, N, out = _room(C, F, N, out, n, 0, ready.shape[0])
+    k = _choose_ready(G, T, F, K, pdur, lat_e, inv_e, everywhere, ready, ready.shape[0], bi, bw)
+    nt = _apply(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, 0.0, fetch_ready)
+    if nt < 0:
+        return NO_SOURCE, F
+    ns = 0
+    for j in range(nt - 1, -1, -1):
+        stack[ns] = touched[j]
+        ns += 1
+    after = -1  # the worker whose task just ended: it starts what it can, then may steal
+    idle = 0
+    now = 0.0
+    while True:
+        if ns:  # an idle worker steals (and the workers that touches are checked in turn)
+            ns -= 1
+            w = stack[ns]
+            if K[1][w] == 0 and K[2][w] == 0:
+                F, N, out = _room(C, F, N, out, n, maxcand * maxindeg, maxcand)
+                k = _choose_steal(G, T, F, K, pdur, lat_e, inv_e, w, maxcand, bi, bw, score, mv, ci)
+                nt = _apply(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, now, fetch_ready)
+                if nt < 0:
+                    return NO_SOURCE, F
+                if ns + nt > stack.shape[0]:
+                    return DEEP, F
+                for j in range(nt - 1, -1, -1):
+                    stack[ns] = touched[j]
+                    ns += 1
+            continue
+        if after >= 0:
+            _try_start(C, G, T, K, F, E, tdur, after, now)
+            stack[0] = after
+            ns = 1
+            after = -1
+            continue
+        t_net = next_time(C, X, N, P, repair)
+        if C[EVN] and E[0][0] <= t_net:
+            now = E[0][0]
+            i = E[2][0]
+            C[EVN] = heap_pop(E[0], E[1], E[2], C[EVN])
+            F, N, out = _room(C, F, N, out, n, outneed[i], G[3][i + 1] - G[3][i])
+            w = T[2][i]
+            T[0][i] = DONE
+            C[NDONE] += 1
+            K[0][w] += G[5][i]
+            K[1][w] -= 1
+            r = C[NRUNS]
+            C[NRUNS] += 1
+            RI[r, 0] = i
+            RI[r, 1] = w
+            RF[r, 0] = T[6][i]
+            RF[r, 1] = now
+            h = C[NHAVE]
+            C[NHAVE] += 1
+            F[6][h, H_W] = w
+            F[6][h, H_NEXT] = -1
+            F[7][h] = np.inf
+            T[8][i] = h
+            T[5][i] = w
+            k = 0
+            for e in range(G[3][i], G[3][i + 1]):
+                j = G[4][e]
+                if T[0][j] >= RUNNING:
+                    continue
+                T[1][j] -= 1
+                if T[0][j] == QUEUED:  # a dynamic policy places ready tasks only
+                    return UNREACHABLE, F
+                if T[1][j] == 0:
+                    newly[k] = j
+                    k += 1
+            K[7][w] = max(0.0, K[7][w] - duration(pdur, i, w))
+            K[8][w] = K[7][w] / K[9][w]
+            if k:
+                k = _choose_ready(G, T, F, K, pdur, lat_e, inv_e, everywhere, newly, k, bi, bw)
+                nt = _apply(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, now, fetch_ready)
+                if nt < 0:
+                    return NO_SOURCE, F
+                for j in range(nt - 1, -1, -1):
+                    stack[ns] = touched[j]
+                    ns += 1
+            after = w
+        elif t_net < np.inf:
+            now = t_net
+            m = pop_due(C, X, F, N, P, now, out)
+            for x in range(m):
+                f, h = out[x, 0], out[x, 1]
+                if h < 0:
+                    _flow_done(C, T, F, f, now)
+                    continue
+                i, w = F[2][h, T_CONS], F[0][f, F_DST]
+                if F[2][h, T_TOK] != T[3][i] or T[0][i] != QUEUED or T[2][i] != w:
+                    continue
+                T[4][i] -= 1
+                if T[4][i] == 0 and T[1][i] == 0:
+                    _runnable(C, T, K, F, i, w)
+                    _try_start(C, G, T, K, F, E, tdur, w, now)
+            if m:
+                idle = 0
+            else:
+                idle += 1
+                if idle > 10_000:
+                    return STUCK, F
+        else:
+            break
+    return OK, F

@@ -1,0 +1,169 @@
+"""The compiled event loop: large runs of Dask-like work stealing on the ``maxmin`` network, carried
+out step for step as :class:`~.engine.Simulator` carries them out, in compiled code.
+
+The engine's event loop is Python: about 100 us a task on a random layered graph, where every
+transfer starts and ends a flow and every ready task weighs all the workers. This loop keeps the
+same state in arrays (:mod:`._wsnet`, :mod:`._wsloop`) and makes the same moves in the same
+order: the same events, ties broken alike, the same rate solves (the ``maxmin`` model's own
+kernels) and the same choices of the ``work-stealing`` policy. Its trace is the engine's to
+rounding (checked by the tests on random graphs and clusters).
+
+It covers what large runs use, and hands everything else to the engine: the ``work-stealing``
+policy itself (``compiled_model`` set on its class) with its estimates knowing the workers'
+speeds, the ``maxmin`` network with one transfer class, no noise, stragglers or failures, no
+scheduler interval or decision latency, no ``validate``, and durations without per-task exact
+costs on a lazily computed matrix. :meth:`Simulator.run` uses it by itself from
+:data:`MIN_TASKS` tasks on (``compiled=None``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..costs import Durations
+from ..trace import Run, Trace, Transfer
+from ._wsloop import simulate_ws
+from ._wsnet import DEEP, NO_SOURCE, NPLACED, NRUNS, NSOLVES, NSTEALS, NTR, NEXT, OK, PCAPL, PFREE, STUCK
+
+__all__ = ["MIN_TASKS", "MAX_WORKERS", "unsupported", "run"]
+
+#: From this many tasks on, :meth:`Simulator.run` uses the compiled loop where it can (below, the
+#: engine is as fast: loading the compiled code takes about a second).
+MIN_TASKS = 20_000
+
+#: Up to this many workers (the loop indexes worker pairs in a dense table of ``W * W`` entries).
+MAX_WORKERS = 4096
+
+
+def _pack(d):
+    """A duration matrix as the loop reads it: ``(dense, D, cost, speed, overhead, need, cores, multi)``."""
+    none_f, none_i = np.zeros(1), np.zeros(1, np.int64)
+    if isinstance(d, Durations):
+        return (False, np.zeros((1, 1)), np.ascontiguousarray(d.cost, np.float64),
+                np.ascontiguousarray(d.speed, np.float64), float(d.overhead), np.ascontiguousarray(d.need, np.int64),
+                np.ascontiguousarray(d.cores, np.int64), bool(d.multi))
+    return (True, np.ascontiguousarray(d, np.float64), none_f, none_f, 0.0, none_i, none_i, False)
+
+
+def unsupported(sim) -> str | None:
+    """Why the compiled loop cannot carry out ``sim`` (None: it can).
+
+    Parameters
+    ----------
+    sim : Simulator
+    """
+    policy = type(sim.policy)
+    if not sim.dynamic or policy.__dict__.get("compiled_model") != "work-stealing":
+        return f"policy {sim.policy.name!r} (only the work-stealing policy is compiled)"
+    if not sim.policy.options.get("knows_speeds", True) or sim.policy.tick is not None:
+        return "work stealing with estimates blind to speeds"
+    if sim.network_name != "maxmin" or sim.tclass is not None:
+        return f"network {sim.network_name!r} with transfer classes" if sim.tclass is not None else \
+            f"network {sim.network_name!r}"
+    f = sim.faults
+    if f.noise is not None or f.stragglers or f.fail:
+        return "noise, stragglers or failures"
+    if sim.interval > 0 or sim.latency_decision > 0:
+        return "a scheduler interval or decision latency"
+    if sim.validate:
+        return "validate=True"
+    if sim.W > MAX_WORKERS:
+        return f"{sim.W} workers (at most {MAX_WORKERS})"
+    for d in (sim.true_d, sim.cost_model.durations):
+        if isinstance(d, Durations) and d.exact:
+            return "per-task exact costs on a lazily computed duration matrix"
+    return None
+
+
+class _Transfers:
+    """The loop's transfers, turned into :class:`Transfer` rows when first read."""
+
+    def __init__(self, ints, floats, ids, wids):
+        self.raw, self.floats, self.ids, self.wids = ints, floats, ids, wids
+
+    def materialise(self) -> list:
+        ids, wids = self.ids, self.wids
+        return [Transfer(ids[p], wids[a], wids[b], z, t0, t1)
+                for (p, a, b), (z, t0, t1) in zip(self.raw.tolist(), self.floats.tolist())]
+
+
+def run(sim) -> Trace:
+    """Carry out ``sim`` (a :class:`Simulator` not yet run, which :func:`unsupported` accepts) in
+    the compiled loop; its trace.
+
+    Parameters
+    ----------
+    sim : Simulator
+
+    Raises
+    ------
+    RuntimeError
+        A task left unfinished (as the engine says it), or an internal error.
+    """
+    from ..jit import compiled
+
+    a, n, W, net = sim.a, sim.n, sim.W, sim.net
+    sim.policy.start(sim.view)
+    i64 = np.int64
+    pred_ptr, succ_ptr = a.pred_ptr.astype(i64), a.succ_ptr.astype(i64)
+    G = (pred_ptr, a.pred_idx.astype(i64), a.size[a.pred_eid].astype(np.float64), succ_ptr, a.succ_idx.astype(i64),
+         a.cores.astype(i64))
+    indeg = np.diff(pred_ptr)
+    T = (np.zeros(n, i64), indeg.copy(), np.full(n, -1, i64), np.zeros(n, i64), np.zeros(n, i64), np.full(n, -1, i64),
+         np.zeros(n), np.full(n, -1, i64), np.full(n, -1, i64), np.full(n, -1, i64), np.full(n, -1, i64))
+    K = (sim.cluster.cores.astype(i64), np.zeros(W, i64), np.zeros(W, i64), np.full(W, -1, i64), np.full(W, -1, i64),
+         np.full(W, -1, i64), np.full(W, -1, i64), np.zeros(W), np.zeros(W), np.asarray(sim.policy.cores, np.float64),
+         np.zeros(W, i64), np.zeros(W, np.bool_), np.zeros(W))
+    cap = 1024
+    F = (np.full((cap, 7), -1, i64), np.zeros((cap, 4)), np.full((cap, 3), -1, i64), np.zeros(cap),
+         np.full((cap, 3), -1, i64), np.zeros((cap, 3)), np.full((n + cap, 2), -1, i64), np.zeros(n + cap),
+         np.full((cap, 3), -1, i64))
+    sc = 64  # the network's slots; its pairs' as maxmin.MaxMinNetwork starts them
+    pfree = np.zeros(2 * sc, i64)
+    pfree[:64] = np.arange(63, -1, -1)
+    pb = np.full(2 * sc, -2, i64)
+    N = (np.full(sc, -1, i64), np.zeros(sc, i64), np.zeros(sc), np.zeros(sc), np.zeros(sc), np.zeros(sc),
+         np.zeros(sc, i64), np.zeros(sc, i64), np.full(W * W, -1, i64), pfree, np.zeros(2 * sc, i64),
+         np.zeros(2 * sc, i64), np.zeros(2 * sc, i64), np.zeros(2 * sc), np.zeros(2 * sc), np.zeros(2 * sc),
+         np.zeros(2 * sc, i64), np.zeros(2 * sc, i64), pb, np.zeros(2 * sc, np.bool_), np.full(4 * sc, -1, i64),
+         np.full(4 * sc, -1, i64), np.zeros(2 * sc), np.zeros(3 * sc + 64, i64), np.zeros(3 * (3 * sc + 64), i64),
+         np.zeros(sc), np.zeros(sc, i64), np.zeros(sc, i64))
+    flags = np.array([float(net.capped), float(net.backplane), float(net.classes)])
+    P = (net.up, net.down, net.rack, net.rup, net.rdown, net.loc, net.heads, net.mark, net.stamp, net.used,
+         net.pcap, net.nb, net.inuse, flags)
+    E = (np.zeros(n + 1), np.zeros(n + 1, i64), np.zeros(n + 1, i64))
+    R = (np.zeros((n, 2), i64), np.zeros((n, 2)))
+    C = np.zeros(32, i64)
+    C[PFREE], C[PCAPL] = 64, 64
+    X = np.zeros(2)
+    X[NEXT] = np.inf
+    m = sim.cost_model
+    f64 = np.float64
+    succ_src = np.repeat(np.arange(n), np.diff(succ_ptr))
+    outneed = np.bincount(succ_src, weights=indeg[G[4]], minlength=n).astype(i64)
+    ready = np.flatnonzero(indeg == 0).astype(i64)
+    with compiled():
+        code, F = simulate_ws(G, T, K, F, N, P, E, R, C, X, _pack(sim.true_d), _pack(m.durations),
+                              np.ascontiguousarray(sim.cluster.latency_matrix, f64),
+                              np.ascontiguousarray(m.latency_matrix, f64), np.ascontiguousarray(m.inv_bandwidth, f64),
+                              bool(m.everywhere), False, int(sim.policy.max_candidates), int(net.repair), ready,
+                              outneed, int(indeg.max(initial=0)))
+    if code != OK:
+        why = {STUCK: "the network model made no progress", NO_SOURCE: "no copy of an output is left",
+               DEEP: "idle workers stole in a cascade too deep"}.get(int(code), "a state the policy never makes")
+        raise RuntimeError(f"compiled simulation stopped: {why} (internal error)")
+    sim.stats = {"solves": int(C[NSOLVES]), "steals": int(C[NSTEALS]), "placements": int(C[NPLACED])}
+    nr = int(C[NRUNS])
+    if nr < n:
+        left = np.flatnonzero(T[0] != 3)
+        i = int(left[0])
+        w = int(T[2][i])
+        why = "never assigned to a worker" if w < 0 else f"stuck on worker {sim.wids[w]!r}"
+        raise RuntimeError(f"simulation ended with {len(left)} unfinished task(s); task {a.ids[i]!r} was {why}")
+    ids, wids = a.ids, sim.wids
+    RI, RF = R
+    runs = [Run(ids[i], ids[i], wids[w], s, f) for (i, w), (s, f) in zip(RI.tolist(), RF.tolist())]
+    nt = int(C[NTR])
+    meta = {"aborted_transfers": 0, "information": sim.information, "engine": "compiled"}
+    return Trace(runs, _Transfers(F[4][:nt], F[5][:nt], ids, wids), scheduler=sim.policy.name, network=sim.network_name,
+                 meta=meta)

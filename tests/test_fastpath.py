@@ -1,0 +1,104 @@
+"""The simulator's compiled event loop (taskflow.simulator.fastpath) against the engine it stands
+in for: the same runs, in the same order, at the same times, on the same workers, and the same
+transfers, on random graphs and clusters and on the shapes the scale benchmark runs."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from taskflow import Cluster, TaskGraph
+from taskflow.errors import TaskflowError
+from taskflow.jit import compiled, interpreted
+from taskflow.simulator import Simulator, fastpath
+from workflows.scientific import genome_like, random_layered
+
+from .strategies import clusters, graphs
+
+
+def _both(g, c, **kw):
+    """The engine's trace and the compiled loop's (its plain-Python twin unless told otherwise)."""
+    engine = Simulator(g, c, "work-stealing", "maxmin", **kw).run(compiled=False)
+    sim = Simulator(g, c, "work-stealing", "maxmin", **kw)
+    assert fastpath.unsupported(sim) is None
+    loop = sim.run(compiled=True)
+    assert loop.meta["engine"] == "compiled" and "engine" not in engine.meta
+    return engine, loop
+
+
+def _same(engine, loop):
+    assert loop.runs == engine.runs  # the same runs, ended in the same order
+    assert loop.num_transfers == engine.num_transfers
+    assert loop.transfers == engine.transfers
+    assert loop.makespan == engine.makespan
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_the_compiled_loop_runs_what_the_engine_runs_on_random_graphs_and_clusters(data):
+    """Speeds, cores, multi-core tasks, per-pair bandwidths, racks, latencies, zero-byte edges and
+    infinite bandwidth: every corner the strategies draw."""
+    c = data.draw(clusters(max_workers=6))
+    g = data.draw(graphs(c, max_tasks=60))
+    with interpreted():
+        _same(*_both(g, c))
+
+
+@pytest.mark.parametrize("shape, workers, latency", [("layered", 8, 1e-4), ("layered", 24, 0.0), ("genome", 16, 1e-4),
+                                                     ("fan", 12, 1e-3)])
+def test_the_compiled_loop_runs_the_scale_benchmark_s_shapes_as_the_engine_does(shape, workers, latency):
+    """Enough tasks that idle workers steal, many flows share ports, and the rate solver repairs."""
+    if shape == "layered":
+        g = random_layered(400, shape=1.0, out_degree=2, ccr=1.0, seed=3, bandwidth=1e8)
+    elif shape == "genome":
+        g = genome_like(3, 60, 3, seed=2)
+    else:  # one producer's output to many consumers with different sizes: a flow waited on by several
+        g = TaskGraph("fan")
+        g.add_task("src", cost=1.0, output_size=5e7)
+        for i in range(80):
+            g.add_task(f"c{i}", cost=0.5 + i % 7)
+            g.add_edge("src", f"c{i}", size=1e6 * (1 + i % 5))
+        g.add_task("sink", cost=1.0)
+        for i in range(0, 80, 3):
+            g.add_edge(f"c{i}", "sink", size=1e5 * i)
+    c = Cluster.heterogeneous([1.0 + (i % 4) for i in range(workers)], bandwidth=1e8, latency=latency)
+    with interpreted():
+        engine, loop = _both(g, c)
+    _same(engine, loop)
+    assert loop.num_transfers > 20
+
+
+def test_the_compiled_loop_is_taken_by_itself_from_its_size_on_and_names_what_it_does_not_cover(monkeypatch):
+    g = random_layered(120, shape=1.0, out_degree=2, ccr=1.0, seed=1, bandwidth=1e8)
+    c = Cluster.heterogeneous([1.0, 2.0, 3.0], bandwidth=1e8)
+    monkeypatch.setattr(fastpath, "MIN_TASKS", 100)
+    with interpreted():
+        assert Simulator(g, c, "work-stealing", "maxmin").run().meta["engine"] == "compiled"
+        assert "engine" not in Simulator(g, c, "work-stealing", "maxmin").run(compiled=False).meta
+        monkeypatch.setattr(fastpath, "MIN_TASKS", 121)
+        assert "engine" not in Simulator(g, c, "work-stealing", "maxmin").run().meta
+    monkeypatch.setattr(fastpath, "MIN_TASKS", 100)
+    cases = {"policy 'heft'": dict(scheduler="heft"), "network 'simple'": dict(network="simple"),
+             "noise, stragglers or failures": dict(noise=0.1),
+             "a scheduler interval": dict(scheduler_interval=1.0), "validate=True": dict(validate=True),
+             "blind to speeds": dict(scheduler_options={"knows_speeds": False})}
+    for why, kw in cases.items():
+        args = {"scheduler": "work-stealing", "network": "maxmin", **kw}
+        scheduler, network = args.pop("scheduler"), args.pop("network")
+        sim = Simulator(g, c, scheduler, network, **args)
+        assert why in fastpath.unsupported(sim)
+        with pytest.raises(TaskflowError, match=f"the compiled loop does not cover this run: .*{why}"):
+            sim.run(compiled=True)
+        with interpreted():  # above the size, what it does not cover goes to the engine
+            assert "engine" not in Simulator(g, c, scheduler, network, **args).run().meta
+
+
+@pytest.mark.slow
+def test_the_compiled_loop_compiled_runs_what_the_engine_runs():
+    """The numba-compiled loop itself (the tests above run its plain-Python twin), on a graph large
+    enough that its arrays grow several times."""
+    g = random_layered(3000, shape=1.0, out_degree=2, ccr=1.0, seed=5, bandwidth=1e8)
+    c = Cluster.heterogeneous([1.0 + (i % 4) for i in range(40)], bandwidth=1e8, latency=1e-4)
+    with compiled():
+        engine, loop = _both(g, c)
+    _same(engine, loop)
+    assert np.isfinite(loop.makespan)
