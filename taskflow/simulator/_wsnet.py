@@ -24,7 +24,7 @@ EPS = 1e-9
 
 # counters C[...]
 NFLOWS, NTH, NHAVE, NRQ, NRUNS, NTR, EVN, ESEQ, NACTIVE, NPAIRS, DIRTY, STALE, TRACKED, SKIP, BACKOFF, NCH, NMOV, \
-    WHN, NSEQ, PFREE, PCAPL, NDONE, NSOLVES, NSTEALS, NB, NPLACED = range(26)
+    WHN, NSEQ, PFREE, PCAPL, NDONE, NSOLVES, NSTEALS, NB, NPLACED, NREPAIRED, NGIVENUP = range(28)
 # float state X[...]
 T_LAST, NEXT = 0, 1
 # columns: flows (int), flows (float), thresholds (int), have (int), ready queue (int)
@@ -316,6 +316,10 @@ def next_time(C, X, N, P, repair):
                              prate, X[T_LAST], recompute, classes, capped, bp, rack, rup, rdown, loc, pb, ch,
                              moves[:C[NMOV]], heads, links, back, inS, mark, stamp, used, counted, nb, inuse, mode)
             X[NEXT] = t
+            if how == 1:
+                C[NREPAIRED] += 1
+            elif how == 0:
+                C[NGIVENUP] += 1
             if how == 0:
                 C[BACKOFF] = min(64, 2 * C[BACKOFF] if C[BACKOFF] else 1)
                 C[SKIP] = C[BACKOFF]

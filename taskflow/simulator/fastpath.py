@@ -23,7 +23,8 @@ import numpy as np
 from ..costs import Durations
 from ..trace import Run, Trace, Transfer
 from ._wsloop import simulate_ws
-from ._wsnet import DEEP, NO_SOURCE, NPLACED, NRUNS, NSOLVES, NSTEALS, NTR, NEXT, OK, PCAPL, PFREE, STUCK
+from ._wsnet import (DEEP, NEXT, NGIVENUP, NO_SOURCE, NPLACED, NREPAIRED, NRUNS, NSOLVES, NSTEALS, NTR, OK, PCAPL,
+                     PFREE, STUCK)
 
 __all__ = ["MIN_TASKS", "MAX_WORKERS", "unsupported", "run"]
 
@@ -152,7 +153,8 @@ def run(sim) -> Trace:
         why = {STUCK: "the network model made no progress", NO_SOURCE: "no copy of an output is left",
                DEEP: "idle workers stole in a cascade too deep"}.get(int(code), "a state the policy never makes")
         raise RuntimeError(f"compiled simulation stopped: {why} (internal error)")
-    sim.stats = {"solves": int(C[NSOLVES]), "steals": int(C[NSTEALS]), "placements": int(C[NPLACED])}
+    sim.stats = {"solves": int(C[NSOLVES]), "repaired": int(C[NREPAIRED]), "given_up": int(C[NGIVENUP]),
+                 "steals": int(C[NSTEALS]), "placements": int(C[NPLACED])}
     nr = int(C[NRUNS])
     if nr < n:
         left = np.flatnonzero(T[0] != 3)
