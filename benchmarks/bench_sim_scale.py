@@ -75,7 +75,7 @@ def one(shape: str, n: int, workers: int, engine: str = "compiled") -> dict:
     sim = Simulator(g, cluster, "work-stealing", "maxmin")
     tr = sim.run(compiled=engine == "compiled")
     secs = time.perf_counter() - t0
-    stats = getattr(sim, "stats", {})
+    stats = sim.stats
     return {"shape": shape, "tasks": len(g), "edges": g.num_edges, "workers": workers, "engine": engine,
             "build_s": built, "sim_s": secs, "solve_s": None if engine == "compiled" else solve[0],
             "solves": stats.get("solves", solve[1]), "makespan": tr.makespan, "transfers": tr.num_transfers,

@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import kernel
-from ._wsnet import (DONE, EVN, ESEQ, F_DONE, F_DST, F_NEXT, F_SLOT, F_SRC, F_TASK, F_TH, G_BASE, G_START,
-                     G_TACT, G_TOTAL, H_NEXT, H_W, NACTIVE, NB, NDONE, NFLOWS, NHAVE, NO_SOURCE, NPLACED, NRQ,
+from ._wsnet import (DONE, EVN, ESEQ, F_DST, F_NEXT, F_SLOT, F_SRC, F_TASK, F_TH, G_BASE, G_START,
+                     G_TACT, G_TOTAL, H_NEXT, H_W, NACTIVE, NB, NFLOWS, NHAVE, NO_SOURCE, NPLACED, NRQ,
                      NRUNS, NSTEALS, NTH, NTR, OK, QUEUED, R_NEXT, R_TASK, R_TOK, RUNNING, STUCK, DEEP,
-                     T_CONS, T_TOK, UNREACHABLE, WAITING, WHN, activate, duration, have, heap_pop, heap_push,
+                     T_CONS, T_TOK, UNREACHABLE, WAITING, WHN, duration, have, heap_pop, heap_push,
                      net_extend, net_start, net_wait, next_time, pop_due)
 
 __all__ = ["simulate_ws"]
@@ -47,7 +47,6 @@ def _need(C, X, T, F, N, P, lat, i, p, s, w, now):
     FI[f, F_SRC] = src
     FI[f, F_DST] = w
     FI[f, F_SLOT] = -1
-    FI[f, F_DONE] = 0
     FI[f, F_TH] = -1
     FI[f, F_NEXT] = T[7][p]
     T[7][p] = f
@@ -64,7 +63,6 @@ def _need(C, X, T, F, N, P, lat, i, p, s, w, now):
 def _flow_done(C, T, F, f, now):
     """``f`` carried all its bytes (``Simulator._flow_done``)."""
     FI, GF, TRI, TRF, HI, HB = F[0], F[1], F[4], F[5], F[6], F[7]
-    FI[f, F_DONE] = 1
     p, w = FI[f, F_TASK], FI[f, F_DST]
     prev = -1
     cur = T[7][p]
@@ -461,7 +459,6 @@ def simulate_ws(G, T, K, F, N, P, E, R, C, X, tdur, pdur, lat, lat_e, inv_e, eve
             F, N, out = _room(C, F, N, out, n, outneed[i], G[3][i + 1] - G[3][i])
             w = T[2][i]
             T[0][i] = DONE
-            C[NDONE] += 1
             K[0][w] += G[5][i]
             K[1][w] -= 1
             r = C[NRUNS]

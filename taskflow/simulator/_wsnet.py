@@ -24,11 +24,11 @@ EPS = 1e-9
 
 # counters C[...]
 NFLOWS, NTH, NHAVE, NRQ, NRUNS, NTR, EVN, ESEQ, NACTIVE, NPAIRS, DIRTY, STALE, TRACKED, SKIP, BACKOFF, NCH, NMOV, \
-    WHN, NSEQ, PFREE, PCAPL, NDONE, NSOLVES, NSTEALS, NB, NPLACED, NREPAIRED, NGIVENUP = range(28)
+    WHN, NSEQ, PFREE, PCAPL, NSOLVES, NSTEALS, NB, NPLACED, NREPAIRED, NGIVENUP = range(27)
 # float state X[...]
 T_LAST, NEXT = 0, 1
 # columns: flows (int), flows (float), thresholds (int), have (int), ready queue (int)
-F_TASK, F_SRC, F_DST, F_SLOT, F_DONE, F_TH, F_NEXT = range(7)
+F_TASK, F_SRC, F_DST, F_SLOT, F_TH, F_NEXT = range(6)
 G_TOTAL, G_START, G_TACT, G_BASE = range(4)
 T_CONS, T_TOK, T_NEXT = range(3)
 H_W, H_NEXT = range(2)

@@ -205,6 +205,8 @@ class Simulator(Decisions, Recovery):
         self.tclass, classes = transfer_classes(graph)
         self.net = make_network(network, cluster, self._push, self._arrive, self._flow_done, classes=classes)
         self.network_name = network
+        #: what the compiled loop counted (solves, repairs, steals, placements); empty for the engine
+        self.stats = {}
         self.view = SimView(self)
         net = self.net
         # one dispatch, indexed by EventKind

@@ -116,7 +116,7 @@ def run(sim) -> Trace:
          np.full(W, -1, i64), np.full(W, -1, i64), np.zeros(W), np.zeros(W), np.asarray(sim.policy.cores, np.float64),
          np.zeros(W, i64), np.zeros(W, np.bool_), np.zeros(W))
     cap = 1024
-    F = (np.full((cap, 7), -1, i64), np.zeros((cap, 4)), np.full((cap, 3), -1, i64), np.zeros(cap),
+    F = (np.full((cap, 6), -1, i64), np.zeros((cap, 4)), np.full((cap, 3), -1, i64), np.zeros(cap),
          np.full((cap, 3), -1, i64), np.zeros((cap, 3)), np.full((n + cap, 2), -1, i64), np.zeros(n + cap),
          np.full((cap, 3), -1, i64))
     sc = 64  # the network's slots; its pairs' as maxmin.MaxMinNetwork starts them
