@@ -385,7 +385,8 @@ def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
 
     def run(sig, decision, secs, guarded=1):
         return SimpleNamespace(learned=True, policy=policy, signature=sig, decision=decision, guarded=guarded,
-                               started=time.monotonic() - secs, fixed=False, predictions={}, watch=0.0)
+                               started=time.monotonic() - secs, fixed=False, predictions={}, watch=0.0,
+                               graph=(), done=set(), finished_at=[], reference=[])
 
     sig = (frozenset({"a"}), 5)
     p.record(run(sig, "plan", 1.0))  # the first run of its kind learns: not kept
@@ -639,6 +640,57 @@ def test_a_choice_tried_for_the_first_time_is_given_up_once_it_runs_past_its_wat
     again = Run("r2", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
     again.signature = sig
     assert p._measured_choice(again, ("plan", "subset"))[0] == PLAN
+
+
+def test_a_try_falling_behind_the_progress_of_the_choice_measured_shortest_is_given_up_early(monkeypatch):
+    """Dask's own measured twice at 2 s, its tasks finishing evenly: a run trying the plan that
+    has finished 2 of its 10 tasks at 1 s (the reference had at 0.4 s: 2.5x behind) is given up
+    long before its 2.5 s watch, and the plan is measured as long as it would run at that pace
+    (2.5 x 2 s), not as the 1 s it ran. Before a fifth of its tasks finished it is not raced."""
+    from types import SimpleNamespace
+
+    from taskflow.runtime.adaptation import behind, progress_curve
+    from taskflow.runtime.plugin import TaskflowPlugin
+    from taskflow.runtime.runs import RUNNING, Run
+
+    g = TaskGraph("wide")
+    for i in range(10):
+        g.add_task(f"t{i}", cost=1.0)
+    cluster = Cluster.heterogeneous([4.0, 1.0])
+    policy = get_scheduler("adaptive")
+    p = TaskflowPlugin()
+    p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
+    monkeypatch.setattr(p, "_live_cluster", lambda r: cluster)
+    monkeypatch.setattr(p, "_unfinished", lambda r: [f"t{i}" for i in range(2, 10)])
+    sig = (frozenset({"t"}), 3)
+    p.outcomes[sig] = {"plan": [], "dask": [], "subset": [], "predicted": {"plan": 1.5, "dask": 2.0}}
+    for _ in range(2):  # two runs of Dask's own: a task finishes every 0.2 s
+        done = Run("d", g, policy, cluster, "c1", owned=True)
+        done.signature, done.decision, done.guarded, done.state = sig, DASK, 1, RUNNING
+        done.started = time.monotonic() - 2.0
+        for i in range(10):
+            done.key_moved(f"t{i}", "memory")
+        done.finished_at = [done.started + 0.2 * (i + 1) for i in range(10)]
+        assert progress_curve(done, 5) == pytest.approx([0.4, 0.8, 1.2, 1.6, 2.0])
+        p.record(done)
+    assert len(p.outcomes[sig]["curves"][DASK]) == 2 and p.outcomes[sig]["dask"] == [pytest.approx(2.0, abs=0.05)] * 2
+    r = Run("r1", g, policy, cluster, "c1", owned=True)
+    r.signature, r.state = sig, RUNNING
+    assert p._measured_choice(r, (PLAN, DASK)) == (PLAN, 1.5) and r.watch == pytest.approx(2.5, abs=0.1)
+    assert r.reference[1] == pytest.approx(0.2) and r.reference[-1] == pytest.approx(2.0)
+    r.decision, r.started = PLAN, time.monotonic() - 1.0
+    r.key_moved("t0", "memory")
+    assert behind(r, 1.0) == 0.0  # a tenth done: not raced yet
+    p.learn_within(r, "t", 0.1, cluster.ids[0], "s1")
+    assert r.decision == PLAN and p.outcomes[sig]["plan"] == []
+    r.key_moved("t1", "memory")
+    assert behind(r, 1.0) == pytest.approx(2.5)  # two tenths at 1 s; the reference's at 0.4 s
+    p.learn_within(r, "t", 0.1, cluster.ids[0], "s2")
+    assert r.decision == DASK and r.reference == [] and r.watch == 0.0
+    assert p.outcomes[sig]["plan"] == [pytest.approx(5.0, rel=0.05)]  # its pace, not the second it ran
+    again = Run("r2", g, policy, cluster, "c1", owned=True)
+    again.signature = sig
+    assert p._measured_choice(again, (PLAN, DASK))[0] == DASK
 
 
 def test_a_run_left_to_dask_at_once_is_predicted_by_what_its_earlier_runs_measured_shortest():

@@ -16,7 +16,7 @@ from .predict import CHOICES, DASK, PLAN, SUBSET, choose, narrow_pairs, narrow_r
 from .runs import FAILED, MOVABLE, REPLANNING
 
 __all__ = ["Adapting", "P2P_PREFIXES", "has_p2p", "decision_note", "signature", "shortest_measured", "KEEP_OUTCOMES",
-           "MIN_TASKS", "MIN_SECONDS", "MEASURED_MARGIN", "CLOSE", "WATCH"]
+           "MIN_TASKS", "MIN_SECONDS", "MEASURED_MARGIN", "CLOSE", "WATCH", "EARLY", "progress_curve", "behind"]
 
 #: measured runs kept per kind of work and choice (the latest), and kinds of work kept
 KEEP_OUTCOMES = (5, 256)
@@ -34,6 +34,11 @@ CLOSE = 0.15
 #: how much longer (a fraction) than the shortest measured so far a run trying a choice may run
 #: before it is given up for that one
 WATCH = 0.25
+#: the fraction of a try's tasks that must have finished before its progress is raced against the
+#: choice measured shortest (the first tasks of a run are a poor guide to its length)
+EARLY = 0.2
+#: points of a run's progress curve: when each twentieth of its tasks had finished
+PROGRESS_POINTS = 20
 
 #: task-name prefixes of Dask's peer-to-peer shuffles and rechunks, whose output tasks Dask's shuffle
 #: extension itself pins to workers: a graph with one is left to Dask's own scheduling
@@ -223,20 +228,24 @@ class Adapting:
                          key=lambda c: preds.get(c, float("inf")))
         if untried:  # try it once, watched: as the guard predicted it, if it did
             r.watch, r.fallback = (1.0 + WATCH) * medians[best], best
+            curves = (runs.get("curves") or {}).get(best) or []
+            r.reference = [statistics.median(at) for at in zip(*curves)] if curves else []
             return untried[0], preds.get(untried[0])
         for c in tried:  # a close second measured once is measured again: one run is not its median
             if c != best and len(runs[c]) == 1 and medians[c] <= (1.0 + CLOSE) * medians[best]:
                 return c, medians[c]
         return shortest_measured(runs, choices)
 
-    def _give_up(self, r, stimulus_id: str) -> None:
-        """``r``, trying a choice for the first time, has run longer than its watch allows: that
-        choice is measured as long as this (it lost already) and the unfinished part goes to the
-        choice measured shortest so far."""
+    def _give_up(self, r, stimulus_id: str, measured: float) -> None:
+        """``r``, trying a choice for the first time, has run longer than its watch allows, or
+        fallen behind the choice measured shortest so far (:func:`behind`): that choice is
+        measured as ``measured`` seconds (it lost already) and the unfinished part goes to the
+        choice measured shortest."""
         book = self.outcomes.get(r.signature)
         if book is not None and r.decision in book:
-            book[r.decision].append(time.monotonic() - r.started)
+            book[r.decision].append(measured)
         r.watch = 0.0
+        r.reference = []
         r.redecisions += 1  # changed its mind: not kept under either choice
         r.guarded += 1
         self._move(r, REPLANNING)
@@ -276,6 +285,9 @@ class Adapting:
             kept = book[r.signature].setdefault(r.decision, [])
             kept.append(time.monotonic() - r.started)
             del kept[:-KEEP_OUTCOMES[0]]
+            curves = book[r.signature].setdefault("curves", {}).setdefault(r.decision, [])
+            curves.append(progress_curve(r))
+            del curves[:-KEEP_OUTCOMES[0]]
 
     def guard(self, r, graph, cluster, plan) -> float:
         """Decide what runs the unfinished part of ``r`` (:func:`.predict.choose`, or the measured
@@ -372,9 +384,12 @@ class Adapting:
         stimulus_id : str
         """
         p = r.policy
-        if r.watch and time.monotonic() - r.started > r.watch:
-            self._give_up(r, stimulus_id)
-            return
+        if r.watch:
+            elapsed = time.monotonic() - r.started
+            lag = behind(r, elapsed)
+            if elapsed > r.watch or lag > 1.0 + WATCH:  # measured as long as it would run at this pace
+                self._give_up(r, stimulus_id, max(elapsed, lag * r.watch / (1.0 + WATCH)))
+                return
         if r.fixed or r.redecisions >= p.replans or \
                 time.monotonic() - r.decided_at < max(p.interval, 20 * r.decide_secs):
             return  # at most a twentieth of the scheduler's time goes to deciding
@@ -416,6 +431,52 @@ def _with_queued(keys, r, tasks) -> list:
     decision must reach those not started yet."""
     seen = set(keys)
     return list(keys) + [k for k in r.graph.ids if k not in seen and k in tasks and tasks[k].state == "processing"]
+
+
+def progress_curve(r, points: int = PROGRESS_POINTS) -> list:
+    """When (seconds since ``r`` began) each ``1 / points`` of its keys had finished: the ``i``-th
+    of ``points`` values is when ``ceil((i + 1) * n / points)`` of its ``n`` keys had (keys found
+    finished when its tasks arrived count as at its start).
+
+    Parameters
+    ----------
+    r : Run
+    points : int
+    """
+    n = max(1, len(r.graph))
+    times = sorted(r.finished_at)
+    early = max(0, len(r.done) - len(times))  # finished before it began: no time of their own
+    out = []
+    for i in range(points):
+        k = math.ceil((i + 1) * n / points) - early  # the k-th timed finish reaches that share
+        t = times[min(k, len(times)) - 1] - r.started if k > 0 and times else 0.0
+        out.append(max(0.0, t))
+    return out
+
+
+def behind(r, elapsed: float) -> float:
+    """How much longer ``r``, trying a choice, took to finish the share of its keys it has
+    finished than the choice it races took for the same share (its :attr:`~.runs.Run.reference`
+    progress curve, the median of that choice's measured runs): ``elapsed`` over the reference's
+    time at that share, interpolated; 0 before :data:`EARLY` of its keys finished, or with no
+    reference.
+
+    Parameters
+    ----------
+    r : Run
+    elapsed : float
+        Seconds since it began.
+    """
+    ref = r.reference
+    share = len(r.done) / max(1, len(r.graph))
+    if not ref or share < EARLY:
+        return 0.0
+    x = min(share, 1.0) * len(ref)  # ref[i] is at share (i + 1) / len(ref); share 0 at time 0
+    i = min(int(x), len(ref))
+    lo = ref[i - 1] if i > 0 else 0.0
+    hi = ref[i] if i < len(ref) else ref[-1]
+    at = lo + (hi - lo) * (x - i)
+    return elapsed / at if at > 0 else 0.0
 
 
 def _any_measured(runs: dict, choices=CHOICES) -> bool:

@@ -21,6 +21,7 @@ shutting down after the work is done has no run left waiting for a worker.
 from __future__ import annotations
 
 import heapq
+import time
 
 from ..cluster import Cluster
 from ..graph import TaskGraph
@@ -76,7 +77,7 @@ class Run:
     __slots__ = ("id", "graph", "policy", "cluster", "client", "plan", "prio", "addr", "replans", "error", "owned",
                  "estimate", "prefix_costs", "learned", "predicted", "state", "done", "before", "decision", "decided_at",
                  "decide_secs", "estimates", "speeds_used", "redecisions", "signature", "started", "fixed", "ended",
-                 "fast", "predictions", "guarded", "watch", "fallback")
+                 "fast", "predictions", "guarded", "watch", "fallback", "finished_at", "reference")
 
     def __init__(self, run_id, graph: TaskGraph, policy, cluster: Cluster | None, client: str | None, owned: bool,
                  estimate: bool = False, prefix_costs: dict | None = None):
@@ -119,6 +120,11 @@ class Run:
         # shortest so far) once it has run ``watch`` seconds (0: not watched)
         self.watch = 0.0
         self.fallback: str | None = None
+        # when each of its keys finished (monotonic seconds, in the order they did), for its progress
+        # curve (:func:`.adaptation.progress_curve`); and, while it tries a choice, the progress
+        # curve of the choice measured shortest, which it races (empty: none)
+        self.finished_at: list = []
+        self.reference: list = []
 
     def __repr__(self) -> str:
         return f"<Run {self.id!r} {self.state}, {len(self.done)}/{len(self.graph)} keys finished>"
@@ -178,6 +184,8 @@ class Run:
         finish : str
         """
         if finish in FINISHED_KEY:
+            if key not in self.done:
+                self.finished_at.append(time.monotonic())
             self.done.add(key)
             return len(self.done) == len(self.graph)
         if finish in AGAIN:
