@@ -21,7 +21,8 @@ the same plan. Inside Dask's scheduler (the taskflow plugin) three rules are add
    by more than its estimates are off. Runs of the same work then try once each of the three
    that the predictions do not rule out (within the margin's band of the best, widened to twice
    the error the predictions of the choices measured so far showed), each given up for the best
-   measured so far once it runs 25% longer than it (successive elimination, Even-Dar et al.
+   measured so far once it falls 25% behind it (at the same share of its tasks finished, from a
+   fifth on, or over the whole run: successive elimination, Even-Dar et al.
    2006; Hoeffding races, Maron and Moore 1993), and keep the one measured shortest (medians of
    the latest five; Dask's own unless another is 5% shorter). Mid-run, a group behind a
    narrow link is not weighed: the finished tasks' outputs sit on both sides of it. A graph

@@ -246,7 +246,8 @@ def test_a_hold_asks_the_tasks_waiting_outside_it_over_and_leaving_to_dask_lifts
 
     asked = []
     stealing = _Fake(move_task_request=lambda ts, victim, thief: asked.append((ts.key, thief.address)) or "steal-1")
-    ws = {a: _Fake(address=a, nthreads=1, processing=set(), long_running=set()) for a in ("f", "s1", "s2")}
+    ws = {a: _Fake(address=a, name=a, nthreads=1, processing=set(), long_running=set(), executing=set())
+          for a in ("f", "s1", "s2")}
     g = TaskGraph()
     for k in ("done", "on-s1", "on-s2", "on-f", "later"):
         g.add_task(k, cost=1.0)
@@ -265,6 +266,7 @@ def test_a_hold_asks_the_tasks_waiting_outside_it_over_and_leaving_to_dask_lifts
     plugin = Adapting()
     plugin.dask_scheduler = _Fake(tasks=tasks, workers=ws, extensions={"stealing": stealing}, valid_workers=valid,
                                   transitions=lambda *a, **k: None)
+    plugin.learned_speeds = lambda: {}  # the plugin's
     r = Run("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
     r.plan = {k: where.get(k, "s1") for k in g.ids}
     plugin._hold(r, ["later"], ["f"])
@@ -274,6 +276,7 @@ def test_a_hold_asks_the_tasks_waiting_outside_it_over_and_leaving_to_dask_lifts
     assert tasks["done"].worker_restrictions == {"s1"}
     plugin._leave_to_dask(r, ["later"], None)
     assert all(tasks[k].worker_restrictions is None for k in g.ids if k != "done")
+    assert len(asked) == 2  # each worker's one task counts as started: nothing to spread
     assert tasks["done"].worker_restrictions == {"s1"}
 
 
@@ -691,6 +694,65 @@ def test_a_try_falling_behind_the_progress_of_the_choice_measured_shortest_is_gi
     again = Run("r2", g, policy, cluster, "c1", owned=True)
     again.signature = sig
     assert p._measured_choice(again, (PLAN, DASK))[0] == DASK
+
+
+def test_a_plan_left_to_dask_mid_run_spreads_its_queue_over_the_workers_by_their_learned_speeds(monkeypatch):
+    """A plan sent twelve tasks to a worker measured four times slower than the other, which has
+    none: left to Dask (a try given up), the latest queued ones are asked over to the fast worker
+    while that shortens the slow one's share (one thread each: ten move; the slow worker's
+    highest-priority task, counted as started, and one more stay). A run never planned moves
+    nothing."""
+    from types import SimpleNamespace
+
+    from taskflow.runtime import adaptation
+    from taskflow.runtime.plugin import TaskflowPlugin
+    from taskflow.runtime.runs import RUNNING, Run
+
+    class Worker:  # hashable, as Dask's worker and task states are
+        def __init__(self, name):
+            self.address, self.name, self.nthreads, self.processing, self.executing = f"tcp://{name}", name, 1, set(), set()
+
+    slow, fast = Worker("slow"), Worker("fast")
+
+    class Task:
+        def __init__(self, key, priority):
+            self.key, self.state, self.processing_on, self.priority = key, "processing", slow, priority
+
+    tasks = {}
+    for i in range(12):
+        ts = Task(f"t{i}", (i,))
+        slow.processing.add(ts)
+        tasks[ts.key] = ts
+    g = TaskGraph("queue")
+    for k in tasks:
+        g.add_task(k, cost=1.0)
+    p = TaskflowPlugin()
+    p.dask_scheduler = SimpleNamespace(tasks=tasks, workers={"tcp://slow": slow, "tcp://fast": fast},
+                                       transitions=lambda *a, **k: None)
+    monkeypatch.setattr(p, "learned_speeds", lambda: {"slow": 0.25, "fast": 1.0})
+    moved = []
+
+    def move(dask_scheduler, ts, workers):
+        moved.append((ts.key, [ws.name for ws in workers]))
+        ts.processing_on.processing.discard(ts)
+        ts.processing_on = workers[0]
+        workers[0].processing.add(ts)
+        return True
+
+    monkeypatch.setattr(adaptation, "move_queued", move)
+    monkeypatch.setattr(adaptation, "restrict", lambda ts, where: None)
+    r = Run("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
+    r.state, r.plan = RUNNING, {k: "slow" for k in tasks}
+    p._leave_to_dask(r, list(tasks), None)
+    assert r.decision == DASK and r.plan == {}
+    # the latest first; an eleventh would make the fast worker's share (11) longer than the slow one's (2 at 0.25: 8)
+    assert [k for k, _ in moved] == [f"t{i}" for i in range(11, 1, -1)] and {w for _, (w,) in moved} == {"fast"}
+    assert {ts.key for ts in slow.processing} == {"t0", "t1"}
+    moved.clear()
+    again = Run("r2", g, get_scheduler("adaptive"), None, "c1", owned=True)
+    again.state = RUNNING
+    p._leave_to_dask(again, list(tasks), None)  # nothing of it was planned
+    assert moved == []
 
 
 def test_a_run_left_to_dask_at_once_is_predicted_by_what_its_earlier_runs_measured_shortest():

@@ -67,6 +67,38 @@ def test_the_compiled_loop_runs_the_scale_benchmark_s_shapes_as_the_engine_does(
     assert loop.num_transfers > 20
 
 
+def test_the_compiled_loop_runs_in_pieces_that_make_the_same_moves_and_let_python_interrupt_it(monkeypatch):
+    """Run 25 events at a time, the loop returns to Python many times (where Ctrl-C is seen) and
+    its trace is the engine's; an interrupt between two pieces ends the run."""
+    g = random_layered(300, shape=1.0, out_degree=2, ccr=1.0, seed=5, bandwidth=1e8)
+    c = Cluster.heterogeneous([1.0, 2.0, 3.0, 1.0, 2.0], bandwidth=1e8, latency=1e-4)
+    calls = []
+    whole = fastpath.simulate_ws
+
+    def piece(*args):
+        calls.append(args[-1])
+        return whole(*args)
+
+    monkeypatch.setattr(fastpath, "simulate_ws", piece)
+    monkeypatch.setattr(fastpath, "CHUNK", 25)
+    with interpreted():
+        engine, loop = _both(g, c)
+    _same(engine, loop)
+    assert len(calls) > 300 / 25 and set(calls) == {25}
+
+    def interrupted(*args):
+        calls.append(args[-1])
+        if len(calls) > 3:
+            raise KeyboardInterrupt
+        return whole(*args)
+
+    calls.clear()
+    monkeypatch.setattr(fastpath, "simulate_ws", interrupted)
+    with interpreted(), pytest.raises(KeyboardInterrupt):
+        Simulator(g, c, "work-stealing", "maxmin").run(compiled=True)
+    assert len(calls) == 4
+
+
 def test_the_compiled_loop_is_taken_by_itself_from_its_size_on_and_names_what_it_does_not_cover(monkeypatch):
     g = random_layered(120, shape=1.0, out_degree=2, ccr=1.0, seed=1, bandwidth=1e8)
     c = Cluster.heterogeneous([1.0, 2.0, 3.0], bandwidth=1e8)

@@ -322,6 +322,8 @@ def _measure(kind, w, folder, repeat, workers, policy, first_side: int, options,
             "ratio_low": low, "ratio_high": high, "first_ratio_low": first_low, "first_ratio_high": first_high,
             "prediction_error": statistics.median(errors) if errors else float("nan"),
             "first_prediction_error": statistics.median(first_errors) if first_errors else float("nan"),
+            "dask_runs": " ".join(f"{t:.3f}" for t in times[None]),
+            "ours_runs": " ".join(f"{t:.3f}" for t in times[policy]),
             "decisions": " ".join(d or "-" for d in decisions),
             "first_decision": " ".join(seen.get("decision") or "-" for seen in first_seen)}
 

@@ -144,14 +144,44 @@ class Adapting:
         held = bool(r.fast)
         r.fast = ()
         again = {}
+        planned = False
         for k in _with_queued(keys, r, tasks):
             ts = tasks.get(k)
             if ts is not None and ts.state in MOVABLE and (r.plan.pop(k, None) is not None or held):
+                planned = True
                 restrict(ts, None)  # one queued on a worker is Dask's stealing's to move now
                 if ts.state == "no-worker":
                     again[k] = "waiting"
         if again:
             self.dask_scheduler.transitions(again, stimulus_id=stimulus_id or f"taskflow-lift-{time.time()}")
+        if planned:
+            self._even_out(r)
+
+    def _even_out(self, r) -> None:
+        """Spread the tasks of ``r`` sent to a worker and not started there (a plan sends every ready
+        task at once, and may have sent many to one worker) over the workers by their learned
+        speeds, before Dask's own scheduling takes the run over: Dask's stealing counts a task's
+        duration alike on every worker and moves few at a time, so a slow worker handed a plan's
+        queue would run it at its own pace. The latest queued (lowest priority) move first, each
+        to the worker that would finish its share soonest (tasks per thread over learned speed),
+        where that is sooner than where it waits; a task already running stays (Dask's stealing
+        protocol: :func:`.dask_hooks.move_queued`)."""
+        tasks = self.dask_scheduler.tasks
+        workers = list(self.dask_scheduler.workers.values())
+        if len(workers) < 2:
+            return
+        speeds = self.learned_speeds()
+        rate = {ws.address: max(1, ws.nthreads) * max(speeds.get(str(ws.name), 1.0), 1e-3) for ws in workers}
+        load = {ws.address: len(ws.processing) for ws in workers}
+        queued = sorted((tasks[k] for k in r.queued(tasks)), key=lambda ts: ts.priority or (), reverse=True)
+        for ts in queued:
+            src = ts.processing_on.address
+            best = min(workers, key=lambda ws: ((load[ws.address] + 1) / rate[ws.address], ws.address))
+            if src in load and best.address != src and \
+                    (load[best.address] + 1) / rate[best.address] < load[src] / rate[src] and \
+                    move_queued(self.dask_scheduler, ts, [best]):
+                load[best.address] += 1
+                load[src] -= 1
 
     def _hold(self, r, keys, addresses, stimulus_id: str | None = None) -> None:
         """Hold the unfinished ``keys`` of ``r`` to the workers at ``addresses`` (the

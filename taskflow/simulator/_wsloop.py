@@ -9,7 +9,7 @@ import numpy as np
 
 from ..jit import kernel
 from ._wsnet import (DONE, EVN, ESEQ, F_DST, F_NEXT, F_SLOT, F_SRC, F_TASK, F_TH, G_BASE, G_START,
-                     G_TACT, G_TOTAL, H_NEXT, H_W, NACTIVE, NB, NFLOWS, NHAVE, NO_SOURCE, NPLACED, NRQ,
+                     G_TACT, G_TOTAL, H_NEXT, H_W, MORE, NACTIVE, NB, NFLOWS, NHAVE, NO_SOURCE, NPLACED, NRQ,
                      NRUNS, NSTEALS, NTH, NTR, OK, QUEUED, R_NEXT, R_TASK, R_TOK, RUNNING, STUCK, DEEP,
                      T_CONS, T_TOK, UNREACHABLE, WAITING, WHN, duration, have, heap_pop, heap_push,
                      net_extend, net_start, net_wait, next_time, pop_due)
@@ -401,12 +401,17 @@ def _room(C, F, N, out, n, flows, placements):
 
 @kernel(cache=True)
 def simulate_ws(G, T, K, F, N, P, E, R, C, X, tdur, pdur, lat, lat_e, inv_e, everywhere, fetch_ready, maxcand, repair,
-                ready, outneed, maxindeg):
-    """Run the simulation to its end (``Simulator._loop`` with ``WorkStealing`` and ``maxmin``).
+                ready, outneed, maxindeg, L, budget):
+    """Run the simulation (``Simulator._loop`` with ``WorkStealing`` and ``maxmin``) for at most
+    ``budget`` events (a task ending, or flows due), from where ``L`` says: ``L[0]`` 0 before its
+    start (the ready tasks are placed first), then 1; ``L[1]`` the time; ``L[2]`` events in a
+    row in which no flow was due. Between two calls no decision is half made, so running it in
+    pieces makes the same moves as running it at once (and the caller can be interrupted).
 
-    Returns ``(code, F)``: :data:`OK` or what went wrong, and the flow arrays (grown, so new
-    ones): the transfers are ``F[4][:C[NTR]]`` (task, source, destination) and ``F[5][:C[NTR]]``
-    (bytes, start, end); the runs ``R`` (task, worker; start, finish) in the order they ended."""
+    Returns ``(code, F, N)``: :data:`OK` (done), :data:`MORE` (the budget ran out: call again)
+    or what went wrong, and the flow and network arrays (grown, so new ones): the transfers are
+    ``F[4][:C[NTR]]`` (task, source, destination) and ``F[5][:C[NTR]]`` (bytes, start, end); the
+    runs ``R`` (task, worker; start, finish) in the order they ended."""
     n = T[0].shape[0]
     W = K[0].shape[0]
     RI, RF = R
@@ -418,17 +423,20 @@ def simulate_ws(G, T, K, F, N, P, E, R, C, X, tdur, pdur, lat, lat_e, inv_e, eve
     score, mv, ci = np.empty(maxcand + 1), np.empty(maxcand + 1), np.empty(maxcand + 1, np.int64)
     out = np.empty((1, 2), np.int64)
     F, N, out = _room(C, F, N, out, n, 0, ready.shape[0])
-    k = _choose_ready(G, T, F, K, pdur, lat_e, inv_e, everywhere, ready, ready.shape[0], bi, bw)
-    nt = _apply(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, 0.0, fetch_ready)
-    if nt < 0:
-        return NO_SOURCE, F
     ns = 0
-    for j in range(nt - 1, -1, -1):
-        stack[ns] = touched[j]
-        ns += 1
+    if L[0] == 0.0:
+        L[0] = 1.0
+        k = _choose_ready(G, T, F, K, pdur, lat_e, inv_e, everywhere, ready, ready.shape[0], bi, bw)
+        nt = _apply(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, 0.0, fetch_ready)
+        if nt < 0:
+            return NO_SOURCE, F, N
+        for j in range(nt - 1, -1, -1):
+            stack[ns] = touched[j]
+            ns += 1
     after = -1  # the worker whose task just ended: it starts what it can, then may steal
-    idle = 0
-    now = 0.0
+    now = L[1]
+    idle = int(L[2])
+    steps = 0
     while True:
         if ns:  # an idle worker steals (and the workers that touches are checked in turn)
             ns -= 1
@@ -438,9 +446,9 @@ def simulate_ws(G, T, K, F, N, P, E, R, C, X, tdur, pdur, lat, lat_e, inv_e, eve
                 k = _choose_steal(G, T, F, K, pdur, lat_e, inv_e, w, maxcand, bi, bw, score, mv, ci)
                 nt = _apply(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, now, fetch_ready)
                 if nt < 0:
-                    return NO_SOURCE, F
+                    return NO_SOURCE, F, N
                 if ns + nt > stack.shape[0]:
-                    return DEEP, F
+                    return DEEP, F, N
                 for j in range(nt - 1, -1, -1):
                     stack[ns] = touched[j]
                     ns += 1
@@ -451,6 +459,11 @@ def simulate_ws(G, T, K, F, N, P, E, R, C, X, tdur, pdur, lat, lat_e, inv_e, eve
             ns = 1
             after = -1
             continue
+        if steps >= budget:  # no decision half made: the rest in the next call
+            L[1] = now
+            L[2] = idle
+            return MORE, F, N
+        steps += 1
         t_net = next_time(C, X, N, P, repair)
         if C[EVN] and E[0][0] <= t_net:
             now = E[0][0]
@@ -481,7 +494,7 @@ def simulate_ws(G, T, K, F, N, P, E, R, C, X, tdur, pdur, lat, lat_e, inv_e, eve
                     continue
                 T[1][j] -= 1
                 if T[0][j] == QUEUED:  # a dynamic policy places ready tasks only
-                    return UNREACHABLE, F
+                    return UNREACHABLE, F, N
                 if T[1][j] == 0:
                     newly[k] = j
                     k += 1
@@ -491,7 +504,7 @@ def simulate_ws(G, T, K, F, N, P, E, R, C, X, tdur, pdur, lat, lat_e, inv_e, eve
                 k = _choose_ready(G, T, F, K, pdur, lat_e, inv_e, everywhere, newly, k, bi, bw)
                 nt = _apply(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, now, fetch_ready)
                 if nt < 0:
-                    return NO_SOURCE, F
+                    return NO_SOURCE, F, N
                 for j in range(nt - 1, -1, -1):
                     stack[ns] = touched[j]
                     ns += 1
@@ -516,7 +529,7 @@ def simulate_ws(G, T, K, F, N, P, E, R, C, X, tdur, pdur, lat, lat_e, inv_e, eve
             else:
                 idle += 1
                 if idle > 10_000:
-                    return STUCK, F
+                    return STUCK, F, N
         else:
             break
-    return OK, F
+    return OK, F, N

@@ -23,10 +23,10 @@ import numpy as np
 from ..costs import Durations
 from ..trace import Run, Trace, Transfer
 from ._wsloop import simulate_ws
-from ._wsnet import (DEEP, NEXT, NGIVENUP, NO_SOURCE, NPLACED, NREPAIRED, NRUNS, NSOLVES, NSTEALS, NTR, OK, PCAPL,
+from ._wsnet import (DEEP, MORE, NEXT, NGIVENUP, NO_SOURCE, NPLACED, NREPAIRED, NRUNS, NSOLVES, NSTEALS, NTR, OK, PCAPL,
                      PFREE, STUCK)
 
-__all__ = ["MIN_TASKS", "MAX_WORKERS", "unsupported", "run"]
+__all__ = ["MIN_TASKS", "MAX_WORKERS", "CHUNK", "unsupported", "run"]
 
 #: From this many tasks on, :meth:`Simulator.run` uses the compiled loop where it can (below, the
 #: engine is as fast: loading the compiled code takes about a second).
@@ -34,6 +34,10 @@ MIN_TASKS = 20_000
 
 #: Up to this many workers (the loop indexes worker pairs in a dense table of ``W * W`` entries).
 MAX_WORKERS = 4096
+
+#: Events the compiled loop runs per call (a fraction of a second at a million tasks): between two
+#: calls Python handles an interrupt (Ctrl-C), which it cannot while compiled code runs.
+CHUNK = 50_000
 
 
 def _pack(d):
@@ -143,12 +147,14 @@ def run(sim) -> Trace:
     succ_src = np.repeat(np.arange(n), np.diff(succ_ptr))
     outneed = np.bincount(succ_src, weights=indeg[G[4]], minlength=n).astype(i64)
     ready = np.flatnonzero(indeg == 0).astype(i64)
+    L = np.zeros(3)
+    args = (_pack(sim.true_d), _pack(m.durations), np.ascontiguousarray(sim.cluster.latency_matrix, f64),
+            np.ascontiguousarray(m.latency_matrix, f64), np.ascontiguousarray(m.inv_bandwidth, f64), bool(m.everywhere),
+            False, int(sim.policy.max_candidates), int(net.repair), ready, outneed, int(indeg.max(initial=0)), L, CHUNK)
+    code = MORE
     with compiled():
-        code, F = simulate_ws(G, T, K, F, N, P, E, R, C, X, _pack(sim.true_d), _pack(m.durations),
-                              np.ascontiguousarray(sim.cluster.latency_matrix, f64),
-                              np.ascontiguousarray(m.latency_matrix, f64), np.ascontiguousarray(m.inv_bandwidth, f64),
-                              bool(m.everywhere), False, int(sim.policy.max_candidates), int(net.repair), ready,
-                              outneed, int(indeg.max(initial=0)))
+        while code == MORE:  # in pieces: Python sees an interrupt between two
+            code, F, N = simulate_ws(G, T, K, F, N, P, E, R, C, X, *args)
     if code != OK:
         why = {STUCK: "the network model made no progress", NO_SOURCE: "no copy of an output is left",
                DEEP: "idle workers stole in a cascade too deep"}.get(int(code), "a state the policy never makes")
