@@ -755,6 +755,35 @@ def test_a_plan_left_to_dask_mid_run_spreads_its_queue_over_the_workers_by_their
     assert moved == []
 
 
+def test_a_first_run_left_to_dask_on_workers_alike_spends_nothing_on_links_it_could_not_act_on(monkeypatch):
+    """Mid-run a rack is not weighed and a first run takes no plan where Dask's own can run it: a
+    first run left to Dask on workers alike neither estimates its unfinished tasks nor weighs its
+    links as its tasks finish. With ``choices=["plan"]`` a narrow link can make it decide again."""
+    from types import SimpleNamespace
+
+    from taskflow.runtime.plugin import TaskflowPlugin
+    from taskflow.runtime.runs import RUNNING, Run
+
+    g = TaskGraph("wide")
+    for i in range(8):
+        g.add_task(f"t{i}", cost=1.0)
+    racks = Cluster([Worker(w) for w in "abcd"], bandwidth=1e9,  # learned: a rate per pair
+                    bandwidths={a: {b: 1e3 for b in ("cd" if a in "ab" else "ab")} for a in "abcd"})
+    p = TaskflowPlugin()
+    p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
+    looked = []
+    monkeypatch.setattr(p, "_spread", lambda r, c: 1.0)
+    monkeypatch.setattr(p, "_live_cluster", lambda r: looked.append("cluster") or racks)
+    monkeypatch.setattr(p, "_estimate_unfinished", lambda r: looked.append("estimate") or None)
+    for choices, expected in ((None, []), (["plan"], ["cluster", "estimate"])):
+        policy = get_scheduler("adaptive", **({"choices": choices} if choices else {}))
+        r = Run("r1", g, policy, racks, "c1", owned=True)
+        r.state, r.decision, r.signature = RUNNING, DASK, (frozenset({"t"}), 3)
+        looked.clear()
+        p.learn_within(r, "t", 0.1, "a", "s1")
+        assert looked == expected and r.decision == DASK
+
+
 def test_a_run_left_to_dask_at_once_is_predicted_by_what_its_earlier_runs_measured_shortest():
     from taskflow.runtime.adaptation import shortest_measured
 

@@ -399,8 +399,8 @@ class Adapting:
     def learn_within(self, r, prefix: str, secs: float, worker: str, stimulus_id: str) -> None:
         """A task of ``r`` finished (``prefix``, ``secs`` of compute on ``worker``): when that, or
         the worker speeds learned since, is ``drift`` off what the last decision used (for a run
-        left to Dask: once the workers look uneven, or a link learned narrow for the unfinished
-        tasks as now estimated), re-estimate the unfinished tasks' costs and decide again (at
+        left to Dask: once the workers look uneven, or, where the decision could then take a plan,
+        a link learned narrow for the unfinished tasks as now estimated), re-estimate the unfinished tasks' costs and decide again (at
         most every ``interval`` seconds, and 20 times the last decision's time, and ``replans``
         times per run). A run whose decision came from measured runs (:meth:`record`) is not
         re-decided.
@@ -427,6 +427,12 @@ class Adapting:
         fresh = None
         if r.decision == DASK:  # left to Dask: worth a new decision once the workers look uneven
             if self._spread(r, None) <= p.spread:  # or a link looks narrow for the graph as now estimated
+                choices = getattr(p, "choices", CHOICES)
+                if PLAN not in choices or (DASK in choices and not _any_measured(self.outcomes.get(r.signature) or {})):
+                    # mid-run a rack is not weighed, and until a run of this work was measured a plan
+                    # is not taken where Dask's own can be: a narrow link would change nothing
+                    r.decided_at = time.monotonic()
+                    return
                 t0 = time.perf_counter()
                 cluster = self._live_cluster(r)
                 if cluster is not None and cluster.bandwidths and len(r.graph) <= p.limit:
