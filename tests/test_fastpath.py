@@ -134,3 +134,42 @@ def test_the_compiled_loop_compiled_runs_what_the_engine_runs():
         engine, loop = _both(g, c)
     _same(engine, loop)
     assert np.isfinite(loop.makespan)
+
+
+def test_kernels_compiled_without_reference_counting_allocate_nothing_and_return_no_array():
+    """A kernel compiled with ``_nrt=False`` must not allocate an array, nor call a kernel that
+    does (numba compiles a callee with its caller's flags), nor return a tuple or array to a
+    caller that counts references (it would free it early)."""
+    import ast
+    import inspect
+
+    from taskflow.jit import Kernel
+    from taskflow.simulator import _wsloop, _wsnet
+
+    allocating = {"empty", "zeros", "full", "ones", "arange", "concatenate", "copy", "List", "empty_like"}
+    checked = {}
+
+    def bare(k):
+        """The kernel ``k``, and every kernel it calls, allocates nothing and returns scalars."""
+        if k in checked:
+            return
+        checked[k] = True
+        tree = ast.parse(inspect.getsource(k.py_func).split("\n", 1)[1])  # without the decorator
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                f = node.func
+                called = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+                assert called not in allocating, f"{k!r} allocates ({called})"
+                target = k.py_func.__globals__.get(called) if isinstance(f, ast.Name) else None
+                if isinstance(target, Kernel):
+                    bare(target)
+            if isinstance(node, ast.Return) and node.value is not None:
+                assert not isinstance(node.value, (ast.Tuple, ast.List)), f"{k!r} returns a tuple"
+
+    off = [k for mod in (_wsnet, _wsloop) for k in vars(mod).values()
+           if isinstance(k, Kernel) and k.__module__ == mod.__name__ and k.options.get("_nrt", True) is False]
+    assert len(off) >= 20  # the loop's helpers
+    for k in off:
+        bare(k)
+    names = {k.__name__ for k in off}
+    assert not names & {"simulate_ws", "_room", "_grown1", "next_time", "pop_due"}  # these allocate

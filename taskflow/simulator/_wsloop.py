@@ -18,7 +18,7 @@ __all__ = ["simulate_ws"]
 
 
 # ---------------------------------------------------------------- tasks and data (engine.Simulator)
-@kernel(cache=True)
+@kernel(cache=True, _nrt=False)
 def _need(C, X, T, F, N, P, lat, i, p, s, w, now):
     """Consumer ``i`` on ``w`` needs ``s`` bytes of ``p``'s output (``Simulator._need``); False
     when no copy of it is left."""
@@ -59,7 +59,7 @@ def _need(C, X, T, F, N, P, lat, i, p, s, w, now):
     return True
 
 
-@kernel(cache=True)
+@kernel(cache=True, _nrt=False)
 def _flow_done(C, T, F, f, now):
     """``f`` carried all its bytes (``Simulator._flow_done``)."""
     FI, GF, TRI, TRF, HI, HB = F[0], F[1], F[4], F[5], F[6], F[7]
@@ -97,7 +97,7 @@ def _flow_done(C, T, F, f, now):
     TRF[k, 2] = now
 
 
-@kernel(cache=True)
+@kernel(cache=True, _nrt=False)
 def _dequeue(T, K, i, w):
     q_prev, q_next = T[9], T[10]
     a, b = q_prev[i], q_next[i]
@@ -112,7 +112,7 @@ def _dequeue(T, K, i, w):
     K[2][w] -= 1
 
 
-@kernel(cache=True)
+@kernel(cache=True, _nrt=False)
 def _runnable(C, T, K, F, i, w):
     """``i`` joins ``w``'s runnable queue (first come, first served: the policy's priorities are equal)."""
     RQ = F[8]
@@ -128,7 +128,7 @@ def _runnable(C, T, K, F, i, w):
     K[6][w] = e
 
 
-@kernel(cache=True)
+@kernel(cache=True, _nrt=False)
 def _place(C, X, G, T, K, F, N, P, lat, i, w, now, fetch_ready):
     """``i`` is queued on ``w`` (``Simulator._place``); False when an input has no copy left."""
     T[2][i] = w
@@ -158,7 +158,7 @@ def _place(C, X, G, T, K, F, N, P, lat, i, w, now, fetch_ready):
     return True
 
 
-@kernel(cache=True)
+@kernel(cache=True, _nrt=False)
 def _try_start(C, G, T, K, F, E, tdur, w, now):
     """Start ``w``'s runnable tasks in order while its cores allow (``Simulator._try_start``)."""
     RQ = F[8]
@@ -184,7 +184,7 @@ def _try_start(C, G, T, K, F, E, tdur, w, now):
 
 
 # ---------------------------------------------------------------- the policy (schedulers.work_stealing)
-@kernel(cache=True)
+@kernel(cache=True, _nrt=False)
 def _estimates(G, T, F, K, lat, inv, i):
     """``K[12][w]``: seconds to bring ``i``'s computed inputs to ``w`` (``SimView.transfer_estimates``)."""
     out, here, HI = K[12], K[11], F[6]
@@ -210,7 +210,7 @@ def _estimates(G, T, F, K, lat, inv, i):
             h = HI[h, H_NEXT]
 
 
-@kernel(cache=True)
+@kernel(cache=True, _nrt=False)
 def _estimate(G, T, F, lat, inv, i, w):
     """Seconds to bring ``i``'s computed inputs to ``w`` (``SimView.transfer_estimate``)."""
     acc = 0.0
@@ -224,7 +224,7 @@ def _estimate(G, T, F, lat, inv, i, w):
     return acc
 
 
-@kernel(cache=True)
+@kernel(cache=True, _nrt=False)
 def _choose_ready(G, T, F, K, pdur, lat, inv, everywhere, tasks, k, bi, bw):
     """``WorkStealing.on_ready``: each task to the worker where it would start earliest."""
     occ, load, cores = K[7], K[8], K[9]
@@ -249,7 +249,7 @@ def _choose_ready(G, T, F, K, pdur, lat, inv, everywhere, tasks, k, bi, bw):
     return k
 
 
-@kernel(cache=True)
+@kernel(cache=True, _nrt=False)
 def _choose_steal(G, T, F, K, pdur, lat, inv, thief, maxcand, bi, bw, score, mv, ci):
     """``WorkStealing.on_idle``: tasks the idle ``thief`` takes from the most loaded worker."""
     occ, load, cores, nqueued, q_head, q_next = K[7], K[8], K[9], K[2], K[3], T[10]
@@ -302,7 +302,7 @@ def _choose_steal(G, T, F, K, pdur, lat, inv, thief, maxcand, bi, bw, score, mv,
     return k
 
 
-@kernel(cache=True)
+@kernel(cache=True, _nrt=False)
 def _apply(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, now, fetch_ready):
     """Carry out ``k`` decisions (``Simulator._apply``): each task queued on its worker, then the
     workers touched start what they can; how many workers were touched (-1: an input was lost)."""

@@ -7,6 +7,12 @@ per task, ``K`` per worker, ``F`` the flows (and what grows with them), ``N`` th
 and pairs, ``P`` the fixed port arrays, ``C`` the integer counters and flags (indices below), ``X``
 the float ones. Only :func:`._wsloop.simulate_ws` grows arrays, before each batch of placements,
 so no kernel here writes past an array's end.
+
+Kernels that neither allocate nor call one that does, and return only scalars, are compiled
+without numba's reference counting (``_nrt=False``): they read and write arrays their caller
+holds, and counting the references of the dozens of arrays each takes (an atomic add per array,
+per call and per tuple unpacked) was a fifth of the loop's time. The rate solves and
+:func:`.fastpath`'s growing of arrays keep it.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ R_TASK, R_TOK, R_NEXT = range(3)
 
 
 
-@kernel(cache=True)
+@kernel(cache=True, _nrt=False)
 def duration(d, i, w):
     """Task ``i``'s seconds on worker ``w`` from a duration pack (dense matrix, or cost / speed)."""
     dense, D, cost, speed, overhead, need, wcores, multi = d
@@ -47,7 +53,7 @@ def duration(d, i, w):
     return cost[i] / speed[w] + overhead
 
 
-@kernel(cache=True)
+@kernel(cache=True, _nrt=False)
 def heap_push(ht, hs, hv, n, t, s, v):
     """Push ``(t, s) -> v`` on the min-heap ``[:n]``; the new size."""
     k = n
@@ -65,7 +71,7 @@ def heap_push(ht, hs, hv, n, t, s, v):
     return n + 1
 
 
-@kernel(cache=True)
+@kernel(cache=True, _nrt=False)
 def heap_pop(ht, hs, hv, n):
     """Drop the top of the min-heap ``[:n]`` (read it first); the new size."""
     n -= 1
@@ -92,7 +98,7 @@ def heap_pop(ht, hs, hv, n):
     return n
 
 
-@kernel(cache=True)
+@kernel(cache=True, _nrt=False)
 def have(T, F, p, w):
     """Bytes of ``p``'s output on ``w`` (-1: none)."""
     HI, HB = F[6], F[7]
@@ -105,7 +111,7 @@ def have(T, F, p, w):
 
 
 # ---------------------------------------------------------------- the network (maxmin.MaxMinNetwork)
-@kernel(cache=True)
+@kernel(cache=True, _nrt=False)
 def catch_up(C, X, N, now):
     dt = now - X[T_LAST]
     if dt > 0 and C[NACTIVE]:
@@ -113,7 +119,7 @@ def catch_up(C, X, N, now):
     X[T_LAST] = now
 
 
-@kernel(cache=True)
+@kernel(cache=True, _nrt=False)
 def set_next(F, N, f):
     slot = F[0][f, F_SLOT]
     if slot >= 0:
@@ -122,7 +128,7 @@ def set_next(F, N, f):
         N[5][slot] = F[3][h] if (h >= 0 and F[3][h] < tot) else tot
 
 
-@kernel(cache=True)
+@kernel(cache=True, _nrt=False)
 def pair_on(C, N, P, src, dst):
     """The pair ``src -> dst`` has its first active flow: a slot for it (as maxmin's free list
     hands them out, growing by doubling)."""
@@ -169,7 +175,7 @@ def pair_on(C, N, P, src, dst):
     return q
 
 
-@kernel(cache=True)
+@kernel(cache=True, _nrt=False)
 def pair_off(C, N, P, q):
     pslot, pfree, psrc, pdst = N[8], N[9], N[10], N[11]
     plist, ppos, moves = N[16], N[17], N[24]
@@ -192,7 +198,7 @@ def pair_off(C, N, P, q):
     C[PFREE] += 1
 
 
-@kernel(cache=True)
+@kernel(cache=True, _nrt=False)
 def activate(C, F, N, P, f):
     FI = F[0]
     slot = C[NACTIVE]
@@ -213,7 +219,7 @@ def activate(C, F, N, P, f):
     C[DIRTY] = 1
 
 
-@kernel(cache=True)
+@kernel(cache=True, _nrt=False)
 def deactivate(C, F, N, P, f):
     FI = F[0]
     slot = FI[f, F_SLOT]
@@ -242,7 +248,7 @@ def deactivate(C, F, N, P, f):
     C[DIRTY] = 1
 
 
-@kernel(cache=True)
+@kernel(cache=True, _nrt=False)
 def net_start(C, X, F, N, P, f, now):
     catch_up(C, X, N, now)
     t = F[1][f, G_TACT]
@@ -253,7 +259,7 @@ def net_start(C, X, F, N, P, f, now):
         activate(C, F, N, P, f)
 
 
-@kernel(cache=True)
+@kernel(cache=True, _nrt=False)
 def net_wait(C, X, F, N, f, nbytes, consumer, token, now):
     """A threshold on ``f``'s list, kept in (bytes, sequence) order: a heap's pops, in a list."""
     FI, TI, TB = F[0], F[2], F[3]
@@ -279,7 +285,7 @@ def net_wait(C, X, F, N, f, nbytes, consumer, token, now):
         C[STALE] = 1
 
 
-@kernel(cache=True)
+@kernel(cache=True, _nrt=False)
 def net_extend(C, X, F, N, f, total, now):
     catch_up(C, X, N, now)
     F[1][f, G_TOTAL] = total
