@@ -576,6 +576,21 @@ def test_the_guard_holds_dask_to_one_rack_where_the_link_between_racks_is_narrow
     assert choose(small, racks, plan, None, 0.15, 3000, choices=(DASK, SUBSET))[0] == DASK
 
 
+def _wide_plugin(n: int):
+    """``n`` independent 1-second tasks, two workers (4x apart), the adaptive policy and a scheduler
+    plugin without Dask (only its bookkeeping is exercised)."""
+    from types import SimpleNamespace
+
+    from taskflow.runtime.plugin import TaskflowPlugin
+
+    g = TaskGraph("wide")
+    for i in range(n):
+        g.add_task(f"t{i}", cost=1.0)
+    p = TaskflowPlugin()
+    p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
+    return g, Cluster.heterogeneous([4.0, 1.0]), get_scheduler("adaptive"), p
+
+
 def test_a_run_that_begins_left_to_dask_makes_its_first_choice_mid_run_by_the_measured_runs():
     """A graph with a peer-to-peer shuffle begins left to Dask and chooses once its tasks show
     uneven workers: that first choice, on the unfinished part, follows the earlier runs of the same
@@ -583,16 +598,9 @@ def test_a_run_that_begins_left_to_dask_makes_its_first_choice_mid_run_by_the_me
     is the guard's own, and such a run is not kept (it changed its mind)."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.plugin import TaskflowPlugin
     from taskflow.runtime.runs import Run
 
-    g = TaskGraph("wide")
-    for i in range(12):
-        g.add_task(f"t{i}", cost=1.0)
-    cluster = Cluster.heterogeneous([4.0, 1.0])
-    policy = get_scheduler("adaptive")
-    p = TaskflowPlugin()
-    p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
+    g, cluster, policy, p = _wide_plugin(12)
     sig = (frozenset({"t"}), 3)
     p.outcomes[sig] = {"plan": [2.0, 2.1], "dask": [1.0, 1.1], "subset": [1.9, 2.0]}
     r = Run("r1", g, policy, None, "c1", owned=True)
@@ -650,19 +658,10 @@ def test_a_try_falling_behind_the_progress_of_the_choice_measured_shortest_is_gi
     has finished 2 of its 10 tasks at 1 s (the reference had at 0.4 s: 2.5x behind) is given up
     long before its 2.5 s watch, and the plan is measured as long as it would run at that pace
     (2.5 x 2 s), not as the 1 s it ran. Before a fifth of its tasks finished it is not raced."""
-    from types import SimpleNamespace
-
     from taskflow.runtime.adaptation import behind, progress_curve
-    from taskflow.runtime.plugin import TaskflowPlugin
     from taskflow.runtime.runs import RUNNING, Run
 
-    g = TaskGraph("wide")
-    for i in range(10):
-        g.add_task(f"t{i}", cost=1.0)
-    cluster = Cluster.heterogeneous([4.0, 1.0])
-    policy = get_scheduler("adaptive")
-    p = TaskflowPlugin()
-    p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
+    g, cluster, policy, p = _wide_plugin(10)
     monkeypatch.setattr(p, "_live_cluster", lambda r: cluster)
     monkeypatch.setattr(p, "_unfinished", lambda r: [f"t{i}" for i in range(2, 10)])
     sig = (frozenset({"t"}), 3)
