@@ -709,7 +709,8 @@ def test_a_plan_left_to_dask_mid_run_spreads_its_queue_over_the_workers_by_their
 
     class Worker:  # hashable, as Dask's worker and task states are
         def __init__(self, name):
-            self.address, self.name, self.nthreads, self.processing, self.executing = f"tcp://{name}", name, 1, set(), set()
+            self.address, self.name, self.nthreads = f"tcp://{name}", name, 1
+            self.processing, self.executing = set(), set()
 
     slow, fast = Worker("slow"), Worker("fast")
 

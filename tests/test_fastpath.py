@@ -2,6 +2,9 @@
 in for: the same runs, in the same order, at the same times, on the same workers, and the same
 transfers, on random graphs and clusters and on the shapes the scale benchmark runs."""
 
+import os
+import signal
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -68,8 +71,10 @@ def test_the_compiled_loop_runs_the_scale_benchmark_s_shapes_as_the_engine_does(
 
 
 def test_the_compiled_loop_runs_in_pieces_that_make_the_same_moves_and_let_python_interrupt_it(monkeypatch):
-    """Run 25 events at a time, the loop returns to Python many times (where Ctrl-C is seen) and
-    its trace is the engine's; an interrupt between two pieces ends the run."""
+    """Run 25 events at a time, the loop returns to Python many times and its trace is the
+    engine's. Ctrl-C while a piece runs is held until it returns (a signal handler raising inside
+    a callback of compiled code comes out as a chain of SystemErrors), then ends the run as a
+    KeyboardInterrupt."""
     g = random_layered(300, shape=1.0, out_degree=2, ccr=1.0, seed=5, bandwidth=1e8)
     c = Cluster.heterogeneous([1.0, 2.0, 3.0, 1.0, 2.0], bandwidth=1e8, latency=1e-4)
     calls = []
@@ -86,17 +91,26 @@ def test_the_compiled_loop_runs_in_pieces_that_make_the_same_moves_and_let_pytho
     _same(engine, loop)
     assert len(calls) > 300 / 25 and set(calls) == {25}
 
-    def interrupted(*args):
+    finished = []
+
+    def interrupted(*args):  # Ctrl-C arrives while the fourth piece runs
         calls.append(args[-1])
-        if len(calls) > 3:
-            raise KeyboardInterrupt
-        return whole(*args)
+        if len(calls) == 4:
+            os.kill(os.getpid(), signal.SIGINT)
+        out = whole(*args)
+        finished.append(len(calls))
+        return out
 
     calls.clear()
     monkeypatch.setattr(fastpath, "simulate_ws", interrupted)
-    with interpreted(), pytest.raises(KeyboardInterrupt):
-        Simulator(g, c, "work-stealing", "maxmin").run(compiled=True)
-    assert len(calls) == 4
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with interpreted(), pytest.raises(KeyboardInterrupt):
+            Simulator(g, c, "work-stealing", "maxmin").run(compiled=True)
+        assert len(calls) == 4 and finished == [1, 2, 3, 4]  # the piece ran to its end; none after it
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler put back
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def test_the_compiled_loop_is_taken_by_itself_from_its_size_on_and_names_what_it_does_not_cover(monkeypatch):

@@ -400,9 +400,9 @@ class Adapting:
         """A task of ``r`` finished (``prefix``, ``secs`` of compute on ``worker``): when that, or
         the worker speeds learned since, is ``drift`` off what the last decision used (for a run
         left to Dask: once the workers look uneven, or, where the decision could then take a plan,
-        a link learned narrow for the unfinished tasks as now estimated), re-estimate the unfinished tasks' costs and decide again (at
-        most every ``interval`` seconds, and 20 times the last decision's time, and ``replans``
-        times per run). A run whose decision came from measured runs (:meth:`record`) is not
+        a link learned narrow for the unfinished tasks as now estimated), re-estimate the
+        unfinished tasks' costs and decide again (at most every ``interval`` seconds, and 20 times
+        the last decision's time, and ``replans`` times per run). A run whose decision came from measured runs (:meth:`record`) is not
         re-decided.
 
         Parameters

@@ -18,6 +18,10 @@ costs on a lazily computed matrix. :meth:`Simulator.run` uses it by itself from
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
+
 import numpy as np
 
 from ..costs import Durations
@@ -38,6 +42,28 @@ MAX_WORKERS = 4096
 #: Events the compiled loop runs per call (a fraction of a second at a million tasks): between two
 #: calls Python handles an interrupt (Ctrl-C), which it cannot while compiled code runs.
 CHUNK = 50_000
+
+
+@contextlib.contextmanager
+def _deferred_interrupt():
+    """While the compiled loop runs, Ctrl-C (SIGINT) is noted, not raised: Python runs a signal
+    handler at its next bytecode, which may be inside a callback the compiled code makes (numba
+    unpickling a constant), where an exception comes out as a chain of ``SystemError``. Yields a
+    list that holds the signal once one came; leaving the block, the handler that was there before
+    is put back and, if a signal came, called (``KeyboardInterrupt`` by default, or the CLI's
+    one-line exit). Outside the main thread, or with SIGINT ignored, nothing changes."""
+    asked: list = []
+    before = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not callable(before):
+        yield asked
+        return
+    signal.signal(signal.SIGINT, lambda signum, frame: asked.append(signum))
+    try:
+        yield asked
+    finally:
+        signal.signal(signal.SIGINT, before)
+    if asked:
+        before(signal.SIGINT, None)
 
 
 def _pack(d):
@@ -152,9 +178,11 @@ def run(sim) -> Trace:
             np.ascontiguousarray(m.latency_matrix, f64), np.ascontiguousarray(m.inv_bandwidth, f64), bool(m.everywhere),
             False, int(sim.policy.max_candidates), int(net.repair), ready, outneed, int(indeg.max(initial=0)), L, CHUNK)
     code = MORE
-    with compiled():
-        while code == MORE:  # in pieces: Python sees an interrupt between two
+    with compiled(), _deferred_interrupt() as asked:
+        while code == MORE:  # in pieces: an interrupt is acted on between two
             code, F, N = simulate_ws(G, T, K, F, N, P, E, R, C, X, *args)
+            if asked:
+                break
     if code != OK:
         why = {STUCK: "the network model made no progress", NO_SOURCE: "no copy of an output is left",
                DEEP: "idle workers stole in a cascade too deep"}.get(int(code), "a state the policy never makes")
