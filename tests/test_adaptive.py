@@ -689,6 +689,7 @@ def test_a_try_falling_behind_the_progress_of_the_choice_measured_shortest_is_gi
     assert behind(r, 1.0) == pytest.approx(2.5)  # two tenths at 1 s; the reference's at 0.4 s
     p.learn_within(r, "t", 0.1, cluster.ids[0], "s2")
     assert r.decision == DASK and r.reference == [] and r.watch == 0.0
+    assert r.path == [PLAN, DASK]  # the status (and the suite) show the try, not only where it ended
     assert p.outcomes[sig]["plan"] == [pytest.approx(5.0, rel=0.05)]  # its pace, not the second it ran
     again = Run("r2", g, policy, cluster, "c1", owned=True)
     again.signature = sig
@@ -926,6 +927,34 @@ def test_the_spread_counts_a_worker_s_prefix_only_with_enough_tasks_and_seconds(
     assert p._spread(undeclared, None) == pytest.approx(4.0)
     p.durations["work"]["w0"] = [MIN_SECONDS / 2, MIN_TASKS]
     assert p._spread(undeclared, None) == 1.0
+
+
+def test_a_worker_s_cold_first_task_does_not_make_it_look_slow():
+    """A worker's first task of a prefix pays once for imports and caches (400 ms against 20 ms):
+    two identical workers stay alike for the guard, the speeds and the costs; a worker slow in
+    every task (held to a quarter core) stays 4x slower."""
+    from types import SimpleNamespace
+
+    from taskflow.runtime.dask_hooks import observe, warm
+    from taskflow.runtime.plugin import TaskflowPlugin
+
+    def task(i):
+        return SimpleNamespace(key=f"part-{i}", prefix=SimpleNamespace(name="part"), nbytes=1000, dependencies=[])
+
+    p = TaskflowPlugin()
+    p.dask_scheduler = SimpleNamespace(workers={a: SimpleNamespace(name=a) for a in ("w0", "w1", "w2")})
+    undeclared = SimpleNamespace(cluster=None)
+    for i in range(8):
+        observe(p.durations, p.sizes, p.inputs, task(i), "w0", 0.02)
+        observe(p.durations, p.sizes, p.inputs, task(i), "w1", 0.4 if i == 0 else 0.02)  # its first one cold
+    assert p.durations["part"]["w1"][0] == pytest.approx(0.54)  # kept as measured
+    assert warm(p.durations)["part"] == {"w0": [pytest.approx(0.14), 7], "w1": [pytest.approx(0.14), 7]}
+    assert p._spread(undeclared, None) == pytest.approx(1.0)
+    assert p.learned_speeds() == {"w0": pytest.approx(1.0), "w1": pytest.approx(1.0)}
+    for i in range(8):
+        observe(p.durations, p.sizes, p.inputs, task(i), "w2", 0.08 + (0.3 if i == 0 else 0.0))
+    assert p._spread(undeclared, None) == pytest.approx(4.0)
+    assert warm({"x": {"w0": [0.5, 2]}}) == {"x": {"w0": [0.5, 2]}}  # without the longest: as it is
 
 
 def test_until_a_run_of_the_work_is_measured_the_guard_takes_no_plan_but_predicts_it(monkeypatch):

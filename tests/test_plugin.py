@@ -432,7 +432,7 @@ def test_the_plugin_counts_only_the_latest_compute_of_a_key():
     stops = [{"action": "compute", "start": 0.0, "stop": 0.5}, {"action": "transfer", "start": 9.0, "stop": 9.2},
              {"action": "compute", "start": 10.0, "stop": 10.25}]
     p.transition("k", "processing", "memory", worker="tcp://a", startstops=stops)
-    assert p.durations["pre"] == {"w0": [0.25, 1]}
+    assert p.durations["pre"] == {"w0": [0.25, 1, 0.25]}
     assert p.sizes["pre"] == [800.0, 1]  # its output, for tasks of the prefix not yet run
 
 
@@ -907,7 +907,7 @@ def test_the_plugins_duration_table_is_bounded_and_skips_declared_runs(monkeypat
     monkeypatch.setattr(dask_hooks, "MAX_PREFIXES", 3)
     for k in range(5):
         finish(f"k{k}", f"p{k}")
-    assert list(p.durations) == ["p2", "p3", "p4"] and p.durations["p4"] == {"w0": [0.5, 1]}
+    assert list(p.durations) == ["p2", "p3", "p4"] and p.durations["p4"] == {"w0": [0.5, 1, 0.5]}
     assert list(p.sizes) == ["p2", "p3", "p4"]
     p.runs["r"] = SimpleNamespace(learned=False, plan={}, state="planned")
     p.key_run["declared-key"] = "r"

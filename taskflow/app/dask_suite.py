@@ -170,7 +170,8 @@ def _inside(spec: dict) -> None:
 def _timed(client, w, folder, policy, options=None):
     """One run of workload ``w``: seconds from submission to results, the results, and (under a
     policy) what the scheduler plugin predicted and measured of the run: ``{"predicted",
-    "makespan", "decision"}`` (seconds from the graph's arrival to its last result)."""
+    "makespan", "decision"}`` (seconds from the graph's arrival to its last result; the decision
+    as each one the run took in turn: ``plan>dask``)."""
     import taskflow
     from taskflow.runtime.session import call
 
@@ -183,6 +184,8 @@ def _timed(client, w, folder, policy, options=None):
     if policy:
         status = call(client, "taskflow_status", client=client.id)
         seen = {k: status.get(k) for k in ("predicted", "makespan", "decision")}
+        if status.get("path"):  # a try given up shows as what it tried, then what it fell back to
+            seen["decision"] = ">".join(status["path"])
     taskflow.use(client, None)
     return secs, out, seen
 

@@ -11,7 +11,7 @@ import math
 import statistics
 import time
 
-from .dask_hooks import BARRIER_PREFIX, cpu_shares, dask_state, move_queued, restrict
+from .dask_hooks import BARRIER_PREFIX, cpu_shares, dask_state, move_queued, restrict, warm
 from .predict import CHOICES, DASK, PLAN, SUBSET, choose, narrow_pairs, narrow_rate, subsets
 from .runs import FAILED, MOVABLE, REPLANNING
 
@@ -129,7 +129,7 @@ class Adapting:
         from .learn import relative_speeds, speeds_on
 
         live = {str(ws.name) for ws in self.dask_scheduler.workers.values()}
-        learned = {w: s for w, s in relative_speeds(self.durations, MIN_TASKS, MIN_SECONDS).items() if w in live}
+        learned = {w: s for w, s in relative_speeds(warm(self.durations), MIN_TASKS, MIN_SECONDS).items() if w in live}
         declared = ({w.id: w.speed for w in r.cluster.workers} if r.cluster is not None else
                     {w: s for w, s in cpu_shares(self.dask_scheduler).items() if w in live})
         speeds = list(speeds_on(declared, learned if len(learned) >= 2 else {}).values() if declared else

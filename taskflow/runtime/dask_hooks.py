@@ -14,7 +14,7 @@ from .worker_plugin import CPU_METRIC, RATES_METRIC
 
 __all__ = ["restrict", "move_queued", "SHUFFLE_PINNED", "P2P_PAIRS", "BARRIER_PREFIX", "prefetch", "plan_first",
            "send_planned_in_order", "keep_planned_replicas", "dask_state", "estimated_graph",
-           "cpu_shares", "received_rates", "observe", "input_scaling", "input_factor", "MAX_PREFIXES"]
+           "cpu_shares", "received_rates", "observe", "warm", "input_scaling", "input_factor", "MAX_PREFIXES"]
 
 #: Task prefixes whose durations, sizes and inputs the plugin keeps (the oldest is dropped past this).
 MAX_PREFIXES = 10_000
@@ -220,7 +220,7 @@ def _bounded(table: dict, name: str, empty):
 
 def observe(durations: dict, sizes: dict, inputs: dict, ts, worker: str, secs: float) -> None:
     """Task ``ts`` finished after ``secs`` of compute on ``worker``: add it to its prefix's
-    ``durations`` ({worker: [seconds, tasks]}), its output's bytes to ``sizes`` ([bytes, tasks]),
+    ``durations`` ({worker: [seconds, tasks, the longest task's seconds]}), its output's bytes to ``sizes`` ([bytes, tasks]),
     and (seconds, input bytes) to ``inputs`` (sums for :func:`input_scaling`) where the sizes of
     all its inputs are known.
 
@@ -233,9 +233,10 @@ def observe(durations: dict, sizes: dict, inputs: dict, ts, worker: str, secs: f
     secs : float
     """
     name = ts.prefix.name
-    cell = _bounded(durations, name, {}).setdefault(worker, [0.0, 0])
+    cell = _bounded(durations, name, {}).setdefault(worker, [0.0, 0, 0.0])
     cell[0] += secs
     cell[1] += 1
+    cell[2] = max(cell[2], secs)
     if ts.nbytes >= 0:
         size = _bounded(sizes, name, [0.0, 0])
         size[0] += ts.nbytes
@@ -246,6 +247,23 @@ def observe(durations: dict, sizes: dict, inputs: dict, ts, worker: str, secs: f
         row = _bounded(inputs, name, [0.0] * 6)
         for i, v in enumerate((1.0, x, secs, x * x, x * secs, secs * secs)):
             row[i] += v
+
+
+def warm(durations: dict) -> dict:
+    """``durations`` as ``{prefix: {worker: [seconds, tasks]}}`` without each worker's longest task
+    of each prefix it ran twice or more: a worker's first tasks pay once for what later ones reuse
+    (imports, caches, the first call of a library); one such task among a few made one of two
+    identical workers look 2-7x slower (the suite's shuffle on workers alike). A worker slow
+    throughout (held to part of a core) stays slow: its other tasks are. Cells without the longest
+    task's seconds (``[seconds, tasks]``) are kept as they are.
+
+    Parameters
+    ----------
+    durations : dict
+        ``{prefix: {worker: [seconds, tasks, longest seconds]}}`` as :func:`observe` keeps them.
+    """
+    return {name: {w: ([cell[0] - cell[2], cell[1] - 1] if len(cell) > 2 and cell[1] >= 2 else list(cell[:2]))
+                   for w, cell in row.items()} for name, row in durations.items()}
 
 
 def input_scaling(row) -> tuple | None:
@@ -318,8 +336,8 @@ def estimated_graph(dask_scheduler, tss, durations: dict, sizes: dict, speeds: d
     index = {ts.key: i for i, ts in enumerate(tss)}
     known: dict = {}
     for name, row in durations.items():  # seconds at speed 1, from what ran where
-        n = sum(c for _, c in row.values())
-        known[name] = sum(secs * speeds.get(w, 1.0) for w, (secs, _) in row.items()) / n if n else None
+        n = sum(cell[1] for cell in row.values())
+        known[name] = sum(cell[0] * speeds.get(w, 1.0) for w, cell in row.items()) / n if n else None
     cost = [float(declared[ts.prefix.name]) if ts.prefix.name in declared
             else known[ts.prefix.name] if known.get(ts.prefix.name) is not None
             else float(dask_scheduler._get_prefix_duration(ts.prefix)) for ts in tss]

@@ -58,7 +58,7 @@ from ..policy import get_scheduler, require_runnable
 from .adaptation import Adapting
 from .learn import last_compute, relative_speeds, speeds_on
 from .dask_hooks import (cpu_shares, dask_state, estimated_graph, keep_planned_replicas, move_queued, observe,
-                         prefetch, received_rates, restrict, send_planned_in_order)
+                         prefetch, received_rates, restrict, send_planned_in_order, warm)
 from .messages import cluster_from_message, graph_from_payload, plan_priorities
 from .runs import (FAILED, FINISHED, FINISHED_KEY, LIVE, MOVABLE, PLANNED, REGISTERED, REPLANNING, RUNNING,
                    TRANSITIONS, Run)
@@ -124,7 +124,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         self.lost_all_since: float | None = None
         self.dask_scheduler = None
         self._count = 0
-        self.durations: dict = {}  # task prefix -> {worker name: [compute seconds, tasks]}
+        self.durations: dict = {}  # task prefix -> {worker name: [compute seconds, tasks, longest]}
         self.sizes: dict = {}  # task prefix -> [output bytes, tasks]
         self.inputs: dict = {}  # task prefix -> sums of (seconds, input megabytes), for input_scaling
         self.outcomes: dict = {}  # kind of work -> {"plan": [s], "dask": [s]}: measured runs (.adaptation)
@@ -236,7 +236,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
             r = next((x for x in reversed(self.runs.values()) if x.owned and x.client == client), None)
         if r is not None:
             out.update(run=r.id, replans=r.replans, error=r.error, predicted=r.predicted, state=r.state,
-                       decision=r.decision, redecisions=r.redecisions,
+                       decision=r.decision, path=list(r.path), redecisions=r.redecisions,
                        makespan=r.ended - r.started if r.ended and r.started else None)
             if plan:
                 out["plan"] = [[k, w] for k, w in r.plan.items()]
@@ -320,7 +320,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
     def learned_speeds(self) -> dict:
         """Worker name -> speed relative to the others, from the compute times of task prefixes
         that ran on several workers (weighted by their seconds)."""
-        return relative_speeds(self.durations)
+        return relative_speeds(warm(self.durations))
 
     def learned_bandwidths(self) -> dict:
         """Sender name -> receiver name -> bytes per second the receiver took in

@@ -75,7 +75,8 @@ class Run:
     """
 
     __slots__ = ("id", "graph", "policy", "cluster", "client", "plan", "prio", "addr", "replans", "error", "owned",
-                 "estimate", "prefix_costs", "learned", "predicted", "state", "done", "before", "decision", "decided_at",
+                 "estimate", "prefix_costs", "learned", "predicted", "state", "done", "before", "_decision", "path",
+                 "decided_at",
                  "decide_secs", "estimates", "speeds_used", "redecisions", "signature", "started", "fixed", "ended",
                  "fast", "predictions", "guarded", "watch", "fallback", "finished_at", "reference")
 
@@ -103,7 +104,8 @@ class Run:
         # the adaptive policy's guard (see .adaptation): "plan" (placed), "dask" (left to Dask) or
         # "subset" (left to Dask, held to the workers at the addresses ``fast``),
         # when and how long the last decision took, the prefix costs and worker speeds it used
-        self.decision: str | None = None
+        self._decision: str | None = None
+        self.path: list = []  # each decision it took in turn (a try given up: ["plan", "dask"])
         self.decided_at = 0.0
         self.decide_secs = 0.0
         self.estimates: dict = {}
@@ -125,6 +127,17 @@ class Run:
         # curve of the choice measured shortest, which it races (empty: none)
         self.finished_at: list = []
         self.reference: list = []
+
+    @property
+    def decision(self) -> str | None:
+        """What runs it now (the guard's latest decision), or None before one."""
+        return self._decision
+
+    @decision.setter
+    def decision(self, value: str | None) -> None:
+        if value is not None and (not self.path or self.path[-1] != value):
+            self.path.append(value)
+        self._decision = value
 
     def __repr__(self) -> str:
         return f"<Run {self.id!r} {self.state}, {len(self.done)}/{len(self.graph)} keys finished>"
