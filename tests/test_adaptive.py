@@ -785,6 +785,38 @@ def test_a_first_run_left_to_dask_on_workers_alike_spends_nothing_on_links_it_co
         assert looked == expected and r.decision == DASK
 
 
+def test_rates_learned_between_workers_of_one_host_are_never_a_narrow_link():
+    """Two workers on one machine's loopback, a busy receiver taking a shuffle in at 200 MB/s:
+    that rate is the receiver's CPU, not a link, and holding Dask to one of them cannot beat it.
+    The same rate between two hosts is a narrow link for the same graph; a rate the run declares
+    between workers of one host (an emulated network) counts as declared."""
+    from types import SimpleNamespace
+
+    from taskflow.runtime.plugin import TaskflowPlugin
+    from taskflow.runtime.predict import across_hosts
+    from taskflow.runtime.runs import Run
+
+    g = TaskGraph("heavy")
+    g.add_task("a", cost=0.001)
+    g.add_task("b", cost=0.001)
+    g.add_edge("a", "b", size=4e6)  # 4 MB per millisecond of compute: narrow below 4 GB/s at ccr 1
+
+    def two(addresses, rate=2e8):
+        workers = [Worker(w, address=a) for w, a in zip("ab", addresses)]
+        return Cluster(workers, bandwidth=1e9, bandwidths={"a": {"b": rate}, "b": {"a": rate}})
+
+    local = two(["tcp://127.0.0.1:4001", "tcp://127.0.0.1:4002"])
+    apart = two(["tcp://10.0.0.1:4001", "tcp://10.0.0.2:4001"])
+    assert across_hosts(local).bandwidths == {} and across_hosts(apart).bandwidths == apart.bandwidths
+    assert across_hosts(local, {"a": {"b"}}).bandwidths == {"a": {"b": 2e8}}
+    p = TaskflowPlugin()
+    p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
+    policy = get_scheduler("adaptive")
+    assert not p._narrow(Run("r1", g, policy, None, "c1", owned=True), local)
+    assert p._narrow(Run("r2", g, policy, None, "c1", owned=True), apart)
+    assert p._narrow(Run("r3", g, policy, local, "c1", owned=True), local)  # declared: as declared
+
+
 def test_a_run_left_to_dask_at_once_is_predicted_by_what_its_earlier_runs_measured_shortest():
     from taskflow.runtime.adaptation import shortest_measured
 

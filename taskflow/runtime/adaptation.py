@@ -12,7 +12,7 @@ import statistics
 import time
 
 from .dask_hooks import BARRIER_PREFIX, cpu_shares, dask_state, move_queued, restrict, warm
-from .predict import CHOICES, DASK, PLAN, SUBSET, choose, narrow_pairs, narrow_rate, subsets
+from .predict import CHOICES, DASK, PLAN, SUBSET, across_hosts, choose, narrow_pairs, narrow_rate, subsets
 from .runs import FAILED, MOVABLE, REPLANNING
 
 __all__ = ["Adapting", "P2P_PREFIXES", "has_p2p", "decision_note", "signature", "shortest_measured", "KEEP_OUTCOMES",
@@ -114,9 +114,15 @@ class Adapting:
         return worth
 
     def _narrow(self, r, cluster) -> bool:
-        """Whether a link between two of ``cluster``'s workers (declared, or as learned) is
-        narrow for ``r``'s graph (:func:`.predict.narrow_pairs`)."""
-        return cluster is not None and bool(narrow_pairs(cluster, narrow_rate(r.graph, _ccr(r.policy))))
+        """Whether a link between two of ``cluster``'s workers (declared, or as learned between
+        hosts: :meth:`_links`) is narrow for ``r``'s graph (:func:`.predict.narrow_pairs`)."""
+        return cluster is not None and bool(narrow_pairs(self._links(r, cluster), narrow_rate(r.graph, _ccr(r.policy))))
+
+    def _links(self, r, cluster):
+        """``cluster`` as a holding decision weighs its links: rates learned between workers of
+        one host left out (:func:`.predict.across_hosts`), the run's declared ones kept."""
+        declared = r.cluster.bandwidths if r.cluster is not None else {}
+        return across_hosts(cluster, {a: set(row) for a, row in declared.items()})
 
     def _spread(self, r, cluster) -> float:
         """The fastest worker's speed over the slowest's: learned from prefixes with at least
@@ -341,7 +347,7 @@ class Adapting:
         whole = len(graph) == len(r.graph)
         # mid-run, a group behind a narrow link is not weighed: the finished tasks' outputs sit on
         # both sides of it, which the prediction (of the unfinished tasks alone) does not see
-        candidates = subsets(cluster, p.spread, narrow_rate(graph, _ccr(p)) if whole else 0.0)
+        candidates = subsets(self._links(r, cluster), p.spread, narrow_rate(graph, _ccr(p)) if whole else 0.0)
         # Dask's shuffle extension places a peer-to-peer shuffle's outputs itself: no plan for them
         p2p = has_p2p(tasks, graph.ids)
         choices = tuple(c for c in getattr(p, "choices", CHOICES)
@@ -437,7 +443,7 @@ class Adapting:
                 cluster = self._live_cluster(r)
                 if cluster is not None and cluster.bandwidths and len(r.graph) <= p.limit:
                     fresh = self._estimate_unfinished(r)
-                if fresh is None or not narrow_pairs(cluster, narrow_rate(fresh, _ccr(p))):
+                if fresh is None or not narrow_pairs(self._links(r, cluster), narrow_rate(fresh, _ccr(p))):
                     r.decided_at = time.monotonic()
                     r.decide_secs = max(r.decide_secs, time.perf_counter() - t0)  # the next look waits 20x this
                     return

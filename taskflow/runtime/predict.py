@@ -10,7 +10,7 @@ from ..graph import TaskGraph
 from .dask_graph import dask_priorities
 
 __all__ = ["DASK_DRAWS", "PLAN", "DASK", "SUBSET", "CHOICES", "predict_dask", "predict_plan", "choose",
-           "fastest_workers", "narrow_rate", "narrow_pairs", "subsets", "uneven"]
+           "fastest_workers", "narrow_rate", "narrow_pairs", "subsets", "uneven", "across_hosts"]
 
 #: what runs a graph: its plan, Dask's own scheduling, Dask's own scheduling held to a subset of the
 #: workers (the fastest, or one group of workers joined by wide links)
@@ -114,6 +114,34 @@ def fastest_workers(cluster: Cluster, spread: float) -> list | None:
     top = max(w.speed for w in cluster.workers)
     fast = [w.id for w in cluster.workers if w.speed * spread >= top]
     return fast if len(fast) < len(cluster.workers) else None
+
+
+def across_hosts(cluster: Cluster, keep=None) -> Cluster:
+    """``cluster`` without the per-pair rates between workers of one host (their addresses name
+    the same host), except those in ``keep`` (``{sender: {receiver, ...}}``, declared ones): two
+    workers of one machine move bytes through its memory, at the pace of the receiver's CPU,
+    which holding Dask to one of them does not make faster. On one machine's loopback a busy
+    receiver took the suite's shuffle in at about 200 MB/s, and its graph counted that narrow.
+
+    Parameters
+    ----------
+    cluster : Cluster
+    keep : dict, optional
+    """
+    from distributed.comm import get_address_host
+
+    def host(w):
+        try:
+            return get_address_host(w.address) if w.address else None
+        except (ValueError, TypeError):
+            return None
+
+    hosts = {w.id: host(w) for w in cluster.workers}
+    keep = keep or {}
+    rows = {a: {b: v for b, v in row.items()
+                if b in keep.get(a, ()) or hosts.get(a) is None or hosts.get(a) != hosts.get(b)}
+            for a, row in cluster.bandwidths.items()}
+    return cluster.replace(bandwidths={a: row for a, row in rows.items() if row})
 
 
 def narrow_rate(graph: TaskGraph, ccr: float = 1.0) -> float:
