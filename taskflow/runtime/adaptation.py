@@ -440,10 +440,11 @@ class Adapting:
                     r.decided_at = time.monotonic()
                     return
                 t0 = time.perf_counter()
-                cluster = self._live_cluster(r)
-                if cluster is not None and cluster.bandwidths and len(r.graph) <= p.limit:
+                links = self._live_cluster(r)
+                links = self._links(r, links) if links is not None else None  # (on one host: none)
+                if links is not None and (links.bandwidths or links.racks) and len(r.graph) <= p.limit:
                     fresh = self._estimate_unfinished(r)
-                if fresh is None or not narrow_pairs(self._links(r, cluster), narrow_rate(fresh, _ccr(p))):
+                if fresh is None or not narrow_pairs(links, narrow_rate(fresh, _ccr(p))):
                     r.decided_at = time.monotonic()
                     r.decide_secs = max(r.decide_secs, time.perf_counter() - t0)  # the next look waits 20x this
                     return
