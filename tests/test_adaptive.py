@@ -785,6 +785,32 @@ def test_a_first_run_left_to_dask_on_workers_alike_spends_nothing_on_links_it_co
         assert looked == expected and r.decision == DASK
 
 
+def test_mid_run_a_hold_in_place_gives_way_only_to_a_choice_predicted_margin_shorter(monkeypatch):
+    """Dask's own is the default a choice must beat by ``margin``; mid-run a hold in place is:
+    predicted within the margin of Dask's own either way, whatever runs keeps running (first runs
+    on a quarter-core worker flipped from a hold to Dask's own and back on estimates a few percent
+    apart); one predicted 20% longer than Dask's own gives way."""
+    import taskflow.runtime.predict as predict
+    from taskflow.runtime.predict import DASK, SUBSET, choose
+
+    g = TaskGraph("w")
+    g.add_task("t", cost=1.0)
+    cluster = Cluster([Worker("a"), Worker("b")], bandwidth=1e9)
+    held = {"subset": 0.95}
+    monkeypatch.setattr(predict, "predict_dask", lambda graph, c, state, draws=1: 1.0 if len(c.workers) == 2
+                        else held["subset"])
+
+    def pick(incumbent=DASK):
+        return choose(g, cluster, None, None, 0.15, 3000, choices=(DASK, SUBSET), candidates=[["a"]],
+                      incumbent=incumbent)[0]
+
+    assert pick() == DASK and pick(SUBSET) == SUBSET  # 5% apart: neither gives way
+    held["subset"] = 0.8
+    assert pick() == SUBSET and pick(SUBSET) == SUBSET
+    held["subset"] = 1.2
+    assert pick() == DASK and pick(SUBSET) == DASK  # Dask's own 1.0 <= 0.85 x 1.2
+
+
 def test_rates_learned_between_workers_of_one_host_are_never_a_narrow_link():
     """Two workers on one machine's loopback, a busy receiver taking a shuffle in at 200 MB/s:
     that rate is the receiver's CPU, not a link, and holding Dask to one of them cannot beat it.

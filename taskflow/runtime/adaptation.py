@@ -370,8 +370,11 @@ class Adapting:
             # which keep its stealing where the costs learned so far are wrong; the plan is predicted
             # for the later runs to try it, watched
             unwatched = () if _any_measured(self.outcomes.get(r.signature) or {}) else (PLAN,)
+            # mid-run a hold in place stays unless another choice is predicted ``margin`` shorter: undone,
+            # its queue and data move again (first runs flipped between a hold and Dask's own up to 3 times)
+            incumbent = SUBSET if r.decision == SUBSET and not first else DASK
             decision, predicted, _, held = choose(graph, cluster, plan, state, p.margin, p.limit, p, p.spread, choices,
-                                                  candidates, r.predictions if first else None, unwatched)
+                                                  candidates, r.predictions if first else None, unwatched, incumbent)
         else:
             decision, predicted = measured
             held = candidates[0] if decision == SUBSET else None

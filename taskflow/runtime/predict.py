@@ -220,7 +220,7 @@ def subsets(cluster: Cluster, spread: float, rate: float = 0.0, most: int = 4) -
 
 def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin: float, limit: int,
            policy=None, spread: float = 1.5, choices=CHOICES, candidates=None, predictions: dict | None = None,
-           unwatched=()) -> tuple:
+           unwatched=(), incumbent: str = DASK) -> tuple:
     """What runs ``graph``, of ``choices``: :data:`PLAN` (``plan``), :data:`DASK` (Dask's own
     scheduling) or :data:`SUBSET` (Dask's own scheduling held to the best predicted of
     :func:`subsets`: the fastest workers, or a group of them joined by links that are not narrow
@@ -228,8 +228,8 @@ def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin:
     :func:`predict_dask` from ``state``); the plan only on a cluster where a list scheduler has
     something to win (the fastest worker more than ``spread`` times the slowest, or a network
     with per-pair rates or racks: :func:`uneven`). The shortest predicted wins, but Dask's own
-    scheduling (where it is a choice) gives way only to one predicted at least ``margin`` (a
-    fraction) shorter. Choices in ``unwatched`` are predicted (into ``predictions``) but not taken
+    scheduling (where it is a choice; or the ``incumbent``) gives way only to one predicted at
+    least ``margin`` (a fraction) shorter. Choices in ``unwatched`` are predicted (into ``predictions``) but not taken
     while another of ``choices`` is. Above ``limit`` tasks nothing is simulated: the plan on an
     uneven cluster, else Dask's own.
 
@@ -253,6 +253,9 @@ def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin:
         Filled with each simulated choice's predicted makespan.
     unwatched : iterable of str
         Choices predicted but not taken where another of ``choices`` can be.
+    incumbent : str
+        What runs now, which the others must beat by ``margin`` (Dask's own where it is not
+        predicted: a choice not among ``choices``, or a plan not simulated).
 
     Returns
     -------
@@ -276,9 +279,10 @@ def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin:
                 preds[SUBSET], held = few, ids
     if predictions is not None:
         predictions.update(preds)
-    guarded = DASK in choices
+    base = incumbent if incumbent in preds and incumbent in takes else DASK
+    guarded = base in choices
     eligible = {c: v for c, v in preds.items()
-                if c in takes and (c == DASK or not guarded or v <= (1.0 - margin) * dask)}
+                if c in takes and (c == base or not guarded or v <= (1.0 - margin) * preds[base])}
     if not eligible:
         return DASK, dask, dask, None
     best = min(eligible, key=lambda c: (eligible[c], CHOICES.index(c)))
