@@ -712,6 +712,33 @@ def test_plan_first_orders_planned_compute_tasks_only():
     assert plan_first(one, {"a"}) == [{"op": "compute-task", "key": "a", "priority": (-1, 0)}]
 
 
+def test_only_planned_keys_are_sent_in_the_plan_s_order():
+    """The keys of a run left to Dask's own scheduling (no plan) are sent as Dask sends them,
+    and nothing is looked at while no run has a plan."""
+    from types import SimpleNamespace
+
+    from taskflow.runtime.dask_hooks import PlannedKeys, send_planned_in_order
+
+    planned = SimpleNamespace(plan={"a": "w0", "b": "w0"})
+    left = SimpleNamespace(plan={})
+    plugin = SimpleNamespace(runs={"r1": planned, "r2": left}, key_run={"a": "r1", "b": "r1", "x": "r2", "y": "r2"})
+    keys = PlannedKeys(plugin)
+    assert "a" in keys and "b" in keys and "x" not in keys and "nobody" not in keys
+    sent = []
+    sched = SimpleNamespace(send_all=lambda c, w: sent.append(w))
+    send_planned_in_order(sched, plugin)
+
+    def msgs():
+        return {"w0": [{"op": "compute-task", "key": k, "priority": (p, 0)} for k, p in
+                       (("a", -1), ("x", -2), ("b", -5), ("y", -9))]}
+
+    sched.send_all({}, msgs())
+    assert [m["key"] for m in sent[-1]["w0"]] == ["b", "x", "a", "y"]  # a and b swapped; x, y as sent
+    planned.plan = {}
+    sched.send_all({}, msgs())
+    assert [m["key"] for m in sent[-1]["w0"]] == ["a", "x", "b", "y"]  # no plan: all as Dask sent them
+
+
 def test_a_run_longer_than_its_timeout_raises_run_timeout_and_the_cluster_goes_on(client):
     g = rg.emulated_chain(10, 0.5, "long-chain", "c")
     t0 = time.time()

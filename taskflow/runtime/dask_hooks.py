@@ -13,7 +13,7 @@ from ..graph import TaskGraph
 from .worker_plugin import CPU_METRIC, RATES_METRIC
 
 __all__ = ["restrict", "move_queued", "SHUFFLE_PINNED", "P2P_PAIRS", "BARRIER_PREFIX", "prefetch", "plan_first",
-           "send_planned_in_order", "keep_planned_replicas", "dask_state", "estimated_graph",
+           "PlannedKeys", "send_planned_in_order", "keep_planned_replicas", "dask_state", "estimated_graph",
            "cpu_shares", "received_rates", "observe", "warm", "input_scaling", "input_factor", "MAX_PREFIXES"]
 
 #: Task prefixes whose durations, sizes and inputs the plugin keeps (the oldest is dropped past this).
@@ -98,6 +98,25 @@ def plan_first(msgs: list, planned) -> list:
     return msgs
 
 
+class PlannedKeys:
+    """The keys a run's latest plan places, as ``plugin``'s runs say now (``key in``): not the
+    keys of a run left to Dask's own scheduling, which Dask sends as it sends them.
+
+    Parameters
+    ----------
+    plugin : TaskflowPlugin
+    """
+
+    __slots__ = ("runs", "key_run")
+
+    def __init__(self, plugin):
+        self.runs, self.key_run = plugin.runs, plugin.key_run
+
+    def __contains__(self, key) -> bool:
+        r = self.runs.get(self.key_run.get(key))
+        return r is not None and key in r.plan
+
+
 def send_planned_in_order(dask_scheduler, plugin) -> None:
     """A worker given several ready tasks at once starts the first to arrive, and only then
     follows priorities; Dask sends a graph's first ready tasks in the order of the priorities the
@@ -118,8 +137,8 @@ def send_planned_in_order(dask_scheduler, plugin) -> None:
     dask_scheduler._taskflow_send_all = send_all
 
     def send_planned_in_order(client_msgs, worker_msgs):
-        planned = plugin.key_run
-        if planned:
+        if any(r.plan for r in list(plugin.runs.values())):  # (a run left to Dask has no plan)
+            planned = PlannedKeys(plugin)
             for msgs in worker_msgs.values():
                 try:
                     plan_first(msgs, planned)
