@@ -116,7 +116,8 @@ class Adapting:
     def _narrow(self, r, cluster) -> bool:
         """Whether a link between two of ``cluster``'s workers (declared, or as learned between
         hosts: :meth:`_links`) is narrow for ``r``'s graph (:func:`.predict.narrow_pairs`)."""
-        return cluster is not None and bool(narrow_pairs(self._links(r, cluster), narrow_rate(r.graph, _ccr(r.policy))))
+        rate = narrow_rate(r.graph, _ccr(r.policy))
+        return cluster is not None and bool(narrow_pairs(self._links(r, cluster), rate))
 
     def _links(self, r, cluster):
         """``cluster`` as a holding decision weighs its links: rates learned between workers of

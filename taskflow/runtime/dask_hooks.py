@@ -239,9 +239,9 @@ def _bounded(table: dict, name: str, empty):
 
 def observe(durations: dict, sizes: dict, inputs: dict, ts, worker: str, secs: float) -> None:
     """Task ``ts`` finished after ``secs`` of compute on ``worker``: add it to its prefix's
-    ``durations`` ({worker: [seconds, tasks, the longest task's seconds]}), its output's bytes to ``sizes`` ([bytes, tasks]),
-    and (seconds, input bytes) to ``inputs`` (sums for :func:`input_scaling`) where the sizes of
-    all its inputs are known.
+    ``durations`` ({worker: [seconds, tasks, the longest task's seconds]}), its output's bytes to
+    ``sizes`` ([bytes, tasks]), and (seconds, input bytes) to ``inputs`` (sums for
+    :func:`input_scaling`) where the sizes of all its inputs are known.
 
     Parameters
     ----------

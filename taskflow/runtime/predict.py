@@ -229,9 +229,9 @@ def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin:
     something to win (the fastest worker more than ``spread`` times the slowest, or a network
     with per-pair rates or racks: :func:`uneven`). The shortest predicted wins, but Dask's own
     scheduling (where it is a choice; or the ``incumbent``) gives way only to one predicted at
-    least ``margin`` (a fraction) shorter. Choices in ``unwatched`` are predicted (into ``predictions``) but not taken
-    while another of ``choices`` is. Above ``limit`` tasks nothing is simulated: the plan on an
-    uneven cluster, else Dask's own.
+    least ``margin`` (a fraction) shorter. Choices in ``unwatched`` are predicted (into
+    ``predictions``) but not taken while another of ``choices`` is. Above ``limit`` tasks nothing
+    is simulated: the plan on an uneven cluster, else Dask's own.
 
     Parameters
     ----------
