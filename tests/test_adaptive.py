@@ -785,6 +785,35 @@ def test_a_first_run_left_to_dask_on_workers_alike_spends_nothing_on_links_it_co
         assert looked == expected and r.decision == DASK
 
 
+def test_a_run_left_to_dask_on_one_host_builds_no_cluster_as_its_tasks_finish(monkeypatch):
+    """Rates between workers of one host are never narrow: a later run left to Dask there (a plan
+    measured before, so a narrow link could make it decide again) neither builds the live cluster
+    nor estimates its unfinished tasks as its tasks finish; on two hosts it weighs its links."""
+    from types import SimpleNamespace
+
+    from taskflow.runtime.plugin import TaskflowPlugin
+    from taskflow.runtime.runs import RUNNING, Run
+
+    g = TaskGraph("wide")
+    for i in range(8):
+        g.add_task(f"t{i}", cost=1.0)
+    p = TaskflowPlugin()
+    looked = []
+    monkeypatch.setattr(p, "_spread", lambda r, c: 1.0)
+    monkeypatch.setattr(p, "_live_cluster", lambda r: looked.append("cluster") or None)
+    monkeypatch.setattr(p, "_estimate_unfinished", lambda r: looked.append("estimate") or None)
+    monkeypatch.setattr(p, "learned_speeds", lambda: looked.append("speeds") or {})
+    for hosts, expected in ((("127.0.0.1", "127.0.0.1"), []), (("10.0.0.1", "10.0.0.2"), ["cluster"])):
+        workers = {f"tcp://{h}:{4000 + i}": None for i, h in enumerate(hosts)}
+        p.dask_scheduler = SimpleNamespace(tasks={}, workers=workers, transitions=lambda *a, **k: None)
+        r = Run("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
+        r.state, r.decision, r.signature = RUNNING, DASK, (frozenset({"t"}), 3)
+        p.outcomes[r.signature] = {"plan": [2.0], "dask": [1.0]}
+        looked.clear()
+        p.learn_within(r, "t", 0.1, "a", "s1")
+        assert looked == expected and r.decision == DASK
+
+
 def test_mid_run_a_hold_in_place_gives_way_only_to_a_choice_predicted_margin_shorter(monkeypatch):
     """Dask's own is the default a choice must beat by ``margin``; mid-run a hold in place is:
     predicted within the margin of Dask's own either way, whatever runs keeps running (first runs

@@ -13,10 +13,11 @@ import time
 
 from .dask_hooks import BARRIER_PREFIX, cpu_shares, dask_state, move_queued, restrict, warm
 from .predict import CHOICES, DASK, PLAN, SUBSET, across_hosts, choose, narrow_pairs, narrow_rate, subsets
-from .runs import FAILED, MOVABLE, REPLANNING
+from .runs import EARLY, FAILED, MOVABLE, PROGRESS_POINTS, REPLANNING, behind, progress_curve
 
 __all__ = ["Adapting", "P2P_PREFIXES", "has_p2p", "decision_note", "signature", "shortest_measured", "KEEP_OUTCOMES",
-           "MIN_TASKS", "MIN_SECONDS", "MEASURED_MARGIN", "CLOSE", "WATCH", "EARLY", "progress_curve", "behind"]
+           "MIN_TASKS", "MIN_SECONDS", "MEASURED_MARGIN", "CLOSE", "WATCH", "EARLY", "PROGRESS_POINTS", "progress_curve",
+           "behind"]
 
 #: measured runs kept per kind of work and choice (the latest), and kinds of work kept
 KEEP_OUTCOMES = (5, 256)
@@ -34,11 +35,6 @@ CLOSE = 0.15
 #: how much longer (a fraction) than the shortest measured so far a run trying a choice may run
 #: before it is given up for that one
 WATCH = 0.25
-#: the fraction of a try's tasks that must have finished before its progress is raced against the
-#: choice measured shortest (the first tasks of a run are a poor guide to its length)
-EARLY = 0.2
-#: points of a run's progress curve: when each twentieth of its tasks had finished
-PROGRESS_POINTS = 20
 
 #: task-name prefixes of Dask's peer-to-peer shuffles and rechunks, whose output tasks Dask's shuffle
 #: extension itself pins to workers: a graph with one is left to Dask's own scheduling
@@ -116,14 +112,29 @@ class Adapting:
     def _narrow(self, r, cluster) -> bool:
         """Whether a link between two of ``cluster``'s workers (declared, or as learned between
         hosts: :meth:`_links`) is narrow for ``r``'s graph (:func:`.predict.narrow_pairs`)."""
-        rate = narrow_rate(r.graph, _ccr(r.policy))
-        return cluster is not None and bool(narrow_pairs(self._links(r, cluster), rate))
+        if cluster is None or self._one_host(r, cluster):
+            return False
+        return bool(narrow_pairs(self._links(r, cluster), narrow_rate(r.graph, _ccr(r.policy))))
 
     def _links(self, r, cluster):
         """``cluster`` as a holding decision weighs its links: rates learned between workers of
         one host left out (:func:`.predict.across_hosts`), the run's declared ones kept."""
         declared = r.cluster.bandwidths if r.cluster is not None else {}
         return across_hosts(cluster, {a: set(row) for a, row in declared.items()})
+
+    def _one_host(self, r, cluster=None) -> bool:
+        """Whether every worker (of ``cluster``, else every live one) is on one host and ``r``
+        declares no rates: then no link of ``r``'s is narrow (:meth:`_links`), and none needs
+        estimating."""
+        from distributed.comm import get_address_host
+
+        if r.cluster is not None and r.cluster.bandwidths:
+            return False
+        addresses = [w.address for w in cluster.workers] if cluster is not None else list(self.dask_scheduler.workers)
+        try:
+            return all(addresses) and len({get_address_host(a) for a in addresses}) <= 1
+        except (ValueError, TypeError):
+            return False
 
     def _spread(self, r, cluster) -> float:
         """The fastest worker's speed over the slowest's: learned from prefixes with at least
@@ -433,7 +444,6 @@ class Adapting:
         if r.fixed or r.redecisions >= p.replans or \
                 time.monotonic() - r.decided_at < max(p.interval, 20 * r.decide_secs):
             return  # at most a twentieth of the scheduler's time goes to deciding
-        speeds = self.learned_speeds()
         fresh = None
         if r.decision == DASK:  # left to Dask: worth a new decision once the workers look uneven
             if self._spread(r, None) <= p.spread:  # or a link looks narrow for the graph as now estimated
@@ -444,7 +454,7 @@ class Adapting:
                     r.decided_at = time.monotonic()
                     return
                 t0 = time.perf_counter()
-                links = self._live_cluster(r)
+                links = None if self._one_host(r) else self._live_cluster(r)
                 links = self._links(r, links) if links is not None else None  # (on one host: none)
                 if links is not None and (links.bandwidths or links.racks) and len(r.graph) <= p.limit:
                     fresh = self._estimate_unfinished(r)
@@ -454,6 +464,7 @@ class Adapting:
                     return
         else:
             used = r.estimates.get(prefix)
+            speeds = self.learned_speeds()
             measured = secs * speeds.get(worker, 1.0)
             off = used is None or abs(measured - used) > p.drift * max(used, 1e-3)
             off = off or _drifted(r.speeds_used, speeds, p.drift)
@@ -478,52 +489,6 @@ def _with_queued(keys, r, tasks) -> list:
     decision must reach those not started yet."""
     seen = set(keys)
     return list(keys) + [k for k in r.graph.ids if k not in seen and k in tasks and tasks[k].state == "processing"]
-
-
-def progress_curve(r, points: int = PROGRESS_POINTS) -> list:
-    """When (seconds since ``r`` began) each ``1 / points`` of its keys had finished: the ``i``-th
-    of ``points`` values is when ``ceil((i + 1) * n / points)`` of its ``n`` keys had (keys found
-    finished when its tasks arrived count as at its start).
-
-    Parameters
-    ----------
-    r : Run
-    points : int
-    """
-    n = max(1, len(r.graph))
-    times = sorted(r.finished_at)
-    early = max(0, len(r.done) - len(times))  # finished before it began: no time of their own
-    out = []
-    for i in range(points):
-        k = math.ceil((i + 1) * n / points) - early  # the k-th timed finish reaches that share
-        t = times[min(k, len(times)) - 1] - r.started if k > 0 and times else 0.0
-        out.append(max(0.0, t))
-    return out
-
-
-def behind(r, elapsed: float) -> float:
-    """How much longer ``r``, trying a choice, took to finish the share of its keys it has
-    finished than the choice it races took for the same share (its :attr:`~.runs.Run.reference`
-    progress curve, the median of that choice's measured runs): ``elapsed`` over the reference's
-    time at that share, interpolated; 0 before :data:`EARLY` of its keys finished, or with no
-    reference.
-
-    Parameters
-    ----------
-    r : Run
-    elapsed : float
-        Seconds since it began.
-    """
-    ref = r.reference
-    share = len(r.done) / max(1, len(r.graph))
-    if not ref or share < EARLY:
-        return 0.0
-    x = min(share, 1.0) * len(ref)  # ref[i] is at share (i + 1) / len(ref); share 0 at time 0
-    i = min(int(x), len(ref))
-    lo = ref[i - 1] if i > 0 else 0.0
-    hi = ref[i] if i < len(ref) else ref[-1]
-    at = lo + (hi - lo) * (x - i)
-    return elapsed / at if at > 0 else 0.0
 
 
 def _any_measured(runs: dict, choices=CHOICES) -> bool:

@@ -507,10 +507,11 @@ def relative_speeds(per: dict, min_work: float = 0.0, min_secs: float = 0.0) -> 
         if len(rate) < 2:
             continue
         weight = sum(secs for secs, _ in row.values())
-        ref = float(np.mean(np.log(list(rate.values()))))
-        for w, m in rate.items():
-            logs.setdefault(w, []).append((ref - np.log(m), weight))
-    return {w: float(np.exp(sum(x * wt for x, wt in v) / sum(wt for _, wt in v))) for w, v in logs.items()}
+        ln = {w: math.log(m) for w, m in rate.items()}  # math, not numpy: called per finished task on a few values
+        ref = sum(ln.values()) / len(ln)
+        for w, x in ln.items():
+            logs.setdefault(w, []).append((ref - x, weight))
+    return {w: math.exp(sum(x * wt for x, wt in v) / sum(wt for _, wt in v)) for w, v in logs.items()}
 
 
 SMALL_TRANSFER = 64 * 1024  # bytes: below this a transfer's time is mostly latency

@@ -21,13 +21,21 @@ shutting down after the work is done has no run left waiting for a worker.
 from __future__ import annotations
 
 import heapq
+import math
 import time
 
 from ..cluster import Cluster
 from ..graph import TaskGraph
 
 __all__ = ["Run", "REGISTERED", "PLANNED", "RUNNING", "REPLANNING", "FINISHED", "FAILED", "STATES", "TRANSITIONS",
-           "UNFINISHED_KEY", "MOVABLE", "FINISHED_KEY", "AGAIN", "LIVE"]
+           "UNFINISHED_KEY", "MOVABLE", "FINISHED_KEY", "AGAIN", "LIVE", "EARLY", "PROGRESS_POINTS",
+           "progress_curve", "behind"]
+
+#: the fraction of a try's tasks that must have finished before its progress is raced against the
+#: choice measured shortest (the first tasks of a run are a poor guide to its length)
+EARLY = 0.2
+#: points of a run's progress curve: when each twentieth of its tasks had finished
+PROGRESS_POINTS = 20
 
 REGISTERED, PLANNED, RUNNING, REPLANNING, FINISHED, FAILED = (
     "registered", "planned", "running", "replanning", "finished", "failed")
@@ -123,7 +131,7 @@ class Run:
         self.watch = 0.0
         self.fallback: str | None = None
         # when each of its keys finished (monotonic seconds, in the order they did), for its progress
-        # curve (:func:`.adaptation.progress_curve`); and, while it tries a choice, the progress
+        # curve (:func:`progress_curve`); and, while it tries a choice, the progress
         # curve of the choice measured shortest, which it races (empty: none)
         self.finished_at: list = []
         self.reference: list = []
@@ -206,3 +214,49 @@ class Run:
         # ``released`` after ``memory``: its consumers have what they need; Dask forgets it
         # only with them, so it stays done
         return False
+
+
+def progress_curve(r, points: int = PROGRESS_POINTS) -> list:
+    """When (seconds since ``r`` began) each ``1 / points`` of its keys had finished: the ``i``-th
+    of ``points`` values is when ``ceil((i + 1) * n / points)`` of its ``n`` keys had (keys found
+    finished when its tasks arrived count as at its start).
+
+    Parameters
+    ----------
+    r : Run
+    points : int
+    """
+    n = max(1, len(r.graph))
+    times = sorted(r.finished_at)
+    early = max(0, len(r.done) - len(times))  # finished before it began: no time of their own
+    out = []
+    for i in range(points):
+        k = math.ceil((i + 1) * n / points) - early  # the k-th timed finish reaches that share
+        t = times[min(k, len(times)) - 1] - r.started if k > 0 and times else 0.0
+        out.append(max(0.0, t))
+    return out
+
+
+def behind(r, elapsed: float) -> float:
+    """How much longer ``r``, trying a choice, took to finish the share of its keys it has
+    finished than the choice it races took for the same share (its :attr:`Run.reference`
+    progress curve, the median of that choice's measured runs): ``elapsed`` over the reference's
+    time at that share, interpolated; 0 before :data:`EARLY` of its keys finished, or with no
+    reference.
+
+    Parameters
+    ----------
+    r : Run
+    elapsed : float
+        Seconds since it began.
+    """
+    ref = r.reference
+    share = len(r.done) / max(1, len(r.graph))
+    if not ref or share < EARLY:
+        return 0.0
+    x = min(share, 1.0) * len(ref)  # ref[i] is at share (i + 1) / len(ref); share 0 at time 0
+    i = min(int(x), len(ref))
+    lo = ref[i - 1] if i > 0 else 0.0
+    hi = ref[i] if i < len(ref) else ref[-1]
+    at = lo + (hi - lo) * (x - i)
+    return elapsed / at if at > 0 else 0.0
