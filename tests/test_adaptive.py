@@ -444,6 +444,23 @@ def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
     p.record(run(third, "plan", 1.0))
     choice, predicted = p._measured_choice(run(third, None, 0))
     assert choice == "plan" and predicted == pytest.approx(1.175, abs=0.01)
+    # runs of the same work that differ by 26% among themselves: a choice measured once 22% over
+    # the shortest (outside 15%, inside that noise) is measured once more before it is dismissed
+    noisy = (frozenset({"d"}), 5)
+    p.record(run(noisy, "dask", 1.0))  # learns
+    for secs in (1.0, 1.3):
+        p.record(run(noisy, "dask", secs))
+    p.record(run(noisy, "subset", 1.4))  # 22% over Dask's own median of 1.15
+    choice, predicted = p._measured_choice(run(noisy, None, 0), ("dask", "subset"))
+    assert choice == "subset" and predicted == pytest.approx(1.4, abs=0.01)
+    p.record(run(noisy, "subset", 1.5))
+    assert p._measured_choice(run(noisy, None, 0), ("dask", "subset"))[0] == "dask"
+    steady = (frozenset({"e"}), 5)  # runs alike, but for one far off: the same 22% dismisses it at once
+    p.record(run(steady, "dask", 1.0))
+    for secs in (1.15, 1.15, 2.3):
+        p.record(run(steady, "dask", secs))
+    p.record(run(steady, "subset", 1.4))
+    assert p._measured_choice(run(steady, None, 0), ("dask", "subset"))[0] == "dask"
 
 
 def _task(key, prefix, nbytes=-1, deps=()):

@@ -254,7 +254,8 @@ class Adapting:
         once it has run :data:`WATCH` longer than the median of the choice measured shortest so
         far, it is given up for that one. Then the one measured shortest (medians of the latest :data:`KEEP_OUTCOMES`)
         is taken, Dask's own unless another is at least :data:`MEASURED_MARGIN` shorter; a choice
-        measured once within :data:`CLOSE` of the shortest is measured once more first. A run that
+        measured once within :data:`CLOSE` of the shortest, or within the noise of any choice's
+        own runs (:func:`_noise`) where that is wider, is measured once more first. A run that
         begins left to Dask (a peer-to-peer shuffle in its graph, or workers not yet seen to
         differ) makes its first choice mid-run, by the same rules."""
         runs = self.outcomes.get(r.signature)
@@ -279,8 +280,9 @@ class Adapting:
             curves = (runs.get("curves") or {}).get(best) or []
             r.reference = [statistics.median(at) for at in zip(*curves)] if curves else []
             return untried[0], preds.get(untried[0])
+        close = max([CLOSE] + [_noise(runs[c]) for c in tried if len(runs[c]) >= 2])
         for c in tried:  # a close second measured once is measured again: one run is not its median
-            if c != best and len(runs[c]) == 1 and medians[c] <= (1.0 + CLOSE) * medians[best]:
+            if c != best and len(runs[c]) == 1 and medians[c] <= (1.0 + close) * medians[best]:
                 return c, medians[c]
         return shortest_measured(runs, choices)
 
@@ -495,6 +497,14 @@ def _any_measured(runs: dict, choices=CHOICES) -> bool:
     """Whether a run of the same work was measured under one of ``choices`` (``runs``: choice ->
     makespans)."""
     return any(runs.get(c) for c in choices)
+
+
+def _noise(secs) -> float:
+    """How far runs of one choice differ among themselves: twice their median absolute deviation
+    over their median (two runs: their difference over their mean), at most 1; one run far off
+    the others does not widen it."""
+    mid = statistics.median(secs)
+    return min(1.0, 2.0 * statistics.median(abs(x - mid) for x in secs) / mid) if mid > 0 else 0.0
 
 
 def shortest_measured(runs: dict, choices=CHOICES) -> tuple | None:
