@@ -668,6 +668,10 @@ def test_a_choice_tried_for_the_first_time_is_given_up_once_it_runs_past_its_wat
     again = Run("r2", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
     again.signature = sig
     assert p._measured_choice(again, ("plan", "subset"))[0] == PLAN
+    p.outcomes[sig]["plan"].append(1.3)  # subset's 1.3 is now within 15% of the plan's median...
+    assert p._measured_choice(again, ("plan", "subset"))[0] == PLAN  # ... but it lost a race: not tried again
+    p.outcomes[sig].pop("lost")
+    assert p._measured_choice(again, ("plan", "subset"))[0] == SUBSET  # a close second measured once, were it not
 
 
 def test_a_try_falling_behind_the_progress_of_the_choice_measured_shortest_is_given_up_early(monkeypatch):

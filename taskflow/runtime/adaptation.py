@@ -255,7 +255,8 @@ class Adapting:
         far, it is given up for that one. Then the one measured shortest (medians of the latest :data:`KEEP_OUTCOMES`)
         is taken, Dask's own unless another is at least :data:`MEASURED_MARGIN` shorter; a choice
         measured once within :data:`CLOSE` of the shortest, or within the noise of any choice's
-        own runs (:func:`_noise`) where that is wider, is measured once more first. A run that
+        own runs (:func:`_noise`) where that is wider, is measured once more first, unless it was
+        given up in a race (it ran behind the best at the same share of its tasks). A run that
         begins left to Dask (a peer-to-peer shuffle in its graph, or workers not yet seen to
         differ) makes its first choice mid-run, by the same rules."""
         runs = self.outcomes.get(r.signature)
@@ -282,7 +283,8 @@ class Adapting:
             return untried[0], preds.get(untried[0])
         close = max([CLOSE] + [_noise(runs[c]) for c in tried if len(runs[c]) >= 2])
         for c in tried:  # a close second measured once is measured again: one run is not its median
-            if c != best and len(runs[c]) == 1 and medians[c] <= (1.0 + close) * medians[best]:
+            if c != best and len(runs[c]) == 1 and c not in runs.get("lost", ()) and \
+                    medians[c] <= (1.0 + close) * medians[best]:
                 return c, medians[c]
         return shortest_measured(runs, choices)
 
@@ -294,6 +296,7 @@ class Adapting:
         book = self.outcomes.get(r.signature)
         if book is not None and r.decision in book:
             book[r.decision].append(measured)
+            book.setdefault("lost", set()).add(r.decision)  # lost a race: not measured again as a close second
         r.watch = 0.0
         r.reference = []
         r.redecisions += 1  # changed its mind: not kept under either choice
