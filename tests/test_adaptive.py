@@ -824,10 +824,13 @@ def test_a_run_left_to_dask_on_one_host_builds_no_cluster_as_its_tasks_finish(mo
     monkeypatch.setattr(p, "_live_cluster", lambda r: looked.append("cluster") or None)
     monkeypatch.setattr(p, "_estimate_unfinished", lambda r: looked.append("estimate") or None)
     monkeypatch.setattr(p, "learned_speeds", lambda: looked.append("speeds") or {})
-    for hosts, expected in ((("127.0.0.1", "127.0.0.1"), []), (("10.0.0.1", "10.0.0.2"), ["cluster"])):
+    racks = Cluster([Worker("a"), Worker("b")], bandwidth=1e9, racks={"a": 0, "b": 1}, uplink=1e8)
+    for hosts, declared, expected in ((("127.0.0.1", "127.0.0.1"), None, []),
+                                      (("10.0.0.1", "10.0.0.2"), None, ["cluster"]),
+                                      (("127.0.0.1", "127.0.0.1"), racks, ["cluster"])):  # emulated racks: weighed
         workers = {f"tcp://{h}:{4000 + i}": None for i, h in enumerate(hosts)}
         p.dask_scheduler = SimpleNamespace(tasks={}, workers=workers, transitions=lambda *a, **k: None)
-        r = Run("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
+        r = Run("r1", g, get_scheduler("adaptive"), declared, "c1", owned=True)
         r.state, r.decision, r.signature = RUNNING, DASK, (frozenset({"t"}), 3)
         p.outcomes[r.signature] = {"plan": [2.0], "dask": [1.0]}
         looked.clear()

@@ -124,6 +124,19 @@ def test_the_cli_needs_a_command(capsys):
     assert tbm.leftovers() == before  # refused before any namespace is made
 
 
+def test_testbed_workers_get_the_environment_dask_s_nanny_gives_its_worker():
+    """Testbed workers run without a nanny; they get what a nanny would set before starting one
+    (one OpenMP, MKL and OpenBLAS thread a process), or each worker's linear algebra starts a
+    thread per core and the workers contend (the suite's SVD took 20x longer on two racks)."""
+    import dask
+
+    env = tbm.worker_environ()
+    assert env["OMP_NUM_THREADS"] == env["OPENBLAS_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "1"
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": {"OMP_NUM_THREADS": 4},
+                          "distributed.nanny.environ": {"EXTRA": "x"}}):
+        assert tbm.worker_environ() == {"OMP_NUM_THREADS": "4", "EXTRA": "x"}
+
+
 # ---------------------------------------------------------------- real namespaces (root)
 SCRIPT = r'''
 import json, sys
@@ -363,7 +376,9 @@ took = {n: min(c.submit(spin, k, workers=[a], pure=False).result() for k in rang
 model = cluster_from_dask(c, calibrate=True)
 from taskflow.runtime.calibrate import cpu_limit
 limits = {str(c.scheduler_info()["workers"][a]["name"]): v for a, v in c.run(cpu_limit).items()}
-print(json.dumps({"took": took, "speeds": {w.id: w.speed for w in model.workers}, "limits": limits}))
+import os
+blas = sorted(set(c.run(lambda: os.environ.get("OPENBLAS_NUM_THREADS")).values()))
+print(json.dumps({"took": took, "speeds": {w.id: w.speed for w in model.workers}, "limits": limits, "blas": blas}))
 '''
 
 
@@ -379,6 +394,7 @@ def test_a_testbed_worker_with_a_quarter_core_is_four_times_slower_and_calibrati
         assert p.returncode == 0, p.stderr[-3000:]
         got = json.loads(p.stdout.strip().splitlines()[-1])
     assert got["limits"] == {"w0": None, "w1": 0.25}  # read in the worker's own namespace
+    assert got["blas"] == ["1"]  # one BLAS thread a worker, as Dask's nanny would start it
     # really slower: a quarter core at most, less when the two cores are busy with other work
     # (clean CI runs measured 5.7x); calibration, which divides a kernel's CPU time by the
     # worker's share of a core, says several times slower too. Both carry the load of the two

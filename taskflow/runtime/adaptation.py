@@ -124,11 +124,11 @@ class Adapting:
 
     def _one_host(self, r, cluster=None) -> bool:
         """Whether every worker (of ``cluster``, else every live one) is on one host and ``r``
-        declares no rates: then no link of ``r``'s is narrow (:meth:`_links`), and none needs
-        estimating."""
+        declares no rates or racks: then no link of ``r``'s is narrow (:meth:`_links`), and none
+        needs estimating."""
         from distributed.comm import get_address_host
 
-        if r.cluster is not None and r.cluster.bandwidths:
+        if r.cluster is not None and (r.cluster.bandwidths or r.cluster.racks is not None):
             return False
         addresses = [w.address for w in cluster.workers] if cluster is not None else list(self.dask_scheduler.workers)
         try:
