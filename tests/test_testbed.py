@@ -127,7 +127,7 @@ def test_the_cli_needs_a_command(capsys):
 def test_testbed_workers_get_the_environment_dask_s_nanny_gives_its_worker():
     """Testbed workers run without a nanny; they get what a nanny would set before starting one
     (one OpenMP, MKL and OpenBLAS thread a process), or each worker's linear algebra starts a
-    thread per core and the workers contend (the suite's SVD took 20x longer on two racks)."""
+    thread per core and the workers contend (the suite's SVD tasks took about 10x longer on two racks)."""
     import dask
 
     env = tbm.worker_environ()

@@ -32,8 +32,8 @@ def worker_environ() -> dict:
     """The environment variables Dask's nanny sets for the worker it starts (its configuration's
     ``distributed.nanny.pre-spawn-environ`` and ``distributed.nanny.environ``: one OpenMP, MKL and
     OpenBLAS thread a process, ...): a testbed worker runs without a nanny, and without them each
-    worker's linear algebra would start a thread per core and contend with the others' (a QR of
-    the suite's SVD took 20x longer on two workers of a 2-core machine)."""
+    worker's linear algebra would start a thread per core and contend with the others' (the
+    suite's SVD tasks took about 10x longer on two workers of a 2-core machine)."""
     import dask.config
     import distributed  # noqa: F401 - its defaults join Dask's configuration when it is imported
 
