@@ -130,11 +130,13 @@ def test_testbed_workers_get_the_environment_dask_s_nanny_gives_its_worker():
     thread per core and the workers contend (the suite's SVD tasks took about 10x longer on two racks)."""
     import dask
 
-    env = tbm.worker_environ()
+    from taskflow.runtime.local import nanny_environ
+
+    env = nanny_environ()
     assert env["OMP_NUM_THREADS"] == env["OPENBLAS_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "1"
     with dask.config.set({"distributed.nanny.pre-spawn-environ": {"OMP_NUM_THREADS": 4},
                           "distributed.nanny.environ": {"EXTRA": "x"}}):
-        assert tbm.worker_environ() == {"OMP_NUM_THREADS": "4", "EXTRA": "x"}
+        assert nanny_environ() == {"OMP_NUM_THREADS": "4", "EXTRA": "x"}
 
 
 # ---------------------------------------------------------------- real namespaces (root)

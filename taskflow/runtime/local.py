@@ -70,7 +70,7 @@ import contextlib
 import logging
 import os
 
-__all__ = ["local_cluster", "warm_cluster", "warm_connections", "warm_heaps", "HEAP_SHARE", "worker_environ", "reuse_wanted", "trim_if_high", "REUSE_ENV", "MMAP_THRESHOLD", "TRIM_AT", "ARENAS", "heap_size"]
+__all__ = ["local_cluster", "warm_cluster", "warm_connections", "warm_heaps", "HEAP_SHARE", "worker_environ", "nanny_environ", "reuse_wanted", "trim_if_high", "REUSE_ENV", "MMAP_THRESHOLD", "TRIM_AT", "ARENAS", "heap_size"]
 
 #: the environment variable that turns memory reuse off (``0``) and marks a worker that has it on
 REUSE_ENV = "TASKFLOW_REUSE_MEMORY"
@@ -347,3 +347,18 @@ def _libc():
         return lib if hasattr(lib, "malloc_trim") else None
     except OSError:
         return None
+
+
+def nanny_environ() -> dict:
+    """The environment variables Dask's nanny sets for the worker it starts (its configuration's
+    ``distributed.nanny.pre-spawn-environ`` and ``distributed.nanny.environ``: one OpenMP, MKL and
+    OpenBLAS thread a process, ...): a worker started without a nanny (the testbed's) needs them, or each
+    worker's linear algebra would start a thread per core and contend with the others' (the
+    suite's SVD tasks took about 10x longer on two workers of a 2-core machine)."""
+    import dask.config
+    import distributed  # noqa: F401 - its defaults join Dask's configuration when it is imported
+
+    env = {}
+    for key in ("distributed.nanny.pre-spawn-environ", "distributed.nanny.environ"):
+        env.update({str(k): str(v) for k, v in (dask.config.get(key, default=None) or {}).items()})
+    return env

@@ -32,9 +32,9 @@ The package's modules: :mod:`.testbed` (the :class:`Testbed`: topology, nodes, s
 from .cgroups import CpuLimits, cpu_hierarchy, cpu_limits_available, remove_cpu_groups
 from .lifetime import clean_stale
 from .namespaces import PREFIX, STATE_DIR, SUBNET, available, leftovers
-from .testbed import MAX_WORKERS, PORT, TOPOLOGIES, Testbed, TestbedUnavailable, worker_environ
+from .testbed import MAX_WORKERS, PORT, TOPOLOGIES, Testbed, TestbedUnavailable
 from ..checks import parse_rate
 
 __all__ = ["Testbed", "TestbedUnavailable", "available", "parse_rate", "clean_stale", "leftovers", "TOPOLOGIES",
            "PREFIX", "SUBNET", "STATE_DIR", "PORT", "MAX_WORKERS", "CpuLimits", "cpu_hierarchy",
-           "cpu_limits_available", "remove_cpu_groups", "worker_environ"]
+           "cpu_limits_available", "remove_cpu_groups"]

@@ -19,28 +19,13 @@ from .lifetime import clean_stale, dispose, write_state
 from .namespaces import PREFIX, STATE_DIR, SUBNET, available, run_command, teardown
 from .shaping import htb, tbf
 
-__all__ = ["Testbed", "TestbedUnavailable", "TOPOLOGIES", "MAX_WORKERS", "PORT", "worker_environ"]
+__all__ = ["Testbed", "TestbedUnavailable", "TOPOLOGIES", "MAX_WORKERS", "PORT"]
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPOLOGIES = ("uniform", "two-racks", "racks", "slow-link", "matrix")
 MAX_WORKERS = 64
 #: The Dask scheduler's port in its namespace.
 PORT = 8786
-
-
-def worker_environ() -> dict:
-    """The environment variables Dask's nanny sets for the worker it starts (its configuration's
-    ``distributed.nanny.pre-spawn-environ`` and ``distributed.nanny.environ``: one OpenMP, MKL and
-    OpenBLAS thread a process, ...): a testbed worker runs without a nanny, and without them each
-    worker's linear algebra would start a thread per core and contend with the others' (the
-    suite's SVD tasks took about 10x longer on two workers of a 2-core machine)."""
-    import dask.config
-    import distributed  # noqa: F401 - its defaults join Dask's configuration when it is imported
-
-    env = {}
-    for key in ("distributed.nanny.pre-spawn-environ", "distributed.nanny.environ"):
-        env.update({str(k): str(v) for k, v in (dask.config.get(key, default=None) or {}).items()})
-    return env
 
 
 class TestbedUnavailable(TaskflowError):
@@ -339,10 +324,11 @@ class Testbed:
 
     def _spawn(self, node: str, argv, log: Path) -> subprocess.Popen:
         from ..runtime.calibrate import CPU_LIMIT_ENV
+        from ..runtime.local import nanny_environ
 
         env = self._env()
         if node in self.names:  # as Dask's nanny starts a worker (one BLAS thread a process, ...)
-            env.update(worker_environ())
+            env.update(nanny_environ())
         if node in self.cpus:  # ip netns exec mounts a fresh /sys: the worker cannot read its cgroup
             env[CPU_LIMIT_ENV] = repr(self.cpus[node])
         f = open(log, "wb")
