@@ -56,7 +56,10 @@ Options (all optional; durations in the simulation's seconds): ``durations`` ({p
 0 or None: no stealing), ``steal_phase``, ``steal_latency`` (0.1), ``min_victim`` (0.2), ``rootish``
 (Dask's two thresholds: groups and tasks depended on, ``(5, 5)``), ``priorities``
 ({task id: position in ``dask.order``}, lower first; default: the graph's task order;
-:func:`taskflow.runtime.dask_graph.dask_priorities` computes Dask's own from the real keys).
+:func:`taskflow.runtime.dask_graph.dask_priorities` computes Dask's own from the real keys),
+``pinned`` ({task id: worker id}: a task whose output already sits on that worker, mid-run; it runs
+there, and what it takes is not a duration Dask learns), ``within`` (worker ids every task not
+pinned is restricted to: Dask held to a subset of the workers).
 """
 
 from __future__ import annotations
@@ -152,6 +155,16 @@ class DaskModel(DynamicScheduler):
         groups, tasks = o.get("rootish", (5, 5))
         self.rootish_group = [size[p] > 2 * self.total_threads and len(deps[p]) < groups
                               and sum(size[q] for q in deps[p]) < tasks for p in range(len(names))]
+        # mid-run: data already computed sits where it is (``pinned``: those tasks cost nothing and
+        # tell Dask nothing of their prefix), and a hold restricts every other task (``within``)
+        index = {t: j for j, t in enumerate(g.ids)}
+        self.given = {index[t] for t in (o.get("pinned") or {}) if t in index}
+        within = {ids.index(w) for w in o["within"] if w in ids} if o.get("within") is not None else None
+        for i in range(n):
+            if i in self.given:
+                self.valid[i], self.restricted[i] = {ids.index(o["pinned"][g.ids[i]])}, True
+            elif within is not None and self.valid[i] & within:
+                self.valid[i], self.restricted[i] = self.valid[i] & within, True
         pos = o.get("priorities")  # dask.order's positions (the runtime computes Dask's own)
         self.prio = [pos[t] for t in g.ids] if pos else list(range(n))
         self.n_tasks = int(o.get("n_tasks", 0))  # Dask counts every task it sends to a worker
@@ -311,8 +324,9 @@ class DaskModel(DynamicScheduler):
     def on_finished(self, task, worker, view):
         took = view.now - view.start_time(task)
         p = self.prefix[task]
-        self.est[p] = 0.5 * took + 0.5 * self.est[p] if self.measured[p] else took
-        self.measured[p] = True
+        if task not in self.given:
+            self.est[p] = 0.5 * took + 0.5 * self.est[p] if self.measured[p] else took
+            self.measured[p] = True
         self._remove(task, self.where[task] if self.where[task] >= 0 else worker)
         self.held[worker] += self.out_size[task]
         # newly ready dependents are decided first (on_ready follows); then the queue fills free slots

@@ -593,6 +593,35 @@ def test_the_guard_holds_dask_to_one_rack_where_the_link_between_racks_is_narrow
     assert choose(small, racks, plan, None, 0.15, 3000, choices=(DASK, SUBSET))[0] == DASK
 
 
+def test_mid_run_the_guard_holds_to_the_rack_where_the_inputs_already_are():
+    """Mid-run, eight sinks each read one 10 MB output already computed on rack (a, b); the uplink
+    moves 1 MB/s. Held to that rack the rest takes about a second; held to the other it pulls all
+    80 MB over the uplink; Dask's own places each sink beside its input. Predicted with the inputs
+    where they sit, the hold on the far rack is never taken."""
+    from taskflow.runtime.predict import DASK, SUBSET, choose, predict_dask, with_inputs
+
+    racks = Cluster([Worker(w, address=f"tcp://{w}:1") for w in "abcd"], bandwidth=1e9,
+                    racks={"a": 0, "b": 0, "c": 1, "d": 1}, uplink=1e6)
+    g = TaskGraph("rest")
+    for i in range(8):
+        g.add_task(f"sink-{i}", cost=0.2, output_size=8)
+    inputs = {f"load-{i}": ("ab"[i % 2], 10_000_000, [f"sink-{i}"]) for i in range(8)}
+    placed, pinned = with_inputs(g, inputs)
+    assert len(placed) == 16 and pinned == {f"load-{i}": "ab"[i % 2] for i in range(8)}
+    assert placed.arrays.cost.tolist()[8:] == [0.0] * 8 and placed.arrays.m == 8
+    near = predict_dask(placed, racks, None, draws=1, pinned=pinned, within=["a", "b"])
+    far = predict_dask(placed, racks, None, draws=1, pinned=pinned, within=["c", "d"])
+    own = predict_dask(placed, racks, None, draws=1, pinned=pinned)
+    assert near < 2.0 and own < 2.0 and far > 40.0  # the far rack pulls 80 MB over 1 MB/s
+    assert predict_dask(g, racks.subset(["c", "d"]), None, draws=1) < 2.0  # blind to where the inputs are
+    plan = get_scheduler("adaptive").schedule(g, racks)
+    choice, _, _, held = choose(g, racks, plan, None, 0.15, 3000, choices=(DASK, SUBSET),
+                                candidates=[["c", "d"], ["a", "b"]], inputs=inputs)
+    assert choice == DASK or sorted(held) == ["a", "b"]
+    assert choose(g, racks, plan, None, 0.15, 3000, choices=(SUBSET,), candidates=[["c", "d"], ["a", "b"]],
+                  inputs=inputs)[3] == ["a", "b"]
+
+
 def _wide_plugin(n: int):
     """``n`` independent 1-second tasks, two workers (4x apart), the adaptive policy and a scheduler
     plugin without Dask (only its bookkeeping is exercised)."""
@@ -778,9 +807,10 @@ def test_a_plan_left_to_dask_mid_run_spreads_its_queue_over_the_workers_by_their
 
 
 def test_a_first_run_left_to_dask_on_workers_alike_spends_nothing_on_links_it_could_not_act_on(monkeypatch):
-    """Mid-run a rack is not weighed and a first run takes no plan where Dask's own can run it: a
-    first run left to Dask on workers alike neither estimates its unfinished tasks nor weighs its
-    links as its tasks finish. With ``choices=["plan"]`` a narrow link can make it decide again."""
+    """A first run takes no plan where Dask's own can run it: a first run left to Dask on workers
+    alike whose policy may not hold it to a subset neither estimates its unfinished tasks nor weighs
+    its links as its tasks finish. Where it may be held (by default), or with ``choices=["plan"]``,
+    a narrow link can make it decide again."""
     from types import SimpleNamespace
 
     from taskflow.runtime.plugin import TaskflowPlugin
@@ -797,7 +827,8 @@ def test_a_first_run_left_to_dask_on_workers_alike_spends_nothing_on_links_it_co
     monkeypatch.setattr(p, "_spread", lambda r, c: 1.0)
     monkeypatch.setattr(p, "_live_cluster", lambda r: looked.append("cluster") or racks)
     monkeypatch.setattr(p, "_estimate_unfinished", lambda r: looked.append("estimate") or None)
-    for choices, expected in ((None, []), (["plan"], ["cluster", "estimate"])):
+    for choices, expected in ((["dask"], []), (["dask", "plan"], []), (None, ["cluster", "estimate"]),
+                              (["plan"], ["cluster", "estimate"])):
         policy = get_scheduler("adaptive", **({"choices": choices} if choices else {}))
         r = Run("r1", g, policy, racks, "c1", owned=True)
         r.state, r.decision, r.signature = RUNNING, DASK, (frozenset({"t"}), 3)
@@ -850,7 +881,7 @@ def test_mid_run_a_hold_in_place_gives_way_only_to_a_choice_predicted_margin_sho
     g.add_task("t", cost=1.0)
     cluster = Cluster([Worker("a"), Worker("b")], bandwidth=1e9)
     held = {"subset": 0.95}
-    monkeypatch.setattr(predict, "predict_dask", lambda graph, c, state, draws=1: 1.0 if len(c.workers) == 2
+    monkeypatch.setattr(predict, "predict_dask", lambda graph, c, state, draws=1, **kw: 1.0 if len(c.workers) == 2
                         else held["subset"])
 
     def pick(incumbent=DASK):
@@ -992,6 +1023,7 @@ def test_a_peer_to_peer_shuffle_s_bytes_go_from_each_transfer_task_to_each_outpu
     split evenly over the outputs; through the barrier above P2P_PAIRS pairs), costs the barrier
     nothing and a transfer task its measured CPU share, and marks each output's place in the
     range sharding (in partition order)."""
+    from taskflow.analysis import task_kind
     from taskflow.runtime import dask_hooks
 
     sched, tss = _fake_p2p()
@@ -1009,7 +1041,10 @@ def test_a_peer_to_peer_shuffle_s_bytes_go_from_each_transfer_task_to_each_outpu
         pytest.approx(16_000_000)
     metas = {g.ids[i]: md for i, md in g.metas().items()}
     assert [metas[("rechunk-p2p", j)]["p2p"] for j in range(4)] == [(j, 4) for j in range(4)]
-    assert metas.keys() == {("rechunk-p2p", j) for j in range(4)}
+    assert {k for k, md in metas.items() if "p2p" in md} == {("rechunk-p2p", j) for j in range(4)}
+    # each task's kind is its Dask prefix: the model of Dask's scheduling finds Dask's durations by it
+    assert {task_kind(g, k) for k in g.ids} == {ts.prefix.name for ts in tss}
+    assert task_kind(g, ("rechunk-transfer", 0)) == "rechunk-transfer"
     monkeypatch.setattr(dask_hooks, "P2P_PAIRS", 1)  # a large shuffle: through its barrier
     g = dask_hooks.estimated_graph(sched, tss, durations, {}, {})
     edges = {(g.ids[s], g.ids[d]): b for s, d, b in zip(*(x.tolist() for x in (g.arrays.src, g.arrays.dst,

@@ -11,7 +11,7 @@ import math
 import statistics
 import time
 
-from .dask_hooks import BARRIER_PREFIX, cpu_shares, dask_state, move_queued, restrict, warm
+from .dask_hooks import BARRIER_PREFIX, cpu_shares, dask_state, move_queued, placed_inputs, restrict, warm
 from .predict import CHOICES, DASK, PLAN, SUBSET, across_hosts, choose, narrow_pairs, narrow_rate, subsets
 from .runs import EARLY, FAILED, MOVABLE, PROGRESS_POINTS, REPLANNING, behind, progress_curve
 
@@ -98,7 +98,7 @@ class Adapting:
         # widely between identical pairs), speeds where declared or learned
         declared = r.cluster
         shaped = declared is not None and (bool(declared.bandwidths) or declared.racks is not None)
-        worth = (shaped or self._spread(r, cluster) > r.policy.spread or self._narrow(r, cluster)) and not (
+        worth = (shaped or self._spread(r, cluster) > r.policy.spread or self._narrow(r, cluster, keys)) and not (
             p2p and (started or SUBSET not in getattr(r.policy, "choices", CHOICES)))
         if not worth:
             self._leave_to_dask(r, keys, cluster)
@@ -109,12 +109,14 @@ class Adapting:
                 r.predicted = measured[1]
         return worth
 
-    def _narrow(self, r, cluster) -> bool:
+    def _narrow(self, r, cluster, keys=None) -> bool:
         """Whether a link between two of ``cluster``'s workers (declared, or as learned between
-        hosts: :meth:`_links`) is narrow for ``r``'s graph (:func:`.predict.narrow_pairs`)."""
+        hosts: :meth:`_links`) is narrow for ``r``'s graph (:func:`.predict.narrow_pairs`), or for
+        its unfinished ``keys`` where some have finished (costs learned within the run are theirs)."""
         if cluster is None or self._one_host(r, cluster):
             return False
-        return bool(narrow_pairs(self._links(r, cluster), narrow_rate(r.graph, _ccr(r.policy))))
+        graph = r.graph.subgraph(keys) if keys is not None and 0 < len(keys) < len(r.graph) else r.graph
+        return bool(narrow_pairs(self._links(r, cluster), narrow_rate(graph, _ccr(r.policy))))
 
     def _links(self, r, cluster):
         """``cluster`` as a holding decision weighs its links: rates learned between workers of
@@ -362,9 +364,13 @@ class Adapting:
         prefixes = {k: tasks[k].prefix.name for k in graph.ids if k in tasks}
         p = r.policy
         whole = len(graph) == len(r.graph)
-        # mid-run, a group behind a narrow link is not weighed: the finished tasks' outputs sit on
-        # both sides of it, which the prediction (of the unfinished tasks alone) does not see
-        candidates = subsets(self._links(r, cluster), p.spread, narrow_rate(graph, _ccr(p)) if whole else 0.0)
+        # mid-run on workers of several hosts, the outputs the unfinished tasks read sit where they
+        # ran (on both sides of a narrow link): Dask's own choices are predicted with them there; a
+        # group behind a narrow link is weighed only so
+        inputs = None if whole or self._one_host(r, cluster) else \
+            placed_inputs(tasks, graph.ids, {w.address: w.id for w in cluster.workers}, self.sizes)
+        candidates = subsets(self._links(r, cluster), p.spread,
+                             narrow_rate(graph, _ccr(p)) if whole or inputs is not None else 0.0)
         # Dask's shuffle extension places a peer-to-peer shuffle's outputs itself: no plan for them
         p2p = has_p2p(tasks, graph.ids)
         choices = tuple(c for c in getattr(p, "choices", CHOICES)
@@ -391,12 +397,14 @@ class Adapting:
             # its queue and data move again (first runs flipped between a hold and Dask's own up to 3 times)
             incumbent = SUBSET if r.decision == SUBSET and not first else DASK
             decision, predicted, _, held = choose(graph, cluster, plan, state, p.margin, p.limit, p, p.spread, choices,
-                                                  candidates, r.predictions if first else None, unwatched, incumbent)
+                                                  candidates, r.predictions if first else None, unwatched, incumbent,
+                                                  inputs)
         else:
             decision, predicted = measured
             held = candidates[0] if decision == SUBSET else None
             if decision == SUBSET and len(candidates) > 1:  # the subset predicted best
-                held = choose(graph, cluster, plan, state, 0.0, p.limit, p, p.spread, (SUBSET,), candidates)[3] or held
+                held = choose(graph, cluster, plan, state, 0.0, p.limit, p, p.spread, (SUBSET,), candidates,
+                              inputs=inputs)[3] or held
         r.decided_at = time.monotonic()
         r.decide_secs = time.perf_counter() - t0
         cost, sums = graph.arrays.cost, {}
@@ -453,9 +461,10 @@ class Adapting:
         if r.decision == DASK:  # left to Dask: worth a new decision once the workers look uneven
             if self._spread(r, None) <= p.spread:  # or a link looks narrow for the graph as now estimated
                 choices = getattr(p, "choices", CHOICES)
-                if PLAN not in choices or (DASK in choices and not _any_measured(self.outcomes.get(r.signature) or {})):
-                    # mid-run a rack is not weighed, and until a run of this work was measured a plan
-                    # is not taken where Dask's own can be: a narrow link would change nothing
+                if SUBSET not in choices and (PLAN not in choices or
+                                              (DASK in choices and not _any_measured(self.outcomes.get(r.signature) or {}))):
+                    # until a run of this work was measured a plan is not taken where Dask's own can
+                    # be: without a hold, a narrow link would change nothing
                     r.decided_at = time.monotonic()
                     return
                 t0 = time.perf_counter()

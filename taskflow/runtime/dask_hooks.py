@@ -12,8 +12,8 @@ import math
 from ..graph import TaskGraph
 from .worker_plugin import CPU_METRIC, RATES_METRIC
 
-__all__ = ["restrict", "move_queued", "SHUFFLE_PINNED", "P2P_PAIRS", "BARRIER_PREFIX", "prefetch", "plan_first",
-           "PlannedKeys", "send_planned_in_order", "keep_planned_replicas", "dask_state", "estimated_graph",
+__all__ = ["restrict", "move_queued", "placed_inputs", "SHUFFLE_PINNED", "P2P_PAIRS", "BARRIER_PREFIX", "prefetch",
+           "plan_first", "PlannedKeys", "send_planned_in_order", "keep_planned_replicas", "dask_state", "estimated_graph",
            "cpu_shares", "received_rates", "observe", "warm", "input_scaling", "input_factor", "MAX_PREFIXES"]
 
 #: Task prefixes whose durations, sizes and inputs the plugin keeps (the oldest is dropped past this).
@@ -387,7 +387,13 @@ def estimated_graph(dask_scheduler, tss, durations: dict, sizes: dict, speeds: d
         dst.append(i)
         size.append(nbytes)
     cost = [c if math.isfinite(c) and c >= 0 else 0.0 for c in cost]
-    return TaskGraph.from_arrays("dask", [ts.key for ts in tss], cost, out, src, dst, size, meta=meta)
+    # each task's kind is its Dask prefix (a tuple key's text would lead with "('"): what the model of
+    # Dask's own scheduling looks up Dask's measured durations by
+    kinds = [{"category": ts.prefix.name} for ts in tss]
+    for i, md in enumerate(meta or ()):
+        if md:
+            kinds[i].update(md)
+    return TaskGraph.from_arrays("dask", [ts.key for ts in tss], cost, out, src, dst, size, meta=kinds)
 
 
 #: a peer-to-peer shuffle with more (transfer task, output task) pairs than this is modelled as
@@ -395,6 +401,43 @@ def estimated_graph(dask_scheduler, tss, durations: dict, sizes: dict, speeds: d
 P2P_PAIRS = 10_000
 #: the task-name prefix of a peer-to-peer shuffle's barrier (Dask's shuffle extension finds it by name)
 BARRIER_PREFIX = "shuffle-barrier"
+
+
+def placed_inputs(tasks: dict, keys, worker_ids: dict, sizes: dict) -> dict:
+    """The inputs of ``keys`` (a run's unfinished Dask keys) that are not among them and sit on a
+    worker (in memory there, or running there): key -> ``(worker id, bytes, [keys reading it])``,
+    for :func:`.predict.with_inputs`. An output in memory counts by its ``nbytes``, one still
+    being computed by its prefix's mean output (``sizes``), else Dask's default.
+
+    Parameters
+    ----------
+    tasks : dict
+        The scheduler's task states by key.
+    keys : iterable
+    worker_ids : dict
+        Worker address -> its id in the cluster predicted.
+    sizes : dict
+        Task prefix -> [output bytes, tasks] (the plugin's).
+    """
+    inside = set(keys)
+    out: dict = {}
+    for k in inside:
+        ts = tasks.get(k)
+        for d in ts.dependencies if ts is not None else ():
+            if d.key in inside:
+                continue
+            cell = out.get(d.key)
+            if cell is None:
+                holders = sorted(ws.address for ws in d.who_has or ()) or \
+                    ([d.processing_on.address] if d.processing_on is not None else [])
+                wid = next((worker_ids[a] for a in holders if a in worker_ids), None)
+                if wid is None:
+                    continue
+                total, count = sizes.get(d.prefix.name, (0.0, 0))
+                nbytes = d.nbytes if d.nbytes >= 0 else total / count if count else d.get_nbytes()
+                cell = out[d.key] = (wid, float(nbytes), [])
+            cell[2].append(k)
+    return out
 
 
 def _partition(key) -> tuple:

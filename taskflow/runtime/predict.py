@@ -9,7 +9,7 @@ from ..cluster import Cluster
 from ..graph import TaskGraph
 from .dask_graph import dask_priorities
 
-__all__ = ["DASK_DRAWS", "PLAN", "DASK", "SUBSET", "CHOICES", "predict_dask", "predict_plan", "choose",
+__all__ = ["DASK_DRAWS", "PLAN", "DASK", "SUBSET", "CHOICES", "predict_dask", "predict_plan", "choose", "with_inputs",
            "fastest_workers", "narrow_rate", "narrow_pairs", "subsets", "uneven", "across_hosts"]
 
 #: what runs a graph: its plan, Dask's own scheduling, Dask's own scheduling held to a subset of the
@@ -21,7 +21,8 @@ DASK_DRAWS = 8
 
 
 def predict_dask(graph: TaskGraph, cluster: Cluster, state: dict | None, time_scale: float = 1.0,
-                 size_scale: float = 1.0, draws: int | None = None, keys: dict | None = None) -> float:
+                 size_scale: float = 1.0, draws: int | None = None, keys: dict | None = None,
+                 pinned: dict | None = None, within=None) -> float:
     """The makespan (scaled seconds) of ``graph`` on ``cluster`` under Dask's own scheduling: the
     simulator's model of Dask's decisions (:class:`schedulers.dask_model.DaskModel`) started from
     ``state`` (:func:`taskflow.runtime.dask_hooks.dask_state`, read from the scheduler just before the
@@ -42,6 +43,11 @@ def predict_dask(graph: TaskGraph, cluster: Cluster, state: dict | None, time_sc
     keys : dict, optional
         Task id -> the Dask key it was submitted under (``dask.order``, which gives Dask's
         priorities, breaks ties by key).
+    pinned : dict, optional
+        Task id -> the worker id its output sits on (mid-run: :func:`with_inputs`).
+    within : list, optional
+        Worker ids the other tasks are held to (Dask's own scheduling on a subset, by
+        restrictions, as Dask holds them).
     """
     from ..simulator import simulate
 
@@ -59,10 +65,43 @@ def predict_dask(graph: TaskGraph, cluster: Cluster, state: dict | None, time_sc
             steal_interval=state["steal_interval"] / ts if state["steal_interval"] else None,
             steal_phase=state["steal_phase"] / ts if state["steal_phase"] is not None else None)
     opts["priorities"] = dask_priorities(graph, keys)
+    opts["pinned"], opts["within"] = pinned, within
     k = draws if draws is not None else max(1, min(DASK_DRAWS, 16_000 // max(1, len(graph))))
     spans = [simulate(graph, cluster, "dask-model", network="maxmin", scheduler_options=opts, seed=d).makespan
              for d in range(k)]
     return sum(spans) / len(spans) * ts
+
+
+def with_inputs(graph: TaskGraph, inputs: dict) -> tuple:
+    """``graph`` (the unfinished part of a run) with the outputs it reads from tasks already run:
+    each a task of no cost whose output sits on its worker. Returns ``(graph, pinned)``, ``pinned``
+    for :func:`predict_dask`: mid-run, Dask's own scheduling places a task beside its inputs where
+    they are, and holding it to a group of workers moves the inputs held outside the group.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    inputs : dict
+        Task id (not in ``graph``) -> ``(worker id, bytes, ids in graph reading it)``.
+    """
+    a = graph.arrays
+    ids = list(a.ids)
+    index = a.index
+    extra = [k for k in inputs if k not in index]
+    src, dst, size = a.src.tolist(), a.dst.tolist(), a.size.tolist()
+    for j, k in enumerate(extra):
+        _, nbytes, readers = inputs[k]
+        for t in readers:
+            if t in index:
+                src.append(len(ids) + j)
+                dst.append(index[t])
+                size.append(float(nbytes))
+    metas = graph.metas()
+    meta = [metas.get(i) for i in range(len(ids))] + [None] * len(extra)
+    out = graph.from_arrays(graph.name, ids + extra, a.cost.tolist() + [0.0] * len(extra),
+                            a.output_size.tolist() + [float(inputs[k][1]) for k in extra], src, dst, size,
+                            meta=meta, cores=a.cores.tolist() + [1] * len(extra))
+    return out, {k: inputs[k][0] for k in extra}
 
 
 def predict_plan(graph: TaskGraph, cluster: Cluster, plan, policy=None) -> float:
@@ -220,7 +259,7 @@ def subsets(cluster: Cluster, spread: float, rate: float = 0.0, most: int = 4) -
 
 def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin: float, limit: int,
            policy=None, spread: float = 1.5, choices=CHOICES, candidates=None, predictions: dict | None = None,
-           unwatched=(), incumbent: str = DASK) -> tuple:
+           unwatched=(), incumbent: str = DASK, inputs: dict | None = None) -> tuple:
     """What runs ``graph``, of ``choices``: :data:`PLAN` (``plan``), :data:`DASK` (Dask's own
     scheduling) or :data:`SUBSET` (Dask's own scheduling held to the best predicted of
     :func:`subsets`: the fastest workers, or a group of them joined by links that are not narrow
@@ -256,6 +295,10 @@ def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin:
     incumbent : str
         What runs now, which the others must beat by ``margin`` (Dask's own where it is not
         predicted: a choice not among ``choices``, or a plan not simulated).
+    inputs : dict, optional
+        Mid-run, the outputs of tasks already run that ``graph`` reads (:func:`with_inputs`):
+        Dask's own choices are simulated with them where they sit, a subset by restrictions on
+        the whole cluster.
 
     Returns
     -------
@@ -268,13 +311,15 @@ def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin:
     if len(graph) > limit:
         keep = PLAN in takes and (uneven(cluster, spread) or DASK not in takes)
         return (PLAN if keep else DASK), float(plan.makespan), None, None
-    dask = predict_dask(graph, cluster, state, draws=1)
+    placed, pinned = with_inputs(graph, inputs) if inputs else (graph, None)
+    dask = predict_dask(placed, cluster, state, draws=1, pinned=pinned)
     preds, held = {DASK: dask}, None
     if PLAN in choices and (DASK not in choices or uneven(cluster, spread)):
         preds[PLAN] = predict_plan(graph, cluster, plan, policy)
     if SUBSET in choices:
         for ids in (subsets(cluster, spread, narrow_rate(graph)) if candidates is None else candidates):
-            few = predict_dask(graph, cluster.subset(ids), state, draws=1)
+            few = predict_dask(placed, cluster, state, draws=1, pinned=pinned, within=ids) if pinned else \
+                predict_dask(graph, cluster.subset(ids), state, draws=1)
             if SUBSET not in preds or few < preds[SUBSET]:
                 preds[SUBSET], held = few, ids
     if predictions is not None:
