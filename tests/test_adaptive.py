@@ -622,6 +622,74 @@ def test_mid_run_the_guard_holds_to_the_rack_where_the_inputs_already_are():
                   inputs=inputs)[3] == ["a", "b"]
 
 
+def test_a_link_once_narrow_for_a_kind_of_work_stays_narrow_for_it():
+    """Runs of the same work learn their tasks' costs anew, and the machine's load moves them: a
+    link narrow for one run's graph (12 MB/s against 20 MB/s) stays narrow for the next run's
+    graph of the same work whose costs make it narrow only below 10 MB/s; another kind of work is
+    weighed by its own graph."""
+    from taskflow.runtime.plugin import TaskflowPlugin
+    from taskflow.runtime.predict import narrow_pairs
+    from taskflow.runtime.runs import Run
+
+    def pair(cost):
+        g = TaskGraph("pair")
+        g.add_task("a", cost=cost)
+        g.add_task("b", cost=cost)
+        g.add_edge("a", "b", size=2e6)  # narrow below 2e6 / (cost x ccr 10)
+        return g
+
+    links = Cluster([Worker("a"), Worker("b")], bandwidth=1e9, bandwidths={"a": {"b": 12e6}, "b": {"a": 12e6}})
+    p = TaskflowPlugin()
+    policy = get_scheduler("adaptive")
+    first = Run("r1", pair(0.01), policy, None, "c1", owned=True)
+    first.signature = (frozenset({"work"}), 1)
+    assert p._narrow_rate(first, links, first.graph) == pytest.approx(20e6) and p.narrow_seen
+    later = Run("r2", pair(0.02), policy, None, "c1", owned=True)
+    later.signature = first.signature
+    assert p._narrow_rate(later, links, later.graph) == pytest.approx(20e6)
+    assert narrow_pairs(links, p._narrow_rate(later, links, later.graph)) == {("a", "b"), ("b", "a")}
+    other = Run("r3", pair(0.02), policy, None, "c1", owned=True)
+    other.signature = (frozenset({"else"}), 1)
+    assert p._narrow_rate(other, links, other.graph) == pytest.approx(10e6)
+    assert not narrow_pairs(links, p._narrow_rate(other, links, other.graph))
+
+
+def test_mid_run_a_hold_in_place_is_weighed_though_no_link_looks_narrow_now(monkeypatch):
+    """A run held to one worker decides again mid-run, when the costs learned since make no link
+    narrow and the workers look alike: the hold in place is still among the subsets weighed (it
+    gives way only to a choice predicted ``margin`` shorter), not dropped unweighed."""
+    from types import SimpleNamespace
+
+    import taskflow.runtime.adaptation as adaptation
+    from taskflow.runtime.plugin import TaskflowPlugin
+    from taskflow.runtime.predict import SUBSET
+    from taskflow.runtime.runs import Run
+
+    g = TaskGraph("rest")
+    for i in range(4):
+        g.add_task(f"t-{i}", cost=1.0)
+    cluster = Cluster([Worker("a", address="tcp://10.0.0.1:1"), Worker("b", address="tcp://10.0.0.2:1")],
+                      bandwidth=1e9)
+    p = TaskflowPlugin()
+    p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
+    seen = {}
+
+    def choose(graph, c, plan, state, margin, limit, policy, spread, choices, candidates, *a, **k):
+        seen.update(choices=choices, candidates=candidates)
+        return (SUBSET, 1.0, 1.2, candidates[0]) if candidates else ("dask", 1.0, 1.0, None)
+
+    monkeypatch.setattr(adaptation, "choose", choose)
+    monkeypatch.setattr(adaptation, "dask_state", lambda *a, **k: None)
+    r = Run("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
+    r.guarded, r.decision, r.fast = 1, SUBSET, ("tcp://10.0.0.1:1",)
+    p.guard(r, g.subgraph(["t-2", "t-3"]), cluster, None)
+    assert SUBSET in seen["choices"] and seen["candidates"] == [["a"]] and r.decision == SUBSET
+    r.fast = ()
+    r.decision = "dask"
+    p.guard(r, g.subgraph(["t-3"]), cluster, None)
+    assert SUBSET not in seen["choices"]  # nothing held, nothing narrow: no subset to weigh
+
+
 def _wide_plugin(n: int):
     """``n`` independent 1-second tasks, two workers (4x apart), the adaptive policy and a scheduler
     plugin without Dask (only its bookkeeping is exercised)."""

@@ -13,7 +13,7 @@ import time
 
 from .dask_hooks import BARRIER_PREFIX, cpu_shares, dask_state, move_queued, placed_inputs, restrict, warm
 from .predict import CHOICES, DASK, PLAN, SUBSET, across_hosts, choose, narrow_pairs, narrow_rate, subsets
-from .runs import EARLY, FAILED, MOVABLE, PROGRESS_POINTS, REPLANNING, behind, progress_curve
+from .runs import EARLY, FAILED, MOVABLE, PROGRESS_POINTS, REPLANNING, behind, progress_curve, signature
 
 __all__ = ["Adapting", "P2P_PREFIXES", "has_p2p", "decision_note", "signature", "shortest_measured", "KEEP_OUTCOMES",
            "MIN_TASKS", "MIN_SECONDS", "MEASURED_MARGIN", "CLOSE", "WATCH", "EARLY", "PROGRESS_POINTS",
@@ -116,7 +116,22 @@ class Adapting:
         if cluster is None or self._one_host(r, cluster):
             return False
         graph = r.graph.subgraph(keys) if keys is not None and 0 < len(keys) < len(r.graph) else r.graph
-        return bool(narrow_pairs(self._links(r, cluster), narrow_rate(graph, _ccr(r.policy))))
+        links = self._links(r, cluster)
+        return bool(narrow_pairs(links, self._narrow_rate(r, links, graph)))
+
+    def _narrow_rate(self, r, links, graph) -> float:
+        """The rate below which a link of ``links`` is narrow for ``graph`` of ``r``
+        (:func:`.predict.narrow_rate`) or, where higher, the rate at which one was narrow for an
+        earlier graph of the same work: once narrow for a kind of work, a link stays narrow for it
+        (its tasks' costs, learned anew in each run, vary with the machine's load; a decision
+        should not flip on that)."""
+        seen = self.narrow_seen.get(r.signature, 0.0)
+        rate = narrow_rate(graph, _ccr(r.policy))
+        if rate > seen and r.signature is not None and narrow_pairs(links, rate):
+            if r.signature not in self.narrow_seen and len(self.narrow_seen) >= KEEP_OUTCOMES[1]:
+                del self.narrow_seen[next(iter(self.narrow_seen))]
+            self.narrow_seen[r.signature] = rate
+        return max(rate, seen)
 
     def _links(self, r, cluster):
         """``cluster`` as a holding decision weighs its links: rates learned between workers of
@@ -369,15 +384,19 @@ class Adapting:
         # group behind a narrow link is weighed only so
         inputs = None if whole or self._one_host(r, cluster) else \
             placed_inputs(tasks, graph.ids, {w.address: w.id for w in cluster.workers}, self.sizes)
-        candidates = subsets(self._links(r, cluster), p.spread,
-                             narrow_rate(graph, _ccr(p)) if whole or inputs is not None else 0.0)
+        links = self._links(r, cluster)
+        candidates = subsets(links, p.spread, self._narrow_rate(r, links, graph) if whole or inputs is not None else 0.0)
+        first = r.guarded == 0
+        if r.fast and not first:  # a hold in place is weighed as long as its workers are there
+            kept = [w.id for w in cluster.workers if w.address in r.fast]
+            if kept and kept not in candidates:
+                candidates.append(kept)
         # Dask's shuffle extension places a peer-to-peer shuffle's outputs itself: no plan for them
         p2p = has_p2p(tasks, graph.ids)
         choices = tuple(c for c in getattr(p, "choices", CHOICES)
                         if (c != SUBSET or candidates) and not (c == PLAN and p2p)) or (DASK,)
         # the run's first choice (at its start, or mid-run where it began left to Dask: a graph with a
         # peer-to-peer shuffle, or workers that looked alike) follows the measured runs of the same work
-        first = r.guarded == 0
         r.guarded += 1
         measured = self._measured_choice(r, choices) if first else None
         if r.fallback is not None and not r.watch:  # a watched try given up: the choice measured shortest
@@ -472,7 +491,7 @@ class Adapting:
                 links = self._links(r, links) if links is not None else None  # (on one host: none)
                 if links is not None and (links.bandwidths or links.racks) and len(r.graph) <= p.limit:
                     fresh = self._estimate_unfinished(r)
-                if fresh is None or not narrow_pairs(links, narrow_rate(fresh, _ccr(p))):
+                if fresh is None or not narrow_pairs(links, self._narrow_rate(r, links, fresh)):
                     r.decided_at = time.monotonic()
                     r.decide_secs = max(r.decide_secs, time.perf_counter() - t0)  # the next look waits 20x this
                     return
@@ -541,20 +560,6 @@ def shortest_measured(runs: dict, choices=CHOICES) -> tuple | None:
 def _ccr(policy) -> float:
     """The communication-to-computation ratio above which the policy counts a link narrow."""
     return float(getattr(policy, "ccr", 10.0))
-
-
-def signature(graph, tasks) -> tuple:
-    """What makes two runs the same work, for comparing their measured makespans: the task-name
-    prefixes of ``graph``'s keys and its size to within a factor of two.
-
-    Parameters
-    ----------
-    graph : TaskGraph
-    tasks : dict
-        Dask's task states by key.
-    """
-    names = frozenset(tasks[k].prefix.name for k in graph.ids if k in tasks)
-    return names, int(math.log2(max(1, len(graph))))
 
 
 def decision_note(policy: str, decision: str, redecisions: int) -> str:

@@ -128,6 +128,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         self.sizes: dict = {}  # task prefix -> [output bytes, tasks]
         self.inputs: dict = {}  # task prefix -> sums of (seconds, input megabytes), for input_scaling
         self.outcomes: dict = {}  # kind of work -> {"plan": [s], "dask": [s]}: measured runs (.adaptation)
+        self.narrow_seen: dict = {}  # kind of work -> the rate below which a link was narrow for it (.adaptation)
         #: send each planned output to the workers of its consumers as soon as it exists
         self.prefetch = os.environ.get("TASKFLOW_PREFETCH", "1") != "0"
 

@@ -27,8 +27,8 @@ import time
 from ..cluster import Cluster
 from ..graph import TaskGraph
 
-__all__ = ["Run", "REGISTERED", "PLANNED", "RUNNING", "REPLANNING", "FINISHED", "FAILED", "STATES", "TRANSITIONS",
-           "UNFINISHED_KEY", "MOVABLE", "FINISHED_KEY", "AGAIN", "LIVE", "EARLY", "PROGRESS_POINTS",
+__all__ = ["Run", "signature", "REGISTERED", "PLANNED", "RUNNING", "REPLANNING", "FINISHED", "FAILED", "STATES",
+           "TRANSITIONS", "UNFINISHED_KEY", "MOVABLE", "FINISHED_KEY", "AGAIN", "LIVE", "EARLY", "PROGRESS_POINTS",
            "progress_curve", "behind"]
 
 #: the fraction of a try's tasks that must have finished before its progress is raced against the
@@ -260,3 +260,17 @@ def behind(r, elapsed: float) -> float:
     hi = ref[i] if i < len(ref) else ref[-1]
     at = lo + (hi - lo) * (x - i)
     return elapsed / at if at > 0 else 0.0
+
+
+def signature(graph, tasks) -> tuple:
+    """What makes two runs the same work, for comparing their measured makespans: the task-name
+    prefixes of ``graph``'s keys and its size to within a factor of two.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    tasks : dict
+        Dask's task states by key.
+    """
+    names = frozenset(tasks[k].prefix.name for k in graph.ids if k in tasks)
+    return names, int(math.log2(max(1, len(graph))))
