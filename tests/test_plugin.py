@@ -350,7 +350,7 @@ def test_a_plan_does_not_outlive_its_run(client):
 def test_tasks_not_yet_run_get_the_measured_cost_and_output_of_their_prefix():
     """A collection computed again: its tasks are new to Dask (no nbytes yet), but the plugin saw
     their prefix run: the cost is the measured seconds at speed 1, the output the prefix's mean
-    bytes; a prefix never seen gets Dask's figures."""
+    bytes; a prefix never seen gets the mean measured cost (its output Dask's figure)."""
     from types import SimpleNamespace
 
     p = TaskflowPlugin()
@@ -370,7 +370,12 @@ def test_tasks_not_yet_run_get_the_measured_cost_and_output_of_their_prefix():
     speeds = p.learned_speeds()
     assert speeds["f"] / speeds["s"] == pytest.approx(4.0)
     assert g.task("a").cost == pytest.approx(0.1 * speeds["f"]) == pytest.approx(0.4 * speeds["s"])
-    assert g.task("b").cost == 0.5 and g.task("c").cost == g.task("a").cost
+    # a prefix never seen: what the measured tasks cost (Dask's 0.5 s default is a placeholder)
+    assert g.task("b").cost == pytest.approx(g.task("a").cost) and g.task("c").cost == g.task("a").cost
+    assert p._graph_of([ts("d", "new")]).task("d").cost == 0.5  # nothing measured among them: Dask's
+    p.dask_scheduler = SimpleNamespace(_get_prefix_duration=lambda prefix: 0.7)
+    b.prefix.duration_average = 0.7  # Dask measured it in an earlier run: its figure
+    assert p._graph_of([a, b, c]).task("b").cost == 0.7
     assert g.task("a").output_size == 8e6 and g.task("b").output_size == 1000 and g.task("c").output_size == 123
     assert g.edge_size("a", "b") == 8e6
 

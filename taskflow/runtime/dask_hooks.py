@@ -373,6 +373,17 @@ def estimated_graph(dask_scheduler, tss, durations: dict, sizes: dict, speeds: d
             x = sum(out[index[d.key]] if d.key in index else d.nbytes if d.nbytes >= 0 else size_of(d)
                     for d in ts.dependencies)
             cost[i] *= input_factor(line, x / 1e6)
+    # a prefix nothing has measured (Dask's 0.5 s default is a placeholder) costs what this graph's
+    # measured tasks cost on average, where some were measured: mid-run, a first run's unfinished
+    # tasks of prefixes not run yet would otherwise outweigh all it learned
+    guessed = [i for i, ts in enumerate(tss) if ts.prefix.name not in declared and known.get(ts.prefix.name) is None
+               and getattr(ts.prefix, "duration_average", -1) < 0]
+    if guessed and len(guessed) < len(tss):
+        skip = set(guessed)
+        measured = [c for i, c in enumerate(cost) if i not in skip and math.isfinite(c)]
+        typical = sum(measured) / len(measured) if measured else None
+        for i in guessed if typical is not None else ():
+            cost[i] = typical
     src, dst, size = [], [], []
     via, meta = _p2p_traffic(dask_scheduler, tss, index, out, cost, size_of)
     for i, ts in enumerate(tss):
