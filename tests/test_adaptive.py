@@ -692,6 +692,37 @@ def test_mid_run_a_hold_in_place_is_weighed_though_no_link_looks_narrow_now(monk
     assert SUBSET not in seen["choices"]  # nothing held, nothing narrow: no subset to weigh
 
 
+def test_a_rate_learned_one_way_counts_both_ways_until_the_other_is_measured(monkeypatch):
+    """Only w1 has sent to w0 so far (9 MB/s): the live cluster takes w0 -> w1 at the same rate,
+    not at the default, which made a hold onto w1 look free of the bytes it pulls from w0. A rate
+    measured each way is kept as measured; one declared is not replaced by a mirrored one."""
+    from types import SimpleNamespace
+
+    from taskflow.runtime.plugin import TaskflowPlugin
+    from taskflow.runtime.runs import Run
+
+    workers = {f"tcp://10.0.0.{i}:1": SimpleNamespace(name=f"w{i}", nthreads=1, address=f"tcp://10.0.0.{i}:1",
+                                                      metrics={}) for i in range(3)}
+    p = TaskflowPlugin()
+    p.dask_scheduler = SimpleNamespace(workers=workers, bandwidth=1e8, tasks={})
+    g = TaskGraph("g")
+    g.add_task("t", cost=1.0)
+    rates = {"w1": {"w0": 9e6}}
+    monkeypatch.setattr(p, "learned_bandwidths", lambda: rates)
+    r = Run("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
+    c = p._live_cluster(r)
+    assert c.bandwidths["w1"]["w0"] == c.bandwidths["w0"]["w1"] == 9e6
+    assert "w2" not in c.bandwidths and "w2" not in c.bandwidths["w0"]
+    rates["w0"] = {"w1": 20e6}
+    c = p._live_cluster(r)
+    assert c.bandwidths["w1"]["w0"] == 9e6 and c.bandwidths["w0"]["w1"] == 20e6
+    declared = Cluster([Worker(f"w{i}") for i in range(3)], bandwidth=1e9, bandwidths={"w0": {"w2": 5e6}})
+    rates.clear()
+    rates["w2"] = {"w0": 9e6}
+    c = p._live_cluster(Run("r2", g, get_scheduler("adaptive"), declared, "c1", owned=True))
+    assert c.bandwidths["w0"]["w2"] == 5e6 and c.bandwidths["w2"]["w0"] == 9e6
+
+
 def _wide_plugin(n: int):
     """``n`` independent 1-second tasks, two workers (4x apart), the adaptive policy and a scheduler
     plugin without Dask (only its bookkeeping is exercised)."""

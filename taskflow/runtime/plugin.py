@@ -501,9 +501,14 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         speeds = speeds_on({w.id: w.speed for w in cluster.workers}, self.learned_speeds())
         pairs = {a: dict(row) for a, row in cluster.bandwidths.items()}
         names = set(cluster.ids)
-        for a, row in self.learned_bandwidths().items():
+        learned = self.learned_bandwidths()
+        for a, row in learned.items():
             if a in names:
                 pairs.setdefault(a, {}).update({b: v for b, v in row.items() if b in names})
+        for a, row in learned.items():  # measured one way only: the same the other way, unless declared
+            for b, v in row.items():  # (else a hold would pull data over a link taken for as wide as the default)
+                if {a, b} <= names and a not in learned.get(b, {}) and a not in cluster.bandwidths.get(b, {}):
+                    pairs.setdefault(b, {})[a] = v
         return cluster.replace(workers=[dataclasses.replace(w, speed=speeds[w.id]) for w in cluster.workers],
                                bandwidths={a: row for a, row in pairs.items() if row})
 
