@@ -1271,3 +1271,27 @@ def test_a_worker_never_measured_keeps_its_declared_speed_beside_the_measured_on
     assert _drifted({"wa": 4.0, "wb": 1.0}, {"wa": 1.0, "wb": 1.0}, 0.2)
     assert _drifted({"wa": 8.0, "wb": 8.0}, {"wa": 1.3, "wb": 0.77}, 0.2)
     assert not _drifted({"wa": 8.0}, {"wa": 1.0}, 0.2)  # one worker: nothing relative to compare
+
+
+def test_the_inputs_placed_are_those_computed_or_running_on_a_known_worker():
+    """Mid-run, an unfinished task's input in memory counts by its nbytes on its holder, one still
+    running by its prefix's mean output on the worker running it; an input on no known worker is
+    left out, and readers come in the order of the keys given."""
+    from types import SimpleNamespace
+
+    from taskflow.runtime.dask_hooks import placed_inputs
+
+    def ts(key, prefix, nbytes=-1, holders=(), running=None, deps=()):
+        return SimpleNamespace(key=key, prefix=SimpleNamespace(name=prefix), nbytes=nbytes, dependencies=list(deps),
+                               who_has={SimpleNamespace(address=a) for a in holders},
+                               processing_on=SimpleNamespace(address=running) if running else None,
+                               get_nbytes=lambda: 1000)
+
+    done = ts("load-1", "load", nbytes=8_000_000, holders=["tcp://b", "tcp://a"])
+    going = ts("load-2", "load", running="tcp://b")
+    lost = ts("load-3", "load", nbytes=5, holders=["tcp://gone"])
+    tasks = {t.key: t for t in (done, going, lost)}
+    tasks["sum-2"] = ts("sum-2", "sum", deps=[done, going, lost])
+    tasks["sum-1"] = ts("sum-1", "sum", deps=[done])
+    out = placed_inputs(tasks, ["sum-2", "sum-1"], {"tcp://a": "a", "tcp://b": "b"}, {"load": [6e6, 2]})
+    assert out == {"load-1": ("a", 8e6, ["sum-2", "sum-1"]), "load-2": ("b", 3e6, ["sum-2"])}

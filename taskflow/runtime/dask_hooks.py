@@ -430,9 +430,10 @@ def placed_inputs(tasks: dict, keys, worker_ids: dict, sizes: dict) -> dict:
     sizes : dict
         Task prefix -> [output bytes, tasks] (the plugin's).
     """
+    keys = list(keys)
     inside = set(keys)
     out: dict = {}
-    for k in inside:
+    for k in keys:  # in the keys' order: the predictions made from it are reproducible
         ts = tasks.get(k)
         for d in ts.dependencies if ts is not None else ():
             if d.key in inside:
