@@ -1283,7 +1283,7 @@ def test_the_inputs_placed_are_those_computed_or_running_on_a_known_worker():
 
     def ts(key, prefix, nbytes=-1, holders=(), running=None, deps=()):
         return SimpleNamespace(key=key, prefix=SimpleNamespace(name=prefix), nbytes=nbytes, dependencies=list(deps),
-                               who_has={SimpleNamespace(address=a) for a in holders},
+                               who_has=[SimpleNamespace(address=a) for a in holders],
                                processing_on=SimpleNamespace(address=running) if running else None,
                                get_nbytes=lambda: 1000)
 
