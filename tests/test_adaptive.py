@@ -698,6 +698,7 @@ def test_a_rate_learned_one_way_counts_both_ways_until_the_other_is_measured(mon
     measured each way is kept as measured; one declared is not replaced by a mirrored one."""
     from types import SimpleNamespace
 
+    from taskflow.runtime import plugin as plugin_module
     from taskflow.runtime.plugin import TaskflowPlugin
     from taskflow.runtime.runs import Run
 
@@ -708,7 +709,7 @@ def test_a_rate_learned_one_way_counts_both_ways_until_the_other_is_measured(mon
     g = TaskGraph("g")
     g.add_task("t", cost=1.0)
     rates = {"w1": {"w0": 9e6}}
-    monkeypatch.setattr(p, "learned_bandwidths", lambda: rates)
+    monkeypatch.setattr(plugin_module, "received_rates", lambda dask_scheduler: rates)
     r = Run("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
     c = p._live_cluster(r)
     assert c.bandwidths["w1"]["w0"] == c.bandwidths["w0"]["w1"] == 9e6

@@ -14,7 +14,7 @@ import pytest
 from distributed import Client, LocalCluster, get_task_stream
 
 import taskflow
-from taskflow import TaskflowError, TaskGraph, compute, run
+from taskflow import Cluster, TaskflowError, TaskGraph, Worker, compute, get_scheduler, run
 from taskflow.runtime import runner
 from taskflow.runtime.calibrate import workers_info
 from taskflow.runtime.plugin import TaskflowPlugin
@@ -414,7 +414,9 @@ def test_compute_learns_the_rates_workers_receive_at_and_predicts(client):
     names = sorted(str(w["name"]) for w in workers_info(client).values())
 
     def learned(dask_scheduler):
-        return dask_scheduler.plugins["taskflow"].learned_bandwidths()
+        from taskflow.runtime.dask_hooks import received_rates
+
+        return received_rates(dask_scheduler)
 
     deadline = time.time() + 20
     while time.time() < deadline:  # heartbeats carry them: within a few seconds
@@ -439,6 +441,53 @@ def test_the_plugin_counts_only_the_latest_compute_of_a_key():
     p.transition("k", "processing", "memory", worker="tcp://a", startstops=stops)
     assert p.durations["pre"] == {"w0": [0.25, 1, 0.25]}
     assert p.sizes["pre"] == [800.0, 1]  # its output, for tasks of the prefix not yet run
+
+
+def test_the_plugin_learns_dask_s_cost_per_task_from_the_gaps_between_a_thread_s_tasks():
+    """Each next task of a worker thread starting 3 ms after the one before stopped (or after its
+    own input arrived): the live cluster of a run that learns costs 3 ms a task; a declared
+    overhead wins; gaps of other threads do not mix."""
+    from types import SimpleNamespace
+
+    from taskflow.runtime.runs import Run
+
+    ws = SimpleNamespace(name="w0", nthreads=2, address="tcp://a", metrics={})
+    p = TaskflowPlugin()
+    p.dask_scheduler = SimpleNamespace(workers={"tcp://a": ws}, bandwidth=1e8, tasks={})
+    for i in range(40):
+        key = f"k{i}"
+        p.dask_scheduler.tasks[key] = SimpleNamespace(prefix=SimpleNamespace(name="pre"), nbytes=8, dependencies=[])
+        t0 = (i // 2) * 0.013 + (i % 2) * 0.0005  # two threads, their tasks interleaved in time
+        stops = [{"action": "compute", "start": t0, "stop": t0 + 0.010}]
+        if i % 4 == 0:  # an input that arrived 1 ms before the compute: the gap counts from it
+            stops.insert(0, {"action": "transfer", "start": t0 - 0.004, "stop": t0 - 0.001})
+        p.transition(key, "processing", "memory", worker="tcp://a", thread=i % 2, startstops=stops)
+    # 38 gaps: 9 of 1 ms (thread 0's tasks whose input came last) and 29 of 3 ms; the longest tenth left out
+    assert p.gaps.overhead() == pytest.approx((0.001 * 9 + 0.003 * 25) / 34, rel=1e-6)
+    g = TaskGraph("g")
+    g.add_task("t", cost=1.0)
+    learned = p._live_cluster(Run("r1", g, get_scheduler("adaptive"), None, "c1", owned=True))
+    assert learned.task_overhead == pytest.approx(p.gaps.overhead())
+    declared = Cluster([Worker("w0", cores=2)], task_overhead=0.02)
+    assert p._live_cluster(Run("r2", g, get_scheduler("adaptive"), declared, "c1", owned=True)).task_overhead == 0.02
+
+
+def test_on_dask_the_cost_per_task_learned_is_less_than_a_chain_s_time_per_task(client):
+    """A chain of no-op tasks on a real cluster: each task waits for the one before, so its time
+    per task is Dask's cost per task plus the compute; the cost learned is positive and no more."""
+    link = dask.delayed(lambda x: x + 1, pure=True)
+    node = 0
+    for i in range(60):
+        node = link(node, dask_key_name=f"overhead-chain-{i}")
+    taskflow.use(client, "adaptive")
+    try:
+        t0 = time.perf_counter()
+        assert client.compute(node, sync=True) == 60
+        per_task = (time.perf_counter() - t0) / 60
+    finally:
+        taskflow.use(client, None)
+    learned = client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.plugins["taskflow"].gaps.overhead())
+    assert learned is not None and 0 < learned < per_task
 
 
 def test_the_report_counts_exactly_the_transfers_dask_made(client):

@@ -11,8 +11,8 @@ the keys) and a policy. It comes from two places:
   (``x.compute()``, ``client.compute``, ``persist``, ``client.get``) becomes a run, its costs
   estimated from what Dask has measured (per-prefix duration averages, ``nbytes`` of data in
   memory; Dask's own defaults where nothing is known yet), and worker speeds learned from the
-  compute times the plugin saw (``transition``: per task prefix and worker; a prefix that ran on
-  several workers says how much faster one is than another).
+  compute times the plugin saw (per task prefix and worker: a prefix run on several says how much
+  faster one is than another) and Dask's cost per task from their gaps (:mod:`.overhead`).
 
 What the plugin does, each in the scheduler's own event:
 
@@ -32,8 +32,8 @@ What the plugin does, each in the scheduler's own event:
   at once (Dask's ``acquire-replicas``) to each other worker the plan puts one of its consumers
   on while that consumer still waits for other inputs. Dask alone moves an input only when its
   consumer is ready and placed; the plan knows the consumer's worker in advance, so the transfer
-  overlaps the computing of the other inputs, as the plan's model assumes. The environment
-  variable ``TASKFLOW_PREFETCH=0``, where the plugin is made, turns this off (to compare).
+  overlaps the computing of the other inputs, as the plan's model assumes (off with the
+  environment variable ``TASKFLOW_PREFETCH=0`` where the plugin is made).
 
 Results are Dask's own: the plugin sets restrictions and priorities, and moves data early, nothing
 else. A plan's unfinished part is re-planned like the simulator does after a failure: the same
@@ -59,6 +59,7 @@ from .adaptation import Adapting
 from .learn import last_compute, relative_speeds, speeds_on
 from .dask_hooks import (cpu_shares, dask_state, estimated_graph, keep_planned_replicas, move_queued, observe,
                          prefetch, received_rates, restrict, send_planned_in_order, warm)
+from .overhead import DispatchGaps
 from .messages import cluster_from_message, graph_from_payload, plan_priorities
 from .runs import (FAILED, FINISHED, FINISHED_KEY, LIVE, MOVABLE, PLANNED, REGISTERED, REPLANNING, RUNNING,
                    TRANSITIONS, Run)
@@ -129,6 +130,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         self.inputs: dict = {}  # task prefix -> sums of (seconds, input megabytes), for input_scaling
         self.outcomes: dict = {}  # kind of work -> {"plan": [s], "dask": [s]}: measured runs (.adaptation)
         self.narrow_seen: dict = {}  # kind of work -> the rate below which a link was narrow for it (.adaptation)
+        self.gaps = DispatchGaps()  # between one worker thread's tasks: Dask's cost per task
         #: send each planned output to the workers of its consumers as soon as it exists
         self.prefetch = os.environ.get("TASKFLOW_PREFETCH", "1") != "0"
 
@@ -298,6 +300,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         ts = self.dask_scheduler.tasks.get(key)
         if secs <= 0 or ws is None or ts is None:
             return
+        self.gaps.add(kwargs.get("worker"), kwargs.get("thread"), kwargs.get("startstops"))
         if run is not None and not run.learned:
             return  # a taskflow.run graph: its keys are unique per run, its costs declared
         observe(self.durations, self.sizes, self.inputs, ts, str(ws.name), secs)
@@ -322,11 +325,6 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         """Worker name -> speed relative to the others, from the compute times of task prefixes
         that ran on several workers (weighted by their seconds)."""
         return relative_speeds(warm(self.durations))
-
-    def learned_bandwidths(self) -> dict:
-        """Sender name -> receiver name -> bytes per second the receiver took in
-        (:func:`.dask_hooks.received_rates`)."""
-        return received_rates(self.dask_scheduler)
 
     def update_graph(self, scheduler, *, client: str, keys, tasks, annotations, priority, stimulus_id: str,
                      **kwargs) -> None:
@@ -485,9 +483,9 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
 
     def _live_cluster(self, r: Run) -> Cluster | None:
         """The declared cluster of ``r`` over the live workers (:meth:`Cluster.on_workers`); for a
-        run that learns, with the speeds and rates Dask's tasks and transfers showed. Where nothing
-        is declared, a worker's speed before any of its tasks is measured is the share of a core
-        its cgroup's CPU limit allows each of its threads (:func:`.dask_hooks.cpu_shares`)."""
+        run that learns, with the speeds, rates and cost per task (:mod:`.overhead`) Dask's tasks showed.
+        Where nothing is declared, a worker's speed before any of its tasks is measured is the share of
+        a core its cgroup's CPU limit allows each of its threads (:func:`.dask_hooks.cpu_shares`)."""
         prior = cpu_shares(self.dask_scheduler)
         live = [Worker(str(ws.name), prior.get(str(ws.name), 1.0), max(1, int(ws.nthreads)), address=ws.address)
                 for ws in sorted(self.dask_scheduler.workers.values(), key=lambda ws: str(ws.name))]
@@ -501,7 +499,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         speeds = speeds_on({w.id: w.speed for w in cluster.workers}, self.learned_speeds())
         pairs = {a: dict(row) for a, row in cluster.bandwidths.items()}
         names = set(cluster.ids)
-        learned = self.learned_bandwidths()
+        learned = received_rates(self.dask_scheduler)  # what each receiver took in
         for a, row in learned.items():
             if a in names:
                 pairs.setdefault(a, {}).update({b: v for b, v in row.items() if b in names})
@@ -509,8 +507,9 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
             for b, v in row.items():  # (else a hold would pull data over a link taken for as wide as the default)
                 if {a, b} <= names and a not in learned.get(b, {}) and a not in cluster.bandwidths.get(b, {}):
                     pairs.setdefault(b, {})[a] = v
+        overhead = cluster.task_overhead or self.gaps.overhead() or 0.0
         return cluster.replace(workers=[dataclasses.replace(w, speed=speeds[w.id]) for w in cluster.workers],
-                               bandwidths={a: row for a, row in pairs.items() if row})
+                               bandwidths={a: row for a, row in pairs.items() if row}, task_overhead=overhead)
 
     def _plan(self, r: Run):
         """Plan the unfinished part of ``r`` on the live workers; the plan (a Schedule) or None. A

@@ -1,0 +1,80 @@
+"""Dask's own cost per task, as the workers show it: the gaps between one worker thread's tasks.
+
+A task on Dask costs more than its compute time: the scheduler decides and sends it, the worker
+unpacks it, runs it in its thread pool and reports back, and the next task a thread runs starts
+only after that (Dask's documentation puts it near a millisecond a task; on a small machine whose
+cores the scheduler shares with the workers, more). A simulation without it predicts a graph of
+many millisecond tasks at half its length. :class:`DispatchGaps` keeps, for each worker thread,
+when its latest task stopped computing; each next task's start, less that stop (or less the end of
+the task's own input transfers, which the model counts apart), is a gap. The mean of the shortest
+:data:`SHARE` of the latest gaps is the per-task overhead the plugin adds to its cluster model
+(:attr:`taskflow.Cluster.task_overhead`) where none is declared: the longest gaps are a worker
+waiting for work the graph has not made ready, which the simulation models itself.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from .learn import last_compute
+
+__all__ = ["DispatchGaps", "KEPT", "SHARE", "LEAST", "LONGEST"]
+
+#: gaps kept (the latest)
+KEPT = 2000
+#: the share of the gaps, shortest first, that the overhead is the mean of
+SHARE = 0.9
+#: fewer gaps than this: no overhead learned
+LEAST = 20
+#: a gap longer than this (seconds) is a worker waiting for work, whatever the share
+LONGEST = 1.0
+#: worker threads remembered at most (beyond, the table starts again)
+THREADS = 10_000
+
+
+class DispatchGaps:
+    """The gaps between consecutive tasks of each worker thread (see the module's text).
+
+    Parameters
+    ----------
+    kept : int
+        How many of the latest gaps are kept.
+
+    Examples
+    --------
+    >>> g = DispatchGaps()
+    >>> for i in range(30):
+    ...     g.add("w0", 1, [{"action": "compute", "start": i * 0.012, "stop": i * 0.012 + 0.01}])
+    >>> round(g.overhead(), 4)
+    0.002
+    """
+
+    def __init__(self, kept: int = KEPT):
+        self.gaps: deque = deque(maxlen=kept)
+        self.last: dict = {}  # (worker, thread) -> when its latest task stopped computing
+
+    def add(self, worker: str, thread, startstops) -> None:
+        """A task finished on ``thread`` of ``worker`` with these ``startstops`` (the worker's
+        ``{"action", "start", "stop"}`` entries, in its own clock)."""
+        compute = last_compute(startstops)
+        if compute is None:
+            return
+        start, stop = compute
+        fetched = max((s["stop"] for s in startstops or () if s.get("action") == "transfer" and s["stop"] <= start),
+                      default=float("-inf"))
+        if len(self.last) >= THREADS:
+            self.last.clear()
+        prev = self.last.get((worker, thread))
+        self.last[(worker, thread)] = stop
+        if prev is not None:
+            gap = start - max(prev, fetched)
+            if 0.0 <= gap <= LONGEST:
+                self.gaps.append(gap)
+
+    def overhead(self) -> float | None:
+        """Seconds per task: the mean of the shortest :data:`SHARE` of the gaps kept; None with
+        fewer than :data:`LEAST`."""
+        if len(self.gaps) < LEAST:
+            return None
+        short = sorted(self.gaps)[:max(1, int(len(self.gaps) * SHARE))]
+        return sum(short) / len(short)
