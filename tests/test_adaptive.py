@@ -1296,3 +1296,31 @@ def test_the_inputs_placed_are_those_computed_or_running_on_a_known_worker():
     tasks["sum-1"] = ts("sum-1", "sum", deps=[done])
     out = placed_inputs(tasks, ["sum-2", "sum-1"], {"tcp://a": "a", "tcp://b": "b"}, {"load": [6e6, 2]})
     assert out == {"load-1": ("a", 8e6, ["sum-2", "sum-1"]), "load-2": ("b", 3e6, ["sum-2"])}
+
+
+def test_a_prediction_of_dask_s_own_stops_drawing_orders_once_two_agree(monkeypatch):
+    """Dask's sets of tasks are walked in an order drawn per prediction: where the first two
+    draws agree the order does not matter and no more are simulated (each costs the scheduler's
+    event loop); where they differ, every draw is averaged."""
+    from types import SimpleNamespace
+
+    import taskflow.simulator as simulator
+    from taskflow.runtime.predict import DASK_DRAWS, DRAWS_AGREE
+
+    g = TaskGraph("g")
+    g.add_task("t", cost=1.0)
+    seeds = []
+
+    def fake(spans):
+        def simulate(graph, cluster, scheduler, network=None, scheduler_options=None, seed=0):
+            seeds.append(seed)
+            return SimpleNamespace(makespan=spans(seed))
+        return simulate
+
+    monkeypatch.setattr(simulator, "simulate", fake(lambda seed: 2.0 + 0.5 * DRAWS_AGREE * (seed % 2)))
+    assert predict_dask(g, Cluster.homogeneous(2), None) == pytest.approx(2.0 + 0.25 * DRAWS_AGREE)
+    assert seeds == [0, 1]
+    seeds.clear()
+    monkeypatch.setattr(simulator, "simulate", fake(lambda seed: 2.0 + 0.1 * seed))
+    assert predict_dask(g, Cluster.homogeneous(2), None) == pytest.approx(2.0 + 0.1 * (DASK_DRAWS - 1) / 2)
+    assert seeds == list(range(DASK_DRAWS))
