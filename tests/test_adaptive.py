@@ -1324,3 +1324,34 @@ def test_a_prediction_of_dask_s_own_stops_drawing_orders_once_two_agree(monkeypa
     monkeypatch.setattr(simulator, "simulate", fake(lambda seed: 2.0 + 0.1 * seed))
     assert predict_dask(g, Cluster.homogeneous(2), None) == pytest.approx(2.0 + 0.1 * (DASK_DRAWS - 1) / 2)
     assert seeds == list(range(DASK_DRAWS))
+
+
+def test_a_try_of_a_hold_races_the_whole_cluster_at_the_pace_of_the_workers_it_keeps(monkeypatch):
+    """Held to the fast worker of a cluster of speeds 4 and 1, a run does four fifths of the
+    cluster's work per second while both are busy: it starts 1.25x behind Dask's own on every
+    worker, and wins only at the end (no wave waits for the slow worker). Its race allows for
+    that pace: 1.4x behind the reference at a fifth of its tasks is 1.12x at that pace (kept);
+    1.7x is 1.36x (given up). A try of Dask's own against a hold races at its own pace."""
+    from taskflow.runtime.adaptation import behind
+    from taskflow.runtime.runs import RUNNING, Run
+
+    g, cluster, policy, p = _wide_plugin(10)
+    monkeypatch.setattr(p, "_live_cluster", lambda r: cluster)
+    sig = (frozenset({"t"}), 3)
+    p.outcomes[sig] = {"plan": [], "dask": [2.0, 2.0], "subset": [], "predicted": {"dask": 2.0, "subset": 1.7},
+                       "curves": {DASK: [[0.2 * (i + 1) for i in range(10)]] * 2}}
+    r = Run("r1", g, policy, cluster, "c1", owned=True)
+    r.signature, r.state = sig, RUNNING
+    p.guard(r, g, cluster, None)
+    assert r.decision == "subset" and r.fallback == DASK and r.pace == pytest.approx(1.25)
+    r.started = time.monotonic()
+    r.key_moved("t0", "memory")
+    r.key_moved("t1", "memory")
+    assert behind(r, 0.56) == pytest.approx(1.12)  # 0.56 s for two tenths; the reference's at 0.4 s
+    assert behind(r, 0.68) == pytest.approx(1.36)
+    p.outcomes[sig] = {"plan": [], "dask": [], "subset": [1.6, 1.6], "predicted": {"dask": 1.7, "subset": 1.6},
+                       "curves": {"subset": [[0.16 * (i + 1) for i in range(10)]] * 2}}
+    r = Run("r2", g, policy, cluster, "c1", owned=True)
+    r.signature, r.state = sig, RUNNING
+    p.guard(r, g, cluster, None)
+    assert r.decision == DASK and r.fallback == "subset" and r.pace == 1.0

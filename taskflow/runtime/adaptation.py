@@ -314,7 +314,7 @@ class Adapting:
         if book is not None and r.decision in book:
             book[r.decision].append(measured)
             book.setdefault("lost", set()).add(r.decision)  # lost a race: not measured again as a close second
-        r.watch = 0.0
+        r.watch, r.pace = 0.0, 1.0
         r.reference = []
         r.redecisions += 1  # changed its mind: not kept under either choice
         r.guarded += 1
@@ -424,6 +424,8 @@ class Adapting:
             if decision == SUBSET and len(candidates) > 1:  # the subset predicted best
                 held = choose(graph, cluster, plan, state, 0.0, p.limit, p, p.spread, (SUBSET,), candidates,
                               inputs=inputs)[3] or held
+            if r.watch and decision == SUBSET and r.fallback != SUBSET:  # a try of a hold races the whole cluster
+                r.pace = max(1.0, cluster.total_speed / max(1e-9, cluster.subset(held).total_speed))
         r.decided_at = time.monotonic()
         r.decide_secs = time.perf_counter() - t0
         cost, sums = graph.arrays.cost, {}

@@ -86,7 +86,7 @@ class Run:
                  "estimate", "prefix_costs", "learned", "predicted", "state", "done", "before", "_decision", "path",
                  "decided_at",
                  "decide_secs", "estimates", "speeds_used", "redecisions", "signature", "started", "fixed", "ended",
-                 "fast", "predictions", "guarded", "watch", "fallback", "finished_at", "reference")
+                 "fast", "predictions", "guarded", "watch", "fallback", "finished_at", "reference", "pace")
 
     def __init__(self, run_id, graph: TaskGraph, policy, cluster: Cluster | None, client: str | None, owned: bool,
                  estimate: bool = False, prefix_costs: dict | None = None):
@@ -135,6 +135,9 @@ class Run:
         # curve of the choice measured shortest, which it races (empty: none)
         self.finished_at: list = []
         self.reference: list = []
+        # how much slower than the reference the try is expected to progress while every worker
+        # is busy (a hold on part of the cluster's speed: that part's share), its race allowing for it
+        self.pace = 1.0
 
     @property
     def decision(self) -> str | None:
@@ -241,8 +244,10 @@ def behind(r, elapsed: float) -> float:
     """How much longer ``r``, trying a choice, took to finish the share of its keys it has
     finished than the choice it races took for the same share (its :attr:`Run.reference`
     progress curve, the median of that choice's measured runs): ``elapsed`` over the reference's
-    time at that share, interpolated; 0 before :data:`EARLY` of its keys finished, or with no
-    reference.
+    time at that share, interpolated, and over the pace the try is expected to keep against it
+    (:attr:`Run.pace`: a hold on workers of a third of the cluster's speed starts three times
+    slower than the whole cluster, whatever it saves at the end); 0 before :data:`EARLY` of its
+    keys finished, or with no reference.
 
     Parameters
     ----------
@@ -259,7 +264,7 @@ def behind(r, elapsed: float) -> float:
     lo = ref[i - 1] if i > 0 else 0.0
     hi = ref[i] if i < len(ref) else ref[-1]
     at = lo + (hi - lo) * (x - i)
-    return elapsed / at if at > 0 else 0.0
+    return elapsed / (at * r.pace) if at > 0 else 0.0
 
 
 def signature(graph, tasks) -> tuple:
