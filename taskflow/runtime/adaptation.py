@@ -359,7 +359,7 @@ class Adapting:
             curves.append(progress_curve(r))
             del curves[:-KEEP_OUTCOMES[0]]
 
-    def guard(self, r, graph, cluster, plan) -> float:
+    def guard(self, r, graph, cluster, plan, shift: float = 0.0) -> float:
         """Decide what runs the unfinished part of ``r`` (:func:`.predict.choose`, or the measured
         runs of the same work: :meth:`_measured_choice`): its plan; Dask's own scheduling (the
         restrictions of its unfinished tasks lifted); or Dask's own scheduling held to a subset of
@@ -373,6 +373,8 @@ class Adapting:
             The unfinished part planned.
         cluster : Cluster
         plan : Schedule
+        shift : float
+            Seconds each cost of ``graph`` carries beyond its task's own (Dask's cost per task).
         """
         t0 = time.perf_counter()
         tasks = self.dask_scheduler.tasks
@@ -432,7 +434,7 @@ class Adapting:
         for i, k in enumerate(graph.ids):  # a prefix's mean: its tasks' costs differ with their inputs
             if k in prefixes:
                 cell = sums.setdefault(prefixes[k], [0.0, 0])
-                cell[0] += float(cost[i])
+                cell[0] += float(cost[i]) - shift
                 cell[1] += 1
         r.estimates = {name: total / n for name, (total, n) in sums.items()}
         if decision == DASK:

@@ -6,10 +6,13 @@ only after that (Dask's documentation puts it near a millisecond a task; on a sm
 cores the scheduler shares with the workers, more). A simulation without it predicts a graph of
 many millisecond tasks at half its length. :class:`DispatchGaps` keeps, for each worker thread,
 when its latest task stopped computing; each next task's start, less that stop (or less the end of
-the task's own input transfers, which the model counts apart), is a gap. The mean of the shortest
-:data:`SHARE` of the latest gaps is the per-task overhead the plugin adds to its cluster model
-(:attr:`taskflow.Cluster.task_overhead`) where none is declared: the longest gaps are a worker
-waiting for work the graph has not made ready, which the simulation models itself.
+the task's own input transfers, which the model counts apart), is a gap. The worker's part of it is
+work on its CPU: a worker held to a quarter of a core shows gaps 3-5 times a full core's. So the
+cost is kept at speed 1 (each gap times its worker's learned speed), and the plugin adds the mean
+of the shortest :data:`SHARE` of the latest gaps to the cost of every task it plans or predicts
+where the cluster declares no ``task_overhead``: on a worker of speed ``s`` a task then costs it
+``1 / s`` as long. The longest gaps are a worker waiting for work the graph has not made ready,
+which the simulation models itself.
 """
 
 from __future__ import annotations
@@ -45,12 +48,12 @@ class DispatchGaps:
     >>> g = DispatchGaps()
     >>> for i in range(30):
     ...     g.add("w0", 1, [{"action": "compute", "start": i * 0.012, "stop": i * 0.012 + 0.01}])
-    >>> round(g.overhead(), 4)
-    0.002
+    >>> round(g.overhead(), 4), round(g.overhead({"w0": 2.0}), 4)
+    (0.002, 0.004)
     """
 
     def __init__(self, kept: int = KEPT):
-        self.gaps: deque = deque(maxlen=kept)
+        self.gaps: deque = deque(maxlen=kept)  # (worker, seconds)
         self.last: dict = {}  # (worker, thread) -> when its latest task stopped computing
 
     def add(self, worker: str, thread, startstops) -> None:
@@ -69,12 +72,15 @@ class DispatchGaps:
         if prev is not None:
             gap = start - max(prev, fetched)
             if 0.0 <= gap <= LONGEST:
-                self.gaps.append(gap)
+                self.gaps.append((worker, gap))
 
-    def overhead(self) -> float | None:
-        """Seconds per task: the mean of the shortest :data:`SHARE` of the gaps kept; None with
-        fewer than :data:`LEAST`."""
+    def overhead(self, speeds: dict | None = None) -> float | None:
+        """Seconds per task at speed 1: the mean of the shortest :data:`SHARE` of the gaps kept,
+        each times its worker's speed in ``speeds`` (worker -> speed; 1 where not given); None
+        with fewer than :data:`LEAST` gaps."""
         if len(self.gaps) < LEAST:
             return None
-        short = sorted(self.gaps)[:max(1, int(len(self.gaps) * SHARE))]
+        speeds = speeds or {}
+        scaled = sorted(gap * speeds.get(worker, 1.0) for worker, gap in self.gaps)
+        short = scaled[:max(1, int(len(scaled) * SHARE))]
         return sum(short) / len(short)

@@ -300,7 +300,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         ts = self.dask_scheduler.tasks.get(key)
         if secs <= 0 or ws is None or ts is None:
             return
-        self.gaps.add(kwargs.get("worker"), kwargs.get("thread"), kwargs.get("startstops"))
+        self.gaps.add(str(ws.name), kwargs.get("thread"), kwargs.get("startstops"))
         if run is not None and not run.learned:
             return  # a taskflow.run graph: its keys are unique per run, its costs declared
         observe(self.durations, self.sizes, self.inputs, ts, str(ws.name), secs)
@@ -483,9 +483,9 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
 
     def _live_cluster(self, r: Run) -> Cluster | None:
         """The declared cluster of ``r`` over the live workers (:meth:`Cluster.on_workers`); for a
-        run that learns, with the speeds, rates and cost per task (:mod:`.overhead`) Dask's tasks showed.
-        Where nothing is declared, a worker's speed before any of its tasks is measured is the share of
-        a core its cgroup's CPU limit allows each of its threads (:func:`.dask_hooks.cpu_shares`)."""
+        run that learns, with the speeds and rates Dask's tasks and transfers showed. Where nothing
+        is declared, a worker's speed before any of its tasks is measured is the share of a core
+        its cgroup's CPU limit allows each of its threads (:func:`.dask_hooks.cpu_shares`)."""
         prior = cpu_shares(self.dask_scheduler)
         live = [Worker(str(ws.name), prior.get(str(ws.name), 1.0), max(1, int(ws.nthreads)), address=ws.address)
                 for ws in sorted(self.dask_scheduler.workers.values(), key=lambda ws: str(ws.name))]
@@ -507,9 +507,8 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
             for b, v in row.items():  # (else a hold would pull data over a link taken for as wide as the default)
                 if {a, b} <= names and a not in learned.get(b, {}) and a not in cluster.bandwidths.get(b, {}):
                     pairs.setdefault(b, {})[a] = v
-        overhead = cluster.task_overhead or self.gaps.overhead() or 0.0
         return cluster.replace(workers=[dataclasses.replace(w, speed=speeds[w.id]) for w in cluster.workers],
-                               bandwidths={a: row for a, row in pairs.items() if row}, task_overhead=overhead)
+                               bandwidths={a: row for a, row in pairs.items() if row})
 
     def _plan(self, r: Run):
         """Plan the unfinished part of ``r`` on the live workers; the plan (a Schedule) or None. A
@@ -522,6 +521,9 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
             return None
         sub = r.graph if len(todo) == len(r.graph) else r.graph.subgraph(todo)
         sub = sub.restrict_costs(cluster.ids)
+        # Dask's cost per task (at speed 1, :mod:`.overhead`) on every task planned and predicted
+        shift = (self.gaps.overhead(self.learned_speeds()) or 0.0) if r.learned and not cluster.task_overhead else 0.0
+        sub = sub.with_costs(cost={k: c + shift for k, c in zip(sub.ids, sub.arrays.cost.tolist())}) if shift else sub
         try:
             plan = r.policy.schedule(sub, cluster)
         except Exception as e:  # noqa: BLE001 - a run that cannot be planned fails, the scheduler goes on
@@ -529,7 +531,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
             return None
         r.addr = {w.id: w.address for w in cluster.workers}
         r.error = None
-        predicted = self.guard(r, sub, cluster, plan) if self.adaptive(r) else float(plan.makespan)
+        predicted = self.guard(r, sub, cluster, plan, shift) if self.adaptive(r) else float(plan.makespan)
         if len(todo) == len(r.graph) and r.predicted is None:
             r.predicted = predicted
         if r.decision in ("dask", "subset"):  # the adaptive policy's guard left it to Dask's own scheduling
