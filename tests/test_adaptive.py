@@ -12,7 +12,7 @@ from distributed import Client, LocalCluster
 
 import taskflow
 from taskflow import Cluster, TaskflowError, TaskGraph, Worker, get_scheduler
-from taskflow.runtime.predict import DASK, PLAN, choose, predict_dask, uneven
+from taskflow.runtime.predict import DASK, PLAN, SUBSET, choose, predict_dask, uneven
 from workflows.scientific import random_layered
 
 
@@ -1244,6 +1244,55 @@ def test_until_a_run_of_the_work_is_measured_the_guard_takes_no_plan_but_predict
     r.signature = sig
     p.guard(r, g, uneven8, plan)  # measured once: the plan is tried, watched against Dask's own
     assert r.decision == PLAN and r.watch == pytest.approx(1.25 * 2.0) and r.fallback == DASK
+
+
+def test_a_run_the_measured_runs_leave_to_dask_makes_no_plan(monkeypatch):
+    """HEFT's list loop over hundreds of tasks blocks Dask's event loop for milliseconds, a few
+    percent of a short run: the guard makes the plan only where it needs it. The first run of a
+    kind of work predicts the plan (made once); a later run whose measured runs choose Dask's own
+    or a hold makes none; one whose measured runs choose the plan leaves it to the caller."""
+    from types import SimpleNamespace
+
+    import taskflow.runtime.adaptation as adaptation
+    from taskflow.runtime.plugin import TaskflowPlugin
+    from taskflow.runtime.runs import Run, Unplannable, plan_maker
+
+    g = random_layered(60, ccr=0.05, seed=3)
+    uneven8 = Cluster.heterogeneous([1.0, 8.0])
+    policy = get_scheduler("adaptive")
+    made = []
+
+    def counting():
+        made.append(1)
+        return policy.schedule(g, uneven8)
+
+    p = TaskflowPlugin()
+    p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
+    monkeypatch.setattr(adaptation, "dask_state", lambda *a: None)
+    sig = (frozenset({"t"}), len(g))
+
+    def guard(book):
+        p.outcomes[sig] = book
+        r = Run("r", g, policy, uneven8, "c1", owned=True)
+        r.signature = sig
+        p.guard(r, g, uneven8, counting)
+        return r
+
+    r = guard({"plan": [], "dask": [], "subset": []})  # the first run kept of this work: predicted
+    assert len(made) == 1 and PLAN in r.predictions
+    for shortest in (DASK, SUBSET):
+        book = {"plan": [3.0, 3.1], "dask": [2.0, 2.1], "subset": [2.5, 2.6]}
+        book[shortest] = [1.0, 1.1]
+        r = guard(book)
+        assert r.decision == shortest and len(made) == 1  # no plan made
+    r = guard({"plan": [1.0, 1.1], "dask": [2.0, 2.1], "subset": [2.5, 2.6]})
+    assert r.decision == PLAN and len(made) == 1  # the plugin makes it after the guard
+
+    make = plan_maker(SimpleNamespace(policy=policy), g, uneven8)
+    assert make() is make()  # made once
+    broken = SimpleNamespace(policy=SimpleNamespace(name="broken", schedule=lambda *a: 1 / 0))
+    with pytest.raises(Unplannable, match=r"broken could not plan the run on workers \['w0', 'w1'\]: ZeroDivision"):
+        plan_maker(broken, g, uneven8)()
 
 
 def test_a_worker_never_measured_keeps_its_declared_speed_beside_the_measured_ones():

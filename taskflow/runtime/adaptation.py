@@ -372,7 +372,9 @@ class Adapting:
         graph : TaskGraph
             The unfinished part planned.
         cluster : Cluster
-        plan : Schedule
+        plan : Schedule, or a callable that makes it
+            Made only where needed: where the measured runs choose Dask's own or a hold, no plan
+            is made.
         shift : float
             Seconds each cost of ``graph`` carries beyond its task's own (Dask's cost per task).
         """
@@ -417,6 +419,7 @@ class Adapting:
             # mid-run a hold in place stays unless another choice is predicted ``margin`` shorter: undone,
             # its queue and data move again (first runs flipped between a hold and Dask's own up to 3 times)
             incumbent = SUBSET if r.decision == SUBSET and not first else DASK
+            plan = plan() if callable(plan) else plan
             decision, predicted, _, held = choose(graph, cluster, plan, state, p.margin, p.limit, p, p.spread, choices,
                                                   candidates, r.predictions if first else None, unwatched, incumbent,
                                                   inputs)
@@ -424,7 +427,7 @@ class Adapting:
             decision, predicted = measured
             held = candidates[0] if decision == SUBSET else None
             if decision == SUBSET and len(candidates) > 1:  # the subset predicted best
-                held = choose(graph, cluster, plan, state, 0.0, p.limit, p, p.spread, (SUBSET,), candidates,
+                held = choose(graph, cluster, None, state, 0.0, p.limit, p, p.spread, (SUBSET,), candidates,
                               inputs=inputs)[3] or held
             if r.watch and decision == SUBSET and r.fallback != SUBSET:  # a try of a hold races the whole cluster
                 r.pace = max(1.0, cluster.total_speed / max(1e-9, cluster.subset(held).total_speed))

@@ -168,10 +168,11 @@ def warm_connections(client, nbytes: int = 1024, timeout: float = WARM_TIMEOUT) 
     addrs = sorted(workers_info(client))
     if len(addrs) < 2:
         return 0
-    made = {a: client.submit(_warm_bytes, nbytes, workers=[a], allow_other_workers=False, pure=False)
-            for a in addrs}
-    reads = [client.submit(len, made[a], workers=[b], allow_other_workers=False, pure=False)
-             for a in addrs for b in addrs if a != b]
+    # bytes of their own for each pair: Dask fetches an input from any worker holding it, and a
+    # copy of one worker's bytes already read elsewhere would open that connection instead
+    made = {(a, b): client.submit(_warm_bytes, nbytes, workers=[a], allow_other_workers=False, pure=False)
+            for a in addrs for b in addrs if a != b}
+    reads = [client.submit(len, made[a, b], workers=[b], allow_other_workers=False, pure=False) for a, b in made]
     try:
         wait(reads, timeout=timeout)
         return len(reads)

@@ -62,7 +62,7 @@ from .dask_hooks import (cpu_shares, dask_state, estimated_graph, keep_planned_r
 from .overhead import DispatchGaps
 from .messages import cluster_from_message, graph_from_payload, plan_priorities
 from .runs import (FAILED, FINISHED, FINISHED_KEY, LIVE, MOVABLE, PLANNED, REGISTERED, REPLANNING, RUNNING,
-                   TRANSITIONS, Run)
+                   TRANSITIONS, Run, Unplannable, plan_maker)
 
 __all__ = ["TaskflowPlugin", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "PREFETCH_BYTES", "KEEP_FINISHED"]
 
@@ -72,8 +72,6 @@ logger = logging.getLogger("taskflow.runtime")
 PLUGIN_NAME = "taskflow"
 #: seconds a run waits for a worker to join after losing every worker, before it fails
 DEFAULT_GRACE = 30.0
-
-
 
 #: finished runs of ``taskflow.use`` kept (inert) for a look at their plans; older ones are dropped
 KEEP_FINISHED = 32
@@ -524,17 +522,18 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         # Dask's cost per task (at speed 1, :mod:`.overhead`) on every task planned and predicted
         shift = (self.gaps.overhead(self.learned_speeds()) or 0.0) if r.learned and not cluster.task_overhead else 0.0
         sub = sub.with_costs(cost={k: c + shift for k, c in zip(sub.ids, sub.arrays.cost.tolist())}) if shift else sub
-        try:
-            plan = r.policy.schedule(sub, cluster)
-        except Exception as e:  # noqa: BLE001 - a run that cannot be planned fails, the scheduler goes on
-            r.error = f"{r.policy.name} could not plan the run on workers {cluster.ids}: {type(e).__name__}: {e}"
-            return None
+        make = plan_maker(r, sub, cluster)  # made once, where needed
         r.addr = {w.id: w.address for w in cluster.workers}
+        try:
+            predicted = self.guard(r, sub, cluster, make, shift) if self.adaptive(r) else float(make().makespan)
+            plan = None if r.decision in ("dask", "subset") else make()  # "dask", "subset": the guard left it to Dask
+        except Unplannable as e:
+            r.error = str(e)
+            return None
         r.error = None
-        predicted = self.guard(r, sub, cluster, plan, shift) if self.adaptive(r) else float(plan.makespan)
         if len(todo) == len(r.graph) and r.predicted is None:
             r.predicted = predicted
-        if r.decision in ("dask", "subset"):  # the adaptive policy's guard left it to Dask's own scheduling
+        if plan is None:
             return None
         r.prio.update(plan_priorities(plan))
         for key, w in zip(plan.tasks, plan.workers):

@@ -283,7 +283,8 @@ def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin:
     ----------
     graph : TaskGraph
     cluster : Cluster
-    plan : Schedule
+    plan : Schedule or None
+        None where :data:`PLAN` is not among ``choices``.
     state : dict or None
         :func:`taskflow.runtime.dask_hooks.dask_state`.
     margin : float
@@ -317,7 +318,7 @@ def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin:
     takes = tuple(c for c in choices if c not in unwatched) or choices
     if len(graph) > limit:
         keep = PLAN in takes and (uneven(cluster, spread) or DASK not in takes)
-        return (PLAN if keep else DASK), float(plan.makespan), None, None
+        return (PLAN if keep else DASK), (float("nan") if plan is None else float(plan.makespan)), None, None
     placed, pinned = with_inputs(graph, inputs) if inputs else (graph, None)
     dask = predict_dask(placed, cluster, state, draws=1, pinned=pinned)
     preds, held = {DASK: dask}, None

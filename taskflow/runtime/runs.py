@@ -25,9 +25,10 @@ import math
 import time
 
 from ..cluster import Cluster
+from ..errors import TaskflowError
 from ..graph import TaskGraph
 
-__all__ = ["Run", "signature", "REGISTERED", "PLANNED", "RUNNING", "REPLANNING", "FINISHED", "FAILED", "STATES",
+__all__ = ["Run", "signature", "Unplannable", "plan_maker", "REGISTERED", "PLANNED", "RUNNING", "REPLANNING", "FINISHED", "FAILED", "STATES",
            "TRANSITIONS", "UNFINISHED_KEY", "MOVABLE", "FINISHED_KEY", "AGAIN", "LIVE", "EARLY", "PROGRESS_POINTS",
            "progress_curve", "behind"]
 
@@ -279,3 +280,33 @@ def signature(graph, tasks) -> tuple:
     """
     names = frozenset(tasks[k].prefix.name for k in graph.ids if k in tasks)
     return names, int(math.log2(max(1, len(graph))))
+
+
+class Unplannable(TaskflowError):
+    """A run's policy could not plan it (the message names the policy, the workers and the error)."""
+
+
+def plan_maker(r, graph: TaskGraph, cluster: Cluster):
+    """A callable that makes the plan of ``graph`` (part of run ``r``) on ``cluster`` with ``r``'s
+    policy when first called, and returns the same plan after: a run whose measured runs leave it
+    to Dask's own scheduling needs none, and HEFT's list loop over hundreds of tasks blocks the
+    scheduler's event loop for milliseconds. Raises :class:`Unplannable` where the policy fails.
+
+    Parameters
+    ----------
+    r : Run
+    graph : TaskGraph
+    cluster : Cluster
+    """
+    made = []
+
+    def make():
+        if not made:
+            try:
+                made.append(r.policy.schedule(graph, cluster))
+            except Exception as e:  # noqa: BLE001 - named in the run's error; the scheduler goes on
+                raise Unplannable(f"{r.policy.name} could not plan the run on workers {cluster.ids}: "
+                                  f"{type(e).__name__}: {e}") from e
+        return made[0]
+
+    return make
