@@ -1404,3 +1404,23 @@ def test_a_try_of_a_hold_races_the_whole_cluster_at_the_pace_of_the_workers_it_k
     r.signature, r.state = sig, RUNNING
     p.guard(r, g, cluster, None)
     assert r.decision == DASK and r.fallback == "subset" and r.pace == 1.0
+
+
+def test_the_guard_orders_the_graph_once_for_every_prediction_of_dask_s_own(monkeypatch):
+    """``dask.order`` of a few hundred tasks takes tens of milliseconds of Dask's event loop: the
+    guard's predictions of Dask's own and of each hold share one ordering, and predict what each
+    prediction alone does."""
+    import taskflow.runtime.predict as predict
+
+    g = random_layered(80, ccr=0.5, seed=4)
+    cluster = Cluster.heterogeneous([1.0, 4.0, 4.0])
+    plan = get_scheduler("adaptive").schedule(g, cluster)
+    calls = []
+    real = predict.dask_priorities
+    monkeypatch.setattr(predict, "dask_priorities", lambda *a, **k: calls.append(1) or real(*a, **k))
+    seen = {}
+    choose(g, cluster, plan, None, 0.15, 3000, spread=2.0, predictions=seen)
+    assert len(calls) == 1 and set(seen) == {DASK, PLAN, SUBSET}
+    assert seen[DASK] == pytest.approx(predict_dask(g, cluster, None, draws=1))
+    fast = [w.id for w in cluster.workers if w.speed > 1.0]
+    assert seen[SUBSET] == pytest.approx(predict_dask(g, cluster.subset(fast), None, draws=1))

@@ -25,7 +25,7 @@ DRAWS_AGREE = 0.01
 
 def predict_dask(graph: TaskGraph, cluster: Cluster, state: dict | None, time_scale: float = 1.0,
                  size_scale: float = 1.0, draws: int | None = None, keys: dict | None = None,
-                 pinned: dict | None = None, within=None) -> float:
+                 pinned: dict | None = None, within=None, priorities: dict | None = None) -> float:
     """The makespan (scaled seconds) of ``graph`` on ``cluster`` under Dask's own scheduling: the
     simulator's model of Dask's decisions (:class:`schedulers.dask_model.DaskModel`) started from
     ``state`` (:func:`taskflow.runtime.dask_hooks.dask_state`, read from the scheduler just before the
@@ -52,6 +52,9 @@ def predict_dask(graph: TaskGraph, cluster: Cluster, state: dict | None, time_sc
     within : list, optional
         Worker ids the other tasks are held to (Dask's own scheduling on a subset, by
         restrictions, as Dask holds them).
+    priorities : dict, optional
+        :func:`.dask_graph.dask_priorities` of ``graph`` (with ``keys``), where the caller has
+        them already (``dask.order`` of 674 tasks takes 30 ms).
     """
     from ..simulator import simulate
 
@@ -68,7 +71,7 @@ def predict_dask(graph: TaskGraph, cluster: Cluster, state: dict | None, time_sc
             saturation=state["saturation"], rootish=tuple(state["rootish"]), steal_latency=state["steal_latency"] / ts,
             steal_interval=state["steal_interval"] / ts if state["steal_interval"] else None,
             steal_phase=state["steal_phase"] / ts if state["steal_phase"] is not None else None)
-    opts["priorities"] = dask_priorities(graph, keys)
+    opts["priorities"] = dask_priorities(graph, keys) if priorities is None else priorities
     opts["pinned"], opts["within"] = pinned, within
     k = draws if draws is not None else max(1, min(DASK_DRAWS, 16_000 // max(1, len(graph))))
     spans = []
@@ -320,14 +323,16 @@ def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin:
         keep = PLAN in takes and (uneven(cluster, spread) or DASK not in takes)
         return (PLAN if keep else DASK), (float("nan") if plan is None else float(plan.makespan)), None, None
     placed, pinned = with_inputs(graph, inputs) if inputs else (graph, None)
-    dask = predict_dask(placed, cluster, state, draws=1, pinned=pinned)
+    order = dask_priorities(placed)  # once for every simulation of Dask's own of ``placed``
+    dask = predict_dask(placed, cluster, state, draws=1, pinned=pinned, priorities=order)
     preds, held = {DASK: dask}, None
     if PLAN in choices and (DASK not in choices or uneven(cluster, spread)):
         preds[PLAN] = predict_plan(graph, cluster, plan, policy)
     if SUBSET in choices:
         for ids in (subsets(cluster, spread, narrow_rate(graph)) if candidates is None else candidates):
-            few = predict_dask(placed, cluster, state, draws=1, pinned=pinned, within=ids) if pinned else \
-                predict_dask(graph, cluster.subset(ids), state, draws=1)
+            few = predict_dask(placed, cluster, state, draws=1, pinned=pinned, within=ids, priorities=order) \
+                if pinned else predict_dask(graph, cluster.subset(ids), state, draws=1,
+                                            priorities=order if placed is graph else None)
             if SUBSET not in preds or few < preds[SUBSET]:
                 preds[SUBSET], held = few, ids
     if predictions is not None:
