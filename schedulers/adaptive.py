@@ -62,11 +62,12 @@ from __future__ import annotations
 
 from taskflow.errors import TaskflowError
 
-from .base import register
+from ._transfer_cpu import MOST_PAIRS, transfer_cpu_schedule
+from .base import register, to_schedule
+from .heft import HEFT
 
 #: what the guard inside Dask chooses from (:mod:`taskflow.runtime.predict`)
 CHOICES = ("plan", "dask", "subset")
-from .heft import HEFT
 
 __all__ = ["Adaptive"]
 
@@ -139,6 +140,24 @@ class Adaptive(HEFT):
         self.margin, self.drift, self.interval = float(margin), float(drift), float(interval)
         self.replans, self.limit, self.spread, self.steal = replans, limit, float(spread), bool(steal)
         self.ccr = float(ccr)
+        #: ``(message, per_byte)``: CPU seconds at speed 1 a transfer costs each end, per message and
+        #: per byte; set by the taskflow plugin inside Dask (None: HEFT's plan)
+        self.transfer_cpu = None
         # they travel with the policy's name to Dask's scheduler, where the plugin makes it again
         self.options.update(margin=self.margin, drift=self.drift, interval=self.interval, replans=replans, limit=limit,
                             spread=self.spread, steal=self.steal, choices=list(self.choices), ccr=self.ccr)
+
+    def plan(self, cost_model):
+        """HEFT's plan; inside Dask (``transfer_cpu`` set), HEFT's order with transfers that take CPU
+        from both ends (:mod:`schedulers._transfer_cpu`), up to :data:`~schedulers._transfer_cpu.MOST_PAIRS`
+        tasks x workers and for tasks of one core.
+
+        Parameters
+        ----------
+        cost_model : CostModel
+        """
+        a = cost_model.arrays
+        cpu = self.transfer_cpu
+        if cpu and a.n and a.n * len(cost_model.cluster) <= MOST_PAIRS and int(a.cores.max()) <= 1:
+            return to_schedule(cost_model, transfer_cpu_schedule(cost_model, *cpu), self.name)
+        return super().plan(cost_model)

@@ -1424,3 +1424,80 @@ def test_the_guard_orders_the_graph_once_for_every_prediction_of_dask_s_own(monk
     assert seen[DASK] == pytest.approx(predict_dask(g, cluster, None, draws=1))
     fast = [w.id for w in cluster.workers if w.speed > 1.0]
     assert seen[SUBSET] == pytest.approx(predict_dask(g, cluster.subset(fast), None, draws=1))
+
+
+def _shuffle_graph(n: int = 16) -> TaskGraph:
+    """A task shuffle as the suite's dataframes make it: ``n`` partitions of 3 MB (20 ms each to
+    make at speed 1), each split to ``n`` outputs of 5 ms."""
+    g = TaskGraph("shuffle")
+    for i in range(n):
+        g.add_task(f"part{i}", cost=0.02, output_size=3e6)
+    for j in range(n):
+        g.add_task(f"out{j}", cost=0.005)
+        for i in range(n):
+            g.add_edge(f"part{i}", f"out{j}")
+    return g
+
+
+def _cross_bytes(g, plan) -> float:
+    where = dict(zip(plan.tasks, plan.workers))
+    return sum(g.edge_size(p, k) for k in g.ids for p in g.predecessors(k) if where[p] != where[k])
+
+
+def test_inside_dask_the_plan_charges_transfers_to_both_ends_cpu():
+    """A cgroup-throttled worker serves its outputs with the quarter core its tasks need: HEFT,
+    counting only the network, spread a shuffle over both workers and the plan ran 1.5x Dask's own.
+    With the CPU a transfer takes from each end (per message and per byte, at speed 1), the plan
+    gives the slow worker fewer tasks and moves a fifth fewer bytes at least, every schedule still validates, costs of zero give a valid plan too,
+    and a task of several cores (or no CPU costs given) keeps HEFT's own plan."""
+    from schedulers._transfer_cpu import transfer_cpu_schedule
+    from schedulers.base import to_schedule
+    from taskflow.costs import CostModel
+
+    g = _shuffle_graph()
+    cluster = Cluster.heterogeneous([0.4, 2.5], bandwidth=200e6)
+    heft = get_scheduler("heft").schedule(g, cluster)
+    policy = get_scheduler("adaptive")
+    assert policy.schedule(g, cluster).workers == heft.workers  # alone: HEFT's plan
+    policy.transfer_cpu = (0.002, 2.5e-9)
+    cpu = policy.schedule(g, cluster)
+    cpu.validate(g, cluster)
+    assert _cross_bytes(g, cpu) < 0.8 * _cross_bytes(g, heft)
+    slow = cluster.workers[0].id
+    assert cpu.workers.count(slow) < heft.workers.count(slow)
+    free = to_schedule(CostModel(g, cluster).densified(),
+                       transfer_cpu_schedule(CostModel(g, cluster).densified(), 0.0, 0.0), "x")
+    free.validate(g, cluster)
+    multi = TaskGraph("multi")
+    multi.add_task("a", cost=1.0, cores=2)
+    two = Cluster([Worker("w0", 1.0, 2), Worker("w1", 4.0, 2)])
+    assert policy.schedule(multi, two).workers == get_scheduler("heft").schedule(multi, two).workers
+
+
+def test_the_plugin_gives_an_adaptive_run_s_plan_the_learned_transfer_cpu(monkeypatch):
+    """Inside Dask the plugin sets the adaptive policy's transfer costs from what it learned: a
+    transfer costs each end Dask's cost per task (at speed 1) plus its bytes' copying."""
+    from types import SimpleNamespace
+
+    from taskflow.runtime.overhead import BYTE_SECONDS
+    from taskflow.runtime.plugin import TaskflowPlugin
+    from taskflow.runtime.runs import Run
+
+    g = _shuffle_graph()
+    cluster = Cluster.heterogeneous([0.4, 2.5], bandwidth=200e6)
+    p = TaskflowPlugin()
+    p.dask_scheduler = SimpleNamespace(tasks={}, workers={})
+    r = Run("r", g, get_scheduler("adaptive"), None, "c1", owned=True)
+    monkeypatch.setattr(p, "_live_cluster", lambda r: cluster)
+    monkeypatch.setattr(p, "_unfinished", lambda r: list(g.ids))
+    monkeypatch.setattr(p, "worth_planning", lambda r, keys, c: True)
+    monkeypatch.setattr(p.gaps, "overhead", lambda speeds: 0.003)
+
+    def guard(r, sub, c, make, shift):
+        r.decision = PLAN
+        return float(make().makespan)
+
+    monkeypatch.setattr(p, "guard", guard)
+    plan = p._plan(r)
+    assert r.policy.transfer_cpu == (0.003, BYTE_SECONDS)
+    assert plan is not None and r.plan and _cross_bytes(g, plan) < _cross_bytes(g, get_scheduler("heft").schedule(g, cluster))

@@ -59,7 +59,7 @@ from .adaptation import Adapting
 from .learn import last_compute, relative_speeds, speeds_on
 from .dask_hooks import (cpu_shares, dask_state, estimated_graph, keep_planned_replicas, move_queued, observe,
                          prefetch, received_rates, restrict, send_planned_in_order, warm)
-from .overhead import DispatchGaps
+from .overhead import BYTE_SECONDS, DispatchGaps
 from .messages import cluster_from_message, graph_from_payload, plan_priorities
 from .runs import (FAILED, FINISHED, FINISHED_KEY, LIVE, MOVABLE, PLANNED, REGISTERED, REPLANNING, RUNNING,
                    TRANSITIONS, Run, Unplannable, plan_maker)
@@ -522,6 +522,8 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         # Dask's cost per task (at speed 1, :mod:`.overhead`) on every task planned and predicted
         shift = (self.gaps.overhead(self.learned_speeds()) or 0.0) if r.learned and not cluster.task_overhead else 0.0
         sub = sub.with_costs(cost={k: c + shift for k, c in zip(sub.ids, sub.arrays.cost.tolist())}) if shift else sub
+        if shift and self.adaptive(r):  # a transfer costs each end's CPU a task's dispatch and its bytes' copying
+            r.policy.transfer_cpu = (shift, BYTE_SECONDS)
         make = plan_maker(r, sub, cluster)  # made once, where needed
         r.addr = {w.id: w.address for w in cluster.workers}
         try:
