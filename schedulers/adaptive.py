@@ -5,7 +5,9 @@ runs of the same work. The default of
 ``taskflow.use`` and ``taskflow.compute``.
 
 Planned alone (in the simulator, ``taskflow schedule``), it is HEFT (Topcuoglu, Hariri, Wu 2002):
-the same plan. Inside Dask's scheduler (the taskflow plugin) three rules are added:
+the same plan. Inside Dask's scheduler (the taskflow plugin) the plan charges each transfer to the
+CPU of both ends (:mod:`schedulers._transfer_cpu`: a Dask worker's event loop serves and fetches
+inputs on the cores its tasks run on), and three rules are added:
 
 1. **The guard.** Three ways to run a graph are weighed, each simulated from the same
    estimated costs: HEFT's plan; Dask's own rules (``dask-model``, from the state Dask's
