@@ -1448,8 +1448,8 @@ def test_inside_dask_the_plan_charges_transfers_to_both_ends_cpu():
     """A cgroup-throttled worker serves its outputs with the quarter core its tasks need: HEFT,
     counting only the network, spread a shuffle over both workers and the plan ran 1.5x Dask's own.
     With the CPU a transfer takes from each end (per message and per byte, at speed 1), the plan
-    gives the slow worker fewer tasks and moves a fifth fewer bytes at least, every schedule still validates, costs of zero give a valid plan too,
-    and a task of several cores (or no CPU costs given) keeps HEFT's own plan."""
+    gives the slow worker fewer tasks and moves a fifth fewer bytes at least, every schedule still
+    validates, costs of zero give a valid plan too, and a task of several cores (or no CPU costs given) keeps HEFT's own plan."""
     from schedulers._transfer_cpu import transfer_cpu_schedule
     from schedulers.base import to_schedule
     from taskflow.costs import CostModel
@@ -1500,4 +1500,5 @@ def test_the_plugin_gives_an_adaptive_run_s_plan_the_learned_transfer_cpu(monkey
     monkeypatch.setattr(p, "guard", guard)
     plan = p._plan(r)
     assert r.policy.transfer_cpu == (0.003, BYTE_SECONDS)
-    assert plan is not None and r.plan and _cross_bytes(g, plan) < _cross_bytes(g, get_scheduler("heft").schedule(g, cluster))
+    heft = get_scheduler("heft").schedule(g, cluster)
+    assert plan is not None and r.plan and _cross_bytes(g, plan) < _cross_bytes(g, heft)

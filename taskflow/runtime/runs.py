@@ -28,7 +28,8 @@ from ..cluster import Cluster
 from ..errors import TaskflowError
 from ..graph import TaskGraph
 
-__all__ = ["Run", "signature", "Unplannable", "plan_maker", "REGISTERED", "PLANNED", "RUNNING", "REPLANNING", "FINISHED", "FAILED", "STATES",
+__all__ = ["Run", "signature", "Unplannable", "plan_maker", "REGISTERED", "PLANNED", "RUNNING", "REPLANNING",
+           "FINISHED", "FAILED", "STATES",
            "TRANSITIONS", "UNFINISHED_KEY", "MOVABLE", "FINISHED_KEY", "AGAIN", "LIVE", "EARLY", "PROGRESS_POINTS",
            "progress_curve", "behind"]
 
