@@ -13,6 +13,7 @@ from distributed import Client, LocalCluster
 import taskflow
 from taskflow import Cluster, TaskflowError, TaskGraph, Worker, get_scheduler
 from taskflow.runtime.predict import DASK, PLAN, SUBSET, choose, predict_dask, uneven
+from taskflow.runtime.runs import behind
 from workflows.scientific import random_layered
 
 
@@ -846,6 +847,54 @@ def test_a_try_falling_behind_the_progress_of_the_choice_measured_shortest_is_gi
     again = Run("r2", g, policy, cluster, "c1", owned=True)
     again.signature = sig
     assert p._measured_choice(again, (PLAN, DASK))[0] == DASK
+
+
+def test_a_try_of_the_plan_races_its_own_timeline_not_dask_s_progress(monkeypatch):
+    """A plan finishes keys in an order of its own: this one finishes its first at 0.6 s and its
+    tenth at 1.5 s, where Dask's own (measured twice at 2 s) finishes one every 0.2 s. At 0.7 s,
+    two tenths done, the try is 1.75x behind Dask's curve and right on its own timeline: it goes
+    on (Dask's curve would have given it up). At 2 s with four tenths done it runs 2.2x behind its
+    plan, projected at 2.2 x 1.5 s = 3.3 s, more than a quarter longer than Dask's 2 s: given up
+    and measured at that projection. A try of a hold still races Dask's curve."""
+    from taskflow.runtime import adaptation
+    from taskflow.runtime.runs import RUNNING, Run
+    from taskflow.schedule import Schedule
+
+    g, cluster, policy, p = _wide_plugin(10)
+    monkeypatch.setattr(adaptation, "dask_state", lambda *a: None)
+    monkeypatch.setattr(p, "_live_cluster", lambda r: cluster)
+    monkeypatch.setattr(p, "_unfinished", lambda r: [f"t{i}" for i in range(4, 10)])
+    sig = (frozenset({"t"}), 3)
+    curve = [0.2 * ((i + 2) // 2) for i in range(20)]  # a twentieth of ten tasks: one finished
+    p.outcomes[sig] = {"plan": [], "dask": [2.0, 2.0], "subset": [], "predicted": {"plan": 1.5, "dask": 2.0},
+                       "curves": {DASK: [curve, curve]}}
+    finish = [0.5 + 0.1 * (i + 1) for i in range(10)]
+    plan = Schedule(g.ids, [cluster.ids[0]] * 10, [f - 0.1 for f in finish], finish, "adaptive")
+    made = []
+    r = Run("r1", g, policy, cluster, "c1", owned=True)
+    r.signature, r.state, r.started = sig, RUNNING, time.monotonic()
+    p.guard(r, g, cluster, lambda: made.append(1) or plan)
+    assert r.decision == PLAN and made == [1] and r.watch == pytest.approx(2.5)
+    assert r.reference[3] == pytest.approx(0.7, abs=0.01) and r.reference[-1] == pytest.approx(1.5, abs=0.01)
+    assert r.pace == pytest.approx(2.0 / 1.5, rel=0.01)
+    r.started = time.monotonic() - 0.7
+    for i in range(2):
+        r.key_moved(f"t{i}", "memory")
+    assert behind(r, 0.7) == pytest.approx(0.75, rel=0.02)  # on its plan; Dask's curve: 0.7 / 0.4
+    p.learn_within(r, "t", 0.1, cluster.ids[0], "s1")
+    assert r.decision == PLAN and p.outcomes[sig]["plan"] == []
+    r.started = time.monotonic() - 2.0
+    for i in range(2, 4):
+        r.key_moved(f"t{i}", "memory")
+    p.learn_within(r, "t", 0.1, cluster.ids[0], "s2")
+    assert r.decision == DASK and r.path == [PLAN, DASK]
+    assert p.outcomes[sig]["plan"] == [pytest.approx(2.0 / 0.9 * 1.5, rel=0.03)]
+
+    hold = Run("r2", g, get_scheduler("adaptive", choices=["subset", "dask"]), cluster, "c1", owned=True)
+    hold.signature, hold.state, hold.started = sig, RUNNING, time.monotonic()
+    p.outcomes[sig]["predicted"]["subset"] = 1.6
+    p.guard(hold, g, cluster, lambda: made.append(1) or plan)
+    assert hold.decision == SUBSET and made == [1] and hold.reference == pytest.approx(curve)
 
 
 def test_a_plan_left_to_dask_mid_run_spreads_its_queue_over_the_workers_by_their_learned_speeds(monkeypatch):

@@ -13,7 +13,7 @@ import time
 
 from .dask_hooks import BARRIER_PREFIX, cpu_shares, dask_state, move_queued, placed_inputs, restrict, warm
 from .predict import CHOICES, DASK, PLAN, SUBSET, across_hosts, choose, narrow_pairs, narrow_rate, subsets
-from .runs import EARLY, FAILED, MOVABLE, PROGRESS_POINTS, REPLANNING, behind, progress_curve, signature
+from .runs import EARLY, FAILED, MOVABLE, PROGRESS_POINTS, REPLANNING, behind, progress_curve, race_own_plan, signature
 
 __all__ = ["Adapting", "P2P_PREFIXES", "has_p2p", "decision_note", "signature", "shortest_measured", "KEEP_OUTCOMES",
            "MIN_TASKS", "MIN_SECONDS", "MEASURED_MARGIN", "CLOSE", "WATCH", "EARLY", "PROGRESS_POINTS",
@@ -273,7 +273,7 @@ class Adapting:
         is taken, Dask's own unless another is at least :data:`MEASURED_MARGIN` shorter; a choice
         measured once within :data:`CLOSE` of the shortest, or within the noise of any choice's
         own runs (:func:`_noise`) where that is wider, is measured once more first, unless it was
-        given up in a race (it ran behind the best at the same share of its tasks). A run that
+        given up in a race (it fell behind: :func:`.runs.behind`, :func:`.runs.race_own_plan`). A run that
         begins left to Dask (a peer-to-peer shuffle in its graph, or workers not yet seen to
         differ) makes its first choice mid-run, by the same rules."""
         runs = self.outcomes.get(r.signature)
@@ -431,6 +431,9 @@ class Adapting:
                               inputs=inputs)[3] or held
             if r.watch and decision == SUBSET and r.fallback != SUBSET:  # a try of a hold races the whole cluster
                 r.pace = max(1.0, cluster.total_speed / max(1e-9, cluster.subset(held).total_speed))
+            elif r.watch and decision == PLAN:  # a try of the plan races its own timeline
+                plan = plan() if callable(plan) else plan
+                race_own_plan(r, plan, time.monotonic() - r.started, r.watch / (1.0 + WATCH))
         r.decided_at = time.monotonic()
         r.decide_secs = time.perf_counter() - t0
         cost, sums = graph.arrays.cost, {}
