@@ -437,8 +437,11 @@ def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
     p.record(guarded)
     assert p._measured_choice(run(third, None, 0)) == ("dask", 2.0)
     p.record(run(third, "dask", 1.5))
-    choice, predicted = p._measured_choice(run(third, None, 0))
+    r = run(third, None, 0)
+    choice, predicted = p._measured_choice(r)
     assert choice == "dask" and predicted == pytest.approx(1.5, abs=0.01)
+    # measured again, watched like a try: a second run of a plan once took 2x its first unwatched
+    assert r.fallback == "plan" and r.watch == pytest.approx(1.25 * 1.35, abs=0.01)
     p.record(run(third, "dask", 1.3))
     choice, predicted = p._measured_choice(run(third, None, 0))
     assert choice == "dask" and predicted == pytest.approx(1.4, abs=0.01)  # plan's 1.35 is not 5% under it

@@ -272,7 +272,7 @@ class Adapting:
         far, it is given up for that one. Then the one measured shortest (medians of the latest :data:`KEEP_OUTCOMES`)
         is taken, Dask's own unless another is at least :data:`MEASURED_MARGIN` shorter; a choice
         measured once within :data:`CLOSE` of the shortest, or within the noise of any choice's
-        own runs (:func:`_noise`) where that is wider, is measured once more first, unless it was
+        own runs (:func:`_noise`) where that is wider, is measured once more first, watched, unless it was
         given up in a race (it fell behind: :func:`.runs.behind`, :func:`.runs.race_own_plan`). A run that
         begins left to Dask (a peer-to-peer shuffle in its graph, or workers not yet seen to
         differ) makes its first choice mid-run, by the same rules."""
@@ -293,17 +293,17 @@ class Adapting:
         band = min(preds.values()) * (1.0 + slack) if preds else float("inf")
         untried = sorted((c for c in choices if not runs.get(c) and (not preds or preds.get(c, float("inf")) <= band)),
                          key=lambda c: preds.get(c, float("inf")))
-        if untried:  # try it once, watched: as the guard predicted it, if it did
-            r.watch, r.fallback = (1.0 + WATCH) * medians[best], best
-            curves = (runs.get("curves") or {}).get(best) or []
-            r.reference = [statistics.median(at) for at in zip(*curves)] if curves else []
-            return untried[0], preds.get(untried[0])
         close = max([CLOSE] + [_noise(runs[c]) for c in tried if len(runs[c]) >= 2])
-        for c in tried:  # a close second measured once is measured again: one run is not its median
-            if c != best and len(runs[c]) == 1 and c not in runs.get("lost", ()) and \
-                    medians[c] <= (1.0 + close) * medians[best]:
-                return c, medians[c]
-        return shortest_measured(runs, choices)
+        # a close second measured once is measured again: one run is not its median
+        again = [c for c in tried if c != best and len(runs[c]) == 1 and c not in runs.get("lost", ()) and
+                 medians[c] <= (1.0 + close) * medians[best]]
+        if not untried and not again:
+            return shortest_measured(runs, choices)
+        r.watch, r.fallback = (1.0 + WATCH) * medians[best], best  # a try, or a second run, is watched
+        curves = (runs.get("curves") or {}).get(best) or []
+        r.reference = [statistics.median(at) for at in zip(*curves)] if curves else []
+        # an untried one as the guard predicted it, if it did
+        return (untried[0], preds.get(untried[0])) if untried else (again[0], medians[again[0]])
 
     def _give_up(self, r, stimulus_id: str, measured: float) -> None:
         """``r``, trying a choice for the first time, has run longer than its watch allows, or
