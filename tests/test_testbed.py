@@ -377,7 +377,8 @@ addrs = {w["name"]: a for a, w in c.scheduler_info()["workers"].items()}
 took = {n: min(c.submit(spin, k, workers=[a], pure=False).result() for k in range(3)) for n, a in addrs.items()}
 model = cluster_from_dask(c, calibrate=True)
 from taskflow.runtime.calibrate import cpu_limit
-limits = {str(c.scheduler_info()["workers"][a]["name"]): v for a, v in c.run(cpu_limit).items()}
+# each worker names itself: a worker reconnecting under load is briefly missing from scheduler_info()
+limits = dict(c.run(lambda dask_worker: (str(dask_worker.name), cpu_limit())).values())
 import os
 blas = sorted(set(c.run(lambda: os.environ.get("OPENBLAS_NUM_THREADS")).values()))
 print(json.dumps({"took": took, "speeds": {w.id: w.speed for w in model.workers}, "limits": limits, "blas": blas}))
