@@ -285,7 +285,8 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         output's bytes to its prefix's sizes."""
         rid = self.key_run.get(key)
         run = self.runs.get(rid) if rid is not None else None
-        if run is not None and run.state == RUNNING and run.key_moved(key, finish):
+        if run is not None and run.state == RUNNING and (finish in FINISHED_KEY or key in run.done) and \
+                run.key_moved(key, finish):
             self._move(run, FINISHED)  # its last key: no worker's loss or arrival concerns it any more
         if start != "processing" or finish != "memory":
             return
@@ -302,7 +303,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         if run is not None and not run.learned:
             return  # a taskflow.run graph: its keys are unique per run, its costs declared
         observe(self.durations, self.sizes, self.inputs, ts, str(ws.name), secs)
-        if run is not None and run.state == RUNNING and self.adaptive(run):
+        if run is not None and run.state == RUNNING and (run.watch or not run.fixed) and self.adaptive(run):
             self.learn_within(run, ts.prefix.name, secs, str(ws.name), stimulus_id or f"taskflow-adapt-{time.time()}")
 
     def _planned_address(self, key) -> str | None:
