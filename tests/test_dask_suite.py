@@ -69,6 +69,8 @@ def test_one_workload_end_to_end(tmp_path, capsys):
     assert made["firsts"] == "2" and made["first_decision"] == "dask dask"  # two first runs, each on its own cluster
     lo, mid, hi = (float(made[f"dask_first{x}"]) for x in ("_min", "", "_max"))
     assert lo < hi and mid == pytest.approx((lo + hi) / 2)  # the median of two
+    each = sorted(float(t) for t in made["dask_first_runs"].split())  # each first run's seconds, listed
+    assert each == pytest.approx([lo, hi], abs=1e-3) and len(made["ours_first_runs"].split()) == 2
     rows = run_suite(["homogeneous"], ["delayed-loading"], repeat=1, policy="heft", progress=False)
     (row,) = rows
     assert row["policy"] == "heft" and row["dask_median"] > 0 and row["ours_median"] > 0

@@ -327,6 +327,8 @@ def _measure(kind, w, folder, repeat, workers, policy, first_side: int, options,
             "first_prediction_error": statistics.median(first_errors) if first_errors else float("nan"),
             "dask_runs": " ".join(f"{t:.3f}" for t in times[None]),
             "ours_runs": " ".join(f"{t:.3f}" for t in times[policy]),
+            "dask_first_runs": " ".join(f"{t:.3f}" for t in first[None]),
+            "ours_first_runs": " ".join(f"{t:.3f}" for t in first[policy]),
             "decisions": " ".join(d or "-" for d in decisions),
             "first_decision": " ".join(seen.get("decision") or "-" for seen in first_seen)}
 
