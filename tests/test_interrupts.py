@@ -172,3 +172,41 @@ def test_a_signal_whose_exception_python_dropped_still_ends_the_command(sig, rai
     assert cli.main(["anything"]) == status
     assert capsys.readouterr().err == line
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_the_program_logs_nothing_once_a_signal_ends_it(sig, ctrl_c_as_in_a_terminal):
+    """An embedded cluster's scheduler runs on in its own thread while the command unwinds after
+    Ctrl-C, and logged the workers the signal had ended (``broadcast to ... failed``) before the
+    program's one line. Ending the program, a signal stops logging at once; a caller of ``main``
+    (not the program) keeps its logging."""
+    import logging
+    import threading
+
+    from taskflow.app.cli import _terminate_as_interrupt
+
+    seen = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            seen.append(record.getMessage())
+
+    log = logging.getLogger("distributed.scheduler")
+    keep = Keep()
+    log.addHandler(keep)
+
+    def scheduler_thread():  # what Dask's event loop thread logs as the command unwinds
+        log.error("broadcast to tcp://127.0.0.1:1 failed")
+
+    try:
+        for quiet in (False, True):
+            with pytest.raises(KeyboardInterrupt):
+                with _terminate_as_interrupt(quiet=quiet):
+                    signal.raise_signal(sig)
+            t = threading.Thread(target=scheduler_thread)
+            t.start()
+            t.join()
+        assert seen == ["broadcast to tcp://127.0.0.1:1 failed"]  # logged for a caller only
+    finally:
+        logging.disable(logging.NOTSET)
+        log.removeHandler(keep)

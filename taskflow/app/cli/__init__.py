@@ -12,6 +12,7 @@ line.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -55,7 +56,7 @@ def _run(args, program: bool) -> int:
     if program:
         _quiet_resource_tracker()
     try:
-        with warnings.catch_warnings(), np_quiet(), _terminate_as_interrupt(), _printable_output():
+        with warnings.catch_warnings(), np_quiet(), _terminate_as_interrupt(quiet=program), _printable_output():
             warnings.simplefilter("ignore", RuntimeWarning)  # numpy's overflow notes: errors say it
             return args.func(args)
     except TaskflowError as e:
@@ -159,19 +160,28 @@ class Terminated(KeyboardInterrupt):
 
 
 @contextlib.contextmanager
-def _terminate_as_interrupt():
+def _terminate_as_interrupt(quiet: bool = False):
     """While a command runs in the main thread, SIGTERM raises :class:`Terminated` and SIGINT
     :class:`KeyboardInterrupt`. Python drops an exception raised where it cannot propagate (an
     at-fork handler as a pool starts a worker, a finaliser); a signal whose exception was dropped
-    is raised again when the command returns, so that it still ends as the signal asked."""
+    is raised again when the command returns, so that it still ends as the signal asked.
+
+    ``quiet`` (the program itself ends on the signal): logging stops as the signal comes. An
+    embedded cluster's scheduler runs on in its own thread while the command unwinds, and logs the
+    worker processes the signal ended as errors (a broadcast to a closed worker), before the
+    program's one line."""
     pending = []
 
     def raise_terminated(signum, frame):
         pending.append(Terminated)
+        if quiet:
+            logging.disable(logging.CRITICAL)
         raise Terminated()
 
     def raise_interrupt(signum, frame):
         pending.append(KeyboardInterrupt)
+        if quiet:
+            logging.disable(logging.CRITICAL)
         raise KeyboardInterrupt()
 
     hook = sys.unraisablehook
