@@ -172,17 +172,15 @@ def _terminate_as_interrupt(quiet: bool = False):
     program's one line."""
     pending = []
 
-    def raise_terminated(signum, frame):
-        pending.append(Terminated)
-        if quiet:
-            logging.disable(logging.CRITICAL)
-        raise Terminated()
+    def raiser(exc):
+        def handler(signum, frame):
+            pending.append(exc)
+            if quiet:
+                logging.disable(logging.CRITICAL)
+            raise exc()
+        return handler
 
-    def raise_interrupt(signum, frame):
-        pending.append(KeyboardInterrupt)
-        if quiet:
-            logging.disable(logging.CRITICAL)
-        raise KeyboardInterrupt()
+    raise_terminated, raise_interrupt = raiser(Terminated), raiser(KeyboardInterrupt)
 
     hook = sys.unraisablehook
 
