@@ -10,8 +10,8 @@
 >>> plan.validate(g, Cluster.homogeneous(2)).makespan
 4.0
 
-The model is imported at once; the simulator and the Dask runtime when first used
-(``taskflow.simulate``, ``taskflow.run``, ...), so a short command starts quickly.
+The model is imported at once; the simulator, the Dask runtime and training when first used
+(``taskflow.simulate``, ``taskflow.run``, ``taskflow.train``, ...), so a short command starts quickly.
 """
 
 __version__ = "0.1.0"
@@ -32,11 +32,11 @@ from .trace import Trace
 _LAZY = {"simulate": "simulator", "plan": "simulator",
          "run": "runtime", "compute": "runtime", "use": "runtime", "execute": "runtime", "RunReport": "runtime",
          "TaskFailed": "runtime", "cluster_from_dask": "runtime", "learn_costs": "runtime", "CostProfile": "runtime",
-         "advise": "advisor"}
+         "advise": "advisor", "train": "training"}
 
 __all__ = [
     "TaskGraph", "TaskHandle", "simulate", "plan", "Trace", "run", "compute", "use", "execute", "RunReport", "TaskFailed",
-    "advise",
+    "advise", "train",
     "cluster_from_dask", "learn_costs", "CostProfile", "Cluster", "Worker", "CostModel", "Schedule", "Assignment",
     "Scheduler", "DynamicScheduler", "available", "get_scheduler", "register",
     "critical_path", "lower_bound", "sequential_time",

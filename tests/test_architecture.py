@@ -19,13 +19,16 @@ ALLOWED = {
     "workflows": {"core", "workflows"},
     "simulator": {"core", "simulator"},
     "runtime": {"core", "simulator", "runtime"},
-    "facade": {"core", "simulator", "runtime", "advisor", "facade"},
+    "facade": {"core", "simulator", "runtime", "advisor", "training", "facade"},
     "testbed": {"core", "simulator", "runtime", "testbed"},
     "advisor": {"core", "simulator", "runtime", "workflows", "advisor"},
-    "app": {"core", "simulator", "runtime", "facade", "testbed", "advisor", "app", "schedulers", "workflows"},
+    "training": {"core", "simulator", "runtime", "workflows", "training"},
+    "app": {"core", "simulator", "runtime", "facade", "testbed", "advisor", "training", "app", "schedulers",
+            "workflows"},
 }
 #: third-party packages only some layers may import (the rest stay light and Dask-free)
-THIRD_PARTY = {"dask": {"runtime", "app"}, "distributed": {"runtime", "app"}, "matplotlib": {"app", "advisor"}}
+THIRD_PARTY = {"dask": {"runtime", "app"}, "distributed": {"runtime", "app"},
+               "matplotlib": {"app", "advisor", "training"}, "torch": {"workflows", "training", "app"}}
 
 
 def layer(module: str) -> str | None:
@@ -40,7 +43,7 @@ def layer(module: str) -> str | None:
     second = module.split(".")[1]
     if second in ("app", "__main__"):
         return "app"
-    if second in ("simulator", "runtime", "testbed", "advisor"):
+    if second in ("simulator", "runtime", "testbed", "advisor", "training"):
         return second
     return "core"
 
@@ -176,7 +179,8 @@ def test_no_import_cycles():
     ("taskflow.runtime.fake", "def f():\n    from ..app.plot import gantt\n", "(runtime) imports taskflow.app.plot"),
     ("workflows.fake", "from taskflow import simulator\n", "(workflows) imports taskflow.simulator"),
     ("taskflow.fake", "import distributed\n", "imports distributed (only ['app', 'runtime'] may)"),
-    ("taskflow.simulator.fake", "def f():\n    import matplotlib.pyplot\n", "imports matplotlib.pyplot (only ['advisor', 'app'] may)"),
+    ("taskflow.simulator.fake", "def f():\n    import matplotlib.pyplot\n", "imports matplotlib.pyplot (only ['advisor', 'app', 'training'] may)"),
+    ("taskflow.runtime.fake", "import torch\n", "imports torch (only ['app', 'training', 'workflows'] may)"),
 ])
 def test_a_forbidden_import_is_caught(name, source, expected):
     found = violations({name: (source, False)})

@@ -361,9 +361,9 @@ def test_a_run_longer_than_two_seconds_shows_a_progress_bar(client, capsys, monk
     one long line)."""
     import sys
 
-    from taskflow.runtime.runner import _progress_bar
+    from taskflow.runtime.session import progress_bar
 
-    assert _progress_bar(8, "x").disable  # capsys's stderr is no terminal
+    assert progress_bar(8, "x").disable  # capsys's stderr is no terminal
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     g = rg.emulated_chain(8, 0.4, "slow-chain", "s")
     rep = run(g, "heft", client=client, cluster=Cluster([Worker("0"), Worker("1")]), quiet=False)

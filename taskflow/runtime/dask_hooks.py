@@ -14,7 +14,8 @@ from .worker_plugin import CPU_METRIC, RATES_METRIC
 
 __all__ = ["restrict", "move_queued", "placed_inputs", "SHUFFLE_PINNED", "P2P_PAIRS", "BARRIER_PREFIX", "prefetch",
            "plan_first", "PlannedKeys", "send_planned_in_order", "keep_planned_replicas", "dask_state", "estimated_graph",
-           "cpu_shares", "received_rates", "observe", "warm", "input_scaling", "input_factor", "MAX_PREFIXES"]
+           "cpu_shares", "received_rates", "observe", "warm", "input_scaling", "input_factor", "MAX_PREFIXES",
+           "blamed_key"]
 
 #: Task prefixes whose durations, sizes and inputs the plugin keeps (the oldest is dropped past this).
 MAX_PREFIXES = 10_000
@@ -577,3 +578,11 @@ def prefetch(dask_scheduler, key, planned_address, min_bytes: int, stimulus_id: 
             targets.add(addr)
     for addr in targets:
         dask_scheduler.request_acquire_replicas(addr, [key], stimulus_id=stimulus_id)
+
+
+def blamed_key(key, dask_scheduler=None):
+    """Run in Dask's scheduler: the key of the task whose exception ``key`` holds (itself, or the
+    ancestor Dask blames)."""
+    ts = dask_scheduler.tasks.get(key)
+    blame = getattr(ts, "exception_blame", None)
+    return key if blame is None else blame.key

@@ -44,36 +44,15 @@ from .local import local_cluster, warm_cluster
 from .messages import cluster_message, graph_payload, plan_priorities
 from .predict import DASK_DRAWS, predict_dask, predict_plan
 from .report import RunReport, report_from_stream
-from .session import (Watchdog, call, close_quietly, ensure_plugin, frozen_heap, gather, stream_index, stream_since,
-                      wait_for, workers_reachable, workers_records)
+from .dask_hooks import blamed_key
+from .session import (Watchdog, call, close_quietly, ensure_plugin, frozen_heap, gather, progress_bar, stream_index,
+                      stream_since, wait_for, workers_reachable, workers_records)
 
 __all__ = ["run", "connect", "client_for", "SCHEDULER_FILE_WAIT", "dashboard_link", "dashboard_address", "say_dashboard", "predict_dask", "submit_order", "GUESS_ERROR", "DASHBOARD",
            "DASK_DRAWS"]
 
 #: a prediction off by more than this share (without a cost profile) says the costs look like guesses
 GUESS_ERROR = 0.25
-
-
-def _progress_bar(total: int, name: str):
-    """A progress bar for a run (tqdm: a widget in a notebook that has ipywidgets, else text),
-    shown only once the run has taken 2 s."""
-    if _in_notebook() and importlib.util.find_spec("ipywidgets") is not None:
-        from tqdm.notebook import tqdm
-    else:  # tqdm.auto would warn in a notebook without ipywidgets
-        from tqdm.std import tqdm
-    # disable=None: no bar where stderr is no terminal (a log, a pipe), where its redraws would pile
-    # into one long line
-    return tqdm(total=total, unit="task", desc=name, file=sys.stderr, delay=2.0, mininterval=0.5, leave=False,
-                disable=None if tqdm.__module__ == "tqdm.std" else False)
-
-
-def _in_notebook() -> bool:
-    """Inside a Jupyter kernel (as tqdm.autonotebook decides)."""
-    ipython = getattr(sys.modules.get("IPython"), "get_ipython", None)
-    try:
-        return ipython is not None and ipython() is not None and "IPKernelApp" in ipython().config
-    except Exception:  # an IPython that is not what we expect: text bar
-        return False
 
 
 #: Where ``dashboard=True`` (``--dashboard``) serves Dask's dashboard: loopback, Dask's usual port
@@ -278,7 +257,7 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
         scheduler_file=None, workers: int = 2, threads_per_worker: int = 1, speeds: dict | None = None,
         calibrate: bool = False, time_scale: float = 1.0, size_scale: float = 1.0, retries: int = 0,
         quiet: bool = False, timeout: float | None = None, seed: int = 0, profile=None,
-        dashboard=False, jobqueue: str | None = None, jobqueue_options: dict | None = None) -> RunReport:
+        dashboard=False, jobqueue: str | None = None, jobqueue_options: dict | None = None, keep=None) -> RunReport:
     """Run ``graph`` on Dask under ``scheduler`` and measure it.
 
     Parameters
@@ -313,11 +292,13 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
         ``queue``, ``interface``, ``wait``, ``log_directory``). The report's ``jobs`` names each
         worker's job.
     jobqueue_options : dict, optional
+    keep : iterable, optional
+        The task ids whose results come back here (default: all); the others are released.
 
     Returns
     -------
     RunReport
-        ``results`` maps every task id to its result (emulated tasks: a byte buffer).
+        ``results`` maps every kept task id to its result (emulated tasks: a byte buffer).
 
     Raises
     ------
@@ -351,6 +332,10 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
             workers, int) or workers < 1 or not isinstance(threads_per_worker, int) or threads_per_worker < 1):
         raise TaskflowError(f"an embedded cluster needs workers >= 1 and threads_per_worker >= 1, got "
                             f"workers={workers!r}, threads_per_worker={threads_per_worker!r}")
+    keep = None if keep is None else list(dict.fromkeys(keep))
+    for t in keep or ():
+        if t not in graph:
+            raise TaskflowError(f"keep names task {t!r}, which is not in graph {graph.name!r}")
     if isinstance(profile, (str, os.PathLike)):  # read (and checked) before any cluster starts
         profile = (profile, CostProfile.load(profile) if os.path.exists(profile) else None)
     c, owned = connect(client, address, scheduler_file, workers, threads_per_worker, work_stealing=dynamic,
@@ -360,11 +345,9 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
             say_dashboard(c)
         with frozen_heap():
             return _Runner(graph, policy, c, cluster, speeds, calibrate, time_scale, size_scale, retries, quiet,
-                           timeout, profile).go()
+                           timeout, profile, keep).go()
     finally:
         close_quietly(owned)
-
-
 
 
 def submit_order(plan, key_of: dict):
@@ -397,8 +380,12 @@ class _Runner:
     """One run: plan (inside the scheduler), submit once, watch, measure."""
 
     def __init__(self, graph, policy, client, cluster, speeds, calibrate, time_scale, size_scale, retries, quiet,
-                 timeout, profile=None):
+                 timeout, profile=None, keep=None):
         self.graph = graph
+        self.keep = graph.ids if keep is None else keep
+        #: the tasks whose futures the run holds: every one, or the kept ones and the sinks (the
+        #: others are released as soon as their consumers are done)
+        self.wanted = graph.ids if keep is None else list(dict.fromkeys([*keep, *graph.sinks()]))
         self.policy = policy
         self.client = client
         self.declared = cluster
@@ -474,12 +461,13 @@ class _Runner:
                 self._read_dask_state()
             t_submit = time.time()
             with submit_order(plan, self.key_of):
-                futs = self.client.get(dsk, [self.key_of[t] for t in ids], sync=False,
+                futs = self.client.get(dsk, [self.key_of[t] for t in self.wanted], sync=False,
                                        **({"retries": self.retries} if self.retries else {}))
             del dsk  # sent: what a large run holds per task is kept to what its report needs
-            self.futures = dict(zip(ids, futs))
+            self.futures = dict(zip(self.wanted, futs))
             self._watch()
-            results = dict(zip(ids, gather(self.client, futs, ids, direct=direct)))
+            kept = self.keep
+            results = dict(zip(kept, gather(self.client, [self.futures[t] for t in kept], kept, direct=direct)))
             del futs
             self.futures = {}  # the results are here: Dask may forget the keys
             records = stream_since(self.client, index)
@@ -507,7 +495,7 @@ class _Runner:
 
     def _watch(self) -> None:
         """Wait for the sinks (every task is an ancestor of one); every wait is bounded."""
-        bar = None if self.quiet else _progress_bar(len(self.futures), self.policy.name)
+        bar = None if self.quiet else progress_bar(len(self.futures), self.policy.name)
         state = {"last": time.perf_counter()}
 
         def progress():
@@ -579,11 +567,20 @@ class _Runner:
     def _raise_errors(self):
         """Raise TaskFailed for the first task (in topological order) that raised itself."""
         for t in self.graph.topological_order():
-            f = self.futures[t]
-            if f.status == "error":
+            f = self.futures.get(t)
+            if f is not None and f.status == "error":
                 err = f.exception()
-                done = {x: g.result() for x, g in self.futures.items() if g.status == "finished"}
-                raise TaskFailed(t, err, done)
+                done = {x: self.futures[x].result() for x in self.keep if self.futures[x].status == "finished"}
+                raise TaskFailed(self._blamed(t), err, done)
+
+    def _blamed(self, t):
+        """The task that raised the error ``t``'s future holds (``t`` itself, or where the run
+        holds no future for every task, the ancestor Dask's scheduler blames)."""
+        try:
+            key = t if self.wanted is self.graph.ids else self.client.run_on_scheduler(blamed_key, key=self.key_of[t])
+        except Exception:  # noqa: BLE001 - the scheduler is gone: name the task the run waited on
+            return t
+        return self.task_of.get(key, t)
 
     def _cancel(self) -> None:
         if self.futures and self.client.status == "running":

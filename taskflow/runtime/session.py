@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
+import sys
 import time
 from typing import NamedTuple
 
@@ -14,7 +16,8 @@ from .plugin import PLUGIN_NAME, TaskflowPlugin
 from .worker_plugin import TransferLog, worker_records
 
 __all__ = ["ensure_plugin", "call", "use", "Watchdog", "wait_for", "stream_index", "stream_since", "cancelled_error",
-           "gather", "workers_reachable", "frozen_heap", "workers_records", "WorkersRecords", "close_quietly"]
+           "gather", "workers_reachable", "frozen_heap", "workers_records", "WorkersRecords", "close_quietly", "progress_bar",
+           "in_notebook"]
 
 #: seconds a call to the scheduler waits before it checks that the scheduler is still connected
 CALL_TIMEOUT = 10.0
@@ -463,3 +466,25 @@ def close_quietly(things) -> None:
     finally:
         for lg, level in zip(loggers, levels):
             lg.setLevel(level)
+
+
+def progress_bar(total: int, name: str, unit: str = "task"):
+    """A progress bar for a run (tqdm: a widget in a notebook that has ipywidgets, else text),
+    shown only once the run has taken 2 s."""
+    if in_notebook() and importlib.util.find_spec("ipywidgets") is not None:
+        from tqdm.notebook import tqdm
+    else:  # tqdm.auto would warn in a notebook without ipywidgets
+        from tqdm.std import tqdm
+    # disable=None: no bar where stderr is no terminal (a log, a pipe), where its redraws would pile
+    # into one long line
+    return tqdm(total=total, unit=unit, desc=name, file=sys.stderr, delay=2.0, mininterval=0.5, leave=False,
+                disable=None if tqdm.__module__ == "tqdm.std" else False)
+
+
+def in_notebook() -> bool:
+    """Inside a Jupyter kernel (as tqdm.autonotebook decides)."""
+    ipython = getattr(sys.modules.get("IPython"), "get_ipython", None)
+    try:
+        return ipython is not None and ipython() is not None and "IPKernelApp" in ipython().config
+    except Exception:  # an IPython that is not what we expect: text bar
+        return False

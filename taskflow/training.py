@@ -1,0 +1,265 @@
+"""Train a PyTorch model as task graphs on Dask workers: :func:`train`.
+
+One graph per epoch (:class:`workflows.torch_training.TorchTraining`): each rank's state stays on
+its worker from one iteration to the next, and only the final states and the held-out accuracy
+come back to this process at the epoch's end. There they are checkpointed (atomically), and the
+next epoch's graph starts from them. A run that was stopped resumes from its checkpoint: the
+batches and the augmentation of an epoch depend on the seed and the epoch alone, so the resumed run
+ends with the same parameters as one that never stopped.
+
+:class:`History` holds what a user reads: per epoch the training loss, held-out loss and accuracy,
+wall seconds, seconds per iteration, samples per second and bytes moved between workers per
+iteration; :meth:`History.plot` draws accuracy against wall time.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import time
+import warnings
+from dataclasses import dataclass, field
+
+from .errors import TaskflowError, TaskflowWarning
+from .formats import atomic_write
+
+__all__ = ["train", "History", "load_checkpoint"]
+
+
+@dataclass
+class History:
+    """What a training run measured (see the module docstring)."""
+
+    #: per epoch: epoch, loss, val_loss, accuracy, seconds, wall, iterations, seconds_per_iteration,
+    #: samples_per_second, bytes_per_iteration, state_bytes
+    epochs: list = field(default_factory=list)
+    #: (iteration, the global batch's loss) of every iteration
+    losses: list = field(default_factory=list)
+    #: each rank's state at the end (parameters, buffers, optimizer state)
+    states: list = field(default_factory=list)
+    #: what the run was: workers, batch, allreduce, scheduler, parameters, ...
+    config: dict = field(default_factory=dict)
+    #: the epoch the run resumed after (None: it started afresh)
+    resumed_from: int | None = None
+
+    @property
+    def final_accuracy(self) -> float:
+        """The last epoch's held-out accuracy (nan without a ``val`` split)."""
+        return self.epochs[-1]["accuracy"] if self.epochs else float("nan")
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict (the states left out)."""
+        return {"config": self.config, "epochs": self.epochs, "losses": self.losses, "resumed_from": self.resumed_from}
+
+    def lines(self) -> list:
+        """One line per epoch."""
+        out = []
+        for e in self.epochs:
+            acc = "" if math.isnan(e["accuracy"]) else f", held-out accuracy {e['accuracy']:.1%}"
+            out.append(f"epoch {e['epoch'] + 1}: loss {e['loss']:.4f}{acc}, {e['seconds']:.2f} s "
+                       f"({e['seconds_per_iteration'] * 1e3:.1f} ms/iteration, {e['samples_per_second']:.0f} "
+                       f"samples/s), {e['bytes_per_iteration'] / 1e6:.2f} MB moved per iteration")
+        return out
+
+    def plot(self, path) -> None:
+        """Held-out accuracy and training loss against wall time, written to ``path`` (PNG, SVG,
+        PDF by suffix)."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        wall = [e["wall"] for e in self.epochs]
+        fig, ax = plt.subplots(figsize=(6.4, 3.6))
+        ax.plot(wall, [e["accuracy"] * 100 for e in self.epochs], "o-", color="C0", label="held-out accuracy")
+        ax.set_xlabel("wall time (s)")
+        ax.set_ylabel("held-out accuracy (%)", color="C0")
+        ax.set_ylim(0, 100)
+        ax2 = ax.twinx()
+        ax2.plot(wall, [e["loss"] for e in self.epochs], "s--", color="C1", label="training loss")
+        ax2.set_ylabel("training loss", color="C1")
+        c = self.config
+        ax.set_title(f"{c.get('model', 'model')}: {c.get('workers')} workers, {c.get('allreduce')}, "
+                     f"{c.get('scheduler')}", fontsize=10, usetex=False)
+        fig.tight_layout()
+        buf = io.BytesIO()
+        fig.savefig(buf, format=os.path.splitext(os.fspath(path))[1][1:].lower() or "png")
+        plt.close(fig)
+        atomic_write(path, buf.getvalue())
+
+
+def _model_name(model) -> str:
+    fn = getattr(model, "func", model)
+    return getattr(fn, "__name__", type(fn).__name__)
+
+
+def _fingerprint(spec) -> dict:
+    """What must match for a checkpoint to resume this job."""
+    return {"model": spec.ctx.token, "workers": int(spec.workers), "batch": int(spec.batch),
+            "counts": list(spec.counts), "allreduce": spec.allreduce, "seed": int(spec.seed),
+            "iterations": spec.per_epoch, "pad": int(spec.pad), "flip": bool(spec.flip),
+            "train": len(spec.train)}
+
+
+def load_checkpoint(path) -> dict:
+    """A checkpoint written by :func:`train`: ``{"epoch", "states", "history", "fingerprint"}``.
+
+    Raises
+    ------
+    TaskflowError
+        The file is not a checkpoint of :func:`train`.
+    """
+    import torch
+
+    try:
+        ck = torch.load(os.fspath(path), weights_only=False)
+    except (OSError, RuntimeError, EOFError, ValueError) as e:
+        raise TaskflowError(f"checkpoint {os.fspath(path)!r} cannot be read: {e}") from None
+    if not isinstance(ck, dict) or ck.get("format") != "taskflow-train/1":
+        raise TaskflowError(f"checkpoint {os.fspath(path)!r} is not a taskflow training checkpoint")
+    return ck
+
+
+def _save_checkpoint(path, epoch: int, states, history: History, fingerprint: dict) -> None:
+    import torch
+
+    doc = {"format": "taskflow-train/1", "epoch": epoch, "states": states, "fingerprint": fingerprint,
+           "history": history.to_dict()}
+    buf = io.BytesIO()
+    torch.save(doc, buf)
+    atomic_write(path, buf.getvalue())
+
+
+def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: int = 2, batch: int = 64,
+          shares=None, allreduce: str = "ring", bucket_mb: float = 25.0, priority: str = "none",
+          scheduler: str = "placed", pad: int = 0, flip: bool = False, seed: int = 0, iterations=None,
+          threads: int = 1, client=None, address=None, scheduler_file=None, jobqueue=None, jobqueue_options=None,
+          checkpoint=None, resume: bool = True, timeout=None, quiet: bool = False, plot=None) -> History:
+    """Train ``model`` on ``data`` for ``epochs`` epochs, each epoch one task graph on Dask.
+
+    Parameters
+    ----------
+    model : callable
+        A factory returning a ``torch.nn.Module``.
+    data : path
+        A dataset root with ``train`` and ``val`` class folders (:mod:`workflows.images`).
+    loss, optimizer, workers, batch, shares, allreduce, bucket_mb, priority, pad, flip, seed, iterations, threads
+        As in :class:`workflows.torch_training.TorchTraining` (``iterations``: per epoch).
+    epochs : int
+    scheduler : str
+        The scheduler that places each epoch's graph (default ``placed``: rank ``r`` on worker
+        ``r``, as DDP runs).
+    client, address, scheduler_file, jobqueue, jobqueue_options
+        Where to run, as in :func:`taskflow.run` (default: an embedded LocalCluster of ``workers``
+        processes of ``threads`` threads, closed after).
+    checkpoint : path, optional
+        Written after every epoch (atomically); with ``resume``, a run whose checkpoint exists
+        starts after its last epoch.
+    timeout : float, optional
+        Seconds per epoch before the run is abandoned.
+    quiet : bool
+        No progress bar.
+    plot : path, optional
+        Draw accuracy against wall time there at the end.
+
+    Returns
+    -------
+    History
+
+    Raises
+    ------
+    TaskflowError
+        Bad input (named), a checkpoint of another job, a task that failed (a loss that is NaN
+        names its iteration).
+    """
+    from workflows.torch_training import TorchTraining
+
+    from .runtime import run
+    from .runtime.runner import connect
+    from .runtime.session import close_quietly, progress_bar
+
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+        raise TaskflowError(f"epochs must be an integer >= 1, got {epochs!r}")
+    spec = TorchTraining(model, data, loss=loss, optimizer=optimizer, workers=workers, batch=batch, shares=shares,
+                         allreduce=allreduce, bucket_mb=bucket_mb, priority=priority, pad=pad, flip=flip, seed=seed,
+                         iterations=iterations, threads=threads)
+    if spec.per_epoch < 1:
+        raise TaskflowError(f"an epoch of {len(spec.train)} images holds no full batch of {batch}")
+    fp = _fingerprint(spec)
+    history = History(config={"model": _model_name(model), "parameters": spec.params(), "workers": int(workers),
+                              "batch": int(batch), "counts": list(spec.counts), "allreduce": allreduce,
+                              "scheduler": scheduler, "iterations_per_epoch": spec.per_epoch,
+                              "buckets": len(spec.ctx.buckets), "train_samples": len(spec.train),
+                              "val_samples": 0 if spec.val is None else len(spec.val)})
+    states, first, wall0, profile = None, 0, 0.0, None
+    if checkpoint is not None and resume and os.path.exists(checkpoint):
+        ck = load_checkpoint(checkpoint)
+        if ck["fingerprint"] != fp:
+            diff = sorted(k for k in fp if ck["fingerprint"].get(k) != fp[k])
+            raise TaskflowError(f"checkpoint {os.fspath(checkpoint)!r} was written by another job (it differs in "
+                                f"{', '.join(diff)}): remove it, name another file, or pass resume=False")
+        states, first = ck["states"], ck["epoch"] + 1
+        history.epochs = list(ck["history"]["epochs"])
+        history.losses = [tuple(x) for x in ck["history"]["losses"]]
+        history.resumed_from = ck["epoch"]
+        wall0 = history.epochs[-1]["wall"] if history.epochs else 0.0
+    c, owned = connect(client, address, scheduler_file, workers, threads, work_stealing=False,
+                       jobqueue=jobqueue, jobqueue_options=jobqueue_options)
+    bar = None
+    if not quiet and first < epochs:
+        bar = progress_bar((epochs - first) * spec.per_epoch, "training", unit="it")
+    try:
+        for e in range(first, epochs):
+            g = spec.graph(e, states)
+            finals = spec.final_tasks(e)
+            keep = finals + ([f"e{e}.eval"] if f"e{e}.eval" in g else [])
+            t0 = time.perf_counter()
+            with warnings.catch_warnings():  # the first epoch plans with guessed costs; later ones with measured
+                warnings.simplefilter("ignore", TaskflowWarning)
+                report = run(g, scheduler, client=c, quiet=True, timeout=timeout, seed=seed, keep=keep,
+                             profile=profile)
+            seconds = time.perf_counter() - t0
+            profile = report.profile
+            states = [report.results[t] for t in finals]
+            _record(history, spec, e, states, report, seconds, wall0)
+            wall0 = history.epochs[-1]["wall"]
+            if checkpoint is not None:
+                _save_checkpoint(checkpoint, e, states, history, fp)
+            if bar is not None:
+                bar.update(spec.per_epoch)
+                last = history.epochs[-1]
+                bar.set_postfix(loss=f"{last['loss']:.3f}", acc=f"{last['accuracy']:.1%}")
+    finally:
+        if bar is not None:
+            bar.close()
+        close_quietly(owned)
+    history.states = states
+    if plot is not None:
+        history.plot(plot)
+    return history
+
+
+def _record(history: History, spec, epoch: int, states, report, seconds: float, wall0: float) -> None:
+    """Add an epoch's figures: the global loss of each iteration from the ranks' logs (weighted by
+    their samples), what moved between workers, the held-out evaluation."""
+    from workflows.torch_tasks import state_bytes
+
+    per_it: dict = {}
+    for s in states:
+        for it, value, n in s["log"]:
+            tot, cnt = per_it.get(it, (0.0, 0))
+            per_it[it] = (tot + value * n, cnt + n)
+    losses = [(it, tot / cnt) for it, (tot, cnt) in sorted(per_it.items())]
+    for s in states:
+        s["log"] = []
+    history.losses += losses
+    ev = report.results.get(f"e{epoch}.eval") or {"loss": float("nan"), "accuracy": float("nan")}
+    moved = sum(t.bytes for t in report.trace.transfers)
+    n_it = spec.per_epoch
+    history.epochs.append({
+        "epoch": epoch, "loss": sum(v for _, v in losses) / max(1, len(losses)), "val_loss": ev["loss"],
+        "accuracy": ev["accuracy"], "seconds": seconds, "wall": wall0 + seconds, "iterations": n_it,
+        "seconds_per_iteration": report.measured_makespan / n_it,
+        "samples_per_second": n_it * spec.batch / seconds, "bytes_per_iteration": moved / n_it,
+        "state_bytes": state_bytes(states[0])})

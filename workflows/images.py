@@ -1,0 +1,337 @@
+"""Image datasets on disk, in the layout torchvision's ``ImageFolder`` reads, and the loading stages
+of a training graph over them.
+
+A dataset is a folder ``root/<split>/<class>/<file>`` (``split`` is ``train`` and ``val``; a class
+is a folder name, its index the folder's place in sorted order; files are PNG or JPEG). Two
+builders write one, and nothing downloads:
+
+* :func:`write_digits`: scikit-learn's handwritten digits (1,797 gray 8x8 images of 10 classes, the
+  UCI "Optical Recognition of Handwritten Digits" set, CC BY 4.0, shipped inside scikit-learn),
+  split 80/20 by a seeded permutation, written as PNG.
+* :func:`write_synthetic`: a seeded 10-class set of RGB images (default 32x32) for throughput:
+  each class a smooth random colour pattern, each image that pattern shifted, scaled and noised.
+
+The loading stages are plain functions of numpy arrays (no torch here), called as tasks:
+:func:`read_files` (bytes from disk) -> :func:`decode` (Pillow) -> :func:`augment` (seeded random
+crop with padding and horizontal flip, each draw from ``(seed, epoch, sample)``) -> :func:`collate`
+(``float32`` ``N x C x H x W`` normalised to [-1, 1], ``int64`` labels). :func:`epoch_batches`
+says which samples each rank reads in each iteration of an epoch. A file that cannot be decoded is
+an error naming it.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from taskflow.errors import WorkflowError
+
+__all__ = ["ImageFolder", "write_digits", "write_synthetic", "read_files", "decode", "augment", "collate",
+           "load_batch", "epoch_batches", "EXTENSIONS"]
+
+#: the file endings read as images
+EXTENSIONS = (".png", ".jpg", ".jpeg")
+
+
+@dataclass(frozen=True)
+class ImageFolder:
+    """The files of one split of a dataset: ``paths[i]`` of class ``labels[i]`` (``classes[k]`` is
+    class ``k``'s folder name).
+
+    Parameters
+    ----------
+    root : path
+        A folder of class folders (or a dataset root with ``train``/``val`` inside: pass
+        ``split``).
+    split : str, optional
+        The sub-folder to read (``train``, ``val``).
+
+    Raises
+    ------
+    WorkflowError
+        The folder is missing or unreadable, or holds no class folder with an image in it.
+    """
+
+    root: str
+    split: str | None = None
+
+    def __post_init__(self):
+        folder = os.path.join(os.fspath(self.root), self.split) if self.split else os.fspath(self.root)
+        object.__setattr__(self, "folder", folder)
+        try:
+            names = sorted(e.name for e in os.scandir(folder) if e.is_dir())
+        except FileNotFoundError:
+            raise WorkflowError(f"dataset folder {folder!r} does not exist") from None
+        except (PermissionError, NotADirectoryError, OSError) as e:
+            raise WorkflowError(f"dataset folder {folder!r} cannot be read: {e.strerror or e}") from None
+        paths, labels, classes = [], [], []
+        for name in names:
+            try:
+                files = sorted(f.name for f in os.scandir(os.path.join(folder, name))
+                               if f.is_file() and f.name.lower().endswith(EXTENSIONS))
+            except OSError as e:
+                raise WorkflowError(f"dataset folder {os.path.join(folder, name)!r} cannot be read: "
+                                    f"{e.strerror or e}") from None
+            if not files:
+                continue
+            k = len(classes)
+            classes.append(name)
+            paths += [os.path.join(folder, name, f) for f in files]
+            labels += [k] * len(files)
+        if not paths:
+            raise WorkflowError(f"dataset folder {folder!r} holds no image: expected class folders of "
+                                f"{'/'.join(e[1:].upper() for e in EXTENSIONS)} files, as ImageFolder reads")
+        object.__setattr__(self, "paths", tuple(paths))
+        object.__setattr__(self, "labels", np.asarray(labels, dtype=np.int64))
+        object.__setattr__(self, "classes", tuple(classes))
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def shape(self) -> tuple:
+        """``(channels, height, width)`` of the first image, as :func:`collate` returns it."""
+        img = decode(read_files([self.paths[0]]), [self.paths[0]])[0]
+        return img.shape[2], img.shape[0], img.shape[1]
+
+
+def _write_split(root, split: str, images, labels, names) -> None:
+    from PIL import Image
+
+    for i, (img, y) in enumerate(zip(images, labels)):
+        d = os.path.join(root, split, names[int(y)])
+        os.makedirs(d, exist_ok=True)
+        Image.fromarray(img).save(os.path.join(d, f"{i:05d}.png"))
+
+
+def _write_dataset(root, images, labels, names, val_fraction: float, seed: int) -> str:
+    """Write ``images`` (uint8, H x W or H x W x C) split by a seeded permutation; atomic: a
+    half-written dataset is never left under ``root``."""
+    import shutil
+    import tempfile
+
+    if not 0.0 < val_fraction < 1.0:
+        raise WorkflowError(f"val_fraction must be between 0 and 1, got {val_fraction!r}")
+    root = os.fspath(root)
+    if os.path.exists(os.path.join(root, "train")):
+        raise WorkflowError(f"{root!r} already holds a dataset (a train folder): remove it or choose another folder")
+    order = np.random.default_rng(seed).permutation(len(labels))
+    n_val = max(1, int(round(len(labels) * val_fraction)))
+    parent = os.path.dirname(os.path.abspath(root))
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".dataset-", dir=parent)
+    try:
+        _write_split(tmp, "val", images[order[:n_val]], labels[order[:n_val]], names)
+        _write_split(tmp, "train", images[order[n_val:]], labels[order[n_val:]], names)
+        os.makedirs(root, exist_ok=True)
+        for split in ("train", "val"):
+            os.replace(os.path.join(tmp, split), os.path.join(root, split))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return root
+
+
+def write_digits(root, val_fraction: float = 0.2, seed: int = 0) -> str:
+    """Write scikit-learn's handwritten digits (1,797 gray 8x8 images) as PNG class folders.
+
+    Parameters
+    ----------
+    root : path
+        Gets ``train/<digit>/*.png`` and ``val/<digit>/*.png``.
+    val_fraction : float
+        The share held out (seeded permutation).
+    seed : int
+
+    Returns
+    -------
+    str
+        ``root``.
+
+    Raises
+    ------
+    WorkflowError
+        scikit-learn is missing, or ``root`` already holds a dataset.
+    """
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError:
+        raise WorkflowError("write_digits needs scikit-learn (pip install 'dask-taskflow[torch]')") from None
+    d = load_digits()
+    images = np.clip(np.round(d.images * (255.0 / 16.0)), 0, 255).astype(np.uint8)
+    return _write_dataset(root, images, d.target.astype(np.int64), [str(k) for k in range(10)], val_fraction,
+                          seed)
+
+
+def write_synthetic(root, samples: int = 5000, classes: int = 10, size: int = 32, val_fraction: float = 0.1,
+                    seed: int = 0) -> str:
+    """Write a seeded synthetic RGB image set (for throughput): each class a smooth random colour
+    pattern; each image it rolled by up to a quarter of its side, scaled in contrast and noised.
+
+    Parameters
+    ----------
+    root : path
+    samples, classes, size : int
+        Images in all, classes, side in pixels.
+    val_fraction : float
+    seed : int
+
+    Returns
+    -------
+    str
+        ``root``.
+    """
+    if samples < 2 or classes < 1 or size < 4:
+        raise WorkflowError(f"write_synthetic needs samples >= 2, classes >= 1, size >= 4; got {samples}, "
+                            f"{classes}, {size}")
+    rng = np.random.default_rng(seed)
+    coarse = rng.uniform(0.0, 255.0, size=(classes, 4, 4, 3))
+    reps = -(-size // 4)
+    protos = np.repeat(np.repeat(coarse, reps, axis=1), reps, axis=2)[:, :size, :size]
+    labels = rng.integers(0, classes, size=samples)
+    shifts = rng.integers(-size // 4, size // 4 + 1, size=(samples, 2))
+    scale = rng.uniform(0.7, 1.1, size=samples)
+    images = np.empty((samples, size, size, 3), dtype=np.uint8)
+    for i in range(samples):
+        img = np.roll(protos[labels[i]], tuple(shifts[i]), axis=(0, 1)) * scale[i]
+        img += rng.normal(0.0, 24.0, size=img.shape)
+        images[i] = np.clip(img, 0, 255).astype(np.uint8)
+    return _write_dataset(root, images, labels, [f"class{k}" for k in range(classes)], val_fraction, seed)
+
+
+def read_files(paths) -> list:
+    """Task body ``read``: the bytes of each file.
+
+    Parameters
+    ----------
+    paths : list of str
+
+    Raises
+    ------
+    WorkflowError
+        A file cannot be read (named).
+    """
+    out = []
+    for p in paths:
+        try:
+            with open(p, "rb") as f:
+                out.append(f.read())
+        except OSError as e:
+            raise WorkflowError(f"image {p!r} cannot be read: {e.strerror or e}") from None
+    return out
+
+
+def decode(raw, paths) -> list:
+    """Task body ``decode``: each file's bytes as a ``uint8`` array ``H x W x C`` (Pillow).
+
+    Parameters
+    ----------
+    raw : list of bytes
+    paths : list of str
+        The files, to name one that is not an image.
+
+    Raises
+    ------
+    WorkflowError
+        A file is not a readable image, or its size or channels differ from the first one's.
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    out = []
+    for data, p in zip(raw, paths):
+        try:
+            with Image.open(io.BytesIO(data)) as im:
+                im.load()
+                arr = np.asarray(im)
+        except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
+            raise WorkflowError(f"image {p!r} cannot be decoded: {e}") from None
+        if arr.ndim == 2:
+            arr = arr[:, :, None]
+        if arr.dtype != np.uint8 or arr.ndim != 3:
+            raise WorkflowError(f"image {p!r}: expected 8-bit gray or RGB pixels, got {arr.dtype} of shape "
+                                f"{arr.shape}")
+        if out and arr.shape != out[0].shape:
+            raise WorkflowError(f"image {p!r} is {arr.shape[1]}x{arr.shape[0]}x{arr.shape[2]}, the others "
+                                f"{out[0].shape[1]}x{out[0].shape[0]}x{out[0].shape[2]}: every image must be alike")
+        out.append(arr)
+    return out
+
+
+def augment(images, samples, epoch: int, seed: int, pad: int = 0, flip: bool = False) -> list:
+    """Task body ``augment``: a random crop of each image padded by ``pad`` pixels (zeros), and a
+    horizontal flip with probability 1/2 where ``flip``; the draws of sample ``i`` come from
+    ``(seed, epoch, i)`` alone, so any process that loads it sees the same image.
+
+    Parameters
+    ----------
+    images : list of numpy.ndarray
+    samples : list of int
+        Each image's index in its split.
+    epoch, seed, pad : int
+    flip : bool
+    """
+    if not pad and not flip:
+        return images
+    out = []
+    for img, i in zip(images, samples):
+        rng = np.random.default_rng([seed, epoch, int(i)])
+        dy, dx = rng.integers(0, 2 * pad + 1, size=2)
+        if pad:
+            h, w = img.shape[:2]
+            img = np.pad(img, ((pad, pad), (pad, pad), (0, 0)))[dy:dy + h, dx:dx + w]
+        if flip and rng.random() < 0.5:
+            img = img[:, ::-1]
+        out.append(np.ascontiguousarray(img))
+    return out
+
+
+def collate(images, labels) -> tuple:
+    """Task body ``collate``: ``(float32 N x C x H x W in [-1, 1], int64 labels)``.
+
+    Parameters
+    ----------
+    images : list of numpy.ndarray
+    labels : sequence of int
+    """
+    x = np.stack(images).astype(np.float32).transpose(0, 3, 1, 2)
+    return np.ascontiguousarray(x * (2.0 / 255.0) - 1.0), np.asarray(labels, dtype=np.int64)
+
+
+def load_batch(data: ImageFolder, samples, epoch: int = 0, seed: int = 0, pad: int = 0, flip: bool = False):
+    """The four stages in one call (the sequential references and the DDP baseline load this way).
+
+    Parameters
+    ----------
+    data : ImageFolder
+    samples : sequence of int
+    epoch, seed, pad : int
+    flip : bool
+    """
+    paths = [data.paths[i] for i in samples]
+    images = augment(decode(read_files(paths), paths), samples, epoch, seed, pad, flip)
+    return collate(images, data.labels[np.asarray(samples, dtype=np.int64)])
+
+
+def epoch_batches(n: int, batch: int, counts, epoch: int, seed: int, iterations: int | None = None) -> list:
+    """Which samples each rank reads in each iteration of ``epoch``: a permutation of ``range(n)``
+    seeded by ``(seed, epoch)``, cut into global batches of ``batch`` (the last, partial one
+    dropped), each cut among the ranks by ``counts`` (samples per rank, summing to ``batch``).
+
+    Parameters
+    ----------
+    n, batch : int
+    counts : sequence of int
+    epoch, seed : int
+    iterations : int, optional
+        At most this many iterations.
+
+    Returns
+    -------
+    list of list of numpy.ndarray
+        ``[iteration][rank]`` -> sample indices.
+    """
+    perm = np.random.default_rng([seed, epoch]).permutation(n)
+    steps = n // batch if iterations is None else min(n // batch, int(iterations))
+    cuts = np.cumsum([0, *counts])
+    return [[perm[t * batch + cuts[r]:t * batch + cuts[r + 1]] for r in range(len(counts))] for t in range(steps)]

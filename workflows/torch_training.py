@@ -1,0 +1,279 @@
+"""Real data-parallel training of a PyTorch model as a task graph, one graph per epoch.
+
+``TorchTraining(model, data, workers=N, batch=B, allreduce="ring"|"tree"|"ps", ...)`` describes a
+job: a model factory, a loss, an optimizer factory and an image dataset on disk
+(:mod:`workflows.images`). :meth:`TorchTraining.graph` builds an epoch's graph; per iteration ``t``
+and rank ``r``:
+
+* ``it{t}.w{r}.read -> decode -> augment -> collate``: the rank's share of the global batch (a
+  seeded permutation per epoch), read from its files, decoded by Pillow, augmented by seeded draws;
+* ``it{t}.w{r}.forward-backward``: the loss of the micro-batch and its gradient, cut into buckets in
+  backward order by bytes (as DDP does), scaled by the rank's share of the global batch;
+* ``it{t}.w{r}.bucket{j}``: bucket ``j``; then the bucket's allreduce on real arrays
+  (:func:`workflows.allreduce.bucket_allreduce`: ring reduce-scatter + all-gather over chunks, a
+  binary tree, or a parameter server);
+* ``it{t}.w{r}.update``: the optimizer's step on the rank's state (parameters, buffers, optimizer
+  state), which the rank's next ``forward-backward`` takes as its input.
+
+``e{e}.init.w{r}`` starts each rank's state (seeded, or the state an earlier epoch ended with) and
+``e{e}.eval`` measures rank 0's model on the held-out split. Every task's ``meta`` has its
+``category``, ``iteration`` and ``rank``: the ``placed`` scheduler keeps rank ``r`` on worker ``r``;
+any other scheduler may place tasks elsewhere, and then the state moves with them (its bytes are
+the edge's). ``executable=False`` builds the same structure with costs only, for the simulator.
+
+With ``shares`` the ranks take unequal parts of each global batch (a slow worker fewer samples);
+each rank's gradient is weighted by its part, so the sum is the global batch's gradient and the
+parameters still equal the single-process loop (:meth:`TorchTraining.reference`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from taskflow.errors import WorkflowError
+from taskflow.graph import TaskGraph
+
+from ._builder import GraphBuilder
+from .allreduce import bucket_allreduce
+from .images import ImageFolder, augment, collate, decode, epoch_batches, read_files
+
+__all__ = ["TorchTraining", "DEFAULT_COSTS"]
+
+#: seconds per task of each kind used to plan before anything was measured (a profile replaces them)
+DEFAULT_COSTS = {"read": 2e-3, "decode": 5e-3, "augment": 2e-3, "collate": 1e-3, "forward-backward": 0.05,
+                 "bucket": 1e-4, "update": 5e-3, "init": 0.02, "eval": 0.1}
+_REDUCE_FLOPS = 1e9  # numbers a core adds per second, for the allreduce tasks' costs
+
+
+def _given(state):
+    """Task body ``init`` of a later epoch: the state an earlier epoch ended with."""
+    return state
+
+
+def _counts(batch: int, workers: int, shares) -> tuple:
+    if shares is None:
+        if batch % workers:
+            raise WorkflowError(f"batch {batch} is not divisible by {workers} workers: choose a multiple of "
+                                f"{workers}, or give shares (each rank's part of the batch)")
+        return (batch // workers,) * workers
+    shares = [float(s) for s in shares]
+    if len(shares) != workers or not all(s > 0 and math.isfinite(s) for s in shares):
+        raise WorkflowError(f"shares must be {workers} positive numbers (one per rank), got {shares!r}")
+    raw = np.asarray(shares) / sum(shares) * batch
+    counts = np.floor(raw).astype(int)
+    for k in np.argsort(-(raw - counts))[:batch - counts.sum()]:  # largest remainders
+        counts[k] += 1
+    if (counts < 1).any():
+        raise WorkflowError(f"shares {shares!r} give a rank no sample of a batch of {batch}: raise the batch")
+    return tuple(int(c) for c in counts)
+
+
+@dataclass(frozen=True)
+class TorchTraining:
+    """A data-parallel training job (see the module docstring).
+
+    Parameters
+    ----------
+    model : callable
+        A factory returning a ``torch.nn.Module`` (a function or ``functools.partial``).
+    data : path
+        A dataset root with ``train`` (and optionally ``val``) class folders, or a folder of class
+        folders (no held-out split).
+    loss, optimizer : callable, optional
+        ``loss(output, labels)`` (default cross-entropy) and ``optimizer(parameters)`` (default SGD,
+        lr 0.05, momentum 0.9).
+    workers : int
+        Ranks.
+    batch : int
+        Samples per iteration, over all ranks.
+    shares : sequence of float, optional
+        Each rank's part of the batch (default equal; the batch must then divide by ``workers``).
+    allreduce : {"ring", "tree", "ps"}
+    bucket_mb : float
+        Gradient bucket capacity (DDP's ``bucket_cap_mb``).
+    priority : {"none", "layer-order"}
+        ``layer-order`` gives the spread phase of the bucket holding the first layers the highest
+        ``meta["priority"]`` (TicTac).
+    pad : int
+        Random-crop padding in pixels (0: none).
+    flip : bool
+        Random horizontal flips.
+    seed : int
+        Seeds the initial model, the epochs' permutations and the augmentation.
+    iterations : int, optional
+        At most this many iterations per epoch (default: the whole epoch, the last partial batch
+        dropped).
+    threads : int
+        Torch threads per task.
+
+    Raises
+    ------
+    WorkflowError
+        A model that is not a Module factory, an empty or unreadable dataset, a batch that cannot
+        be cut as asked, an unknown allreduce.
+    """
+
+    model: object
+    data: object
+    loss: object = None
+    optimizer: object = None
+    workers: int = 2
+    batch: int = 64
+    shares: tuple | None = None
+    allreduce: str = "ring"
+    bucket_mb: float = 25.0
+    priority: str = "none"
+    pad: int = 0
+    flip: bool = False
+    seed: int = 0
+    iterations: int | None = None
+    threads: int = 1
+
+    def __post_init__(self):
+        from .torch_tasks import make_model
+
+        for name in ("workers", "batch", "threads"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise WorkflowError(f"{name} must be an integer >= 1, got {v!r}")
+        if self.iterations is not None and (isinstance(self.iterations, bool) or int(self.iterations) < 1):
+            raise WorkflowError(f"iterations must be >= 1, got {self.iterations!r}")
+        if self.allreduce not in ("ring", "tree", "ps"):
+            raise WorkflowError(f"allreduce must be 'ring', 'tree' or 'ps', got {self.allreduce!r}")
+        if self.priority not in ("none", "layer-order"):
+            raise WorkflowError(f"priority must be 'none' or 'layer-order', got {self.priority!r}")
+        if isinstance(self.pad, bool) or not isinstance(self.pad, (int, np.integer)) or self.pad < 0:
+            raise WorkflowError(f"pad must be an integer >= 0, got {self.pad!r}")
+        counts = _counts(int(self.batch), int(self.workers), self.shares)
+        root = os.fspath(self.data)
+        has_split = os.path.isdir(os.path.join(root, "train"))
+        train = ImageFolder(root, "train" if has_split else None)
+        val = ImageFolder(root, "val") if has_split and os.path.isdir(os.path.join(root, "val")) else None
+        if len(train) < self.batch:
+            raise WorkflowError(f"batch {self.batch} is larger than the {len(train)} training images in "
+                                f"{train.folder!r}")
+        ctx = make_model(self.model, self.loss, self.optimizer, self.bucket_mb, int(self.threads))
+        for k, v in (("counts", counts), ("train", train), ("val", val), ("ctx", ctx)):
+            object.__setattr__(self, k, v)
+
+    @property
+    def per_epoch(self) -> int:
+        """Iterations per epoch."""
+        n = len(self.train) // self.batch
+        return n if self.iterations is None else min(n, int(self.iterations))
+
+    def batches(self, epoch: int) -> list:
+        """``[iteration][rank]`` -> the training samples each rank reads in ``epoch``."""
+        return epoch_batches(len(self.train), self.batch, self.counts, epoch, self.seed, self.iterations)
+
+    def params(self) -> int:
+        """The model's parameter count."""
+        return int(sum(self.ctx.sizes))
+
+    def graph(self, epoch: int = 0, states=None, executable: bool = True, costs: dict | None = None,
+              evaluate: bool = True) -> TaskGraph:
+        """The graph of one epoch (see the module docstring).
+
+        Parameters
+        ----------
+        epoch : int
+        states : list of dict, optional
+            Each rank's state to start from (default: the seeded initial one).
+        executable : bool
+            Real tasks; False: the same structure with costs only (the simulator's).
+        costs : dict, optional
+            Seconds per task kind (:data:`DEFAULT_COSTS` for the kinds not given).
+        evaluate : bool
+            Add the ``eval`` task (needs a ``val`` split).
+
+        Returns
+        -------
+        TaskGraph
+        """
+        from . import torch_tasks as tt
+
+        N, ctx, X = int(self.workers), self.ctx, bool(executable)
+        if states is not None and len(states) != N:
+            raise WorkflowError(f"states must hold one state per rank ({N}), got {len(states)}")
+        cost = dict(DEFAULT_COSTS, **(costs or {}))
+        b = GraphBuilder(f"torch-{self.allreduce}-n{N}-e{epoch}", executable=X)
+        P = self.params()
+        state_size = 8.0 * P  # parameters and one optimizer buffer (momentum)
+        bucket_bytes = [4.0 * sum(ctx.sizes[i] for i in bk) for bk in ctx.buckets]
+        B = len(bucket_bytes)
+        first_layers_first = sorted(range(B), key=lambda j: min(ctx.buckets[j]))
+        prio = [B - first_layers_first.index(j) if self.priority == "layer-order" else None for j in range(B)]
+        c, h, w = self.train.shape()
+        state = [b.task(f"e{epoch}.init.w{r}", cost["init"], state_size, {"category": "init", "rank": r},
+                        fn=tt.init_state if states is None else _given,
+                        args=(ctx, self.seed) if states is None else (states[r],)) for r in range(N)]
+        t0 = epoch * self.per_epoch
+        for t_local, ranks in enumerate(self.batches(epoch)):
+            t = t0 + t_local
+            steps, bucket_task = {}, {}
+            for r, samples in enumerate(ranks):
+                paths = [self.train.paths[i] for i in samples]
+                labels = self.train.labels[samples]
+                nbytes = 4.0 * len(samples) * c * h * w
+
+                def task(kind, size, deps, fn, args, r=r):
+                    return b.task(f"it{t}.w{r}.{kind}", cost[kind], size,
+                                  {"category": kind, "iteration": t, "rank": r}, deps=deps, fn=fn, args=args)
+                raw = task("read", nbytes / 4, [], read_files, (paths,))
+                img = task("decode", nbytes / 4, [raw], decode, (raw, paths))
+                aug = task("augment", nbytes / 4, [img], augment, (img, samples, epoch, self.seed, self.pad, self.flip))
+                col = task("collate", nbytes, [aug], collate, (aug, labels))
+                steps[r] = b.task(f"it{t}.w{r}.forward-backward", cost["forward-backward"], sum(bucket_bytes),
+                                  {"category": "forward-backward", "iteration": t, "rank": r},
+                                  deps=[state[r], col], fn=tt.step,
+                                  args=(state[r], col, ctx, self.counts[r] / self.batch, t, r))
+                for j in range(B):
+                    bucket_task[r, j] = b.task(f"it{t}.w{r}.bucket{j}", cost["bucket"], bucket_bytes[j],
+                                               {"category": "bucket", "iteration": t, "rank": r, "bucket": j},
+                                               deps=[(steps[r], bucket_bytes[j])], fn=tt.bucket, args=(steps[r], j))
+            received = {}
+            for j in range(B):
+                got, _, _, _ = bucket_allreduce(b, t, self.allreduce, N, bucket_task, j, bucket_bytes[j],
+                                                _REDUCE_FLOPS, prio[j])
+                for r, pieces in got.items():
+                    received[r, j] = pieces
+            for r in range(N):
+                layout, handles, deps = [], [], [state[r], (steps[r], 0.0)]
+                for j in range(B):
+                    pieces = received[r, j]
+                    layout.append((len(pieces), None if pieces[0][1] is None else [k for _, k in pieces]))
+                    handles += [hd for hd, _ in pieces]
+                    deps += [(hd, bucket_bytes[j] / len(pieces)) for hd, _ in pieces]
+                pm = {} if prio[0] is None else {"priority": max(p for p in prio)}
+                state[r] = b.task(f"it{t}.w{r}.update", cost["update"], state_size,
+                                  {"category": "update", "iteration": t, "rank": r, **pm}, deps=deps, fn=tt.update,
+                                  args=(state[r], steps[r], ctx, tuple(layout), t, *handles))
+        if evaluate and self.val is not None:
+            b.task(f"e{epoch}.eval", cost["eval"], 64.0, {"category": "eval", "rank": 0}, deps=[state[0]],
+                   fn=tt.evaluate, args=(state[0], ctx, self.val))
+        return b.graph()
+
+    def final_tasks(self, epoch: int) -> list:
+        """The ids of each rank's last update in ``epoch`` (its state at the epoch's end)."""
+        t = (epoch + 1) * self.per_epoch - 1
+        return [f"it{t}.w{r}.update" for r in range(int(self.workers))]
+
+    def reference(self, epochs: int = 1, state=None, first_epoch: int = 0):
+        """The single-process PyTorch loop on the same global batches, for ``epochs`` epochs:
+        ``(state, losses)`` (:func:`workflows.torch_tasks.reference_training`).
+
+        Parameters
+        ----------
+        epochs : int
+        state : dict, optional
+            Start from this state (default: the seeded initial one).
+        first_epoch : int
+        """
+        from .torch_tasks import reference_training
+
+        batches = [(e, ranks) for e in range(first_epoch, first_epoch + epochs) for ranks in self.batches(e)]
+        return reference_training(self.ctx, self.train, batches, self.seed, self.pad, self.flip, state)
