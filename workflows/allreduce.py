@@ -4,13 +4,15 @@
 from __future__ import annotations
 
 from ._builder import GraphBuilder
-from .mlp import identity, ps_sum, ring_first, ring_step, tree_reduce
+from .mlp import chunk, identity, ps_sum, ring_step, tree_reduce
 
 __all__ = ["allreduce_tasks", "bucket_allreduce"]
 
 
 def allreduce_tasks(kind: str, workers: int, buckets: int) -> int:
-    """Tasks one iteration's allreduce adds (see the module docstring).
+    """Tasks one iteration's allreduce adds: per bucket, ring ``N + 2 (N - 1) N`` (each rank cuts
+    the chunk it sends first, then the reduce-scatter and all-gather steps), tree ``2 N``, parameter
+    server ``2 N + 1``.
 
     Parameters
     ----------
@@ -18,7 +20,7 @@ def allreduce_tasks(kind: str, workers: int, buckets: int) -> int:
     workers, buckets : int
     """
     n = workers
-    per = {"ring": 2 * (n - 1) * n, "tree": 2 * n, "ps": 2 * n + 1}[kind]
+    per = {"ring": 2 * (n - 1) * n + n if n > 1 else 2, "tree": 2 * n, "ps": 2 * n + 1}[kind]
     return per * buckets
 
 
@@ -59,20 +61,17 @@ def bucket_allreduce(b: GraphBuilder, t: int, kind: str, N: int, bucket_task: di
     if kind == "ring" and N > 1:
         cb = size / N
         cost = cb / 4.0 / flops
+        # each rank cuts the chunk it sends first, so that a chunk, not the bucket, crosses the network
+        cut = {w: b.task(f"it{t}.b{bkt}.chunk.w{w}", cost, cb, meta("chunk", w), deps=[(bucket_task[w, bkt], size)],
+                         fn=chunk, args=(bucket_task[w, bkt], w, N)) for w in range(N)}
         rs = {}
         for s in range(N - 1):
             for w in range(N):
                 c, nxt = (w - s) % N, (w + 1) % N
-                if s == 0:
-                    h = b.task(f"it{t}.b{bkt}.rs0.w{w}", cost, cb, meta("ring-reduce-scatter", nxt, step=0),
-                               deps=[(bucket_task[w, bkt], cb), (bucket_task[nxt, bkt], 0.0)],
-                               fn=ring_first, args=(bucket_task[w, bkt], bucket_task[nxt, bkt], c, N))
-                else:
-                    prev = rs[s - 1, (w - 1) % N]
-                    h = b.task(f"it{t}.b{bkt}.rs{s}.w{w}", cost, cb, meta("ring-reduce-scatter", nxt, step=s),
-                               deps=[prev, (bucket_task[nxt, bkt], 0.0)],
-                               fn=ring_step, args=(prev, bucket_task[nxt, bkt], c, N))
-                rs[s, w] = h
+                prev = cut[w] if s == 0 else rs[s - 1, (w - 1) % N]
+                rs[s, w] = b.task(f"it{t}.b{bkt}.rs{s}.w{w}", cost, cb, meta("ring-reduce-scatter", nxt, step=s),
+                                  deps=[prev, (bucket_task[nxt, bkt], 0.0)],
+                                  fn=ring_step, args=(prev, bucket_task[nxt, bkt], c, N))
         # rs[N-2, w] holds the full chunk (w + 2) mod N, at rank w + 1
         ag = {}
         for s in range(N - 1):

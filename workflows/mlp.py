@@ -12,7 +12,7 @@ import numpy as np
 
 __all__ = ["FEATURES", "CLASSES", "LOADERS", "write_dataset", "sgd_reference", "local_sgd_reference", "augment",
            "average_layer", "backward", "chunk", "collate", "compress", "decode", "flatten_grads", "forward",
-           "identity", "init_layer", "local_update", "loss_grad", "ps_sum", "read_shard", "ring_first", "ring_step",
+           "identity", "init_layer", "local_update", "loss_grad", "ps_sum", "read_shard", "ring_step",
            "tree_reduce", "update_layer", "nothing"]
 
 FEATURES, CLASSES = 64, 10
@@ -199,19 +199,9 @@ def chunk(v, c, n):
     return np.array_split(v, n)[c]
 
 
-def ring_first(own, other, c, n):
-    """Task body of a ring's first reduce-scatter step: chunk ``c`` of two ranks' buckets, summed.
-
-    Parameters
-    ----------
-    own, other : numpy.ndarray
-    c, n : int
-    """
-    return chunk(own, c, n) + chunk(other, c, n)
-
-
 def ring_step(partial, own, c, n):
-    """Task body of a later reduce-scatter step: the partial sum plus this rank's chunk ``c``.
+    """Task body of a reduce-scatter step: the chunk that arrived (the sender's cut chunk, or its
+    partial sum) plus this rank's chunk ``c``.
 
     Parameters
     ----------

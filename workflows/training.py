@@ -9,8 +9,9 @@ per iteration ``t`` and worker (rank) ``w``:
   first, as PyTorch DDP fills them);
 * the bucket's allreduce:
 
-  - ``ring``: reduce-scatter then all-gather over ``N`` chunks, ``N - 1`` steps each, one task per
-    (step, worker): ``2 (N - 1) N`` tasks per bucket;
+  - ``ring``: each rank cuts the chunk it sends first (a ``chunk`` task), then reduce-scatter and
+    all-gather over ``N`` chunks, ``N - 1`` steps each, one task per (step, worker):
+    ``N + 2 (N - 1) N`` tasks per bucket;
   - ``tree``: a reduce up a binary tree over the ranks (one task per rank) and a broadcast down it
     (one per rank): ``2 N`` tasks per bucket;
   - ``ps``: a push per rank, one sum on the parameter server, a pull per rank: ``2 N + 1``;

@@ -12,7 +12,12 @@ from ..errors import FormatError
 from ..formats.native import cluster_from_dict, cluster_to_dict
 from ..graph import TaskGraph
 
-__all__ = ["plan_priorities", "graph_payload", "graph_from_payload", "cluster_message", "cluster_from_message"]
+__all__ = ["plan_priorities", "graph_payload", "graph_from_payload", "cluster_message", "cluster_from_message",
+           "PLACING_META"]
+
+#: the meta keys a run's graph carries to the scheduler plugin: what policies place and order by
+#: (``placed``: worker, stage, rank; every list scheduler: priority)
+PLACING_META = ("worker", "stage", "rank", "priority")
 
 
 def plan_priorities(plan) -> dict:
@@ -44,10 +49,15 @@ def graph_payload(graph: TaskGraph, key_of: dict) -> dict:
     dict
     """
     a = graph.arrays
+    placing = []  # the meta a policy places by (placed: rank, stage, worker; priority), numbers and text only
+    for i, md in graph.metas().items():
+        kept = {k: v for k in PLACING_META if isinstance(v := md.get(k), (int, float, str)) and not isinstance(v, bool)}
+        if kept:
+            placing.append([i, kept])
     return {"name": graph.name, "keys": [key_of[t] for t in a.ids], "cost": a.cost.tolist(),
             "output_size": a.output_size.tolist(), "cores": a.cores.tolist(), "src": a.src.tolist(),
             "dst": a.dst.tolist(), "size": a.size.tolist(),
-            "costs": [[i, {str(w): float(s) for w, s in c.items()}] for i, c in a.costs.items()]}
+            "costs": [[i, {str(w): float(s) for w, s in c.items()}] for i, c in a.costs.items()], "meta": placing}
 
 
 def graph_from_payload(doc: dict) -> TaskGraph:
@@ -58,8 +68,13 @@ def graph_from_payload(doc: dict) -> TaskGraph:
     doc : dict
     """
     keys = [tuple(k) if isinstance(k, list) else k for k in doc["keys"]]  # msgpack turns tuples into lists
+    meta = None
+    if doc.get("meta"):
+        meta = [None] * len(keys)
+        for i, md in doc["meta"]:
+            meta[int(i)] = dict(md)
     g = TaskGraph.from_arrays(doc.get("name", "run"), keys, doc["cost"], doc["output_size"], doc["src"], doc["dst"],
-                              doc["size"], cores=doc.get("cores"))
+                              doc["size"], meta=meta, cores=doc.get("cores"))
     if doc.get("costs"):
         g = g.with_costs(costs={keys[i]: c for i, c in doc["costs"]})
     return g

@@ -7,7 +7,7 @@ import argparse
 
 from ... import __version__
 from ...formats import WRITE_FORMATS
-from . import advising, commands, running
+from . import advising, commands, running, training
 from .options import (COUNT, NONNEGATIVE, RETRIES, SCALE, SECONDS, add_chrome_trace, add_cluster, add_cores,
                       add_dashboard, add_gantt, add_graph, add_graphs, add_network, add_quiet, add_scheduler, add_seed,
                       add_speeds)
@@ -219,6 +219,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "prices; the Pareto front of makespan and cost")
     advising.add_arguments(sp)
     sp.set_defaults(func=advising.advise)
+
+    sp = sub.add_parser("train", help="train a PyTorch model on Dask workers, an epoch per task graph (needs the "
+                        "torch extra)")
+    training.add_arguments(sp)
+    sp.set_defaults(func=training.train)
 
     sp = sub.add_parser("schedulers", help="list the registered policies")
     sp.set_defaults(func=running.schedulers)

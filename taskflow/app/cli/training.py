@@ -1,0 +1,157 @@
+"""``taskflow train``: train a PyTorch model data-parallel on Dask workers, one task graph per
+epoch, and print what each epoch measured."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+
+from ...errors import TaskflowError
+from ...formats import atomic_write
+from .commands import command
+from .options import COUNT, SECONDS, add_quiet, add_scheduler, add_seed, check_outputs, number
+
+__all__ = ["train", "add_arguments", "MODELS", "model_factory"]
+
+#: the models ``--model`` names (a ``module:function`` returning a Module is a user's own)
+MODELS = ("small-cnn", "resnet8", "mlp")
+
+
+def add_arguments(sp) -> None:
+    """The ``train`` subcommand's arguments.
+
+    Parameters
+    ----------
+    sp : argparse.ArgumentParser
+    """
+    sp.add_argument("data", metavar="DATA", help="a dataset folder: train/ and val/ class folders of PNG or JPEG "
+                    "images (torchvision's ImageFolder layout)")
+    sp.add_argument("--make-data", choices=("digits", "synthetic"),
+                    help="first write DATA if it is missing: scikit-learn's handwritten digits (1,797 8x8 images) or "
+                         "a seeded synthetic set of 32x32 RGB images")
+    sp.add_argument("--model", default="small-cnn",
+                    help=f"{', '.join(MODELS)}, or module:function returning a torch.nn.Module (default small-cnn)")
+    sp.add_argument("--epochs", type=COUNT, default=1, help="epochs (default 1)")
+    sp.add_argument("--iterations", type=COUNT, help="at most this many iterations per epoch (default: all)")
+    sp.add_argument("--workers", type=COUNT, default=2, help="ranks, one Dask worker each (default 2)")
+    sp.add_argument("--batch", type=COUNT, default=64, help="samples per iteration over all ranks (default 64)")
+    sp.add_argument("--shares", help="each rank's part of the batch, e.g. 3,1 (default equal)")
+    sp.add_argument("--allreduce", choices=("ring", "tree", "ps"), default="ring", help="(default ring)")
+    sp.add_argument("--bucket-mb", type=number(float, above=0.0, high=1e6), default=25.0,
+                    help="gradient bucket capacity in MB, as DDP's bucket_cap_mb (default 25)")
+    sp.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd", help="(default sgd, momentum 0.9)")
+    sp.add_argument("--lr", type=number(float, above=0.0, high=1e3), default=0.05, help="learning rate (default 0.05)")
+    sp.add_argument("--augment", action="store_true", help="random crops (padding of an eighth of the side) and "
+                    "horizontal flips, seeded")
+    add_scheduler(sp, default="placed")
+    sp.add_argument("--address", help="scheduler address of an existing cluster, e.g. tcp://host:8786 (the workers "
+                    "must see DATA at the same path)")
+    sp.add_argument("--scheduler-file", help="scheduler file of an existing cluster")
+    sp.add_argument("--checkpoint", help="write the state after every epoch; a run whose checkpoint exists resumes "
+                    "after its last epoch")
+    sp.add_argument("--timeout", type=SECONDS, help="give up on an epoch after this many seconds")
+    sp.add_argument("--report", help="write the history (JSON: per epoch loss, accuracy, times, bytes moved)")
+    sp.add_argument("--plot", help="draw held-out accuracy against wall time (PNG, SVG or PDF)")
+    add_seed(sp)
+    add_quiet(sp)
+
+
+def model_factory(name: str, shape: tuple, classes: int):
+    """The factory ``--model`` names, sized for images of ``shape`` (C, H, W) and ``classes``.
+
+    Parameters
+    ----------
+    name : str
+    shape : tuple of int
+    classes : int
+
+    Raises
+    ------
+    TaskflowError
+        An unknown name, or a ``module:function`` that cannot be loaded.
+    """
+    from workflows import torch_models
+
+    c, h, w = shape
+    if name == "small-cnn":
+        return functools.partial(torch_models.small_cnn, in_channels=c, classes=classes, side=h)
+    if name == "resnet8":
+        return functools.partial(torch_models.resnet8, in_channels=c, classes=classes)
+    if name == "mlp":
+        return functools.partial(torch_models.mlp, features=c * h * w, hidden=(64,), classes=classes)
+    if ":" not in name:
+        raise TaskflowError(f"--model {name!r}: expected one of {', '.join(MODELS)}, or module:function")
+    import importlib
+
+    import cloudpickle
+
+    mod, _, fn = name.partition(":")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(mod)
+        factory = getattr(module, fn)
+    except (ImportError, AttributeError, SyntaxError) as e:
+        raise TaskflowError(f"--model {name}: cannot load ({type(e).__name__}: {e})") from None
+    except Exception as e:  # noqa: BLE001 - the user's module: name it
+        raise TaskflowError(f"--model {name}: importing it raised {type(e).__name__}: {e}") from None
+    if module.__name__ != "__main__" and not module.__name__.startswith(("workflows", "torch")):
+        cloudpickle.register_pickle_by_value(module)  # workers elsewhere need not import the user's file
+    return factory
+
+
+def _shares(text: str | None, workers: int):
+    if text is None:
+        return None
+    try:
+        shares = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise TaskflowError(f"--shares {text!r}: expected numbers separated by commas, e.g. 3,1") from None
+    if len(shares) != workers:
+        raise TaskflowError(f"--shares lists {len(shares)} parts for --workers {workers}")
+    return shares
+
+
+@command("Train a PyTorch model on Dask workers, an epoch per task graph; print each epoch's loss, held-out "
+         "accuracy, time and bytes moved; --report, --plot and --checkpoint write them.")
+def train(args) -> int:
+    try:
+        import torch
+    except ImportError:
+        raise TaskflowError("taskflow train needs PyTorch: pip install 'dask-taskflow[torch]'") from None
+    from ...training import train as run_training
+    from workflows.images import ImageFolder, write_digits, write_synthetic
+
+    check_outputs([("--report", args.report), ("--plot", args.plot), ("--checkpoint", args.checkpoint)],
+                  [args.data])
+    if args.make_data and not os.path.exists(os.path.join(args.data, "train")):
+        (write_digits if args.make_data == "digits" else write_synthetic)(args.data, seed=args.seed)
+        if not args.quiet:
+            print(f"wrote the {args.make_data} dataset to {args.data}")
+    has_split = os.path.isdir(os.path.join(args.data, "train"))
+    data = ImageFolder(args.data, "train" if has_split else None)
+    shape = data.shape()
+    factory = model_factory(args.model, shape, len(data.classes))
+    opt = (functools.partial(torch.optim.SGD, lr=args.lr, momentum=0.9) if args.optimizer == "sgd" else
+           functools.partial(torch.optim.Adam, lr=args.lr))
+    pad = max(1, shape[1] // 8) if args.augment else 0
+    history = run_training(factory, args.data, optimizer=opt, epochs=args.epochs, workers=args.workers,
+                           batch=args.batch, shares=_shares(args.shares, args.workers), allreduce=args.allreduce,
+                           bucket_mb=args.bucket_mb, scheduler=args.scheduler, pad=pad, flip=args.augment,
+                           seed=args.seed, iterations=args.iterations, address=args.address,
+                           scheduler_file=args.scheduler_file, checkpoint=args.checkpoint, timeout=args.timeout,
+                           quiet=args.quiet, plot=args.plot)
+    c = history.config
+    if history.resumed_from is not None:
+        print(f"resumed after epoch {history.resumed_from + 1} from {args.checkpoint}")
+    if not args.quiet:
+        print(f"{args.model}: {c['parameters']:,} parameters in {c['buckets']} bucket(s); {c['workers']} ranks of "
+              f"{'/'.join(map(str, c['counts']))} samples; {c['iterations_per_epoch']} iterations per epoch; "
+              f"{c['allreduce']} allreduce placed by {c['scheduler']}")
+    for line in history.lines():
+        print(line)
+    if args.report:
+        atomic_write(args.report, json.dumps(history.to_dict(), indent=1) + "\n")
+    return 0
