@@ -47,6 +47,7 @@ class GraphBuilder:
         self.dst: list = []
         self.esize: list = []
         self._chunks: list = []  # edges added by tile(), as arrays, after the listed ones
+        self._sizes: dict = {}  # executable: (src, dst) -> the bytes a dep declares for an argument's edge
 
     def task(self, id, cost, size, meta, deps=(), fn=None, args=()):
         """Add a task; ``deps`` are handles or ``(handle, bytes)`` pairs (default: the producer's
@@ -58,6 +59,8 @@ class GraphBuilder:
                 d, z = d if isinstance(d, tuple) else (d, None)
                 if d.id not in in_args:
                     self._g.add_edge(d, h, size=z)
+                elif z is not None:  # the argument's edge carries what the dep says, as without callables
+                    self._sizes[d.id, id] = z
             return h
         i = len(self.ids)
         self.ids.append(id)
@@ -123,7 +126,7 @@ class GraphBuilder:
 
     def graph(self) -> TaskGraph:
         if self._g is not None:
-            return self._g
+            return self._g.with_costs(sizes=self._sizes) if self._sizes else self._g
         src, dst, size = self.src, self.dst, self.esize
         if self._chunks:
             src = np.concatenate([np.asarray(src, dtype=np.int64)] + [c[0] for c in self._chunks])

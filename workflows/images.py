@@ -59,6 +59,8 @@ class ImageFolder:
     split: str | None = None
 
     def __post_init__(self):
+        if not isinstance(self.root, (str, os.PathLike)):
+            raise WorkflowError(f"data must be a folder's path, got {type(self.root).__name__}")
         folder = os.path.join(os.fspath(self.root), self.split) if self.split else os.fspath(self.root)
         object.__setattr__(self, "folder", folder)
         try:

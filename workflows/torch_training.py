@@ -60,7 +60,10 @@ def _counts(batch: int, workers: int, shares) -> tuple:
             raise WorkflowError(f"batch {batch} is not divisible by {workers} workers: choose a multiple of "
                                 f"{workers}, or give shares (each rank's part of the batch)")
         return (batch // workers,) * workers
-    shares = [float(s) for s in shares]
+    try:
+        shares = [float(s) for s in shares]
+    except (TypeError, ValueError):
+        raise WorkflowError(f"shares must be {workers} positive numbers (one per rank), got {shares!r}") from None
     if len(shares) != workers or not all(s > 0 and math.isfinite(s) for s in shares):
         raise WorkflowError(f"shares must be {workers} positive numbers (one per rank), got {shares!r}")
     raw = np.asarray(shares) / sum(shares) * batch
@@ -140,8 +143,11 @@ class TorchTraining:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise WorkflowError(f"{name} must be an integer >= 1, got {v!r}")
-        if self.iterations is not None and (isinstance(self.iterations, bool) or int(self.iterations) < 1):
-            raise WorkflowError(f"iterations must be >= 1, got {self.iterations!r}")
+        it = self.iterations
+        if it is not None and (isinstance(it, bool) or not isinstance(it, (int, np.integer)) or it < 1):
+            raise WorkflowError(f"iterations must be an integer >= 1, got {it!r}")
+        if not isinstance(self.data, (str, os.PathLike)):
+            raise WorkflowError(f"data must be a folder's path, got {type(self.data).__name__}")
         if self.allreduce not in ("ring", "tree", "ps"):
             raise WorkflowError(f"allreduce must be 'ring', 'tree' or 'ps', got {self.allreduce!r}")
         if self.priority not in ("none", "layer-order"):

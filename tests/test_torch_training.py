@@ -1,0 +1,292 @@
+"""Real training with PyTorch: datasets on disk, an epoch as a task graph on Dask workers, equal to
+the plain single-process loop; checkpoints, a killed worker, a killed run; bad input."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.filterwarnings("ignore::taskflow.TaskflowWarning")  # each run plans with guessed costs
+
+if importlib.util.find_spec("torch") is None or importlib.util.find_spec("sklearn") is None:
+    if os.environ.get("TASKFLOW_REQUIRE_TORCH"):  # CI installs the extra: these tests must run there
+        raise RuntimeError("TASKFLOW_REQUIRE_TORCH is set but torch or scikit-learn is not installed")
+    pytest.skip("needs the torch extra (pip install 'dask-taskflow[torch]')", allow_module_level=True)
+
+import torch  # noqa: E402
+from distributed import Client, LocalCluster  # noqa: E402
+
+import taskflow  # noqa: E402
+from taskflow.errors import TaskflowError, WorkflowError  # noqa: E402
+from workflows.images import ImageFolder, decode, read_files, write_digits, write_synthetic  # noqa: E402
+from workflows.torch_models import mlp, small_cnn  # noqa: E402
+from workflows.torch_tasks import make_model  # noqa: E402
+from workflows.torch_training import TorchTraining  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+CNN = functools.partial(small_cnn)
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory):
+    return write_digits(tmp_path_factory.mktemp("data") / "digits")
+
+
+@pytest.fixture(scope="module")
+def client():
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+            Client(lc) as c:
+        yield c
+
+
+def rel_err(state, ref) -> float:
+    return max(float((a - b).abs().max() / b.abs().max()) for a, b in zip(state["params"], ref["params"]))
+
+
+def nan_loss(out, y):
+    return torch.nn.functional.cross_entropy(out, y) * float("nan")
+
+
+# ----------------------------------------------------------------------------- data on disk
+def test_digits_are_written_as_class_folders_of_png_that_decode_to_the_original_pixels(digits):
+    from sklearn.datasets import load_digits
+
+    train, val = ImageFolder(digits, "train"), ImageFolder(digits, "val")
+    assert len(train) + len(val) == 1797 and len(val) == 359
+    assert train.classes == tuple(str(k) for k in range(10)) and set(train.labels.tolist()) == set(range(10))
+    assert ImageFolder(digits, "train").shape() == (1, 8, 8)
+    # the permutation is seeded: image i of the split is sample order[...] of scikit-learn's set
+    order = np.random.default_rng(0).permutation(1797)
+    d = load_digits()
+    for k in (0, 5, 100):
+        i = order[k]  # val holds order[:359], written in that order into class folders
+        path = os.path.join(digits, "val", str(d.target[i]), f"{k:05d}.png")
+        img = decode(read_files([path]), [path])[0][:, :, 0]
+        assert np.array_equal(img, np.clip(np.round(d.images[i] * 255 / 16), 0, 255).astype(np.uint8))
+
+
+def test_synthetic_images_are_seeded_and_refuse_to_overwrite(tmp_path):
+    a = write_synthetic(tmp_path / "a", samples=40, classes=4, size=16, seed=3)
+    b = write_synthetic(tmp_path / "b", samples=40, classes=4, size=16, seed=3)
+    fa, fb = ImageFolder(a, "train"), ImageFolder(b, "train")
+    assert fa.shape() == (3, 16, 16) and len(fa) + len(ImageFolder(a, "val")) == 40
+    assert [Path(p).read_bytes() for p in fa.paths] == [Path(p).read_bytes() for p in fb.paths]
+    with pytest.raises(WorkflowError, match="already holds a dataset"):
+        write_synthetic(tmp_path / "a", samples=40)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".dataset-")]  # no half-written folder left
+
+
+def _made(path: Path, files=(), folders=()) -> Path:
+    for f in folders:
+        (path / f).mkdir(parents=True)
+    for f in files:
+        (path / f).write_text("x")
+    return path
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda p: p / "missing", "does not exist"),
+    (lambda p: _made(p, folders=["empty"]) / "empty", "holds no image"),
+    (lambda p: _made(p, files=["file"]) / "file", "cannot be read"),
+    (lambda p: _made(p, folders=["noimg/a"], files=["noimg/a/x.txt"]) / "noimg", "holds no image"),
+])
+def test_a_dataset_folder_that_cannot_serve_is_named(tmp_path, make, message):
+    folder = make(tmp_path)
+    with pytest.raises(WorkflowError, match=message) as e:
+        ImageFolder(folder)
+    assert os.fspath(folder) in str(e.value)
+
+
+def test_a_corrupt_image_is_named_by_the_task_that_decodes_it(tmp_path, digits):
+    import shutil
+
+    data = tmp_path / "d"
+    shutil.copytree(digits, data)
+    bad = sorted((data / "train" / "3").iterdir())[0]
+    bad.write_bytes(b"\x89PNG\r\n\x1a\nnot really")
+    spec = TorchTraining(CNN, data, workers=2, batch=1400)
+    with pytest.raises(taskflow.TaskFailed, match=f"image '{bad}' cannot be decoded") as e:
+        taskflow.execute(spec.graph(0))
+    assert e.value.task.endswith(".decode")
+
+
+# ----------------------------------------------------------------------------- the job's checks
+def test_bad_jobs_get_one_clear_line(digits):
+    with pytest.raises(WorkflowError, match="data must be a folder's path, got int"):
+        TorchTraining(CNN, 3)
+    with pytest.raises(WorkflowError, match="returned int, not a torch.nn.Module"):
+        TorchTraining(lambda: 3, digits)
+    with pytest.raises(WorkflowError, match="not a module"):
+        TorchTraining(small_cnn(), digits)
+    with pytest.raises(WorkflowError, match="batch 65 is not divisible by 2 workers"):
+        TorchTraining(CNN, digits, batch=65)
+    with pytest.raises(WorkflowError, match="shares must be 2 positive numbers"):
+        TorchTraining(CNN, digits, shares=(1, 2, 3))
+    with pytest.raises(WorkflowError, match="give a rank no sample"):
+        TorchTraining(CNN, digits, batch=8, shares=(100, 1))
+    with pytest.raises(WorkflowError, match="allreduce must be"):
+        TorchTraining(CNN, digits, allreduce="butterfly")
+    with pytest.raises(WorkflowError, match="optimizer factory returned"):
+        TorchTraining(CNN, digits, optimizer=lambda params: None)
+
+
+def test_buckets_are_cut_by_bytes_in_backward_order_as_ddp_cuts_them():
+    ctx = make_model(functools.partial(mlp, features=64, hidden=(512, 512)), bucket_mb=1.0)
+    # parameters: w0 64x512, b0, w1 512x512 (1 MiB), b1, w2 512x10, b2: reversed, closed at 1 MiB
+    assert ctx.buckets == ((5, 4, 3, 2), (1, 0))
+    assert all(b == tuple(sorted(b, reverse=True)) for b in ctx.buckets)
+    assert sum(len(b) for b in ctx.buckets) == len(ctx.names)
+
+
+def test_the_cost_only_graph_has_the_executable_graphs_structure(digits):
+    spec = TorchTraining(CNN, digits, workers=3, batch=63, iterations=3, bucket_mb=0.01)
+    real, costs = spec.graph(0), spec.graph(0, executable=False)
+    assert real.executable and not costs.executable
+    assert list(real.ids) == list(costs.ids)
+    assert sorted(map(tuple, real.edges())) == sorted(map(tuple, costs.edges()))
+    trace = taskflow.simulate(costs, taskflow.Cluster.homogeneous(3, bandwidth=1e9), "placed")
+    sched = trace.to_schedule()
+    assert {sched.assignment(f"it1.w{r}.update").worker for r in range(3)} == {"w0", "w1", "w2"}
+
+
+# ----------------------------------------------------------------------------- equal to the plain loop
+@pytest.mark.parametrize("allreduce, shares", [("ring", None), ("tree", None), ("ps", None), ("ring", (3, 1))])
+def test_every_rank_ends_with_the_single_process_loops_parameters(client, digits, allreduce, shares):
+    spec = TorchTraining(CNN, digits, workers=2, batch=64, shares=shares, allreduce=allreduce, iterations=6,
+                         bucket_mb=0.02)
+    assert len(spec.ctx.buckets) >= 2
+    rep = taskflow.run(spec.graph(0), "placed", client=client, quiet=True, keep=spec.final_tasks(0))
+    ref, losses = spec.reference(1)
+    for t in spec.final_tasks(0):
+        assert rel_err(rep.results[t], ref) < 1e-5
+    # each rank's log holds its micro-batch losses; weighted, they are the global batch's loss
+    logs = [rep.results[t]["log"] for t in spec.final_tasks(0)]
+    glob = [sum(lg[i][1] * lg[i][2] for lg in logs) / 64 for i in range(6)]
+    assert np.allclose(glob, losses, rtol=1e-5)
+    assert set(rep.results) == set(spec.final_tasks(0))  # only the final states came back
+
+
+def test_only_allreduce_chunks_cross_the_network_under_placed(client, digits):
+    spec = TorchTraining(CNN, digits, workers=2, batch=64, allreduce="ring", iterations=4)
+    g = spec.graph(0)
+    rep = taskflow.run(g, "placed", client=client, quiet=True, keep=spec.final_tasks(0))
+    moved = {g.task(t.task).meta["category"] for t in rep.trace.transfers}
+    assert moved <= {"chunk", "ring-reduce-scatter", "ring-all-gather"}
+    bucket = 4 * spec.params()
+    per_it = sum(t.bytes for t in rep.trace.transfers) / 4
+    # a ring sends 2 (N - 1) / N of the bucket from each rank: 2 (N - 1) buckets over N = 2 ranks
+    assert 2 * bucket <= per_it <= 2.1 * bucket
+
+
+def test_train_learns_and_reports_each_epoch(client, digits, tmp_path):
+    h = taskflow.train(CNN, digits, epochs=2, workers=2, batch=64, client=client, quiet=True,
+                       plot=tmp_path / "acc.png")
+    assert [e["epoch"] for e in h.epochs] == [0, 1]
+    assert h.epochs[1]["loss"] < h.epochs[0]["loss"] < 2.3
+    assert h.final_accuracy > 0.5  # chance is 0.1
+    assert len(h.losses) == 2 * (1438 // 64)
+    e = h.epochs[1]
+    params = h.config["parameters"]
+    assert e["samples_per_second"] > 0 and e["state_bytes"] == 2 * 4 * params  # parameters and momentum
+    assert e["bytes_per_iteration"] == pytest.approx(2 * 4 * params, rel=0.05)  # the ring's chunks, no state
+    assert (tmp_path / "acc.png").read_bytes()[:4] == b"\x89PNG"
+    assert "held-out accuracy" in h.lines()[1]
+
+
+def test_a_loss_that_is_nan_stops_the_run_naming_its_iteration(client, digits):
+    with pytest.raises(taskflow.TaskFailed, match=r"iteration 0, rank \d: the loss is nan") as e:
+        taskflow.train(CNN, digits, loss=nan_loss, epochs=1, workers=2, batch=64, iterations=2, client=client,
+                       quiet=True)
+    assert e.value.task.startswith("it0.") and e.value.task.endswith(".forward-backward")
+
+
+# ----------------------------------------------------------------------------- checkpoints and failures
+def test_a_resumed_run_ends_where_an_uninterrupted_one_does(client, digits, tmp_path):
+    kw = dict(workers=2, batch=64, iterations=4, client=client, quiet=True, checkpoint=tmp_path / "ck.pt")
+    first = taskflow.train(CNN, digits, epochs=1, **kw)
+    assert first.resumed_from is None and (tmp_path / "ck.pt").exists()
+    resumed = taskflow.train(CNN, digits, epochs=3, **kw)
+    assert resumed.resumed_from == 0 and [e["epoch"] for e in resumed.epochs] == [0, 1, 2]
+    spec = TorchTraining(CNN, digits, workers=2, batch=64, iterations=4)
+    ref, losses = spec.reference(3)
+    assert all(rel_err(s, ref) < 1e-5 for s in resumed.states)
+    assert np.allclose([v for _, v in resumed.losses], losses, rtol=1e-5)
+    with pytest.raises(TaskflowError, match="written by another job .*batch"):
+        taskflow.train(CNN, digits, epochs=4, **dict(kw, batch=32))
+
+
+def test_a_killed_worker_is_survived_with_the_same_parameters(digits):
+    spec = TorchTraining(CNN, digits, workers=2, batch=64, iterations=12)
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+            Client(lc) as c:
+        pids = c.run(os.getpid)
+        c.run(lambda: __import__("torch"))  # every worker has torch loaded: the kill lands mid-epoch
+        victim = sorted(pids)[1]
+
+        def kill():  # once the victim runs a task of the run
+            t0 = time.time()
+            while not c.processing(victim).get(victim) and time.time() - t0 < 30:
+                time.sleep(0.01)
+            time.sleep(0.2)
+            os.kill(pids[victim], signal.SIGKILL)
+        threading.Thread(target=kill, daemon=True).start()
+        rep = taskflow.run(spec.graph(0), "placed", client=c, quiet=True, keep=spec.final_tasks(0), timeout=120)
+    ref, _ = spec.reference(1)
+    assert rep.replans >= 1
+    assert all(rel_err(rep.results[t], ref) < 1e-5 for t in spec.final_tasks(0))
+
+
+def test_a_killed_training_command_resumes_from_its_checkpoint(digits, tmp_path):
+    ck, report = tmp_path / "ck.pt", tmp_path / "h.json"
+    cmd = [sys.executable, "-m", "taskflow", "train", str(digits), "--epochs", "3", "--iterations", "6",
+           "--checkpoint", str(ck), "--report", str(report), "-q"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        t0 = time.time()
+        while not ck.exists() and proc.poll() is None and time.time() - t0 < 120:
+            time.sleep(0.02)
+        assert ck.exists(), "no checkpoint was written"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert "resumed after epoch" in done.stdout
+    hist = json.loads(report.read_text())
+    assert [e["epoch"] for e in hist["epochs"]] == [0, 1, 2] and hist["resumed_from"] in (0, 1)
+    spec = TorchTraining(functools.partial(small_cnn, in_channels=1, classes=10, side=8), digits, workers=2,
+                         batch=64, iterations=6, optimizer=functools.partial(torch.optim.SGD, lr=0.05, momentum=0.9))
+    ref, losses = spec.reference(3)
+    final = torch.load(ck, weights_only=False)["states"]
+    assert all(rel_err(s, ref) < 1e-5 for s in final)
+    assert np.allclose([v for _, v in hist["losses"]], losses, rtol=1e-5)
+
+
+def test_the_command_line_reports_and_refuses_bad_input(digits, tmp_path, capsys):
+    from taskflow.app.cli import main
+
+    assert main(["train", str(tmp_path / "nothing")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["train", str(digits), "--batch", "63"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "batch 63 is not divisible by 2 workers" in err and err.count("\n") == 1
+    assert main(["train", str(digits), "--model", "nosuchmodule:f"]) == 2
+    assert "--model nosuchmodule:f: cannot load" in capsys.readouterr().err
+    rc = main(["train", str(tmp_path / "syn"), "--make-data", "synthetic", "--model", "resnet8", "--epochs", "1",
+               "--iterations", "2", "--batch", "16", "--report", str(tmp_path / "r.json")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "wrote the synthetic dataset" in out and "resnet8:" in out and "epoch 1: loss" in out
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["config"]["model"] == "resnet8" and doc["epochs"][0]["iterations"] == 2
