@@ -32,7 +32,8 @@ class History:
     """What a training run measured (see the module docstring)."""
 
     #: per epoch: epoch, loss, val_loss, accuracy, seconds, wall, iterations, seconds_per_iteration,
-    #: samples_per_second, bytes_per_iteration, state_bytes
+    #: samples_per_second, bytes_per_iteration, state_bytes, busy (task kind -> seconds per iteration
+    #: and rank)
     epochs: list = field(default_factory=list)
     #: (iteration, the global batch's loss) of every iteration
     losses: list = field(default_factory=list)
@@ -104,6 +105,10 @@ def _fingerprint(spec) -> dict:
 
 def load_checkpoint(path) -> dict:
     """A checkpoint written by :func:`train`: ``{"epoch", "states", "history", "fingerprint"}``.
+
+    Parameters
+    ----------
+    path : path
 
     Raises
     ------
@@ -222,7 +227,7 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
             seconds = time.perf_counter() - t0
             profile = report.profile
             states = [report.results[t] for t in finals]
-            _record(history, spec, e, states, report, seconds, wall0)
+            _record(history, spec, g, e, states, report, seconds, wall0)
             wall0 = history.epochs[-1]["wall"]
             if checkpoint is not None:
                 _save_checkpoint(checkpoint, e, states, history, fp)
@@ -240,9 +245,10 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
     return history
 
 
-def _record(history: History, spec, epoch: int, states, report, seconds: float, wall0: float) -> None:
+def _record(history: History, spec, graph, epoch: int, states, report, seconds: float, wall0: float) -> None:
     """Add an epoch's figures: the global loss of each iteration from the ranks' logs (weighted by
-    their samples), what moved between workers, the held-out evaluation."""
+    their samples), what moved between workers, the held-out evaluation, and where the workers'
+    time went (seconds per iteration and rank of each kind of task)."""
     from workflows.torch_tasks import state_bytes
 
     per_it: dict = {}
@@ -257,9 +263,13 @@ def _record(history: History, spec, epoch: int, states, report, seconds: float, 
     ev = report.results.get(f"e{epoch}.eval") or {"loss": float("nan"), "accuracy": float("nan")}
     moved = sum(t.bytes for t in report.trace.transfers)
     n_it = spec.per_epoch
+    busy: dict = {}
+    for r in report.trace.runs:
+        kind = graph.task(r.task).meta.get("category", "other")
+        busy[kind] = busy.get(kind, 0.0) + (r.finish - r.start) / (n_it * int(spec.workers))
     history.epochs.append({
         "epoch": epoch, "loss": sum(v for _, v in losses) / max(1, len(losses)), "val_loss": ev["loss"],
         "accuracy": ev["accuracy"], "seconds": seconds, "wall": wall0 + seconds, "iterations": n_it,
         "seconds_per_iteration": report.measured_makespan / n_it,
         "samples_per_second": n_it * spec.batch / seconds, "bytes_per_iteration": moved / n_it,
-        "state_bytes": state_bytes(states[0])})
+        "state_bytes": state_bytes(states[0]), "busy": busy})

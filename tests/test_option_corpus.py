@@ -29,7 +29,7 @@ NEEDS = {"schedule": [HEFT_G, "--workers", "2", "--scheduler", "heft"], "simulat
          "compare": [HEFT_G, "--workers", "2", "--schedulers", "heft,cpop"], "run": [HEFT_G],
          "validate": [HEFT_G, "--schedule", "x.json"], "info": [HEFT_G], "convert": [HEFT_G, "-o", "x.json"],
          "bench": [], "demo": [], "testbed": ["--", "true"], "samples": [], "schedulers": [], "calibrate": [],
-         "advise": [HEFT_G, "--catalog", "tiny"]}
+         "advise": [HEFT_G, "--catalog", "tiny"], "train": ["data"]}
 SAFE_TO_RUN = {"schedule", "simulate", "compare"}
 
 

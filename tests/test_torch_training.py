@@ -227,23 +227,32 @@ def test_a_resumed_run_ends_where_an_uninterrupted_one_does(client, digits, tmp_
 
 
 def test_a_killed_worker_is_survived_with_the_same_parameters(digits):
-    spec = TorchTraining(CNN, digits, workers=2, batch=64, iterations=12)
+    spec = TorchTraining(CNN, digits, workers=2, batch=64, iterations=20)
     with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
             Client(lc) as c:
         pids = c.run(os.getpid)
         c.run(lambda: __import__("torch"))  # every worker has torch loaded: the kill lands mid-epoch
-        victim = sorted(pids)[1]
+        names = {a: w["name"] for a, w in c.scheduler_info()["workers"].items()}
+        victim = next(a for a, n in names.items() if str(n) == "1")  # where placed puts rank 1
+        killed = []
 
-        def kill():  # once the victim runs a task of the run
+        def kill():  # once the victim computes a rank's step of the third iteration or later
             t0 = time.time()
-            while not c.processing(victim).get(victim) and time.time() - t0 < 30:
-                time.sleep(0.01)
-            time.sleep(0.2)
-            os.kill(pids[victim], signal.SIGKILL)
+            while time.time() - t0 < 60:
+                try:
+                    busy = c.processing(victim).get(victim, ())
+                except Exception:  # noqa: BLE001 - the run is over, the client closed
+                    return
+                if any("forward-backward-it" in k and not k.split("-it", 1)[1].startswith(("0.", "1."))
+                       for k in map(str, busy)):
+                    os.kill(pids[victim], signal.SIGKILL)
+                    killed.append(time.time())
+                    return
+                time.sleep(0.005)
         threading.Thread(target=kill, daemon=True).start()
         rep = taskflow.run(spec.graph(0), "placed", client=c, quiet=True, keep=spec.final_tasks(0), timeout=120)
     ref, _ = spec.reference(1)
-    assert rep.replans >= 1
+    assert killed and rep.replans >= 1
     assert all(rel_err(rep.results[t], ref) < 1e-5 for t in spec.final_tasks(0))
 
 

@@ -183,6 +183,11 @@ def write_synthetic(root, samples: int = 5000, classes: int = 10, size: int = 32
     -------
     str
         ``root``.
+
+    Raises
+    ------
+    WorkflowError
+        Too few samples, classes or pixels; ``root`` already holds a dataset.
     """
     if samples < 2 or classes < 1 or size < 4:
         raise WorkflowError(f"write_synthetic needs samples >= 2, classes >= 1, size >= 4; got {samples}, "

@@ -50,6 +50,8 @@ class TorchModel:
     sizes: tuple = field(default=())
 
     def skeleton(self) -> torch.nn.Module:
+        """The module this process built from the factory (once): only its structure is used,
+        every tensor comes from a state. Sets torch's threads to :attr:`threads`."""
         mod = _SKELETONS.get(self.token)
         if mod is None:
             mod = _SKELETONS[self.token] = self.model()
@@ -148,7 +150,12 @@ def init_state(ctx: TorchModel, seed: int) -> dict:
 
 
 def state_bytes(state: dict) -> int:
-    """Bytes of a state's tensors (parameters, buffers, optimizer state)."""
+    """Bytes of a state's tensors (parameters, buffers, optimizer state).
+
+    Parameters
+    ----------
+    state : dict
+    """
     n = sum(t.numel() * t.element_size() for t in state["params"] + state["buffers"])
     for s in state["opt"].get("state", {}).values():
         n += sum(v.numel() * v.element_size() for v in s.values() if isinstance(v, torch.Tensor))
@@ -257,7 +264,12 @@ def update(state: dict, out: dict, ctx: TorchModel, layout, iteration: int, *pie
 
 def average_states(*states) -> dict:
     """The mean of several ranks' parameters (local SGD's average; buffers and optimizer state of
-    the first)."""
+    the first).
+
+    Parameters
+    ----------
+    *states : dict
+    """
     first = states[0]
     params = [sum(s["params"][k] for s in states) / len(states) for k in range(len(first["params"]))]
     return dict(first, params=params)

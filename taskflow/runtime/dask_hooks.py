@@ -582,7 +582,14 @@ def prefetch(dask_scheduler, key, planned_address, min_bytes: int, stimulus_id: 
 
 def blamed_key(key, dask_scheduler=None):
     """Run in Dask's scheduler: the key of the task whose exception ``key`` holds (itself, or the
-    ancestor Dask blames)."""
+    ancestor Dask blames).
+
+    Parameters
+    ----------
+    key : str
+    dask_scheduler : distributed.Scheduler
+        Given by ``client.run_on_scheduler``.
+    """
     ts = dask_scheduler.tasks.get(key)
     blame = getattr(ts, "exception_blame", None)
     return key if blame is None else blame.key

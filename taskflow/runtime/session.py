@@ -470,7 +470,16 @@ def close_quietly(things) -> None:
 
 def progress_bar(total: int, name: str, unit: str = "task"):
     """A progress bar for a run (tqdm: a widget in a notebook that has ipywidgets, else text),
-    shown only once the run has taken 2 s."""
+    shown only once the run has taken 2 s.
+
+    Parameters
+    ----------
+    total : int
+    name : str
+        Its label.
+    unit : str
+        What it counts (tasks, iterations).
+    """
     if in_notebook() and importlib.util.find_spec("ipywidgets") is not None:
         from tqdm.notebook import tqdm
     else:  # tqdm.auto would warn in a notebook without ipywidgets
