@@ -73,7 +73,7 @@ def _ddp_rank(rank: int, world: int, port: int, spec_kw: dict, epochs: int, out)
         dist.barrier()
         times.append(time.perf_counter() - t0)
     if rank == 0:
-        out.put({"times": times, "accuracy": accs, "params": [p.detach().clone() for p in model.parameters()]})
+        out.put({"times": times, "accuracy": accs, "params": [p.detach().numpy().copy() for p in model.parameters()]})
     dist.destroy_process_group()
 
 
@@ -128,7 +128,7 @@ def compare(name: str, spec_kw: dict, epochs: int) -> None:
     d_sps = samples * (len(ddp["times"]) - 1 or 1) / steady(ddp["times"])
     o_secs = [e["seconds"] for e in ours.epochs]
     o_sps = samples * (len(o_secs) - 1 or 1) / steady(o_secs)
-    err = max(float((a - b).abs().max() / b.abs().max()) for a, b in zip(ours.states[0]["params"], ddp["params"]))
+    err = max(float(abs(a.numpy() - b).max() / abs(b).max()) for a, b in zip(ours.states[0]["params"], ddp["params"]))
     print(f"{'':12} {'samples/s':>10} {'s/epoch':>9} {'accuracy':>9}")
     print(f"{'DDP (gloo)':12} {d_sps:10.1f} {steady(ddp['times']) / max(1, epochs - 1):9.2f} "
           f"{ddp['accuracy'][-1]:9.1%}")
@@ -139,11 +139,12 @@ def compare(name: str, spec_kw: dict, epochs: int) -> None:
     loading = sum(busy.get(k, 0.0) for k in ("read", "decode", "augment", "collate"))
     allreduce = sum(v for k, v in busy.items() if k.startswith(("ring", "tree", "ps", "chunk")))
     per_it = last["seconds"] / last["iterations"]
-    used = loading + busy.get("forward-backward", 0) + allreduce + busy.get("update", 0) + busy.get("bucket", 0)
+    used = loading + allreduce + sum(busy.get(k, 0) for k in ("forward-backward", "update", "bucket", "eval"))
     print(f"ours per iteration and rank: {per_it * 1e3:.1f} ms wall = loading {loading * 1e3:.1f} + "
           f"forward-backward {busy.get('forward-backward', 0) * 1e3:.1f} + allreduce {allreduce * 1e3:.1f} + "
-          f"update {busy.get('update', 0) * 1e3:.1f} + buckets {busy.get('bucket', 0) * 1e3:.1f} ms busy; "
-          f"{(per_it - used) * 1e3:.1f} ms between tasks (Dask's scheduling, transfers, the epoch's eval); "
+          f"update {busy.get('update', 0) * 1e3:.1f} + buckets {busy.get('bucket', 0) * 1e3:.1f} + the epoch's "
+          f"evaluation {busy.get('eval', 0) * 1e3:.1f} ms busy; {(per_it - used) * 1e3:.1f} ms between tasks "
+          f"(Dask's scheduling, transfers, submitting the epoch); "
           f"{last['bytes_per_iteration'] / 1e6:.2f} MB moved per iteration")
 
 

@@ -7,6 +7,7 @@ no data beside the checkout), and every public name the docs use exists.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import re
 import subprocess
@@ -55,6 +56,9 @@ def test_every_shell_command_of_a_page_runs_as_written(path, tmp_path):
 
         if available():
             pytest.skip(f"{path.name} needs the network testbed: {available()}")
+    if "<!-- needs: torch" in path.read_text() and importlib.util.find_spec("torch") is None \
+            and not os.environ.get("TASKFLOW_REQUIRE_TORCH"):
+        pytest.skip(f"{path.name} trains with PyTorch: needs the torch extra (pip install 'dask-taskflow[torch]')")
     if "<!-- needs: slurm" in path.read_text():
         from tests.hpc.test_slurm import WHY
 

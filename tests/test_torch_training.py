@@ -299,3 +299,14 @@ def test_the_command_line_reports_and_refuses_bad_input(digits, tmp_path, capsys
     assert rc == 0 and "wrote the synthetic dataset" in out and "resnet8:" in out and "epoch 1: loss" in out
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["config"]["model"] == "resnet8" and doc["epochs"][0]["iterations"] == 2
+
+
+def test_the_demo_trains_a_real_model_after_the_mlp(tmp_path, capsys):
+    from taskflow.app.demo import main as demo
+
+    assert demo(out=tmp_path / "out", iterations=3, bench=False) == 0
+    out = capsys.readouterr().out
+    assert "real training (PyTorch): a 9,930-parameter CNN" in out
+    assert out.count("  epoch ") == 2 and "held-out accuracy" in out
+    assert (tmp_path / "out" / "accuracy.png").read_bytes()[:4] == b"\x89PNG"
+    assert len(ImageFolder(tmp_path / "out" / "digits", "train")) == 1438
