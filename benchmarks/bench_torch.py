@@ -135,17 +135,51 @@ def compare(name: str, spec_kw: dict, epochs: int) -> None:
     print(f"{'taskflow':12} {o_sps:10.1f} {steady(o_secs) / max(1, epochs - 1):9.2f} {ours.final_accuracy:9.1%}")
     print(f"ratio taskflow / DDP: {o_sps / d_sps:.3f}; parameters after the run differ by {err:.1e} (relative)")
     last = ours.epochs[-1]
-    busy = last["busy"]
+    load, fb, ar, up, ev, between = _breakdown(last)
+    print(f"ours per iteration and rank: {last['seconds'] / last['iterations'] * 1e3:.1f} ms wall = loading "
+          f"{load * 1e3:.1f} + forward-backward {fb * 1e3:.1f} + allreduce {ar * 1e3:.1f} + update {up * 1e3:.1f} + "
+          f"the epoch's evaluation {ev * 1e3:.1f} ms busy; {between * 1e3:.1f} ms between tasks (Dask's scheduling, "
+          f"transfers, submitting the epoch); {last['bytes_per_iteration'] / 1e6:.2f} MB moved per iteration; "
+          f"predicted {last['predicted_seconds_per_iteration'] * 1e3:.1f} ms per iteration (the graph's makespan, "
+          f"measured {last['seconds_per_iteration'] * 1e3:.1f} ms)")
+
+
+def _breakdown(epoch: dict) -> tuple:
+    """(loading, forward-backward, allreduce, update, eval, between) seconds per iteration and rank."""
+    busy = epoch["busy"]
     loading = sum(busy.get(k, 0.0) for k in ("read", "decode", "augment", "collate"))
     allreduce = sum(v for k, v in busy.items() if k.startswith(("ring", "tree", "ps", "chunk")))
-    per_it = last["seconds"] / last["iterations"]
-    used = loading + allreduce + sum(busy.get(k, 0) for k in ("forward-backward", "update", "bucket", "eval"))
-    print(f"ours per iteration and rank: {per_it * 1e3:.1f} ms wall = loading {loading * 1e3:.1f} + "
-          f"forward-backward {busy.get('forward-backward', 0) * 1e3:.1f} + allreduce {allreduce * 1e3:.1f} + "
-          f"update {busy.get('update', 0) * 1e3:.1f} + buckets {busy.get('bucket', 0) * 1e3:.1f} + the epoch's "
-          f"evaluation {busy.get('eval', 0) * 1e3:.1f} ms busy; {(per_it - used) * 1e3:.1f} ms between tasks "
-          f"(Dask's scheduling, transfers, submitting the epoch); "
-          f"{last['bytes_per_iteration'] / 1e6:.2f} MB moved per iteration")
+    rest = [busy.get(k, 0.0) for k in ("forward-backward", "update", "eval")]
+    per_it = epoch["seconds"] / epoch["iterations"]
+    return (loading, rest[0], allreduce, rest[1], rest[2],
+            per_it - loading - allreduce - sum(rest) - busy.get("bucket", 0.0))
+
+
+def schedulers_table(name: str, spec_kw: dict, epochs: int, names) -> None:
+    """The same job under each scheduler on one cluster: the parameters must not change, the time
+    and the bytes moved may."""
+    from distributed import Client, LocalCluster
+
+    print(f"== {name} under each scheduler ({epochs} epochs; figures of the last) ==")
+    print(f"{'scheduler':14} {'s/iteration':>11} {'predicted':>9} {'MB moved/it':>11} {'loading':>8} {'fwd-bwd':>8} "
+          f"{'allreduce':>9} {'update':>7} {'between':>8} {'params vs placed':>16}")
+    with LocalCluster(n_workers=spec_kw["workers"], threads_per_worker=1, processes=True,
+                      dashboard_address=None) as lc, Client(lc) as client:
+        first = None
+        for sched in names:
+            kw = dict(spec_kw)
+            h = taskflow.train(kw.pop("model"), kw.pop("data"), epochs=epochs, scheduler=sched, client=client,
+                               quiet=True, **kw)
+            if first is None:
+                first = h.states[0]["params"]
+            diff = max(float((a - b).abs().max() / b.abs().max()) for a, b in zip(h.states[0]["params"], first))
+            e = h.epochs[-1]
+            load, fb, ar, up, _, between = _breakdown(e)
+            print(f"{sched:14} {e['seconds'] / e['iterations']:11.3f} {e['predicted_seconds_per_iteration']:9.3f} "
+                  f"{e['bytes_per_iteration'] / 1e6:11.2f} {load * 1e3:7.1f}m {fb * 1e3:7.1f}m {ar * 1e3:8.1f}m "
+                  f"{up * 1e3:6.1f}m {between * 1e3:7.1f}m {diff:16.1e}")
+    print("(m: milliseconds per iteration and rank; predicted: the simulator with the costs the earlier epochs "
+          "measured, seconds per iteration of the graph's makespan)")
 
 
 def main():
@@ -156,6 +190,8 @@ def main():
     ap.add_argument("--iterations", type=int, default=10, help="per epoch (resnet8)")
     ap.add_argument("--batch", type=int, default=96, help="samples per rank (resnet8)")
     ap.add_argument("--data", help="folder for the datasets (default: a temporary one)")
+    ap.add_argument("--schedulers", default="placed,heft,work-stealing,adaptive",
+                    help="the table of the same job under each (comma list; '' for none)")
     args = ap.parse_args()
     tmp = tempfile.TemporaryDirectory() if args.data is None else None
     root = args.data or tmp.name
@@ -170,9 +206,11 @@ def main():
         syn = os.path.join(root, "synthetic")
         if not os.path.exists(os.path.join(syn, "train")):
             write_synthetic(syn, samples=max(2000, int(1.2 * args.iterations * args.batch * N) + 200))
-        compare("resnet8 on synthetic 32x32", dict(model=functools.partial(resnet8), data=syn, workers=N,
-                                                   batch=args.batch * N, iterations=args.iterations, pad=4,
-                                                   flip=True, optimizer=OPTIMIZER), args.epochs)
+        job = dict(model=functools.partial(resnet8), data=syn, workers=N, batch=args.batch * N,
+                   iterations=args.iterations, pad=4, flip=True, optimizer=OPTIMIZER)
+        compare("resnet8 on synthetic 32x32", job, args.epochs)
+        if args.schedulers:
+            schedulers_table("resnet8", job, args.epochs, args.schedulers.split(","))
 
 
 if __name__ == "__main__":

@@ -33,7 +33,8 @@ class History:
 
     #: per epoch: epoch, loss, val_loss, accuracy, seconds, wall, iterations, seconds_per_iteration,
     #: samples_per_second, bytes_per_iteration, state_bytes, busy (task kind -> seconds per iteration
-    #: and rank)
+    #: and rank), predicted_seconds_per_iteration (simulated from the costs earlier epochs measured;
+    #: nan for the first)
     epochs: list = field(default_factory=list)
     #: (iteration, the global batch's loss) of every iteration
     losses: list = field(default_factory=list)
@@ -272,4 +273,7 @@ def _record(history: History, spec, graph, epoch: int, states, report, seconds: 
         "accuracy": ev["accuracy"], "seconds": seconds, "wall": wall0 + seconds, "iterations": n_it,
         "seconds_per_iteration": report.measured_makespan / n_it,
         "samples_per_second": n_it * spec.batch / seconds, "bytes_per_iteration": moved / n_it,
-        "state_bytes": state_bytes(states[0]), "busy": busy})
+        "state_bytes": state_bytes(states[0]), "busy": busy,
+        # the simulator's prediction of this epoch, from the costs the earlier epochs measured
+        "predicted_seconds_per_iteration": report.predicted_makespan / n_it if report.costs != "declared"
+        else float("nan")})
