@@ -101,7 +101,9 @@ def _fingerprint(spec) -> dict:
     return {"model": spec.ctx.token, "workers": int(spec.workers), "batch": int(spec.batch),
             "counts": list(spec.counts), "allreduce": spec.allreduce, "seed": int(spec.seed),
             "iterations": spec.per_epoch, "pad": int(spec.pad), "flip": bool(spec.flip),
-            "train": len(spec.train)}
+            "train": len(spec.train), "mode": spec.mode, "sync_every": int(spec.sync_every),
+            "staleness": int(spec.staleness), "compensation": float(spec.compensation),
+            "compression": spec.compression, "topk_ratio": float(spec.topk_ratio)}
 
 
 def load_checkpoint(path) -> dict:
@@ -139,6 +141,8 @@ def _save_checkpoint(path, epoch: int, states, history: History, fingerprint: di
 
 def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: int = 2, batch: int = 64,
           shares=None, allreduce: str = "ring", bucket_mb: float = 25.0, priority: str = "none",
+          mode: str = "sync", sync_every: int = 1, staleness: int = 0, compensation: float = 0.0,
+          compression=None, topk_ratio: float = 0.01,
           scheduler: str = "placed", pad: int = 0, flip: bool = False, seed: int = 0, iterations=None,
           threads: int = 1, client=None, address=None, scheduler_file=None, jobqueue=None, jobqueue_options=None,
           checkpoint=None, resume: bool = True, timeout=None, quiet: bool = False, plot=None) -> History:
@@ -152,6 +156,10 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
         A dataset root with ``train`` and ``val`` class folders (:mod:`workflows.images`).
     loss, optimizer, workers, batch, shares, allreduce, bucket_mb, priority, pad, flip, seed, iterations, threads
         As in :class:`workflows.torch_training.TorchTraining` (``iterations``: per epoch).
+    mode, sync_every, staleness, compensation, compression, topk_ratio
+        The variant: ``sync`` (default), ``local`` SGD averaging every ``sync_every`` iterations,
+        ``stale``-synchronous with ``staleness`` (DC-S3GD's delay ``compensation``); gradient
+        ``compression`` ``fp16`` or ``topk`` (``topk_ratio`` of the entries, error feedback).
     epochs : int
     scheduler : str
         The scheduler that places each epoch's graph (default ``placed``: rank ``r`` on worker
@@ -189,7 +197,9 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
         raise TaskflowError(f"epochs must be an integer >= 1, got {epochs!r}")
     spec = TorchTraining(model, data, loss=loss, optimizer=optimizer, workers=workers, batch=batch, shares=shares,
                          allreduce=allreduce, bucket_mb=bucket_mb, priority=priority, pad=pad, flip=flip, seed=seed,
-                         iterations=iterations, threads=threads)
+                         iterations=iterations, threads=threads, mode=mode, sync_every=sync_every,
+                         staleness=staleness, compensation=compensation, compression=compression,
+                         topk_ratio=topk_ratio)
     if spec.per_epoch < 1:
         raise TaskflowError(f"an epoch of {len(spec.train)} images holds no full batch of {batch}")
     fp = _fingerprint(spec)
@@ -197,6 +207,7 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
                               "batch": int(batch), "counts": list(spec.counts), "allreduce": allreduce,
                               "scheduler": scheduler, "iterations_per_epoch": spec.per_epoch,
                               "buckets": len(spec.ctx.buckets), "train_samples": len(spec.train),
+                              "mode": mode, "compression": compression,
                               "val_samples": 0 if spec.val is None else len(spec.val)})
     states, first, wall0, profile = None, 0, 0.0, None
     if checkpoint is not None and resume and os.path.exists(checkpoint):

@@ -177,6 +177,51 @@ def test_every_rank_ends_with_the_single_process_loops_parameters(client, digits
     assert set(rep.results) == set(spec.final_tasks(0))  # only the final states came back
 
 
+VARIANTS = [dict(mode="local", sync_every=3), dict(mode="local", sync_every=2, shares=(3, 1)),
+            dict(mode="stale", staleness=2), dict(mode="stale", staleness=2, compensation=0.5),
+            dict(compression="fp16"), dict(compression="topk", topk_ratio=0.05),
+            dict(mode="stale", staleness=1, compression="topk", topk_ratio=0.1, allreduce="tree")]
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: "-".join(f"{k}={x}" for k, x in v.items()))
+def test_each_variant_equals_its_own_sequential_reference(client, digits, variant):
+    spec = TorchTraining(CNN, digits, workers=2, batch=64, iterations=7, bucket_mb=0.02, **variant)
+    rep = taskflow.run(spec.graph(0), "placed", client=client, quiet=True, keep=spec.final_tasks(0))
+    params, losses = spec.reference(1)
+    for r, t in enumerate(spec.final_tasks(0)):
+        assert rel_err(rep.results[t], {"params": params[r]}) < 1e-5
+    logs = [rep.results[t]["log"] for t in spec.final_tasks(0)]
+    assert np.allclose([sum(lg[i][1] * lg[i][2] for lg in logs) / 64 for i in range(7)], losses, rtol=1e-5)
+    if spec.mode == "local":  # 7 iterations, the last sync after the 6th: the ranks' models differ again
+        assert rel_err(rep.results[spec.final_tasks(0)[0]], rep.results[spec.final_tasks(0)[1]]) > 1e-4
+
+
+def test_the_variants_change_what_is_computed_and_what_moves(digits):
+    base = TorchTraining(CNN, digits, workers=2, batch=64, iterations=6, bucket_mb=0.02)
+    plain, _ = base.reference(1)
+    for kw in VARIANTS:
+        params, _ = TorchTraining(CNN, digits, workers=2, batch=64, iterations=6, bucket_mb=0.02, **kw).reference(1)
+        assert rel_err({"params": params[0]}, plain) > 1e-6, kw
+    stale, _ = TorchTraining(CNN, digits, workers=2, batch=64, iterations=6, mode="stale", staleness=2).reference(1)
+    comp, _ = TorchTraining(CNN, digits, workers=2, batch=64, iterations=6, mode="stale", staleness=2,
+                            compensation=50.0).reference(1)
+    assert rel_err({"params": comp[0]}, {"params": stale[0]}) > 1e-7  # the compensation term acts
+    sync0, _ = TorchTraining(CNN, digits, workers=2, batch=64, iterations=6, mode="stale", staleness=0).reference(1)
+    assert rel_err({"params": sync0[0]}, plain) < 1e-5  # staleness 0 is synchronous training
+    g = TorchTraining(CNN, digits, workers=2, batch=64, iterations=2, compression="topk", topk_ratio=0.05).graph(0)
+    sent = [g.edge_size(f"it0.w0.compress0", f"it0.b0.gather.w1")]
+    assert sent == [12.0 * round(0.05 * 9930)]  # an index and a value per entry kept
+    g16 = TorchTraining(CNN, digits, workers=2, batch=64, iterations=2, compression="fp16").graph(0)
+    assert g16.edge_size("it0.b0.chunk.w0", "it0.b0.rs0.w0") == 4 * 9930 / 2 / 2  # half a chunk of halves
+    with pytest.raises(WorkflowError, match="compression applies to gradients"):
+        TorchTraining(CNN, digits, mode="local", sync_every=2, compression="fp16")
+    prio = TorchTraining(CNN, digits, workers=2, batch=64, iterations=1, bucket_mb=0.02, priority="layer-order")
+    pg = prio.graph(0)
+    first = min(range(len(prio.ctx.buckets)), key=lambda j: min(prio.ctx.buckets[j]))  # holds layer 0
+    spread = {j: pg.task(f"it0.b{j}.ag0.w0").meta["priority"] for j in range(len(prio.ctx.buckets))}
+    assert spread[first] == max(spread.values()) == len(prio.ctx.buckets)
+
+
 def test_only_allreduce_chunks_cross_the_network_under_placed(client, digits):
     spec = TorchTraining(CNN, digits, workers=2, batch=64, allreduce="ring", iterations=4)
     g = spec.graph(0)

@@ -16,7 +16,8 @@ import gc
 import numpy as np
 
 from taskflow.errors import WorkflowError
-from taskflow.graph import TaskGraph, TaskHandle
+from taskflow.graph import TaskGraph
+from taskflow.tasks import handles_in
 
 
 @contextlib.contextmanager
@@ -49,12 +50,16 @@ class GraphBuilder:
         self._chunks: list = []  # edges added by tile(), as arrays, after the listed ones
         self._sizes: dict = {}  # executable: (src, dst) -> the bytes a dep declares for an argument's edge
 
-    def task(self, id, cost, size, meta, deps=(), fn=None, args=()):
+    def task(self, id, cost, size, meta, deps=(), fn=None, args=(), kwargs=None):
         """Add a task; ``deps`` are handles or ``(handle, bytes)`` pairs (default: the producer's
-        output size). Returns the task's handle."""
+        output size); ``fn(*args, **kwargs)`` is what it runs (executable). Returns the task's
+        handle."""
         if self._g is not None:
-            h = self._g.add_task(id, fn=fn, args=args, cost=cost, output_size=size, meta=meta)
-            in_args = {a.id for a in args if isinstance(a, TaskHandle)}
+            h = self._g.add_task(id, fn=fn, args=args, kwargs=kwargs, cost=cost, output_size=size, meta=meta)
+            found: list = []
+            handles_in(args, found)
+            handles_in(kwargs or {}, found)
+            in_args = {a.id for a in found}
             for d in deps:
                 d, z = d if isinstance(d, tuple) else (d, None)
                 if d.id not in in_args:

@@ -13,6 +13,7 @@ can run any task again (a lost worker) and get the same result.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import math
@@ -26,8 +27,9 @@ from taskflow.errors import WorkflowError
 
 from .images import ImageFolder, load_batch
 
-__all__ = ["TorchModel", "make_model", "init_state", "step", "bucket", "update", "evaluate", "average_states",
-           "reference_training", "state_bytes"]
+__all__ = ["TorchModel", "make_model", "init_state", "step", "bucket", "update", "evaluate", "reference_training",
+           "state_bytes", "compress_fp16", "compress_topk", "sparse_sum", "param_bucket", "average", "working",
+           "variant_reference"]
 
 _SKELETONS: dict = {}  # token -> a module built by the factory, in this process (no state: a shape)
 
@@ -201,7 +203,7 @@ def step(state: dict, batch, ctx: TorchModel, weight: float, iteration: int, ran
         grads = torch.autograd.grad(loss, params, allow_unused=True)
     grads = [torch.zeros_like(p) if g is None else g for g, p in zip(grads, params)]
     buckets = [(torch.cat([grads[i].reshape(-1) for i in b]) * weight).numpy() for b in ctx.buckets]
-    return {"loss": value, "n": int(len(batch[1])), "buckets": buckets, "buffers": buffers}
+    return {"loss": value, "n": int(len(batch[1])), "buckets": buckets, "buffers": buffers, "weight": weight}
 
 
 def bucket(out: dict, j: int):
@@ -216,7 +218,8 @@ def bucket(out: dict, j: int):
 
 
 def _flat(order, pieces):
-    return pieces[0] if order is None else np.concatenate([pieces[k] for k in np.argsort(order)])
+    flat = pieces[0] if order is None else np.concatenate([pieces[k] for k in np.argsort(order)])
+    return flat.astype(np.float32, copy=False)  # fp16-compressed sums come back to float32 here
 
 
 def _grads(ctx: TorchModel, layout, pieces) -> list:
@@ -235,9 +238,15 @@ def _grads(ctx: TorchModel, layout, pieces) -> list:
     return grads
 
 
-def update(state: dict, out: dict, ctx: TorchModel, layout, iteration: int, *pieces) -> dict:
-    """Task body ``update``: the optimizer's step on a copy of the state with the allreduced
-    gradient; the step's loss joins the log, its batch-norm statistics the buffers.
+def _own_buckets(out: dict) -> list:
+    """The rank's own mean gradient per bucket (a step's buckets carry its share's weight)."""
+    return [b / out["weight"] for b in out["buckets"]]
+
+
+def update(state: dict, out: dict, ctx: TorchModel, layout, iteration: int, *pieces, sparse=None, anchor=None,
+           compensation: float = 0.0) -> dict:
+    """Task body ``update``: the optimizer's step on a copy of the state; the step's loss joins the
+    log, its batch-norm statistics the buffers.
 
     Parameters
     ----------
@@ -245,34 +254,150 @@ def update(state: dict, out: dict, ctx: TorchModel, layout, iteration: int, *pie
     out : dict
         The rank's :func:`step` output.
     ctx : TorchModel
-    layout : tuple
-        Per bucket ``(pieces, chunk order or None)``.
+    layout : tuple or None
+        Per bucket ``(pieces, chunk order or None)``; None: the rank's own gradient (a local SGD
+        step), no pieces.
     iteration : int
     *pieces : numpy.ndarray
         Every bucket's reduced pieces, bucket after bucket.
+    sparse : tuple, optional
+        Top-k compression: this rank's :func:`compress_topk` output per bucket; the state's error
+        feedback becomes what the compression left out.
+    anchor : dict, optional
+        Delay compensation (DC-S3GD): the state the gradient's parameters were built from; the
+        gradient ``g`` becomes ``g + compensation x g x g x (params - anchor's params)``.
+    compensation : float
     """
     ctx.skeleton()
     params = [p.detach().clone().requires_grad_(True) for p in state["params"]]
     opt = ctx.optimizer(params)
     opt.load_state_dict(copy.deepcopy(state["opt"]))
-    for p, g in zip(params, _grads(ctx, layout, pieces)):
-        p.grad = g.to(p.dtype)
+    if layout is None:
+        own = _own_buckets(out)
+        grads = _grads(ctx, ((1, None),) * len(own), own)
+    else:
+        grads = _grads(ctx, layout, pieces)
+    for k, (p, g) in enumerate(zip(params, grads)):
+        g = g.to(p.dtype)
+        if anchor is not None and compensation:
+            g = g + compensation * g * g * (state["params"][k] - anchor["params"][k])
+        p.grad = g
     opt.step()
-    return {"params": [p.detach() for p in params], "buffers": out["buffers"], "opt": opt.state_dict(),
-            "log": state["log"] + [(iteration, out["loss"], out["n"])]}
+    new = {"params": [p.detach() for p in params], "buffers": out["buffers"], "opt": opt.state_dict(),
+           "log": state["log"] + [(iteration, out["loss"], out["n"])]}
+    if "residual" in state or sparse is not None:
+        new["residual"] = state.get("residual")
+    if sparse is not None:
+        new["residual"] = [_residual(v, state.get("residual"), j, sp) for j, (v, sp) in
+                           enumerate(zip(out["buckets"], sparse))]
+    return new
 
 
-def average_states(*states) -> dict:
-    """The mean of several ranks' parameters (local SGD's average; buffers and optimizer state of
-    the first).
+def _residual(v, residual, j, sp):
+    """Error feedback: the bucket plus the carried residual, less what top-k sent."""
+    w = v if residual is None else v + residual[j]
+    w = w.copy()
+    w[sp[0]] = 0.0
+    return w
+
+
+def compress_fp16(v):
+    """Task body ``compress`` (fp16): the bucket in half precision (half the bytes on the wire;
+    the allreduce sums in half precision, the update casts back).
 
     Parameters
     ----------
-    *states : dict
+    v : numpy.ndarray
     """
-    first = states[0]
-    params = [sum(s["params"][k] for s in states) / len(states) for k in range(len(first["params"]))]
-    return dict(first, params=params)
+    return v.astype(np.float16)
+
+
+def compress_topk(v, state: dict, j: int, ratio: float):
+    """Task body ``compress`` (top-k with error feedback, Stich et al. 2018): the ``ratio`` largest
+    entries by magnitude of the bucket plus the residual the rank carried, as ``(indices,
+    values)``.
+
+    Parameters
+    ----------
+    v : numpy.ndarray
+        The bucket.
+    state : dict
+        The rank's state (its ``residual``, if any).
+    j : int
+        The bucket.
+    ratio : float
+        The share of entries sent.
+    """
+    residual = state.get("residual")
+    w = v if residual is None else v + residual[j]
+    k = max(1, int(round(ratio * w.size)))
+    idx = np.sort(np.argpartition(np.abs(w), w.size - k)[w.size - k:]).astype(np.int64)
+    return idx, w[idx].astype(np.float32)
+
+
+def sparse_sum(n: int, *sparse):
+    """Task body of a top-k all-gather: every rank's ``(indices, values)`` summed into a dense
+    vector of ``n`` (in rank order).
+
+    Parameters
+    ----------
+    n : int
+    *sparse : (numpy.ndarray, numpy.ndarray)
+    """
+    out = np.zeros(n, dtype=np.float32)
+    for idx, vals in sparse:
+        out[idx] += vals
+    return out
+
+
+def param_bucket(state: dict, ctx: TorchModel, j: int, weight: float):
+    """Task body of local SGD's sync: bucket ``j`` of the rank's parameters, times ``weight``.
+
+    Parameters
+    ----------
+    state : dict
+    ctx : TorchModel
+    j : int
+    weight : float
+    """
+    return (torch.cat([state["params"][i].reshape(-1) for i in ctx.buckets[j]]) * weight).numpy()
+
+
+def average(state: dict, ctx: TorchModel, layout, *pieces) -> dict:
+    """Task body ``average`` (local SGD): the rank's state with its parameters replaced by the
+    allreduced weighted sum of every rank's (their weighted mean).
+
+    Parameters
+    ----------
+    state : dict
+    ctx : TorchModel
+    layout : tuple
+        As :func:`update`'s.
+    *pieces : numpy.ndarray
+    """
+    return dict(state, params=[g.clone() for g in _grads(ctx, layout, pieces)])
+
+
+def working(base: dict, ctx: TorchModel, *outs) -> dict:
+    """Task body ``working`` (stale-synchronous): the parameters a rank computes with, the global
+    model of ``s`` iterations ago (``base``) less the learning rate times each of the rank's own
+    gradients since (the local steps whose global update has not arrived).
+
+    Parameters
+    ----------
+    base : dict
+        A state (its optimizer's first learning rate is used).
+    ctx : TorchModel
+    *outs : dict
+        The rank's :func:`step` outputs since, oldest first.
+    """
+    lr = float(base["opt"]["param_groups"][0]["lr"])
+    params = [p.clone() for p in base["params"]]
+    for out in outs:
+        own = _own_buckets(out)
+        for p, g in zip(params, _grads(ctx, ((1, None),) * len(own), own)):
+            p -= lr * g
+    return dict(base, params=params)
 
 
 def evaluate(state: dict, ctx: TorchModel, data: ImageFolder, batch: int = 256) -> dict:
@@ -320,6 +445,11 @@ def reference_training(ctx: TorchModel, data: ImageFolder, batches, seed: int, p
     (dict, list of float)
         The final state and the loss of each iteration.
     """
+    with _threads(ctx.threads):
+        return _reference_training(ctx, data, batches, seed, pad, flip, state)
+
+
+def _reference_training(ctx, data, batches, seed, pad, flip, state):
     torch.manual_seed(seed)
     mod = ctx.model()
     start = init_state(ctx, seed) if state is None else state
@@ -341,3 +471,161 @@ def reference_training(ctx: TorchModel, data: ImageFolder, batches, seed: int, p
         losses.append(float(loss.detach()))
     return ({"params": [p.detach().clone() for p in mod.parameters()],
              "buffers": [b.detach().clone() for b in mod.buffers()], "opt": opt.state_dict(), "log": []}, losses)
+
+
+def variant_reference(ctx: TorchModel, data: ImageFolder, batches, seed: int, pad: int, flip: bool, weights,
+                      mode: str = "sync", sync_every: int = 1, staleness: int = 0, compensation: float = 0.0,
+                      compression=None, topk_ratio: float = 0.01, first_iteration: int = 0):
+    """Local SGD, stale-synchronous training and compressed gradients, written out rank by rank in
+    plain PyTorch (modules, ``loss.backward()``, optimizers), for the task graph to equal.
+
+    * ``sync``: every rank's gradient at the shared model, times its weight, summed (fp16: each
+      rank's bucket rounded to half precision, summed in half precision in rank order; top-k: the
+      ``topk_ratio`` largest entries of bucket plus residual, the rest carried as the residual),
+      then one optimizer step.
+    * ``local``: each rank steps its own model with its own gradient; every ``sync_every``
+      iterations (counted from the job's first) every model becomes the weighted mean.
+    * ``stale``: the shared model ``u`` takes the summed gradient of each iteration; a rank computes
+      iteration ``t`` at ``u`` of iteration ``t - s`` (not before the epoch's first) less the learning
+      rate times its own gradients since; ``compensation`` adds ``compensation x g x g x (u_t -
+      u_(t-s))`` to the summed gradient (DC-S3GD).
+
+    Parameters
+    ----------
+    ctx : TorchModel
+    data : ImageFolder
+    batches : list of (epoch, list of numpy.ndarray)
+    seed, pad : int
+    flip : bool
+    weights : list of float
+        Each rank's share of the global batch.
+    mode, sync_every, staleness, compensation, compression, topk_ratio
+        As :class:`~workflows.torch_training.TorchTraining`'s.
+    first_iteration : int
+        The first batch's iteration number (local SGD's sync points).
+
+    Returns
+    -------
+    (list of list of torch.Tensor, list of float)
+        Each rank's parameters at the end, and each iteration's loss (the ranks' weighted mean).
+    """
+    N = len(weights)
+    with _threads(ctx.threads):
+        return _variant_reference(ctx, data, batches, seed, pad, flip, weights, mode, sync_every, staleness,
+                                  compensation, compression, topk_ratio, first_iteration)
+
+
+@contextlib.contextmanager
+def _threads(n: int):
+    """Torch's threads set to the tasks' ``n`` (a convolution sums in another order on more
+    threads: float32 differences that fp16 rounding or top-k selection can magnify)."""
+    was = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(was)
+
+
+def _variant_reference(ctx, data, batches, seed, pad, flip, weights, mode, sync_every, staleness, compensation,
+                       compression, topk_ratio, first_iteration):
+    N = len(weights)
+
+    def module():
+        torch.manual_seed(seed)
+        return ctx.model()
+
+    nets = [module() for _ in range(N)]  # a rank's module: its gradients (and, local SGD, its model)
+    shared = module()
+    opts = [ctx.optimizer(list(m.parameters())) for m in nets] if mode == "local" else None
+    opt = ctx.optimizer(list(shared.parameters()))
+    lr = opt.param_groups[0]["lr"]
+
+    def flat(tensors, j):
+        return torch.cat([tensors[i].reshape(-1) for i in ctx.buckets[j]])
+
+    def unflat(flats):
+        out = [None] * len(ctx.sizes)
+        for j, b in enumerate(ctx.buckets):
+            off = 0
+            for i in b:
+                out[i] = flats[j][off:off + ctx.sizes[i]].reshape(ctx.shapes[i])
+                off += ctx.sizes[i]
+        return out
+
+    def grads(net, params, x, y):
+        with torch.no_grad():
+            for p, v in zip(net.parameters(), params):
+                p.copy_(v)
+        net.train()
+        net.zero_grad()
+        loss = ctx.loss(net(torch.from_numpy(x)), torch.from_numpy(y))
+        loss.backward()
+        return [p.grad.detach().clone() for p in net.parameters()], float(loss.detach())
+
+    def current(net):
+        return [p.detach().clone() for p in net.parameters()]
+
+    residual = [[None] * len(ctx.buckets) for _ in range(N)]
+    history, pending, losses = [current(shared)], [[] for _ in range(N)], []
+    epoch_start, last_epoch = 0, None
+    for t_job, (epoch, ranks) in enumerate(batches):
+        t = first_iteration + t_job
+        if epoch != last_epoch:  # stale: the window restarts with each epoch's graph
+            epoch_start, last_epoch = len(history) - 1, epoch
+            pending = [[] for _ in range(N)]
+        step_loss, sums = 0.0, None
+        for r in range(N):
+            x, y = load_batch(data, ranks[r], epoch, seed, pad, flip)
+            if mode == "local":
+                g, loss = grads(nets[r], current(nets[r]), x, y)
+                for p, gi in zip(nets[r].parameters(), g):
+                    p.grad = gi
+                opts[r].step()
+                step_loss += loss * len(y)
+                continue
+            params = current(shared)
+            if mode == "stale" and staleness:
+                lo = max(epoch_start, len(history) - 1 - staleness)
+                params = [p.clone() for p in history[lo]]
+                for own in pending[r][lo - epoch_start:]:
+                    for p, gi in zip(params, own):
+                        p -= lr * gi
+            g, loss = grads(nets[r], params, x, y)
+            step_loss += loss * len(y)
+            pending[r].append(g)
+            buckets = [flat(g, j) * weights[r] for j in range(len(ctx.buckets))]
+            for j, v in enumerate(buckets):
+                v = v.numpy()
+                if compression == "fp16":
+                    v = v.astype(np.float16)
+                elif compression == "topk":
+                    w = v if residual[r][j] is None else v + residual[r][j]
+                    k = max(1, int(round(topk_ratio * w.size)))
+                    idx = np.argsort(-np.abs(w), kind="stable")[:k]
+                    dense = np.zeros_like(w)
+                    dense[idx] = w[idx]
+                    residual[r][j] = w - dense
+                    v = dense
+                buckets[j] = v
+            sums = buckets if sums is None else [a + v for a, v in zip(sums, buckets)]
+        losses.append(step_loss / sum(len(r_) for r_ in ranks))
+        if mode == "local":
+            if (t + 1) % sync_every == 0:
+                mean = [sum(current(nets[r])[k] * weights[r] for r in range(N)) for k in range(len(ctx.sizes))]
+                for net in nets:
+                    with torch.no_grad():
+                        for p, v in zip(net.parameters(), mean):
+                            p.copy_(v)
+            continue
+        g = unflat([torch.from_numpy(np.asarray(v, dtype=np.float32)) for v in sums])
+        if mode == "stale" and staleness and compensation:
+            lo = max(epoch_start, len(history) - 1 - staleness)
+            g = [gi + compensation * gi * gi * (u - a) for gi, u, a in zip(g, current(shared), history[lo])]
+        for p, gi in zip(shared.parameters(), g):
+            p.grad = gi
+        opt.step()
+        history.append(current(shared))
+    if mode == "local":
+        return [current(net) for net in nets], losses
+    return [current(shared) for _ in range(N)], losses

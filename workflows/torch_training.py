@@ -135,6 +135,12 @@ class TorchTraining:
     seed: int = 0
     iterations: int | None = None
     threads: int = 1
+    mode: str = "sync"
+    sync_every: int = 1
+    staleness: int = 0
+    compensation: float = 0.0
+    compression: str | None = None
+    topk_ratio: float = 0.01
 
     def __post_init__(self):
         from .torch_tasks import make_model
@@ -152,6 +158,21 @@ class TorchTraining:
             raise WorkflowError(f"allreduce must be 'ring', 'tree' or 'ps', got {self.allreduce!r}")
         if self.priority not in ("none", "layer-order"):
             raise WorkflowError(f"priority must be 'none' or 'layer-order', got {self.priority!r}")
+        if self.mode not in ("sync", "local", "stale"):
+            raise WorkflowError(f"mode must be 'sync', 'local' or 'stale', got {self.mode!r}")
+        for name, low in (("sync_every", 1), ("staleness", 0)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+                raise WorkflowError(f"{name} must be an integer >= {low}, got {v!r}")
+        if self.compression not in (None, "fp16", "topk"):
+            raise WorkflowError(f"compression must be None, 'fp16' or 'topk', got {self.compression!r}")
+        if self.compression is not None and self.mode == "local":
+            raise WorkflowError("local SGD averages parameters: compression applies to gradients (sync or stale)")
+        if not (isinstance(self.topk_ratio, (int, float)) and 0 < self.topk_ratio <= 1):
+            raise WorkflowError(f"topk_ratio must be in (0, 1], got {self.topk_ratio!r}")
+        if not (isinstance(self.compensation, (int, float)) and math.isfinite(self.compensation)
+                and self.compensation >= 0):
+            raise WorkflowError(f"compensation must be a number >= 0, got {self.compensation!r}")
         if isinstance(self.pad, bool) or not isinstance(self.pad, (int, np.integer)) or self.pad < 0:
             raise WorkflowError(f"pad must be an integer >= 0, got {self.pad!r}")
         counts = _counts(int(self.batch), int(self.workers), self.shares)
@@ -206,80 +227,154 @@ class TorchTraining:
         if states is not None and len(states) != N:
             raise WorkflowError(f"states must hold one state per rank ({N}), got {len(states)}")
         cost = dict(DEFAULT_COSTS, **(costs or {}))
-        b = GraphBuilder(f"torch-{self.allreduce}-n{N}-e{epoch}", executable=X)
-        P = self.params()
-        state_size = 8.0 * P  # parameters and one optimizer buffer (momentum)
+        b = GraphBuilder(f"torch-{self.mode}-{self.allreduce}-n{N}-e{epoch}", executable=X)
+        state_size = 8.0 * self.params()  # parameters and one optimizer buffer (momentum)
         bucket_bytes = [4.0 * sum(ctx.sizes[i] for i in bk) for bk in ctx.buckets]
         B = len(bucket_bytes)
+        sent = [self._sent_bytes(z) for z in bucket_bytes]
         first_layers_first = sorted(range(B), key=lambda j: min(ctx.buckets[j]))
         prio = [B - first_layers_first.index(j) if self.priority == "layer-order" else None for j in range(B)]
         c, h, w = self.train.shape()
         state = [b.task(f"e{epoch}.init.w{r}", cost["init"], state_size, {"category": "init", "rank": r},
                         fn=tt.init_state if states is None else _given,
                         args=(ctx, self.seed) if states is None else (states[r],)) for r in range(N)]
+        history = [[st] for st in state]  # stale: each rank's global model after each iteration of the epoch
+        outs = [[] for _ in range(N)]  # stale: each rank's steps of the epoch
+        s_ = int(self.staleness) if self.mode == "stale" else 0
         t0 = epoch * self.per_epoch
+
+        def task(kind, t, r, size, deps, fn, args, suffix="", kwargs=None, **meta):
+            return b.task(f"it{t}.w{r}.{kind}{suffix}", cost.get(kind, 1e-3), size,
+                          {"category": kind, "iteration": t, "rank": r, **meta}, deps=deps, fn=fn, args=args,
+                          kwargs=kwargs)
+
         for t_local, ranks in enumerate(self.batches(epoch)):
             t = t0 + t_local
-            steps, bucket_task = {}, {}
+            steps, send = {}, {}
             for r, samples in enumerate(ranks):
                 paths = [self.train.paths[i] for i in samples]
-                labels = self.train.labels[samples]
                 nbytes = 4.0 * len(samples) * c * h * w
-
-                def task(kind, size, deps, fn, args, r=r):
-                    return b.task(f"it{t}.w{r}.{kind}", cost[kind], size,
-                                  {"category": kind, "iteration": t, "rank": r}, deps=deps, fn=fn, args=args)
-                raw = task("read", nbytes / 4, [], read_files, (paths,))
-                img = task("decode", nbytes / 4, [raw], decode, (raw, paths))
-                aug = task("augment", nbytes / 4, [img], augment, (img, samples, epoch, self.seed, self.pad, self.flip))
-                col = task("collate", nbytes, [aug], collate, (aug, labels))
-                steps[r] = b.task(f"it{t}.w{r}.forward-backward", cost["forward-backward"], sum(bucket_bytes),
-                                  {"category": "forward-backward", "iteration": t, "rank": r},
-                                  deps=[state[r], col], fn=tt.step,
-                                  args=(state[r], col, ctx, self.counts[r] / self.batch, t, r))
+                raw = task("read", t, r, nbytes / 4, [], read_files, (paths,))
+                img = task("decode", t, r, nbytes / 4, [raw], decode, (raw, paths))
+                aug = task("augment", t, r, nbytes / 4, [img], augment,
+                           (img, samples, epoch, self.seed, self.pad, self.flip))
+                col = task("collate", t, r, nbytes, [aug], collate, (aug, self.train.labels[samples]))
+                base = state[r]
+                if s_ and t_local:  # the global model of s iterations ago plus the rank's own steps since
+                    lo = max(0, t_local - s_)
+                    since = outs[r][lo:]
+                    base = task("working", t, r, state_size, [history[r][lo], *since], tt.working,
+                                (history[r][lo], ctx, *since))
+                weight = 1.0 if self.mode == "local" else self.counts[r] / self.batch
+                steps[r] = task("forward-backward", t, r, sum(bucket_bytes), [base, col], tt.step,
+                                (base, col, ctx, weight, t, r))
+                outs[r].append(steps[r])
                 for j in range(B):
-                    bucket_task[r, j] = b.task(f"it{t}.w{r}.bucket{j}", cost["bucket"], bucket_bytes[j],
-                                               {"category": "bucket", "iteration": t, "rank": r, "bucket": j},
-                                               deps=[(steps[r], bucket_bytes[j])], fn=tt.bucket, args=(steps[r], j))
-            received = {}
-            for j in range(B):
-                got, _, _, _ = bucket_allreduce(b, t, self.allreduce, N, bucket_task, j, bucket_bytes[j],
-                                                _REDUCE_FLOPS, prio[j])
-                for r, pieces in got.items():
-                    received[r, j] = pieces
+                    bk = task("bucket", t, r, bucket_bytes[j], [(steps[r], bucket_bytes[j])], tt.bucket,
+                              (steps[r], j), suffix=str(j), bucket=j)
+                    if self.mode != "local" and self.compression == "fp16":
+                        bk = task("compress", t, r, sent[j], [bk], tt.compress_fp16, (bk,), suffix=str(j), bucket=j)
+                    elif self.mode != "local" and self.compression == "topk":
+                        bk = task("compress", t, r, sent[j], [bk, (state[r], 0.0)], tt.compress_topk,
+                                  (bk, state[r], j, self.topk_ratio), suffix=str(j), bucket=j)
+                    send[r, j] = bk
+            if self.mode == "local":
+                for r in range(N):
+                    state[r] = task("update", t, r, state_size, [state[r], steps[r]], tt.update,
+                                    (state[r], steps[r], ctx, None, t))
+                if (t + 1) % int(self.sync_every):
+                    continue
+                for r in range(N):
+                    for j in range(B):
+                        send[r, j] = task("param-bucket", t, r, bucket_bytes[j], [state[r]], tt.param_bucket,
+                                          (state[r], ctx, j, self.counts[r] / self.batch), suffix=str(j), bucket=j)
+            received = self._reduce(b, t, send, bucket_bytes, sent, prio, N, B, cost)
             for r in range(N):
-                layout, handles, deps = [], [], [state[r], (steps[r], 0.0)]
+                layout, handles, deps = [], [], [state[r]]
                 for j in range(B):
                     pieces = received[r, j]
                     layout.append((len(pieces), None if pieces[0][1] is None else [k for _, k in pieces]))
                     handles += [hd for hd, _ in pieces]
-                    deps += [(hd, bucket_bytes[j] / len(pieces)) for hd, _ in pieces]
-                pm = {} if prio[0] is None else {"priority": max(p for p in prio)}
-                state[r] = b.task(f"it{t}.w{r}.update", cost["update"], state_size,
-                                  {"category": "update", "iteration": t, "rank": r, **pm}, deps=deps, fn=tt.update,
-                                  args=(state[r], steps[r], ctx, tuple(layout), t, *handles))
+                    deps += [(hd, sent[j] / len(pieces)) for hd, _ in pieces]
+                pm = {} if prio[0] is None else {"priority": max(prio)}
+                if self.mode == "local":
+                    state[r] = task("average", t, r, state_size, deps, tt.average, (state[r], ctx, tuple(layout),
+                                                                                  *handles), **pm)
+                    continue
+                kw = {}
+                if self.compression == "topk":
+                    kw["sparse"] = tuple(send[r, j] for j in range(B))
+                    deps += [(send[r, j], 0.0) for j in range(B)]
+                if s_ and self.compensation:
+                    kw.update(anchor=history[r][max(0, t_local - s_)], compensation=float(self.compensation))
+                    deps.append((kw["anchor"], 0.0))
+                state[r] = task("update", t, r, state_size, deps + [(steps[r], 0.0)], tt.update,
+                                (state[r], steps[r], ctx, tuple(layout), t, *handles), kwargs=kw or None, **pm)
+                history[r].append(state[r])
         if evaluate and self.val is not None:
             b.task(f"e{epoch}.eval", cost["eval"], 64.0, {"category": "eval", "rank": 0}, deps=[state[0]],
                    fn=tt.evaluate, args=(state[0], ctx, self.val))
         return b.graph()
 
+    def _sent_bytes(self, bucket_bytes: float) -> float:
+        """Bytes a bucket takes on the wire: halved by fp16; top-k sends an index (8 bytes) and a
+        value (4) per entry kept."""
+        if self.mode == "local" or self.compression is None:
+            return bucket_bytes
+        if self.compression == "fp16":
+            return bucket_bytes / 2
+        return 12.0 * max(1, round(self.topk_ratio * bucket_bytes / 4))
+
+    def _reduce(self, b, t: int, send: dict, bucket_bytes, sent, prio, N: int, B: int, cost: dict) -> dict:
+        """Each bucket's allreduce over ``send``; ``(rank, bucket) -> [(handle, chunk or None)]``:
+        the pieces whose sum (in chunk order) is the reduced bucket. Top-k gathers every rank's
+        sparse bucket on every rank (a sparse all-gather) instead."""
+        from . import torch_tasks as tt
+
+        received = {}
+        for j in range(B):
+            if self.compression == "topk" and self.mode != "local":
+                n = int(bucket_bytes[j] // 4)
+                for r in range(N):
+                    src = [send[q, j] for q in range(N)]
+                    g = b.task(f"it{t}.b{j}.gather.w{r}", cost.get("gather", 1e-3), bucket_bytes[j],
+                               {"category": "topk-gather", "iteration": t, "rank": r, "bucket": j},
+                               deps=[(x, sent[j]) for x in src], fn=tt.sparse_sum, args=(n, *src))
+                    received[r, j] = [(g, None)]
+                continue
+            got, _, _, _ = bucket_allreduce(b, t, self.allreduce, N, send, j, sent[j], _REDUCE_FLOPS, prio[j])
+            for r, pieces in got.items():
+                received[r, j] = pieces
+        return received
+
     def final_tasks(self, epoch: int) -> list:
         """The ids of each rank's last update in ``epoch`` (its state at the epoch's end)."""
         t = (epoch + 1) * self.per_epoch - 1
-        return [f"it{t}.w{r}.update" for r in range(int(self.workers))]
+        last = "average" if self.mode == "local" and (t + 1) % int(self.sync_every) == 0 else "update"
+        return [f"it{t}.w{r}.{last}" for r in range(int(self.workers))]
 
     def reference(self, epochs: int = 1, state=None, first_epoch: int = 0):
-        """The single-process PyTorch loop on the same global batches, for ``epochs`` epochs:
-        ``(state, losses)`` (:func:`workflows.torch_tasks.reference_training`).
+        """What the job computes, in one process without Dask, for ``epochs`` epochs: for plain
+        synchronous training the single-process PyTorch loop on the global batches
+        (:func:`workflows.torch_tasks.reference_training`: ``(state, losses)``); for local SGD,
+        stale-synchronous training or compression, the algorithm written out rank by rank in
+        plain PyTorch (:func:`workflows.torch_tasks.variant_reference`: ``(per-rank parameters,
+        losses)``).
 
         Parameters
         ----------
         epochs : int
         state : dict, optional
-            Start from this state (default: the seeded initial one).
+            Start from this state (default: the seeded initial one; plain synchronous only).
         first_epoch : int
         """
-        from .torch_tasks import reference_training
+        from .torch_tasks import reference_training, variant_reference
 
         batches = [(e, ranks) for e in range(first_epoch, first_epoch + epochs) for ranks in self.batches(e)]
-        return reference_training(self.ctx, self.train, batches, self.seed, self.pad, self.flip, state)
+        if self.mode == "sync" and self.compression is None:
+            return reference_training(self.ctx, self.train, batches, self.seed, self.pad, self.flip, state)
+        return variant_reference(self.ctx, self.train, batches, self.seed, self.pad, self.flip,
+                                 [c / self.batch for c in self.counts], mode=self.mode, sync_every=self.sync_every,
+                                 staleness=self.staleness, compensation=self.compensation,
+                                 compression=self.compression, topk_ratio=self.topk_ratio,
+                                 first_iteration=first_epoch * self.per_epoch)

@@ -41,6 +41,18 @@ def add_arguments(sp) -> None:
     sp.add_argument("--allreduce", choices=("ring", "tree", "ps"), default="ring", help="(default ring)")
     sp.add_argument("--bucket-mb", type=number(float, above=0.0, high=1e6), default=25.0,
                     help="gradient bucket capacity in MB, as DDP's bucket_cap_mb (default 25)")
+    sp.add_argument("--mode", choices=("sync", "local", "stale"), default="sync",
+                    help="synchronous data parallelism, local SGD (--sync-every) or stale-synchronous (--staleness); "
+                         "default sync")
+    sp.add_argument("--sync-every", type=COUNT, default=1, help="local SGD: average the models every N iterations")
+    sp.add_argument("--staleness", type=number(int, low=0, high=10_000), default=0,
+                    help="stale: the compute of an iteration uses the model of this many iterations before (default 0)")
+    sp.add_argument("--compensation", type=number(float, low=0.0, high=1e6), default=0.0,
+                    help="stale: DC-S3GD's delay compensation factor (default 0: none)")
+    sp.add_argument("--compression", choices=("fp16", "topk"), help="compress gradients: half precision, or the "
+                    "largest entries with error feedback (--topk-ratio)")
+    sp.add_argument("--topk-ratio", type=number(float, above=0.0, high=1.0), default=0.01,
+                    help="topk: the share of a bucket's entries sent (default 0.01)")
     sp.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd", help="(default sgd, momentum 0.9)")
     sp.add_argument("--lr", type=number(float, above=0.0, high=1e3), default=0.05, help="learning rate (default 0.05)")
     sp.add_argument("--augment", action="store_true", help="random crops (padding of an eighth of the side) and "
@@ -139,7 +151,9 @@ def train(args) -> int:
     pad = max(1, shape[1] // 8) if args.augment else 0
     history = run_training(factory, args.data, optimizer=opt, epochs=args.epochs, workers=args.workers,
                            batch=args.batch, shares=_shares(args.shares, args.workers), allreduce=args.allreduce,
-                           bucket_mb=args.bucket_mb, scheduler=args.scheduler, pad=pad, flip=args.augment,
+                           bucket_mb=args.bucket_mb, mode=args.mode, sync_every=args.sync_every,
+                           staleness=args.staleness, compensation=args.compensation, compression=args.compression,
+                           topk_ratio=args.topk_ratio, scheduler=args.scheduler, pad=pad, flip=args.augment,
                            seed=args.seed, iterations=args.iterations, address=args.address,
                            scheduler_file=args.scheduler_file, checkpoint=args.checkpoint, timeout=args.timeout,
                            quiet=args.quiet, plot=args.plot)
@@ -149,7 +163,9 @@ def train(args) -> int:
     if not args.quiet:
         print(f"{args.model}: {c['parameters']:,} parameters in {c['buckets']} bucket(s); {c['workers']} ranks of "
               f"{'/'.join(map(str, c['counts']))} samples; {c['iterations_per_epoch']} iterations per epoch; "
-              f"{c['allreduce']} allreduce placed by {c['scheduler']}")
+              f"{c['allreduce']} allreduce placed by {c['scheduler']}"
+              + (f"; {args.mode}" if args.mode != "sync" else "")
+              + (f"; {args.compression} compression" if args.compression else ""))
     for line in history.lines():
         print(line)
     if args.report:
