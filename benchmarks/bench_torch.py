@@ -77,7 +77,7 @@ def _ddp_rank(rank: int, world: int, port: int, spec_kw: dict, epochs: int, out)
     dist.destroy_process_group()
 
 
-def run_ddp(spec_kw: dict, epochs: int) -> dict:
+def run_ddp(spec_kw: dict, epochs: int, cpus: dict | None = None) -> dict:
     import socket
 
     import torch.multiprocessing as mp
@@ -91,15 +91,45 @@ def run_ddp(spec_kw: dict, epochs: int) -> dict:
              for r in range(spec_kw["workers"])]
     for p in procs:
         p.start()
-    out = q.get(timeout=1800)
+    limits = None
+    if cpus:  # rank -> cores: that process held to a share of a core from its start
+        from taskflow.testbed import CpuLimits
+
+        limits = CpuLimits({procs[r].pid: c for r, c in cpus.items()}).apply()
+    try:
+        out = q.get(timeout=1800)
+    finally:
+        if limits is not None:
+            limits.release()
     for p in procs:
         p.join(60)
     return out
 
 
-def run_ours(spec_kw: dict, epochs: int, scheduler: str = "placed") -> taskflow.training.History:
+def run_ours(spec_kw: dict, epochs: int, scheduler: str = "placed", cpus: dict | None = None,
+             shares=None) -> taskflow.training.History:
+    """``taskflow.train`` on a LocalCluster of one-thread workers; ``cpus``: worker name -> cores
+    (a cgroup CPU limit from its start)."""
+    from distributed import Client, LocalCluster
+
     kw = dict(spec_kw)
-    return taskflow.train(kw.pop("model"), kw.pop("data"), epochs=epochs, scheduler=scheduler, quiet=True, **kw)
+    if shares is not None:
+        kw["shares"] = shares
+    with LocalCluster(n_workers=kw["workers"], threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+            Client(lc) as client:
+        limits = None
+        if cpus:
+            from taskflow.testbed import CpuLimits
+
+            pids = client.run(os.getpid)
+            names = {a: str(w["name"]) for a, w in client.scheduler_info()["workers"].items()}
+            limits = CpuLimits({pids[a]: cpus[n] for a, n in names.items() if n in cpus}).apply()
+        try:
+            return taskflow.train(kw.pop("model"), kw.pop("data"), epochs=epochs, scheduler=scheduler, quiet=True,
+                                  client=client, **kw)
+        finally:
+            if limits is not None:
+                limits.release()
 
 
 def steady(values):
@@ -182,6 +212,26 @@ def schedulers_table(name: str, spec_kw: dict, epochs: int, names) -> None:
           "measured, seconds per iteration of the graph's makespan)")
 
 
+def quarter_core(name: str, spec_kw: dict, epochs: int, cores: float = 0.25) -> None:
+    """Rank 1 held to ``cores`` of a core (a cgroup CPU limit) on both sides: DDP splits each batch
+    evenly and waits for it every step; ours gives each rank a part in proportion to its measured
+    speed (``shares="speeds"``) and weights its gradient by it."""
+    spec = TorchTraining(**spec_kw)
+    samples = spec.per_epoch * spec.batch
+    print(f"== {name}, rank 1 held to {cores:g} of a core (needs root): {spec.batch} samples per iteration ==")
+    ddp = run_ddp(spec_kw, epochs, cpus={1: cores})
+    ours = run_ours(spec_kw, epochs, cpus={"1": cores}, shares="speeds")
+    d_sps = samples * (len(ddp["times"]) - 1 or 1) / steady(ddp["times"])
+    o_secs = [e["seconds"] for e in ours.epochs]
+    o_sps = samples * (len(o_secs) - 1 or 1) / steady(o_secs)
+    print(f"{'':12} {'samples/s':>10} {'s/epoch':>9} {'accuracy':>9}  parts of the batch")
+    print(f"{'DDP (gloo)':12} {d_sps:10.1f} {steady(ddp['times']) / max(1, epochs - 1):9.2f} "
+          f"{ddp['accuracy'][-1]:9.1%}  {'/'.join(map(str, spec.counts))}")
+    print(f"{'taskflow':12} {o_sps:10.1f} {steady(o_secs) / max(1, epochs - 1):9.2f} {ours.final_accuracy:9.1%}  "
+          f"{'/'.join(map(str, ours.epochs[-1]['counts']))} (by measured speed)")
+    print(f"ratio taskflow / DDP: {o_sps / d_sps:.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", choices=("resnet8", "small-cnn", "both"), default="both")
@@ -190,13 +240,16 @@ def main():
     ap.add_argument("--iterations", type=int, default=10, help="per epoch (resnet8)")
     ap.add_argument("--batch", type=int, default=96, help="samples per rank (resnet8)")
     ap.add_argument("--data", help="folder for the datasets (default: a temporary one)")
+    ap.add_argument("--quarter-core", action="store_true",
+                    help="also the run with rank 1 held to a quarter of a core (cgroups: needs root)")
+    ap.add_argument("--only-quarter-core", action="store_true", help="only that run")
     ap.add_argument("--schedulers", default="placed,heft,work-stealing,adaptive",
                     help="the table of the same job under each (comma list; '' for none)")
     args = ap.parse_args()
     tmp = tempfile.TemporaryDirectory() if args.data is None else None
     root = args.data or tmp.name
     N = args.workers
-    if args.model in ("small-cnn", "both"):
+    if args.model in ("small-cnn", "both") and not args.only_quarter_core:
         digits = os.path.join(root, "digits")
         if not os.path.exists(os.path.join(digits, "train")):
             write_digits(digits)
@@ -208,6 +261,10 @@ def main():
             write_synthetic(syn, samples=max(2000, int(1.2 * args.iterations * args.batch * N) + 200))
         job = dict(model=functools.partial(resnet8), data=syn, workers=N, batch=args.batch * N,
                    iterations=args.iterations, pad=4, flip=True, optimizer=OPTIMIZER)
+        if args.quarter_core or args.only_quarter_core:
+            quarter_core("resnet8", job, args.epochs)
+        if args.only_quarter_core:
+            return
         compare("resnet8 on synthetic 32x32", job, args.epochs)
         if args.schedulers:
             schedulers_table("resnet8", job, args.epochs, args.schedulers.split(","))

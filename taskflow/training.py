@@ -32,9 +32,9 @@ class History:
     """What a training run measured (see the module docstring)."""
 
     #: per epoch: epoch, loss, val_loss, accuracy, seconds, wall, iterations, seconds_per_iteration,
-    #: samples_per_second, bytes_per_iteration, state_bytes, busy (task kind -> seconds per iteration
-    #: and rank), predicted_seconds_per_iteration (simulated from the costs earlier epochs measured;
-    #: nan for the first)
+    #: samples_per_second, bytes_per_iteration, state_bytes, counts (samples per rank), busy (task
+    #: kind -> seconds per iteration and rank), predicted_seconds_per_iteration (simulated from the
+    #: costs earlier epochs measured; nan for the first)
     epochs: list = field(default_factory=list)
     #: (iteration, the global batch's loss) of every iteration
     losses: list = field(default_factory=list)
@@ -96,10 +96,11 @@ def _model_name(model) -> str:
     return getattr(fn, "__name__", type(fn).__name__)
 
 
-def _fingerprint(spec) -> dict:
-    """What must match for a checkpoint to resume this job."""
+def _fingerprint(spec, by_speed: bool = False) -> dict:
+    """What must match for a checkpoint to resume this job (parts of the batch measured from the
+    workers' speeds may differ from epoch to epoch: the checkpoint keeps the last)."""
     return {"model": spec.ctx.token, "workers": int(spec.workers), "batch": int(spec.batch),
-            "counts": list(spec.counts), "allreduce": spec.allreduce, "seed": int(spec.seed),
+            "counts": "speeds" if by_speed else list(spec.counts), "allreduce": spec.allreduce, "seed": int(spec.seed),
             "iterations": spec.per_epoch, "pad": int(spec.pad), "flip": bool(spec.flip),
             "train": len(spec.train), "mode": spec.mode, "sync_every": int(spec.sync_every),
             "staleness": int(spec.staleness), "compensation": float(spec.compensation),
@@ -129,11 +130,11 @@ def load_checkpoint(path) -> dict:
     return ck
 
 
-def _save_checkpoint(path, epoch: int, states, history: History, fingerprint: dict) -> None:
+def _save_checkpoint(path, epoch: int, states, history: History, fingerprint: dict, counts) -> None:
     import torch
 
     doc = {"format": "taskflow-train/1", "epoch": epoch, "states": states, "fingerprint": fingerprint,
-           "history": history.to_dict()}
+           "counts": list(counts), "history": history.to_dict()}
     buf = io.BytesIO()
     torch.save(doc, buf)
     atomic_write(path, buf.getvalue())
@@ -154,8 +155,13 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
         A factory returning a ``torch.nn.Module``.
     data : path
         A dataset root with ``train`` and ``val`` class folders (:mod:`workflows.images`).
-    loss, optimizer, workers, batch, shares, allreduce, bucket_mb, priority, pad, flip, seed, iterations, threads
+    loss, optimizer, workers, batch, allreduce, bucket_mb, priority, pad, flip, seed, iterations, threads
         As in :class:`workflows.torch_training.TorchTraining` (``iterations``: per epoch).
+    shares : sequence of float or "speeds", optional
+        Each rank's part of the batch (default equal); ``"speeds"``: in proportion to the speeds
+        calibration measures on the workers for the first epoch, then to the speed of each rank's
+        steps in the epoch before (a slow worker gets fewer samples; the weighted gradient, and so
+        the parameters, are the same whatever the parts).
     mode, sync_every, staleness, compensation, compression, topk_ratio
         The variant: ``sync`` (default), ``local`` SGD averaging every ``sync_every`` iterations,
         ``stale``-synchronous with ``staleness`` (DC-S3GD's delay ``compensation``); gradient
@@ -195,34 +201,31 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
 
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise TaskflowError(f"epochs must be an integer >= 1, got {epochs!r}")
-    spec = TorchTraining(model, data, loss=loss, optimizer=optimizer, workers=workers, batch=batch, shares=shares,
-                         allreduce=allreduce, bucket_mb=bucket_mb, priority=priority, pad=pad, flip=flip, seed=seed,
-                         iterations=iterations, threads=threads, mode=mode, sync_every=sync_every,
-                         staleness=staleness, compensation=compensation, compression=compression,
-                         topk_ratio=topk_ratio)
+    by_speed = isinstance(shares, str)
+    if by_speed and shares != "speeds":
+        raise TaskflowError(f"shares must be numbers (one per rank) or 'speeds', got {shares!r}")
+    job = dict(loss=loss, optimizer=optimizer, workers=workers, batch=batch, allreduce=allreduce,
+               bucket_mb=bucket_mb, priority=priority, pad=pad, flip=flip, seed=seed, iterations=iterations,
+               threads=threads, mode=mode, sync_every=sync_every, staleness=staleness, compensation=compensation,
+               compression=compression, topk_ratio=topk_ratio)
+    spec = TorchTraining(model, data, shares=(1,) * workers if by_speed else shares, **job)
     if spec.per_epoch < 1:
         raise TaskflowError(f"an epoch of {len(spec.train)} images holds no full batch of {batch}")
-    fp = _fingerprint(spec)
-    history = History(config={"model": _model_name(model), "parameters": spec.params(), "workers": int(workers),
-                              "batch": int(batch), "counts": list(spec.counts), "allreduce": allreduce,
-                              "scheduler": scheduler, "iterations_per_epoch": spec.per_epoch,
-                              "buckets": len(spec.ctx.buckets), "train_samples": len(spec.train),
-                              "mode": mode, "compression": compression,
-                              "val_samples": 0 if spec.val is None else len(spec.val)})
-    states, first, wall0, profile = None, 0, 0.0, None
+    ck = None
     if checkpoint is not None and resume and os.path.exists(checkpoint):
         ck = load_checkpoint(checkpoint)
-        if ck["fingerprint"] != fp:
-            diff = sorted(k for k in fp if ck["fingerprint"].get(k) != fp[k])
-            raise TaskflowError(f"checkpoint {os.fspath(checkpoint)!r} was written by another job (it differs in "
-                                f"{', '.join(diff)}): remove it, name another file, or pass resume=False")
-        states, first = ck["states"], ck["epoch"] + 1
-        history.epochs = list(ck["history"]["epochs"])
-        history.losses = [tuple(x) for x in ck["history"]["losses"]]
-        history.resumed_from = ck["epoch"]
-        wall0 = history.epochs[-1]["wall"] if history.epochs else 0.0
+        if by_speed and ck.get("counts"):  # a resumed run goes on with the parts its run had reached
+            spec = TorchTraining(model, data, shares=ck["counts"], **job)
     c, owned = connect(client, address, scheduler_file, workers, threads, work_stealing=False,
                        jobqueue=jobqueue, jobqueue_options=jobqueue_options)
+    try:
+        if by_speed and ck is None:
+            spec = TorchTraining(model, data, shares=_speed_shares(c, workers), **job)
+        states, first, wall0, history = _start(spec, ck, checkpoint, model, scheduler, by_speed)
+    except BaseException:
+        close_quietly(owned)
+        raise
+    fp, profile = _fingerprint(spec, by_speed), None
     bar = None
     if not quiet and first < epochs:
         bar = progress_bar((epochs - first) * spec.per_epoch, "training", unit="it")
@@ -241,8 +244,10 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
             states = [report.results[t] for t in finals]
             _record(history, spec, g, e, states, report, seconds, wall0)
             wall0 = history.epochs[-1]["wall"]
+            if by_speed:  # the next epoch's parts from this one's measured steps
+                spec = TorchTraining(model, data, shares=_step_shares(spec, g, report), **job)
             if checkpoint is not None:
-                _save_checkpoint(checkpoint, e, states, history, fp)
+                _save_checkpoint(checkpoint, e, states, history, fp, spec.counts)
             if bar is not None:
                 bar.update(spec.per_epoch)
                 last = history.epochs[-1]
@@ -255,6 +260,56 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
     if plot is not None:
         history.plot(plot)
     return history
+
+
+def _speed_shares(client, workers: int) -> list:
+    """Each rank's part of the batch in proportion to the speed of the worker ``placed`` gives it
+    (rank ``r`` on the cluster's worker ``r``), as calibration measures it (a cgroup's CPU limit
+    included)."""
+    from .runtime import cluster_from_dask
+
+    cl = cluster_from_dask(client, calibrate=True)
+    return [cl.workers[r % len(cl.workers)].speed for r in range(workers)]
+
+
+def _step_shares(spec, graph, report) -> list:
+    """Parts of the batch that would make every rank's ``forward-backward`` take as long, from
+    the seconds per sample each rank's steps took (its latest steps: the first of an epoch may
+    include loading torch): a slow worker's part shrinks, a fast one's grows."""
+    per_sample: dict = {}
+    for r in report.trace.runs:
+        md = graph.task(r.task).meta
+        if md.get("category") == "forward-backward":
+            per_sample.setdefault(md["rank"], []).append((r.finish - r.start) / spec.counts[md["rank"]])
+    rates = []
+    for k in range(int(spec.workers)):
+        times = sorted(per_sample.get(k, []))
+        if not times:
+            return list(spec.counts)
+        rates.append(1.0 / max(times[len(times) // 2], 1e-9))  # the median step
+    return rates
+
+
+def _start(spec, ck, checkpoint, model, scheduler, by_speed: bool = False) -> tuple:
+    """``(states, first epoch, wall seconds so far, History)``: afresh, or from a checkpoint of
+    the same job."""
+    fp = _fingerprint(spec, by_speed)
+    history = History(config={"model": _model_name(model), "parameters": spec.params(), "workers": int(spec.workers),
+                              "batch": int(spec.batch), "counts": list(spec.counts), "allreduce": spec.allreduce,
+                              "scheduler": scheduler, "iterations_per_epoch": spec.per_epoch,
+                              "buckets": len(spec.ctx.buckets), "train_samples": len(spec.train),
+                              "mode": spec.mode, "compression": spec.compression,
+                              "val_samples": 0 if spec.val is None else len(spec.val)})
+    if ck is None:
+        return None, 0, 0.0, history
+    if ck["fingerprint"] != fp:
+        diff = sorted(k for k in fp if ck["fingerprint"].get(k) != fp[k])
+        raise TaskflowError(f"checkpoint {os.fspath(checkpoint)!r} was written by another job (it differs in "
+                            f"{', '.join(diff)}): remove it, name another file, or pass resume=False")
+    history.epochs = list(ck["history"]["epochs"])
+    history.losses = [tuple(x) for x in ck["history"]["losses"]]
+    history.resumed_from = ck["epoch"]
+    return ck["states"], ck["epoch"] + 1, history.epochs[-1]["wall"] if history.epochs else 0.0, history
 
 
 def _record(history: History, spec, graph, epoch: int, states, report, seconds: float, wall0: float) -> None:
@@ -284,7 +339,7 @@ def _record(history: History, spec, graph, epoch: int, states, report, seconds: 
         "accuracy": ev["accuracy"], "seconds": seconds, "wall": wall0 + seconds, "iterations": n_it,
         "seconds_per_iteration": report.measured_makespan / n_it,
         "samples_per_second": n_it * spec.batch / seconds, "bytes_per_iteration": moved / n_it,
-        "state_bytes": state_bytes(states[0]), "busy": busy,
+        "state_bytes": state_bytes(states[0]), "busy": busy, "counts": list(spec.counts),
         # the simulator's prediction of this epoch, from the costs the earlier epochs measured
         "predicted_seconds_per_iteration": report.predicted_makespan / n_it if report.costs != "declared"
         else float("nan")})
