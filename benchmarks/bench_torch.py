@@ -232,6 +232,59 @@ def quarter_core(name: str, spec_kw: dict, epochs: int, cores: float = 0.25) -> 
     print(f"ratio taskflow / DDP: {o_sps / d_sps:.2f}")
 
 
+#: the variants the two-rack run compares: (name, TorchTraining options)
+RACK_VARIANTS = (("sync", {}), ("local SGD, H = 4", {"mode": "local", "sync_every": 4}),
+                 ("top-k 1%", {"compression": "topk", "topk_ratio": 0.01}), ("fp16", {"compression": "fp16"}),
+                 ("stale, s = 1", {"mode": "stale", "staleness": 1}),
+                 ("stale, s = 1, DC", {"mode": "stale", "staleness": 1, "compensation": 0.5}))
+
+
+def _job(config: dict) -> dict:
+    """The resnet8 job of a JSON config (the two-rack run's child rebuilds it)."""
+    return dict(model=functools.partial(resnet8), data=config["data"], workers=2, batch=config["batch"],
+                iterations=config["iterations"], pad=4, flip=True, optimizer=OPTIMIZER, **config.get("variant", {}))
+
+
+def two_racks(data: str, batch: int, iterations: int, epochs: int, inter_rack: str, target: float) -> None:
+    """Time-to-accuracy of each variant on the testbed's two racks (one worker each) joined by a
+    narrow link: a child process in the testbed's client namespace trains each variant in turn
+    on the same two workers (warmed by a first, unreported run)."""
+    import json
+
+    from taskflow.testbed import Testbed
+
+    print(f"== resnet8 on two racks joined by {inter_rack} (links 1gbit; needs root): {epochs} epochs of "
+          f"{iterations} iterations of {batch} samples; time to {target:.0%} held-out accuracy ==")
+    print(f"{'variant':18} {'s/iteration':>11} {'MB moved/it':>11} {'time to target':>14}  held-out accuracy by epoch")
+    with Testbed(workers=2, topology="two-racks", bandwidth="1gbit", inter_rack=inter_rack, timeout=120) as tb:
+        runs = [("warm-up", {}, 1)] + [(n, v, epochs) for n, v in RACK_VARIANTS]
+        for name, variant, n_epochs in runs:
+            config = {"data": data, "batch": batch, "iterations": iterations if name != "warm-up" else 1,
+                      "epochs": n_epochs, "variant": variant}
+            p = tb.exec([sys.executable, os.path.abspath(__file__), "--inside", json.dumps(config)], timeout=3600)
+            if p.returncode != 0:
+                raise SystemExit(f"{name}: {(p.stderr.strip().splitlines() or ['no output'])[-1]}")
+            if name == "warm-up":
+                continue
+            h = json.loads(p.stdout.strip().splitlines()[-1])
+            eps = h["epochs"]
+            hit = next((e["wall"] for e in eps if e["accuracy"] >= target), None)
+            per_it = sum(e["seconds"] for e in eps) / sum(e["iterations"] for e in eps)
+            print(f"{name:18} {per_it:11.3f} {eps[-1]['bytes_per_iteration'] / 1e6:11.2f} "
+                  f"{'-' if hit is None else f'{hit:.1f} s':>14}  "
+                  + " ".join(f"{e['accuracy']:.1%}" for e in eps))
+
+
+def _inside(config: dict) -> None:
+    """The two-rack run's child: train one variant on the testbed's cluster, print the history."""
+    import json
+
+    job = _job(config)
+    h = taskflow.train(job.pop("model"), job.pop("data"), epochs=config["epochs"], quiet=True,
+                       address=os.environ["DASK_SCHEDULER_ADDRESS"], **job)
+    print(json.dumps(h.to_dict()))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", choices=("resnet8", "small-cnn", "both"), default="both")
@@ -243,12 +296,25 @@ def main():
     ap.add_argument("--quarter-core", action="store_true",
                     help="also the run with rank 1 held to a quarter of a core (cgroups: needs root)")
     ap.add_argument("--only-quarter-core", action="store_true", help="only that run")
+    ap.add_argument("--two-racks", metavar="RATE", help="only the time-to-accuracy run of the variants on two racks "
+                    "joined by a link of RATE, e.g. 20mbit (network namespaces: needs root)")
+    ap.add_argument("--target", type=float, default=0.9, help="--two-racks: the accuracy to reach (default 0.9)")
+    ap.add_argument("--inside", help=argparse.SUPPRESS)
     ap.add_argument("--schedulers", default="placed,heft,work-stealing,adaptive",
                     help="the table of the same job under each (comma list; '' for none)")
     args = ap.parse_args()
+    if args.inside:
+        import json
+
+        return _inside(json.loads(args.inside))
     tmp = tempfile.TemporaryDirectory() if args.data is None else None
     root = args.data or tmp.name
     N = args.workers
+    if args.two_racks:
+        syn = os.path.join(root, "synthetic")
+        if not os.path.exists(os.path.join(syn, "train")):
+            write_synthetic(syn, samples=max(2000, int(1.2 * args.iterations * args.batch * N) + 200))
+        return two_racks(syn, args.batch * 2, args.iterations, args.epochs, args.two_racks, args.target)
     if args.model in ("small-cnn", "both") and not args.only_quarter_core:
         digits = os.path.join(root, "digits")
         if not os.path.exists(os.path.join(digits, "train")):
