@@ -110,13 +110,17 @@ def run_ours(spec_kw: dict, epochs: int, scheduler: str = "placed", cpus: dict |
              shares=None) -> taskflow.training.History:
     """``taskflow.train`` on a LocalCluster of one-thread workers; ``cpus``: worker name -> cores
     (a cgroup CPU limit from its start)."""
-    from distributed import Client, LocalCluster
+    from distributed import Client
+
+    from taskflow.runtime.local import local_cluster
 
     kw = dict(spec_kw)
     if shares is not None:
         kw["shares"] = shares
-    with LocalCluster(n_workers=kw["workers"], threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
-            Client(lc) as client:
+    # taskflow's embedded cluster (what train starts by default): its workers keep freed memory for
+    # reuse; Dask's plain LocalCluster hands it back to the system after every step (its
+    # MALLOC_TRIM_THRESHOLD_ of 64 KiB), and a ResNet-8 step took 1.5x as long there
+    with local_cluster(kw["workers"], 1) as lc, Client(lc) as client:
         limits = None
         if cpus:
             from taskflow.testbed import CpuLimits
@@ -188,13 +192,14 @@ def _breakdown(epoch: dict) -> tuple:
 def schedulers_table(name: str, spec_kw: dict, epochs: int, names) -> None:
     """The same job under each scheduler on one cluster: the parameters must not change, the time
     and the bytes moved may."""
-    from distributed import Client, LocalCluster
+    from distributed import Client
+
+    from taskflow.runtime.local import local_cluster
 
     print(f"== {name} under each scheduler ({epochs} epochs; figures of the last) ==")
     print(f"{'scheduler':14} {'s/iteration':>11} {'predicted':>9} {'MB moved/it':>11} {'loading':>8} {'fwd-bwd':>8} "
           f"{'allreduce':>9} {'update':>7} {'between':>8} {'params vs placed':>16}")
-    with LocalCluster(n_workers=spec_kw["workers"], threads_per_worker=1, processes=True,
-                      dashboard_address=None) as lc, Client(lc) as client:
+    with local_cluster(spec_kw["workers"], 1) as lc, Client(lc) as client:
         first = None
         for sched in names:
             kw = dict(spec_kw)

@@ -143,7 +143,7 @@ def _save_checkpoint(path, epoch: int, states, history: History, fingerprint: di
 def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: int = 2, batch: int = 64,
           shares=None, allreduce: str = "ring", bucket_mb: float = 25.0, priority: str = "none",
           mode: str = "sync", sync_every: int = 1, staleness: int = 0, compensation: float = 0.0,
-          compression=None, topk_ratio: float = 0.01,
+          compression=None, topk_ratio: float = 0.01, stages=None, microbatches: int = 4, schedule: str = "1f1b",
           scheduler: str = "placed", pad: int = 0, flip: bool = False, seed: int = 0, iterations=None,
           threads: int = 1, client=None, address=None, scheduler_file=None, jobqueue=None, jobqueue_options=None,
           checkpoint=None, resume: bool = True, timeout=None, quiet: bool = False, plot=None) -> History:
@@ -162,6 +162,10 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
         calibration measures on the workers for the first epoch, then to the speed of each rank's
         steps in the epoch before (a slow worker gets fewer samples; the weighted gradient, and so
         the parameters, are the same whatever the parts).
+    stages, microbatches, schedule
+        Pipeline parallelism instead (:class:`workflows.torch_pipeline.TorchPipeline`): the model,
+        a ``torch.nn.Sequential``, cut into ``stages`` (one worker each), each batch into
+        ``microbatches``, run in the ``schedule`` ``gpipe`` or ``1f1b``.
     mode, sync_every, staleness, compensation, compression, topk_ratio
         The variant: ``sync`` (default), ``local`` SGD averaging every ``sync_every`` iterations,
         ``stale``-synchronous with ``staleness`` (DC-S3GD's delay ``compensation``); gradient
@@ -204,23 +208,39 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
     by_speed = isinstance(shares, str)
     if by_speed and shares != "speeds":
         raise TaskflowError(f"shares must be numbers (one per rank) or 'speeds', got {shares!r}")
-    job = dict(loss=loss, optimizer=optimizer, workers=workers, batch=batch, allreduce=allreduce,
-               bucket_mb=bucket_mb, priority=priority, pad=pad, flip=flip, seed=seed, iterations=iterations,
-               threads=threads, mode=mode, sync_every=sync_every, staleness=staleness, compensation=compensation,
-               compression=compression, topk_ratio=topk_ratio)
-    spec = TorchTraining(model, data, shares=(1,) * workers if by_speed else shares, **job)
+    if stages is not None:
+        from workflows.torch_pipeline import TorchPipeline
+
+        if shares is not None or mode != "sync" or compression is not None:
+            raise TaskflowError("pipeline parallelism (stages) takes no shares, mode or compression: those are "
+                                "data parallelism's")
+
+        def make(_shares):
+            return TorchPipeline(model, data, loss=loss, optimizer=optimizer, stages=stages,
+                                 microbatches=microbatches, schedule=schedule, batch=batch, pad=pad, flip=flip,
+                                 seed=seed, iterations=iterations, threads=threads)
+    else:
+        job = dict(loss=loss, optimizer=optimizer, workers=workers, batch=batch, allreduce=allreduce,
+                   bucket_mb=bucket_mb, priority=priority, pad=pad, flip=flip, seed=seed, iterations=iterations,
+                   threads=threads, mode=mode, sync_every=sync_every, staleness=staleness, compensation=compensation,
+                   compression=compression, topk_ratio=topk_ratio)
+
+        def make(_shares):
+            return TorchTraining(model, data, shares=_shares, **job)
+    spec = make((1,) * workers if by_speed else shares)
+    workers = int(spec.workers)
     if spec.per_epoch < 1:
         raise TaskflowError(f"an epoch of {len(spec.train)} images holds no full batch of {batch}")
     ck = None
     if checkpoint is not None and resume and os.path.exists(checkpoint):
         ck = load_checkpoint(checkpoint)
         if by_speed and ck.get("counts"):  # a resumed run goes on with the parts its run had reached
-            spec = TorchTraining(model, data, shares=ck["counts"], **job)
+            spec = make(ck["counts"])
     c, owned = connect(client, address, scheduler_file, workers, threads, work_stealing=False,
                        jobqueue=jobqueue, jobqueue_options=jobqueue_options)
     try:
         if by_speed and ck is None:
-            spec = TorchTraining(model, data, shares=_speed_shares(c, workers), **job)
+            spec = make(_speed_shares(c, workers))
         states, first, wall0, history = _start(spec, ck, checkpoint, model, scheduler, by_speed)
     except BaseException:
         close_quietly(owned)
@@ -245,7 +265,7 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
             _record(history, spec, g, e, states, report, seconds, wall0)
             wall0 = history.epochs[-1]["wall"]
             if by_speed:  # the next epoch's parts from this one's measured steps
-                spec = TorchTraining(model, data, shares=_step_shares(spec, g, report), **job)
+                spec = make(_step_shares(spec, g, report))
             if checkpoint is not None:
                 _save_checkpoint(checkpoint, e, states, history, fp, spec.counts)
             if bar is not None:

@@ -355,3 +355,61 @@ def test_the_demo_trains_a_real_model_after_the_mlp(tmp_path, capsys):
     assert out.count("  epoch ") == 2 and "held-out accuracy" in out
     assert (tmp_path / "out" / "accuracy.png").read_bytes()[:4] == b"\x89PNG"
     assert len(ImageFolder(tmp_path / "out" / "digits", "train")) == 1438
+
+
+# ----------------------------------------------------------------------------- pipeline parallelism
+@pytest.mark.parametrize("schedule, stages, microbatches", [("gpipe", 2, 4), ("1f1b", 3, 3)])
+def test_a_pipeline_equals_the_plain_loop_and_moves_activations_between_stages(client, digits, schedule, stages,
+                                                                                microbatches):
+    from workflows.torch_pipeline import TorchPipeline
+
+    spec = TorchPipeline(CNN, digits, stages=stages, microbatches=microbatches, schedule=schedule, batch=64,
+                         iterations=3)
+    g = spec.graph(0)
+    rep = taskflow.run(g, "placed" if stages == 2 else "heft", client=client, quiet=True, keep=spec.final_tasks(0))
+    ref, losses = spec.reference(1)
+    got = [p for t in spec.final_tasks(0) for p in rep.results[t]["params"]]
+    assert rel_err({"params": got}, ref) < 1e-5
+    assert np.allclose([x[1] for x in rep.results[spec.final_tasks(0)[-1]]["log"]], losses, rtol=1e-5)
+    moved = {g.task(t.task).meta["category"] for t in rep.trace.transfers}
+    if stages == 2:  # placed: stage s on worker s; what crosses is activations and their gradients
+        assert moved <= {"forward", "dx"} and {"forward", "dx"} <= moved
+        act = sum(t.bytes for t in rep.trace.transfers if g.task(t.task).meta["category"] == "forward")
+        assert act >= 3 * microbatches * 16 * 512 * 4  # a 16-sample microbatch's 512 floats, per iteration
+    # each stage's ops run in its schedule's order
+    from workflows.pipeline import pipeline_order
+
+    for s in range(stages):
+        ops = pipeline_order(schedule, s, stages, microbatches)
+        for (k1, m1), (k2, m2) in zip(ops, ops[1:]):
+            assert g.has_edge(f"it0.s{s}.{k1}{m1}", f"it0.s{s}.{k2}{m2}")
+
+
+def test_pipeline_jobs_refuse_what_they_cannot_cut(digits):
+    from workflows.torch_models import resnet8
+    from workflows.torch_pipeline import TorchPipeline
+
+    with pytest.raises(WorkflowError, match="cuts a torch.nn.Sequential"):
+        TorchPipeline(functools.partial(resnet8), digits)
+    with pytest.raises(WorkflowError, match="at most one stage per child"):
+        TorchPipeline(CNN, digits, stages=9)
+    with pytest.raises(WorkflowError, match="cuts must rise from 0 to 7"):
+        TorchPipeline(CNN, digits, stages=2, cuts=(0, 7, 7))
+    with pytest.raises(WorkflowError, match="schedule must be"):
+        TorchPipeline(CNN, digits, schedule="zero-bubble")
+    with pytest.raises(TaskflowError, match="takes no shares, mode or compression"):
+        taskflow.train(CNN, digits, stages=2, compression="fp16")
+
+
+def test_train_runs_a_pipeline_from_the_command_line(digits, tmp_path, capsys):
+    from taskflow.app.cli import main
+
+    rc = main(["train", str(digits), "--stages", "2", "--microbatches", "4", "--schedule", "gpipe", "--epochs", "2",
+               "--iterations", "6", "--report", str(tmp_path / "r.json"), "--checkpoint", str(tmp_path / "ck.pt")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "in 2 stages, one worker each; 4 microbatches of 16/16/16/16 samples, gpipe" in out
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["epochs"][1]["loss"] < doc["epochs"][0]["loss"] and doc["epochs"][1]["bytes_per_iteration"] > 0
+    rc = main(["train", str(digits), "--stages", "2", "--microbatches", "4", "--schedule", "gpipe", "--epochs", "3",
+               "--iterations", "6", "--checkpoint", str(tmp_path / "ck.pt"), "-q"])
+    assert rc == 0 and "resumed after epoch 2" in capsys.readouterr().out

@@ -41,7 +41,7 @@ from ._builder import GraphBuilder
 from .allreduce import bucket_allreduce
 from .images import ImageFolder, augment, collate, decode, epoch_batches, read_files
 
-__all__ = ["TorchTraining", "DEFAULT_COSTS"]
+__all__ = ["TorchTraining", "DEFAULT_COSTS", "given_state"]
 
 #: seconds per task of each kind used to plan before anything was measured (a profile replaces them)
 DEFAULT_COSTS = {"read": 2e-3, "decode": 5e-3, "augment": 2e-3, "collate": 1e-3, "forward-backward": 0.05,
@@ -49,8 +49,13 @@ DEFAULT_COSTS = {"read": 2e-3, "decode": 5e-3, "augment": 2e-3, "collate": 1e-3,
 _REDUCE_FLOPS = 1e9  # numbers a core adds per second, for the allreduce tasks' costs
 
 
-def _given(state):
-    """Task body ``init`` of a later epoch: the state an earlier epoch ended with."""
+def given_state(state):
+    """Task body ``init`` of a later epoch: the state an earlier epoch ended with.
+
+    Parameters
+    ----------
+    state : dict
+    """
     return state
 
 
@@ -236,7 +241,7 @@ class TorchTraining:
         prio = [B - first_layers_first.index(j) if self.priority == "layer-order" else None for j in range(B)]
         c, h, w = self.train.shape()
         state = [b.task(f"e{epoch}.init.w{r}", cost["init"], state_size, {"category": "init", "rank": r},
-                        fn=tt.init_state if states is None else _given,
+                        fn=tt.init_state if states is None else given_state,
                         args=(ctx, self.seed) if states is None else (states[r],)) for r in range(N)]
         history = [[st] for st in state]  # stale: each rank's global model after each iteration of the epoch
         outs = [[] for _ in range(N)]  # stale: each rank's steps of the epoch
@@ -356,9 +361,9 @@ class TorchTraining:
     def reference(self, epochs: int = 1, state=None, first_epoch: int = 0):
         """What the job computes, in one process without Dask, for ``epochs`` epochs: for plain
         synchronous training the single-process PyTorch loop on the global batches
-        (:func:`workflows.torch_tasks.reference_training`: ``(state, losses)``); for local SGD,
+        (:func:`workflows.torch_reference.reference_training`: ``(state, losses)``); for local SGD,
         stale-synchronous training or compression, the algorithm written out rank by rank in
-        plain PyTorch (:func:`workflows.torch_tasks.variant_reference`: ``(per-rank parameters,
+        plain PyTorch (:func:`workflows.torch_reference.variant_reference`: ``(per-rank parameters,
         losses)``).
 
         Parameters
@@ -368,7 +373,7 @@ class TorchTraining:
             Start from this state (default: the seeded initial one; plain synchronous only).
         first_epoch : int
         """
-        from .torch_tasks import reference_training, variant_reference
+        from .torch_reference import reference_training, variant_reference
 
         batches = [(e, ranks) for e in range(first_epoch, first_epoch + epochs) for ranks in self.batches(e)]
         if self.mode == "sync" and self.compression is None:

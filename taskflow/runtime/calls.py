@@ -19,6 +19,25 @@ from ..graph import TaskGraph, TaskHandle
 __all__ = ["TaskFailed", "execute", "map_leaves", "ship_code", "task_call", "Opaque", "emulate"]
 
 
+def _register_sizes() -> None:
+    """Teach Dask the size of a PyTorch tensor (its ``sizeof`` knows numpy, not torch: a tensor
+    counted as about 80 bytes, so the bytes a training graph moves, and Dask's own estimates of
+    them, were wrong). Registered lazily: nothing imports torch until a tensor is measured. This
+    module runs on every worker (the tasks' calls), so every process that measures has it."""
+    from dask.sizeof import sizeof
+
+    @sizeof.register_lazy("torch")
+    def _torch():
+        import torch
+
+        @sizeof.register(torch.Tensor)
+        def _tensor(x):
+            return int(x.element_size() * x.nelement())
+
+
+_register_sizes()
+
+
 class TaskFailed(TaskflowError):
     """A task raised. ``task`` is its id, ``error`` the exception, ``results`` what had finished."""
 

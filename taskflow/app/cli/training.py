@@ -53,6 +53,10 @@ def add_arguments(sp) -> None:
                     "largest entries with error feedback (--topk-ratio)")
     sp.add_argument("--topk-ratio", type=number(float, above=0.0, high=1.0), default=0.01,
                     help="topk: the share of a bucket's entries sent (default 0.01)")
+    sp.add_argument("--stages", type=COUNT, help="pipeline parallelism instead: cut the model (a Sequential) into "
+                    "this many stages, one worker each")
+    sp.add_argument("--microbatches", type=COUNT, default=4, help="--stages: microbatches per batch (default 4)")
+    sp.add_argument("--schedule", choices=("gpipe", "1f1b"), default="1f1b", help="--stages: (default 1f1b)")
     sp.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd", help="(default sgd, momentum 0.9)")
     sp.add_argument("--lr", type=number(float, above=0.0, high=1e3), default=0.05, help="learning rate (default 0.05)")
     sp.add_argument("--augment", action="store_true", help="random crops (padding of an eighth of the side) and "
@@ -153,14 +157,19 @@ def train(args) -> int:
                            batch=args.batch, shares=_shares(args.shares, args.workers), allreduce=args.allreduce,
                            bucket_mb=args.bucket_mb, mode=args.mode, sync_every=args.sync_every,
                            staleness=args.staleness, compensation=args.compensation, compression=args.compression,
-                           topk_ratio=args.topk_ratio, scheduler=args.scheduler, pad=pad, flip=args.augment,
+                           topk_ratio=args.topk_ratio, stages=args.stages, microbatches=args.microbatches,
+                           schedule=args.schedule, scheduler=args.scheduler, pad=pad, flip=args.augment,
                            seed=args.seed, iterations=args.iterations, address=args.address,
                            scheduler_file=args.scheduler_file, checkpoint=args.checkpoint, timeout=args.timeout,
                            quiet=args.quiet, plot=args.plot)
     c = history.config
     if history.resumed_from is not None:
         print(f"resumed after epoch {history.resumed_from + 1} from {args.checkpoint}")
-    if not args.quiet:
+    if not args.quiet and args.stages:
+        print(f"{args.model}: {c['parameters']:,} parameters in {c['workers']} stages, one worker each; "
+              f"{len(c['counts'])} microbatches of {'/'.join(map(str, c['counts']))} samples, {args.schedule}; "
+              f"{c['iterations_per_epoch']} iterations per epoch, placed by {c['scheduler']}")
+    elif not args.quiet:
         print(f"{args.model}: {c['parameters']:,} parameters in {c['buckets']} bucket(s); {c['workers']} ranks of "
               f"{'/'.join(map(str, c['counts']))} samples; {c['iterations_per_epoch']} iterations per epoch; "
               f"{c['allreduce']} allreduce placed by {c['scheduler']}"
