@@ -44,6 +44,10 @@ class History:
     config: dict = field(default_factory=dict)
     #: the epoch the run resumed after (None: it started afresh)
     resumed_from: int | None = None
+    #: the task costs every epoch of this run measured (a :class:`~taskflow.runtime.CostProfile`)
+    profile: object = None
+    #: the last epoch's graph with costs only (the simulator's twin of what ran)
+    cost_graph: object = None
 
     @property
     def final_accuracy(self) -> float:
@@ -277,6 +281,9 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
             bar.close()
         close_quietly(owned)
     history.states = states
+    if profile is not None:
+        history.profile = profile
+        history.cost_graph = spec.graph(epochs - 1, executable=False)
     if plot is not None:
         history.plot(plot)
     return history

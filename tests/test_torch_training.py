@@ -339,11 +339,17 @@ def test_the_command_line_reports_and_refuses_bad_input(digits, tmp_path, capsys
     assert main(["train", str(digits), "--model", "nosuchmodule:f"]) == 2
     assert "--model nosuchmodule:f: cannot load" in capsys.readouterr().err
     rc = main(["train", str(tmp_path / "syn"), "--make-data", "synthetic", "--model", "resnet8", "--epochs", "1",
-               "--iterations", "2", "--batch", "16", "--report", str(tmp_path / "r.json")])
+               "--iterations", "2", "--batch", "16", "--report", str(tmp_path / "r.json"), "--profile",
+               str(tmp_path / "p.json"), "--cost-graph", str(tmp_path / "g.json")])
     out = capsys.readouterr().out
     assert rc == 0 and "wrote the synthetic dataset" in out and "resnet8:" in out and "epoch 1: loss" in out
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["config"]["model"] == "resnet8" and doc["epochs"][0]["iterations"] == 2
+    # the profiled job, planned by the advisor: the epoch's graph with the costs the run measured
+    g = taskflow.load_graph(tmp_path / "g.json")
+    assert not g.executable and {t.meta["category"] for t in g.tasks()} >= {"forward-backward", "chunk", "update"}
+    assert main(["advise", str(tmp_path / "g.json"), "--profile", str(tmp_path / "p.json"), "--catalog", "tiny"]) == 0
+    assert "Pareto front" in capsys.readouterr().out
 
 
 def test_the_demo_trains_a_real_model_after_the_mlp(tmp_path, capsys):
@@ -371,8 +377,10 @@ def test_a_pipeline_equals_the_plain_loop_and_moves_activations_between_stages(c
     got = [p for t in spec.final_tasks(0) for p in rep.results[t]["params"]]
     assert rel_err({"params": got}, ref) < 1e-5
     assert np.allclose([x[1] for x in rep.results[spec.final_tasks(0)[-1]]["log"]], losses, rtol=1e-5)
-    moved = {g.task(t.task).meta["category"] for t in rep.trace.transfers}
-    if stages == 2:  # placed: stage s on worker s; what crosses is activations and their gradients
+    finals = set(spec.final_tasks(0))
+    moved = {g.task(t.task).meta["category"] for t in rep.trace.transfers if t.task not in finals}
+    if stages == 2:  # placed: stage s on worker s; what crosses is activations and their gradients (and the
+        # stages' final states, to the held-out evaluation)
         assert moved <= {"forward", "dx"} and {"forward", "dx"} <= moved
         act = sum(t.bytes for t in rep.trace.transfers if g.task(t.task).meta["category"] == "forward")
         assert act >= 3 * microbatches * 16 * 512 * 4  # a 16-sample microbatch's 512 floats, per iteration
@@ -404,12 +412,12 @@ def test_pipeline_jobs_refuse_what_they_cannot_cut(digits):
 def test_train_runs_a_pipeline_from_the_command_line(digits, tmp_path, capsys):
     from taskflow.app.cli import main
 
-    rc = main(["train", str(digits), "--stages", "2", "--microbatches", "4", "--schedule", "gpipe", "--epochs", "2",
+    rc = main(["train", str(digits), "--stages", "2", "--microbatches", "4", "--pipeline", "gpipe", "--epochs", "2",
                "--iterations", "6", "--report", str(tmp_path / "r.json"), "--checkpoint", str(tmp_path / "ck.pt")])
     out = capsys.readouterr().out
     assert rc == 0 and "in 2 stages, one worker each; 4 microbatches of 16/16/16/16 samples, gpipe" in out
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["epochs"][1]["loss"] < doc["epochs"][0]["loss"] and doc["epochs"][1]["bytes_per_iteration"] > 0
-    rc = main(["train", str(digits), "--stages", "2", "--microbatches", "4", "--schedule", "gpipe", "--epochs", "3",
+    rc = main(["train", str(digits), "--stages", "2", "--microbatches", "4", "--pipeline", "gpipe", "--epochs", "3",
                "--iterations", "6", "--checkpoint", str(tmp_path / "ck.pt"), "-q"])
     assert rc == 0 and "resumed after epoch 2" in capsys.readouterr().out

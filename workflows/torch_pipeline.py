@@ -44,7 +44,8 @@ from .images import ImageFolder, augment, collate, decode, epoch_batches, load_b
 from .pipeline import pipeline_order
 from .torch_tasks import make_model
 
-__all__ = ["TorchPipeline", "StageModel"]
+__all__ = ["TorchPipeline", "StageModel", "stage_init", "stage_forward", "stage_backward", "input_grad", "stage_update",
+           "pipeline_evaluate"]
 
 _STAGES: dict = {}  # (token, stage) -> the stage's module in this process (a skeleton, as in torch_tasks)
 
@@ -328,7 +329,11 @@ class TorchPipeline:
             object.__setattr__(self, k, v)
 
     # the interface taskflow.train uses (as TorchTraining's)
-    workers = property(lambda self: self.stages)
+    @property
+    def workers(self) -> int:
+        """One worker per stage."""
+        return int(self.stages)
+
     mode = "pipeline"
     allreduce = "none"
     compression = None

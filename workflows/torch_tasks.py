@@ -127,8 +127,8 @@ def make_model(model, loss=None, optimizer=None, bucket_mb: float = 25.0, thread
     except Exception as e:  # noqa: BLE001 - any pickling failure is the user's factory
         raise WorkflowError(f"the model, loss or optimizer cannot be sent to the workers (pickled): {e}") from None
     numels = [p.numel() for _, p in named]
-    return TorchModel(model, loss, optimizer, token, tuple(n for n, _ in named), tuple(tuple(p.shape) for _, p in named),
-                      tuple(n for n, _ in mod.named_buffers()),
+    return TorchModel(model, loss, optimizer, token, tuple(n for n, _ in named),
+                      tuple(tuple(p.shape) for _, p in named), tuple(n for n, _ in mod.named_buffers()),
                       _cut_buckets(numels, bucket_mb * 1024 * 1024, 1024 * 1024), int(threads), tuple(numels))
 
 

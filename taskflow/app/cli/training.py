@@ -56,7 +56,8 @@ def add_arguments(sp) -> None:
     sp.add_argument("--stages", type=COUNT, help="pipeline parallelism instead: cut the model (a Sequential) into "
                     "this many stages, one worker each")
     sp.add_argument("--microbatches", type=COUNT, default=4, help="--stages: microbatches per batch (default 4)")
-    sp.add_argument("--schedule", choices=("gpipe", "1f1b"), default="1f1b", help="--stages: (default 1f1b)")
+    sp.add_argument("--pipeline", choices=("gpipe", "1f1b"), default="1f1b",
+                    help="--stages: the pipeline's schedule (default 1f1b)")
     sp.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd", help="(default sgd, momentum 0.9)")
     sp.add_argument("--lr", type=number(float, above=0.0, high=1e3), default=0.05, help="learning rate (default 0.05)")
     sp.add_argument("--augment", action="store_true", help="random crops (padding of an eighth of the side) and "
@@ -70,6 +71,10 @@ def add_arguments(sp) -> None:
     sp.add_argument("--timeout", type=SECONDS, help="give up on an epoch after this many seconds")
     sp.add_argument("--report", help="write the history (JSON: per epoch loss, accuracy, times, bytes moved)")
     sp.add_argument("--plot", help="draw held-out accuracy against wall time (PNG, SVG or PDF)")
+    sp.add_argument("--profile", help="write the task costs the run measured (a cost profile, JSON): with "
+                    "--cost-graph, what taskflow advise GRAPH --profile FILE plans with")
+    sp.add_argument("--cost-graph", help="write one epoch's graph with costs only (native JSON): the job for the "
+                    "simulator and the advisor")
     add_seed(sp)
     add_quiet(sp)
 
@@ -140,8 +145,8 @@ def train(args) -> int:
     from ...training import train as run_training
     from workflows.images import ImageFolder, write_digits, write_synthetic
 
-    check_outputs([("--report", args.report), ("--plot", args.plot), ("--checkpoint", args.checkpoint)],
-                  [args.data])
+    check_outputs([("--report", args.report), ("--plot", args.plot), ("--checkpoint", args.checkpoint),
+                   ("--profile", args.profile), ("--cost-graph", args.cost_graph)], [args.data])
     if args.make_data and not os.path.exists(os.path.join(args.data, "train")):
         (write_digits if args.make_data == "digits" else write_synthetic)(args.data, seed=args.seed)
         if not args.quiet:
@@ -158,7 +163,7 @@ def train(args) -> int:
                            bucket_mb=args.bucket_mb, mode=args.mode, sync_every=args.sync_every,
                            staleness=args.staleness, compensation=args.compensation, compression=args.compression,
                            topk_ratio=args.topk_ratio, stages=args.stages, microbatches=args.microbatches,
-                           schedule=args.schedule, scheduler=args.scheduler, pad=pad, flip=args.augment,
+                           schedule=args.pipeline, scheduler=args.scheduler, pad=pad, flip=args.augment,
                            seed=args.seed, iterations=args.iterations, address=args.address,
                            scheduler_file=args.scheduler_file, checkpoint=args.checkpoint, timeout=args.timeout,
                            quiet=args.quiet, plot=args.plot)
@@ -167,7 +172,7 @@ def train(args) -> int:
         print(f"resumed after epoch {history.resumed_from + 1} from {args.checkpoint}")
     if not args.quiet and args.stages:
         print(f"{args.model}: {c['parameters']:,} parameters in {c['workers']} stages, one worker each; "
-              f"{len(c['counts'])} microbatches of {'/'.join(map(str, c['counts']))} samples, {args.schedule}; "
+              f"{len(c['counts'])} microbatches of {'/'.join(map(str, c['counts']))} samples, {args.pipeline}; "
               f"{c['iterations_per_epoch']} iterations per epoch, placed by {c['scheduler']}")
     elif not args.quiet:
         print(f"{args.model}: {c['parameters']:,} parameters in {c['buckets']} bucket(s); {c['workers']} ranks of "
@@ -179,4 +184,10 @@ def train(args) -> int:
         print(line)
     if args.report:
         atomic_write(args.report, json.dumps(history.to_dict(), indent=1) + "\n")
+    if args.profile and history.profile is not None:
+        history.profile.save(args.profile)
+    if args.cost_graph and history.cost_graph is not None:
+        from ...formats import save_graph
+
+        save_graph(history.cost_graph, args.cost_graph)
     return 0
