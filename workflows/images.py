@@ -29,7 +29,7 @@ import numpy as np
 
 from taskflow.errors import WorkflowError
 
-__all__ = ["ImageFolder", "write_digits", "write_synthetic", "read_files", "decode", "augment", "collate",
+__all__ = ["ImageFolder", "open_dataset", "write_digits", "write_synthetic", "read_files", "decode", "augment", "collate",
            "load_batch", "epoch_batches", "EXTENSIONS"]
 
 #: the file endings read as images
@@ -97,6 +97,27 @@ class ImageFolder:
         """``(channels, height, width)`` of the first image, as :func:`collate` returns it."""
         img = decode(read_files([self.paths[0]]), [self.paths[0]])[0]
         return img.shape[2], img.shape[0], img.shape[1]
+
+
+def open_dataset(data) -> tuple:
+    """``(train, val)`` of a dataset: its ``train`` and ``val`` splits where ``data`` has a
+    ``train`` folder (``val`` None when it has none), else ``data`` itself as the training split.
+
+    Parameters
+    ----------
+    data : path
+
+    Raises
+    ------
+    WorkflowError
+        ``data`` is not a path, or a split cannot serve (:class:`ImageFolder`).
+    """
+    if not isinstance(data, (str, os.PathLike)):
+        raise WorkflowError(f"data must be a folder's path, got {type(data).__name__}")
+    root = os.fspath(data)
+    if not os.path.isdir(os.path.join(root, "train")):
+        return ImageFolder(root), None
+    return ImageFolder(root, "train"), ImageFolder(root, "val") if os.path.isdir(os.path.join(root, "val")) else None
 
 
 def _write_split(root, split: str, images, labels, names) -> None:

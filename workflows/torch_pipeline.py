@@ -29,7 +29,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import math
-import os
 from dataclasses import dataclass
 
 import cloudpickle
@@ -40,9 +39,9 @@ from taskflow.errors import WorkflowError
 from taskflow.graph import TaskGraph
 
 from ._builder import GraphBuilder
-from .images import ImageFolder, augment, collate, decode, epoch_batches, load_batch, read_files
+from .images import ImageFolder, augment, collate, decode, epoch_batches, open_dataset, read_files
 from .pipeline import pipeline_order
-from .torch_tasks import make_model
+from .torch_tasks import make_model, score
 
 __all__ = ["TorchPipeline", "StageModel", "stage_init", "stage_forward", "stage_backward", "input_grad", "stage_update",
            "pipeline_evaluate"]
@@ -210,22 +209,16 @@ def pipeline_evaluate(ctx_states, data: ImageFolder, batch: int = 256) -> dict:
     data : ImageFolder
     batch : int
     """
-    total, correct, n = 0.0, 0, 0
-    with torch.no_grad():
-        for lo in range(0, len(data), batch):
-            x, y = load_batch(data, range(lo, min(lo + batch, len(data))))
-            a = torch.from_numpy(x)
-            for ctx, st in ctx_states:
-                mod = ctx.module()
-                mod.eval()
-                tensors = dict(zip(ctx.names, st["params"]))
-                tensors.update(zip(ctx.buffer_names, st["buffers"]))
-                a = torch.func.functional_call(mod, tensors, (a,))
-            yt = torch.from_numpy(y)
-            total += float(ctx_states[-1][0].loss(a, yt)) * len(y)
-            correct += int((a.argmax(1) == yt).sum())
-            n += len(y)
-    return {"loss": total / n, "accuracy": correct / n, "samples": n}
+    def forward(x):
+        a = torch.from_numpy(x)
+        for ctx, st in ctx_states:
+            mod = ctx.module()
+            mod.eval()
+            tensors = dict(zip(ctx.names, st["params"]))
+            tensors.update(zip(ctx.buffer_names, st["buffers"]))
+            a = torch.func.functional_call(mod, tensors, (a,))
+        return a
+    return score(data, ctx_states[-1][0].loss, forward, batch)
 
 
 def _cuts(sizes, stages: int) -> list:
@@ -291,8 +284,6 @@ class TorchPipeline:
             raise WorkflowError(f"schedule must be 'gpipe' or '1f1b', got {self.schedule!r}")
         if self.microbatches > self.batch:
             raise WorkflowError(f"batch {self.batch} cannot be cut into {self.microbatches} microbatches")
-        if not isinstance(self.data, (str, os.PathLike)):
-            raise WorkflowError(f"data must be a folder's path, got {type(self.data).__name__}")
         whole = make_model(self.model, self.loss, self.optimizer, threads=int(self.threads))
         torch.manual_seed(0)
         seq = self.model()
@@ -315,10 +306,7 @@ class TorchPipeline:
             stage_ctx.append(StageModel(self.model, whole.loss, whole.optimizer, token, cuts[s], cuts[s + 1],
                                         tuple(n for n, _ in part.named_parameters()),
                                         tuple(n for n, _ in part.named_buffers()), int(self.threads)))
-        root = os.fspath(self.data)
-        has_split = os.path.isdir(os.path.join(root, "train"))
-        train = ImageFolder(root, "train" if has_split else None)
-        val = ImageFolder(root, "val") if has_split and os.path.isdir(os.path.join(root, "val")) else None
+        train, val = open_dataset(self.data)
         if len(train) < self.batch:
             raise WorkflowError(f"batch {self.batch} is larger than the {len(train)} training images")
         M = int(self.microbatches)

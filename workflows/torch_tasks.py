@@ -27,7 +27,7 @@ from taskflow.errors import WorkflowError
 from .images import ImageFolder, load_batch
 
 __all__ = ["TorchModel", "make_model", "init_state", "step", "bucket", "update", "evaluate", "state_bytes",
-           "compress_fp16", "compress_topk", "sparse_sum", "param_bucket", "average", "working"]
+           "compress_fp16", "compress_topk", "sparse_sum", "param_bucket", "average", "working", "score"]
 
 _SKELETONS: dict = {}  # token -> a module built by the factory, in this process (no state: a shape)
 
@@ -409,13 +409,27 @@ def evaluate(state: dict, ctx: TorchModel, data: ImageFolder, batch: int = 256) 
     data : ImageFolder
     batch : int
     """
+    return score(data, ctx.loss, lambda x: _call(ctx, state, x, False)[0], batch)
+
+
+def score(data: ImageFolder, loss, forward, batch: int = 256) -> dict:
+    """Mean loss and accuracy of ``forward`` (a collated batch's images -> outputs) over ``data``,
+    batch by batch, without gradients.
+
+    Parameters
+    ----------
+    data : ImageFolder
+    loss : callable
+    forward : callable
+    batch : int
+    """
     total, correct, n = 0.0, 0, 0
     with torch.no_grad():
         for lo in range(0, len(data), batch):
             x, y = load_batch(data, range(lo, min(lo + batch, len(data))))
-            out, _ = _call(ctx, state, x, False)
+            out = forward(x)
             yt = torch.from_numpy(y)
-            total += float(ctx.loss(out, yt)) * len(y)
+            total += float(loss(out, yt)) * len(y)
             correct += int((out.argmax(1) == yt).sum())
             n += len(y)
     return {"loss": total / n, "accuracy": correct / n, "samples": n}

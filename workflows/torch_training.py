@@ -29,7 +29,6 @@ parameters still equal the single-process loop (:meth:`TorchTraining.reference`)
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,7 +38,7 @@ from taskflow.graph import TaskGraph
 
 from ._builder import GraphBuilder
 from .allreduce import bucket_allreduce
-from .images import ImageFolder, augment, collate, decode, epoch_batches, read_files
+from .images import augment, collate, decode, epoch_batches, open_dataset, read_files
 
 __all__ = ["TorchTraining", "DEFAULT_COSTS", "given_state"]
 
@@ -157,8 +156,6 @@ class TorchTraining:
         it = self.iterations
         if it is not None and (isinstance(it, bool) or not isinstance(it, (int, np.integer)) or it < 1):
             raise WorkflowError(f"iterations must be an integer >= 1, got {it!r}")
-        if not isinstance(self.data, (str, os.PathLike)):
-            raise WorkflowError(f"data must be a folder's path, got {type(self.data).__name__}")
         if self.allreduce not in ("ring", "tree", "ps"):
             raise WorkflowError(f"allreduce must be 'ring', 'tree' or 'ps', got {self.allreduce!r}")
         if self.priority not in ("none", "layer-order"):
@@ -181,10 +178,7 @@ class TorchTraining:
         if isinstance(self.pad, bool) or not isinstance(self.pad, (int, np.integer)) or self.pad < 0:
             raise WorkflowError(f"pad must be an integer >= 0, got {self.pad!r}")
         counts = _counts(int(self.batch), int(self.workers), self.shares)
-        root = os.fspath(self.data)
-        has_split = os.path.isdir(os.path.join(root, "train"))
-        train = ImageFolder(root, "train" if has_split else None)
-        val = ImageFolder(root, "val") if has_split and os.path.isdir(os.path.join(root, "val")) else None
+        train, val = open_dataset(self.data)
         if len(train) < self.batch:
             raise WorkflowError(f"batch {self.batch} is larger than the {len(train)} training images in "
                                 f"{train.folder!r}")

@@ -143,7 +143,7 @@ def train(args) -> int:
     except ImportError:
         raise TaskflowError("taskflow train needs PyTorch: pip install 'dask-taskflow[torch]'") from None
     from ...training import train as run_training
-    from workflows.images import ImageFolder, write_digits, write_synthetic
+    from workflows.images import open_dataset, write_digits, write_synthetic
 
     check_outputs([("--report", args.report), ("--plot", args.plot), ("--checkpoint", args.checkpoint),
                    ("--profile", args.profile), ("--cost-graph", args.cost_graph)], [args.data])
@@ -151,8 +151,7 @@ def train(args) -> int:
         (write_digits if args.make_data == "digits" else write_synthetic)(args.data, seed=args.seed)
         if not args.quiet:
             print(f"wrote the {args.make_data} dataset to {args.data}")
-    has_split = os.path.isdir(os.path.join(args.data, "train"))
-    data = ImageFolder(args.data, "train" if has_split else None)
+    data, _ = open_dataset(args.data)
     shape = data.shape()
     factory = model_factory(args.model, shape, len(data.classes))
     opt = (functools.partial(torch.optim.SGD, lr=args.lr, momentum=0.9) if args.optimizer == "sgd" else
