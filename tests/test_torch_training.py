@@ -350,6 +350,11 @@ def test_the_command_line_reports_and_refuses_bad_input(digits, tmp_path, capsys
     assert not g.executable and {t.meta["category"] for t in g.tasks()} >= {"forward-backward", "chunk", "update"}
     assert main(["advise", str(tmp_path / "g.json"), "--profile", str(tmp_path / "p.json"), "--catalog", "tiny"]) == 0
     assert "Pareto front" in capsys.readouterr().out
+    assert main(["advise", "--train", str(tmp_path / "g.json"), "--profile", str(tmp_path / "p.json"), "--catalog",
+                 "tiny", "-q"]) == 0
+    assert "no deadline or budget given" in capsys.readouterr().out
+    assert main(["advise", "--train", str(tmp_path / "g.json"), "--catalog", "tiny"]) == 2
+    assert "goes with the costs its run measured: --profile FILE" in capsys.readouterr().err
 
 
 def test_the_demo_trains_a_real_model_after_the_mlp(tmp_path, capsys):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from ...errors import TaskflowError
@@ -26,7 +27,8 @@ def add_arguments(sp) -> None:
     sp.add_argument("--format", choices=READ_FORMATS, help="force GRAPH's format (default: detect)")
     sp.add_argument("--catalog", required=True, help="a catalog file (YAML or JSON) or a shipped one: aws, tiny")
     sp.add_argument("--train", metavar="MODEL", help="a training job instead of GRAPH: a model name "
-                    "(resnet50, vgg16, bert-base, gpt2-small) or size (350m, 1.3b)")
+                    "(resnet50, vgg16, bert-base, gpt2-small) or size (350m, 1.3b), or the cost graph of a real "
+                    "PyTorch job (taskflow train --cost-graph FILE), with the costs it measured (--profile)")
     sp.add_argument("--steps", type=COUNT, default=100, help="--train: training steps (default 100)")
     sp.add_argument("--batch", type=COUNT, default=64, help="--train: global batch per step (default 64)")
     sp.add_argument("--parallelism", choices=("data", "pipeline"), default="data",
@@ -59,10 +61,15 @@ def advise(args) -> int:
     from ...advisor import Training, advise as run_advice
 
     budget = _amount(args.budget) if args.budget is not None else None
-    check_outputs([("-o", args.output), ("--plot", args.plot)], [args.graph, args.profile])
+    check_outputs([("-o", args.output), ("--plot", args.plot)], [args.graph, args.profile, args.train])
     if (args.graph is None) == (args.train is None):
         raise TaskflowError("advise needs a GRAPH or --train MODEL (one of the two)")
-    if args.train is not None:
+    if args.train is not None and args.train.endswith(".json") and os.path.isfile(args.train):
+        workload = read_graph(args.train, None)  # a profiled PyTorch job: its ranks as it ran, its measured costs
+        if args.profile is None:
+            raise TaskflowError(f"--train {args.train}: a job's cost graph goes with the costs its run measured: "
+                                f"--profile FILE (taskflow train --profile FILE)")
+    elif args.train is not None:
         workload = Training(args.train, steps=args.steps, batch=args.batch, parallelism=args.parallelism)
     else:
         workload = read_graph(args.graph, args.format)
