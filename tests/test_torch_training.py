@@ -338,6 +338,14 @@ def test_the_command_line_reports_and_refuses_bad_input(digits, tmp_path, capsys
     assert err.startswith("error: ") and "batch 63 is not divisible by 2 workers" in err and err.count("\n") == 1
     assert main(["train", str(digits), "--model", "nosuchmodule:f"]) == 2
     assert "--model nosuchmodule:f: cannot load" in capsys.readouterr().err
+    for argv, said in ((["--sync-every", "2"], "--sync-every goes with --mode local"),
+                       (["--staleness", "1"], "--staleness goes with --mode stale"),
+                       (["--topk-ratio", "0.1", "--compression", "fp16"], "--topk-ratio goes with --compression topk"),
+                       (["--pipeline", "gpipe"], "--pipeline goes with --stages"),
+                       (["--stages", "2", "--mode", "local"], "--stages (pipeline parallelism) goes without")):
+        assert main(["train", str(digits), *argv]) == 2
+        err = capsys.readouterr().err
+        assert said in err and err.count("\n") == 1, err
     rc = main(["train", str(tmp_path / "syn"), "--make-data", "synthetic", "--model", "resnet8", "--epochs", "1",
                "--iterations", "2", "--batch", "16", "--report", str(tmp_path / "r.json"), "--profile",
                str(tmp_path / "p.json"), "--cost-graph", str(tmp_path / "g.json")])
@@ -426,3 +434,16 @@ def test_train_runs_a_pipeline_from_the_command_line(digits, tmp_path, capsys):
     rc = main(["train", str(digits), "--stages", "2", "--microbatches", "4", "--pipeline", "gpipe", "--epochs", "3",
                "--iterations", "6", "--checkpoint", str(tmp_path / "ck.pt"), "-q"])
     assert rc == 0 and "resumed after epoch 2" in capsys.readouterr().out
+
+
+def test_train_under_several_schedulers_computes_the_same_and_reports_each(digits, tmp_path, capsys):
+    from taskflow.app.cli import main
+
+    rc = main(["train", str(digits), "--iterations", "3", "--scheduler", "placed,heft", "--report",
+               str(tmp_path / "r.json"), "--checkpoint", str(tmp_path / "ck.pt"), "-q"])
+    out = capsys.readouterr().out
+    assert rc == 0 and out.count("placed: epoch 1") == 1 and out.count("heft: epoch 1") == 1
+    docs = json.loads((tmp_path / "r.json").read_text())
+    assert [d["config"]["scheduler"] for d in docs] == ["placed", "heft"]
+    assert docs[0]["losses"] == docs[1]["losses"]  # the same training, placed differently
+    assert (tmp_path / "ck.placed.pt").exists() and (tmp_path / "ck.heft.pt").exists()

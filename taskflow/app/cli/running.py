@@ -13,11 +13,20 @@ from ...formats import atomic_write
 from .commands import command
 from .options import check_outputs, cluster_from_args, parse_speeds, read_graph, scheduler_names
 
-__all__ = ["run", "compare", "bench", "demo", "samples", "testbed", "schedulers"]
+__all__ = ["run", "compare", "bench", "demo", "samples", "testbed", "schedulers", "per_policy"]
 
 
-def _per_policy(path: str | None, name: str, several: bool) -> str | None:
-    """An output path for one of several policies' runs: ``run.png`` -> ``run.heft.png``."""
+def per_policy(path: str | None, name: str, several: bool) -> str | None:
+    """An output path for one of several policies' runs: ``run.png`` -> ``run.heft.png``.
+
+    Parameters
+    ----------
+    path : str or None
+    name : str
+        The policy.
+    several : bool
+        Whether there are several (else ``path`` unchanged).
+    """
     if path is None or not several:
         return path
     import os
@@ -37,7 +46,7 @@ def run(args) -> int:
 
     names = scheduler_names(args.scheduler, default="heft")
     several = len(names) > 1
-    outputs = [(opt, _per_policy(path, n, several)) for n in names
+    outputs = [(opt, per_policy(path, n, several)) for n in names
                for opt, path in (("--gantt", args.gantt), ("--chrome-trace", args.chrome_trace))]
     check_outputs([("--report", args.report), ("--profile", args.profile), *outputs], [args.graph, args.cluster])
     graph = read_graph(args.graph, args.format)
@@ -89,9 +98,9 @@ def run(args) -> int:
         if args.gantt:
             from ..plot import gantt_compare
 
-            gantt_compare(report, _per_policy(args.gantt, report.scheduler, several))
+            gantt_compare(report, per_policy(args.gantt, report.scheduler, several))
         if args.chrome_trace:
-            atomic_write(_per_policy(args.chrome_trace, report.scheduler, several),
+            atomic_write(per_policy(args.chrome_trace, report.scheduler, several),
                          json.dumps(report.chrome_trace()))
     if args.report:
         docs = [r.to_dict() for r in reports]

@@ -11,7 +11,8 @@ import sys
 from ...errors import TaskflowError
 from ...formats import atomic_write
 from .commands import command
-from .options import COUNT, SECONDS, add_quiet, add_scheduler, add_seed, check_outputs, number
+from .options import COUNT, SECONDS, add_quiet, add_scheduler, add_seed, check_outputs, number, scheduler_names
+from .running import per_policy
 
 __all__ = ["train", "add_arguments", "MODELS", "model_factory"]
 
@@ -44,19 +45,19 @@ def add_arguments(sp) -> None:
     sp.add_argument("--mode", choices=("sync", "local", "stale"), default="sync",
                     help="synchronous data parallelism, local SGD (--sync-every) or stale-synchronous (--staleness); "
                          "default sync")
-    sp.add_argument("--sync-every", type=COUNT, default=1, help="local SGD: average the models every N iterations")
-    sp.add_argument("--staleness", type=number(int, low=0, high=10_000), default=0,
+    sp.add_argument("--sync-every", type=COUNT, help="local SGD: average the models every N iterations (default 1)")
+    sp.add_argument("--staleness", type=number(int, low=0, high=10_000),
                     help="stale: the compute of an iteration uses the model of this many iterations before (default 0)")
-    sp.add_argument("--compensation", type=number(float, low=0.0, high=1e6), default=0.0,
+    sp.add_argument("--compensation", type=number(float, low=0.0, high=1e6),
                     help="stale: DC-S3GD's delay compensation factor (default 0: none)")
     sp.add_argument("--compression", choices=("fp16", "topk"), help="compress gradients: half precision, or the "
                     "largest entries with error feedback (--topk-ratio)")
-    sp.add_argument("--topk-ratio", type=number(float, above=0.0, high=1.0), default=0.01,
+    sp.add_argument("--topk-ratio", type=number(float, above=0.0, high=1.0),
                     help="topk: the share of a bucket's entries sent (default 0.01)")
     sp.add_argument("--stages", type=COUNT, help="pipeline parallelism instead: cut the model (a Sequential) into "
                     "this many stages, one worker each")
-    sp.add_argument("--microbatches", type=COUNT, default=4, help="--stages: microbatches per batch (default 4)")
-    sp.add_argument("--pipeline", choices=("gpipe", "1f1b"), default="1f1b",
+    sp.add_argument("--microbatches", type=COUNT, help="--stages: microbatches per batch (default 4)")
+    sp.add_argument("--pipeline", choices=("gpipe", "1f1b"),
                     help="--stages: the pipeline's schedule (default 1f1b)")
     sp.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd", help="(default sgd, momentum 0.9)")
     sp.add_argument("--lr", type=number(float, above=0.0, high=1e3), default=0.05, help="learning rate (default 0.05)")
@@ -145,6 +146,7 @@ def train(args) -> int:
     from ...training import train as run_training
     from workflows.images import open_dataset, write_digits, write_synthetic
 
+    _check_pairs(args)
     check_outputs([("--report", args.report), ("--plot", args.plot), ("--checkpoint", args.checkpoint),
                    ("--profile", args.profile), ("--cost-graph", args.cost_graph)], [args.data])
     if args.make_data and not os.path.exists(os.path.join(args.data, "train")):
@@ -157,36 +159,65 @@ def train(args) -> int:
     opt = (functools.partial(torch.optim.SGD, lr=args.lr, momentum=0.9) if args.optimizer == "sgd" else
            functools.partial(torch.optim.Adam, lr=args.lr))
     pad = max(1, shape[1] // 8) if args.augment else 0
-    history = run_training(factory, args.data, optimizer=opt, epochs=args.epochs, workers=args.workers,
-                           batch=args.batch, shares=_shares(args.shares, args.workers), allreduce=args.allreduce,
-                           bucket_mb=args.bucket_mb, mode=args.mode, sync_every=args.sync_every,
-                           staleness=args.staleness, compensation=args.compensation, compression=args.compression,
-                           topk_ratio=args.topk_ratio, stages=args.stages, microbatches=args.microbatches,
-                           schedule=args.pipeline, scheduler=args.scheduler, pad=pad, flip=args.augment,
-                           seed=args.seed, iterations=args.iterations, address=args.address,
-                           scheduler_file=args.scheduler_file, checkpoint=args.checkpoint, timeout=args.timeout,
-                           quiet=args.quiet, plot=args.plot)
+    names = scheduler_names(args.scheduler, default="placed")
+    several = len(names) > 1
+    docs = []
+    for name in names:
+        def out(path, name=name):
+            return per_policy(path, name, several)
+        history = run_training(factory, args.data, optimizer=opt, epochs=args.epochs, workers=args.workers,
+                               batch=args.batch, shares=_shares(args.shares, args.workers), allreduce=args.allreduce,
+                               bucket_mb=args.bucket_mb, mode=args.mode, sync_every=args.sync_every or 1,
+                               staleness=args.staleness or 0, compensation=args.compensation or 0.0,
+                               compression=args.compression, topk_ratio=args.topk_ratio or 0.01, stages=args.stages,
+                               microbatches=args.microbatches or 4, schedule=args.pipeline or "1f1b",
+                               scheduler=name, pad=pad, flip=args.augment, seed=args.seed,
+                               iterations=args.iterations, address=args.address, scheduler_file=args.scheduler_file,
+                               checkpoint=out(args.checkpoint), timeout=args.timeout, quiet=args.quiet,
+                               plot=out(args.plot))
+        _say(args, history, out(args.checkpoint), f"{name}: " if several else "")
+        docs.append(history.to_dict())
+        if args.profile and history.profile is not None:
+            history.profile.save(out(args.profile))
+        if args.cost_graph and history.cost_graph is not None:
+            from ...formats import save_graph
+
+            save_graph(history.cost_graph, out(args.cost_graph))
+    if args.report:
+        atomic_write(args.report, json.dumps(docs[0] if not several else docs, indent=1) + "\n")
+    return 0
+
+
+def _check_pairs(args) -> None:
+    """An option that only means something beside another is refused without it (one line)."""
+    pairs = (("--sync-every", args.sync_every, "--mode local", args.mode == "local"),
+             ("--staleness", args.staleness, "--mode stale", args.mode == "stale"),
+             ("--compensation", args.compensation, "--mode stale", args.mode == "stale"),
+             ("--topk-ratio", args.topk_ratio, "--compression topk", args.compression == "topk"),
+             ("--microbatches", args.microbatches, "--stages", args.stages is not None),
+             ("--pipeline", args.pipeline, "--stages", args.stages is not None))
+    for option, value, needs, given in pairs:
+        if value is not None and not given:
+            raise TaskflowError(f"{option} goes with {needs}")
+    if args.stages is not None and (args.shares or args.mode != "sync" or args.compression):
+        raise TaskflowError("--stages (pipeline parallelism) goes without --shares, --mode and --compression")
+
+
+def _say(args, history, checkpoint, prefix: str) -> None:
+    """The run's summary line (unless quiet) and one line per epoch."""
     c = history.config
     if history.resumed_from is not None:
-        print(f"resumed after epoch {history.resumed_from + 1} from {args.checkpoint}")
+        print(f"{prefix}resumed after epoch {history.resumed_from + 1} from {checkpoint}")
     if not args.quiet and args.stages:
-        print(f"{args.model}: {c['parameters']:,} parameters in {c['workers']} stages, one worker each; "
-              f"{len(c['counts'])} microbatches of {'/'.join(map(str, c['counts']))} samples, {args.pipeline}; "
-              f"{c['iterations_per_epoch']} iterations per epoch, placed by {c['scheduler']}")
+        print(f"{prefix}{args.model}: {c['parameters']:,} parameters in {c['workers']} stages, one worker each; "
+              f"{len(c['counts'])} microbatches of {'/'.join(map(str, c['counts']))} samples, "
+              f"{args.pipeline or '1f1b'}; {c['iterations_per_epoch']} iterations per epoch, placed by "
+              f"{c['scheduler']}")
     elif not args.quiet:
-        print(f"{args.model}: {c['parameters']:,} parameters in {c['buckets']} bucket(s); {c['workers']} ranks of "
-              f"{'/'.join(map(str, c['counts']))} samples; {c['iterations_per_epoch']} iterations per epoch; "
-              f"{c['allreduce']} allreduce placed by {c['scheduler']}"
+        print(f"{prefix}{args.model}: {c['parameters']:,} parameters in {c['buckets']} bucket(s); {c['workers']} "
+              f"ranks of {'/'.join(map(str, c['counts']))} samples; {c['iterations_per_epoch']} iterations per "
+              f"epoch; {c['allreduce']} allreduce placed by {c['scheduler']}"
               + (f"; {args.mode}" if args.mode != "sync" else "")
               + (f"; {args.compression} compression" if args.compression else ""))
     for line in history.lines():
-        print(line)
-    if args.report:
-        atomic_write(args.report, json.dumps(history.to_dict(), indent=1) + "\n")
-    if args.profile and history.profile is not None:
-        history.profile.save(args.profile)
-    if args.cost_graph and history.cost_graph is not None:
-        from ...formats import save_graph
-
-        save_graph(history.cost_graph, args.cost_graph)
-    return 0
+        print(prefix + line)
