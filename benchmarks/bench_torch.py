@@ -238,7 +238,8 @@ def quarter_core(name: str, spec_kw: dict, epochs: int, cores: float = 0.25) -> 
 
 
 #: the variants the two-rack run compares: (name, TorchTraining options)
-RACK_VARIANTS = (("sync", {}), ("local SGD, H = 4", {"mode": "local", "sync_every": 4}),
+RACK_VARIANTS = (("sync", {}), ("sync, layer order", {"priority": "layer-order"}),
+                 ("local SGD, H = 4", {"mode": "local", "sync_every": 4}),
                  ("top-k 1%", {"compression": "topk", "topk_ratio": 0.01}), ("fp16", {"compression": "fp16"}),
                  ("stale, s = 1", {"mode": "stale", "staleness": 1}),
                  ("stale, s = 1, DC", {"mode": "stale", "staleness": 1, "compensation": 0.5}))

@@ -46,8 +46,15 @@ class History:
     resumed_from: int | None = None
     #: the task costs every epoch of this run measured (a :class:`~taskflow.runtime.CostProfile`)
     profile: object = None
-    #: the last epoch's graph with costs only (the simulator's twin of what ran)
-    cost_graph: object = None
+    #: the job (:class:`~workflows.torch_training.TorchTraining` or ``TorchPipeline``)
+    job: object = None
+
+    def cost_graph(self):
+        """The last epoch's graph with costs only: the simulator's (and the advisor's) twin of
+        what ran (None before any epoch)."""
+        if self.job is None or not self.epochs:
+            return None
+        return self.job.graph(self.epochs[-1]["epoch"], executable=False)
 
     @property
     def final_accuracy(self) -> float:
@@ -280,10 +287,9 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
         if bar is not None:
             bar.close()
         close_quietly(owned)
-    history.states = states
+    history.states, history.job = states, spec
     if profile is not None:
         history.profile = profile
-        history.cost_graph = spec.graph(epochs - 1, executable=False)
     if plot is not None:
         history.plot(plot)
     return history

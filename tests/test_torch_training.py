@@ -149,13 +149,19 @@ def test_buckets_are_cut_by_bytes_in_backward_order_as_ddp_cuts_them():
     assert sum(len(b) for b in ctx.buckets) == len(ctx.names)
 
 
-def test_the_cost_only_graph_has_the_executable_graphs_structure(digits):
-    spec = TorchTraining(CNN, digits, workers=3, batch=63, iterations=3, bucket_mb=0.01)
-    real, costs = spec.graph(0), spec.graph(0, executable=False)
-    assert real.executable and not costs.executable
-    assert list(real.ids) == list(costs.ids)
-    assert sorted(map(tuple, real.edges())) == sorted(map(tuple, costs.edges()))
-    trace = taskflow.simulate(costs, taskflow.Cluster.homogeneous(3, bandwidth=1e9), "placed")
+@pytest.mark.parametrize("variant", [{}, dict(mode="local", sync_every=2), dict(mode="stale", staleness=1),
+                                     dict(mode="stale", staleness=2, compensation=0.5), dict(compression="fp16"),
+                                     dict(compression="topk", allreduce="tree")], ids=str)
+def test_the_cost_only_graph_has_the_executable_graphs_structure(digits, variant):
+    spec = TorchTraining(CNN, digits, workers=3, batch=63, iterations=3, bucket_mb=0.01, **variant)
+    for epoch in (0, 1):
+        real, costs = spec.graph(epoch), spec.graph(epoch, executable=False)
+        assert real.executable and not costs.executable
+        assert list(real.ids) == list(costs.ids)
+        assert sorted(map(tuple, real.edges())) == sorted(map(tuple, costs.edges()))
+    if variant:
+        return
+    trace = taskflow.simulate(spec.graph(0, executable=False), taskflow.Cluster.homogeneous(3, bandwidth=1e9), "placed")
     sched = trace.to_schedule()
     assert {sched.assignment(f"it1.w{r}.update").worker for r in range(3)} == {"w0", "w1", "w2"}
 

@@ -306,7 +306,8 @@ class TorchTraining:
                     deps += [(send[r, j], 0.0) for j in range(B)]
                 if s_ and self.compensation:
                     kw.update(anchor=history[r][max(0, t_local - s_)], compensation=float(self.compensation))
-                    deps.append((kw["anchor"], 0.0))
+                    if kw["anchor"] is not state[r]:  # at an epoch's start the anchor is the state itself
+                        deps.append((kw["anchor"], 0.0))
                 state[r] = task("update", t, r, state_size, deps + [(steps[r], 0.0)], tt.update,
                                 (state[r], steps[r], ctx, tuple(layout), t, *handles), kwargs=kw or None, **pm)
                 history[r].append(state[r])

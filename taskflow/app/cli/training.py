@@ -179,10 +179,11 @@ def train(args) -> int:
         docs.append(history.to_dict())
         if args.profile and history.profile is not None:
             history.profile.save(out(args.profile))
-        if args.cost_graph and history.cost_graph is not None:
+        graph = history.cost_graph() if args.cost_graph else None
+        if graph is not None:
             from ...formats import save_graph
 
-            save_graph(history.cost_graph, out(args.cost_graph))
+            save_graph(graph, out(args.cost_graph))
     if args.report:
         atomic_write(args.report, json.dumps(docs[0] if not several else docs, indent=1) + "\n")
     return 0
