@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from .errors import TaskflowError, TaskflowWarning
 from .formats import atomic_write
 
-__all__ = ["train", "History", "load_checkpoint"]
+__all__ = ["train", "History", "load_checkpoint", "plot_format", "PLOT_FORMATS"]
 
 
 @dataclass
@@ -77,7 +77,14 @@ class History:
 
     def plot(self, path) -> None:
         """Held-out accuracy and training loss against wall time, written to ``path`` (PNG, SVG,
-        PDF by suffix)."""
+        PDF by suffix).
+
+        Raises
+        ------
+        TaskflowError
+            A suffix that names no image format.
+        """
+        plot_format(path)
         import matplotlib
 
         matplotlib.use("Agg")
@@ -97,9 +104,31 @@ class History:
                      f"{c.get('scheduler')}", fontsize=10, usetex=False)
         fig.tight_layout()
         buf = io.BytesIO()
-        fig.savefig(buf, format=os.path.splitext(os.fspath(path))[1][1:].lower() or "png")
+        fig.savefig(buf, format=plot_format(path))
         plt.close(fig)
         atomic_write(path, buf.getvalue())
+
+
+#: the image formats a plot is written in, by the file's suffix
+PLOT_FORMATS = ("png", "svg", "pdf", "jpg", "jpeg")
+
+
+def plot_format(path) -> str:
+    """The image format ``path``'s suffix names (no suffix: PNG).
+
+    Parameters
+    ----------
+    path : path
+
+    Raises
+    ------
+    TaskflowError
+        A suffix that is not one of :data:`PLOT_FORMATS`.
+    """
+    fmt = os.path.splitext(os.fspath(path))[1][1:].lower() or "png"
+    if fmt not in PLOT_FORMATS:
+        raise TaskflowError(f"plot {os.fspath(path)!r}: .{fmt} is not an image format ({', '.join(PLOT_FORMATS)})")
+    return fmt
 
 
 def _model_name(model) -> str:
@@ -132,10 +161,13 @@ def load_checkpoint(path) -> dict:
     """
     import torch
 
-    try:
-        ck = torch.load(os.fspath(path), weights_only=False)
-    except (OSError, RuntimeError, EOFError, ValueError) as e:
-        raise TaskflowError(f"checkpoint {os.fspath(path)!r} cannot be read: {e}") from None
+    try:  # tensors, numbers, text and containers only: a checkpoint runs no code when read
+        ck = torch.load(os.fspath(path), weights_only=True)
+    except OSError as e:
+        raise TaskflowError(f"checkpoint {os.fspath(path)!r} cannot be read: {e.strerror or e}") from None
+    except Exception:  # noqa: BLE001 - whatever torch's unpickler says of a file that is not one
+        raise TaskflowError(f"checkpoint {os.fspath(path)!r} is not a taskflow training checkpoint (remove it, "
+                            f"or name another file)") from None
     if not isinstance(ck, dict) or ck.get("format") != "taskflow-train/1":
         raise TaskflowError(f"checkpoint {os.fspath(path)!r} is not a taskflow training checkpoint")
     return ck
@@ -216,6 +248,8 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
 
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise TaskflowError(f"epochs must be an integer >= 1, got {epochs!r}")
+    if plot is not None:
+        plot_format(plot)  # before any training: a run is not lost to the plot's name
     by_speed = isinstance(shares, str)
     if by_speed and shares != "speeds":
         raise TaskflowError(f"shares must be numbers (one per rank) or 'speeds', got {shares!r}")

@@ -275,6 +275,13 @@ def test_a_resumed_run_ends_where_an_uninterrupted_one_does(client, digits, tmp_
     assert np.allclose([v for _, v in resumed.losses], losses, rtol=1e-5)
     with pytest.raises(TaskflowError, match="written by another job .*batch"):
         taskflow.train(CNN, digits, epochs=4, **dict(kw, batch=32))
+    notes = tmp_path / "notes.txt"
+    notes.write_text("a file of the user's")
+    with pytest.raises(TaskflowError, match="is not a taskflow training checkpoint"):
+        taskflow.train(CNN, digits, epochs=1, **dict(kw, checkpoint=notes))
+    assert notes.read_text() == "a file of the user's"
+    with pytest.raises(TaskflowError, match=r"\.txt is not an image format"):
+        taskflow.train(CNN, digits, epochs=1, plot=tmp_path / "acc.txt", **kw)
 
 
 def test_a_killed_worker_is_survived_with_the_same_parameters(digits):
