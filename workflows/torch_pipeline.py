@@ -26,7 +26,6 @@ single-process loop's (:meth:`TorchPipeline.reference`), whichever schedule.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import math
 from dataclasses import dataclass
@@ -41,7 +40,7 @@ from taskflow.graph import TaskGraph
 from ._builder import GraphBuilder
 from .images import ImageFolder, augment, collate, decode, epoch_batches, open_dataset, read_files
 from .pipeline import pipeline_order
-from .torch_tasks import make_model, score
+from .torch_tasks import fresh_state, make_model, optimizer_step, score
 
 __all__ = ["TorchPipeline", "StageModel", "stage_init", "stage_forward", "stage_backward", "input_grad", "stage_update",
            "pipeline_evaluate"]
@@ -84,10 +83,7 @@ def stage_init(ctx: StageModel, seed: int) -> dict:
     seed : int
     """
     torch.manual_seed(seed)
-    mod = ctx.model()[ctx.lo:ctx.hi]
-    params = [p.detach().clone() for p in mod.parameters()]
-    opt = ctx.optimizer([p.clone().requires_grad_(True) for p in params]).state_dict() if params else {}
-    return {"params": params, "buffers": [b.detach().clone() for b in mod.buffers()], "opt": opt, "log": []}
+    return fresh_state(ctx.model()[ctx.lo:ctx.hi], ctx.optimizer)
 
 
 def _run(ctx: StageModel, state: dict, x, params=None):
@@ -188,16 +184,14 @@ def stage_update(state: dict, ctx: StageModel, iteration: int, *outs) -> dict:
         log.append((iteration, sum(o["loss"] * o["n"] for o in outs) / n, n))
     if not state["params"]:  # a stage of parameter-free layers
         return dict(state, log=log)
-    params = [p.detach().clone().requires_grad_(True) for p in state["params"]]
-    opt = ctx.optimizer(params)
-    opt.load_state_dict(copy.deepcopy(state["opt"]))
-    for k, p in enumerate(params):
+    grads = []
+    for k in range(len(state["params"])):  # summed in microbatch order
         g = outs[0]["grads"][k].clone()
         for o in outs[1:]:
             g += o["grads"][k]
-        p.grad = g
-    opt.step()
-    return {"params": [p.detach() for p in params], "buffers": state["buffers"], "opt": opt.state_dict(), "log": log}
+        grads.append(g)
+    params, opt = optimizer_step(state, ctx.optimizer, grads)
+    return {"params": params, "buffers": state["buffers"], "opt": opt, "log": log}
 
 
 def pipeline_evaluate(ctx_states, data: ImageFolder, batch: int = 256) -> dict:

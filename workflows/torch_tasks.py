@@ -26,7 +26,7 @@ from taskflow.errors import WorkflowError
 
 from .images import ImageFolder, load_batch
 
-__all__ = ["TorchModel", "make_model", "init_state", "step", "bucket", "update", "evaluate", "state_bytes",
+__all__ = ["TorchModel", "make_model", "init_state", "fresh_state", "optimizer_step", "step", "bucket", "update", "evaluate", "state_bytes",
            "compress_fp16", "compress_topk", "sparse_sum", "param_bucket", "average", "working", "score"]
 
 _SKELETONS: dict = {}  # token -> a module built by the factory, in this process (no state: a shape)
@@ -142,11 +142,40 @@ def init_state(ctx: TorchModel, seed: int) -> dict:
     seed : int
     """
     torch.manual_seed(seed)
-    mod = ctx.model()
+    return fresh_state(ctx.model(), ctx.optimizer)
+
+
+def fresh_state(mod: torch.nn.Module, optimizer) -> dict:
+    """A state of ``mod``'s tensors (copies) and a new optimizer's ``state_dict`` (empty when the
+    module has no parameters).
+
+    Parameters
+    ----------
+    mod : torch.nn.Module
+    optimizer : callable
+    """
     params = [p.detach().clone() for p in mod.parameters()]
-    opt = ctx.optimizer([p.clone().requires_grad_(True) for p in params])
-    return {"params": params, "buffers": [b.detach().clone() for b in mod.buffers()], "opt": opt.state_dict(),
-            "log": []}
+    opt = optimizer([p.clone().requires_grad_(True) for p in params]).state_dict() if params else {}
+    return {"params": params, "buffers": [b.detach().clone() for b in mod.buffers()], "opt": opt, "log": []}
+
+
+def optimizer_step(state: dict, optimizer, grads) -> tuple:
+    """The optimizer's step on copies of ``state``'s parameters with ``grads`` (one per
+    parameter): ``(new parameters, the optimizer's new state_dict)``; the state is not changed.
+
+    Parameters
+    ----------
+    state : dict
+    optimizer : callable
+    grads : sequence of torch.Tensor
+    """
+    params = [p.detach().clone().requires_grad_(True) for p in state["params"]]
+    opt = optimizer(params)
+    opt.load_state_dict(copy.deepcopy(state["opt"]))
+    for p, g in zip(params, grads):
+        p.grad = g.to(p.dtype)
+    opt.step()
+    return [p.detach() for p in params], opt.state_dict()
 
 
 def state_bytes(state: dict) -> int:
@@ -267,21 +296,16 @@ def update(state: dict, out: dict, ctx: TorchModel, layout, iteration: int, *pie
     compensation : float
     """
     ctx.skeleton()
-    params = [p.detach().clone().requires_grad_(True) for p in state["params"]]
-    opt = ctx.optimizer(params)
-    opt.load_state_dict(copy.deepcopy(state["opt"]))
     if layout is None:
         own = _own_buckets(out)
         grads = _grads(ctx, ((1, None),) * len(own), own)
     else:
         grads = _grads(ctx, layout, pieces)
-    for k, (p, g) in enumerate(zip(params, grads)):
-        g = g.to(p.dtype)
-        if anchor is not None and compensation:
-            g = g + compensation * g * g * (state["params"][k] - anchor["params"][k])
-        p.grad = g
-    opt.step()
-    new = {"params": [p.detach() for p in params], "buffers": out["buffers"], "opt": opt.state_dict(),
+    grads = [g.to(p.dtype) for g, p in zip(grads, state["params"])]
+    if anchor is not None and compensation:
+        grads = [g + compensation * g * g * (p - a) for g, p, a in zip(grads, state["params"], anchor["params"])]
+    params, opt = optimizer_step(state, ctx.optimizer, grads)
+    new = {"params": params, "buffers": out["buffers"], "opt": opt,
            "log": state["log"] + [(iteration, out["loss"], out["n"])]}
     if "residual" in state or sparse is not None:
         new["residual"] = state.get("residual")
