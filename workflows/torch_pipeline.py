@@ -319,7 +319,7 @@ class TorchPipeline:
     mode = "pipeline"
     allreduce = "none"
     compression = None
-    sync_every = staleness = 1
+    sync_every, staleness = 1, 0
     compensation = topk_ratio = 0.0
     shares = None
 
