@@ -19,8 +19,8 @@ __version__ = "0.1.0"
 from .analysis import critical_path, lower_bound, sequential_time
 from .cluster import Cluster, Worker
 from .costs import CostModel
-from .errors import (ClusterError, CycleError, FormatError, GraphError, RunTimeout, ScheduleError, SchedulerLost,
-                     TaskflowError, TaskflowWarning, UnknownSchedulerError, WorkersLost)
+from .errors import (ClusterError, CycleError, FormatError, GraphError, RunFailed, RunTimeout, ScheduleError,
+                     SchedulerLost, TaskflowError, TaskflowWarning, UnknownSchedulerError, WorkersLost)
 from .formats import (from_networkx, load_cluster, load_graph, load_graphs, load_schedule, save_cluster,
                       save_graph, save_schedule, to_dot, to_networkx)
 from .graph import TaskGraph, TaskHandle
@@ -43,7 +43,7 @@ __all__ = [
     "load_graph", "load_graphs", "save_graph", "load_cluster", "save_cluster", "load_schedule",
     "save_schedule", "to_networkx", "from_networkx", "to_dot",
     "TaskflowError", "TaskflowWarning", "GraphError", "CycleError", "ClusterError", "FormatError", "ScheduleError",
-    "UnknownSchedulerError", "RunTimeout", "SchedulerLost", "WorkersLost", "__version__",
+    "UnknownSchedulerError", "RunFailed", "RunTimeout", "SchedulerLost", "WorkersLost", "__version__",
 ]
 
 

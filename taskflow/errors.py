@@ -5,7 +5,7 @@ problem (the task id, the line, the field). The CLI turns them into one line on 
 exit status 2.
 """
 
-__all__ = ["ClusterError", "CycleError", "FormatError", "GraphError", "ScheduleError", "TaskflowError",
+__all__ = ["RunFailed", "ClusterError", "CycleError", "FormatError", "GraphError", "ScheduleError", "TaskflowError",
            "TaskflowWarning", "UnknownSchedulerError", "WorkflowError", "RunTimeout", "SchedulerLost",
            "WorkersLost"]
 
@@ -49,17 +49,22 @@ class WorkflowError(TaskflowError, ValueError):
     """A workflow generator was given parameters it cannot build a graph from."""
 
 
-class RunTimeout(TaskflowError, TimeoutError):
+class RunFailed(TaskflowError):
+    """A run that started did not finish: a task raised, time ran out, the cluster went away. The
+    command line exits with status 1 on one (2 is for bad input)."""
+
+
+class RunTimeout(RunFailed, TimeoutError):
     """A bounded wait on Dask ran out: a run longer than its ``timeout``, or a Dask scheduler that
     did not answer a call in time (it may still be there)."""
 
 
-class SchedulerLost(TaskflowError, ConnectionError):
+class SchedulerLost(RunFailed, ConnectionError):
     """The Dask scheduler went away during a run or a call: its connection closed, or it stopped
     answering for longer than the client waits."""
 
 
-class WorkersLost(TaskflowError):
+class WorkersLost(RunFailed):
     """No worker is left to run on: every worker was lost and none joined within the grace period,
     or a cluster had no worker when a run began (after a bounded wait for one)."""
 

@@ -80,13 +80,13 @@ def read_results(path) -> list:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
         raise TaskflowError(f"{path}: not a results file of taskflow bench (not UTF-8 text); move it away or "
-                            f"choose another --out") from None
+                            f"choose another --output") from None
     reader = csv.DictReader(text.splitlines())
     if reader.fieldnames is None:
         return []
     if list(reader.fieldnames) != FIELDS:
         raise TaskflowError(f"{path}: not a results file of this version of taskflow bench (its columns: "
-                            f"{', '.join(map(str, reader.fieldnames))[:120]}); move it away or choose another --out")
+                            f"{', '.join(map(str, reader.fieldnames))[:120]}); move it away or choose another --output")
     rows, dropped = [], 0
     for r in reader:
         ok = all(r.get(k) not in (None, "") for k in ("workflow", "cluster", "network", "scheduler", "seed"))

@@ -9,11 +9,14 @@ task's dependencies (:class:`_Ref`) and substituted on the worker.
 from __future__ import annotations
 
 import functools
+import os
+import sysconfig
 import time
+import traceback
 
 import numpy as np
 
-from ..errors import TaskflowError
+from ..errors import RunFailed, TaskflowError
 from ..graph import TaskGraph, TaskHandle
 
 __all__ = ["TaskFailed", "execute", "map_leaves", "ship_code", "task_call", "Opaque", "emulate"]
@@ -38,18 +41,101 @@ def _register_sizes() -> None:
 _register_sizes()
 
 
-class TaskFailed(TaskflowError):
-    """A task raised. ``task`` is its id, ``error`` the exception, ``results`` what had finished."""
+class TaskFailed(RunFailed):
+    """A task raised. ``task`` is its id, ``error`` the exception, ``results`` what had finished;
+    ``where`` the innermost line of the user's own code it raised in (``file:line, in function``,
+    or None), ``traceback_text`` the whole traceback, both in the user's files and lines (a function
+    sent to the workers by value runs there as code of no file)."""
 
-    def __init__(self, task, error, results):
+    def __init__(self, task, error, results, tb=None):
         self.task = task
         self.error = error
         self.results = results
+        frames = _user_frames(tb if tb is not None else getattr(error, "__traceback__", None))
+        self.where = _where(frames)
+        self.traceback_text = ("Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
+                               + "".join(traceback.format_exception_only(type(error), error)))
         hint = ""
         if isinstance(error, ModuleNotFoundError) and getattr(error, "name", None):
             hint = (f" (the worker cannot import {error.name!r}: install it on the workers, or for a single file "
                     f"of your own client.upload_file('{error.name.split('.')[0]}.py'))")
-        super().__init__(f"task {task!r} failed: {type(error).__name__}: {error}{hint}")
+        at = f" (at {self.where})" if self.where else ""
+        super().__init__(f"task {task!r} failed: {type(error).__name__}: {error}{at}{hint}")
+
+
+#: names of the modules ship_code sends by value: their functions run on the workers as code of no file
+_SHIPPED: set = {"__main__"}
+_OURS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,)  # the taskflow package
+_LIBRARIES = tuple({sysconfig.get_paths()[k] + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib")})
+
+
+def _user_frames(tb) -> list:
+    """``tb``'s frames (a traceback, or a list of frame summaries) with the frames of functions
+    shipped by value given back their files (found by name and line among the shipped modules'
+    code)."""
+    if tb is None:
+        return []
+    try:
+        frames = traceback.extract_tb(tb) if not isinstance(tb, list) else list(tb)
+    except Exception:  # noqa: BLE001 - a traceback Dask could not rebuild: no frames
+        return []
+    index = None
+    out = []
+    for f in frames:
+        if f.filename.startswith("<") and f.lineno is not None:
+            if index is None:
+                index = _shipped_code()
+            for code in index.get(f.name, ()):
+                if any(line == f.lineno for _, _, line in code.co_lines()):
+                    f = traceback.FrameSummary(code.co_filename, f.lineno, f.name)
+                    break
+        out.append(traceback.FrameSummary(f.filename, f.lineno, f.name))  # columns of the worker's code: dropped
+    return out
+
+
+def _shipped_code() -> dict:
+    """``{function name: [code objects]}`` of the modules sent by value (and ``__main__``)."""
+    import sys
+    import types
+
+    index: dict = {}
+    seen: set = set()
+    for name in list(_SHIPPED):
+        mod = sys.modules.get(name)
+        if mod is None:
+            continue
+        stack = list(vars(mod).values())
+        while stack and len(seen) < 100_000:
+            v = stack.pop()
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            if isinstance(v, types.CodeType):
+                index.setdefault(v.co_name, []).append(v)
+                stack.extend(c for c in v.co_consts if isinstance(c, types.CodeType))
+            elif isinstance(v, (staticmethod, classmethod)):
+                stack.append(v.__func__)
+            elif isinstance(v, types.FunctionType) and v.__module__ == name:
+                stack.append(v.__code__)
+            elif isinstance(v, type) and v.__module__ == name:
+                stack.extend(vars(v).values())
+    return index
+
+
+def _where(frames) -> str | None:
+    """``file:line, in function`` of the innermost frame in the user's own code (not taskflow's, not
+    an installed library's nor the standard library's); else of the innermost frame."""
+    if not frames:
+        return None
+    mine = [f for f in frames if not f.filename.startswith("<") and not f.filename.startswith(_OURS + _LIBRARIES)]
+    f = (mine or frames)[-1]
+    path = f.filename
+    try:
+        rel = os.path.relpath(path)
+        path = rel if not rel.startswith("..") else path
+    except ValueError:  # another drive
+        pass
+    return f"{path}:{f.lineno}, in {f.name}"
 
 
 
@@ -197,6 +283,7 @@ def ship_code(graph: TaskGraph) -> list:
             if (mod is not None and path and top not in ("taskflow", "schedulers", "workflows")
                     and top not in shipped and not _installed(path)):
                 cloudpickle.register_pickle_by_value(mod)
+                _SHIPPED.add(top)
                 shipped.append(top)
         key = id(fn)
         if key not in seen:

@@ -571,7 +571,7 @@ class _Runner:
             if f is not None and f.status == "error":
                 err = f.exception()
                 done = {x: self.futures[x].result() for x in self.keep if self.futures[x].status == "finished"}
-                raise TaskFailed(self._blamed(t), err, done)
+                raise TaskFailed(self._blamed(t), err, done, tb=f.traceback())
 
     def _blamed(self, t):
         """The task that raised the error ``t``'s future holds (``t`` itself, or where the run

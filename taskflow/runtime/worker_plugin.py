@@ -200,7 +200,8 @@ def dask_setup(worker) -> None:
     process leaves Ctrl-C to the process that started it, which closes the cluster (a terminal
     sends SIGINT to the whole process group); the tasks that closing cancels, and the transfers
     it cuts (a connection closed by a peer), are not logged one by one: a worker really lost is
-    the scheduler's to notice, and a run reports it.
+    the scheduler's to notice, and a run reports it. Nor is a task that raised ("Compute
+    Failed"): the run that asked for it reports it, in the user's own terms (its file and line).
 
     Parameters
     ----------
@@ -212,6 +213,7 @@ def dask_setup(worker) -> None:
 
     logging.getLogger("distributed.worker.state_machine").setLevel(logging.ERROR)
     logging.getLogger("distributed.worker").addFilter(_not_a_closed_connection)
+    logging.getLogger("distributed.worker").addFilter(_not_a_failed_task)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -221,3 +223,7 @@ def _not_a_closed_connection(record) -> bool:
 
     exc = record.exc_info[1] if record.exc_info else None
     return not isinstance(exc, (CommClosedError, ConnectionError))
+
+
+def _not_a_failed_task(record) -> bool:
+    return not (isinstance(record.msg, str) and record.msg.startswith("Compute Failed"))

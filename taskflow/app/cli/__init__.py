@@ -1,8 +1,10 @@
 """The ``taskflow`` command.
 
 Every user error (bad file, bad graph, unknown scheduler, ...) prints one line ``error: ...`` on
-stderr and exits with status 2, writing no output file. ``taskflow validate`` exits 1 when the
-schedule is readable but breaks the rules (each problem on its own line).
+stderr and exits with status 2, writing no output file. A run that started and failed (a task
+raised, ``--timeout`` ran out, the cluster went away: :class:`~taskflow.errors.RunFailed`) exits
+with 1, as ``taskflow validate`` does when the schedule is readable but breaks the rules (each
+problem on its own line); Ctrl-C exits with 130, SIGTERM with 143.
 
 :mod:`.options` holds the grammar every command shares, :mod:`.parser` the parser,
 :mod:`.commands` and :mod:`.running` one function per subcommand; :func:`main` maps errors to one
@@ -60,8 +62,12 @@ def _run(args, program: bool) -> int:
             warnings.simplefilter("ignore", RuntimeWarning)  # numpy's overflow notes: errors say it
             return args.func(args)
     except TaskflowError as e:
+        from ...errors import RunFailed
+
+        if getattr(args, "verbose", False) and getattr(e, "traceback_text", None):
+            print(e.traceback_text.rstrip("\n"), file=sys.stderr)
         print(f"error: {one_line(e)}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(e, RunFailed) else 2
     except KeyboardInterrupt as e:
         line = "error: terminated" if isinstance(e, Terminated) else "error: interrupted"
         if program:
@@ -79,7 +85,11 @@ def _run(args, program: bool) -> int:
         where = f" {e.filename!r}" if getattr(e, "filename", None) else ""
         print(f"error: cannot use{where}: {one_line(e.strerror or e)}", file=sys.stderr)
         return 2
-    except Exception as e:  # noqa: BLE001 - a bug: still one line, never a traceback
+    except Exception as e:  # noqa: BLE001 - a bug: still one line, never a traceback (but with -v)
+        if getattr(args, "verbose", False):
+            import traceback
+
+            traceback.print_exc()
         print(f"error: internal error {type(e).__name__}: {one_line(e)} (a bug in taskflow {__version__}; "
               f"please report it with the command)", file=sys.stderr)
         return 2

@@ -21,7 +21,7 @@ def add_arguments(sp) -> None:
     ----------
     sp : argparse.ArgumentParser
     """
-    from .options import COUNT, NONNEGATIVE, add_network, add_quiet, add_seed, number
+    from .options import COUNT, NONNEGATIVE, add_network, add_output, add_plot, add_quiet, add_scheduler, add_seed, number
 
     sp.add_argument("graph", metavar="GRAPH", nargs="?", help=GRAPH_HELP + "; or --train for a training job")
     sp.add_argument("--format", choices=READ_FORMATS, help="force GRAPH's format (default: detect)")
@@ -35,8 +35,7 @@ def add_arguments(sp) -> None:
                     help="--train: one rank per GPU (data) or one stage per GPU (pipeline); default data")
     sp.add_argument("--deadline", type=SECONDS, help="seconds: the cheapest configuration finishing in time")
     sp.add_argument("--budget", help="catalog currency: the fastest configuration costing at most this")
-    sp.add_argument("--policy", metavar="NAME[,NAME...]",
-                    help="policies to try (default heft,work-stealing; placed for --train)")
+    add_scheduler(sp, help="the policies to try; default heft,work-stealing, and placed for --train")
     sp.add_argument("--max-nodes", type=COUNT, help="most nodes in a configuration")
     sp.add_argument("--types", help="only these node types (comma list)")
     add_network(sp)
@@ -51,8 +50,8 @@ def add_arguments(sp) -> None:
                     help="skip a configuration within this share of a simulated one on both bounds (default 0.02; "
                          "0: the exact front)")
     add_seed(sp)
-    sp.add_argument("-o", "--output", help="write every configuration, the front and the answer (JSON)")
-    sp.add_argument("--plot", metavar="PNG", help="plot makespan against cost, the front and the answer")
+    add_output(sp, "write every configuration, the front and the answer (JSON)")
+    add_plot(sp, "makespan against cost, the front and the answer")
     add_quiet(sp)
 
 
@@ -61,7 +60,7 @@ def advise(args) -> int:
     from ...advisor import Training, advise as run_advice
 
     budget = _amount(args.budget) if args.budget is not None else None
-    check_outputs([("-o", args.output), ("--plot", args.plot)], [args.graph, args.profile, args.train])
+    check_outputs([("--output", args.output), ("--plot", args.plot)], [args.graph, args.profile, args.train])
     if (args.graph is None) == (args.train is None):
         raise TaskflowError("advise needs a GRAPH or --train MODEL (one of the two)")
     if args.train is not None and args.train.endswith(".json") and os.path.isfile(args.train):
@@ -73,7 +72,7 @@ def advise(args) -> int:
         workload = Training(args.train, steps=args.steps, batch=args.batch, parallelism=args.parallelism)
     else:
         workload = read_graph(args.graph, args.format)
-    policies = scheduler_names(args.policy) if args.policy else None
+    policies = scheduler_names(args.scheduler) if args.scheduler else None
     types = [t.strip() for t in args.types.split(",") if t.strip()] if args.types else None
     advice = run_advice(workload, args.catalog, deadline=args.deadline, budget=budget, policies=policies,
                         max_nodes=args.max_nodes, types=types, network=args.network, profile=args.profile,

@@ -107,7 +107,7 @@ def info(args) -> int:
 
 @command("``taskflow convert``: GRAPH written in another format (``-o``, ``--to``).")
 def convert(args) -> int:
-    check_outputs([("-o", args.output)], [args.graph])
+    check_outputs([("--output", args.output)], [args.graph])
     graph = read_graph(args.graph, args.format)
     fmt = format_for(args.output, args.to)
     atomic_write(args.output, graph_text(graph, fmt))
@@ -117,13 +117,13 @@ def convert(args) -> int:
 
 # ---------------------------------------------------------------------- plans and simulations
 @command("``taskflow schedule``: plan GRAPH with each ``--scheduler``, validate and print each plan; "
-         "``-o``, ``--gantt``, ``--chrome-trace`` write them.")
+         "``-o``, ``--plot``, ``--chrome-trace`` write them.")
 def schedule(args) -> int:
     import schedulers as policies
 
     from ...simulator import plan as make_plan
 
-    check_outputs([("-o", args.output), ("--gantt", args.gantt), ("--chrome-trace", args.chrome_trace)],
+    check_outputs([("--output", args.output), ("--plot", args.plot), ("--chrome-trace", args.chrome_trace)],
                   [args.graph, args.cluster])
     graph = read_graph(args.graph, args.format)
     cluster = cluster_from_args(args)
@@ -168,10 +168,10 @@ def schedule(args) -> int:
                   f"{m['efficiency']:>10.3f} {el * 1e3:>8.2f}")
     if args.output:
         _write_plans(args.output, plans)
-    if args.gantt:
+    if args.plot:
         from ..plot import gantt
 
-        gantt(plans, args.gantt, workers=cluster.ids, graph=graph)
+        gantt(plans, args.plot, workers=cluster.ids, graph=graph)
     if args.chrome_trace:
         from ...trace import Run, Trace
 
@@ -254,14 +254,14 @@ def _parse_at(spec: str, option: str):
 
 
 @command("``taskflow simulate``: carry GRAPH out in the simulator under each ``--scheduler`` (or a "
-         "``--plan``), with noise, stragglers and failures; ``-o``, ``--gantt``, ``--chrome-trace`` write "
+         "``--plan``), with noise, stragglers and failures; ``-o``, ``--plot``, ``--chrome-trace`` write "
          "it.")
 def simulate(args) -> int:
     import schedulers as policies
 
     from ...simulator import simulate as run_simulation
 
-    check_outputs([("-o", args.output), ("--chrome-trace", args.chrome_trace), ("--gantt", args.gantt)],
+    check_outputs([("--output", args.output), ("--chrome-trace", args.chrome_trace), ("--plot", args.plot)],
                   [args.graph, args.cluster])
     graph = read_graph(args.graph, args.format)
     cluster = cluster_from_args(args)
@@ -307,9 +307,9 @@ def simulate(args) -> int:
         _write_plans(args.output, [tr.to_schedule() for tr in traces])
     if args.chrome_trace:
         _write_chrome_trace(args.chrome_trace, traces)
-    if args.gantt:
+    if args.plot:
         from ..plot import gantt
 
-        gantt([tr.to_schedule() for tr in traces], args.gantt, workers=cluster.ids, graph=graph,
+        gantt([tr.to_schedule() for tr in traces], args.plot, workers=cluster.ids, graph=graph,
               transfers=[tr.transfers for tr in traces])
     return 0

@@ -9,8 +9,16 @@ The same thing is spelled the same way in every command:
   made), :func:`scheduler_names`;
 - ``--speeds``: one speed per worker in order (``1,1,2``) or by worker name (``w0=1,w2=2``),
   :func:`parse_speeds`;
-- ``--cores``: cores (threads) per worker; ``--seed``; ``--out`` a folder; ``-o`` a file;
-- ``-q`` / ``--quiet``: only the summary lines, no per-task tables or progress.
+- ``--workers``: how many workers (of an embedded cluster, a model, batch jobs or training ranks);
+  ``--cores``: cores (threads) per worker; ``--seed``; ``--timeout``: seconds;
+- ``-o`` / ``--output``: what the command writes (a file, or a folder for the commands that write
+  several); ``--plot``: a picture (PNG, SVG or PDF; a Gantt chart where the command has a plan or a
+  run); ``--chrome-trace``: a trace for Perfetto;
+- ``-q`` / ``--quiet``: only the summary lines, no per-task tables or progress; ``-v`` /
+  ``--verbose``: full tracebacks (a task that raised, a bug).
+
+Spellings of earlier releases (``--gantt``, ``--report``, ``--out``, ``--policy``, ``--jobs``,
+``--schedulers``) are still read, unlisted (:data:`OLD_SPELLINGS`).
 """
 
 from __future__ import annotations
@@ -26,12 +34,15 @@ from ...errors import TaskflowError
 from ...formats import READ_FORMATS, load_graph, load_graphs, with_source
 
 __all__ = ["Prefixed", "number", "add_graph", "add_graphs", "add_cluster", "add_scheduler", "add_quiet", "add_seed",
-           "add_dashboard", "add_network", "add_cores", "add_speeds", "add_gantt", "add_chrome_trace", "read_graph",
+           "add_dashboard", "add_network", "add_cores", "add_speeds", "add_plot", "add_output", "add_chrome_trace", "read_graph",
            "read_graphs", "parse_speeds", "cluster_from_args", "scheduler_names", "check_outputs", "SEED", "COUNT",
-           "RETRIES", "SECONDS", "NONNEGATIVE", "SCALE"]
+           "RETRIES", "SECONDS", "NONNEGATIVE", "SCALE", "OLD_SPELLINGS"]
 
 GRAPH_HELP = "graph file (native, WfFormat, DAX, STG, Estee zip[#K]) or module:function returning a TaskGraph"
 QUIET_HELP = "print only the summary lines: no per-task tables, no progress"
+#: option spellings of earlier releases, still read (hidden from --help), and what they are now
+OLD_SPELLINGS = {"--gantt": "--plot", "--report": "--output", "--out": "--output", "--policy": "--scheduler",
+                 "--schedulers": "--scheduler", "--jobs": "--workers or --processes", "--threads": "--cores"}
 SPEEDS_HELP = "worker speeds: one per worker in order (1,1,2) or by worker name (w0=1,w2=2); default all 1"
 
 
@@ -145,9 +156,8 @@ def add_cluster(sp) -> None:
     sp.add_argument("--latency", type=NONNEGATIVE, default=0.0, help="seconds per transfer with --workers (default 0)")
 
 
-def add_scheduler(sp, default: str | None = None, static_all: bool = False, alias: bool = False,
-                  required: bool = False) -> None:
-    """``--scheduler NAME[,NAME...]`` (with ``alias``, also spelled ``--schedulers``).
+def add_scheduler(sp, default: str | None = None, static_all: bool = False, help: str | None = None) -> None:
+    """``--scheduler NAME[,NAME...]`` (earlier spelled ``--schedulers`` or ``--policy``: still read).
 
     Parameters
     ----------
@@ -155,14 +165,38 @@ def add_scheduler(sp, default: str | None = None, static_all: bool = False, alia
     default : str, optional
     static_all : bool
         ``all`` means every static policy.
-    alias : bool
-    required : bool
+    help : str, optional
+        What no name means, where there is no one default.
     """
-    names = ("--scheduler", "--schedulers") if alias else ("--scheduler",)
     extra = ", or 'all' for every static one" if static_all else ""
-    sp.add_argument(*names, dest="scheduler", default=default, required=required, metavar="NAME[,NAME...]",
+    sp.add_argument("--scheduler", dest="scheduler", default=default, metavar="NAME[,NAME...]",
                     help=f"a name from 'taskflow schedulers', or a comma list{extra}"
-                         + (f" (default {default})" if default else ""))
+                         + (f" (default {default})" if default else f" ({help})" if help else ""))
+    _old(sp, ("--schedulers", "--policy"), "scheduler")
+
+
+def _old(sp, names, dest: str, **kw) -> None:
+    """Earlier spellings of an option: read into ``dest``, not listed by ``--help``."""
+    for name in names:
+        sp.add_argument(name, dest=dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kw)
+
+
+def add_output(sp, what: str, folder: bool = False, default: str | None = None, old=()) -> None:
+    """``-o`` / ``--output``: what the command writes, a file (or with ``folder``, a folder).
+
+    Parameters
+    ----------
+    sp : argparse.ArgumentParser
+    what : str
+        What is written there (the help text).
+    folder : bool
+    default : str, optional
+    old : iterable of str
+        Earlier spellings, still read.
+    """
+    sp.add_argument("-o", "--output", default=default, metavar="FOLDER" if folder else "FILE",
+                    help=what + (f" (default {default})" if default else ""))
+    _old(sp, old, "output")
 
 
 def add_network(sp) -> None:
@@ -177,13 +211,15 @@ def add_network(sp) -> None:
 
 
 def add_quiet(sp) -> None:
-    """``-q`` / ``--quiet``: only the summary lines.
+    """``-q`` / ``--quiet``: only the summary lines; ``-v`` / ``--verbose``: full tracebacks.
 
     Parameters
     ----------
     sp : argparse.ArgumentParser
     """
     sp.add_argument("-q", "--quiet", action="store_true", help=QUIET_HELP)
+    sp.add_argument("-v", "--verbose", action="store_true",
+                    help="full tracebacks: of a task that raised (its one line names its file and line), of a bug")
 
 
 def add_seed(sp) -> None:
@@ -207,16 +243,19 @@ def add_dashboard(sp) -> None:
                     help="serve the embedded cluster's Dask dashboard (default 127.0.0.1:8787) and print its link")
 
 
-def add_gantt(sp, what: str) -> None:
-    """``--gantt PNG``.
+def add_plot(sp, what: str, old=()) -> None:
+    """``--plot FILE``: a picture (PNG, SVG or PDF by its suffix).
 
     Parameters
     ----------
     sp : argparse.ArgumentParser
     what : str
-        What it is of (the help text).
+        What it draws (the help text).
+    old : iterable of str
+        Earlier spellings, still read.
     """
-    sp.add_argument("--gantt", metavar="PNG", help=f"write a Gantt chart of {what} (PNG)")
+    sp.add_argument("--plot", metavar="FILE", help=f"draw {what} (PNG, SVG or PDF, by the suffix)")
+    _old(sp, old, "plot")
 
 
 def add_chrome_trace(sp, what: str) -> None:

@@ -9,10 +9,10 @@ from ... import __version__
 from ...formats import WRITE_FORMATS
 from . import advising, commands, running, training
 from .options import (COUNT, NONNEGATIVE, RETRIES, SCALE, SECONDS, add_chrome_trace, add_cluster, add_cores,
-                      add_dashboard, add_gantt, add_graph, add_graphs, add_network, add_quiet, add_scheduler, add_seed,
-                      add_speeds)
+                      add_dashboard, add_graph, add_graphs, add_network, add_output, add_plot, add_quiet, add_scheduler,
+                      add_seed, add_speeds)
 
-__all__ = ["build_parser", "Parser"]
+__all__ = ["build_parser", "Parser", "option_names", "unknown_options"]
 
 
 class Parser(argparse.ArgumentParser):
@@ -26,7 +26,32 @@ class Parser(argparse.ArgumentParser):
         ----------
         message : str
         """
+        import difflib
+        import re
+
+        bad = re.match(r"argument (\S+): invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+        if bad:  # argparse lists the choices; say which one was meant
+            choices = re.findall(r"'([^']*)'", bad.group(3))
+            near = difflib.get_close_matches(bad.group(2), choices, n=1, cutoff=0.5)
+            if near:
+                message += f"; did you mean {near[0]!r}?"
         self.exit(2, f"error: {self.prog}: {message}\n")
+
+    def parse_args(self, args=None, namespace=None):
+        """Parse ``args``; an unknown option is refused naming the subcommand it was given to and,
+        where one is close, the option meant (``--schedulr``: did you mean ``--scheduler``?)."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            sub = self._subcommand(parsed)
+            (sub or self).error(unknown_options(sub or self, extras))
+        return parsed
+
+    def _subcommand(self, parsed):
+        """The subparser ``parsed`` went to, if any."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return action.choices.get(getattr(parsed, action.dest, None))
+        return None
 
     def _get_values(self, action, arg_strings):
         # argparse drops a '--' given as an option's value (``--workers=--``) and passes an empty
@@ -34,6 +59,30 @@ class Parser(argparse.ArgumentParser):
         if action.option_strings and action.nargs is None and arg_strings == ["--"]:
             raise argparse.ArgumentError(action, "expected a value, got '--'")
         return super()._get_values(action, arg_strings)
+
+
+def option_names(parser, hidden: bool = False) -> list:
+    """The option strings ``parser`` takes (with ``hidden``, also the unlisted earlier spellings)."""
+    return [o for a in parser._actions for o in a.option_strings if hidden or a.help is not argparse.SUPPRESS]
+
+
+def unknown_options(parser, extras) -> str:
+    """One line for arguments ``parser`` does not take, with the nearest option it does take."""
+    import difflib
+
+    hints = []
+    for extra in extras:
+        if not extra.startswith("-"):
+            continue
+        name = extra.split("=", 1)[0]
+        near = difflib.get_close_matches(name, option_names(parser), n=1, cutoff=0.6)
+        if near:
+            hints.append(f"{name}: did you mean {near[0]}?")
+    text = " ".join(extras)
+    text = text if len(text) <= 120 else text[:117] + "..."
+    return f"unrecognized arguments: {text}" + (f" ({'; '.join(hints)})" if hints else
+                                                 f" (see taskflow {parser.prog.split()[-1]} -h)"
+                                                 if " " in parser.prog else "")
 
 
 DESCRIPTION = ("Plan, simulate and run task-graph workflows: read and convert graphs, plan them with "
@@ -51,24 +100,25 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("info", help="counts, total cost and critical path of a graph")
     add_graph(sp)
     sp.add_argument("--json", action="store_true", help="print a JSON object (a list for an Estee set)")
+    add_quiet(sp)
     sp.set_defaults(func=commands.info)
 
     sp = sub.add_parser("convert", help="convert a graph to native JSON, WfFormat 1.5 or DOT")
     add_graph(sp)
-    sp.add_argument("-o", "--output", required=True, help="output file (.dot/.gv means DOT)")
+    sp.add_argument("-o", "--output", required=True, metavar="FILE", help="output file (.dot/.gv means DOT)")
     sp.add_argument("--to", choices=WRITE_FORMATS, help="output format (default: by suffix, else native)")
+    add_quiet(sp)
     sp.set_defaults(func=commands.convert)
 
     sp = sub.add_parser("schedule", help="plan a graph on a cluster with one or more policies")
     add_graph(sp)
     add_cluster(sp)
-    add_scheduler(sp, static_all=True, required=True)
+    add_scheduler(sp, default="heft", static_all=True)
     add_seed(sp)
     sp.add_argument("--budget", help="heft-search: evaluations (e.g. 64) or seconds (e.g. 2s); default 16. "
                     "optimal: CP-SAT deterministic time (e.g. 30) or seconds (e.g. 30s); default 2")
-    sp.add_argument("-o", "--output", help="write the plan (taskflow-schedule/1 JSON, a list with several; "
-                    "CSV where the name ends in .csv)")
-    add_gantt(sp, "the plan (a panel per policy)")
+    add_output(sp, "write the plan (taskflow-schedule/1 JSON, a list with several; CSV where the name ends in .csv)")
+    add_plot(sp, "a Gantt chart of the plan (a panel per policy)", old=("--gantt",))
     add_chrome_trace(sp, "the plan")
     add_quiet(sp)
     sp.set_defaults(func=commands.schedule)
@@ -76,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("simulate", help="simulate a graph on a cluster (network models, noise, faults)")
     add_graph(sp)
     add_cluster(sp)
-    add_scheduler(sp)
+    add_scheduler(sp, default="heft")
     add_network(sp)
     sp.add_argument("--plan", help="simulate this schedule file instead of planning (--scheduler then names the "
                     "policy that re-plans after a failure)")
@@ -89,9 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--interval", type=NONNEGATIVE, default=0.0, help="minimum seconds between scheduler invocations")
     sp.add_argument("--decision-latency", type=NONNEGATIVE, default=0.0, help="seconds until a decision takes effect")
     add_seed(sp)
-    sp.add_argument("-o", "--output", help="write the trace (taskflow-schedule/1 JSON with transfers and "
-                    "durations; CSV where the name ends in .csv)")
-    add_gantt(sp, "the simulated run, transfers marked")
+    add_output(sp, "write the trace (taskflow-schedule/1 JSON with transfers and durations; CSV where the name "
+               "ends in .csv)")
+    add_plot(sp, "a Gantt chart of the simulated run, transfers marked", old=("--gantt",))
     add_chrome_trace(sp, "the simulated run")
     add_quiet(sp)
     sp.set_defaults(func=commands.simulate)
@@ -99,7 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("run", help="run a graph on Dask workers (emulated when it has no callables)")
     add_graph(sp)
     add_scheduler(sp, default="heft")
-    sp.add_argument("--workers", type=COUNT, help="workers of the embedded LocalCluster (default 2)")
+    sp.add_argument("--workers", type=COUNT, help="workers of the embedded LocalCluster (default 2), or batch jobs "
+                    "with --jobqueue (one worker each)")
+    sp.add_argument("--jobs", dest="workers", type=COUNT, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     add_cores(sp, "of the embedded cluster, or of each batch job")
     sp.add_argument("--threads", dest="cores", type=COUNT, default=argparse.SUPPRESS,
                     help=argparse.SUPPRESS)  # the older spelling of --cores
@@ -115,13 +167,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_seed(sp)
     sp.add_argument("--profile", help="cost profile (JSON): plan with it if it exists, then add this run's "
                     "measurements to it (learn on the first run, plan with it on the next)")
-    sp.add_argument("--report", help="write the run report (JSON; a list with several policies)")
-    add_gantt(sp, "the plan above the measured run (with several policies, NAME.POLICY.png each)")
+    add_output(sp, "write the run report (JSON; a list with several policies)", old=("--report",))
+    add_plot(sp, "a Gantt chart of the plan above the measured run (with several policies, NAME.POLICY.png each)",
+             old=("--gantt",))
     add_chrome_trace(sp, "the measured run and the plan (with several policies, NAME.POLICY.json each)")
     add_dashboard(sp)
     jq = sp.add_argument_group("batch systems (dask-jobqueue)")
-    jq.add_argument("--jobqueue", choices=("slurm", "pbs"), help="start the workers as batch jobs, one worker each")
-    jq.add_argument("--jobs", type=COUNT, help="how many jobs (workers)")
+    jq.add_argument("--jobqueue", choices=("slurm", "pbs"), help="start the workers as batch jobs, one worker each "
+                    "(--workers of them)")
     jq.add_argument("--memory", default="2GB", help="memory per job (default 2GB)")
     jq.add_argument("--walltime", default="01:00:00", help="walltime per job (default 01:00:00)")
     jq.add_argument("--queue", help="the queue or partition (default: the batch system's default)")
@@ -134,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("compare", help="every policy on your own graphs: simulated, and on Dask with --real")
     add_graphs(sp)
     add_cluster(sp)
-    add_scheduler(sp, alias=True)
+    add_scheduler(sp, help="default: every policy")
     add_network(sp)
     add_seed(sp)
     sp.add_argument("--real", action="store_true",
@@ -146,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "measurements to")
     sp.add_argument("--time-scale", type=SCALE, help="with --real: multiply emulated durations and sizes (default: "
                     "so that the best simulated plan takes about 2 s)")
-    sp.add_argument("--out", help="folder for compare.csv, compare.md and compare.png")
+    add_output(sp, "folder for compare.csv, compare.md and compare.png", folder=True, old=("--out",))
     add_dashboard(sp)
     add_quiet(sp)
     sp.set_defaults(func=running.compare)
@@ -156,27 +209,29 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--suite", choices=("quick", "standard", "full", "dask"), default="quick",
                     help="which suite: quick (minutes), standard, full (default quick); dask: ordinary Dask code "
                          "(array, dataframe, bag, delayed) under taskflow.use against Dask's own scheduling")
-    sp.add_argument("--clusters", default="homogeneous",
+    sp.add_argument("--clusters",
                     help="with --suite dask: homogeneous, heterogeneous (the last worker held to a quarter core; "
                          "needs root), two-racks (workers on the network testbed in two racks joined by a 10x slower "
                          "link; needs root), comma-separated (default homogeneous)")
     sp.add_argument("--workloads", help="with --suite dask: the workloads to run, comma-separated (default all)")
-    sp.add_argument("--repeat", type=COUNT, default=5, help="with --suite dask: runs of each side after the first "
+    sp.add_argument("--repeat", type=COUNT, help="with --suite dask: runs of each side after the first "
                     "(default 5)")
-    sp.add_argument("--firsts", type=COUNT, default=1, help="with --suite dask: first runs of each side, each on a "
+    sp.add_argument("--firsts", type=COUNT, help="with --suite dask: first runs of each side, each on a "
                     "fresh cluster; their median is reported (default 1)")
-    add_scheduler(sp, alias=True)
-    sp.add_argument("--out", default="taskflow-out/bench", help="output folder (default taskflow-out/bench)")
-    sp.add_argument("--jobs", type=COUNT, help="parallel processes (default: all cores)")
+    add_scheduler(sp, help="default: the suite's")
+    add_output(sp, "output folder", folder=True, default="taskflow-out/bench", old=("--out",))
+    sp.add_argument("-j", "--processes", type=COUNT, help="parallel processes (default: all cores)")
+    sp.add_argument("--jobs", dest="processes", type=COUNT, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     sp.add_argument("--real", action="store_true", help="also run a subset (4 workflows x heft, cpop, blevel, "
                     "work-stealing) on a local Dask cluster in emulation; rows in real.csv, a section in summary.md")
     add_quiet(sp)
     sp.set_defaults(func=running.bench)
 
     sp = sub.add_parser("demo", help="the main job: training on a LocalCluster, then the quick suite")
-    sp.add_argument("--out", default="taskflow-out", help="output folder (default taskflow-out)")
+    add_output(sp, "output folder", folder=True, default="taskflow-out", old=("--out",))
     sp.add_argument("--no-bench", action="store_true", help="skip the quick suite")
     add_dashboard(sp)
+    add_quiet(sp)
     sp.set_defaults(func=running.demo)
 
     sp = sub.add_parser("validate", help="check a schedule against its graph and cluster")
@@ -185,11 +240,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--schedule", required=True, help="schedule file (taskflow-schedule/1)")
     sp.add_argument("--trace", action="store_true",
                     help="a simulated trace: use the durations and served_by it records (checked), not the model's")
+    add_quiet(sp)
     sp.set_defaults(func=commands.validate)
 
     sp = sub.add_parser("samples", help="write sample workflows and a cluster file to start from")
-    sp.add_argument("--out", default=".", help="folder (default: the current one)")
+    add_output(sp, "folder", folder=True, default=".", old=("--out",))
     sp.add_argument("--force", action="store_true", help="replace sample files of the same names already there")
+    add_quiet(sp)
     sp.set_defaults(func=running.samples)
 
     sp = sub.add_parser("testbed", help="Dask workers on shaped network links (network namespaces, tc; needs root)",
@@ -211,6 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--cpus", help="CPU limits by worker, e.g. w2=0.5,w3=0.25 (cores; cgroup CPU quota): "
                     "really slower workers")
     sp.add_argument("--clean", action="store_true", help="remove what testbeds of dead processes left, and exit")
+    add_quiet(sp)
     sp.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
                     help="what to run in the client namespace")
     sp.set_defaults(func=running.testbed)
@@ -226,5 +284,6 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=training.train)
 
     sp = sub.add_parser("schedulers", help="list the registered policies")
+    add_quiet(sp)
     sp.set_defaults(func=running.schedulers)
     return p

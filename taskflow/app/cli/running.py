@@ -37,7 +37,7 @@ def per_policy(path: str | None, name: str, several: bool) -> str | None:
 
 # ---------------------------------------------------------------------- on Dask
 @command("``taskflow run``: run GRAPH on Dask under each ``--scheduler``; print each run's summary, its "
-         "notes and what its sink tasks returned; ``--report``, ``--gantt``, ``--chrome-trace`` write it.")
+         "notes and what its sink tasks returned; ``--output``, ``--plot``, ``--chrome-trace`` write it.")
 def run(args) -> int:
     import warnings
 
@@ -47,8 +47,8 @@ def run(args) -> int:
     names = scheduler_names(args.scheduler, default="heft")
     several = len(names) > 1
     outputs = [(opt, per_policy(path, n, several)) for n in names
-               for opt, path in (("--gantt", args.gantt), ("--chrome-trace", args.chrome_trace))]
-    check_outputs([("--report", args.report), ("--profile", args.profile), *outputs], [args.graph, args.cluster])
+               for opt, path in (("--plot", args.plot), ("--chrome-trace", args.chrome_trace))]
+    check_outputs([("--output", args.output), ("--profile", args.profile), *outputs], [args.graph, args.cluster])
     graph = read_graph(args.graph, args.format)
     cluster = load_cluster(args.cluster) if args.cluster else None
     speeds = parse_speeds(args.speeds)
@@ -61,16 +61,11 @@ def run(args) -> int:
     if args.jobqueue:
         if args.address or args.scheduler_file:
             raise TaskflowError("--jobqueue starts its own cluster: leave out --address and --scheduler-file")
-        if args.jobs is None or args.jobs < 1:
-            raise TaskflowError("--jobqueue needs --jobs N (N >= 1): the number of batch jobs, one worker each")
-        if args.workers is not None and args.workers != args.jobs:
-            raise TaskflowError(f"--jobqueue runs one worker per job: --workers {args.workers} and --jobs {args.jobs} "
-                                f"disagree (give --jobs alone)")
+        if args.workers is None:
+            raise TaskflowError("--jobqueue needs --workers N: the number of batch jobs, one worker each")
         jq_options = {"cores": args.cores, "memory": args.memory, "walltime": args.walltime, "queue": args.queue,
                       "interface": args.interface, "wait": args.job_wait}
-    elif args.jobs is not None:
-        raise TaskflowError("--jobs goes with --jobqueue slurm|pbs")
-    n_workers = args.jobs if args.jobqueue else (args.workers or 2)  # batch jobs of one worker each
+    n_workers = args.workers or 2  # with --jobqueue, batch jobs of one worker each
     reports = []
     for name in names:
         with warnings.catch_warnings():
@@ -95,16 +90,16 @@ def run(args) -> int:
         if graph.executable:  # what the user's functions returned (an emulated graph returns only buffers)
             for line in report.result_lines():
                 print(f"result: {line}")
-        if args.gantt:
+        if args.plot:
             from ..plot import gantt_compare
 
-            gantt_compare(report, per_policy(args.gantt, report.scheduler, several))
+            gantt_compare(report, per_policy(args.plot, report.scheduler, several))
         if args.chrome_trace:
             atomic_write(per_policy(args.chrome_trace, report.scheduler, several),
                          json.dumps(report.chrome_trace()))
-    if args.report:
+    if args.output:
         docs = [r.to_dict() for r in reports]
-        atomic_write(args.report, json.dumps(docs[0] if not several else docs, indent=1, default=str) + "\n")
+        atomic_write(args.output, json.dumps(docs[0] if not several else docs, indent=1, default=str) + "\n")
     return 0
 
 
@@ -113,7 +108,7 @@ def compare(args) -> int:
     from ..compare import compare as compare_policies
     from ..compare import table_text
 
-    check_outputs([("--profile", args.profile)], args.graphs, folders=[("--out", args.out)])
+    check_outputs([("--profile", args.profile)], args.graphs, folders=[("--output", args.output)])
     if (args.address or args.scheduler_file or args.profile or args.time_scale) and not args.real:
         raise TaskflowError("--address, --scheduler-file, --profile and --time-scale go with --real")
     graphs = []
@@ -123,12 +118,12 @@ def compare(args) -> int:
     cluster = cluster_from_args(args)
     names = scheduler_names(args.scheduler) or None
     rows = compare_policies(graphs, cluster, names, network=args.network, seed=args.seed, real=args.real,
-                            out=args.out, progress=not args.quiet, dashboard=args.dashboard or False,
+                            out=args.output, progress=not args.quiet, dashboard=args.dashboard or False,
                             address=args.address, scheduler_file=args.scheduler_file, profile=args.profile,
                             time_scale=args.time_scale)
     print(table_text(rows))
-    if args.out:
-        print(f"wrote {args.out}/compare.csv, compare.md, compare.png")
+    if args.output:
+        print(f"wrote {args.output}/compare.csv, compare.md, compare.png")
     return 0
 
 
@@ -137,18 +132,39 @@ def bench(args) -> int:
     from ..bench import run_suite
 
     names = scheduler_names(args.scheduler) or None
-    check_outputs((), folders=[("--out", args.out)])
+    check_outputs((), folders=[("--output", args.output)])
+    _suite_options(args)
     if args.suite == "dask":
         return _bench_dask(args, names)
-    run_suite(args.suite, args.out, names, args.jobs, real=args.real, progress=not args.quiet)
-    print(f"wrote {args.out}/results.csv, {'real.csv, ' if args.real else ''}summary.md, normalised.png, "
+    run_suite(args.suite, args.output, names, args.processes, real=args.real, progress=not args.quiet)
+    print(f"wrote {args.output}/results.csv, {'real.csv, ' if args.real else ''}summary.md, normalised.png, "
           f"gantt.png, report.html")
     return 0
 
 
+def _names(option: str, text: str) -> list:
+    """A comma list of names; an empty one is refused (it would mean every name)."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise TaskflowError(f"{option}: empty list {text!r}; name one or more, comma-separated")
+    return names
+
+
+def _suite_options(args) -> None:
+    """An option of one kind of suite given to another is refused, not ignored."""
+    dask_only = (("--clusters", args.clusters), ("--workloads", args.workloads), ("--repeat", args.repeat),
+                 ("--firsts", args.firsts))
+    simulated_only = (("--processes", args.processes), ("--real", args.real or None))
+    wrong = [opt for opt, v in (simulated_only if args.suite == "dask" else dask_only) if v is not None]
+    if wrong:
+        goes = "the simulated suites (quick, standard, full)" if args.suite == "dask" else "--suite dask"
+        raise TaskflowError(f"{', '.join(wrong)} {'goes' if len(wrong) == 1 else 'go'} with {goes}, "
+                            f"not --suite {args.suite}")
+
+
 def _bench_dask(args, names) -> int:
     """``taskflow bench --suite dask``: the real-workload suite; a table on stdout, dask.csv and
-    dask.md in ``--out``."""
+    dask.md in ``--output``."""
     import csv
     import io
 
@@ -157,21 +173,21 @@ def _bench_dask(args, names) -> int:
     if names is not None and len(names) != 1:
         raise TaskflowError("--suite dask compares one policy with Dask's own scheduling: give one --scheduler")
     policy = names[0] if names else DEFAULT_POLICY
-    clusters = [c.strip() for c in args.clusters.split(",") if c.strip()]
-    workloads = [w.strip() for w in args.workloads.split(",") if w.strip()] if args.workloads else None
-    rows = run_dask_suite(clusters, workloads, args.repeat, policy=policy, progress=not args.quiet,
-                          firsts=args.firsts)
+    clusters = _names("--clusters", args.clusters or "homogeneous")
+    workloads = _names("--workloads", args.workloads) if args.workloads is not None else None
+    rows = run_dask_suite(clusters, workloads, args.repeat or 5, policy=policy, progress=not args.quiet,
+                          firsts=args.firsts or 1)
     table = format_rows(rows) + ("\n\n" + summarise(rows) if rows else "")
     print(table)
-    os.makedirs(args.out, exist_ok=True)
+    os.makedirs(args.output, exist_ok=True)
     buf = io.StringIO()
     if rows:
         w = csv.DictWriter(buf, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    atomic_write(os.path.join(args.out, "dask.csv"), buf.getvalue())
-    atomic_write(os.path.join(args.out, "dask.md"), "```\n" + table + "\n```\n")
-    print(f"wrote {args.out}/dask.csv, dask.md")
+    atomic_write(os.path.join(args.output, "dask.csv"), buf.getvalue())
+    atomic_write(os.path.join(args.output, "dask.md"), "```\n" + table + "\n```\n")
+    print(f"wrote {args.output}/dask.csv, dask.md")
     return 0
 
 
@@ -179,8 +195,8 @@ def _bench_dask(args, names) -> int:
 def demo(args) -> int:
     from ..demo import main as run_demo
 
-    check_outputs((), folders=[("--out", args.out)])
-    return run_demo(args.out, bench=not args.no_bench, dashboard=args.dashboard or False)
+    check_outputs((), folders=[("--output", args.output)])
+    return run_demo(args.output, bench=not args.no_bench, dashboard=args.dashboard or False)
 
 
 # ---------------------------------------------------------------------- the rest
@@ -188,9 +204,9 @@ def demo(args) -> int:
 def samples(args) -> int:
     from workflows.samples import SAMPLES, write_samples
 
-    check_outputs((), folders=[("--out", args.out)])
-    written = write_samples(args.out, force=args.force)
-    print(f"wrote {len(written)} files into {args.out}/:")
+    check_outputs((), folders=[("--output", args.output)])
+    written = write_samples(args.output, force=args.force)
+    print(f"wrote {len(written)} files into {args.output}/:")
     for name, (file, what) in SAMPLES.items():
         print(f"  {file:<46} {what}")
     print("  montage.json, workflow.xml                     copies of the Montage trace and DAX")

@@ -11,7 +11,8 @@ import sys
 from ...errors import TaskflowError
 from ...formats import atomic_write
 from .commands import command
-from .options import COUNT, SECONDS, add_quiet, add_scheduler, add_seed, check_outputs, number, scheduler_names
+from .options import (COUNT, SECONDS, add_output, add_plot, add_quiet, add_scheduler, add_seed, check_outputs, number,
+                      scheduler_names)
 from .running import per_policy
 
 __all__ = ["train", "add_arguments", "MODELS", "model_factory"]
@@ -70,8 +71,8 @@ def add_arguments(sp) -> None:
     sp.add_argument("--checkpoint", help="write the state after every epoch; a run whose checkpoint exists resumes "
                     "after its last epoch")
     sp.add_argument("--timeout", type=SECONDS, help="give up on an epoch after this many seconds")
-    sp.add_argument("--report", help="write the history (JSON: per epoch loss, accuracy, times, bytes moved)")
-    sp.add_argument("--plot", help="draw held-out accuracy against wall time (PNG, SVG or PDF)")
+    add_output(sp, "write the history (JSON: per epoch loss, accuracy, times, bytes moved)", old=("--report",))
+    add_plot(sp, "held-out accuracy against wall time")
     sp.add_argument("--profile", help="write the task costs the run measured (a cost profile, JSON): with "
                     "--cost-graph, what taskflow advise GRAPH --profile FILE plans with")
     sp.add_argument("--cost-graph", help="write one epoch's graph with costs only (native JSON): the job for the "
@@ -137,7 +138,7 @@ def _shares(text: str | None, workers: int):
 
 
 @command("Train a PyTorch model on Dask workers, an epoch per task graph; print each epoch's loss, held-out "
-         "accuracy, time and bytes moved; --report, --plot and --checkpoint write them.")
+         "accuracy, time and bytes moved; --output, --plot and --checkpoint write them.")
 def train(args) -> int:
     try:
         import torch
@@ -147,7 +148,7 @@ def train(args) -> int:
     from workflows.images import open_dataset, write_digits, write_synthetic
 
     _check_pairs(args)
-    check_outputs([("--report", args.report), ("--plot", args.plot), ("--checkpoint", args.checkpoint),
+    check_outputs([("--output", args.output), ("--plot", args.plot), ("--checkpoint", args.checkpoint),
                    ("--profile", args.profile), ("--cost-graph", args.cost_graph)], [args.data])
     if args.make_data and not os.path.exists(os.path.join(args.data, "train")):
         (write_digits if args.make_data == "digits" else write_synthetic)(args.data, seed=args.seed)
@@ -184,8 +185,8 @@ def train(args) -> int:
             from ...formats import save_graph
 
             save_graph(graph, out(args.cost_graph))
-    if args.report:
-        atomic_write(args.report, json.dumps(docs[0] if not several else docs, indent=1) + "\n")
+    if args.output:
+        atomic_write(args.output, json.dumps(docs[0] if not several else docs, indent=1) + "\n")
     return 0
 
 
