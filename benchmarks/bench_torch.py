@@ -174,7 +174,8 @@ def compare(name: str, spec_kw: dict, epochs: int) -> None:
           f"{load * 1e3:.1f} + forward-backward {fb * 1e3:.1f} + allreduce {ar * 1e3:.1f} + update {up * 1e3:.1f} + "
           f"the epoch's evaluation {ev * 1e3:.1f} ms busy; {between * 1e3:.1f} ms between tasks (Dask's scheduling, "
           f"transfers, submitting the epoch); {last['bytes_per_iteration'] / 1e6:.2f} MB moved per iteration; "
-          f"predicted {last['predicted_seconds_per_iteration'] * 1e3:.1f} ms per iteration (the graph's makespan, "
+          f"predicted {(last['predicted_seconds_per_iteration'] or float('nan')) * 1e3:.1f} ms per iteration "
+          f"(the graph's makespan, "
           f"measured {last['seconds_per_iteration'] * 1e3:.1f} ms)")
 
 
@@ -210,7 +211,7 @@ def schedulers_table(name: str, spec_kw: dict, epochs: int, names) -> None:
             diff = max(float((a - b).abs().max() / b.abs().max()) for a, b in zip(h.states[0]["params"], first))
             e = h.epochs[-1]
             load, fb, ar, up, _, between = _breakdown(e)
-            print(f"{sched:14} {e['seconds'] / e['iterations']:11.3f} {e['predicted_seconds_per_iteration']:9.3f} "
+            print(f"{sched:14} {e['seconds'] / e['iterations']:11.3f} {e['predicted_seconds_per_iteration'] or float('nan'):9.3f} "
                   f"{e['bytes_per_iteration'] / 1e6:11.2f} {load * 1e3:7.1f}m {fb * 1e3:7.1f}m {ar * 1e3:8.1f}m "
                   f"{up * 1e3:6.1f}m {between * 1e3:7.1f}m {diff:16.1e}")
     print("(m: milliseconds per iteration and rank; predicted: the simulator with the costs the earlier epochs "

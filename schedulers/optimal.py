@@ -213,6 +213,10 @@ def solve(cost_model, start, budget=DEFAULT_BUDGET, seconds=None, threads=1, see
     for key, value in _SOLVER_PARAMETERS.items():
         setattr(solver.parameters, key, value)
     solver.parameters.max_time_in_seconds = float(seconds) if seconds is not None else STALL_SECONDS * float(budget)
+    # CP-SAT's own Ctrl-C handler would replace Python's and, once restored, leave SIGINT at its
+    # default (the process killed by the next Ctrl-C, no cleanup); Python's handler stays, and the
+    # solve ends within its time limit
+    solver.parameters.catch_sigint_signal = False
     status = solver.solve(m)
     # neither proved nor out of deterministic time: the wall clock ended the search
     stopped = "wall clock" if status != cp_model.OPTIMAL and solver.deterministic_time < float(budget) else None

@@ -408,5 +408,5 @@ def _record(history: History, spec, graph, epoch: int, states, report, seconds: 
         "samples_per_second": n_it * spec.batch / seconds, "bytes_per_iteration": moved / n_it,
         "state_bytes": state_bytes(states[0]), "busy": busy, "counts": list(spec.counts),
         # the simulator's prediction of this epoch, from the costs the earlier epochs measured
-        "predicted_seconds_per_iteration": report.predicted_makespan / n_it if report.costs != "declared"
-        else float("nan")})
+        "predicted_seconds_per_iteration": report.predicted_makespan / n_it
+        if report.costs != "declared" and report.predicted_makespan is not None else None})

@@ -150,8 +150,8 @@ def _measure(graphs, cluster, on_dask, client, rows, progress, profile, time_sca
                 rep = run(g2, r["scheduler"], client=client, cluster=on_dask, time_scale=scale, size_scale=scale,
                           quiet=True, timeout=600, profile=profile)
             r["measured_makespan"] = rep.measured_makespan / scale
-            r["predicted_makespan"] = rep.predicted_makespan / scale
-            r["placement_fidelity"] = rep.placement_fidelity if r["kind"] == "static" else ""
+            r["predicted_makespan"] = rep.predicted_makespan / scale if rep.predicted_makespan is not None else ""
+            r["placement_fidelity"] = rep.placement_fidelity if rep.placement_fidelity is not None else ""
             if progress:
                 print(f"  on Dask {label} / {r['scheduler']}: {rep.measured_makespan:.3g} s real "
                       f"({time.perf_counter() - t0:.1f} s)", flush=True)

@@ -63,15 +63,18 @@ def main(out="taskflow-out", iterations: int = 10, workers: int = 2, bench: bool
             first = run(g, "heft", client=client, cluster=cluster, quiet=True, profile=str(profile))
         print(f"learning run (heft, costs guessed from FLOPs): predicted {first.predicted_makespan:.3f} s, measured "
               f"{first.measured_makespan:.3f} s; what it measured saved to {profile}")
-        print(f"{'scheduler':<14} {'predicted s':>11} {'measured s':>10} {'fidelity':>8} {'final loss':>10}")
+        print(f"{'scheduler':<14} {'predicted s':>11} {'measured s':>10} {'fidelity':>8} {'final loss':>10}  "
+              f"(fidelity: the tasks on the plan's worker; work stealing has no plan)")
         for name in ("heft", "cpop", "work-stealing"):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", TaskflowWarning)
                 rep = run(g, name, client=client, cluster=cluster, quiet=True, profile=str(profile))
             loss = sum(rep.results[f"it{iterations - 1}.w{w}.loss"][0] for w in range(workers)) / workers
             first = sum(rep.results[f"it0.w{w}.loss"][0] for w in range(workers)) / workers
-            print(f"{name:<14} {rep.predicted_makespan:11.3f} {rep.measured_makespan:10.3f} "
-                  f"{rep.placement_fidelity:8.0%} {loss:10.4f}  (first {first:.3f})")
+            fidelity = f"{rep.placement_fidelity:.0%}" if rep.placement_fidelity is not None else "-"
+            predicted = f"{rep.predicted_makespan:.3f}" if rep.predicted_makespan is not None else "-"
+            print(f"{name:<14} {predicted:>11} {rep.measured_makespan:10.3f} {fidelity:>8} {loss:10.4f}  "
+                  f"(first {first:.3f})")
             rep.save(out / f"run-{name}.json")
             gantt_compare(rep, out / f"gantt-{name}.png")
         _train_torch(client, out)

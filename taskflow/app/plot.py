@@ -124,7 +124,8 @@ def gantt_compare(report, path):
     n = 2 if report.plan is not None else 1
     # one time axis, unless the plan and the run differ by more than 2x (guessed costs): then each
     # panel gets its own, so the shorter one is not squashed into a corner
-    ratio = report.predicted_makespan / report.measured_makespan if report.measured_makespan > 0 else 1.0
+    ratio = ((report.predicted_makespan or report.measured_makespan) / report.measured_makespan
+             if report.measured_makespan > 0 else 1.0)
     shared = n == 1 or 0.5 <= ratio <= 2.0
     fig, axes = plt.subplots(n, 1, figsize=(13, (0.5 * len(workers) + 1.2) * n + 0.8), sharex=shared,
                              squeeze=False)
@@ -134,7 +135,8 @@ def gantt_compare(report, path):
         pred = [(a.task, a.worker, a.start * ts, a.finish * ts, cat.get(a.task, _category(a.task)))
                 for a in report.plan]
         _draw(axes[0][0], pred, workers, f"{report.scheduler}: the plan (durations as the model predicts them), "
-              f"predicted makespan {report.predicted_makespan:.3g} s"
+              + (f"predicted makespan {report.predicted_makespan:.3g} s" if report.predicted_makespan is not None
+                 else f"no prediction ({report.no_prediction})")
               + ("" if shared else " (its own time axis: the costs planned with look like guesses)"), colours)
         if not shared:
             axes[0][0].set_xlabel("planned time (s)")

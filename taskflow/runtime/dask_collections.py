@@ -123,10 +123,14 @@ def compute(*collections, scheduler="adaptive", client=None, costs: dict | None 
                 planned = {name_of[tuple(k) if isinstance(k, list) else k]: w for k, w in status.get("plan", [])}
                 info = report_from_stream(g, records, scheduler=policy.name, client=c, cluster=cluster or cluster_from_dask(c),
                                           key_of=key_of, task_of=name_of, plan=None,
-                                          predicted=float(status.get("predicted") or float("nan")),
+                                          predicted=(float(status["predicted"]) if status.get("predicted")
+                                                     else None),
                                           planned_worker=planned, results={}, replans=status.get("replans", 0),
                                           t_submit=t_submit, time_scale=1.0, size_scale=1.0, incoming=seen.transfers,
                                           clocks=seen.clocks)
+                if info.prediction is None:
+                    info.no_prediction = (_why_no_prediction(policy.name, status) if static else
+                                          "Dask's own scheduling: taskflow neither plans nor predicts it")
                 if status.get("decision"):
                     info.notes.append(decision_note(policy.name, status["decision"], status.get("redecisions", 0)))
         finally:
@@ -181,3 +185,11 @@ def _dependencies(task, dsk) -> set:
         return {d for d in deps if d in dsk}
     from dask.core import get_dependencies
     return set(get_dependencies(dsk, task=task))
+
+
+def _why_no_prediction(policy: str, status: dict) -> str:
+    """Why the scheduler plugin has no prediction for a run (a report says it instead of a NaN)."""
+    decision = status.get("decision")
+    if decision and decision != "plan":
+        return f"{policy} left this run to Dask's own scheduling, which taskflow does not predict"
+    return f"{policy} made no prediction for this run"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 
 from ..cluster import Cluster
@@ -26,14 +27,18 @@ class RunReport:
     the earliest-planned of its tasks that can run, as Dask does; for
     ``work-stealing``, a simulation of that policy), computed when first read;
     ``planned_makespan`` is the plan's own, contention-free figure.
+
+    A policy without a plan (Dask's own scheduling, work stealing) has no ``planned_makespan`` and
+    no ``placement_fidelity`` (both None, not 0); a run with no prediction has
+    ``predicted_makespan`` and ``prediction_error`` None and says why in ``no_prediction``.
     """
 
     scheduler: str
     results: dict
     trace: Trace
-    prediction: object  # seconds, or a function that computes them (called once, when first needed)
+    prediction: object  # seconds, a function that computes them (called once, when first needed), or None
     measured_makespan: float
-    placement_fidelity: float
+    placement_fidelity: float | None
     plan: Schedule | None
     cluster: Cluster
     tasks: list = field(default_factory=list)
@@ -51,31 +56,51 @@ class RunReport:
     jobs: dict = field(default_factory=dict)
     #: the graph's sink tasks (no consumer): what the run produced for its user
     sinks: list = field(default_factory=list)
+    #: why there is no prediction (empty where there is one)
+    no_prediction: str = ""
 
     @property
-    def predicted_makespan(self) -> float:
-        """The predicted makespan in (scaled) seconds."""
+    def predicted_makespan(self) -> float | None:
+        """The predicted makespan in (scaled) seconds; None where there is none (``no_prediction``
+        says why)."""
         if callable(self.prediction):
             self.prediction = float(self.prediction())
-        return self.prediction
+        p = self.prediction
+        if p is None or not math.isfinite(p):
+            if not self.no_prediction:
+                self.no_prediction = "the run was not predicted"
+            return None
+        return p
 
     @property
-    def planned_makespan(self) -> float:
-        """The plan's own makespan in (scaled) seconds (nan without a plan)."""
-        return self.plan.makespan * self.time_scale if self.plan is not None else float("nan")
+    def planned_makespan(self) -> float | None:
+        """The plan's own makespan in (scaled) seconds (None without a plan)."""
+        return self.plan.makespan * self.time_scale if self.plan is not None else None
 
     @property
-    def prediction_error(self) -> float:
-        """|measured - predicted| / predicted."""
-        return abs(self.measured_makespan - self.predicted_makespan) / self.predicted_makespan \
-            if self.predicted_makespan > 0 else float("nan")
+    def prediction_error(self) -> float | None:
+        """|measured - predicted| / predicted (None without a prediction)."""
+        p = self.predicted_makespan
+        return abs(self.measured_makespan - p) / p if p is not None and p > 0 else None
+
+    def summary(self) -> str:
+        """One line: the prediction and its error (or why there is none), what was measured, the
+        placement fidelity where there was a plan, the tasks and transfers."""
+        p = self.predicted_makespan
+        head = (f"predicted makespan {p:.3f} s, measured {self.measured_makespan:.3f} s (error "
+                f"{self.prediction_error:.1%})" if p is not None else
+                f"measured makespan {self.measured_makespan:.3f} s (no prediction: {self.no_prediction})")
+        fid = f", placement fidelity {self.placement_fidelity:.0%}" if self.placement_fidelity is not None else ""
+        return f"{self.scheduler}: {head}{fid}, {len(self.trace.runs)} tasks, {len(self.trace.transfers)} transfers"
 
     def to_dict(self) -> dict:
         """A JSON-ready dict: the figures, the workers, per task its run and plan, the transfers."""
         return {"scheduler": self.scheduler, "predicted_makespan": self.predicted_makespan,
                 "planned_makespan": self.planned_makespan,
                 "measured_makespan": self.measured_makespan, "placement_fidelity": self.placement_fidelity,
-                "prediction_error": self.prediction_error, "replans": self.replans,
+                "prediction_error": self.prediction_error,
+                **({"no_prediction": self.no_prediction} if self.predicted_makespan is None else {}),
+                "replans": self.replans,
                 "dispatch_overhead": self.dispatch_overhead, "time_scale": self.time_scale,
                 "size_scale": self.size_scale, "costs": self.costs, "notes": self.notes,
                 "workers": [{"id": w.id, "address": w.address, "speed": w.speed, "cores": w.cores,
@@ -260,6 +285,6 @@ def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, clu
             row["predicted_finish"] = planned[r.task][2]
             row["deviation"] = r.finish - planned[r.task][2]
         rows.append(row)
-    fidelity = same / len(runs) if planned_worker else 0.0
+    fidelity = same / len(runs) if planned_worker else None  # no plan: no fidelity (not 0)
     return RunReport(scheduler, results, trace, predicted, measured, fidelity, plan, cluster, rows,
                      replans, origin - t_submit, time_scale, size_scale, sinks=graph.sinks())

@@ -280,7 +280,8 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
         worker pair, Dask's per-task overhead) and add this run's measurements: a file is read if
         it exists and written after the run (learn on the first run, plan with it on the next).
     quiet : bool
-        No progress bar, and no dashboard link unless ``dashboard`` asks for one.
+        No progress bar, no warning (what the run has to say stays in ``notes``), and no dashboard
+        link unless ``dashboard`` asks for one.
     dashboard : bool or str
         Serve the embedded cluster's Dask dashboard (True: on :data:`DASHBOARD`, or HOST:PORT). The
         link is printed to stderr whenever the cluster has a dashboard (with ``quiet``, only when
@@ -338,16 +339,21 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
             raise TaskflowError(f"keep names task {t!r}, which is not in graph {graph.name!r}")
     if isinstance(profile, (str, os.PathLike)):  # read (and checked) before any cluster starts
         profile = (profile, CostProfile.load(profile) if os.path.exists(profile) else None)
+    started = time.monotonic()  # the timeout counts from here: starting a cluster is part of the run
     c, owned = connect(client, address, scheduler_file, workers, threads_per_worker, work_stealing=dynamic,
                        dashboard=dashboard, jobqueue=jobqueue, jobqueue_options=jobqueue_options)
+    finished = False
     try:
         if dashboard or not quiet:
             say_dashboard(c)
+        left = None if timeout is None else max(0.05, timeout - (time.monotonic() - started))
         with frozen_heap():
-            return _Runner(graph, policy, c, cluster, speeds, calibrate, time_scale, size_scale, retries, quiet,
-                           timeout, profile, keep).go()
+            report = _Runner(graph, policy, c, cluster, speeds, calibrate, time_scale, size_scale, retries, quiet,
+                             left, profile, keep, timeout).go()
+        finished = True
+        return report
     finally:
-        close_quietly(owned)
+        close_quietly(owned, now=not finished)
 
 
 def submit_order(plan, key_of: dict):
@@ -380,7 +386,7 @@ class _Runner:
     """One run: plan (inside the scheduler), submit once, watch, measure."""
 
     def __init__(self, graph, policy, client, cluster, speeds, calibrate, time_scale, size_scale, retries, quiet,
-                 timeout, profile=None, keep=None):
+                 timeout, profile=None, keep=None, said_timeout=None):
         self.graph = graph
         self.keep = graph.ids if keep is None else keep
         #: the tasks whose futures the run holds: every one, or the kept ones and the sinks (the
@@ -396,6 +402,7 @@ class _Runner:
         self.retries = retries
         self.quiet = quiet
         self.timeout = timeout
+        self.said_timeout = said_timeout  # what the caller asked for (the run has what is left of it)
         self.profile_path, self.profile = profile if isinstance(profile, tuple) else (None, profile)
         self.run_id = f"run-{uuid.uuid4().hex[:12]}"
         self.key_of = keys_for(graph, self.run_id[4:12], 0)
@@ -504,7 +511,8 @@ class _Runner:
                 bar.update(sum(f.done() for f in self.futures.values()) - bar.n)
 
         try:
-            wait_for([self.futures[t] for t in self.graph.sinks()], self.watchdog, self.timeout, progress)
+            wait_for([self.futures[t] for t in self.graph.sinks()], self.watchdog, self.timeout, progress,
+                     said=self.said_timeout)
         finally:
             if bar is not None:
                 bar.close()
@@ -552,16 +560,18 @@ class _Runner:
             report.profile.save(self.profile_path)
         # cheap: the plan's own makespan (the full prediction is a simulation, made only when read)
         expected = report.planned_makespan if report.plan is not None else report.predicted_makespan
-        err = abs(report.measured_makespan - expected) / expected if expected > 0 else 0.0
+        said = "the plan expected" if report.plan is not None else "taskflow predicted"
+        err = abs(report.measured_makespan - expected) / expected if expected else 0.0
         if self.profile is None and err > GUESS_ERROR:
             how = (f"this run's measurements are in {os.fspath(self.profile_path)!r}; the next run with it plans "
                    f"with them" if self.profile_path is not None else
                    "learn them from this run: taskflow run ... --profile costs.json, or "
                    "run(..., profile='costs.json')")
-            note = (f"the plan expected {expected:.3g} s, the run took {report.measured_makespan:.3g} s "
-                    f"({err:.0%} off): the costs or the network the plan used look like guesses; {how}")
+            note = (f"{said} {expected:.3g} s, the run took {report.measured_makespan:.3g} s "
+                    f"({err:.0%} off): the costs or the network it used look like guesses; {how}")
             report.notes.append(note)
-            warnings.warn(note, TaskflowWarning, stacklevel=4)
+            if not self.quiet:  # quiet: the note is in report.notes, not printed
+                warnings.warn(note, TaskflowWarning, stacklevel=4)
         return report
 
     def _raise_errors(self):

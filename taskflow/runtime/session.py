@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
+import os
 import sys
 import time
 from typing import NamedTuple
@@ -206,7 +207,8 @@ class Watchdog:
                                 f"the run is abandoned")
 
 
-def wait_for(futures, watchdog: Watchdog, timeout: float | None = None, on_poll=None) -> None:
+def wait_for(futures, watchdog: Watchdog, timeout: float | None = None, on_poll=None,
+             said: float | None = None) -> None:
     """Wait until every future is done or one has failed; every wait is bounded.
 
     Parameters
@@ -215,6 +217,8 @@ def wait_for(futures, watchdog: Watchdog, timeout: float | None = None, on_poll=
     watchdog : Watchdog
     timeout : float, optional
         Seconds before giving up.
+    said : float, optional
+        The timeout the caller gave, for the message (``timeout`` may be what is left of it).
     on_poll : callable, optional
         Called after each poll (a progress bar).
 
@@ -246,7 +250,7 @@ def wait_for(futures, watchdog: Watchdog, timeout: float | None = None, on_poll=
         except FuturesCancelledError as e:
             raise cancelled_error(watchdog.client) from e
         if timeout is not None and time.perf_counter() - t0 > timeout:
-            raise RunTimeout(f"run did not finish within {timeout:g} s ({len(pending)} result(s) pending)")
+            raise RunTimeout(f"run did not finish within {said or timeout:g} s ({len(pending)} result(s) pending)")
         watchdog.check()
         if on_poll is not None:
             on_poll()
@@ -440,7 +444,7 @@ def workers_records(client, since: float) -> WorkersRecords:
                           {addr: {"compute": rec["compute"], "delay": rec["delay"]} for addr, rec in got.items()})
 
 
-def close_quietly(things) -> None:
+def close_quietly(things, now: bool = False) -> None:
     """Close clients and clusters a run started; when the scheduler is gone, without the
     reconnection tracebacks distributed would log (the run has already said what happened).
 
@@ -448,10 +452,16 @@ def close_quietly(things) -> None:
     ----------
     things : list
         Clients and clusters, closed in order.
+    now : bool
+        The run was abandoned (a timeout, Ctrl-C, a failure): the worker processes of an
+        embedded cluster are killed first, not waited for (a task still running would hold each
+        for its nanny's five seconds).
     """
     import logging
 
-    quiet = any(getattr(x, "status", "running") != "running" for x in things if hasattr(x, "scheduler"))
+    if now:
+        _kill_workers(things)
+    quiet = now or any(getattr(x, "status", "running") != "running" for x in things if hasattr(x, "scheduler"))
     loggers = [logging.getLogger(n) for n in ("distributed.client", "distributed.core", "distributed.comm")]
     levels = [lg.level for lg in loggers]
     if quiet:
@@ -466,6 +476,23 @@ def close_quietly(things) -> None:
     finally:
         for lg, level in zip(loggers, levels):
             lg.setLevel(level)
+
+
+def _kill_workers(things) -> None:
+    """Kill the worker processes of the embedded clusters among ``things``, their nannies told
+    first not to restart them."""
+    import signal
+
+    for x in things:
+        for nanny in list(getattr(x, "workers", {}).values()) if isinstance(getattr(x, "workers", None), dict) else ():
+            pid = getattr(getattr(getattr(nanny, "process", None), "process", None), "pid", None)
+            if pid is None or not hasattr(nanny, "close_gracefully"):
+                continue
+            try:
+                nanny.close_gracefully(reason="taskflow-abandoned")
+                os.kill(pid, signal.SIGKILL)
+            except (OSError, AttributeError):  # already gone
+                pass
 
 
 def progress_bar(total: int, name: str, unit: str = "task"):

@@ -69,12 +69,7 @@ def _run(args, program: bool) -> int:
         print(f"error: {one_line(e)}", file=sys.stderr)
         return 1 if isinstance(e, RunFailed) else 2
     except KeyboardInterrupt as e:
-        line = "error: terminated" if isinstance(e, Terminated) else "error: interrupted"
-        if program:
-            _quiet_ending(line)
-        else:
-            print(line, file=sys.stderr)
-        return 143 if isinstance(e, Terminated) else 130
+        return _interrupted(e, program)
     except RecursionError:
         print("error: the input is nested too deeply to read", file=sys.stderr)
         return 2
@@ -86,6 +81,9 @@ def _run(args, program: bool) -> int:
         print(f"error: cannot use{where}: {one_line(e.strerror or e)}", file=sys.stderr)
         return 2
     except Exception as e:  # noqa: BLE001 - a bug: still one line, never a traceback (but with -v)
+        signal_ = _interrupt_within(e)
+        if signal_ is not None:  # Ctrl-C inside compiled code (numba) comes back as a SystemError
+            return _interrupted(signal_, program)
         if getattr(args, "verbose", False):
             import traceback
 
@@ -93,6 +91,27 @@ def _run(args, program: bool) -> int:
         print(f"error: internal error {type(e).__name__}: {one_line(e)} (a bug in taskflow {__version__}; "
               f"please report it with the command)", file=sys.stderr)
         return 2
+
+
+def _interrupted(e: KeyboardInterrupt, program: bool) -> int:
+    """Ctrl-C or SIGTERM ended the command: its one line, and 130 or 143."""
+    line = "error: terminated" if isinstance(e, Terminated) else "error: interrupted"
+    if program:
+        _quiet_ending(line)
+    else:
+        print(line, file=sys.stderr)
+    return 143 if isinstance(e, Terminated) else 130
+
+
+def _interrupt_within(e: BaseException):
+    """The KeyboardInterrupt (or Terminated) ``e`` was raised from or during, if any."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return e
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return None
 
 
 def _quiet_resource_tracker() -> None:

@@ -78,10 +78,7 @@ def run(args) -> int:
                                  dashboard=args.dashboard or False, jobqueue=args.jobqueue,
                                  jobqueue_options=jq_options)
         reports.append(report)
-        print(f"{report.scheduler}: predicted makespan {report.predicted_makespan:.3f} s, measured "
-              f"{report.measured_makespan:.3f} s (error {report.prediction_error:.1%}), placement fidelity "
-              f"{report.placement_fidelity:.0%}, {len(report.trace.runs)} tasks, {len(report.trace.transfers)} "
-              f"transfers" + (f", {report.replans} re-plan(s)" if report.replans else "")
+        print(report.summary() + (f", {report.replans} re-plan(s)" if report.replans else "")
               + f"; costs {report.costs}" + (f", measurements saved to {args.profile}" if args.profile else ""))
         if report.jobs:
             print("batch jobs: " + ", ".join(f"{w} in job {j}" for w, j in sorted(report.jobs.items())))
