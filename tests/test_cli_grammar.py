@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from taskflow.app.cli import build_parser, main
-from taskflow.app.cli.options import GRAPH_HELP, QUIET_HELP, SPEEDS_HELP, parse_speeds
+from taskflow.app.cli.options import GRAPH_HELP, OLD_SPELLINGS, QUIET_HELP, SPEEDS_HELP, parse_speeds
 from taskflow.errors import TaskflowError
 
 from .conftest import EXAMPLES
@@ -47,11 +47,72 @@ def test_an_option_name_means_one_syntax_in_every_command():
     seen = {}
     for name, sp in subparsers().items():
         for a in options(sp):
+            if a.help == argparse.SUPPRESS:  # an older spelling, read for what it meant there
+                continue
             for opt in a.option_strings:
                 sig = (type(a).__name__, a.dest, a.type, a.nargs, tuple(a.choices or ()), a.const)
                 seen.setdefault(opt, {}).setdefault(sig, []).append(name)
     mixed = {opt: sigs for opt, sigs in seen.items() if len(sigs) > 1}
     assert mixed == {}
+
+
+#: each thing the commands share, by the field it fills: its one spelling
+CANONICAL = {"scheduler": ["--scheduler"], "output": ["-o", "--output"], "plot": ["--plot"],
+             "quiet": ["-q", "--quiet"], "verbose": ["-v", "--verbose"], "workers": ["--workers"],
+             "processes": ["-j", "--processes"], "seed": ["--seed"], "timeout": ["--timeout"],
+             "cores": ["--cores"], "chrome_trace": ["--chrome-trace"], "profile": ["--profile"]}
+
+
+def test_the_same_thing_has_the_same_name_in_every_command():
+    wrong = []
+    for name, sp in subparsers().items():
+        for a in options(sp):
+            if a.help == argparse.SUPPRESS:
+                continue
+            if a.dest in CANONICAL and a.option_strings != CANONICAL[a.dest]:
+                wrong.append(f"{name} {a.option_strings} (want {CANONICAL[a.dest]})")
+            # an earlier spelling is never listed; a name that writes a canonical field is that field's
+            wrong += [f"{name} {o} is listed" for o in a.option_strings if o in OLD_SPELLINGS]
+        dests = {a.dest for a in options(sp)}
+        wrong += [f"{name} has no {opt}" for opt in ("quiet", "verbose") if opt not in dests]
+    assert wrong == []
+
+
+def test_every_scheduler_option_says_what_leaving_it_out_means():
+    for name, sp in subparsers().items():
+        for a in options(sp):
+            if a.dest == "scheduler" and a.help != argparse.SUPPRESS:
+                assert not a.required and ("default" in a.help), name
+
+
+def test_earlier_spellings_are_still_read_as_the_one_name():
+    parse = build_parser().parse_args
+    assert parse(["run", GRAPH, "--gantt", "g.png", "--report", "r.json", "--jobs", "3"]).plot == "g.png"
+    assert parse(["run", GRAPH, "--report", "r.json"]).output == "r.json"
+    assert parse(["run", GRAPH, "--jobs", "3"]).workers == 3
+    assert parse(["advise", GRAPH, "--catalog", "aws", "--policy", "cpop"]).scheduler == "cpop"
+    assert parse(["compare", GRAPH, "--schedulers", "heft", "--out", "d"]).output == "d"
+    assert parse(["bench", "--jobs", "2"]).processes == 2
+    assert parse(["schedule", GRAPH, "--workers", "2"]).scheduler == "heft"  # a default, as simulate and run
+
+
+@pytest.mark.parametrize("command", sorted(subparsers()))
+def test_an_unknown_option_names_the_command_and_the_option_meant(command):
+    from taskflow.app.cli.parser import unknown_options
+
+    sp = subparsers()[command]
+    line = unknown_options(sp, ["--qiuet"])
+    assert line == "unrecognized arguments: --qiuet (--qiuet: did you mean --quiet?)"
+    assert sp.prog == f"taskflow {command}"
+
+
+def test_an_unknown_option_is_one_line_with_the_command_and_a_did_you_mean(capsys):
+    assert main(["advise", GRAPH, "--catalog", "tiny", "--schedulr", "heft"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("error: taskflow advise: unrecognized arguments: --schedulr heft (--schedulr: did you mean "
+                   "--scheduler?)\n")
+    assert main(["simulat", GRAPH]) == 2
+    assert "did you mean 'simulate'?" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("option,helptext", [("-q", QUIET_HELP), ("--speeds", SPEEDS_HELP)])

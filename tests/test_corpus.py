@@ -361,7 +361,7 @@ def test_an_output_that_cannot_be_written_is_refused_before_any_work(capsys, tmp
             "simulate": ["simulate", graph, "--workers", "2", "-o", target]}[cmd]
     code = main([str(a) for a in argv])
     err = capsys.readouterr().err
-    assert code == 2 and len(err.strip().splitlines()) == 1 and err.startswith("error: -o"), err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and err.startswith("error: --output"), err
     assert graph.read_text() == before
 
 

@@ -177,10 +177,11 @@ def test_an_output_on_a_dangling_link_replaces_the_link_and_a_too_long_name_is_n
     assert [p.name for p in tmp_path.iterdir()] == ["plan.json"]
 
 
-def test_jobs_is_the_number_of_batch_jobs(monkeypatch, capsys):
-    """``--jobs`` reaches the runtime as the number of workers (batch jobs of one worker each);
-    a ``--workers`` that disagrees is refused (no scheduler or batch system needed: the runtime's
-    entry point is replaced by one that reports what it was given)."""
+def test_workers_is_the_number_of_batch_jobs(monkeypatch, capsys):
+    """With ``--jobqueue``, ``--workers`` is the number of batch jobs of one worker each (``--jobs``,
+    its earlier spelling, still reads the same); a batch run without it is refused (no scheduler
+    or batch system needed: the runtime's entry point is replaced by one that reports what it was
+    given)."""
     import taskflow.runtime
     from taskflow import TaskflowError
 
@@ -188,10 +189,10 @@ def test_jobs_is_the_number_of_batch_jobs(monkeypatch, capsys):
         raise TaskflowError(f"would start {kwargs['workers']} worker(s) via {kwargs['jobqueue']}")
 
     monkeypatch.setattr(taskflow.runtime, "run", fake_run)
-    assert "would start 1 worker(s) via slurm" in _one_line(capsys, ["run", HEFT_G, "--jobqueue", "slurm", "--jobs", "1"])
+    assert "would start 1 worker(s) via slurm" in _one_line(capsys, ["run", HEFT_G, "--jobqueue", "slurm",
+                                                                     "--workers", "1"])
     assert "would start 3 worker(s) via pbs" in _one_line(capsys, ["run", HEFT_G, "--jobqueue", "pbs", "--jobs", "3"])
-    assert "--workers 2 and --jobs 1 disagree" in _one_line(
-        capsys, ["run", HEFT_G, "--jobqueue", "slurm", "--jobs", "1", "--workers", "2"])
+    assert "--jobqueue needs --workers N" in _one_line(capsys, ["run", HEFT_G, "--jobqueue", "slurm"])
     assert "would start 2 worker(s) via None" in _one_line(capsys, ["run", HEFT_G])
 
 
@@ -300,5 +301,5 @@ def test_an_output_name_too_long_for_the_filesystem_is_refused_before_any_work(t
     code = main(["schedule", HEFT_G, "--workers", "2", "--scheduler", "heft", "-o", str(out)])
     captured = capsys.readouterr()
     assert code == 2 and captured.out == ""  # no plan printed: nothing was done
-    assert f"-o '{out}': the file name is longer than this filesystem takes" in captured.err
+    assert f"--output '{out}': the file name is longer than this filesystem takes" in captured.err
     assert list(tmp_path.iterdir()) == []
