@@ -20,7 +20,8 @@ $(STAMP): setup.cfg pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/taskflow schedule examples/heft_paper.graph.json --cluster examples/heft_paper.cluster.json --scheduler all -q
-	$(BIN)/taskflow demo --out taskflow-out
+	$(BIN)/taskflow demo -o taskflow-out
+	@echo "the taskflow command is in $(VENV): '. $(VENV)/bin/activate' puts it on your PATH (taskflow --help)"
 
 # the suite a new user runs: everything but the long runs (slow), the network testbed (root) and SLURM;
 # in TEST_JOBS processes (most tests wait on Dask clusters, so two share two cores well)

@@ -62,12 +62,25 @@ class Parser(argparse.ArgumentParser):
 
 
 def option_names(parser, hidden: bool = False) -> list:
-    """The option strings ``parser`` takes (with ``hidden``, also the unlisted earlier spellings)."""
+    """The option strings ``parser`` takes (with ``hidden``, also the unlisted earlier spellings).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+    hidden : bool
+    """
     return [o for a in parser._actions for o in a.option_strings if hidden or a.help is not argparse.SUPPRESS]
 
 
 def unknown_options(parser, extras) -> str:
-    """One line for arguments ``parser`` does not take, with the nearest option it does take."""
+    """One line for arguments ``parser`` does not take, with the nearest option it does take.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+    extras : list of str
+        What it did not recognise.
+    """
     import difflib
 
     hints = []
