@@ -129,6 +129,32 @@ _UNITS = {"bit": 1 / 8, "kbit": 1e3 / 8, "mbit": 1e6 / 8, "gbit": 1e9 / 8,
           "bps": 1.0, "kbps": 1e3, "mbps": 1e6, "gbps": 1e9}
 
 
+#: a number then a unit, matched in linear time (no two quantifiers can share a digit) by
+#: :func:`split_amount`
+_AMOUNT = _re.compile(r"\s*((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*")
+#: the longest amount text read (a rate or size is a few characters)
+MAX_AMOUNT_CHARS = 64
+
+
+def split_amount(text: str):
+    """``(number, unit)`` of ``200mbit``, ``16 GiB``, ``1.3b``, ``5e-5``; None where the text is not
+    one (or is longer than :data:`MAX_AMOUNT_CHARS`: it is refused unread).
+
+    Parameters
+    ----------
+    text : str
+
+    >>> split_amount("1.5 GiB")
+    (1.5, 'GiB')
+    >>> split_amount("1" * 100 + "!") is None
+    True
+    """
+    if len(text) > MAX_AMOUNT_CHARS:
+        return None
+    m = _AMOUNT.fullmatch(text)
+    return (float(m.group(1)), m.group(2)) if m else None
+
+
 def parse_rate(text) -> float:
     """Bytes per second of a rate written as tc writes it: ``200mbit``, ``1gbit``, ``500kbit``
     (bits per second) or ``25mbps`` (bytes per second, tc's meaning); a plain number is bytes/s.
@@ -145,12 +171,13 @@ def parse_rate(text) -> float:
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         value = float(text)
     else:
-        m = _re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*", str(text))
-        unit = m.group(2).lower() if m else ""
+        m = split_amount(str(text))
+        unit = m[1].lower() if m else ""
         if not m or (unit and unit not in _UNITS):
-            raise TaskflowError(f"rate {text!r}: expected a number with a unit such as 200mbit, 1gbit, "
+            shown = repr(text) if len(str(text)) <= 40 else repr(str(text)[:37] + "...")
+            raise TaskflowError(f"rate {shown}: expected a number with a unit such as 200mbit, 1gbit, "
                                 f"500kbit or 25mbps")
-        value = float(m.group(1)) * (_UNITS[unit] if unit else 1.0)
+        value = m[0] * (_UNITS[unit] if unit else 1.0)
     if not value > 0 or value == float("inf"):
         raise TaskflowError(f"rate {text!r} must be positive and finite")
     return value

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from pathlib import Path
 
+from taskflow.checks import split_amount
 from taskflow.errors import WorkflowError
 
 __all__ = ["DEVICES", "model_profile", "device_flops", "sized_model"]
@@ -25,7 +25,6 @@ def _profiles() -> dict:
 DEVICES = {k: v["flops"] for k, v in _profiles()["devices"].items()}
 
 
-_SIZE = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*([kKmMbBtT]?)\s*")
 _SCALE = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
 
 
@@ -44,10 +43,10 @@ def model_profile(name: str) -> list:
     """
     models = _profiles()["models"]
     if name not in models:
-        m = _SIZE.fullmatch(name)
-        if m and m.group(2):
-            return sized_model(float(m.group(1)) * _SCALE[m.group(2).lower()])
-        raise WorkflowError(f"unknown model {name!r}; known: {', '.join(sorted(models))}, or a size such as "
+        m = split_amount(name)
+        if m and m[1].lower() in _SCALE and m[1]:
+            return sized_model(m[0] * _SCALE[m[1].lower()])
+        raise WorkflowError(f"unknown model {name if len(name) <= 40 else name[:37] + '...'!r}; known: {', '.join(sorted(models))}, or a size such as "
                             f"350m, 1.3b, 7b (parameters)")
     return models[name]["layers"]
 

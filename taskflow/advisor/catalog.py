@@ -40,7 +40,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..checks import parse_rate
+from ..checks import parse_rate, split_amount
 from ..errors import FormatError, TaskflowError
 
 __all__ = ["NodeType", "Catalog", "load_catalog", "catalog_from_dict", "CATALOGS", "CATALOG_FORMAT", "MAX_COUNT"]
@@ -194,30 +194,118 @@ def load_catalog(spec) -> Catalog:
         raise FormatError(f"{label}: larger than 16 MiB; not a catalog")
     text = data.decode("utf-8", errors="replace")
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, object_pairs_hook=_json_object(label), parse_int=_json_int(label))
+    except FormatError:
+        raise
     except ValueError:
         doc = _yaml(text, label)
     except RecursionError:
         raise FormatError(f"{label}: nested too deeply to read") from None
+    _expanded_size(doc, label)
     return catalog_from_dict(doc, label)
 
 
+#: digits an integer of a catalog may have (Python refuses to read more than 4,300 at all)
+MAX_DIGITS = 30
+#: values a catalog may hold once YAML's aliases are expanded (a 1 KB file of nested aliases
+#: would otherwise stand for 10^9 of them)
+MAX_VALUES = 1_000_000
+
+
+def _json_object(label: str):
+    def pairs(items):
+        seen = {}
+        for k, v in items:
+            if k in seen:
+                raise FormatError(f"{label}: key {k!r} given twice in one object")
+            seen[k] = v
+        return seen
+    return pairs
+
+
+def _json_int(label: str):
+    def parse(text: str):
+        if len(text.lstrip("-")) > MAX_DIGITS:
+            raise FormatError(f"{label}: an integer of {len(text.lstrip('-')):,} digits ({text[:12]}...); "
+                              f"a catalog's numbers have at most {MAX_DIGITS}")
+        return int(text)
+    return parse
+
+
+def _expanded_size(doc, label: str) -> None:
+    """Refuse a document whose values, aliases expanded, number more than :data:`MAX_VALUES`
+    (counted once per distinct object, shared ones by how often they are used: linear time)."""
+    size: dict = {}
+    stack = [(doc, False)]
+    while stack:
+        v, done = stack.pop()
+        if id(v) in size and not done:
+            continue
+        kids = list(v.values()) + list(v.keys()) if isinstance(v, dict) else v if isinstance(v, list) else None
+        if kids is None:
+            size[id(v)] = 1
+        elif done:
+            size[id(v)] = 1 + sum(size.get(id(k), 1) for k in kids)
+            if size[id(v)] > MAX_VALUES:
+                raise FormatError(f"{label}: its aliases expand to more than {MAX_VALUES:,} values; not a catalog")
+        else:
+            size[id(v)] = 1  # being counted: a cycle counts once
+            stack.append((v, True))
+            stack.extend((k, False) for k in kids if id(k) not in size)
+
+
 def _yaml(text: str, label: str):
-    """``text`` as YAML, with YAML 1.2's numbers (``5e-5`` is a float, as in JSON; PyYAML's
-    YAML 1.1 reads it as a string)."""
+    """``text`` as YAML, read as YAML 1.2's core schema reads it, strictly: numbers as JSON writes
+    them (``5e-5`` is a float; ``1:30``, ``0x10`` and ``0o7`` are text, not 90, 16 and 7), booleans
+    only ``true``/``false`` (not ``yes``, ``on``), a key given twice in one mapping refused, an
+    integer of more than :data:`MAX_DIGITS` digits refused, each naming its line."""
     import yaml
+    from yaml.constructor import ConstructorError
 
     class Loader(yaml.SafeLoader):
-        pass
+        def construct_mapping(self, node, deep=False):
+            if isinstance(node, yaml.MappingNode):
+                seen = set()
+                for key_node, _ in node.value:
+                    key = self.construct_object(key_node, deep=True) if key_node.tag != "tag:yaml.org,2002:merge" \
+                        else None
+                    try:
+                        dup = key is not None and key in seen
+                    except TypeError:  # an unhashable key: PyYAML says so below
+                        dup = False
+                    if dup:
+                        raise ConstructorError(None, None, f"key {key!r} given twice in one mapping",
+                                               key_node.start_mark)
+                    seen.add(key) if key is not None else None
+            return super().construct_mapping(node, deep=deep)
 
-    Loader.yaml_implicit_resolvers = {k: list(v) for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
-    Loader.add_implicit_resolver("tag:yaml.org,2002:float", _YAML12_FLOAT, list("-+0123456789."))
+        def construct_yaml_int(self, node):
+            text = self.construct_scalar(node)
+            if len(text.lstrip("+-")) > MAX_DIGITS:
+                raise ConstructorError(None, None, f"an integer of {len(text.lstrip('+-')):,} digits; a catalog's "
+                                       f"numbers have at most {MAX_DIGITS}", node.start_mark)
+            return int(text)
+
+    Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
+    Loader.add_constructor("tag:yaml.org,2002:map", Loader.construct_yaml_map)
+    Loader.yaml_implicit_resolvers = {}
+    core = (("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")),
+            ("tag:yaml.org,2002:int", re.compile(r"^[-+]?[0-9]+$"), list("-+0123456789")),
+            ("tag:yaml.org,2002:float", _YAML12_FLOAT, list("-+0123456789.")),
+            ("tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9]*\.[0-9]+$|^[-+]?[0-9]+\.$"), list("-+0123456789.")),
+            ("tag:yaml.org,2002:float", re.compile(r"^(?:[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"), list("-+.")),
+            ("tag:yaml.org,2002:null", re.compile(r"^(?:~|null|Null|NULL|)$"), ["~", "n", "N", ""]))
+    for tag, pattern, first in core:
+        Loader.add_implicit_resolver(tag, pattern, first)
     try:
         return yaml.load(text, Loader=Loader)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
-        raise FormatError(f"{label}:{where}: not YAML or JSON ({getattr(e, 'problem', None) or e})") from None
+        problem = getattr(e, "problem", None) or e
+        if isinstance(e, ConstructorError):  # read as YAML, refused by the rules above
+            raise FormatError(f"{label}:{where}: {problem}") from None
+        raise FormatError(f"{label}:{where}: not YAML or JSON ({problem})") from None
     except RecursionError:
         raise FormatError(f"{label}: nested too deeply to read") from None
 
@@ -258,10 +346,10 @@ def _int(v, where: str, name: str, low: int = 1, high: int = MAX_COUNT) -> int:
 
 def _size(v, where: str, name: str) -> float:
     if isinstance(v, str):
-        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*", v)
-        if not m or m.group(2).lower() not in _SIZE_UNITS:
+        m = split_amount(v)
+        if not m or m[1].lower() not in _SIZE_UNITS:
             _fail(where, f"{name} must be bytes or a size such as 16GiB or 512MB, got {_short(v)}")
-        v = float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+        v = m[0] * _SIZE_UNITS[m[1].lower()]
     return _num(v, where, name, high=1e18)
 
 
