@@ -10,7 +10,8 @@ import numpy as np
 
 from .errors import CycleError, GraphError, TaskflowError
 
-__all__ = ["number", "cores", "exact_costs", "checked_column", "parse_rate", "task_index", "edge_index", "MAX_CORES"]
+__all__ = ["number", "cores", "exact_costs", "checked_column", "parse_rate", "task_index", "edge_index", "MAX_CORES",
+           "split_amount", "plot_format", "plain_text", "PLOT_FORMATS"]
 
 _INF = math.inf
 
@@ -248,3 +249,46 @@ def edge_index(ids: list, src, dst) -> tuple:
         k = int(srt[dup[0]])
         raise GraphError(f"duplicate edge {ids[k >> 32]!r} -> {ids[k & 0xFFFFFFFF]!r}")
     return sa, da
+
+
+#: the image formats a plot may be written in, by the file's suffix
+PLOT_FORMATS = ("png", "svg", "pdf", "jpg", "jpeg")
+
+
+def plot_format(path) -> str:
+    """The image format ``path``'s suffix names (no suffix: PNG).
+
+    Parameters
+    ----------
+    path : path
+
+    Raises
+    ------
+    TaskflowError
+        A suffix that is not one of :data:`PLOT_FORMATS`.
+    """
+    import os
+
+    fmt = os.path.splitext(os.fspath(path))[1][1:].lower() or "png"
+    if fmt not in PLOT_FORMATS:
+        raise TaskflowError(f"plot {os.fspath(path)!r}: .{fmt} is not an image format ({', '.join(PLOT_FORMATS)})")
+    return fmt
+
+
+def plain_text(fn):
+    """Decorate a function that draws: while it runs, matplotlib reads text as text (an id or a
+    name such as ``$\\frac{1}{$`` is not parsed as a formula, which could fail the plot).
+
+    Parameters
+    ----------
+    fn : callable
+    """
+    import functools
+
+    @functools.wraps(fn)
+    def drawing(*args, **kwargs):
+        import matplotlib
+
+        with matplotlib.rc_context({"text.parse_math": False}):
+            return fn(*args, **kwargs)
+    return drawing

@@ -21,6 +21,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
+from .checks import PLOT_FORMATS, plain_text, plot_format
 from .errors import TaskflowError, TaskflowWarning
 from .formats import atomic_write
 
@@ -75,6 +76,7 @@ class History:
                        f"samples/s), {e['bytes_per_iteration'] / 1e6:.2f} MB moved per iteration")
         return out
 
+    @plain_text
     def plot(self, path) -> None:
         """Held-out accuracy and training loss against wall time, written to ``path`` (PNG, SVG,
         PDF by suffix).
@@ -110,27 +112,6 @@ class History:
 
 
 #: the image formats a plot is written in, by the file's suffix
-PLOT_FORMATS = ("png", "svg", "pdf", "jpg", "jpeg")
-
-
-def plot_format(path) -> str:
-    """The image format ``path``'s suffix names (no suffix: PNG).
-
-    Parameters
-    ----------
-    path : path
-
-    Raises
-    ------
-    TaskflowError
-        A suffix that is not one of :data:`PLOT_FORMATS`.
-    """
-    fmt = os.path.splitext(os.fspath(path))[1][1:].lower() or "png"
-    if fmt not in PLOT_FORMATS:
-        raise TaskflowError(f"plot {os.fspath(path)!r}: .{fmt} is not an image format ({', '.join(PLOT_FORMATS)})")
-    return fmt
-
-
 def _model_name(model) -> str:
     fn = getattr(model, "func", model)
     return getattr(fn, "__name__", type(fn).__name__)

@@ -119,7 +119,7 @@ def advise(workload, catalog, *, deadline: float | None = None, budget: float | 
             _explain(ev, k)
     front = sorted((k for k in cands if k.status == "front"), key=lambda k: k.cost)
     if noise > 0:
-        _sample(ev, front, deadline, noise, samples, confidence, seed)
+        _sample(ev, front, deadline, noise, samples, confidence, seed, progress)
     choice = _choose(front, deadline, budget, confidence if noise > 0 else None)
     return Advice(workload=workload.describe(), catalog=cat, candidates=cands, front=front, choice=choice,
                   deadline=deadline, budget=budget, policies=policies, network=network, noise=noise,
@@ -134,8 +134,8 @@ def _check_options(deadline, budget, max_nodes, network, networks, noise, sample
         raise TaskflowError(f"max_nodes must be an integer >= 1, got {max_nodes!r}")
     if network not in networks:
         raise TaskflowError(f"unknown network {network!r}; known: {', '.join(networks)}")
-    if not 0 <= noise < 10 or not 1 <= samples <= 10_000 or not 0 < confidence <= 1 or not 0 <= tolerance < 1:
-        raise TaskflowError("noise must be in [0, 10), samples 1..10000, confidence in (0, 1], tolerance in [0, 1)")
+    if not 0 <= noise <= 10 or not 1 <= samples <= 10_000 or not 0 < confidence <= 1 or not 0 <= tolerance < 1:
+        raise TaskflowError("noise must be in [0, 10], samples 1..10000, confidence in (0, 1], tolerance in [0, 1)")
 
 
 def _explain(ev: Evaluator, k: Candidate) -> None:
@@ -162,13 +162,31 @@ def _explain(ev: Evaluator, k: Candidate) -> None:
         k.bound = "idle"
 
 
-def _sample(ev: Evaluator, front: list, deadline, noise: float, samples: int, confidence: float, seed: int) -> None:
+#: the most task simulations the noisy samples may take (some 20 s on one core)
+MAX_NOISY_TASKS = 1_000_000
+
+
+def _sample(ev: Evaluator, front: list, deadline, noise: float, samples: int, confidence: float, seed: int,
+            progress=None) -> None:
     """Noisy simulations of the front's configurations (all without a deadline; with one, cheapest
-    first until one meets it often enough)."""
-    for k in front:
-        if deadline is not None and k.time > deadline:
-            continue
-        k.samples = [ev.simulate(k.config, k.policy, noise=noise, seed=seed + 1 + s) for s in range(samples)]
+    first until one meets it often enough). Refused before the first where those it must sample
+    (all of them, or with a deadline the first) would simulate more than :data:`MAX_NOISY_TASKS`
+    tasks; ``progress(done, total)`` after each."""
+    todo = [k for k in front if deadline is None or k.time <= deadline]
+    must = todo if deadline is None else todo[:1]
+    tasks = sum(sum(len(g) for g, _ in ev.workload.graphs(k.config)) for k in must)
+    if tasks * samples > MAX_NOISY_TASKS:
+        raise TaskflowError(f"{samples:,} noisy samples of {len(must)} front configuration(s) would simulate "
+                            f"{tasks * samples:,} tasks, more than {MAX_NOISY_TASKS:,}: give fewer samples "
+                            f"(at most {max(1, MAX_NOISY_TASKS // max(1, tasks)):,} here)")
+    done, total = 0, len(todo) * samples
+    for k in todo:
+        k.samples = []
+        for s in range(samples):
+            k.samples.append(ev.simulate(k.config, k.policy, noise=noise, seed=seed + 1 + s))
+            done += 1
+            if progress is not None:
+                progress(done, total)
         if deadline is not None:
             k.p_miss = float(np.mean([t > deadline for t in k.samples]))
             if 1.0 - k.p_miss >= confidence:

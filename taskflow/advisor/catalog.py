@@ -422,6 +422,12 @@ def catalog_from_dict(doc, label: str = "catalog") -> Catalog:
     mix = doc.get("mix", ())
     pairs = []
     if mix is True:
+        from .search import MAX_CONFIGURATIONS
+
+        n = len(types)
+        if n * (n - 1) // 2 > MAX_CONFIGURATIONS:  # each pair is at least one configuration
+            _fail(label, f"mix: true pairs {n:,} types into {n * (n - 1) // 2:,} pairs, each at least one "
+                         f"configuration: more than the search's {MAX_CONFIGURATIONS:,}; list the pairs to mix")
         pairs = [(a.name, b.name) for i, a in enumerate(types) for b in types[i + 1:]]
     elif mix not in (False, None, ()):
         if not isinstance(mix, list):

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ..checks import plain_text
+
 __all__ = ["Advice"]
 
 _BOUND = {"compute": "compute-bound", "network": "network-bound", "critical path": "critical-path-bound",
@@ -102,6 +104,7 @@ class Advice:
             lines += ["", "Not simulated: " + "; ".join(f"{n} {why}" for why, n in skipped.most_common())]
         return "\n".join(lines)
 
+    @plain_text
     def plot(self, path) -> None:
         """The simulated configurations' makespan against cost, the front joined, the answer ringed.
 

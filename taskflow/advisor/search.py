@@ -135,17 +135,21 @@ def configurations(catalog: Catalog, max_nodes: int | None = None, types=None) -
     keep = set(types) if types is not None else None
     ok = [t for t in catalog.types if keep is None or t.name in keep]
     cap = max_nodes or math.inf
-    names = {t.name for t in ok}
-    total = sum(bisect.bisect_right(t.counts, cap) for t in ok) + sum(
-        sum(bisect.bisect_right(catalog.type(b).counts, cap - na) for na in catalog.type(a).counts)
-        for a, b in catalog.mix if a in names and b in names)
+    by_name = {t.name: t for t in ok}
+    total = sum(bisect.bisect_right(t.counts, cap) for t in ok)
+    for a, b in catalog.mix:  # counted until the limit is passed: a huge catalog is refused at once
+        if total > MAX_CONFIGURATIONS:
+            break
+        if a in by_name and b in by_name:
+            tb = by_name[b]
+            total += sum(bisect.bisect_right(tb.counts, cap - na) for na in by_name[a].counts)
     if total > MAX_CONFIGURATIONS:
-        raise TaskflowError(f"catalog {catalog.name!r} gives {total:,} configurations, more than "
-                            f"{MAX_CONFIGURATIONS:,}: narrow the search with max_nodes (--max-nodes) or types (--types)")
+        raise TaskflowError(f"catalog {catalog.name!r} gives more than {MAX_CONFIGURATIONS:,} configurations: "
+                            f"narrow the search with max_nodes (--max-nodes) or types (--types)")
     out = [Configuration(((t, n),)) for t in ok for n in t.counts if n <= cap]
     for a, b in catalog.mix:
-        if a in names and b in names:
-            ta, tb = catalog.type(a), catalog.type(b)
+        if a in by_name and b in by_name:
+            ta, tb = by_name[a], by_name[b]
             out += [Configuration(((ta, na), (tb, nb))) for na in ta.counts for nb in tb.counts if na + nb <= cap]
     return out
 

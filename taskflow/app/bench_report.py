@@ -10,6 +10,7 @@ import html
 import math
 from pathlib import Path
 
+from ..checks import plain_text
 from .suite import BW, build_workflow
 
 __all__ = ["write_outputs", "summarise", "summarise_real"]
@@ -164,6 +165,7 @@ def _best_counts(rows, names) -> dict:
     return out
 
 
+@plain_text
 def _plots(rows, names, out: Path):
     import matplotlib
 

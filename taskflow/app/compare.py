@@ -7,6 +7,7 @@ import csv
 import time
 from pathlib import Path
 
+from ..checks import plain_text
 from ..cluster import Cluster
 from ..errors import TaskflowError
 from ..graph import TaskGraph
@@ -249,6 +250,7 @@ def write_outputs(rows, out: Path) -> None:
     _plot(rows, out / "compare.png")
 
 
+@plain_text
 def _plot(rows, path: Path) -> None:
     """One panel per graph: a bar per policy (simulated; blue static, orange dynamic), a dot where
     it was measured on Dask, the lower bound dotted; the legend sits outside the panels."""

@@ -7,6 +7,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from ..checks import plain_text  # noqa: E402
+
 __all__ = ["gantt", "gantt_compare"]
 
 
@@ -61,6 +63,7 @@ def _legend(fig, colours, transfers: bool) -> None:
                    title="task category" if len(colours) > 1 else None, title_fontsize=8)
 
 
+@plain_text
 def gantt(schedule, path, title=None, workers=None, *, graph=None, transfers=()):
     """A Gantt chart of one schedule or several (a panel each, one time axis), one row per worker,
     written as PNG.
@@ -106,6 +109,7 @@ def gantt(schedule, path, title=None, workers=None, *, graph=None, transfers=())
     plt.close(fig)
 
 
+@plain_text
 def gantt_compare(report, path):
     """The predicted plan (scaled) above the measured run, same time axis.
 

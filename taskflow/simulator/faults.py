@@ -16,7 +16,12 @@ import numpy as np
 from ..cluster import Cluster
 from ..errors import TaskflowError
 
-__all__ = ["Perturbations"]
+__all__ = ["Perturbations", "MAX_NOISE"]
+
+
+#: the largest noise (the spread of log durations): exp(N(0, 10)) already spans 10^+-20 at 4.6 sigma;
+#: beyond it durations overflow to infinity or vanish
+MAX_NOISE = 10.0
 
 
 class Perturbations:
@@ -41,9 +46,14 @@ class Perturbations:
     """
 
     def __init__(self, cluster: Cluster, n: int, noise: float = 0.0, stragglers=None, fail=None, seed: int = 0):
+        try:
+            noise = float(noise)
+        except (TypeError, ValueError):
+            raise TaskflowError(f"noise must be a number, got {noise!r}") from None
         rng = np.random.default_rng(seed)
-        if noise < 0 or not math.isfinite(noise):
-            raise TaskflowError(f"noise must be finite and >= 0, got {noise!r}")
+        if not 0 <= noise <= MAX_NOISE:
+            raise TaskflowError(f"noise must be from 0 to {MAX_NOISE:g} (a duration times exp(N(0, noise))), "
+                                f"got {noise!r}")
         #: per task: the factor on its true duration (None: no noise)
         self.noise = np.exp(rng.normal(0.0, noise, n)).tolist() if noise > 0 else None
         #: worker index -> (factor, from time)
@@ -52,16 +62,17 @@ class Perturbations:
             factor, t = spec
             if wid not in cluster.index:
                 raise TaskflowError(f"straggler: unknown worker {wid!r}")
-            if not (factor > 0 and math.isfinite(factor)) or not t >= 0:
-                raise TaskflowError(f"straggler {wid!r}: need factor > 0 and time >= 0, got {spec!r}")
+            if not (factor > 0 and math.isfinite(factor)) or not (t >= 0 and math.isfinite(t)):
+                raise TaskflowError(f"straggler {wid!r}: need a finite factor > 0 and a finite time >= 0, got "
+                                    f"{spec!r}")
             self.stragglers[cluster.index[wid]] = (float(factor), float(t))
         #: worker index -> time of loss
         self.fail = {}
         for wid, t in (fail or {}).items():
             if wid not in cluster.index:
                 raise TaskflowError(f"fail: unknown worker {wid!r}")
-            if not t >= 0:
-                raise TaskflowError(f"fail {wid!r}: time must be >= 0, got {t!r}")
+            if not (t >= 0 and math.isfinite(t)):
+                raise TaskflowError(f"fail {wid!r}: time must be finite and >= 0, got {t!r}")
             self.fail[cluster.index[wid]] = float(t)
         if len(self.fail) >= len(cluster):
             raise TaskflowError("fail: every worker would be lost; at least one must survive")

@@ -28,7 +28,7 @@ import math
 import os
 import sys
 
-from ...checks import parse_rate
+from ...checks import parse_rate, plot_format
 from ...cluster import DEFAULT_BANDWIDTH, Cluster, Worker
 from ...errors import TaskflowError
 from ...formats import READ_FORMATS, load_graph, load_graphs, with_source
@@ -36,7 +36,7 @@ from ...formats import READ_FORMATS, load_graph, load_graphs, with_source
 __all__ = ["Prefixed", "number", "add_graph", "add_graphs", "add_cluster", "add_scheduler", "add_quiet", "add_seed",
            "add_dashboard", "add_network", "add_cores", "add_speeds", "add_plot", "add_output", "add_chrome_trace", "read_graph",
            "read_graphs", "parse_speeds", "cluster_from_args", "scheduler_names", "check_outputs", "SEED", "COUNT",
-           "RETRIES", "SECONDS", "NONNEGATIVE", "SCALE", "OLD_SPELLINGS"]
+           "RETRIES", "SECONDS", "NONNEGATIVE", "SCALE", "NOISE", "OLD_SPELLINGS"]
 
 GRAPH_HELP = "graph file (native, WfFormat, DAX, STG, Estee zip[#K]) or module:function returning a TaskGraph"
 QUIET_HELP = "print only the summary lines: no per-task tables, no progress"
@@ -94,6 +94,8 @@ RETRIES = number(int, low=0, high=1000)
 SECONDS = number(float, above=0.0, high=1e7)
 NONNEGATIVE = number(float, low=0.0, high=1e7)
 SCALE = number(float, above=0.0, high=1e6)
+#: the spread of log durations (the simulator's MAX_NOISE: beyond it durations overflow)
+NOISE = number(float, low=0.0, high=10.0)
 
 
 def add_graph(sp) -> None:
@@ -504,6 +506,11 @@ def check_outputs(outputs, inputs=(), folders=()) -> None:
             raise TaskflowError(f"{opt} {path!r}: is an input of this command; write to another file")
         if real in seen:
             raise TaskflowError(f"{opt} and {seen[real]} name the same file {path!r}")
+        if opt == "--plot":
+            try:
+                plot_format(path)
+            except TaskflowError as e:
+                raise TaskflowError(f"{opt} {path!r}: {str(e).split(': ', 1)[-1]}") from None
         seen[real] = opt
     for opt, path in folders:
         if path is None:

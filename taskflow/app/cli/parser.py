@@ -8,7 +8,7 @@ import argparse
 from ... import __version__
 from ...formats import WRITE_FORMATS
 from . import advising, commands, running, training
-from .options import (COUNT, NONNEGATIVE, RETRIES, SCALE, SECONDS, add_chrome_trace, add_cluster, add_cores,
+from .options import (COUNT, NOISE, NONNEGATIVE, RETRIES, SCALE, SECONDS, add_chrome_trace, add_cluster, add_cores,
                       add_dashboard, add_graph, add_graphs, add_network, add_output, add_plot, add_quiet, add_scheduler,
                       add_seed, add_speeds)
 
@@ -143,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_network(sp)
     sp.add_argument("--plan", help="simulate this schedule file instead of planning (--scheduler then names the "
                     "policy that re-plans after a failure)")
-    sp.add_argument("--noise", type=NONNEGATIVE, default=0.0, help="per-task duration noise: x exp(N(0, S)) (default 0)")
+    sp.add_argument("--noise", type=NOISE, default=0.0, help="per-task duration noise: x exp(N(0, S)), S from 0 to 10 "
+                    "(default 0)")
     sp.add_argument("--straggler", action="append", metavar="W:FACTOR@T",
                     help="worker W runs FACTOR times slower from time T (repeatable)")
     sp.add_argument("--fail", action="append", metavar="W@T", help="worker W is lost at time T (repeatable)")
