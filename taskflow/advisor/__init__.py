@@ -163,7 +163,7 @@ def _explain(ev: Evaluator, k: Candidate) -> None:
 
 
 #: the most task simulations the noisy samples may take (some 20 s on one core)
-MAX_NOISY_TASKS = 1_000_000
+MAX_NOISY_TASKS = 250_000
 
 
 def _sample(ev: Evaluator, front: list, deadline, noise: float, samples: int, confidence: float, seed: int,
