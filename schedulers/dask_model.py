@@ -83,6 +83,7 @@ class DaskModel(DynamicScheduler):
     """Dask distributed's scheduling decisions, rule by rule; see the module docstring."""
 
     name = "dask-model"
+    option_names = None  # Dask's state, filled in by the runtime
     summary = "Dask's own decisions: queued roots, inputs' holders, round-robin, 1 s stealing (dynamic)"
 
     def start(self, view):

@@ -52,6 +52,7 @@ class HEFTDup(Scheduler):
     module docstring."""
 
     name = "heft-dup"
+    option_names = ("max_copies",)
     summary = "HEFT, copying a task's critical parents onto its worker when that starts it earlier"
     duplicates = True
 

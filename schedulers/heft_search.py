@@ -83,6 +83,7 @@ class HEFTSearch(Scheduler):
     docstring."""
 
     name = "heft-search"
+    option_names = ("budget", "seconds")
     summary = "HEFT, then a budgeted search over rank functions and perturbed priorities (never worse)"
 
     def plan(self, cost_model):

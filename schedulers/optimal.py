@@ -86,6 +86,7 @@ class Optimal(Scheduler):
     is in the module docstring."""
 
     name = "optimal"
+    option_names = ("budget", "seconds", "threads", "max_pairs")
     summary = "exact: the whole problem as a CP-SAT model, optimal when proved within its budget (small graphs)"
 
     def plan(self, cost_model):

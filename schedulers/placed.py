@@ -29,6 +29,7 @@ class Placed(Scheduler):
     """The workflow's own placement (``meta`` worker, stage or rank), timed like HEFT."""
 
     name = "placed"
+    option_names = ("keys",)
     summary = "the workflow's own placement (meta worker/stage/rank), HEFT timing"
 
     def plan(self, cost_model):

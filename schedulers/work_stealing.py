@@ -68,6 +68,7 @@ class WorkStealing(DynamicScheduler):
     """A model of Dask's scheduling for the simulator: earliest estimated start, idle workers steal."""
 
     name = "work-stealing"
+    option_names = ("knows_speeds",)
     summary = "Dask-like: earliest estimated start on ready, idle workers steal (dynamic)"
 
     #: candidates looked at per steal (Dask also bounds its search)

@@ -16,6 +16,37 @@ The model is imported at once; the simulator, the Dask runtime and training when
 
 __version__ = "0.1.0"
 
+
+def _early_signals() -> None:
+    """The ``taskflow`` command, interrupted while it is still importing (nothing started yet, so
+    nothing to clean up): one line and the signal's status, not a traceback from deep inside an
+    import. The command's own handlers replace these as it starts (``taskflow.app.cli``)."""
+    import os
+    import signal
+    import sys
+    import threading
+
+    # this interpreter's own command line: a worker process spawned by the command is given the
+    # command's sys.argv, not its orig_argv
+    argv = getattr(sys, "orig_argv", sys.argv)
+    if (not any(os.path.basename(a) == "taskflow" for a in argv[:2])
+            or threading.current_thread() is not threading.main_thread()):
+        return
+
+    def ended(signum, frame):
+        line, status = (b"error: interrupted\n", 130) if signum == signal.SIGINT else (b"error: terminated\n", 143)
+        os.write(2, line)
+        os._exit(status)
+
+    ended.taskflow_early = True
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, ended)
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, ended)
+
+
+_early_signals()
+
 from .analysis import critical_path, lower_bound, sequential_time
 from .cluster import Cluster, Worker
 from .costs import CostModel

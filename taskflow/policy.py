@@ -56,8 +56,25 @@ class Scheduler:
     #: validated and written like any other, but neither the simulator nor the Dask runtime
     #: carries them out (see :func:`require_runnable`)
     duplicates = False
+    #: the options it reads (beyond ``seed``); another one is refused, with the nearest known
+    #: (None: any, for a policy whose options a runtime fills in)
+    option_names: tuple | None = ()
 
     def __init__(self, seed: int | None = None, **options):
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            raise TaskflowError(f"{self.name}: seed must be an integer >= 0, got {seed!r}")
+        if self.option_names is not None:
+            for key in options:
+                if key not in self.option_names:
+                    import difflib
+                    import inspect
+
+                    known = ["seed", *(p for p in inspect.signature(type(self).__init__).parameters
+                                       if p not in ("self", "seed", "options")), *self.option_names]
+                    near = difflib.get_close_matches(key, known, n=1)
+                    raise TaskflowError(f"{self.name}: unknown option {key!r}"
+                                        + (f"; did you mean {near[0]!r}?" if near else "")
+                                        + f" (its options: {', '.join(known)})")
         self.seed = 0 if seed is None else seed
         self.options = options
 

@@ -14,7 +14,7 @@ from .adaptation import decision_note
 from .messages import cluster_message, graph_payload
 from .report import report_from_stream
 from .runner import connect, say_dashboard
-from .session import (Watchdog, call, close_quietly, ensure_plugin, frozen_heap, gather, stream_index,
+from .session import (Watchdog, call, check_call, close_quietly, ensure_plugin, frozen_heap, gather, stream_index,
                       stream_since, wait_for, workers_reachable, workers_records)
 
 __all__ = ["compute"]
@@ -73,6 +73,7 @@ def compute(*collections, scheduler="adaptive", client=None, costs: dict | None 
     from dask.base import collections_to_expr, unpack_collections
     from dask.core import flatten
 
+    check_call(client, cluster, address, scheduler_file, workers, threads_per_worker, timeout, costs)
     policy = get_scheduler(scheduler)
     require_runnable(policy, "dask")
     colls, repack = unpack_collections(*collections)

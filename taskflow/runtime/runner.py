@@ -45,8 +45,8 @@ from .messages import cluster_message, graph_payload, plan_priorities
 from .predict import DASK_DRAWS, predict_dask, predict_plan
 from .report import RunReport, report_from_stream
 from .dask_hooks import blamed_key
-from .session import (Watchdog, call, close_quietly, ensure_plugin, frozen_heap, gather, progress_bar, stream_index,
-                      stream_since, wait_for, workers_reachable, workers_records)
+from .session import (Watchdog, call, check_call, close_quietly, ensure_plugin, frozen_heap, gather, progress_bar,
+                      stream_index, stream_since, wait_for, workers_reachable, workers_records)
 
 __all__ = ["run", "connect", "client_for", "SCHEDULER_FILE_WAIT", "dashboard_link", "dashboard_address", "say_dashboard", "predict_dask", "submit_order", "GUESS_ERROR", "DASHBOARD",
            "DASK_DRAWS"]
@@ -316,6 +316,7 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
         (the base of all of these) A simulator-only policy, an empty graph, a dashboard without
         bokeh.
     """
+    check_call(client, cluster, address, scheduler_file, workers, threads_per_worker, timeout)
     policy = get_scheduler(scheduler, seed=seed)
     dynamic = policy.kind == "dynamic"
     require_runnable(policy, "dask")

@@ -16,7 +16,7 @@ from ..policy import get_scheduler, require_runnable
 from .plugin import PLUGIN_NAME, TaskflowPlugin
 from .worker_plugin import TransferLog, worker_records
 
-__all__ = ["ensure_plugin", "call", "use", "Watchdog", "wait_for", "stream_index", "stream_since", "cancelled_error",
+__all__ = ["ensure_plugin", "call", "check_call", "use", "Watchdog", "wait_for", "stream_index", "stream_since", "cancelled_error",
            "gather", "workers_reachable", "frozen_heap", "workers_records", "WorkersRecords", "close_quietly", "progress_bar",
            "in_notebook"]
 
@@ -135,6 +135,9 @@ def use(client, policy: str | None = "adaptive", **options) -> None:
         taskflow.use(client, "heft")
         (x @ x.T).sum().compute()  # placed by HEFT inside the scheduler
     """
+    if policy is None and options:
+        raise TaskflowError(f"use(client, None) goes back to Dask's own scheduling, which takes no options; got "
+                            f"{', '.join(map(str, options))}")
     if policy is not None:
         sch = get_scheduler(policy, **options)
         if sch.kind != "static":
@@ -145,6 +148,49 @@ def use(client, policy: str | None = "adaptive", **options) -> None:
     reply = call(client, "taskflow_use", client=client.id, policy=policy, options=options)
     if reply.get("status") != "OK":
         raise TaskflowError(reply.get("error", "the scheduler refused the policy"))
+
+
+def check_call(client=None, cluster=None, address=None, scheduler_file=None, workers=2, threads_per_worker=1,
+               timeout=None, costs=None) -> None:
+    """Refuse, before any cluster starts, arguments of :func:`taskflow.run` and
+    :func:`taskflow.compute` that are of the wrong kind or out of range (one line naming the
+    argument): a run with them would fail obscurely or wait forever.
+
+    Parameters
+    ----------
+    client, cluster, address, scheduler_file, workers, threads_per_worker, timeout, costs
+        As the callers take them.
+
+    Raises
+    ------
+    TaskflowError
+    """
+    import math
+    import numbers
+
+    from ..cluster import Cluster
+
+    if client is not None and not (hasattr(client, "scheduler") and hasattr(client, "submit")):
+        raise TaskflowError(f"client must be a distributed.Client, got {type(client).__name__} {client!r:.60}")
+    if cluster is not None and not isinstance(cluster, Cluster):
+        raise TaskflowError(f"cluster must be a taskflow.Cluster (the model of the workers), got "
+                            f"{type(cluster).__name__} {cluster!r:.60}")
+    for name, v in (("address", address), ("scheduler_file", scheduler_file)):
+        if v is not None and not isinstance(v, (str, os.PathLike)):
+            raise TaskflowError(f"{name} must be a string, got {type(v).__name__}")
+    if client is None and not (address or scheduler_file):
+        for name, v in (("workers", workers), ("threads_per_worker", threads_per_worker)):
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 1 <= v <= 10_000:
+                raise TaskflowError(f"an embedded cluster needs {name} to be an integer from 1 to 10,000, got {v!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, numbers.Real)
+                                or not math.isfinite(timeout) or timeout <= 0):
+        raise TaskflowError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
+    if costs is not None:
+        if not isinstance(costs, dict):
+            raise TaskflowError(f"costs must map a task-name prefix to seconds, got {type(costs).__name__}")
+        for k, v in costs.items():
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v < 0:
+                raise TaskflowError(f"costs[{k!r}] must be a finite number of seconds >= 0, got {v!r}")
 
 
 class Watchdog:

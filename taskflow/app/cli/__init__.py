@@ -222,7 +222,8 @@ def _terminate_as_interrupt(quiet: bool = False):
         return
     before = signal.signal(signal.SIGTERM, raise_terminated)
     before_int = signal.getsignal(signal.SIGINT)
-    if before_int is signal.default_int_handler:  # a handler someone installed is left alone
+    if before_int is signal.default_int_handler or getattr(before_int, "taskflow_early", False):
+        # (a handler someone else installed is left alone)
         signal.signal(signal.SIGINT, raise_interrupt)
     sys.unraisablehook = dropped
     try:
