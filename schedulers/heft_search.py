@@ -83,7 +83,8 @@ class HEFTSearch(Scheduler):
     docstring."""
 
     name = "heft-search"
-    option_names = ("budget", "seconds")
+    #: ``progress``: called with the share of the budget spent (0..1) as the search goes
+    option_names = ("budget", "seconds", "progress")
     summary = "HEFT, then a budgeted search over rank functions and perturbed priorities (never worse)"
 
     def plan(self, cost_model):
@@ -91,7 +92,9 @@ class HEFTSearch(Scheduler):
         seconds = self.options.get("seconds")
         if budget < 1:
             raise ValueError(f"heft-search: budget must be >= 1, got {budget}")
-        t_end = time.perf_counter() + float(seconds) if seconds else float("inf")
+        t0 = time.perf_counter()
+        t_end = t0 + float(seconds) if seconds else float("inf")
+        progress = self.options.get("progress")
         a = cost_model.arrays
         rank_u = upward_rank(cost_model)
         free = np.full(a.n, -1, dtype=np.int64)
@@ -104,6 +107,8 @@ class HEFTSearch(Scheduler):
         def consider(prio, bias=None, label="", fixed=None):
             nonlocal spent
             spent += 1
+            if progress is not None and spent % 20 == 0:
+                progress(min(1.0, max(spent / budget, (time.perf_counter() - t0) / float(seconds or "inf"))))
             fixed = best["fixed"] if fixed is None else fixed
             res = list_schedule(cost_model, prio, fixed=fixed, bias=bias, insertion=True)
             mk = float(res[2].max()) if a.n else 0.0

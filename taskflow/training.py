@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from .checks import PLOT_FORMATS, plain_text, plot_format
 from .errors import TaskflowError, TaskflowWarning
-from .formats import atomic_write
+from .formats import atomic_write, save_figure
 
 __all__ = ["train", "History", "load_checkpoint", "plot_format", "PLOT_FORMATS"]
 
@@ -105,10 +105,7 @@ class History:
         ax.set_title(f"{c.get('model', 'model')}: {c.get('workers')} workers, {c.get('allreduce')}, "
                      f"{c.get('scheduler')}", fontsize=10, usetex=False)
         fig.tight_layout()
-        buf = io.BytesIO()
-        fig.savefig(buf, format=plot_format(path))
-        plt.close(fig)
-        atomic_write(path, buf.getvalue())
+        save_figure(fig, path, dpi=100)
 
 
 #: the image formats a plot is written in, by the file's suffix

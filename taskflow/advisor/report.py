@@ -117,8 +117,7 @@ class Advice:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        from ..formats._util import atomic_write
-        import io
+        from ..formats import save_figure
 
         sim = [k for k in self.candidates if k.status in ("front", "simulated")]
         fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -146,10 +145,7 @@ class Advice:
         if sim:
             ax.legend(fontsize=7)
         fig.tight_layout()
-        buf = io.BytesIO()
-        fig.savefig(buf, format=str(path).rsplit(".", 1)[-1].lower() if "." in str(path) else "png", dpi=120)
-        plt.close(fig)
-        atomic_write(path, buf.getvalue())
+        save_figure(fig, path)
 
 
 def _share(k) -> str:

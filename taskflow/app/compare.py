@@ -10,6 +10,7 @@ from pathlib import Path
 from ..checks import plain_text
 from ..cluster import Cluster
 from ..errors import TaskflowError
+from ..formats import save_figure
 from ..graph import TaskGraph
 from ..policy import available, get_scheduler, scheduler_class
 
@@ -284,5 +285,4 @@ def _plot(rows, path: Path) -> None:
         handles.append(Line2D([], [], color="black", marker="o", linestyle="", markersize=5, label="measured on Dask"))
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.9 / fig.get_figheight() * 0.6, 1, 1))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)

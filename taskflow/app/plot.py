@@ -8,6 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ..checks import plain_text  # noqa: E402
+from ..formats import save_figure  # noqa: E402
 
 __all__ = ["gantt", "gantt_compare"]
 
@@ -105,8 +106,7 @@ def gantt(schedule, path, title=None, workers=None, *, graph=None, transfers=())
     drawn = any(moves)
     fig.tight_layout(rect=(0, 0, 0.8 if len(colours) > 1 or drawn else 1, 1))
     _legend(fig, colours, bool(drawn))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 @plain_text
@@ -151,5 +151,4 @@ def gantt_compare(report, path):
     axes[-1][0].set_xlabel("time since the first task started (s)")
     fig.tight_layout(rect=(0, 0, 0.82, 1))
     _legend(fig, colours, bool(moved))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)

@@ -24,7 +24,7 @@ from ..errors import FormatError, TaskflowError
 from ..graph import TaskGraph
 from ..schedule import Schedule
 from . import dax, estee, native, stg, wfformat
-from ._util import MAX_FILE_BYTES, atomic_write, dump_json, parse_json
+from ._util import MAX_FILE_BYTES, atomic_write, dump_json, parse_json, save_figure
 
 
 def to_networkx(graph):

@@ -144,6 +144,31 @@ def atomic_write(path, data) -> None:
         raise
 
 
+def save_figure(fig, path, dpi: int = 120) -> None:
+    """Draw a matplotlib figure into ``path`` in the format its suffix names (PNG, SVG, PDF,
+    JPEG), written whole or not at all (:func:`atomic_write`: a full disk leaves no empty file),
+    and close it.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+    path : str or os.PathLike
+    dpi : int
+    """
+    import io
+
+    import matplotlib.pyplot as plt
+
+    from ..checks import plot_format
+
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format=plot_format(path), dpi=dpi)
+    finally:
+        plt.close(fig)
+    atomic_write(path, buf.getvalue())
+
+
 def dump_json(doc) -> str:
     return json.dumps(doc, indent=1, allow_nan=False) + "\n"
 

@@ -92,6 +92,29 @@ def _write_chrome_trace(path: str, traces: list) -> None:
 
 
 # ---------------------------------------------------------------------- graphs
+class _SearchProgress:
+    """heft-search's ``progress``: a bar on stderr (the share of ``--budget`` spent) once a search
+    has taken 2 s; none with -q or where stderr is no terminal."""
+
+    def __init__(self, shown: bool):
+        self.shown, self.bar = shown, None
+
+    def __call__(self, share: float) -> None:
+        if not self.shown:
+            return
+        if self.bar is None:
+            from ...runtime.session import progress_bar
+
+            self.bar = progress_bar(100, "heft-search", unit="%")
+        self.bar.n = int(share * 100)
+        self.bar.update(0)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
 @command("``taskflow info``: counts, total cost and critical path of each graph of GRAPH.")
 def info(args) -> int:
     summaries = [graph_summary(g) for g in read_graphs(args.graph, args.format)]
@@ -137,8 +160,12 @@ def schedule(args) -> int:
         except ValueError as e:
             raise TaskflowError(f"--budget: {e}") from None
     # a budget goes to the searching policies
-    instances = [policies.get_scheduler(n, seed=args.seed, **(options if "search" in n or n == "optimal" else {}))
-                 for n in names]
+    searching = [n for n in names if "search" in n or n == "optimal"]
+    if args.budget is not None and not searching:
+        raise TaskflowError("--budget goes with --scheduler heft-search or optimal")
+    bar = _SearchProgress(not args.quiet)
+    instances = [policies.get_scheduler(n, seed=args.seed, **(
+        {**options, **({"progress": bar} if n == "heft-search" else {})} if n in searching else {})) for n in names]
     cost_model = CostModel(graph, cluster)
     policies.warm_up(len(graph), len(cluster))  # compiled kernels, where needed, load outside the timings
     rows, plans = [], []
@@ -146,6 +173,7 @@ def schedule(args) -> int:
         t0 = time.perf_counter()
         plan = make_plan(graph, cluster, policy, cost_model=cost_model)
         elapsed = time.perf_counter() - t0
+        bar.close()
         plan.validate(graph, cluster, cost_model=cost_model)  # trust no scheduler
         m = plan.metrics(graph, cluster, cost_model=cost_model)
         rows.append((policy.name, m, elapsed))
