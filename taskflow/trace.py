@@ -15,7 +15,7 @@ from .cluster import Cluster
 from .graph import TaskGraph
 from .schedule import Schedule
 
-__all__ = ["Trace", "Run", "Transfer", "expand_graph", "run_id"]
+__all__ = ["Trace", "Run", "Transfer", "expand_graph", "run_id", "task_of_run"]
 
 
 class Run(NamedTuple):
@@ -52,6 +52,29 @@ def run_id(task, k: int, taken=()):
     while rid in taken:
         rid += "#"
     return rid
+
+
+def task_of_run(rid, tasks):
+    """The task whose run :func:`run_id` named ``rid`` (its inverse): ``rid`` itself where it is a
+    task of ``tasks``; else ``rid`` without the ``#`` added to keep it unique and its ``#k``.
+
+    Parameters
+    ----------
+    rid : hashable
+    tasks : container
+        The graph's task ids.
+
+    >>> task_of_run("a#2#", {"a", "a#2"}), task_of_run("a#2#2", {"a", "a#2"})
+    ('a', 'a#2')
+    """
+    if rid in tasks:
+        return rid
+    head, sep, k = str(rid).rstrip("#").rpartition("#")
+    if not (sep and k.isdigit()):
+        return rid
+    if head not in tasks and head.lstrip("-").isdigit() and int(head) in tasks:  # a task of an integer id
+        return int(head)
+    return head
 
 
 class Trace:

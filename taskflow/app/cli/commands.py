@@ -213,7 +213,7 @@ def schedule(args) -> int:
          "line of its own and status 1, else a summary and 0.")
 def validate(args) -> int:
     from ...errors import ScheduleError
-    from ...trace import expand_graph
+    from ...trace import expand_graph, task_of_run
 
     graph = read_graph(args.graph, args.format)
     cluster = cluster_from_args(args)
@@ -222,7 +222,7 @@ def validate(args) -> int:
     # record of them (what a perturbed simulation used) only with --trace, and checked
     durations = plan.extra.get("durations") if args.trace else None
     served_by = (plan.extra.get("served_by") or {}) if args.trace else {}
-    runs = [(t if t in graph else str(t).rsplit("#", 1)[0], t) for t in plan.tasks]
+    runs = [(task_of_run(t, graph), t) for t in plan.tasks]
     if any(base not in graph for base, _ in runs):
         bad = next(rid for base, rid in runs if base not in graph)
         raise TaskflowError(f"{args.schedule}: run {bad!r} names no task of the graph")
