@@ -185,11 +185,23 @@ def _plots(rows, names, out: Path):
                 norm[r["scheduler"], r["family"]].append(float(r["makespan"]) / best)
     fig, ax = plt.subplots(figsize=(11, 5))
     width = 0.8 / len(names)
+    heights = []
     for k, n in enumerate(names):
         ys = [_geomean(norm[n, f]) for f in fams]
+        heights += [y for y in ys if y == y]
         ax.bar([i + k * width for i in range(len(fams))], ys, width, label=n)
     ax.set_xticks([i + 0.4 - width / 2 for i in range(len(fams))])
     ax.set_xticklabels(fams)
+    # one policy far behind (8x the best) would squash the rest into a band above 1: a log scale
+    # then, with ticks at plain ratios
+    if heights and max(heights) > 3 * max(1.0, sorted(heights)[len(heights) // 2]):
+        from matplotlib.ticker import FuncFormatter, LogLocator
+
+        ax.set_yscale("log")
+        ax.set_ylim(0.95, max(heights) * 1.15)
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 1.25, 1.5, 2.0, 3.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
     ax.set_ylabel("makespan / best makespan of the instance (geometric mean)")
     ax.set_xlabel("workflow family")
     ax.axhline(1.0, color="black", linewidth=0.8)

@@ -28,16 +28,61 @@ def _colours(categories) -> dict:
     return {c: (cmap(k % 20) if k < MAX_LEGEND else (0.75, 0.75, 0.75, 1.0)) for k, c in enumerate(order)}
 
 
+#: a worker's row with more runs than this is drawn in :data:`WINDOWS` time windows instead of
+#: run by run: hundreds of thin bars (short tasks between Dask's overheads) read as a barcode
+MERGE_ABOVE = 40
+WINDOWS = 60
+
+
+def _windows(rows, transfers, t0: float, t1: float):
+    """Per worker and time window: the category that ran longest in it and the share of the
+    window that was busy; and the windows in which bytes arrived."""
+    width = (t1 - t0) / WINDOWS or 1.0
+    busy: dict = {}
+    for r in rows:
+        w, s, f = r[1], r[2], r[3]
+        cat = r[4] if len(r) > 4 else _category(r[0])
+        for b in range(max(0, int((s - t0) / width)), min(WINDOWS, int((f - t0) / width) + 1)):
+            lo, hi = t0 + b * width, t0 + (b + 1) * width
+            overlap = min(f, hi) - max(s, lo)
+            if overlap > 0:
+                cell = busy.setdefault((w, b), {})
+                cell[cat] = cell.get(cat, 0.0) + overlap
+    cells = [(w, t0 + b * width, width, max(c, key=c.get), min(1.0, sum(c.values()) / width))
+             for (w, b), c in busy.items()]
+    arriving = set()
+    for d, s, f in transfers:
+        for b in range(max(0, int((s - t0) / width)), min(WINDOWS, int((f - t0) / width) + 1)):
+            arriving.add((d, b))
+    return cells, [(d, t0 + b * width, t0 + (b + 1) * width) for d, b in sorted(arriving, key=str)]
+
+
 def _draw(ax, rows, workers, title, colours=None, transfers=()):
     """rows: (task, worker, start, finish[, category]); transfers: (destination, start, finish),
-    drawn as black marks under the receiving worker's row."""
+    drawn as black marks under the receiving worker's row. Where a worker's row would hold more
+    than :data:`MERGE_ABOVE` runs, the row is drawn in :data:`WINDOWS` time windows: each the
+    colour of the category that ran longest in it, as tall as the share of it the worker was busy
+    (the title says so)."""
     y = {w: k for k, w in enumerate(workers)}
     colours = colours or _colours(r[4] if len(r) > 4 else _category(r[0]) for r in rows)
+    per_worker = {}
     for r in rows:
-        task, w, s, f = r[:4]
-        cat = r[4] if len(r) > 4 else _category(task)
-        ax.barh(y.get(w, 0), max(f - s, 1e-9), left=s, height=0.7, color=colours.get(cat, "grey"),
-                edgecolor="black", linewidth=0.3)
+        per_worker[r[1]] = per_worker.get(r[1], 0) + 1
+    span = max((r[3] for r in rows), default=0.0) - min((r[2] for r in rows), default=0.0)
+    crowded = max(per_worker.values(), default=0) > MERGE_ABOVE
+    if crowded:
+        t0 = min(r[2] for r in rows)
+        cells, transfers = _windows(rows, list(transfers), t0, t0 + span)
+        for w, s, width, cat, share in cells:
+            ax.barh(y.get(w, 0), width, left=s, height=0.7 * max(share, 0.08), color=colours.get(cat, "grey"),
+                    linewidth=0)
+        title += f"\n{len(rows):,} runs in {WINDOWS} windows: colour, the kind that ran most; height, the time busy"
+    else:
+        for r in rows:
+            task, w, s, f = r[:4]
+            cat = r[4] if len(r) > 4 else _category(task)
+            ax.barh(y.get(w, 0), max(f - s, 1e-9), left=s, height=0.7, color=colours.get(cat, "grey"),
+                    edgecolor="black", linewidth=0.3)
     for dst, s, f in transfers:
         ax.hlines(y.get(dst, 0) - 0.42, s, f, color="black", linewidth=2.5)
     ax.set_yticks(range(len(workers)))
