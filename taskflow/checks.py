@@ -11,7 +11,7 @@ import numpy as np
 from .errors import CycleError, GraphError, TaskflowError
 
 __all__ = ["number", "cores", "exact_costs", "checked_column", "parse_rate", "task_index", "edge_index", "MAX_CORES",
-           "split_amount", "plot_format", "plain_text", "PLOT_FORMATS"]
+           "split_amount", "plot_format", "PLOT_FORMATS"]
 
 _INF = math.inf
 
@@ -273,22 +273,3 @@ def plot_format(path) -> str:
     if fmt not in PLOT_FORMATS:
         raise TaskflowError(f"plot {os.fspath(path)!r}: .{fmt} is not an image format ({', '.join(PLOT_FORMATS)})")
     return fmt
-
-
-def plain_text(fn):
-    """Decorate a function that draws: while it runs, matplotlib reads text as text (an id or a
-    name such as ``$\\frac{1}{$`` is not parsed as a formula, which could fail the plot).
-
-    Parameters
-    ----------
-    fn : callable
-    """
-    import functools
-
-    @functools.wraps(fn)
-    def drawing(*args, **kwargs):
-        import matplotlib
-
-        with matplotlib.rc_context({"text.parse_math": False}):
-            return fn(*args, **kwargs)
-    return drawing

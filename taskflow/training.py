@@ -21,7 +21,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
-from .checks import PLOT_FORMATS, plain_text, plot_format
+from .checks import PLOT_FORMATS, plot_format
 from .errors import TaskflowError, TaskflowWarning
 from .formats import atomic_write, save_figure
 
@@ -76,7 +76,6 @@ class History:
                        f"samples/s), {e['bytes_per_iteration'] / 1e6:.2f} MB moved per iteration")
         return out
 
-    @plain_text
     def plot(self, path) -> None:
         """Held-out accuracy and training loss against wall time, written to ``path`` (PNG, SVG,
         PDF by suffix).
@@ -92,6 +91,10 @@ class History:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
+        with matplotlib.rc_context({"text.parse_math": False}):  # names are text, never formulas
+            self._draw(path, plt)
+
+    def _draw(self, path, plt) -> None:
         wall = [e["wall"] for e in self.epochs]
         fig, ax = plt.subplots(figsize=(6.4, 3.6))
         ax.plot(wall, [e["accuracy"] * 100 for e in self.epochs], "o-", color="C0", label="held-out accuracy")
@@ -105,7 +108,7 @@ class History:
         ax.set_title(f"{c.get('model', 'model')}: {c.get('workers')} workers, {c.get('allreduce')}, "
                      f"{c.get('scheduler')}", fontsize=10, usetex=False)
         fig.tight_layout()
-        save_figure(fig, path, dpi=100)
+        save_figure(fig, path, plt.close, dpi=100)
 
 
 #: the image formats a plot is written in, by the file's suffix

@@ -666,7 +666,7 @@ def test_a_profile_that_is_a_device_is_refused_unread(capsys):
 
 
 def test_the_command_line_reports_a_lost_scheduler_in_one_line(tmp_path):
-    """No traceback reaches the user: one 'error:' line and exit status 2."""
+    """No traceback reaches the user: one 'error:' line and exit status 1 (a run that failed)."""
     import subprocess
     import sys
 
@@ -684,7 +684,7 @@ def test_the_command_line_reports_a_lost_scheduler_in_one_line(tmp_path):
     finally:
         lb.stop()
     lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert proc.returncode == 2, (out, err)
+    assert proc.returncode == 1, (out, err)
     assert len(lines) == 1 and lines[0].startswith("error: lost the Dask scheduler"), err
 
 

@@ -58,6 +58,8 @@ _SIZE_UNITS = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "kib"
                "gib": 2 ** 30, "tib": 2 ** 40}
 #: the largest node count a type may offer
 MAX_COUNT = 4096
+#: the most configurations a search considers (more asks to narrow it)
+MAX_CONFIGURATIONS = 200_000
 DEFAULT_INTRA = 1e10
 _MAX_BYTES = 16 * 2 ** 20  # a catalog file larger than this is refused unread
 
@@ -422,8 +424,6 @@ def catalog_from_dict(doc, label: str = "catalog") -> Catalog:
     mix = doc.get("mix", ())
     pairs = []
     if mix is True:
-        from .search import MAX_CONFIGURATIONS
-
         n = len(types)
         if n * (n - 1) // 2 > MAX_CONFIGURATIONS:  # each pair is at least one configuration
             _fail(label, f"mix: true pairs {n:,} types into {n * (n - 1) // 2:,} pairs, each at least one "

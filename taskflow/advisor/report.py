@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..checks import plain_text
-
 __all__ = ["Advice"]
 
 _BOUND = {"compute": "compute-bound", "network": "network-bound", "critical path": "critical-path-bound",
@@ -70,7 +68,10 @@ class Advice:
             return f"no configuration meets the deadline of {self.deadline:g} s{need}"
         if self.budget is not None:
             return f"no configuration fits the budget of {self.budget:g} {cur}"
-        return "no deadline or budget given: the front below is the trade-off"
+        ends = (f"fastest {min(self.front, key=lambda k: k.time).label}, cheapest "
+                f"{min(self.front, key=lambda k: k.cost).label}" if self.front else "no configuration ran")
+        return (f"no deadline or budget given: {len(self.front)} configuration(s) on the front of makespan and cost "
+                f"({ends})")
 
     def table(self, losers: int = 8) -> str:
         """The report: the answer, the front, the closest losers and what the search skipped."""
@@ -104,7 +105,6 @@ class Advice:
             lines += ["", "Not simulated: " + "; ".join(f"{n} {why}" for why, n in skipped.most_common())]
         return "\n".join(lines)
 
-    @plain_text
     def plot(self, path) -> None:
         """The simulated configurations' makespan against cost, the front joined, the answer ringed.
 
@@ -117,6 +117,10 @@ class Advice:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
+        with matplotlib.rc_context({"text.parse_math": False}):  # names are text, never formulas
+            self._draw(path, plt)
+
+    def _draw(self, path, plt) -> None:
         from ..formats import save_figure
 
         sim = [k for k in self.candidates if k.status in ("front", "simulated")]
@@ -145,7 +149,7 @@ class Advice:
         if sim:
             ax.legend(fontsize=7)
         fig.tight_layout()
-        save_figure(fig, path)
+        save_figure(fig, path, plt.close)
 
 
 def _share(k) -> str:

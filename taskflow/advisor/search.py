@@ -38,12 +38,9 @@ from ..analysis import longest_path, task_kind
 from ..cluster import Cluster, Worker
 from ..errors import TaskflowError
 from ..graph import TaskGraph
-from .catalog import Catalog, NodeType
+from .catalog import MAX_CONFIGURATIONS, Catalog, NodeType
 
 __all__ = ["Configuration", "Candidate", "configurations", "Evaluator", "search", "MAX_CONFIGURATIONS"]
-
-#: the most configurations one search takes (each is bounded, and some simulated)
-MAX_CONFIGURATIONS = 200_000
 
 
 @dataclass(frozen=True)

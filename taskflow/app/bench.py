@@ -283,7 +283,8 @@ def run_real(suite: str = "quick", out="taskflow-out/bench", scheduler_names=Non
                  "time_scale": scale, "predicted_makespan": rep.predicted_makespan,
                  "measured_makespan": rep.measured_makespan,
                  "measured_over_predicted": rep.measured_makespan / rep.predicted_makespan,
-                 "placement_fidelity": rep.placement_fidelity, "outputs_ok": ok,
+                 "placement_fidelity": "" if rep.placement_fidelity is None else rep.placement_fidelity,
+                 "outputs_ok": ok,
                  "learned_predicted": learned.predicted_makespan, "learned_measured": learned.measured_makespan,
                  "first_error": rep.prediction_error, "learned_error": learned.prediction_error,
                  "again_measured": again.measured_makespan, "again_error": again.prediction_error}

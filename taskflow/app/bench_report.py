@@ -10,8 +10,8 @@ import html
 import math
 from pathlib import Path
 
-from ..checks import plain_text
 from ..formats import save_figure
+from .plot import plain_text
 from .suite import BW, build_workflow
 
 __all__ = ["write_outputs", "summarise", "summarise_real"]
@@ -208,7 +208,7 @@ def _plots(rows, names, out: Path):
     ax.set_title("Scheduler comparison in the simulator (lower is better; 1 = best on every instance)")
     ax.legend(ncol=3, fontsize=8)
     fig.tight_layout()
-    save_figure(fig, out / "normalised.png", dpi=110)
+    save_figure(fig, out / "normalised.png", plt.close, dpi=110)
     # a representative run
     from taskflow.cluster import Cluster, Worker
     from .plot import gantt

@@ -7,12 +7,12 @@ import csv
 import time
 from pathlib import Path
 
-from ..checks import plain_text
 from ..cluster import Cluster
 from ..errors import TaskflowError
 from ..formats import save_figure
 from ..graph import TaskGraph
 from ..policy import available, get_scheduler, scheduler_class
+from .plot import plain_text
 
 __all__ = ["compare", "COMPARE_FIELDS", "table_text", "table_notes", "write_outputs"]
 
@@ -285,4 +285,4 @@ def _plot(rows, path: Path) -> None:
         handles.append(Line2D([], [], color="black", marker="o", linestyle="", markersize=5, label="measured on Dask"))
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.9 / fig.get_figheight() * 0.6, 1, 1))
-    save_figure(fig, path, dpi=110)
+    save_figure(fig, path, plt.close, dpi=110)

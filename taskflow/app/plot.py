@@ -7,13 +7,29 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ..checks import plain_text  # noqa: E402
 from ..formats import save_figure  # noqa: E402
 
-__all__ = ["gantt", "gantt_compare"]
+__all__ = ["gantt", "gantt_compare", "plain_text"]
 
 
 MAX_LEGEND = 12
+
+
+def plain_text(fn):
+    """Decorate a function that draws: while it runs, matplotlib reads text as text (an id or a
+    name such as ``$\\frac{1}{$`` is not parsed as a formula, which could fail the plot).
+
+    Parameters
+    ----------
+    fn : callable
+    """
+    import functools
+
+    @functools.wraps(fn)
+    def drawing(*args, **kwargs):
+        with matplotlib.rc_context({"text.parse_math": False}):
+            return fn(*args, **kwargs)
+    return drawing
 
 
 def _category(task) -> str:
@@ -151,7 +167,7 @@ def gantt(schedule, path, title=None, workers=None, *, graph=None, transfers=())
     drawn = any(moves)
     fig.tight_layout(rect=(0, 0, 0.8 if len(colours) > 1 or drawn else 1, 1))
     _legend(fig, colours, bool(drawn))
-    save_figure(fig, path)
+    save_figure(fig, path, plt.close)
 
 
 @plain_text
@@ -196,4 +212,4 @@ def gantt_compare(report, path):
     axes[-1][0].set_xlabel("time since the first task started (s)")
     fig.tight_layout(rect=(0, 0, 0.82, 1))
     _legend(fig, colours, bool(moved))
-    save_figure(fig, path)
+    save_figure(fig, path, plt.close)

@@ -144,20 +144,20 @@ def atomic_write(path, data) -> None:
         raise
 
 
-def save_figure(fig, path, dpi: int = 120) -> None:
+def save_figure(fig, path, close, dpi: int = 120) -> None:
     """Draw a matplotlib figure into ``path`` in the format its suffix names (PNG, SVG, PDF,
     JPEG), written whole or not at all (:func:`atomic_write`: a full disk leaves no empty file),
-    and close it.
+    and close it, whatever happened.
 
     Parameters
     ----------
     fig : matplotlib.figure.Figure
     path : str or os.PathLike
+    close : callable
+        ``matplotlib.pyplot.close`` (the caller's: this layer does not import matplotlib).
     dpi : int
     """
     import io
-
-    import matplotlib.pyplot as plt
 
     from ..checks import plot_format
 
@@ -165,7 +165,7 @@ def save_figure(fig, path, dpi: int = 120) -> None:
     try:
         fig.savefig(buf, format=plot_format(path), dpi=dpi)
     finally:
-        plt.close(fig)
+        close(fig)
     atomic_write(path, buf.getvalue())
 
 

@@ -13,7 +13,7 @@ from .dask_collections import compute
 from .learn import CostProfile, learn_costs
 from .report import RunReport
 from .runner import run
-from .session import use
+from .session import status, use
 
-__all__ = ["run", "compute", "use", "execute", "RunReport", "TaskFailed", "cluster_from_dask", "learn_costs",
+__all__ = ["run", "compute", "use", "status", "execute", "RunReport", "TaskFailed", "cluster_from_dask", "learn_costs",
            "CostProfile"]

@@ -343,7 +343,7 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
     started = time.monotonic()  # the timeout counts from here: starting a cluster is part of the run
     c, owned = connect(client, address, scheduler_file, workers, threads_per_worker, work_stealing=dynamic,
                        dashboard=dashboard, jobqueue=jobqueue, jobqueue_options=jobqueue_options)
-    finished = False
+    finished = False  # an abandoned run's workers are killed, not waited for
     try:
         if dashboard or not quiet:
             say_dashboard(c)
@@ -402,8 +402,7 @@ class _Runner:
         self.size_scale = size_scale
         self.retries = retries
         self.quiet = quiet
-        self.timeout = timeout
-        self.said_timeout = said_timeout  # what the caller asked for (the run has what is left of it)
+        self.timeout, self.said_timeout = timeout, said_timeout  # what is left of it, and what the caller gave
         self.profile_path, self.profile = profile if isinstance(profile, tuple) else (None, profile)
         self.run_id = f"run-{uuid.uuid4().hex[:12]}"
         self.key_of = keys_for(graph, self.run_id[4:12], 0)

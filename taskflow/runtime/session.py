@@ -16,7 +16,7 @@ from ..policy import get_scheduler, require_runnable
 from .plugin import PLUGIN_NAME, TaskflowPlugin
 from .worker_plugin import TransferLog, worker_records
 
-__all__ = ["ensure_plugin", "call", "check_call", "use", "Watchdog", "wait_for", "stream_index", "stream_since", "cancelled_error",
+__all__ = ["ensure_plugin", "call", "check_call", "use", "status", "Watchdog", "wait_for", "stream_index", "stream_since", "cancelled_error",
            "gather", "workers_reachable", "frozen_heap", "workers_records", "WorkersRecords", "close_quietly", "progress_bar",
            "in_notebook"]
 
@@ -191,6 +191,34 @@ def check_call(client=None, cluster=None, address=None, scheduler_file=None, wor
         for k, v in costs.items():
             if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v < 0:
                 raise TaskflowError(f"costs[{k!r}] must be a finite number of seconds >= 0, got {v!r}")
+
+
+def status(client, run: str | None = None) -> dict:
+    """What the taskflow scheduler plugin knows: of the cluster, and of the latest graph ``client``
+    submitted under :func:`use` (or of the run ``run``, a report's ``run`` id).
+
+    Parameters
+    ----------
+    client : distributed.Client
+    run : str, optional
+
+    Returns
+    -------
+    dict
+        ``workers`` (how many), ``learned_speeds`` (worker name -> speed measured from the tasks that
+        ran), and for a run: ``run``, ``state``, ``decision`` (``plan``, ``dask`` or ``subset``, for
+        the adaptive policy), ``predicted`` (seconds, or None), ``makespan``, ``replans``, ``error``.
+        Without a plugin yet (no graph placed by taskflow), ``workers`` and ``learned_speeds`` only.
+
+    Raises
+    ------
+    TaskflowError
+        The scheduler did not answer.
+    """
+    check_call(client)
+    ensure_plugin(client)
+    reply = call(client, "taskflow_status", run=run, client=None if run else client.id)
+    return {k: v for k, v in reply.items() if k not in ("lost_all_since", "grace", "now", "path")}
 
 
 class Watchdog:
