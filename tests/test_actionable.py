@@ -403,3 +403,11 @@ def test_a_rerun_of_a_task_whose_id_another_rerun_would_take_validates(tmp_path)
     assert main(["simulate", str(graph), "--workers", "3", "--fail", "w0@12", "-o", str(trace), "-q"]) == 0
     assert "a#2#" in trace.read_text()  # the rerun of a, kept apart from the task a#2
     assert main(["validate", str(graph), "--workers", "3", "--schedule", str(trace), "--trace", "-q"]) == 0
+
+
+def test_a_json_input_with_a_key_given_twice_is_refused(tmp_path, capsys):
+    """The last of two ``cost`` fields silently won before: which one did the user mean?"""
+    path = tmp_path / "g.json"
+    path.write_text('{"format": "taskflow-graph/1", "name": "x", "tasks": [{"id": "a", "cost": 1, "cost": 2}]}')
+    assert main(["info", str(path)]) == 2
+    assert "key 'cost' given twice in one object" in capsys.readouterr().err

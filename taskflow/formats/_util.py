@@ -56,8 +56,8 @@ def items(obj, key, where: str) -> list:
 
 def parse_json(text: str, source: str):
     """Parsed JSON, or a FormatError: malformed, nested deeper than :data:`MAX_JSON_DEPTH`, more
-    than :data:`MAX_JSON_ITEMS` values, or a number Python cannot hold (an integer of thousands of
-    digits)."""
+    than :data:`MAX_JSON_ITEMS` values, a number Python cannot hold (an integer of thousands of
+    digits), or a key given twice in one object."""
     depth = _json_depth(text)
     if depth > MAX_JSON_DEPTH:
         raise FormatError(f"{source}: JSON nested more than {MAX_JSON_DEPTH} levels deep")
@@ -67,9 +67,11 @@ def parse_json(text: str, source: str):
         if items > MAX_JSON_ITEMS:
             raise FormatError(f"{source}: JSON with more than {MAX_JSON_ITEMS:,} values")
     try:
-        return json.loads(text, parse_float=_finite_float)
+        return json.loads(text, parse_float=_finite_float, object_pairs_hook=_unique_keys)
     except _OutOfRange as e:
         raise FormatError(f"{source}: the number {e} is out of range (a float holds at most 1.8e308)") from None
+    except _Duplicate as e:
+        raise FormatError(f"{source}: key {e} given twice in one object (which one is meant?)") from None
     except json.JSONDecodeError as e:
         raise FormatError(f"{source}: malformed JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
     except (ValueError, RecursionError) as e:  # e.g. an integer past Python's digit limit
@@ -78,6 +80,22 @@ def parse_json(text: str, source: str):
 
 class _OutOfRange(ValueError):
     pass
+
+
+class _Duplicate(ValueError):
+    pass
+
+
+def _unique_keys(pairs) -> dict:
+    """A JSON object as a dict; a key given twice in it is an error, not the last one silently."""
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _Duplicate(repr(k)[:60])
+            seen.add(k)
+    return d
 
 
 def _finite_float(text: str) -> float:
