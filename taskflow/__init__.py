@@ -24,13 +24,10 @@ def _early_signals() -> None:
     import os
     import signal
     import sys
-    import threading
 
     # this interpreter's own command line: a worker process spawned by the command is given the
     # command's sys.argv, not its orig_argv
-    argv = getattr(sys, "orig_argv", sys.argv)
-    if (not any(os.path.basename(a) == "taskflow" for a in argv[:2])
-            or threading.current_thread() is not threading.main_thread()):
+    if not any(os.path.basename(a) == "taskflow" for a in getattr(sys, "orig_argv", sys.argv)[:2]):
         return
 
     def ended(signum, frame):
@@ -39,10 +36,13 @@ def _early_signals() -> None:
         os._exit(status)
 
     ended.taskflow_early = True
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, ended)
-    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, ended)
+    try:
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, ended)
+        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, ended)
+    except ValueError:  # not the main thread: signals are not ours to handle
+        pass
 
 
 _early_signals()
