@@ -168,7 +168,8 @@ def heterogeneous(time_scale, repeat, size_scale=0.05):
             busy = sum(x.finish - x.start for x in rep.trace.runs)
             moving = sum(x.finish - x.start for x in rep.trace.transfers)
             comm.append(moving / busy)
-            print(f"   {name:<14} measured {rep.measured_makespan:6.2f} s (predicted {rep.predicted_makespan or float('nan'):6.2f} s), "
+            predicted = rep.predicted_makespan or float("nan")
+            print(f"   {name:<14} measured {rep.measured_makespan:6.2f} s (predicted {predicted:6.2f} s), "
                   f"{len(rep.trace.transfers)} transfers, {sum(x.bytes for x in rep.trace.transfers) / 1e6:.0f} MB, "
                   f"transfer time / compute time {moving / busy:.2f}; network measured "
                   f"{real.bandwidth / 1e9:.2f} GB/s, latency {real.latency * 1e3:.1f} ms", flush=True)

@@ -211,7 +211,8 @@ def schedulers_table(name: str, spec_kw: dict, epochs: int, names) -> None:
             diff = max(float((a - b).abs().max() / b.abs().max()) for a, b in zip(h.states[0]["params"], first))
             e = h.epochs[-1]
             load, fb, ar, up, _, between = _breakdown(e)
-            print(f"{sched:14} {e['seconds'] / e['iterations']:11.3f} {e['predicted_seconds_per_iteration'] or float('nan'):9.3f} "
+            predicted = e["predicted_seconds_per_iteration"] or float("nan")
+            print(f"{sched:14} {e['seconds'] / e['iterations']:11.3f} {predicted:9.3f} "
                   f"{e['bytes_per_iteration'] / 1e6:11.2f} {load * 1e3:7.1f}m {fb * 1e3:7.1f}m {ar * 1e3:8.1f}m "
                   f"{up * 1e3:6.1f}m {between * 1e3:7.1f}m {diff:16.1e}")
     print("(m: milliseconds per iteration and rank; predicted: the simulator with the costs the earlier epochs "

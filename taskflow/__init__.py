@@ -61,12 +61,14 @@ from .trace import Trace
 
 # name -> the subpackage that defines it, imported on first use
 _LAZY = {"simulate": "simulator", "plan": "simulator",
-         "run": "runtime", "compute": "runtime", "use": "runtime", "status": "runtime", "execute": "runtime", "RunReport": "runtime",
+         "run": "runtime", "compute": "runtime", "use": "runtime", "status": "runtime", "execute": "runtime",
+         "RunReport": "runtime",
          "TaskFailed": "runtime", "cluster_from_dask": "runtime", "learn_costs": "runtime", "CostProfile": "runtime",
          "advise": "advisor", "train": "training"}
 
 __all__ = [
-    "TaskGraph", "TaskHandle", "simulate", "plan", "Trace", "run", "compute", "use", "status", "execute", "RunReport", "TaskFailed",
+    "TaskGraph", "TaskHandle", "simulate", "plan", "Trace", "run", "compute", "use", "status", "execute", "RunReport",
+    "TaskFailed",
     "advise", "train",
     "cluster_from_dask", "learn_costs", "CostProfile", "Cluster", "Worker", "CostModel", "Schedule", "Assignment",
     "Scheduler", "DynamicScheduler", "available", "get_scheduler", "register",

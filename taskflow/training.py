@@ -269,12 +269,13 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
             spec = make(_speed_shares(c, workers))
         states, first, wall0, history = _start(spec, ck, checkpoint, model, scheduler, by_speed)
     except BaseException:
-        close_quietly(owned)
+        close_quietly(owned, now=True)
         raise
     fp, profile = _fingerprint(spec, by_speed), None
     bar = None
     if not quiet and first < epochs:
         bar = progress_bar((epochs - first) * spec.per_epoch, "training", unit="it")
+    finished = False  # a timeout or Ctrl-C: the workers are ended, not waited for
     try:
         for e in range(first, epochs):
             g = spec.graph(e, states)
@@ -298,10 +299,11 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
                 bar.update(spec.per_epoch)
                 last = history.epochs[-1]
                 bar.set_postfix(loss=f"{last['loss']:.3f}", acc=f"{last['accuracy']:.1%}")
+        finished = True
     finally:
         if bar is not None:
             bar.close()
-        close_quietly(owned)
+        close_quietly(owned, now=not finished)
     history.states, history.job = states, spec
     if profile is not None:
         history.profile = profile

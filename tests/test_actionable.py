@@ -111,6 +111,15 @@ def test_a_timeout_counts_from_the_start_and_does_not_wait_for_running_tasks(slo
     assert time.monotonic() - t0 < 2 + 2.5  # 8 s before: the tasks' workers were waited for
 
 
+def test_compute_keeps_its_timeout_as_run_does():
+    import dask
+
+    t0 = time.monotonic()
+    with pytest.raises(taskflow.RunTimeout, match="within 2 s"):
+        taskflow.compute(dask.delayed(time.sleep)(60), timeout=2)
+    assert time.monotonic() - t0 < 2 + 2.5
+
+
 def _mapped(pid: int, name: str) -> bool:
     try:
         with open(f"/proc/{pid}/maps") as f:

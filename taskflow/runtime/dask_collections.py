@@ -74,6 +74,7 @@ def compute(*collections, scheduler="adaptive", client=None, costs: dict | None 
     from dask.core import flatten
 
     check_call(client, cluster, address, scheduler_file, workers, threads_per_worker, timeout, costs)
+    started = time.monotonic()  # the timeout counts from here: starting a cluster is part of the call
     policy = get_scheduler(scheduler)
     require_runnable(policy, "dask")
     colls, repack = unpack_collections(*collections)
@@ -92,6 +93,7 @@ def compute(*collections, scheduler="adaptive", client=None, costs: dict | None 
     run_id = f"compute-{uuid.uuid4().hex[:12]}"
     static = policy.kind == "static"
     key_of = {name: k for k, name in name_of.items()}
+    finished = False
     with frozen_heap():
         try:
             ensure_plugin(c)
@@ -110,7 +112,8 @@ def compute(*collections, scheduler="adaptive", client=None, costs: dict | None 
             futs = c.get(expr, keys, sync=False)
             flat = list(flatten(futs)) if isinstance(futs, (list, tuple)) else [futs]
             try:
-                wait_for(flat, watchdog, timeout)
+                wait_for(flat, watchdog, None if timeout is None else max(0.05, timeout - (time.monotonic() - started)),
+                         said=timeout)
                 results = gather(c, futs, direct=direct)
             except BaseException:
                 if c.status == "running":
@@ -134,13 +137,14 @@ def compute(*collections, scheduler="adaptive", client=None, costs: dict | None 
                                           "Dask's own scheduling: taskflow neither plans nor predicts it")
                 if status.get("decision"):
                     info.notes.append(decision_note(policy.name, status["decision"], status.get("redecisions", 0)))
+            finished = True
         finally:
             if static:
                 try:
                     call(c, "taskflow_forget", timeout=2.0, limit=2.0, run=run_id)
                 except TaskflowError:
                     pass
-            close_quietly(owned)
+            close_quietly(owned, now=not finished)  # an abandoned call's workers are ended, not waited for
     out = repack(results)
     return (out, info) if report else out
 
