@@ -256,6 +256,8 @@ def test_use_with_no_policy_refuses_options(client):
         taskflow.use(client, None, margin=0.2)
     with pytest.raises(TaskflowError, match="unknown option 'sedd'"):
         taskflow.use(client, "heft", sedd=1)
+    with pytest.raises(TaskflowError, match="adaptive: margin must be a number"):
+        taskflow.use(client, "adaptive", margin="0.2")
 
 
 # ---------------------------------------------------------------------- hostile input
@@ -284,6 +286,8 @@ def _catalog(tmp_path, text, name="c.yaml"):
     (lambda t: t.replace("price: 0.10", "price: 0x10"), "price must be a number, got '0x10'"),
     (lambda t: t.replace("    cores: 2\n", "    cores: 2\n    cores: 3\n", 1), "key 'cores' given twice"),
     (lambda t: t.replace("price: 0.10", "price: " + "9" * 5000), "an integer of 5,000 digits"),
+    (lambda t: t.replace("memory: 4GiB", "memory: " + "1" * 100_000 + "!"), "memory must be bytes or a size"),
+    (lambda t: t.replace("bandwidth: 1gbit", "bandwidth: " + "1" * 100_000 + "!", 1), "expected a number with a unit"),
 ])
 def test_a_catalog_is_read_strictly(tmp_path, capsys, edit, message):
     path = _catalog(tmp_path, edit(TINY.read_text()))
