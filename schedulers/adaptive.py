@@ -62,7 +62,7 @@ distributed's work-stealing documentation.
 
 from __future__ import annotations
 
-from taskflow.errors import TaskflowError
+from taskflow.errors import PolicyError
 
 from ._transfer_cpu import MOST_PAIRS, transfer_cpu_schedule
 from .base import register, to_schedule
@@ -130,14 +130,14 @@ class Adaptive(HEFT):
         for field, value, low, high in (("margin", margin, 0.0, 1.0), ("drift", drift, 0.0, float("inf")),
                                         ("interval", interval, 0.0, float("inf")), ("spread", spread, 1.0, float("inf"))):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value < high:
-                raise TaskflowError(f"adaptive: {field} must be a number in [{low:g}, {high:g}), got {value!r}")
+                raise PolicyError(f"adaptive: {field} must be a number in [{low:g}, {high:g}), got {value!r}")
         for field, value in (("replans", replans), ("limit", limit)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise TaskflowError(f"adaptive: {field} must be an integer >= 0, got {value!r}")
+                raise PolicyError(f"adaptive: {field} must be an integer >= 0, got {value!r}")
         if isinstance(ccr, bool) or not isinstance(ccr, (int, float)) or not 0 < ccr < float("inf"):
-            raise TaskflowError(f"adaptive: ccr must be a finite number > 0, got {ccr!r}")
+            raise PolicyError(f"adaptive: ccr must be a finite number > 0, got {ccr!r}")
         if not isinstance(choices, (list, tuple)) or not choices or not all(c in CHOICES for c in choices):
-            raise TaskflowError(f"adaptive: choices must be a non-empty list of {', '.join(CHOICES)}, got {choices!r}")
+            raise PolicyError(f"adaptive: choices must be a non-empty list of {', '.join(CHOICES)}, got {choices!r}")
         self.choices = tuple(c for c in CHOICES if c in set(choices))
         self.margin, self.drift, self.interval = float(margin), float(drift), float(interval)
         self.replans, self.limit, self.spread, self.steal = replans, limit, float(spread), bool(steal)

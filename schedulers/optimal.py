@@ -55,7 +55,7 @@ import math
 
 import numpy as np
 
-from taskflow.errors import TaskflowError
+from taskflow.errors import MissingExtra, PolicyError
 from taskflow.analysis import lower_bound
 
 from .base import Scheduler, list_schedule, register, to_schedule
@@ -97,11 +97,11 @@ class Optimal(Scheduler):
             threads = int(o.get("threads", 1))
             max_pairs = int(o.get("max_pairs", MAX_PAIRS))
         except (TypeError, ValueError):
-            raise TaskflowError(f"optimal: budget, seconds, threads and max_pairs must be numbers (got budget="
+            raise PolicyError(f"optimal: budget, seconds, threads and max_pairs must be numbers (got budget="
                                 f"{o.get('budget')!r}, seconds={o.get('seconds')!r}, threads={o.get('threads')!r}, "
                                 f"max_pairs={o.get('max_pairs')!r})") from None
         if not budget > 0 or (seconds is not None and not seconds > 0) or threads < 1:
-            raise TaskflowError(f"optimal: budget and seconds must be > 0 and threads >= 1 "
+            raise PolicyError(f"optimal: budget and seconds must be > 0 and threads >= 1 "
                                 f"(got budget={budget!r}, seconds={seconds!r}, threads={threads!r})")
         a = cost_model.arrays
         heft = list_schedule(cost_model, upward_rank(cost_model), insertion=True)
@@ -162,7 +162,7 @@ def solve(cost_model, start, budget=DEFAULT_BUDGET, seconds=None, threads=1, see
     try:
         from ortools.sat.python import cp_model
     except ImportError:  # pragma: no cover - a declared dependency
-        raise TaskflowError("optimal: needs OR-Tools (pip install ortools)") from None
+        raise MissingExtra("optimal: needs OR-Tools (pip install ortools)") from None
     a = cost_model.arrays
     n, W = a.n, cost_model.num_workers
     hw, hs, hf = start

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from taskflow.errors import TaskflowError
+from taskflow.errors import UsageError
 
 from .base import Scheduler, list_schedule, register, to_schedule
 from .ranks import upward_rank
@@ -48,14 +48,14 @@ class Placed(Scheduler):
             if "worker" in md:
                 k = by_id.get(str(md["worker"]))
                 if k is None:
-                    raise TaskflowError(f"task {a.ids[i]!r}: meta worker {md['worker']!r} is not in the cluster")
+                    raise UsageError(f"task {a.ids[i]!r}: meta worker {md['worker']!r} is not in the cluster")
             else:
                 key = next((x for x in keys if isinstance(md.get(x), (int, np.integer))), None)
                 if key is None:
                     continue
                 k = int(md[key]) % W
             if not feasible[i, k]:
-                raise TaskflowError(f"task {a.ids[i]!r}: pinned to worker {ids[k]!r}, which lacks the cores it needs")
+                raise UsageError(f"task {a.ids[i]!r}: pinned to worker {ids[k]!r}, which lacks the cores it needs")
             fixed[i] = k
         rank = upward_rank(cost_model)
         if level.any():  # meta priority first, then upward rank

@@ -8,7 +8,7 @@ import re as _re
 
 import numpy as np
 
-from .errors import CycleError, GraphError, TaskflowError
+from .errors import CycleError, GraphError, UsageError
 
 __all__ = ["number", "cores", "exact_costs", "checked_column", "parse_rate", "task_index", "edge_index", "MAX_CORES",
            "split_amount", "plot_format", "PLOT_FORMATS"]
@@ -176,11 +176,11 @@ def parse_rate(text) -> float:
         unit = m[1].lower() if m else ""
         if not m or (unit and unit not in _UNITS):
             shown = repr(text) if len(str(text)) <= 40 else repr(str(text)[:37] + "...")
-            raise TaskflowError(f"rate {shown}: expected a number with a unit such as 200mbit, 1gbit, "
+            raise UsageError(f"rate {shown}: expected a number with a unit such as 200mbit, 1gbit, "
                                 f"500kbit or 25mbps")
         value = m[0] * (_UNITS[unit] if unit else 1.0)
     if not value > 0 or value == float("inf"):
-        raise TaskflowError(f"rate {text!r} must be positive and finite")
+        raise UsageError(f"rate {text!r} must be positive and finite")
     return value
 
 
@@ -271,5 +271,5 @@ def plot_format(path) -> str:
 
     fmt = os.path.splitext(os.fspath(path))[1][1:].lower() or "png"
     if fmt not in PLOT_FORMATS:
-        raise TaskflowError(f"plot {os.fspath(path)!r}: .{fmt} is not an image format ({', '.join(PLOT_FORMATS)})")
+        raise UsageError(f"plot {os.fspath(path)!r}: .{fmt} is not an image format ({', '.join(PLOT_FORMATS)})")
     return fmt

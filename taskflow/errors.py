@@ -1,13 +1,14 @@
 """The few exception types of taskflow.
 
-Every error a user can cause by bad input is one of these, with a message that names the
-problem (the task id, the line, the field). The CLI turns them into one line on stderr and
-exit status 2.
+Every error a user can cause is one of these, each a :class:`TaskflowError` that says what
+failed (bad input, a scheduler that cannot, a cluster that would not start, a run that failed),
+with a message that names the problem (the task id, the line, the field). The command line turns
+them into one line on stderr and exit status 2, or 1 for a run that failed (:class:`RunFailed`).
 """
 
-__all__ = ["RunFailed", "ClusterError", "CycleError", "FormatError", "GraphError", "ScheduleError", "TaskflowError",
-           "TaskflowWarning", "UnknownSchedulerError", "WorkflowError", "RunTimeout", "SchedulerLost",
-           "WorkersLost"]
+__all__ = ["ClusterError", "CycleError", "FormatError", "GraphError", "ScheduleError", "TaskflowError",
+           "TaskflowWarning", "UnknownSchedulerError", "WorkflowError", "UsageError", "PolicyError", "LaunchError",
+           "TestbedError", "MissingExtra", "RunFailed", "RunTimeout", "SchedulerLost", "WorkersLost"]
 
 
 class TaskflowError(Exception):
@@ -47,6 +48,32 @@ class ScheduleError(TaskflowError, ValueError):
 
 class WorkflowError(TaskflowError, ValueError):
     """A workflow generator was given parameters it cannot build a graph from."""
+
+
+class UsageError(TaskflowError, ValueError):
+    """A call or a command was given what it cannot use: a value out of range, options that do not
+    go together, a name it does not know, an output that cannot be written. Found before anything
+    ran (the command line's exit status 2)."""
+
+
+class PolicyError(TaskflowError, ValueError):
+    """A scheduler cannot do what was asked of it: a dynamic one where a static one must place, one
+    that runs in the simulator only, an option it does not take, a plugin that will not load."""
+
+
+class LaunchError(TaskflowError):
+    """A cluster could not be started or reached: a batch system's jobs, an embedded cluster's
+    workers, a scheduler file, the scheduler plugin."""
+
+
+class TestbedError(TaskflowError):
+    """The network testbed could not be set up or used (namespaces, links, ``tc``, cgroups)."""
+
+    __test__ = False  # not a test class, whatever pytest makes of its name
+
+
+class MissingExtra(TaskflowError, ImportError):
+    """A feature needs a package that is not installed; the message names the pip command."""
 
 
 class RunFailed(TaskflowError):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from .cluster import Cluster
 from .costs import CostModel
-from .errors import TaskflowError, UnknownSchedulerError
+from .errors import PolicyError, TaskflowError, UnknownSchedulerError
 from .graph import TaskGraph
 from .schedule import Schedule
 
@@ -62,7 +62,7 @@ class Scheduler:
 
     def __init__(self, seed: int | None = None, **options):
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            raise TaskflowError(f"{self.name}: seed must be an integer >= 0, got {seed!r}")
+            raise PolicyError(f"{self.name}: seed must be an integer >= 0, got {seed!r}")
         if self.option_names is not None:
             for key in options:
                 if key not in self.option_names:
@@ -72,7 +72,7 @@ class Scheduler:
                     known = ["seed", *(p for p in inspect.signature(type(self).__init__).parameters
                                        if p not in ("self", "seed", "options")), *self.option_names]
                     near = difflib.get_close_matches(key, known, n=1)
-                    raise TaskflowError(f"{self.name}: unknown option {key!r}"
+                    raise PolicyError(f"{self.name}: unknown option {key!r}"
                                         + (f"; did you mean {near[0]!r}?" if near else "")
                                         + f" (its options: {', '.join(known)})")
         self.seed = 0 if seed is None else seed
@@ -161,7 +161,7 @@ class DynamicScheduler(Scheduler):
         TaskflowError
             Always.
         """
-        raise TaskflowError(f"{self.name!r} is a dynamic policy: it decides during a run; "
+        raise PolicyError(f"{self.name!r} is a dynamic policy: it decides during a run; "
                             f"taskflow.plan(graph, cluster, {self.name!r}) gives the schedule of a simulated run")
 
 
@@ -193,12 +193,12 @@ def _load(name: str):
     try:
         cls = ep.load()
     except Exception as exc:  # noqa: BLE001 - a broken plugin is reported, whatever it raised
-        raise TaskflowError(f"scheduler {name!r}: entry point {ep.value!r} failed to load: "
+        raise PolicyError(f"scheduler {name!r}: entry point {ep.value!r} failed to load: "
                             f"{type(exc).__name__}: {exc}") from exc
     if not (isinstance(cls, type) and issubclass(cls, Scheduler)):
-        raise TaskflowError(f"scheduler {name!r}: entry point {ep.value!r} is not a Scheduler class")
+        raise PolicyError(f"scheduler {name!r}: entry point {ep.value!r} is not a Scheduler class")
     if cls.name != name:
-        raise TaskflowError(f"scheduler {name!r}: entry point {ep.value!r} names a class called {cls.name!r}")
+        raise PolicyError(f"scheduler {name!r}: entry point {ep.value!r} names a class called {cls.name!r}")
     return register(cls)
 
 
@@ -309,9 +309,9 @@ def require_runnable(policy: Scheduler, where: str) -> None:
     """
     if policy.duplicates:
         place = "the Dask runtime" if where == "dask" else "the simulator"
-        raise TaskflowError(f"scheduler {policy.name!r} runs some tasks more than once (task duplication), and "
+        raise PolicyError(f"scheduler {policy.name!r} runs some tasks more than once (task duplication), and "
                             f"{place} runs each task once: use its plan with `taskflow schedule` or "
                             f"taskflow.plan")
     if where == "dask" and policy.kind == "dynamic" and policy.name != "work-stealing":
-        raise TaskflowError(f"scheduler {policy.name!r} runs in the simulator only; on Dask use a static "
+        raise PolicyError(f"scheduler {policy.name!r} runs in the simulator only; on Dask use a static "
                             f"scheduler or 'work-stealing' (Dask's own)")

@@ -22,7 +22,7 @@ import warnings
 from dataclasses import dataclass, field
 
 from .checks import PLOT_FORMATS, plot_format
-from .errors import TaskflowError, TaskflowWarning
+from .errors import FormatError, TaskflowWarning, UsageError
 from .formats import atomic_write, save_figure
 
 __all__ = ["train", "History", "load_checkpoint", "plot_format", "PLOT_FORMATS"]
@@ -145,12 +145,12 @@ def load_checkpoint(path) -> dict:
     try:  # tensors, numbers, text and containers only: a checkpoint runs no code when read
         ck = torch.load(os.fspath(path), weights_only=True)
     except OSError as e:
-        raise TaskflowError(f"checkpoint {os.fspath(path)!r} cannot be read: {e.strerror or e}") from None
+        raise FormatError(f"checkpoint {os.fspath(path)!r} cannot be read: {e.strerror or e}") from None
     except Exception:  # noqa: BLE001 - whatever torch's unpickler says of a file that is not one
-        raise TaskflowError(f"checkpoint {os.fspath(path)!r} is not a taskflow training checkpoint (remove it, "
+        raise FormatError(f"checkpoint {os.fspath(path)!r} is not a taskflow training checkpoint (remove it, "
                             f"or name another file)") from None
     if not isinstance(ck, dict) or ck.get("format") != "taskflow-train/1":
-        raise TaskflowError(f"checkpoint {os.fspath(path)!r} is not a taskflow training checkpoint")
+        raise FormatError(f"checkpoint {os.fspath(path)!r} is not a taskflow training checkpoint")
     return ck
 
 
@@ -228,17 +228,17 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
     from .runtime.session import close_quietly, progress_bar
 
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
-        raise TaskflowError(f"epochs must be an integer >= 1, got {epochs!r}")
+        raise UsageError(f"epochs must be an integer >= 1, got {epochs!r}")
     if plot is not None:
         plot_format(plot)  # before any training: a run is not lost to the plot's name
     by_speed = isinstance(shares, str)
     if by_speed and shares != "speeds":
-        raise TaskflowError(f"shares must be numbers (one per rank) or 'speeds', got {shares!r}")
+        raise UsageError(f"shares must be numbers (one per rank) or 'speeds', got {shares!r}")
     if stages is not None:
         from workflows.torch_pipeline import TorchPipeline
 
         if shares is not None or mode != "sync" or compression is not None:
-            raise TaskflowError("pipeline parallelism (stages) takes no shares, mode or compression: those are "
+            raise UsageError("pipeline parallelism (stages) takes no shares, mode or compression: those are "
                                 "data parallelism's")
 
         def make(_shares):
@@ -256,7 +256,7 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
     spec = make((1,) * workers if by_speed else shares)
     workers = int(spec.workers)
     if spec.per_epoch < 1:
-        raise TaskflowError(f"an epoch of {len(spec.train)} images holds no full batch of {batch}")
+        raise UsageError(f"an epoch of {len(spec.train)} images holds no full batch of {batch}")
     ck = None
     if checkpoint is not None and resume and os.path.exists(checkpoint):
         ck = load_checkpoint(checkpoint)
@@ -354,7 +354,7 @@ def _start(spec, ck, checkpoint, model, scheduler, by_speed: bool = False) -> tu
         return None, 0, 0.0, history
     if ck["fingerprint"] != fp:
         diff = sorted(k for k in fp if ck["fingerprint"].get(k) != fp[k])
-        raise TaskflowError(f"checkpoint {os.fspath(checkpoint)!r} was written by another job (it differs in "
+        raise UsageError(f"checkpoint {os.fspath(checkpoint)!r} was written by another job (it differs in "
                             f"{', '.join(diff)}): remove it, name another file, or pass resume=False")
     history.epochs = list(ck["history"]["epochs"])
     history.losses = [tuple(x) for x in ck["history"]["losses"]]

@@ -250,3 +250,19 @@ def test_no_private_name_crosses_a_module():
                         and isinstance(node.value, ast.Name) and node.value.id in ours:
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno} uses {node.value.id}.{node.attr}")
     assert found == []
+
+
+def test_no_bare_taskflow_error_is_raised():
+    """Each failure says what failed by its class (a usage error, a policy that cannot, a cluster
+    that would not start, a testbed, a run that failed, ...), still a TaskflowError: the base class
+    itself is never made outside taskflow/errors.py."""
+    found = []
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            if path.name == "errors.py" and path.parent.name == "taskflow":
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                        and node.func.id == "TaskflowError"):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert found == []

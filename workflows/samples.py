@@ -66,7 +66,7 @@ def write_samples(out, force: bool = False) -> list:
         A file of one of those names exists (and not ``force``), or a folder does (named).
     """
     from taskflow.cluster import Cluster
-    from taskflow.errors import TaskflowError
+    from taskflow.errors import UsageError
     from taskflow.formats import atomic_write, dump_json, graph_text, load_graph
     from taskflow.formats.native import cluster_to_dict
 
@@ -80,7 +80,7 @@ def write_samples(out, force: bool = False) -> list:
     contents["NOTICE.md"] = (_DIR / "NOTICE.md").read_bytes()
     folders = [n for n in contents if (out / n).is_dir() and not (out / n).is_symlink()]
     if folders:
-        raise TaskflowError(f"{out / folders[0]}: is a folder; samples writes a file of that name")
+        raise UsageError(f"{out / folders[0]}: is a folder; samples writes a file of that name")
     def same(name) -> bool:  # a file samples wrote before, unchanged: not the user's work
         target = out / name
         data = contents[name] if isinstance(contents[name], bytes) else contents[name].encode("utf-8")
@@ -92,7 +92,7 @@ def write_samples(out, force: bool = False) -> list:
     present = [n for n in contents if os.path.lexists(out / n) and not same(n)]
     if present and not force:
         listed = ", ".join(present[:4]) + (f" and {len(present) - 4} more" if len(present) > 4 else "")
-        raise TaskflowError(f"{out}: {listed} exist already; nothing written (give --force to replace them)")
+        raise UsageError(f"{out}: {listed} exist already; nothing written (give --force to replace them)")
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, data in contents.items():

@@ -18,7 +18,7 @@ import os
 
 import numpy as np
 
-from ..errors import TaskflowError
+from ..errors import UsageError
 from ..graph import TaskGraph
 from .catalog import CATALOG_FORMAT, CATALOGS, Catalog, NodeType, catalog_from_dict, load_catalog
 from .report import Advice
@@ -96,7 +96,7 @@ def advise(workload, catalog, *, deadline: float | None = None, budget: float | 
         if profile is not None and isinstance(workload, Training):
             workload.profile = profile
     else:
-        raise TaskflowError(f"advise needs a TaskGraph or a Training workload, got {type(workload).__name__}")
+        raise UsageError(f"advise needs a TaskGraph or a Training workload, got {type(workload).__name__}")
     _check_options(deadline, budget, max_nodes, network, NETWORKS, noise, samples, confidence, tolerance)
     policies = list(policies or DEFAULT_POLICIES[kind])
     for p in policies:
@@ -108,7 +108,7 @@ def advise(workload, catalog, *, deadline: float | None = None, budget: float | 
     if kind == "training":
         configs = [c for c in configs if all(t.gpus for t, _ in c.parts)]  # one rank per GPU
     if not configs:
-        raise TaskflowError("no configuration to search: " + (
+        raise UsageError("no configuration to search: " + (
             "the training workload needs GPU node types" if kind == "training" else "check --max-nodes and the "
                                                                                     "catalog's counts"))
     ev = Evaluator(workload, cat, policies, network=network, seed=seed)
@@ -129,13 +129,13 @@ def advise(workload, catalog, *, deadline: float | None = None, budget: float | 
 def _check_options(deadline, budget, max_nodes, network, networks, noise, samples, confidence, tolerance) -> None:
     for name, v in (("deadline", deadline), ("budget", budget)):
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < float("inf")):
-            raise TaskflowError(f"{name} must be a positive number, got {v!r}")
+            raise UsageError(f"{name} must be a positive number, got {v!r}")
     if max_nodes is not None and (isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1):
-        raise TaskflowError(f"max_nodes must be an integer >= 1, got {max_nodes!r}")
+        raise UsageError(f"max_nodes must be an integer >= 1, got {max_nodes!r}")
     if network not in networks:
-        raise TaskflowError(f"unknown network {network!r}; known: {', '.join(networks)}")
+        raise UsageError(f"unknown network {network!r}; known: {', '.join(networks)}")
     if not 0 <= noise <= 10 or not 1 <= samples <= 10_000 or not 0 < confidence <= 1 or not 0 <= tolerance < 1:
-        raise TaskflowError("noise must be in [0, 10], samples 1..10000, confidence in (0, 1], tolerance in [0, 1)")
+        raise UsageError("noise must be in [0, 10], samples 1..10000, confidence in (0, 1], tolerance in [0, 1)")
 
 
 def _explain(ev: Evaluator, k: Candidate) -> None:
@@ -176,7 +176,7 @@ def _sample(ev: Evaluator, front: list, deadline, noise: float, samples: int, co
     must = todo if deadline is None else todo[:1]
     tasks = sum(sum(len(g) for g, _ in ev.workload.graphs(k.config)) for k in must)
     if tasks * samples > MAX_NOISY_TASKS:
-        raise TaskflowError(f"{samples:,} noisy samples of {len(must)} front configuration(s) would simulate "
+        raise UsageError(f"{samples:,} noisy samples of {len(must)} front configuration(s) would simulate "
                             f"{tasks * samples:,} tasks, more than {MAX_NOISY_TASKS:,}: give fewer samples "
                             f"(at most {max(1, MAX_NOISY_TASKS // max(1, tasks)):,} here)")
     done, total = 0, len(todo) * samples

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..checks import parse_rate, split_amount
-from ..errors import FormatError, TaskflowError
+from ..errors import FormatError, TaskflowError, UsageError
 
 __all__ = ["NodeType", "Catalog", "load_catalog", "catalog_from_dict", "CATALOGS", "CATALOG_FORMAT", "MAX_COUNT"]
 
@@ -166,7 +166,7 @@ class Catalog:
         for t in self.types:
             if t.name == name:
                 return t
-        raise TaskflowError(f"catalog {self.name!r} has no type {name!r}; "
+        raise UsageError(f"catalog {self.name!r} has no type {name!r}; "
                             f"types: {', '.join(t.name for t in self.types)}")
 
 

@@ -36,7 +36,7 @@ import numpy as np
 
 from ..analysis import longest_path, task_kind
 from ..cluster import Cluster, Worker
-from ..errors import TaskflowError
+from ..errors import TaskflowError, UsageError
 from ..graph import TaskGraph
 from .catalog import MAX_CONFIGURATIONS, Catalog, NodeType
 
@@ -141,7 +141,7 @@ def configurations(catalog: Catalog, max_nodes: int | None = None, types=None) -
             tb = by_name[b]
             total += sum(bisect.bisect_right(tb.counts, cap - na) for na in by_name[a].counts)
     if total > MAX_CONFIGURATIONS:
-        raise TaskflowError(f"catalog {catalog.name!r} gives more than {MAX_CONFIGURATIONS:,} configurations: "
+        raise UsageError(f"catalog {catalog.name!r} gives more than {MAX_CONFIGURATIONS:,} configurations: "
                             f"narrow the search with max_nodes (--max-nodes) or types (--types)")
     out = [Configuration(((t, n),)) for t in ok for n in t.counts if n <= cap]
     for a, b in catalog.mix:

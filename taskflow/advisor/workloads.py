@@ -9,7 +9,7 @@ same work); its critical-path bound is that of 3 steps (a part of the whole).
 
 from __future__ import annotations
 
-from ..errors import TaskflowError
+from ..errors import UsageError
 from ..graph import TaskGraph
 
 __all__ = ["FixedWorkload", "Training", "profiled"]
@@ -87,10 +87,10 @@ class Training:
     def __init__(self, model="resnet50", steps: int = 100, batch: int = 32, parallelism: str = "data",
                  allreduce: str = "ring", microbatches: int = 8, profile=None):
         if parallelism not in ("data", "pipeline"):
-            raise TaskflowError(f"parallelism must be 'data' or 'pipeline', got {parallelism!r}")
+            raise UsageError(f"parallelism must be 'data' or 'pipeline', got {parallelism!r}")
         for name, v in (("steps", steps), ("batch", batch), ("microbatches", microbatches)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise TaskflowError(f"{name} must be an integer >= 1, got {v!r}")
+                raise UsageError(f"{name} must be an integer >= 1, got {v!r}")
         self.model, self.steps, self.batch = model, steps, batch
         self.parallelism, self.allreduce, self.microbatches = parallelism, allreduce, microbatches
         self.profile = profile
@@ -177,7 +177,7 @@ def profiled(graph: TaskGraph, profile, reference: str | None = None) -> TaskGra
     if not names:
         return graph
     if reference is not None and reference not in names:
-        raise TaskflowError(f"profile has no worker {reference!r}; workers: {', '.join(sorted(names))}")
+        raise UsageError(f"profile has no worker {reference!r}; workers: {', '.join(sorted(names))}")
     speeds = profile.speeds or {}
     s_ref = speeds.get(reference, 1.0) if reference is not None else max(speeds.values(), default=1.0)
     g, _ = profile.apply(graph, Cluster([Worker(n) for n in sorted(names)]))

@@ -18,7 +18,7 @@ import warnings
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from ..errors import TaskflowError, TaskflowWarning
+from ..errors import FormatError, LaunchError, TaskflowWarning, UsageError
 from .bench_report import write_outputs
 from .suite import (BW, DEFAULT_SCHEDULERS, FIELDS, REAL_FIELDS, REAL_SCHEDULERS, REAL_SPEEDS, SUITES, build_workflow,
                     clusters, real_workflows, workflows)
@@ -79,13 +79,13 @@ def read_results(path) -> list:
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
-        raise TaskflowError(f"{path}: not a results file of taskflow bench (not UTF-8 text); move it away or "
+        raise FormatError(f"{path}: not a results file of taskflow bench (not UTF-8 text); move it away or "
                             f"choose another --output") from None
     reader = csv.DictReader(text.splitlines())
     if reader.fieldnames is None:
         return []
     if list(reader.fieldnames) != FIELDS:
-        raise TaskflowError(f"{path}: not a results file of this version of taskflow bench (its columns: "
+        raise FormatError(f"{path}: not a results file of this version of taskflow bench (its columns: "
                             f"{', '.join(map(str, reader.fieldnames))[:120]}); move it away or choose another --output")
     rows, dropped = [], 0
     for r in reader:
@@ -130,8 +130,7 @@ def run_suite(suite: str = "quick", out="taskflow-out/bench", scheduler_names=No
         An unknown suite or scheduler.
     """
     if suite not in SUITES:
-        from ..errors import TaskflowError
-        raise TaskflowError(f"unknown suite {suite!r}; known: {', '.join(SUITES)}")
+        raise UsageError(f"unknown suite {suite!r}; known: {', '.join(SUITES)}")
     import schedulers
 
     names = list(scheduler_names or DEFAULT_SCHEDULERS)
@@ -314,5 +313,5 @@ def _all_workers_back(client, n: int) -> None:
         from ..runtime.calibrate import workers_info
 
         have = len(workers_info(client))
-        raise TaskflowError(f"the embedded cluster has {have} of its {n} workers after waiting "
+        raise LaunchError(f"the embedded cluster has {have} of its {n} workers after waiting "
                             f"{WORKER_WAIT:.0f} s for the lost ones to come back") from exc

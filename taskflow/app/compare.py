@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from ..cluster import Cluster
-from ..errors import TaskflowError
+from ..errors import ClusterError, UsageError
 from ..formats import save_figure
 from ..graph import TaskGraph
 from ..policy import available, get_scheduler, scheduler_class
@@ -105,14 +105,14 @@ def _on_dask(graphs, cluster: Cluster, rows, progress, dashboard=False, address=
     from ..runtime.runner import client_for, dashboard_address, say_dashboard
 
     if time_scale is not None and not 0 < time_scale < float("inf"):
-        raise TaskflowError(f"--time-scale must be a number > 0, got {time_scale!r}")
+        raise UsageError(f"--time-scale must be a number > 0, got {time_scale!r}")
     with contextlib.ExitStack() as stack:
         if address or scheduler_file:
             client = stack.enter_context(client_for(address, scheduler_file))
             names = sorted((str(w.get("name", a)) for a, w in workers_info(client).items()),
                            key=lambda n: (0, int(n), "") if n.isascii() and n.isdigit() else (1, 0, n))
             if len(names) != len(cluster):
-                raise TaskflowError(f"the cluster at {address or scheduler_file} has {len(names)} workers "
+                raise ClusterError(f"the cluster at {address or scheduler_file} has {len(names)} workers "
                                     f"({', '.join(names) or 'none'}) and the declared cluster {len(cluster)}: give as many "
                                     f"(--workers {len(names)})")
         else:

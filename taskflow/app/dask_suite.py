@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 
-from ..errors import TaskflowError
+from ..errors import RunFailed, TestbedError, UsageError
 from .dask_workloads import WORKLOADS, workload
 
 __all__ = ["CLUSTERS", "DEFAULT_POLICY", "BOOTSTRAP", "run_suite", "format_rows", "summarise", "ratio_interval"]
@@ -87,7 +87,7 @@ def ratio_interval(ours, dask, level: float = 0.95, resamples: int = BOOTSTRAP, 
 
     o, d = np.asarray(ours, dtype=float), np.asarray(dask, dtype=float)
     if len(o) != len(d) or not len(o):
-        raise TaskflowError(f"ratio_interval: needs runs of both sides in pairs (got {len(o)} and {len(d)})")
+        raise UsageError(f"ratio_interval: needs runs of both sides in pairs (got {len(o)} and {len(d)})")
     idx = np.random.default_rng(seed).integers(0, len(o), size=(resamples, len(o)))
     ratios = np.median(o[idx], axis=1) / np.median(d[idx], axis=1)
     lo, hi = np.quantile(ratios, [(1 - level) / 2, (1 + level) / 2])
@@ -143,7 +143,7 @@ class _RackCluster:
                            "out": out})
         p = self.tb.exec([sys.executable, "-m", __name__, spec], timeout=1800)
         if p.returncode != 0:
-            raise TaskflowError(f"{w.name} on the two-rack testbed failed: "
+            raise TestbedError(f"{w.name} on the two-rack testbed failed: "
                                 f"{(p.stderr.strip().splitlines() or ['no output'])[-1]}")
         with open(out, "rb") as f:
             return pickle.load(f)
@@ -223,10 +223,10 @@ def run_suite(clusters=("homogeneous",), names=None, repeat: int = 5, workers: i
     """
     bad = [c for c in clusters if c not in CLUSTERS]
     if bad:
-        raise TaskflowError(f"unknown cluster {bad[0]!r}; known: {', '.join(CLUSTERS)}")
+        raise UsageError(f"unknown cluster {bad[0]!r}; known: {', '.join(CLUSTERS)}")
     for name, n in (("repeat", repeat), ("firsts", firsts)):
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise TaskflowError(f"{name} must be an integer >= 1, got {n!r}")
+            raise UsageError(f"{name} must be an integer >= 1, got {n!r}")
     chosen = [workload(n) for n in names] if names else list(WORKLOADS)
     if "heterogeneous" in clusters:
         from ..testbed import cpu_limits_available
@@ -309,7 +309,7 @@ def _measure(kind, w, folder, repeat, workers, policy, first_side: int, options,
         if s is not None and seen.get("predicted") and seen.get("makespan"):
             errors.append((seen["predicted"] - seen["makespan"]) / seen["makespan"])
     if not w.same(results[None], results[policy]):
-        raise TaskflowError(f"{w.name}: {policy} and Dask's own scheduling computed different results")
+        raise RunFailed(f"{w.name}: {policy} and Dask's own scheduling computed different results")
     dask_med, ours_med = statistics.median(times[None]), statistics.median(times[policy])
     dask_first, ours_first = statistics.median(first[None]), statistics.median(first[policy])
     low, high = ratio_interval(times[policy], times[None])

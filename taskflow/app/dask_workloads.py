@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import TaskflowError
+from ..errors import UsageError
 
 __all__ = ["Workload", "WORKLOADS", "workload"]
 
@@ -257,4 +257,4 @@ def workload(name: str) -> Workload:
     for w in WORKLOADS:
         if w.name == name:
             return w
-    raise TaskflowError(f"unknown workload {name!r}; known: {', '.join(w.name for w in WORKLOADS)}")
+    raise UsageError(f"unknown workload {name!r}; known: {', '.join(w.name for w in WORKLOADS)}")

@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from ..cluster import Cluster, Worker
-from ..errors import TaskflowError, WorkersLost
+from ..errors import ClusterError, RunFailed, UsageError, WorkersLost
 
 __all__ = ["measure_pairs", "discover_racks", "cluster_from_dask", "attach_addresses", "workers_info", "cpu_limit",
            "CPU_LIMIT_ENV"]
@@ -222,13 +222,13 @@ def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = Non
     names = [str(w.get("name", a)) for a, w in by_name]
     if isinstance(speeds, (list, tuple)):  # in the order of the workers' names (0, 1, 2, ..., 10)
         if len(speeds) != len(names):
-            raise TaskflowError(f"speeds lists {len(speeds)} speeds for {len(names)} workers ({', '.join(names)}); "
+            raise UsageError(f"speeds lists {len(speeds)} speeds for {len(names)} workers ({', '.join(names)}); "
                                 "give one per worker, or NAME=SPEED pairs")
         speeds = dict(zip(sorted(names, key=lambda n: (0, int(n), "") if n.isascii() and n.isdigit() else (1, 0, n)), speeds))
     declared = {str(k): float(v) for k, v in (speeds or {}).items()}
     unknown = set(declared) - set(names)
     if unknown:
-        raise TaskflowError(f"speeds name unknown worker(s) {sorted(unknown)}; workers: {', '.join(names)}")
+        raise UsageError(f"speeds name unknown worker(s) {sorted(unknown)}; workers: {', '.join(names)}")
     measured = {}
     bw, lat = bandwidth, latency
     overhead = 0.0
@@ -364,7 +364,7 @@ def measure_pairs(client, workers: dict, seconds: float = 0.4, repeat: int = 3, 
         got = client.run(record, src.key, workers=[b]).get(b)
         del src
         if not got:
-            raise TaskflowError(f"no record of a transfer from {a} to {b}")
+            raise RunFailed(f"no record of a transfer from {a} to {b}")
         dt, total = got
         return total / max(dt, 1e-6)
 
@@ -477,7 +477,7 @@ def attach_addresses(cluster: Cluster, client, subset: bool = False) -> Cluster:
         if addr is None:
             if subset:
                 continue
-            raise TaskflowError(f"cluster model names worker {w.id!r} but Dask has {sorted(by_name)}")
+            raise ClusterError(f"cluster model names worker {w.id!r} but Dask has {sorted(by_name)}")
         workers.append(Worker(w.id, w.speed, w.cores, address=addr))
     kept = {x.id for x in workers}
     return cluster.replace(workers=workers, bandwidths={a: r for a, r in cluster.bandwidths.items() if a in kept},

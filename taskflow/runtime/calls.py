@@ -16,7 +16,7 @@ import traceback
 
 import numpy as np
 
-from ..errors import RunFailed, TaskflowError
+from ..errors import GraphError, RunFailed, UsageError
 from ..graph import TaskGraph, TaskHandle
 
 __all__ = ["TaskFailed", "execute", "map_leaves", "ship_code", "task_call", "Opaque", "emulate"]
@@ -291,7 +291,7 @@ def ship_code(graph: TaskGraph) -> list:
                 cloudpickle.dumps(fn)
                 seen[key] = True
             except Exception as e:  # noqa: BLE001 - whatever pickling raised, the task is named
-                raise TaskflowError(f"task {ids[i]!r}: its callable {fn!r} cannot be sent to the workers: "
+                raise UsageError(f"task {ids[i]!r}: its callable {fn!r} cannot be sent to the workers: "
                                     f"{type(e).__name__}: {e}") from None
     return shipped
 
@@ -391,7 +391,7 @@ def execute(graph: TaskGraph) -> dict:
     42
     """
     if not graph.executable:
-        raise TaskflowError(f"graph {graph.name!r} has tasks without a callable; it can only be emulated (run())")
+        raise GraphError(f"graph {graph.name!r} has tasks without a callable; it can only be emulated (run())")
     results: dict = {}
 
     def value(x):

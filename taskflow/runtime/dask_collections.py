@@ -6,7 +6,7 @@ import time
 import uuid
 
 from ..cluster import Cluster
-from ..errors import TaskflowError
+from ..errors import PolicyError, TaskflowError
 from ..graph import TaskGraph
 from ..policy import get_scheduler, require_runnable
 from .calibrate import attach_addresses, cluster_from_dask
@@ -104,7 +104,7 @@ def compute(*collections, scheduler="adaptive", client=None, costs: dict | None 
                              cluster=cluster_message(cluster) if cluster is not None else None, client=c.id, estimate=True,
                              prefix_costs=dict(costs or {}))
                 if reply.get("status") != "OK":
-                    raise TaskflowError(reply.get("error", "the scheduler plugin refused the graph"))
+                    raise PolicyError(reply.get("error", "the scheduler plugin refused the graph"))
             watchdog = Watchdog(c, run_id if static else None)
             direct = workers_reachable(c)
             index = stream_index(c) if report else None

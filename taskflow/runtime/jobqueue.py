@@ -19,7 +19,7 @@ import shutil
 import subprocess
 import time
 
-from ..errors import TaskflowError
+from ..errors import LaunchError, MissingExtra, UsageError
 from .calibrate import workers_info
 
 __all__ = ["start_jobqueue", "job_ids", "KINDS", "SUBMIT", "JOB_WAIT", "job_id"]
@@ -64,16 +64,16 @@ def start_jobqueue(kind: str, jobs: int, cores: int = 1, memory: str = "2GB", wa
     import dask
 
     if kind not in KINDS:
-        raise TaskflowError(f"unknown job queue {kind!r}; known: {', '.join(KINDS)}")
+        raise UsageError(f"unknown job queue {kind!r}; known: {', '.join(KINDS)}")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise TaskflowError(f"jobs must be >= 1, got {jobs!r}")
+        raise UsageError(f"jobs must be >= 1, got {jobs!r}")
     try:
         import dask_jobqueue
     except ImportError:
-        raise TaskflowError("running on a batch system needs dask-jobqueue: pip install dask-jobqueue") from None
+        raise MissingExtra("running on a batch system needs dask-jobqueue: pip install dask-jobqueue") from None
     submit = SUBMIT[kind]
     if shutil.which(submit) is None:
-        raise TaskflowError(f"--jobqueue {kind}: {submit} is not on this machine (is this a {kind.upper()} login node?)")
+        raise LaunchError(f"--jobqueue {kind}: {submit} is not on this machine (is this a {kind.upper()} login node?)")
     if interface is not None:
         _check_interface(interface)
     # the interface applies to the scheduler and the workers alike
@@ -85,7 +85,7 @@ def start_jobqueue(kind: str, jobs: int, cores: int = 1, memory: str = "2GB", wa
         try:
             cluster = getattr(dask_jobqueue, KINDS[kind])(**options)
         except (ValueError, TypeError) as e:
-            raise TaskflowError(f"--jobqueue {kind}: {e}") from None
+            raise UsageError(f"--jobqueue {kind}: {e}") from None
     from distributed import Client
 
     client = None
@@ -99,7 +99,7 @@ def start_jobqueue(kind: str, jobs: int, cores: int = 1, memory: str = "2GB", wa
         have = len(workers_info(client))
         if have < jobs:
             ids = [getattr(j, "job_id", None) for j in cluster.workers.values()]
-            raise TaskflowError(f"only {have} of {jobs} {kind.upper()} jobs ran a worker within {wait:g} s; "
+            raise LaunchError(f"only {have} of {jobs} {kind.upper()} jobs ran a worker within {wait:g} s; "
                                 f"{_waiting(kind, [i for i in ids if i])}; every job is cancelled")
         submissions.__exit__(None, None, None)
         return client, cluster
@@ -150,7 +150,7 @@ def _check_interface(interface: str) -> None:
 
     have = sorted(psutil.net_if_addrs())
     if interface not in have:
-        raise TaskflowError(f"--interface {interface!r}: no such network interface on this machine "
+        raise UsageError(f"--interface {interface!r}: no such network interface on this machine "
                             f"(it has {', '.join(have)})"[:300])
 
 
@@ -178,10 +178,10 @@ def _submit(cluster, jobs: int, kind: str, submissions: _Submissions, wait: floa
     except RuntimeError as e:
         submissions.texts.append(str(e))
     except (TimeoutError, asyncio.TimeoutError):
-        raise TaskflowError(f"{kind.upper()}'s {SUBMIT[kind]} did not answer within {wait:g} s "
+        raise LaunchError(f"{kind.upper()}'s {SUBMIT[kind]} did not answer within {wait:g} s "
                             f"(--job-wait); every job is cancelled") from None
     if len(cluster.workers) < jobs or not all(getattr(j, "job_id", None) for j in cluster.workers.values()):
-        raise TaskflowError(f"{kind.upper()} refused the worker jobs: {submissions.why()}")
+        raise LaunchError(f"{kind.upper()} refused the worker jobs: {submissions.why()}")
 
 
 def _waiting(kind: str, ids) -> str:

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..cluster import Cluster
-from ..errors import TaskflowError
+from ..errors import RunFailed
 from ..graph import TaskGraph
 from ..schedule import Schedule
 from .learn import task_kind as category
@@ -260,7 +260,7 @@ def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, clu
                                       float(nbytes), e["start"], e["stop"]))
     transfers.sort(key=lambda x: (x[4], x[5], str(x[0])))
     if not start_of:
-        raise TaskflowError("the task stream recorded no task of this run")
+        raise RunFailed("the task stream recorded no task of this run")
     origin = min(v[0] for v in start_of.values())
     for t in graph.ids:
         if t in start_of:

@@ -31,7 +31,8 @@ import uuid
 import warnings
 
 from ..cluster import Cluster, Worker
-from ..errors import SchedulerLost, TaskflowError, TaskflowWarning, WorkersLost
+from ..errors import (GraphError, LaunchError, MissingExtra, PolicyError, SchedulerLost, TaskflowError,
+                      TaskflowWarning, UsageError, WorkersLost)
 from ..analysis import task_kind
 from ..graph import TaskGraph
 from ..policy import get_scheduler, require_runnable
@@ -76,12 +77,12 @@ def dashboard_address(dashboard) -> str | None:
     if dashboard is None or dashboard is False:
         return None
     if importlib.util.find_spec("bokeh") is None:
-        raise TaskflowError("the Dask dashboard needs bokeh: pip install 'bokeh>=3.1'")
+        raise MissingExtra("the Dask dashboard needs bokeh: pip install 'bokeh>=3.1'")
     if dashboard is True:
         return DASHBOARD
     host, _, port = dashboard.rpartition(":") if isinstance(dashboard, str) else ("", "", "")
     if not host or not (port.isascii() and port.isdigit() and int(port) <= 65535):
-        raise TaskflowError(f"--dashboard: must be HOST:PORT with a port from 0 to 65535, got {dashboard!r}")
+        raise UsageError(f"--dashboard: must be HOST:PORT with a port from 0 to 65535, got {dashboard!r}")
     return dashboard
 
 
@@ -221,21 +222,21 @@ def client_for(address: str | None, scheduler_file: str | None):
                 break
             except FileNotFoundError:
                 if time.monotonic() > deadline:
-                    raise TaskflowError(f"{scheduler_file}: no such scheduler file (waited "
+                    raise LaunchError(f"{scheduler_file}: no such scheduler file (waited "
                                         f"{SCHEDULER_FILE_WAIT:g} s for it)") from None
             except (OSError, ValueError) as e:
                 if time.monotonic() > deadline:
-                    raise TaskflowError(f"{scheduler_file}: not a Dask scheduler file ({type(e).__name__}: "
+                    raise LaunchError(f"{scheduler_file}: not a Dask scheduler file ({type(e).__name__}: "
                                         f"{e})"[:300]) from None
             time.sleep(0.1)
         address = doc.get("address") if isinstance(doc, dict) else None
         if not isinstance(address, str) or not address:
-            raise TaskflowError(f"{scheduler_file}: not a Dask scheduler file (no \"address\")")
+            raise LaunchError(f"{scheduler_file}: not a Dask scheduler file (no \"address\")")
     try:
         _check_address(address)
         return Client(address, timeout="30s")
     except (ValueError, TypeError) as e:
-        error = TaskflowError(f"--address {address!r} is not a Dask scheduler address ({e})"[:300])
+        error = UsageError(f"--address {address!r} is not a Dask scheduler address ({e})"[:300])
     except (OSError, TimeoutError) as e:
         error = SchedulerLost(f"no Dask scheduler answered at {address} within 30 s ({type(e).__name__})")
     # a client whose start failed is closed by its __del__: now, not inside the next client's start,
@@ -290,8 +291,7 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
         Run on a batch system instead: ``workers`` jobs of one Dask worker each, through
         dask-jobqueue, cancelled after the run. ``jobqueue_options`` are
         :func:`~taskflow.runtime.jobqueue.start_jobqueue`'s (``cores``, ``memory``, ``walltime``,
-        ``queue``, ``interface``, ``wait``, ``log_directory``). The report's ``jobs`` names each
-        worker's job.
+        ``queue``, ``interface``, ``wait``, ``log_directory``). The report's ``jobs``: each worker's job.
     jobqueue_options : dict, optional
     keep : iterable, optional
         The task ids whose results come back here (default: all); the others are released.
@@ -326,18 +326,18 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
             try:
                 t.encode("utf-8")
             except UnicodeEncodeError:
-                raise TaskflowError(f"task {t!r}: its id is not UTF-8 text (a lone surrogate); Dask cannot "
+                raise GraphError(f"task {t!r}: its id is not UTF-8 text (a lone surrogate); Dask cannot "
                                     f"carry it") from None
     if not len(graph):
-        raise TaskflowError(f"graph {graph.name!r} has no tasks: nothing to run")
+        raise GraphError(f"graph {graph.name!r} has no tasks: nothing to run")
     if client is None and not (address or scheduler_file) and (isinstance(workers, bool) or not isinstance(
             workers, int) or workers < 1 or not isinstance(threads_per_worker, int) or threads_per_worker < 1):
-        raise TaskflowError(f"an embedded cluster needs workers >= 1 and threads_per_worker >= 1, got "
+        raise UsageError(f"an embedded cluster needs workers >= 1 and threads_per_worker >= 1, got "
                             f"workers={workers!r}, threads_per_worker={threads_per_worker!r}")
     keep = None if keep is None else list(dict.fromkeys(keep))
     for t in keep or ():
         if t not in graph:
-            raise TaskflowError(f"keep names task {t!r}, which is not in graph {graph.name!r}")
+            raise UsageError(f"keep names task {t!r}, which is not in graph {graph.name!r}")
     if isinstance(profile, (str, os.PathLike)):  # read (and checked) before any cluster starts
         profile = (profile, CostProfile.load(profile) if os.path.exists(profile) else None)
     started = time.monotonic()  # the timeout counts from here: starting a cluster is part of the run
@@ -431,7 +431,7 @@ class _Runner:
                      policy=self.policy.name, options={"seed": self.policy.seed, **self.policy.options},
                      cluster=cluster_message(cluster), client=self.client.id)
         if reply.get("status") != "OK":
-            raise TaskflowError(reply.get("error", "the scheduler plugin refused the run"))
+            raise PolicyError(reply.get("error", "the scheduler plugin refused the run"))
         task_of = self.task_of
         keys = [tuple(k) if isinstance(k, list) else k for k in reply["keys"]]
         self.workers_info = reply.get("workers_info", [])

@@ -11,7 +11,8 @@ import sys
 import time
 from typing import NamedTuple
 
-from ..errors import RunTimeout, SchedulerLost, TaskflowError, WorkersLost
+from ..errors import (LaunchError, PolicyError, RunFailed, RunTimeout, SchedulerLost, TaskflowError, UsageError,
+                      WorkersLost)
 from ..policy import get_scheduler, require_runnable
 from .plugin import PLUGIN_NAME, TaskflowPlugin
 from .worker_plugin import TransferLog, worker_records
@@ -102,7 +103,7 @@ def ensure_plugin(client) -> None:
         client.register_plugin(TaskflowPlugin(), name=PLUGIN_NAME)
         client.register_plugin(TransferLog(), name=TransferLog.name)
     except Exception as e:  # noqa: BLE001 - reported with what the scheduler said
-        raise TaskflowError(f"could not install the taskflow scheduler plugin: {type(e).__name__}: {e} "
+        raise LaunchError(f"could not install the taskflow scheduler plugin: {type(e).__name__}: {e} "
                             f"(the scheduler needs dask-taskflow installed; or preload it: "
                             f"dask scheduler --preload taskflow.runtime.plugin)") from e
 
@@ -136,18 +137,18 @@ def use(client, policy: str | None = "adaptive", **options) -> None:
         (x @ x.T).sum().compute()  # placed by HEFT inside the scheduler
     """
     if policy is None and options:
-        raise TaskflowError(f"use(client, None) goes back to Dask's own scheduling, which takes no options; got "
+        raise UsageError(f"use(client, None) goes back to Dask's own scheduling, which takes no options; got "
                             f"{', '.join(map(str, options))}")
     if policy is not None:
         sch = get_scheduler(policy, **options)
         if sch.kind != "static":
-            raise TaskflowError(f"{sch.name!r} is a dynamic policy; inside Dask a static policy places tasks "
+            raise PolicyError(f"{sch.name!r} is a dynamic policy; inside Dask a static policy places tasks "
                                 f"(taskflow.use(client, None) gives Dask's own scheduling)")
         require_runnable(sch, "dask")
     ensure_plugin(client)
     reply = call(client, "taskflow_use", client=client.id, policy=policy, options=options)
     if reply.get("status") != "OK":
-        raise TaskflowError(reply.get("error", "the scheduler refused the policy"))
+        raise PolicyError(reply.get("error", "the scheduler refused the policy"))
 
 
 def check_call(client=None, cluster=None, address=None, scheduler_file=None, workers=2, threads_per_worker=1,
@@ -171,26 +172,26 @@ def check_call(client=None, cluster=None, address=None, scheduler_file=None, wor
     from ..cluster import Cluster
 
     if client is not None and not (hasattr(client, "scheduler") and hasattr(client, "submit")):
-        raise TaskflowError(f"client must be a distributed.Client, got {type(client).__name__} {client!r:.60}")
+        raise UsageError(f"client must be a distributed.Client, got {type(client).__name__} {client!r:.60}")
     if cluster is not None and not isinstance(cluster, Cluster):
-        raise TaskflowError(f"cluster must be a taskflow.Cluster (the model of the workers), got "
+        raise UsageError(f"cluster must be a taskflow.Cluster (the model of the workers), got "
                             f"{type(cluster).__name__} {cluster!r:.60}")
     for name, v in (("address", address), ("scheduler_file", scheduler_file)):
         if v is not None and not isinstance(v, (str, os.PathLike)):
-            raise TaskflowError(f"{name} must be a string, got {type(v).__name__}")
+            raise UsageError(f"{name} must be a string, got {type(v).__name__}")
     if client is None and not (address or scheduler_file):
         for name, v in (("workers", workers), ("threads_per_worker", threads_per_worker)):
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 1 <= v <= 10_000:
-                raise TaskflowError(f"an embedded cluster needs {name} to be an integer from 1 to 10,000, got {v!r}")
+                raise UsageError(f"an embedded cluster needs {name} to be an integer from 1 to 10,000, got {v!r}")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, numbers.Real)
                                 or not math.isfinite(timeout) or timeout <= 0):
-        raise TaskflowError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
+        raise UsageError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
     if costs is not None:
         if not isinstance(costs, dict):
-            raise TaskflowError(f"costs must map a task-name prefix to seconds, got {type(costs).__name__}")
+            raise UsageError(f"costs must map a task-name prefix to seconds, got {type(costs).__name__}")
         for k, v in costs.items():
             if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v < 0:
-                raise TaskflowError(f"costs[{k!r}] must be a finite number of seconds >= 0, got {v!r}")
+                raise UsageError(f"costs[{k!r}] must be a finite number of seconds >= 0, got {v!r}")
 
 
 def status(client, run: str | None = None) -> dict:
@@ -208,7 +209,6 @@ def status(client, run: str | None = None) -> dict:
         ``workers`` (how many), ``learned_speeds`` (worker name -> speed measured from the tasks that
         ran), and for a run: ``run``, ``state``, ``decision`` (``plan``, ``dask`` or ``subset``, for
         the adaptive policy), ``predicted`` (seconds, or None), ``makespan``, ``replans``, ``error``.
-        Without a plugin yet (no graph placed by taskflow), ``workers`` and ``learned_speeds`` only.
 
     Raises
     ------
@@ -273,7 +273,7 @@ class Watchdog:
             return
         self.unreachable_since = None
         if status.get("error"):
-            raise TaskflowError(status["error"])
+            raise RunFailed(status["error"])
         self.replans = status.get("replans", self.replans)
         since = status.get("lost_all_since")
         if since is not None and status["now"] - since > status["grace"]:
@@ -361,7 +361,7 @@ def stream_since(client, index: int) -> list:
     return call(client, "get_task_stream", timeout=60.0, start_index=index)
 
 
-def cancelled_error(client) -> TaskflowError:
+def cancelled_error(client) -> RunFailed:
     """The error for results that were cancelled under a run: a lost scheduler, or someone else.
 
     Parameters
@@ -371,7 +371,7 @@ def cancelled_error(client) -> TaskflowError:
     if client.status != "running":
         return SchedulerLost(f"lost the Dask scheduler ({client.scheduler.address}): the client's connection was "
                              f"closed and its results cancelled; the run is abandoned")
-    return TaskflowError("results of the run were cancelled (by another client or the scheduler)")
+    return RunFailed("results of the run were cancelled (by another client or the scheduler)")
 
 
 def gather(client, futures, names=None, direct=None):
@@ -406,7 +406,7 @@ def gather(client, futures, names=None, direct=None):
             try:
                 client.gather(f, direct=direct)
             except TypeError as one:
-                raise TaskflowError(f"task {name!r}: its result cannot be sent from the worker ({one}); "
+                raise RunFailed(f"task {name!r}: its result cannot be sent from the worker ({one}); "
                                     f"return something picklable (a list, not a generator; no locks or open "
                                     f"files)") from None
         raise
@@ -511,7 +511,7 @@ def workers_records(client, since: float) -> WorkersRecords:
     try:
         out = client.sync(client._run, worker_records, since, on_error="return", callback_timeout=60)
     except Exception as e:  # noqa: BLE001 - the records are lost with the connection
-        raise TaskflowError(f"could not collect the workers' transfer records: {type(e).__name__}: {e}") from e
+        raise RunFailed(f"could not collect the workers' transfer records: {type(e).__name__}: {e}") from e
     got = {addr: rec for addr, rec in out.items() if isinstance(rec, dict)}
     return WorkersRecords({addr: rec["transfers"] for addr, rec in got.items()},
                           {addr: rec["job"] for addr, rec in got.items() if isinstance(rec["job"], str)},

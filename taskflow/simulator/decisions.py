@@ -7,7 +7,7 @@ through the engine's transitions.
 
 from __future__ import annotations
 
-from ..errors import TaskflowError
+from ..errors import PolicyError
 from .events import EventKind
 from .states import DONE, QUEUED, RUNNING, WAITING
 
@@ -24,7 +24,7 @@ class Decisions:
             plan = self.plan
             missing = set(self.a.ids) - set(plan.tasks)
             if missing or len(plan.tasks) != self.n:
-                raise TaskflowError(f"plan does not place every task exactly once (e.g. {sorted(missing, key=str)[:1]})")
+                raise PolicyError(f"plan does not place every task exactly once (e.g. {sorted(missing, key=str)[:1]})")
         else:
             plan = self.policy.schedule(self.est_graph, self.cluster, cost_model=self.cost_model)
         self.plan_gen += 1

@@ -52,7 +52,7 @@ import numpy as np
 
 from ..cluster import Cluster
 from ..costs import CostModel
-from ..errors import TaskflowError
+from ..errors import PolicyError, UsageError
 from ..graph import TaskGraph
 from ..policy import available, get_scheduler, require_runnable, scheduler_class
 from ..trace import Run, Trace, Transfer, run_id
@@ -129,18 +129,18 @@ class Simulator(Decisions, Recovery):
             scheduler = plan.scheduler if plan.scheduler in available() and not \
                 scheduler_class(plan.scheduler).duplicates else "heft"  # (re-plans after a loss)
         if plan is not None and getattr(plan, "copies", None):
-            raise TaskflowError(f"the plan runs {len(plan.copies)} task copies (task duplication), and the "
+            raise PolicyError(f"the plan runs {len(plan.copies)} task copies (task duplication), and the "
                                 f"simulator runs each task once")
         self.policy = get_scheduler(scheduler, seed=seed, **(scheduler_options or {}))
         require_runnable(self.policy, "simulator")
         self.dynamic = self.policy.kind == "dynamic"
         if plan_order not in ("strict", "ready"):
-            raise TaskflowError(f"plan_order must be 'strict' or 'ready', got {plan_order!r}")
+            raise UsageError(f"plan_order must be 'strict' or 'ready', got {plan_order!r}")
         # runnable tasks wait in a heap per worker: a dynamic policy's priority, or (plan_order
         # "ready", as Dask runs a plan) the planned position; else a worker follows its plan strictly
         self.heaped = self.dynamic or plan_order == "ready"
         if fetch not in ("eager", "ready"):
-            raise TaskflowError(f"fetch must be 'eager' or 'ready', got {fetch!r}")
+            raise UsageError(f"fetch must be 'eager' or 'ready', got {fetch!r}")
         # "ready": a planned task's inputs move only once all of them are computed (Dask sends a
         # task to its worker then, and the worker fetches what it lacks)
         self.fetch_ready = fetch == "ready"
@@ -250,7 +250,7 @@ class Simulator(Decisions, Recovery):
                 with _FewerCollections():
                     return fastpath.run(self)
             if compiled:
-                raise TaskflowError(f"the compiled loop does not cover this run: {why}")
+                raise UsageError(f"the compiled loop does not cover this run: {why}")
         with _FewerCollections():
             for w, t in self.faults.fail.items():
                 self._push(t, _FAIL, w)

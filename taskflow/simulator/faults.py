@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ..cluster import Cluster
-from ..errors import TaskflowError
+from ..errors import UsageError
 
 __all__ = ["Perturbations", "MAX_NOISE"]
 
@@ -49,10 +49,10 @@ class Perturbations:
         try:
             noise = float(noise)
         except (TypeError, ValueError):
-            raise TaskflowError(f"noise must be a number, got {noise!r}") from None
+            raise UsageError(f"noise must be a number, got {noise!r}") from None
         rng = np.random.default_rng(seed)
         if not 0 <= noise <= MAX_NOISE:
-            raise TaskflowError(f"noise must be from 0 to {MAX_NOISE:g} (a duration times exp(N(0, noise))), "
+            raise UsageError(f"noise must be from 0 to {MAX_NOISE:g} (a duration times exp(N(0, noise))), "
                                 f"got {noise!r}")
         #: per task: the factor on its true duration (None: no noise)
         self.noise = np.exp(rng.normal(0.0, noise, n)).tolist() if noise > 0 else None
@@ -61,21 +61,21 @@ class Perturbations:
         for wid, spec in (stragglers or {}).items():
             factor, t = spec
             if wid not in cluster.index:
-                raise TaskflowError(f"straggler: unknown worker {wid!r}")
+                raise UsageError(f"straggler: unknown worker {wid!r}")
             if not (factor > 0 and math.isfinite(factor)) or not (t >= 0 and math.isfinite(t)):
-                raise TaskflowError(f"straggler {wid!r}: need a finite factor > 0 and a finite time >= 0, got "
+                raise UsageError(f"straggler {wid!r}: need a finite factor > 0 and a finite time >= 0, got "
                                     f"{spec!r}")
             self.stragglers[cluster.index[wid]] = (float(factor), float(t))
         #: worker index -> time of loss
         self.fail = {}
         for wid, t in (fail or {}).items():
             if wid not in cluster.index:
-                raise TaskflowError(f"fail: unknown worker {wid!r}")
+                raise UsageError(f"fail: unknown worker {wid!r}")
             if not (t >= 0 and math.isfinite(t)):
-                raise TaskflowError(f"fail {wid!r}: time must be finite and >= 0, got {t!r}")
+                raise UsageError(f"fail {wid!r}: time must be finite and >= 0, got {t!r}")
             self.fail[cluster.index[wid]] = float(t)
         if len(self.fail) >= len(cluster):
-            raise TaskflowError("fail: every worker would be lost; at least one must survive")
+            raise UsageError("fail: every worker would be lost; at least one must survive")
 
     def duration(self, d: float, task: int, worker: int, now: float) -> float:
         """The true duration of ``task`` starting on ``worker`` at ``now``, from its modelled ``d``."""

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from ..errors import TaskflowError
+from ..errors import UsageError
 from ..graph import TaskGraph
 
 __all__ = ["INFORMATION", "estimated_graph"]
@@ -45,4 +45,4 @@ def estimated_graph(graph: TaskGraph, information: str) -> TaskGraph:
     if information == "user":
         expected = {a.ids[i]: md["expected_cost"] for i, md in graph.metas().items() if "expected_cost" in md}
         return graph.with_costs(cost=expected)
-    raise TaskflowError(f"unknown information mode {information!r}; known: {', '.join(INFORMATION)}")
+    raise UsageError(f"unknown information mode {information!r}; known: {', '.join(INFORMATION)}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..errors import TaskflowError
+from ..errors import GraphError
 from ..graph import TaskGraph
 
 __all__ = ["transfer_classes"]
@@ -34,7 +34,7 @@ def transfer_classes(graph: TaskGraph):
         v = md.get("priority")
         if v is not None:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise TaskflowError(f"task {ids[i]!r}: meta priority must be a finite number, got {v!r}")
+                raise GraphError(f"task {ids[i]!r}: meta priority must be a finite number, got {v!r}")
             prio[i] = float(v)
     levels = sorted(set(prio), reverse=True)
     rank = {v: c for c, v in enumerate(levels)}

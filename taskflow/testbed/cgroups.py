@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 
-from ..errors import TaskflowError
+from ..errors import TestbedError
 from .namespaces import PREFIX
 
 __all__ = ["CpuLimits", "cpu_hierarchy", "cpu_limits_available", "remove_cpu_groups"]
@@ -71,11 +71,11 @@ class CpuLimits:
     def __init__(self, cores: dict, period_us: int = 10_000):
         why = cpu_limits_available()
         if why:
-            raise TaskflowError(why)
+            raise TestbedError(why)
         self.base, self.version = cpu_hierarchy()
         for pid, c in cores.items():
             if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0 < c < float("inf"):
-                raise TaskflowError(f"CPU limit for process {pid}: {c!r} is not a positive number of cores")
+                raise TestbedError(f"CPU limit for process {pid}: {c!r} is not a positive number of cores")
         self.cores = dict(cores)
         self.period = int(period_us)
         #: process id -> the group it gets
@@ -113,7 +113,7 @@ class CpuLimits:
                 _write(os.path.join(d, "cgroup.procs"), str(pid))
         except OSError as e:
             self.release()
-            raise TaskflowError(f"could not limit the CPU of processes {sorted(self.cores)}: {e}") from e
+            raise TestbedError(f"could not limit the CPU of processes {sorted(self.cores)}: {e}") from e
         return self
 
     def release(self) -> None:

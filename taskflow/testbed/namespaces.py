@@ -10,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from ..errors import TaskflowError
+from ..errors import TaskflowError, TestbedError
 
 __all__ = ["PREFIX", "SUBNET", "STATE_DIR", "run_command", "available", "ns_pids", "teardown", "list_namespaces",
            "leftovers"]
@@ -40,7 +40,7 @@ def run_command(cmd, check=True, timeout=30) -> subprocess.CompletedProcess:
     """
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if check and p.returncode != 0:
-        raise TaskflowError(f"{' '.join(cmd)}: {(p.stderr or p.stdout).strip().splitlines()[-1:] or ['failed']}")
+        raise TestbedError(f"{' '.join(cmd)}: {(p.stderr or p.stdout).strip().splitlines()[-1:] or ['failed']}")
     return p
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..checks import parse_rate
 from ..cluster import Cluster, Worker
-from ..errors import TaskflowError
+from ..errors import TaskflowError, TestbedError
 from .cgroups import CpuLimits, cpu_limits_available
 from .lifetime import clean_stale, dispose, write_state
 from .namespaces import PREFIX, STATE_DIR, SUBNET, available, run_command, teardown
@@ -90,13 +90,13 @@ class Testbed:
                  slow_worker: str | None = None, slow_bandwidth=None, matrix: dict | None = None,
                  nthreads: int = 1, cpus: dict | None = None, timeout: float = 60.0, racks: int = 2):
         if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
-            raise TaskflowError(f"testbed workers must be 1..{MAX_WORKERS}, got {workers!r}")
+            raise TestbedError(f"testbed workers must be 1..{MAX_WORKERS}, got {workers!r}")
         if topology not in TOPOLOGIES:
-            raise TaskflowError(f"unknown topology {topology!r}; known: {', '.join(TOPOLOGIES)}")
+            raise TestbedError(f"unknown topology {topology!r}; known: {', '.join(TOPOLOGIES)}")
         if topology == "two-racks" and workers < 2:
-            raise TaskflowError("two-racks needs at least 2 workers")
+            raise TestbedError("two-racks needs at least 2 workers")
         if topology == "racks" and (isinstance(racks, bool) or not isinstance(racks, int) or not 2 <= racks <= workers):
-            raise TaskflowError(f"racks needs 2 to {workers} racks (one worker each at least), got {racks!r}")
+            raise TestbedError(f"racks needs 2 to {workers} racks (one worker each at least), got {racks!r}")
         self.racks = racks if topology == "racks" else (2 if topology == "two-racks" else 1)
         self.topology = topology
         self.names = [f"w{k}" for k in range(workers)]
@@ -105,25 +105,25 @@ class Testbed:
         self.slow_bandwidth = parse_rate(slow_bandwidth) if slow_bandwidth is not None else self.bandwidth / 10
         self.slow_worker = slow_worker if slow_worker is not None else self.names[-1]
         if self.slow_worker not in self.names:
-            raise TaskflowError(f"slow worker {self.slow_worker!r} is not one of {', '.join(self.names)}")
+            raise TestbedError(f"slow worker {self.slow_worker!r} is not one of {', '.join(self.names)}")
         self.matrix = {}
         if topology == "matrix":
             if not isinstance(matrix, dict) or not matrix:
-                raise TaskflowError("topology 'matrix' needs a matrix {a: {b: rate}} of worker names")
+                raise TestbedError("topology 'matrix' needs a matrix {a: {b: rate}} of worker names")
             for a, row in matrix.items():
                 if a not in self.names or not isinstance(row, dict):
-                    raise TaskflowError(f"matrix: unknown worker {a!r} (workers: {', '.join(self.names)})")
+                    raise TestbedError(f"matrix: unknown worker {a!r} (workers: {', '.join(self.names)})")
                 for b, r in row.items():
                     if b not in self.names or b == a:
-                        raise TaskflowError(f"matrix[{a!r}]: bad destination {b!r}")
+                        raise TestbedError(f"matrix[{a!r}]: bad destination {b!r}")
                     self.matrix.setdefault(a, {})[b] = parse_rate(r)
         self.nthreads = int(nthreads)
         self.cpus = {}
         for n, c in (cpus or {}).items():
             if n not in self.names:
-                raise TaskflowError(f"cpus: unknown worker {n!r} (workers: {', '.join(self.names)})")
+                raise TestbedError(f"cpus: unknown worker {n!r} (workers: {', '.join(self.names)})")
             if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0 < c < float("inf"):
-                raise TaskflowError(f"cpus[{n!r}]: {c!r} is not a positive number of cores")
+                raise TestbedError(f"cpus[{n!r}]: {c!r} is not a positive number of cores")
             self.cpus[n] = float(c)
         self.cpu_limits = None
         self.timeout = float(timeout)
@@ -318,7 +318,7 @@ class Testbed:
         p = self.exec([sys.executable, "-c", wait], timeout=2 * self.timeout + 30)
         if p.returncode != 0:
             dead = [n for n, proc in self.procs.items() if proc.poll() is not None]
-            raise TaskflowError(f"the testbed's Dask cluster did not come up within {self.timeout:g} s"
+            raise TestbedError(f"the testbed's Dask cluster did not come up within {self.timeout:g} s"
                                 + (f" (exited: {', '.join(dead)}; logs in {STATE_DIR})" if dead else "")
                                 + f": {(p.stderr.strip().splitlines() or ['no output'])[-1]}")
 
@@ -370,7 +370,7 @@ class Testbed:
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
                 out, err = p.communicate()
-                raise TaskflowError(f"{' '.join(map(str, argv))[:80]}: still running after {timeout:g} s") from None
+                raise TestbedError(f"{' '.join(map(str, argv))[:80]}: still running after {timeout:g} s") from None
         return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
     def stop(self) -> None:

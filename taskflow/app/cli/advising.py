@@ -6,7 +6,7 @@ import json
 import os
 import sys
 
-from ...errors import TaskflowError
+from ...errors import UsageError
 from ...formats import READ_FORMATS, atomic_write, dump_json
 from .commands import command
 from .options import GRAPH_HELP, SECONDS, check_outputs, read_graph, scheduler_names
@@ -64,11 +64,11 @@ def advise(args) -> int:
                   [args.graph, args.profile, args.train, args.catalog if os.path.isfile(args.catalog) else None])
     _check_pairs(args)
     if (args.graph is None) == (args.train is None):
-        raise TaskflowError("advise needs a GRAPH or --train MODEL (one of the two)")
+        raise UsageError("advise needs a GRAPH or --train MODEL (one of the two)")
     if args.train is not None and args.train.endswith(".json") and os.path.isfile(args.train):
         workload = read_graph(args.train, None)  # a profiled PyTorch job: its ranks as it ran, its measured costs
         if args.profile is None:
-            raise TaskflowError(f"--train {args.train}: a job's cost graph goes with the costs its run measured: "
+            raise UsageError(f"--train {args.train}: a job's cost graph goes with the costs its run measured: "
                                 f"--profile FILE (taskflow train --profile FILE)")
     elif args.train is not None:
         workload = Training(args.train, steps=args.steps or 100, batch=args.batch or 64,
@@ -130,11 +130,11 @@ def _check_pairs(args) -> None:
     given = {"--train": args.train is not None, "--noise": bool(args.noise)}
     for option, value, needs in pairs:
         if value is not None and not given[needs]:
-            raise TaskflowError(f"{option} goes with {needs}")
+            raise UsageError(f"{option} goes with {needs}")
     if args.train is not None and args.train.endswith(".json") and os.path.isfile(args.train):
         for option, value, _ in pairs[:3]:
             if value is not None:
-                raise TaskflowError(f"{option} goes with --train MODEL (a model name): the cost graph "
+                raise UsageError(f"{option} goes with --train MODEL (a model name): the cost graph "
                                     f"{args.train} is one step of the job as it ran")
 
 
@@ -145,7 +145,7 @@ def _amount(text: str) -> float:
     try:
         return SECONDS(text)
     except argparse.ArgumentTypeError as e:
-        raise TaskflowError(f"--budget: {e}") from None
+        raise UsageError(f"--budget: {e}") from None
 
 
 def _plain(doc):

@@ -10,7 +10,7 @@ import time
 
 from ...analysis import graph_summary
 from ...costs import CostModel
-from ...errors import TaskflowError
+from ...errors import UsageError
 from ...formats import format_for, atomic_write, dump_json, graph_text, load_schedule
 from .options import check_outputs, cluster_from_args, read_graph, read_graphs, scheduler_names
 
@@ -158,11 +158,11 @@ def schedule(args) -> int:
         try:
             options = parse_budget(args.budget)
         except ValueError as e:
-            raise TaskflowError(f"--budget: {e}") from None
+            raise UsageError(f"--budget: {e}") from None
     # a budget goes to the searching policies
     searching = [n for n in names if "search" in n or n == "optimal"]
     if args.budget is not None and not searching:
-        raise TaskflowError("--budget goes with --scheduler heft-search or optimal")
+        raise UsageError("--budget goes with --scheduler heft-search or optimal")
     bar = _SearchProgress(not args.quiet)
     instances = [policies.get_scheduler(n, seed=args.seed, **(
         {**options, **({"progress": bar} if n == "heft-search" else {})} if n in searching else {})) for n in names]
@@ -225,7 +225,7 @@ def validate(args) -> int:
     runs = [(task_of_run(t, graph), t) for t in plan.tasks]
     if any(base not in graph for base, _ in runs):
         bad = next(rid for base, rid in runs if base not in graph)
-        raise TaskflowError(f"{args.schedule}: run {bad!r} names no task of the graph")
+        raise UsageError(f"{args.schedule}: run {bad!r} names no task of the graph")
     problems = _served_by_problems(served_by, runs)
     if not problems:
         if any(t != rid for t, rid in runs) or served_by:
@@ -266,7 +266,7 @@ def _worker_id(cluster, text: str, option: str):
     for wid in cluster.ids:
         if str(wid) == text:
             return wid
-    raise TaskflowError(f"{option}: unknown worker {text!r} (workers: {', '.join(map(str, cluster.ids))})")
+    raise UsageError(f"{option}: unknown worker {text!r} (workers: {', '.join(map(str, cluster.ids))})")
 
 
 def _parse_at(spec: str, option: str):
@@ -276,7 +276,7 @@ def _parse_at(spec: str, option: str):
     except ValueError:
         t = None
     if not sep or not head or t is None or not t >= 0:
-        raise TaskflowError(f"{option} {spec!r}: expected {'W:FACTOR@T' if 'straggler' in option else 'W@T'}"
+        raise UsageError(f"{option} {spec!r}: expected {'W:FACTOR@T' if 'straggler' in option else 'W@T'}"
                             " with a time T >= 0")
     return head, t
 
@@ -306,14 +306,14 @@ def simulate(args) -> int:
         except ValueError:
             f = None
         if not sep or f is None or not f > 0:
-            raise TaskflowError(f"--straggler {spec!r}: expected W:FACTOR@T with FACTOR > 0")
+            raise UsageError(f"--straggler {spec!r}: expected W:FACTOR@T with FACTOR > 0")
         stragglers[_worker_id(cluster, w, "--straggler")] = (f, t)
     plan = load_schedule(args.plan) if args.plan else None
     if plan is not None:
         plan.validate(graph, cluster)  # a plan file is input: check it before running it
     names = scheduler_names(args.scheduler) or [None if plan is not None else "heft"]
     if plan is not None and len(names) > 1:
-        raise TaskflowError("--plan is carried out by one --scheduler (the one that re-plans after a failure)")
+        raise UsageError("--plan is carried out by one --scheduler (the one that re-plans after a failure)")
     policies.warm_up(len(graph), len(cluster))
     traces = []
     for name in names:

@@ -30,7 +30,7 @@ import sys
 
 from ...checks import parse_rate, plot_format
 from ...cluster import DEFAULT_BANDWIDTH, Cluster, Worker
-from ...errors import TaskflowError
+from ...errors import TaskflowError, UsageError
 from ...formats import READ_FORMATS, load_graph, load_graphs, with_source
 
 __all__ = ["Prefixed", "number", "add_graph", "add_graphs", "add_cluster", "add_scheduler", "add_quiet", "add_seed",
@@ -335,17 +335,17 @@ def _from_function(spec: str):
     try:
         obj = getattr(importlib.import_module(mod), fn)
     except (ImportError, AttributeError, SyntaxError) as e:
-        raise TaskflowError(f"{spec}: cannot load ({type(e).__name__}: {e})") from None
+        raise UsageError(f"{spec}: cannot load ({type(e).__name__}: {e})") from None
     except (Exception, SystemExit, KeyboardInterrupt) as e:  # noqa: BLE001 - the user's module: say so, once
-        raise TaskflowError(f"{spec}: importing it {_raised(e)}") from None
+        raise UsageError(f"{spec}: importing it {_raised(e)}") from None
     try:
         graph = obj() if callable(obj) and not isinstance(obj, TaskGraph) else obj
     except TaskflowError as e:
-        raise TaskflowError(f"{spec}: {e}") from None
+        raise UsageError(f"{spec}: {e}") from None
     except (Exception, SystemExit, KeyboardInterrupt) as e:  # noqa: BLE001 - the user's function: name it
-        raise TaskflowError(f"{spec}: building the graph {_raised(e)}") from None
+        raise UsageError(f"{spec}: building the graph {_raised(e)}") from None
     if not isinstance(graph, TaskGraph):
-        raise TaskflowError(f"{spec}: returned {type(graph).__name__}, expected a TaskGraph")
+        raise UsageError(f"{spec}: returned {type(graph).__name__}, expected a TaskGraph")
     return graph.validate()
 
 
@@ -374,7 +374,7 @@ def parse_speeds(text: str | None):
         except ValueError:
             speed = None
         if (named and (not sep or not name)) or speed is None or not 0 < speed < float("inf"):
-            raise TaskflowError(f"--speeds: {item!r} is not a speed > 0 (give 1,1,2 or w0=1,w2=2)")
+            raise UsageError(f"--speeds: {item!r} is not a speed > 0 (give 1,1,2 or w0=1,w2=2)")
         if named:
             out[name] = speed
         else:
@@ -399,25 +399,25 @@ def cluster_from_args(args) -> Cluster:
 
     if args.cluster:
         if args.speeds:
-            raise TaskflowError("--speeds goes with --workers; a --cluster file declares its own speeds")
+            raise UsageError("--speeds goes with --workers; a --cluster file declares its own speeds")
         return load_cluster(args.cluster)
     if args.workers is None:
-        raise TaskflowError("give --cluster FILE or --workers N")
+        raise UsageError("give --cluster FILE or --workers N")
     if args.workers < 1:
-        raise TaskflowError(f"cluster has no workers: --workers must be >= 1, got {args.workers}")
+        raise UsageError(f"cluster has no workers: --workers must be >= 1, got {args.workers}")
     ids = [f"w{i}" for i in range(args.workers)]
     speeds = parse_speeds(args.speeds)
     if isinstance(speeds, list):
         if len(speeds) != args.workers:
-            raise TaskflowError(f"--speeds lists {len(speeds)} speeds for --workers {args.workers}")
+            raise UsageError(f"--speeds lists {len(speeds)} speeds for --workers {args.workers}")
         speeds = dict(zip(ids, speeds))
     unknown = sorted(set(speeds or {}) - set(ids))
     if unknown:
-        raise TaskflowError(f"--speeds names unknown worker(s) {', '.join(unknown)} (workers: w0..w{args.workers - 1})")
+        raise UsageError(f"--speeds names unknown worker(s) {', '.join(unknown)} (workers: w0..w{args.workers - 1})")
     try:
         bandwidth = parse_rate(args.bandwidth)
     except TaskflowError as e:
-        raise TaskflowError(f"--bandwidth: {e}") from None
+        raise UsageError(f"--bandwidth: {e}") from None
     return Cluster([Worker(w, (speeds or {}).get(w, 1.0), args.cores) for w in ids],
                    bandwidth=bandwidth, latency=args.latency, name=f"{args.workers}-workers")
 
@@ -444,7 +444,7 @@ def scheduler_names(text: str | None, default: str | None = None, static_all: bo
         return []
     names = [x.strip() for x in text.split(",")]
     if not all(names):
-        raise TaskflowError(f"--scheduler: empty name in {text!r}")
+        raise UsageError(f"--scheduler: empty name in {text!r}")
     if static_all and names == ["all"]:
         return available("static")
     out = []
@@ -485,44 +485,44 @@ def check_outputs(outputs, inputs=(), folders=()) -> None:
         if path is None:
             continue
         if not path.strip():
-            raise TaskflowError(f"{opt}: empty output path")
+            raise UsageError(f"{opt}: empty output path")
         real = os.path.realpath(path)
         if os.path.isdir(path):
-            raise TaskflowError(f"{opt} {path!r}: is a folder, expected a file path")
+            raise UsageError(f"{opt} {path!r}: is a folder, expected a file path")
         parent = os.path.dirname(os.path.abspath(path))  # a link there is replaced, not followed
         if not os.path.exists(parent):
-            raise TaskflowError(f"{opt} {path!r}: folder {os.path.dirname(path) or '.'!r} does not exist")
+            raise UsageError(f"{opt} {path!r}: folder {os.path.dirname(path) or '.'!r} does not exist")
         if not os.path.isdir(parent):
-            raise TaskflowError(f"{opt} {path!r}: {os.path.dirname(path)!r} is a file, not a folder")
+            raise UsageError(f"{opt} {path!r}: {os.path.dirname(path)!r} is a file, not a folder")
         if not os.access(parent, os.W_OK | os.X_OK):
-            raise TaskflowError(f"{opt} {path!r}: cannot write in folder {os.path.dirname(path) or '.'!r}")
+            raise UsageError(f"{opt} {path!r}: cannot write in folder {os.path.dirname(path) or '.'!r}")
         longest = _name_max(parent)
         if len(os.fsencode(os.path.basename(path))) > longest:
-            raise TaskflowError(f"{opt} {path!r}: the file name is longer than this filesystem takes "
+            raise UsageError(f"{opt} {path!r}: the file name is longer than this filesystem takes "
                                 f"({longest} bytes)")
         if os.path.exists(path) and not os.access(path, os.W_OK):
-            raise TaskflowError(f"{opt} {path!r}: the file is not writable")
+            raise UsageError(f"{opt} {path!r}: the file is not writable")
         if real in ins:
-            raise TaskflowError(f"{opt} {path!r}: is an input of this command; write to another file")
+            raise UsageError(f"{opt} {path!r}: is an input of this command; write to another file")
         if real in seen:
-            raise TaskflowError(f"{opt} and {seen[real]} name the same file {path!r}")
+            raise UsageError(f"{opt} and {seen[real]} name the same file {path!r}")
         if opt == "--plot":
             try:
                 plot_format(path)
             except TaskflowError as e:
-                raise TaskflowError(f"{opt} {path!r}: {str(e).split(': ', 1)[-1]}") from None
+                raise UsageError(f"{opt} {path!r}: {str(e).split(': ', 1)[-1]}") from None
         seen[real] = opt
     for opt, path in folders:
         if path is None:
             continue
         if not path.strip():
-            raise TaskflowError(f"{opt}: empty folder path")
+            raise UsageError(f"{opt}: empty folder path")
         if os.path.exists(path) and not os.path.isdir(path):
-            raise TaskflowError(f"{opt} {path!r}: is a file, expected a folder")
+            raise UsageError(f"{opt} {path!r}: is a file, expected a folder")
         target = os.path.abspath(path)
         while not os.path.exists(target):  # missing folders are made: the nearest existing one must allow it
             target = os.path.dirname(target)
         if not os.path.isdir(target):
-            raise TaskflowError(f"{opt} {path!r}: {target!r} is a file, not a folder")
+            raise UsageError(f"{opt} {path!r}: {target!r} is a file, not a folder")
         if not os.access(target, os.W_OK | os.X_OK):
-            raise TaskflowError(f"{opt} {path!r}: cannot write in {target!r}")
+            raise UsageError(f"{opt} {path!r}: cannot write in {target!r}")

@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from ...errors import TaskflowError, TaskflowWarning
+from ...errors import TaskflowError, TaskflowWarning, UsageError
 from ...formats import atomic_write
 from .commands import command
 from .options import check_outputs, cluster_from_args, parse_speeds, read_graph, scheduler_names
@@ -53,16 +53,16 @@ def run(args) -> int:
     cluster = load_cluster(args.cluster) if args.cluster else None
     speeds = parse_speeds(args.speeds)
     if args.workers is not None and args.workers < 1:
-        raise TaskflowError(f"cluster has no workers: --workers must be >= 1, got {args.workers}")
+        raise UsageError(f"cluster has no workers: --workers must be >= 1, got {args.workers}")
     if isinstance(speeds, list) and not (args.address or args.scheduler_file or args.jobqueue) \
             and len(speeds) != (args.workers or 2):
-        raise TaskflowError(f"--speeds lists {len(speeds)} speeds for --workers {args.workers or 2}")
+        raise UsageError(f"--speeds lists {len(speeds)} speeds for --workers {args.workers or 2}")
     jq_options = None
     if args.jobqueue:
         if args.address or args.scheduler_file:
-            raise TaskflowError("--jobqueue starts its own cluster: leave out --address and --scheduler-file")
+            raise UsageError("--jobqueue starts its own cluster: leave out --address and --scheduler-file")
         if args.workers is None:
-            raise TaskflowError("--jobqueue needs --workers N: the number of batch jobs, one worker each")
+            raise UsageError("--jobqueue needs --workers N: the number of batch jobs, one worker each")
         jq_options = {"cores": args.cores, "memory": args.memory, "walltime": args.walltime, "queue": args.queue,
                       "interface": args.interface, "wait": args.job_wait}
     n_workers = args.workers or 2  # with --jobqueue, batch jobs of one worker each
@@ -107,7 +107,7 @@ def compare(args) -> int:
 
     check_outputs([("--profile", args.profile)], args.graphs, folders=[("--output", args.output)])
     if (args.address or args.scheduler_file or args.profile or args.time_scale) and not args.real:
-        raise TaskflowError("--address, --scheduler-file, --profile and --time-scale go with --real")
+        raise UsageError("--address, --scheduler-file, --profile and --time-scale go with --real")
     graphs = []
     for spec in args.graphs:
         g = read_graph(spec, args.format)
@@ -143,7 +143,7 @@ def _names(option: str, text: str) -> list:
     """A comma list of names; an empty one is refused (it would mean every name)."""
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
-        raise TaskflowError(f"{option}: empty list {text!r}; name one or more, comma-separated")
+        raise UsageError(f"{option}: empty list {text!r}; name one or more, comma-separated")
     return names
 
 
@@ -155,7 +155,7 @@ def _suite_options(args) -> None:
     wrong = [opt for opt, v in (simulated_only if args.suite == "dask" else dask_only) if v is not None]
     if wrong:
         goes = "the simulated suites (quick, standard, full)" if args.suite == "dask" else "--suite dask"
-        raise TaskflowError(f"{', '.join(wrong)} {'goes' if len(wrong) == 1 else 'go'} with {goes}, "
+        raise UsageError(f"{', '.join(wrong)} {'goes' if len(wrong) == 1 else 'go'} with {goes}, "
                             f"not --suite {args.suite}")
 
 
@@ -168,7 +168,7 @@ def _bench_dask(args, names) -> int:
     from ..dask_suite import DEFAULT_POLICY, format_rows, run_suite as run_dask_suite, summarise
 
     if names is not None and len(names) != 1:
-        raise TaskflowError("--suite dask compares one policy with Dask's own scheduling: give one --scheduler")
+        raise UsageError("--suite dask compares one policy with Dask's own scheduling: give one --scheduler")
     policy = names[0] if names else DEFAULT_POLICY
     clusters = _names("--clusters", args.clusters or "homogeneous")
     workloads = _names("--workloads", args.workloads) if args.workloads is not None else None
@@ -225,9 +225,9 @@ def _parse_cpus(text) -> dict:
         except ValueError:
             sep = ""
         if not sep or not name.strip():
-            raise TaskflowError(f"--cpus: {item.strip()!r} is not WORKER=CORES (e.g. w3=0.25)")
+            raise UsageError(f"--cpus: {item.strip()!r} is not WORKER=CORES (e.g. w3=0.25)")
         if not 0 < out[name.strip()] <= 1024:  # (nan fails this too)
-            raise TaskflowError(f"--cpus: {item.strip()!r}: cores must be a number > 0 and <= 1024")
+            raise UsageError(f"--cpus: {item.strip()!r}: cores must be a number > 0 and <= 1024")
     return out
 
 
@@ -244,7 +244,7 @@ def testbed(args) -> int:
 
     if args.clean:
         if tbm.available():
-            raise TaskflowError(tbm.available())
+            raise UsageError(tbm.available())
         gone = tbm.clean_stale()
         print(f"removed {len(gone)} stale testbed(s){': ' + ', '.join(gone) if gone else ''}; "
               f"testbed namespaces now: {', '.join(tbm.leftovers()) or 'none'}")
@@ -253,11 +253,11 @@ def testbed(args) -> int:
     if command and command[0] == "--":
         command = command[1:]
     if not command:
-        raise TaskflowError("give the command to run inside the testbed after --, e.g. "
+        raise UsageError("give the command to run inside the testbed after --, e.g. "
                             "taskflow testbed --workers 4 -- taskflow run graph.json")
     if shutil.which(command[0], path=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])) \
             is None:
-        raise TaskflowError(f"cannot run {command[0]!r} in the testbed: no such command")
+        raise UsageError(f"cannot run {command[0]!r} in the testbed: no such command")
     matrix = None
     if args.matrix:
         from ...formats import read_json
@@ -268,7 +268,7 @@ def testbed(args) -> int:
                      matrix=matrix, nthreads=args.cores, cpus=_parse_cpus(args.cpus), racks=args.racks)
     why = tbm.available() or (tbm.cpu_limits_available() if args.cpus else None)
     if why:
-        raise TaskflowError(why)
+        raise UsageError(why)
 
     def terminated(signum, frame):
         raise SystemExit(128 + signum)

@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from ...errors import TaskflowError
+from ...errors import MissingExtra, UsageError
 from ...formats import atomic_write
 from .commands import command
 from .options import (COUNT, SECONDS, add_output, add_plot, add_quiet, add_scheduler, add_seed, check_outputs, number,
@@ -105,7 +105,7 @@ def model_factory(name: str, shape: tuple, classes: int):
     if name == "mlp":
         return functools.partial(torch_models.mlp, features=c * h * w, hidden=(64,), classes=classes)
     if ":" not in name:
-        raise TaskflowError(f"--model {name!r}: expected one of {', '.join(MODELS)}, or module:function")
+        raise UsageError(f"--model {name!r}: expected one of {', '.join(MODELS)}, or module:function")
     import importlib
 
     import cloudpickle
@@ -117,9 +117,9 @@ def model_factory(name: str, shape: tuple, classes: int):
         module = importlib.import_module(mod)
         factory = getattr(module, fn)
     except (ImportError, AttributeError, SyntaxError) as e:
-        raise TaskflowError(f"--model {name}: cannot load ({type(e).__name__}: {e})") from None
+        raise UsageError(f"--model {name}: cannot load ({type(e).__name__}: {e})") from None
     except Exception as e:  # noqa: BLE001 - the user's module: name it
-        raise TaskflowError(f"--model {name}: importing it raised {type(e).__name__}: {e}") from None
+        raise UsageError(f"--model {name}: importing it raised {type(e).__name__}: {e}") from None
     if module.__name__ != "__main__" and not module.__name__.startswith(("workflows", "torch")):
         cloudpickle.register_pickle_by_value(module)  # workers elsewhere need not import the user's file
     return factory
@@ -131,9 +131,9 @@ def _shares(text: str | None, workers: int):
     try:
         shares = tuple(float(x) for x in text.split(","))
     except ValueError:
-        raise TaskflowError(f"--shares {text!r}: expected numbers separated by commas, e.g. 3,1") from None
+        raise UsageError(f"--shares {text!r}: expected numbers separated by commas, e.g. 3,1") from None
     if len(shares) != workers:
-        raise TaskflowError(f"--shares lists {len(shares)} parts for --workers {workers}")
+        raise UsageError(f"--shares lists {len(shares)} parts for --workers {workers}")
     return shares
 
 
@@ -143,7 +143,7 @@ def train(args) -> int:
     try:
         import torch
     except ImportError:
-        raise TaskflowError("taskflow train needs PyTorch: pip install 'dask-taskflow[torch]'") from None
+        raise MissingExtra("taskflow train needs PyTorch: pip install 'dask-taskflow[torch]'") from None
     from ...training import train as run_training
     from workflows.images import open_dataset, write_digits, write_synthetic
 
@@ -200,9 +200,9 @@ def _check_pairs(args) -> None:
              ("--pipeline", args.pipeline, "--stages", args.stages is not None))
     for option, value, needs, given in pairs:
         if value is not None and not given:
-            raise TaskflowError(f"{option} goes with {needs}")
+            raise UsageError(f"{option} goes with {needs}")
     if args.stages is not None and (args.shares or args.mode != "sync" or args.compression):
-        raise TaskflowError("--stages (pipeline parallelism) goes without --shares, --mode and --compression")
+        raise UsageError("--stages (pipeline parallelism) goes without --shares, --mode and --compression")
 
 
 def _say(args, history, checkpoint, prefix: str) -> None:

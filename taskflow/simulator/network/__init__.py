@@ -9,7 +9,7 @@ Both implement :class:`~.base.Network`; :func:`make_network` builds one by name.
 
 from __future__ import annotations
 
-from ...errors import TaskflowError
+from ...errors import UsageError
 from .base import Flow, Network
 from .maxmin import MaxMinNetwork
 from .simple import SimpleNetwork
@@ -42,4 +42,4 @@ def make_network(name: str, cluster, schedule, on_arrival, on_complete, classes:
         return SimpleNetwork(cluster, schedule, on_arrival, on_complete)
     if name == "maxmin":
         return MaxMinNetwork(cluster, schedule, on_arrival, on_complete, classes)
-    raise TaskflowError(f"unknown network model {name!r}; known: {', '.join(NETWORKS)}")
+    raise UsageError(f"unknown network model {name!r}; known: {', '.join(NETWORKS)}")
