@@ -110,4 +110,6 @@ class UnknownSchedulerError(TaskflowError, ValueError):
         self.known = sorted(known)
         close = difflib.get_close_matches(str(name).lower(), self.known, n=1, cutoff=0.6)
         hint = f"did you mean {close[0]!r}? " if close else ""
+        if str(name).strip().lower() == "dask":  # a word for Dask itself, not one of the schedulers
+            hint = "Dask's own scheduling is 'work-stealing'; "
         super().__init__(f"unknown scheduler {name!r}; {hint}known schedulers: {', '.join(self.known)}")

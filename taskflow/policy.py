@@ -228,13 +228,13 @@ def scheduler_class(name: str):
 
 
 #: Other names users reach for: the terms of the field and of our mission.
-ALIASES = {"critical-path": "cpop", "criticalpath": "cpop", "dask": "work-stealing", "b-level": "blevel",
-           "roundrobin": "round-robin"}
+ALIASES = {"critical-path": "cpop", "criticalpath": "cpop", "b-level": "blevel", "roundrobin": "round-robin"}
 
 
 def canonical_name(name) -> str | None:
     """The registered name ``name`` means, spelled any case, with ``_`` or spaces for ``-``, or as a
-    known alias (``critical-path`` is CPOP, ``dask`` is Dask's own work stealing); None if none.
+    known alias (``critical-path`` is CPOP); None if none. ("dask" names no scheduler: Dask's own
+    scheduling is ``work-stealing``, and ``dask`` is one of the adaptive scheduler's choices.)
 
     Parameters
     ----------

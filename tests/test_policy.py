@@ -141,12 +141,21 @@ def test_importing_the_core_pulls_in_neither_dask_nor_the_policies_nor_plotting(
 
 @pytest.mark.parametrize("spelling, name", [("HEFT", "heft"), ("work_stealing", "work-stealing"),
                                             ("Work Stealing", "work-stealing"), ("critical-path", "cpop"),
-                                            ("Critical_Path", "cpop"), ("dask", "work-stealing"),
-                                            ("B-Level", "blevel"), ("round_robin", "round-robin")])
+                                            ("Critical_Path", "cpop"), ("B-Level", "blevel"),
+                                            ("round_robin", "round-robin")])
 def test_scheduler_names_are_forgiving(spelling, name):
     from taskflow.policy import get_scheduler
 
     assert get_scheduler(spelling).name == name
+
+
+def test_dask_names_no_scheduler_and_says_which_is_dasks_own():
+    """One word per thing: "dask" is Dask itself (and one of adaptive's choices), no alias."""
+    from taskflow.errors import UnknownSchedulerError
+    from taskflow.policy import get_scheduler
+
+    with pytest.raises(UnknownSchedulerError, match="Dask's own scheduling is 'work-stealing'"):
+        get_scheduler("dask")
 
 
 def test_an_unknown_scheduler_name_suggests_the_closest():
