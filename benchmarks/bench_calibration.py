@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from distributed import Client  # noqa: E402
 
 from taskflow.runtime import cluster_from_dask  # noqa: E402
-from taskflow.runtime.local import local_cluster  # noqa: E402
+from taskflow.runtime.launch.local import local_cluster  # noqa: E402
 
 
 def busy(stop_at: float) -> None:

@@ -47,10 +47,10 @@ from distributed import Client  # noqa: E402
 import schedulers  # noqa: E402
 from taskflow import TaskGraph, run  # noqa: E402
 from taskflow.runtime import cluster_from_dask  # noqa: E402
-from taskflow.runtime.dask_graph import keys_for  # noqa: E402
-from taskflow.runtime.local import local_cluster  # noqa: E402
-from taskflow.runtime.session import frozen_heap  # noqa: E402
-from taskflow.runtime.calibrate import workers_info  # noqa: E402
+from taskflow.runtime.client.dask_graph import keys_for  # noqa: E402
+from taskflow.runtime.launch.local import local_cluster  # noqa: E402
+from taskflow.runtime.client.session import frozen_heap  # noqa: E402
+from taskflow.runtime.messages import workers_info  # noqa: E402
 from workflows.scientific import random_layered  # noqa: E402
 
 
@@ -142,7 +142,7 @@ def overhead(n, workers, repeat):
           f"{each} s): plain client.get {p:.2f} s, taskflow.run with a HEFT plan {o:.2f} s, ratio {o / p:.2f} "
           f"(target <= 1.05: {'met' if o / p <= 1.05 else 'MISSED'}); plain client.get pinned to Dask's own "
           f"placement of an earlier run {q:.2f} s, ratio {q / p:.2f} (what a static placement itself costs); plain "
-          f"client.get with the garbage collector held as taskflow.run holds it (taskflow.runtime.session.frozen_heap) "
+          f"client.get with the garbage collector held as taskflow.run holds it (taskflow.runtime.client.session.frozen_heap) "
           f"{z:.2f} s, ratio {z / p:.2f} (what that alone is worth)")
 
 
@@ -211,8 +211,8 @@ def big_child(kind, n, workers):
                     rep = run(g, "heft", client=c, quiet=True, timeout=3600)
                     assert len(rep.results) == n and len(rep.trace.runs) == n
                 else:
-                    from taskflow.runtime.calibrate import cluster_from_dask as cfd
-                    from taskflow.runtime.dask_graph import dask_graph, keys_for
+                    from taskflow.runtime.client.calibrate import cluster_from_dask as cfd
+                    from taskflow.runtime.client.dask_graph import dask_graph, keys_for
 
                     key_of = keys_for(g, "plain", 0)
                     dsk = dask_graph(g, g.ids, key_of, cfd(c), 1.0, 1.0)
@@ -266,7 +266,7 @@ def array_workload(repeat, n=4000, chunk=1000, workers=2, slow=0.25):
 
     from taskflow import compute
     from taskflow.testbed import CpuLimits, cpu_limits_available
-    from taskflow.runtime.session import call
+    from taskflow.runtime.client.session import call
 
     why = cpu_limits_available()
     if why:

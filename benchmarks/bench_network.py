@@ -56,7 +56,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from taskflow import TaskGraph  # noqa: E402
-from taskflow.runtime.calibrate import workers_info  # noqa: E402
+from taskflow.runtime.messages import workers_info  # noqa: E402
 
 SCHEDULERS = ("heft", "cpop", "blevel", "heft-contention", "work-stealing")
 WORKFLOWS = ("comm-heavy", "montage", "dp-ring", "dp-ps")
@@ -72,7 +72,7 @@ FIELDS = ["topology", "workflow", "tasks", "scheduler", "rep", "measured", "pred
 def scaled(g: TaskGraph, time_scale: float, size_scale: float, name=None) -> TaskGraph:
     """``g`` with every cost multiplied by ``time_scale`` and every size by ``size_scale``, and
     every edge carrying its producer's whole output (what Dask moves: one object per task)."""
-    from taskflow.runtime.dask_graph import emulated_sizes
+    from taskflow.runtime.client.dask_graph import emulated_sizes
 
     a = g.arrays
     ids = list(a.ids)

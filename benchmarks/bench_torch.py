@@ -112,7 +112,7 @@ def run_ours(spec_kw: dict, epochs: int, scheduler: str = "placed", cpus: dict |
     (a cgroup CPU limit from its start)."""
     from distributed import Client
 
-    from taskflow.runtime.local import local_cluster
+    from taskflow.runtime.launch.local import local_cluster
 
     kw = dict(spec_kw)
     if shares is not None:
@@ -195,7 +195,7 @@ def schedulers_table(name: str, spec_kw: dict, epochs: int, names) -> None:
     and the bytes moved may."""
     from distributed import Client
 
-    from taskflow.runtime.local import local_cluster
+    from taskflow.runtime.launch.local import local_cluster
 
     print(f"== {name} under each scheduler ({epochs} epochs; figures of the last) ==")
     print(f"{'scheduler':14} {'s/iteration':>11} {'predicted':>9} {'MB moved/it':>11} {'loading':>8} {'fwd-bwd':>8} "

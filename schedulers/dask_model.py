@@ -36,7 +36,7 @@ tasks it has seen. :mod:`schedulers.work_stealing` is the simpler, generic model
   unless it is still idle counting what it asked for.
 * **Workers** run their tasks in ``dask.order`` priority (option ``priorities``).
 * **A peer-to-peer shuffle's outputs** (a task whose meta has ``"p2p": (position, outputs)``:
-  :func:`taskflow.runtime.dask_hooks.estimated_graph` marks them) go where Dask's shuffle
+  :func:`taskflow.runtime.scheduler.dask_hooks.estimated_graph` marks them) go where Dask's shuffle
   extension pins them: output ``position`` of ``outputs`` to the worker at ``W * position //
   outputs`` of the table (range sharding; Dask also rotates the list from one shuffle to the
   next, which the model does not).
@@ -56,7 +56,7 @@ Options (all optional; durations in the simulation's seconds): ``durations`` ({p
 0 or None: no stealing), ``steal_phase``, ``steal_latency`` (0.1), ``min_victim`` (0.2), ``rootish``
 (Dask's two thresholds: groups and tasks depended on, ``(5, 5)``), ``priorities``
 ({task id: position in ``dask.order``}, lower first; default: the graph's task order;
-:func:`taskflow.runtime.dask_graph.dask_priorities` computes Dask's own from the real keys),
+:func:`taskflow.runtime.predict.dask_priorities` computes Dask's own from the real keys),
 ``pinned`` ({task id: worker id}: a task whose output already sits on that worker, mid-run; it runs
 there, and what it takes is not a duration Dask learns), ``within`` (worker ids every task not
 pinned is restricted to: Dask held to a subset of the workers).

@@ -13,7 +13,7 @@ from distributed import Client, LocalCluster
 import taskflow
 from taskflow import Cluster, TaskflowError, TaskGraph, Worker, get_scheduler
 from taskflow.runtime.predict import DASK, PLAN, SUBSET, choose, predict_dask, uneven
-from taskflow.runtime.runs import behind
+from taskflow.runtime.scheduler.runs import behind
 from workflows.scientific import random_layered
 
 
@@ -100,7 +100,7 @@ def test_runs_of_the_same_work_left_to_dask_are_predicted_by_the_earlier_ones(cl
     as its earlier runs left to Dask did (their median), and the plugin's own record of the
     run's makespan says how far off that was. (``replans=0``: no run changes its mind on the way,
     so every run after the first is kept, whatever the machine's load.)"""
-    from taskflow.runtime.session import call
+    from taskflow.runtime.client.session import call
 
     parts = [dask.delayed(_slow, pure=True)(i, dask_key_name=f"predicted-part-{i}") for i in range(6)]
     total = dask.delayed(sum, pure=True)(parts, dask_key_name="predicted-total-0")
@@ -183,7 +183,7 @@ class _Fake:
 def test_a_run_s_queued_keys_leave_out_what_each_worker_runs_first_or_said_it_was_running():
     """On a worker of two threads, the two tasks of highest priority may be running, and so may one
     its last heartbeat named: the rest of the run's processing keys wait there."""
-    from taskflow.runtime.runs import Run
+    from taskflow.runtime.scheduler.runs import Run
 
     g = TaskGraph()
     for k in "abcdefg":
@@ -208,7 +208,7 @@ def test_a_task_is_asked_over_only_where_dask_s_stealing_could_move_it():
     """An actor, a long-running task, a peer-to-peer output the shuffle extension pinned, and one
     restricted away from every worker offered are not asked; a plain queued one is, to the least
     loaded worker offered; with stealing off nothing is."""
-    from taskflow.runtime.dask_hooks import SHUFFLE_PINNED, move_queued
+    from taskflow.runtime.scheduler.dask_hooks import SHUFFLE_PINNED, move_queued
 
     asked = []
     stealing = _Fake(move_task_request=lambda ts, victim, thief: asked.append((ts.key, thief.address)) or "steal-1")
@@ -242,8 +242,8 @@ def test_a_hold_asks_the_tasks_waiting_outside_it_over_and_leaving_to_dask_lifts
     """A run planned on three workers, its tasks sent to them: held to worker "f", the tasks
     waiting on the others are restricted to it and asked over (the finished one is not touched);
     then left to Dask, every unfinished one, sent or not, loses its restrictions."""
-    from taskflow.runtime.adaptation import Adapting
-    from taskflow.runtime.runs import Run
+    from taskflow.runtime.scheduler.adaptation import Adapting
+    from taskflow.runtime.scheduler.runs import Run
 
     asked = []
     stealing = _Fake(move_task_request=lambda ts, victim, thief: asked.append((ts.key, thief.address)) or "steal-1")
@@ -283,7 +283,7 @@ def test_a_hold_asks_the_tasks_waiting_outside_it_over_and_leaving_to_dask_lifts
 
 def _queue_on(victim: str, thief: str, n: int, dask_scheduler=None) -> dict:
     """Once ``n`` tasks are processing, restrict those on ``victim`` to ``thief`` and ask each over."""
-    from taskflow.runtime.dask_hooks import move_queued, restrict
+    from taskflow.runtime.scheduler.dask_hooks import move_queued, restrict
 
     ws = dask_scheduler.workers
     mine = [ts for ts in dask_scheduler.tasks.values() if ts.state == "processing" and ts.key.startswith("queued-")]
@@ -350,8 +350,8 @@ def test_a_first_run_is_held_off_a_worker_whose_cgroup_allows_it_a_quarter_core(
     own held to the fast worker. Without the prior the workers look alike and the run is left to
     Dask at once, nothing weighed. (``replans=0``: what the run learns on the way does not change
     its mind.)"""
-    from taskflow.runtime.calibrate import CPU_LIMIT_ENV, cpu_limit
-    from taskflow.runtime.dask_hooks import cpu_shares
+    from taskflow.runtime.worker.worker_plugin import CPU_LIMIT_ENV, cpu_limit
+    from taskflow.runtime.scheduler.dask_hooks import cpu_shares
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
             Client(lc) as c:
@@ -383,7 +383,7 @@ def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
     kind of work (a plugin without Dask: only its bookkeeping is exercised)."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.plugin import TaskflowPlugin
+    from taskflow.runtime.scheduler.plugin import TaskflowPlugin
 
     p = TaskflowPlugin()
     policy = get_scheduler("adaptive")
@@ -481,8 +481,8 @@ def test_a_prefix_whose_durations_follow_its_inputs_is_costed_per_task():
     durations do not follow them, keeps its mean."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.dask_hooks import input_scaling, observe
-    from taskflow.runtime.plugin import TaskflowPlugin
+    from taskflow.runtime.scheduler.dask_hooks import input_scaling, observe
+    from taskflow.runtime.scheduler.plugin import TaskflowPlugin
 
     p = TaskflowPlugin()
     p.dask_scheduler = SimpleNamespace(_get_prefix_duration=lambda prefix: 0.5)
@@ -518,7 +518,7 @@ def test_a_run_learns_how_a_prefix_scales_with_its_input_bytes(client):
     rises with the input, and costs a 16 MB task of the prefix above an 0.5 MB one by several times."""
     import numpy as np
 
-    from taskflow.runtime.dask_hooks import input_factor, input_scaling
+    from taskflow.runtime.scheduler.dask_hooks import input_factor, input_scaling
 
     arrays = [dask.delayed(np.random.RandomState(i).random)(int(mb * 1e6 / 8))
               for i, mb in enumerate([0.5, 1, 2, 4, 8] * 2)]
@@ -634,9 +634,9 @@ def test_a_link_once_narrow_for_a_kind_of_work_stays_narrow_for_it():
     link narrow for one run's graph (12 MB/s against 20 MB/s) stays narrow for the next run's
     graph of the same work whose costs make it narrow only below 10 MB/s; another kind of work is
     weighed by its own graph."""
-    from taskflow.runtime.plugin import TaskflowPlugin
+    from taskflow.runtime.scheduler.plugin import TaskflowPlugin
     from taskflow.runtime.predict import narrow_pairs
-    from taskflow.runtime.runs import Run
+    from taskflow.runtime.scheduler.runs import Run
 
     def pair(cost):
         g = TaskGraph("pair")
@@ -667,10 +667,10 @@ def test_mid_run_a_hold_in_place_is_weighed_though_no_link_looks_narrow_now(monk
     gives way only to a choice predicted ``margin`` shorter), not dropped unweighed."""
     from types import SimpleNamespace
 
-    import taskflow.runtime.adaptation as adaptation
-    from taskflow.runtime.plugin import TaskflowPlugin
+    import taskflow.runtime.scheduler.adaptation as adaptation
+    from taskflow.runtime.scheduler.plugin import TaskflowPlugin
     from taskflow.runtime.predict import SUBSET
-    from taskflow.runtime.runs import Run
+    from taskflow.runtime.scheduler.runs import Run
 
     g = TaskGraph("rest")
     for i in range(4):
@@ -703,9 +703,9 @@ def test_a_rate_learned_one_way_counts_both_ways_until_the_other_is_measured(mon
     measured each way is kept as measured; one declared is not replaced by a mirrored one."""
     from types import SimpleNamespace
 
-    from taskflow.runtime import plugin as plugin_module
-    from taskflow.runtime.plugin import TaskflowPlugin
-    from taskflow.runtime.runs import Run
+    from taskflow.runtime.scheduler import plugin as plugin_module
+    from taskflow.runtime.scheduler.plugin import TaskflowPlugin
+    from taskflow.runtime.scheduler.runs import Run
 
     workers = {f"tcp://10.0.0.{i}:1": SimpleNamespace(name=f"w{i}", nthreads=1, address=f"tcp://10.0.0.{i}:1",
                                                       metrics={}) for i in range(3)}
@@ -734,7 +734,7 @@ def _wide_plugin(n: int):
     plugin without Dask (only its bookkeeping is exercised)."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.plugin import TaskflowPlugin
+    from taskflow.runtime.scheduler.plugin import TaskflowPlugin
 
     g = TaskGraph("wide")
     for i in range(n):
@@ -751,7 +751,7 @@ def test_a_run_that_begins_left_to_dask_makes_its_first_choice_mid_run_by_the_me
     is the guard's own, and such a run is not kept (it changed its mind)."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.runs import Run
+    from taskflow.runtime.scheduler.runs import Run
 
     g, cluster, policy, p = _wide_plugin(12)
     sig = (frozenset({"t"}), 3)
@@ -775,9 +775,9 @@ def test_a_choice_tried_for_the_first_time_is_given_up_once_it_runs_past_its_wat
     long as it ran (it lost already), and the run, which changed its mind, is not kept."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.plugin import TaskflowPlugin
+    from taskflow.runtime.scheduler.plugin import TaskflowPlugin
     from taskflow.runtime.predict import SUBSET
-    from taskflow.runtime.runs import RUNNING, Run
+    from taskflow.runtime.scheduler.runs import RUNNING, Run
 
     g = TaskGraph("wide")
     for i in range(12):
@@ -815,8 +815,8 @@ def test_a_try_falling_behind_the_progress_of_the_choice_measured_shortest_is_gi
     has finished 2 of its 10 tasks at 1 s (the reference had at 0.4 s: 2.5x behind) is given up
     long before its 2.5 s watch, and the plan is measured as long as it would run at that pace
     (2.5 x 2 s), not as the 1 s it ran. Before a fifth of its tasks finished it is not raced."""
-    from taskflow.runtime.adaptation import behind, progress_curve
-    from taskflow.runtime.runs import RUNNING, Run
+    from taskflow.runtime.scheduler.adaptation import behind, progress_curve
+    from taskflow.runtime.scheduler.runs import RUNNING, Run
 
     g, cluster, policy, p = _wide_plugin(10)
     monkeypatch.setattr(p, "_live_cluster", lambda r: cluster)
@@ -860,8 +860,8 @@ def test_a_try_of_the_plan_races_its_own_timeline_not_dask_s_progress(monkeypatc
     on (Dask's curve would have given it up). At 2 s with four tenths done it runs 2.2x behind its
     plan, projected at 2.2 x 1.5 s = 3.3 s, more than a quarter longer than Dask's 2 s: given up
     and measured at that projection. A try of a hold still races Dask's curve."""
-    from taskflow.runtime import adaptation
-    from taskflow.runtime.runs import RUNNING, Run
+    from taskflow.runtime.scheduler import adaptation
+    from taskflow.runtime.scheduler.runs import RUNNING, Run
     from taskflow.schedule import Schedule
 
     g, cluster, policy, p = _wide_plugin(10)
@@ -909,9 +909,9 @@ def test_a_plan_left_to_dask_mid_run_spreads_its_queue_over_the_workers_by_their
     nothing."""
     from types import SimpleNamespace
 
-    from taskflow.runtime import adaptation
-    from taskflow.runtime.plugin import TaskflowPlugin
-    from taskflow.runtime.runs import RUNNING, Run
+    from taskflow.runtime.scheduler import adaptation
+    from taskflow.runtime.scheduler.plugin import TaskflowPlugin
+    from taskflow.runtime.scheduler.runs import RUNNING, Run
 
     class Worker:  # hashable, as Dask's worker and task states are
         def __init__(self, name):
@@ -968,8 +968,8 @@ def test_a_first_run_left_to_dask_on_workers_alike_spends_nothing_on_links_it_co
     a narrow link can make it decide again."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.plugin import TaskflowPlugin
-    from taskflow.runtime.runs import RUNNING, Run
+    from taskflow.runtime.scheduler.plugin import TaskflowPlugin
+    from taskflow.runtime.scheduler.runs import RUNNING, Run
 
     g = TaskGraph("wide")
     for i in range(8):
@@ -998,8 +998,8 @@ def test_a_run_left_to_dask_on_one_host_builds_no_cluster_as_its_tasks_finish(mo
     nor estimates its unfinished tasks as its tasks finish; on two hosts it weighs its links."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.plugin import TaskflowPlugin
-    from taskflow.runtime.runs import RUNNING, Run
+    from taskflow.runtime.scheduler.plugin import TaskflowPlugin
+    from taskflow.runtime.scheduler.runs import RUNNING, Run
 
     g = TaskGraph("wide")
     for i in range(8):
@@ -1057,9 +1057,9 @@ def test_rates_learned_between_workers_of_one_host_are_never_a_narrow_link():
     between workers of one host (an emulated network) counts as declared."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.plugin import TaskflowPlugin
+    from taskflow.runtime.scheduler.plugin import TaskflowPlugin
     from taskflow.runtime.predict import across_hosts
-    from taskflow.runtime.runs import Run
+    from taskflow.runtime.scheduler.runs import Run
 
     g = TaskGraph("heavy")
     g.add_task("a", cost=0.001)
@@ -1083,7 +1083,7 @@ def test_rates_learned_between_workers_of_one_host_are_never_a_narrow_link():
 
 
 def test_a_run_left_to_dask_at_once_is_predicted_by_what_its_earlier_runs_measured_shortest():
-    from taskflow.runtime.adaptation import shortest_measured
+    from taskflow.runtime.scheduler.adaptation import shortest_measured
 
     assert shortest_measured({}) is None and shortest_measured({"plan": [], "dask": []}) is None
     assert shortest_measured({"plan": [1.0, 3.0], "dask": [1.5], "subset": [0.5, 0.6, 0.9]}) == ("subset", 0.6)
@@ -1096,7 +1096,7 @@ def test_restrictions_given_to_a_task_dask_s_shuffle_pinned_wait_for_the_shuffle
     replaces the restrictions the extension gives back when the shuffle ends."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.dask_hooks import SHUFFLE_PINNED, restrict
+    from taskflow.runtime.scheduler.dask_hooks import SHUFFLE_PINNED, restrict
 
     free = SimpleNamespace(annotations={}, worker_restrictions=None, loose_restrictions=False)
     restrict(free, ["tcp://a", "tcp://b"])
@@ -1119,9 +1119,9 @@ def test_a_run_with_a_peer_to_peer_shuffle_is_weighed_only_before_it_starts_and_
     outputs are pinned within it)."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.plugin import TaskflowPlugin
+    from taskflow.runtime.scheduler.plugin import TaskflowPlugin
     from taskflow.runtime.predict import SUBSET
-    from taskflow.runtime.runs import Run
+    from taskflow.runtime.scheduler.runs import Run
 
     g = TaskGraph("p2p")
     for name in ("rechunk-transfer-1", "shuffle-barrier-1", "rechunk-p2p-1", "sum-1"):
@@ -1133,7 +1133,7 @@ def test_a_run_with_a_peer_to_peer_shuffle_is_weighed_only_before_it_starts_and_
     p.dask_scheduler = SimpleNamespace(tasks=tasks, workers={}, transitions=lambda *a, **k: None)
     cluster = Cluster.heterogeneous([4.0, 1.0])
     monkeypatch.setattr(p, "_spread", lambda r, c: 4.0)
-    monkeypatch.setattr("taskflow.runtime.adaptation.dask_state", lambda *a: None)  # Dask's defaults
+    monkeypatch.setattr("taskflow.runtime.scheduler.adaptation.dask_state", lambda *a: None)  # Dask's defaults
     keys = list(g.ids)
     r = Run("r1", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
     assert p.worth_planning(r, keys, cluster)  # not started: a hold may pay
@@ -1179,7 +1179,7 @@ def test_a_peer_to_peer_shuffle_s_bytes_go_from_each_transfer_task_to_each_outpu
     nothing and a transfer task its measured CPU share, and marks each output's place in the
     range sharding (in partition order)."""
     from taskflow.analysis import task_kind
-    from taskflow.runtime import dask_hooks
+    from taskflow.runtime.scheduler import dask_hooks
 
     sched, tss = _fake_p2p()
     durations = {"rechunk-transfer": {"w0": [4.0, 2]}, "shuffle-barrier": {"w0": [5.0, 1]}}
@@ -1214,9 +1214,9 @@ def test_the_spread_counts_a_worker_s_prefix_only_with_enough_tasks_and_seconds(
     of a slow worker; 3 tasks and 0.05 s of them are (a quarter-core worker shows it at once)."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.adaptation import MIN_SECONDS, MIN_TASKS
+    from taskflow.runtime.scheduler.adaptation import MIN_SECONDS, MIN_TASKS
     from taskflow.runtime.learn import relative_speeds
-    from taskflow.runtime.plugin import TaskflowPlugin
+    from taskflow.runtime.scheduler.plugin import TaskflowPlugin
 
     p = TaskflowPlugin()
     p.dask_scheduler = SimpleNamespace(workers={a: SimpleNamespace(name=a) for a in ("w0", "w1")})
@@ -1236,8 +1236,8 @@ def test_a_worker_s_cold_first_task_does_not_make_it_look_slow():
     every task (held to a quarter core) stays 4x slower."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.dask_hooks import observe, warm
-    from taskflow.runtime.plugin import TaskflowPlugin
+    from taskflow.runtime.scheduler.dask_hooks import observe, warm
+    from taskflow.runtime.scheduler.plugin import TaskflowPlugin
 
     def task(i):
         return SimpleNamespace(key=f"part-{i}", prefix=SimpleNamespace(name="part"), nbytes=1000, dependencies=[])
@@ -1265,9 +1265,9 @@ def test_until_a_run_of_the_work_is_measured_the_guard_takes_no_plan_but_predict
     run kept is kept, and the next run tries it, watched."""
     from types import SimpleNamespace
 
-    import taskflow.runtime.adaptation as adaptation
-    from taskflow.runtime.plugin import TaskflowPlugin
-    from taskflow.runtime.runs import Run
+    import taskflow.runtime.scheduler.adaptation as adaptation
+    from taskflow.runtime.scheduler.plugin import TaskflowPlugin
+    from taskflow.runtime.scheduler.runs import Run
 
     g = random_layered(60, ccr=0.05, seed=3)
     uneven8 = Cluster.heterogeneous([1.0, 8.0])
@@ -1310,9 +1310,9 @@ def test_a_run_the_measured_runs_leave_to_dask_makes_no_plan(monkeypatch):
     only choice is the plan makes it."""
     from types import SimpleNamespace
 
-    import taskflow.runtime.adaptation as adaptation
-    from taskflow.runtime.plugin import TaskflowPlugin
-    from taskflow.runtime.runs import Run, Unplannable, plan_maker
+    import taskflow.runtime.scheduler.adaptation as adaptation
+    from taskflow.runtime.scheduler.plugin import TaskflowPlugin
+    from taskflow.runtime.scheduler.runs import Run, Unplannable, plan_maker
 
     g = random_layered(60, ccr=0.05, seed=3)
     uneven8 = Cluster.heterogeneous([1.0, 8.0])
@@ -1367,9 +1367,9 @@ def test_a_worker_never_measured_keeps_its_declared_speed_beside_the_measured_on
     the same scale (they agree: no re-decision)."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.adaptation import _drifted
-    from taskflow.runtime.plugin import TaskflowPlugin
-    from taskflow.runtime.runs import Run
+    from taskflow.runtime.scheduler.adaptation import _drifted
+    from taskflow.runtime.scheduler.plugin import TaskflowPlugin
+    from taskflow.runtime.scheduler.runs import Run
 
     g = TaskGraph("wide")
     g.add_task("t0", cost=1.0)
@@ -1394,7 +1394,7 @@ def test_the_inputs_placed_are_those_computed_or_running_on_a_known_worker():
     left out, and readers come in the order of the keys given."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.dask_hooks import placed_inputs
+    from taskflow.runtime.scheduler.dask_hooks import placed_inputs
 
     def ts(key, prefix, nbytes=-1, holders=(), running=None, deps=()):
         return SimpleNamespace(key=key, prefix=SimpleNamespace(name=prefix), nbytes=nbytes, dependencies=list(deps),
@@ -1446,8 +1446,8 @@ def test_a_try_of_a_hold_races_the_whole_cluster_at_the_pace_of_the_workers_it_k
     worker, and wins only at the end (no wave waits for the slow worker). Its race allows for
     that pace: 1.4x behind the reference at a fifth of its tasks is 1.12x at that pace (kept);
     1.7x is 1.36x (given up). A try of Dask's own against a hold races at its own pace."""
-    from taskflow.runtime.adaptation import behind
-    from taskflow.runtime.runs import RUNNING, Run
+    from taskflow.runtime.scheduler.adaptation import behind
+    from taskflow.runtime.scheduler.runs import RUNNING, Run
 
     g, cluster, policy, p = _wide_plugin(10)
     monkeypatch.setattr(p, "_live_cluster", lambda r: cluster)
@@ -1544,9 +1544,9 @@ def test_the_plugin_gives_an_adaptive_run_s_plan_the_learned_transfer_cpu(monkey
     transfer costs each end Dask's cost per task (at speed 1) plus its bytes' copying."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.overhead import BYTE_SECONDS
-    from taskflow.runtime.plugin import TaskflowPlugin
-    from taskflow.runtime.runs import Run
+    from taskflow.runtime.scheduler.overhead import BYTE_SECONDS
+    from taskflow.runtime.scheduler.plugin import TaskflowPlugin
+    from taskflow.runtime.scheduler.runs import Run
 
     g = _shuffle_graph()
     cluster = Cluster.heterogeneous([0.4, 2.5], bandwidth=200e6)

@@ -156,7 +156,7 @@ def cycles(graph: dict) -> list:
 
 def test_every_module_has_a_layer():
     mods = our_modules()
-    assert {"taskflow.policy", "taskflow.simulator.engine", "taskflow.runtime.runner", "taskflow.app.cli"} <= set(mods)
+    assert {"taskflow.policy", "taskflow.simulator.engine", "taskflow.runtime.client.runner", "taskflow.app.cli"} <= set(mods)
     assert {layer(m) for m in mods} == set(ALLOWED)
 
 
@@ -172,7 +172,7 @@ def test_no_import_cycles():
 
 @pytest.mark.parametrize("name, source, expected", [
     ("schedulers.fake", "def plan():\n    from taskflow.simulator import simulate\n", "(schedulers) imports taskflow.simulator"),
-    ("schedulers.fake", "import taskflow.runtime.runner\n", "(schedulers) imports taskflow.runtime.runner"),
+    ("schedulers.fake", "import taskflow.runtime.client.runner\n", "(schedulers) imports taskflow.runtime.client.runner"),
     ("taskflow.fake", "def f():\n    import schedulers\n", "(core) imports schedulers"),
     ("taskflow.fake", "from .simulator import simulate\n", "(core) imports taskflow.simulator"),
     ("taskflow.simulator.fake", "from ..runtime import run\n", "(simulator) imports taskflow.runtime"),
@@ -266,3 +266,35 @@ def test_no_bare_taskflow_error_is_raised():
                         and node.func.id == "TaskflowError"):
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert found == []
+
+
+#: the runtime's sides (a process each) and the sides each may import; every side may import the
+#: shared modules (taskflow/runtime/*.py: the wire format, cost profiles, predictions)
+SIDES = {"client": {"client", "worker", "launch"}, "scheduler": {"scheduler"}, "worker": {"worker"},
+         "launch": {"launch", "worker"}}
+
+
+def _side(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[:2] == ["taskflow", "runtime"] and parts[2] in SIDES else None
+
+
+def test_the_runtime_is_laid_out_by_process():
+    """The client never imports the scheduler's code (it installs the plugin by name), the scheduler
+    and the workers import only their own side and the shared modules, launchers only the workers'
+    names; the shared modules import no side."""
+    found = []
+    for path in sorted((ROOT / "taskflow" / "runtime").rglob("*.py")):
+        name = module_name(path)
+        here = _side(name)
+        for target, line in imports(name, path.read_text(), path.name == "__init__.py"):
+            there = _side(target)
+            if there is None or (here is None and name == "taskflow.runtime"):
+                continue  # not a side; the package's own re-exports of the public calls
+            if here is None:
+                found.append(f"{name}:{line} (shared) imports {target}")
+            elif there not in SIDES[here]:
+                found.append(f"{name}:{line} ({here}) imports {target} ({there})")
+    assert found == []
+    assert set(SIDES) == {p.name for p in (ROOT / "taskflow" / "runtime").iterdir() if p.is_dir() and
+                          p.name != "__pycache__"}

@@ -9,8 +9,10 @@ import pytest
 from distributed import Client, LocalCluster
 
 from taskflow import TaskFailed, compute, run
-from taskflow.runtime import dask_collections, runner, session
-from taskflow.runtime.session import frozen_heap, gather, workers_reachable
+from taskflow.runtime.client import dask_collections
+from taskflow.runtime.client import runner
+from taskflow.runtime.client import session
+from taskflow.runtime.client.session import frozen_heap, gather, workers_reachable
 
 from . import runtime_graphs as rg
 

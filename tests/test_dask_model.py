@@ -7,8 +7,8 @@ import pytest
 
 from taskflow import Cluster, TaskGraph, Worker, simulate
 from taskflow.policy import DynamicScheduler
-from taskflow.runtime.calibrate import workers_info
-from taskflow.runtime.dask_graph import dask_priorities
+from taskflow.runtime.messages import workers_info
+from taskflow.runtime.predict import dask_priorities
 
 NO_STEAL = {"steal_interval": None}
 
@@ -224,7 +224,7 @@ def test_the_prediction_of_dasks_own_scheduling_follows_where_dask_puts_a_lone_r
     runs in a row land on different workers; the prediction, read from the scheduler's state at
     submission, follows."""
     from taskflow import run
-    from taskflow.runtime.session import call, ensure_plugin
+    from taskflow.runtime.client.session import call, ensure_plugin
 
     client = dask_client
     g = chain(5, cost=1.0, size=1000.0)

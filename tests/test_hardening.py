@@ -53,7 +53,7 @@ def test_a_bad_number_or_word_is_one_line_when_parsed(argv, message, capsys):
 def test_a_scheduler_file_that_is_missing_or_not_one_is_named(capsys, tmp_path, monkeypatch):
     import threading
 
-    import taskflow.runtime.runner as runner
+    import taskflow.runtime.client.runner as runner
 
     monkeypatch.setattr(runner, "SCHEDULER_FILE_WAIT", 1.0)
     t0 = time.monotonic()
@@ -80,7 +80,7 @@ def test_a_bad_address_leaves_no_half_built_client(address):
     from distributed import Client
 
     from taskflow.errors import TaskflowError
-    from taskflow.runtime.runner import client_for
+    from taskflow.runtime.client.runner import client_for
 
     before = {id(o) for o in gc.get_objects() if isinstance(o, Client)}  # other tests' clients
     with pytest.raises(TaskflowError, match="is not a Dask scheduler address"):
@@ -111,7 +111,7 @@ def test_a_call_cancelled_by_a_scheduler_gone_is_a_lost_scheduler_not_a_cancelle
     from types import SimpleNamespace
 
     import taskflow
-    from taskflow.runtime.session import call
+    from taskflow.runtime.client.session import call
 
     def sync(*args, **kwargs):
         raise asyncio.CancelledError()

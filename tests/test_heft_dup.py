@@ -124,7 +124,7 @@ def test_the_simulator_and_the_runtime_refuse_a_plan_with_copies(tmp_path, capsy
         taskflow.compute(dask.delayed(sum)([1, 2]), scheduler="heft-dup")
     with pytest.raises(TaskflowError, match="'heft-dup' runs some tasks more than once.*the Dask runtime"):
         taskflow.use(object(), "heft-dup")  # refused before the client is used
-    from taskflow.runtime.plugin import TaskflowPlugin
+    from taskflow.runtime.scheduler.plugin import TaskflowPlugin
 
     reply = TaskflowPlugin().handle_use("client-1", "heft-dup")
     assert reply["status"] == "error" and "runs some tasks more than once" in reply["error"]

@@ -11,11 +11,12 @@ import pytest
 
 from distributed import Client, LocalCluster
 
-from taskflow.runtime import local
-from taskflow.runtime.calibrate import workers_info
-from taskflow.runtime.local import MMAP_THRESHOLD, REUSE_ENV, local_cluster, trim_if_high, worker_environ
-from taskflow.runtime.worker_plugin import TRIM_CALLBACK
-from taskflow.runtime.session import ensure_plugin
+from taskflow.runtime.launch import local
+from taskflow.runtime.messages import workers_info
+from taskflow.runtime.launch.local import MMAP_THRESHOLD, local_cluster, worker_environ
+from taskflow.runtime.worker.worker_plugin import REUSE_ENV, trim_if_high
+from taskflow.runtime.worker.worker_plugin import TRIM_CALLBACK
+from taskflow.runtime.client.session import ensure_plugin
 
 VARS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_ARENA_MAX", REUSE_ENV)
 
@@ -23,7 +24,7 @@ VARS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_ARENA_MAX", 
 def test_worker_environ_trims_only_above_half_the_limit(monkeypatch):
     from distributed.system import MEMORY_LIMIT
 
-    from taskflow.runtime.local import heap_size
+    from taskflow.runtime.launch.local import heap_size
 
     monkeypatch.delenv(REUSE_ENV, raising=False)
     base = {"OMP_NUM_THREADS": 1, "MALLOC_TRIM_THRESHOLD_": 65536}
@@ -145,7 +146,7 @@ def test_received_outputs_reuse_freed_memory(monkeypatch):
     taskflow warms the clusters it starts (nothing happens on the one without reuse): with one
     arena for all of a worker's threads, a heap grown only by the first round's buffers could still
     need to grow in the second (1,094 faults against 3,348 fresh, once, under CI's load)."""
-    from taskflow.runtime.local import warm_heaps
+    from taskflow.runtime.launch.local import warm_heaps
 
     monkeypatch.delenv(REUSE_ENV, raising=False)
     with local_cluster(2, 1, memory_limit="4GB") as lc, Client(lc) as c:
@@ -189,7 +190,7 @@ def test_outputs_made_by_tasks_reuse_the_warmed_heap(monkeypatch, k):
     35 outputs of 20 MB outgrow the heap grown at start (450 MB of a 2 GB limit): the heap grows in
     the first round and keeps what it grew when they are released (glibc gives the free top of a
     heap back, all of it, only above the trim threshold)."""
-    from taskflow.runtime.local import warm_heaps
+    from taskflow.runtime.launch.local import warm_heaps
 
     monkeypatch.delenv(REUSE_ENV, raising=False)
     with local_cluster(1, 1, memory_limit="2GB") as lc, Client(lc) as c:
@@ -244,7 +245,7 @@ def _incoming_from(dask_worker):
 
 
 def test_warm_connections_makes_every_worker_fetch_from_every_other():
-    from taskflow.runtime.local import warm_connections
+    from taskflow.runtime.launch.local import warm_connections
 
     with local_cluster(3, 1) as lc, Client(lc) as c:
         assert all(v == [] for v in c.run(_incoming_from).values())  # nothing has moved yet
@@ -264,7 +265,7 @@ def test_warm_connections_makes_every_worker_fetch_from_every_other():
 def test_warm_heaps_grows_each_reusing_worker_heap_and_keeps_it():
     from distributed import LocalCluster
 
-    from taskflow.runtime.local import HEAP_SHARE, warm_heaps
+    from taskflow.runtime.launch.local import HEAP_SHARE, warm_heaps
 
     limit = 800e6  # a quarter of it is what a worker keeps for reuse
     with local_cluster(2, 1, memory_limit=limit) as lc, Client(lc) as c:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from taskflow.runtime.overhead import LEAST, LONGEST, DispatchGaps
+from taskflow.runtime.scheduler.overhead import LEAST, LONGEST, DispatchGaps
 
 
 def _compute(start, stop):

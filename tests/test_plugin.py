@@ -15,9 +15,9 @@ from distributed import Client, LocalCluster, get_task_stream
 
 import taskflow
 from taskflow import Cluster, TaskflowError, TaskGraph, Worker, compute, get_scheduler, run
-from taskflow.runtime import runner
-from taskflow.runtime.calibrate import workers_info
-from taskflow.runtime.plugin import TaskflowPlugin
+from taskflow.runtime.client import runner
+from taskflow.runtime.messages import workers_info
+from taskflow.runtime.scheduler.plugin import TaskflowPlugin
 
 from . import runtime_graphs as rg
 from .conftest import EXAMPLES
@@ -214,7 +214,7 @@ def test_use_places_any_dask_code_inside_the_scheduler(client):
 
 
 def test_the_plugin_tells_a_client_what_its_latest_use_run_predicted_and_took(client):
-    from taskflow.runtime.session import call
+    from taskflow.runtime.client.session import call
 
     x = da.random.RandomState(1).random((200, 200), chunks=50)
     taskflow.use(client, "heft")
@@ -386,7 +386,7 @@ def test_incoming_rates_sum_each_senders_recent_big_messages_once():
     from collections import deque
     from types import SimpleNamespace
 
-    from taskflow.runtime.worker_plugin import IncomingRates
+    from taskflow.runtime.worker.worker_plugin import IncomingRates
 
     w = SimpleNamespace(transfer_incoming_log=deque())
     rates = IncomingRates(window=2, smallest=1000)
@@ -414,7 +414,7 @@ def test_compute_learns_the_rates_workers_receive_at_and_predicts(client):
     names = sorted(str(w["name"]) for w in workers_info(client).values())
 
     def learned(dask_scheduler):
-        from taskflow.runtime.dask_hooks import received_rates
+        from taskflow.runtime.scheduler.dask_hooks import received_rates
 
         return received_rates(dask_scheduler)
 
@@ -470,7 +470,7 @@ def test_on_dask_the_cost_per_task_learned_is_less_than_a_chain_s_time_per_task(
     per task is Dask's cost per task plus the compute; the cost learned is positive and no more.
     A plan of the chain made afterwards counts it on every task: its predicted makespan is at
     least the 60 tasks' cost at the fastest worker's speed (their compute is microseconds)."""
-    from taskflow.runtime.session import call
+    from taskflow.runtime.client.session import call
 
     link = dask.delayed(lambda x: x + 1, pure=True)
     node = 0
@@ -723,11 +723,11 @@ def test_the_profile_separates_latency_from_bandwidth_and_measures_dispatch_gaps
 
 
 def test_an_operator_preloads_the_plugin_and_every_client_is_placed(tmp_path):
-    """dask scheduler --preload taskflow.runtime.plugin, TASKFLOW_POLICY=heft: a client that knows
+    """dask scheduler --preload taskflow.runtime.scheduler.plugin, TASKFLOW_POLICY=heft: a client that knows
     nothing of taskflow gets its graphs placed."""
     lb = Loopback(tmp_path, workers=("wa", "wb"), env={"TASKFLOW_POLICY": "heft"})
     try:
-        lb.start_scheduler(preload=["taskflow.runtime.plugin"])
+        lb.start_scheduler(preload=["taskflow.runtime.scheduler.plugin"])
         for name in lb.names:
             lb.start_worker(name)
         lb.wait_for_workers(2)
@@ -754,7 +754,7 @@ def test_an_operator_preloads_the_plugin_and_every_client_is_placed(tmp_path):
                                                                          0.0204, 0.0202]}, {"a": 1.5, "b": 0.75}),
 ])
 def test_calibration_reports_only_differences_larger_than_its_noise(times, expected):
-    from taskflow.runtime.calibrate import _speeds
+    from taskflow.runtime.client.calibrate import _speeds
 
     class Done:
         def __init__(self, v):
@@ -790,7 +790,7 @@ def test_calibration_scales_a_cpu_limited_worker_by_its_share_of_a_core():
     """Worker b's cgroup allows a third of a core: between throttling periods it runs the short
     kernel as fast as a (and sometimes does), so its wall times say little; its CPU time over its
     share does: a third of a's speed. Without the limit known, the lucky wall time wins."""
-    from taskflow.runtime.calibrate import _speeds
+    from taskflow.runtime.client.calibrate import _speeds
 
     a = [(0.016, 0.016)] * 7
     b = [(0.016, 0.016), (0.030, 0.016), (0.048, 0.016), (0.050, 0.016), (0.030, 0.016), (0.060, 0.016),
@@ -816,7 +816,7 @@ def _fake_proc(tmp_path, cgroup_lines, mounts):
 
 
 def test_cpu_limit_reads_the_smallest_quota_on_the_way_to_the_root(tmp_path):
-    from taskflow.runtime.calibrate import cpu_limit
+    from taskflow.runtime.worker.worker_plugin import cpu_limit
 
     v1 = tmp_path / "cpu"
     (v1 / "outer" / "inner").mkdir(parents=True)
@@ -839,7 +839,7 @@ def test_cpu_limit_reads_the_smallest_quota_on_the_way_to_the_root(tmp_path):
 
 
 def test_cpu_limit_falls_back_to_the_declared_limit_where_cgroups_are_hidden(monkeypatch):
-    from taskflow.runtime.calibrate import CPU_LIMIT_ENV, cpu_limit
+    from taskflow.runtime.worker.worker_plugin import CPU_LIMIT_ENV, cpu_limit
 
     monkeypatch.delenv(CPU_LIMIT_ENV, raising=False)
     real = cpu_limit()
@@ -855,8 +855,8 @@ def test_the_workers_cpu_limits_are_a_prior_on_their_speeds_only_where_one_is_li
     worker is limited below its threads nothing tells them apart: no prior at all."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.dask_hooks import cpu_shares
-    from taskflow.runtime.worker_plugin import CPU_METRIC
+    from taskflow.runtime.scheduler.dask_hooks import cpu_shares
+    from taskflow.runtime.worker.worker_plugin import CPU_METRIC
 
     def sched(*workers):
         return SimpleNamespace(workers={f"tcp://{n}": SimpleNamespace(name=n, nthreads=t, metrics=m)
@@ -871,13 +871,13 @@ def test_the_workers_cpu_limits_are_a_prior_on_their_speeds_only_where_one_is_li
 def test_a_worker_reads_its_cpu_limit_again_only_after_a_while(monkeypatch):
     """The heartbeat metric reads the cgroup's files at most every ``every`` seconds: a worker moved
     into a limited cgroup after it started is seen limited at the next read."""
-    from taskflow.runtime import calibrate
-    from taskflow.runtime.worker_plugin import CpuLimit
+    from taskflow.runtime.worker import worker_plugin
+    from taskflow.runtime.worker.worker_plugin import CpuLimit
 
     reads = []
-    monkeypatch.setattr(calibrate, "cpu_limit", lambda: reads.append(1) or (0.25 if len(reads) > 1 else None))
+    monkeypatch.setattr(worker_plugin, "cpu_limit", lambda: reads.append(1) or (0.25 if len(reads) > 1 else None))
     clock = [100.0]
-    monkeypatch.setattr("taskflow.runtime.worker_plugin.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("taskflow.runtime.worker.worker_plugin.time.monotonic", lambda: clock[0])
     m = CpuLimit(every=5.0)
     assert m(None) is None and m(None) is None and len(reads) == 1
     clock[0] += 5.0
@@ -886,7 +886,7 @@ def test_a_worker_reads_its_cpu_limit_again_only_after_a_while(monkeypatch):
     def broken():
         raise ValueError("a mountinfo line of a shape not understood")
 
-    monkeypatch.setattr(calibrate, "cpu_limit", broken)
+    monkeypatch.setattr(worker_plugin, "cpu_limit", broken)
     clock[0] += 5.0
     assert m(None) is None and m.read_at == clock[0]  # no limit known, and not read again at once
 
@@ -896,7 +896,7 @@ def test_cpu_limit_of_a_process_in_a_real_cgroup():
     quarter core reads exactly that."""
     import subprocess
 
-    from taskflow.runtime.calibrate import cpu_limit
+    from taskflow.runtime.worker.worker_plugin import cpu_limit
 
     base = "/sys/fs/cgroup/cpu"
     if os.geteuid() != 0 or not os.path.isfile(f"{base}/cpu.cfs_quota_us"):
@@ -934,7 +934,7 @@ def test_the_plugin_learns_worker_speeds_from_task_durations_and_plans_with_them
 
 
 def _learns_speeds(client):
-    from taskflow.runtime.session import call, ensure_plugin
+    from taskflow.runtime.client.session import call, ensure_plugin
 
     ensure_plugin(client)
     addrs = {str(w["name"]): a for a, w in workers_info(client).items()}
@@ -954,7 +954,7 @@ def test_the_plugins_duration_table_is_bounded_and_skips_declared_runs(monkeypat
     costs, keys unique per run) are not recorded."""
     from types import SimpleNamespace
 
-    from taskflow.runtime import dask_hooks
+    from taskflow.runtime.scheduler import dask_hooks
 
     p = TaskflowPlugin()
     ws = SimpleNamespace(name="w0")
@@ -1012,7 +1012,7 @@ def test_a_use_run_is_finished_with_its_last_key_and_a_shutdown_after_it_logs_no
 
 
 def test_a_registered_run_moves_through_its_states_and_a_worker_leaving_after_it_replans_nothing(validated):
-    from taskflow.runtime import runs
+    from taskflow.runtime.scheduler import runs
 
     lc, c = validated
     seen = []
@@ -1046,7 +1046,7 @@ def test_a_registered_run_moves_through_its_states_and_a_worker_leaving_after_it
 
 
 def test_a_move_outside_the_table_is_refused_when_validating():
-    from taskflow.runtime import runs
+    from taskflow.runtime.scheduler import runs
 
     p = TaskflowPlugin(validate=True)
     r = runs.Run("r", chain(2, 0.1), taskflow.get_scheduler("heft"), None, None, owned=False)
@@ -1078,7 +1078,7 @@ def test_a_call_answered_late_is_waited_for_while_the_scheduler_is_connected(cli
     """A call is watched, not cut at a fixed bound: a scheduler that answers after 5 of the call's
     bounds is waited for; past the call's limit the wait ends, naming the handler."""
     from taskflow.errors import RunTimeout
-    from taskflow.runtime.session import call
+    from taskflow.runtime.client.session import call
 
     client.run_on_scheduler(_add_slow_handler)
     t0 = time.monotonic()
@@ -1094,7 +1094,7 @@ def test_the_first_run_on_a_fresh_cluster_with_both_cores_busy_does_not_fail_on_
     planned) waits for the busy scheduler and ends with the right result."""
     import multiprocessing
 
-    from taskflow.runtime import session
+    from taskflow.runtime.client import session
 
     monkeypatch.setattr(session, "CALL_TIMEOUT", 0.002)
     ctx = multiprocessing.get_context("spawn")

@@ -65,7 +65,7 @@ def test_executable_graph_results_and_report(client, tmp_path):
 
 
 def test_a_result_too_large_or_not_json_is_kept_as_its_type_and_repr():
-    from taskflow.runtime.report import RESULT_CHARS, result_entry
+    from taskflow.runtime.client.report import RESULT_CHARS, result_entry
 
     assert result_entry([1, 2.5, "x"]) == {"type": "list", "value": [1, 2.5, "x"]}
     arr = result_entry(np.zeros(4))
@@ -269,7 +269,7 @@ def test_an_embedded_cluster_without_workers_is_refused_at_once():
 def test_a_run_on_a_cluster_without_workers_waits_for_one_then_says_so(monkeypatch):
     from distributed import Scheduler
 
-    from taskflow.runtime import runner
+    from taskflow.runtime.client import runner
 
     monkeypatch.setattr(runner, "WAIT_FOR_WORKERS", 1.0)
     import asyncio
@@ -288,7 +288,7 @@ def test_a_worker_that_joins_between_measuring_and_planning_enters_the_model():
     (named 'a', as `dask worker --name a` does) is added to the model with its cores, so the
     prediction and the report know it (this was a KeyError)."""
     from taskflow import Schedule
-    from taskflow.runtime.runner import _Runner
+    from taskflow.runtime.client.runner import _Runner
 
     r = _Runner.__new__(_Runner)
     r.workers_info = [{"name": "b", "address": "tcp://b", "cores": 1, "speed": 1.0},
@@ -361,7 +361,7 @@ def test_a_run_longer_than_two_seconds_shows_a_progress_bar(client, capsys, monk
     one long line)."""
     import sys
 
-    from taskflow.runtime.session import progress_bar
+    from taskflow.runtime.client.session import progress_bar
 
     assert progress_bar(8, "x").disable  # capsys's stderr is no terminal
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
@@ -381,7 +381,7 @@ def test_a_dashboard_is_served_on_request_and_its_link_printed(tmp_path):
     import sys
     import urllib.request
 
-    from taskflow.runtime.runner import connect, dashboard_link
+    from taskflow.runtime.client.runner import connect, dashboard_link
 
     c, owned = connect(None, None, None, 1, 1, False, dashboard="127.0.0.1:0")
     try:
@@ -408,7 +408,7 @@ def test_a_dashboard_is_served_on_request_and_its_link_printed(tmp_path):
 def test_a_dashboard_without_bokeh_is_refused_before_any_cluster_starts(monkeypatch):
     import importlib.util
 
-    from taskflow.runtime import runner
+    from taskflow.runtime.client import runner
 
     real = importlib.util.find_spec
     monkeypatch.setattr(runner.importlib.util, "find_spec", lambda name, *a: None if name == "bokeh" else real(name, *a))
@@ -426,7 +426,7 @@ def test_a_finished_run_keeps_nothing_of_its_runner_alive(client):
     import gc
     import weakref
 
-    from taskflow.runtime import runner
+    from taskflow.runtime.client import runner
 
     made = []
     real_init = runner._Runner.__init__
@@ -486,7 +486,7 @@ def test_every_way_of_passing_results_reaches_the_task_on_dask(client):
     """Results passed alone, each once, take the short payload (the function only); results passed
     twice, mixed with constants, nested or as keywords keep the whole call: all give the in-process
     results on Dask."""
-    from taskflow.runtime.calls import _call_positional, _execute, execute, task_call
+    from taskflow.runtime.worker.calls import _call_positional, _execute, execute, task_call
 
     g = taskflow.TaskGraph("args")
     a = g.add_task("a", fn=int, args=("7",))
@@ -535,7 +535,7 @@ def test_a_planned_output_moves_to_its_consumers_worker_as_soon_as_it_exists(cli
     """A big output goes to the worker of its planned consumer while the consumer's other input is
     still being computed (as the plan's model assumes), not once the consumer is ready; small
     outputs and ``prefetch`` off keep Dask's way."""
-    from taskflow.runtime.plugin import PREFETCH_BYTES
+    from taskflow.runtime.scheduler.plugin import PREFETCH_BYTES
 
     def switch(on, dask_scheduler=None):
         dask_scheduler.plugins["taskflow"].prefetch = on
@@ -607,7 +607,7 @@ def test_dask_sees_each_task_by_its_kind(client):
     each task id was a prefix of its own), and its dashboard groups the tasks by kind."""
     from dask.utils import key_split
 
-    from taskflow.runtime.dask_graph import keys_for
+    from taskflow.runtime.client.dask_graph import keys_for
 
     g = taskflow.TaskGraph("kinds")
     hs = [g.add_task(f"work_{k}", fn=_late, args=(0.2,), cost=0.2) for k in range(4)]
@@ -683,7 +683,7 @@ def test_each_worker_runs_its_roots_in_the_plan_order_however_the_graph_came(cli
     tasks in priority order, so the first root a worker starts is its plan's first."""
     import contextlib
 
-    import taskflow.runtime.runner as runner
+    import taskflow.runtime.client.runner as runner
 
     monkeypatch.setattr(runner, "submit_order", lambda plan, key_of: contextlib.nullcontext())
     g = _chains()
@@ -699,7 +699,7 @@ def test_each_worker_runs_its_roots_in_the_plan_order_however_the_graph_came(cli
 
 
 def test_plan_first_orders_planned_compute_tasks_only():
-    from taskflow.runtime.dask_hooks import plan_first
+    from taskflow.runtime.scheduler.dask_hooks import plan_first
 
     msgs = [{"op": "compute-task", "key": "a", "priority": (-1, 0)},
             {"op": "free-keys", "keys": ["z"]},
@@ -717,7 +717,7 @@ def test_only_planned_keys_are_sent_in_the_plan_s_order():
     and nothing is looked at while no run has a plan."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.dask_hooks import PlannedKeys, send_planned_in_order
+    from taskflow.runtime.scheduler.dask_hooks import PlannedKeys, send_planned_in_order
 
     planned = SimpleNamespace(plan={"a": "w0", "b": "w0"})
     left = SimpleNamespace(plan={})

@@ -130,7 +130,7 @@ def test_testbed_workers_get_the_environment_dask_s_nanny_gives_its_worker():
     thread per core and the workers contend (the suite's SVD tasks took about 10x longer on two racks)."""
     import dask
 
-    from taskflow.runtime.local import nanny_environ
+    from taskflow.runtime.launch.local import nanny_environ
 
     env = nanny_environ()
     assert env["OMP_NUM_THREADS"] == env["OPENBLAS_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "1"
@@ -299,7 +299,7 @@ def test_the_cli_runs_the_command_beside_the_cluster_and_returns_its_status(tmp_
 @pytest.mark.testbed
 @needs_testbed
 def test_a_per_pair_matrix_shapes_each_direction_on_its_own():
-    script = ("import json; from distributed import Client; from taskflow.runtime.calibrate import measure_pairs\n"
+    script = ("import json; from distributed import Client; from taskflow.runtime.client.calibrate import measure_pairs\n"
               "c = Client(timeout='30s')\n"
               "ws = {w['name']: a for a, w in c.scheduler_info()['workers'].items()}\n"
               "print(json.dumps(measure_pairs(c, ws)))")
@@ -342,7 +342,7 @@ def test_the_cli_refuses_a_malformed_cpus_option(capsys):
 
 @needs_cpu_limits
 def test_a_cpu_limit_holds_a_busy_process_to_its_share_and_is_removed_after():
-    from taskflow.runtime.calibrate import cpu_limit
+    from taskflow.runtime.worker.worker_plugin import cpu_limit
 
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
@@ -376,7 +376,7 @@ c = Client(timeout="30s")
 addrs = {w["name"]: a for a, w in c.scheduler_info()["workers"].items()}
 took = {n: min(c.submit(spin, k, workers=[a], pure=False).result() for k in range(3)) for n, a in addrs.items()}
 model = cluster_from_dask(c, calibrate=True)
-from taskflow.runtime.calibrate import cpu_limit
+from taskflow.runtime.worker.worker_plugin import cpu_limit
 # each worker names itself: a worker reconnecting under load is briefly missing from scheduler_info()
 limits = dict(c.run(lambda dask_worker: (str(dask_worker.name), cpu_limit())).values())
 import os

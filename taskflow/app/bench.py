@@ -225,8 +225,8 @@ def run_real(suite: str = "quick", out="taskflow-out/bench", scheduler_names=Non
 
     from ..cluster import Cluster, Worker
     from ..runtime import run
-    from ..runtime.dask_graph import emulated_sizes
-    from ..runtime.local import local_cluster, warm_cluster
+    from ..runtime.client.dask_graph import emulated_sizes
+    from ..runtime.launch.local import local_cluster, warm_cluster
     from ..simulator import simulate
 
     names = [n for n in (scheduler_names or REAL_SCHEDULERS)
@@ -306,11 +306,11 @@ def _all_workers_back(client, n: int) -> None:
     """Wait (at most :data:`WORKER_WAIT` s) until the cluster has its ``n`` workers again: a worker
     the nanny restarted between two runs comes back under its name. (Twice a suite run stopped
     because all four workers seemed gone between two runs: the client's cached list of workers,
-    read in a race with the client's own refresh; see :func:`taskflow.runtime.calibrate.workers_info`.)"""
+    read in a race with the client's own refresh; see :func:`taskflow.runtime.messages.workers_info`.)"""
     try:
         client.wait_for_workers(n, timeout=WORKER_WAIT)
     except TimeoutError as exc:  # asyncio's and distributed's timeouts are TimeoutError
-        from ..runtime.calibrate import workers_info
+        from ..runtime.messages import workers_info
 
         have = len(workers_info(client))
         raise LaunchError(f"the embedded cluster has {have} of its {n} workers after waiting "

@@ -100,9 +100,9 @@ def _on_dask(graphs, cluster: Cluster, rows, progress, dashboard=False, address=
 
     from distributed import Client
 
-    from ..runtime.calibrate import workers_info
-    from ..runtime.local import local_cluster, warm_cluster
-    from ..runtime.runner import client_for, dashboard_address, say_dashboard
+    from ..runtime.messages import workers_info
+    from ..runtime.launch.local import local_cluster, warm_cluster
+    from ..runtime.client.runner import client_for, dashboard_address, say_dashboard
 
     if time_scale is not None and not 0 < time_scale < float("inf"):
         raise UsageError(f"--time-scale must be a number > 0, got {time_scale!r}")

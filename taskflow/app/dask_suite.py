@@ -101,7 +101,7 @@ class _Cluster:
     def __init__(self, kind: str, workers: int):
         from distributed import Client
 
-        from ..runtime.local import local_cluster
+        from ..runtime.launch.local import local_cluster
         from ..testbed import CpuLimits
 
         self.lc = local_cluster(workers, 1, work_stealing=True)
@@ -173,7 +173,7 @@ def _timed(client, w, folder, policy, options=None):
     "makespan", "decision"}`` (seconds from the graph's arrival to its last result; the decision
     as each one the run took in turn: ``plan>dask``)."""
     import taskflow
-    from taskflow.runtime.session import call
+    from taskflow.runtime.client.session import call
 
     taskflow.use(client, policy, **(options or {}) if policy else {})
     colls = w.build(folder)

@@ -152,7 +152,7 @@ def _text(folder):
 def _training(folder):
     """The executable data-parallel training of ``workflows.training`` as dask.delayed calls."""
     import dask
-    from taskflow.runtime.calls import map_leaves
+    from taskflow.runtime.worker.calls import map_leaves
     from taskflow.tasks import TaskHandle
     from workflows.training import data_parallel
 

@@ -36,8 +36,8 @@ def main(out="taskflow-out", iterations: int = 10, workers: int = 2, bench: bool
     from workflows.training import data_parallel
 
     from ..runtime import cluster_from_dask, run
-    from ..runtime.local import local_cluster, warm_cluster
-    from ..runtime.runner import dashboard_address, say_dashboard
+    from ..runtime.launch.local import local_cluster, warm_cluster
+    from ..runtime.client.runner import dashboard_address, say_dashboard
     from .bench import run_suite
     from .plot import gantt_compare
 

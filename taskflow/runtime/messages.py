@@ -1,7 +1,10 @@
-"""What the client and the scheduler plugin tell each other: a run's graph and its plan's priorities,
-as plain messages (lists, strings, numbers), one format each way; and the declared cluster, which
-crosses as the text of a cluster file (:func:`taskflow.formats.native.cluster_to_dict`), so that
-what the plugin reads is exactly what ``taskflow run --cluster FILE`` reads."""
+"""What the client, the scheduler plugin and the workers tell each other, the one module the three
+sides share: a run's graph and its plan's priorities, as plain messages (lists, strings, numbers),
+one format each way; the declared cluster, which crosses as the text of a cluster file
+(:func:`taskflow.formats.native.cluster_to_dict`), so that what the plugin reads is exactly what
+``taskflow run --cluster FILE`` reads; the names each side looks things up by (the plugin's, the
+workers' heartbeat metrics); and :func:`install_scheduler_plugin`, which the client sends to the
+scheduler by name, so that the client never imports the scheduler's code."""
 
 from __future__ import annotations
 
@@ -13,7 +16,55 @@ from ..formats.native import cluster_from_dict, cluster_to_dict
 from ..graph import TaskGraph
 
 __all__ = ["plan_priorities", "graph_payload", "graph_from_payload", "cluster_message", "cluster_from_message",
-           "PLACING_META"]
+           "PLACING_META", "PLUGIN_NAME", "SCHEDULER_PLUGIN", "RATES_METRIC", "CPU_METRIC", "install_scheduler_plugin",
+           "workers_info"]
+
+#: the name the taskflow scheduler plugin is installed under
+PLUGIN_NAME = "taskflow"
+#: the module that defines it (imported on the scheduler only)
+SCHEDULER_PLUGIN = "taskflow.runtime.scheduler.plugin"
+#: the heartbeat metric (``WorkerState.metrics``) holding the rates a worker received at, by sender
+RATES_METRIC = "taskflow_incoming"
+#: the heartbeat metric holding the cores a worker's cgroup allows it
+CPU_METRIC = "taskflow_cpu_limit"
+
+
+async def install_scheduler_plugin(dask_scheduler=None) -> str:
+    """Install the taskflow scheduler plugin where this runs: on the scheduler, sent there by name
+    (``client.run_on_scheduler``). Nothing happens where it is installed already (an operator may
+    have preloaded it). Returns its name.
+
+    Parameters
+    ----------
+    dask_scheduler : distributed.Scheduler
+    """
+    import importlib
+
+    plugin = importlib.import_module(SCHEDULER_PLUGIN).TaskflowPlugin()
+    await dask_scheduler.register_scheduler_plugin(plugin, name=PLUGIN_NAME, idempotent=True)
+    return PLUGIN_NAME
+
+
+def workers_info(client) -> dict:
+    """Dask's description of every worker of ``client``'s cluster, by address, asked of the
+    scheduler each time. ``client.scheduler_info()`` returns the client's cached copy, which the
+    client's own refresh (every 2 s, asking for no workers) can overwrite between the call's fetch
+    and its return: a run then saw a cluster without workers ("cluster model names worker '0' but
+    Dask has []", twice in suite runs on a loaded machine).
+
+    Parameters
+    ----------
+    client : distributed.Client
+    """
+    import inspect
+
+    try:
+        takes = "n_workers" in inspect.signature(client.scheduler_info).parameters
+    except (TypeError, ValueError):
+        takes = False
+    if takes:
+        return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
+    return client.sync(client.scheduler.identity)["workers"]
 
 #: the meta keys a run's graph carries to the scheduler plugin: what policies place and order by
 #: (``placed``: worker, stage, rank; every list scheduler: priority)

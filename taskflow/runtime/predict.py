@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from ..cluster import Cluster
 from ..graph import TaskGraph
-from .dask_graph import dask_priorities
+from ..analysis import task_kind
 
 __all__ = ["DASK_DRAWS", "PLAN", "DASK", "SUBSET", "CHOICES", "predict_dask", "predict_plan", "choose", "with_inputs",
+           "dask_priorities",
            "fastest_workers", "narrow_rate", "narrow_pairs", "subsets", "uneven", "across_hosts"]
 
 #: what runs a graph: its plan, Dask's own scheduling, Dask's own scheduling held to a subset of the
@@ -28,7 +29,7 @@ def predict_dask(graph: TaskGraph, cluster: Cluster, state: dict | None, time_sc
                  pinned: dict | None = None, within=None, priorities: dict | None = None) -> float:
     """The makespan (scaled seconds) of ``graph`` on ``cluster`` under Dask's own scheduling: the
     simulator's model of Dask's decisions (:class:`schedulers.dask_model.DaskModel`) started from
-    ``state`` (:func:`taskflow.runtime.dask_hooks.dask_state`, read from the scheduler just before the
+    ``state`` (:func:`taskflow.runtime.scheduler.dask_hooks.dask_state`, read from the scheduler just before the
     graph is submitted; None: Dask's defaults), with the max-min network, averaged over ``draws``
     orders of Dask's sets of tasks (its hashes, random per scheduler process); two when the first
     two agree within :data:`DRAWS_AGREE`.
@@ -289,7 +290,7 @@ def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin:
     plan : Schedule or None
         None where :data:`PLAN` is not among ``choices``.
     state : dict or None
-        :func:`taskflow.runtime.dask_hooks.dask_state`.
+        :func:`taskflow.runtime.scheduler.dask_hooks.dask_state`.
     margin : float
     limit : int
     policy : Scheduler, optional
@@ -345,3 +346,29 @@ def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin:
         return DASK, dask, dask, None
     best = min(eligible, key=lambda c: (eligible[c], CHOICES.index(c)))
     return best, eligible[best], dask, (held if best == SUBSET else None)
+
+
+def dask_priorities(graph: TaskGraph, keys: dict | None = None) -> dict:
+    """Task id -> its position in ``dask.order`` (lower runs first), as Dask orders the graph when
+    it is submitted: the order in which Dask's own scheduling decides and runs ready tasks.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    keys : dict, optional
+        Task id -> its Dask key: ``dask.order`` breaks ties by key, so the keys a run submits give
+        Dask's own order (default: ``"<kind>-<id>"``).
+    """
+    from dask.order import order
+
+    a = graph.arrays
+    ptr, idx = a.pred_ptr.tolist(), a.pred_idx.tolist()
+    ids = graph.ids
+    names = [keys[t] for t in ids] if keys else [f"{task_kind(graph, t)}-{t}" for t in ids]
+    dsk = {names[i]: (_placeholder, *[names[p] for p in idx[ptr[i]:ptr[i + 1]]]) for i in range(a.n)}
+    pos = order(dsk)
+    return {t: pos[names[i]] for i, t in enumerate(ids)}
+
+
+def _placeholder(*args):  # pragma: no cover - the callable of dask.order's graph, never called
+    return None

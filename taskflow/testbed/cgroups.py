@@ -50,7 +50,7 @@ class CpuLimits:
     """CPU bandwidth limits for running processes: each gets a cgroup of its own whose CFS quota
     allows it ``cores`` cores (``0.25``: a quarter of one) in periods of ``period_us``: a real,
     steadily slower worker, as ``docker --cpus`` or a Kubernetes CPU limit makes one. Calibration
-    (:func:`~taskflow.runtime.calibrate.cpu_limit`) reads the limit back.
+    (:func:`~taskflow.runtime.worker.worker_plugin.cpu_limit`) reads the limit back.
 
     Use it as a context manager; :meth:`release` moves the processes still alive back to the
     root group and removes the groups. :attr:`groups` lists the directories (for a reaper).

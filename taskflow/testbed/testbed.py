@@ -323,8 +323,8 @@ class Testbed:
                                 + f": {(p.stderr.strip().splitlines() or ['no output'])[-1]}")
 
     def _spawn(self, node: str, argv, log: Path) -> subprocess.Popen:
-        from ..runtime.calibrate import CPU_LIMIT_ENV
-        from ..runtime.local import nanny_environ
+        from ..runtime.worker.worker_plugin import CPU_LIMIT_ENV
+        from ..runtime.launch.local import nanny_environ
 
         env = self._env()
         if node in self.names:  # as Dask's nanny starts a worker (one BLAS thread a process, ...)

@@ -22,7 +22,7 @@ def test_refused_submissions_are_one_error_with_the_batch_systems_words(tmp_path
     sbatch.chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.chdir(tmp_path)
-    from taskflow.runtime.jobqueue import start_jobqueue
+    from taskflow.runtime.launch.jobqueue import start_jobqueue
 
     t0 = time.monotonic()
     with pytest.raises(TaskflowError) as e:
@@ -43,7 +43,7 @@ def test_a_submission_that_hangs_is_bounded_by_the_job_wait_and_killed(tmp_path,
     sbatch.chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.chdir(tmp_path)
-    from taskflow.runtime.jobqueue import start_jobqueue
+    from taskflow.runtime.launch.jobqueue import start_jobqueue
 
     t0 = time.monotonic()
     with pytest.raises(TaskflowError, match=r"SLURM's sbatch did not answer within 3 s \(--job-wait\)"):
@@ -61,7 +61,7 @@ def test_an_interface_this_machine_lacks_is_named_before_anything_starts(tmp_pat
     (fake / "sbatch").write_text("#!/bin/sh\nexit 1\n")
     (fake / "sbatch").chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
-    from taskflow.runtime.jobqueue import start_jobqueue
+    from taskflow.runtime.launch.jobqueue import start_jobqueue
 
     with pytest.raises(TaskflowError, match=r"--interface 'nosuchif0': no such network interface on this machine "
                                             r"\(it has .*lo"):

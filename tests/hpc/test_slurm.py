@@ -71,7 +71,7 @@ def test_an_emulated_workflow_runs_under_heft_on_two_slurm_jobs(tmp_path, monkey
 
 def test_a_cancelled_job_is_survived_by_re_planning_on_the_other(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    from taskflow.runtime.jobqueue import job_ids, start_jobqueue
+    from taskflow.runtime.launch.jobqueue import job_ids, start_jobqueue
 
     g = taskflow.load_graph(sample("montage"))
     client, cluster = start_jobqueue("slurm", 2, **OPTIONS)
@@ -124,12 +124,12 @@ def test_jobs_that_never_start_fail_the_run_after_the_stated_wait(tmp_path, monk
 
 def test_the_cli_runs_on_slurm_and_names_the_jobs(tmp_path):
     p = subprocess.run([sys.executable, "-m", "taskflow", "run", str(sample("montage")), "--jobqueue", "slurm",
-                        "--jobs", "2", "--memory", "1GB", "--interface", "lo", "--time-scale", "0.01", "-q",
-                        "--report", "run.json"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+                        "--workers", "2", "--memory", "1GB", "--interface", "lo", "--time-scale", "0.01", "-q",
+                        "-o", "run.json"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert p.returncode == 0, p.stderr[-2000:]
     assert "placement fidelity 100%" in p.stdout
     line = [x for x in p.stdout.splitlines() if x.startswith("batch jobs: ")]
     assert line and line[0].count(" in job ") == 2
     bad = subprocess.run([sys.executable, "-m", "taskflow", "run", str(sample("montage")), "--jobqueue", "slurm"],
                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
-    assert bad.returncode == 2 and "--jobqueue needs --jobs N" in bad.stderr
+    assert bad.returncode == 2 and "--jobqueue needs --workers N" in bad.stderr

@@ -16,8 +16,8 @@ import traceback
 
 import numpy as np
 
-from ..errors import GraphError, RunFailed, UsageError
-from ..graph import TaskGraph, TaskHandle
+from ...errors import GraphError, RunFailed, UsageError
+from ...graph import TaskGraph, TaskHandle
 
 __all__ = ["TaskFailed", "execute", "map_leaves", "ship_code", "task_call", "Opaque", "emulate"]
 

@@ -14,15 +14,15 @@ other: the scheduler plugin re-plans the unfinished work on the workers left.
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import subprocess
 import time
 
-from ..errors import LaunchError, MissingExtra, UsageError
-from .calibrate import workers_info
+from ...errors import LaunchError, MissingExtra, UsageError
+from ..messages import workers_info
+from ..worker.worker_plugin import job_id
 
-__all__ = ["start_jobqueue", "job_ids", "KINDS", "SUBMIT", "JOB_WAIT", "job_id"]
+__all__ = ["start_jobqueue", "job_ids", "KINDS", "SUBMIT", "JOB_WAIT"]
 
 #: The batch systems taken, by name -> dask_jobqueue class.
 KINDS = {"slurm": "SLURMCluster", "pbs": "PBSCluster"}
@@ -194,11 +194,6 @@ def _waiting(kind: str, ids) -> str:
         if waiting:
             return "waiting: " + ", ".join(waiting)
     return f"jobs {', '.join(ids) or '(none submitted)'} have no worker"
-
-
-def job_id() -> str | None:
-    """The batch job this process runs in (SLURM or PBS), or None."""
-    return os.environ.get("SLURM_JOB_ID") or os.environ.get("PBS_JOBID") or None
 
 
 def job_ids(client) -> dict:

@@ -11,10 +11,122 @@ from collections import deque
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from .local import REUSE_ENV, trim_if_high
+from ..messages import CPU_METRIC, RATES_METRIC
+
 
 __all__ = ["TransferLog", "IncomingRates", "CpuLimit", "worker_records", "TRIM_CALLBACK", "RATES_METRIC", "CPU_METRIC",
+           "cpu_limit", "CPU_LIMIT_ENV", "trim_if_high", "REUSE_ENV", "TRIM_AT", "job_id",
            "SETUP_HEARTBEAT_TIMEOUT", "dask_setup"]
+
+
+#: the environment variable that turns memory reuse off (``0``) and marks a worker that has it on
+REUSE_ENV = "TASKFLOW_REUSE_MEMORY"
+#: a worker whose memory passes this share of its limit gives its free memory back
+TRIM_AT = 0.5
+
+
+def trim_if_high(worker, libc=None) -> bool:
+    """Give ``worker``'s free memory back to the system (glibc's ``malloc_trim``) when its process
+    uses more than :data:`TRIM_AT` of its memory limit. Returns whether it trimmed.
+
+    Parameters
+    ----------
+    worker : distributed.Worker
+    libc : ctypes.CDLL, optional
+        glibc (found when not given); without it nothing is trimmed.
+    """
+    limit = getattr(getattr(worker, "memory_manager", None), "memory_limit", None)
+    if not limit:
+        return False
+    rss = worker.monitor.get_process_memory()
+    if rss <= TRIM_AT * limit:
+        return False
+    libc = libc if libc is not None else _libc()
+    if libc is None:
+        return False
+    libc.malloc_trim(0)
+    return True
+
+
+def _libc():
+    import ctypes
+    import ctypes.util
+
+    try:
+        lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return lib if hasattr(lib, "malloc_trim") else None
+    except OSError:
+        return None
+
+
+def job_id() -> str | None:
+    """The batch job this process runs in (SLURM or PBS), or None."""
+    return os.environ.get("SLURM_JOB_ID") or os.environ.get("PBS_JOBID") or None
+
+
+def cpu_limit(proc: str = "/proc/self") -> float | None:
+    """Cores the CPU bandwidth limit of this process's cgroup allows (the smallest quota / period
+    on its way to the root, cgroup v2 ``cpu.max`` or v1 ``cpu.cfs_quota_us``), or None when there
+    is none or it cannot be read: what ``docker --cpus``, Kubernetes CPU limits and systemd's
+    ``CPUQuota`` set. A process whose mount namespace hides the cgroup files (``ip netns exec``
+    mounts a fresh ``/sys``) reads the environment variable :data:`CPU_LIMIT_ENV` instead.
+
+    Parameters
+    ----------
+    proc : str
+        The ``/proc`` entry of the process.
+    """
+    try:
+        groups = [line.rstrip("\n").split(":", 2) for line in open(f"{proc}/cgroup")]
+        mounts = [line.split() for line in open(f"{proc}/mountinfo")]
+    except OSError:
+        return None
+    limits = []
+    for _, controllers, path in groups:
+        for m in mounts:
+            sep = m.index("-")
+            fstype, root, point = m[sep + 1], m[3], m[4]
+            opts = m[sep + 3].split(",") if len(m) > sep + 3 else []
+            if controllers == "" and fstype == "cgroup2":
+                files = ("cpu.max",)
+            elif "cpu" in controllers.split(",") and fstype == "cgroup" and "cpu" in opts:
+                files = ("cpu.cfs_quota_us", "cpu.cfs_period_us")
+            else:
+                continue
+            rel = os.path.relpath(path, root) if path.startswith(root) else None
+            if rel is None or rel.startswith(".."):
+                continue
+            d = os.path.normpath(os.path.join(point, rel))
+            while True:
+                limits.append(_quota(d, files))
+                if os.path.normpath(d) == os.path.normpath(point):
+                    break
+                d = os.path.dirname(d)
+    found = [x for x in limits if x is not None]
+    if not found and proc == "/proc/self":
+        try:  # set by whoever limited it where the cgroup files are hidden (the testbed's workers)
+            declared = float(os.environ.get(CPU_LIMIT_ENV, ""))
+            found = [declared] if declared > 0 else []
+        except ValueError:
+            pass
+    return min(found) if found else None
+
+
+#: cores a process may use, for :func:`cpu_limit` where its cgroup files cannot be read
+CPU_LIMIT_ENV = "TASKFLOW_CPU_LIMIT"
+
+
+def _quota(d: str, files) -> float | None:
+    try:
+        if len(files) == 1:
+            quota, period = open(os.path.join(d, files[0])).read().split()[:2]
+        else:
+            quota, period = (open(os.path.join(d, f)).read().strip() for f in files)
+        if quota in ("max", "-1") or int(quota) <= 0:
+            return None
+        return int(quota) / int(period)
+    except (OSError, ValueError):
+        return None
 
 
 class TransferLog(WorkerPlugin):
@@ -42,7 +154,7 @@ class TransferLog(WorkerPlugin):
         rates it receives at from each sender with every heartbeat (:class:`IncomingRates`), and
         the cores its cgroup allows it (:class:`CpuLimit`), sent at once. On a
         worker of a cluster taskflow started (:mod:`.local`), check every second whether its
-        retained free memory should go back to the system (:func:`~.local.trim_if_high`)."""
+        retained free memory should go back to the system (:func:`trim_if_high`)."""
         self.worker = worker
         log = worker.transfer_incoming_log
         if (log.maxlen or 0) < self.maxlen:
@@ -91,8 +203,6 @@ class TransferLog(WorkerPlugin):
 #: the name of the worker's periodic callback that hands retained free memory back
 TRIM_CALLBACK = "taskflow-trim"
 
-#: the heartbeat metric (``WorkerState.metrics``) holding a worker's :class:`IncomingRates`
-RATES_METRIC = "taskflow_incoming"
 
 
 class IncomingRates:
@@ -131,13 +241,11 @@ class IncomingRates:
 #: seconds the workers' plugin waits, as it is set up, for the heartbeat that sends its metrics
 SETUP_HEARTBEAT_TIMEOUT = 5.0
 
-#: the heartbeat metric (``WorkerState.metrics``) holding the cores a worker's cgroup allows it
-CPU_METRIC = "taskflow_cpu_limit"
 
 
 class CpuLimit:
     """The cores the CPU bandwidth limit of a worker's cgroup allows it
-    (:func:`.calibrate.cpu_limit`; None where there is none), read again at most every ``every``
+    (:func:`cpu_limit`; None where there is none), read again at most every ``every``
     seconds: a worker may be moved into a limited cgroup after it started. Called by the worker
     for each heartbeat.
 
@@ -155,7 +263,6 @@ class CpuLimit:
     def __call__(self, worker) -> float | None:
         now = time.monotonic()
         if self.read_at is None or now - self.read_at >= self.every:
-            from .calibrate import cpu_limit
 
             try:
                 self.cores = cpu_limit()
@@ -180,7 +287,6 @@ def worker_records(since: float, dask_worker=None) -> dict:
     dask_worker : distributed.Worker
         Given by ``client.run``.
     """
-    from .jobqueue import job_id
 
     log = dask_worker.plugins.get(TransferLog.name)
     delays = getattr(log, "delays", None) or {}

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 
-from ..cluster import Cluster
-from ..graph import TaskGraph
-from .calls import emulate, Opaque, task_call
-from .learn import task_kind
+from ...cluster import Cluster
+from ...graph import TaskGraph
+from ..worker.calls import emulate, Opaque, task_call
+from ..learn import task_kind
 
-__all__ = ["keys_for", "dask_graph", "emulated_sizes", "dask_priorities"]
+__all__ = ["keys_for", "dask_graph", "emulated_sizes"]
 
 
 def keys_for(graph: TaskGraph, run_token: str, gen: int) -> dict:
@@ -92,29 +92,3 @@ def emulated_sizes(graph: TaskGraph):
     if a.m:
         np.maximum.at(out, a.src, a.size)
     return out
-
-
-def dask_priorities(graph: TaskGraph, keys: dict | None = None) -> dict:
-    """Task id -> its position in ``dask.order`` (lower runs first), as Dask orders the graph when
-    it is submitted: the order in which Dask's own scheduling decides and runs ready tasks.
-
-    Parameters
-    ----------
-    graph : TaskGraph
-    keys : dict, optional
-        Task id -> its Dask key: ``dask.order`` breaks ties by key, so the keys a run submits give
-        Dask's own order (default: ``"<kind>-<id>"``).
-    """
-    from dask.order import order
-
-    a = graph.arrays
-    ptr, idx = a.pred_ptr.tolist(), a.pred_idx.tolist()
-    ids = graph.ids
-    names = [keys[t] for t in ids] if keys else [f"{task_kind(graph, t)}-{t}" for t in ids]
-    dsk = {names[i]: (_placeholder, *[names[p] for p in idx[ptr[i]:ptr[i + 1]]]) for i in range(a.n)}
-    pos = order(dsk)
-    return {t: pos[names[i]] for i, t in enumerate(ids)}
-
-
-def _placeholder(*args):  # pragma: no cover - the callable of dask.order's graph, never called
-    return None

@@ -17,7 +17,7 @@ receive real bytes moved by Dask.
 
 Every wait is bounded: a task that raises ends the run with :class:`TaskFailed` naming the task
 (results already computed stay available on the exception); a scheduler that stops answering for
-:data:`~taskflow.runtime.session.SCHEDULER_LOSS` seconds, losing every worker for longer than the plugin's grace period, a
+:data:`~taskflow.runtime.client.session.SCHEDULER_LOSS` seconds, losing every worker for longer than the plugin's grace period, a
 run the plugin cannot plan, or ``timeout`` end it with a :class:`~taskflow.TaskflowError`.
 """
 from __future__ import annotations
@@ -30,22 +30,21 @@ import time
 import uuid
 import warnings
 
-from ..cluster import Cluster, Worker
-from ..errors import (GraphError, LaunchError, MissingExtra, PolicyError, SchedulerLost, TaskflowError,
+from ...cluster import Cluster, Worker
+from ...errors import (GraphError, LaunchError, MissingExtra, PolicyError, SchedulerLost, TaskflowError,
                       TaskflowWarning, UsageError, WorkersLost)
-from ..analysis import task_kind
-from ..graph import TaskGraph
-from ..policy import get_scheduler, require_runnable
-from ..schedule import Schedule
+from ...analysis import task_kind
+from ...graph import TaskGraph
+from ...policy import get_scheduler, require_runnable
+from ...schedule import Schedule
 from .calibrate import attach_addresses, cluster_from_dask
-from .calls import TaskFailed, ship_code
+from ..worker.calls import TaskFailed, ship_code
 from .dask_graph import dask_graph, keys_for
-from .learn import CostProfile
-from .local import local_cluster, warm_cluster
-from .messages import cluster_message, graph_payload, plan_priorities
-from .predict import DASK_DRAWS, predict_dask, predict_plan
+from ..learn import CostProfile
+from ..launch.local import local_cluster, warm_cluster
+from ..messages import cluster_message, graph_payload, plan_priorities
+from ..predict import DASK_DRAWS, predict_dask, predict_plan
 from .report import RunReport, report_from_stream
-from .dask_hooks import blamed_key
 from .session import (Watchdog, call, check_call, close_quietly, ensure_plugin, frozen_heap, gather, progress_bar,
                       stream_index, stream_since, wait_for, workers_reachable, workers_records)
 
@@ -162,7 +161,7 @@ def connect(client, address, scheduler_file, workers, threads_per_worker, work_s
     if client is not None:
         return client, []
     if jobqueue:
-        from .jobqueue import start_jobqueue
+        from ..launch.jobqueue import start_jobqueue
 
         c, jq = start_jobqueue(jobqueue, workers, work_stealing=work_stealing, **(jobqueue_options or {}))
         return c, [c, jq]
@@ -290,7 +289,7 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
     jobqueue : {"slurm", "pbs"}, optional
         Run on a batch system instead: ``workers`` jobs of one Dask worker each, through
         dask-jobqueue, cancelled after the run. ``jobqueue_options`` are
-        :func:`~taskflow.runtime.jobqueue.start_jobqueue`'s (``cores``, ``memory``, ``walltime``,
+        :func:`~taskflow.runtime.launch.jobqueue.start_jobqueue`'s (``cores``, ``memory``, ``walltime``,
         ``queue``, ``interface``, ``wait``, ``log_directory``). The report's ``jobs``: each worker's job.
     jobqueue_options : dict, optional
     keep : iterable, optional
@@ -587,7 +586,7 @@ class _Runner:
         """The task that raised the error ``t``'s future holds (``t`` itself, or where the run
         holds no future for every task, the ancestor Dask's scheduler blames)."""
         try:
-            key = t if self.wanted is self.graph.ids else self.client.run_on_scheduler(blamed_key, key=self.key_of[t])
+            key = t if self.wanted is self.graph.ids else call(self.client, "taskflow_blamed", key=self.key_of[t])["key"]
         except Exception:  # noqa: BLE001 - the scheduler is gone: name the task the run waited on
             return t
         return self.task_of.get(key, t)

@@ -6,16 +6,17 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from ..cluster import Cluster
-from ..errors import RunFailed
-from ..graph import TaskGraph
-from ..schedule import Schedule
-from .learn import task_kind as category
-from .learn import last_compute
-from ..trace import Run, Trace, Transfer
-from .calibrate import workers_info
+from ...cluster import Cluster
+from ...errors import RunFailed
+from ...graph import TaskGraph
+from ...schedule import Schedule
+from ..learn import task_kind as category
+from ..learn import last_compute
+from ...trace import Run, Trace, Transfer
+from ..messages import workers_info
+from ..predict import PLAN, SUBSET
 
-__all__ = ["RunReport", "report_from_stream", "result_entry", "RESULT_CHARS"]
+__all__ = ["RunReport", "report_from_stream", "result_entry", "RESULT_CHARS", "decision_note"]
 
 
 @dataclass
@@ -144,7 +145,7 @@ class RunReport:
         ----------
         path : str or os.PathLike
         """
-        from ..formats._util import atomic_write
+        from ...formats._util import atomic_write
         atomic_write(path, json.dumps(self.to_dict(), indent=1, default=str) + "\n")
 
 
@@ -288,3 +289,19 @@ def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, clu
     fidelity = same / len(runs) if planned_worker else None  # no plan: no fidelity (not 0)
     return RunReport(scheduler, results, trace, predicted, measured, fidelity, plan, cluster, rows,
                      replans, origin - t_submit, time_scale, size_scale, sinks=graph.sinks())
+
+
+def decision_note(policy: str, decision: str, redecisions: int) -> str:
+    """What the adaptive policy's guard decided last for a run, as a report's note.
+
+    Parameters
+    ----------
+    policy : str
+    decision : {"plan", "dask", "subset"}
+    redecisions : int
+    """
+    what = {PLAN: "placed by its plan",
+            SUBSET: "left to Dask's own scheduling on a subset of its workers (the others, slower or behind a "
+                    "narrow link, predicted or measured to lengthen it)"}.get(
+        decision, "left to Dask's own scheduling (no plan predicted to win by the margin)")
+    return f"{policy}: {what}; decided {1 + redecisions} time(s) as the run's durations were learned"

@@ -51,16 +51,16 @@ import time
 
 from distributed.diagnostics.plugin import SchedulerPlugin
 
-from ..cluster import Cluster, Worker
-from ..errors import TaskflowError
-from ..graph import TaskGraph
-from ..policy import get_scheduler, require_runnable
+from ...cluster import Cluster, Worker
+from ...errors import TaskflowError
+from ...graph import TaskGraph
+from ...policy import get_scheduler, require_runnable
 from .adaptation import Adapting
-from .learn import last_compute, relative_speeds, speeds_on
-from .dask_hooks import (cpu_shares, dask_state, estimated_graph, keep_planned_replicas, move_queued, observe,
-                         prefetch, received_rates, restrict, send_planned_in_order, warm)
+from ..learn import last_compute, relative_speeds, speeds_on
+from .dask_hooks import (blamed_key, cpu_shares, dask_state, estimated_graph, keep_planned_replicas, move_queued,
+                         observe, prefetch, received_rates, restrict, send_planned_in_order, warm)
 from .overhead import BYTE_SECONDS, DispatchGaps
-from .messages import cluster_from_message, graph_from_payload, plan_priorities
+from ..messages import PLUGIN_NAME, cluster_from_message, graph_from_payload, plan_priorities
 from .runs import (FAILED, FINISHED, FINISHED_KEY, LIVE, MOVABLE, PLANNED, REGISTERED, REPLANNING, RUNNING,
                    TRANSITIONS, Run, Unplannable, plan_maker)
 
@@ -69,7 +69,6 @@ __all__ = ["TaskflowPlugin", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "PREF
 logger = logging.getLogger("taskflow.runtime")
 
 #: the name the plugin is registered under on the scheduler
-PLUGIN_NAME = "taskflow"
 #: seconds a run waits for a worker to join after losing every worker, before it fails
 DEFAULT_GRACE = 30.0
 
@@ -88,11 +87,11 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
     ----------
     policy : str, optional
         A policy for every client's graphs (as if each had called :func:`taskflow.use`); what an
-        operator preloads with ``dask scheduler --preload taskflow.runtime.plugin``.
+        operator preloads with ``dask scheduler --preload taskflow.runtime.scheduler.plugin``.
     grace : float
         Seconds to wait for a worker after losing every worker before runs fail.
     validate : bool, optional
-        Check every move of a run against :data:`~taskflow.runtime.runs.TRANSITIONS` and its
+        Check every move of a run against :data:`~taskflow.runtime.scheduler.runs.TRANSITIONS` and its
         state before and after (default: the environment variable ``TASKFLOW_VALIDATE=1``).
     """
 
@@ -138,7 +137,8 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         self.dask_scheduler = scheduler
         scheduler.handlers.update({"taskflow_register": self.handle_register, "taskflow_status": self.handle_status,
                                    "taskflow_use": self.handle_use, "taskflow_forget": self.handle_forget,
-                                   "taskflow_dask_state": self.handle_dask_state})
+                                   "taskflow_dask_state": self.handle_dask_state,  # and whom Dask blames for a key's error
+                                   "taskflow_blamed": lambda key: {"key": blamed_key(key, self.dask_scheduler)}})
         if self.default_policy:
             # an unknown name (or one Dask cannot carry out) fails the scheduler's start, loudly
             require_runnable(get_scheduler(self.default_policy), "dask")
@@ -586,7 +586,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
 
 
 async def dask_setup(scheduler, policy: str | None = None) -> None:
-    """Preload hook: ``dask scheduler --preload taskflow.runtime.plugin`` installs the plugin; with
+    """Preload hook: ``dask scheduler --preload taskflow.runtime.scheduler.plugin`` installs the plugin; with
     the environment variable ``TASKFLOW_POLICY=heft`` it places every client's graphs.
 
     Parameters

@@ -70,16 +70,15 @@ import contextlib
 import logging
 import os
 
-__all__ = ["local_cluster", "warm_cluster", "warm_connections", "warm_heaps", "HEAP_SHARE", "worker_environ", "nanny_environ", "reuse_wanted", "trim_if_high", "REUSE_ENV", "MMAP_THRESHOLD", "TRIM_AT", "ARENAS", "heap_size"]
+from ..worker.worker_plugin import REUSE_ENV, TRIM_AT
 
-#: the environment variable that turns memory reuse off (``0``) and marks a worker that has it on
-REUSE_ENV = "TASKFLOW_REUSE_MEMORY"
+__all__ = ["local_cluster", "warm_cluster", "warm_connections", "warm_heaps", "HEAP_SHARE", "worker_environ",
+           "nanny_environ", "reuse_wanted", "MMAP_THRESHOLD", "ARENAS", "heap_size"]
+
 #: glibc's mmap threshold in the workers: allocations below it come from the heap
 MMAP_THRESHOLD = 1 << 30
 #: glibc's arenas in a worker: one, so that its task threads allocate from the heap it keeps
 ARENAS = 1
-#: a worker whose memory passes this share of its limit gives its free memory back
-TRIM_AT = 0.5
 #: seconds :func:`warm_connections` waits for its transfers at most
 WARM_TIMEOUT = 30.0
 #: the share of :func:`heap_size` a worker grows its heap to at start
@@ -163,7 +162,7 @@ def warm_connections(client, nbytes: int = 1024, timeout: float = WARM_TIMEOUT) 
     """
     from distributed import wait
 
-    from .calibrate import workers_info
+    from ..messages import workers_info
 
     addrs = sorted(workers_info(client))
     if len(addrs) < 2:
@@ -243,7 +242,7 @@ def local_cluster(n_workers: int, threads_per_worker: int = 1, dashboard_address
     env = worker_environ(per_worker)
     config = {"distributed.nanny.pre-spawn-environ": env,  # and Ctrl-C is this process's to handle
               "distributed.worker.preload": [*dask.config.get("distributed.worker.preload", []),
-                                             "taskflow.runtime.worker_plugin"]}
+                                             "taskflow.runtime.worker.worker_plugin"]}
     if work_stealing is not None:
         config["distributed.scheduler.work-stealing"] = bool(work_stealing)
     from distributed.deploy.spec import SpecCluster
@@ -314,40 +313,6 @@ def _interrupts_held():
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-
-
-def trim_if_high(worker, libc=None) -> bool:
-    """Give ``worker``'s free memory back to the system (glibc's ``malloc_trim``) when its process
-    uses more than :data:`TRIM_AT` of its memory limit. Returns whether it trimmed.
-
-    Parameters
-    ----------
-    worker : distributed.Worker
-    libc : ctypes.CDLL, optional
-        glibc (found when not given); without it nothing is trimmed.
-    """
-    limit = getattr(getattr(worker, "memory_manager", None), "memory_limit", None)
-    if not limit:
-        return False
-    rss = worker.monitor.get_process_memory()
-    if rss <= TRIM_AT * limit:
-        return False
-    libc = libc if libc is not None else _libc()
-    if libc is None:
-        return False
-    libc.malloc_trim(0)
-    return True
-
-
-def _libc():
-    import ctypes
-    import ctypes.util
-
-    try:
-        lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return lib if hasattr(lib, "malloc_trim") else None
-    except OSError:
-        return None
 
 
 def nanny_environ() -> dict:

@@ -24,9 +24,9 @@ import heapq
 import math
 import time
 
-from ..cluster import Cluster
-from ..errors import TaskflowError
-from ..graph import TaskGraph
+from ...cluster import Cluster
+from ...errors import TaskflowError
+from ...graph import TaskGraph
 
 __all__ = ["Run", "signature", "Unplannable", "plan_maker", "REGISTERED", "PLANNED", "RUNNING", "REPLANNING",
            "FINISHED", "FAILED", "STATES",

@@ -1,8 +1,8 @@
 """What the ``adaptive`` policy (:mod:`schedulers.adaptive`) adds to the scheduler plugin: the guard
 that keeps a plan only where it is predicted to beat Dask's own scheduling, and the re-decisions as
 a run's durations are learned. :class:`Adapting` is a part of
-:class:`~taskflow.runtime.plugin.TaskflowPlugin`; it reads and writes the run's fields that
-:class:`~taskflow.runtime.runs.Run` keeps for it (``decision``, ``estimates``, ``speeds_used``, ...).
+:class:`~taskflow.runtime.scheduler.plugin.TaskflowPlugin`; it reads and writes the run's fields that
+:class:`~taskflow.runtime.scheduler.runs.Run` keeps for it (``decision``, ``estimates``, ``speeds_used``, ...).
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import statistics
 import time
 
 from .dask_hooks import BARRIER_PREFIX, cpu_shares, dask_state, move_queued, placed_inputs, restrict, warm
-from .predict import CHOICES, DASK, PLAN, SUBSET, across_hosts, choose, narrow_pairs, narrow_rate, subsets
+from ..predict import CHOICES, DASK, PLAN, SUBSET, across_hosts, choose, narrow_pairs, narrow_rate, subsets
 from .runs import EARLY, FAILED, MOVABLE, PROGRESS_POINTS, REPLANNING, behind, progress_curve, race_own_plan, signature
 
-__all__ = ["Adapting", "P2P_PREFIXES", "has_p2p", "decision_note", "signature", "shortest_measured", "KEEP_OUTCOMES",
+__all__ = ["Adapting", "P2P_PREFIXES", "has_p2p", "signature", "shortest_measured", "KEEP_OUTCOMES",
            "MIN_TASKS", "MIN_SECONDS", "MEASURED_MARGIN", "CLOSE", "WATCH", "EARLY", "PROGRESS_POINTS",
            "progress_curve", "behind"]
 
@@ -159,7 +159,7 @@ class Adapting:
         :func:`.dask_hooks.cpu_shares`); a declared worker not measured keeps its declared speed relative
         to the measured ones (:func:`.learn.speeds_on`: a run held off a slow worker never measures
         it, and the next run must still see it slow); 1 where unknown."""
-        from .learn import relative_speeds, speeds_on
+        from ..learn import relative_speeds, speeds_on
 
         live = {str(ws.name) for ws in self.dask_scheduler.workers.values()}
         learned = {w: s for w, s in relative_speeds(warm(self.durations), MIN_TASKS, MIN_SECONDS).items() if w in live}
@@ -570,22 +570,6 @@ def shortest_measured(runs: dict, choices=CHOICES) -> tuple | None:
 def _ccr(policy) -> float:
     """The communication-to-computation ratio above which the policy counts a link narrow."""
     return float(getattr(policy, "ccr", 10.0))
-
-
-def decision_note(policy: str, decision: str, redecisions: int) -> str:
-    """What the adaptive policy's guard decided last for a run, as a report's note.
-
-    Parameters
-    ----------
-    policy : str
-    decision : {"plan", "dask", "subset"}
-    redecisions : int
-    """
-    what = {PLAN: "placed by its plan",
-            SUBSET: "left to Dask's own scheduling on a subset of its workers (the others, slower or behind a "
-                    "narrow link, predicted or measured to lengthen it)"}.get(
-        decision, "left to Dask's own scheduling (no plan predicted to win by the margin)")
-    return f"{policy}: {what}; decided {1 + redecisions} time(s) as the run's durations were learned"
 
 
 def _drifted(used: dict, learned: dict, drift: float) -> bool:

@@ -8,40 +8,16 @@ overhead (a chain of no-op tasks).
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
 
-from ..cluster import Cluster, Worker
-from ..errors import ClusterError, RunFailed, UsageError, WorkersLost
+from ...cluster import Cluster, Worker
+from ...errors import ClusterError, RunFailed, UsageError, WorkersLost
+from ..messages import workers_info
+from ..worker.worker_plugin import cpu_limit
 
-__all__ = ["measure_pairs", "discover_racks", "cluster_from_dask", "attach_addresses", "workers_info", "cpu_limit",
-           "CPU_LIMIT_ENV"]
-
-
-def workers_info(client) -> dict:
-    """Dask's description of every worker of ``client``'s cluster, by address, asked of the
-    scheduler each time. ``client.scheduler_info()`` returns the client's cached copy, which the
-    client's own refresh (every 2 s, asking for no workers) can overwrite between the call's fetch
-    and its return: a run then saw a cluster without workers ("cluster model names worker '0' but
-    Dask has []", twice in suite runs on a loaded machine).
-
-    Parameters
-    ----------
-    client : distributed.Client
-    """
-    if _takes_n_workers(client):
-        return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
-    return client.sync(client.scheduler.identity)["workers"]
-
-
-def _takes_n_workers(client) -> bool:
-    import inspect
-    try:
-        return "n_workers" in inspect.signature(client.scheduler_info).parameters
-    except (TypeError, ValueError):
-        return False
+__all__ = ["measure_pairs", "discover_racks", "cluster_from_dask", "attach_addresses"]
 
 
 def _kernel(n: int = 250_000) -> tuple:
@@ -52,71 +28,6 @@ def _kernel(n: int = 250_000) -> tuple:
     for i in range(n):
         acc = (acc + i * i) % 1_000_003
     return time.perf_counter() - t0, time.thread_time() - c0
-
-
-def cpu_limit(proc: str = "/proc/self") -> float | None:
-    """Cores the CPU bandwidth limit of this process's cgroup allows (the smallest quota / period
-    on its way to the root, cgroup v2 ``cpu.max`` or v1 ``cpu.cfs_quota_us``), or None when there
-    is none or it cannot be read: what ``docker --cpus``, Kubernetes CPU limits and systemd's
-    ``CPUQuota`` set. A process whose mount namespace hides the cgroup files (``ip netns exec``
-    mounts a fresh ``/sys``) reads the environment variable :data:`CPU_LIMIT_ENV` instead.
-
-    Parameters
-    ----------
-    proc : str
-        The ``/proc`` entry of the process.
-    """
-    try:
-        groups = [line.rstrip("\n").split(":", 2) for line in open(f"{proc}/cgroup")]
-        mounts = [line.split() for line in open(f"{proc}/mountinfo")]
-    except OSError:
-        return None
-    limits = []
-    for _, controllers, path in groups:
-        for m in mounts:
-            sep = m.index("-")
-            fstype, root, point = m[sep + 1], m[3], m[4]
-            opts = m[sep + 3].split(",") if len(m) > sep + 3 else []
-            if controllers == "" and fstype == "cgroup2":
-                files = ("cpu.max",)
-            elif "cpu" in controllers.split(",") and fstype == "cgroup" and "cpu" in opts:
-                files = ("cpu.cfs_quota_us", "cpu.cfs_period_us")
-            else:
-                continue
-            rel = os.path.relpath(path, root) if path.startswith(root) else None
-            if rel is None or rel.startswith(".."):
-                continue
-            d = os.path.normpath(os.path.join(point, rel))
-            while True:
-                limits.append(_quota(d, files))
-                if os.path.normpath(d) == os.path.normpath(point):
-                    break
-                d = os.path.dirname(d)
-    found = [x for x in limits if x is not None]
-    if not found and proc == "/proc/self":
-        try:  # set by whoever limited it where the cgroup files are hidden (the testbed's workers)
-            declared = float(os.environ.get(CPU_LIMIT_ENV, ""))
-            found = [declared] if declared > 0 else []
-        except ValueError:
-            pass
-    return min(found) if found else None
-
-
-#: cores a process may use, for :func:`cpu_limit` where its cgroup files cannot be read
-CPU_LIMIT_ENV = "TASKFLOW_CPU_LIMIT"
-
-
-def _quota(d: str, files) -> float | None:
-    try:
-        if len(files) == 1:
-            quota, period = open(os.path.join(d, files[0])).read().split()[:2]
-        else:
-            quota, period = (open(os.path.join(d, f)).read().strip() for f in files)
-        if quota in ("max", "-1") or int(quota) <= 0:
-            return None
-        return int(quota) / int(period)
-    except (OSError, ValueError):
-        return None
 
 
 #: kernel runs per worker; its speed comes from the fastest (noise only ever adds time)

@@ -11,11 +11,11 @@ import sys
 import time
 from typing import NamedTuple
 
-from ..errors import (LaunchError, PolicyError, RunFailed, RunTimeout, SchedulerLost, TaskflowError, UsageError,
+from ...errors import (LaunchError, PolicyError, RunFailed, RunTimeout, SchedulerLost, TaskflowError, UsageError,
                       WorkersLost)
-from ..policy import get_scheduler, require_runnable
-from .plugin import PLUGIN_NAME, TaskflowPlugin
-from .worker_plugin import TransferLog, worker_records
+from ...policy import get_scheduler, require_runnable
+from ..messages import install_scheduler_plugin
+from ..worker.worker_plugin import TransferLog, worker_records
 
 __all__ = ["ensure_plugin", "call", "check_call", "use", "status", "Watchdog", "wait_for", "stream_index", "stream_since", "cancelled_error",
            "gather", "workers_reachable", "frozen_heap", "workers_records", "WorkersRecords", "close_quietly", "progress_bar",
@@ -100,12 +100,12 @@ def ensure_plugin(client) -> None:
         The scheduler refused the plugin or did not answer.
     """
     try:
-        client.register_plugin(TaskflowPlugin(), name=PLUGIN_NAME)
+        client.run_on_scheduler(install_scheduler_plugin)  # by name: the client holds none of its code
         client.register_plugin(TransferLog(), name=TransferLog.name)
     except Exception as e:  # noqa: BLE001 - reported with what the scheduler said
         raise LaunchError(f"could not install the taskflow scheduler plugin: {type(e).__name__}: {e} "
                             f"(the scheduler needs dask-taskflow installed; or preload it: "
-                            f"dask scheduler --preload taskflow.runtime.plugin)") from e
+                            f"dask scheduler --preload taskflow.runtime.scheduler.plugin)") from e
 
 
 def use(client, policy: str | None = "adaptive", **options) -> None:
@@ -169,7 +169,7 @@ def check_call(client=None, cluster=None, address=None, scheduler_file=None, wor
     import math
     import numbers
 
-    from ..cluster import Cluster
+    from ...cluster import Cluster
 
     if client is not None and not (hasattr(client, "scheduler") and hasattr(client, "submit")):
         raise UsageError(f"client must be a distributed.Client, got {type(client).__name__} {client!r:.60}")
@@ -428,7 +428,7 @@ def workers_reachable(client, addresses=None) -> bool:
 
     from distributed.comm import get_address_host
 
-    from .calibrate import workers_info
+    from ..messages import workers_info
 
     if getattr(client, "direct_to_workers", None):
         return True
@@ -482,7 +482,7 @@ def frozen_heap():
 
 class WorkersRecords(NamedTuple):
     """What the live workers recorded of a run, by worker address, every time on the worker's own
-    clock (see :func:`~taskflow.runtime.worker_plugin.worker_records`)."""
+    clock (see :func:`~taskflow.runtime.worker.worker_plugin.worker_records`)."""
 
     #: received transfers (``transfer_incoming_log`` entries)
     transfers: dict

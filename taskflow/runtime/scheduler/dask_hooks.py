@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 import math
 
-from ..graph import TaskGraph
-from .worker_plugin import CPU_METRIC, RATES_METRIC
+from ...graph import TaskGraph
+from ..messages import CPU_METRIC, RATES_METRIC
 
 __all__ = ["restrict", "move_queued", "placed_inputs", "SHUFFLE_PINNED", "P2P_PAIRS", "BARRIER_PREFIX", "prefetch",
            "plan_first", "PlannedKeys", "send_planned_in_order", "keep_planned_replicas", "dask_state", "estimated_graph",

@@ -5,14 +5,13 @@ from __future__ import annotations
 import time
 import uuid
 
-from ..cluster import Cluster
-from ..errors import PolicyError, TaskflowError
-from ..graph import TaskGraph
-from ..policy import get_scheduler, require_runnable
+from ...cluster import Cluster
+from ...errors import PolicyError, TaskflowError
+from ...graph import TaskGraph
+from ...policy import get_scheduler, require_runnable
 from .calibrate import attach_addresses, cluster_from_dask
-from .adaptation import decision_note
-from .messages import cluster_message, graph_payload
-from .report import report_from_stream
+from ..messages import cluster_message, graph_payload
+from .report import decision_note, report_from_stream
 from .runner import connect, say_dashboard
 from .session import (Watchdog, call, check_call, close_quietly, ensure_plugin, frozen_heap, gather, stream_index,
                       stream_since, wait_for, workers_reachable, workers_records)
