@@ -63,13 +63,12 @@ distributed's work-stealing documentation.
 from __future__ import annotations
 
 from taskflow.errors import PolicyError
+from taskflow.policy import CHOICES
 
 from ._transfer_cpu import MOST_PAIRS, transfer_cpu_schedule
 from .base import register, to_schedule
 from .heft import HEFT
 
-#: what the guard inside Dask chooses from (:mod:`taskflow.runtime.predict`)
-CHOICES = ("plan", "dask", "subset")
 
 __all__ = ["Adaptive"]
 

@@ -25,7 +25,7 @@ from .errors import PolicyError, TaskflowError, UnknownSchedulerError
 from .graph import TaskGraph
 from .schedule import Schedule
 
-__all__ = ["Scheduler", "DynamicScheduler", "register", "get_scheduler", "scheduler_class", "available", "require_runnable",
+__all__ = ["CHOICES", "PLAN", "DASK", "SUBSET", "Scheduler", "DynamicScheduler", "register", "get_scheduler", "scheduler_class", "available", "require_runnable",
            "canonical_name", "ALIASES",
            "ENTRY_POINT_GROUP"]
 
@@ -34,6 +34,12 @@ ENTRY_POINT_GROUP = "taskflow.schedulers"
 
 _REGISTRY: dict = {}
 _ENTRY_POINTS: dict | None = None  # name -> importlib.metadata.EntryPoint, read once
+
+
+#: what an adaptive scheduler may run a graph by inside Dask: its plan, Dask's own scheduling, or
+#: Dask's own held to a subset of the workers (the fastest, or one group joined by wide links)
+PLAN, DASK, SUBSET = "plan", "dask", "subset"
+CHOICES = (PLAN, DASK, SUBSET)
 
 
 class Scheduler:
@@ -56,6 +62,10 @@ class Scheduler:
     #: validated and written like any other, but neither the simulator nor the Dask runtime
     #: carries them out (see :func:`require_runnable`)
     duplicates = False
+    #: whether the scheduler plugin decides, run by run, between its plan and Dask's own scheduling
+    #: (:data:`CHOICES`, those in ``choices``): a capability declared, not looked for
+    adaptive = False
+    choices = CHOICES
     #: the options it reads (beyond ``seed``); another one is refused, with the nearest known
     #: (None: any, for a policy whose options a runtime fills in)
     option_names: tuple | None = ()

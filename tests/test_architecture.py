@@ -298,3 +298,20 @@ def test_the_runtime_is_laid_out_by_process():
     assert found == []
     assert set(SIDES) == {p.name for p in (ROOT / "taskflow" / "runtime").iterdir() if p.is_dir() and
                           p.name != "__pycache__"}
+
+
+def test_a_constant_is_defined_once_and_a_capability_is_declared_not_looked_for():
+    """``CHOICES`` (what the adaptive scheduler may run a graph by) has one definition; no module
+    asks a scheduler ``getattr(policy, "adaptive", ...)``: the base class declares the capability."""
+    defined, probed = [], []
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CHOICES"
+                                                        for t in node.targets):
+                    defined.append(str(path.relative_to(ROOT)))
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+                        and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+                        and node.args[1].value in ("adaptive", "choices")):
+                    probed.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert defined == ["taskflow/policy.py"] and probed == []

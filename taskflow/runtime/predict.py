@@ -7,16 +7,15 @@ from __future__ import annotations
 
 from ..cluster import Cluster
 from ..graph import TaskGraph
+from ..policy import CHOICES, DASK, PLAN, SUBSET
 from ..analysis import task_kind
 
 __all__ = ["DASK_DRAWS", "PLAN", "DASK", "SUBSET", "CHOICES", "predict_dask", "predict_plan", "choose", "with_inputs",
            "dask_priorities",
            "fastest_workers", "narrow_rate", "narrow_pairs", "subsets", "uneven", "across_hosts"]
 
-#: what runs a graph: its plan, Dask's own scheduling, Dask's own scheduling held to a subset of the
-#: workers (the fastest, or one group of workers joined by wide links)
-PLAN, DASK, SUBSET = "plan", "dask", "subset"
-CHOICES = (PLAN, DASK, SUBSET)
+# what runs a graph (its plan, Dask's own scheduling, or Dask's own held to a subset of the
+# workers): defined once, where the adaptive scheduler declares them (taskflow.policy)
 #: draws of Dask's set orders averaged by a prediction of Dask's own scheduling (fewer on big graphs)
 DASK_DRAWS = 8
 #: the first two draws within this share of each other: no more are drawn (in the scheduler's event

@@ -64,7 +64,7 @@ class Adapting:
         ----------
         r : Run
         """
-        return r.learned and getattr(r.policy, "adaptive", False)
+        return r.learned and r.policy.adaptive
 
     def worth_planning(self, r, keys, cluster) -> bool:
         """Whether planning ``keys`` of ``r`` on ``cluster`` can pay: workers whose speeds (declared
@@ -97,7 +97,7 @@ class Adapting:
         declared = r.cluster
         shaped = declared is not None and (bool(declared.bandwidths) or declared.racks is not None)
         worth = (shaped or self._spread(r, cluster) > r.policy.spread or self._narrow(r, cluster, keys)) and not (
-            p2p and (started or SUBSET not in getattr(r.policy, "choices", CHOICES)))
+            p2p and (started or SUBSET not in r.policy.choices))
         if not worth:
             self._leave_to_dask(r, keys, cluster)
             measured = shortest_measured(self.outcomes.get(r.signature) or {})
@@ -395,7 +395,7 @@ class Adapting:
                 candidates.append(kept)
         # Dask's shuffle extension places a peer-to-peer shuffle's outputs itself: no plan for them
         p2p = has_p2p(tasks, graph.ids)
-        choices = tuple(c for c in getattr(p, "choices", CHOICES)
+        choices = tuple(c for c in p.choices
                         if (c != SUBSET or candidates) and not (c == PLAN and p2p)) or (DASK,)
         # the run's first choice (at its start, or mid-run where it began left to Dask: a graph with a
         # peer-to-peer shuffle, or workers that looked alike) follows the measured runs of the same work
@@ -489,7 +489,7 @@ class Adapting:
         fresh = None
         if r.decision == DASK:  # left to Dask: worth a new decision once the workers look uneven
             if self._spread(r, None) <= p.spread:  # or a link looks narrow for the graph as now estimated
-                choices = getattr(p, "choices", CHOICES)
+                choices = p.choices
                 if SUBSET not in choices and (PLAN not in choices or
                                               (DASK in choices and not _any_measured(self.outcomes.get(r.signature) or {}))):
                     # until a run of this work was measured a plan is not taken where Dask's own can
