@@ -142,7 +142,7 @@ def overhead(n, workers, repeat):
           f"{each} s): plain client.get {p:.2f} s, taskflow.run with a HEFT plan {o:.2f} s, ratio {o / p:.2f} "
           f"(target <= 1.05: {'met' if o / p <= 1.05 else 'MISSED'}); plain client.get pinned to Dask's own "
           f"placement of an earlier run {q:.2f} s, ratio {q / p:.2f} (what a static placement itself costs); plain "
-          f"client.get with the garbage collector held as taskflow.run holds it (taskflow.runtime.client.session.frozen_heap) "
+          f"client.get with the garbage collector held as taskflow.run holds it (taskflow.runtime.client.waiting.frozen_heap) "
           f"{z:.2f} s, ratio {z / p:.2f} (what that alone is worth)")
 
 

@@ -225,7 +225,7 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
 
     from .runtime import run
     from .runtime.client.runner import connect
-    from .runtime.client.session import close_quietly, progress_bar
+    from .runtime.client.waiting import close_quietly, progress_bar
 
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise UsageError(f"epochs must be an integer >= 1, got {epochs!r}")

@@ -208,7 +208,7 @@ def test_a_task_is_asked_over_only_where_dask_s_stealing_could_move_it():
     """An actor, a long-running task, a peer-to-peer output the shuffle extension pinned, and one
     restricted away from every worker offered are not asked; a plain queued one is, to the least
     loaded worker offered; with stealing off nothing is."""
-    from taskflow.runtime.scheduler.dask_hooks import SHUFFLE_PINNED, move_queued
+    from taskflow.runtime.scheduler.patching import SHUFFLE_PINNED, move_queued
 
     asked = []
     stealing = _Fake(move_task_request=lambda ts, victim, thief: asked.append((ts.key, thief.address)) or "steal-1")
@@ -283,7 +283,7 @@ def test_a_hold_asks_the_tasks_waiting_outside_it_over_and_leaving_to_dask_lifts
 
 def _queue_on(victim: str, thief: str, n: int, dask_scheduler=None) -> dict:
     """Once ``n`` tasks are processing, restrict those on ``victim`` to ``thief`` and ask each over."""
-    from taskflow.runtime.scheduler.dask_hooks import move_queued, restrict
+    from taskflow.runtime.scheduler.patching import move_queued, restrict
 
     ws = dask_scheduler.workers
     mine = [ts for ts in dask_scheduler.tasks.values() if ts.state == "processing" and ts.key.startswith("queued-")]
@@ -351,7 +351,7 @@ def test_a_first_run_is_held_off_a_worker_whose_cgroup_allows_it_a_quarter_core(
     Dask at once, nothing weighed. (``replans=0``: what the run learns on the way does not change
     its mind.)"""
     from taskflow.runtime.worker.worker_plugin import CPU_LIMIT_ENV, cpu_limit
-    from taskflow.runtime.scheduler.dask_hooks import cpu_shares
+    from taskflow.runtime.scheduler.reading import cpu_shares
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
             Client(lc) as c:
@@ -481,7 +481,7 @@ def test_a_prefix_whose_durations_follow_its_inputs_is_costed_per_task():
     durations do not follow them, keeps its mean."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.scheduler.dask_hooks import input_scaling, observe
+    from taskflow.runtime.scheduler.reading import input_scaling, observe
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
 
     p = TaskflowPlugin()
@@ -518,7 +518,7 @@ def test_a_run_learns_how_a_prefix_scales_with_its_input_bytes(client):
     rises with the input, and costs a 16 MB task of the prefix above an 0.5 MB one by several times."""
     import numpy as np
 
-    from taskflow.runtime.scheduler.dask_hooks import input_factor, input_scaling
+    from taskflow.runtime.scheduler.reading import input_factor, input_scaling
 
     arrays = [dask.delayed(np.random.RandomState(i).random)(int(mb * 1e6 / 8))
               for i, mb in enumerate([0.5, 1, 2, 4, 8] * 2)]
@@ -1096,7 +1096,7 @@ def test_restrictions_given_to_a_task_dask_s_shuffle_pinned_wait_for_the_shuffle
     replaces the restrictions the extension gives back when the shuffle ends."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.scheduler.dask_hooks import SHUFFLE_PINNED, restrict
+    from taskflow.runtime.scheduler.patching import SHUFFLE_PINNED, restrict
 
     free = SimpleNamespace(annotations={}, worker_restrictions=None, loose_restrictions=False)
     restrict(free, ["tcp://a", "tcp://b"])
@@ -1179,11 +1179,11 @@ def test_a_peer_to_peer_shuffle_s_bytes_go_from_each_transfer_task_to_each_outpu
     nothing and a transfer task its measured CPU share, and marks each output's place in the
     range sharding (in partition order)."""
     from taskflow.analysis import task_kind
-    from taskflow.runtime.scheduler import dask_hooks
+    from taskflow.runtime.scheduler import reading
 
     sched, tss = _fake_p2p()
     durations = {"rechunk-transfer": {"w0": [4.0, 2]}, "shuffle-barrier": {"w0": [5.0, 1]}}
-    g = dask_hooks.estimated_graph(sched, tss, durations, {}, {})
+    g = reading.estimated_graph(sched, tss, durations, {}, {})
     cost = dict(zip(g.ids, g.arrays.cost.tolist()))
     assert cost["shuffle-barrier-1"] == 0.0  # what Dask measured of it is the wait for the bytes
     assert cost[("rechunk-transfer", 0)] == pytest.approx(2.0 * 0.25)  # a quarter of it on the CPU
@@ -1200,8 +1200,8 @@ def test_a_peer_to_peer_shuffle_s_bytes_go_from_each_transfer_task_to_each_outpu
     # each task's kind is its Dask prefix: the model of Dask's scheduling finds Dask's durations by it
     assert {task_kind(g, k) for k in g.ids} == {ts.prefix.name for ts in tss}
     assert task_kind(g, ("rechunk-transfer", 0)) == "rechunk-transfer"
-    monkeypatch.setattr(dask_hooks, "P2P_PAIRS", 1)  # a large shuffle: through its barrier
-    g = dask_hooks.estimated_graph(sched, tss, durations, {}, {})
+    monkeypatch.setattr(reading, "P2P_PAIRS", 1)  # a large shuffle: through its barrier
+    g = reading.estimated_graph(sched, tss, durations, {}, {})
     edges = {(g.ids[s], g.ids[d]): b for s, d, b in zip(*(x.tolist() for x in (g.arrays.src, g.arrays.dst,
                                                                                 g.arrays.size)))}
     assert edges[(("rechunk-transfer", 0), "shuffle-barrier-1")] == pytest.approx(8_000_000)
@@ -1236,7 +1236,7 @@ def test_a_worker_s_cold_first_task_does_not_make_it_look_slow():
     every task (held to a quarter core) stays 4x slower."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.scheduler.dask_hooks import observe, warm
+    from taskflow.runtime.scheduler.reading import observe, warm
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
 
     def task(i):
@@ -1394,7 +1394,7 @@ def test_the_inputs_placed_are_those_computed_or_running_on_a_known_worker():
     left out, and readers come in the order of the keys given."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.scheduler.dask_hooks import placed_inputs
+    from taskflow.runtime.scheduler.reading import placed_inputs
 
     def ts(key, prefix, nbytes=-1, holders=(), running=None, deps=()):
         return SimpleNamespace(key=key, prefix=SimpleNamespace(name=prefix), nbytes=nbytes, dependencies=list(deps),

@@ -221,13 +221,14 @@ def test_the_architecture_page_lists_every_module_of_taskflow_and_only_files_tha
     assert sorted(modules - listed) == []
 
 
-def test_the_architecture_page_names_exactly_the_modules_over_600_lines():
+def test_the_architecture_page_names_exactly_the_modules_over_500_lines_each_with_a_reason():
     text = (ROOT / "docs" / "architecture.md").read_text()
-    section = text.split("## Modules over 600 lines", 1)[1].split("\n## ", 1)[0]
-    named = set(re.findall(r"^- `([^`]+\.py)`", section, re.M))
+    section = text.split("## Modules over 500 lines", 1)[1].split("\n## ", 1)[0]
+    named = dict(re.findall(r"^- `([^`]+\.py)`: (.+)$", section, re.M))
     long = {str(p.relative_to(ROOT)) for pkg in ("taskflow", "schedulers", "workflows")
-            for p in (ROOT / pkg).rglob("*.py") if len(p.read_text().splitlines()) > 600}
-    assert named == long
+            for p in (ROOT / pkg).rglob("*.py") if len(p.read_text().splitlines()) > 500}
+    assert set(named) == long and all(len(why.split()) >= 4 for why in named.values())
+    assert not [p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py") if len(p.read_text().splitlines()) > 600]
 
 
 def test_no_private_name_crosses_a_module():

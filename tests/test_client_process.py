@@ -9,10 +9,8 @@ import pytest
 from distributed import Client, LocalCluster
 
 from taskflow import TaskFailed, compute, run
-from taskflow.runtime.client import dask_collections
-from taskflow.runtime.client import runner
-from taskflow.runtime.client import session
-from taskflow.runtime.client.session import frozen_heap, gather, workers_reachable
+from taskflow.runtime.client import dask_collections, runner, waiting
+from taskflow.runtime.client.waiting import frozen_heap, gather, workers_reachable
 
 from . import runtime_graphs as rg
 
@@ -91,7 +89,7 @@ def test_a_run_freezes_the_heap_while_it_runs_and_thaws_it_after(client, monkeyp
     assert rep.results["total"] == rg.expected_total(4, 2)
     frozen, during = seen[0]
     assert frozen > 1000  # every object that existed before the run
-    assert during[:2] == thresholds[:2] and during[2] >= session.RUN_FULL_COLLECTIONS  # no full collection
+    assert during[:2] == thresholds[:2] and during[2] >= waiting.RUN_FULL_COLLECTIONS  # no full collection
     assert gc.get_freeze_count() == 0 and gc.get_threshold() == thresholds
     # a run that fails thaws it too
     with pytest.raises(TaskFailed, match="explodes"):
@@ -106,7 +104,7 @@ def test_compute_holds_the_collector_the_same_way(client, monkeypatch):
     x = da.ones((40, 40), chunks=10)
     assert compute(x.sum(), client=client) == (1600.0,)
     frozen, during = seen[0]
-    assert frozen > 1000 and during[2] >= session.RUN_FULL_COLLECTIONS
+    assert frozen > 1000 and during[2] >= waiting.RUN_FULL_COLLECTIONS
     assert gc.get_freeze_count() == 0 and gc.get_threshold() == thresholds
 
 
@@ -122,7 +120,7 @@ def test_a_heap_the_caller_froze_or_a_collector_turned_off_is_left_alone():
     gc.disable()
     try:
         with frozen_heap():
-            assert gc.get_freeze_count() == 0 and gc.get_threshold()[2] < session.RUN_FULL_COLLECTIONS
+            assert gc.get_freeze_count() == 0 and gc.get_threshold()[2] < waiting.RUN_FULL_COLLECTIONS
         assert not gc.isenabled()
     finally:
         gc.enable()

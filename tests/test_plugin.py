@@ -414,7 +414,7 @@ def test_compute_learns_the_rates_workers_receive_at_and_predicts(client):
     names = sorted(str(w["name"]) for w in workers_info(client).values())
 
     def learned(dask_scheduler):
-        from taskflow.runtime.scheduler.dask_hooks import received_rates
+        from taskflow.runtime.scheduler.reading import received_rates
 
         return received_rates(dask_scheduler)
 
@@ -855,7 +855,7 @@ def test_the_workers_cpu_limits_are_a_prior_on_their_speeds_only_where_one_is_li
     worker is limited below its threads nothing tells them apart: no prior at all."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.scheduler.dask_hooks import cpu_shares
+    from taskflow.runtime.scheduler.reading import cpu_shares
     from taskflow.runtime.worker.worker_plugin import CPU_METRIC
 
     def sched(*workers):
@@ -954,7 +954,7 @@ def test_the_plugins_duration_table_is_bounded_and_skips_declared_runs(monkeypat
     costs, keys unique per run) are not recorded."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.scheduler import dask_hooks
+    from taskflow.runtime.scheduler import reading
 
     p = TaskflowPlugin()
     ws = SimpleNamespace(name="w0")
@@ -966,7 +966,7 @@ def test_the_plugins_duration_table_is_bounded_and_skips_declared_runs(monkeypat
         p.transition(key, "processing", "memory", worker="tcp://a",
                      startstops=[{"action": "compute", "start": 0.0, "stop": 0.5}])
 
-    monkeypatch.setattr(dask_hooks, "MAX_PREFIXES", 3)
+    monkeypatch.setattr(reading, "MAX_PREFIXES", 3)
     for k in range(5):
         finish(f"k{k}", f"p{k}")
     assert list(p.durations) == ["p2", "p3", "p4"] and p.durations["p4"] == {"w0": [0.5, 1, 0.5]}

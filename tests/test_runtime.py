@@ -361,7 +361,7 @@ def test_a_run_longer_than_two_seconds_shows_a_progress_bar(client, capsys, monk
     one long line)."""
     import sys
 
-    from taskflow.runtime.client.session import progress_bar
+    from taskflow.runtime.client.waiting import progress_bar
 
     assert progress_bar(8, "x").disable  # capsys's stderr is no terminal
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
@@ -699,7 +699,7 @@ def test_each_worker_runs_its_roots_in_the_plan_order_however_the_graph_came(cli
 
 
 def test_plan_first_orders_planned_compute_tasks_only():
-    from taskflow.runtime.scheduler.dask_hooks import plan_first
+    from taskflow.runtime.scheduler.patching import plan_first
 
     msgs = [{"op": "compute-task", "key": "a", "priority": (-1, 0)},
             {"op": "free-keys", "keys": ["z"]},
@@ -717,7 +717,7 @@ def test_only_planned_keys_are_sent_in_the_plan_s_order():
     and nothing is looked at while no run has a plan."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.scheduler.dask_hooks import PlannedKeys, send_planned_in_order
+    from taskflow.runtime.scheduler.patching import PlannedKeys, send_planned_in_order
 
     planned = SimpleNamespace(plan={"a": "w0", "b": "w0"})
     left = SimpleNamespace(plan={})

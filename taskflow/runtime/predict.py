@@ -28,7 +28,7 @@ def predict_dask(graph: TaskGraph, cluster: Cluster, state: dict | None, time_sc
                  pinned: dict | None = None, within=None, priorities: dict | None = None) -> float:
     """The makespan (scaled seconds) of ``graph`` on ``cluster`` under Dask's own scheduling: the
     simulator's model of Dask's decisions (:class:`schedulers.dask_model.DaskModel`) started from
-    ``state`` (:func:`taskflow.runtime.scheduler.dask_hooks.dask_state`, read from the scheduler just before the
+    ``state`` (:func:`taskflow.runtime.scheduler.reading.dask_state`, read from the scheduler just before the
     graph is submitted; None: Dask's defaults), with the max-min network, averaged over ``draws``
     orders of Dask's sets of tasks (its hashes, random per scheduler process); two when the first
     two agree within :data:`DRAWS_AGREE`.
@@ -289,7 +289,7 @@ def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin:
     plan : Schedule or None
         None where :data:`PLAN` is not among ``choices``.
     state : dict or None
-        :func:`taskflow.runtime.scheduler.dask_hooks.dask_state`.
+        :func:`taskflow.runtime.scheduler.reading.dask_state`.
     margin : float
     limit : int
     policy : Scheduler, optional

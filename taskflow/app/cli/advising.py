@@ -103,7 +103,7 @@ class _Progress:
         if not self.shown:
             return
         if self.bar is None or self.bar.total != total:
-            from ...runtime.client.session import progress_bar
+            from ...runtime.client.waiting import progress_bar
 
             self.close()
             self.bar = progress_bar(total, "advise", unit="simulation")

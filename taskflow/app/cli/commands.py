@@ -103,7 +103,7 @@ class _SearchProgress:
         if not self.shown:
             return
         if self.bar is None:
-            from ...runtime.client.session import progress_bar
+            from ...runtime.client.waiting import progress_bar
 
             self.bar = progress_bar(100, "heft-search", unit="%")
         self.bar.n = int(share * 100)

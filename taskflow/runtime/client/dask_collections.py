@@ -13,8 +13,9 @@ from .calibrate import attach_addresses, cluster_from_dask
 from ..messages import cluster_message, graph_payload
 from .report import decision_note, report_from_stream
 from .runner import connect, say_dashboard
-from .session import (Watchdog, call, check_call, close_quietly, ensure_plugin, frozen_heap, gather, stream_index,
-                      stream_since, wait_for, workers_reachable, workers_records)
+from .records import stream_index, stream_since, workers_records
+from .session import call, check_call, ensure_plugin
+from .waiting import Watchdog, close_quietly, frozen_heap, gather, wait_for, workers_reachable
 
 __all__ = ["compute"]
 

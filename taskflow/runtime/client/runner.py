@@ -17,7 +17,7 @@ receive real bytes moved by Dask.
 
 Every wait is bounded: a task that raises ends the run with :class:`TaskFailed` naming the task
 (results already computed stay available on the exception); a scheduler that stops answering for
-:data:`~taskflow.runtime.client.session.SCHEDULER_LOSS` seconds, losing every worker for longer than the plugin's grace period, a
+:data:`~taskflow.runtime.client.waiting.SCHEDULER_LOSS` seconds, losing every worker for longer than the plugin's grace period, a
 run the plugin cannot plan, or ``timeout`` end it with a :class:`~taskflow.TaskflowError`.
 """
 from __future__ import annotations
@@ -45,8 +45,9 @@ from ..launch.local import local_cluster, warm_cluster
 from ..messages import cluster_message, graph_payload, plan_priorities
 from ..predict import DASK_DRAWS, predict_dask, predict_plan
 from .report import RunReport, report_from_stream
-from .session import (Watchdog, call, check_call, close_quietly, ensure_plugin, frozen_heap, gather, progress_bar,
-                      stream_index, stream_since, wait_for, workers_reachable, workers_records)
+from .records import stream_index, stream_since, workers_records
+from .session import call, check_call, ensure_plugin
+from .waiting import Watchdog, close_quietly, frozen_heap, gather, progress_bar, wait_for, workers_reachable
 
 __all__ = ["run", "connect", "client_for", "SCHEDULER_FILE_WAIT", "dashboard_link", "dashboard_address", "say_dashboard", "predict_dask", "submit_order", "GUESS_ERROR", "DASHBOARD",
            "DASK_DRAWS"]
@@ -408,7 +409,7 @@ class _Runner:
         self.task_of = {k: t for t, k in self.key_of.items()}
         self.futures = {}  # task id -> Future
         self.replans = 0
-        #: ``{"state": ...}``: Dask's scheduler state at submission (:func:`.dask_hooks.dask_state`),
+        #: ``{"state": ...}``: Dask's scheduler state at submission (:func:`.reading.dask_state`),
         #: for a run it schedules (a box, so that the prediction holds it and not the runner)
         self.dask_state = {}
         self.watchdog = Watchdog(client, self.run_id if policy.kind == "static" else None)

@@ -11,7 +11,9 @@ import math
 import statistics
 import time
 
-from .dask_hooks import BARRIER_PREFIX, cpu_shares, dask_state, move_queued, placed_inputs, restrict, warm
+from .patching import move_queued, restrict
+
+from .reading import BARRIER_PREFIX, cpu_shares, dask_state, placed_inputs, warm
 from ..predict import CHOICES, DASK, PLAN, SUBSET, across_hosts, choose, narrow_pairs, narrow_rate, subsets
 from .runs import EARLY, FAILED, MOVABLE, PROGRESS_POINTS, REPLANNING, behind, progress_curve, race_own_plan, signature
 
@@ -156,7 +158,7 @@ class Adapting:
         :data:`MIN_TASKS` tasks and :data:`MIN_SECONDS` seconds on a worker (a few tasks on a
         loaded machine differ by 1.5x and more between identical workers), else as the run's
         declared cluster has them (undeclared: the shares of a core the workers' cgroups allow,
-        :func:`.dask_hooks.cpu_shares`); a declared worker not measured keeps its declared speed relative
+        :func:`.reading.cpu_shares`); a declared worker not measured keeps its declared speed relative
         to the measured ones (:func:`.learn.speeds_on`: a run held off a slow worker never measures
         it, and the next run must still see it slow); 1 where unknown."""
         from ..learn import relative_speeds, speeds_on
@@ -198,7 +200,7 @@ class Adapting:
         queue would run it at its own pace. The latest queued (lowest priority) move first, each
         to the worker that would finish its share soonest (tasks per thread over learned speed),
         where that is sooner than where it waits; a task already running stays (Dask's stealing
-        protocol: :func:`.dask_hooks.move_queued`)."""
+        protocol: :func:`.reading.move_queued`)."""
         tasks = self.dask_scheduler.tasks
         workers = list(self.dask_scheduler.workers.values())
         if len(workers) < 2:
@@ -221,7 +223,7 @@ class Adapting:
         :data:`~.predict.SUBSET` choice): Dask's own scheduling among them, stealing included.
         Tasks Dask queued (which it hands to any worker with a free thread) and tasks with no
         worker left go back to waiting, to be placed among those workers; tasks already sent to
-        another worker and not started there are asked over to them (:func:`.dask_hooks.move_queued`)."""
+        another worker and not started there are asked over to them (:func:`.reading.move_queued`)."""
         tasks = self.dask_scheduler.tasks
         r.fast = tuple(sorted(addresses))
         held = [self.dask_scheduler.workers[a] for a in r.fast if a in self.dask_scheduler.workers]

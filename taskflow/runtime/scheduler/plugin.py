@@ -57,8 +57,8 @@ from ...graph import TaskGraph
 from ...policy import get_scheduler, require_runnable
 from .adaptation import Adapting
 from ..learn import last_compute, relative_speeds, speeds_on
-from .dask_hooks import (blamed_key, cpu_shares, dask_state, estimated_graph, keep_planned_replicas, move_queued,
-                         observe, prefetch, received_rates, restrict, send_planned_in_order, warm)
+from .patching import keep_planned_replicas, move_queued, prefetch, restrict, send_planned_in_order
+from .reading import blamed_key, cpu_shares, dask_state, estimated_graph, observe, received_rates, warm
 from .overhead import BYTE_SECONDS, DispatchGaps
 from ..messages import PLUGIN_NAME, cluster_from_message, graph_from_payload, plan_priorities
 from .runs import (FAILED, FINISHED, FINISHED_KEY, LIVE, MOVABLE, PLANNED, REGISTERED, REPLANNING, RUNNING,
@@ -484,7 +484,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         """The declared cluster of ``r`` over the live workers (:meth:`Cluster.on_workers`); for a
         run that learns, with the speeds and rates Dask's tasks and transfers showed. Where nothing
         is declared, a worker's speed before any of its tasks is measured is the share of a core
-        its cgroup's CPU limit allows each of its threads (:func:`.dask_hooks.cpu_shares`)."""
+        its cgroup's CPU limit allows each of its threads (:func:`.reading.cpu_shares`)."""
         prior = cpu_shares(self.dask_scheduler)
         live = [Worker(str(ws.name), prior.get(str(ws.name), 1.0), max(1, int(ws.nthreads)), address=ws.address)
                 for ws in sorted(self.dask_scheduler.workers.values(), key=lambda ws: str(ws.name))]
@@ -546,7 +546,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
     def _apply(self, r: Run, stimulus_id: str) -> None:
         """Restrict each unfinished planned task to its worker, set its priority, release the
         stranded ones to their new worker; one sent to another worker and not started there is
-        asked over (:func:`.dask_hooks.move_queued`)."""
+        asked over (:func:`.reading.move_queued`)."""
         tasks = self.dask_scheduler.tasks
         workers = self.dask_scheduler.workers
         recommendations = {}
@@ -569,7 +569,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
             self.dask_scheduler.transitions(recommendations, stimulus_id=stimulus_id)
 
     def _graph_of(self, tss, prefix_costs: dict | None = None) -> TaskGraph:
-        """The cost model of Dask tasks ``tss`` from what was measured (:func:`.dask_hooks.estimated_graph`)."""
+        """The cost model of Dask tasks ``tss`` from what was measured (:func:`.reading.estimated_graph`)."""
         return estimated_graph(self.dask_scheduler, tss, self.durations, self.sizes, self.learned_speeds(), prefix_costs,
                                self.inputs)
 
