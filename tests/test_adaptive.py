@@ -242,7 +242,7 @@ def test_a_hold_asks_the_tasks_waiting_outside_it_over_and_leaving_to_dask_lifts
     """A run planned on three workers, its tasks sent to them: held to worker "f", the tasks
     waiting on the others are restricted to it and asked over (the finished one is not touched);
     then left to Dask, every unfinished one, sent or not, loses its restrictions."""
-    from taskflow.runtime.scheduler.adaptation import Adapting
+    from taskflow.runtime.scheduler.adaptation import Adaptation
     from taskflow.runtime.scheduler.runs import Run
 
     asked = []
@@ -264,10 +264,10 @@ def test_a_hold_asks_the_tasks_waiting_outside_it_over_and_leaving_to_dask_lifts
     def valid(ts):
         return None if ts.worker_restrictions is None else {ws[a] for a in ts.worker_restrictions}
 
-    plugin = Adapting()
-    plugin.dask_scheduler = _Fake(tasks=tasks, workers=ws, extensions={"stealing": stealing}, valid_workers=valid,
-                                  transitions=lambda *a, **k: None)
-    plugin.learned_speeds = lambda: {}  # the plugin's
+    view = _Fake(dask_scheduler=_Fake(tasks=tasks, workers=ws, extensions={"stealing": stealing}, valid_workers=valid,
+                                      transitions=lambda *a, **k: None),
+                 learned_speeds=lambda: {}, unfinished=lambda r: [k for k in g.ids if k != "done"])
+    plugin = Adaptation(view)  # the plugin as the adaptive scheduler sees it: its narrow view
     r = Run("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
     r.plan = {k: where.get(k, "s1") for k in g.ids}
     plugin._hold(r, ["later"], ["f"])
@@ -394,78 +394,78 @@ def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
                                graph=(), done=set(), finished_at=[], reference=[])
 
     sig = (frozenset({"a"}), 5)
-    p.record(run(sig, "plan", 1.0))  # the first run of its kind learns: not kept
-    assert p.outcomes[sig] == {"plan": [], "dask": [], "subset": []}
+    p.adaptation.record(run(sig, "plan", 1.0))  # the first run of its kind learns: not kept
+    assert p.adaptation.outcomes[sig] == {"plan": [], "dask": [], "subset": []}
     r = run(sig, None, 0)
-    assert p._measured_choice(r) is None and r.fixed  # the guard decides, once, and is not re-decided
-    p.record(run(sig, "plan", 2.0))
+    assert p.adaptation._measured_choice(r) is None and r.fixed  # the guard decides, once, and is not re-decided
+    p.adaptation.record(run(sig, "plan", 2.0))
     r = run(sig, None, 0)
-    assert p._measured_choice(r) == ("dask", None)  # nothing predicted: each other choice, once
+    assert p.adaptation._measured_choice(r) == ("dask", None)  # nothing predicted: each other choice, once
     assert r.fallback == "plan" and r.watch == pytest.approx(1.25 * 2.0, abs=0.01)  # given up at 1.25x the best so far
-    p.record(run(sig, "dask", 1.5))
-    p.record(run(sig, "dask", 9.0, guarded=2))  # changed its mind on the way: not kept
-    p.record(run(sig, "dask", 1.6, guarded=0))  # left to Dask at once, never guarded: kept
+    p.adaptation.record(run(sig, "dask", 1.5))
+    p.adaptation.record(run(sig, "dask", 9.0, guarded=2))  # changed its mind on the way: not kept
+    p.adaptation.record(run(sig, "dask", 1.6, guarded=0))  # left to Dask at once, never guarded: kept
     # two choices only (workers alike: no subset): the shorter of the two
-    choice, predicted = p._measured_choice(run(sig, None, 0), ("plan", "dask"))
+    choice, predicted = p.adaptation._measured_choice(run(sig, None, 0), ("plan", "dask"))
     assert choice == "dask" and predicted == pytest.approx(1.55, abs=0.05)
-    assert p._measured_choice(run(sig, None, 0)) == ("subset", None)  # with a slow worker: tried once
-    p.record(run(sig, "subset", 1.2))
+    assert p.adaptation._measured_choice(run(sig, None, 0)) == ("subset", None)  # with a slow worker: tried once
+    p.adaptation.record(run(sig, "subset", 1.2))
     r = run(sig, None, 0)
-    choice, predicted = p._measured_choice(r)
+    choice, predicted = p.adaptation._measured_choice(r)
     assert choice == "subset" and predicted == pytest.approx(1.2, abs=0.05) and not r.watch
     for _ in range(3):
-        p.record(run(sig, "plan", 1.0))
-    choice, predicted = p._measured_choice(run(sig, None, 0))
+        p.adaptation.record(run(sig, "plan", 1.0))
+    choice, predicted = p.adaptation._measured_choice(run(sig, None, 0))
     assert choice == "plan" and predicted == pytest.approx(1.0, abs=0.05)  # median of 2.0, 1.0, 1.0, 1.0
     # another kind of work: the guard's predictions rule out a choice as far as they proved right
     other = (frozenset({"b"}), 5)
-    p.record(run(other, "plan", 1.0))  # learns
+    p.adaptation.record(run(other, "plan", 1.0))  # learns
     guarded = run(other, "plan", 1.35)
     guarded.predictions = {"dask": 3.0, "plan": 1.0, "subset": 1.1}
-    p.record(guarded)
+    p.adaptation.record(guarded)
     # plan measured 35% over its prediction: the band is 1.7x the best predicted; subset in it, dask not
-    assert p._measured_choice(run(other, None, 0)) == ("subset", 1.1)
-    p.record(run(other, "subset", 1.6))  # 45% over: the band grows to 1.9x, dask still out of it
-    choice, predicted = p._measured_choice(run(other, None, 0))
+    assert p.adaptation._measured_choice(run(other, None, 0)) == ("subset", 1.1)
+    p.adaptation.record(run(other, "subset", 1.6))  # 45% over: the band grows to 1.9x, dask still out of it
+    choice, predicted = p.adaptation._measured_choice(run(other, None, 0))
     assert choice == "plan" and predicted == pytest.approx(1.35, abs=0.01)
     # plan measured 3x its prediction: the band is 5x the best predicted, dask (4.4x) in it; Dask's own,
     # measured once within 15% of the shortest, is measured once more before it is dismissed, and kept
     # unless beaten by 5%
     third = (frozenset({"c"}), 5)
-    p.record(run(third, "plan", 1.0))
+    p.adaptation.record(run(third, "plan", 1.0))
     guarded = run(third, "plan", 1.35)
     guarded.predictions = {"dask": 2.0, "plan": 0.45}
-    p.record(guarded)
-    assert p._measured_choice(run(third, None, 0)) == ("dask", 2.0)
-    p.record(run(third, "dask", 1.5))
+    p.adaptation.record(guarded)
+    assert p.adaptation._measured_choice(run(third, None, 0)) == ("dask", 2.0)
+    p.adaptation.record(run(third, "dask", 1.5))
     r = run(third, None, 0)
-    choice, predicted = p._measured_choice(r)
+    choice, predicted = p.adaptation._measured_choice(r)
     assert choice == "dask" and predicted == pytest.approx(1.5, abs=0.01)
     # measured again, watched like a try: a second run of a plan once took 2x its first unwatched
     assert r.fallback == "plan" and r.watch == pytest.approx(1.25 * 1.35, abs=0.01)
-    p.record(run(third, "dask", 1.3))
-    choice, predicted = p._measured_choice(run(third, None, 0))
+    p.adaptation.record(run(third, "dask", 1.3))
+    choice, predicted = p.adaptation._measured_choice(run(third, None, 0))
     assert choice == "dask" and predicted == pytest.approx(1.4, abs=0.01)  # plan's 1.35 is not 5% under it
-    p.record(run(third, "plan", 1.0))
-    choice, predicted = p._measured_choice(run(third, None, 0))
+    p.adaptation.record(run(third, "plan", 1.0))
+    choice, predicted = p.adaptation._measured_choice(run(third, None, 0))
     assert choice == "plan" and predicted == pytest.approx(1.175, abs=0.01)
     # runs of the same work that differ by 26% among themselves: a choice measured once 22% over
     # the shortest (outside 15%, inside that noise) is measured once more before it is dismissed
     noisy = (frozenset({"d"}), 5)
-    p.record(run(noisy, "dask", 1.0))  # learns
+    p.adaptation.record(run(noisy, "dask", 1.0))  # learns
     for secs in (1.0, 1.3):
-        p.record(run(noisy, "dask", secs))
-    p.record(run(noisy, "subset", 1.4))  # 22% over Dask's own median of 1.15
-    choice, predicted = p._measured_choice(run(noisy, None, 0), ("dask", "subset"))
+        p.adaptation.record(run(noisy, "dask", secs))
+    p.adaptation.record(run(noisy, "subset", 1.4))  # 22% over Dask's own median of 1.15
+    choice, predicted = p.adaptation._measured_choice(run(noisy, None, 0), ("dask", "subset"))
     assert choice == "subset" and predicted == pytest.approx(1.4, abs=0.01)
-    p.record(run(noisy, "subset", 1.5))
-    assert p._measured_choice(run(noisy, None, 0), ("dask", "subset"))[0] == "dask"
+    p.adaptation.record(run(noisy, "subset", 1.5))
+    assert p.adaptation._measured_choice(run(noisy, None, 0), ("dask", "subset"))[0] == "dask"
     steady = (frozenset({"e"}), 5)  # runs alike, but for one far off: the same 22% dismisses it at once
-    p.record(run(steady, "dask", 1.0))
+    p.adaptation.record(run(steady, "dask", 1.0))
     for secs in (1.15, 1.15, 2.3):
-        p.record(run(steady, "dask", secs))
-    p.record(run(steady, "subset", 1.4))
-    assert p._measured_choice(run(steady, None, 0), ("dask", "subset"))[0] == "dask"
+        p.adaptation.record(run(steady, "dask", secs))
+    p.adaptation.record(run(steady, "subset", 1.4))
+    assert p.adaptation._measured_choice(run(steady, None, 0), ("dask", "subset"))[0] == "dask"
 
 
 def _task(key, prefix, nbytes=-1, deps=()):
@@ -498,13 +498,13 @@ def test_a_prefix_whose_durations_follow_its_inputs_is_costed_per_task():
     small, big = _task("small", "load", nbytes=int(1e6)), _task("big", "load", nbytes=int(8e6))
     new = [_task("x1", "work", deps=[small]), _task("x8", "work", deps=[big]),
            _task("f8", "flat", deps=[big]), _task("n8", "never", deps=[big])]
-    g = p._graph_of(new)
+    g = p.graph_of(new)
     assert g.task("x1").cost == pytest.approx(0.1) and g.task("x8").cost == pytest.approx(0.8)
     assert g.task("f8").cost == pytest.approx(0.25)  # the prefix's mean
     # never run: what the graph's measured tasks cost on average (Dask's 0.5 s default is a placeholder)
     assert g.task("n8").cost == pytest.approx((0.1 + 0.8 + 0.25) / 3)
-    assert p._graph_of([_task("n1", "never", deps=[big])]).task("n1").cost == 0.5  # nothing measured: Dask's
-    assert p._graph_of(new, {"work": 2.0}).task("x8").cost == 2.0  # declared costs win
+    assert p.graph_of([_task("n1", "never", deps=[big])]).task("n1").cost == 0.5  # nothing measured: Dask's
+    assert p.graph_of(new, {"work": 2.0}).task("x8").cost == 2.0  # declared costs win
 
 
 def _sort_copy(x):
@@ -650,15 +650,15 @@ def test_a_link_once_narrow_for_a_kind_of_work_stays_narrow_for_it():
     policy = get_scheduler("adaptive")
     first = Run("r1", pair(0.01), policy, None, "c1", owned=True)
     first.signature = (frozenset({"work"}), 1)
-    assert p._narrow_rate(first, links, first.graph) == pytest.approx(20e6) and p.narrow_seen
+    assert p.adaptation._narrow_rate(first, links, first.graph) == pytest.approx(20e6) and p.adaptation.narrow_seen
     later = Run("r2", pair(0.02), policy, None, "c1", owned=True)
     later.signature = first.signature
-    assert p._narrow_rate(later, links, later.graph) == pytest.approx(20e6)
-    assert narrow_pairs(links, p._narrow_rate(later, links, later.graph)) == {("a", "b"), ("b", "a")}
+    assert p.adaptation._narrow_rate(later, links, later.graph) == pytest.approx(20e6)
+    assert narrow_pairs(links, p.adaptation._narrow_rate(later, links, later.graph)) == {("a", "b"), ("b", "a")}
     other = Run("r3", pair(0.02), policy, None, "c1", owned=True)
     other.signature = (frozenset({"else"}), 1)
-    assert p._narrow_rate(other, links, other.graph) == pytest.approx(10e6)
-    assert not narrow_pairs(links, p._narrow_rate(other, links, other.graph))
+    assert p.adaptation._narrow_rate(other, links, other.graph) == pytest.approx(10e6)
+    assert not narrow_pairs(links, p.adaptation._narrow_rate(other, links, other.graph))
 
 
 def test_mid_run_a_hold_in_place_is_weighed_though_no_link_looks_narrow_now(monkeypatch):
@@ -689,11 +689,11 @@ def test_mid_run_a_hold_in_place_is_weighed_though_no_link_looks_narrow_now(monk
     monkeypatch.setattr(adaptation, "dask_state", lambda *a, **k: None)
     r = Run("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
     r.guarded, r.decision, r.fast = 1, SUBSET, ("tcp://10.0.0.1:1",)
-    p.guard(r, g.subgraph(["t-2", "t-3"]), cluster, None)
+    p.adaptation.guard(r, g.subgraph(["t-2", "t-3"]), cluster, None)
     assert SUBSET in seen["choices"] and seen["candidates"] == [["a"]] and r.decision == SUBSET
     r.fast = ()
     r.decision = "dask"
-    p.guard(r, g.subgraph(["t-3"]), cluster, None)
+    p.adaptation.guard(r, g.subgraph(["t-3"]), cluster, None)
     assert SUBSET not in seen["choices"]  # nothing held, nothing narrow: no subset to weigh
 
 
@@ -716,16 +716,16 @@ def test_a_rate_learned_one_way_counts_both_ways_until_the_other_is_measured(mon
     rates = {"w1": {"w0": 9e6}}
     monkeypatch.setattr(plugin_module, "received_rates", lambda dask_scheduler: rates)
     r = Run("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
-    c = p._live_cluster(r)
+    c = p.live_cluster(r)
     assert c.bandwidths["w1"]["w0"] == c.bandwidths["w0"]["w1"] == 9e6
     assert "w2" not in c.bandwidths and "w2" not in c.bandwidths["w0"]
     rates["w0"] = {"w1": 20e6}
-    c = p._live_cluster(r)
+    c = p.live_cluster(r)
     assert c.bandwidths["w1"]["w0"] == 9e6 and c.bandwidths["w0"]["w1"] == 20e6
     declared = Cluster([Worker(f"w{i}") for i in range(3)], bandwidth=1e9, bandwidths={"w0": {"w2": 5e6}})
     rates.clear()
     rates["w2"] = {"w0": 9e6}
-    c = p._live_cluster(Run("r2", g, get_scheduler("adaptive"), declared, "c1", owned=True))
+    c = p.live_cluster(Run("r2", g, get_scheduler("adaptive"), declared, "c1", owned=True))
     assert c.bandwidths["w0"]["w2"] == 5e6 and c.bandwidths["w2"]["w0"] == 9e6
 
 
@@ -755,18 +755,18 @@ def test_a_run_that_begins_left_to_dask_makes_its_first_choice_mid_run_by_the_me
 
     g, cluster, policy, p = _wide_plugin(12)
     sig = (frozenset({"t"}), 3)
-    p.outcomes[sig] = {"plan": [2.0, 2.1], "dask": [1.0, 1.1], "subset": [1.9, 2.0]}
+    p.adaptation.outcomes[sig] = {"plan": [2.0, 2.1], "dask": [1.0, 1.1], "subset": [1.9, 2.0]}
     r = Run("r1", g, policy, None, "c1", owned=True)
     r.signature, r.started = sig, time.monotonic()
     part = g.subgraph([f"t{i}" for i in range(6, 12)])  # mid-run: half of it finished
     plan = policy.schedule(part, cluster)
-    assert p.guard(r, part, cluster, plan) == pytest.approx(1.05) and r.decision == DASK and r.fixed
-    p.record(r)
-    assert p.outcomes[sig]["dask"][-1] < 1.0  # kept: its one choice
+    assert p.adaptation.guard(r, part, cluster, plan) == pytest.approx(1.05) and r.decision == DASK and r.fixed
+    p.adaptation.record(r)
+    assert p.adaptation.outcomes[sig]["dask"][-1] < 1.0  # kept: its one choice
     twice = SimpleNamespace(learned=True, policy=policy, signature=sig, started=time.monotonic() - 0.5,
                             predictions={}, decision=PLAN, guarded=2)
-    p.record(twice)
-    assert p.outcomes[sig]["plan"] == [2.0, 2.1]  # chose twice: not kept
+    p.adaptation.record(twice)
+    assert p.adaptation.outcomes[sig]["plan"] == [2.0, 2.1]  # chose twice: not kept
 
 
 def test_a_choice_tried_for_the_first_time_is_given_up_once_it_runs_past_its_watch(monkeypatch):
@@ -785,29 +785,29 @@ def test_a_choice_tried_for_the_first_time_is_given_up_once_it_runs_past_its_wat
     cluster = Cluster.heterogeneous([4.0, 1.0])
     p = TaskflowPlugin()
     p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
-    monkeypatch.setattr(p, "_live_cluster", lambda r: cluster)
-    monkeypatch.setattr(p, "_unfinished", lambda r: [f"t{i}" for i in range(6, 12)])
+    monkeypatch.setattr(p, "live_cluster", lambda r: cluster)
+    monkeypatch.setattr(p, "unfinished", lambda r: [f"t{i}" for i in range(6, 12)])
     sig = (frozenset({"t"}), 3)
-    p.outcomes[sig] = {"plan": [1.0], "dask": [], "subset": [], "predicted": {"plan": 1.0, "subset": 0.9}}
+    p.adaptation.outcomes[sig] = {"plan": [1.0], "dask": [], "subset": [], "predicted": {"plan": 1.0, "subset": 0.9}}
     r = Run("r1", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
     r.signature, r.started, r.state = sig, time.monotonic(), RUNNING
-    assert p._measured_choice(r, ("plan", "subset")) == (SUBSET, 0.9) and r.watch == pytest.approx(1.25)
+    assert p.adaptation._measured_choice(r, ("plan", "subset")) == (SUBSET, 0.9) and r.watch == pytest.approx(1.25)
     r.decision = SUBSET
-    p.learn_within(r, "t", 0.1, cluster.ids[0], "s1")  # within its watch: nothing changes
-    assert r.decision == SUBSET and p.outcomes[sig]["subset"] == []
+    p.adaptation.learn_within(r, "t", 0.1, cluster.ids[0], "s1")  # within its watch: nothing changes
+    assert r.decision == SUBSET and p.adaptation.outcomes[sig]["subset"] == []
     r.started -= 1.3
-    p.learn_within(r, "t", 0.1, cluster.ids[0], "s2")
+    p.adaptation.learn_within(r, "t", 0.1, cluster.ids[0], "s2")
     assert r.decision == PLAN and set(r.plan) == {f"t{i}" for i in range(6, 12)} and r.state == RUNNING
-    assert p.outcomes[sig]["subset"] == [pytest.approx(1.3, abs=0.05)]  # measured as long as it ran
-    p.record(r)
-    assert p.outcomes[sig]["plan"] == [1.0] and len(p.outcomes[sig]["subset"]) == 1  # not kept
+    assert p.adaptation.outcomes[sig]["subset"] == [pytest.approx(1.3, abs=0.05)]  # measured as long as it ran
+    p.adaptation.record(r)
+    assert p.adaptation.outcomes[sig]["plan"] == [1.0] and len(p.adaptation.outcomes[sig]["subset"]) == 1  # not kept
     again = Run("r2", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
     again.signature = sig
-    assert p._measured_choice(again, ("plan", "subset"))[0] == PLAN
-    p.outcomes[sig]["plan"].append(1.3)  # subset's 1.3 is now within 15% of the plan's median...
-    assert p._measured_choice(again, ("plan", "subset"))[0] == PLAN  # ... but it lost a race: not tried again
-    p.outcomes[sig].pop("lost")
-    assert p._measured_choice(again, ("plan", "subset"))[0] == SUBSET  # a close second measured once, were it not
+    assert p.adaptation._measured_choice(again, ("plan", "subset"))[0] == PLAN
+    p.adaptation.outcomes[sig]["plan"].append(1.3)  # subset's 1.3 is now within 15% of the plan's median...
+    assert p.adaptation._measured_choice(again, ("plan", "subset"))[0] == PLAN  # ... but it lost a race: not tried again
+    p.adaptation.outcomes[sig].pop("lost")
+    assert p.adaptation._measured_choice(again, ("plan", "subset"))[0] == SUBSET  # a close second measured once, were it not
 
 
 def test_a_try_falling_behind_the_progress_of_the_choice_measured_shortest_is_given_up_early(monkeypatch):
@@ -819,10 +819,10 @@ def test_a_try_falling_behind_the_progress_of_the_choice_measured_shortest_is_gi
     from taskflow.runtime.scheduler.runs import RUNNING, Run
 
     g, cluster, policy, p = _wide_plugin(10)
-    monkeypatch.setattr(p, "_live_cluster", lambda r: cluster)
-    monkeypatch.setattr(p, "_unfinished", lambda r: [f"t{i}" for i in range(2, 10)])
+    monkeypatch.setattr(p, "live_cluster", lambda r: cluster)
+    monkeypatch.setattr(p, "unfinished", lambda r: [f"t{i}" for i in range(2, 10)])
     sig = (frozenset({"t"}), 3)
-    p.outcomes[sig] = {"plan": [], "dask": [], "subset": [], "predicted": {"plan": 1.5, "dask": 2.0}}
+    p.adaptation.outcomes[sig] = {"plan": [], "dask": [], "subset": [], "predicted": {"plan": 1.5, "dask": 2.0}}
     for _ in range(2):  # two runs of Dask's own: a task finishes every 0.2 s
         done = Run("d", g, policy, cluster, "c1", owned=True)
         done.signature, done.decision, done.guarded, done.state = sig, DASK, 1, RUNNING
@@ -831,26 +831,26 @@ def test_a_try_falling_behind_the_progress_of_the_choice_measured_shortest_is_gi
             done.key_moved(f"t{i}", "memory")
         done.finished_at = [done.started + 0.2 * (i + 1) for i in range(10)]
         assert progress_curve(done, 5) == pytest.approx([0.4, 0.8, 1.2, 1.6, 2.0])
-        p.record(done)
-    assert len(p.outcomes[sig]["curves"][DASK]) == 2 and p.outcomes[sig]["dask"] == [pytest.approx(2.0, abs=0.05)] * 2
+        p.adaptation.record(done)
+    assert len(p.adaptation.outcomes[sig]["curves"][DASK]) == 2 and p.adaptation.outcomes[sig]["dask"] == [pytest.approx(2.0, abs=0.05)] * 2
     r = Run("r1", g, policy, cluster, "c1", owned=True)
     r.signature, r.state = sig, RUNNING
-    assert p._measured_choice(r, (PLAN, DASK)) == (PLAN, 1.5) and r.watch == pytest.approx(2.5, abs=0.1)
+    assert p.adaptation._measured_choice(r, (PLAN, DASK)) == (PLAN, 1.5) and r.watch == pytest.approx(2.5, abs=0.1)
     assert r.reference[1] == pytest.approx(0.2) and r.reference[-1] == pytest.approx(2.0)
     r.decision, r.started = PLAN, time.monotonic() - 1.0
     r.key_moved("t0", "memory")
     assert behind(r, 1.0) == 0.0  # a tenth done: not raced yet
-    p.learn_within(r, "t", 0.1, cluster.ids[0], "s1")
-    assert r.decision == PLAN and p.outcomes[sig]["plan"] == []
+    p.adaptation.learn_within(r, "t", 0.1, cluster.ids[0], "s1")
+    assert r.decision == PLAN and p.adaptation.outcomes[sig]["plan"] == []
     r.key_moved("t1", "memory")
     assert behind(r, 1.0) == pytest.approx(2.5)  # two tenths at 1 s; the reference's at 0.4 s
-    p.learn_within(r, "t", 0.1, cluster.ids[0], "s2")
+    p.adaptation.learn_within(r, "t", 0.1, cluster.ids[0], "s2")
     assert r.decision == DASK and r.reference == [] and r.watch == 0.0
     assert r.path == [PLAN, DASK]  # the status (and the suite) show the try, not only where it ended
-    assert p.outcomes[sig]["plan"] == [pytest.approx(5.0, rel=0.05)]  # its pace, not the second it ran
+    assert p.adaptation.outcomes[sig]["plan"] == [pytest.approx(5.0, rel=0.05)]  # its pace, not the second it ran
     again = Run("r2", g, policy, cluster, "c1", owned=True)
     again.signature = sig
-    assert p._measured_choice(again, (PLAN, DASK))[0] == DASK
+    assert p.adaptation._measured_choice(again, (PLAN, DASK))[0] == DASK
 
 
 def test_a_try_of_the_plan_races_its_own_timeline_not_dask_s_progress(monkeypatch):
@@ -866,18 +866,18 @@ def test_a_try_of_the_plan_races_its_own_timeline_not_dask_s_progress(monkeypatc
 
     g, cluster, policy, p = _wide_plugin(10)
     monkeypatch.setattr(adaptation, "dask_state", lambda *a: None)
-    monkeypatch.setattr(p, "_live_cluster", lambda r: cluster)
-    monkeypatch.setattr(p, "_unfinished", lambda r: [f"t{i}" for i in range(4, 10)])
+    monkeypatch.setattr(p, "live_cluster", lambda r: cluster)
+    monkeypatch.setattr(p, "unfinished", lambda r: [f"t{i}" for i in range(4, 10)])
     sig = (frozenset({"t"}), 3)
     curve = [0.2 * ((i + 2) // 2) for i in range(20)]  # a twentieth of ten tasks: one finished
-    p.outcomes[sig] = {"plan": [], "dask": [2.0, 2.0], "subset": [], "predicted": {"plan": 1.5, "dask": 2.0},
+    p.adaptation.outcomes[sig] = {"plan": [], "dask": [2.0, 2.0], "subset": [], "predicted": {"plan": 1.5, "dask": 2.0},
                        "curves": {DASK: [curve, curve]}}
     finish = [0.5 + 0.1 * (i + 1) for i in range(10)]
     plan = Schedule(g.ids, [cluster.ids[0]] * 10, [f - 0.1 for f in finish], finish, "adaptive")
     made = []
     r = Run("r1", g, policy, cluster, "c1", owned=True)
     r.signature, r.state, r.started = sig, RUNNING, time.monotonic()
-    p.guard(r, g, cluster, lambda: made.append(1) or plan)
+    p.adaptation.guard(r, g, cluster, lambda: made.append(1) or plan)
     assert r.decision == PLAN and made == [1] and r.watch == pytest.approx(2.5)
     assert r.reference[3] == pytest.approx(0.7, abs=0.01) and r.reference[-1] == pytest.approx(1.5, abs=0.01)
     assert r.pace == pytest.approx(2.0 / 1.5, rel=0.01)
@@ -885,19 +885,19 @@ def test_a_try_of_the_plan_races_its_own_timeline_not_dask_s_progress(monkeypatc
     for i in range(2):
         r.key_moved(f"t{i}", "memory")
     assert behind(r, 0.7) == pytest.approx(0.75, rel=0.02)  # on its plan; Dask's curve: 0.7 / 0.4
-    p.learn_within(r, "t", 0.1, cluster.ids[0], "s1")
-    assert r.decision == PLAN and p.outcomes[sig]["plan"] == []
+    p.adaptation.learn_within(r, "t", 0.1, cluster.ids[0], "s1")
+    assert r.decision == PLAN and p.adaptation.outcomes[sig]["plan"] == []
     r.started = time.monotonic() - 2.0
     for i in range(2, 4):
         r.key_moved(f"t{i}", "memory")
-    p.learn_within(r, "t", 0.1, cluster.ids[0], "s2")
+    p.adaptation.learn_within(r, "t", 0.1, cluster.ids[0], "s2")
     assert r.decision == DASK and r.path == [PLAN, DASK]
-    assert p.outcomes[sig]["plan"] == [pytest.approx(2.0 / 0.9 * 1.5, rel=0.03)]
+    assert p.adaptation.outcomes[sig]["plan"] == [pytest.approx(2.0 / 0.9 * 1.5, rel=0.03)]
 
     hold = Run("r2", g, get_scheduler("adaptive", choices=["subset", "dask"]), cluster, "c1", owned=True)
     hold.signature, hold.state, hold.started = sig, RUNNING, time.monotonic()
-    p.outcomes[sig]["predicted"]["subset"] = 1.6
-    p.guard(hold, g, cluster, lambda: made.append(1) or plan)
+    p.adaptation.outcomes[sig]["predicted"]["subset"] = 1.6
+    p.adaptation.guard(hold, g, cluster, lambda: made.append(1) or plan)
     assert hold.decision == SUBSET and made == [1] and hold.reference == pytest.approx(curve)
 
 
@@ -949,7 +949,7 @@ def test_a_plan_left_to_dask_mid_run_spreads_its_queue_over_the_workers_by_their
     monkeypatch.setattr(adaptation, "restrict", lambda ts, where: None)
     r = Run("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
     r.state, r.plan = RUNNING, {k: "slow" for k in tasks}
-    p._leave_to_dask(r, list(tasks), None)
+    p.adaptation._leave_to_dask(r, list(tasks), None)
     assert r.decision == DASK and r.plan == {}
     # the latest first; an eleventh would make the fast worker's share (11) longer than the slow one's (2 at 0.25: 8)
     assert [k for k, _ in moved] == [f"t{i}" for i in range(11, 1, -1)] and {w for _, (w,) in moved} == {"fast"}
@@ -957,7 +957,7 @@ def test_a_plan_left_to_dask_mid_run_spreads_its_queue_over_the_workers_by_their
     moved.clear()
     again = Run("r2", g, get_scheduler("adaptive"), None, "c1", owned=True)
     again.state = RUNNING
-    p._leave_to_dask(again, list(tasks), None)  # nothing of it was planned
+    p.adaptation._leave_to_dask(again, list(tasks), None)  # nothing of it was planned
     assert moved == []
 
 
@@ -979,16 +979,16 @@ def test_a_first_run_left_to_dask_on_workers_alike_spends_nothing_on_links_it_co
     p = TaskflowPlugin()
     p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
     looked = []
-    monkeypatch.setattr(p, "_spread", lambda r, c: 1.0)
-    monkeypatch.setattr(p, "_live_cluster", lambda r: looked.append("cluster") or racks)
-    monkeypatch.setattr(p, "_estimate_unfinished", lambda r: looked.append("estimate") or None)
+    monkeypatch.setattr(p.adaptation, "_spread", lambda r, c: 1.0)
+    monkeypatch.setattr(p, "live_cluster", lambda r: looked.append("cluster") or racks)
+    monkeypatch.setattr(p.adaptation, "_estimate_unfinished", lambda r: looked.append("estimate") or None)
     for choices, expected in ((["dask"], []), (["dask", "plan"], []), (None, ["cluster", "estimate"]),
                               (["plan"], ["cluster", "estimate"])):
         policy = get_scheduler("adaptive", **({"choices": choices} if choices else {}))
         r = Run("r1", g, policy, racks, "c1", owned=True)
         r.state, r.decision, r.signature = RUNNING, DASK, (frozenset({"t"}), 3)
         looked.clear()
-        p.learn_within(r, "t", 0.1, "a", "s1")
+        p.adaptation.learn_within(r, "t", 0.1, "a", "s1")
         assert looked == expected and r.decision == DASK
 
 
@@ -1006,9 +1006,9 @@ def test_a_run_left_to_dask_on_one_host_builds_no_cluster_as_its_tasks_finish(mo
         g.add_task(f"t{i}", cost=1.0)
     p = TaskflowPlugin()
     looked = []
-    monkeypatch.setattr(p, "_spread", lambda r, c: 1.0)
-    monkeypatch.setattr(p, "_live_cluster", lambda r: looked.append("cluster") or None)
-    monkeypatch.setattr(p, "_estimate_unfinished", lambda r: looked.append("estimate") or None)
+    monkeypatch.setattr(p.adaptation, "_spread", lambda r, c: 1.0)
+    monkeypatch.setattr(p, "live_cluster", lambda r: looked.append("cluster") or None)
+    monkeypatch.setattr(p.adaptation, "_estimate_unfinished", lambda r: looked.append("estimate") or None)
     monkeypatch.setattr(p, "learned_speeds", lambda: looked.append("speeds") or {})
     racks = Cluster([Worker("a"), Worker("b")], bandwidth=1e9, racks={"a": 0, "b": 1}, uplink=1e8)
     for hosts, declared, expected in ((("127.0.0.1", "127.0.0.1"), None, []),
@@ -1018,9 +1018,9 @@ def test_a_run_left_to_dask_on_one_host_builds_no_cluster_as_its_tasks_finish(mo
         p.dask_scheduler = SimpleNamespace(tasks={}, workers=workers, transitions=lambda *a, **k: None)
         r = Run("r1", g, get_scheduler("adaptive"), declared, "c1", owned=True)
         r.state, r.decision, r.signature = RUNNING, DASK, (frozenset({"t"}), 3)
-        p.outcomes[r.signature] = {"plan": [2.0], "dask": [1.0]}
+        p.adaptation.outcomes[r.signature] = {"plan": [2.0], "dask": [1.0]}
         looked.clear()
-        p.learn_within(r, "t", 0.1, "a", "s1")
+        p.adaptation.learn_within(r, "t", 0.1, "a", "s1")
         assert looked == expected and r.decision == DASK
 
 
@@ -1077,13 +1077,13 @@ def test_rates_learned_between_workers_of_one_host_are_never_a_narrow_link():
     p = TaskflowPlugin()
     p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
     policy = get_scheduler("adaptive")
-    assert not p._narrow(Run("r1", g, policy, None, "c1", owned=True), local)
-    assert p._narrow(Run("r2", g, policy, None, "c1", owned=True), apart)
-    assert p._narrow(Run("r3", g, policy, local, "c1", owned=True), local)  # declared: as declared
+    assert not p.adaptation._narrow(Run("r1", g, policy, None, "c1", owned=True), local)
+    assert p.adaptation._narrow(Run("r2", g, policy, None, "c1", owned=True), apart)
+    assert p.adaptation._narrow(Run("r3", g, policy, local, "c1", owned=True), local)  # declared: as declared
 
 
 def test_a_run_left_to_dask_at_once_is_predicted_by_what_its_earlier_runs_measured_shortest():
-    from taskflow.runtime.scheduler.adaptation import shortest_measured
+    from taskflow.runtime.scheduler.outcomes import shortest_measured
 
     assert shortest_measured({}) is None and shortest_measured({"plan": [], "dask": []}) is None
     assert shortest_measured({"plan": [1.0, 3.0], "dask": [1.5], "subset": [0.5, 0.6, 0.9]}) == ("subset", 0.6)
@@ -1132,22 +1132,22 @@ def test_a_run_with_a_peer_to_peer_shuffle_is_weighed_only_before_it_starts_and_
     p = TaskflowPlugin()
     p.dask_scheduler = SimpleNamespace(tasks=tasks, workers={}, transitions=lambda *a, **k: None)
     cluster = Cluster.heterogeneous([4.0, 1.0])
-    monkeypatch.setattr(p, "_spread", lambda r, c: 4.0)
+    monkeypatch.setattr(p.adaptation, "_spread", lambda r, c: 4.0)
     monkeypatch.setattr("taskflow.runtime.scheduler.adaptation.dask_state", lambda *a: None)  # Dask's defaults
     keys = list(g.ids)
     r = Run("r1", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
-    assert p.worth_planning(r, keys, cluster)  # not started: a hold may pay
+    assert p.adaptation.worth_planning(r, keys, cluster)  # not started: a hold may pay
     only_plan = Run("r2", g, get_scheduler("adaptive", choices=["plan"]), cluster, "c1", owned=True)
-    assert not p.worth_planning(only_plan, keys, cluster) and only_plan.decision == DASK
+    assert not p.adaptation.worth_planning(only_plan, keys, cluster) and only_plan.decision == DASK
     r.fast = ("tcp://fast",)
     r.decision = SUBSET
-    assert not p.worth_planning(r, keys[1:], cluster)  # started, held: kept as it is
+    assert not p.adaptation.worth_planning(r, keys[1:], cluster)  # started, held: kept as it is
     assert r.decision == SUBSET and all(ts.worker_restrictions == {"tcp://fast"} for ts in tasks.values())
     r.fast = ()
-    assert not p.worth_planning(r, keys[1:], cluster) and r.decision == DASK  # started, not held: Dask's own
+    assert not p.adaptation.worth_planning(r, keys[1:], cluster) and r.decision == DASK  # started, not held: Dask's own
     plan = get_scheduler("adaptive").schedule(g, cluster)
     fresh = Run("r3", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
-    p.guard(fresh, g, cluster, plan)
+    p.adaptation.guard(fresh, g, cluster, plan)
     assert fresh.decision != PLAN and PLAN not in fresh.predictions  # Dask's shuffle places its outputs
 
 
@@ -1223,11 +1223,11 @@ def test_the_spread_counts_a_worker_s_prefix_only_with_enough_tasks_and_seconds(
     undeclared = SimpleNamespace(cluster=None)  # a run of Dask work: no speeds declared
     p.durations = {"sum": {"w0": [0.0015, 3], "w1": [0.0045, 3]}}  # 3x apart, 6 ms in all
     assert relative_speeds(p.durations)["w0"] == pytest.approx(3 ** 0.5)  # what the costs learn from
-    assert p._spread(undeclared, None) == 1.0  # not what the guard weighs workers by
+    assert p.adaptation._spread(undeclared, None) == 1.0  # not what the guard weighs workers by
     p.durations["work"] = {"w0": [0.1, MIN_TASKS], "w1": [0.4, MIN_TASKS]}  # a quarter-core worker
-    assert p._spread(undeclared, None) == pytest.approx(4.0)
+    assert p.adaptation._spread(undeclared, None) == pytest.approx(4.0)
     p.durations["work"]["w0"] = [MIN_SECONDS / 2, MIN_TASKS]
-    assert p._spread(undeclared, None) == 1.0
+    assert p.adaptation._spread(undeclared, None) == 1.0
 
 
 def test_a_worker_s_cold_first_task_does_not_make_it_look_slow():
@@ -1250,11 +1250,11 @@ def test_a_worker_s_cold_first_task_does_not_make_it_look_slow():
         observe(p.durations, p.sizes, p.inputs, task(i), "w1", 0.4 if i == 0 else 0.02)  # its first one cold
     assert p.durations["part"]["w1"][0] == pytest.approx(0.54)  # kept as measured
     assert warm(p.durations)["part"] == {"w0": [pytest.approx(0.14), 7], "w1": [pytest.approx(0.14), 7]}
-    assert p._spread(undeclared, None) == pytest.approx(1.0)
+    assert p.adaptation._spread(undeclared, None) == pytest.approx(1.0)
     assert p.learned_speeds() == {"w0": pytest.approx(1.0), "w1": pytest.approx(1.0)}
     for i in range(8):
         observe(p.durations, p.sizes, p.inputs, task(i), "w2", 0.08 + (0.3 if i == 0 else 0.0))
-    assert p._spread(undeclared, None) == pytest.approx(4.0)
+    assert p.adaptation._spread(undeclared, None) == pytest.approx(4.0)
     assert warm({"x": {"w0": [0.5, 2]}}) == {"x": {"w0": [0.5, 2]}}  # without the longest: as it is
 
 
@@ -1287,17 +1287,17 @@ def test_until_a_run_of_the_work_is_measured_the_guard_takes_no_plan_but_predict
     sig = (frozenset({"t"}), len(g))
     for book in (None, {"plan": [], "dask": [], "subset": []}):  # the first run of the work; the second
         if book is not None:
-            p.outcomes[sig] = book
+            p.adaptation.outcomes[sig] = book
         r = Run("r1", g, policy, uneven8, "c1", owned=True)
         r.signature = sig
-        p.guard(r, g, uneven8, plan)
+        p.adaptation.guard(r, g, uneven8, plan)
         assert r.decision == DASK
         if book is not None:  # (the very first run's predictions are not kept: it predicts no plan)
             assert r.predictions[PLAN] <= 0.85 * r.predictions[DASK]
-    p.outcomes[sig] = {"plan": [], "dask": [2.0], "subset": [], "predicted": dict(r.predictions)}
+    p.adaptation.outcomes[sig] = {"plan": [], "dask": [2.0], "subset": [], "predicted": dict(r.predictions)}
     r = Run("r3", g, policy, uneven8, "c1", owned=True)
     r.signature = sig
-    p.guard(r, g, uneven8, plan)  # measured once: the plan is tried, watched against Dask's own
+    p.adaptation.guard(r, g, uneven8, plan)  # measured once: the plan is tried, watched against Dask's own
     assert r.decision == PLAN and r.watch == pytest.approx(1.25 * 2.0) and r.fallback == DASK
 
 
@@ -1329,15 +1329,15 @@ def test_a_run_the_measured_runs_leave_to_dask_makes_no_plan(monkeypatch):
     sig = (frozenset({"t"}), len(g))
 
     def guard(book):
-        p.outcomes[sig] = book
+        p.adaptation.outcomes[sig] = book
         r = Run("r", g, policy, uneven8, "c1", owned=True)
         r.signature = sig
-        p.guard(r, g, uneven8, counting)
+        p.adaptation.guard(r, g, uneven8, counting)
         return r
 
     first = Run("r", g, policy, uneven8, "c1", owned=True)
     first.signature = sig
-    p.guard(first, g, uneven8, counting)  # the first run of this work: its predictions are not kept
+    p.adaptation.guard(first, g, uneven8, counting)  # the first run of this work: its predictions are not kept
     assert made == [] and set(first.predictions) == {DASK, SUBSET} and first.decision in (DASK, SUBSET)
     r = guard({"plan": [], "dask": [], "subset": []})  # the first run kept of this work: predicted
     assert len(made) == 1 and PLAN in r.predictions
@@ -1350,7 +1350,7 @@ def test_a_run_the_measured_runs_leave_to_dask_makes_no_plan(monkeypatch):
     assert r.decision == PLAN and len(made) == 1  # the plugin makes it after the guard
     only = Run("r", g, get_scheduler("adaptive", choices=["plan"]), uneven8, "c1", owned=True)
     only.signature = (frozenset({"other"}), len(g))
-    p.guard(only, g, uneven8, counting)  # the plan alone: made, whatever the run
+    p.adaptation.guard(only, g, uneven8, counting)  # the plan alone: made, whatever the run
     assert len(made) == 2 and only.decision == PLAN
 
     make = plan_maker(SimpleNamespace(policy=policy), g, uneven8)
@@ -1367,7 +1367,7 @@ def test_a_worker_never_measured_keeps_its_declared_speed_beside_the_measured_on
     the same scale (they agree: no re-decision)."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.scheduler.adaptation import _drifted
+    from taskflow.runtime.scheduler.outcomes import drifted
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
     from taskflow.runtime.scheduler.runs import Run
 
@@ -1379,13 +1379,13 @@ def test_a_worker_never_measured_keeps_its_declared_speed_beside_the_measured_on
                                        workers={a: SimpleNamespace(name=a) for a in ("wa", "wb", "wc")})
     p.durations = {"nap": {"wa": [1.0, 8], "wb": [1.0, 8]}}  # 8 tasks of 1/8 s on each fast worker
     r = Run("r1", g, get_scheduler("adaptive"), declared, "c1", owned=True)
-    assert p._spread(r, declared) == pytest.approx(8.0)
+    assert p.adaptation._spread(r, declared) == pytest.approx(8.0)
     p.durations["nap"]["wc"] = [1.0, 8]  # once measured alike, it is alike
-    assert p._spread(r, declared) == pytest.approx(1.0)
-    assert not _drifted({"wa": 8.0, "wb": 8.0, "wc": 1.0}, {"wa": 1.0, "wb": 1.0}, 0.2)
-    assert _drifted({"wa": 4.0, "wb": 1.0}, {"wa": 1.0, "wb": 1.0}, 0.2)
-    assert _drifted({"wa": 8.0, "wb": 8.0}, {"wa": 1.3, "wb": 0.77}, 0.2)
-    assert not _drifted({"wa": 8.0}, {"wa": 1.0}, 0.2)  # one worker: nothing relative to compare
+    assert p.adaptation._spread(r, declared) == pytest.approx(1.0)
+    assert not drifted({"wa": 8.0, "wb": 8.0, "wc": 1.0}, {"wa": 1.0, "wb": 1.0}, 0.2)
+    assert drifted({"wa": 4.0, "wb": 1.0}, {"wa": 1.0, "wb": 1.0}, 0.2)
+    assert drifted({"wa": 8.0, "wb": 8.0}, {"wa": 1.3, "wb": 0.77}, 0.2)
+    assert not drifted({"wa": 8.0}, {"wa": 1.0}, 0.2)  # one worker: nothing relative to compare
 
 
 def test_the_inputs_placed_are_those_computed_or_running_on_a_known_worker():
@@ -1450,24 +1450,24 @@ def test_a_try_of_a_hold_races_the_whole_cluster_at_the_pace_of_the_workers_it_k
     from taskflow.runtime.scheduler.runs import RUNNING, Run
 
     g, cluster, policy, p = _wide_plugin(10)
-    monkeypatch.setattr(p, "_live_cluster", lambda r: cluster)
+    monkeypatch.setattr(p, "live_cluster", lambda r: cluster)
     sig = (frozenset({"t"}), 3)
-    p.outcomes[sig] = {"plan": [], "dask": [2.0, 2.0], "subset": [], "predicted": {"dask": 2.0, "subset": 1.7},
+    p.adaptation.outcomes[sig] = {"plan": [], "dask": [2.0, 2.0], "subset": [], "predicted": {"dask": 2.0, "subset": 1.7},
                        "curves": {DASK: [[0.2 * (i + 1) for i in range(10)]] * 2}}
     r = Run("r1", g, policy, cluster, "c1", owned=True)
     r.signature, r.state = sig, RUNNING
-    p.guard(r, g, cluster, None)
+    p.adaptation.guard(r, g, cluster, None)
     assert r.decision == "subset" and r.fallback == DASK and r.pace == pytest.approx(1.25)
     r.started = time.monotonic()
     r.key_moved("t0", "memory")
     r.key_moved("t1", "memory")
     assert behind(r, 0.56) == pytest.approx(1.12)  # 0.56 s for two tenths; the reference's at 0.4 s
     assert behind(r, 0.68) == pytest.approx(1.36)
-    p.outcomes[sig] = {"plan": [], "dask": [], "subset": [1.6, 1.6], "predicted": {"dask": 1.7, "subset": 1.6},
+    p.adaptation.outcomes[sig] = {"plan": [], "dask": [], "subset": [1.6, 1.6], "predicted": {"dask": 1.7, "subset": 1.6},
                        "curves": {"subset": [[0.16 * (i + 1) for i in range(10)]] * 2}}
     r = Run("r2", g, policy, cluster, "c1", owned=True)
     r.signature, r.state = sig, RUNNING
-    p.guard(r, g, cluster, None)
+    p.adaptation.guard(r, g, cluster, None)
     assert r.decision == DASK and r.fallback == "subset" and r.pace == 1.0
 
 
@@ -1553,16 +1553,16 @@ def test_the_plugin_gives_an_adaptive_run_s_plan_the_learned_transfer_cpu(monkey
     p = TaskflowPlugin()
     p.dask_scheduler = SimpleNamespace(tasks={}, workers={})
     r = Run("r", g, get_scheduler("adaptive"), None, "c1", owned=True)
-    monkeypatch.setattr(p, "_live_cluster", lambda r: cluster)
-    monkeypatch.setattr(p, "_unfinished", lambda r: list(g.ids))
-    monkeypatch.setattr(p, "worth_planning", lambda r, keys, c: True)
+    monkeypatch.setattr(p, "live_cluster", lambda r: cluster)
+    monkeypatch.setattr(p, "unfinished", lambda r: list(g.ids))
+    monkeypatch.setattr(p.adaptation, "worth_planning", lambda r, keys, c: True)
     monkeypatch.setattr(p.gaps, "overhead", lambda speeds: 0.003)
 
     def guard(r, sub, c, make, shift):
         r.decision = PLAN
         return float(make().makespan)
 
-    monkeypatch.setattr(p, "guard", guard)
+    monkeypatch.setattr(p.adaptation, "guard", guard)
     plan = p._plan(r)
     assert r.policy.transfer_cpu == (0.003, BYTE_SECONDS)
     heft = get_scheduler("heft").schedule(g, cluster)

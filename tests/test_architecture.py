@@ -316,3 +316,21 @@ def test_a_constant_is_defined_once_and_a_capability_is_declared_not_looked_for(
                         and node.args[1].value in ("adaptive", "choices")):
                     probed.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert defined == ["taskflow/policy.py"] and probed == []
+
+
+def test_the_adaptive_scheduler_reaches_the_plugin_only_through_its_view():
+    """The adaptive scheduler's part is an object the plugin owns; it touches the plugin through the
+    members :class:`PluginView` declares and nothing private of it."""
+    from taskflow.runtime.scheduler.adaptation import PluginView
+
+    declared = {n for n in vars(PluginView) if not n.startswith("_")} | set(PluginView.__annotations__)
+    path = ROOT / "taskflow" / "runtime" / "scheduler" / "adaptation.py"
+    used = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
+                and node.value.attr == "plugin" and isinstance(node.value.value, ast.Name)
+                and node.value.value.id == "self"):
+            used.add(node.attr)
+    assert used and used <= declared, used - declared
+    plugin = (ROOT / "taskflow" / "runtime" / "scheduler" / "plugin.py").read_text()
+    assert "class TaskflowPlugin(SchedulerPlugin)" in plugin and "Adapting" not in plugin

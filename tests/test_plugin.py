@@ -366,16 +366,16 @@ def test_tasks_not_yet_run_get_the_measured_cost_and_output_of_their_prefix():
     a = ts("a", "mm")
     b = ts("b", "new", deps=[a])
     c = ts("c", "mm", nbytes=123, deps=[b])
-    g = p._graph_of([a, b, c])
+    g = p.graph_of([a, b, c])
     speeds = p.learned_speeds()
     assert speeds["f"] / speeds["s"] == pytest.approx(4.0)
     assert g.task("a").cost == pytest.approx(0.1 * speeds["f"]) == pytest.approx(0.4 * speeds["s"])
     # a prefix never seen: what the measured tasks cost (Dask's 0.5 s default is a placeholder)
     assert g.task("b").cost == pytest.approx(g.task("a").cost) and g.task("c").cost == g.task("a").cost
-    assert p._graph_of([ts("d", "new")]).task("d").cost == 0.5  # nothing measured among them: Dask's
+    assert p.graph_of([ts("d", "new")]).task("d").cost == 0.5  # nothing measured among them: Dask's
     p.dask_scheduler = SimpleNamespace(_get_prefix_duration=lambda prefix: 0.7)
     b.prefix.duration_average = 0.7  # Dask measured it in an earlier run: its figure
-    assert p._graph_of([a, b, c]).task("b").cost == 0.7
+    assert p.graph_of([a, b, c]).task("b").cost == 0.7
     assert g.task("a").output_size == 8e6 and g.task("b").output_size == 1000 and g.task("c").output_size == 123
     assert g.edge_size("a", "b") == 8e6
 
@@ -1016,13 +1016,13 @@ def test_a_registered_run_moves_through_its_states_and_a_worker_leaving_after_it
 
     lc, c = validated
     seen = []
-    real = TaskflowPlugin._move
+    real = TaskflowPlugin.move
 
     def watch(self, r, to, *args):
         seen.append((r.state, to))
         return real(self, r, to, *args)
 
-    TaskflowPlugin._move = watch
+    TaskflowPlugin.move = watch
     try:
         rep = run(chain(6, 0.1), "heft", client=c, quiet=True)
         assert rep.placement_fidelity == 1.0 and len(rep.trace.runs) == 6
@@ -1042,7 +1042,7 @@ def test_a_registered_run_moves_through_its_states_and_a_worker_leaving_after_it
             time.sleep(0.05)
         assert len(lc.scheduler.workers) == 1 and not any(to == runs.REPLANNING for _, to in seen)
     finally:
-        TaskflowPlugin._move = real
+        TaskflowPlugin.move = real
 
 
 def test_a_move_outside_the_table_is_refused_when_validating():
@@ -1052,7 +1052,7 @@ def test_a_move_outside_the_table_is_refused_when_validating():
     r = runs.Run("r", chain(2, 0.1), taskflow.get_scheduler("heft"), None, None, owned=False)
     assert r.state == runs.REGISTERED
     with pytest.raises(AssertionError, match="no move from registered to finished"):
-        p._move(r, runs.FINISHED)
+        p.move(r, runs.FINISHED)
     assert r.state == runs.REGISTERED
     # the table names a method for every allowed move, and only those
     assert set(p._transitions) == runs.TRANSITIONS

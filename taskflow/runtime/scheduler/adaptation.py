@@ -1,24 +1,26 @@
 """What the ``adaptive`` policy (:mod:`schedulers.adaptive`) adds to the scheduler plugin: the guard
 that keeps a plan only where it is predicted to beat Dask's own scheduling, and the re-decisions as
-a run's durations are learned. :class:`Adapting` is a part of
-:class:`~taskflow.runtime.scheduler.plugin.TaskflowPlugin`; it reads and writes the run's fields that
+a run's durations are learned. :class:`Adaptation` is an object that
+:class:`~taskflow.runtime.scheduler.plugin.TaskflowPlugin` owns; it reads and writes the run's fields that
 :class:`~taskflow.runtime.scheduler.runs.Run` keeps for it (``decision``, ``estimates``, ``speeds_used``, ...).
 """
 
 from __future__ import annotations
 
-import math
+from typing import Protocol
+
 import statistics
 import time
 
 from .patching import move_queued, restrict
 
 from .reading import BARRIER_PREFIX, cpu_shares, dask_state, placed_inputs, warm
+from .outcomes import any_measured, drifted, shortest_measured, spread_of
 from ..predict import CHOICES, DASK, PLAN, SUBSET, across_hosts, choose, narrow_pairs, narrow_rate, subsets
 from .runs import EARLY, FAILED, MOVABLE, PROGRESS_POINTS, REPLANNING, behind, progress_curve, race_own_plan, signature
 
-__all__ = ["Adapting", "P2P_PREFIXES", "has_p2p", "signature", "shortest_measured", "KEEP_OUTCOMES",
-           "MIN_TASKS", "MIN_SECONDS", "MEASURED_MARGIN", "CLOSE", "WATCH", "EARLY", "PROGRESS_POINTS",
+__all__ = ["Adaptation", "PluginView", "P2P_PREFIXES", "has_p2p", "signature", "KEEP_OUTCOMES",
+           "MIN_TASKS", "MIN_SECONDS", "CLOSE", "WATCH", "EARLY", "PROGRESS_POINTS",
            "progress_curve", "behind"]
 
 #: measured runs kept per kind of work and choice (the latest), and kinds of work kept
@@ -28,8 +30,6 @@ MIN_TASKS = 3
 #: seconds a worker must have spent on a prefix's tasks for its speed to count in the guard's
 #: spread (three tasks of half a millisecond differ by 2x and more from one scheduling hiccup)
 MIN_SECONDS = 0.05
-#: how much shorter (a fraction) another choice's measured runs must be for it to replace Dask's own
-MEASURED_MARGIN = 0.05
 
 #: a choice measured once within this fraction of the shortest is measured again (runs of one work differ by 13%)
 CLOSE = 0.15
@@ -54,9 +54,48 @@ def has_p2p(tasks, keys) -> bool:
     return any(k in tasks and tasks[k].prefix.name.startswith(P2P_PREFIXES) for k in keys)
 
 
-class Adapting:
-    """The adaptive policy's part of the plugin (a mixin: ``dask_scheduler``, ``runs``,
-    ``learned_speeds``, ``_graph_of`` and ``_move`` are the plugin's)."""
+class PluginView(Protocol):
+    """What :class:`Adaptation` may use of the scheduler plugin: nothing else of it."""
+
+    dask_scheduler: object
+    durations: dict
+    sizes: dict
+
+    def learned_speeds(self) -> dict:
+        """Worker name -> speed measured from the tasks that ran."""
+
+    def graph_of(self, tss, prefix_costs: dict | None = None):
+        """The cost model of Dask tasks ``tss``, from what was measured (a TaskGraph)."""
+
+    def live_cluster(self, r):
+        """The cluster run ``r`` has now: its declared workers that are alive, with learned speeds."""
+
+    def unfinished(self, r) -> list:
+        """The keys of run ``r`` not finished."""
+
+    def move(self, r, to: str, *args):
+        """Move run ``r`` to state ``to`` (through the run's one transition method)."""
+
+
+class Adaptation:
+    """The adaptive scheduler's part of the scheduler plugin: an object the plugin owns, as Dask's
+    scheduler owns its work-stealing extension. It holds its own state (``outcomes``: the runs it
+    measured, by kind of work; ``narrow_seen``: the links found narrow for a kind) and reaches the
+    plugin only through this narrow interface (:class:`PluginView`): ``dask_scheduler``,
+    ``durations``, ``sizes``, ``learned_speeds()``, ``graph_of()``, ``live_cluster()``,
+    ``unfinished()`` and ``move()``. The plugin calls its :meth:`adaptive`,
+    :meth:`worth_planning`, :meth:`guard`, :meth:`begin`, :meth:`record`, :meth:`learn_within` and
+    :meth:`lost_worker`.
+
+    Parameters
+    ----------
+    plugin : PluginView
+    """
+
+    def __init__(self, plugin):
+        self.plugin = plugin
+        self.outcomes: dict = {}  # kind of work -> {"plan": [s], "dask": [s], "subset": [s]}: measured runs
+        self.narrow_seen: dict = {}  # kind of work -> the rate below which a link was narrow for it
 
     def adaptive(self, r) -> bool:
         """Whether run ``r`` is placed by the adaptive policy's rules (a run whose costs are
@@ -89,7 +128,7 @@ class Adapting:
         cluster : Cluster
             The live workers, as the run sees them.
         """
-        tasks = self.dask_scheduler.tasks
+        tasks = self.plugin.dask_scheduler.tasks
         p2p = has_p2p(tasks, keys)
         started = len(keys) < len(r.graph)
         if p2p and started and r.fast:
@@ -147,7 +186,7 @@ class Adapting:
 
         if r.cluster is not None and (r.cluster.bandwidths or r.cluster.racks is not None):
             return False
-        addresses = [w.address for w in cluster.workers] if cluster is not None else list(self.dask_scheduler.workers)
+        addresses = [w.address for w in cluster.workers] if cluster is not None else list(self.plugin.dask_scheduler.workers)
         try:
             return all(addresses) and len({get_address_host(a) for a in addresses}) <= 1
         except (ValueError, TypeError):
@@ -163,10 +202,10 @@ class Adapting:
         it, and the next run must still see it slow); 1 where unknown."""
         from ..learn import relative_speeds, speeds_on
 
-        live = {str(ws.name) for ws in self.dask_scheduler.workers.values()}
-        learned = {w: s for w, s in relative_speeds(warm(self.durations), MIN_TASKS, MIN_SECONDS).items() if w in live}
+        live = {str(ws.name) for ws in self.plugin.dask_scheduler.workers.values()}
+        learned = {w: s for w, s in relative_speeds(warm(self.plugin.durations), MIN_TASKS, MIN_SECONDS).items() if w in live}
         declared = ({w.id: w.speed for w in r.cluster.workers} if r.cluster is not None else
-                    {w: s for w, s in cpu_shares(self.dask_scheduler).items() if w in live})
+                    {w: s for w, s in cpu_shares(self.plugin.dask_scheduler).items() if w in live})
         speeds = list(speeds_on(declared, learned if len(learned) >= 2 else {}).values() if declared else
                       learned.values())
         return max(speeds) / min(speeds) if len(speeds) >= 2 and min(speeds) > 0 else 1.0
@@ -175,7 +214,7 @@ class Adapting:
         r.decision = DASK
         r.decided_at = time.monotonic()
         r.speeds_used = {w.id: w.speed for w in cluster.workers} if cluster is not None else {}
-        tasks = self.dask_scheduler.tasks
+        tasks = self.plugin.dask_scheduler.tasks
         held = bool(r.fast)
         r.fast = ()
         again = {}
@@ -188,7 +227,7 @@ class Adapting:
                 if ts.state == "no-worker":
                     again[k] = "waiting"
         if again:
-            self.dask_scheduler.transitions(again, stimulus_id=stimulus_id or f"taskflow-lift-{time.time()}")
+            self.plugin.dask_scheduler.transitions(again, stimulus_id=stimulus_id or f"taskflow-lift-{time.time()}")
         if planned:
             self._even_out(r)
 
@@ -201,11 +240,11 @@ class Adapting:
         to the worker that would finish its share soonest (tasks per thread over learned speed),
         where that is sooner than where it waits; a task already running stays (Dask's stealing
         protocol: :func:`.reading.move_queued`)."""
-        tasks = self.dask_scheduler.tasks
-        workers = list(self.dask_scheduler.workers.values())
+        tasks = self.plugin.dask_scheduler.tasks
+        workers = list(self.plugin.dask_scheduler.workers.values())
         if len(workers) < 2:
             return
-        speeds = self.learned_speeds()
+        speeds = self.plugin.learned_speeds()
         rate = {ws.address: max(1, ws.nthreads) * max(speeds.get(str(ws.name), 1.0), 1e-3) for ws in workers}
         load = {ws.address: len(ws.processing) for ws in workers}
         queued = sorted((tasks[k] for k in r.queued(tasks)), key=lambda ts: ts.priority or (), reverse=True)
@@ -214,7 +253,7 @@ class Adapting:
             best = min(workers, key=lambda ws: ((load[ws.address] + 1) / rate[ws.address], ws.address))
             if src in load and best.address != src and \
                     (load[best.address] + 1) / rate[best.address] < load[src] / rate[src] and \
-                    move_queued(self.dask_scheduler, ts, [best]):
+                    move_queued(self.plugin.dask_scheduler, ts, [best]):
                 load[best.address] += 1
                 load[src] -= 1
 
@@ -224,9 +263,9 @@ class Adapting:
         Tasks Dask queued (which it hands to any worker with a free thread) and tasks with no
         worker left go back to waiting, to be placed among those workers; tasks already sent to
         another worker and not started there are asked over to them (:func:`.reading.move_queued`)."""
-        tasks = self.dask_scheduler.tasks
+        tasks = self.plugin.dask_scheduler.tasks
         r.fast = tuple(sorted(addresses))
-        held = [self.dask_scheduler.workers[a] for a in r.fast if a in self.dask_scheduler.workers]
+        held = [self.plugin.dask_scheduler.workers[a] for a in r.fast if a in self.plugin.dask_scheduler.workers]
         again = {}
         for k in _with_queued(keys, r, tasks):
             ts = tasks.get(k)
@@ -237,9 +276,9 @@ class Adapting:
             if ts.state in ("queued", "no-worker"):
                 again[k] = "waiting"
             elif ts.state == "processing":
-                move_queued(self.dask_scheduler, ts, held)
+                move_queued(self.plugin.dask_scheduler, ts, held)
         if again:
-            self.dask_scheduler.transitions(again, stimulus_id=stimulus_id or f"taskflow-hold-{time.time()}")
+            self.plugin.dask_scheduler.transitions(again, stimulus_id=stimulus_id or f"taskflow-hold-{time.time()}")
 
     def lost_worker(self, r, address: str, stimulus_id: str) -> None:
         """A worker ``r``'s tasks are held to (:meth:`_hold`) left: held to the others, or, with
@@ -253,8 +292,8 @@ class Adapting:
         """
         if address not in r.fast:
             return
-        rest = [a for a in r.fast if a != address and a in self.dask_scheduler.workers]
-        keys = self._unfinished(r)
+        rest = [a for a in r.fast if a != address and a in self.plugin.dask_scheduler.workers]
+        keys = self.plugin.unfinished(r)
         if rest:
             self._hold(r, keys, rest, stimulus_id)
             return
@@ -272,7 +311,7 @@ class Adapting:
         far, it is given up for that one. Then the one measured shortest (medians of the latest :data:`KEEP_OUTCOMES`)
         is taken, Dask's own unless another is at least :data:`MEASURED_MARGIN` shorter; a choice
         measured once within :data:`CLOSE` of the shortest, or within the noise of any choice's
-        own runs (:func:`_noise`) where that is wider, is measured once more first, watched, unless it was
+        own runs (:func:`spread_of`) where that is wider, is measured once more first, watched, unless it was
         given up in a race (it fell behind: :func:`.runs.behind`, :func:`.runs.race_own_plan`). A run that
         begins left to Dask (a peer-to-peer shuffle in its graph, or workers not yet seen to
         differ) makes its first choice mid-run, by the same rules."""
@@ -280,7 +319,7 @@ class Adapting:
         if runs is None:
             return None
         r.fixed = True
-        if not _any_measured(runs, choices):
+        if not any_measured(runs, choices):
             return None  # the guard decides, once
         preds = runs.get("predicted") or {}
         tried = [c for c in choices if runs.get(c)]
@@ -293,7 +332,7 @@ class Adapting:
         band = min(preds.values()) * (1.0 + slack) if preds else float("inf")
         untried = sorted((c for c in choices if not runs.get(c) and (not preds or preds.get(c, float("inf")) <= band)),
                          key=lambda c: preds.get(c, float("inf")))
-        close = max([CLOSE] + [_noise(runs[c]) for c in tried if len(runs[c]) >= 2])
+        close = max([CLOSE] + [spread_of(runs[c]) for c in tried if len(runs[c]) >= 2])
         # a close second measured once is measured again: one run is not its median
         again = [c for c in tried if c != best and len(runs[c]) == 1 and c not in runs.get("lost", ()) and
                  medians[c] <= (1.0 + close) * medians[best]]
@@ -318,8 +357,8 @@ class Adapting:
         r.reference = []
         r.redecisions += 1  # changed its mind: not kept under either choice
         r.guarded += 1
-        self._move(r, REPLANNING)
-        self._move(r, FAILED if r.error else r.before, stimulus_id)
+        self.plugin.move(r, REPLANNING)
+        self.plugin.move(r, FAILED if r.error else r.before, stimulus_id)
 
     def begin(self, r) -> None:
         """``r`` begins running: what kind of work it is (:func:`signature`), and since when.
@@ -330,7 +369,7 @@ class Adapting:
         """
         r.started = time.monotonic()
         if self.adaptive(r):
-            r.signature = signature(r.graph, self.dask_scheduler.tasks)
+            r.signature = signature(r.graph, self.plugin.dask_scheduler.tasks)
 
     def record(self, r) -> None:
         """``r`` finished: keep its makespan (since it began running) under its decision, for the
@@ -379,7 +418,7 @@ class Adapting:
             Seconds each cost of ``graph`` carries beyond its task's own (Dask's cost per task).
         """
         t0 = time.perf_counter()
-        tasks = self.dask_scheduler.tasks
+        tasks = self.plugin.dask_scheduler.tasks
         prefixes = {k: tasks[k].prefix.name for k in graph.ids if k in tasks}
         p = r.policy
         whole = len(graph) == len(r.graph)
@@ -387,7 +426,7 @@ class Adapting:
         # ran (on both sides of a narrow link): Dask's own choices are predicted with them there; a
         # group behind a narrow link is weighed only so
         inputs = None if whole or self._one_host(r, cluster) else \
-            placed_inputs(tasks, graph.ids, {w.address: w.id for w in cluster.workers}, self.sizes)
+            placed_inputs(tasks, graph.ids, {w.address: w.id for w in cluster.workers}, self.plugin.sizes)
         links = self._links(r, cluster)
         candidates = subsets(links, p.spread, self._narrow_rate(r, links, graph) if whole or inputs is not None else 0.0)
         first = r.guarded == 0
@@ -408,14 +447,14 @@ class Adapting:
             r.fallback = None
         state = None
         if measured is None or (measured[0] == SUBSET and len(candidates) > 1):
-            state = dask_state(self.dask_scheduler, sorted(set(prefixes.values())))
+            state = dask_state(self.plugin.dask_scheduler, sorted(set(prefixes.values())))
         r.predictions = {}
         if measured is None:
             # until a run of this work has been measured, nothing can watch a plan (a try is given up by the measured
             # runs it falls behind): the prediction picks among Dask's own choices, which keep its stealing where the
             # costs learned so far are wrong; the plan is predicted for the later runs to try it, watched (not in the
             # first run of the work: its predictions are not kept, and HEFT and its simulation take 0.1 s on 674 tasks)
-            unwatched = () if _any_measured(self.outcomes.get(r.signature) or {}) else (PLAN,)
+            unwatched = () if any_measured(self.outcomes.get(r.signature) or {}) else (PLAN,)
             if unwatched and r.signature not in self.outcomes and set(choices) - {PLAN}:
                 choices = tuple(c for c in choices if c != PLAN)
             # mid-run a hold in place stays unless another choice is predicted ``margin`` shorter: undone, its queue
@@ -457,9 +496,9 @@ class Adapting:
 
     def _estimate_unfinished(self, r):
         """The cost model of ``r``'s unfinished tasks as estimated now (or None: none left)."""
-        tasks = self.dask_scheduler.tasks
+        tasks = self.plugin.dask_scheduler.tasks
         todo = [tasks[k] for k in r.unfinished(tasks) if k in tasks and tasks[k].run_spec is not None]
-        return self._graph_of(todo, r.prefix_costs) if todo else None
+        return self.plugin.graph_of(todo, r.prefix_costs) if todo else None
 
     def learn_within(self, r, prefix: str, secs: float, worker: str, stimulus_id: str) -> None:
         """A task of ``r`` finished (``prefix``, ``secs`` of compute on ``worker``): when that, or
@@ -493,13 +532,13 @@ class Adapting:
             if self._spread(r, None) <= p.spread:  # or a link looks narrow for the graph as now estimated
                 choices = p.choices
                 if SUBSET not in choices and (PLAN not in choices or
-                                              (DASK in choices and not _any_measured(self.outcomes.get(r.signature) or {}))):
+                                              (DASK in choices and not any_measured(self.outcomes.get(r.signature) or {}))):
                     # until a run of this work was measured a plan is not taken where Dask's own can
                     # be: without a hold, a narrow link would change nothing
                     r.decided_at = time.monotonic()
                     return
                 t0 = time.perf_counter()
-                links = None if self._one_host(r) else self._live_cluster(r)
+                links = None if self._one_host(r) else self.plugin.live_cluster(r)
                 links = self._links(r, links) if links is not None else None  # (on one host: none)
                 if links is not None and (links.bandwidths or links.racks) and len(r.graph) <= p.limit:
                     fresh = self._estimate_unfinished(r)
@@ -509,10 +548,10 @@ class Adapting:
                     return
         else:
             used = r.estimates.get(prefix)
-            speeds = self.learned_speeds()
+            speeds = self.plugin.learned_speeds()
             measured = secs * speeds.get(worker, 1.0)
             off = used is None or abs(measured - used) > p.drift * max(used, 1e-3)
-            off = off or _drifted(r.speeds_used, speeds, p.drift)
+            off = off or drifted(r.speeds_used, speeds, p.drift)
             if not off:
                 return
         fresh = fresh or self._estimate_unfinished(r)
@@ -524,8 +563,8 @@ class Adapting:
                                      sizes={(ids[a], ids[b]): v for a, b, v in zip(arr.src.tolist(), arr.dst.tolist(),
                                                                                  arr.size.tolist())})
         r.redecisions += 1
-        self._move(r, REPLANNING)
-        self._move(r, FAILED if r.error else r.before, stimulus_id)
+        self.plugin.move(r, REPLANNING)
+        self.plugin.move(r, FAILED if r.error else r.before, stimulus_id)
 
 
 def _with_queued(keys, r, tasks) -> list:
@@ -536,51 +575,8 @@ def _with_queued(keys, r, tasks) -> list:
     return list(keys) + [k for k in r.graph.ids if k not in seen and k in tasks and tasks[k].state == "processing"]
 
 
-def _any_measured(runs: dict, choices=CHOICES) -> bool:
-    """Whether a run of the same work was measured under one of ``choices`` (``runs``: choice ->
-    makespans)."""
-    return any(runs.get(c) for c in choices)
-
-
-def _noise(secs) -> float:
-    """How far runs of one choice differ among themselves: twice their median absolute deviation
-    over their median (two runs: their difference over their mean), at most 1; one run far off
-    the others does not widen it."""
-    mid = statistics.median(secs)
-    return min(1.0, 2.0 * statistics.median(abs(x - mid) for x in secs) / mid) if mid > 0 else 0.0
-
-
-def shortest_measured(runs: dict, choices=CHOICES) -> tuple | None:
-    """``(choice, median seconds)``: of ``choices``, the one whose measured runs (``runs``: choice
-    -> makespans) have the shortest median, Dask's own unless another is at least
-    :data:`MEASURED_MARGIN` shorter; None where none was measured.
-
-    Parameters
-    ----------
-    runs : dict
-    choices : iterable of str
-    """
-    medians = {c: statistics.median(runs[c]) for c in choices if runs.get(c)}
-    if not medians:
-        return None
-    best = min(medians, key=medians.get)
-    if DASK in medians and medians[best] > (1.0 - MEASURED_MARGIN) * medians[DASK]:
-        best = DASK
-    return best, medians[best]
-
-
 def _ccr(policy) -> float:
     """The communication-to-computation ratio above which the policy counts a link narrow."""
     return float(getattr(policy, "ccr", 10.0))
 
 
-def _drifted(used: dict, learned: dict, drift: float) -> bool:
-    """Whether the workers' speeds learned now differ from those a decision used by more than
-    ``drift`` on some worker, relative to each other: the learned speeds are relative (about 1)
-    and the declared ones need not be, so both are compared after scaling the learned ones by
-    the geometric mean of used / learned over the workers in both."""
-    both = [w for w, s in used.items() if s > 0 and learned.get(w, 0) > 0]
-    if len(both) < 2:
-        return False
-    k = math.exp(statistics.fmean(math.log(used[w] / learned[w]) for w in both))
-    return any(abs(learned[w] * k / used[w] - 1.0) > drift for w in both)

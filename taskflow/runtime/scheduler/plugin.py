@@ -55,7 +55,7 @@ from ...cluster import Cluster, Worker
 from ...errors import TaskflowError
 from ...graph import TaskGraph
 from ...policy import get_scheduler, require_runnable
-from .adaptation import Adapting
+from .adaptation import Adaptation
 from ..learn import last_compute, relative_speeds, speeds_on
 from .patching import keep_planned_replicas, move_queued, prefetch, restrict, send_planned_in_order
 from .reading import blamed_key, cpu_shares, dask_state, estimated_graph, observe, received_rates, warm
@@ -80,7 +80,7 @@ KEEP_FINISHED = 32
 PREFETCH_BYTES = 64 * 1024
 
 
-class TaskflowPlugin(Adapting, SchedulerPlugin):
+class TaskflowPlugin(SchedulerPlugin):
     """Places tasks with a static policy inside the scheduler; see the module docstring.
 
     Parameters
@@ -120,13 +120,11 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         self.key_run: dict = {}
         self.policies: dict = {}  # client id -> (policy name, options)
         self.lost_all_since: float | None = None
-        self.dask_scheduler = None
-        self._count = 0
+        self.dask_scheduler, self._count = None, 0
         self.durations: dict = {}  # task prefix -> {worker name: [compute seconds, tasks, longest]}
         self.sizes: dict = {}  # task prefix -> [output bytes, tasks]
         self.inputs: dict = {}  # task prefix -> sums of (seconds, input megabytes), for input_scaling
-        self.outcomes: dict = {}  # kind of work -> {"plan": [s], "dask": [s]}: measured runs (.adaptation)
-        self.narrow_seen: dict = {}  # kind of work -> the rate below which a link was narrow for it (.adaptation)
+        self.adaptation = Adaptation(self)  # the adaptive scheduler's part, reaching this through PluginView
         self.gaps = DispatchGaps()  # between one worker thread's tasks: Dask's cost per task
         #: send each planned output to the workers of its consumers as soon as it exists
         self.prefetch = os.environ.get("TASKFLOW_PREFETCH", "1") != "0"
@@ -214,7 +212,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         self.runs[run] = r
         for k in g.ids:
             self.key_run[k] = run
-        plan = None if estimate else self._move(r, PLANNED)
+        plan = None if estimate else self.move(r, PLANNED)
         if r.state == FAILED:
             return {"status": "error", "error": r.error}
         return {"status": "OK", **self._plan_message(plan), "workers_info": self._workers_message(r)}
@@ -287,7 +285,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         run = self.runs.get(rid) if rid is not None else None
         if run is not None and run.state == RUNNING and (finish in FINISHED_KEY or key in run.done) and \
                 run.key_moved(key, finish):
-            self._move(run, FINISHED)  # its last key: no worker's loss or arrival concerns it any more
+            self.move(run, FINISHED)  # its last key: no worker's loss or arrival concerns it any more
         if start != "processing" or finish != "memory":
             return
         if run is not None and run.plan and self.prefetch:
@@ -303,8 +301,9 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         if run is not None and not run.learned:
             return  # a taskflow.run graph: its keys are unique per run, its costs declared
         observe(self.durations, self.sizes, self.inputs, ts, str(ws.name), secs)
-        if run is not None and run.state == RUNNING and (run.watch or not run.fixed) and self.adaptive(run):
-            self.learn_within(run, ts.prefix.name, secs, str(ws.name), stimulus_id or f"taskflow-adapt-{time.time()}")
+        if run is not None and run.state == RUNNING and (run.watch or not run.fixed) and self.adaptation.adaptive(run):
+            self.adaptation.learn_within(run, ts.prefix.name, secs, str(ws.name),
+                                         stimulus_id or f"taskflow-adapt-{time.time()}")
 
     def _planned_address(self, key) -> str | None:
         """The address of the worker the latest plan of ``key``'s run puts it on, if any."""
@@ -348,7 +347,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         for rid in touched:
             r = self.runs[rid]
             if r.state in (REGISTERED, PLANNED):
-                self._move(r, RUNNING, stimulus_id)
+                self.move(r, RUNNING, stimulus_id)
             elif r.state == RUNNING:  # keys sent again (a collection computed again): still placed
                 if self._stale(r):
                     self._plan(r)
@@ -358,12 +357,12 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
             tss = [ts for ts in tss if ts.state not in FINISHED_KEY and ts.run_spec is not None]
             if tss:
                 self._count += 1
-                r = Run(f"{client}-{self._count}", self._graph_of(tss), get_scheduler(spec[0], **spec[1]), None,
+                r = Run(f"{client}-{self._count}", self.graph_of(tss), get_scheduler(spec[0], **spec[1]), None,
                         client, owned=True)
                 self.runs[r.id] = r
                 for ts in tss:
                     key_run[ts.key] = r.id
-                self._move(r, RUNNING, stimulus_id)
+                self.move(r, RUNNING, stimulus_id)
 
     def remove_worker(self, scheduler, worker: str, *, stimulus_id: str, **kwargs) -> None:
         """A worker is lost: re-plan every run with unfinished work planned there, at once."""
@@ -371,28 +370,28 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         if not scheduler.workers:
             self.lost_all_since = time.time()
             # (not at a cluster's close: the clients went first)
-            if any(self._unfinished(r) and r.client in scheduler.clients for r in live):
+            if any(self.unfinished(r) and r.client in scheduler.clients for r in live):
                 logger.warning("taskflow: every worker was lost; waiting %g s for one to join", self.grace)
             return
         for r in live:
             if r.fast:
-                self.lost_worker(r, worker, stimulus_id)
-            elif any(r.addr.get(w) == worker for w in set(r.plan.values())) and self._unfinished(r):
-                self._move(r, REPLANNING)
-                self._move(r, FAILED if r.error else r.before, stimulus_id)
+                self.adaptation.lost_worker(r, worker, stimulus_id)
+            elif any(r.addr.get(w) == worker for w in set(r.plan.values())) and self.unfinished(r):
+                self.move(r, REPLANNING)
+                self.move(r, FAILED if r.error else r.before, stimulus_id)
 
     def add_worker(self, scheduler, worker: str) -> None:
         """A worker joined: runs left without a live worker for some task are re-planned."""
         self.lost_all_since = None
         for r in [r for r in self.runs.values() if r.state in LIVE]:
-            stranded = [k for k in self._unfinished(r)
+            stranded = [k for k in self.unfinished(r)
                         if r.plan.get(k) not in r.addr or r.addr[r.plan[k]] not in scheduler.workers]
             if stranded:
-                self._move(r, REPLANNING)
-                self._move(r, FAILED if r.error else r.before, f"taskflow-add-worker-{time.time()}")
+                self.move(r, REPLANNING)
+                self.move(r, FAILED if r.error else r.before, f"taskflow-add-worker-{time.time()}")
 
     # ------------------------------------------------------------------ a run's states
-    def _move(self, r: Run, to: str, *args):
+    def move(self, r: Run, to: str, *args):
         """Move ``r`` to state ``to`` by the table's method for that move; what the method returns."""
         start = r.state
         if self.validate:
@@ -410,7 +409,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         """Registered with declared costs: plan on the live workers now (the client predicts with it)."""
         plan = self._plan(r)
         if r.error:
-            self._move(r, FAILED)
+            self.move(r, FAILED)
         return plan
 
     def _transition_registered_running(self, r: Run, stimulus_id: str) -> None:
@@ -418,7 +417,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         estimate the costs from what Dask knows, plan, place."""
         if r.estimate:
             tss = [self.dask_scheduler.tasks[k] for k in r.graph.ids if k in self.dask_scheduler.tasks]
-            r.graph = self._graph_of([ts for ts in tss if ts.run_spec is not None], r.prefix_costs)
+            r.graph = self.graph_of([ts for ts in tss if ts.run_spec is not None], r.prefix_costs)
             r.estimate = False
             r.plan = {}
         self._transition_planned_running(r, stimulus_id)
@@ -426,17 +425,17 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
     def _transition_planned_running(self, r: Run, stimulus_id: str) -> None:
         """Its tasks arrived: a plan whose workers have gone since is made afresh; then each task is
         restricted to its worker and ordered."""
-        self.begin(r)
+        self.adaptation.begin(r)
         if self._stale(r):
             self._plan(r)
             if r.error:
-                self._move(r, FAILED)
+                self.move(r, FAILED)
                 return
         r.state = RUNNING
         r.count_done(self.dask_scheduler.tasks)
         self._apply(r, stimulus_id)
         if len(r.done) == len(r.graph):  # nothing left to run (every key was already in memory)
-            self._move(r, FINISHED)
+            self.move(r, FINISHED)
 
     def _transition_live_replanning(self, r: Run) -> None:
         """A worker its plan uses left, or one joined while tasks had no live worker: plan the
@@ -456,7 +455,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         once (they may come again in a new graph) and is kept, inert, among the latest
         :data:`KEEP_FINISHED` (to be looked at); one a client registered waits for its client."""
         r.ended = time.monotonic()
-        self.record(r)
+        self.adaptation.record(r)
         if r.owned:
             self._release(r)
             owned = [rid for rid, x in self.runs.items() if x.owned and x.state == FINISHED]
@@ -476,11 +475,11 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         return not r.plan or any(w not in r.addr or r.addr[w] not in workers for w in set(r.plan.values()))
 
     # ------------------------------------------------------------------ planning
-    def _unfinished(self, r: Run) -> list:
+    def unfinished(self, r: Run) -> list:
         """Keys of ``r`` not finished and not running on a live worker (see :meth:`Run.unfinished`)."""
         return r.unfinished(self.dask_scheduler.tasks)
 
-    def _live_cluster(self, r: Run) -> Cluster | None:
+    def live_cluster(self, r: Run) -> Cluster | None:
         """The declared cluster of ``r`` over the live workers (:meth:`Cluster.on_workers`); for a
         run that learns, with the speeds and rates Dask's tasks and transfers showed. Where nothing
         is declared, a worker's speed before any of its tasks is measured is the share of a core
@@ -512,23 +511,24 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
     def _plan(self, r: Run):
         """Plan the unfinished part of ``r`` on the live workers; the plan (a Schedule) or None. A
         plan made again also places the tasks sent to a worker and not started (:meth:`Run.queued`)."""
-        cluster = self._live_cluster(r)
+        cluster = self.live_cluster(r)
         if cluster is None:
             return None
-        todo = self._unfinished(r) + (r.queued(self.dask_scheduler.tasks) if r.state == REPLANNING else [])
-        if not todo or (self.adaptive(r) and not self.worth_planning(r, todo, cluster)):
+        todo = self.unfinished(r) + (r.queued(self.dask_scheduler.tasks) if r.state == REPLANNING else [])
+        if not todo or (self.adaptation.adaptive(r) and not self.adaptation.worth_planning(r, todo, cluster)):
             return None
         sub = r.graph if len(todo) == len(r.graph) else r.graph.subgraph(todo)
         sub = sub.restrict_costs(cluster.ids)
         # Dask's cost per task (at speed 1, :mod:`.overhead`) on every task planned and predicted
         shift = (self.gaps.overhead(self.learned_speeds()) or 0.0) if r.learned and not cluster.task_overhead else 0.0
         sub = sub.with_costs(cost={k: c + shift for k, c in zip(sub.ids, sub.arrays.cost.tolist())}) if shift else sub
-        if shift and self.adaptive(r):  # a transfer costs each end's CPU a task's dispatch and its bytes' copying
+        if shift and self.adaptation.adaptive(r):  # a transfer costs each end's CPU a task's dispatch and its bytes' copying
             r.policy.transfer_cpu = (shift, BYTE_SECONDS)
         make = plan_maker(r, sub, cluster)  # made once, where needed
         r.addr = {w.id: w.address for w in cluster.workers}
         try:
-            predicted = self.guard(r, sub, cluster, make, shift) if self.adaptive(r) else float(make().makespan)
+            predicted = (self.adaptation.guard(r, sub, cluster, make, shift) if self.adaptation.adaptive(r)
+                         else float(make().makespan))
             plan = None if r.decision in ("dask", "subset") else make()  # "dask", "subset": the guard left it to Dask
         except Unplannable as e:
             r.error = str(e)
@@ -568,7 +568,7 @@ class TaskflowPlugin(Adapting, SchedulerPlugin):
         if recommendations:
             self.dask_scheduler.transitions(recommendations, stimulus_id=stimulus_id)
 
-    def _graph_of(self, tss, prefix_costs: dict | None = None) -> TaskGraph:
+    def graph_of(self, tss, prefix_costs: dict | None = None) -> TaskGraph:
         """The cost model of Dask tasks ``tss`` from what was measured (:func:`.reading.estimated_graph`)."""
         return estimated_graph(self.dask_scheduler, tss, self.durations, self.sizes, self.learned_speeds(), prefix_costs,
                                self.inputs)
