@@ -183,7 +183,7 @@ class _Fake:
 def test_a_run_s_queued_keys_leave_out_what_each_worker_runs_first_or_said_it_was_running():
     """On a worker of two threads, the two tasks of highest priority may be running, and so may one
     its last heartbeat named: the rest of the run's processing keys wait there."""
-    from taskflow.runtime.scheduler.runs import Run
+    from taskflow.runtime.scheduler.runs import GraphRun
 
     g = TaskGraph()
     for k in "abcdefg":
@@ -200,7 +200,7 @@ def test_a_run_s_queued_keys_leave_out_what_each_worker_runs_first_or_said_it_wa
     other = _Fake(key="x", state="processing", priority=(-1,), processing_on=busy)  # another graph's
     busy.processing.add(other)
     busy.executing = {tasks["e"]: 0.1}
-    r = Run("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
+    r = GraphRun("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
     assert r.queued(tasks) == ["b", "c", "d"]
 
 
@@ -243,7 +243,7 @@ def test_a_hold_asks_the_tasks_waiting_outside_it_over_and_leaving_to_dask_lifts
     waiting on the others are restricted to it and asked over (the finished one is not touched);
     then left to Dask, every unfinished one, sent or not, loses its restrictions."""
     from taskflow.runtime.scheduler.adaptation import Adaptation
-    from taskflow.runtime.scheduler.runs import Run
+    from taskflow.runtime.scheduler.runs import GraphRun
 
     asked = []
     stealing = _Fake(move_task_request=lambda ts, victim, thief: asked.append((ts.key, thief.address)) or "steal-1")
@@ -268,7 +268,7 @@ def test_a_hold_asks_the_tasks_waiting_outside_it_over_and_leaving_to_dask_lifts
                                       transitions=lambda *a, **k: None),
                  learned_speeds=lambda: {}, unfinished=lambda r: [k for k in g.ids if k != "done"])
     plugin = Adaptation(view)  # the plugin as the adaptive scheduler sees it: its narrow view
-    r = Run("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
+    r = GraphRun("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
     r.plan = {k: where.get(k, "s1") for k in g.ids}
     plugin._hold(r, ["later"], ["f"])
     assert sorted(asked) == [("on-s1", "f"), ("on-s2", "f")]
@@ -636,7 +636,7 @@ def test_a_link_once_narrow_for_a_kind_of_work_stays_narrow_for_it():
     weighed by its own graph."""
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
     from taskflow.runtime.predict import narrow_pairs
-    from taskflow.runtime.scheduler.runs import Run
+    from taskflow.runtime.scheduler.runs import GraphRun
 
     def pair(cost):
         g = TaskGraph("pair")
@@ -648,14 +648,14 @@ def test_a_link_once_narrow_for_a_kind_of_work_stays_narrow_for_it():
     links = Cluster([Worker("a"), Worker("b")], bandwidth=1e9, bandwidths={"a": {"b": 12e6}, "b": {"a": 12e6}})
     p = TaskflowPlugin()
     policy = get_scheduler("adaptive")
-    first = Run("r1", pair(0.01), policy, None, "c1", owned=True)
+    first = GraphRun("r1", pair(0.01), policy, None, "c1", owned=True)
     first.signature = (frozenset({"work"}), 1)
     assert p.adaptation._narrow_rate(first, links, first.graph) == pytest.approx(20e6) and p.adaptation.narrow_seen
-    later = Run("r2", pair(0.02), policy, None, "c1", owned=True)
+    later = GraphRun("r2", pair(0.02), policy, None, "c1", owned=True)
     later.signature = first.signature
     assert p.adaptation._narrow_rate(later, links, later.graph) == pytest.approx(20e6)
     assert narrow_pairs(links, p.adaptation._narrow_rate(later, links, later.graph)) == {("a", "b"), ("b", "a")}
-    other = Run("r3", pair(0.02), policy, None, "c1", owned=True)
+    other = GraphRun("r3", pair(0.02), policy, None, "c1", owned=True)
     other.signature = (frozenset({"else"}), 1)
     assert p.adaptation._narrow_rate(other, links, other.graph) == pytest.approx(10e6)
     assert not narrow_pairs(links, p.adaptation._narrow_rate(other, links, other.graph))
@@ -670,7 +670,7 @@ def test_mid_run_a_hold_in_place_is_weighed_though_no_link_looks_narrow_now(monk
     import taskflow.runtime.scheduler.adaptation as adaptation
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
     from taskflow.runtime.predict import SUBSET
-    from taskflow.runtime.scheduler.runs import Run
+    from taskflow.runtime.scheduler.runs import GraphRun
 
     g = TaskGraph("rest")
     for i in range(4):
@@ -687,7 +687,7 @@ def test_mid_run_a_hold_in_place_is_weighed_though_no_link_looks_narrow_now(monk
 
     monkeypatch.setattr(adaptation, "choose", choose)
     monkeypatch.setattr(adaptation, "dask_state", lambda *a, **k: None)
-    r = Run("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
+    r = GraphRun("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
     r.guarded, r.decision, r.fast = 1, SUBSET, ("tcp://10.0.0.1:1",)
     p.adaptation.guard(r, g.subgraph(["t-2", "t-3"]), cluster, None)
     assert SUBSET in seen["choices"] and seen["candidates"] == [["a"]] and r.decision == SUBSET
@@ -705,7 +705,7 @@ def test_a_rate_learned_one_way_counts_both_ways_until_the_other_is_measured(mon
 
     from taskflow.runtime.scheduler import plugin as plugin_module
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
-    from taskflow.runtime.scheduler.runs import Run
+    from taskflow.runtime.scheduler.runs import GraphRun
 
     workers = {f"tcp://10.0.0.{i}:1": SimpleNamespace(name=f"w{i}", nthreads=1, address=f"tcp://10.0.0.{i}:1",
                                                       metrics={}) for i in range(3)}
@@ -715,7 +715,7 @@ def test_a_rate_learned_one_way_counts_both_ways_until_the_other_is_measured(mon
     g.add_task("t", cost=1.0)
     rates = {"w1": {"w0": 9e6}}
     monkeypatch.setattr(plugin_module, "received_rates", lambda dask_scheduler: rates)
-    r = Run("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
+    r = GraphRun("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
     c = p.live_cluster(r)
     assert c.bandwidths["w1"]["w0"] == c.bandwidths["w0"]["w1"] == 9e6
     assert "w2" not in c.bandwidths and "w2" not in c.bandwidths["w0"]
@@ -725,7 +725,7 @@ def test_a_rate_learned_one_way_counts_both_ways_until_the_other_is_measured(mon
     declared = Cluster([Worker(f"w{i}") for i in range(3)], bandwidth=1e9, bandwidths={"w0": {"w2": 5e6}})
     rates.clear()
     rates["w2"] = {"w0": 9e6}
-    c = p.live_cluster(Run("r2", g, get_scheduler("adaptive"), declared, "c1", owned=True))
+    c = p.live_cluster(GraphRun("r2", g, get_scheduler("adaptive"), declared, "c1", owned=True))
     assert c.bandwidths["w0"]["w2"] == 5e6 and c.bandwidths["w2"]["w0"] == 9e6
 
 
@@ -751,12 +751,12 @@ def test_a_run_that_begins_left_to_dask_makes_its_first_choice_mid_run_by_the_me
     is the guard's own, and such a run is not kept (it changed its mind)."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.scheduler.runs import Run
+    from taskflow.runtime.scheduler.runs import GraphRun
 
     g, cluster, policy, p = _wide_plugin(12)
     sig = (frozenset({"t"}), 3)
     p.adaptation.outcomes[sig] = {"plan": [2.0, 2.1], "dask": [1.0, 1.1], "subset": [1.9, 2.0]}
-    r = Run("r1", g, policy, None, "c1", owned=True)
+    r = GraphRun("r1", g, policy, None, "c1", owned=True)
     r.signature, r.started = sig, time.monotonic()
     part = g.subgraph([f"t{i}" for i in range(6, 12)])  # mid-run: half of it finished
     plan = policy.schedule(part, cluster)
@@ -777,7 +777,7 @@ def test_a_choice_tried_for_the_first_time_is_given_up_once_it_runs_past_its_wat
 
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
     from taskflow.runtime.predict import SUBSET
-    from taskflow.runtime.scheduler.runs import RUNNING, Run
+    from taskflow.runtime.scheduler.runs import RUNNING, GraphRun
 
     g = TaskGraph("wide")
     for i in range(12):
@@ -789,7 +789,7 @@ def test_a_choice_tried_for_the_first_time_is_given_up_once_it_runs_past_its_wat
     monkeypatch.setattr(p, "unfinished", lambda r: [f"t{i}" for i in range(6, 12)])
     sig = (frozenset({"t"}), 3)
     p.adaptation.outcomes[sig] = {"plan": [1.0], "dask": [], "subset": [], "predicted": {"plan": 1.0, "subset": 0.9}}
-    r = Run("r1", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
+    r = GraphRun("r1", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
     r.signature, r.started, r.state = sig, time.monotonic(), RUNNING
     assert p.adaptation._measured_choice(r, ("plan", "subset")) == (SUBSET, 0.9) and r.watch == pytest.approx(1.25)
     r.decision = SUBSET
@@ -801,7 +801,7 @@ def test_a_choice_tried_for_the_first_time_is_given_up_once_it_runs_past_its_wat
     assert p.adaptation.outcomes[sig]["subset"] == [pytest.approx(1.3, abs=0.05)]  # measured as long as it ran
     p.adaptation.record(r)
     assert p.adaptation.outcomes[sig]["plan"] == [1.0] and len(p.adaptation.outcomes[sig]["subset"]) == 1  # not kept
-    again = Run("r2", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
+    again = GraphRun("r2", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
     again.signature = sig
     assert p.adaptation._measured_choice(again, ("plan", "subset"))[0] == PLAN
     p.adaptation.outcomes[sig]["plan"].append(1.3)  # subset's 1.3 is now within 15% of the plan's median...
@@ -816,7 +816,7 @@ def test_a_try_falling_behind_the_progress_of_the_choice_measured_shortest_is_gi
     long before its 2.5 s watch, and the plan is measured as long as it would run at that pace
     (2.5 x 2 s), not as the 1 s it ran. Before a fifth of its tasks finished it is not raced."""
     from taskflow.runtime.scheduler.adaptation import behind, progress_curve
-    from taskflow.runtime.scheduler.runs import RUNNING, Run
+    from taskflow.runtime.scheduler.runs import RUNNING, GraphRun
 
     g, cluster, policy, p = _wide_plugin(10)
     monkeypatch.setattr(p, "live_cluster", lambda r: cluster)
@@ -824,7 +824,7 @@ def test_a_try_falling_behind_the_progress_of_the_choice_measured_shortest_is_gi
     sig = (frozenset({"t"}), 3)
     p.adaptation.outcomes[sig] = {"plan": [], "dask": [], "subset": [], "predicted": {"plan": 1.5, "dask": 2.0}}
     for _ in range(2):  # two runs of Dask's own: a task finishes every 0.2 s
-        done = Run("d", g, policy, cluster, "c1", owned=True)
+        done = GraphRun("d", g, policy, cluster, "c1", owned=True)
         done.signature, done.decision, done.guarded, done.state = sig, DASK, 1, RUNNING
         done.started = time.monotonic() - 2.0
         for i in range(10):
@@ -833,7 +833,7 @@ def test_a_try_falling_behind_the_progress_of_the_choice_measured_shortest_is_gi
         assert progress_curve(done, 5) == pytest.approx([0.4, 0.8, 1.2, 1.6, 2.0])
         p.adaptation.record(done)
     assert len(p.adaptation.outcomes[sig]["curves"][DASK]) == 2 and p.adaptation.outcomes[sig]["dask"] == [pytest.approx(2.0, abs=0.05)] * 2
-    r = Run("r1", g, policy, cluster, "c1", owned=True)
+    r = GraphRun("r1", g, policy, cluster, "c1", owned=True)
     r.signature, r.state = sig, RUNNING
     assert p.adaptation._measured_choice(r, (PLAN, DASK)) == (PLAN, 1.5) and r.watch == pytest.approx(2.5, abs=0.1)
     assert r.reference[1] == pytest.approx(0.2) and r.reference[-1] == pytest.approx(2.0)
@@ -848,7 +848,7 @@ def test_a_try_falling_behind_the_progress_of_the_choice_measured_shortest_is_gi
     assert r.decision == DASK and r.reference == [] and r.watch == 0.0
     assert r.path == [PLAN, DASK]  # the status (and the suite) show the try, not only where it ended
     assert p.adaptation.outcomes[sig]["plan"] == [pytest.approx(5.0, rel=0.05)]  # its pace, not the second it ran
-    again = Run("r2", g, policy, cluster, "c1", owned=True)
+    again = GraphRun("r2", g, policy, cluster, "c1", owned=True)
     again.signature = sig
     assert p.adaptation._measured_choice(again, (PLAN, DASK))[0] == DASK
 
@@ -861,7 +861,7 @@ def test_a_try_of_the_plan_races_its_own_timeline_not_dask_s_progress(monkeypatc
     plan, projected at 2.2 x 1.5 s = 3.3 s, more than a quarter longer than Dask's 2 s: given up
     and measured at that projection. A try of a hold still races Dask's curve."""
     from taskflow.runtime.scheduler import adaptation
-    from taskflow.runtime.scheduler.runs import RUNNING, Run
+    from taskflow.runtime.scheduler.runs import RUNNING, GraphRun
     from taskflow.schedule import Schedule
 
     g, cluster, policy, p = _wide_plugin(10)
@@ -875,7 +875,7 @@ def test_a_try_of_the_plan_races_its_own_timeline_not_dask_s_progress(monkeypatc
     finish = [0.5 + 0.1 * (i + 1) for i in range(10)]
     plan = Schedule(g.ids, [cluster.ids[0]] * 10, [f - 0.1 for f in finish], finish, "adaptive")
     made = []
-    r = Run("r1", g, policy, cluster, "c1", owned=True)
+    r = GraphRun("r1", g, policy, cluster, "c1", owned=True)
     r.signature, r.state, r.started = sig, RUNNING, time.monotonic()
     p.adaptation.guard(r, g, cluster, lambda: made.append(1) or plan)
     assert r.decision == PLAN and made == [1] and r.watch == pytest.approx(2.5)
@@ -894,7 +894,7 @@ def test_a_try_of_the_plan_races_its_own_timeline_not_dask_s_progress(monkeypatc
     assert r.decision == DASK and r.path == [PLAN, DASK]
     assert p.adaptation.outcomes[sig]["plan"] == [pytest.approx(2.0 / 0.9 * 1.5, rel=0.03)]
 
-    hold = Run("r2", g, get_scheduler("adaptive", choices=["subset", "dask"]), cluster, "c1", owned=True)
+    hold = GraphRun("r2", g, get_scheduler("adaptive", choices=["subset", "dask"]), cluster, "c1", owned=True)
     hold.signature, hold.state, hold.started = sig, RUNNING, time.monotonic()
     p.adaptation.outcomes[sig]["predicted"]["subset"] = 1.6
     p.adaptation.guard(hold, g, cluster, lambda: made.append(1) or plan)
@@ -911,7 +911,7 @@ def test_a_plan_left_to_dask_mid_run_spreads_its_queue_over_the_workers_by_their
 
     from taskflow.runtime.scheduler import adaptation
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
-    from taskflow.runtime.scheduler.runs import RUNNING, Run
+    from taskflow.runtime.scheduler.runs import RUNNING, GraphRun
 
     class Worker:  # hashable, as Dask's worker and task states are
         def __init__(self, name):
@@ -947,7 +947,7 @@ def test_a_plan_left_to_dask_mid_run_spreads_its_queue_over_the_workers_by_their
 
     monkeypatch.setattr(adaptation, "move_queued", move)
     monkeypatch.setattr(adaptation, "restrict", lambda ts, where: None)
-    r = Run("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
+    r = GraphRun("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
     r.state, r.plan = RUNNING, {k: "slow" for k in tasks}
     p.adaptation._leave_to_dask(r, list(tasks), None)
     assert r.decision == DASK and r.plan == {}
@@ -955,7 +955,7 @@ def test_a_plan_left_to_dask_mid_run_spreads_its_queue_over_the_workers_by_their
     assert [k for k, _ in moved] == [f"t{i}" for i in range(11, 1, -1)] and {w for _, (w,) in moved} == {"fast"}
     assert {ts.key for ts in slow.processing} == {"t0", "t1"}
     moved.clear()
-    again = Run("r2", g, get_scheduler("adaptive"), None, "c1", owned=True)
+    again = GraphRun("r2", g, get_scheduler("adaptive"), None, "c1", owned=True)
     again.state = RUNNING
     p.adaptation._leave_to_dask(again, list(tasks), None)  # nothing of it was planned
     assert moved == []
@@ -969,7 +969,7 @@ def test_a_first_run_left_to_dask_on_workers_alike_spends_nothing_on_links_it_co
     from types import SimpleNamespace
 
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
-    from taskflow.runtime.scheduler.runs import RUNNING, Run
+    from taskflow.runtime.scheduler.runs import RUNNING, GraphRun
 
     g = TaskGraph("wide")
     for i in range(8):
@@ -985,7 +985,7 @@ def test_a_first_run_left_to_dask_on_workers_alike_spends_nothing_on_links_it_co
     for choices, expected in ((["dask"], []), (["dask", "plan"], []), (None, ["cluster", "estimate"]),
                               (["plan"], ["cluster", "estimate"])):
         policy = get_scheduler("adaptive", **({"choices": choices} if choices else {}))
-        r = Run("r1", g, policy, racks, "c1", owned=True)
+        r = GraphRun("r1", g, policy, racks, "c1", owned=True)
         r.state, r.decision, r.signature = RUNNING, DASK, (frozenset({"t"}), 3)
         looked.clear()
         p.adaptation.learn_within(r, "t", 0.1, "a", "s1")
@@ -999,7 +999,7 @@ def test_a_run_left_to_dask_on_one_host_builds_no_cluster_as_its_tasks_finish(mo
     from types import SimpleNamespace
 
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
-    from taskflow.runtime.scheduler.runs import RUNNING, Run
+    from taskflow.runtime.scheduler.runs import RUNNING, GraphRun
 
     g = TaskGraph("wide")
     for i in range(8):
@@ -1016,7 +1016,7 @@ def test_a_run_left_to_dask_on_one_host_builds_no_cluster_as_its_tasks_finish(mo
                                       (("127.0.0.1", "127.0.0.1"), racks, ["cluster"])):  # emulated racks: weighed
         workers = {f"tcp://{h}:{4000 + i}": None for i, h in enumerate(hosts)}
         p.dask_scheduler = SimpleNamespace(tasks={}, workers=workers, transitions=lambda *a, **k: None)
-        r = Run("r1", g, get_scheduler("adaptive"), declared, "c1", owned=True)
+        r = GraphRun("r1", g, get_scheduler("adaptive"), declared, "c1", owned=True)
         r.state, r.decision, r.signature = RUNNING, DASK, (frozenset({"t"}), 3)
         p.adaptation.outcomes[r.signature] = {"plan": [2.0], "dask": [1.0]}
         looked.clear()
@@ -1059,7 +1059,7 @@ def test_rates_learned_between_workers_of_one_host_are_never_a_narrow_link():
 
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
     from taskflow.runtime.predict import across_hosts
-    from taskflow.runtime.scheduler.runs import Run
+    from taskflow.runtime.scheduler.runs import GraphRun
 
     g = TaskGraph("heavy")
     g.add_task("a", cost=0.001)
@@ -1077,9 +1077,9 @@ def test_rates_learned_between_workers_of_one_host_are_never_a_narrow_link():
     p = TaskflowPlugin()
     p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
     policy = get_scheduler("adaptive")
-    assert not p.adaptation._narrow(Run("r1", g, policy, None, "c1", owned=True), local)
-    assert p.adaptation._narrow(Run("r2", g, policy, None, "c1", owned=True), apart)
-    assert p.adaptation._narrow(Run("r3", g, policy, local, "c1", owned=True), local)  # declared: as declared
+    assert not p.adaptation._narrow(GraphRun("r1", g, policy, None, "c1", owned=True), local)
+    assert p.adaptation._narrow(GraphRun("r2", g, policy, None, "c1", owned=True), apart)
+    assert p.adaptation._narrow(GraphRun("r3", g, policy, local, "c1", owned=True), local)  # declared: as declared
 
 
 def test_a_run_left_to_dask_at_once_is_predicted_by_what_its_earlier_runs_measured_shortest():
@@ -1121,7 +1121,7 @@ def test_a_run_with_a_peer_to_peer_shuffle_is_weighed_only_before_it_starts_and_
 
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
     from taskflow.runtime.predict import SUBSET
-    from taskflow.runtime.scheduler.runs import Run
+    from taskflow.runtime.scheduler.runs import GraphRun
 
     g = TaskGraph("p2p")
     for name in ("rechunk-transfer-1", "shuffle-barrier-1", "rechunk-p2p-1", "sum-1"):
@@ -1135,9 +1135,9 @@ def test_a_run_with_a_peer_to_peer_shuffle_is_weighed_only_before_it_starts_and_
     monkeypatch.setattr(p.adaptation, "_spread", lambda r, c: 4.0)
     monkeypatch.setattr("taskflow.runtime.scheduler.adaptation.dask_state", lambda *a: None)  # Dask's defaults
     keys = list(g.ids)
-    r = Run("r1", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
+    r = GraphRun("r1", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
     assert p.adaptation.worth_planning(r, keys, cluster)  # not started: a hold may pay
-    only_plan = Run("r2", g, get_scheduler("adaptive", choices=["plan"]), cluster, "c1", owned=True)
+    only_plan = GraphRun("r2", g, get_scheduler("adaptive", choices=["plan"]), cluster, "c1", owned=True)
     assert not p.adaptation.worth_planning(only_plan, keys, cluster) and only_plan.decision == DASK
     r.fast = ("tcp://fast",)
     r.decision = SUBSET
@@ -1146,7 +1146,7 @@ def test_a_run_with_a_peer_to_peer_shuffle_is_weighed_only_before_it_starts_and_
     r.fast = ()
     assert not p.adaptation.worth_planning(r, keys[1:], cluster) and r.decision == DASK  # started, not held: Dask's own
     plan = get_scheduler("adaptive").schedule(g, cluster)
-    fresh = Run("r3", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
+    fresh = GraphRun("r3", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
     p.adaptation.guard(fresh, g, cluster, plan)
     assert fresh.decision != PLAN and PLAN not in fresh.predictions  # Dask's shuffle places its outputs
 
@@ -1267,7 +1267,7 @@ def test_until_a_run_of_the_work_is_measured_the_guard_takes_no_plan_but_predict
 
     import taskflow.runtime.scheduler.adaptation as adaptation
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
-    from taskflow.runtime.scheduler.runs import Run
+    from taskflow.runtime.scheduler.runs import GraphRun
 
     g = random_layered(60, ccr=0.05, seed=3)
     uneven8 = Cluster.heterogeneous([1.0, 8.0])
@@ -1288,14 +1288,14 @@ def test_until_a_run_of_the_work_is_measured_the_guard_takes_no_plan_but_predict
     for book in (None, {"plan": [], "dask": [], "subset": []}):  # the first run of the work; the second
         if book is not None:
             p.adaptation.outcomes[sig] = book
-        r = Run("r1", g, policy, uneven8, "c1", owned=True)
+        r = GraphRun("r1", g, policy, uneven8, "c1", owned=True)
         r.signature = sig
         p.adaptation.guard(r, g, uneven8, plan)
         assert r.decision == DASK
         if book is not None:  # (the very first run's predictions are not kept: it predicts no plan)
             assert r.predictions[PLAN] <= 0.85 * r.predictions[DASK]
     p.adaptation.outcomes[sig] = {"plan": [], "dask": [2.0], "subset": [], "predicted": dict(r.predictions)}
-    r = Run("r3", g, policy, uneven8, "c1", owned=True)
+    r = GraphRun("r3", g, policy, uneven8, "c1", owned=True)
     r.signature = sig
     p.adaptation.guard(r, g, uneven8, plan)  # measured once: the plan is tried, watched against Dask's own
     assert r.decision == PLAN and r.watch == pytest.approx(1.25 * 2.0) and r.fallback == DASK
@@ -1312,7 +1312,7 @@ def test_a_run_the_measured_runs_leave_to_dask_makes_no_plan(monkeypatch):
 
     import taskflow.runtime.scheduler.adaptation as adaptation
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
-    from taskflow.runtime.scheduler.runs import Run, Unplannable, plan_maker
+    from taskflow.runtime.scheduler.runs import GraphRun, Unplannable, plan_maker
 
     g = random_layered(60, ccr=0.05, seed=3)
     uneven8 = Cluster.heterogeneous([1.0, 8.0])
@@ -1330,12 +1330,12 @@ def test_a_run_the_measured_runs_leave_to_dask_makes_no_plan(monkeypatch):
 
     def guard(book):
         p.adaptation.outcomes[sig] = book
-        r = Run("r", g, policy, uneven8, "c1", owned=True)
+        r = GraphRun("r", g, policy, uneven8, "c1", owned=True)
         r.signature = sig
         p.adaptation.guard(r, g, uneven8, counting)
         return r
 
-    first = Run("r", g, policy, uneven8, "c1", owned=True)
+    first = GraphRun("r", g, policy, uneven8, "c1", owned=True)
     first.signature = sig
     p.adaptation.guard(first, g, uneven8, counting)  # the first run of this work: its predictions are not kept
     assert made == [] and set(first.predictions) == {DASK, SUBSET} and first.decision in (DASK, SUBSET)
@@ -1348,7 +1348,7 @@ def test_a_run_the_measured_runs_leave_to_dask_makes_no_plan(monkeypatch):
         assert r.decision == shortest and len(made) == 1  # no plan made
     r = guard({"plan": [1.0, 1.1], "dask": [2.0, 2.1], "subset": [2.5, 2.6]})
     assert r.decision == PLAN and len(made) == 1  # the plugin makes it after the guard
-    only = Run("r", g, get_scheduler("adaptive", choices=["plan"]), uneven8, "c1", owned=True)
+    only = GraphRun("r", g, get_scheduler("adaptive", choices=["plan"]), uneven8, "c1", owned=True)
     only.signature = (frozenset({"other"}), len(g))
     p.adaptation.guard(only, g, uneven8, counting)  # the plan alone: made, whatever the run
     assert len(made) == 2 and only.decision == PLAN
@@ -1369,7 +1369,7 @@ def test_a_worker_never_measured_keeps_its_declared_speed_beside_the_measured_on
 
     from taskflow.runtime.scheduler.outcomes import drifted
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
-    from taskflow.runtime.scheduler.runs import Run
+    from taskflow.runtime.scheduler.runs import GraphRun
 
     g = TaskGraph("wide")
     g.add_task("t0", cost=1.0)
@@ -1378,7 +1378,7 @@ def test_a_worker_never_measured_keeps_its_declared_speed_beside_the_measured_on
     p.dask_scheduler = SimpleNamespace(tasks={}, transitions=lambda *a, **k: None,
                                        workers={a: SimpleNamespace(name=a) for a in ("wa", "wb", "wc")})
     p.durations = {"nap": {"wa": [1.0, 8], "wb": [1.0, 8]}}  # 8 tasks of 1/8 s on each fast worker
-    r = Run("r1", g, get_scheduler("adaptive"), declared, "c1", owned=True)
+    r = GraphRun("r1", g, get_scheduler("adaptive"), declared, "c1", owned=True)
     assert p.adaptation._spread(r, declared) == pytest.approx(8.0)
     p.durations["nap"]["wc"] = [1.0, 8]  # once measured alike, it is alike
     assert p.adaptation._spread(r, declared) == pytest.approx(1.0)
@@ -1447,14 +1447,14 @@ def test_a_try_of_a_hold_races_the_whole_cluster_at_the_pace_of_the_workers_it_k
     that pace: 1.4x behind the reference at a fifth of its tasks is 1.12x at that pace (kept);
     1.7x is 1.36x (given up). A try of Dask's own against a hold races at its own pace."""
     from taskflow.runtime.scheduler.adaptation import behind
-    from taskflow.runtime.scheduler.runs import RUNNING, Run
+    from taskflow.runtime.scheduler.runs import RUNNING, GraphRun
 
     g, cluster, policy, p = _wide_plugin(10)
     monkeypatch.setattr(p, "live_cluster", lambda r: cluster)
     sig = (frozenset({"t"}), 3)
     p.adaptation.outcomes[sig] = {"plan": [], "dask": [2.0, 2.0], "subset": [], "predicted": {"dask": 2.0, "subset": 1.7},
                        "curves": {DASK: [[0.2 * (i + 1) for i in range(10)]] * 2}}
-    r = Run("r1", g, policy, cluster, "c1", owned=True)
+    r = GraphRun("r1", g, policy, cluster, "c1", owned=True)
     r.signature, r.state = sig, RUNNING
     p.adaptation.guard(r, g, cluster, None)
     assert r.decision == "subset" and r.fallback == DASK and r.pace == pytest.approx(1.25)
@@ -1465,7 +1465,7 @@ def test_a_try_of_a_hold_races_the_whole_cluster_at_the_pace_of_the_workers_it_k
     assert behind(r, 0.68) == pytest.approx(1.36)
     p.adaptation.outcomes[sig] = {"plan": [], "dask": [], "subset": [1.6, 1.6], "predicted": {"dask": 1.7, "subset": 1.6},
                        "curves": {"subset": [[0.16 * (i + 1) for i in range(10)]] * 2}}
-    r = Run("r2", g, policy, cluster, "c1", owned=True)
+    r = GraphRun("r2", g, policy, cluster, "c1", owned=True)
     r.signature, r.state = sig, RUNNING
     p.adaptation.guard(r, g, cluster, None)
     assert r.decision == DASK and r.fallback == "subset" and r.pace == 1.0
@@ -1546,13 +1546,13 @@ def test_the_plugin_gives_an_adaptive_run_s_plan_the_learned_transfer_cpu(monkey
 
     from taskflow.runtime.scheduler.overhead import BYTE_SECONDS
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
-    from taskflow.runtime.scheduler.runs import Run
+    from taskflow.runtime.scheduler.runs import GraphRun
 
     g = _shuffle_graph()
     cluster = Cluster.heterogeneous([0.4, 2.5], bandwidth=200e6)
     p = TaskflowPlugin()
     p.dask_scheduler = SimpleNamespace(tasks={}, workers={})
-    r = Run("r", g, get_scheduler("adaptive"), None, "c1", owned=True)
+    r = GraphRun("r", g, get_scheduler("adaptive"), None, "c1", owned=True)
     monkeypatch.setattr(p, "live_cluster", lambda r: cluster)
     monkeypatch.setattr(p, "unfinished", lambda r: list(g.ids))
     monkeypatch.setattr(p.adaptation, "worth_planning", lambda r, keys, c: True)

@@ -1049,7 +1049,7 @@ def test_a_move_outside_the_table_is_refused_when_validating():
     from taskflow.runtime.scheduler import runs
 
     p = TaskflowPlugin(validate=True)
-    r = runs.Run("r", chain(2, 0.1), taskflow.get_scheduler("heft"), None, None, owned=False)
+    r = runs.GraphRun("r", chain(2, 0.1), taskflow.get_scheduler("heft"), None, None, owned=False)
     assert r.state == runs.REGISTERED
     with pytest.raises(AssertionError, match="no move from registered to finished"):
         p.move(r, runs.FINISHED)

@@ -2,7 +2,7 @@
 that keeps a plan only where it is predicted to beat Dask's own scheduling, and the re-decisions as
 a run's durations are learned. :class:`Adaptation` is an object that
 :class:`~taskflow.runtime.scheduler.plugin.TaskflowPlugin` owns; it reads and writes the run's fields that
-:class:`~taskflow.runtime.scheduler.runs.Run` keeps for it (``decision``, ``estimates``, ``speeds_used``, ...).
+:class:`~taskflow.runtime.scheduler.runs.GraphRun` keeps for it (``decision``, ``estimates``, ``speeds_used``, ...).
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ class Adaptation:
 
         Parameters
         ----------
-        r : Run
+        r : GraphRun
         """
         return r.learned and r.policy.adaptive
 
@@ -122,7 +122,7 @@ class Adaptation:
 
         Parameters
         ----------
-        r : Run
+        r : GraphRun
         keys : list
             Its unfinished keys.
         cluster : Cluster
@@ -286,7 +286,7 @@ class Adaptation:
 
         Parameters
         ----------
-        r : Run
+        r : GraphRun
         address : str
         stimulus_id : str
         """
@@ -365,7 +365,7 @@ class Adaptation:
 
         Parameters
         ----------
-        r : Run
+        r : GraphRun
         """
         r.started = time.monotonic()
         if self.adaptive(r):
@@ -378,7 +378,7 @@ class Adaptation:
 
         Parameters
         ----------
-        r : Run
+        r : GraphRun
         """
         if not self.adaptive(r) or r.signature is None or not r.decision:
             return
@@ -407,7 +407,7 @@ class Adaptation:
 
         Parameters
         ----------
-        r : Run
+        r : GraphRun
         graph : TaskGraph
             The unfinished part planned.
         cluster : Cluster
@@ -511,7 +511,7 @@ class Adaptation:
 
         Parameters
         ----------
-        r : Run
+        r : GraphRun
         prefix : str
         secs : float
         worker : str

@@ -62,7 +62,7 @@ from .reading import blamed_key, cpu_shares, dask_state, estimated_graph, observ
 from .overhead import BYTE_SECONDS, DispatchGaps
 from ..messages import PLUGIN_NAME, cluster_from_message, graph_from_payload, plan_priorities
 from .runs import (FAILED, FINISHED, FINISHED_KEY, LIVE, MOVABLE, PLANNED, REGISTERED, REPLANNING, RUNNING,
-                   TRANSITIONS, Run, Unplannable, plan_maker)
+                   TRANSITIONS, GraphRun, Unplannable, plan_maker)
 
 __all__ = ["TaskflowPlugin", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "PREFETCH_BYTES", "KEEP_FINISHED"]
 
@@ -208,7 +208,7 @@ class TaskflowPlugin(SchedulerPlugin):
             return {"status": "error", "error": str(e)}
         if sch.kind != "static":
             return {"status": "error", "error": f"{sch.name!r} is a dynamic policy; the plugin places with static ones"}
-        r = Run(run, g, sch, declared, client, owned=False, estimate=estimate, prefix_costs=prefix_costs)
+        r = GraphRun(run, g, sch, declared, client, owned=False, estimate=estimate, prefix_costs=prefix_costs)
         self.runs[run] = r
         for k in g.ids:
             self.key_run[k] = run
@@ -264,7 +264,7 @@ class TaskflowPlugin(SchedulerPlugin):
             self._release(r)
         return {"status": "OK"}
 
-    def _release(self, r: Run) -> None:
+    def _release(self, r: GraphRun) -> None:
         """Its keys are free again (a graph sending them is a new run) and keep no restriction."""
         tasks = self.dask_scheduler.tasks if self.dask_scheduler is not None else {}
         for k in r.graph.ids:
@@ -357,7 +357,7 @@ class TaskflowPlugin(SchedulerPlugin):
             tss = [ts for ts in tss if ts.state not in FINISHED_KEY and ts.run_spec is not None]
             if tss:
                 self._count += 1
-                r = Run(f"{client}-{self._count}", self.graph_of(tss), get_scheduler(spec[0], **spec[1]), None,
+                r = GraphRun(f"{client}-{self._count}", self.graph_of(tss), get_scheduler(spec[0], **spec[1]), None,
                         client, owned=True)
                 self.runs[r.id] = r
                 for ts in tss:
@@ -391,7 +391,7 @@ class TaskflowPlugin(SchedulerPlugin):
                 self.move(r, FAILED if r.error else r.before, f"taskflow-add-worker-{time.time()}")
 
     # ------------------------------------------------------------------ a run's states
-    def move(self, r: Run, to: str, *args):
+    def move(self, r: GraphRun, to: str, *args):
         """Move ``r`` to state ``to`` by the table's method for that move; what the method returns."""
         start = r.state
         if self.validate:
@@ -405,14 +405,14 @@ class TaskflowPlugin(SchedulerPlugin):
             assert r.state != FAILED or r.error, r
         return out
 
-    def _transition_registered_planned(self, r: Run):
+    def _transition_registered_planned(self, r: GraphRun):
         """Registered with declared costs: plan on the live workers now (the client predicts with it)."""
         plan = self._plan(r)
         if r.error:
             self.move(r, FAILED)
         return plan
 
-    def _transition_registered_running(self, r: Run, stimulus_id: str) -> None:
+    def _transition_registered_running(self, r: GraphRun, stimulus_id: str) -> None:
         """Its tasks arrived before any plan (costs to estimate, or a graph under ``taskflow.use``):
         estimate the costs from what Dask knows, plan, place."""
         if r.estimate:
@@ -422,7 +422,7 @@ class TaskflowPlugin(SchedulerPlugin):
             r.plan = {}
         self._transition_planned_running(r, stimulus_id)
 
-    def _transition_planned_running(self, r: Run, stimulus_id: str) -> None:
+    def _transition_planned_running(self, r: GraphRun, stimulus_id: str) -> None:
         """Its tasks arrived: a plan whose workers have gone since is made afresh; then each task is
         restricted to its worker and ordered."""
         self.adaptation.begin(r)
@@ -437,7 +437,7 @@ class TaskflowPlugin(SchedulerPlugin):
         if len(r.done) == len(r.graph):  # nothing left to run (every key was already in memory)
             self.move(r, FINISHED)
 
-    def _transition_live_replanning(self, r: Run) -> None:
+    def _transition_live_replanning(self, r: GraphRun) -> None:
         """A worker its plan uses left, or one joined while tasks had no live worker: plan the
         unfinished part again on the workers there are."""
         r.before = r.state
@@ -445,12 +445,12 @@ class TaskflowPlugin(SchedulerPlugin):
         r.replans += 1
         self._plan(r)
 
-    def _transition_replanning_live(self, r: Run, stimulus_id: str) -> None:
+    def _transition_replanning_live(self, r: GraphRun, stimulus_id: str) -> None:
         """Back to where the run was, its unfinished tasks placed by the new plan."""
         r.state, r.before = r.before, None
         self._apply(r, stimulus_id)
 
-    def _transition_running_finished(self, r: Run) -> None:
+    def _transition_running_finished(self, r: GraphRun) -> None:
         """Its last key finished. A run the plugin made for ``taskflow.use`` releases its keys at
         once (they may come again in a new graph) and is kept, inert, among the latest
         :data:`KEEP_FINISHED` (to be looked at); one a client registered waits for its client."""
@@ -462,24 +462,24 @@ class TaskflowPlugin(SchedulerPlugin):
             for rid in owned[:max(0, len(owned) - KEEP_FINISHED + 1)]:
                 del self.runs[rid]
 
-    def _transition_to_failed(self, r: Run, *args) -> None:
+    def _transition_to_failed(self, r: GraphRun, *args) -> None:
         """It could not be planned (``r.error`` says why): clients are told on their next status."""
         if self.validate:
             assert r.error, r
         r.state = FAILED
         logger.error("taskflow: run %s failed: %s", r.id, r.error)
 
-    def _stale(self, r: Run) -> bool:
+    def _stale(self, r: GraphRun) -> bool:
         """No plan yet, or one that names a worker no longer there."""
         workers = self.dask_scheduler.workers
         return not r.plan or any(w not in r.addr or r.addr[w] not in workers for w in set(r.plan.values()))
 
     # ------------------------------------------------------------------ planning
-    def unfinished(self, r: Run) -> list:
-        """Keys of ``r`` not finished and not running on a live worker (see :meth:`Run.unfinished`)."""
+    def unfinished(self, r: GraphRun) -> list:
+        """Keys of ``r`` not finished and not running on a live worker (see :meth:`GraphRun.unfinished`)."""
         return r.unfinished(self.dask_scheduler.tasks)
 
-    def live_cluster(self, r: Run) -> Cluster | None:
+    def live_cluster(self, r: GraphRun) -> Cluster | None:
         """The declared cluster of ``r`` over the live workers (:meth:`Cluster.on_workers`); for a
         run that learns, with the speeds and rates Dask's tasks and transfers showed. Where nothing
         is declared, a worker's speed before any of its tasks is measured is the share of a core
@@ -508,9 +508,9 @@ class TaskflowPlugin(SchedulerPlugin):
         return cluster.replace(workers=[dataclasses.replace(w, speed=speeds[w.id]) for w in cluster.workers],
                                bandwidths={a: row for a, row in pairs.items() if row})
 
-    def _plan(self, r: Run):
+    def _plan(self, r: GraphRun):
         """Plan the unfinished part of ``r`` on the live workers; the plan (a Schedule) or None. A
-        plan made again also places the tasks sent to a worker and not started (:meth:`Run.queued`)."""
+        plan made again also places the tasks sent to a worker and not started (:meth:`GraphRun.queued`)."""
         cluster = self.live_cluster(r)
         if cluster is None:
             return None
@@ -543,7 +543,7 @@ class TaskflowPlugin(SchedulerPlugin):
             r.plan[key] = w
         return plan
 
-    def _apply(self, r: Run, stimulus_id: str) -> None:
+    def _apply(self, r: GraphRun, stimulus_id: str) -> None:
         """Restrict each unfinished planned task to its worker, set its priority, release the
         stranded ones to their new worker; one sent to another worker and not started there is
         asked over (:func:`.reading.move_queued`)."""
@@ -579,7 +579,7 @@ class TaskflowPlugin(SchedulerPlugin):
         return {"keys": list(plan.tasks), "workers": list(plan.workers), "start": plan.start.tolist(),
                 "finish": plan.finish.tolist()}
 
-    def _workers_message(self, r: Run) -> list:
+    def _workers_message(self, r: GraphRun) -> list:
         speeds = {str(w.id): w.speed for w in r.cluster.workers} if r.cluster is not None else {}
         return [{"name": str(ws.name), "address": ws.address, "cores": int(ws.nthreads),
                  "speed": speeds.get(str(ws.name), 1.0)} for ws in self.dask_scheduler.workers.values()]

@@ -28,7 +28,7 @@ from ...cluster import Cluster
 from ...errors import TaskflowError
 from ...graph import TaskGraph
 
-__all__ = ["Run", "signature", "Unplannable", "plan_maker", "REGISTERED", "PLANNED", "RUNNING", "REPLANNING",
+__all__ = ["GraphRun", "signature", "Unplannable", "plan_maker", "REGISTERED", "PLANNED", "RUNNING", "REPLANNING",
            "FINISHED", "FAILED", "STATES",
            "TRANSITIONS", "UNFINISHED_KEY", "MOVABLE", "FINISHED_KEY", "AGAIN", "LIVE", "EARLY", "PROGRESS_POINTS",
            "progress_curve", "behind", "race_own_plan"]
@@ -64,8 +64,10 @@ FINISHED_KEY = frozenset(("memory", "erred", "forgotten"))
 AGAIN = frozenset(("waiting", "processing", "no-worker", "queued"))
 
 
-class Run:
-    """One planned set of keys: its cost model, policy, latest plan, state and what happened to it.
+class GraphRun:
+    """One graph's run inside the scheduler plugin (a task's own execution record is
+    :class:`taskflow.trace.Run`): its keys, cost model, scheduler, latest plan, state and what
+    happened to it.
 
     Parameters
     ----------
@@ -153,7 +155,7 @@ class Run:
         self._decision = value
 
     def __repr__(self) -> str:
-        return f"<Run {self.id!r} {self.state}, {len(self.done)}/{len(self.graph)} keys finished>"
+        return f"<GraphRun {self.id!r} {self.state}, {len(self.done)}/{len(self.graph)} keys finished>"
 
     def unfinished(self, tasks) -> list:
         """Its keys still to be placed: not finished and not running on a worker. Before its tasks
@@ -228,7 +230,7 @@ def progress_curve(r, points: int = PROGRESS_POINTS) -> list:
 
     Parameters
     ----------
-    r : Run
+    r : GraphRun
     points : int
     """
     times = sorted(t - r.started for t in r.finished_at)
@@ -248,9 +250,9 @@ def _curve(times: list, early: int, n: int, points: int) -> list:
 
 def race_own_plan(r, plan, since: float, best: float) -> None:
     """``r`` tries ``plan`` (of its unfinished keys, made ``since`` seconds after it began) against
-    a choice measured at ``best`` seconds: it races the plan's own timeline (:attr:`Run.reference`:
+    a choice measured at ``best`` seconds: it races the plan's own timeline (:attr:`GraphRun.reference`:
     when each share of its keys finishes in the plan), at the pace that ends the plan at ``best``
-    (:attr:`Run.pace`). A plan finishes keys in an order of its own (HEFT's upward rank, no slow
+    (:attr:`GraphRun.pace`). A plan finishes keys in an order of its own (HEFT's upward rank, no slow
     worker's tail at the end), so Dask's own progress curve is no yardstick for it: a plan of a
     merge on a quarter-core worker finished each share up to 2.3x later than Dask's own runs, and
     ended 20% sooner. Against its own timeline, how far behind it runs projects its makespan: it
@@ -258,7 +260,7 @@ def race_own_plan(r, plan, since: float, best: float) -> None:
 
     Parameters
     ----------
-    r : Run
+    r : GraphRun
     plan : Schedule
     since : float
     best : float
@@ -270,17 +272,17 @@ def race_own_plan(r, plan, since: float, best: float) -> None:
 
 def behind(r, elapsed: float) -> float:
     """How much longer ``r``, trying a choice, took to finish the share of its keys it has
-    finished than the choice it races took for the same share (its :attr:`Run.reference`
+    finished than the choice it races took for the same share (its :attr:`GraphRun.reference`
     progress curve: the median of that choice's measured runs, or a plan's own timeline,
     :func:`race_own_plan`): ``elapsed`` over the reference's
     time at that share, interpolated, and over the pace the try is expected to keep against it
-    (:attr:`Run.pace`: a hold on workers of a third of the cluster's speed starts three times
+    (:attr:`GraphRun.pace`: a hold on workers of a third of the cluster's speed starts three times
     slower than the whole cluster, whatever it saves at the end); 0 before :data:`EARLY` of its
     keys finished, or with no reference.
 
     Parameters
     ----------
-    r : Run
+    r : GraphRun
     elapsed : float
         Seconds since it began.
     """
@@ -322,7 +324,7 @@ def plan_maker(r, graph: TaskGraph, cluster: Cluster):
 
     Parameters
     ----------
-    r : Run
+    r : GraphRun
     graph : TaskGraph
     cluster : Cluster
     """
