@@ -4,6 +4,7 @@ before Dask's memory thresholds would count it against them."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 import numpy as np
@@ -11,7 +12,6 @@ import pytest
 
 from distributed import Client, LocalCluster
 
-from taskflow.runtime.launch import local
 from taskflow.runtime.messages import workers_info
 from taskflow.runtime.launch.local import MMAP_THRESHOLD, local_cluster, worker_environ
 from taskflow.runtime.worker.worker_plugin import REUSE_ENV, trim_if_high
@@ -235,9 +235,11 @@ def test_retained_memory_goes_back_above_half_the_limit(monkeypatch):
         assert rss > base + 250_000_000
 
 
-@pytest.mark.skipif(not hasattr(local, "_libc") or local._libc() is None, reason="needs glibc")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc is Linux's")
 def test_glibc_is_found():
-    assert hasattr(local._libc(), "malloc_trim")
+    from taskflow.runtime.worker import worker_plugin
+
+    assert hasattr(worker_plugin._libc(), "malloc_trim")
 
 
 def _incoming_from(dask_worker):
