@@ -274,15 +274,21 @@ def close_quietly(things, now: bool = False) -> None:
     """
     import logging
 
-    if now:
-        _kill_workers(things)
     quiet = now or any(getattr(x, "status", "running") != "running" for x in things if hasattr(x, "scheduler"))
     loggers = [logging.getLogger(n) for n in ("distributed.client", "distributed.core", "distributed.comm")]
     levels = [lg.level for lg in loggers]
+    # an abandoned run's embedded cluster: what its scheduler says of the workers killed under it
+    # (closed comms, with their tracebacks) is not the user's to read
+    handlers = ([*logging.getLogger("distributed").handlers, *logging.getLogger().handlers]
+                if now and things else [])
+    for h in handlers:
+        h.addFilter(_not_distributed)
     if quiet:
         for lg in loggers:
             lg.setLevel(logging.CRITICAL + 1)
     try:
+        if now:
+            _kill_workers(things)
         for x in things:
             try:
                 x.close()
@@ -291,6 +297,12 @@ def close_quietly(things, now: bool = False) -> None:
     finally:
         for lg, level in zip(loggers, levels):
             lg.setLevel(level)
+        for h in handlers:
+            h.removeFilter(_not_distributed)
+
+
+def _not_distributed(record) -> bool:
+    return not record.name.startswith("distributed")
 
 
 def _kill_workers(things) -> None:
