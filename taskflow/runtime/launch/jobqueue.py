@@ -111,6 +111,8 @@ def start_jobqueue(kind: str, jobs: int, cores: int = 1, memory: str = "2GB", wa
                     x.close()
             except Exception:  # noqa: BLE001 - closing after a failure: the first error is the one to report
                 pass
+        # the cluster may have started another submission between the first kill and its close
+        _end_submissions(submit)
         submissions.__exit__(None, None, None)
         raise
 
