@@ -330,10 +330,6 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
                                     f"carry it") from None
     if not len(graph):
         raise GraphError(f"graph {graph.name!r} has no tasks: nothing to run")
-    if client is None and not (address or scheduler_file) and (isinstance(workers, bool) or not isinstance(
-            workers, int) or workers < 1 or not isinstance(threads_per_worker, int) or threads_per_worker < 1):
-        raise UsageError(f"an embedded cluster needs workers >= 1 and threads_per_worker >= 1, got "
-                            f"workers={workers!r}, threads_per_worker={threads_per_worker!r}")
     keep = None if keep is None else list(dict.fromkeys(keep))
     for t in keep or ():
         if t not in graph:
