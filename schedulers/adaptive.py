@@ -62,8 +62,7 @@ distributed's work-stealing documentation.
 
 from __future__ import annotations
 
-from taskflow.errors import PolicyError
-from taskflow.policy import CHOICES
+from taskflow.policy import CHOICES, AdaptiveOptions
 
 from ._transfer_cpu import MOST_PAIRS, transfer_cpu_schedule
 from .base import register, to_schedule
@@ -119,34 +118,17 @@ class Adaptive(HEFT):
     name = "adaptive"
     summary = ("HEFT, Dask's own on the workers that pay, or Dask's own: whichever is predicted (then measured) "
                "shortest; re-decided as it learns")
-    #: the plugin applies the guard and the re-decisions to this policy's runs
-    adaptive = True
 
     def __init__(self, seed: int | None = None, margin: float = 0.15, drift: float = 0.3, interval: float = 0.25,
                  replans: int = 8, limit: int = 3000, spread: float = 2.0, steal: bool = False,
                  choices=CHOICES, ccr: float = 10.0, **options):
         super().__init__(seed, **options)
-        for field, value, low, high in (("margin", margin, 0.0, 1.0), ("drift", drift, 0.0, float("inf")),
-                                        ("interval", interval, 0.0, float("inf")), ("spread", spread, 1.0, float("inf"))):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value < high:
-                raise PolicyError(f"adaptive: {field} must be a number in [{low:g}, {high:g}), got {value!r}")
-        for field, value in (("replans", replans), ("limit", limit)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise PolicyError(f"adaptive: {field} must be an integer >= 0, got {value!r}")
-        if isinstance(ccr, bool) or not isinstance(ccr, (int, float)) or not 0 < ccr < float("inf"):
-            raise PolicyError(f"adaptive: ccr must be a finite number > 0, got {ccr!r}")
-        if not isinstance(choices, (list, tuple)) or not choices or not all(c in CHOICES for c in choices):
-            raise PolicyError(f"adaptive: choices must be a non-empty list of {', '.join(CHOICES)}, got {choices!r}")
-        self.choices = tuple(c for c in CHOICES if c in set(choices))
-        self.margin, self.drift, self.interval = float(margin), float(drift), float(interval)
-        self.replans, self.limit, self.spread, self.steal = replans, limit, float(spread), bool(steal)
-        self.ccr = float(ccr)
+        #: what the plugin applies the guard and the re-decisions of this scheduler's runs by
+        self.adaptive = AdaptiveOptions(margin, drift, interval, replans, limit, spread, steal, choices, ccr)
         #: ``(message, per_byte)``: CPU seconds at speed 1 a transfer costs each end, per message and
         #: per byte; set by the taskflow plugin inside Dask (None: HEFT's plan)
         self.transfer_cpu = None
-        # they travel with the policy's name to Dask's scheduler, where the plugin makes it again
-        self.options.update(margin=self.margin, drift=self.drift, interval=self.interval, replans=replans, limit=limit,
-                            spread=self.spread, steal=self.steal, choices=list(self.choices), ccr=self.ccr)
+        self.options.update(self.adaptive.as_options())
 
     def plan(self, cost_model):
         """HEFT's plan; inside Dask (``transfer_cpu`` set), HEFT's order with transfers that take CPU

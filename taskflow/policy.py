@@ -19,13 +19,15 @@ a policy module itself. A class can also be registered at run time with :func:`r
 
 from __future__ import annotations
 
+import dataclasses
+
 from .cluster import Cluster
 from .costs import CostModel
 from .errors import PolicyError, TaskflowError, UnknownSchedulerError
 from .graph import TaskGraph
 from .schedule import Schedule
 
-__all__ = ["CHOICES", "PLAN", "DASK", "SUBSET", "Scheduler", "DynamicScheduler", "register", "get_scheduler", "scheduler_class", "available", "require_runnable",
+__all__ = ["CHOICES", "PLAN", "DASK", "SUBSET", "AdaptiveOptions", "Scheduler", "DynamicScheduler", "register", "get_scheduler", "scheduler_class", "available", "require_runnable",
            "canonical_name", "ALIASES",
            "ENTRY_POINT_GROUP"]
 
@@ -40,6 +42,79 @@ _ENTRY_POINTS: dict | None = None  # name -> importlib.metadata.EntryPoint, read
 #: Dask's own held to a subset of the workers (the fastest, or one group joined by wide links)
 PLAN, DASK, SUBSET = "plan", "dask", "subset"
 CHOICES = (PLAN, DASK, SUBSET)
+
+
+@dataclasses.dataclass(frozen=True)
+class AdaptiveOptions:
+    """What the scheduler plugin reads of an adaptive scheduler (:attr:`Scheduler.adaptive`): the
+    options of its guard and its re-decisions, checked once, here. See :mod:`schedulers.adaptive`.
+
+    Parameters
+    ----------
+    margin : float
+        Keep a choice over Dask's own only where predicted at least this fraction shorter.
+    drift : float
+        Re-decide when a measured duration or speed is this fraction off what a decision used.
+    interval : float
+        Seconds between two re-decisions of a run, at least.
+    replans : int
+        Re-decisions per run at most.
+    limit : int
+        Tasks above which the guard does not simulate.
+    spread : float
+        Plan only where the fastest worker is more than this many times the slowest (or the
+        network is declared uneven).
+    steal : bool
+        Let Dask's work stealing move a planned task to an idle worker.
+    choices : tuple of str
+        Of :data:`CHOICES`, in that order.
+    ccr : float
+        A link is narrow for a graph when moving its mean edge takes more than this many times
+        its mean task.
+
+    Raises
+    ------
+    PolicyError
+        An option out of its range (named).
+    """
+
+    margin: float = 0.15
+    drift: float = 0.3
+    interval: float = 0.25
+    replans: int = 8
+    limit: int = 3000
+    spread: float = 2.0
+    steal: bool = False
+    choices: tuple = CHOICES
+    ccr: float = 10.0
+
+    def __post_init__(self):
+        for name, low, high in (("margin", 0.0, 1.0), ("drift", 0.0, float("inf")),
+                                ("interval", 0.0, float("inf")), ("spread", 1.0, float("inf"))):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value < high:
+                raise PolicyError(f"adaptive: {name} must be a number in [{low:g}, {high:g}), got {value!r}")
+            object.__setattr__(self, name, float(value))
+        for name in ("replans", "limit"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise PolicyError(f"adaptive: {name} must be an integer >= 0, got {value!r}")
+        ccr = self.ccr
+        if isinstance(ccr, bool) or not isinstance(ccr, (int, float)) or not 0 < ccr < float("inf"):
+            raise PolicyError(f"adaptive: ccr must be a finite number > 0, got {ccr!r}")
+        choices = self.choices
+        if not isinstance(choices, (list, tuple)) or not choices or not all(c in CHOICES for c in choices):
+            raise PolicyError(f"adaptive: choices must be a non-empty list of {', '.join(CHOICES)}, got {choices!r}")
+        object.__setattr__(self, "ccr", float(ccr))
+        object.__setattr__(self, "steal", bool(self.steal))
+        object.__setattr__(self, "choices", tuple(c for c in CHOICES if c in set(choices)))
+
+    def as_options(self) -> dict:
+        """The options as keyword arguments (they travel with the scheduler's name to Dask's
+        scheduler, where the plugin makes the scheduler again)."""
+        out = dataclasses.asdict(self)
+        out["choices"] = list(self.choices)
+        return out
 
 
 class Scheduler:
@@ -62,10 +137,10 @@ class Scheduler:
     #: validated and written like any other, but neither the simulator nor the Dask runtime
     #: carries them out (see :func:`require_runnable`)
     duplicates = False
-    #: whether the scheduler plugin decides, run by run, between its plan and Dask's own scheduling
-    #: (:data:`CHOICES`, those in ``choices``): a capability declared, not looked for
-    adaptive = False
-    choices = CHOICES
+    #: the options of the scheduler plugin's run-by-run decisions between its plan and Dask's own
+    #: scheduling (:class:`AdaptiveOptions`), or None where it only plans: a capability declared,
+    #: not looked for
+    adaptive: AdaptiveOptions | None = None
     #: the options it reads (beyond ``seed``); another one is refused, with the nearest known
     #: (None: any, for a policy whose options a runtime fills in)
     option_names: tuple | None = ()

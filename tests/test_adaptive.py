@@ -13,8 +13,23 @@ from distributed import Client, LocalCluster
 import taskflow
 from taskflow import Cluster, TaskflowError, TaskGraph, Worker, get_scheduler
 from taskflow.runtime.predict import DASK, PLAN, SUBSET, choose, predict_dask, uneven
+from taskflow.policy import AdaptiveOptions
+from taskflow.runtime.scheduler.adaptive_state import AdaptiveState, Phase
+from taskflow.runtime.scheduler.outcomes import Outcomes
 from taskflow.runtime.scheduler.runs import behind
 from workflows.scientific import random_layered
+
+
+def opts(margin, limit, spread=1.5):
+    """The adaptive scheduler's options with this margin, task limit and speed spread."""
+    return AdaptiveOptions(margin=margin, limit=limit, spread=spread)
+
+
+def outcomes_of(book: dict) -> Outcomes:
+    """An :class:`Outcomes` record from a dict: choice -> makespans, and ``predicted``, ``curves``, ``lost``."""
+    book = dict(book)
+    extra = {k: book.pop(k) for k in ("predicted", "curves", "lost") if k in book}
+    return Outcomes(measured=book, **extra)
 
 
 def test_alone_it_plans_exactly_as_heft(heft_graph, heft_cluster):
@@ -37,7 +52,8 @@ def test_bad_options_are_named(options, field):
 def test_its_options_travel_with_it():
     p = get_scheduler("adaptive", margin=0.3, interval=0.05)
     again = get_scheduler(p.name, **p.options)
-    assert (again.margin, again.interval, again.spread) == (0.3, 0.05, 2.0)
+    assert (again.adaptive.margin, again.adaptive.interval, again.adaptive.spread) == (0.3, 0.05, 2.0)
+    assert again.adaptive == p.adaptive and get_scheduler("heft").adaptive is None
 
 
 def test_a_plan_can_win_only_on_an_uneven_cluster():
@@ -52,7 +68,7 @@ def test_a_plan_can_win_only_on_an_uneven_cluster():
 
 def plan_or_dask(graph, cluster, plan, state, margin, limit):
     """The guard's choice between the plan and Dask's own: (keep, predicted, Dask's own predicted)."""
-    choice, predicted, dask_own, _ = choose(graph, cluster, plan, state, margin, limit, choices=(PLAN, DASK))
+    choice, predicted, dask_own, _ = choose(graph, cluster, plan, state, opts(margin, limit), choices=(PLAN, DASK))
     return choice == PLAN, predicted, dask_own
 
 
@@ -75,7 +91,7 @@ def test_the_guard_leaves_workers_alike_to_dask_and_keeps_a_plan_that_wins_by_fa
 
 def _runs(dask_scheduler):
     p = dask_scheduler.plugins["taskflow"]
-    return [{"decision": r.decision, "planned": len(r.plan), "redecisions": r.redecisions, "predicted": r.predicted,
+    return [{"decision": r.adapt.decision, "planned": len(r.plan), "redecisions": r.adapt.redecisions, "predicted": r.predicted,
              "restricted": sum(1 for k in r.graph.ids if k in dask_scheduler.tasks
                                and dask_scheduler.tasks[k].worker_restrictions)}
             for r in p.runs.values()]
@@ -332,8 +348,8 @@ def _where(i, *deps):
 
 
 def _weighed(dask_scheduler):
-    return [{"decision": r.decision, "guarded": r.guarded, "speeds": dict(r.speeds_used),
-             "predictions": dict(r.predictions)} for r in dask_scheduler.plugins["taskflow"].runs.values()]
+    return [{"decision": r.adapt.decision, "guarded": r.adapt.guarded, "speeds": dict(r.adapt.speeds_used),
+             "predictions": dict(r.adapt.predictions)} for r in dask_scheduler.plugins["taskflow"].runs.values()]
 
 
 def _setenv(name, value):
@@ -389,19 +405,20 @@ def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
     policy = get_scheduler("adaptive")
 
     def run(sig, decision, secs, guarded=1):
-        return SimpleNamespace(learned=True, policy=policy, signature=sig, decision=decision, guarded=guarded,
-                               started=time.monotonic() - secs, fixed=False, predictions={}, watch=0.0,
-                               graph=(), done=set(), finished_at=[], reference=[])
+        state = AdaptiveState()
+        state.signature, state.decision, state.guarded = sig, decision, guarded
+        return SimpleNamespace(learned=True, policy=policy, started=time.monotonic() - secs, adapt=state,
+                               graph=(), done=set(), finished_at=[])
 
     sig = (frozenset({"a"}), 5)
     p.adaptation.record(run(sig, "plan", 1.0))  # the first run of its kind learns: not kept
-    assert p.adaptation.outcomes[sig] == {"plan": [], "dask": [], "subset": []}
+    assert p.adaptation.outcomes[sig] == Outcomes()
     r = run(sig, None, 0)
-    assert p.adaptation._measured_choice(r) is None and r.fixed  # the guard decides, once, and is not re-decided
+    assert p.adaptation._measured_choice(r) is None and r.adapt.phase is Phase.FIXED  # the guard decides, once, and is not re-decided
     p.adaptation.record(run(sig, "plan", 2.0))
     r = run(sig, None, 0)
     assert p.adaptation._measured_choice(r) == ("dask", None)  # nothing predicted: each other choice, once
-    assert r.fallback == "plan" and r.watch == pytest.approx(1.25 * 2.0, abs=0.01)  # given up at 1.25x the best so far
+    assert r.adapt.fallback == "plan" and r.adapt.watch == pytest.approx(1.25 * 2.0, abs=0.01)  # given up at 1.25x the best so far
     p.adaptation.record(run(sig, "dask", 1.5))
     p.adaptation.record(run(sig, "dask", 9.0, guarded=2))  # changed its mind on the way: not kept
     p.adaptation.record(run(sig, "dask", 1.6, guarded=0))  # left to Dask at once, never guarded: kept
@@ -412,7 +429,7 @@ def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
     p.adaptation.record(run(sig, "subset", 1.2))
     r = run(sig, None, 0)
     choice, predicted = p.adaptation._measured_choice(r)
-    assert choice == "subset" and predicted == pytest.approx(1.2, abs=0.05) and not r.watch
+    assert choice == "subset" and predicted == pytest.approx(1.2, abs=0.05) and not r.adapt.watch
     for _ in range(3):
         p.adaptation.record(run(sig, "plan", 1.0))
     choice, predicted = p.adaptation._measured_choice(run(sig, None, 0))
@@ -421,7 +438,7 @@ def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
     other = (frozenset({"b"}), 5)
     p.adaptation.record(run(other, "plan", 1.0))  # learns
     guarded = run(other, "plan", 1.35)
-    guarded.predictions = {"dask": 3.0, "plan": 1.0, "subset": 1.1}
+    guarded.adapt.predictions = {"dask": 3.0, "plan": 1.0, "subset": 1.1}
     p.adaptation.record(guarded)
     # plan measured 35% over its prediction: the band is 1.7x the best predicted; subset in it, dask not
     assert p.adaptation._measured_choice(run(other, None, 0)) == ("subset", 1.1)
@@ -434,7 +451,7 @@ def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
     third = (frozenset({"c"}), 5)
     p.adaptation.record(run(third, "plan", 1.0))
     guarded = run(third, "plan", 1.35)
-    guarded.predictions = {"dask": 2.0, "plan": 0.45}
+    guarded.adapt.predictions = {"dask": 2.0, "plan": 0.45}
     p.adaptation.record(guarded)
     assert p.adaptation._measured_choice(run(third, None, 0)) == ("dask", 2.0)
     p.adaptation.record(run(third, "dask", 1.5))
@@ -442,7 +459,7 @@ def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
     choice, predicted = p.adaptation._measured_choice(r)
     assert choice == "dask" and predicted == pytest.approx(1.5, abs=0.01)
     # measured again, watched like a try: a second run of a plan once took 2x its first unwatched
-    assert r.fallback == "plan" and r.watch == pytest.approx(1.25 * 1.35, abs=0.01)
+    assert r.adapt.fallback == "plan" and r.adapt.watch == pytest.approx(1.25 * 1.35, abs=0.01)
     p.adaptation.record(run(third, "dask", 1.3))
     choice, predicted = p.adaptation._measured_choice(run(third, None, 0))
     assert choice == "dask" and predicted == pytest.approx(1.4, abs=0.01)  # plan's 1.35 is not 5% under it
@@ -552,16 +569,16 @@ def test_the_guard_holds_dask_to_the_fast_workers_where_a_slow_one_only_lengthen
     assert fastest_workers(Cluster.heterogeneous([1.0, 1.5]), 2.0) is None
     assert fastest_workers(Cluster.heterogeneous([1.0, 1.5]), 1.2) == [Cluster.heterogeneous([1.0, 1.5]).workers[1].id]
     plan = get_scheduler("adaptive").schedule(g, uneven3)
-    choice, predicted, dask_own, held = choose(g, uneven3, plan, None, 0.15, 3000, choices=(DASK, SUBSET))
+    choice, predicted, dask_own, held = choose(g, uneven3, plan, None, opts(0.15, 3000), choices=(DASK, SUBSET))
     assert choice == SUBSET and predicted <= 0.85 * dask_own and held == fastest_workers(uneven3, 2.0)
     assert predicted == pytest.approx(predict_dask(g, uneven3.subset(fastest_workers(uneven3, 2.0)), None, draws=1))
     # all three: the shortest predicted of those that beat Dask's own by the margin
-    choice, predicted, _, _ = choose(g, uneven3, plan, None, 0.15, 3000)
+    choice, predicted, _, _ = choose(g, uneven3, plan, None, opts(0.15, 3000))
     assert choice in (PLAN, SUBSET) and predicted <= 0.85 * dask_own
     alike = Cluster.homogeneous(3)
-    assert choose(g, alike, plan, None, 0.15, 3000, choices=(DASK, SUBSET))[0] == DASK
-    assert choose(g, alike, plan, None, 0.15, 3000, choices=(SUBSET,))[0] == DASK  # all are the fastest
-    assert choose(g, uneven3, plan, None, 0.15, 3000, choices=(PLAN,))[0] == PLAN  # no margin to beat
+    assert choose(g, alike, plan, None, opts(0.15, 3000), choices=(DASK, SUBSET))[0] == DASK
+    assert choose(g, alike, plan, None, opts(0.15, 3000), choices=(SUBSET,))[0] == DASK  # all are the fastest
+    assert choose(g, uneven3, plan, None, opts(0.15, 3000), choices=(PLAN,))[0] == PLAN  # no margin to beat
 
 
 @pytest.mark.parametrize("choices", [[], "plan", ["plan", "best"], [["plan"]]])
@@ -592,12 +609,12 @@ def test_the_guard_holds_dask_to_one_rack_where_the_link_between_racks_is_narrow
     assert ("a", "c") in narrow_pairs(racks, narrow_rate(big)) and ("a", "b") not in narrow_pairs(racks, narrow_rate(big))
     assert sorted(map(sorted, subsets(racks, 2.0, narrow_rate(big)))) == [["a", "b"], ["c", "d"]]
     plan = get_scheduler("adaptive").schedule(big, racks)
-    choice, predicted, dask_own, held = choose(big, racks, plan, None, 0.15, 3000, choices=(DASK, SUBSET))
+    choice, predicted, dask_own, held = choose(big, racks, plan, None, opts(0.15, 3000), choices=(DASK, SUBSET))
     assert choice == SUBSET and sorted(held) in (["a", "b"], ["c", "d"])
     assert predicted < 10 < dask_own  # a few seconds against tens
     small = fan_in(10)
     assert subsets(racks, 2.0, narrow_rate(small)) == []
-    assert choose(small, racks, plan, None, 0.15, 3000, choices=(DASK, SUBSET))[0] == DASK
+    assert choose(small, racks, plan, None, opts(0.15, 3000), choices=(DASK, SUBSET))[0] == DASK
 
 
 def test_mid_run_the_guard_holds_to_the_rack_where_the_inputs_already_are():
@@ -622,10 +639,10 @@ def test_mid_run_the_guard_holds_to_the_rack_where_the_inputs_already_are():
     assert near < 2.0 and own < 2.0 and far > 40.0  # the far rack pulls 80 MB over 1 MB/s
     assert predict_dask(g, racks.subset(["c", "d"]), None, draws=1) < 2.0  # blind to where the inputs are
     plan = get_scheduler("adaptive").schedule(g, racks)
-    choice, _, _, held = choose(g, racks, plan, None, 0.15, 3000, choices=(DASK, SUBSET),
+    choice, _, _, held = choose(g, racks, plan, None, opts(0.15, 3000), choices=(DASK, SUBSET),
                                 candidates=[["c", "d"], ["a", "b"]], inputs=inputs)
     assert choice == DASK or sorted(held) == ["a", "b"]
-    assert choose(g, racks, plan, None, 0.15, 3000, choices=(SUBSET,), candidates=[["c", "d"], ["a", "b"]],
+    assert choose(g, racks, plan, None, opts(0.15, 3000), choices=(SUBSET,), candidates=[["c", "d"], ["a", "b"]],
                   inputs=inputs)[3] == ["a", "b"]
 
 
@@ -649,14 +666,14 @@ def test_a_link_once_narrow_for_a_kind_of_work_stays_narrow_for_it():
     p = TaskflowPlugin()
     policy = get_scheduler("adaptive")
     first = GraphRun("r1", pair(0.01), policy, None, "c1", owned=True)
-    first.signature = (frozenset({"work"}), 1)
+    first.adapt.signature = (frozenset({"work"}), 1)
     assert p.adaptation._narrow_rate(first, links, first.graph) == pytest.approx(20e6) and p.adaptation.narrow_seen
     later = GraphRun("r2", pair(0.02), policy, None, "c1", owned=True)
-    later.signature = first.signature
+    later.adapt.signature = first.adapt.signature
     assert p.adaptation._narrow_rate(later, links, later.graph) == pytest.approx(20e6)
     assert narrow_pairs(links, p.adaptation._narrow_rate(later, links, later.graph)) == {("a", "b"), ("b", "a")}
     other = GraphRun("r3", pair(0.02), policy, None, "c1", owned=True)
-    other.signature = (frozenset({"else"}), 1)
+    other.adapt.signature = (frozenset({"else"}), 1)
     assert p.adaptation._narrow_rate(other, links, other.graph) == pytest.approx(10e6)
     assert not narrow_pairs(links, p.adaptation._narrow_rate(other, links, other.graph))
 
@@ -681,18 +698,18 @@ def test_mid_run_a_hold_in_place_is_weighed_though_no_link_looks_narrow_now(monk
     p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
     seen = {}
 
-    def choose(graph, c, plan, state, margin, limit, policy, spread, choices, candidates, *a, **k):
+    def choose(graph, c, plan, state, options, *, choices, candidates, **k):
         seen.update(choices=choices, candidates=candidates)
         return (SUBSET, 1.0, 1.2, candidates[0]) if candidates else ("dask", 1.0, 1.0, None)
 
     monkeypatch.setattr(adaptation, "choose", choose)
     monkeypatch.setattr(adaptation, "dask_state", lambda *a, **k: None)
     r = GraphRun("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
-    r.guarded, r.decision, r.fast = 1, SUBSET, ("tcp://10.0.0.1:1",)
+    r.adapt.guarded, r.adapt.decision, r.adapt.held = 1, SUBSET, ("tcp://10.0.0.1:1",)
     p.adaptation.guard(r, g.subgraph(["t-2", "t-3"]), cluster, None)
-    assert SUBSET in seen["choices"] and seen["candidates"] == [["a"]] and r.decision == SUBSET
-    r.fast = ()
-    r.decision = "dask"
+    assert SUBSET in seen["choices"] and seen["candidates"] == [["a"]] and r.adapt.decision == SUBSET
+    r.adapt.held = ()
+    r.adapt.decision = "dask"
     p.adaptation.guard(r, g.subgraph(["t-3"]), cluster, None)
     assert SUBSET not in seen["choices"]  # nothing held, nothing narrow: no subset to weigh
 
@@ -755,18 +772,19 @@ def test_a_run_that_begins_left_to_dask_makes_its_first_choice_mid_run_by_the_me
 
     g, cluster, policy, p = _wide_plugin(12)
     sig = (frozenset({"t"}), 3)
-    p.adaptation.outcomes[sig] = {"plan": [2.0, 2.1], "dask": [1.0, 1.1], "subset": [1.9, 2.0]}
+    p.adaptation.outcomes[sig] = outcomes_of({"plan": [2.0, 2.1], "dask": [1.0, 1.1], "subset": [1.9, 2.0]})
     r = GraphRun("r1", g, policy, None, "c1", owned=True)
-    r.signature, r.started = sig, time.monotonic()
+    r.adapt.signature, r.started = sig, time.monotonic()
     part = g.subgraph([f"t{i}" for i in range(6, 12)])  # mid-run: half of it finished
     plan = policy.schedule(part, cluster)
-    assert p.adaptation.guard(r, part, cluster, plan) == pytest.approx(1.05) and r.decision == DASK and r.fixed
+    assert p.adaptation.guard(r, part, cluster, plan) == pytest.approx(1.05) and r.adapt.decision == DASK and r.adapt.phase is Phase.FIXED
     p.adaptation.record(r)
-    assert p.adaptation.outcomes[sig]["dask"][-1] < 1.0  # kept: its one choice
-    twice = SimpleNamespace(learned=True, policy=policy, signature=sig, started=time.monotonic() - 0.5,
-                            predictions={}, decision=PLAN, guarded=2)
+    assert p.adaptation.outcomes[sig].measured["dask"][-1] < 1.0  # kept: its one choice
+    twice = GraphRun("r2", g, policy, None, "c1", owned=True)
+    twice.started = time.monotonic() - 0.5
+    twice.adapt.signature, twice.adapt.decision, twice.adapt.guarded = sig, PLAN, 2
     p.adaptation.record(twice)
-    assert p.adaptation.outcomes[sig]["plan"] == [2.0, 2.1]  # chose twice: not kept
+    assert p.adaptation.outcomes[sig].measured["plan"] == [2.0, 2.1]  # chose twice: not kept
 
 
 def test_a_choice_tried_for_the_first_time_is_given_up_once_it_runs_past_its_watch(monkeypatch):
@@ -788,26 +806,30 @@ def test_a_choice_tried_for_the_first_time_is_given_up_once_it_runs_past_its_wat
     monkeypatch.setattr(p, "live_cluster", lambda r: cluster)
     monkeypatch.setattr(p, "unfinished", lambda r: [f"t{i}" for i in range(6, 12)])
     sig = (frozenset({"t"}), 3)
-    p.adaptation.outcomes[sig] = {"plan": [1.0], "dask": [], "subset": [], "predicted": {"plan": 1.0, "subset": 0.9}}
+    p.adaptation.outcomes[sig] = outcomes_of({"plan": [1.0], "dask": [], "subset": [], "predicted": {"plan": 1.0, "subset": 0.9}})
     r = GraphRun("r1", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
-    r.signature, r.started, r.state = sig, time.monotonic(), RUNNING
-    assert p.adaptation._measured_choice(r, ("plan", "subset")) == (SUBSET, 0.9) and r.watch == pytest.approx(1.25)
-    r.decision = SUBSET
+    r.adapt.signature, r.started, r.state = sig, time.monotonic(), RUNNING
+    assert p.adaptation._measured_choice(r, ("plan", "subset")) == (SUBSET, 0.9) and r.adapt.watch == pytest.approx(1.25)
+    r.adapt.decision = SUBSET
     p.adaptation.learn_within(r, "t", 0.1, cluster.ids[0], "s1")  # within its watch: nothing changes
-    assert r.decision == SUBSET and p.adaptation.outcomes[sig]["subset"] == []
+    assert r.adapt.decision == SUBSET and p.adaptation.outcomes[sig].measured["subset"] == []
     r.started -= 1.3
     p.adaptation.learn_within(r, "t", 0.1, cluster.ids[0], "s2")
-    assert r.decision == PLAN and set(r.plan) == {f"t{i}" for i in range(6, 12)} and r.state == RUNNING
-    assert p.adaptation.outcomes[sig]["subset"] == [pytest.approx(1.3, abs=0.05)]  # measured as long as it ran
+    assert r.adapt.decision == PLAN and set(r.plan) == {f"t{i}" for i in range(6, 12)} and r.state == RUNNING
+    assert p.adaptation.outcomes[sig].measured["subset"] == [pytest.approx(1.3, abs=0.05)]  # measured as long as it ran
     p.adaptation.record(r)
-    assert p.adaptation.outcomes[sig]["plan"] == [1.0] and len(p.adaptation.outcomes[sig]["subset"]) == 1  # not kept
-    again = GraphRun("r2", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
-    again.signature = sig
-    assert p.adaptation._measured_choice(again, ("plan", "subset"))[0] == PLAN
-    p.adaptation.outcomes[sig]["plan"].append(1.3)  # subset's 1.3 is now within 15% of the plan's median...
-    assert p.adaptation._measured_choice(again, ("plan", "subset"))[0] == PLAN  # ... but it lost a race: not tried again
-    p.adaptation.outcomes[sig].pop("lost")
-    assert p.adaptation._measured_choice(again, ("plan", "subset"))[0] == SUBSET  # a close second measured once, were it not
+    assert p.adaptation.outcomes[sig].measured["plan"] == [1.0] and len(p.adaptation.outcomes[sig].measured["subset"]) == 1  # not kept
+
+    def again():
+        later = GraphRun("r2", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
+        later.adapt.signature = sig
+        return later
+
+    assert p.adaptation._measured_choice(again(), ("plan", "subset"))[0] == PLAN
+    p.adaptation.outcomes[sig].measured["plan"].append(1.3)  # subset's 1.3 is now within 15% of the plan's median...
+    assert p.adaptation._measured_choice(again(), ("plan", "subset"))[0] == PLAN  # ... but it lost a race: not tried again
+    p.adaptation.outcomes[sig].lost.clear()
+    assert p.adaptation._measured_choice(again(), ("plan", "subset"))[0] == SUBSET  # a close second measured once, were it not
 
 
 def test_a_try_falling_behind_the_progress_of_the_choice_measured_shortest_is_given_up_early(monkeypatch):
@@ -822,34 +844,34 @@ def test_a_try_falling_behind_the_progress_of_the_choice_measured_shortest_is_gi
     monkeypatch.setattr(p, "live_cluster", lambda r: cluster)
     monkeypatch.setattr(p, "unfinished", lambda r: [f"t{i}" for i in range(2, 10)])
     sig = (frozenset({"t"}), 3)
-    p.adaptation.outcomes[sig] = {"plan": [], "dask": [], "subset": [], "predicted": {"plan": 1.5, "dask": 2.0}}
+    p.adaptation.outcomes[sig] = outcomes_of({"plan": [], "dask": [], "subset": [], "predicted": {"plan": 1.5, "dask": 2.0}})
     for _ in range(2):  # two runs of Dask's own: a task finishes every 0.2 s
         done = GraphRun("d", g, policy, cluster, "c1", owned=True)
-        done.signature, done.decision, done.guarded, done.state = sig, DASK, 1, RUNNING
+        done.adapt.signature, done.adapt.decision, done.adapt.guarded, done.state = sig, DASK, 1, RUNNING
         done.started = time.monotonic() - 2.0
         for i in range(10):
             done.key_moved(f"t{i}", "memory")
         done.finished_at = [done.started + 0.2 * (i + 1) for i in range(10)]
         assert progress_curve(done, 5) == pytest.approx([0.4, 0.8, 1.2, 1.6, 2.0])
         p.adaptation.record(done)
-    assert len(p.adaptation.outcomes[sig]["curves"][DASK]) == 2 and p.adaptation.outcomes[sig]["dask"] == [pytest.approx(2.0, abs=0.05)] * 2
+    assert len(p.adaptation.outcomes[sig].curves[DASK]) == 2 and p.adaptation.outcomes[sig].measured["dask"] == [pytest.approx(2.0, abs=0.05)] * 2
     r = GraphRun("r1", g, policy, cluster, "c1", owned=True)
-    r.signature, r.state = sig, RUNNING
-    assert p.adaptation._measured_choice(r, (PLAN, DASK)) == (PLAN, 1.5) and r.watch == pytest.approx(2.5, abs=0.1)
-    assert r.reference[1] == pytest.approx(0.2) and r.reference[-1] == pytest.approx(2.0)
-    r.decision, r.started = PLAN, time.monotonic() - 1.0
+    r.adapt.signature, r.state = sig, RUNNING
+    assert p.adaptation._measured_choice(r, (PLAN, DASK)) == (PLAN, 1.5) and r.adapt.watch == pytest.approx(2.5, abs=0.1)
+    assert r.adapt.reference[1] == pytest.approx(0.2) and r.adapt.reference[-1] == pytest.approx(2.0)
+    r.adapt.decision, r.started = PLAN, time.monotonic() - 1.0
     r.key_moved("t0", "memory")
     assert behind(r, 1.0) == 0.0  # a tenth done: not raced yet
     p.adaptation.learn_within(r, "t", 0.1, cluster.ids[0], "s1")
-    assert r.decision == PLAN and p.adaptation.outcomes[sig]["plan"] == []
+    assert r.adapt.decision == PLAN and p.adaptation.outcomes[sig].measured["plan"] == []
     r.key_moved("t1", "memory")
     assert behind(r, 1.0) == pytest.approx(2.5)  # two tenths at 1 s; the reference's at 0.4 s
     p.adaptation.learn_within(r, "t", 0.1, cluster.ids[0], "s2")
-    assert r.decision == DASK and r.reference == [] and r.watch == 0.0
-    assert r.path == [PLAN, DASK]  # the status (and the suite) show the try, not only where it ended
-    assert p.adaptation.outcomes[sig]["plan"] == [pytest.approx(5.0, rel=0.05)]  # its pace, not the second it ran
+    assert r.adapt.decision == DASK and r.adapt.reference == [] and r.adapt.watch == 0.0
+    assert r.adapt.path == [PLAN, DASK]  # the status (and the suite) show the try, not only where it ended
+    assert p.adaptation.outcomes[sig].measured["plan"] == [pytest.approx(5.0, rel=0.05)]  # its pace, not the second it ran
     again = GraphRun("r2", g, policy, cluster, "c1", owned=True)
-    again.signature = sig
+    again.adapt.signature = sig
     assert p.adaptation._measured_choice(again, (PLAN, DASK))[0] == DASK
 
 
@@ -870,35 +892,35 @@ def test_a_try_of_the_plan_races_its_own_timeline_not_dask_s_progress(monkeypatc
     monkeypatch.setattr(p, "unfinished", lambda r: [f"t{i}" for i in range(4, 10)])
     sig = (frozenset({"t"}), 3)
     curve = [0.2 * ((i + 2) // 2) for i in range(20)]  # a twentieth of ten tasks: one finished
-    p.adaptation.outcomes[sig] = {"plan": [], "dask": [2.0, 2.0], "subset": [], "predicted": {"plan": 1.5, "dask": 2.0},
-                       "curves": {DASK: [curve, curve]}}
+    p.adaptation.outcomes[sig] = outcomes_of({"plan": [], "dask": [2.0, 2.0], "subset": [], "predicted": {"plan": 1.5, "dask": 2.0},
+                       "curves": {DASK: [curve, curve]}})
     finish = [0.5 + 0.1 * (i + 1) for i in range(10)]
     plan = Schedule(g.ids, [cluster.ids[0]] * 10, [f - 0.1 for f in finish], finish, "adaptive")
     made = []
     r = GraphRun("r1", g, policy, cluster, "c1", owned=True)
-    r.signature, r.state, r.started = sig, RUNNING, time.monotonic()
+    r.adapt.signature, r.state, r.started = sig, RUNNING, time.monotonic()
     p.adaptation.guard(r, g, cluster, lambda: made.append(1) or plan)
-    assert r.decision == PLAN and made == [1] and r.watch == pytest.approx(2.5)
-    assert r.reference[3] == pytest.approx(0.7, abs=0.01) and r.reference[-1] == pytest.approx(1.5, abs=0.01)
-    assert r.pace == pytest.approx(2.0 / 1.5, rel=0.01)
+    assert r.adapt.decision == PLAN and made == [1] and r.adapt.watch == pytest.approx(2.5)
+    assert r.adapt.reference[3] == pytest.approx(0.7, abs=0.01) and r.adapt.reference[-1] == pytest.approx(1.5, abs=0.01)
+    assert r.adapt.pace == pytest.approx(2.0 / 1.5, rel=0.01)
     r.started = time.monotonic() - 0.7
     for i in range(2):
         r.key_moved(f"t{i}", "memory")
     assert behind(r, 0.7) == pytest.approx(0.75, rel=0.02)  # on its plan; Dask's curve: 0.7 / 0.4
     p.adaptation.learn_within(r, "t", 0.1, cluster.ids[0], "s1")
-    assert r.decision == PLAN and p.adaptation.outcomes[sig]["plan"] == []
+    assert r.adapt.decision == PLAN and p.adaptation.outcomes[sig].measured["plan"] == []
     r.started = time.monotonic() - 2.0
     for i in range(2, 4):
         r.key_moved(f"t{i}", "memory")
     p.adaptation.learn_within(r, "t", 0.1, cluster.ids[0], "s2")
-    assert r.decision == DASK and r.path == [PLAN, DASK]
-    assert p.adaptation.outcomes[sig]["plan"] == [pytest.approx(2.0 / 0.9 * 1.5, rel=0.03)]
+    assert r.adapt.decision == DASK and r.adapt.path == [PLAN, DASK]
+    assert p.adaptation.outcomes[sig].measured["plan"] == [pytest.approx(2.0 / 0.9 * 1.5, rel=0.03)]
 
     hold = GraphRun("r2", g, get_scheduler("adaptive", choices=["subset", "dask"]), cluster, "c1", owned=True)
-    hold.signature, hold.state, hold.started = sig, RUNNING, time.monotonic()
-    p.adaptation.outcomes[sig]["predicted"]["subset"] = 1.6
+    hold.adapt.signature, hold.state, hold.started = sig, RUNNING, time.monotonic()
+    p.adaptation.outcomes[sig].predicted["subset"] = 1.6
     p.adaptation.guard(hold, g, cluster, lambda: made.append(1) or plan)
-    assert hold.decision == SUBSET and made == [1] and hold.reference == pytest.approx(curve)
+    assert hold.adapt.decision == SUBSET and made == [1] and hold.adapt.reference == pytest.approx(curve)
 
 
 def test_a_plan_left_to_dask_mid_run_spreads_its_queue_over_the_workers_by_their_learned_speeds(monkeypatch):
@@ -950,7 +972,7 @@ def test_a_plan_left_to_dask_mid_run_spreads_its_queue_over_the_workers_by_their
     r = GraphRun("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
     r.state, r.plan = RUNNING, {k: "slow" for k in tasks}
     p.adaptation._leave_to_dask(r, list(tasks), None)
-    assert r.decision == DASK and r.plan == {}
+    assert r.adapt.decision == DASK and r.plan == {}
     # the latest first; an eleventh would make the fast worker's share (11) longer than the slow one's (2 at 0.25: 8)
     assert [k for k, _ in moved] == [f"t{i}" for i in range(11, 1, -1)] and {w for _, (w,) in moved} == {"fast"}
     assert {ts.key for ts in slow.processing} == {"t0", "t1"}
@@ -986,10 +1008,10 @@ def test_a_first_run_left_to_dask_on_workers_alike_spends_nothing_on_links_it_co
                               (["plan"], ["cluster", "estimate"])):
         policy = get_scheduler("adaptive", **({"choices": choices} if choices else {}))
         r = GraphRun("r1", g, policy, racks, "c1", owned=True)
-        r.state, r.decision, r.signature = RUNNING, DASK, (frozenset({"t"}), 3)
+        r.state, r.adapt.decision, r.adapt.signature = RUNNING, DASK, (frozenset({"t"}), 3)
         looked.clear()
         p.adaptation.learn_within(r, "t", 0.1, "a", "s1")
-        assert looked == expected and r.decision == DASK
+        assert looked == expected and r.adapt.decision == DASK
 
 
 def test_a_run_left_to_dask_on_one_host_builds_no_cluster_as_its_tasks_finish(monkeypatch):
@@ -1017,11 +1039,11 @@ def test_a_run_left_to_dask_on_one_host_builds_no_cluster_as_its_tasks_finish(mo
         workers = {f"tcp://{h}:{4000 + i}": None for i, h in enumerate(hosts)}
         p.dask_scheduler = SimpleNamespace(tasks={}, workers=workers, transitions=lambda *a, **k: None)
         r = GraphRun("r1", g, get_scheduler("adaptive"), declared, "c1", owned=True)
-        r.state, r.decision, r.signature = RUNNING, DASK, (frozenset({"t"}), 3)
-        p.adaptation.outcomes[r.signature] = {"plan": [2.0], "dask": [1.0]}
+        r.state, r.adapt.decision, r.adapt.signature = RUNNING, DASK, (frozenset({"t"}), 3)
+        p.adaptation.outcomes[r.adapt.signature] = outcomes_of({"plan": [2.0], "dask": [1.0]})
         looked.clear()
         p.adaptation.learn_within(r, "t", 0.1, "a", "s1")
-        assert looked == expected and r.decision == DASK
+        assert looked == expected and r.adapt.decision == DASK
 
 
 def test_mid_run_a_hold_in_place_gives_way_only_to_a_choice_predicted_margin_shorter(monkeypatch):
@@ -1040,7 +1062,7 @@ def test_mid_run_a_hold_in_place_gives_way_only_to_a_choice_predicted_margin_sho
                         else held["subset"])
 
     def pick(incumbent=DASK):
-        return choose(g, cluster, None, None, 0.15, 3000, choices=(DASK, SUBSET), candidates=[["a"]],
+        return choose(g, cluster, None, None, opts(0.15, 3000), choices=(DASK, SUBSET), candidates=[["a"]],
                       incumbent=incumbent)[0]
 
     assert pick() == DASK and pick(SUBSET) == SUBSET  # 5% apart: neither gives way
@@ -1138,17 +1160,17 @@ def test_a_run_with_a_peer_to_peer_shuffle_is_weighed_only_before_it_starts_and_
     r = GraphRun("r1", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
     assert p.adaptation.worth_planning(r, keys, cluster)  # not started: a hold may pay
     only_plan = GraphRun("r2", g, get_scheduler("adaptive", choices=["plan"]), cluster, "c1", owned=True)
-    assert not p.adaptation.worth_planning(only_plan, keys, cluster) and only_plan.decision == DASK
-    r.fast = ("tcp://fast",)
-    r.decision = SUBSET
+    assert not p.adaptation.worth_planning(only_plan, keys, cluster) and only_plan.adapt.decision == DASK
+    r.adapt.held = ("tcp://fast",)
+    r.adapt.decision = SUBSET
     assert not p.adaptation.worth_planning(r, keys[1:], cluster)  # started, held: kept as it is
-    assert r.decision == SUBSET and all(ts.worker_restrictions == {"tcp://fast"} for ts in tasks.values())
-    r.fast = ()
-    assert not p.adaptation.worth_planning(r, keys[1:], cluster) and r.decision == DASK  # started, not held: Dask's own
+    assert r.adapt.decision == SUBSET and all(ts.worker_restrictions == {"tcp://fast"} for ts in tasks.values())
+    r.adapt.held = ()
+    assert not p.adaptation.worth_planning(r, keys[1:], cluster) and r.adapt.decision == DASK  # started, not held: Dask's own
     plan = get_scheduler("adaptive").schedule(g, cluster)
     fresh = GraphRun("r3", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
     p.adaptation.guard(fresh, g, cluster, plan)
-    assert fresh.decision != PLAN and PLAN not in fresh.predictions  # Dask's shuffle places its outputs
+    assert fresh.adapt.decision != PLAN and PLAN not in fresh.adapt.predictions  # Dask's shuffle places its outputs
 
 
 def _fake_p2p(transfer_prefix="rechunk-transfer"):
@@ -1274,11 +1296,11 @@ def test_until_a_run_of_the_work_is_measured_the_guard_takes_no_plan_but_predict
     plan = get_scheduler("adaptive").schedule(g, uneven8)
     assert plan_or_dask(g, uneven8, plan, None, 0.15, 3000)[0]  # a plan predicted to win by far
     seen = {}
-    choice, predicted, dask_own, _ = choose(g, uneven8, plan, None, 0.15, 3000, choices=(PLAN, DASK),
+    choice, predicted, dask_own, _ = choose(g, uneven8, plan, None, opts(0.15, 3000), choices=(PLAN, DASK),
                                             predictions=seen, unwatched=(PLAN,))
     assert choice == DASK and predicted == dask_own and seen[PLAN] <= 0.85 * dask_own
-    assert choose(g, uneven8, plan, None, 0.15, 3000, choices=(PLAN,), unwatched=(PLAN,))[0] == PLAN  # no other
-    assert choose(g, uneven8, plan, None, 0.15, 10, choices=(PLAN, DASK), unwatched=(PLAN,))[0] == DASK  # unsimulated
+    assert choose(g, uneven8, plan, None, opts(0.15, 3000), choices=(PLAN,), unwatched=(PLAN,))[0] == PLAN  # no other
+    assert choose(g, uneven8, plan, None, opts(0.15, 10), choices=(PLAN, DASK), unwatched=(PLAN,))[0] == DASK  # unsimulated
 
     p = TaskflowPlugin()
     p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
@@ -1287,18 +1309,18 @@ def test_until_a_run_of_the_work_is_measured_the_guard_takes_no_plan_but_predict
     sig = (frozenset({"t"}), len(g))
     for book in (None, {"plan": [], "dask": [], "subset": []}):  # the first run of the work; the second
         if book is not None:
-            p.adaptation.outcomes[sig] = book
+            p.adaptation.outcomes[sig] = outcomes_of(book)
         r = GraphRun("r1", g, policy, uneven8, "c1", owned=True)
-        r.signature = sig
+        r.adapt.signature = sig
         p.adaptation.guard(r, g, uneven8, plan)
-        assert r.decision == DASK
+        assert r.adapt.decision == DASK
         if book is not None:  # (the very first run's predictions are not kept: it predicts no plan)
-            assert r.predictions[PLAN] <= 0.85 * r.predictions[DASK]
-    p.adaptation.outcomes[sig] = {"plan": [], "dask": [2.0], "subset": [], "predicted": dict(r.predictions)}
+            assert r.adapt.predictions[PLAN] <= 0.85 * r.adapt.predictions[DASK]
+    p.adaptation.outcomes[sig] = outcomes_of({"plan": [], "dask": [2.0], "subset": [], "predicted": dict(r.adapt.predictions)})
     r = GraphRun("r3", g, policy, uneven8, "c1", owned=True)
-    r.signature = sig
+    r.adapt.signature = sig
     p.adaptation.guard(r, g, uneven8, plan)  # measured once: the plan is tried, watched against Dask's own
-    assert r.decision == PLAN and r.watch == pytest.approx(1.25 * 2.0) and r.fallback == DASK
+    assert r.adapt.decision == PLAN and r.adapt.watch == pytest.approx(1.25 * 2.0) and r.adapt.fallback == DASK
 
 
 def test_a_run_the_measured_runs_leave_to_dask_makes_no_plan(monkeypatch):
@@ -1329,29 +1351,29 @@ def test_a_run_the_measured_runs_leave_to_dask_makes_no_plan(monkeypatch):
     sig = (frozenset({"t"}), len(g))
 
     def guard(book):
-        p.adaptation.outcomes[sig] = book
+        p.adaptation.outcomes[sig] = outcomes_of(book)
         r = GraphRun("r", g, policy, uneven8, "c1", owned=True)
-        r.signature = sig
+        r.adapt.signature = sig
         p.adaptation.guard(r, g, uneven8, counting)
         return r
 
     first = GraphRun("r", g, policy, uneven8, "c1", owned=True)
-    first.signature = sig
+    first.adapt.signature = sig
     p.adaptation.guard(first, g, uneven8, counting)  # the first run of this work: its predictions are not kept
-    assert made == [] and set(first.predictions) == {DASK, SUBSET} and first.decision in (DASK, SUBSET)
+    assert made == [] and set(first.adapt.predictions) == {DASK, SUBSET} and first.adapt.decision in (DASK, SUBSET)
     r = guard({"plan": [], "dask": [], "subset": []})  # the first run kept of this work: predicted
-    assert len(made) == 1 and PLAN in r.predictions
+    assert len(made) == 1 and PLAN in r.adapt.predictions
     for shortest in (DASK, SUBSET):
         book = {"plan": [3.0, 3.1], "dask": [2.0, 2.1], "subset": [2.5, 2.6]}
         book[shortest] = [1.0, 1.1]
         r = guard(book)
-        assert r.decision == shortest and len(made) == 1  # no plan made
+        assert r.adapt.decision == shortest and len(made) == 1  # no plan made
     r = guard({"plan": [1.0, 1.1], "dask": [2.0, 2.1], "subset": [2.5, 2.6]})
-    assert r.decision == PLAN and len(made) == 1  # the plugin makes it after the guard
+    assert r.adapt.decision == PLAN and len(made) == 1  # the plugin makes it after the guard
     only = GraphRun("r", g, get_scheduler("adaptive", choices=["plan"]), uneven8, "c1", owned=True)
-    only.signature = (frozenset({"other"}), len(g))
+    only.adapt.signature = (frozenset({"other"}), len(g))
     p.adaptation.guard(only, g, uneven8, counting)  # the plan alone: made, whatever the run
-    assert len(made) == 2 and only.decision == PLAN
+    assert len(made) == 2 and only.adapt.decision == PLAN
 
     make = plan_maker(SimpleNamespace(policy=policy), g, uneven8)
     assert make() is make()  # made once
@@ -1452,23 +1474,23 @@ def test_a_try_of_a_hold_races_the_whole_cluster_at_the_pace_of_the_workers_it_k
     g, cluster, policy, p = _wide_plugin(10)
     monkeypatch.setattr(p, "live_cluster", lambda r: cluster)
     sig = (frozenset({"t"}), 3)
-    p.adaptation.outcomes[sig] = {"plan": [], "dask": [2.0, 2.0], "subset": [], "predicted": {"dask": 2.0, "subset": 1.7},
-                       "curves": {DASK: [[0.2 * (i + 1) for i in range(10)]] * 2}}
+    p.adaptation.outcomes[sig] = outcomes_of({"plan": [], "dask": [2.0, 2.0], "subset": [], "predicted": {"dask": 2.0, "subset": 1.7},
+                       "curves": {DASK: [[0.2 * (i + 1) for i in range(10)]] * 2}})
     r = GraphRun("r1", g, policy, cluster, "c1", owned=True)
-    r.signature, r.state = sig, RUNNING
+    r.adapt.signature, r.state = sig, RUNNING
     p.adaptation.guard(r, g, cluster, None)
-    assert r.decision == "subset" and r.fallback == DASK and r.pace == pytest.approx(1.25)
+    assert r.adapt.decision == "subset" and r.adapt.fallback == DASK and r.adapt.pace == pytest.approx(1.25)
     r.started = time.monotonic()
     r.key_moved("t0", "memory")
     r.key_moved("t1", "memory")
     assert behind(r, 0.56) == pytest.approx(1.12)  # 0.56 s for two tenths; the reference's at 0.4 s
     assert behind(r, 0.68) == pytest.approx(1.36)
-    p.adaptation.outcomes[sig] = {"plan": [], "dask": [], "subset": [1.6, 1.6], "predicted": {"dask": 1.7, "subset": 1.6},
-                       "curves": {"subset": [[0.16 * (i + 1) for i in range(10)]] * 2}}
+    p.adaptation.outcomes[sig] = outcomes_of({"plan": [], "dask": [], "subset": [1.6, 1.6], "predicted": {"dask": 1.7, "subset": 1.6},
+                       "curves": {"subset": [[0.16 * (i + 1) for i in range(10)]] * 2}})
     r = GraphRun("r2", g, policy, cluster, "c1", owned=True)
-    r.signature, r.state = sig, RUNNING
+    r.adapt.signature, r.state = sig, RUNNING
     p.adaptation.guard(r, g, cluster, None)
-    assert r.decision == DASK and r.fallback == "subset" and r.pace == 1.0
+    assert r.adapt.decision == DASK and r.adapt.fallback == "subset" and r.adapt.pace == 1.0
 
 
 def test_the_guard_orders_the_graph_once_for_every_prediction_of_dask_s_own(monkeypatch):
@@ -1484,7 +1506,7 @@ def test_the_guard_orders_the_graph_once_for_every_prediction_of_dask_s_own(monk
     real = predict.dask_priorities
     monkeypatch.setattr(predict, "dask_priorities", lambda *a, **k: calls.append(1) or real(*a, **k))
     seen = {}
-    choose(g, cluster, plan, None, 0.15, 3000, spread=2.0, predictions=seen)
+    choose(g, cluster, plan, None, opts(0.15, 3000, spread=2.0), predictions=seen)
     assert len(calls) == 1 and set(seen) == {DASK, PLAN, SUBSET}
     assert seen[DASK] == pytest.approx(predict_dask(g, cluster, None, draws=1))
     fast = [w.id for w in cluster.workers if w.speed > 1.0]
@@ -1559,7 +1581,7 @@ def test_the_plugin_gives_an_adaptive_run_s_plan_the_learned_transfer_cpu(monkey
     monkeypatch.setattr(p.gaps, "overhead", lambda speeds: 0.003)
 
     def guard(r, sub, c, make, shift):
-        r.decision = PLAN
+        r.adapt.decision = PLAN
         return float(make().makespan)
 
     monkeypatch.setattr(p.adaptation, "guard", guard)
@@ -1567,3 +1589,49 @@ def test_the_plugin_gives_an_adaptive_run_s_plan_the_learned_transfer_cpu(monkey
     assert r.policy.transfer_cpu == (0.003, BYTE_SECONDS)
     heft = get_scheduler("heft").schedule(g, cluster)
     assert plan is not None and r.plan and _cross_bytes(g, plan) < _cross_bytes(g, heft)
+
+
+def test_the_adaptive_phase_moves_only_by_its_table():
+    """A run's phase with the adaptive scheduler: undecided, then learning (the guard's predictions,
+    or left to Dask), trying (watched), given up, fixed; a move the table lacks is refused, and a
+    try given up hands over its fallback once."""
+    from taskflow.runtime.scheduler.adaptive_state import PHASE_MOVES
+
+    assert set(PHASE_MOVES) == set(Phase) and PHASE_MOVES[Phase.FIXED] == frozenset()
+    state = AdaptiveState()
+    assert state.phase is Phase.UNDECIDED and state.take_fallback() is None
+    with pytest.raises(RuntimeError, match="no move from undecided to given up"):
+        state.give_up()
+    state.move(Phase.LEARNING)
+    state.move(Phase.LEARNING)  # staying is no move
+    state.try_choice(2.5, DASK, [0.1, 0.2])
+    assert (state.phase, state.watch, state.fallback) == (Phase.TRYING, 2.5, DASK)
+    with pytest.raises(RuntimeError, match="no move from trying to fixed"):
+        state.move(Phase.FIXED)
+    state.give_up()
+    assert (state.phase, state.watch, state.reference, state.redecisions, state.guarded) == \
+        (Phase.GIVEN_UP, 0.0, [], 1, 1)
+    assert state.take_fallback() == DASK and state.phase is Phase.FIXED and state.take_fallback() is None
+    with pytest.raises(RuntimeError, match="no move from fixed to learning"):
+        state.move(Phase.LEARNING)
+    state.decision = PLAN
+    state.decision = PLAN
+    state.decision = DASK
+    assert state.path == [PLAN, DASK]
+
+
+def test_the_run_status_says_the_state_and_the_phase_as_plain_words():
+    """The plugin's status reply carries a run's state and adaptive phase as strings (they cross
+    the wire to clients), and a run's state is one of :class:`RunState`."""
+    from taskflow.runtime.scheduler.plugin import TaskflowPlugin
+    from taskflow.runtime.scheduler.runs import GraphRun, RunState
+
+    g = TaskGraph()
+    g.add_task("a", cost=1.0)
+    p = TaskflowPlugin()
+    p.dask_scheduler = type("S", (), {"workers": {}, "tasks": {}})()
+    r = GraphRun("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
+    p.runs[r.id] = r
+    reply = p.handle_status(run="r1")
+    assert type(reply["state"]) is str and reply["state"] == "registered" and r.state is RunState.REGISTERED
+    assert type(reply["phase"]) is str and reply["phase"] == "undecided"

@@ -334,3 +334,35 @@ def test_the_adaptive_scheduler_reaches_the_plugin_only_through_its_view():
     assert used and used <= declared, used - declared
     plugin = (ROOT / "taskflow" / "runtime" / "scheduler" / "plugin.py").read_text()
     assert "class TaskflowPlugin(SchedulerPlugin)" in plugin and "Adapting" not in plugin
+
+
+def _assigned_attributes(path: Path, names: set) -> list:
+    """``(function, attribute, line)`` for each assignment to ``<x>.<name>`` in ``path``, ``name`` in ``names``."""
+    found = []
+    tree = ast.parse(path.read_text())
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(fn):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            for t in targets:
+                for leaf in (t.elts if isinstance(t, ast.Tuple) else [t]):
+                    if isinstance(leaf, ast.Attribute) and leaf.attr in names:
+                        found.append((fn.name, leaf.attr, node.lineno))
+    return found
+
+
+def test_a_run_s_state_and_the_adaptive_phase_change_only_through_their_one_method():
+    """A run's state changes only in ``TaskflowPlugin.move`` (and its construction), an adaptive
+    phase only in ``AdaptiveState.move`` (and its construction): no module of the runtime assigns
+    either anywhere else."""
+    scheduler_side = ROOT / "taskflow" / "runtime" / "scheduler"
+    stray = []
+    for path in sorted(scheduler_side.glob("*.py")):
+        for fn, attr, line in _assigned_attributes(path, {"state", "phase"}):
+            allowed = (attr == "state" and (fn, path.name) in {("move", "plugin.py"), ("__init__", "runs.py")}) or \
+                (attr == "phase" and (fn, path.name) in {("move", "adaptive_state.py"), ("__init__", "adaptive_state.py")})
+            if not allowed:
+                stray.append(f"{path.name}:{line} {fn} sets .{attr}")
+    assert stray == []

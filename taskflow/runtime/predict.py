@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..cluster import Cluster
 from ..graph import TaskGraph
-from ..policy import CHOICES, DASK, PLAN, SUBSET
+from ..policy import CHOICES, DASK, PLAN, SUBSET, AdaptiveOptions
 from ..analysis import task_kind
 
 __all__ = ["DASK_DRAWS", "PLAN", "DASK", "SUBSET", "CHOICES", "predict_dask", "predict_plan", "choose", "with_inputs",
@@ -267,9 +267,9 @@ def subsets(cluster: Cluster, spread: float, rate: float = 0.0, most: int = 4) -
     return out
 
 
-def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin: float, limit: int,
-           policy=None, spread: float = 1.5, choices=CHOICES, candidates=None, predictions: dict | None = None,
-           unwatched=(), incumbent: str = DASK, inputs: dict | None = None) -> tuple:
+def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, options: AdaptiveOptions, *, choices=None,
+           candidates=None, predictions: dict | None = None, unwatched=(), incumbent: str = DASK,
+           inputs: dict | None = None, scheduler=None) -> tuple:
     """What runs ``graph``, of ``choices``: :data:`PLAN` (``plan``), :data:`DASK` (Dask's own
     scheduling) or :data:`SUBSET` (Dask's own scheduling held to the best predicted of
     :func:`subsets`: the fastest workers, or a group of them joined by links that are not narrow
@@ -290,13 +290,11 @@ def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin:
         None where :data:`PLAN` is not among ``choices``.
     state : dict or None
         :func:`taskflow.runtime.scheduler.reading.dask_state`.
-    margin : float
-    limit : int
-    policy : Scheduler, optional
-        What made ``plan``.
-    spread : float
-    choices : iterable of str
-        Of :data:`CHOICES`; where none applies (only :data:`SUBSET`, with no subset), Dask's own.
+    options : AdaptiveOptions
+        Its ``margin``, ``limit`` and ``spread``.
+    choices : iterable of str, optional
+        Of :data:`CHOICES` (default: the options'); where none applies (only :data:`SUBSET`, with
+        no subset), Dask's own.
     candidates : list of lists, optional
         The subsets weighed (default :func:`subsets` with links narrow at a ratio of 1).
     predictions : dict, optional
@@ -310,6 +308,8 @@ def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin:
         Mid-run, the outputs of tasks already run that ``graph`` reads (:func:`with_inputs`):
         Dask's own choices are simulated with them where they sit, a subset by restrictions on
         the whole cluster.
+    scheduler : Scheduler, optional
+        What made ``plan``.
 
     Returns
     -------
@@ -317,7 +317,8 @@ def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin:
         ``(choice, predicted makespan of what runs, predicted makespan of Dask's own or None,
         the subset's worker ids or None)``.
     """
-    choices = tuple(choices)
+    margin, limit, spread = options.margin, options.limit, options.spread
+    choices = tuple(options.choices if choices is None else choices)
     takes = tuple(c for c in choices if c not in unwatched) or choices
     if len(graph) > limit:
         keep = PLAN in takes and (uneven(cluster, spread) or DASK not in takes)
@@ -327,7 +328,7 @@ def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, margin:
     dask = predict_dask(placed, cluster, state, draws=1, pinned=pinned, priorities=order)
     preds, held = {DASK: dask}, None
     if PLAN in choices and (DASK not in choices or uneven(cluster, spread)):
-        preds[PLAN] = predict_plan(graph, cluster, plan, policy)
+        preds[PLAN] = predict_plan(graph, cluster, plan, scheduler)
     if SUBSET in choices:
         for ids in (subsets(cluster, spread, narrow_rate(graph)) if candidates is None else candidates):
             few = predict_dask(placed, cluster, state, draws=1, pinned=pinned, within=ids, priorities=order) \

@@ -204,7 +204,8 @@ def status(client, run: str | None = None) -> dict:
     dict
         ``workers`` (how many), ``learned_speeds`` (worker name -> speed measured from the tasks that
         ran), and for a run: ``run``, ``state``, ``decision`` (``plan``, ``dask`` or ``subset``, for
-        the adaptive policy), ``predicted`` (seconds, or None), ``makespan``, ``replans``, ``error``.
+        the adaptive scheduler) and ``phase`` (``learning``, ``trying``, ``fixed``, ...: see
+        docs/schedulers/adaptive.md), ``predicted`` (seconds, or None), ``makespan``, ``replans``, ``error``.
 
     Raises
     ------

@@ -1,21 +1,24 @@
-"""What the ``adaptive`` policy (:mod:`schedulers.adaptive`) adds to the scheduler plugin: the guard
+"""What the ``adaptive`` scheduler (:mod:`schedulers.adaptive`) adds to the scheduler plugin: the guard
 that keeps a plan only where it is predicted to beat Dask's own scheduling, and the re-decisions as
 a run's durations are learned. :class:`Adaptation` is an object that
-:class:`~taskflow.runtime.scheduler.plugin.TaskflowPlugin` owns; it reads and writes the run's fields that
-:class:`~taskflow.runtime.scheduler.runs.GraphRun` keeps for it (``decision``, ``estimates``, ``speeds_used``, ...).
+:class:`~taskflow.runtime.scheduler.plugin.TaskflowPlugin` owns; its state of each run is one record,
+:class:`~.adaptive_state.AdaptiveState` (the run's ``adapt``: a phase, moved through its table,
+and what the decisions used); its options are the scheduler's :class:`~taskflow.policy.AdaptiveOptions`;
+what it measured of each kind of work is an :class:`~.outcomes.Outcomes` record.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
-
+import dataclasses
 import statistics
 import time
+from typing import Protocol
 
 from .patching import move_queued, restrict
 
 from .reading import BARRIER_PREFIX, cpu_shares, dask_state, placed_inputs, warm
-from .outcomes import any_measured, drifted, shortest_measured, spread_of
+from .adaptive_state import Phase
+from .outcomes import Outcomes, drifted, spread_of
 from ..predict import CHOICES, DASK, PLAN, SUBSET, across_hosts, choose, narrow_pairs, narrow_rate, subsets
 from .runs import EARLY, FAILED, MOVABLE, PROGRESS_POINTS, REPLANNING, behind, progress_curve, race_own_plan, signature
 
@@ -94,22 +97,22 @@ class Adaptation:
 
     def __init__(self, plugin):
         self.plugin = plugin
-        self.outcomes: dict = {}  # kind of work -> {"plan": [s], "dask": [s], "subset": [s]}: measured runs
+        self.outcomes: dict = {}  # kind of work (a run's signature) -> Outcomes: what its runs measured
         self.narrow_seen: dict = {}  # kind of work -> the rate below which a link was narrow for it
 
     def adaptive(self, r) -> bool:
-        """Whether run ``r`` is placed by the adaptive policy's rules (a run whose costs are
-        learned from Dask, with a policy that asks for them).
+        """Whether run ``r`` is placed by the adaptive scheduler's rules (a run whose costs are
+        learned from Dask, with a scheduler that declares them: :attr:`Scheduler.adaptive`).
 
         Parameters
         ----------
         r : GraphRun
         """
-        return r.learned and r.policy.adaptive
+        return r.learned and r.policy.adaptive is not None
 
     def worth_planning(self, r, keys, cluster) -> bool:
         """Whether planning ``keys`` of ``r`` on ``cluster`` can pay: workers whose speeds (declared
-        or learned) differ by more than the policy's ``spread``, or a declared network of per-pair
+        or learned) differ by more than the scheduler's ``spread``, or a declared network of per-pair
         rates or racks as :func:`.predict.uneven` says, or a link narrow for its graph (declared
         or learned: :func:`.predict.narrow_pairs`). A graph with tasks of Dask's peer-to-peer
         shuffles (whose output tasks Dask's shuffle extension pins to workers itself) can pay only
@@ -131,17 +134,18 @@ class Adaptation:
         tasks = self.plugin.dask_scheduler.tasks
         p2p = has_p2p(tasks, keys)
         started = len(keys) < len(r.graph)
-        if p2p and started and r.fast:
+        if p2p and started and r.adapt.held:
             return False  # held while its shuffle runs: the shuffle's outputs are pinned within the hold
         # the network counts as uneven where declared so (rates learned on a loaded machine vary
         # widely between identical pairs), speeds where declared or learned
         declared = r.cluster
         shaped = declared is not None and (bool(declared.bandwidths) or declared.racks is not None)
-        worth = (shaped or self._spread(r, cluster) > r.policy.spread or self._narrow(r, cluster, keys)) and not (
-            p2p and (started or SUBSET not in r.policy.choices))
+        opts = r.policy.adaptive
+        worth = (shaped or self._spread(r, cluster) > opts.spread or self._narrow(r, cluster, keys)) and not (
+            p2p and (started or SUBSET not in opts.choices))
         if not worth:
             self._leave_to_dask(r, keys, cluster)
-            measured = shortest_measured(self.outcomes.get(r.signature) or {})
+            measured = self._outcomes(r).shortest()
             if r.predicted is None and len(keys) == len(r.graph) and measured is not None:
                 # as long as its earlier runs took by what they were left to or chose (a run that
                 # begins left to Dask may choose once its tasks show uneven workers)
@@ -164,12 +168,12 @@ class Adaptation:
         earlier graph of the same work: once narrow for a kind of work, a link stays narrow for it
         (its tasks' costs, learned anew in each run, vary with the machine's load; a decision
         should not flip on that)."""
-        seen = self.narrow_seen.get(r.signature, 0.0)
-        rate = narrow_rate(graph, _ccr(r.policy))
-        if rate > seen and r.signature is not None and narrow_pairs(links, rate):
-            if r.signature not in self.narrow_seen and len(self.narrow_seen) >= KEEP_OUTCOMES[1]:
+        seen = self.narrow_seen.get(r.adapt.signature, 0.0)
+        rate = narrow_rate(graph, r.policy.adaptive.ccr)
+        if rate > seen and r.adapt.signature is not None and narrow_pairs(links, rate):
+            if r.adapt.signature not in self.narrow_seen and len(self.narrow_seen) >= KEEP_OUTCOMES[1]:
                 del self.narrow_seen[next(iter(self.narrow_seen))]
-            self.narrow_seen[r.signature] = rate
+            self.narrow_seen[r.adapt.signature] = rate
         return max(rate, seen)
 
     def _links(self, r, cluster):
@@ -210,13 +214,19 @@ class Adaptation:
                       learned.values())
         return max(speeds) / min(speeds) if len(speeds) >= 2 and min(speeds) > 0 else 1.0
 
+    def _outcomes(self, r) -> Outcomes:
+        """What the earlier runs of ``r``'s kind of work measured (an empty record where none)."""
+        return self.outcomes.get(r.adapt.signature) or Outcomes()
+
     def _leave_to_dask(self, r, keys, cluster, stimulus_id: str | None = None) -> None:
-        r.decision = DASK
-        r.decided_at = time.monotonic()
-        r.speeds_used = {w.id: w.speed for w in cluster.workers} if cluster is not None else {}
+        r.adapt.decision = DASK
+        if r.adapt.phase is Phase.UNDECIDED:  # left to Dask: decided once the workers look uneven
+            r.adapt.move(Phase.LEARNING)
+        r.adapt.decided_at = time.monotonic()
+        r.adapt.speeds_used = {w.id: w.speed for w in cluster.workers} if cluster is not None else {}
         tasks = self.plugin.dask_scheduler.tasks
-        held = bool(r.fast)
-        r.fast = ()
+        held = bool(r.adapt.held)
+        r.adapt.held = ()
         again = {}
         planned = False
         for k in _with_queued(keys, r, tasks):
@@ -264,15 +274,15 @@ class Adaptation:
         worker left go back to waiting, to be placed among those workers; tasks already sent to
         another worker and not started there are asked over to them (:func:`.reading.move_queued`)."""
         tasks = self.plugin.dask_scheduler.tasks
-        r.fast = tuple(sorted(addresses))
-        held = [self.plugin.dask_scheduler.workers[a] for a in r.fast if a in self.plugin.dask_scheduler.workers]
+        r.adapt.held = tuple(sorted(addresses))
+        held = [self.plugin.dask_scheduler.workers[a] for a in r.adapt.held if a in self.plugin.dask_scheduler.workers]
         again = {}
         for k in _with_queued(keys, r, tasks):
             ts = tasks.get(k)
             if ts is None or ts.state not in MOVABLE:
                 continue
             r.plan.pop(k, None)
-            restrict(ts, r.fast)
+            restrict(ts, r.adapt.held)
             if ts.state in ("queued", "no-worker"):
                 again[k] = "waiting"
             elif ts.state == "processing":
@@ -290,9 +300,9 @@ class Adaptation:
         address : str
         stimulus_id : str
         """
-        if address not in r.fast:
+        if address not in r.adapt.held:
             return
-        rest = [a for a in r.fast if a != address and a in self.plugin.dask_scheduler.workers]
+        rest = [a for a in r.adapt.held if a != address and a in self.plugin.dask_scheduler.workers]
         keys = self.plugin.unfinished(r)
         if rest:
             self._hold(r, keys, rest, stimulus_id)
@@ -315,32 +325,34 @@ class Adaptation:
         given up in a race (it fell behind: :func:`.runs.behind`, :func:`.runs.race_own_plan`). A run that
         begins left to Dask (a peer-to-peer shuffle in its graph, or workers not yet seen to
         differ) makes its first choice mid-run, by the same rules."""
-        runs = self.outcomes.get(r.signature)
-        if runs is None:
+        book = self.outcomes.get(r.adapt.signature)
+        if book is None:
             return None
-        r.fixed = True
-        if not any_measured(runs, choices):
+        if not book.any_measured(choices):
+            r.adapt.move(Phase.FIXED)
             return None  # the guard decides, once
-        preds = runs.get("predicted") or {}
+        runs, preds = book.measured, book.predicted
         tried = [c for c in choices if runs.get(c)]
         medians = {c: statistics.median(runs[c]) for c in tried}
         best = min(medians, key=medians.get)
         # the guard's predictions rule out a choice only as far as they proved right: the band
         # widens with the error of the predictions of the choices measured
         errors = [abs(medians[c] / preds[c] - 1.0) for c in tried if preds.get(c)]
-        slack = max([1.0 / (1.0 - r.policy.margin) - 1.0] + [2.0 * e for e in errors])
+        slack = max([1.0 / (1.0 - r.policy.adaptive.margin) - 1.0] + [2.0 * e for e in errors])
         band = min(preds.values()) * (1.0 + slack) if preds else float("inf")
         untried = sorted((c for c in choices if not runs.get(c) and (not preds or preds.get(c, float("inf")) <= band)),
                          key=lambda c: preds.get(c, float("inf")))
         close = max([CLOSE] + [spread_of(runs[c]) for c in tried if len(runs[c]) >= 2])
         # a close second measured once is measured again: one run is not its median
-        again = [c for c in tried if c != best and len(runs[c]) == 1 and c not in runs.get("lost", ()) and
+        again = [c for c in tried if c != best and len(runs[c]) == 1 and c not in book.lost and
                  medians[c] <= (1.0 + close) * medians[best]]
         if not untried and not again:
-            return shortest_measured(runs, choices)
-        r.watch, r.fallback = (1.0 + WATCH) * medians[best], best  # a try, or a second run, is watched
-        curves = (runs.get("curves") or {}).get(best) or []
-        r.reference = [statistics.median(at) for at in zip(*curves)] if curves else []
+            r.adapt.move(Phase.FIXED)
+            return book.shortest(choices)
+        curves = book.curves.get(best) or []
+        # a try, or a second run, is watched: given up at 1.25x the best so far, or once behind its curve
+        r.adapt.try_choice((1.0 + WATCH) * medians[best], best,
+                           [statistics.median(at) for at in zip(*curves)] if curves else [])
         # an untried one as the guard predicted it, if it did
         return (untried[0], preds.get(untried[0])) if untried else (again[0], medians[again[0]])
 
@@ -349,14 +361,11 @@ class Adaptation:
         fallen behind the choice measured shortest so far (:func:`behind`): that choice is
         measured as ``measured`` seconds (it lost already) and the unfinished part goes to the
         choice measured shortest."""
-        book = self.outcomes.get(r.signature)
-        if book is not None and r.decision in book:
-            book[r.decision].append(measured)
-            book.setdefault("lost", set()).add(r.decision)  # lost a race: not measured again as a close second
-        r.watch, r.pace = 0.0, 1.0
-        r.reference = []
-        r.redecisions += 1  # changed its mind: not kept under either choice
-        r.guarded += 1
+        book = self.outcomes.get(r.adapt.signature)
+        if book is not None and r.adapt.decision in book.measured:
+            book.measured[r.adapt.decision].append(measured)
+            book.lost.add(r.adapt.decision)  # lost a race: not measured again as a close second
+        r.adapt.give_up()
         self.plugin.move(r, REPLANNING)
         self.plugin.move(r, FAILED if r.error else r.before, stimulus_id)
 
@@ -369,7 +378,7 @@ class Adaptation:
         """
         r.started = time.monotonic()
         if self.adaptive(r):
-            r.signature = signature(r.graph, self.plugin.dask_scheduler.tasks)
+            r.adapt.signature = signature(r.graph, self.plugin.dask_scheduler.tasks)
 
     def record(self, r) -> None:
         """``r`` finished: keep its makespan (since it began running) under its decision, for the
@@ -380,23 +389,18 @@ class Adaptation:
         ----------
         r : GraphRun
         """
-        if not self.adaptive(r) or r.signature is None or not r.decision:
+        if not self.adaptive(r) or r.adapt.signature is None or not r.adapt.decision:
             return
-        book = self.outcomes
-        if r.signature not in book:
-            if len(book) >= KEEP_OUTCOMES[1]:
-                del book[next(iter(book))]
-            book[r.signature] = {c: [] for c in CHOICES}
+        book = self.outcomes.get(r.adapt.signature)
+        if book is None:
+            if len(self.outcomes) >= KEEP_OUTCOMES[1]:
+                del self.outcomes[next(iter(self.outcomes))]
+            self.outcomes[r.adapt.signature] = Outcomes()
             return
-        if r.guarded <= 1:  # it chose once at most: its makespan is that choice's
-            if r.predictions and not book[r.signature].get("predicted"):
-                book[r.signature]["predicted"] = dict(r.predictions)  # the guard's, for the next runs to explore by
-            kept = book[r.signature].setdefault(r.decision, [])
-            kept.append(time.monotonic() - r.started)
-            del kept[:-KEEP_OUTCOMES[0]]
-            curves = book[r.signature].setdefault("curves", {}).setdefault(r.decision, [])
-            curves.append(progress_curve(r))
-            del curves[:-KEEP_OUTCOMES[0]]
+        if r.adapt.guarded <= 1:  # it chose once at most: its makespan is that choice's
+            if r.adapt.predictions and not book.predicted:
+                book.predicted = dict(r.adapt.predictions)  # the guard's, for the next runs to explore by
+            book.keep(r.adapt.decision, time.monotonic() - r.started, progress_curve(r), KEEP_OUTCOMES[0])
 
     def guard(self, r, graph, cluster, plan, shift: float = 0.0) -> float:
         """Decide what runs the unfinished part of ``r`` (:func:`.predict.choose`, or the measured
@@ -420,7 +424,7 @@ class Adaptation:
         t0 = time.perf_counter()
         tasks = self.plugin.dask_scheduler.tasks
         prefixes = {k: tasks[k].prefix.name for k in graph.ids if k in tasks}
-        p = r.policy
+        p = r.policy.adaptive
         whole = len(graph) == len(r.graph)
         # mid-run on workers of several hosts, the outputs the unfinished tasks read sit where they
         # ran (on both sides of a narrow link): Dask's own choices are predicted with them there; a
@@ -429,9 +433,9 @@ class Adaptation:
             placed_inputs(tasks, graph.ids, {w.address: w.id for w in cluster.workers}, self.plugin.sizes)
         links = self._links(r, cluster)
         candidates = subsets(links, p.spread, self._narrow_rate(r, links, graph) if whole or inputs is not None else 0.0)
-        first = r.guarded == 0
-        if r.fast and not first:  # a hold in place is weighed as long as its workers are there
-            kept = [w.id for w in cluster.workers if w.address in r.fast]
+        first = r.adapt.guarded == 0
+        if r.adapt.held and not first:  # a hold in place is weighed as long as its workers are there
+            kept = [w.id for w in cluster.workers if w.address in r.adapt.held]
             if kept and kept not in candidates:
                 candidates.append(kept)
         # Dask's shuffle extension places a peer-to-peer shuffle's outputs itself: no plan for them
@@ -440,58 +444,62 @@ class Adaptation:
                         if (c != SUBSET or candidates) and not (c == PLAN and p2p)) or (DASK,)
         # the run's first choice (at its start, or mid-run where it began left to Dask: a graph with a
         # peer-to-peer shuffle, or workers that looked alike) follows the measured runs of the same work
-        r.guarded += 1
+        r.adapt.guarded += 1
         measured = self._measured_choice(r, choices) if first else None
-        if r.fallback is not None and not r.watch:  # a watched try given up: the choice measured shortest
-            measured = (r.fallback if r.fallback in choices else DASK), None
-            r.fallback = None
+        fallback = r.adapt.take_fallback()
+        if fallback is not None:  # a watched try given up: the choice measured shortest
+            measured = (fallback if fallback in choices else DASK), None
         state = None
         if measured is None or (measured[0] == SUBSET and len(candidates) > 1):
             state = dask_state(self.plugin.dask_scheduler, sorted(set(prefixes.values())))
-        r.predictions = {}
+        r.adapt.predictions = {}
         if measured is None:
             # until a run of this work has been measured, nothing can watch a plan (a try is given up by the measured
             # runs it falls behind): the prediction picks among Dask's own choices, which keep its stealing where the
             # costs learned so far are wrong; the plan is predicted for the later runs to try it, watched (not in the
             # first run of the work: its predictions are not kept, and HEFT and its simulation take 0.1 s on 674 tasks)
-            unwatched = () if any_measured(self.outcomes.get(r.signature) or {}) else (PLAN,)
-            if unwatched and r.signature not in self.outcomes and set(choices) - {PLAN}:
+            unwatched = () if self._outcomes(r).any_measured() else (PLAN,)
+            if unwatched and r.adapt.signature not in self.outcomes and set(choices) - {PLAN}:
                 choices = tuple(c for c in choices if c != PLAN)
             # mid-run a hold in place stays unless another choice is predicted ``margin`` shorter: undone, its queue
             # and data move again (first runs flipped between a hold and Dask's own up to 3 times)
-            incumbent = SUBSET if r.decision == SUBSET and not first else DASK
+            incumbent = SUBSET if r.adapt.decision == SUBSET and not first else DASK
             plan = (plan() if callable(plan) else plan) if PLAN in choices else None
-            decision, predicted, _, held = choose(graph, cluster, plan, state, p.margin, p.limit, p, p.spread, choices,
-                                                  candidates, r.predictions if first else None, unwatched, incumbent,
-                                                  inputs)
+            decision, predicted, _, held = choose(graph, cluster, plan, state, p, choices=choices, candidates=candidates,
+                                                  predictions=r.adapt.predictions if first else None,
+                                                  unwatched=unwatched, incumbent=incumbent, inputs=inputs,
+                                                  scheduler=r.policy)
         else:
             decision, predicted = measured
             held = candidates[0] if decision == SUBSET else None
             if decision == SUBSET and len(candidates) > 1:  # the subset predicted best
-                held = choose(graph, cluster, None, state, 0.0, p.limit, p, p.spread, (SUBSET,), candidates,
-                              inputs=inputs)[3] or held
-            if r.watch and decision == SUBSET and r.fallback != SUBSET:  # a try of a hold races the whole cluster
-                r.pace = max(1.0, cluster.total_speed / max(1e-9, cluster.subset(held).total_speed))
-            elif r.watch and decision == PLAN:  # a try of the plan races its own timeline
+                held = choose(graph, cluster, None, state, dataclasses.replace(p, margin=0.0), choices=(SUBSET,),
+                              candidates=candidates, inputs=inputs, scheduler=r.policy)[3] or held
+            trying = r.adapt.phase is Phase.TRYING
+            if trying and decision == SUBSET and r.adapt.fallback != SUBSET:  # a try of a hold races the whole cluster
+                r.adapt.pace = max(1.0, cluster.total_speed / max(1e-9, cluster.subset(held).total_speed))
+            elif trying and decision == PLAN:  # a try of the plan races its own timeline
                 plan = plan() if callable(plan) else plan
-                race_own_plan(r, plan, time.monotonic() - r.started, r.watch / (1.0 + WATCH))
-        r.decided_at = time.monotonic()
-        r.decide_secs = time.perf_counter() - t0
+                race_own_plan(r, plan, time.monotonic() - r.started, r.adapt.watch / (1.0 + WATCH))
+        r.adapt.decided_at = time.monotonic()
+        r.adapt.decide_secs = time.perf_counter() - t0
         cost, sums = graph.arrays.cost, {}
         for i, k in enumerate(graph.ids):  # a prefix's mean: its tasks' costs differ with their inputs
             if k in prefixes:
                 cell = sums.setdefault(prefixes[k], [0.0, 0])
                 cell[0] += float(cost[i]) - shift
                 cell[1] += 1
-        r.estimates = {name: total / n for name, (total, n) in sums.items()}
+        r.adapt.estimates = {name: total / n for name, (total, n) in sums.items()}
         if decision == DASK:
             self._leave_to_dask(r, graph.ids, cluster)
         elif decision == SUBSET:
             self._hold(r, graph.ids, [cluster.worker(w).address for w in held])
-        elif r.fast:  # the plan's restrictions replace the hold's
+        elif r.adapt.held:  # the plan's restrictions replace the hold's
             self._leave_to_dask(r, graph.ids, cluster)
-        r.decision = decision
-        r.speeds_used = {w.id: w.speed for w in cluster.workers}
+        r.adapt.decision = decision
+        r.adapt.speeds_used = {w.id: w.speed for w in cluster.workers}
+        if r.adapt.phase is Phase.UNDECIDED:  # decided by its predictions: decided again as it learns
+            r.adapt.move(Phase.LEARNING)
         return predicted
 
     def _estimate_unfinished(self, r):
@@ -517,25 +525,25 @@ class Adaptation:
         worker : str
         stimulus_id : str
         """
-        p = r.policy
-        if r.watch:
+        p = r.policy.adaptive
+        if r.adapt.phase is Phase.TRYING:
             elapsed = time.monotonic() - r.started
             lag = behind(r, elapsed)
-            if elapsed > r.watch or lag > 1.0 + WATCH:  # measured as long as it would run at this pace
-                self._give_up(r, stimulus_id, max(elapsed, lag * r.watch / (1.0 + WATCH)))
+            if elapsed > r.adapt.watch or lag > 1.0 + WATCH:  # measured as long as it would run at this pace
+                self._give_up(r, stimulus_id, max(elapsed, lag * r.adapt.watch / (1.0 + WATCH)))
                 return
-        if r.fixed or r.redecisions >= p.replans or \
-                time.monotonic() - r.decided_at < max(p.interval, 20 * r.decide_secs):
+        if r.adapt.phase not in (Phase.UNDECIDED, Phase.LEARNING) or r.adapt.redecisions >= p.replans or \
+                time.monotonic() - r.adapt.decided_at < max(p.interval, 20 * r.adapt.decide_secs):
             return  # at most a twentieth of the scheduler's time goes to deciding
         fresh = None
-        if r.decision == DASK:  # left to Dask: worth a new decision once the workers look uneven
+        if r.adapt.decision == DASK:  # left to Dask: worth a new decision once the workers look uneven
             if self._spread(r, None) <= p.spread:  # or a link looks narrow for the graph as now estimated
                 choices = p.choices
                 if SUBSET not in choices and (PLAN not in choices or
-                                              (DASK in choices and not any_measured(self.outcomes.get(r.signature) or {}))):
+                                              (DASK in choices and not self._outcomes(r).any_measured())):
                     # until a run of this work was measured a plan is not taken where Dask's own can
                     # be: without a hold, a narrow link would change nothing
-                    r.decided_at = time.monotonic()
+                    r.adapt.decided_at = time.monotonic()
                     return
                 t0 = time.perf_counter()
                 links = None if self._one_host(r) else self.plugin.live_cluster(r)
@@ -543,15 +551,15 @@ class Adaptation:
                 if links is not None and (links.bandwidths or links.racks) and len(r.graph) <= p.limit:
                     fresh = self._estimate_unfinished(r)
                 if fresh is None or not narrow_pairs(links, self._narrow_rate(r, links, fresh)):
-                    r.decided_at = time.monotonic()
-                    r.decide_secs = max(r.decide_secs, time.perf_counter() - t0)  # the next look waits 20x this
+                    r.adapt.decided_at = time.monotonic()
+                    r.adapt.decide_secs = max(r.adapt.decide_secs, time.perf_counter() - t0)  # the next look waits 20x this
                     return
         else:
-            used = r.estimates.get(prefix)
+            used = r.adapt.estimates.get(prefix)
             speeds = self.plugin.learned_speeds()
             measured = secs * speeds.get(worker, 1.0)
             off = used is None or abs(measured - used) > p.drift * max(used, 1e-3)
-            off = off or drifted(r.speeds_used, speeds, p.drift)
+            off = off or drifted(r.adapt.speeds_used, speeds, p.drift)
             if not off:
                 return
         fresh = fresh or self._estimate_unfinished(r)
@@ -562,7 +570,7 @@ class Adaptation:
         r.graph = r.graph.with_costs(cost=dict(zip(ids, arr.cost.tolist())),
                                      sizes={(ids[a], ids[b]): v for a, b, v in zip(arr.src.tolist(), arr.dst.tolist(),
                                                                                  arr.size.tolist())})
-        r.redecisions += 1
+        r.adapt.redecisions += 1
         self.plugin.move(r, REPLANNING)
         self.plugin.move(r, FAILED if r.error else r.before, stimulus_id)
 
@@ -574,9 +582,5 @@ def _with_queued(keys, r, tasks) -> list:
     seen = set(keys)
     return list(keys) + [k for k in r.graph.ids if k not in seen and k in tasks and tasks[k].state == "processing"]
 
-
-def _ccr(policy) -> float:
-    """The communication-to-computation ratio above which the policy counts a link narrow."""
-    return float(getattr(policy, "ccr", 10.0))
 
 

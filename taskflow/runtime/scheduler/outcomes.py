@@ -1,31 +1,66 @@
-"""What the adaptive scheduler measured of the runs of one kind of work, compared: which choice's
-runs were shortest (:func:`shortest_measured`), whether any was measured, how far runs of one
-choice differ among themselves, and whether the workers' speeds drifted from those a decision
-used."""
+"""What the adaptive scheduler measured of the runs of one kind of work (:class:`Outcomes`, a
+typed record), compared: which choice's runs were shortest (:meth:`Outcomes.shortest`), whether any
+was measured, how far runs of one choice differ among themselves (:func:`spread_of`), and whether
+the workers' speeds drifted from those a decision used (:func:`drifted`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 
 from ..predict import CHOICES, DASK
 
-__all__ = ["shortest_measured", "any_measured", "spread_of", "drifted", "MEASURED_MARGIN"]
+__all__ = ["Outcomes", "shortest_measured", "spread_of", "drifted", "MEASURED_MARGIN"]
 
 #: how much shorter (a fraction) another choice's measured runs must be for it to replace Dask's own
 MEASURED_MARGIN = 0.05
 
 
-def any_measured(runs: dict, choices=CHOICES) -> bool:
-    """Whether a run of the same work was measured under one of ``choices``.
+@dataclasses.dataclass
+class Outcomes:
+    """What the adaptive scheduler measured of the runs of one kind of work.
 
     Parameters
     ----------
-    runs : dict
-        Choice -> the makespans measured under it.
-    choices : iterable of str
+    measured : dict
+        Choice (each of :data:`~taskflow.policy.CHOICES`) -> the makespans of the latest runs
+        that took it from their start and kept it (seconds).
+    predicted : dict
+        Choice -> the guard's predicted makespan, from the first run of the work it guarded.
+    curves : dict
+        Choice -> the progress curves of those runs (:func:`.runs.progress_curve`).
+    lost : set
+        The choices given up in a race: not measured again as a close second.
     """
-    return any(runs.get(c) for c in choices)
+
+    measured: dict = dataclasses.field(default_factory=dict)
+    predicted: dict = dataclasses.field(default_factory=dict)
+    curves: dict = dataclasses.field(default_factory=dict)
+    lost: set = dataclasses.field(default_factory=set)
+
+    def __post_init__(self):
+        for c in CHOICES:
+            self.measured.setdefault(c, [])
+
+    def any_measured(self, choices=CHOICES) -> bool:
+        """Whether a run was measured under one of ``choices``."""
+        return any(self.measured.get(c) for c in choices)
+
+    def shortest(self, choices=CHOICES) -> tuple | None:
+        """``(choice, median seconds)`` of the shortest measured of ``choices`` (:func:`shortest_measured`)."""
+        return shortest_measured(self.measured, choices)
+
+    def keep(self, choice: str, secs: float, curve: list | None, latest: int) -> None:
+        """Keep a run that took ``choice`` (``secs`` long; its progress ``curve``, if any), with the
+        ``latest`` runs of that choice."""
+        kept = self.measured.setdefault(choice, [])
+        kept.append(secs)
+        del kept[:-latest]
+        if curve is not None:
+            curves = self.curves.setdefault(choice, [])
+            curves.append(curve)
+            del curves[:-latest]
 
 
 def spread_of(secs) -> float:

@@ -54,8 +54,9 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from ...cluster import Cluster, Worker
 from ...errors import TaskflowError
 from ...graph import TaskGraph
-from ...policy import get_scheduler, require_runnable
+from ...policy import DASK, SUBSET, get_scheduler, require_runnable
 from .adaptation import Adaptation
+from .adaptive_state import LISTENING
 from ..learn import last_compute, relative_speeds, speeds_on
 from .patching import keep_planned_replicas, move_queued, prefetch, restrict, send_planned_in_order
 from .reading import blamed_key, cpu_shares, dask_state, estimated_graph, observe, received_rates, warm
@@ -234,8 +235,9 @@ class TaskflowPlugin(SchedulerPlugin):
         if r is None and run is None and client is not None:
             r = next((x for x in reversed(self.runs.values()) if x.owned and x.client == client), None)
         if r is not None:
-            out.update(run=r.id, replans=r.replans, error=r.error, predicted=r.predicted, state=r.state,
-                       decision=r.decision, path=list(r.path), redecisions=r.redecisions,
+            out.update(run=r.id, replans=r.replans, error=r.error, predicted=r.predicted, state=r.state.value,
+                       decision=r.adapt.decision, path=list(r.adapt.path), redecisions=r.adapt.redecisions,
+                       phase=r.adapt.phase.value,
                        makespan=r.ended - r.started if r.ended and r.started else None)
             if plan:
                 out["plan"] = [[k, w] for k, w in r.plan.items()]
@@ -271,7 +273,7 @@ class TaskflowPlugin(SchedulerPlugin):
             if self.key_run.get(k) == r.id:
                 del self.key_run[k]
                 ts = tasks.get(k)
-                if ts is not None and (k in r.plan or r.fast):
+                if ts is not None and (k in r.plan or r.adapt.held):
                     # Dask keeps a task's state while the client's release is on its way: a
                     # graph sent again with the same keys (one collection computed twice)
                     # would inherit the old plan's restrictions
@@ -301,7 +303,7 @@ class TaskflowPlugin(SchedulerPlugin):
         if run is not None and not run.learned:
             return  # a taskflow.run graph: its keys are unique per run, its costs declared
         observe(self.durations, self.sizes, self.inputs, ts, str(ws.name), secs)
-        if run is not None and run.state == RUNNING and (run.watch or not run.fixed) and self.adaptation.adaptive(run):
+        if run is not None and run.state == RUNNING and run.adapt.phase in LISTENING and self.adaptation.adaptive(run):
             self.adaptation.learn_within(run, ts.prefix.name, secs, str(ws.name),
                                          stimulus_id or f"taskflow-adapt-{time.time()}")
 
@@ -374,7 +376,7 @@ class TaskflowPlugin(SchedulerPlugin):
                 logger.warning("taskflow: every worker was lost; waiting %g s for one to join", self.grace)
             return
         for r in live:
-            if r.fast:
+            if r.adapt.held:
                 self.adaptation.lost_worker(r, worker, stimulus_id)
             elif any(r.addr.get(w) == worker for w in set(r.plan.values())) and self.unfinished(r):
                 self.move(r, REPLANNING)
@@ -396,9 +398,10 @@ class TaskflowPlugin(SchedulerPlugin):
         start = r.state
         if self.validate:
             assert (start, to) in self._transitions, f"run {r.id!r}: no move from {start} to {to}"
+        r.state = to  # the one place a run's state changes; the method may move it on (to failed, finished)
+        if to == REPLANNING:
+            r.before = start
         out = self._transitions[start, to](r, *args)
-        if r.state == start:  # the method did not fail the run on the way
-            r.state = to
         if self.validate:
             assert r.state in (to, FAILED, FINISHED), (r, to)  # a run can finish or fail on its way
             assert r.state != RUNNING or not r.estimate, r
@@ -431,7 +434,6 @@ class TaskflowPlugin(SchedulerPlugin):
             if r.error:
                 self.move(r, FAILED)
                 return
-        r.state = RUNNING
         r.count_done(self.dask_scheduler.tasks)
         self._apply(r, stimulus_id)
         if len(r.done) == len(r.graph):  # nothing left to run (every key was already in memory)
@@ -440,14 +442,12 @@ class TaskflowPlugin(SchedulerPlugin):
     def _transition_live_replanning(self, r: GraphRun) -> None:
         """A worker its plan uses left, or one joined while tasks had no live worker: plan the
         unfinished part again on the workers there are."""
-        r.before = r.state
-        r.state = REPLANNING
         r.replans += 1
         self._plan(r)
 
     def _transition_replanning_live(self, r: GraphRun, stimulus_id: str) -> None:
         """Back to where the run was, its unfinished tasks placed by the new plan."""
-        r.state, r.before = r.before, None
+        r.before = None
         self._apply(r, stimulus_id)
 
     def _transition_running_finished(self, r: GraphRun) -> None:
@@ -466,7 +466,6 @@ class TaskflowPlugin(SchedulerPlugin):
         """It could not be planned (``r.error`` says why): clients are told on their next status."""
         if self.validate:
             assert r.error, r
-        r.state = FAILED
         logger.error("taskflow: run %s failed: %s", r.id, r.error)
 
     def _stale(self, r: GraphRun) -> bool:
@@ -529,7 +528,7 @@ class TaskflowPlugin(SchedulerPlugin):
         try:
             predicted = (self.adaptation.guard(r, sub, cluster, make, shift) if self.adaptation.adaptive(r)
                          else float(make().makespan))
-            plan = None if r.decision in ("dask", "subset") else make()  # "dask", "subset": the guard left it to Dask
+            plan = None if r.adapt.decision in (DASK, SUBSET) else make()  # the guard left it to Dask
         except Unplannable as e:
             r.error = str(e)
             return None
@@ -550,7 +549,7 @@ class TaskflowPlugin(SchedulerPlugin):
         tasks = self.dask_scheduler.tasks
         workers = self.dask_scheduler.workers
         recommendations = {}
-        loose = bool(getattr(r.policy, "steal", False))  # an idle worker may steal a planned task
+        loose = r.policy.adaptive is not None and r.policy.adaptive.steal  # an idle worker may steal a planned task
         for key, name in r.plan.items():
             ts = tasks.get(key)
             if ts is None or ts.state not in MOVABLE:

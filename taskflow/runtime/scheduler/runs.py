@@ -20,6 +20,7 @@ shutting down after the work is done has no run left waiting for a worker.
 
 from __future__ import annotations
 
+import enum
 import heapq
 import math
 import time
@@ -27,8 +28,9 @@ import time
 from ...cluster import Cluster
 from ...errors import TaskflowError
 from ...graph import TaskGraph
+from .adaptive_state import AdaptiveState
 
-__all__ = ["GraphRun", "signature", "Unplannable", "plan_maker", "REGISTERED", "PLANNED", "RUNNING", "REPLANNING",
+__all__ = ["GraphRun", "RunState", "signature", "Unplannable", "plan_maker", "REGISTERED", "PLANNED", "RUNNING", "REPLANNING",
            "FINISHED", "FAILED", "STATES",
            "TRANSITIONS", "UNFINISHED_KEY", "MOVABLE", "FINISHED_KEY", "AGAIN", "LIVE", "EARLY", "PROGRESS_POINTS",
            "progress_curve", "behind", "race_own_plan"]
@@ -39,9 +41,24 @@ EARLY = 0.2
 #: points of a run's progress curve: when each twentieth of its tasks had finished
 PROGRESS_POINTS = 20
 
-REGISTERED, PLANNED, RUNNING, REPLANNING, FINISHED, FAILED = (
-    "registered", "planned", "running", "replanning", "finished", "failed")
-STATES = (REGISTERED, PLANNED, RUNNING, REPLANNING, FINISHED, FAILED)
+
+
+class RunState(str, enum.Enum):
+    """A run's state (see the module docstring); its value is its name in messages."""
+
+    REGISTERED = "registered"
+    PLANNED = "planned"
+    RUNNING = "running"
+    REPLANNING = "replanning"
+    FINISHED = "finished"
+    FAILED = "failed"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+REGISTERED, PLANNED, RUNNING, REPLANNING, FINISHED, FAILED = RunState
+STATES = tuple(RunState)
 
 #: every allowed move of a run (from, to)
 TRANSITIONS = frozenset({
@@ -87,10 +104,8 @@ class GraphRun:
     """
 
     __slots__ = ("id", "graph", "policy", "cluster", "client", "plan", "prio", "addr", "replans", "error", "owned",
-                 "estimate", "prefix_costs", "learned", "predicted", "state", "done", "before", "_decision", "path",
-                 "decided_at",
-                 "decide_secs", "estimates", "speeds_used", "redecisions", "signature", "started", "fixed", "ended",
-                 "fast", "predictions", "guarded", "watch", "fallback", "finished_at", "reference", "pace")
+                 "estimate", "prefix_costs", "learned", "predicted", "state", "done", "before", "started", "ended",
+                 "finished_at", "adapt")
 
     def __init__(self, run_id, graph: TaskGraph, policy, cluster: Cluster | None, client: str | None, owned: bool,
                  estimate: bool = False, prefix_costs: dict | None = None):
@@ -110,49 +125,16 @@ class GraphRun:
         # costs come from Dask's measurements: worker speeds too, from the durations the plugin saw
         self.learned = estimate or owned
         self.predicted: float | None = None  # the makespan the first plan of all its tasks predicts
-        self.state = REGISTERED
+        self.state = RunState.REGISTERED
         self.done: set = set()  # its keys that are finished (running runs only)
-        self.before: str | None = None  # while replanning: the state to go back to
-        # the adaptive policy's guard (see .adaptation): "plan" (placed), "dask" (left to Dask) or
-        # "subset" (left to Dask, held to the workers at the addresses ``fast``),
-        # when and how long the last decision took, the prefix costs and worker speeds it used
-        self._decision: str | None = None
-        self.path: list = []  # each decision it took in turn (a try given up: ["plan", "dask"])
-        self.decided_at = 0.0
-        self.decide_secs = 0.0
-        self.estimates: dict = {}
-        self.speeds_used: dict = {}
-        self.redecisions = 0
-        self.signature = None  # what makes runs of the same work alike (task prefixes, size)
+        self.before: RunState | None = None  # while replanning: the state to go back to
         self.started = 0.0  # when it began running (monotonic seconds, in the scheduler)
-        self.fixed = False  # its decision came from measured runs: not re-decided within the run
         self.ended = 0.0  # when its last key finished (monotonic seconds, in the scheduler)
-        self.fast: tuple = ()
-        self.predictions: dict = {}  # the guard's predicted makespan of each choice it simulated
-        self.guarded = 0  # how many times the guard chose for it (at its start, or mid-run)
-        # a run trying a choice for the first time: given up for ``fallback`` (the choice measured
-        # shortest so far) once it has run ``watch`` seconds (0: not watched)
-        self.watch = 0.0
-        self.fallback: str | None = None
         # when each of its keys finished (monotonic seconds, in the order they did), for its progress
-        # curve (:func:`progress_curve`); and, while it tries a choice, the progress
-        # curve of the choice measured shortest, which it races (empty: none)
+        # curve (:func:`progress_curve`)
         self.finished_at: list = []
-        self.reference: list = []
-        # how much slower than the reference the try is expected to progress while every worker
-        # is busy (a hold on part of the cluster's speed: that part's share), its race allowing for it
-        self.pace = 1.0
-
-    @property
-    def decision(self) -> str | None:
-        """What runs it now (the guard's latest decision), or None before one."""
-        return self._decision
-
-    @decision.setter
-    def decision(self, value: str | None) -> None:
-        if value is not None and (not self.path or self.path[-1] != value):
-            self.path.append(value)
-        self._decision = value
+        #: the adaptive scheduler's state of it (:mod:`.adaptive_state`): phase, decisions, what they used
+        self.adapt = AdaptiveState()
 
     def __repr__(self) -> str:
         return f"<GraphRun {self.id!r} {self.state}, {len(self.done)}/{len(self.graph)} keys finished>"
@@ -250,9 +232,9 @@ def _curve(times: list, early: int, n: int, points: int) -> list:
 
 def race_own_plan(r, plan, since: float, best: float) -> None:
     """``r`` tries ``plan`` (of its unfinished keys, made ``since`` seconds after it began) against
-    a choice measured at ``best`` seconds: it races the plan's own timeline (:attr:`GraphRun.reference`:
+    a choice measured at ``best`` seconds: it races the plan's own timeline (:attr:`AdaptiveState.reference`:
     when each share of its keys finishes in the plan), at the pace that ends the plan at ``best``
-    (:attr:`GraphRun.pace`). A plan finishes keys in an order of its own (HEFT's upward rank, no slow
+    (:attr:`AdaptiveState.pace`). A plan finishes keys in an order of its own (HEFT's upward rank, no slow
     worker's tail at the end), so Dask's own progress curve is no yardstick for it: a plan of a
     merge on a quarter-core worker finished each share up to 2.3x later than Dask's own runs, and
     ended 20% sooner. Against its own timeline, how far behind it runs projects its makespan: it
@@ -266,17 +248,17 @@ def race_own_plan(r, plan, since: float, best: float) -> None:
     best : float
     """
     times = sorted(since + float(f) for f in plan.finish)
-    r.reference = _curve(times, max(0, len(r.graph) - len(times)), len(r.graph), PROGRESS_POINTS)
-    r.pace = best / max(1e-9, since + float(plan.makespan))
+    r.adapt.reference = _curve(times, max(0, len(r.graph) - len(times)), len(r.graph), PROGRESS_POINTS)
+    r.adapt.pace = best / max(1e-9, since + float(plan.makespan))
 
 
 def behind(r, elapsed: float) -> float:
     """How much longer ``r``, trying a choice, took to finish the share of its keys it has
-    finished than the choice it races took for the same share (its :attr:`GraphRun.reference`
+    finished than the choice it races took for the same share (its :attr:`AdaptiveState.reference`
     progress curve: the median of that choice's measured runs, or a plan's own timeline,
     :func:`race_own_plan`): ``elapsed`` over the reference's
     time at that share, interpolated, and over the pace the try is expected to keep against it
-    (:attr:`GraphRun.pace`: a hold on workers of a third of the cluster's speed starts three times
+    (:attr:`AdaptiveState.pace`: a hold on workers of a third of the cluster's speed starts three times
     slower than the whole cluster, whatever it saves at the end); 0 before :data:`EARLY` of its
     keys finished, or with no reference.
 
@@ -286,7 +268,7 @@ def behind(r, elapsed: float) -> float:
     elapsed : float
         Seconds since it began.
     """
-    ref = r.reference
+    ref = r.adapt.reference
     share = len(r.done) / max(1, len(r.graph))
     if not ref or share < EARLY:
         return 0.0
@@ -295,7 +277,7 @@ def behind(r, elapsed: float) -> float:
     lo = ref[i - 1] if i > 0 else 0.0
     hi = ref[i] if i < len(ref) else ref[-1]
     at = lo + (hi - lo) * (x - i)
-    return elapsed / (at * r.pace) if at > 0 else 0.0
+    return elapsed / (at * r.adapt.pace) if at > 0 else 0.0
 
 
 def signature(graph, tasks) -> tuple:
