@@ -1,7 +1,7 @@
 """How long the advisor takes on 1,000-task workflows over the ``aws`` catalog's CPU node types
 (8 types, 3 mixed pairs: 2,216 configurations), with and without a deadline.
 
-    python benchmarks/bench_advise.py [--tasks 1000] [--tolerance 0.02] [--policies heft,work-stealing]
+    python benchmarks/bench_advise.py [--tasks 1000] [--tolerance 0.02] [--schedulers heft,work-stealing]
 
 Workflows (generated, seeded): a random layered DAG (HEFT paper generator, 1 s mean cost, about
 0.1 GB per edge) and a 1000Genome-shaped workflow, each of about ``--tasks`` tasks.
@@ -37,24 +37,24 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tasks", type=int, default=1000)
     ap.add_argument("--tolerance", type=float, default=0.02)
-    ap.add_argument("--policies", default="heft,work-stealing")
+    ap.add_argument("--schedulers", default="heft,work-stealing")
     args = ap.parse_args()
     from taskflow.advisor import Training, advise, configurations, load_catalog
 
     cat = load_catalog("aws")
-    policies = args.policies.split(",")
-    print(f"catalog aws: {len(configurations(cat, types=CPU))} CPU configurations; policies {', '.join(policies)}; "
+    schedulers = args.schedulers.split(",")
+    print(f"catalog aws: {len(configurations(cat, types=CPU))} CPU configurations; schedulers {', '.join(schedulers)}; "
           f"tolerance {args.tolerance}")
     print(f"{'workflow':<14} {'tasks':>6} {'query':<10} {'simulated':>9} {'seconds':>8}  answer")
     worst = 0.0
     for name, g in workflows(args.tasks).items():
         t0 = time.perf_counter()
-        front = advise(g, cat, types=CPU, policies=policies, tolerance=args.tolerance)
+        front = advise(g, cat, types=CPU, schedulers=schedulers, tolerance=args.tolerance)
         runs = [("front", front, time.perf_counter() - t0)]
         mid = front.front[len(front.front) // 2]
         for query, kw in (("deadline", {"deadline": mid.time}), ("budget", {"budget": mid.cost})):
             t0 = time.perf_counter()
-            a = advise(g, cat, types=CPU, policies=policies, tolerance=args.tolerance, **kw)
+            a = advise(g, cat, types=CPU, schedulers=schedulers, tolerance=args.tolerance, **kw)
             runs.append((query, a, time.perf_counter() - t0))
         for query, a, secs in runs:
             worst = max(worst, secs)

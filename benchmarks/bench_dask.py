@@ -4,7 +4,7 @@
                                     [--only overhead,big,hetero,array,small] [--array N/CHUNK/WORKERS ...] [--slow 0.25]
 
 1. Dispatch overhead: no-op tasks (a layered DAG, about 2 parents each) run by ``taskflow.run`` with
-   a HEFT plan (placed inside the scheduler by the plugin, task stream and transfer records read,
+   a HEFT plan (placed inside Dask's scheduler by the plugin, task stream and transfer records read,
    every result gathered) against plain ``client.get`` of the same graph (every result gathered), a
    fresh cluster per measurement, the order rotating, medians. Target: ratio <= 1.05. A third side,
    plain ``client.get`` pinned to the placement Dask itself chose in an earlier run, shows what a

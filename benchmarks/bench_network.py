@@ -22,7 +22,7 @@ runs again inside its client namespace, where it
 2. runs each workflow under heft, cpop, blevel and heft-contention (planned with that model:
    per-pair rates, and the racks with their shared uplink where calibration found them) and
    Dask's own work stealing, ``--reps`` times, in an order that rotates;
-3. predicts each run with the simulator: the same plan (static policies) or, for Dask's own
+3. predicts each run with the simulator: the same plan (static schedulers) or, for Dask's own
    work stealing, the simulator's model of Dask's decisions (``dask-model``; with ``maxmin``,
    started from the state Dask's scheduler was in when the graph was submitted, as
    ``taskflow.run`` predicts it), on the same model, with the ``simple`` and the ``maxmin`` network.
@@ -202,7 +202,7 @@ def summary(rows: list) -> str:
             ws = med["work-stealing"]
             out.append(f"| {topo} | {wf} | " + " | ".join(cells) + f" | {100 * (ws - static) / ws:+.0f}% shorter "
                        f"| {100 * (ws - med['heft-contention']) / ws:+.0f}% shorter |")
-    out += ["", "(HEFT or CPOP: the shorter of the two; every static policy planned with the calibrated model)"]
+    out += ["", "(HEFT or CPOP: the shorter of the two; every static scheduler planned with the calibrated model)"]
     return "\n".join(out)
 
 

@@ -2,7 +2,7 @@
 a worker is lost, block Dask's scheduler event loop.
 
     python benchmarks/bench_plugin_scale.py                      # 200 workers, 50,000 tasks, heft
-    python benchmarks/bench_plugin_scale.py --workers 50 --tasks 10000 --policies heft,adaptive
+    python benchmarks/bench_plugin_scale.py --workers 50 --tasks 10000 --schedulers heft,adaptive
 
 An in-process LocalCluster (threads, one event loop for the scheduler and its workers) of
 ``--workers`` one-thread workers; an emulated layered graph of ``--tasks`` tasks of 20 ms on
@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 TICK = 0.005
 
 
-def measure(workers: int, tasks: int, policy: str) -> dict:
+def measure(workers: int, tasks: int, scheduler: str) -> dict:
     """One run on a fresh in-process cluster; the longest event-loop blocks by phase, seconds."""
     import dask
     from distributed import Client, LocalCluster
@@ -62,7 +62,7 @@ def measure(workers: int, tasks: int, policy: str) -> dict:
     def go():
         t0 = time.perf_counter()
         try:
-            rep = run(g, policy, client=client, quiet=True, timeout=3600)
+            rep = run(g, scheduler, client=client, quiet=True, timeout=3600)
             out["replans"] = rep.replans
         except Exception as e:  # noqa: BLE001 - printed
             out["error"] = f"{type(e).__name__}: {e}"
@@ -100,13 +100,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, default=200)
     ap.add_argument("--tasks", type=int, default=50_000)
-    ap.add_argument("--policies", default="heft")
+    ap.add_argument("--schedulers", default="heft")
     args = ap.parse_args()
-    for policy in args.policies.split(","):
-        r = measure(args.workers, args.tasks, policy)
+    for scheduler in args.schedulers.split(","):
+        r = measure(args.workers, args.tasks, scheduler)
         w = r["worst"]
         status = r.get("error", f"{r['seconds']:.1f} s, {r.get('replans', 0)} re-plan(s)")
-        print(f"{policy:10s} {args.tasks:,} tasks on {args.workers} workers: run {status}; longest event-loop "
+        print(f"{scheduler:10s} {args.tasks:,} tasks on {args.workers} workers: run {status}; longest event-loop "
               f"block while planning {w.get('plan', 0):.2f} s, after the worker loss {w.get('re-plan', 0):.2f} s, "
               f"otherwise {w.get('run', 0):.2f} s, fetching results {w.get('results and report', 0):.2f} s "
               f"(target <= 1 s)", flush=True)

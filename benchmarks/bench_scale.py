@@ -1,11 +1,11 @@
-"""How long the static policies take to plan large graphs of the shapes that stress a list
+"""How long the static schedulers take to plan large graphs of the shapes that stress a list
 scheduler: independent tasks (every worker busy back to back), a layered random DAG, a fan-in and
 a fan-out of one task to all others, a chain.
 
     python benchmarks/bench_scale.py                                     # 100,000 tasks on 1,000 workers
     python benchmarks/bench_scale.py --tasks 200000 --workers 8 --shapes fan-in,fan-out,chain
 
-Prints one line per policy and shape: the plan's makespan and the seconds to plan it (the numba
+Prints one line per scheduler and shape: the plan's makespan and the seconds to plan it (the numba
 kernels compiled and loaded before the clock starts), and the peak resident memory of the process.
 """
 
@@ -51,18 +51,18 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=100_000)
     ap.add_argument("--workers", type=int, default=1000)
     ap.add_argument("--shapes", default="independent,layered")
-    ap.add_argument("--policies", default="heft,adaptive")
+    ap.add_argument("--schedulers", default="heft,adaptive")
     args = ap.parse_args()
     cluster = Cluster.homogeneous(args.workers, bandwidth=1e8)
-    policies = args.policies.split(",")
+    names = args.schedulers.split(",")
     t0 = time.perf_counter()
     with compiled():  # load every kernel once, outside the figures
-        for name in policies:
+        for name in names:
             schedulers.get_scheduler(name).schedule(shape_graph("layered", 200), Cluster.homogeneous(4))
     print(f"kernels compiled or loaded in {time.perf_counter() - t0:.1f} s")
     for shape in args.shapes.split(","):
         g = shape_graph(shape, args.tasks)
-        for name in policies:
+        for name in names:
             t0 = time.perf_counter()
             plan = schedulers.get_scheduler(name).schedule(g, cluster)
             secs = time.perf_counter() - t0

@@ -1,10 +1,10 @@
-"""How much room the real-workload suite leaves a policy on a cluster, and how far two runs of the
+"""How much room the real-workload suite leaves a scheduler on a cluster, and how far two runs of the
 same thing differ there: each workload of ``taskflow bench --suite dask`` run, alternating on one
 cluster, by
 
 - ``dask``: Dask's own scheduling;
 - ``again``: Dask's own scheduling once more (``again / dask`` is the runs' own spread: what a
-  policy that changes nothing would measure);
+  scheduler that changes nothing would measure);
 - ``heft``: ``taskflow.use(client, "heft")``, HEFT's plan on costs learned from earlier runs;
 - ``subset``: ``taskflow.use(client, "adaptive", choices=["subset"])``, Dask's own scheduling held
   to the fastest workers (those at least half as fast as the fastest, by speeds learned from
@@ -15,7 +15,7 @@ cluster, by
 
 Prints each workload's medians over Dask's own, then the geometric means of ``again / dask`` and of
 the best of ``dask``, ``heft`` and ``subset`` per workload over ``dask`` (the room the default
-policy, ``adaptive``, has: what choosing among its three choices per workload, knowing the answer,
+scheduler, ``adaptive``, has: what choosing among its three choices per workload, knowing the answer,
 would give).
 """
 
@@ -33,22 +33,22 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 SIDES = ("dask", "again", "heft", "subset")
 #: what ``taskflow.use`` places each side with (None: Dask's own scheduling)
-POLICIES = {"heft": ("heft", {}), "subset": ("adaptive", {"choices": ["subset"]})}
+SCHEDULERS = {"heft": ("heft", {}), "subset": ("adaptive", {"choices": ["subset"]})}
 
 
 def _run(client, w, folder, side) -> float:
     import taskflow
 
-    policy = POLICIES.get(side)
-    if policy is not None:
-        taskflow.use(client, policy[0], **policy[1])
+    scheduler = SCHEDULERS.get(side)
+    if scheduler is not None:
+        taskflow.use(client, scheduler[0], **scheduler[1])
     try:
         colls = w.build(folder)
         t0 = time.perf_counter()
         client.compute(colls, sync=True)
         return time.perf_counter() - t0
     finally:
-        if policy is not None:
+        if scheduler is not None:
             taskflow.use(client, None)
 
 

@@ -1,7 +1,7 @@
-"""Scheduling policies, one module each, all behind :class:`schedulers.base.Scheduler`.
+"""Schedulers, one module each, all behind :class:`schedulers.base.Scheduler`.
 
-Each policy is found by name through the entry-point group ``taskflow.schedulers`` (listed in
-``setup.cfg``), as a user's own package adds one: a module is imported only when its policy is
+Each scheduler is found by name through the entry-point group ``taskflow.schedulers`` (listed in
+``setup.cfg``), as a user's own package adds one: a module is imported only when its scheduler is
 first asked for. ``taskflow.get_scheduler`` and ``schedulers.get_scheduler`` are the same function.
 
 >>> import schedulers

@@ -1,5 +1,5 @@
 """ETF and min-min: the greedy loop that looks at every ready task against every worker at each step
-(the two policies differ in the key), and its glue from a CostModel."""
+(the two schedulers differ in the key), and its glue from a CostModel."""
 
 import numpy as np
 from taskflow.jit import kernel

@@ -15,7 +15,7 @@ tentative placements not yet in the profile.
 per worker), :func:`ready_heap` (the entry tasks by priority), :func:`data_ready` (when task
 ``i``'s inputs can be on each worker: producer finish + latency + size / bandwidth) and
 :func:`place` (record a placement, occupy the worker, release the successors). Each loop is
-written out in the module of the policy it belongs to, so the algorithm reads in one place:
+written out in the module of the scheduler it belongs to, so the algorithm reads in one place:
 
 - ``schedulers.base``: the shared loop (HEFT, CPOP, PEFT, b-level, MCT, ...): the ready task of
   highest priority, to a forced worker or the one of earliest finish (+ a per-worker bias);

@@ -1,4 +1,4 @@
-"""HEFT's order with transfers that take CPU from both ends: the plan the ``adaptive`` policy makes
+"""HEFT's order with transfers that take CPU from both ends: the plan the ``adaptive`` scheduler makes
 inside Dask, where each worker is one process whose event loop serializes, sends, receives and
 unpacks every input it serves or fetches on the same cores (or the same CPU quota) its tasks run
 on.

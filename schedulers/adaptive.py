@@ -62,7 +62,7 @@ distributed's work-stealing documentation.
 
 from __future__ import annotations
 
-from taskflow.policy import CHOICES, AdaptiveOptions
+from taskflow.scheduling import CHOICES, AdaptiveOptions
 
 from ._transfer_cpu import MOST_PAIRS, transfer_cpu_schedule
 from .base import register, to_schedule

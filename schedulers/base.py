@@ -1,8 +1,8 @@
-"""Helpers every static policy shares: the list-scheduling loop (compiled for large inputs) and
-schedule assembly. The loop's steps and the other policies' loops: :mod:`schedulers._profile`.
+"""Helpers every static scheduler shares: the list-scheduling loop (compiled for large inputs) and
+schedule assembly. The loop's steps and the other schedulers' loops: :mod:`schedulers._profile`.
 
-The interface (:class:`~taskflow.policy.Scheduler`, :class:`~taskflow.policy.DynamicScheduler`) and
-the name registry live in :mod:`taskflow.policy`; they are re-exported here for policy modules.
+The interface (:class:`~taskflow.scheduling.Scheduler`, :class:`~taskflow.scheduling.DynamicScheduler`) and
+the name registry live in :mod:`taskflow.scheduling`; they are re-exported here for scheduler modules.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 
 from taskflow.costs import CostModel
 from taskflow.jit import kernel
-from taskflow.policy import DynamicScheduler, Scheduler, available, get_scheduler, register, scheduler_class
+from taskflow.scheduling import DynamicScheduler, Scheduler, available, get_scheduler, register, scheduler_class
 from taskflow.schedule import Schedule
 
 from ._profile import INF, data_ready, earliest_start, empty_plan, first_free, place, ready_heap
@@ -94,7 +94,7 @@ def list_schedule(cost_model: CostModel, priority, fixed=None, bias=None, insert
     bias : numpy.ndarray, optional
         Tasks x workers, added to the finish time when choosing a worker.
     insertion : bool
-        Search idle gaps (True, HEFT's policy) or append after a worker's last task.
+        Search idle gaps (True, HEFT's scheduler) or append after a worker's last task.
     """
     a = cost_model.arrays
     n = a.n

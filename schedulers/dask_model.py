@@ -39,7 +39,7 @@ tasks it has seen. :mod:`schedulers.work_stealing` is the simpler, generic model
   :func:`taskflow.runtime.scheduler.dask_hooks.estimated_graph` marks them) go where Dask's shuffle
   extension pins them: output ``position`` of ``outputs`` to the worker at ``W * position //
   outputs`` of the table (range sharding; Dask also rotates the list from one shuffle to the
-  next, which the model does not).
+  next, which this model of Dask does not).
 
 Where it differs from Dask: with queuing off (``saturation`` inf) a root-ish task goes to the
 least busy worker (Dask then gives a few siblings in a row to one worker); ties that Dask breaks by the iteration order of a set of workers go to
@@ -70,7 +70,7 @@ import math
 import numpy as np
 
 from taskflow.analysis import task_kind
-from taskflow.policy import DynamicScheduler, register
+from taskflow.scheduling import DynamicScheduler, register
 
 __all__ = ["DaskModel"]
 
@@ -287,7 +287,7 @@ class DaskModel(DynamicScheduler):
         out = []
         for i in sorted(tasks, key=self.prio.__getitem__):
             if i in self.inq or self.where[i] >= 0 or view.started(i):
-                continue  # queued already, or placed (a policy may be offered a task again)
+                continue  # queued already, or placed (a scheduler may be offered a task again)
             w = self._decide(i, view)
             if w is None:
                 if self._rootish(i):

@@ -23,7 +23,7 @@ takes each input from whichever execution has it on its worker first, and
 :meth:`~taskflow.schedule.Schedule.validate` checks exactly that. Copies pay off where transfers
 are long next to the work (high communication-to-computation ratio); on compute-bound workflows
 the plan is HEFT's. A plan with copies is a plan only: the simulator and the Dask runtime run each
-task once and refuse this policy with a one-line error. Cost: about twice HEFT's placement, plus
+task once and refuse this scheduler with a one-line error. Cost: about twice HEFT's placement, plus
 a copy's own data-ready time per copy tried.
 """
 

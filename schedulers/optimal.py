@@ -7,7 +7,7 @@ that exists. Exact formulations of task scheduling with communication delays are
 integer programs (S. Venugopalan and O. Sinnen, "ILP formulations for optimal task scheduling with
 communication delays on parallel systems", IEEE TPDS 26(1):142-151, 2015); this module states the
 same problem for a constraint solver, Google OR-Tools' CP-SAT (lazy clause generation, with the
-interval and scheduling propagators that suit it), in the model every other scheduler of this
+interval and scheduling propagators that suit it), in the cost model every other scheduler of this
 package works in:
 
 * each task runs once, on exactly one worker that can run it, for its duration there (an optional
@@ -55,7 +55,7 @@ import math
 
 import numpy as np
 
-from taskflow.errors import MissingExtra, PolicyError
+from taskflow.errors import MissingExtra, SchedulerError
 from taskflow.analysis import lower_bound
 
 from .base import Scheduler, list_schedule, register, to_schedule
@@ -97,11 +97,11 @@ class Optimal(Scheduler):
             threads = int(o.get("threads", 1))
             max_pairs = int(o.get("max_pairs", MAX_PAIRS))
         except (TypeError, ValueError):
-            raise PolicyError(f"optimal: budget, seconds, threads and max_pairs must be numbers (got budget="
+            raise SchedulerError(f"optimal: budget, seconds, threads and max_pairs must be numbers (got budget="
                                 f"{o.get('budget')!r}, seconds={o.get('seconds')!r}, threads={o.get('threads')!r}, "
                                 f"max_pairs={o.get('max_pairs')!r})") from None
         if not budget > 0 or (seconds is not None and not seconds > 0) or threads < 1:
-            raise PolicyError(f"optimal: budget and seconds must be > 0 and threads >= 1 "
+            raise SchedulerError(f"optimal: budget and seconds must be > 0 and threads >= 1 "
                                 f"(got budget={budget!r}, seconds={seconds!r}, threads={threads!r})")
         a = cost_model.arrays
         heft = list_schedule(cost_model, upward_rank(cost_model), insertion=True)

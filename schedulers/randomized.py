@@ -1,7 +1,7 @@
 """``random``: each task to a uniformly drawn worker that has the cores it needs; tasks start in
 topological order as soon as their inputs have arrived (append, no gap filling).
 
-A baseline that any real policy must beat. Seeded: the same ``seed`` gives the same schedule.
+A baseline that any real scheduler must beat. Seeded: the same ``seed`` gives the same schedule.
 """
 
 from __future__ import annotations

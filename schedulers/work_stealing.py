@@ -27,7 +27,7 @@ import numpy as np
 from taskflow.costs import Durations
 from taskflow.jit import kernel
 
-from taskflow.policy import DynamicScheduler, register
+from taskflow.scheduling import DynamicScheduler, register
 
 __all__ = ["WorkStealing"]
 
@@ -114,7 +114,7 @@ class WorkStealing(DynamicScheduler):
         load = self.occ / self.cores
         counts = view.queued_counts()
         victim = _victim(load, self.dead, counts, thief)
-        while victim >= 0 and not view.is_alive(victim):  # a loss not yet reported to this policy
+        while victim >= 0 and not view.is_alive(victim):  # a loss not yet reported to this scheduler
             self.dead[victim] = np.inf
             victim = _victim(load, self.dead, counts, thief)
         if victim < 0:

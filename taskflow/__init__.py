@@ -1,4 +1,4 @@
-"""dask-taskflow: task-graph workflows scheduled by interchangeable policies, simulated or run on Dask.
+"""dask-taskflow: task-graph workflows scheduled by interchangeable schedulers, simulated or run on Dask.
 
 >>> from taskflow import TaskGraph, Cluster
 >>> import schedulers
@@ -55,7 +55,7 @@ from .errors import (ClusterError, CycleError, FormatError, GraphError, RunFaile
 from .formats import (from_networkx, load_cluster, load_graph, load_graphs, load_schedule, save_cluster,
                       save_graph, save_schedule, to_dot, to_networkx)
 from .graph import TaskGraph, TaskHandle
-from .policy import DynamicScheduler, Scheduler, available, get_scheduler, register
+from .scheduling import DynamicScheduler, Scheduler, available, get_scheduler, register
 from .schedule import Assignment, Schedule
 from .trace import Trace
 

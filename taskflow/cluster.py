@@ -10,7 +10,7 @@ every worker of a LocalCluster shares (its cores copy every byte), or a cluster'
 ``racks`` (optional, worker id -> rack label) with ``uplink`` (bytes per second) describes a
 two-level network: the flows leaving a rack share its uplink, the flows entering a rack share its
 downlink (each at ``uplink``), as in a rack switch joined to a core switch, or two switches joined
-by one cable. A pair in different racks never gets more than ``uplink`` (every model sees that);
+by one cable. A pair in different racks never gets more than ``uplink`` (every network model sees that);
 ``maxmin`` also shares the uplinks among concurrent flows, which per-pair bandwidths cannot say.
 """
 

@@ -9,8 +9,8 @@ A :class:`CostModel` binds a graph to a cluster once and keeps the whole duratio
 (tasks x workers) as a numpy array, so algorithms look durations up instead of re-deriving them.
 Above :data:`DENSE_LIMIT` entries (a million tasks on a thousand workers would take 8 GB) the
 matrix is a :class:`Durations`: the same numbers computed when they are looked up (a row, an
-entry, a list of entries), which the simulator and the dynamic policies use as they would the
-array; a static policy, which needs the whole matrix, gets it as one array when it fits in half the
+entry, a list of entries), which the simulator and the dynamic schedulers use as they would the
+array; a static scheduler, which needs the whole matrix, gets it as one array when it fits in half the
 memory available (:meth:`CostModel.densified`), else a clear error instead of exhausting memory.
 """
 
@@ -154,7 +154,7 @@ class Durations:
         n, W = self.shape
         raise GraphError(f"{n:,} tasks x {W:,} workers: the whole duration matrix would take "
                          f"{n * W * 8 / 2**30:.1f} GiB (more than the dense limit of {DENSE_LIMIT:,} entries); "
-                         f"use a dynamic policy (e.g. work-stealing) or fewer workers")
+                         f"use a dynamic scheduler (e.g. work-stealing) or fewer workers")
 
 
 def _exact_costs(a, cluster) -> dict:
@@ -233,7 +233,7 @@ class CostModel:
         return d
 
     def densified(self) -> "CostModel":
-        """This model with its durations as one numpy array: what a static policy plans from.
+        """This cost model with its durations as one numpy array: what a static scheduler plans from.
 
         Raises
         ------
@@ -246,9 +246,9 @@ class CostModel:
         need = d.size * 8
         avail = available_memory()
         if need > avail / 2:
-            raise GraphError(f"{d.shape[0]:,} tasks x {d.shape[1]:,} workers: a static policy plans from the whole "
+            raise GraphError(f"{d.shape[0]:,} tasks x {d.shape[1]:,} workers: a static scheduler plans from the whole "
                              f"duration matrix, {need / 2**30:.1f} GiB, more than half the memory available "
-                             f"({avail / 2**30:.1f} GiB); use a dynamic policy (e.g. work-stealing) or fewer workers")
+                             f"({avail / 2**30:.1f} GiB); use a dynamic scheduler (e.g. work-stealing) or fewer workers")
         m = copy.copy(self)
         m.durations = d.block(slice(None))
         m.durations.flags.writeable = False

@@ -7,7 +7,7 @@ them into one line on stderr and exit status 2, or 1 for a run that failed (:cla
 """
 
 __all__ = ["ClusterError", "CycleError", "FormatError", "GraphError", "ScheduleError", "TaskflowError",
-           "TaskflowWarning", "UnknownSchedulerError", "WorkflowError", "UsageError", "PolicyError", "LaunchError",
+           "TaskflowWarning", "UnknownSchedulerError", "WorkflowError", "UsageError", "SchedulerError", "LaunchError",
            "TestbedError", "MissingExtra", "RunFailed", "RunTimeout", "SchedulerLost", "WorkersLost"]
 
 
@@ -56,7 +56,7 @@ class UsageError(TaskflowError, ValueError):
     ran (the command line's exit status 2)."""
 
 
-class PolicyError(TaskflowError, ValueError):
+class SchedulerError(TaskflowError, ValueError):
     """A scheduler cannot do what was asked of it: a dynamic one where a static one must place, one
     that runs in the simulator only, an option it does not take, a plugin that will not load."""
 

@@ -54,7 +54,7 @@ class Schedule:
     tasks, workers : sequences of ids, one entry per assignment
     start, finish : sequences of floats
     scheduler : str
-        Name of the policy that made it.
+        Name of the scheduler that made it.
     extra : dict, optional
         Further fields carried into the JSON document (e.g. ``transfers`` of a trace).
     copies : iterable of Assignment or (task, worker, start, finish), optional

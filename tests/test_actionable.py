@@ -190,7 +190,7 @@ def test_ctrl_c_inside_compiled_code_ends_as_an_interrupt(monkeypatch, capsys):
 
 
 # ---------------------------------------------------------------------- reports that say what is true
-def test_a_policy_without_a_plan_has_no_fidelity_and_no_planned_makespan(client):
+def test_a_scheduler_without_a_plan_has_no_fidelity_and_no_planned_makespan(client):
     g = taskflow.load_graph(GRAPH)
     rep = taskflow.run(g, "work-stealing", client=client, quiet=True, time_scale=0.01)
     assert rep.placement_fidelity is None and rep.planned_makespan is None
@@ -236,14 +236,14 @@ def test_compute_refuses_what_would_hang_or_fail_before_any_cluster_starts(kwarg
         taskflow.compute(dask.delayed(sum)([1, 2]), **kwargs)
 
 
-def test_every_policy_refuses_an_unknown_option_with_the_nearest_one():
+def test_every_scheduler_refuses_an_unknown_option_with_the_nearest_one():
     with pytest.raises(TaskflowError, match="adaptive: unknown option 'margn'; did you mean 'margin'"):
         taskflow.get_scheduler("adaptive", margn=0.2)
     with pytest.raises(TaskflowError, match="heft-search: unknown option 'budgt'; did you mean 'budget'"):
         taskflow.get_scheduler("heft-search", budgt=3)
     with pytest.raises(TaskflowError, match="heft: seed must be an integer"):
         taskflow.get_scheduler("heft", seed="1")
-    from taskflow.policy import available, scheduler_class
+    from taskflow.scheduling import available, scheduler_class
 
     for name in available():
         if scheduler_class(name).option_names is not None:
@@ -251,13 +251,15 @@ def test_every_policy_refuses_an_unknown_option_with_the_nearest_one():
                 taskflow.get_scheduler(name, definitely_not_an_option=1)
 
 
-def test_use_with_no_policy_refuses_options(client):
+def test_use_with_no_scheduler_refuses_options(client):
     with pytest.raises(TaskflowError, match="takes no options"):
         taskflow.use(client, None, margin=0.2)
     with pytest.raises(TaskflowError, match="unknown option 'sedd'"):
         taskflow.use(client, "heft", sedd=1)
     with pytest.raises(TaskflowError, match="adaptive: margin must be a number"):
         taskflow.use(client, "adaptive", margin="0.2")
+    with pytest.raises(TaskflowError, match="name the scheduler once"):
+        taskflow.use(client, "heft", policy="cpop")  # the earlier keyword, beside the new one
 
 
 # ---------------------------------------------------------------------- hostile input
@@ -380,7 +382,7 @@ def test_bench_refuses_options_of_another_suite(tmp_path, capsys, argv, message)
     assert message in capsys.readouterr().err
 
 
-def test_a_budget_goes_with_a_searching_policy_and_the_search_reports_progress(capsys):
+def test_a_budget_goes_with_a_searching_scheduler_and_the_search_reports_progress(capsys):
     assert main(["schedule", GRAPH, "--cluster", CLUSTER, "--budget", "30", "-q"]) == 2
     assert "--budget goes with --scheduler heft-search or optimal" in capsys.readouterr().err
     shares = []

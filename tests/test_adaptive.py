@@ -1,4 +1,4 @@
-"""The ``adaptive`` policy: HEFT's plan alone; inside Dask, a plan only where it is predicted to
+"""The ``adaptive`` scheduler: HEFT's plan alone; inside Dask, a plan only where it is predicted to
 win (the guard), decided again as the run's durations are learned; the default of taskflow.use."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from distributed import Client, LocalCluster
 import taskflow
 from taskflow import Cluster, TaskflowError, TaskGraph, Worker, get_scheduler
 from taskflow.runtime.predict import DASK, PLAN, SUBSET, choose, predict_dask, uneven
-from taskflow.policy import AdaptiveOptions
+from taskflow.scheduling import AdaptiveOptions
 from taskflow.runtime.scheduler.adaptive_state import AdaptiveState, Phase
 from taskflow.runtime.scheduler.outcomes import Outcomes
 from taskflow.runtime.scheduler.runs import behind
@@ -100,7 +100,7 @@ def _runs(dask_scheduler):
 def test_use_by_default_leaves_workers_alike_to_dask(client):
     x = da.random.RandomState(0).random((400, 400), chunks=100)
     expected = float(dask.compute((x @ x.T).sum(), scheduler="sync")[0])
-    taskflow.use(client)  # the default policy: adaptive
+    taskflow.use(client)  # the default scheduler: adaptive
     try:
         got = float((x @ x.T).sum().compute())
     finally:
@@ -142,7 +142,7 @@ def _slow(i, *deps):
 
 
 def test_a_plan_for_declared_uneven_speeds_is_given_up_once_the_run_shows_them_alike():
-    """Declared speeds 1 and 4 on two identical workers, the policy held to plans (a first run is
+    """Declared speeds 1 and 4 on two identical workers, the scheduler held to plans (a first run is
     otherwise never planned): the plan gives the 'slow' worker 12 of the 60 tasks and sends each
     worker its share at once. The durations measured within the run show the workers alike, and
     the run is left to Dask: the tasks still waiting on the 'fast' worker are Dask's stealing's to
@@ -153,8 +153,8 @@ def test_a_plan_for_declared_uneven_speeds_is_given_up_once_the_run_shows_them_a
         declared = Cluster([Worker(names[0], 1.0), Worker(names[1], 4.0)])
         parts = [dask.delayed(_slow, pure=True)(i, dask_key_name=f"slow-{i}") for i in range(60)]
         total = dask.delayed(sum, pure=True)(parts, dask_key_name="total-0")
-        policy = get_scheduler("adaptive", interval=0.05, drift=0.3, margin=0.0, choices=["plan"])
-        got, rep = taskflow.compute(total, scheduler=policy, client=c, cluster=declared, timeout=120, report=True)
+        scheduler = get_scheduler("adaptive", interval=0.05, drift=0.3, margin=0.0, choices=["plan"])
+        got, rep = taskflow.compute(total, scheduler=scheduler, client=c, cluster=declared, timeout=120, report=True)
     assert got == (sum(range(60)),)
     assert rep.replans >= 1, rep.notes  # re-decided within the run
     on_slow = sum(1 for r in rep.trace.runs if r.worker == names[0] and r.task.startswith("slow-"))
@@ -173,7 +173,7 @@ def _slower_on_worker_0(i):
 
 def test_a_plan_made_again_moves_the_tasks_waiting_on_a_worker_it_learned_is_slow():
     """Worker 0 declared four times faster than worker 1 and in truth three times slower; the
-    policy held to plans. The first plan sends worker 0 most of the 60 independent tasks at once;
+    scheduler held to plans. The first plan sends worker 0 most of the 60 independent tasks at once;
     the durations measured within the run show it slow, and the plan made again moves the tasks
     still waiting there to worker 1 (without the move, worker 1 would run only its first share)."""
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
@@ -181,8 +181,8 @@ def test_a_plan_made_again_moves_the_tasks_waiting_on_a_worker_it_learned_is_slo
         declared = Cluster([Worker("0", 4.0), Worker("1", 1.0)])
         parts = [dask.delayed(_slower_on_worker_0, pure=True)(i, dask_key_name=f"bag-{i}") for i in range(60)]
         total = dask.delayed(sum, pure=True)(parts, dask_key_name="bagsum-0")
-        policy = get_scheduler("adaptive", interval=0.05, drift=0.3, margin=0.0, choices=["plan"])
-        got, rep = taskflow.compute(total, scheduler=policy, client=c, cluster=declared, timeout=120, report=True)
+        scheduler = get_scheduler("adaptive", interval=0.05, drift=0.3, margin=0.0, choices=["plan"])
+        got, rep = taskflow.compute(total, scheduler=scheduler, client=c, cluster=declared, timeout=120, report=True)
     assert got == (sum(range(60)),)
     assert rep.replans >= 1 and any("placed by its plan" in n for n in rep.notes), (rep.replans, rep.notes)
     on_fast = sum(1 for r in rep.trace.runs if r.worker == "1" and r.task.startswith("bag-"))
@@ -402,12 +402,12 @@ def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
 
     p = TaskflowPlugin()
-    policy = get_scheduler("adaptive")
+    scheduler = get_scheduler("adaptive")
 
     def run(sig, decision, secs, guarded=1):
         state = AdaptiveState()
         state.signature, state.decision, state.guarded = sig, decision, guarded
-        return SimpleNamespace(learned=True, policy=policy, started=time.monotonic() - secs, adapt=state,
+        return SimpleNamespace(learned=True, scheduler=scheduler, started=time.monotonic() - secs, adapt=state,
                                graph=(), done=set(), finished_at=[])
 
     sig = (frozenset({"a"}), 5)
@@ -664,15 +664,15 @@ def test_a_link_once_narrow_for_a_kind_of_work_stays_narrow_for_it():
 
     links = Cluster([Worker("a"), Worker("b")], bandwidth=1e9, bandwidths={"a": {"b": 12e6}, "b": {"a": 12e6}})
     p = TaskflowPlugin()
-    policy = get_scheduler("adaptive")
-    first = GraphRun("r1", pair(0.01), policy, None, "c1", owned=True)
+    scheduler = get_scheduler("adaptive")
+    first = GraphRun("r1", pair(0.01), scheduler, None, "c1", owned=True)
     first.adapt.signature = (frozenset({"work"}), 1)
     assert p.adaptation._narrow_rate(first, links, first.graph) == pytest.approx(20e6) and p.adaptation.narrow_seen
-    later = GraphRun("r2", pair(0.02), policy, None, "c1", owned=True)
+    later = GraphRun("r2", pair(0.02), scheduler, None, "c1", owned=True)
     later.adapt.signature = first.adapt.signature
     assert p.adaptation._narrow_rate(later, links, later.graph) == pytest.approx(20e6)
     assert narrow_pairs(links, p.adaptation._narrow_rate(later, links, later.graph)) == {("a", "b"), ("b", "a")}
-    other = GraphRun("r3", pair(0.02), policy, None, "c1", owned=True)
+    other = GraphRun("r3", pair(0.02), scheduler, None, "c1", owned=True)
     other.adapt.signature = (frozenset({"else"}), 1)
     assert p.adaptation._narrow_rate(other, links, other.graph) == pytest.approx(10e6)
     assert not narrow_pairs(links, p.adaptation._narrow_rate(other, links, other.graph))
@@ -747,7 +747,7 @@ def test_a_rate_learned_one_way_counts_both_ways_until_the_other_is_measured(mon
 
 
 def _wide_plugin(n: int):
-    """``n`` independent 1-second tasks, two workers (4x apart), the adaptive policy and a scheduler
+    """``n`` independent 1-second tasks, two workers (4x apart), the adaptive scheduler and a scheduler
     plugin without Dask (only its bookkeeping is exercised)."""
     from types import SimpleNamespace
 
@@ -766,21 +766,19 @@ def test_a_run_that_begins_left_to_dask_makes_its_first_choice_mid_run_by_the_me
     uneven workers: that first choice, on the unfinished part, follows the earlier runs of the same
     work (here Dask's own, measured shortest) and is not re-decided; a second choice within a run
     is the guard's own, and such a run is not kept (it changed its mind)."""
-    from types import SimpleNamespace
-
     from taskflow.runtime.scheduler.runs import GraphRun
 
-    g, cluster, policy, p = _wide_plugin(12)
+    g, cluster, scheduler, p = _wide_plugin(12)
     sig = (frozenset({"t"}), 3)
     p.adaptation.outcomes[sig] = outcomes_of({"plan": [2.0, 2.1], "dask": [1.0, 1.1], "subset": [1.9, 2.0]})
-    r = GraphRun("r1", g, policy, None, "c1", owned=True)
+    r = GraphRun("r1", g, scheduler, None, "c1", owned=True)
     r.adapt.signature, r.started = sig, time.monotonic()
     part = g.subgraph([f"t{i}" for i in range(6, 12)])  # mid-run: half of it finished
-    plan = policy.schedule(part, cluster)
+    plan = scheduler.schedule(part, cluster)
     assert p.adaptation.guard(r, part, cluster, plan) == pytest.approx(1.05) and r.adapt.decision == DASK and r.adapt.phase is Phase.FIXED
     p.adaptation.record(r)
     assert p.adaptation.outcomes[sig].measured["dask"][-1] < 1.0  # kept: its one choice
-    twice = GraphRun("r2", g, policy, None, "c1", owned=True)
+    twice = GraphRun("r2", g, scheduler, None, "c1", owned=True)
     twice.started = time.monotonic() - 0.5
     twice.adapt.signature, twice.adapt.decision, twice.adapt.guarded = sig, PLAN, 2
     p.adaptation.record(twice)
@@ -840,13 +838,13 @@ def test_a_try_falling_behind_the_progress_of_the_choice_measured_shortest_is_gi
     from taskflow.runtime.scheduler.adaptation import behind, progress_curve
     from taskflow.runtime.scheduler.runs import RUNNING, GraphRun
 
-    g, cluster, policy, p = _wide_plugin(10)
+    g, cluster, scheduler, p = _wide_plugin(10)
     monkeypatch.setattr(p, "live_cluster", lambda r: cluster)
     monkeypatch.setattr(p, "unfinished", lambda r: [f"t{i}" for i in range(2, 10)])
     sig = (frozenset({"t"}), 3)
     p.adaptation.outcomes[sig] = outcomes_of({"plan": [], "dask": [], "subset": [], "predicted": {"plan": 1.5, "dask": 2.0}})
     for _ in range(2):  # two runs of Dask's own: a task finishes every 0.2 s
-        done = GraphRun("d", g, policy, cluster, "c1", owned=True)
+        done = GraphRun("d", g, scheduler, cluster, "c1", owned=True)
         done.adapt.signature, done.adapt.decision, done.adapt.guarded, done.state = sig, DASK, 1, RUNNING
         done.started = time.monotonic() - 2.0
         for i in range(10):
@@ -855,7 +853,7 @@ def test_a_try_falling_behind_the_progress_of_the_choice_measured_shortest_is_gi
         assert progress_curve(done, 5) == pytest.approx([0.4, 0.8, 1.2, 1.6, 2.0])
         p.adaptation.record(done)
     assert len(p.adaptation.outcomes[sig].curves[DASK]) == 2 and p.adaptation.outcomes[sig].measured["dask"] == [pytest.approx(2.0, abs=0.05)] * 2
-    r = GraphRun("r1", g, policy, cluster, "c1", owned=True)
+    r = GraphRun("r1", g, scheduler, cluster, "c1", owned=True)
     r.adapt.signature, r.state = sig, RUNNING
     assert p.adaptation._measured_choice(r, (PLAN, DASK)) == (PLAN, 1.5) and r.adapt.watch == pytest.approx(2.5, abs=0.1)
     assert r.adapt.reference[1] == pytest.approx(0.2) and r.adapt.reference[-1] == pytest.approx(2.0)
@@ -870,7 +868,7 @@ def test_a_try_falling_behind_the_progress_of_the_choice_measured_shortest_is_gi
     assert r.adapt.decision == DASK and r.adapt.reference == [] and r.adapt.watch == 0.0
     assert r.adapt.path == [PLAN, DASK]  # the status (and the suite) show the try, not only where it ended
     assert p.adaptation.outcomes[sig].measured["plan"] == [pytest.approx(5.0, rel=0.05)]  # its pace, not the second it ran
-    again = GraphRun("r2", g, policy, cluster, "c1", owned=True)
+    again = GraphRun("r2", g, scheduler, cluster, "c1", owned=True)
     again.adapt.signature = sig
     assert p.adaptation._measured_choice(again, (PLAN, DASK))[0] == DASK
 
@@ -886,7 +884,7 @@ def test_a_try_of_the_plan_races_its_own_timeline_not_dask_s_progress(monkeypatc
     from taskflow.runtime.scheduler.runs import RUNNING, GraphRun
     from taskflow.schedule import Schedule
 
-    g, cluster, policy, p = _wide_plugin(10)
+    g, cluster, scheduler, p = _wide_plugin(10)
     monkeypatch.setattr(adaptation, "dask_state", lambda *a: None)
     monkeypatch.setattr(p, "live_cluster", lambda r: cluster)
     monkeypatch.setattr(p, "unfinished", lambda r: [f"t{i}" for i in range(4, 10)])
@@ -897,7 +895,7 @@ def test_a_try_of_the_plan_races_its_own_timeline_not_dask_s_progress(monkeypatc
     finish = [0.5 + 0.1 * (i + 1) for i in range(10)]
     plan = Schedule(g.ids, [cluster.ids[0]] * 10, [f - 0.1 for f in finish], finish, "adaptive")
     made = []
-    r = GraphRun("r1", g, policy, cluster, "c1", owned=True)
+    r = GraphRun("r1", g, scheduler, cluster, "c1", owned=True)
     r.adapt.signature, r.state, r.started = sig, RUNNING, time.monotonic()
     p.adaptation.guard(r, g, cluster, lambda: made.append(1) or plan)
     assert r.adapt.decision == PLAN and made == [1] and r.adapt.watch == pytest.approx(2.5)
@@ -985,7 +983,7 @@ def test_a_plan_left_to_dask_mid_run_spreads_its_queue_over_the_workers_by_their
 
 def test_a_first_run_left_to_dask_on_workers_alike_spends_nothing_on_links_it_could_not_act_on(monkeypatch):
     """A first run takes no plan where Dask's own can run it: a first run left to Dask on workers
-    alike whose policy may not hold it to a subset neither estimates its unfinished tasks nor weighs
+    alike whose scheduler may not hold it to a subset neither estimates its unfinished tasks nor weighs
     its links as its tasks finish. Where it may be held (by default), or with ``choices=["plan"]``,
     a narrow link can make it decide again."""
     from types import SimpleNamespace
@@ -1006,8 +1004,8 @@ def test_a_first_run_left_to_dask_on_workers_alike_spends_nothing_on_links_it_co
     monkeypatch.setattr(p.adaptation, "_estimate_unfinished", lambda r: looked.append("estimate") or None)
     for choices, expected in ((["dask"], []), (["dask", "plan"], []), (None, ["cluster", "estimate"]),
                               (["plan"], ["cluster", "estimate"])):
-        policy = get_scheduler("adaptive", **({"choices": choices} if choices else {}))
-        r = GraphRun("r1", g, policy, racks, "c1", owned=True)
+        scheduler = get_scheduler("adaptive", **({"choices": choices} if choices else {}))
+        r = GraphRun("r1", g, scheduler, racks, "c1", owned=True)
         r.state, r.adapt.decision, r.adapt.signature = RUNNING, DASK, (frozenset({"t"}), 3)
         looked.clear()
         p.adaptation.learn_within(r, "t", 0.1, "a", "s1")
@@ -1098,10 +1096,10 @@ def test_rates_learned_between_workers_of_one_host_are_never_a_narrow_link():
     assert across_hosts(local, {"a": {"b"}}).bandwidths == {"a": {"b": 2e8}}
     p = TaskflowPlugin()
     p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
-    policy = get_scheduler("adaptive")
-    assert not p.adaptation._narrow(GraphRun("r1", g, policy, None, "c1", owned=True), local)
-    assert p.adaptation._narrow(GraphRun("r2", g, policy, None, "c1", owned=True), apart)
-    assert p.adaptation._narrow(GraphRun("r3", g, policy, local, "c1", owned=True), local)  # declared: as declared
+    scheduler = get_scheduler("adaptive")
+    assert not p.adaptation._narrow(GraphRun("r1", g, scheduler, None, "c1", owned=True), local)
+    assert p.adaptation._narrow(GraphRun("r2", g, scheduler, None, "c1", owned=True), apart)
+    assert p.adaptation._narrow(GraphRun("r3", g, scheduler, local, "c1", owned=True), local)  # declared: as declared
 
 
 def test_a_run_left_to_dask_at_once_is_predicted_by_what_its_earlier_runs_measured_shortest():
@@ -1305,19 +1303,19 @@ def test_until_a_run_of_the_work_is_measured_the_guard_takes_no_plan_but_predict
     p = TaskflowPlugin()
     p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
     monkeypatch.setattr(adaptation, "dask_state", lambda *a: None)
-    policy = get_scheduler("adaptive", choices=["plan", "dask"])
+    scheduler = get_scheduler("adaptive", choices=["plan", "dask"])
     sig = (frozenset({"t"}), len(g))
     for book in (None, {"plan": [], "dask": [], "subset": []}):  # the first run of the work; the second
         if book is not None:
             p.adaptation.outcomes[sig] = outcomes_of(book)
-        r = GraphRun("r1", g, policy, uneven8, "c1", owned=True)
+        r = GraphRun("r1", g, scheduler, uneven8, "c1", owned=True)
         r.adapt.signature = sig
         p.adaptation.guard(r, g, uneven8, plan)
         assert r.adapt.decision == DASK
         if book is not None:  # (the very first run's predictions are not kept: it predicts no plan)
             assert r.adapt.predictions[PLAN] <= 0.85 * r.adapt.predictions[DASK]
     p.adaptation.outcomes[sig] = outcomes_of({"plan": [], "dask": [2.0], "subset": [], "predicted": dict(r.adapt.predictions)})
-    r = GraphRun("r3", g, policy, uneven8, "c1", owned=True)
+    r = GraphRun("r3", g, scheduler, uneven8, "c1", owned=True)
     r.adapt.signature = sig
     p.adaptation.guard(r, g, uneven8, plan)  # measured once: the plan is tried, watched against Dask's own
     assert r.adapt.decision == PLAN and r.adapt.watch == pytest.approx(1.25 * 2.0) and r.adapt.fallback == DASK
@@ -1328,7 +1326,7 @@ def test_a_run_the_measured_runs_leave_to_dask_makes_no_plan(monkeypatch):
     percent of a short run: the guard makes the plan only where it needs it. The very first run of
     a kind of work makes none (it cannot take it, and its predictions are not kept); the first run
     kept predicts the plan (made once); a later run whose measured runs choose Dask's own or a hold
-    makes none; one whose measured runs choose the plan leaves it to the caller. A policy whose
+    makes none; one whose measured runs choose the plan leaves it to the caller. A scheduler whose
     only choice is the plan makes it."""
     from types import SimpleNamespace
 
@@ -1338,12 +1336,12 @@ def test_a_run_the_measured_runs_leave_to_dask_makes_no_plan(monkeypatch):
 
     g = random_layered(60, ccr=0.05, seed=3)
     uneven8 = Cluster.heterogeneous([1.0, 8.0])
-    policy = get_scheduler("adaptive")
+    scheduler = get_scheduler("adaptive")
     made = []
 
     def counting():
         made.append(1)
-        return policy.schedule(g, uneven8)
+        return scheduler.schedule(g, uneven8)
 
     p = TaskflowPlugin()
     p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
@@ -1352,12 +1350,12 @@ def test_a_run_the_measured_runs_leave_to_dask_makes_no_plan(monkeypatch):
 
     def guard(book):
         p.adaptation.outcomes[sig] = outcomes_of(book)
-        r = GraphRun("r", g, policy, uneven8, "c1", owned=True)
+        r = GraphRun("r", g, scheduler, uneven8, "c1", owned=True)
         r.adapt.signature = sig
         p.adaptation.guard(r, g, uneven8, counting)
         return r
 
-    first = GraphRun("r", g, policy, uneven8, "c1", owned=True)
+    first = GraphRun("r", g, scheduler, uneven8, "c1", owned=True)
     first.adapt.signature = sig
     p.adaptation.guard(first, g, uneven8, counting)  # the first run of this work: its predictions are not kept
     assert made == [] and set(first.adapt.predictions) == {DASK, SUBSET} and first.adapt.decision in (DASK, SUBSET)
@@ -1375,9 +1373,9 @@ def test_a_run_the_measured_runs_leave_to_dask_makes_no_plan(monkeypatch):
     p.adaptation.guard(only, g, uneven8, counting)  # the plan alone: made, whatever the run
     assert len(made) == 2 and only.adapt.decision == PLAN
 
-    make = plan_maker(SimpleNamespace(policy=policy), g, uneven8)
+    make = plan_maker(SimpleNamespace(scheduler=scheduler), g, uneven8)
     assert make() is make()  # made once
-    broken = SimpleNamespace(policy=SimpleNamespace(name="broken", schedule=lambda *a: 1 / 0))
+    broken = SimpleNamespace(scheduler=SimpleNamespace(name="broken", schedule=lambda *a: 1 / 0))
     with pytest.raises(Unplannable, match=r"broken could not plan the run on workers \['w0', 'w1'\]: ZeroDivision"):
         plan_maker(broken, g, uneven8)()
 
@@ -1471,12 +1469,12 @@ def test_a_try_of_a_hold_races_the_whole_cluster_at_the_pace_of_the_workers_it_k
     from taskflow.runtime.scheduler.adaptation import behind
     from taskflow.runtime.scheduler.runs import RUNNING, GraphRun
 
-    g, cluster, policy, p = _wide_plugin(10)
+    g, cluster, scheduler, p = _wide_plugin(10)
     monkeypatch.setattr(p, "live_cluster", lambda r: cluster)
     sig = (frozenset({"t"}), 3)
     p.adaptation.outcomes[sig] = outcomes_of({"plan": [], "dask": [2.0, 2.0], "subset": [], "predicted": {"dask": 2.0, "subset": 1.7},
                        "curves": {DASK: [[0.2 * (i + 1) for i in range(10)]] * 2}})
-    r = GraphRun("r1", g, policy, cluster, "c1", owned=True)
+    r = GraphRun("r1", g, scheduler, cluster, "c1", owned=True)
     r.adapt.signature, r.state = sig, RUNNING
     p.adaptation.guard(r, g, cluster, None)
     assert r.adapt.decision == "subset" and r.adapt.fallback == DASK and r.adapt.pace == pytest.approx(1.25)
@@ -1487,7 +1485,7 @@ def test_a_try_of_a_hold_races_the_whole_cluster_at_the_pace_of_the_workers_it_k
     assert behind(r, 0.68) == pytest.approx(1.36)
     p.adaptation.outcomes[sig] = outcomes_of({"plan": [], "dask": [], "subset": [1.6, 1.6], "predicted": {"dask": 1.7, "subset": 1.6},
                        "curves": {"subset": [[0.16 * (i + 1) for i in range(10)]] * 2}})
-    r = GraphRun("r2", g, policy, cluster, "c1", owned=True)
+    r = GraphRun("r2", g, scheduler, cluster, "c1", owned=True)
     r.adapt.signature, r.state = sig, RUNNING
     p.adaptation.guard(r, g, cluster, None)
     assert r.adapt.decision == DASK and r.adapt.fallback == "subset" and r.adapt.pace == 1.0
@@ -1544,10 +1542,10 @@ def test_inside_dask_the_plan_charges_transfers_to_both_ends_cpu():
     g = _shuffle_graph()
     cluster = Cluster.heterogeneous([0.4, 2.5], bandwidth=200e6)
     heft = get_scheduler("heft").schedule(g, cluster)
-    policy = get_scheduler("adaptive")
-    assert policy.schedule(g, cluster).workers == heft.workers  # alone: HEFT's plan
-    policy.transfer_cpu = (0.002, 2.5e-9)
-    cpu = policy.schedule(g, cluster)
+    scheduler = get_scheduler("adaptive")
+    assert scheduler.schedule(g, cluster).workers == heft.workers  # alone: HEFT's plan
+    scheduler.transfer_cpu = (0.002, 2.5e-9)
+    cpu = scheduler.schedule(g, cluster)
     cpu.validate(g, cluster)
     assert _cross_bytes(g, cpu) < 0.8 * _cross_bytes(g, heft)
     slow = cluster.workers[0].id
@@ -1558,11 +1556,11 @@ def test_inside_dask_the_plan_charges_transfers_to_both_ends_cpu():
     multi = TaskGraph("multi")
     multi.add_task("a", cost=1.0, cores=2)
     two = Cluster([Worker("w0", 1.0, 2), Worker("w1", 4.0, 2)])
-    assert policy.schedule(multi, two).workers == get_scheduler("heft").schedule(multi, two).workers
+    assert scheduler.schedule(multi, two).workers == get_scheduler("heft").schedule(multi, two).workers
 
 
 def test_the_plugin_gives_an_adaptive_run_s_plan_the_learned_transfer_cpu(monkeypatch):
-    """Inside Dask the plugin sets the adaptive policy's transfer costs from what it learned: a
+    """Inside Dask the plugin sets the adaptive scheduler's transfer costs from what it learned: a
     transfer costs each end Dask's cost per task (at speed 1) plus its bytes' copying."""
     from types import SimpleNamespace
 
@@ -1586,7 +1584,7 @@ def test_the_plugin_gives_an_adaptive_run_s_plan_the_learned_transfer_cpu(monkey
 
     monkeypatch.setattr(p.adaptation, "guard", guard)
     plan = p._plan(r)
-    assert r.policy.transfer_cpu == (0.003, BYTE_SECONDS)
+    assert r.scheduler.transfer_cpu == (0.003, BYTE_SECONDS)
     heft = get_scheduler("heft").schedule(g, cluster)
     assert plan is not None and r.plan and _cross_bytes(g, plan) < _cross_bytes(g, heft)
 

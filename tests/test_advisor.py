@@ -262,11 +262,11 @@ def test_no_simulation_beats_the_bounds(seed):
             assert ev.simulate(c, p) >= max(cp, work) * (1 - 1e-9)
 
 
-def brute_force(g, cat, policies, deadline=None, budget=None):
-    ev = Evaluator(FixedWorkload(g), cat, policies)
+def brute_force(g, cat, schedulers, deadline=None, budget=None):
+    ev = Evaluator(FixedWorkload(g), cat, schedulers)
     pts = []
     for c in configurations(cat):
-        t = min(ev.simulate(c, p) for p in policies)
+        t = min(ev.simulate(c, p) for p in schedulers)
         pts.append((c.label, t, c.cost(t, cat)))
     front, best = [], math.inf
     for label, t, cost in sorted(pts, key=lambda p: (p[2], p[1])):
@@ -288,18 +288,18 @@ def brute_force(g, cat, policies, deadline=None, budget=None):
 def test_the_pruned_search_finds_what_simulating_everything_finds(seed):
     cat = load_catalog(TINY)
     g = small_graph(seed=seed)
-    policies = ["heft", "work-stealing"]
-    front, _ = brute_force(g, cat, policies)
-    a = advise(g, cat, policies=policies, tolerance=0.0)
+    schedulers = ["heft", "work-stealing"]
+    front, _ = brute_force(g, cat, schedulers)
+    a = advise(g, cat, schedulers=schedulers, tolerance=0.0)
     assert [(k.label, pytest.approx(k.time), pytest.approx(k.cost)) for k in a.front] == front
     assert a.stats["simulated"] < a.stats["configurations"]  # the bounds skipped some
     mid = front[len(front) // 2]
-    _, answer = brute_force(g, cat, policies, deadline=mid[1] * 1.01)
-    d = advise(g, cat, policies=policies, deadline=mid[1] * 1.01, tolerance=0.0)
+    _, answer = brute_force(g, cat, schedulers, deadline=mid[1] * 1.01)
+    d = advise(g, cat, schedulers=schedulers, deadline=mid[1] * 1.01, tolerance=0.0)
     assert d.choice.label == answer and d.choice.time <= mid[1] * 1.01
     assert d.stats["simulated"] <= a.stats["simulated"]
-    _, answer = brute_force(g, cat, policies, budget=mid[2] * 1.01)
-    b = advise(g, cat, policies=policies, budget=mid[2] * 1.01, tolerance=0.0)
+    _, answer = brute_force(g, cat, schedulers, budget=mid[2] * 1.01)
+    b = advise(g, cat, schedulers=schedulers, budget=mid[2] * 1.01, tolerance=0.0)
     assert b.choice.label == answer
 
 
@@ -347,7 +347,7 @@ def test_a_network_heavy_workflow_is_network_bound_on_slow_links():
     for k in range(8):
         g.add_task(f"w{k}", cost=1.0)
         g.add_edge("src", f"w{k}")
-    a = advise(g, cat, policies=["heft"], tolerance=0.0, types=["small"])
+    a = advise(g, cat, schedulers=["heft"], tolerance=0.0, types=["small"])
     one = next(k for k in a.candidates if k.label == "1 x small")
     assert one.bound == "compute" and one.network_share == 0.0  # nothing moves on one node
     # 2 GB at 1 Gbit/s: HEFT keeps every task on the source's node; a free network would spread them
@@ -446,7 +446,7 @@ def test_a_graph_with_exact_per_worker_costs_is_advised_on_its_plain_costs():
 def test_options_are_checked():
     g = small_graph()
     for kw, msg in [({"deadline": -1}, "deadline must be a positive"), ({"max_nodes": 0}, "max_nodes"),
-                    ({"network": "fast"}, "unknown network"), ({"policies": ["nope"]}, "nope"),
+                    ({"network": "fast"}, "unknown network"), ({"schedulers": ["nope"]}, "nope"),
                     ({"types": ["huge"]}, "no type 'huge'")]:
         with pytest.raises(TaskflowError, match=msg):
             advise(g, "tiny", **kw)

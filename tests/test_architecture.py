@@ -156,7 +156,7 @@ def cycles(graph: dict) -> list:
 
 def test_every_module_has_a_layer():
     mods = our_modules()
-    assert {"taskflow.policy", "taskflow.simulator.engine", "taskflow.runtime.client.runner", "taskflow.app.cli"} <= set(mods)
+    assert {"taskflow.scheduling", "taskflow.simulator.engine", "taskflow.runtime.client.runner", "taskflow.app.cli"} <= set(mods)
     assert {layer(m) for m in mods} == set(ALLOWED)
 
 
@@ -188,7 +188,7 @@ def test_a_forbidden_import_is_caught(name, source, expected):
 
 
 def test_allowed_imports_pass_and_cycles_are_found():
-    assert violations({"schedulers.fake": ("from taskflow.policy import Scheduler\nfrom .ranks import b_level\n", False)}) == []
+    assert violations({"schedulers.fake": ("from taskflow.scheduling import Scheduler\nfrom .ranks import b_level\n", False)}) == []
     assert violations({"taskflow.app.fake": ("import schedulers\nfrom ..runtime import run\n", False)}) == []
     mods = {"taskflow.a": ("from . import b\n", False), "taskflow.b": ("def f():\n    from .a import x\n", False)}
     assert cycles(import_graph(mods)) == [["taskflow.a", "taskflow.b"]]
@@ -254,7 +254,7 @@ def test_no_private_name_crosses_a_module():
 
 
 def test_no_bare_taskflow_error_is_raised():
-    """Each failure says what failed by its class (a usage error, a policy that cannot, a cluster
+    """Each failure says what failed by its class (a usage error, a scheduler that cannot, a cluster
     that would not start, a testbed, a run that failed, ...), still a TaskflowError: the base class
     itself is never made outside taskflow/errors.py."""
     found = []
@@ -303,7 +303,7 @@ def test_the_runtime_is_laid_out_by_process():
 
 def test_a_constant_is_defined_once_and_a_capability_is_declared_not_looked_for():
     """``CHOICES`` (what the adaptive scheduler may run a graph by) has one definition; no module
-    asks a scheduler ``getattr(policy, "adaptive", ...)``: the base class declares the capability."""
+    asks a scheduler ``getattr(scheduler, "adaptive", ...)``: the base class declares the capability."""
     defined, probed = [], []
     for pkg in PACKAGES:
         for path in sorted((ROOT / pkg).rglob("*.py")):
@@ -315,7 +315,7 @@ def test_a_constant_is_defined_once_and_a_capability_is_declared_not_looked_for(
                         and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
                         and node.args[1].value in ("adaptive", "choices")):
                     probed.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert defined == ["taskflow/policy.py"] and probed == []
+    assert defined == ["taskflow/scheduling.py"] and probed == []
 
 
 def test_the_adaptive_scheduler_reaches_the_plugin_only_through_its_view():

@@ -1,4 +1,4 @@
-"""`taskflow compare`: every policy on a user's own graphs, the table against separate runs."""
+"""`taskflow compare`: every scheduler on a user's own graphs, the table against separate runs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import taskflow
 from taskflow.app.cli import main
 from taskflow.app.compare import compare
-from taskflow.policy import available, scheduler_class
+from taskflow.scheduling import available, scheduler_class
 
 from .conftest import EXAMPLES
 
@@ -19,14 +19,14 @@ GRAPH, CLUSTER = EXAMPLES / "heft_paper.graph.json", EXAMPLES / "heft_paper.clus
 
 
 @pytest.mark.parametrize("network", ["maxmin", "simple"])
-def test_the_table_holds_every_policy_and_equals_separate_simulations(tmp_path, capsys, network):
+def test_the_table_holds_every_scheduler_and_equals_separate_simulations(tmp_path, capsys, network):
     out = tmp_path / "cmp"
     assert main(["compare", str(GRAPH), "--cluster", str(CLUSTER), "--network", network, "--out", str(out),
                  "-q"]) == 0
     text = capsys.readouterr().out
     rows = list(csv.DictReader(open(out / "compare.csv")))
     g, c = taskflow.load_graph(GRAPH), taskflow.load_cluster(CLUSTER)
-    # every policy the simulator carries out; a plan with task copies (heft-dup) is a plan only
+    # every scheduler the simulator carries out; a plan with task copies (heft-dup) is a plan only
     assert sorted(r["scheduler"] for r in rows) == [n for n in available() if n != "heft-dup"]
     assert {r["kind"] for r in rows} == {"static", "dynamic"}
     for r in rows:
@@ -64,7 +64,7 @@ def test_a_module_function_graph_and_several_graphs_in_one_table(tmp_path, capsy
     assert len(lines) == 6 and {ln.split()[1] for ln in lines} == {"heft", "work-stealing", "cpop"}
 
 
-def test_on_dask_the_static_policies_and_work_stealing_are_measured(tmp_path):
+def test_on_dask_the_static_schedulers_and_work_stealing_are_measured(tmp_path):
     g = taskflow.TaskGraph("small")
     a = g.add_task("a", cost=1.0, output_size=1000)
     for k in range(4):
@@ -99,7 +99,7 @@ def test_schedule_and_simulate_take_a_module_function_graph_as_run_does(tmp_path
 
 @pytest.mark.slow  # about 20 s: a loopback cluster and four real runs
 def test_on_an_existing_cluster_with_a_profile_and_a_time_scale(tmp_path, capsys):
-    """compare --real on a loopback `dask scheduler` and two named workers: every static policy and
+    """compare --real on a loopback `dask scheduler` and two named workers: every static scheduler and
     Dask's own measured there, the profile written by the first comparison planned with by the
     second, and a model of another size refused before anything runs."""
     from taskflow.app.loopback import Loopback

@@ -6,7 +6,7 @@ import collections
 import pytest
 
 from taskflow import Cluster, TaskGraph, Worker, simulate
-from taskflow.policy import DynamicScheduler
+from taskflow.scheduling import DynamicScheduler
 from taskflow.runtime.messages import workers_info
 from taskflow.runtime.predict import dask_priorities
 

@@ -60,20 +60,20 @@ def test_one_workload_end_to_end(tmp_path, capsys):
     assert main(["bench", "--suite", "dask", "--workloads", "df-groupby", "--repeat", "1", "--firsts", "2",
                  "--out", str(tmp_path)]) == 0
     text = (tmp_path / "dask.csv").read_text().splitlines()
-    assert text[0].startswith("cluster,workload,policy,runs") and text[1].startswith("homogeneous,df-groupby,adaptive,1")
+    assert text[0].startswith("cluster,workload,scheduler,runs") and text[1].startswith("homogeneous,df-groupby,adaptive,1")
     assert "df-groupby" in (tmp_path / "dask.md").read_text()
     import csv
 
     (made,) = list(csv.DictReader(text))
-    assert made["decisions"] == "dask"  # workers alike: the default policy leaves its counted run to Dask
+    assert made["decisions"] == "dask"  # workers alike: the default scheduler leaves its counted run to Dask
     assert made["firsts"] == "2" and made["first_decision"] == "dask dask"  # two first runs, each on its own cluster
     lo, mid, hi = (float(made[f"dask_first{x}"]) for x in ("_min", "", "_max"))
     assert lo < hi and mid == pytest.approx((lo + hi) / 2)  # the median of two
     each = sorted(float(t) for t in made["dask_first_runs"].split())  # each first run's seconds, listed
     assert each == pytest.approx([lo, hi], abs=1e-3) and len(made["ours_first_runs"].split()) == 2
-    rows = run_suite(["homogeneous"], ["delayed-loading"], repeat=1, policy="heft", progress=False)
+    rows = run_suite(["homogeneous"], ["delayed-loading"], repeat=1, scheduler="heft", progress=False)
     (row,) = rows
-    assert row["policy"] == "heft" and row["dask_median"] > 0 and row["ours_median"] > 0
+    assert row["scheduler"] == "heft" and row["dask_median"] > 0 and row["ours_median"] > 0
     assert row["ratio"] == pytest.approx(row["ours_median"] / row["dask_median"])
     assert row["ratio_low"] == pytest.approx(row["ratio"]) == row["ratio_high"]  # one pair: nothing to resample
     # heft plans every run: each has a prediction to compare with what the plugin measured
@@ -89,7 +89,7 @@ def test_a_workload_on_the_two_rack_testbed(capsys):
 
     if available():
         pytest.skip(f"needs the network testbed: {available()}")
-    (row,) = run_suite(["two-racks"], ["delayed-loading"], repeat=1, policy="heft", progress=False)
+    (row,) = run_suite(["two-racks"], ["delayed-loading"], repeat=1, scheduler="heft", progress=False)
     assert row["cluster"] == "two-racks" and row["runs"] == 1
     assert row["dask_first"] > 0 and row["ours_first"] > 0 and row["dask_median"] > 0 and row["ours_median"] > 0
     from taskflow.testbed import leftovers

@@ -112,7 +112,7 @@ def test_every_name_the_docs_use_exists(module, name):
     if name in ("py", "md", "json", "txt", "png", "csv", "html", "zip", "xml"):
         pytest.skip("a file name")
     if (module, name) == ("taskflow", "schedulers"):
-        assert importlib.import_module("taskflow.policy").ENTRY_POINT_GROUP == "taskflow.schedulers"
+        assert importlib.import_module("taskflow.scheduling").ENTRY_POINT_GROUP == "taskflow.schedulers"
         return  # the entry-point group's name
     mod = importlib.import_module(module)
     if hasattr(mod, name):

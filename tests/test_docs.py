@@ -25,7 +25,7 @@ def test_doc_example_runs(code, tmp_path, monkeypatch):
     import importlib.util
     import os
 
-    from taskflow import policy as base
+    from taskflow import scheduling as base
     if NEEDS_TORCH.search(code) and importlib.util.find_spec("torch") is None \
             and not os.environ.get("TASKFLOW_REQUIRE_TORCH"):
         pytest.skip("needs the torch extra (pip install 'dask-taskflow[torch]')")

@@ -3,8 +3,8 @@ have a numpydoc ``Parameters`` section, and a ``Raises`` section when they raise
 every public module's ``__all__`` lists exactly what it makes public.
 
 Public: a name without a leading underscore, defined in a module whose dotted path has no part
-with one. A method may inherit its docstring from the interface it implements (a policy's
-``on_ready`` is documented once, on :class:`taskflow.policy.DynamicScheduler`).
+with one. A method may inherit its docstring from the interface it implements (a scheduler's
+``on_ready`` is documented once, on :class:`taskflow.scheduling.DynamicScheduler`).
 """
 
 from __future__ import annotations

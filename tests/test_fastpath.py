@@ -123,7 +123,7 @@ def test_the_compiled_loop_is_taken_by_itself_from_its_size_on_and_names_what_it
         monkeypatch.setattr(fastpath, "MIN_TASKS", 121)
         assert "engine" not in Simulator(g, c, "work-stealing", "maxmin").run().meta
     monkeypatch.setattr(fastpath, "MIN_TASKS", 100)
-    cases = {"policy 'heft'": dict(scheduler="heft"), "network 'simple'": dict(network="simple"),
+    cases = {"scheduler 'heft'": dict(scheduler="heft"), "network 'simple'": dict(network="simple"),
              "noise, stragglers or failures": dict(noise=0.1),
              "a scheduler interval": dict(scheduler_interval=1.0), "validate=True": dict(validate=True),
              "blind to speeds": dict(scheduler_options={"knows_speeds": False})}

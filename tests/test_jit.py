@@ -28,7 +28,7 @@ def _problem(seed):
 
 
 @pytest.mark.parametrize("name", STATIC)
-def test_every_static_policy_plans_alike_in_python_and_compiled(name):
+def test_every_static_scheduler_plans_alike_in_python_and_compiled(name):
     for seed in (0, 1):
         g, c = _problem(seed)
         options = {"budget": 0.1} if name == "optimal" else {}

@@ -24,7 +24,7 @@ def _runs(graph, cluster, placement, overhead=0.0):
     return out
 
 
-def test_speeds_are_learned_when_the_policy_gave_the_big_tasks_to_the_fast_worker():
+def test_speeds_are_learned_when_the_scheduler_gave_the_big_tasks_to_the_fast_worker():
     """Costs 1..8 of one prefix: the fast worker (4x) ran the four biggest, the slow one the four
     smallest. Mean durations per worker make the fast one look only 1.5x faster; durations per unit
     of declared cost give 4x."""

@@ -232,15 +232,15 @@ def test_the_plugin_tells_a_client_what_its_latest_use_run_predicted_and_took(cl
     assert "run" not in other and "predicted" not in other
 
 
-def test_use_refuses_dynamic_and_unknown_policies(client):
-    with pytest.raises(TaskflowError, match="'work-stealing' is a dynamic policy"):
+def test_use_refuses_dynamic_and_unknown_schedulers(client):
+    with pytest.raises(TaskflowError, match="'work-stealing' is a dynamic scheduler"):
         taskflow.use(client, "work-stealing")
     with pytest.raises(taskflow.UnknownSchedulerError):
         taskflow.use(client, "heftt")
 
 
-@pytest.mark.parametrize("policy", ["heft", "cpop", "blevel"])
-def test_compute_on_dask_collections_equals_dask_and_runs_where_planned(client, policy):
+@pytest.mark.parametrize("scheduler", ["heft", "cpop", "blevel"])
+def test_compute_on_dask_collections_equals_dask_and_runs_where_planned(client, scheduler):
     x = da.random.RandomState(1).random((200, 200), chunks=50)
     arrays = ((x @ x.T).sum(axis=0), x.rechunk((100, 40)).mean(axis=1))
     bag = db.from_sequence(range(40), npartitions=8).map(lambda v: v * v).filter(lambda v: v % 3).sum()
@@ -251,7 +251,7 @@ def test_compute_on_dask_collections_equals_dask_and_runs_where_planned(client, 
 
     delayed = inc(inc(2)) + inc(3)
     expected = dask.compute(*arrays, bag, delayed, scheduler="sync")
-    got, rep = compute(*arrays, bag, delayed, scheduler=policy, client=client, report=True)
+    got, rep = compute(*arrays, bag, delayed, scheduler=scheduler, client=client, report=True)
     assert np.allclose(got[0], expected[0], rtol=1e-12) and np.allclose(got[1], expected[1], rtol=1e-12)
     assert got[2:] == expected[2:]
     assert rep.placement_fidelity == 1.0 and len(rep.trace.runs) > 20
@@ -277,7 +277,7 @@ def test_compute_survives_a_lost_worker(tmp_path):
         lb.stop()
 
 
-def test_compute_refuses_unknown_options_and_simulator_only_policies(client):
+def test_compute_refuses_unknown_options_and_simulator_only_schedulers(client):
     x = da.ones(10, chunks=5).sum()
     with pytest.raises(TypeError, match="nonsense_option"):
         compute(x, client=client, nonsense_option=42)
@@ -335,7 +335,7 @@ def test_a_plan_does_not_outlive_its_run(client):
         made = client.run_on_scheduler(_runs_made)
         kept = client.compute(work)
         kept.result()
-        assert client.run_on_scheduler(_runs_made) > made  # placed while the policy is on
+        assert client.run_on_scheduler(_runs_made) > made  # placed while the scheduler is on
         # and finished with its last key: the run is forgotten and its restrictions gone at once
         assert client.run_on_scheduler(_restricted) == 0
         del kept
@@ -723,9 +723,9 @@ def test_the_profile_separates_latency_from_bandwidth_and_measures_dispatch_gaps
 
 
 def test_an_operator_preloads_the_plugin_and_every_client_is_placed(tmp_path):
-    """dask scheduler --preload taskflow.runtime.scheduler.plugin, TASKFLOW_POLICY=heft: a client that knows
+    """dask scheduler --preload taskflow.runtime.scheduler.plugin, TASKFLOW_SCHEDULER=heft: a client that knows
     nothing of taskflow gets its graphs placed."""
-    lb = Loopback(tmp_path, workers=("wa", "wb"), env={"TASKFLOW_POLICY": "heft"})
+    lb = Loopback(tmp_path, workers=("wa", "wb"), env={"TASKFLOW_SCHEDULER": "heft"})
     try:
         lb.start_scheduler(preload=["taskflow.runtime.scheduler.plugin"])
         for name in lb.names:
@@ -736,8 +736,8 @@ def test_an_operator_preloads_the_plugin_and_every_client_is_placed(tmp_path):
             with get_task_stream(client=c) as ts:
                 got = float((x @ x.T).sum().compute())
             planned = plans_on_scheduler(c)
-            policy = c.run_on_scheduler(lambda dask_scheduler: dask_scheduler.plugins["taskflow"].default_policy)
-        assert policy == "heft"
+            scheduler = c.run_on_scheduler(lambda dask_scheduler: dask_scheduler.plugins["taskflow"].default_scheduler)
+        assert scheduler == "heft"
         assert got == pytest.approx(float(dask.compute((x @ x.T).sum(), scheduler="sync")[0]), rel=1e-12)
         ran = {r["key"]: r["worker"] for r in ts.data}
         assert ran and all(planned.get(k) == w for k, w in ran.items())
@@ -1119,7 +1119,7 @@ def _held_work(tag, n=16):
     return dask.delayed(sum, pure=True)(parts, dask_key_name=f"sum{tag}-0")
 
 
-#: declared speeds 8, 8 and 1: the adaptive policy's ``subset`` choice holds Dask to wa and wb
+#: declared speeds 8, 8 and 1: the adaptive scheduler's ``subset`` choice holds Dask to wa and wb
 #: (and nothing else: no re-decision)
 HELD = dict(choices=["subset"], replans=0)
 
@@ -1131,9 +1131,9 @@ def _declared_8_8_1():
 
 
 def test_a_run_held_to_its_fastest_workers_runs_only_there(intact3):
-    policy = taskflow.get_scheduler("adaptive", **HELD)
+    scheduler = taskflow.get_scheduler("adaptive", **HELD)
     with Client(scheduler_file=str(intact3.sched_file)) as c:
-        got, rep = compute(_held_work("a", 8), scheduler=policy, client=c, cluster=_declared_8_8_1(), report=True,
+        got, rep = compute(_held_work("a", 8), scheduler=scheduler, client=c, cluster=_declared_8_8_1(), report=True,
                            timeout=60)
     assert got == (sum(range(8)),)
     assert {r.worker for r in rep.trace.runs} <= {"wa", "wb"} and len(rep.trace.runs) == 9
@@ -1144,14 +1144,14 @@ def test_a_peer_to_peer_rechunk_is_held_to_its_fastest_workers_shuffle_included(
     """Dask's shuffle extension places a P2P rechunk's outputs itself, within the workers its
     barrier task is restricted to: the hold covers the whole graph, wc runs none of it, and the
     outputs it pinned stay pinned (each ran once where the extension put it)."""
-    policy = taskflow.get_scheduler("adaptive", **HELD)
+    scheduler = taskflow.get_scheduler("adaptive", **HELD)
     x = da.random.RandomState(5).random_sample((400, 400), chunks=(400, 25))
     y = x.rechunk((25, 400), method="p2p")
     assert any(str(k[0] if isinstance(k, tuple) else k).startswith("rechunk-transfer")
                for k in y.__dask_graph__())  # a P2P graph indeed
     want = x.compute(scheduler="sync").sum(axis=1)
     with Client(scheduler_file=str(intact3.sched_file)) as c:
-        got, rep = compute(y.sum(axis=1), scheduler=policy, client=c, cluster=_declared_8_8_1(), report=True,
+        got, rep = compute(y.sum(axis=1), scheduler=scheduler, client=c, cluster=_declared_8_8_1(), report=True,
                            timeout=60)
     np.testing.assert_allclose(got[0], want)
     assert rep.trace.runs and {r.worker for r in rep.trace.runs} <= {"wa", "wb"}, \
@@ -1168,14 +1168,14 @@ def test_a_held_peer_to_peer_rechunk_goes_on_when_a_worker_of_its_hold_is_lost(l
     """wa killed while the blocks before the shuffle run: the hold moves to wb, the shuffle's
     barrier with it, so Dask's shuffle extension pins every output there; the run completes with
     every result, wc running none of it."""
-    policy = taskflow.get_scheduler("adaptive", **HELD)
+    scheduler = taskflow.get_scheduler("adaptive", **HELD)
     x = da.random.RandomState(6).random_sample((400, 400), chunks=(400, 25))
     y = x.map_blocks(_slow_block, dtype=float).rechunk((25, 400), method="p2p")
     want = x.compute(scheduler="sync").sum(axis=1)
     with Client(scheduler_file=str(loopback3.sched_file)) as c:
         when_busy(c, ["wa", "wb"], lambda: loopback3.kill_worker("wa"))
         t0 = time.time()
-        got, rep = compute(y.sum(axis=1), scheduler=policy, client=c, cluster=_declared_8_8_1(), report=True,
+        got, rep = compute(y.sum(axis=1), scheduler=scheduler, client=c, cluster=_declared_8_8_1(), report=True,
                            timeout=60)
         assert time.time() - t0 < 50
     np.testing.assert_allclose(got[0], want)
@@ -1185,7 +1185,7 @@ def test_a_held_peer_to_peer_rechunk_goes_on_when_a_worker_of_its_hold_is_lost(l
 def test_a_run_held_to_its_fastest_workers_goes_on_when_they_are_lost(loopback3):
     """wa and wb killed once they run tasks: the hold moves to what is left (none: Dask's own on
     wc), and the run completes with every result instead of waiting for them in ``no-worker``."""
-    policy = taskflow.get_scheduler("adaptive", **HELD)
+    scheduler = taskflow.get_scheduler("adaptive", **HELD)
     with Client(scheduler_file=str(loopback3.sched_file)) as c:
 
         def kill_fast():
@@ -1194,7 +1194,7 @@ def test_a_run_held_to_its_fastest_workers_goes_on_when_they_are_lost(loopback3)
 
         when_busy(c, ["wa", "wb"], kill_fast)
         t0 = time.time()
-        got, rep = compute(_held_work("b"), scheduler=policy, client=c, cluster=_declared_8_8_1(), timeout=60,
+        got, rep = compute(_held_work("b"), scheduler=scheduler, client=c, cluster=_declared_8_8_1(), timeout=60,
                            report=True)
         assert got == (sum(range(16)),) and time.time() - t0 < 50
         held = c.run_on_scheduler(lambda dask_scheduler: [

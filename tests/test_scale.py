@@ -315,7 +315,7 @@ def test_lazy_durations_simulate_alike(dense_limit):
             assert [(r.task, r.worker, r.start) for r in got.runs] == [(r.task, r.worker, r.start) for r in want.runs]
 
 
-def test_a_static_policy_plans_from_the_whole_matrix_when_it_fits(dense_limit, monkeypatch):
+def test_a_static_scheduler_plans_from_the_whole_matrix_when_it_fits(dense_limit, monkeypatch):
     g = graph_with_exact_costs(7)
     c = Cluster([Worker(f"w{i}", 1.0 + i % 3, 2) for i in range(4)], bandwidth=50.0)
     want = schedulers.get_scheduler("heft").schedule(g, c)
@@ -324,12 +324,12 @@ def test_a_static_policy_plans_from_the_whole_matrix_when_it_fits(dense_limit, m
     got = schedulers.get_scheduler("heft").schedule(g, c).validate(g, c)
     assert list(got.workers) == list(want.workers) and got.makespan == want.makespan
     monkeypatch.setattr(costs, "available_memory", lambda: 1000.0)
-    with pytest.raises(GraphError, match=r"60 tasks x 4 workers: a static policy plans from the whole duration "
+    with pytest.raises(GraphError, match=r"60 tasks x 4 workers: a static scheduler plans from the whole duration "
                                          r"matrix, .* GiB, more than half the memory available"):
         simulate(g, c, "heft")
     with pytest.raises(GraphError, match=r"60 tasks x 4 workers: the whole duration matrix would take"):
         np.asarray(CostModel(g, c).durations)
-    assert simulate(g, c, "work-stealing").makespan > 0  # a dynamic policy needs no whole matrix
+    assert simulate(g, c, "work-stealing").makespan > 0  # a dynamic scheduler needs no whole matrix
 
 
 def test_lazy_durations_name_an_overflowing_task(dense_limit):
@@ -360,10 +360,10 @@ def test_genome_like_shape():
 
 
 def test_transfer_estimates_are_the_sum_over_inputs_not_held_for_every_worker_and_for_one():
-    """A policy's transfer estimate for every worker (one compiled pass per input) and for one
+    """A scheduler's transfer estimate for every worker (one compiled pass per input) and for one
     worker (what a steal asks) both equal the plain sum, input by input, of latency + bytes /
     bandwidth from each input's source to the worker, skipping inputs a copy of which is there."""
-    from taskflow.policy import DynamicScheduler
+    from taskflow.scheduling import DynamicScheduler
 
     seen = []
 
@@ -402,7 +402,7 @@ def test_transfer_estimates_are_the_sum_over_inputs_not_held_for_every_worker_an
 def test_a_run_collects_garbage_less_often_and_gives_the_thresholds_back():
     import gc
 
-    from taskflow.policy import DynamicScheduler
+    from taskflow.scheduling import DynamicScheduler
 
     during, breaks = [], []
 
@@ -412,7 +412,7 @@ def test_a_run_collects_garbage_less_often_and_gives_the_thresholds_back():
         def on_ready(self, tasks, view):
             during.append(gc.get_threshold())
             if breaks and view.now > 0:
-                raise ValueError("a policy that breaks mid-run")
+                raise ValueError("a scheduler that breaks mid-run")
             return [(i, 0) for i in tasks]
 
     before = gc.get_threshold()
@@ -420,7 +420,7 @@ def test_a_run_collects_garbage_less_often_and_gives_the_thresholds_back():
         gc.set_threshold(900, 11, 12)
         simulate(random_layered(30, seed=1), Cluster.homogeneous(2), Looker())
         breaks.append(True)
-        with pytest.raises(Exception, match="a policy that breaks mid-run"):
+        with pytest.raises(Exception, match="a scheduler that breaks mid-run"):
             simulate(random_layered(30, seed=1), Cluster.homogeneous(2), Looker())
         breaks.clear()
         assert gc.get_threshold() == (900, 11, 12)  # given back, also after a run that failed

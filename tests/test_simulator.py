@@ -10,7 +10,7 @@ from workflows.scientific import random_layered
 from .conftest import EXAMPLES, shared_graph_files
 
 DYNAMIC = schedulers.available("dynamic")
-# every policy the simulator carries out (a plan with task copies is a plan only: see test_heft_dup)
+# every scheduler the simulator carries out (a plan with task copies is a plan only: see test_heft_dup)
 ALL = [n for n in schedulers.available() if not schedulers.scheduler_class(n).duplicates]
 
 
@@ -171,7 +171,7 @@ def test_every_trace_validates_with_noise_stragglers_and_a_failure(name, network
     c = Cluster([Worker(f"w{i}", speed=s, cores=k) for i, (s, k) in enumerate([(1, 2), (2, 1), (1.5, 2), (3, 1)])],
                 bandwidth=50.0, latency=0.05)
     g = random_layered(60, shape=1.0, out_degree=2, ccr=1.0, seed=4, bandwidth=50.0)
-    # the exact policy's search is bounded small: what is tested here is the simulator, not the solver
+    # the exact scheduler's search is bounded small: what is tested here is the simulator, not the solver
     options = {"budget": 0.1} if name == "optimal" else None
     base = simulate(g, c, name, network=network, scheduler_options=options)
     for kw in (dict(noise=0.5, seed=2), dict(stragglers={"w1": (4.0, 20.0)}),

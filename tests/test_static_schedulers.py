@@ -198,7 +198,7 @@ def test_scales_linearly_enough_to_schedule_5000_tasks():
 # ---------------------------------------------------------------- property test
 def check_valid_and_bounded(name, problem):
     g, c = problem
-    # the exact policy's search is kept short: what is checked here is the plan's validity and bound
+    # the exact scheduler's search is kept short: what is checked here is the plan's validity and bound
     options = {"budget": 0.05, "seconds": 0.5} if name == "optimal" else {}
     s = schedulers.get_scheduler(name, seed=3, **options).schedule(g, c)
     assert s.problems(g, c) == []
@@ -244,7 +244,7 @@ def test_placed_keeps_the_workflows_placement_and_times_the_rest():
         schedulers.get_scheduler("placed").schedule(big, Cluster([Worker("w0", cores=1), Worker("w1", cores=4)]))
 
 
-def test_a_policy_that_draws_is_reproducible_without_a_seed_named():
+def test_a_scheduler_that_draws_is_reproducible_without_a_seed_named():
     """No seed named means seed 0, not the operating system's entropy: the same plan every time."""
     import taskflow
     from workflows.scientific import random_layered

@@ -1,7 +1,7 @@
 """Which cluster to rent: simulate a workflow over a catalog's configurations and prices.
 
 ``taskflow.advise(graph_or_training, catalog, deadline=..., budget=...)`` searches node types x
-counts (and the pairs of types the catalog lets mix) and policies, simulates each configuration
+counts (and the pairs of types the catalog lets mix) and schedulers, simulates each configuration
 its lower bounds leave open (:mod:`.search`), and returns an :class:`Advice`: the Pareto front of
 makespan and cost, the cheapest configuration that meets the deadline (or the fastest within the
 budget), and for each other configuration why it lost. With ``noise``, the front's configurations
@@ -27,14 +27,14 @@ from .workloads import FixedWorkload, Training, profiled
 
 __all__ = ["advise", "Advice", "Catalog", "NodeType", "load_catalog", "catalog_from_dict", "CATALOGS",
            "CATALOG_FORMAT", "Training", "FixedWorkload", "Configuration", "Candidate", "configurations",
-           "profiled", "DEFAULT_POLICIES"]
+           "profiled", "DEFAULT_SCHEDULERS"]
 
-#: the policies tried when none are named: a static plan and Dask-like work stealing (a graph);
+#: the schedulers tried when none are named: a static plan and Dask-like work stealing (a graph);
 #: each rank on its own GPU (training)
-DEFAULT_POLICIES = {"graph": ("heft", "work-stealing"), "training": ("placed",)}
+DEFAULT_SCHEDULERS = {"graph": ("heft", "work-stealing"), "training": ("placed",)}
 
 
-def advise(workload, catalog, *, deadline: float | None = None, budget: float | None = None, policies=None,
+def advise(workload, catalog, *, deadline: float | None = None, budget: float | None = None, schedulers=None,
            max_nodes: int | None = None, types=None, network: str = "maxmin", profile=None, noise: float = 0.0,
            samples: int = 20, confidence: float = 0.9, tolerance: float = 0.02, seed: int = 0,
            progress=None) -> Advice:
@@ -49,8 +49,8 @@ def advise(workload, catalog, *, deadline: float | None = None, budget: float | 
         Seconds the run must finish in.
     budget : float, optional
         Most the run may cost (catalog currency).
-    policies : list of str, optional
-        Default :data:`DEFAULT_POLICIES`.
+    schedulers : list of str, optional
+        Default :data:`DEFAULT_SCHEDULERS`.
     max_nodes : int, optional
         Most nodes in a configuration.
     types : list of str, optional
@@ -78,9 +78,9 @@ def advise(workload, catalog, *, deadline: float | None = None, budget: float | 
     Raises
     ------
     TaskflowError
-        A bad catalog, option, policy or workload (one line).
+        A bad catalog, option, scheduler or workload (one line).
     """
-    from ..policy import get_scheduler
+    from ..scheduling import get_scheduler
     from ..simulator import NETWORKS
 
     cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
@@ -98,8 +98,8 @@ def advise(workload, catalog, *, deadline: float | None = None, budget: float | 
     else:
         raise UsageError(f"advise needs a TaskGraph or a Training workload, got {type(workload).__name__}")
     _check_options(deadline, budget, max_nodes, network, NETWORKS, noise, samples, confidence, tolerance)
-    policies = list(policies or DEFAULT_POLICIES[kind])
-    for p in policies:
+    schedulers = list(schedulers or DEFAULT_SCHEDULERS[kind])
+    for p in schedulers:
         get_scheduler(p)  # an unknown name fails here, once
     if types is not None:
         for t in types:
@@ -111,7 +111,7 @@ def advise(workload, catalog, *, deadline: float | None = None, budget: float | 
         raise UsageError("no configuration to search: " + (
             "the training workload needs GPU node types" if kind == "training" else "check --max-nodes and the "
                                                                                     "catalog's counts"))
-    ev = Evaluator(workload, cat, policies, network=network, seed=seed)
+    ev = Evaluator(workload, cat, schedulers, network=network, seed=seed)
     cands, stats = search(ev, configs, deadline, budget, tolerance, progress,
                           prune_answer=not (noise > 0 and deadline is not None))
     for k in cands:
@@ -122,7 +122,7 @@ def advise(workload, catalog, *, deadline: float | None = None, budget: float | 
         _sample(ev, front, deadline, noise, samples, confidence, seed, progress)
     choice = _choose(front, deadline, budget, confidence if noise > 0 else None)
     return Advice(workload=workload.describe(), catalog=cat, candidates=cands, front=front, choice=choice,
-                  deadline=deadline, budget=budget, policies=policies, network=network, noise=noise,
+                  deadline=deadline, budget=budget, schedulers=schedulers, network=network, noise=noise,
                   confidence=confidence, stats=stats)
 
 
@@ -140,9 +140,9 @@ def _check_options(deadline, budget, max_nodes, network, networks, noise, sample
 
 def _explain(ev: Evaluator, k: Candidate) -> None:
     """What held ``k``'s run back: the network (moving data added >= 20% to a network-free run of
-    the same policy), compute (cores busy >= 75% of the time at the work bound), the critical
+    the same scheduler), compute (cores busy >= 75% of the time at the work bound), the critical
     path (>= 75% of the makespan), else idle cores (the graph cannot keep them busy)."""
-    free = ev.simulate(k.config, k.policy, network="simple", free=True)
+    free = ev.simulate(k.config, k.scheduler, network="simple", free=True)
     k.network_share = max(0.0, (k.time - free) / k.time) if k.time > 0 else 0.0
     cps, works = [], []
     for g, _ in ev.workload.graphs(k.config):
@@ -183,7 +183,7 @@ def _sample(ev: Evaluator, front: list, deadline, noise: float, samples: int, co
     for k in todo:
         k.samples = []
         for s in range(samples):
-            k.samples.append(ev.simulate(k.config, k.policy, noise=noise, seed=seed + 1 + s))
+            k.samples.append(ev.simulate(k.config, k.scheduler, noise=noise, seed=seed + 1 + s))
             done += 1
             if progress is not None:
                 progress(done, total)

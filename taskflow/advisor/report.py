@@ -36,7 +36,7 @@ class Advice:
     choice: object
     deadline: float | None = None
     budget: float | None = None
-    policies: list = field(default_factory=list)
+    schedulers: list = field(default_factory=list)
     network: str = "maxmin"
     noise: float = 0.0
     confidence: float = 0.9
@@ -46,7 +46,7 @@ class Advice:
         """A JSON-ready document (``taskflow-advice/1``)."""
         return {"format": "taskflow-advice/1", "workload": self.workload, "catalog": self.catalog.name,
                 "currency": self.catalog.currency, "deadline": self.deadline, "budget": self.budget,
-                "policies": self.policies, "network": self.network, "noise": self.noise,
+                "schedulers": self.schedulers, "network": self.network, "noise": self.noise,
                 "choice": self.choice.label if self.choice is not None else None,
                 "front": [k.label for k in self.front], "stats": self.stats,
                 "configurations": [k.to_dict() for k in self.candidates]}
@@ -59,7 +59,7 @@ class Advice:
             what = "cheapest meeting the deadline" if self.deadline is not None else "fastest within the budget"
             extra = f", misses the deadline in {k.p_miss:.0%} of {len(k.samples)} noisy runs" \
                 if k.p_miss is not None else ""
-            return (f"{what}: {k.label} with {k.policy}: {k.time:.4g} s, {k.cost:.4g} {cur} "
+            return (f"{what}: {k.label} with {k.scheduler}: {k.time:.4g} s, {k.cost:.4g} {cur} "
                     f"({k.config.price:.4g} {cur}/h){extra}")
         if self.candidates and all(k.status == "infeasible" for k in self.candidates):
             return f"no configuration can run the workload: {self.candidates[0].label}: {self.candidates[0].reason}"
@@ -80,13 +80,13 @@ class Advice:
                  f"catalog: {self.catalog.name} ({s['configurations']} configurations; simulated "
                  f"{s['simulated']} ({s['simulations']} simulations), pruned {s['pruned']} on bounds, "
                  f"{s['infeasible']} infeasible; {s['seconds']:.1f} s)", "", self.answer(), ""]
-        head = f"{'configuration':<34} {'policy':<14} {'makespan s':>11} {'cost ' + cur:>10} {'held back by':<20}"
+        head = f"{'configuration':<34} {'scheduler':<14} {'makespan s':>11} {'cost ' + cur:>10} {'held back by':<20}"
         noisy = any(k.samples for k in self.front)
         if noisy:
             head += f" {'p90 s':>9} {'P(miss)':>8}"
         lines += ["Pareto front (cheapest first):", head]
         for k in self.front:
-            row = (f"{k.label:<34} {k.policy:<14} {k.time:>11.4g} {k.cost:>10.4g} "
+            row = (f"{k.label:<34} {k.scheduler:<14} {k.time:>11.4g} {k.cost:>10.4g} "
                    f"{_BOUND.get(k.bound, k.bound) + _share(k):<20}")
             if noisy:
                 import numpy as np

@@ -164,8 +164,8 @@ class Candidate:
     lb_cost: float = 0.0
     time: float | None = None
     cost: float | None = None
-    policy: str | None = None
-    by_policy: dict = field(default_factory=dict)
+    scheduler: str | None = None
+    by_scheduler: dict = field(default_factory=dict)
     status: str = "pending"
     reason: str = ""
     bound: str = ""  # what the run was held back by: compute, network, critical path, idle
@@ -183,8 +183,8 @@ class Candidate:
         """A JSON-ready row."""
         c = self.config
         return {"configuration": c.label, "nodes": c.nodes, "workers": c.workers, "price_per_hour": c.price,
-                "status": self.status, "makespan": self.time, "cost": self.cost, "policy": self.policy,
-                "makespan_by_policy": self.by_policy, "lower_bound_makespan": self.lb_time,
+                "status": self.status, "makespan": self.time, "cost": self.cost, "scheduler": self.scheduler,
+                "makespan_by_scheduler": self.by_scheduler, "lower_bound_makespan": self.lb_time,
                 "lower_bound_cost": self.lb_cost, "bound": self.bound, "utilisation": self.utilisation,
                 "network_share": self.network_share, "reason": self.reason,
                 "samples": self.samples, "p_miss_deadline": self.p_miss}
@@ -193,9 +193,9 @@ class Candidate:
 class Evaluator:
     """Bounds and simulations of configurations for one workload and catalog (caches per graph)."""
 
-    def __init__(self, workload, catalog: Catalog, policies, network: str = "maxmin", seed: int = 0):
+    def __init__(self, workload, catalog: Catalog, schedulers, network: str = "maxmin", seed: int = 0):
         self.workload, self.catalog = workload, catalog
-        self.policies, self.network, self.seed = list(policies), network, seed
+        self.schedulers, self.network, self.seed = list(schedulers), network, seed
         self._kinds = {}  # id(graph) -> (graph, per-task kind index, kinds)
         self._speeds = {}  # (id(graph), type) -> per-task speed
         self._folded = {}  # (id(graph), type) -> graph with that type's per-kind speeds folded in
@@ -283,9 +283,9 @@ class Evaluator:
         return cp, work
 
     # -- simulation ---------------------------------------------------------------------------
-    def simulate(self, config: Configuration, policy: str, noise: float = 0.0, seed: int | None = None,
+    def simulate(self, config: Configuration, scheduler: str, noise: float = 0.0, seed: int | None = None,
                  network: str | None = None, free: bool = False) -> float:
-        """The makespan of ``policy`` on ``config`` (steps extrapolated, see the workload)."""
+        """The makespan of ``scheduler`` on ``config`` (steps extrapolated, see the workload)."""
         from ..simulator import simulate
 
         times = []
@@ -293,7 +293,7 @@ class Evaluator:
             gg, cluster = self.costed(g, config)
             if free:
                 cluster = cluster.replace(bandwidth=math.inf, bandwidths=None, latency=0.0, racks=None, uplink=None)
-            tr = simulate(gg, cluster, policy, network=network or self.network, noise=noise,
+            tr = simulate(gg, cluster, scheduler, network=network or self.network, noise=noise,
                           seed=self.seed if seed is None else seed)
             times.append(tr.makespan)
         return self.workload.total(times)
@@ -375,7 +375,7 @@ def search(ev: Evaluator, configs: list, deadline: float | None = None, budget: 
                                                f"({k.lb_time:.4g} s, {k.lb_cost:.4g} {cat.currency})"
             else:
                 _evaluate(ev, k)
-                if k.status == "infeasible":  # every policy failed on it (named in its reason)
+                if k.status == "infeasible":  # every scheduler failed on it (named in its reason)
                     continue
                 done.append(k)
                 if deadline is not None and k.time <= deadline and (best is None or k.cost < best.cost):
@@ -388,25 +388,25 @@ def search(ev: Evaluator, configs: list, deadline: float | None = None, budget: 
     stats = {"configurations": len(cands), "simulated": len(done),
              "pruned": sum(k.status == "pruned" for k in cands),
              "infeasible": sum(k.status == "infeasible" for k in cands),
-             "simulations": sum(len(k.by_policy) for k in done), "seconds_bounds": t_bounds,
+             "simulations": sum(len(k.by_scheduler) for k in done), "seconds_bounds": t_bounds,
              "seconds": time.perf_counter() - t0}
     return cands, stats
 
 
 def _evaluate(ev: Evaluator, k: Candidate) -> None:
-    """Simulate every policy on ``k``'s configuration (stop at one that reaches the bound)."""
-    for p in ev.policies:
+    """Simulate every scheduler on ``k``'s configuration (stop at one that reaches the bound)."""
+    for p in ev.schedulers:
         try:
             t = ev.simulate(k.config, p)
         except TaskflowError as e:
-            k.by_policy[p] = None
+            k.by_scheduler[p] = None
             k.reason = k.reason or f"{p}: {e}"
             continue
-        k.by_policy[p] = t
+        k.by_scheduler[p] = t
         if k.time is None or t < k.time:
-            k.time, k.policy = t, p
+            k.time, k.scheduler = t, p
         if t <= k.lb_time * (1 + 1e-9):
-            break  # optimal: no policy does better
+            break  # optimal: no scheduler does better
     if k.time is None:
         k.status = "infeasible"
         return

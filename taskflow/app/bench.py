@@ -37,13 +37,13 @@ def _row(job) -> dict:
     g = build_workflow(spec, seed)
     c = Cluster([Worker(f"w{i}", s, max(cores, int(g.arrays.cores.max()))) for i, s in enumerate(speeds)],
                 bandwidth=bw, latency=1e-3, name=cname)
-    policy = schedulers.get_scheduler(sname, seed=seed)
+    scheduler = schedulers.get_scheduler(sname, seed=seed)
     t0 = time.perf_counter()
-    plan = policy.schedule(g, c) if policy.kind == "static" else None
+    plan = scheduler.schedule(g, c) if scheduler.kind == "static" else None
     sched_time = time.perf_counter() - t0
-    trace = simulate(g, c, policy, network=network, plan=plan, seed=seed)
+    trace = simulate(g, c, scheduler, network=network, plan=plan, seed=seed)
     if plan is None:
-        sched_time = time.perf_counter() - t0  # a dynamic policy decides during the whole run
+        sched_time = time.perf_counter() - t0  # a dynamic scheduler decides during the whole run
     valid = not trace.problems(g, c, limit=1)
     m = trace.metrics(g, c, ) if valid else {k: float("nan") for k in ("lower_bound", "slr", "speedup", "efficiency")}
     return {"workflow": wname, "family": family, "cluster": cname, "network": network, "scheduler": sname,

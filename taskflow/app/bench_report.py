@@ -192,7 +192,7 @@ def _plots(rows, names, out: Path):
         ax.bar([i + k * width for i in range(len(fams))], ys, width, label=n)
     ax.set_xticks([i + 0.4 - width / 2 for i in range(len(fams))])
     ax.set_xticklabels(fams)
-    # one policy far behind (8x the best) would squash the rest into a band above 1: a log scale
+    # one scheduler far behind (8x the best) would squash the rest into a band above 1: a log scale
     # then, with ticks at plain ratios
     if heights and max(heights) > 3 * max(1.0, sorted(heights)[len(heights) // 2]):
         from matplotlib.ticker import FuncFormatter, LogLocator

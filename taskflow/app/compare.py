@@ -1,4 +1,4 @@
-"""``taskflow compare``: every policy, static and dynamic, on a user's own graphs, in simulation and
+"""``taskflow compare``: every scheduler, static and dynamic, on a user's own graphs, in simulation and
 (``real=True``) on an embedded Dask cluster in emulation; one table, one plot, one report."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from ..cluster import Cluster
 from ..errors import ClusterError, UsageError
 from ..formats import save_figure
 from ..graph import TaskGraph
-from ..policy import available, get_scheduler, scheduler_class
+from ..scheduling import available, get_scheduler, scheduler_class
 from .plot import plain_text
 
 __all__ = ["compare", "COMPARE_FIELDS", "table_text", "table_notes", "write_outputs"]
@@ -27,7 +27,7 @@ REAL_SECONDS = 2.0
 def compare(graphs, cluster: Cluster, schedulers=None, network: str = "maxmin", seed: int = 0, real: bool = False,
             out=None, progress: bool = False, dashboard=False, *, address=None, scheduler_file=None, profile=None,
             time_scale: float | None = None) -> list:
-    """Simulate every policy on every graph (and, with ``real``, run the static ones and Dask's own
+    """Simulate every scheduler on every graph (and, with ``real``, run the static ones and Dask's own
     work stealing on an embedded LocalCluster of ``len(cluster)`` workers, emulated at the
     cluster's declared speeds, time-scaled so the best simulated plan takes about
     :data:`REAL_SECONDS`). Every simulated trace is validated.
@@ -37,7 +37,7 @@ def compare(graphs, cluster: Cluster, schedulers=None, network: str = "maxmin", 
     graphs : list of (label, TaskGraph)
     cluster : Cluster
     schedulers : list of str, optional
-        Default: every registered policy, static and dynamic.
+        Default: every registered scheduler, static and dynamic.
     network : {"maxmin", "simple"}
     seed : int
     real : bool
@@ -60,13 +60,13 @@ def compare(graphs, cluster: Cluster, schedulers=None, network: str = "maxmin", 
     Returns
     -------
     list of dict
-        One row per graph and policy (:data:`COMPARE_FIELDS`); ``measured_*`` empty where not run.
+        One row per graph and scheduler (:data:`COMPARE_FIELDS`); ``measured_*`` empty where not run.
     """
     from ..analysis import critical_path, lower_bound
     from ..costs import CostModel
     from ..simulator import simulate
 
-    # by default every policy the simulator can carry out (not a plan with task copies)
+    # by default every scheduler the simulator can carry out (not a plan with task copies)
     names = [get_scheduler(n).name for n in schedulers] if schedulers else \
         [n for n in available() if not scheduler_class(n).duplicates]
     rows = []
@@ -74,17 +74,17 @@ def compare(graphs, cluster: Cluster, schedulers=None, network: str = "maxmin", 
         cost_model = CostModel(g, cluster)
         lb, cp = lower_bound(g, cluster, cost_model), critical_path(g, cost_model=cost_model)[0]
         for name in names:
-            policy = get_scheduler(name, seed=seed)
-            trace = simulate(g, cluster, policy, network=network, seed=seed)
+            scheduler = get_scheduler(name, seed=seed)
+            trace = simulate(g, cluster, scheduler, network=network, seed=seed)
             valid = not trace.problems(g, cluster, limit=1)
             mk = trace.makespan
-            rows.append({"graph": label, "tasks": len(g), "scheduler": policy.name, "kind": policy.kind,
+            rows.append({"graph": label, "tasks": len(g), "scheduler": scheduler.name, "kind": scheduler.kind,
                          "simulated_makespan": mk, "lower_bound": lb,
                          "bound_ratio": mk / lb if lb > 0 else float("nan"), "slr": mk / cp if cp > 0 else float("nan"),
                          "valid": valid, "measured_makespan": "", "predicted_makespan": "",
                          "placement_fidelity": "", "executable": g.executable})
             if progress:
-                print(f"  simulated {label} / {policy.name}: {mk:.6g} s", flush=True)
+                print(f"  simulated {label} / {scheduler.name}: {mk:.6g} s", flush=True)
     if real:
         _on_dask(graphs, cluster, rows, progress, dashboard, address, scheduler_file, profile, time_scale)
     if out is not None:
@@ -94,7 +94,7 @@ def compare(graphs, cluster: Cluster, schedulers=None, network: str = "maxmin", 
 
 def _on_dask(graphs, cluster: Cluster, rows, progress, dashboard=False, address=None, scheduler_file=None,
              profile=None, time_scale=None) -> None:
-    """Fill the measured columns: static policies and work stealing on one cluster (embedded, or
+    """Fill the measured columns: static schedulers and work stealing on one cluster (embedded, or
     the existing one at ``address`` / ``scheduler_file``)."""
     import contextlib
 
@@ -244,7 +244,7 @@ def write_outputs(rows, out: Path) -> None:
         w.writeheader()
         w.writerows(rows)
     md = ["# Scheduler comparison", "",
-          "`static` policies plan before the run; `dynamic` ones decide as it runs. What each column means "
+          "`static` schedulers plan before the run; `dynamic` ones decide as it runs. What each column means "
           "is under the table; `compare.csv` also holds the lower bound and the SLR (makespan / critical path).",
           "", "```", table_text(rows), "```", ""]
     (out / "compare.md").write_text("\n".join(md))
@@ -253,7 +253,7 @@ def write_outputs(rows, out: Path) -> None:
 
 @plain_text
 def _plot(rows, path: Path) -> None:
-    """One panel per graph: a bar per policy (simulated; blue static, orange dynamic), a dot where
+    """One panel per graph: a bar per scheduler (simulated; blue static, orange dynamic), a dot where
     it was measured on Dask, the lower bound dotted; the legend sits outside the panels."""
     import matplotlib
 
@@ -278,8 +278,8 @@ def _plot(rows, path: Path) -> None:
         ax.axvline(rs[0]["lower_bound"], color="grey", linestyle=":")
         ax.set_title(label, fontsize=10)
         ax.set_xlabel("makespan (graph's time units)")
-    handles = [Patch(color=colour["static"], label="static policy, simulated"),
-               Patch(color=colour["dynamic"], label="dynamic policy, simulated"),
+    handles = [Patch(color=colour["static"], label="static scheduler, simulated"),
+               Patch(color=colour["dynamic"], label="dynamic scheduler, simulated"),
                Line2D([], [], color="grey", linestyle=":", label="lower bound")]
     if any(r["measured_makespan"] != "" for r in rows):
         handles.append(Line2D([], [], color="black", marker="o", linestyle="", markersize=5, label="measured on Dask"))

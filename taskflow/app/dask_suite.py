@@ -1,6 +1,6 @@
 """The real-workload suite (``taskflow bench --suite dask``): ordinary Dask code
-(:mod:`.dask_workloads`) under Dask's own scheduling and under ``taskflow.use`` with a policy, on
-the same cluster, alternating. Under the policy, each run's prediction (the makespan the plan, or
+(:mod:`.dask_workloads`) under Dask's own scheduling and under ``taskflow.use`` with a scheduler, on
+the same cluster, alternating. Under the scheduler, each run's prediction (the makespan the plan, or
 the guard's choice of Dask's own scheduling, predicted) is compared with the run's makespan as the
 scheduler plugin saw it (from the graph's arrival to its last result): ``prediction_error``,
 the median over the later runs (``first_prediction_error``: the first run).
@@ -39,13 +39,13 @@ import time
 from ..errors import RunFailed, TestbedError, UsageError
 from .dask_workloads import WORKLOADS, workload
 
-__all__ = ["CLUSTERS", "DEFAULT_POLICY", "BOOTSTRAP", "run_suite", "format_rows", "summarise", "ratio_interval"]
+__all__ = ["CLUSTERS", "DEFAULT_SCHEDULER", "BOOTSTRAP", "run_suite", "format_rows", "summarise", "ratio_interval"]
 
 CLUSTERS = ("homogeneous", "heterogeneous", "two-racks")
 #: the two-rack cluster's links (each worker's, and the one between the racks)
 RACK_LINK, INTER_RACK = "1gbit", "100mbit"
-#: what ``taskflow.use(client)`` places with when no policy is named
-DEFAULT_POLICY = "adaptive"
+#: what ``taskflow.use(client)`` places with when no scheduler is named
+DEFAULT_SCHEDULER = "adaptive"
 #: the quota of the slow worker of the heterogeneous cluster, in cores
 SLOW_CORES = 0.25
 #: resamples of the bootstrap behind each ratio's 95% interval
@@ -115,9 +115,9 @@ class _Cluster:
             slow = sorted(pids)[-1]
             self.limits = CpuLimits({pids[slow]: SLOW_CORES}).apply()
 
-    def session(self, w, folder, sides, policy_options) -> list:
+    def session(self, w, folder, sides, scheduler_options) -> list:
         """``[(seconds, results, seen)]`` of ``w`` under each side of ``sides`` in turn (see :func:`_timed`)."""
-        return [_timed(self.client, w, folder, s, policy_options) for s in sides]
+        return [_timed(self.client, w, folder, s, scheduler_options) for s in sides]
 
     def close(self) -> None:
         if self.limits is not None:
@@ -136,10 +136,10 @@ class _RackCluster:
         self.tb = Testbed(workers=max(2, workers), topology="two-racks", bandwidth=RACK_LINK, inter_rack=INTER_RACK,
                           timeout=120).start()
 
-    def session(self, w, folder, sides, policy_options) -> list:
+    def session(self, w, folder, sides, scheduler_options) -> list:
         """As :meth:`_Cluster.session`, run in the testbed's client namespace."""
         out = os.path.join(folder, f"session-{time.monotonic_ns()}.pkl")
-        spec = json.dumps({"workload": w.name, "folder": folder, "sides": sides, "options": policy_options,
+        spec = json.dumps({"workload": w.name, "folder": folder, "sides": sides, "options": scheduler_options,
                            "out": out})
         p = self.tb.exec([sys.executable, "-m", __name__, spec], timeout=1800)
         if p.returncode != 0:
@@ -167,21 +167,21 @@ def _inside(spec: dict) -> None:
         pickle.dump(res, f)
 
 
-def _timed(client, w, folder, policy, options=None):
+def _timed(client, w, folder, scheduler, options=None):
     """One run of workload ``w``: seconds from submission to results, the results, and (under a
-    policy) what the scheduler plugin predicted and measured of the run: ``{"predicted",
+    scheduler) what the scheduler plugin predicted and measured of the run: ``{"predicted",
     "makespan", "decision"}`` (seconds from the graph's arrival to its last result; the decision
     as each one the run took in turn: ``plan>dask``)."""
     import taskflow
     from taskflow.runtime.client.session import call
 
-    taskflow.use(client, policy, **(options or {}) if policy else {})
+    taskflow.use(client, scheduler, **(options or {}) if scheduler else {})
     colls = w.build(folder)
     t0 = time.perf_counter()
     out = client.compute(colls, sync=True)
     secs = time.perf_counter() - t0
     seen = {}
-    if policy:
+    if scheduler:
         status = call(client, "taskflow_status", client=client.id)
         seen = {k: status.get(k) for k in ("predicted", "makespan", "decision")}
         if status.get("path"):  # a try given up shows as what it tried, then what it fell back to
@@ -190,7 +190,7 @@ def _timed(client, w, folder, policy, options=None):
     return secs, out, seen
 
 
-def run_suite(clusters=("homogeneous",), names=None, repeat: int = 5, workers: int = 2, policy: str = DEFAULT_POLICY,
+def run_suite(clusters=("homogeneous",), names=None, repeat: int = 5, workers: int = 2, scheduler: str = DEFAULT_SCHEDULER,
               progress: bool = True, options: dict | None = None, firsts: int = 1) -> list:
     """Run the suite; one row per cluster and workload.
 
@@ -203,12 +203,12 @@ def run_suite(clusters=("homogeneous",), names=None, repeat: int = 5, workers: i
     repeat : int
         Runs of each side after the first (at least 1).
     workers : int
-    policy : str
-        The policy ``taskflow.use`` places with.
+    scheduler : str
+        The scheduler ``taskflow.use`` places with.
     progress : bool
         Print a line per workload.
     options : dict, optional
-        The policy's options (``taskflow.use(client, policy, **options)``).
+        The scheduler's options (``taskflow.use(client, scheduler, **options)``).
     firsts : int
         First runs of each side, each on a fresh cluster, alternating (their median is reported).
 
@@ -249,7 +249,7 @@ def run_suite(clusters=("homogeneous",), names=None, repeat: int = 5, workers: i
                 with tempfile.TemporaryDirectory(prefix="taskflow-suite-") as folder:
                     if w.prepare is not None:
                         w.prepare(folder)
-                    rows.append(_measure(kind, w, folder, repeat, workers, policy, k % 2, options, firsts))
+                    rows.append(_measure(kind, w, folder, repeat, workers, scheduler, k % 2, options, firsts))
                 if progress:
                     print(format_rows([rows[-1]], header=False), flush=True)
     return rows
@@ -276,10 +276,10 @@ class _same_shuffles_quiet:
         self.logger.setLevel(self.level)
 
 
-def _measure(kind, w, folder, repeat, workers, policy, first_side: int, options, firsts: int = 1) -> dict:
-    sides = [None, policy]  # None: Dask's own scheduling
-    first = {None: [], policy: []}
-    first_seen = []  # what the plugin saw of the policy's first runs
+def _measure(kind, w, folder, repeat, workers, scheduler, first_side: int, options, firsts: int = 1) -> dict:
+    sides = [None, scheduler]  # None: Dask's own scheduling
+    first = {None: [], scheduler: []}
+    first_seen = []  # what the plugin saw of the scheduler's first runs
     results = {}
     for i in range(firsts):  # each side's first run on a fresh cluster of its own, alternating
         for s in (sides[(first_side + i) % 2], sides[(first_side + i + 1) % 2]):
@@ -291,7 +291,7 @@ def _measure(kind, w, folder, repeat, workers, policy, first_side: int, options,
             first[s].append(secs)
             if s is not None:
                 first_seen.append(seen)
-    times = {None: [], policy: []}
+    times = {None: [], scheduler: []}
     order = list(sides)  # the warm-up of each, not counted; then alternating
     for r in range(repeat):
         order += sides if r % 2 == 0 else sides[::-1]
@@ -300,35 +300,35 @@ def _measure(kind, w, folder, repeat, workers, policy, first_side: int, options,
         timed = c.session(w, folder, order, options)
     finally:
         c.close()
-    errors = []  # the policy's runs: (predicted - measured) / measured, measured by the plugin
-    decisions = []  # what the policy chose for each of its counted runs (plan, dask, subset)
+    errors = []  # the scheduler's runs: (predicted - measured) / measured, measured by the plugin
+    decisions = []  # what the scheduler chose for each of its counted runs (plan, dask, subset)
     for s, (secs, _, seen) in list(zip(order, timed))[len(sides):]:
         times[s].append(secs)
         if s is not None:
             decisions.append(seen.get("decision"))
         if s is not None and seen.get("predicted") and seen.get("makespan"):
             errors.append((seen["predicted"] - seen["makespan"]) / seen["makespan"])
-    if not w.same(results[None], results[policy]):
-        raise RunFailed(f"{w.name}: {policy} and Dask's own scheduling computed different results")
-    dask_med, ours_med = statistics.median(times[None]), statistics.median(times[policy])
-    dask_first, ours_first = statistics.median(first[None]), statistics.median(first[policy])
-    low, high = ratio_interval(times[policy], times[None])
-    first_low, first_high = ratio_interval(first[policy], first[None])
+    if not w.same(results[None], results[scheduler]):
+        raise RunFailed(f"{w.name}: {scheduler} and Dask's own scheduling computed different results")
+    dask_med, ours_med = statistics.median(times[None]), statistics.median(times[scheduler])
+    dask_first, ours_first = statistics.median(first[None]), statistics.median(first[scheduler])
+    low, high = ratio_interval(times[scheduler], times[None])
+    first_low, first_high = ratio_interval(first[scheduler], first[None])
     first_errors = [e for e in map(_error, first_seen) if e == e]
-    return {"cluster": kind, "workload": w.name, "policy": policy, "runs": repeat, "firsts": firsts,
+    return {"cluster": kind, "workload": w.name, "scheduler": scheduler, "runs": repeat, "firsts": firsts,
             "dask_first": dask_first, "ours_first": ours_first,
             "dask_first_min": min(first[None]), "dask_first_max": max(first[None]),
-            "ours_first_min": min(first[policy]), "ours_first_max": max(first[policy]),
+            "ours_first_min": min(first[scheduler]), "ours_first_max": max(first[scheduler]),
             "dask_median": dask_med, "dask_min": min(times[None]), "dask_max": max(times[None]),
-            "ours_median": ours_med, "ours_min": min(times[policy]), "ours_max": max(times[policy]),
+            "ours_median": ours_med, "ours_min": min(times[scheduler]), "ours_max": max(times[scheduler]),
             "ratio": ours_med / dask_med, "first_ratio": ours_first / dask_first,
             "ratio_low": low, "ratio_high": high, "first_ratio_low": first_low, "first_ratio_high": first_high,
             "prediction_error": statistics.median(errors) if errors else float("nan"),
             "first_prediction_error": statistics.median(first_errors) if first_errors else float("nan"),
             "dask_runs": " ".join(f"{t:.3f}" for t in times[None]),
-            "ours_runs": " ".join(f"{t:.3f}" for t in times[policy]),
+            "ours_runs": " ".join(f"{t:.3f}" for t in times[scheduler]),
             "dask_first_runs": " ".join(f"{t:.3f}" for t in first[None]),
-            "ours_first_runs": " ".join(f"{t:.3f}" for t in first[policy]),
+            "ours_first_runs": " ".join(f"{t:.3f}" for t in first[scheduler]),
             "decisions": " ".join(d or "-" for d in decisions),
             "first_decision": " ".join(seen.get("decision") or "-" for seen in first_seen)}
 
@@ -339,7 +339,7 @@ def _pct(x: float) -> str:
 
 
 def _last(decisions: str) -> str:
-    """What the policy chose in its last counted run (``-``: nothing to choose, a named policy)."""
+    """What the scheduler chose in its last counted run (``-``: nothing to choose, a named scheduler)."""
     return (decisions.split() or ["-"])[-1]
 
 

@@ -3,7 +3,7 @@ dask.bag, dask.delayed), for the real-workload suite (``taskflow bench --suite d
 
 Each :class:`Workload` builds its collections afresh (same seed, same result every time) and
 compares two results (one side's against the other's). Nothing here knows about taskflow's
-policies: the suite runs the very same code under Dask's own scheduling and under
+schedulers: the suite runs the very same code under Dask's own scheduling and under
 ``taskflow.use``.
 """
 
@@ -132,7 +132,7 @@ def _merge(folder):
 
 # ---------------------------------------------------------------------------- dask.bag
 WORDS = ("data task graph worker scheduler network rack link byte chunk array frame bag delayed plan "
-         "policy cost model cluster train loss batch layer gradient shard epoch").split()
+         "scheduler cost model cluster train loss batch layer gradient shard epoch").split()
 
 
 def _lines(i: int) -> list:

@@ -199,7 +199,7 @@ def gantt_compare(report, path):
         ts = report.time_scale
         pred = [(a.task, a.worker, a.start * ts, a.finish * ts, cat.get(a.task, _category(a.task)))
                 for a in report.plan]
-        _draw(axes[0][0], pred, workers, f"{report.scheduler}: the plan (durations as the model predicts them), "
+        _draw(axes[0][0], pred, workers, f"{report.scheduler}: the plan (durations as the cost model predicts them), "
               + (f"predicted makespan {report.predicted_makespan:.3g} s" if report.predicted_makespan is not None
                  else f"no prediction ({report.no_prediction})")
               + ("" if shared else " (its own time axis: the costs planned with look like guesses)"), colours)

@@ -185,7 +185,7 @@ class CostProfile:
     def apply(self, graph: TaskGraph, cluster: Cluster, time_scale: float = 1.0, size_scale: float = 1.0) -> tuple:
         """``(graph, cluster)`` as this profile measured them: a task whose prefix has a duration
         model (:attr:`models`) gets ``fixed + declared cost x unit`` on every worker (a worker the
-        model never saw: the unit scaled by speeds); else a task measured before gets exact
+        profile never saw: the unit scaled by speeds); else a task measured before gets exact
         costs on the workers it ran on and, elsewhere, its speed-1 cost over the worker's speed; a
         task whose prefix was measured gets the prefix's means; the cluster gets the learned
         speeds, per-pair bandwidths (pairs never measured: the median of the measured ones),
@@ -227,7 +227,7 @@ class CostProfile:
             costs[t] = {names[w]: d for w, d in row.items()}
         g = graph.with_costs(cost=cost, costs=costs) if cost else graph
         workers = [Worker(w.id, speeds[str(w.id)], w.cores, address=w.address) for w in cluster.workers]
-        to_model = time_scale / size_scale  # real bytes per real second -> model bytes per model second
+        to_model = time_scale / size_scale  # real bytes per real second -> cost-model bytes per cost-model second
         pairs = {names[a]: {names[b]: v * to_model for b, v in row.items() if b in names and b != a}
                  for a, row in self.bandwidth.items() if a in names}
         pairs = {a: r for a, r in pairs.items() if r}
@@ -421,7 +421,7 @@ def duration_models(graph: TaskGraph, runs, scale: float = 1.0, prefix_of: dict 
 def _units_on(unit: dict, speeds: dict) -> dict:
     """Worker name -> unit time for every worker in ``speeds``: the measured ones as measured, the
     others from the measured ones' (unit x speed), geometric mean, over their speed; {} when the
-    model saw none of these workers."""
+    profile saw none of these workers."""
     known = [w for w in unit if w in speeds]
     if not known:
         return {}
@@ -450,7 +450,7 @@ def _learned_speeds(graph: TaskGraph, runs, prefix_of: dict | None = None) -> di
     declared cost (total duration over total declared cost; with costs unknown, all alike, the mean
     duration). Over the prefixes that ran on several workers, a worker's speed is the mean of
     log(the prefix's geometric mean over its workers / its value on this worker), weighted by the
-    prefix's measured seconds, exponentiated. Normalising by the declared cost keeps a policy that
+    prefix's measured seconds, exponentiated. Normalising by the declared cost keeps a scheduler that
     gives the big tasks to the fast workers from making them look slow; weighting by seconds keeps
     prefixes of millisecond tasks, whose durations are mostly Dask's own overhead, from flattening
     the differences."""

@@ -15,7 +15,7 @@ from ..errors import FormatError
 from ..formats.native import cluster_from_dict, cluster_to_dict
 from ..graph import TaskGraph
 
-__all__ = ["plan_priorities", "graph_payload", "graph_from_payload", "cluster_message", "cluster_from_message",
+__all__ = ["plan_priorities", "plan_message", "graph_payload", "graph_from_payload", "cluster_message", "cluster_from_message",
            "PLACING_META", "PLUGIN_NAME", "SCHEDULER_PLUGIN", "RATES_METRIC", "CPU_METRIC", "install_scheduler_plugin",
            "workers_info"]
 
@@ -66,14 +66,14 @@ def workers_info(client) -> dict:
         return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
     return client.sync(client.scheduler.identity)["workers"]
 
-#: the meta keys a run's graph carries to the scheduler plugin: what policies place and order by
+#: the meta keys a run's graph carries to the scheduler plugin: what schedulers place and order by
 #: (``placed``: worker, stage, rank; every list scheduler: priority)
 PLACING_META = ("worker", "stage", "rank", "priority")
 
 
 def plan_priorities(plan) -> dict:
     """Task -> its priority under ``plan`` (higher runs first): the plan's tasks ranked by planned
-    start, then finish; the first gets ``len(plan)``. The plugin sets these inside the scheduler, and
+    start, then finish; the first gets ``len(plan)``. The plugin sets these inside Dask's scheduler, and
     :func:`taskflow.run` sends the same with the graph, so that Dask hands each worker its tasks in
     the plan's order from the start (see :class:`~.plugin.TaskflowPlugin`).
 
@@ -84,6 +84,20 @@ def plan_priorities(plan) -> dict:
     order = sorted(range(len(plan)), key=lambda k: (plan.start[k], plan.finish[k]))
     n = len(plan)
     return {plan.tasks[k]: n - rank for rank, k in enumerate(order)}
+
+
+def plan_message(plan) -> dict:
+    """A plan as the plugin answers a registration with it: ``keys``, ``workers`` (by name),
+    ``start`` and ``finish`` (empty lists where there is no plan).
+
+    Parameters
+    ----------
+    plan : Schedule or None
+    """
+    if plan is None:
+        return {"keys": [], "workers": [], "start": [], "finish": []}
+    return {"keys": list(plan.tasks), "workers": list(plan.workers), "start": plan.start.tolist(),
+            "finish": plan.finish.tolist()}
 
 
 def graph_payload(graph: TaskGraph, key_of: dict) -> dict:
@@ -100,7 +114,7 @@ def graph_payload(graph: TaskGraph, key_of: dict) -> dict:
     dict
     """
     a = graph.arrays
-    placing = []  # the meta a policy places by (placed: rank, stage, worker; priority), numbers and text only
+    placing = []  # the meta a scheduler places by (placed: rank, stage, worker; priority), numbers and text only
     for i, md in graph.metas().items():
         kept = {k: v for k in PLACING_META if isinstance(v := md.get(k), (int, float, str)) and not isinstance(v, bool)}
         if kept:

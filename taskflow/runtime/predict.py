@@ -1,5 +1,5 @@
 """Predictions a run is placed by: Dask's own scheduling of a graph, simulated from the state its
-scheduler is in (:func:`predict_dask`), and the guard of the ``adaptive`` policy, which keeps a
+scheduler is in (:func:`predict_dask`), and the guard of the ``adaptive`` scheduler, which keeps a
 plan only where it is predicted to beat that, or Dask's own scheduling on a subset of the workers
 (:func:`choose`)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..cluster import Cluster
 from ..graph import TaskGraph
-from ..policy import CHOICES, DASK, PLAN, SUBSET, AdaptiveOptions
+from ..scheduling import CHOICES, DASK, PLAN, SUBSET, AdaptiveOptions
 from ..analysis import task_kind
 
 __all__ = ["DASK_DRAWS", "PLAN", "DASK", "SUBSET", "CHOICES", "predict_dask", "predict_plan", "choose", "with_inputs",
@@ -15,7 +15,7 @@ __all__ = ["DASK_DRAWS", "PLAN", "DASK", "SUBSET", "CHOICES", "predict_dask", "p
            "fastest_workers", "narrow_rate", "narrow_pairs", "subsets", "uneven", "across_hosts"]
 
 # what runs a graph (its plan, Dask's own scheduling, or Dask's own held to a subset of the
-# workers): defined once, where the adaptive scheduler declares them (taskflow.policy)
+# workers): defined once, where the adaptive scheduler declares them (taskflow.scheduling)
 #: draws of Dask's set orders averaged by a prediction of Dask's own scheduling (fewer on big graphs)
 DASK_DRAWS = 8
 #: the first two draws within this share of each other: no more are drawn (in the scheduler's event
@@ -41,7 +41,7 @@ def predict_dask(graph: TaskGraph, cluster: Cluster, state: dict | None, time_sc
         Its workers carry their Dask addresses.
     state : dict or None
     time_scale, size_scale : float
-        Real seconds (bytes) per model second (byte).
+        Real seconds (bytes) per cost-model second (byte).
     draws : int, optional
         Default :data:`DASK_DRAWS`, fewer above 2,000 tasks.
     keys : dict, optional
@@ -114,7 +114,7 @@ def with_inputs(graph: TaskGraph, inputs: dict) -> tuple:
     return out, {k: inputs[k][0] for k in extra}
 
 
-def predict_plan(graph: TaskGraph, cluster: Cluster, plan, policy=None) -> float:
+def predict_plan(graph: TaskGraph, cluster: Cluster, plan, scheduler=None) -> float:
     """The makespan of ``plan`` carried out by Dask on ``cluster`` as the simulator predicts it
     (max-min network, each worker's tasks in the plan's order as they become ready).
 
@@ -123,12 +123,12 @@ def predict_plan(graph: TaskGraph, cluster: Cluster, plan, policy=None) -> float
     graph : TaskGraph
     cluster : Cluster
     plan : Schedule
-    policy : Scheduler or str, optional
+    scheduler : Scheduler or str, optional
         What made it (default: the name it carries).
     """
     from ..simulator import simulate
 
-    return simulate(graph, cluster, policy or plan.scheduler, network="maxmin", plan=plan,
+    return simulate(graph, cluster, scheduler or plan.scheduler, network="maxmin", plan=plan,
                     plan_order="ready").makespan
 
 

@@ -9,7 +9,7 @@ Schedulers see *estimates*; the simulated world has its own truth:
 
 With exact information, the ``simple`` network, no noise and no faults, the simulated makespan of
 a static plan equals the plan's. The state machine, events and failure handling are described in
-:mod:`.engine`; what a dynamic policy may ask is :class:`SimView`.
+:mod:`.engine`; what a dynamic scheduler may ask is :class:`SimView`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 from ..cluster import Cluster
 from ..costs import CostModel
 from ..graph import TaskGraph
-from ..policy import get_scheduler
+from ..scheduling import get_scheduler
 from ..schedule import Schedule
 from ..trace import Trace
 from .engine import Simulator
@@ -40,7 +40,7 @@ def simulate(graph: TaskGraph, cluster: Cluster, scheduler="heft", network: str 
     graph : TaskGraph
     cluster : Cluster
     scheduler : str or Scheduler
-        A static policy (its plan is carried out; re-planned after a loss) or a dynamic one.
+        A static scheduler (its plan is carried out; re-planned after a loss) or a dynamic one.
     network : {"simple", "maxmin"}
         See :mod:`taskflow.simulator.network`.
     plan : Schedule, optional
@@ -51,12 +51,12 @@ def simulate(graph: TaskGraph, cluster: Cluster, scheduler="heft", network: str 
     information : {"exact", "mean", "blind", "user"}
         See :mod:`taskflow.simulator.information`.
     seed : int
-        Seeds the noise and the policy.
+        Seeds the noise and the scheduler.
     scheduler_interval, decision_latency : float
         Seconds between two invocations of the scheduler, and from an invocation until its
         decisions take effect.
     scheduler_options : dict, optional
-        Options for the policy's constructor.
+        Options for the scheduler's constructor.
     validate : bool
         Check every state transition's preconditions (slower; for tests).
     plan_order : {"strict", "ready"}
@@ -96,9 +96,9 @@ def simulate(graph: TaskGraph, cluster: Cluster, scheduler="heft", network: str 
 
 def plan(graph: TaskGraph, cluster: Cluster, scheduler="heft", *, cost_model: CostModel | None = None, seed: int = 0,
          **options) -> Schedule:
-    """The schedule of ``graph`` on ``cluster`` under any policy.
+    """The schedule of ``graph`` on ``cluster`` under any scheduler.
 
-    A static policy plans; a dynamic one has no plan before it runs, so its schedule is that of a
+    A static scheduler plans; a dynamic one has no plan before it runs, so its schedule is that of a
     simulated run with exact costs and the contention-free ``simple`` network.
 
     Parameters
@@ -110,7 +110,7 @@ def plan(graph: TaskGraph, cluster: Cluster, scheduler="heft", *, cost_model: Co
         The cost model of ``(graph, cluster)`` when already built.
     seed : int
     **options
-        Options for the policy's constructor.
+        Options for the scheduler's constructor.
 
     Returns
     -------
@@ -120,7 +120,7 @@ def plan(graph: TaskGraph, cluster: Cluster, scheduler="heft", *, cost_model: Co
     Raises
     ------
     UnknownSchedulerError
-        No policy has that name.
+        No scheduler has that name.
 
     Examples
     --------
@@ -129,7 +129,7 @@ def plan(graph: TaskGraph, cluster: Cluster, scheduler="heft", *, cost_model: Co
     >>> plan(g, Cluster.homogeneous(2), "work-stealing").makespan
     3.0
     """
-    policy = get_scheduler(scheduler, seed=seed, **options)
-    if policy.kind == "static":
-        return policy.schedule(graph, cluster, cost_model=cost_model)
-    return simulate(graph, cluster, policy, network="simple").to_schedule()
+    scheduler = get_scheduler(scheduler, seed=seed, **options)
+    if scheduler.kind == "static":
+        return scheduler.schedule(graph, cluster, cost_model=cost_model)
+    return simulate(graph, cluster, scheduler, network="simple").to_schedule()

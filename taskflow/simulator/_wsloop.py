@@ -1,4 +1,4 @@
-"""The compiled event loop's engine and policy half (:mod:`.fastpath`): the events, tasks and data
+"""The compiled event loop's engine and scheduler half (:mod:`.fastpath`): the events, tasks and data
 of :mod:`.engine` and the choices of :mod:`schedulers.work_stealing`, step for step, over the
 arrays laid out in :mod:`._wsnet`.
 """
@@ -114,7 +114,7 @@ def _dequeue(T, K, i, w):
 
 @kernel(cache=True, _nrt=False)
 def _runnable(C, T, K, F, i, w):
-    """``i`` joins ``w``'s runnable queue (first come, first served: the policy's priorities are equal)."""
+    """``i`` joins ``w``'s runnable queue (first come, first served: the scheduler's priorities are equal)."""
     RQ = F[8]
     e = C[NRQ]
     C[NRQ] += 1
@@ -183,7 +183,7 @@ def _try_start(C, G, T, K, F, E, tdur, w, now):
         C[EVN] = heap_push(E[0], E[1], E[2], C[EVN], now + d, C[ESEQ], i)
 
 
-# ---------------------------------------------------------------- the policy (schedulers.work_stealing)
+# ---------------------------------------------------------------- the scheduler (schedulers.work_stealing)
 @kernel(cache=True, _nrt=False)
 def _estimates(G, T, F, K, lat, inv, i):
     """``K[12][w]``: seconds to bring ``i``'s computed inputs to ``w`` (``SimView.transfer_estimates``)."""
@@ -493,7 +493,7 @@ def simulate_ws(G, T, K, F, N, P, E, R, C, X, tdur, pdur, lat, lat_e, inv_e, eve
                 if T[0][j] >= RUNNING:
                     continue
                 T[1][j] -= 1
-                if T[0][j] == QUEUED:  # a dynamic policy places ready tasks only
+                if T[0][j] == QUEUED:  # a dynamic scheduler places ready tasks only
                     return UNREACHABLE, F, N
                 if T[1][j] == 0:
                     newly[k] = j

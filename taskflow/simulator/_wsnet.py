@@ -24,7 +24,7 @@ from .network.maxmin import AFRESH, DENSE, TRY_REPAIR, WHOLE, refresh, solve, st
 
 WAITING, QUEUED, RUNNING, DONE = 0, 1, 2, 3
 #: what :func:`simulate_ws` returns: finished; the network made no progress; an output has no copy;
-#: the idle cascade went too deep; a state the policy never makes
+#: the idle cascade went too deep; a state the scheduler never makes
 OK, STUCK, NO_SOURCE, DEEP, UNREACHABLE, MORE = 0, 1, 2, 3, 4, 5
 EPS = 1e-9
 

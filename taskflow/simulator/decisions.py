@@ -1,5 +1,5 @@
 """How decisions reach the simulator: a static plan (and a re-plan) applied in plan order, a dynamic
-policy's answers to events, both after ``scheduler_interval`` and ``decision_latency``.
+scheduler's answers to events, both after ``scheduler_interval`` and ``decision_latency``.
 
 A part of :class:`~.engine.Simulator` (a mixin over its state); every change of a task's state goes
 through the engine's transitions.
@@ -7,7 +7,7 @@ through the engine's transitions.
 
 from __future__ import annotations
 
-from ..errors import PolicyError
+from ..errors import SchedulerError
 from .events import EventKind
 from .states import DONE, QUEUED, RUNNING, WAITING
 
@@ -17,16 +17,16 @@ _APPLY, _WAKE = EventKind.APPLY, EventKind.WAKE
 
 
 class Decisions:
-    """Plans and policy calls of a :class:`~.engine.Simulator`."""
+    """Plans and scheduler calls of a :class:`~.engine.Simulator`."""
 
     def _initial_plan(self):
         if self.plan is not None:
             plan = self.plan
             missing = set(self.a.ids) - set(plan.tasks)
             if missing or len(plan.tasks) != self.n:
-                raise PolicyError(f"plan does not place every task exactly once (e.g. {sorted(missing, key=str)[:1]})")
+                raise SchedulerError(f"plan does not place every task exactly once (e.g. {sorted(missing, key=str)[:1]})")
         else:
-            plan = self.policy.schedule(self.est_graph, self.cluster, cost_model=self.cost_model)
+            plan = self.scheduler.schedule(self.est_graph, self.cluster, cost_model=self.cost_model)
         self.plan_gen += 1
         self._later(self._apply_plan, (self.plan_gen, plan))
 
@@ -89,7 +89,7 @@ class Decisions:
             if st >= RUNNING or not self.alive[w] or (st == QUEUED and self.assigned[i] == w):
                 continue
             if st == WAITING and self.npred[i] != 0:
-                continue  # not ready: a dynamic policy places ready tasks only
+                continue  # not ready: a dynamic scheduler places ready tasks only
             old = self.assigned[i] if st == QUEUED else -1
             self._transition(i, QUEUED, w)
             touched[w] = None
@@ -99,4 +99,4 @@ class Decisions:
             self._try_start(w)
         for w in touched:
             if self.dynamic and self.alive[w] and not self.running[w] and not self.qset[w]:
-                self._call(self.policy.on_idle, w, self.view)
+                self._call(self.scheduler.on_idle, w, self.view)

@@ -6,8 +6,8 @@ Task states (:class:`~.states.TaskState`) and every allowed move; each move is o
 =========  =========  ========================================================================
 from       to         when
 =========  =========  ========================================================================
-WAITING    QUEUED     a plan or a dynamic policy assigns the task to a live worker
-QUEUED     QUEUED     a dynamic policy moves (steals) a task that has not started
+WAITING    QUEUED     a plan or a dynamic scheduler assigns the task to a live worker
+QUEUED     QUEUED     a dynamic scheduler moves (steals) a task that has not started
 QUEUED     RUNNING    its inputs have arrived on its worker and enough cores are free
 RUNNING    DONE       its run ends; its output is on its worker
 RUNNING    WAITING    its worker is lost while it runs
@@ -19,7 +19,7 @@ Events (:class:`~.events.EventKind`) wait on one heap ordered by (time, kind, se
 through one dispatch; a network model either puts its events on that heap or keeps its own clock
 (see :mod:`.network.base`). A static plan runs as a plan: each worker starts its tasks in plan
 order (planned start time), each as soon as its inputs have arrived and enough cores are free. A
-dynamic policy is called on events (:class:`~taskflow.policy.DynamicScheduler`) and answers with
+dynamic scheduler is called on events (:class:`~taskflow.scheduling.DynamicScheduler`) and answers with
 assignments; ``scheduler_interval`` is the minimum time between two invocations (events wait and
 are delivered together), ``decision_latency`` the time from an invocation until its decisions take
 effect (a static plan's too).
@@ -31,11 +31,11 @@ what it lacks). An
 output sent to a worker once is not sent there again. When a worker is lost (:mod:`.faults`), its
 running and queued tasks, its in-flight transfers and the outputs held only there are lost;
 finished outputs still needed are recomputed. A static plan is re-planned on the survivors with
-the same scheduler for the unfinished part; a dynamic policy is told (``on_worker_lost``). Results
+the same scheduler for the unfinished part; a dynamic scheduler is told (``on_worker_lost``). Results
 of sink tasks count as delivered to the client when they finish, so they are never recomputed.
 
 The engine holds the state, the transitions, the event loop and the movement of data; how plans and
-a policy's decisions come in is :mod:`.decisions`, what a lost worker does is :mod:`.recovery` (both
+a scheduler's decisions come in is :mod:`.decisions`, what a lost worker does is :mod:`.recovery` (both
 parts of :class:`Simulator`). With ``validate=True`` every transition first checks its preconditions (``AssertionError`` when
 one breaks). Broken internal invariants raise ``RuntimeError``; :class:`~taskflow.errors.TaskflowError`
 is kept for what a user can get wrong.
@@ -52,9 +52,9 @@ import numpy as np
 
 from ..cluster import Cluster
 from ..costs import CostModel
-from ..errors import PolicyError, UsageError
+from ..errors import SchedulerError, UsageError
 from ..graph import TaskGraph
-from ..policy import available, get_scheduler, require_runnable, scheduler_class
+from ..scheduling import available, get_scheduler, require_runnable, scheduler_class
 from ..trace import Run, Trace, Transfer, run_id
 from .events import EventKind
 from . import fastpath
@@ -129,14 +129,14 @@ class Simulator(Decisions, Recovery):
             scheduler = plan.scheduler if plan.scheduler in available() and not \
                 scheduler_class(plan.scheduler).duplicates else "heft"  # (re-plans after a loss)
         if plan is not None and getattr(plan, "copies", None):
-            raise PolicyError(f"the plan runs {len(plan.copies)} task copies (task duplication), and the "
+            raise SchedulerError(f"the plan runs {len(plan.copies)} task copies (task duplication), and the "
                                 f"simulator runs each task once")
-        self.policy = get_scheduler(scheduler, seed=seed, **(scheduler_options or {}))
-        require_runnable(self.policy, "simulator")
-        self.dynamic = self.policy.kind == "dynamic"
+        self.scheduler = get_scheduler(scheduler, seed=seed, **(scheduler_options or {}))
+        require_runnable(self.scheduler, "simulator")
+        self.dynamic = self.scheduler.kind == "dynamic"
         if plan_order not in ("strict", "ready"):
             raise UsageError(f"plan_order must be 'strict' or 'ready', got {plan_order!r}")
-        # runnable tasks wait in a heap per worker: a dynamic policy's priority, or (plan_order
+        # runnable tasks wait in a heap per worker: a dynamic scheduler's priority, or (plan_order
         # "ready", as Dask runs a plan) the planned position; else a worker follows its plan strictly
         self.heaped = self.dynamic or plan_order == "ready"
         if fetch not in ("eager", "ready"):
@@ -255,18 +255,18 @@ class Simulator(Decisions, Recovery):
             for w, t in self.faults.fail.items():
                 self._push(t, _FAIL, w)
             if self.dynamic:
-                self.policy.start(self.view)  # not a decision: never delayed (it may set ``tick``)
-                tick = self.policy.tick
+                self.scheduler.start(self.view)  # not a decision: never delayed (it may set ``tick``)
+                tick = self.scheduler.tick
                 if tick is not None and tick > 0:
-                    phase = self.policy.tick_phase
+                    phase = self.scheduler.tick_phase
                     self._push(tick if phase is None else max(0.0, float(phase)), _TICK, None)
-                self._call(self.policy.on_ready, [i for i in range(self.n) if self.npred[i] == 0], self.view)
+                self._call(self.scheduler.on_ready, [i for i in range(self.n) if self.npred[i] == 0], self.view)
             else:
                 self._initial_plan()
             self._loop()
         self._check_finished()
         meta = {"aborted_transfers": self.aborted_flows, "information": self.information}
-        return Trace(self.runs, _LazyTransfers(self.transfers, self.a.ids, self.wids), scheduler=self.policy.name,
+        return Trace(self.runs, _LazyTransfers(self.transfers, self.a.ids, self.wids), scheduler=self.scheduler.name,
                      network=self.network_name, served_by=self.served_by, lost=self.lost, meta=meta)
 
     def _loop(self):
@@ -292,13 +292,13 @@ class Simulator(Decisions, Recovery):
                 break
 
     def _tick(self, _):
-        """A dynamic policy's periodic call; the next one only while something else is still to
+        """A dynamic scheduler's periodic call; the next one only while something else is still to
         happen (ticks alone never keep a finished or stuck run going)."""
         if self.ndone >= self.n:
             return
-        self._call(self.policy.on_tick, self.view)
+        self._call(self.scheduler.on_tick, self.view)
         if self.heap or self.net.next_time() < _INF or any(self.running):
-            self._push(self.now + self.policy.tick, _TICK, None)
+            self._push(self.now + self.scheduler.tick, _TICK, None)
 
     def _check_finished(self):
         left = [i for i in range(self.n) if self.status[i] != DONE]
@@ -488,7 +488,7 @@ class Simulator(Decisions, Recovery):
     # ------------------------------------------------------------------ running tasks
     def _runnable(self, i, w):
         self._seq += 1
-        key = -self.policy.priority(i) if self.dynamic else self.plan_rank[i]
+        key = -self.scheduler.priority(i) if self.dynamic else self.plan_rank[i]
         heapq.heappush(self.rq[w], (key, self._seq, i, self.token[i]))
 
     def _try_start(self, w):
@@ -546,9 +546,9 @@ class Simulator(Decisions, Recovery):
             elif npred[j] == 0:
                 newly_ready.append(j)
         if self.dynamic:
-            self._call(self.policy.on_finished, i, w, self.view)
+            self._call(self.scheduler.on_finished, i, w, self.view)
             if newly_ready:
-                self._call(self.policy.on_ready, newly_ready, self.view)
+                self._call(self.scheduler.on_ready, newly_ready, self.view)
         self._try_start(w)
         if self.dynamic and not self.running[w] and not self.qset[w]:
-            self._call(self.policy.on_idle, w, self.view)
+            self._call(self.scheduler.on_idle, w, self.view)

@@ -24,5 +24,5 @@ class EventKind(IntEnum):
     APPLY = 4
     #: the scheduler is invoked with the events that waited for it (payload: None)
     WAKE = 5
-    #: a dynamic policy's periodic call, every ``policy.tick`` seconds (payload: None)
+    #: a dynamic scheduler's periodic call, every ``scheduler.tick`` seconds (payload: None)
     TICK = 6

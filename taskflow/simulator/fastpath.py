@@ -5,11 +5,11 @@ The engine's event loop is Python: about 100 us a task on a random layered graph
 transfer starts and ends a flow and every ready task weighs all the workers. This loop keeps the
 same state in arrays (:mod:`._wsnet`, :mod:`._wsloop`) and makes the same moves in the same
 order: the same events, ties broken alike, the same rate solves (the ``maxmin`` model's own
-kernels) and the same choices of the ``work-stealing`` policy. Its trace is the engine's to
+kernels) and the same choices of the ``work-stealing`` scheduler. Its trace is the engine's to
 rounding (checked by the tests on random graphs and clusters).
 
 It covers what large runs use, and hands everything else to the engine: the ``work-stealing``
-policy itself (``compiled_model`` set on its class) with its estimates knowing the workers'
+scheduler itself (``compiled_model`` set on its class) with its estimates knowing the workers'
 speeds, the ``maxmin`` network with one transfer class, no noise, stragglers or failures, no
 scheduler interval or decision latency, no ``validate``, and durations without per-task exact
 costs on a lazily computed matrix. :meth:`Simulator.run` uses it by itself from
@@ -83,10 +83,10 @@ def unsupported(sim) -> str | None:
     ----------
     sim : Simulator
     """
-    policy = type(sim.policy)
-    if not sim.dynamic or policy.__dict__.get("compiled_model") != "work-stealing":
-        return f"policy {sim.policy.name!r} (only the work-stealing policy is compiled)"
-    if not sim.policy.options.get("knows_speeds", True) or sim.policy.tick is not None:
+    scheduler = type(sim.scheduler)
+    if not sim.dynamic or scheduler.__dict__.get("compiled_model") != "work-stealing":
+        return f"scheduler {sim.scheduler.name!r} (only the work-stealing scheduler is compiled)"
+    if not sim.scheduler.options.get("knows_speeds", True) or sim.scheduler.tick is not None:
         return "work stealing with estimates blind to speeds"
     if sim.network_name != "maxmin" or sim.tclass is not None:
         return f"network {sim.network_name!r} with transfer classes" if sim.tclass is not None else \
@@ -134,7 +134,7 @@ def run(sim) -> Trace:
     from ..jit import compiled
 
     a, n, W, net = sim.a, sim.n, sim.W, sim.net
-    sim.policy.start(sim.view)
+    sim.scheduler.start(sim.view)
     i64 = np.int64
     pred_ptr, succ_ptr = a.pred_ptr.astype(i64), a.succ_ptr.astype(i64)
     G = (pred_ptr, a.pred_idx.astype(i64), a.size[a.pred_eid].astype(np.float64), succ_ptr, a.succ_idx.astype(i64),
@@ -143,7 +143,7 @@ def run(sim) -> Trace:
     T = (np.zeros(n, i64), indeg.copy(), np.full(n, -1, i64), np.zeros(n, i64), np.zeros(n, i64), np.full(n, -1, i64),
          np.zeros(n), np.full(n, -1, i64), np.full(n, -1, i64), np.full(n, -1, i64), np.full(n, -1, i64))
     K = (sim.cluster.cores.astype(i64), np.zeros(W, i64), np.zeros(W, i64), np.full(W, -1, i64), np.full(W, -1, i64),
-         np.full(W, -1, i64), np.full(W, -1, i64), np.zeros(W), np.zeros(W), np.asarray(sim.policy.cores, np.float64),
+         np.full(W, -1, i64), np.full(W, -1, i64), np.zeros(W), np.zeros(W), np.asarray(sim.scheduler.cores, np.float64),
          np.zeros(W, i64), np.zeros(W, np.bool_), np.zeros(W))
     cap = 1024
     F = (np.full((cap, 6), -1, i64), np.zeros((cap, 4)), np.full((cap, 3), -1, i64), np.zeros(cap),
@@ -176,7 +176,7 @@ def run(sim) -> Trace:
     L = np.zeros(3)
     args = (_pack(sim.true_d), _pack(m.durations), np.ascontiguousarray(sim.cluster.latency_matrix, f64),
             np.ascontiguousarray(m.latency_matrix, f64), np.ascontiguousarray(m.inv_bandwidth, f64), bool(m.everywhere),
-            False, int(sim.policy.max_candidates), int(net.repair), ready, outneed, int(indeg.max(initial=0)), L, CHUNK)
+            False, int(sim.scheduler.max_candidates), int(net.repair), ready, outneed, int(indeg.max(initial=0)), L, CHUNK)
     code = MORE
     with compiled(), _deferred_interrupt() as asked:
         while code == MORE:  # in pieces: an interrupt is acted on between two
@@ -185,7 +185,7 @@ def run(sim) -> Trace:
                 break
     if code != OK:
         why = {STUCK: "the network model made no progress", NO_SOURCE: "no copy of an output is left",
-               DEEP: "idle workers stole in a cascade too deep"}.get(int(code), "a state the policy never makes")
+               DEEP: "idle workers stole in a cascade too deep"}.get(int(code), "a state the scheduler never makes")
         raise RuntimeError(f"compiled simulation stopped: {why} (internal error)")
     sim.stats = {"solves": int(C[NSOLVES]), "repaired": int(C[NREPAIRED]), "given_up": int(C[NGIVENUP]),
                  "steals": int(C[NSTEALS]), "placements": int(C[NPLACED])}
@@ -201,5 +201,5 @@ def run(sim) -> Trace:
     runs = [Run(ids[i], ids[i], wids[w], s, f) for (i, w), (s, f) in zip(RI.tolist(), RF.tolist())]
     nt = int(C[NTR])
     meta = {"aborted_transfers": 0, "information": sim.information, "engine": "compiled"}
-    return Trace(runs, _Transfers(F[4][:nt], F[5][:nt], ids, wids), scheduler=sim.policy.name, network=sim.network_name,
+    return Trace(runs, _Transfers(F[4][:nt], F[5][:nt], ids, wids), scheduler=sim.scheduler.name, network=sim.network_name,
                  meta=meta)

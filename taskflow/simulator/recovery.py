@@ -1,7 +1,7 @@
 """What losing a worker does to a simulation: its running and queued tasks, its in-flight transfers
 and the outputs held only there are lost; finished outputs still needed are recomputed
 (transitively); a static plan is re-planned on the survivors with the same scheduler for the
-unfinished part, a dynamic policy is told (``on_worker_lost``) and asked again (``on_ready``).
+unfinished part, a dynamic scheduler is told (``on_worker_lost``) and asked again (``on_ready``).
 
 A part of :class:`~.engine.Simulator` (a mixin over its state); every change of a task's state goes
 through the engine's transitions.
@@ -73,8 +73,8 @@ class Recovery:
                 if self.npred[i] == 0 and self.missing[i] == 0:
                     self._runnable(i, a)
         ready = [i for i in range(self.n) if status[i] == WAITING and self.npred[i] == 0]
-        self._call(self.policy.on_worker_lost, w, sorted(set(affected)), self.view)
-        self._call(self.policy.on_ready, ready, self.view)
+        self._call(self.scheduler.on_worker_lost, w, sorted(set(affected)), self.view)
+        self._call(self.scheduler.on_ready, ready, self.view)
         for x in self.view.alive_workers():
             self._try_start(x)
 
@@ -89,6 +89,6 @@ class Recovery:
         survivors = self.cluster.subset(alive_ids)
         # exact costs on lost workers no longer apply
         sub = self.est_graph.subgraph(unfinished).restrict_costs(alive_ids)
-        plan = self.policy.schedule(sub, survivors)
+        plan = self.scheduler.schedule(sub, survivors)
         self.plan_gen += 1
         self._later(self._apply_plan, (self.plan_gen, plan))

@@ -1,8 +1,8 @@
-"""What a dynamic policy may ask about the simulated world (task and worker indices, estimated costs).
+"""What a dynamic scheduler may ask about the simulated world (task and worker indices, estimated costs).
 
 The transfer-time estimate lives here once: :meth:`SimView.transfer_estimates` prices bringing a
 task's computed inputs to every worker (each input from its source, :meth:`Simulator.source_of`,
-at latency + bytes / bandwidth, one input after another); policies use it rather than their own.
+at latency + bytes / bandwidth, one input after another); schedulers use it rather than their own.
 """
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ def _transfer_times(srcs, sizes, holders, ptr, k, lat, inv, out, here):  # pragm
 
 
 class SimView:
-    """A dynamic policy's window on one simulation (see :class:`~taskflow.policy.DynamicScheduler`).
+    """A dynamic scheduler's window on one simulation (see :class:`~taskflow.scheduling.DynamicScheduler`).
 
     Attributes
     ----------
     cost_model : CostModel
-        The *estimated* costs (what the policy is told).
+        The *estimated* costs (what the scheduler is told).
     arrays : GraphArrays
     cluster : Cluster
     """

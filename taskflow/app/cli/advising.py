@@ -35,7 +35,7 @@ def add_arguments(sp) -> None:
                     help="--train: one rank per GPU (data) or one stage per GPU (pipeline); default data")
     sp.add_argument("--deadline", type=SECONDS, help="seconds: the cheapest configuration finishing in time")
     sp.add_argument("--budget", help="catalog currency: the fastest configuration costing at most this")
-    add_scheduler(sp, help="the policies to try; default heft,work-stealing, and placed for --train")
+    add_scheduler(sp, help="the schedulers to try; default heft,work-stealing, and placed for --train")
     sp.add_argument("--max-nodes", type=COUNT, help="most nodes in a configuration")
     sp.add_argument("--types", help="only these node types (comma list)")
     add_network(sp)
@@ -75,10 +75,10 @@ def advise(args) -> int:
                             parallelism=args.parallelism or "data")
     else:
         workload = read_graph(args.graph, args.format)
-    policies = scheduler_names(args.scheduler) if args.scheduler else None
+    schedulers = scheduler_names(args.scheduler) if args.scheduler else None
     types = [t.strip() for t in args.types.split(",") if t.strip()] if args.types else None
     with _Progress(not args.quiet) as progress:
-        advice = run_advice(workload, args.catalog, deadline=args.deadline, budget=budget, policies=policies,
+        advice = run_advice(workload, args.catalog, deadline=args.deadline, budget=budget, schedulers=schedulers,
                             max_nodes=args.max_nodes, types=types, network=args.network, profile=args.profile,
                             noise=args.noise, samples=args.samples or 20, confidence=args.confidence or 0.9,
                             tolerance=args.tolerance, seed=args.seed, progress=progress)

@@ -84,7 +84,7 @@ def _write_plans(path: str, plans: list) -> None:
 
 
 def _write_chrome_trace(path: str, traces: list) -> None:
-    """``--chrome-trace``: the traces' tracks in one file, each led by its policy's name when several."""
+    """``--chrome-trace``: the traces' tracks in one file, each led by its scheduler's name when several."""
     events = []
     for tr in traces:
         events += tr.chrome_trace(f"{tr.scheduler}: " if len(traces) > 1 else "")
@@ -142,7 +142,7 @@ def convert(args) -> int:
 @command("``taskflow schedule``: plan GRAPH with each ``--scheduler``, validate and print each plan; "
          "``-o``, ``--plot``, ``--chrome-trace`` write them.")
 def schedule(args) -> int:
-    import schedulers as policies
+    import schedulers
 
     from ...simulator import plan as make_plan
 
@@ -159,27 +159,27 @@ def schedule(args) -> int:
             options = parse_budget(args.budget)
         except ValueError as e:
             raise UsageError(f"--budget: {e}") from None
-    # a budget goes to the searching policies
+    # a budget goes to the searching schedulers
     searching = [n for n in names if "search" in n or n == "optimal"]
     if args.budget is not None and not searching:
         raise UsageError("--budget goes with --scheduler heft-search or optimal")
     bar = _SearchProgress(not args.quiet)
-    instances = [policies.get_scheduler(n, seed=args.seed, **(
+    instances = [schedulers.get_scheduler(n, seed=args.seed, **(
         {**options, **({"progress": bar} if n == "heft-search" else {})} if n in searching else {})) for n in names]
     cost_model = CostModel(graph, cluster)
-    policies.warm_up(len(graph), len(cluster))  # compiled kernels, where needed, load outside the timings
+    schedulers.warm_up(len(graph), len(cluster))  # compiled kernels, where needed, load outside the timings
     rows, plans = [], []
-    for policy in instances:
+    for scheduler in instances:
         t0 = time.perf_counter()
-        plan = make_plan(graph, cluster, policy, cost_model=cost_model)
+        plan = make_plan(graph, cluster, scheduler, cost_model=cost_model)
         elapsed = time.perf_counter() - t0
         bar.close()
         plan.validate(graph, cluster, cost_model=cost_model)  # trust no scheduler
         m = plan.metrics(graph, cluster, cost_model=cost_model)
-        rows.append((policy.name, m, elapsed))
+        rows.append((scheduler.name, m, elapsed))
         plans.append(plan)
         if len(instances) == 1 or not args.quiet:
-            print(f"{policy.name}: makespan {m['makespan']:g}  (lower bound {m['lower_bound']:g}, "
+            print(f"{scheduler.name}: makespan {m['makespan']:g}  (lower bound {m['lower_bound']:g}, "
                   f"SLR {m['slr']:.3f}, scheduled in {elapsed * 1e3:.1f} ms)")
             if "gap" in plan.extra:  # a scheduler that proves a bound (optimal) says what it proved
                 print(f"  {plan.extra['status']}: no schedule is shorter than {plan.extra['lower_bound']:g} "
@@ -285,7 +285,7 @@ def _parse_at(spec: str, option: str):
          "``--plan``), with noise, stragglers and failures; ``-o``, ``--plot``, ``--chrome-trace`` write "
          "it.")
 def simulate(args) -> int:
-    import schedulers as policies
+    import schedulers
 
     from ...simulator import simulate as run_simulation
 
@@ -314,7 +314,7 @@ def simulate(args) -> int:
     names = scheduler_names(args.scheduler) or [None if plan is not None else "heft"]
     if plan is not None and len(names) > 1:
         raise UsageError("--plan is carried out by one --scheduler (the one that re-plans after a failure)")
-    policies.warm_up(len(graph), len(cluster))
+    schedulers.warm_up(len(graph), len(cluster))
     traces = []
     for name in names:
         trace = run_simulation(graph, cluster, name, network=args.network, plan=plan, noise=args.noise,

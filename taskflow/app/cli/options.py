@@ -166,7 +166,7 @@ def add_scheduler(sp, default: str | None = None, static_all: bool = False, help
     sp : argparse.ArgumentParser
     default : str, optional
     static_all : bool
-        ``all`` means every static policy.
+        ``all`` means every static scheduler.
     help : str, optional
         What no name means, where there is no one default.
     """
@@ -424,7 +424,7 @@ def cluster_from_args(args) -> Cluster:
 
 def scheduler_names(text: str | None, default: str | None = None, static_all: bool = False) -> list:
     """``--scheduler``: ``"heft"`` -> ``["heft"]``, ``"heft,cpop"`` -> both, ``"all"`` -> every
-    static policy (where ``static_all``).
+    static scheduler (where ``static_all``).
 
     Parameters
     ----------
@@ -437,7 +437,7 @@ def scheduler_names(text: str | None, default: str | None = None, static_all: bo
     TaskflowError
         An empty name; an unknown one (the message lists the known ones).
     """
-    from ...policy import available, canonical_name, scheduler_class
+    from ...scheduling import available, canonical_name, scheduler_class
 
     text = default if text is None else text
     if text is None:

@@ -99,7 +99,7 @@ def unknown_options(parser, extras) -> str:
 
 
 DESCRIPTION = ("Plan, simulate and run task-graph workflows: read and convert graphs, plan them with "
-               "scheduling policies, check plans, simulate them, run them on Dask workers and compare policies. "
+               "schedulers, check plans, simulate them, run them on Dask workers and compare schedulers. "
                "A GRAPH is a file (native, WfFormat, DAX, STG, Estee) or module:function returning a TaskGraph.")
 
 
@@ -123,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_quiet(sp)
     sp.set_defaults(func=commands.convert)
 
-    sp = sub.add_parser("schedule", help="plan a graph on a cluster with one or more policies")
+    sp = sub.add_parser("schedule", help="plan a graph on a cluster with one or more schedulers")
     add_graph(sp)
     add_cluster(sp)
     add_scheduler(sp, default="heft", static_all=True)
@@ -131,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--budget", help="heft-search: evaluations (e.g. 64) or seconds (e.g. 2s); default 16. "
                     "optimal: CP-SAT deterministic time (e.g. 30) or seconds (e.g. 30s); default 2")
     add_output(sp, "write the plan (taskflow-schedule/1 JSON, a list with several; CSV where the name ends in .csv)")
-    add_plot(sp, "a Gantt chart of the plan (a panel per policy)", old=("--gantt",))
+    add_plot(sp, "a Gantt chart of the plan (a panel per scheduler)", old=("--gantt",))
     add_chrome_trace(sp, "the plan")
     add_quiet(sp)
     sp.set_defaults(func=commands.schedule)
@@ -142,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_scheduler(sp, default="heft")
     add_network(sp)
     sp.add_argument("--plan", help="simulate this schedule file instead of planning (--scheduler then names the "
-                    "policy that re-plans after a failure)")
+                    "scheduler that re-plans after a failure)")
     sp.add_argument("--noise", type=NOISE, default=0.0, help="per-task duration noise: x exp(N(0, S)), S from 0 to 10 "
                     "(default 0)")
     sp.add_argument("--straggler", action="append", metavar="W:FACTOR@T",
@@ -181,10 +181,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_seed(sp)
     sp.add_argument("--profile", help="cost profile (JSON): plan with it if it exists, then add this run's "
                     "measurements to it (learn on the first run, plan with it on the next)")
-    add_output(sp, "write the run report (JSON; a list with several policies)", old=("--report",))
-    add_plot(sp, "a Gantt chart of the plan above the measured run (with several policies, NAME.POLICY.png each)",
+    add_output(sp, "write the run report (JSON; a list with several schedulers)", old=("--report",))
+    add_plot(sp, "a Gantt chart of the plan above the measured run (with several schedulers, NAME.SCHEDULER.png each)",
              old=("--gantt",))
-    add_chrome_trace(sp, "the measured run and the plan (with several policies, NAME.POLICY.json each)")
+    add_chrome_trace(sp, "the measured run and the plan (with several schedulers, NAME.SCHEDULER.json each)")
     add_dashboard(sp)
     jq = sp.add_argument_group("batch systems (dask-jobqueue)")
     jq.add_argument("--jobqueue", choices=("slurm", "pbs"), help="start the workers as batch jobs, one worker each "
@@ -198,14 +198,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_quiet(sp)
     sp.set_defaults(func=running.run)
 
-    sp = sub.add_parser("compare", help="every policy on your own graphs: simulated, and on Dask with --real")
+    sp = sub.add_parser("compare", help="every scheduler on your own graphs: simulated, and on Dask with --real")
     add_graphs(sp)
     add_cluster(sp)
-    add_scheduler(sp, help="default: every policy")
+    add_scheduler(sp, help="default: every scheduler")
     add_network(sp)
     add_seed(sp)
     sp.add_argument("--real", action="store_true",
-                    help="also run the static policies and Dask's work stealing on Dask workers")
+                    help="also run the static schedulers and Dask's work stealing on Dask workers")
     sp.add_argument("--address", help="with --real: scheduler address of an existing cluster (default: an embedded "
                     "LocalCluster of the model's size)")
     sp.add_argument("--scheduler-file", help="with --real: scheduler file of an existing cluster")
@@ -297,7 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     training.add_arguments(sp)
     sp.set_defaults(func=training.train)
 
-    sp = sub.add_parser("schedulers", help="list the registered policies")
+    sp = sub.add_parser("schedulers", help="list the registered schedulers")
     add_quiet(sp)
     sp.set_defaults(func=running.schedulers)
     return p

@@ -13,17 +13,17 @@ from ...formats import atomic_write
 from .commands import command
 from .options import check_outputs, cluster_from_args, parse_speeds, read_graph, scheduler_names
 
-__all__ = ["run", "compare", "bench", "demo", "samples", "testbed", "schedulers", "per_policy"]
+__all__ = ["run", "compare", "bench", "demo", "samples", "testbed", "schedulers", "per_scheduler"]
 
 
-def per_policy(path: str | None, name: str, several: bool) -> str | None:
-    """An output path for one of several policies' runs: ``run.png`` -> ``run.heft.png``.
+def per_scheduler(path: str | None, name: str, several: bool) -> str | None:
+    """An output path for one of several schedulers' runs: ``run.png`` -> ``run.heft.png``.
 
     Parameters
     ----------
     path : str or None
     name : str
-        The policy.
+        The scheduler.
     several : bool
         Whether there are several (else ``path`` unchanged).
     """
@@ -46,7 +46,7 @@ def run(args) -> int:
 
     names = scheduler_names(args.scheduler, default="heft")
     several = len(names) > 1
-    outputs = [(opt, per_policy(path, n, several)) for n in names
+    outputs = [(opt, per_scheduler(path, n, several)) for n in names
                for opt, path in (("--plot", args.plot), ("--chrome-trace", args.chrome_trace))]
     check_outputs([("--output", args.output), ("--profile", args.profile), *outputs], [args.graph, args.cluster])
     graph = read_graph(args.graph, args.format)
@@ -90,9 +90,9 @@ def run(args) -> int:
         if args.plot:
             from ..plot import gantt_compare
 
-            gantt_compare(report, per_policy(args.plot, report.scheduler, several))
+            gantt_compare(report, per_scheduler(args.plot, report.scheduler, several))
         if args.chrome_trace:
-            atomic_write(per_policy(args.chrome_trace, report.scheduler, several),
+            atomic_write(per_scheduler(args.chrome_trace, report.scheduler, several),
                          json.dumps(report.chrome_trace()))
     if args.output:
         docs = [r.to_dict() for r in reports]
@@ -100,9 +100,9 @@ def run(args) -> int:
     return 0
 
 
-@command("``taskflow compare``: every policy on each GRAPH, simulated, and with ``--real`` on Dask.")
+@command("``taskflow compare``: every scheduler on each GRAPH, simulated, and with ``--real`` on Dask.")
 def compare(args) -> int:
-    from ..compare import compare as compare_policies
+    from ..compare import compare as compare_schedulers
     from ..compare import table_text
 
     check_outputs([("--profile", args.profile)], args.graphs, folders=[("--output", args.output)])
@@ -114,7 +114,7 @@ def compare(args) -> int:
         graphs.append((g.name if ":" in spec and not spec.endswith(".json") else spec.split("/")[-1], g))
     cluster = cluster_from_args(args)
     names = scheduler_names(args.scheduler) or None
-    rows = compare_policies(graphs, cluster, names, network=args.network, seed=args.seed, real=args.real,
+    rows = compare_schedulers(graphs, cluster, names, network=args.network, seed=args.seed, real=args.real,
                             out=args.output, progress=not args.quiet, dashboard=args.dashboard or False,
                             address=args.address, scheduler_file=args.scheduler_file, profile=args.profile,
                             time_scale=args.time_scale)
@@ -165,14 +165,14 @@ def _bench_dask(args, names) -> int:
     import csv
     import io
 
-    from ..dask_suite import DEFAULT_POLICY, format_rows, run_suite as run_dask_suite, summarise
+    from ..dask_suite import DEFAULT_SCHEDULER, format_rows, run_suite as run_dask_suite, summarise
 
     if names is not None and len(names) != 1:
-        raise UsageError("--suite dask compares one policy with Dask's own scheduling: give one --scheduler")
-    policy = names[0] if names else DEFAULT_POLICY
+        raise UsageError("--suite dask compares one scheduler with Dask's own scheduling: give one --scheduler")
+    scheduler = names[0] if names else DEFAULT_SCHEDULER
     clusters = _names("--clusters", args.clusters or "homogeneous")
     workloads = _names("--workloads", args.workloads) if args.workloads is not None else None
-    rows = run_dask_suite(clusters, workloads, args.repeat or 5, policy=policy, progress=not args.quiet,
+    rows = run_dask_suite(clusters, workloads, args.repeat or 5, scheduler=scheduler, progress=not args.quiet,
                           firsts=args.firsts or 1)
     table = format_rows(rows) + ("\n\n" + summarise(rows) if rows else "")
     print(table)
@@ -297,9 +297,9 @@ def testbed(args) -> int:
         signal.signal(signal.SIGTERM, previous)
 
 
-@command("``taskflow schedulers``: list the registered policies.")
+@command("``taskflow schedulers``: list the registered schedulers.")
 def schedulers(args) -> int:
-    from ...policy import available, scheduler_class
+    from ...scheduling import available, scheduler_class
 
     for name in available():
         try:

@@ -13,7 +13,7 @@ from ...formats import atomic_write
 from .commands import command
 from .options import (COUNT, SECONDS, add_output, add_plot, add_quiet, add_scheduler, add_seed, check_outputs, number,
                       scheduler_names)
-from .running import per_policy
+from .running import per_scheduler
 
 __all__ = ["train", "add_arguments", "MODELS", "model_factory"]
 
@@ -165,7 +165,7 @@ def train(args) -> int:
     docs = []
     for name in names:
         def out(path, name=name):
-            return per_policy(path, name, several)
+            return per_scheduler(path, name, several)
         history = run_training(factory, args.data, optimizer=opt, epochs=args.epochs, workers=args.workers,
                                batch=args.batch, shares=_shares(args.shares, args.workers), allreduce=args.allreduce,
                                bucket_mb=args.bucket_mb, mode=args.mode, sync_every=args.sync_every or 1,

@@ -366,7 +366,7 @@ def discover_racks(client, workers: dict, rates: dict, seconds: float = 0.4) -> 
 
 
 def attach_addresses(cluster: Cluster, client, subset: bool = False) -> Cluster:
-    """The declared model with each worker's Dask address (matched by name).
+    """The declared cluster model with each worker's Dask address (matched by name).
 
     Parameters
     ----------
@@ -378,7 +378,7 @@ def attach_addresses(cluster: Cluster, client, subset: bool = False) -> Cluster:
     Raises
     ------
     TaskflowError
-        The model names a worker Dask does not have (and ``subset`` is False).
+        The cluster model names a worker Dask does not have (and ``subset`` is False).
     """
     info = workers_info(client)
     by_name = {str(w.get("name", a)): a for a, w in info.items()}

@@ -1,4 +1,4 @@
-"""Dask collections (dask.array, dask.bag, dask.delayed, ...) planned by a static policy inside the scheduler."""
+"""Dask collections (dask.array, dask.bag, dask.delayed, ...) planned by a static scheduler inside Dask's scheduler."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import time
 import uuid
 
 from ...cluster import Cluster
-from ...errors import PolicyError, TaskflowError
+from ...errors import SchedulerError, TaskflowError
 from ...graph import TaskGraph
-from ...policy import get_scheduler, require_runnable
+from ...scheduling import get_scheduler, require_runnable
 from .calibrate import attach_addresses, cluster_from_dask
 from ..messages import cluster_message, graph_payload
 from .report import decision_note, report_from_stream
@@ -36,7 +36,7 @@ def compute(*collections, scheduler="adaptive", client=None, costs: dict | None 
     *collections
         Dask collections (and other objects, passed through as ``dask.compute`` does).
     scheduler : str or Scheduler
-        A static policy (default ``adaptive``: HEFT where it is predicted to beat Dask's own
+        A static scheduler (default ``adaptive``: HEFT where it is predicted to beat Dask's own
         scheduling, Dask's own elsewhere), or ``work-stealing`` (Dask's own scheduling).
     client : distributed.Client, optional
         Default: the active client if there is one, else ``address`` / ``scheduler_file``, else an
@@ -67,7 +67,7 @@ def compute(*collections, scheduler="adaptive", client=None, costs: dict | None 
     RunTimeout, SchedulerLost, WorkersLost
         As for :func:`taskflow.run`.
     TaskflowError
-        (the base of all of these) A simulator-only policy, an unknown name.
+        (the base of all of these) A simulator-only scheduler, an unknown name.
     """
     from dask._expr import FinalizeCompute
     from dask.base import collections_to_expr, unpack_collections
@@ -75,8 +75,8 @@ def compute(*collections, scheduler="adaptive", client=None, costs: dict | None 
 
     check_call(client, cluster, address, scheduler_file, workers, threads_per_worker, timeout, costs)
     started = time.monotonic()  # the timeout counts from here: starting a cluster is part of the call
-    policy = get_scheduler(scheduler)
-    require_runnable(policy, "dask")
+    scheduler = get_scheduler(scheduler)
+    require_runnable(scheduler, "dask")
     colls, repack = unpack_collections(*collections)
     if not colls:
         return (collections, None) if report else collections
@@ -87,11 +87,11 @@ def compute(*collections, scheduler="adaptive", client=None, costs: dict | None 
     if client is None and not (address or scheduler_file):
         client = _active_client()
     c, owned = connect(client, address, scheduler_file, workers, threads_per_worker,
-                       work_stealing=policy.name == "work-stealing", dashboard=dashboard)
+                       work_stealing=scheduler.name == "work-stealing", dashboard=dashboard)
     if dashboard:
         say_dashboard(c)
     run_id = f"compute-{uuid.uuid4().hex[:12]}"
-    static = policy.kind == "static"
+    static = scheduler.kind == "static"
     key_of = {name: k for k, name in name_of.items()}
     finished = False
     with frozen_heap():
@@ -99,12 +99,12 @@ def compute(*collections, scheduler="adaptive", client=None, costs: dict | None 
             ensure_plugin(c)
             cluster = attach_addresses(cluster, c) if cluster is not None else None
             if static:
-                reply = call(c, "taskflow_register", run=run_id, graph=graph_payload(g, key_of), policy=policy.name,
-                             options={"seed": policy.seed, **policy.options},
+                reply = call(c, "taskflow_register", run=run_id, graph=graph_payload(g, key_of), scheduler=scheduler.name,
+                             options={"seed": scheduler.seed, **scheduler.options},
                              cluster=cluster_message(cluster) if cluster is not None else None, client=c.id, estimate=True,
                              prefix_costs=dict(costs or {}))
                 if reply.get("status") != "OK":
-                    raise PolicyError(reply.get("error", "the scheduler plugin refused the graph"))
+                    raise SchedulerError(reply.get("error", "the scheduler plugin refused the graph"))
             watchdog = Watchdog(c, run_id if static else None)
             direct = workers_reachable(c)
             index = stream_index(c) if report else None
@@ -125,7 +125,7 @@ def compute(*collections, scheduler="adaptive", client=None, costs: dict | None 
                 seen = workers_records(c, t_submit)
                 status = call(c, "taskflow_status", run=run_id, plan=True) if static else {}
                 planned = {name_of[tuple(k) if isinstance(k, list) else k]: w for k, w in status.get("plan", [])}
-                info = report_from_stream(g, records, scheduler=policy.name, client=c, cluster=cluster or cluster_from_dask(c),
+                info = report_from_stream(g, records, scheduler=scheduler.name, client=c, cluster=cluster or cluster_from_dask(c),
                                           key_of=key_of, task_of=name_of, plan=None,
                                           predicted=(float(status["predicted"]) if status.get("predicted")
                                                      else None),
@@ -133,10 +133,10 @@ def compute(*collections, scheduler="adaptive", client=None, costs: dict | None 
                                           t_submit=t_submit, time_scale=1.0, size_scale=1.0, incoming=seen.transfers,
                                           clocks=seen.clocks)
                 if info.prediction is None:
-                    info.no_prediction = (_why_no_prediction(policy.name, status) if static else
+                    info.no_prediction = (_why_no_prediction(scheduler.name, status) if static else
                                           "Dask's own scheduling: taskflow neither plans nor predicts it")
                 if status.get("decision"):
-                    info.notes.append(decision_note(policy.name, status["decision"], status.get("redecisions", 0)))
+                    info.notes.append(decision_note(scheduler.name, status["decision"], status.get("redecisions", 0)))
             finished = True
         finally:
             if static:
@@ -192,9 +192,9 @@ def _dependencies(task, dsk) -> set:
     return set(get_dependencies(dsk, task=task))
 
 
-def _why_no_prediction(policy: str, status: dict) -> str:
+def _why_no_prediction(scheduler: str, status: dict) -> str:
     """Why the scheduler plugin has no prediction for a run (a report says it instead of a NaN)."""
     decision = status.get("decision")
     if decision and decision != "plan":
-        return f"{policy} left this run to Dask's own scheduling, which taskflow does not predict"
-    return f"{policy} made no prediction for this run"
+        return f"{scheduler} left this run to Dask's own scheduling, which taskflow does not predict"
+    return f"{scheduler} made no prediction for this run"

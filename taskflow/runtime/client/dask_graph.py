@@ -74,7 +74,7 @@ def dask_graph(graph: TaskGraph, todo, key_of: dict, cluster: Cluster, time_scal
 
 def emulated_sizes(graph: TaskGraph):
     """Bytes each emulated task returns: its output size, or more when one of its out-edges says a
-    consumer needs more (the model moves an edge's size; Dask moves the whole output).
+    consumer needs more (the cost model moves an edge's size; Dask moves the whole output).
 
     Parameters
     ----------

@@ -23,13 +23,13 @@ __all__ = ["RunReport", "report_from_stream", "result_entry", "RESULT_CHARS", "d
 class RunReport:
     """What a run on Dask produced and how it compares with the plan.
 
-    ``predicted_makespan`` is the simulator's prediction of the plan on the model it was made with
+    ``predicted_makespan`` is the simulator's prediction of the plan on the cost model it was made with
     (the max-min network, so concurrent transfers share each worker's capacity; each worker running
     the earliest-planned of its tasks that can run, as Dask does; for
-    ``work-stealing``, a simulation of that policy), computed when first read;
+    ``work-stealing``, a simulation of that scheduler), computed when first read;
     ``planned_makespan`` is the plan's own, contention-free figure.
 
-    A policy without a plan (Dask's own scheduling, work stealing) has no ``planned_makespan`` and
+    A scheduler without a plan (Dask's own scheduling, work stealing) has no ``planned_makespan`` and
     no ``placement_fidelity`` (both None, not 0); a run with no prediction has
     ``predicted_makespan`` and ``prediction_error`` None and says why in ``no_prediction``.
     """
@@ -198,7 +198,7 @@ def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, clu
     records : list of dict
         ``distributed.get_task_stream`` records (``key``, ``worker``, ``startstops``).
     scheduler : str
-        The policy's name.
+        The scheduler's name.
     client : distributed.Client
         Names the workers that are not in ``cluster`` (joined later).
     cluster : Cluster
@@ -291,12 +291,12 @@ def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, clu
                      replans, origin - t_submit, time_scale, size_scale, sinks=graph.sinks())
 
 
-def decision_note(policy: str, decision: str, redecisions: int) -> str:
-    """What the adaptive policy's guard decided last for a run, as a report's note.
+def decision_note(scheduler: str, decision: str, redecisions: int) -> str:
+    """What the adaptive scheduler's guard decided last for a run, as a report's note.
 
     Parameters
     ----------
-    policy : str
+    scheduler : str
     decision : {"plan", "dask", "subset"}
     redecisions : int
     """
@@ -304,4 +304,4 @@ def decision_note(policy: str, decision: str, redecisions: int) -> str:
             SUBSET: "left to Dask's own scheduling on a subset of its workers (the others, slower or behind a "
                     "narrow link, predicted or measured to lengthen it)"}.get(
         decision, "left to Dask's own scheduling (no plan predicted to win by the margin)")
-    return f"{policy}: {what}; decided {1 + redecisions} time(s) as the run's durations were learned"
+    return f"{scheduler}: {what}; decided {1 + redecisions} time(s) as the run's durations were learned"

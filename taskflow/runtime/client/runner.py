@@ -6,7 +6,7 @@ plugin plans it on the live workers and answers with the plan, the prediction), 
 graph once with ``client.get``. The plugin restricts each task to its planned worker and orders
 each worker's tasks by planned start; when a worker is lost it re-plans the unfinished part on the
 survivors in the same scheduler event, so nothing waits on a dead worker. ``work-stealing`` means
-Dask's own scheduler: no restrictions, Dask's placement and stealing. Other dynamic policies run in
+Dask's own scheduler: no restrictions, Dask's placement and stealing. Other dynamic schedulers run in
 the simulator only.
 
 Graphs without callables (every file format) run in *emulation*: each task sleeps its duration on
@@ -31,11 +31,11 @@ import uuid
 import warnings
 
 from ...cluster import Cluster, Worker
-from ...errors import (GraphError, LaunchError, MissingExtra, PolicyError, SchedulerLost, TaskflowError,
+from ...errors import (GraphError, LaunchError, MissingExtra, SchedulerError, SchedulerLost, TaskflowError,
                       TaskflowWarning, UsageError, WorkersLost)
 from ...analysis import task_kind
 from ...graph import TaskGraph
-from ...policy import get_scheduler, require_runnable
+from ...scheduling import get_scheduler, require_runnable
 from ...schedule import Schedule
 from .calibrate import attach_addresses, cluster_from_dask
 from ..worker.calls import TaskFailed, ship_code
@@ -268,7 +268,7 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
         existing cluster, else an embedded ``LocalCluster`` (processes, ``threads_per_worker``
         threads each) is started and closed after.
     cluster : Cluster, optional
-        The model to plan with; by default measured from the live cluster
+        The cluster model to plan with; by default measured from the live cluster
         (:func:`cluster_from_dask`) with ``speeds`` declared by worker name.
     time_scale, size_scale
         Shrink emulated durations and output sizes (graphs without callables).
@@ -313,13 +313,13 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
         Every worker was lost and none joined within the plugin's grace period, or the cluster had
         no worker.
     TaskflowError
-        (the base of all of these) A simulator-only policy, an empty graph, a dashboard without
+        (the base of all of these) A simulator-only scheduler, an empty graph, a dashboard without
         bokeh.
     """
     check_call(client, cluster, address, scheduler_file, workers, threads_per_worker, timeout)
-    policy = get_scheduler(scheduler, seed=seed)
-    dynamic = policy.kind == "dynamic"
-    require_runnable(policy, "dask")
+    scheduler = get_scheduler(scheduler, seed=seed)
+    dynamic = scheduler.kind == "dynamic"
+    require_runnable(scheduler, "dask")
     graph.validate()
     for t in graph.ids:  # Dask's messages are UTF-8 msgpack: an id that is not text cannot cross
         if isinstance(t, str) and not t.isascii():
@@ -345,7 +345,7 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
             say_dashboard(c)
         left = None if timeout is None else max(0.05, timeout - (time.monotonic() - started))
         with frozen_heap():
-            report = _Runner(graph, policy, c, cluster, speeds, calibrate, time_scale, size_scale, retries, quiet,
+            report = _Runner(graph, scheduler, c, cluster, speeds, calibrate, time_scale, size_scale, retries, quiet,
                              left, profile, keep, timeout).go()
         finished = True
         return report
@@ -356,7 +356,7 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
 def submit_order(plan, key_of: dict):
     """A context to submit a planned graph in: every key carries its priority under ``plan``
     (:func:`.messages.plan_priorities`) as a Dask annotation. The plugin sets the same priorities
-    inside the scheduler, but Dask has already ordered the graph's first transitions by its own
+    inside Dask's scheduler, but Dask has already ordered the graph's first transitions by its own
     priorities then, and a worker that is given several ready tasks at once starts the first to
     arrive: without this, a worker began with whichever of its roots Dask ranked first, not the
     plan's first (a 0.26 s root ahead of a speed-1 worker's critical chain in layered-ccr1 under
@@ -380,16 +380,16 @@ def submit_order(plan, key_of: dict):
 
 
 class _Runner:
-    """One run: plan (inside the scheduler), submit once, watch, measure."""
+    """One run: plan (inside Dask's scheduler), submit once, watch, measure."""
 
-    def __init__(self, graph, policy, client, cluster, speeds, calibrate, time_scale, size_scale, retries, quiet,
+    def __init__(self, graph, scheduler, client, cluster, speeds, calibrate, time_scale, size_scale, retries, quiet,
                  timeout, profile=None, keep=None, said_timeout=None):
         self.graph = graph
         self.keep = graph.ids if keep is None else keep
         #: the tasks whose futures the run holds: every one, or the kept ones and the sinks (the
         #: others are released as soon as their consumers are done)
         self.wanted = graph.ids if keep is None else list(dict.fromkeys([*keep, *graph.sinks()]))
-        self.policy = policy
+        self.scheduler = scheduler
         self.client = client
         self.declared = cluster
         self.speeds = speeds
@@ -408,7 +408,7 @@ class _Runner:
         #: ``{"state": ...}``: Dask's scheduler state at submission (:func:`.reading.dask_state`),
         #: for a run it schedules (a box, so that the prediction holds it and not the runner)
         self.dask_state = {}
-        self.watchdog = Watchdog(client, self.run_id if policy.kind == "static" else None)
+        self.watchdog = Watchdog(client, self.run_id if scheduler.kind == "static" else None)
 
     def _cluster(self) -> Cluster:
         """The cluster the run plans for: the declared one with Dask's addresses, or one measured."""
@@ -424,15 +424,15 @@ class _Runner:
     def _register(self, graph: TaskGraph, cluster: Cluster):
         """Hand the graph and its costs to the scheduler plugin, which plans it; return the plan."""
         reply = call(self.client, "taskflow_register", run=self.run_id, graph=graph_payload(graph, self.key_of),
-                     policy=self.policy.name, options={"seed": self.policy.seed, **self.policy.options},
+                     scheduler=self.scheduler.name, options={"seed": self.scheduler.seed, **self.scheduler.options},
                      cluster=cluster_message(cluster), client=self.client.id)
         if reply.get("status") != "OK":
-            raise PolicyError(reply.get("error", "the scheduler plugin refused the run"))
+            raise SchedulerError(reply.get("error", "the scheduler plugin refused the run"))
         task_of = self.task_of
         keys = [tuple(k) if isinstance(k, list) else k for k in reply["keys"]]
         self.workers_info = reply.get("workers_info", [])
         return Schedule([task_of[k] for k in keys], reply["workers"], reply["start"], reply["finish"],
-                        scheduler=self.policy.name)
+                        scheduler=self.scheduler.name)
 
     def _joined(self, cluster: Cluster, plan) -> Cluster:
         """``cluster`` over the live workers the plugin planned on (:meth:`Cluster.on_workers`), when
@@ -449,7 +449,7 @@ class _Runner:
         if self.profile is not None:  # plan with what earlier runs measured
             plan_graph, plan_cluster = self.profile.apply(self.graph, cluster, self.time_scale, self.size_scale)
         ensure_plugin(self.client)
-        static = self.policy.kind == "static"
+        static = self.scheduler.kind == "static"
         plan = self._register(plan_graph, plan_cluster) if static else None
         self.cluster, plan_cluster = self._joined(cluster, plan), self._joined(plan_cluster, plan)
         cluster = self.cluster
@@ -476,7 +476,7 @@ class _Runner:
             records = stream_since(self.client, index)
             seen = workers_records(self.client, t_submit)
             planned = self._final_plan() if static else {}
-            report = report_from_stream(self.graph, records, scheduler=self.policy.name, client=self.client,
+            report = report_from_stream(self.graph, records, scheduler=self.scheduler.name, client=self.client,
                                         cluster=self.cluster, key_of=self.key_of, task_of=self.task_of, plan=plan,
                                         predicted=predicted, planned_worker=planned, results=results,
                                         replans=self.replans, t_submit=t_submit, time_scale=self.time_scale,
@@ -498,7 +498,7 @@ class _Runner:
 
     def _watch(self) -> None:
         """Wait for the sinks (every task is an ancestor of one); every wait is bounded."""
-        bar = None if self.quiet else progress_bar(len(self.futures), self.policy.name)
+        bar = None if self.quiet else progress_bar(len(self.futures), self.scheduler.name)
         state = {"last": time.perf_counter()}
 
         def progress():
@@ -528,12 +528,12 @@ class _Runner:
         the simulator's model of Dask's decisions (``dask-model``) started from the state Dask's
         scheduler was in when the graph was submitted (:attr:`dask_state`), averaged over
         draws of the orders Dask's hashes give its sets of tasks."""
-        policy, scale, size_scale, box, keys = self.policy, self.time_scale, self.size_scale, self.dask_state, self.key_of
+        scheduler, scale, size_scale, box, keys = self.scheduler, self.time_scale, self.size_scale, self.dask_state, self.key_of
 
         def predict():
             g = graph.restrict_costs(cluster.ids)
             if plan is not None:  # the plugin sends planned outputs ahead to their consumers' workers
-                return predict_plan(g, cluster, plan, policy) * scale
+                return predict_plan(g, cluster, plan, scheduler) * scale
             return predict_dask(g, cluster, box.get("state"), scale, size_scale, keys=keys)
         return predict
 

@@ -8,8 +8,8 @@ import asyncio
 import os
 import time
 
-from ...errors import LaunchError, PolicyError, RunTimeout, SchedulerLost, UsageError
-from ...policy import get_scheduler, require_runnable
+from ...errors import LaunchError, SchedulerError, RunTimeout, SchedulerLost, UsageError
+from ...scheduling import get_scheduler, require_runnable
 from ..messages import install_scheduler_plugin
 from ..worker.worker_plugin import TransferLog
 
@@ -104,47 +104,51 @@ def ensure_plugin(client) -> None:
                             f"dask scheduler --preload taskflow.runtime.scheduler.plugin)") from e
 
 
-def use(client, policy: str | None = "adaptive", **options) -> None:
-    """Place every graph ``client`` submits from now on with a static ``policy``, inside the
+def use(client, scheduler: str | None = "adaptive", **options) -> None:
+    """Place every graph ``client`` submits from now on with a static ``scheduler``, inside the
     scheduler: ``x.compute()``, ``client.compute``, ``persist``, ``client.get`` alike. Lost workers
-    are survived by re-planning; results are Dask's own. ``policy=None`` goes back to Dask's own
+    are survived by re-planning; results are Dask's own. ``scheduler=None`` goes back to Dask's own
     scheduling.
 
     Parameters
     ----------
     client : distributed.Client
-    policy : str or None
-        A static policy's name: ``adaptive`` (the default: HEFT where it is predicted to beat
+    scheduler : str or None
+        A static scheduler's name: ``adaptive`` (the default: HEFT where it is predicted to beat
         Dask's own scheduling, Dask's own elsewhere, decided again as durations are learned),
         ``heft``, ``cpop``, ``blevel``, ...
     **options
-        Options for the policy (``seed=...``).
+        Options for the scheduler (``seed=...``).
 
     Raises
     ------
     TaskflowError
-        An unknown or dynamic policy, or the scheduler refused.
+        An unknown or dynamic scheduler, or the scheduler refused.
 
     Examples
     --------
     With a ``client`` and a dask array ``x``::
 
         taskflow.use(client, "heft")
-        (x @ x.T).sum().compute()  # placed by HEFT inside the scheduler
+        (x @ x.T).sum().compute()  # placed by HEFT inside Dask's scheduler
     """
-    if policy is None and options:
+    if "policy" in options:  # the earlier spelling of ``scheduler``
+        if scheduler != "adaptive":
+            raise UsageError("use(client, scheduler, policy=...): name the scheduler once, as scheduler=")
+        scheduler = options.pop("policy")
+    if scheduler is None and options:
         raise UsageError(f"use(client, None) goes back to Dask's own scheduling, which takes no options; got "
                             f"{', '.join(map(str, options))}")
-    if policy is not None:
-        sch = get_scheduler(policy, **options)
+    if scheduler is not None:
+        sch = get_scheduler(scheduler, **options)
         if sch.kind != "static":
-            raise PolicyError(f"{sch.name!r} is a dynamic policy; inside Dask a static policy places tasks "
+            raise SchedulerError(f"{sch.name!r} is a dynamic scheduler; inside Dask a static scheduler places tasks "
                                 f"(taskflow.use(client, None) gives Dask's own scheduling)")
         require_runnable(sch, "dask")
     ensure_plugin(client)
-    reply = call(client, "taskflow_use", client=client.id, policy=policy, options=options)
+    reply = call(client, "taskflow_use", client=client.id, scheduler=scheduler, options=options)
     if reply.get("status") != "OK":
-        raise PolicyError(reply.get("error", "the scheduler refused the policy"))
+        raise SchedulerError(reply.get("error", "the scheduler plugin refused it"))
 
 
 def check_call(client=None, cluster=None, address=None, scheduler_file=None, workers=2, threads_per_worker=1,
@@ -170,7 +174,7 @@ def check_call(client=None, cluster=None, address=None, scheduler_file=None, wor
     if client is not None and not (hasattr(client, "scheduler") and hasattr(client, "submit")):
         raise UsageError(f"client must be a distributed.Client, got {type(client).__name__} {client!r:.60}")
     if cluster is not None and not isinstance(cluster, Cluster):
-        raise UsageError(f"cluster must be a taskflow.Cluster (the model of the workers), got "
+        raise UsageError(f"cluster must be a taskflow.Cluster (the cluster model of the workers), got "
                             f"{type(cluster).__name__} {cluster!r:.60}")
     for name, v in (("address", address), ("scheduler_file", scheduler_file)):
         if v is not None and not isinstance(v, (str, os.PathLike)):

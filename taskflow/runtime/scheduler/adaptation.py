@@ -3,7 +3,7 @@ that keeps a plan only where it is predicted to beat Dask's own scheduling, and 
 a run's durations are learned. :class:`Adaptation` is an object that
 :class:`~taskflow.runtime.scheduler.plugin.TaskflowPlugin` owns; its state of each run is one record,
 :class:`~.adaptive_state.AdaptiveState` (the run's ``adapt``: a phase, moved through its table,
-and what the decisions used); its options are the scheduler's :class:`~taskflow.policy.AdaptiveOptions`;
+and what the decisions used); its options are the scheduler's :class:`~taskflow.scheduling.AdaptiveOptions`;
 what it measured of each kind of work is an :class:`~.outcomes.Outcomes` record.
 """
 
@@ -108,7 +108,7 @@ class Adaptation:
         ----------
         r : GraphRun
         """
-        return r.learned and r.policy.adaptive is not None
+        return r.learned and r.scheduler.adaptive is not None
 
     def worth_planning(self, r, keys, cluster) -> bool:
         """Whether planning ``keys`` of ``r`` on ``cluster`` can pay: workers whose speeds (declared
@@ -140,7 +140,7 @@ class Adaptation:
         # widely between identical pairs), speeds where declared or learned
         declared = r.cluster
         shaped = declared is not None and (bool(declared.bandwidths) or declared.racks is not None)
-        opts = r.policy.adaptive
+        opts = r.scheduler.adaptive
         worth = (shaped or self._spread(r, cluster) > opts.spread or self._narrow(r, cluster, keys)) and not (
             p2p and (started or SUBSET not in opts.choices))
         if not worth:
@@ -169,7 +169,7 @@ class Adaptation:
         (its tasks' costs, learned anew in each run, vary with the machine's load; a decision
         should not flip on that)."""
         seen = self.narrow_seen.get(r.adapt.signature, 0.0)
-        rate = narrow_rate(graph, r.policy.adaptive.ccr)
+        rate = narrow_rate(graph, r.scheduler.adaptive.ccr)
         if rate > seen and r.adapt.signature is not None and narrow_pairs(links, rate):
             if r.adapt.signature not in self.narrow_seen and len(self.narrow_seen) >= KEEP_OUTCOMES[1]:
                 del self.narrow_seen[next(iter(self.narrow_seen))]
@@ -338,7 +338,7 @@ class Adaptation:
         # the guard's predictions rule out a choice only as far as they proved right: the band
         # widens with the error of the predictions of the choices measured
         errors = [abs(medians[c] / preds[c] - 1.0) for c in tried if preds.get(c)]
-        slack = max([1.0 / (1.0 - r.policy.adaptive.margin) - 1.0] + [2.0 * e for e in errors])
+        slack = max([1.0 / (1.0 - r.scheduler.adaptive.margin) - 1.0] + [2.0 * e for e in errors])
         band = min(preds.values()) * (1.0 + slack) if preds else float("inf")
         untried = sorted((c for c in choices if not runs.get(c) and (not preds or preds.get(c, float("inf")) <= band)),
                          key=lambda c: preds.get(c, float("inf")))
@@ -424,7 +424,7 @@ class Adaptation:
         t0 = time.perf_counter()
         tasks = self.plugin.dask_scheduler.tasks
         prefixes = {k: tasks[k].prefix.name for k in graph.ids if k in tasks}
-        p = r.policy.adaptive
+        p = r.scheduler.adaptive
         whole = len(graph) == len(r.graph)
         # mid-run on workers of several hosts, the outputs the unfinished tasks read sit where they
         # ran (on both sides of a narrow link): Dask's own choices are predicted with them there; a
@@ -468,13 +468,13 @@ class Adaptation:
             decision, predicted, _, held = choose(graph, cluster, plan, state, p, choices=choices, candidates=candidates,
                                                   predictions=r.adapt.predictions if first else None,
                                                   unwatched=unwatched, incumbent=incumbent, inputs=inputs,
-                                                  scheduler=r.policy)
+                                                  scheduler=r.scheduler)
         else:
             decision, predicted = measured
             held = candidates[0] if decision == SUBSET else None
             if decision == SUBSET and len(candidates) > 1:  # the subset predicted best
                 held = choose(graph, cluster, None, state, dataclasses.replace(p, margin=0.0), choices=(SUBSET,),
-                              candidates=candidates, inputs=inputs, scheduler=r.policy)[3] or held
+                              candidates=candidates, inputs=inputs, scheduler=r.scheduler)[3] or held
             trying = r.adapt.phase is Phase.TRYING
             if trying and decision == SUBSET and r.adapt.fallback != SUBSET:  # a try of a hold races the whole cluster
                 r.adapt.pace = max(1.0, cluster.total_speed / max(1e-9, cluster.subset(held).total_speed))
@@ -525,7 +525,7 @@ class Adaptation:
         worker : str
         stimulus_id : str
         """
-        p = r.policy.adaptive
+        p = r.scheduler.adaptive
         if r.adapt.phase is Phase.TRYING:
             elapsed = time.monotonic() - r.started
             lag = behind(r, elapsed)

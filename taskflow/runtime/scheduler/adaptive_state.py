@@ -53,7 +53,7 @@ class AdaptiveState:
     ----------
     phase : Phase
     decision : str or None
-        What runs it now: one of :data:`taskflow.policy.CHOICES` (None before a decision).
+        What runs it now: one of :data:`taskflow.scheduling.CHOICES` (None before a decision).
     path : list of str
         Each decision it took in turn (a try given up: ``["plan", "dask"]``).
     guarded : int

@@ -24,7 +24,7 @@ class Outcomes:
     Parameters
     ----------
     measured : dict
-        Choice (each of :data:`~taskflow.policy.CHOICES`) -> the makespans of the latest runs
+        Choice (each of :data:`~taskflow.scheduling.CHOICES`) -> the makespans of the latest runs
         that took it from their start and kept it (seconds).
     predicted : dict
         Choice -> the guard's predicted makespan, from the first run of the work it guarded.

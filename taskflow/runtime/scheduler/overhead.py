@@ -6,7 +6,7 @@ only after that (Dask's documentation puts it near a millisecond a task; on a sm
 cores the scheduler shares with the workers, more). A simulation without it predicts a graph of
 many millisecond tasks at half its length. :class:`DispatchGaps` keeps, for each worker thread,
 when its latest task stopped computing; each next task's start, less that stop (or less the end of
-the task's own input transfers, which the model counts apart), is a gap. The worker's part of it is
+the task's own input transfers, which the cost model counts apart), is a gap. The worker's part of it is
 work on its CPU: a worker held to a quarter of a core shows gaps 3-5 times a full core's. So the
 cost is kept at speed 1 (each gap times its worker's learned speed), and the plugin adds the mean
 of the shortest :data:`SHARE` of the latest gaps to the cost of every task it plans or predicts
@@ -15,7 +15,7 @@ where the cluster declares no ``task_overhead``: on a worker of speed ``s`` a ta
 which the simulation models itself.
 
 A transfer between two workers is the same kind of work for both of them (a message handled, its
-bytes pickled, copied and unpacked by each one's event loop): the adaptive policy's plan inside Dask
+bytes pickled, copied and unpacked by each one's event loop): the adaptive scheduler's plan inside Dask
 charges each end the cost per task plus :data:`BYTE_SECONDS` a byte, at speed 1.
 """
 

@@ -181,7 +181,7 @@ def prefetch(dask_scheduler, key, planned_address, min_bytes: int, stimulus_id: 
     """``key`` is in memory: send it now (if it is at least ``min_bytes``) to each other worker a
     plan puts a dependent of it on, where that dependent still waits for other inputs. Dask alone
     moves an input only once its consumer is ready and placed; a plan knows the consumer's worker
-    in advance, so the transfer overlaps the inputs still being computed, as the plan's model
+    in advance, so the transfer overlaps the inputs still being computed, as the plan's cost model
     assumes.
 
     Parameters

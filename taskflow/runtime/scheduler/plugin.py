@@ -1,20 +1,20 @@
-"""Placement inside the Dask scheduler: a :class:`~distributed.diagnostics.plugin.SchedulerPlugin`
-that places tasks with a static policy where Dask makes its decisions.
+"""Placement inside Dask's scheduler: a :class:`~distributed.diagnostics.plugin.SchedulerPlugin`
+that places tasks with our static scheduler where Dask makes its decisions.
 
 A *run* is a set of Dask keys with a cost model (a :class:`~taskflow.TaskGraph` whose task ids are
-the keys) and a policy. It comes from two places:
+the keys) and a scheduler. It comes from two places:
 
 * :func:`taskflow.run` and :func:`taskflow.compute` register their graph with its costs before
   submitting it (``taskflow_register``); the plugin plans it on the live workers at once and
   answers with the plan, which the client uses for its prediction;
-* :func:`taskflow.use` names a policy for a client: every graph that client submits afterwards
+* :func:`taskflow.use` names a scheduler for a client: every graph that client submits afterwards
   (``x.compute()``, ``client.compute``, ``persist``, ``client.get``) becomes a run, its costs
   estimated from what Dask has measured (per-prefix duration averages, ``nbytes`` of data in
   memory; Dask's own defaults where nothing is known yet), and worker speeds learned from the
   compute times the plugin saw (per task prefix and worker: a prefix run on several says how much
   faster one is than another) and Dask's cost per task from their gaps (:mod:`.overhead`).
 
-What the plugin does, each in the scheduler's own event:
+What the plugin does, each in Dask's scheduler's own event:
 
 * ``update_graph`` (a graph arrives): its tasks get worker restrictions (strict: no other worker,
   nothing stolen) and priorities (planned start order) before Dask transitions them. A plan made
@@ -32,14 +32,13 @@ What the plugin does, each in the scheduler's own event:
   at once (Dask's ``acquire-replicas``) to each other worker the plan puts one of its consumers
   on while that consumer still waits for other inputs. Dask alone moves an input only when its
   consumer is ready and placed; the plan knows the consumer's worker in advance, so the transfer
-  overlaps the computing of the other inputs, as the plan's model assumes (off with the
+  overlaps the computing of the other inputs, as the plan's cost model assumes (off with the
   environment variable ``TASKFLOW_PREFETCH=0`` where the plugin is made).
 
-Results are Dask's own: the plugin sets restrictions and priorities, and moves data early, nothing
-else. A plan's unfinished part is re-planned like the simulator does after a failure: the same
-policy on the sub-graph of unfinished tasks and the surviving workers. The ``adaptive`` policy (the
-default of ``taskflow.use`` and ``taskflow.compute``) adds a guard and re-decisions as it learns
-(:mod:`.adaptation`).
+Results are Dask's own: the plugin sets restrictions and priorities, and moves data early. A plan's
+unfinished part is re-planned as the simulator does after a failure (the same scheduler, the
+unfinished tasks, the surviving workers). The ``adaptive`` scheduler adds a guard and re-decisions
+as it learns (:mod:`.adaptation`).
 """
 
 from __future__ import annotations
@@ -54,14 +53,14 @@ from distributed.diagnostics.plugin import SchedulerPlugin
 from ...cluster import Cluster, Worker
 from ...errors import TaskflowError
 from ...graph import TaskGraph
-from ...policy import DASK, SUBSET, get_scheduler, require_runnable
+from ...scheduling import DASK, SUBSET, get_scheduler, require_runnable
 from .adaptation import Adaptation
 from .adaptive_state import LISTENING
 from ..learn import last_compute, relative_speeds, speeds_on
 from .patching import keep_planned_replicas, move_queued, prefetch, restrict, send_planned_in_order
 from .reading import blamed_key, cpu_shares, dask_state, estimated_graph, observe, received_rates, warm
 from .overhead import BYTE_SECONDS, DispatchGaps
-from ..messages import PLUGIN_NAME, cluster_from_message, graph_from_payload, plan_priorities
+from ..messages import PLUGIN_NAME, cluster_from_message, graph_from_payload, plan_message, plan_priorities
 from .runs import (FAILED, FINISHED, FINISHED_KEY, LIVE, MOVABLE, PLANNED, REGISTERED, REPLANNING, RUNNING,
                    TRANSITIONS, GraphRun, Unplannable, plan_maker)
 
@@ -82,12 +81,12 @@ PREFETCH_BYTES = 64 * 1024
 
 
 class TaskflowPlugin(SchedulerPlugin):
-    """Places tasks with a static policy inside the scheduler; see the module docstring.
+    """Places tasks with a static scheduler inside Dask's scheduler; see the module docstring.
 
     Parameters
     ----------
-    policy : str, optional
-        A policy for every client's graphs (as if each had called :func:`taskflow.use`); what an
+    scheduler : str, optional
+        A scheduler for every client's graphs (as if each had called :func:`taskflow.use`); what an
         operator preloads with ``dask scheduler --preload taskflow.runtime.scheduler.plugin``.
     grace : float
         Seconds to wait for a worker after losing every worker before runs fail.
@@ -100,7 +99,7 @@ class TaskflowPlugin(SchedulerPlugin):
     #: registering it again (each run does) keeps the one installed, with its state
     idempotent = True
 
-    def __init__(self, policy: str | None = None, grace: float = DEFAULT_GRACE, validate: bool | None = None):
+    def __init__(self, scheduler: str | None = None, grace: float = DEFAULT_GRACE, validate: bool | None = None):
         self.validate = os.environ.get("TASKFLOW_VALIDATE") == "1" if validate is None else bool(validate)
         #: (from, to) -> the method that moves a run between the two states
         self._transitions = {
@@ -115,11 +114,11 @@ class TaskflowPlugin(SchedulerPlugin):
             **{(a, FAILED): self._transition_to_failed for a in (REGISTERED, PLANNED, RUNNING, REPLANNING)},
         }
         assert set(self._transitions) == TRANSITIONS
-        self.default_policy = policy
+        self.default_scheduler = scheduler
         self.grace = float(grace)
         self.runs: dict = {}
         self.key_run: dict = {}
-        self.policies: dict = {}  # client id -> (policy name, options)
+        self.schedulers: dict = {}  # client id -> (scheduler name, options)
         self.lost_all_since: float | None = None
         self.dask_scheduler, self._count = None, 0
         self.durations: dict = {}  # task prefix -> {worker name: [compute seconds, tasks, longest]}
@@ -138,39 +137,39 @@ class TaskflowPlugin(SchedulerPlugin):
                                    "taskflow_use": self.handle_use, "taskflow_forget": self.handle_forget,
                                    "taskflow_dask_state": self.handle_dask_state,  # and whom Dask blames for a key's error
                                    "taskflow_blamed": lambda key: {"key": blamed_key(key, self.dask_scheduler)}})
-        if self.default_policy:
+        if self.default_scheduler:
             # an unknown name (or one Dask cannot carry out) fails the scheduler's start, loudly
-            require_runnable(get_scheduler(self.default_policy), "dask")
+            require_runnable(get_scheduler(self.default_scheduler), "dask")
         keep_planned_replicas(scheduler, self)
         send_planned_in_order(scheduler, self)
 
-    def handle_use(self, client: str, policy: str | None = None, options: dict | None = None) -> dict:
-        """Place every graph ``client`` submits from now on with ``policy`` (None: stop).
+    def handle_use(self, client: str, scheduler: str | None = None, options: dict | None = None) -> dict:
+        """Place every graph ``client`` submits from now on with ``scheduler`` (None: stop).
 
         Parameters
         ----------
         client : str
             The client's id.
-        policy : str, optional
+        scheduler : str, optional
         options : dict, optional
-            Options for the policy's constructor.
+            Options for the scheduler's constructor.
         """
-        if policy is None:
-            self.policies.pop(client, None)
+        if scheduler is None:
+            self.schedulers.pop(client, None)
             return {"status": "OK"}
         try:
-            sch = get_scheduler(policy, **(options or {}))
+            sch = get_scheduler(scheduler, **(options or {}))
             if sch.kind == "static":
                 require_runnable(sch, "dask")
         except TaskflowError as e:
             return {"status": "error", "error": str(e)}
         if sch.kind != "static":
-            return {"status": "error", "error": f"{sch.name!r} is a dynamic policy; inside Dask a static policy "
+            return {"status": "error", "error": f"{sch.name!r} is a dynamic scheduler; inside Dask a static scheduler "
                                                 f"places tasks (for Dask's own scheduling, use none)"}
-        self.policies[client] = (policy, dict(options or {}))
+        self.schedulers[client] = (scheduler, dict(options or {}))
         return {"status": "OK"}
 
-    def handle_register(self, run: str, graph: dict, policy: str, options: dict | None = None,
+    def handle_register(self, run: str, graph: dict, scheduler: str, options: dict | None = None,
                         cluster: str | None = None, client: str | None = None, estimate: bool = False,
                         prefix_costs: dict | None = None) -> dict:
         """Register a run and plan it on the live workers.
@@ -181,7 +180,7 @@ class TaskflowPlugin(SchedulerPlugin):
             A unique id.
         graph : dict
             A :func:`graph_payload`.
-        policy : str
+        scheduler : str
         options : dict, optional
         cluster : str, optional
             The declared cluster, a :func:`.messages.cluster_message` (a cluster file's text): speeds
@@ -200,7 +199,7 @@ class TaskflowPlugin(SchedulerPlugin):
             workers (``workers_info``: name, address, cores, speed), or ``error``.
         """
         try:
-            sch = get_scheduler(policy, **(options or {}))
+            sch = get_scheduler(scheduler, **(options or {}))
             if sch.kind == "static":
                 require_runnable(sch, "dask")
             g = graph_from_payload(graph)
@@ -208,7 +207,7 @@ class TaskflowPlugin(SchedulerPlugin):
         except TaskflowError as e:
             return {"status": "error", "error": str(e)}
         if sch.kind != "static":
-            return {"status": "error", "error": f"{sch.name!r} is a dynamic policy; the plugin places with static ones"}
+            return {"status": "error", "error": f"{sch.name!r} is a dynamic scheduler; the plugin places with static ones"}
         r = GraphRun(run, g, sch, declared, client, owned=False, estimate=estimate, prefix_costs=prefix_costs)
         self.runs[run] = r
         for k in g.ids:
@@ -216,7 +215,7 @@ class TaskflowPlugin(SchedulerPlugin):
         plan = None if estimate else self.move(r, PLANNED)
         if r.state == FAILED:
             return {"status": "error", "error": r.error}
-        return {"status": "OK", **self._plan_message(plan), "workers_info": self._workers_message(r)}
+        return {"status": "OK", **plan_message(plan), "workers_info": self._workers_message(r)}
 
     def handle_status(self, run: str | None = None, plan: bool = False, client: str | None = None) -> dict:
         """What happened to a run (and to the cluster).
@@ -329,13 +328,13 @@ class TaskflowPlugin(SchedulerPlugin):
     def update_graph(self, scheduler, *, client: str, keys, tasks, annotations, priority, stimulus_id: str,
                      **kwargs) -> None:
         """A graph arrived: place its tasks before Dask transitions them."""
-        spec = self.policies.get(client) or ((self.default_policy, {}) if self.default_policy else None)
-        # keys sent again that a run made for ``taskflow.use`` still holds: with the policy since
+        spec = self.schedulers.get(client) or ((self.default_scheduler, {}) if self.default_scheduler else None)
+        # keys sent again that a run made for ``taskflow.use`` still holds: with the scheduler since
         # switched off or changed, that run is over (its restrictions go) and the keys are new
         wanted = get_scheduler(spec[0], **spec[1]).name if spec else None
         for rid in {self.key_run.get(k) for k in tasks} - {None}:
             r = self.runs.get(rid)
-            if r is not None and r.owned and r.client == client and r.policy.name != wanted:
+            if r is not None and r.owned and r.client == client and r.scheduler.name != wanted:
                 self.handle_forget(rid)
         touched = set()
         unowned = []
@@ -522,7 +521,7 @@ class TaskflowPlugin(SchedulerPlugin):
         shift = (self.gaps.overhead(self.learned_speeds()) or 0.0) if r.learned and not cluster.task_overhead else 0.0
         sub = sub.with_costs(cost={k: c + shift for k, c in zip(sub.ids, sub.arrays.cost.tolist())}) if shift else sub
         if shift and self.adaptation.adaptive(r):  # a transfer costs each end's CPU a task's dispatch and its bytes' copying
-            r.policy.transfer_cpu = (shift, BYTE_SECONDS)
+            r.scheduler.transfer_cpu = (shift, BYTE_SECONDS)
         make = plan_maker(r, sub, cluster)  # made once, where needed
         r.addr = {w.id: w.address for w in cluster.workers}
         try:
@@ -549,7 +548,7 @@ class TaskflowPlugin(SchedulerPlugin):
         tasks = self.dask_scheduler.tasks
         workers = self.dask_scheduler.workers
         recommendations = {}
-        loose = r.policy.adaptive is not None and r.policy.adaptive.steal  # an idle worker may steal a planned task
+        loose = r.scheduler.adaptive is not None and r.scheduler.adaptive.steal  # an idle worker may steal a planned task
         for key, name in r.plan.items():
             ts = tasks.get(key)
             if ts is None or ts.state not in MOVABLE:
@@ -572,28 +571,25 @@ class TaskflowPlugin(SchedulerPlugin):
         return estimated_graph(self.dask_scheduler, tss, self.durations, self.sizes, self.learned_speeds(), prefix_costs,
                                self.inputs)
 
-    def _plan_message(self, plan) -> dict:
-        if plan is None:
-            return {"keys": [], "workers": [], "start": [], "finish": []}
-        return {"keys": list(plan.tasks), "workers": list(plan.workers), "start": plan.start.tolist(),
-                "finish": plan.finish.tolist()}
-
     def _workers_message(self, r: GraphRun) -> list:
         speeds = {str(w.id): w.speed for w in r.cluster.workers} if r.cluster is not None else {}
         return [{"name": str(ws.name), "address": ws.address, "cores": int(ws.nthreads),
                  "speed": speeds.get(str(ws.name), 1.0)} for ws in self.dask_scheduler.workers.values()]
 
 
-async def dask_setup(scheduler, policy: str | None = None) -> None:
+async def dask_setup(scheduler, name: str | None = None) -> None:
     """Preload hook: ``dask scheduler --preload taskflow.runtime.scheduler.plugin`` installs the plugin; with
-    the environment variable ``TASKFLOW_POLICY=heft`` it places every client's graphs.
+    the environment variable ``TASKFLOW_SCHEDULER=heft`` it places every client's graphs under our scheduler
+    of that name (``scheduler`` here is Dask's).
 
     Parameters
     ----------
     scheduler : distributed.Scheduler
-    policy : str, optional
+    name : str, optional
+        Our scheduler's name (default: ``TASKFLOW_SCHEDULER``, or its earlier spelling ``TASKFLOW_SCHEDULER``).
     """
     import os
 
-    plugin = TaskflowPlugin(policy=policy or os.environ.get("TASKFLOW_POLICY") or None)
+    name = name or os.environ.get("TASKFLOW_SCHEDULER") or os.environ.get("TASKFLOW_" + "POLICY") or None
+    plugin = TaskflowPlugin(scheduler=name)
     await scheduler.register_scheduler_plugin(plugin, name=PLUGIN_NAME, idempotent=True)

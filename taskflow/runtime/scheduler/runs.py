@@ -1,6 +1,6 @@
 """A run inside the scheduler plugin, as a small state machine.
 
-A *run* is a set of Dask keys with a cost model and a policy (see :mod:`.plugin`). Its states:
+A *run* is a set of Dask keys with a cost model and a scheduler (see :mod:`.plugin`). Its states:
 
 =============  =====================================================================================
 ``registered``  known, its costs to be estimated from what Dask knows once its tasks arrive; no plan
@@ -91,7 +91,7 @@ class GraphRun:
     run_id : str
     graph : TaskGraph
         Its cost model; task ids are the Dask keys.
-    policy : Scheduler
+    scheduler : Scheduler
     cluster : Cluster, optional
         The declared cluster (speeds by worker name, network, task overhead); None: all alike.
     client : str, optional
@@ -103,15 +103,15 @@ class GraphRun:
         Task-name prefix -> seconds, declared by the user (with ``estimate``).
     """
 
-    __slots__ = ("id", "graph", "policy", "cluster", "client", "plan", "prio", "addr", "replans", "error", "owned",
+    __slots__ = ("id", "graph", "scheduler", "cluster", "client", "plan", "prio", "addr", "replans", "error", "owned",
                  "estimate", "prefix_costs", "learned", "predicted", "state", "done", "before", "started", "ended",
                  "finished_at", "adapt")
 
-    def __init__(self, run_id, graph: TaskGraph, policy, cluster: Cluster | None, client: str | None, owned: bool,
+    def __init__(self, run_id, graph: TaskGraph, scheduler, cluster: Cluster | None, client: str | None, owned: bool,
                  estimate: bool = False, prefix_costs: dict | None = None):
         self.id = run_id
         self.graph = graph
-        self.policy = policy
+        self.scheduler = scheduler
         self.cluster = cluster  # declared: speeds by worker name, network, task overhead
         self.client = client
         self.plan: dict = {}  # key -> worker name
@@ -295,14 +295,14 @@ def signature(graph, tasks) -> tuple:
 
 
 class Unplannable(TaskflowError):
-    """A run's policy could not plan it (the message names the policy, the workers and the error)."""
+    """A run's scheduler could not plan it (the message names the scheduler, the workers and the error)."""
 
 
 def plan_maker(r, graph: TaskGraph, cluster: Cluster):
     """A callable that makes the plan of ``graph`` (part of run ``r``) on ``cluster`` with ``r``'s
-    policy when first called, and returns the same plan after: a run whose measured runs leave it
+    scheduler when first called, and returns the same plan after: a run whose measured runs leave it
     to Dask's own scheduling needs none, and HEFT's list loop over hundreds of tasks blocks the
-    scheduler's event loop for milliseconds. Raises :class:`Unplannable` where the policy fails.
+    scheduler's event loop for milliseconds. Raises :class:`Unplannable` where the scheduler fails.
 
     Parameters
     ----------
@@ -315,9 +315,9 @@ def plan_maker(r, graph: TaskGraph, cluster: Cluster):
     def make():
         if not made:
             try:
-                made.append(r.policy.schedule(graph, cluster))
+                made.append(r.scheduler.schedule(graph, cluster))
             except Exception as e:  # noqa: BLE001 - named in the run's error; the scheduler goes on
-                raise Unplannable(f"{r.policy.name} could not plan the run on workers {cluster.ids}: "
+                raise Unplannable(f"{r.scheduler.name} could not plan the run on workers {cluster.ids}: "
                                   f"{type(e).__name__}: {e}") from e
         return made[0]
 

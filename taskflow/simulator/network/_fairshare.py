@@ -4,7 +4,7 @@
 strict priority between transfer classes) and :func:`repair_rates` (solving again only the pairs a
 change of the flow set can move, checked by the max-min optimality condition), with the
 bookkeeping the repair keeps between solves (:func:`pairs_moved`, :func:`account`). The network
-model that calls them, and the meaning of its arrays, is :mod:`.maxmin`.
+network model that calls them, and the meaning of its arrays, is :mod:`.maxmin`.
 """
 
 from __future__ import annotations

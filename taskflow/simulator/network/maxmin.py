@@ -19,7 +19,7 @@ Rates are solved again only where a change can move them (:func:`repair_rates`: 
 changed, then whichever pairs lose their bottleneck, checked against the max-min optimality
 condition; a whole solve when that set grows past a third of the active pairs, with racks, a
 backplane or priority classes, or below :data:`REPAIR` active pairs). The rate solver and the
-per-event scans are compiled loops (numba); this model keeps its own clock
+per-event scans are compiled loops (numba); this network model keeps its own clock
 (:meth:`MaxMinNetwork.next_time`, :meth:`MaxMinNetwork.advance`).
 """
 

@@ -1,20 +1,20 @@
-"""The scheduler interface and the registry that maps names to scheduling policies.
+"""The scheduler interface and the registry that maps names to schedulers.
 
-A *static* policy (:class:`Scheduler`) turns ``(graph, cluster)`` into a whole
-:class:`~taskflow.Schedule`. A *dynamic* policy (:class:`DynamicScheduler`) answers events as a run
+A *static* scheduler (:class:`Scheduler`) turns ``(graph, cluster)`` into a whole
+:class:`~taskflow.Schedule`. A *dynamic* scheduler (:class:`DynamicScheduler`) answers events as a run
 unfolds (tasks became ready, a task finished, a worker went idle or was lost) with assignments; the
-simulator and the runtime drive it, so one policy serves both.
+simulator and the runtime drive it, so one scheduler serves both.
 
-Policies are found by name. The package ``schedulers`` registers ours; any installed package can
-add its own under the entry-point group ``taskflow.schedulers`` (name = the policy's ``name``,
+Schedulers are found by name. The package ``schedulers`` registers ours; any installed package can
+add its own under the entry-point group ``taskflow.schedulers`` (name = the scheduler's ``name``,
 value = ``module:Class``), for example in its ``setup.cfg``::
 
     [options.entry_points]
     taskflow.schedulers =
-        my-policy = my_package.policy:MyPolicy
+        my-scheduler = my_package.scheduler:MyScheduler
 
 The registry loads an entry point the first time its name is asked for, so the core never imports
-a policy module itself. A class can also be registered at run time with :func:`register`.
+a scheduler module itself. A class can also be registered at run time with :func:`register`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import dataclasses
 
 from .cluster import Cluster
 from .costs import CostModel
-from .errors import PolicyError, TaskflowError, UnknownSchedulerError
+from .errors import SchedulerError, TaskflowError, UnknownSchedulerError
 from .graph import TaskGraph
 from .schedule import Schedule
 
@@ -31,7 +31,7 @@ __all__ = ["CHOICES", "PLAN", "DASK", "SUBSET", "AdaptiveOptions", "Scheduler", 
            "canonical_name", "ALIASES",
            "ENTRY_POINT_GROUP"]
 
-#: the entry-point group through which installed packages provide policies
+#: the entry-point group through which installed packages provide schedulers
 ENTRY_POINT_GROUP = "taskflow.schedulers"
 
 _REGISTRY: dict = {}
@@ -74,7 +74,7 @@ class AdaptiveOptions:
 
     Raises
     ------
-    PolicyError
+    SchedulerError
         An option out of its range (named).
     """
 
@@ -93,18 +93,18 @@ class AdaptiveOptions:
                                 ("interval", 0.0, float("inf")), ("spread", 1.0, float("inf"))):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value < high:
-                raise PolicyError(f"adaptive: {name} must be a number in [{low:g}, {high:g}), got {value!r}")
+                raise SchedulerError(f"adaptive: {name} must be a number in [{low:g}, {high:g}), got {value!r}")
             object.__setattr__(self, name, float(value))
         for name in ("replans", "limit"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise PolicyError(f"adaptive: {name} must be an integer >= 0, got {value!r}")
+                raise SchedulerError(f"adaptive: {name} must be an integer >= 0, got {value!r}")
         ccr = self.ccr
         if isinstance(ccr, bool) or not isinstance(ccr, (int, float)) or not 0 < ccr < float("inf"):
-            raise PolicyError(f"adaptive: ccr must be a finite number > 0, got {ccr!r}")
+            raise SchedulerError(f"adaptive: ccr must be a finite number > 0, got {ccr!r}")
         choices = self.choices
         if not isinstance(choices, (list, tuple)) or not choices or not all(c in CHOICES for c in choices):
-            raise PolicyError(f"adaptive: choices must be a non-empty list of {', '.join(CHOICES)}, got {choices!r}")
+            raise SchedulerError(f"adaptive: choices must be a non-empty list of {', '.join(CHOICES)}, got {choices!r}")
         object.__setattr__(self, "ccr", float(ccr))
         object.__setattr__(self, "steal", bool(self.steal))
         object.__setattr__(self, "choices", tuple(c for c in CHOICES if c in set(choices)))
@@ -118,15 +118,15 @@ class AdaptiveOptions:
 
 
 class Scheduler:
-    """A static policy. Subclasses set ``name`` (and ``summary``) and implement :meth:`plan`.
+    """A static scheduler. Subclasses set ``name`` (and ``summary``) and implement :meth:`plan`.
 
     Parameters
     ----------
     seed : int, optional
-        For policies that draw random numbers; the same seed gives the same schedule (default 0:
+        For schedulers that draw random numbers; the same seed gives the same schedule (default 0:
         a plan is reproducible unless another seed is asked for).
     **options
-        Policy-specific options, kept in ``self.options``.
+        Scheduler-specific options, kept in ``self.options``.
     """
 
     name = "base"
@@ -142,12 +142,12 @@ class Scheduler:
     #: not looked for
     adaptive: AdaptiveOptions | None = None
     #: the options it reads (beyond ``seed``); another one is refused, with the nearest known
-    #: (None: any, for a policy whose options a runtime fills in)
+    #: (None: any, for a scheduler whose options a runtime fills in)
     option_names: tuple | None = ()
 
     def __init__(self, seed: int | None = None, **options):
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            raise PolicyError(f"{self.name}: seed must be an integer >= 0, got {seed!r}")
+            raise SchedulerError(f"{self.name}: seed must be an integer >= 0, got {seed!r}")
         if self.option_names is not None:
             for key in options:
                 if key not in self.option_names:
@@ -157,7 +157,7 @@ class Scheduler:
                     known = ["seed", *(p for p in inspect.signature(type(self).__init__).parameters
                                        if p not in ("self", "seed", "options")), *self.option_names]
                     near = difflib.get_close_matches(key, known, n=1)
-                    raise PolicyError(f"{self.name}: unknown option {key!r}"
+                    raise SchedulerError(f"{self.name}: unknown option {key!r}"
                                         + (f"; did you mean {near[0]!r}?" if near else "")
                                         + f" (its options: {', '.join(known)})")
         self.seed = 0 if seed is None else seed
@@ -185,12 +185,12 @@ class Scheduler:
         return self.plan(cost_model)
 
     def plan(self, cost_model: CostModel) -> Schedule:  # pragma: no cover - abstract
-        """The policy itself: a schedule for ``model.graph`` on ``model.cluster``."""
+        """The scheduler itself: a schedule for ``cost_model.graph`` on ``cost_model.cluster``."""
         raise NotImplementedError
 
 
 class DynamicScheduler(Scheduler):
-    """A policy that decides as the run unfolds, through events from the simulator (or a runtime).
+    """A scheduler that decides as the run unfolds, through events from the simulator (or a runtime).
 
     Each hook returns a list of ``(task, worker)`` index pairs: an unassigned ready task is
     assigned; a task already assigned but not started is moved (stolen). The ``view`` argument
@@ -198,7 +198,7 @@ class DynamicScheduler(Scheduler):
     ``cost_model`` (the *estimated* costs), ``alive_workers()``, ``queued(w)``, ``occupancy(w)``,
     ``free_cores(w)``, ``missing_bytes(task, w)``, ``transfer_estimate(task, w)``, ...
 
-    A dynamic policy has no plan before it runs: :func:`taskflow.plan` gives the schedule of a
+    A dynamic scheduler has no plan before it runs: :func:`taskflow.plan` gives the schedule of a
     simulated run with exact costs and no contention.
     """
 
@@ -239,19 +239,19 @@ class DynamicScheduler(Scheduler):
         return 0.0
 
     def plan(self, cost_model: CostModel) -> Schedule:
-        """A dynamic policy makes its decisions during a run; see :func:`taskflow.plan`.
+        """A dynamic scheduler makes its decisions during a run; see :func:`taskflow.plan`.
 
         Raises
         ------
         TaskflowError
             Always.
         """
-        raise PolicyError(f"{self.name!r} is a dynamic policy: it decides during a run; "
+        raise SchedulerError(f"{self.name!r} is a dynamic scheduler: it decides during a run; "
                             f"taskflow.plan(graph, cluster, {self.name!r}) gives the schedule of a simulated run")
 
 
 def register(cls):
-    """Class decorator: make a policy reachable by its ``name``.
+    """Class decorator: make a scheduler reachable by its ``name``.
 
     Raises
     ------
@@ -278,12 +278,12 @@ def _load(name: str):
     try:
         cls = ep.load()
     except Exception as exc:  # noqa: BLE001 - a broken plugin is reported, whatever it raised
-        raise PolicyError(f"scheduler {name!r}: entry point {ep.value!r} failed to load: "
+        raise SchedulerError(f"scheduler {name!r}: entry point {ep.value!r} failed to load: "
                             f"{type(exc).__name__}: {exc}") from exc
     if not (isinstance(cls, type) and issubclass(cls, Scheduler)):
-        raise PolicyError(f"scheduler {name!r}: entry point {ep.value!r} is not a Scheduler class")
+        raise SchedulerError(f"scheduler {name!r}: entry point {ep.value!r} is not a Scheduler class")
     if cls.name != name:
-        raise PolicyError(f"scheduler {name!r}: entry point {ep.value!r} names a class called {cls.name!r}")
+        raise SchedulerError(f"scheduler {name!r}: entry point {ep.value!r} names a class called {cls.name!r}")
     return register(cls)
 
 
@@ -336,13 +336,13 @@ def canonical_name(name) -> str | None:
 
 
 def get_scheduler(name, **options) -> Scheduler:
-    """A policy instance by name (an instance passes through unchanged).
+    """A scheduler instance by name (an instance passes through unchanged).
 
     Parameters
     ----------
     name : str or Scheduler
     **options
-        Passed to the class (``seed=...`` and policy options).
+        Passed to the class (``seed=...`` and scheduler options).
 
     Raises
     ------
@@ -356,12 +356,12 @@ def get_scheduler(name, **options) -> Scheduler:
 
 
 def available(kind: str | None = None) -> list:
-    """Known policy names, sorted: registered ones and installed entry points.
+    """Known scheduler names, sorted: registered ones and installed entry points.
 
     Parameters
     ----------
     kind : {"static", "dynamic"}, optional
-        Only policies of this kind (loads their classes; one that fails to load is left out).
+        Only schedulers of this kind (loads their classes; one that fails to load is left out).
     """
     names = set(_REGISTRY) | set(_entry_points())
     if kind is None:
@@ -377,26 +377,26 @@ def available(kind: str | None = None) -> list:
     return out
 
 
-def require_runnable(policy: Scheduler, where: str) -> None:
-    """Raise a one-line :class:`TaskflowError` when ``where`` cannot carry out policy ``policy``: a plan
+def require_runnable(scheduler: Scheduler, where: str) -> None:
+    """Raise a one-line :class:`TaskflowError` when ``where`` cannot carry out scheduler ``scheduler``: a plan
     that runs tasks more than once (:attr:`Scheduler.duplicates`) anywhere but a plan; a dynamic
-    policy other than Dask's own work stealing on Dask.
+    scheduler other than Dask's own work stealing on Dask.
 
     Parameters
     ----------
-    policy : Scheduler
+    scheduler : Scheduler
     where : {"dask", "simulator"}
 
     Raises
     ------
     TaskflowError
-        The policy cannot run there (the message says what to use instead).
+        The scheduler cannot run there (the message says what to use instead).
     """
-    if policy.duplicates:
+    if scheduler.duplicates:
         place = "the Dask runtime" if where == "dask" else "the simulator"
-        raise PolicyError(f"scheduler {policy.name!r} runs some tasks more than once (task duplication), and "
+        raise SchedulerError(f"scheduler {scheduler.name!r} runs some tasks more than once (task duplication), and "
                             f"{place} runs each task once: use its plan with `taskflow schedule` or "
                             f"taskflow.plan")
-    if where == "dask" and policy.kind == "dynamic" and policy.name != "work-stealing":
-        raise PolicyError(f"scheduler {policy.name!r} runs in the simulator only; on Dask use a static "
+    if where == "dask" and scheduler.kind == "dynamic" and scheduler.name != "work-stealing":
+        raise SchedulerError(f"scheduler {scheduler.name!r} runs in the simulator only; on Dask use a static "
                             f"scheduler or 'work-stealing' (Dask's own)")

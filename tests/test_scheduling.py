@@ -1,5 +1,5 @@
-"""The policy interface and registry: names found through the entry-point group, a plugin package
-of a user's own, dynamic policies' schedules, and what importing the core pulls in."""
+"""The scheduler interface and registry: names found through the entry-point group, a plugin package
+of a user's own, dynamic schedulers' schedules, and what importing the core pulls in."""
 
 import subprocess
 import sys
@@ -8,11 +8,11 @@ import textwrap
 import pytest
 
 import taskflow
-from taskflow import Cluster, TaskflowError, UnknownSchedulerError, policy
+from taskflow import Cluster, TaskflowError, UnknownSchedulerError, scheduling
 from workflows.scientific import random_layered
 
 PLUGIN = '''
-from taskflow.policy import Scheduler
+from taskflow.scheduling import Scheduler
 from taskflow.schedule import Schedule
 
 
@@ -53,13 +53,13 @@ def plugin(tmp_path, monkeypatch):
         misnamed = tf_plugin_pkg:OneWorker
         """))
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(policy, "_ENTRY_POINTS", None)  # read the entry points afresh
-    monkeypatch.setattr(policy, "_REGISTRY", dict(policy._REGISTRY))
+    monkeypatch.setattr(scheduling, "_ENTRY_POINTS", None)  # read the entry points afresh
+    monkeypatch.setattr(scheduling, "_REGISTRY", dict(scheduling._REGISTRY))
     yield tmp_path
     sys.modules.pop("tf_plugin_pkg", None)
 
 
-def test_a_plugin_package_adds_a_policy_by_name_everywhere(plugin, tmp_path):
+def test_a_plugin_package_adds_a_scheduler_by_name_everywhere(plugin, tmp_path):
     assert "one-worker" in taskflow.available() and "heft" in taskflow.available()
     assert "tf_plugin_pkg" not in sys.modules  # listed without importing it
     g = random_layered(30, seed=3)
@@ -106,18 +106,18 @@ def test_unknown_names_list_the_known_ones():
 
 
 def test_register_refuses_a_taken_name():
-    class Impostor(policy.Scheduler):
+    class Impostor(scheduling.Scheduler):
         name = "heft"
 
     taskflow.get_scheduler("heft")  # make sure the real one is registered
     with pytest.raises(ValueError, match="scheduler name 'heft' is taken by HEFT"):
-        policy.register(Impostor)
+        scheduling.register(Impostor)
 
 
-def test_a_dynamic_policy_has_no_plan_but_taskflow_plan_simulates_it():
+def test_a_dynamic_scheduler_has_no_plan_but_taskflow_plan_simulates_it():
     g = random_layered(40, seed=5, bandwidth=100.0)
     c = Cluster.heterogeneous([1.0, 2.0, 3.0], bandwidth=100.0)
-    with pytest.raises(TaskflowError, match="'work-stealing' is a dynamic policy.*taskflow.plan"):
+    with pytest.raises(TaskflowError, match="'work-stealing' is a dynamic scheduler.*taskflow.plan"):
         taskflow.get_scheduler("work-stealing").schedule(g, c)
     plan = taskflow.plan(g, c, "work-stealing").validate(g, c)
     ran = taskflow.simulate(g, c, "work-stealing", network="simple")
@@ -126,7 +126,7 @@ def test_a_dynamic_policy_has_no_plan_but_taskflow_plan_simulates_it():
     assert heft.worker_of() == taskflow.get_scheduler("heft").schedule(g, c).worker_of()
 
 
-def test_importing_the_core_pulls_in_neither_dask_nor_the_policies_nor_plotting():
+def test_importing_the_core_pulls_in_neither_dask_nor_the_schedulers_nor_plotting():
     code = ("import sys, taskflow; g = taskflow.TaskGraph(); g.add_task('a'); "
             "print(sorted(m for m in ('distributed', 'dask', 'matplotlib', 'schedulers', 'workflows', "
             "'taskflow.simulator', 'taskflow.runtime', 'taskflow.app') if m in sys.modules))")
@@ -136,7 +136,7 @@ def test_importing_the_core_pulls_in_neither_dask_nor_the_policies_nor_plotting(
             "print(sorted(m for m in ('distributed', 'matplotlib', 'taskflow.runtime', 'schedulers.heft') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['schedulers.heft']"  # the policy, found by name; still no Dask
+    assert out.strip() == "['schedulers.heft']"  # the scheduler, found by name; still no Dask
 
 
 @pytest.mark.parametrize("spelling, name", [("HEFT", "heft"), ("work_stealing", "work-stealing"),
@@ -144,7 +144,7 @@ def test_importing_the_core_pulls_in_neither_dask_nor_the_policies_nor_plotting(
                                             ("Critical_Path", "cpop"), ("B-Level", "blevel"),
                                             ("round_robin", "round-robin")])
 def test_scheduler_names_are_forgiving(spelling, name):
-    from taskflow.policy import get_scheduler
+    from taskflow.scheduling import get_scheduler
 
     assert get_scheduler(spelling).name == name
 
@@ -152,7 +152,7 @@ def test_scheduler_names_are_forgiving(spelling, name):
 def test_dask_names_no_scheduler_and_says_which_is_dasks_own():
     """One word per thing: "dask" is Dask itself (and one of adaptive's choices), no alias."""
     from taskflow.errors import UnknownSchedulerError
-    from taskflow.policy import get_scheduler
+    from taskflow.scheduling import get_scheduler
 
     with pytest.raises(UnknownSchedulerError, match="Dask's own scheduling is 'work-stealing'"):
         get_scheduler("dask")
@@ -160,7 +160,7 @@ def test_dask_names_no_scheduler_and_says_which_is_dasks_own():
 
 def test_an_unknown_scheduler_name_suggests_the_closest():
     from taskflow.errors import UnknownSchedulerError
-    from taskflow.policy import get_scheduler
+    from taskflow.scheduling import get_scheduler
 
     with pytest.raises(UnknownSchedulerError, match="did you mean 'heft'"):
         get_scheduler("hfet")
