@@ -366,3 +366,25 @@ def test_a_run_s_state_and_the_adaptive_phase_change_only_through_their_one_meth
             if not allowed:
                 stray.append(f"{path.name}:{line} {fn} sets .{attr}")
     assert stray == []
+
+
+#: where "policy" still means something else than our schedulers: HEFT's insertion policy, a paper's
+#: title, Dask's active memory manager's policies, and the earlier spellings still read
+OTHER_POLICIES = ("insertion policy", "rescheduling policy", "amm.policies", "add_policy", "ReduceReplicas",
+                  "(policy)", "for policy in list(amm", "--policy", '"TASKFLOW_" + "POLICY"',
+                  "use(client, scheduler, policy=", '"policy" in options', 'options.pop("policy")',
+                  'policy="cpop"', "scheduling policy", '["amm"].policies')
+
+
+def test_our_scheduling_algorithms_have_one_word():
+    """Our scheduling algorithms are *schedulers* in code, CLI, Python API and docs (the reason is in
+    docs/architecture.md); "policy" is left only where it means something else (:data:`OTHER_POLICIES`)."""
+    found = []
+    paths = [p for pkg in (*PACKAGES, "tests", "benchmarks", "docs") for p in (ROOT / pkg).rglob("*")
+             if p.suffix in (".py", ".md") and "__pycache__" not in p.parts]
+    for path in [*paths, ROOT / "README.md", ROOT / "setup.cfg", ROOT / "Makefile"]:
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r"polic(y|ies)", line, re.I) and not any(ok in line for ok in OTHER_POLICIES) \
+                    and path.name != "test_architecture.py":
+                found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()[:80]}")
+    assert found == []

@@ -553,9 +553,9 @@ def test_a_planned_output_moves_to_its_consumers_worker_as_soon_as_it_exists(cli
     finally:
         client.run_on_scheduler(switch, True)
     assert rep.results["join"] == PREFETCH_BYTES + 2.2
-    policies = client.run_on_scheduler(lambda dask_scheduler=None: sorted(
+    amm = client.run_on_scheduler(lambda dask_scheduler=None: sorted(
         type(p).__name__ for p in dask_scheduler.extensions["amm"].policies))
-    assert "ReduceReplicas" not in policies and "KeepPlannedReplicas" in policies
+    assert "ReduceReplicas" not in amm and "KeepPlannedReplicas" in amm
     where = {r.task: r.worker for r in rep.trace.runs}
     assert where["block"] != where["late"] == where["join"]
     late_done = next(r.finish for r in rep.trace.runs if r.task == "late")
