@@ -32,7 +32,7 @@ import heapq
 import numpy as np
 from taskflow.jit import List, kernel
 
-__all__ = ["INF", "earliest_start", "first_free", "occupy", "occupy_on", "start_avoiding", "empty_plan", "ready_heap",
+__all__ = ["INF", "duration_row", "earliest_start", "first_free", "occupy", "occupy_on", "start_avoiding", "empty_plan", "plan_arrays", "ready_heap",
            "data_ready", "place", "max_degree"]
 
 INF = np.inf
@@ -146,17 +146,51 @@ def occupy_on(w, times, usage, K, s, f, c):
 
 
 @kernel(cache=True)
-def empty_plan(durations):
-    """``(n, W, worker, start, finish, times, usage, K)``: no task placed (worker -1), and an empty
-    resource profile per worker."""
-    n, W = durations.shape
+def plan_arrays(n, W):
+    """``(worker, start, finish, times, usage, K)`` for ``n`` tasks on ``W`` workers: no task placed
+    (worker -1), and an empty resource profile per worker."""
     worker = np.full(n, -1, np.int64)
     times = List()
     usage = List()
     for _ in range(W):
         times.append(np.zeros(16))
         usage.append(np.zeros(16, np.int64))
-    return n, W, worker, np.zeros(n), np.zeros(n), times, usage, np.ones(W, np.int64)
+    return worker, np.zeros(n), np.zeros(n), times, usage, np.ones(W, np.int64)
+
+
+@kernel(cache=True)
+def empty_plan(durations):
+    """``(n, W, worker, start, finish, times, usage, K)``: no task placed (worker -1), and an empty
+    resource profile per worker."""
+    n, W = durations.shape
+    worker, start, finish, times, usage, K = plan_arrays(n, W)
+    return n, W, worker, start, finish, times, usage, K
+
+
+@kernel(cache=True)
+def duration_row(i, dense, cost, speed, overhead, ex_ptr, ex_w, ex_s, tcores, wcores, out):
+    """Fill ``out[w]``: task ``i``'s duration on each worker, from the dense matrix where it has rows,
+    else computed as :class:`taskflow.costs.Durations` does (``cost / speed``, a task's exact
+    per-worker seconds where it has them, plus the overhead; ``inf`` where it needs more cores than
+    the worker has): entry for entry the dense matrix's value, without its tasks x workers memory."""
+    W = out.shape[0]
+    if dense.shape[0] > 0:
+        for w in range(W):
+            out[w] = dense[i, w]
+        return
+    c = cost[i]
+    for w in range(W):
+        out[w] = c / speed[w]
+    for k in range(ex_ptr[i], ex_ptr[i + 1]):
+        out[ex_w[k]] = ex_s[k]
+    if overhead != 0.0:
+        for w in range(W):
+            out[w] += overhead
+    need = tcores[i]
+    if need > 1:
+        for w in range(W):
+            if need > wcores[w]:
+                out[w] = INF
 
 
 @kernel(cache=True)

@@ -16,13 +16,13 @@ from taskflow.jit import kernel
 from taskflow.scheduling import DynamicScheduler, Scheduler, available, get_scheduler, register, scheduler_class
 from taskflow.schedule import Schedule
 
-from ._profile import INF, data_ready, earliest_start, empty_plan, first_free, place, ready_heap
+from ._profile import INF, data_ready, duration_row, earliest_start, first_free, place, plan_arrays, ready_heap
 
-__all__ = ["Scheduler", "DynamicScheduler", "register", "get_scheduler", "scheduler_class", "available", "list_schedule", "kernel_inputs",
+__all__ = ["Scheduler", "DynamicScheduler", "register", "get_scheduler", "scheduler_class", "available", "list_schedule", "kernel_inputs", "duration_inputs",
            "topological_priority", "to_schedule"]
 
 
-def kernel_inputs(cost_model: CostModel) -> tuple:
+def kernel_inputs(cost_model: CostModel, durations: bool = True) -> tuple:
     """The arguments every compiled list-scheduling loop starts with: durations, task cores,
     worker cores, predecessor CSR with each edge's size, successor CSR, latency and inverse
     bandwidth matrices (contiguous, as the kernels want them).
@@ -30,37 +30,76 @@ def kernel_inputs(cost_model: CostModel) -> tuple:
     Parameters
     ----------
     cost_model : CostModel
+    durations : bool
+        False: None in the durations' place (a loop that reads them by :func:`duration_inputs`).
     """
     a = cost_model.arrays
-    return (np.ascontiguousarray(cost_model.durations), a.cores, cost_model.cluster.cores, a.pred_ptr, a.pred_idx,
+    return (np.ascontiguousarray(cost_model.durations) if durations else None, a.cores, cost_model.cluster.cores, a.pred_ptr, a.pred_idx,
             np.ascontiguousarray(a.size[a.pred_eid]), a.succ_ptr, a.succ_idx, cost_model.latency_matrix,
             cost_model.inv_bandwidth)
 
 
+def duration_inputs(cost_model: CostModel) -> tuple:
+    """How a list-scheduling kernel reads durations (:func:`._profile.duration_row`): the dense
+    matrix where the cost model holds one, else an empty one and what each entry is computed from
+    (task costs, worker speeds, the overhead, each task's exact per-worker seconds as CSR), so a
+    graph of a million tasks on a thousand workers is planned without its 8 GB matrix.
+
+    Parameters
+    ----------
+    cost_model : CostModel
+    """
+    d = cost_model.durations
+    cluster = cost_model.cluster
+    if cost_model.dense:
+        empty = np.zeros(0)
+        return (np.ascontiguousarray(d), np.zeros(d.shape[0]), np.ones(d.shape[1]), 0.0, np.zeros(d.shape[0] + 1, np.int64),
+                np.zeros(0, np.int64), empty)
+    n = d.shape[0]
+    counts = np.zeros(n + 1, np.int64)
+    for i, row in d.exact.items():
+        counts[i + 1] = len(row)
+    ptr = np.cumsum(counts)
+    ex_w = np.zeros(int(ptr[-1]), np.int64)
+    ex_s = np.zeros(int(ptr[-1]))
+    for i, row in d.exact.items():
+        k = int(ptr[i])
+        for j, secs in row.items():
+            ex_w[k], ex_s[k] = j, secs
+            k += 1
+    return (np.zeros((0, 0)), np.asarray(d.cost, np.float64), np.asarray(cluster.speed, np.float64), d.overhead, ptr,
+            ex_w, ex_s)
+
+
 @kernel(cache=True)
-def _list_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_ptr, succ_idx, lat, inv, priority,
-               fixed, bias, use_bias, insertion):
+def _list_loop(dense, cost, speed, overhead, ex_ptr, ex_w, ex_s, tcores, wcores, pred_ptr, pred_idx, pred_size,
+               succ_ptr, succ_idx, lat, inv, priority, fixed, bias, use_bias, insertion):
     """Schedule every task; the ready task of highest ``priority`` (ties: lower index) goes next,
-    to ``fixed[i]`` when >= 0, else to the worker minimising finish (+ ``bias[i, w]``)."""
-    n, W, worker, start, finish, times, usage, K = empty_plan(durations)
+    to ``fixed[i]`` when >= 0, else to the worker minimising finish (+ ``bias[i, w]``). Durations
+    come a task's row at a time (:func:`._profile.duration_row`)."""
+    n = priority.shape[0]
+    W = wcores.shape[0]
+    worker, start, finish, times, usage, K = plan_arrays(n, W)
+    row = np.empty(W)
     remaining = np.empty(n, np.int64)
     heap = ready_heap(pred_ptr, priority, remaining)
     drt = np.empty(W)
     free = np.zeros(W)  # per worker: when a core of it is first free (no task starts before)
     while len(heap) > 0:
         i = heapq.heappop(heap)[1]  # the ready task of highest priority
+        duration_row(i, dense, cost, speed, overhead, ex_ptr, ex_w, ex_s, tcores, wcores, row)
         data_ready(i, W, pred_ptr, pred_idx, pred_size, worker, finish, lat, inv, drt)
         c = tcores[i]
         best_w = -1
         best_s = 0.0
         f = fixed[i]
-        if f >= 0 and durations[i, f] < INF:
+        if f >= 0 and row[f] < INF:
             best_w = f
-            best_s = earliest_start(times[f], usage[f], K[f], drt[f], durations[i, f], c, wcores[f], insertion)
+            best_s = earliest_start(times[f], usage[f], K[f], drt[f], row[f], c, wcores[f], insertion)
         else:
             best_key = INF
             for w in range(W):
-                d = durations[i, w]
+                d = row[w]
                 if d == INF:
                     continue
                 if not use_bias and best_w >= 0 and (drt[w] if d <= 0.0 else max(drt[w], free[w])) + d >= best_key:
@@ -73,7 +112,7 @@ def _list_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_pt
                     best_key = key
                     best_w = w
                     best_s = s
-        place(i, best_w, best_s, durations[i, best_w], c, worker, start, finish, times, usage, K, succ_ptr, succ_idx,
+        place(i, best_w, best_s, row[best_w], c, worker, start, finish, times, usage, K, succ_ptr, succ_idx,
               remaining, priority, heap)
         free[best_w] = first_free(times[best_w], usage[best_w], K[best_w], wcores[best_w])
     return worker, start, finish
@@ -101,8 +140,9 @@ def list_schedule(cost_model: CostModel, priority, fixed=None, bias=None, insert
     fixed = np.full(n, -1, dtype=np.int64) if fixed is None else np.asarray(fixed, dtype=np.int64)
     use_bias = bias is not None
     bias = np.zeros((1, 1)) if bias is None else np.ascontiguousarray(bias, dtype=np.float64)
-    return _list_loop(*kernel_inputs(cost_model), np.asarray(priority, dtype=np.float64), fixed, bias, use_bias,
-                                 bool(insertion))
+    _, tcores, wcores, *graph_and_network = kernel_inputs(cost_model, durations=False)
+    return _list_loop(*duration_inputs(cost_model), tcores, wcores, *graph_and_network,
+                      np.asarray(priority, dtype=np.float64), fixed, bias, use_bias, bool(insertion))
 
 
 def topological_priority(cost_model: CostModel):

@@ -25,6 +25,7 @@ class BLevel(Scheduler):
 
     name = "blevel"
     summary = "highest b-level ready task to its earliest-finish worker, append (Estee's best)"
+    plans_lazily = True  # a row of durations at a time: a million tasks need no 8 GB matrix
 
     def plan(self, cost_model):
         return to_schedule(cost_model, list_schedule(cost_model, b_level(cost_model), insertion=False), self.name)

@@ -23,6 +23,7 @@ class HEFT(Scheduler):
 
     name = "heft"
     summary = "upward rank order, earliest finish with insertion (Topcuoglu et al. 2002)"
+    plans_lazily = True  # a row of durations at a time: a million tasks need no 8 GB matrix
 
     def plan(self, cost_model):
         return to_schedule(cost_model, list_schedule(cost_model, upward_rank(cost_model), insertion=True), self.name)

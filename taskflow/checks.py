@@ -156,6 +156,36 @@ def split_amount(text: str):
     return (float(m.group(1)), m.group(2)) if m else None
 
 
+#: units of a size in bytes (any case): decimal and binary
+SIZE_UNITS = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "kib": 2 ** 10, "mib": 2 ** 20,
+              "gib": 2 ** 30, "tib": 2 ** 40}
+
+
+def parse_bytes(text) -> int:
+    """Bytes of a size written ``512MiB``, ``2GB``, ``1.5 GiB`` or a plain number of bytes.
+
+    Parameters
+    ----------
+    text : str or int
+
+    Raises
+    ------
+    UsageError
+        Not a positive size.
+    """
+    if isinstance(text, int) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        m = split_amount(str(text))
+        if not m or m[1].lower() not in SIZE_UNITS:
+            shown = repr(text) if len(str(text)) <= 40 else repr(str(text)[:37] + "...")
+            raise UsageError(f"size {shown}: expected bytes or a size such as 512MiB or 2GB")
+        value = m[0] * SIZE_UNITS[m[1].lower()]
+    if not 1 <= value < 2 ** 62:
+        raise UsageError(f"size {text!r} must be at least one byte")
+    return int(value)
+
+
 def parse_rate(text) -> float:
     """Bytes per second of a rate written as tc writes it: ``200mbit``, ``1gbit``, ``500kbit``
     (bits per second) or ``25mbps`` (bytes per second, tc's meaning); a plain number is bytes/s.

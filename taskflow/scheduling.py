@@ -141,6 +141,10 @@ class Scheduler:
     #: scheduling (:class:`AdaptiveOptions`), or None where it only plans: a capability declared,
     #: not looked for
     adaptive: AdaptiveOptions | None = None
+    #: whether :meth:`plan` reads durations only a task's row at a time (``list_schedule`` and the
+    #: ranks): a cost model too large for one tasks x workers array (``DENSE_LIMIT``) is planned as
+    #: it is, not made dense first
+    plans_lazily = False
     #: the options it reads (beyond ``seed``); another one is refused, with the nearest known
     #: (None: any, for a scheduler whose options a runtime fills in)
     option_names: tuple | None = ()
@@ -181,8 +185,8 @@ class Scheduler:
         Schedule
             Not yet validated: callers check it with :meth:`Schedule.validate`.
         """
-        cost_model = (cost_model or CostModel(graph, cluster)).densified()
-        return self.plan(cost_model)
+        cost_model = cost_model or CostModel(graph, cluster)
+        return self.plan(cost_model if self.plans_lazily else cost_model.densified())
 
     def plan(self, cost_model: CostModel) -> Schedule:  # pragma: no cover - abstract
         """The scheduler itself: a schedule for ``cost_model.graph`` on ``cost_model.cluster``."""

@@ -318,18 +318,39 @@ def test_lazy_durations_simulate_alike(dense_limit):
 def test_a_static_scheduler_plans_from_the_whole_matrix_when_it_fits(dense_limit, monkeypatch):
     g = graph_with_exact_costs(7)
     c = Cluster([Worker(f"w{i}", 1.0 + i % 3, 2) for i in range(4)], bandwidth=50.0)
-    want = schedulers.get_scheduler("heft").schedule(g, c)
+    want = schedulers.get_scheduler("cpop").schedule(g, c)
     dense_limit(10)
     assert not CostModel(g, c).dense
-    got = schedulers.get_scheduler("heft").schedule(g, c).validate(g, c)
+    got = schedulers.get_scheduler("cpop").schedule(g, c).validate(g, c)
     assert list(got.workers) == list(want.workers) and got.makespan == want.makespan
     monkeypatch.setattr(costs, "available_memory", lambda: 1000.0)
     with pytest.raises(GraphError, match=r"60 tasks x 4 workers: a static scheduler plans from the whole duration "
                                          r"matrix, .* GiB, more than half the memory available"):
-        simulate(g, c, "heft")
+        simulate(g, c, "cpop")
+    assert simulate(g, c, "heft").makespan > 0  # HEFT reads a row at a time: no whole matrix
     with pytest.raises(GraphError, match=r"60 tasks x 4 workers: the whole duration matrix would take"):
         np.asarray(CostModel(g, c).durations)
     assert simulate(g, c, "work-stealing").makespan > 0  # a dynamic scheduler needs no whole matrix
+
+
+@pytest.mark.parametrize("name", ["heft", "mct", "blevel", "adaptive"])
+def test_a_scheduler_reading_a_row_at_a_time_plans_alike_without_the_whole_matrix(name, dense_limit, monkeypatch):
+    """HEFT, MCT, b-level (and adaptive's plan) read the durations a task's row at a time: above the
+    dense limit they plan without a tasks x workers array, exactly as from one (exact per-worker
+    costs, a task overhead, tasks of two cores on workers of one or two included), and whatever
+    the memory available."""
+    g = graph_with_exact_costs(11)
+    c = Cluster([Worker(f"w{i}", 1.0 + i % 3, 1 + i % 2) for i in range(5)], bandwidth=50.0, task_overhead=0.25)
+    assert schedulers.get_scheduler(name).plans_lazily
+    want = schedulers.get_scheduler(name).schedule(g, c)
+    dense_limit(10)
+    monkeypatch.setattr(costs, "available_memory", lambda: 1000.0)  # no room for the whole matrix
+    model = CostModel(g, c)
+    assert not model.dense and model.durations.exact
+    got = schedulers.get_scheduler(name).schedule(g, c, cost_model=model).validate(g, c)
+    assert list(got.workers) == list(want.workers)
+    np.testing.assert_array_equal(got.start, want.start)
+    np.testing.assert_array_equal(got.finish, want.finish)
 
 
 def test_lazy_durations_name_an_overflowing_task(dense_limit):

@@ -40,7 +40,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..checks import parse_rate, split_amount
+from ..checks import SIZE_UNITS, parse_rate, split_amount
 from ..errors import FormatError, TaskflowError, UsageError
 
 __all__ = ["NodeType", "Catalog", "load_catalog", "catalog_from_dict", "CATALOGS", "CATALOG_FORMAT", "MAX_COUNT"]
@@ -54,8 +54,6 @@ _TOP = {"format", "name", "currency", "reference", "latency", "backplane", "over
         "mix", "types", "about"}
 _TYPE = {"name", "price", "cores", "gpus", "speed", "memory", "gpu_memory", "bandwidth", "intra_bandwidth", "counts",
          "max_count", "source"}
-_SIZE_UNITS = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "kib": 2 ** 10, "mib": 2 ** 20,
-               "gib": 2 ** 30, "tib": 2 ** 40}
 #: the largest node count a type may offer
 MAX_COUNT = 4096
 #: the most configurations a search considers (more asks to narrow it)
@@ -349,9 +347,9 @@ def _int(v, where: str, name: str, low: int = 1, high: int = MAX_COUNT) -> int:
 def _size(v, where: str, name: str) -> float:
     if isinstance(v, str):
         m = split_amount(v)
-        if not m or m[1].lower() not in _SIZE_UNITS:
+        if not m or m[1].lower() not in SIZE_UNITS:
             _fail(where, f"{name} must be bytes or a size such as 16GiB or 512MB, got {_short(v)}")
-        v = m[0] * _SIZE_UNITS[m[1].lower()]
+        v = m[0] * SIZE_UNITS[m[1].lower()]
     return _num(v, where, name, high=1e18)
 
 

@@ -24,7 +24,7 @@ from ..errors import FormatError, TaskflowError
 from ..graph import TaskGraph
 from ..schedule import Schedule
 from . import dax, estee, native, stg, wfformat
-from ._util import MAX_FILE_BYTES, atomic_write, dump_json, parse_json, save_figure
+from ._util import atomic_write, dump_json, max_file_bytes, parse_json, save_figure, set_max_bytes, too_large
 
 
 def to_networkx(graph):
@@ -81,7 +81,7 @@ def _split(path) -> tuple:
 
 
 def _read_bytes(path: str) -> bytes:
-    """A regular file's bytes, at most :data:`MAX_FILE_BYTES`."""
+    """A regular file's bytes, at most :func:`._util.max_file_bytes`."""
     import stat
 
     try:
@@ -89,11 +89,12 @@ def _read_bytes(path: str) -> bytes:
             st = os.fstat(f.fileno())
             if not stat.S_ISREG(st.st_mode):
                 raise FormatError(f"{path}: not a regular file (a device, pipe or socket)")
-            if st.st_size > MAX_FILE_BYTES:
-                raise FormatError(f"{path}: {st.st_size:,} bytes, more than the limit of {MAX_FILE_BYTES:,}")
-            data = f.read(MAX_FILE_BYTES + 1)
-            if len(data) > MAX_FILE_BYTES:
-                raise FormatError(f"{path}: more than the limit of {MAX_FILE_BYTES:,} bytes")
+            limit = max_file_bytes()
+            if st.st_size > limit:
+                raise too_large(path, st.st_size)
+            data = f.read(limit + 1)
+            if len(data) > limit:
+                raise too_large(path, len(data))
             return data
     except FileNotFoundError:
         raise FormatError(f"{path}: no such file") from None
@@ -105,7 +106,7 @@ def _read_bytes(path: str) -> bytes:
 
 def read_json(path):
     """A JSON file's document, read within the input limits (a regular file of at most
-    ``MAX_FILE_BYTES``, UTF-8, nested at most ``MAX_JSON_DEPTH`` deep).
+    ``max_file_bytes()``, UTF-8, nested at most ``MAX_JSON_DEPTH`` deep).
 
     Parameters
     ----------

@@ -15,13 +15,72 @@ from ..graph import TaskGraph
 
 _MISSING = object()
 
-#: Inputs past these limits are refused with a FormatError (docs/formats.md lists them).
-MAX_FILE_BYTES = 128 * 1024 ** 2
+#: Inputs past these limits are refused with a FormatError (docs/formats.md lists them). The
+#: largest file read is a safeguard a user raises (:func:`set_max_bytes`, ``--max-bytes``, the
+#: environment variable :data:`MAX_BYTES_ENV`); the default holds a graph of a few million tasks in
+#: our own format (a million tasks with their edges is about 150 MB).
+DEFAULT_MAX_BYTES = 512 * 1024 ** 2
+MAX_BYTES_ENV = "TASKFLOW_MAX_BYTES"
 MAX_JSON_DEPTH = 64
-#: JSON values (objects, arrays and list items) a document may hold: bounds the memory parsing takes.
-MAX_JSON_ITEMS = 4_000_000
-#: XML elements (counted as ``<``) a DAX file may hold, for the same reason.
-MAX_XML_ELEMENTS = 2_000_000
+#: JSON values (objects, arrays and list items) a document may hold per byte of the limit: bounds
+#: the memory parsing takes (a value is at least two bytes of text; these allow one per 32)
+JSON_ITEMS_PER_BYTE = 1 / 32
+#: XML elements (counted as ``<``) a DAX file may hold per byte of the limit, for the same reason
+XML_ELEMENTS_PER_BYTE = 1 / 64
+
+_max_bytes: int | None = None
+
+
+def set_max_bytes(limit) -> None:
+    """Raise (or lower) the largest input file read, for this process: bytes or a size such as
+    ``2GiB`` (None: back to :data:`MAX_BYTES_ENV`, else :data:`DEFAULT_MAX_BYTES`). The JSON
+    values and XML elements a file may hold scale with it.
+
+    Parameters
+    ----------
+    limit : int, str or None
+
+    Raises
+    ------
+    UsageError
+        Not a size.
+    """
+    from ..checks import parse_bytes
+
+    global _max_bytes
+    _max_bytes = None if limit is None else parse_bytes(limit)
+
+
+def max_file_bytes() -> int:
+    """The largest input file read, in bytes (:func:`set_max_bytes`)."""
+    if _max_bytes is not None:
+        return _max_bytes
+    env = os.environ.get(MAX_BYTES_ENV)
+    if env:
+        from ..checks import parse_bytes
+        from ..errors import UsageError
+
+        try:
+            return parse_bytes(env)
+        except UsageError as e:
+            raise UsageError(f"{MAX_BYTES_ENV}: {e}") from None
+    return DEFAULT_MAX_BYTES
+
+
+def max_json_items() -> int:
+    """JSON values a document may hold (:data:`JSON_ITEMS_PER_BYTE` of the byte limit)."""
+    return max(1, int(max_file_bytes() * JSON_ITEMS_PER_BYTE))
+
+
+def max_xml_elements() -> int:
+    """XML elements a DAX file may hold (:data:`XML_ELEMENTS_PER_BYTE` of the byte limit)."""
+    return max(1, int(max_file_bytes() * XML_ELEMENTS_PER_BYTE))
+
+
+def too_large(source: str, size: int) -> FormatError:
+    """The error for a file past the byte limit, saying how to raise it."""
+    return FormatError(f"{source}: {size:,} bytes, more than the limit of {max_file_bytes():,} (raise it with "
+                       f"--max-bytes or {MAX_BYTES_ENV}, e.g. {MAX_BYTES_ENV}=2GiB)")
 
 
 def field(obj, key, where: str, default=_MISSING, kind=None):
@@ -56,16 +115,18 @@ def items(obj, key, where: str) -> list:
 
 def parse_json(text: str, source: str):
     """Parsed JSON, or a FormatError: malformed, nested deeper than :data:`MAX_JSON_DEPTH`, more
-    than :data:`MAX_JSON_ITEMS` values, a number Python cannot hold (an integer of thousands of
+    than :func:`max_json_items` values, a number Python cannot hold (an integer of thousands of
     digits), or a key given twice in one object."""
     depth = _json_depth(text)
     if depth > MAX_JSON_DEPTH:
         raise FormatError(f"{source}: JSON nested more than {MAX_JSON_DEPTH} levels deep")
     items = text.count(",") + text.count("[") + text.count("{")
-    if items > MAX_JSON_ITEMS:
+    limit = max_json_items()
+    if items > limit:
         items = _JSON_STRING.sub('""', text).count(",") + text.count("[") + text.count("{")  # not in strings
-        if items > MAX_JSON_ITEMS:
-            raise FormatError(f"{source}: JSON with more than {MAX_JSON_ITEMS:,} values")
+        if items > limit:
+            raise FormatError(f"{source}: JSON with more than {limit:,} values (raise the limit with --max-bytes "
+                              f"or {MAX_BYTES_ENV})")
     try:
         return json.loads(text, parse_float=_finite_float, object_pairs_hook=_unique_keys)
     except _OutOfRange as e:

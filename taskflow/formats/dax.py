@@ -35,12 +35,13 @@ def parse_xml(data: bytes, source: str):
     ------
     FormatError
         Unsafe or malformed XML (the line and column are named), or more than
-        ``MAX_XML_ELEMENTS`` elements.
+        ``max_xml_elements()`` elements.
     """
-    from ._util import MAX_XML_ELEMENTS
+    from ._util import MAX_BYTES_ENV, max_xml_elements
 
-    if data.count(b"<") > MAX_XML_ELEMENTS:
-        raise FormatError(f"{source}: XML with more than {MAX_XML_ELEMENTS:,} elements")
+    if data.count(b"<") > max_xml_elements():
+        raise FormatError(f"{source}: XML with more than {max_xml_elements():,} elements (raise the limit with "
+                          f"--max-bytes or {MAX_BYTES_ENV})")
     try:
         return SafeET.fromstring(data)
     except DefusedXmlException as e:

@@ -45,10 +45,10 @@ def read_set(data: bytes, source: str, depth: int = 0) -> list:
     ------
     FormatError
         Not a zip, empty, encrypted, an unknown compression, corrupt, a member larger than
-        ``MAX_FILE_BYTES`` (checked as it is read, whatever the zip declares), zips nested deeper
+        ``max_file_bytes()`` (checked as it is read, whatever the zip declares), zips nested deeper
         than :data:`MAX_ZIP_DEPTH`, or a malformed table.
     """
-    from ._util import MAX_FILE_BYTES
+    from ._util import max_file_bytes, too_large
 
     if depth > MAX_ZIP_DEPTH:
         raise FormatError(f"{source}: zips nested more than {MAX_ZIP_DEPTH} deep")
@@ -58,13 +58,13 @@ def read_set(data: bytes, source: str, depth: int = 0) -> list:
             if not members:
                 raise FormatError(f"{source}: empty zip")
             first = members[0]
-            if first.file_size > MAX_FILE_BYTES:
-                raise FormatError(f"{source}!{first.filename}: {first.file_size:,} bytes uncompressed, more than the "
-                                  f"limit of {MAX_FILE_BYTES:,}")
+            limit = max_file_bytes()
+            if first.file_size > limit:
+                raise too_large(f"{source}!{first.filename} (uncompressed)", first.file_size)
             with z.open(first) as f:
-                raw = f.read(MAX_FILE_BYTES + 1)
-            if len(raw) > MAX_FILE_BYTES:
-                raise FormatError(f"{source}!{first.filename}: more than {MAX_FILE_BYTES:,} bytes uncompressed")
+                raw = f.read(limit + 1)
+            if len(raw) > limit:
+                raise too_large(f"{source}!{first.filename} (uncompressed)", len(raw))
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as e:
         raise FormatError(f"{source}: bad zip file ({e})") from None
     except RuntimeError as e:  # an encrypted member

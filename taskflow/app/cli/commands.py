@@ -92,6 +92,29 @@ def _write_chrome_trace(path: str, traces: list) -> None:
 
 
 # ---------------------------------------------------------------------- graphs
+#: tasks from which ``schedule``, ``simulate`` and ``info`` say each stage's time on stderr
+STAGE_TASKS = 100_000
+
+
+class _Stages:
+    """One line on stderr per stage of a command on a graph of :data:`STAGE_TASKS` tasks or more:
+    what was done and how long it took (a command on a million tasks is never silent for long)."""
+
+    def __init__(self, quiet: bool):
+        self.on, self.t = not quiet, time.perf_counter()
+
+    def big(self, graph) -> None:
+        """The graph is read: from now on, say each stage only if it is large."""
+        self.on = self.on and len(graph) >= STAGE_TASKS
+        self.done(f"read {len(graph):,} tasks")
+
+    def done(self, what: str) -> None:
+        now = time.perf_counter()
+        if self.on:
+            print(f"  {what} in {now - self.t:.1f} s", file=sys.stderr, flush=True)
+        self.t = now
+
+
 class _SearchProgress:
     """heft-search's ``progress``: a bar on stderr (the share of ``--budget`` spent) once a search
     has taken 2 s; none with -q or where stderr is no terminal."""
@@ -148,7 +171,9 @@ def schedule(args) -> int:
 
     check_outputs([("--output", args.output), ("--plot", args.plot), ("--chrome-trace", args.chrome_trace)],
                   [args.graph, args.cluster])
+    stages = _Stages(args.quiet)
     graph = read_graph(args.graph, args.format)
+    stages.big(graph)
     cluster = cluster_from_args(args)
     names = scheduler_names(args.scheduler, static_all=True)
     options = {}
@@ -174,8 +199,10 @@ def schedule(args) -> int:
         plan = make_plan(graph, cluster, scheduler, cost_model=cost_model)
         elapsed = time.perf_counter() - t0
         bar.close()
+        stages.done(f"planned by {scheduler.name}")
         plan.validate(graph, cluster, cost_model=cost_model)  # trust no scheduler
         m = plan.metrics(graph, cluster, cost_model=cost_model)
+        stages.done("validated and measured")
         rows.append((scheduler.name, m, elapsed))
         plans.append(plan)
         if len(instances) == 1 or not args.quiet:
@@ -185,7 +212,7 @@ def schedule(args) -> int:
                 print(f"  {plan.extra['status']}: no schedule is shorter than {plan.extra['lower_bound']:g} "
                       f"(gap {100 * plan.extra['gap']:.2f}%)")
         if not args.quiet:
-            print(plan.table(cluster))
+            _print_table(plan, cluster)
     if len(rows) > 1:
         if not args.quiet:
             print()
@@ -244,6 +271,19 @@ def validate(args) -> int:
     return 0
 
 
+#: tasks above which ``schedule`` and ``simulate`` print no per-worker table (``-o`` writes the plan)
+TABLE_TASKS = 2000
+
+
+def _print_table(plan, cluster) -> None:
+    """The per-worker table of ``plan``, or one line saying where the plan of a large graph goes."""
+    if len(plan) <= TABLE_TASKS:
+        print(plan.table(cluster))
+    else:
+        print(f"(no per-worker table above {TABLE_TASKS:,} tasks: -o FILE writes the plan, --chrome-trace FILE "
+              f"a timeline)")
+
+
 def _served_by_problems(served_by, runs) -> list:
     """``served_by`` ({consumer run: {producer task: producer run}}) may only choose, for an input,
     among the runs of that very producer, and name runs the schedule has."""
@@ -291,7 +331,9 @@ def simulate(args) -> int:
 
     check_outputs([("--output", args.output), ("--chrome-trace", args.chrome_trace), ("--plot", args.plot)],
                   [args.graph, args.cluster])
+    stages = _Stages(args.quiet)
     graph = read_graph(args.graph, args.format)
+    stages.big(graph)
     cluster = cluster_from_args(args)
     fail = {}
     for spec in args.fail or []:
@@ -320,9 +362,11 @@ def simulate(args) -> int:
         trace = run_simulation(graph, cluster, name, network=args.network, plan=plan, noise=args.noise,
                                stragglers=stragglers, fail=fail, information=args.information, seed=args.seed,
                                scheduler_interval=args.interval, decision_latency=args.decision_latency)
+        stages.done(f"simulated under {trace.scheduler}")
         trace.validate(graph, cluster)
         traces.append(trace)
         m = trace.metrics(graph, cluster)
+        stages.done("validated and measured")
         print(f"{trace.scheduler} on {trace.network}: makespan {trace.makespan:g} s (lower bound "
               f"{m['lower_bound']:g}, SLR {m['slr']:.3f}); {len(trace.runs)} runs, {len(trace.transfers)} transfers "
               f"({sum(t.bytes for t in trace.transfers):g} bytes)")
@@ -330,7 +374,7 @@ def simulate(args) -> int:
             print(f"lost {len(trace.lost)} running task(s); recomputed: "
                   f"{', '.join(sorted(map(str, trace.recomputed))) or 'none'}")
         if not args.quiet:
-            print(trace.to_schedule().table(cluster))
+            _print_table(trace.to_schedule(), cluster)
     if args.output:
         _write_plans(args.output, [tr.to_schedule() for tr in traces])
     if args.chrome_trace:

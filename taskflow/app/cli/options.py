@@ -28,7 +28,7 @@ import math
 import os
 import sys
 
-from ...checks import parse_rate, plot_format
+from ...checks import parse_bytes, parse_rate, plot_format
 from ...cluster import DEFAULT_BANDWIDTH, Cluster, Worker
 from ...errors import TaskflowError, UsageError
 from ...formats import READ_FORMATS, load_graph, load_graphs, with_source
@@ -213,7 +213,8 @@ def add_network(sp) -> None:
 
 
 def add_quiet(sp) -> None:
-    """``-q`` / ``--quiet``: only the summary lines; ``-v`` / ``--verbose``: full tracebacks.
+    """The options of every command: ``-q`` / ``--quiet`` (only the summary lines), ``-v`` /
+    ``--verbose`` (full tracebacks) and ``--max-bytes`` (the largest input file read).
 
     Parameters
     ----------
@@ -222,6 +223,16 @@ def add_quiet(sp) -> None:
     sp.add_argument("-q", "--quiet", action="store_true", help=QUIET_HELP)
     sp.add_argument("-v", "--verbose", action="store_true",
                     help="full tracebacks: of a task that raised (its one line names its file and line), of a bug")
+    sp.add_argument("--max-bytes", metavar="SIZE", type=_max_bytes, default=None,
+                    help="the largest input file read, e.g. 2GiB (default 512MiB, or TASKFLOW_MAX_BYTES): a "
+                         "safeguard against a hostile file, raised for a real one of millions of tasks")
+
+
+def _max_bytes(text: str) -> int:
+    try:
+        return parse_bytes(text)
+    except UsageError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def add_seed(sp) -> None:
