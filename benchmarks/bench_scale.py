@@ -21,11 +21,27 @@ import schedulers
 from taskflow import Cluster, TaskGraph
 from taskflow.jit import compiled
 
-SHAPES = ("independent", "layered", "fan-in", "fan-out", "chain")
+SHAPES = ("independent", "layered", "one-parent", "fan-in", "fan-out", "chain")
+
+
+def one_parent(n: int, layers: int = 100, seed: int = 0) -> TaskGraph:
+    """``n`` tasks in ``layers`` layers (a million: 100 layers of 10,000), each task past the first
+    layer with one parent in the layer before (chosen at random, seeded); costs uniform in [1, 10] s,
+    1 MB on every other edge: the graph a user of a million tasks tried."""
+    rng = np.random.default_rng(seed)
+    width = max(1, n // layers)
+    dst = np.arange(min(width, n), n)
+    src = (dst // width - 1) * width + rng.integers(0, width, len(dst))
+    size = np.where(np.arange(len(dst)) % 2 == 0, 1e6, 0.0)
+    return TaskGraph.from_arrays(f"one-parent-{n}", [f"t{i}" for i in range(n)], rng.uniform(1, 10, n), np.zeros(n),
+                                 src.tolist(), dst.tolist(), size.tolist())
 
 
 def shape_graph(shape: str, n: int, seed: int = 0) -> TaskGraph:
-    """A graph of ``n`` tasks of ``shape``: costs uniform in [1, 10] s, 1 MB on every edge."""
+    """A graph of ``n`` tasks of ``shape``: costs uniform in [1, 10] s, 1 MB on every edge (every
+    other edge for ``one-parent``)."""
+    if shape == "one-parent":
+        return one_parent(n, seed=seed)
     if shape == "layered":
         from workflows.scientific import random_layered
 

@@ -6,8 +6,8 @@ then ``taskflow info``, ``taskflow schedule`` and ``taskflow simulate`` of the n
     python benchmarks/bench_scale_files.py                      # 1,000,000 tasks, 1,000 workers
     python benchmarks/bench_scale_files.py --tasks 100000 --workers 100 --formats native
 
-The graph is the one a user tried: layers of 10,000 tasks, each task one parent in the layer
-before (chosen at random, seeded), costs uniform in [1, 10] s, 1 MB outputs on half the edges.
+The graph is the one a user tried (``bench_scale.one_parent``): 100 layers of 10,000 tasks, each
+task one parent in the layer before, costs uniform in [1, 10] s, 1 MB outputs on half the edges.
 Files go to a temporary folder (``--keep DIR`` keeps them there).
 """
 
@@ -15,33 +15,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 from taskflow import Cluster, TaskGraph
 from taskflow.formats import load_graph, save_graph, set_max_bytes
 
-#: tasks per layer
-WIDTH = 10_000
-
-
-def layers_graph(n: int, seed: int = 0) -> TaskGraph:
-    """``n`` tasks in layers of :data:`WIDTH`, each (past the first layer) with one parent in the layer
-    before; 1 MB on every other edge."""
-    rng = np.random.default_rng(seed)
-    ids = [f"t{i}" for i in range(n)]
-    dst = np.arange(min(WIDTH, n), n)
-    layer_start = (dst // WIDTH - 1) * WIDTH
-    src = layer_start + rng.integers(0, WIDTH, len(dst))
-    size = np.where(np.arange(len(dst)) % 2 == 0, 1e6, 0.0)
-    return TaskGraph.from_arrays(f"layers-{n}", ids, rng.uniform(1, 10, n), np.zeros(n), src.tolist(),
-                                 dst.tolist(), size.tolist())
+sys.path.insert(0, os.path.dirname(__file__))
+from bench_scale import one_parent  # noqa: E402
 
 
 def write_dax(graph: TaskGraph, path: Path) -> None:
@@ -73,16 +57,21 @@ def write_dax(graph: TaskGraph, path: Path) -> None:
 
 
 def timed_command(args: list, env: dict) -> tuple:
-    """``(seconds, peak MiB of the child, the last stderr line, status)`` of ``taskflow ARGS``, a fresh process."""
+    """``(seconds, the child's peak MiB, its stages (or last stderr line), status)`` of ``taskflow ARGS``, a
+    fresh process."""
     t0 = time.perf_counter()
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    proc = subprocess.run([sys.executable, "-c", "import sys; from taskflow.app.cli import main; "
-                           "sys.argv = ['taskflow'] + sys.argv[1:]; sys.exit(main())", *args],
+    proc = subprocess.run([sys.executable, "-c", "import atexit, resource, sys\n"
+                           "atexit.register(lambda: print('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "
+                           "file=sys.stderr))\n"
+                           "from taskflow.app.cli import main\n"
+                           "sys.argv = ['taskflow'] + sys.argv[1:]\nsys.exit(main())", *args],
                           capture_output=True, text=True, env=env)
     secs = time.perf_counter() - t0
-    peak = max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
-    last = (proc.stderr.strip().splitlines() or [""])[-1]
-    return secs, peak, last, proc.returncode
+    lines = proc.stderr.strip().splitlines()
+    peak = next((int(x.split()[1]) / 1024 for x in lines if x.startswith("PEAK ")), float("nan"))
+    stages = "; ".join(x.strip() for x in lines if x.startswith("  ") and " in " in x)
+    last = next((x for x in reversed(lines) if not x.startswith("PEAK ")), "")
+    return secs, peak, stages or last, proc.returncode
 
 
 def main() -> None:
@@ -91,13 +80,14 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=1000)
     ap.add_argument("--formats", default="native,wfformat,dax")
     ap.add_argument("--commands", default="info,schedule,simulate")
+    ap.add_argument("--schedulers", default="heft-append,heft", help="for schedule and simulate")
     ap.add_argument("--keep", metavar="DIR", help="write the files here and keep them")
     args = ap.parse_args()
     folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="taskflow-scale-"))
     folder.mkdir(parents=True, exist_ok=True)
     set_max_bytes("4GiB")  # the DAX of a million tasks is larger than the default
     t0 = time.perf_counter()
-    g = layers_graph(args.tasks)
+    g = one_parent(args.tasks)
     print(f"built {len(g):,} tasks, {g.arrays.src.size:,} edges in {time.perf_counter() - t0:.1f} s", flush=True)
     paths = {}
     for fmt in args.formats.split(","):
@@ -124,13 +114,18 @@ def main() -> None:
 
     save_cluster(Cluster.homogeneous(args.workers, bandwidth=1e8), cluster)
     env = dict(os.environ)
-    runs = {"info": ["info", str(native)],
-            "schedule": ["schedule", str(native), "--cluster", str(cluster), "--scheduler", "heft",
-                         "-o", str(folder / "plan.json")],
-            "simulate": ["simulate", str(native), "--cluster", str(cluster), "--scheduler", "heft"]}
-    for name in args.commands.split(","):
-        secs, peak, last, rc = timed_command(runs[name], env)
-        print(f"taskflow {name:9s} {secs:6.1f} s  peak {peak:7.0f} MiB  status {rc}  {last[:100]}", flush=True)
+    runs = [("info", ["info", str(native)])]
+    for sched in args.schedulers.split(","):
+        runs.append((f"schedule --scheduler {sched}", ["schedule", str(native), "--cluster", str(cluster), "--scheduler",
+                                                        sched, "-o", str(folder / "plan.json")]))
+        runs.append((f"simulate --scheduler {sched}", ["simulate", str(native), "--cluster", str(cluster),
+                                                        "--scheduler", sched]))
+    wanted = args.commands.split(",")
+    for label, argv in runs:
+        if label.split()[0] not in wanted:
+            continue
+        secs, peak, last, rc = timed_command(argv, env)
+        print(f"taskflow {label:34s} {secs:6.1f} s  peak {peak:7.0f} MiB  status {rc}  {last[:200]}", flush=True)
     if not args.keep:
         for p in folder.iterdir():
             p.unlink()

@@ -81,9 +81,11 @@ def earliest_start(times, usage, K, ready, d, c, cap, insertion):
 
 
 @kernel(cache=True)
-def first_free(times, usage, K, cap):
-    """When a core of the profile is first free: no task of positive length starts before."""
-    for k in range(K):
+def first_free(times, usage, K, cap, since=0.0):
+    """When a core of the profile is first free: no task of positive length starts before. Every
+    segment before ``since`` is known to be full (the first free time only moves later as tasks
+    are placed), so the search starts there."""
+    for k in range(_find(times, K, since), K):
         if usage[k] < cap:
             return times[k]
     return times[K - 1]

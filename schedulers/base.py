@@ -39,6 +39,21 @@ def kernel_inputs(cost_model: CostModel, durations: bool = True) -> tuple:
             cost_model.inv_bandwidth)
 
 
+@kernel(cache=True)
+def _finish_bound(d, c, cap, drt, free, tail, hole, hole_end, insertion):
+    """The earliest a task of ``d`` seconds on ``c`` of ``cap`` cores can finish on a worker whose
+    data are ready at ``drt``, whose first free core is at ``free``, whose last task ends at
+    ``tail`` with no idle stretch longer than ``hole`` before it, the latest ending at
+    ``hole_end``: no start before the data or a free core, nor, for a task of every core appended
+    (no insertion), longer than every idle stretch or ready after the last one, before the last
+    task's end (then exactly there)."""
+    if d <= 0.0:
+        return drt
+    if c >= cap and (not insertion or d > hole or drt >= hole_end):
+        return max(drt, tail) + d
+    return max(drt, free) + d
+
+
 def duration_inputs(cost_model: CostModel) -> tuple:
     """How a list-scheduling kernel reads durations (:func:`._profile.duration_row`): the dense
     matrix where the cost model holds one, else an empty one and what each entry is computed from
@@ -85,6 +100,13 @@ def _list_loop(dense, cost, speed, overhead, ex_ptr, ex_w, ex_s, tcores, wcores,
     heap = ready_heap(pred_ptr, priority, remaining)
     drt = np.empty(W)
     free = np.zeros(W)  # per worker: when a core of it is first free (no task starts before)
+    # per worker: when its last task ends; the longest idle stretch before that, and when the latest
+    # one ends (upper bounds: a stretch is made only by a task placed after an idle wait, and
+    # placements only shorten stretches). A task of all the worker's cores longer than every stretch,
+    # or whose data are ready after the last stretch, starts after the last task.
+    tail = np.zeros(W)
+    hole = np.zeros(W)
+    hole_end = np.zeros(W)
     while len(heap) > 0:
         i = heapq.heappop(heap)[1]  # the ready task of highest priority
         duration_row(i, dense, cost, speed, overhead, ex_ptr, ex_w, ex_s, tcores, wcores, row)
@@ -98,23 +120,51 @@ def _list_loop(dense, cost, speed, overhead, ex_ptr, ex_w, ex_s, tcores, wcores,
             best_s = earliest_start(times[f], usage[f], K[f], drt[f], row[f], c, wcores[f], insertion)
         else:
             best_key = INF
-            for w in range(W):
+            low = INF
+            if not use_bias:
+                # first the worker whose finish is bounded lowest (its data ready, a core of it free):
+                # its finish bounds the search, so few others need their profile searched
+                first = -1
+                for w in range(W):
+                    d = row[w]
+                    if d < INF:
+                        bound = _finish_bound(d, c, wcores[w], drt[w], free[w], tail[w], hole[w], hole_end[w], insertion)
+                        if bound < low:
+                            low = bound
+                            first = w
+                if first >= 0:
+                    best_w = first
+                    best_s = earliest_start(times[first], usage[first], K[first], drt[first], row[first], c,
+                                            wcores[first], insertion)
+                    best_key = best_s + row[first]
+            # the first finishes at its bound: every other worker's bound is as late, and of those as
+            # late, none of a lower index (the first is the lowest): nothing more to search
+            done = not use_bias and best_w >= 0 and best_key <= low
+            for w in range(0 if not done else W, W):
                 d = row[w]
-                if d == INF:
+                if d == INF or w == best_w:
                     continue
-                if not use_bias and best_w >= 0 and (drt[w] if d <= 0.0 else max(drt[w], free[w])) + d >= best_key:
-                    continue  # it starts then at the earliest: it cannot finish sooner than the best
+                if not use_bias and best_w >= 0:
+                    bound = _finish_bound(d, c, wcores[w], drt[w], free[w], tail[w], hole[w], hole_end[w], insertion)
+                    if bound > best_key or (bound == best_key and w > best_w):
+                        continue  # it starts then at the earliest: it cannot finish sooner than the best
                 s = earliest_start(times[w], usage[w], K[w], drt[w], d, c, wcores[w], insertion)
                 key = s + d
                 if use_bias:
                     key += bias[i, w]
-                if best_w < 0 or key < best_key:
+                # the earliest finish; of equal ones, the lowest worker index
+                if best_w < 0 or key < best_key or (key == best_key and w < best_w):
                     best_key = key
                     best_w = w
                     best_s = s
         place(i, best_w, best_s, row[best_w], c, worker, start, finish, times, usage, K, succ_ptr, succ_idx,
               remaining, priority, heap)
-        free[best_w] = first_free(times[best_w], usage[best_w], K[best_w], wcores[best_w])
+        free[best_w] = first_free(times[best_w], usage[best_w], K[best_w], wcores[best_w], free[best_w])
+        if row[best_w] > 0.0:
+            if best_s > tail[best_w]:
+                hole[best_w] = max(hole[best_w], best_s - tail[best_w])
+                hole_end[best_w] = best_s
+            tail[best_w] = max(tail[best_w], best_s + row[best_w])
     return worker, start, finish
 
 

@@ -73,6 +73,27 @@ def cores(value, where: str) -> int:
     return int(value)
 
 
+def cores_column(values, ids) -> list:
+    """A column of core counts, each checked as :func:`cores` does (plain ints in range are
+    taken at once).
+
+    Parameters
+    ----------
+    values : sequence
+    ids : sequence
+        Per value: the task id, for errors.
+
+    Raises
+    ------
+    GraphError
+        Names the first bad entry.
+    """
+    values = list(values)
+    if values and set(map(type, values)) <= {int} and 1 <= min(values) and max(values) <= MAX_CORES:
+        return values
+    return [cores(c, f"task {t!r}") for t, c in zip(ids, values)]
+
+
 def exact_costs(costs, where: str) -> dict | None:
     """Checked exact per-worker costs, or None when there are none.
 
@@ -113,7 +134,10 @@ def checked_column(values, field: str, labels, kind: str) -> list:
         Names the first bad entry.
     """
     try:
-        ok = not any(isinstance(v, (bool, np.bool_, str, bytes)) for v in values)  # not numbers, though numpy converts them
+        # not numbers, though numpy converts them: booleans, text (plain floats and ints, the common
+        # case, are told apart by their exact types at C speed)
+        ok = set(map(type, values)) <= {float, int} or \
+            not any(isinstance(v, (bool, np.bool_, str, bytes)) for v in values)
         arr = np.asarray(values, dtype=np.float64)
         ok = ok and arr.ndim == 1 and bool(np.all(np.isfinite(arr) & (arr >= 0)))
     except (TypeError, ValueError, OverflowError):
@@ -228,7 +252,7 @@ def task_index(ids: list, typed: bool = True) -> dict:
     GraphError
         A duplicate id, or (``typed``) one of another type (named).
     """
-    if typed:
+    if typed and not set(map(type, ids)) <= {str, int}:  # (exact types at C speed first)
         for t in ids:
             if isinstance(t, bool) or not isinstance(t, (str, int)):
                 raise GraphError(f"task id must be a str or int, got {t!r}"[:200])

@@ -134,21 +134,32 @@ class Durations:
                               [np.zeros(0)])
 
     def min(self, axis=None):
-        """Per task (``axis=1``), the smallest duration."""
-        return self._axis1(axis, lambda b: b.min(axis=1))
+        """Per task (``axis=1``) or per worker (``axis=0``), the smallest duration."""
+        return self._along(axis, lambda b, k: b.min(axis=k), np.minimum)
 
     def max(self, axis=None):
-        """Per task (``axis=1``), the largest duration."""
-        return self._axis1(axis, lambda b: b.max(axis=1))
+        """Per task (``axis=1``) or per worker (``axis=0``), the largest duration."""
+        return self._along(axis, lambda b, k: b.max(axis=k), np.maximum)
 
     def sum(self, axis=None):
-        """Per task (``axis=1``), the sum of its durations."""
-        return self._axis1(axis, lambda b: b.sum(axis=1))
+        """Per task (``axis=1``) or per worker (``axis=0``), the sum of the durations (per worker:
+        the sum of the tasks' costs over its speed where no task has exact costs or more cores
+        than a worker, equal to the entries' sum but for rounding)."""
+        if axis == 0 and not self.exact and not self.multi:
+            return float(np.sum(self.cost)) / self.speed + self.overhead * self.shape[0]
+        return self._along(axis, lambda b, k: b.sum(axis=k), np.add)
 
-    def _axis1(self, axis, fn):
-        if axis != 1:
-            raise TypeError("a Durations reduces along axis=1 (per task) only")
-        return self._reduce(fn)
+    def _along(self, axis, fn, combine):
+        if axis == 1:
+            return self._reduce(lambda b: fn(b, 1))
+        if axis != 0:
+            raise TypeError("a Durations reduces along axis=1 (per task) or axis=0 (per worker) only")
+        step = max(1, _CHUNK // max(1, self.shape[1]))
+        out = None
+        for k in range(0, self.shape[0], step):
+            part = fn(self.block(slice(k, k + step)), 0)
+            out = part if out is None else combine(out, part)
+        return np.zeros(self.shape[1]) if out is None else out
 
     def __array__(self, dtype=None, copy=None):
         n, W = self.shape

@@ -265,7 +265,7 @@ class TaskGraph:
                     raise GraphError(f"task {t!r}: meta must be an object, got {type(md).__name__}")
                 metas[position(t, "meta")] = dict(md) if md else None
         g = cls.from_arrays(name, ids, cost, [0.0] * len(ids) if output_size is None else output_size, s_idx, d_idx,
-                            size, meta=metas, cores=cores)
+                            size, meta=metas, cores=cores, index=index)
         for t, c in (costs or {}).items():
             exact = checks.exact_costs(c, f"task {t!r}")
             if exact:
@@ -273,7 +273,8 @@ class TaskGraph:
         return g
 
     @classmethod
-    def from_arrays(cls, name, ids, cost, output_size, src, dst, size, meta=None, cores=None) -> "TaskGraph":
+    def from_arrays(cls, name, ids, cost, output_size, src, dst, size, meta=None, cores=None,
+                    index=None) -> "TaskGraph":
         """Build a graph from columns whose edges name tasks by *index* (what the generators use).
 
         Checked like ``add_task``/``add_edge`` (numbers, duplicates, self-loops), but in bulk, so
@@ -293,6 +294,8 @@ class TaskGraph:
             A dict (or None) per task, in task order.
         cores : sequence, optional
             Per task (default 1).
+        index : dict, optional
+            ``{id: position}`` of ``ids``, where the caller has built and checked it already.
 
         Raises
         ------
@@ -302,7 +305,7 @@ class TaskGraph:
         """
         ids = list(ids)
         n = len(ids)
-        index = checks.task_index(ids, typed=False)
+        index = checks.task_index(ids, typed=False) if index is None else index
         if len(src) != len(size):
             raise GraphError("edge columns src, dst and size differ in length")
         sa, da = checks.edge_index(ids, src, dst)
@@ -310,7 +313,7 @@ class TaskGraph:
         g._ids, g._index = ids, index
         g._cost = checks.checked_column(cost, "cost", ids, "task")
         g._output_size = checks.checked_column(output_size, "output_size", ids, "task")
-        g._cores = [1] * n if cores is None else [checks.cores(c, f"task {t!r}") for t, c in zip(ids, cores)]
+        g._cores = [1] * n if cores is None else checks.cores_column(cores, ids)
         if meta is not None:
             g._meta = dict(enumerate(meta)) if all(meta) else {i: md for i, md in enumerate(meta) if md}
         g._src, g._dst = sa.tolist(), da.tolist()

@@ -129,3 +129,39 @@ def test_a_command_on_a_large_graph_prints_no_per_task_table_and_says_each_stage
     assert out.count("\n") > 4 and "read" not in err  # the table; no stages under STAGE_TASKS
     assert main(["schedule", str(path), "--cluster", str(cluster), "-q"]) == 0
     assert capsys.readouterr().err == ""  # -q: no stages
+
+
+def _nesting(value) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(_nesting, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_nesting, value), default=0)
+    return 0
+
+
+@pytest.mark.parametrize("block", [3, 7, 1 << 24])
+def test_the_nesting_count_skips_strings_and_the_number_scan_sees_every_block(block, monkeypatch):
+    """The nesting of a JSON text (brackets inside strings left out) is the parsed document's, with
+    and without escapes; a number too large for a float is found whatever the blocks the scan for
+    one reads the text in (a run of digits across two blocks included)."""
+    from hypothesis import given, settings, strategies as st
+
+    monkeypatch.setattr(_util, "_DEPTH_BLOCK", block)
+    text_chars = st.text(alphabet='ab[]{}" :,\\\\', max_size=6)
+    docs = st.recursive(st.none() | st.integers() | text_chars,
+                        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text_chars, inner, max_size=3),
+                        max_leaves=12)
+
+    @settings(max_examples=150, deadline=None)
+    @given(docs)
+    def check(doc):
+        text = json.dumps([[doc]] * 70)  # past the count of brackets below which nothing is counted
+        assert _util._json_depth(text) == _nesting([[doc]] * 70)
+
+    check()
+    for text in ('{"a": [1.5, ' + "7" * 320 + '.0]}', '[1, 2e+400]', '[3E309]'):
+        assert _util._may_overflow(text.encode()), text
+        with pytest.raises(FormatError, match="out of range"):
+            _util.parse_json(text, "s")
+    assert _util.parse_json('[' + "7" * 250 + '.0, 1e308]', "s")[1] == 1e308  # flagged, and in range
+    assert not _util._may_overflow(b'[1.5, 2e-400, 1e99, 123456]')

@@ -296,6 +296,11 @@ def test_lazy_durations_equal_the_dense_matrix(dense_limit):
     np.testing.assert_array_equal(L[5:17], D[5:17])
     for name in ("min", "max", "sum"):
         np.testing.assert_array_equal(getattr(L, name)(axis=1), getattr(D, name)(axis=1))
+        np.testing.assert_allclose(getattr(L, name)(axis=0), getattr(D, name)(axis=0), rtol=1e-12)
+    plain = random_layered(300, seed=2)  # no exact costs, one core: the per-worker sum from the column sums
+    faster = Cluster.heterogeneous([1.0, 2.5, 0.5], bandwidth=1e6)
+    np.testing.assert_allclose(CostModel(plain, faster).durations.sum(axis=0),
+                               np.asarray(CostModel(plain, faster).densified().durations).sum(axis=0), rtol=1e-12)
     np.testing.assert_array_equal(lazy.mean_duration(), dense.mean_duration())
     np.testing.assert_array_equal(lazy.work(), dense.work())
     np.testing.assert_array_equal(lazy.feasible(), dense.feasible())
@@ -452,3 +457,26 @@ def test_a_run_collects_garbage_less_often_and_gives_the_thresholds_back():
     finally:
         gc.set_threshold(*before)
     assert set(during[:k]) == {(100_000, 50, 50)} and set(during[k:]) == {(0, 11, 12)}
+
+
+def test_heft_append_never_fills_a_gap_and_adaptive_appends_above_its_limit(monkeypatch):
+    """``heft-append`` takes HEFT's order and puts each task after its worker's last: on every worker
+    the tasks start in the order they were placed (decreasing upward rank), each at or after the
+    end of the one before; ``adaptive`` plans so above ``APPEND_TASKS`` tasks, HEFT below."""
+    import schedulers.adaptive as adaptive
+    from schedulers.ranks import upward_rank
+
+    g = random_layered(600, seed=4, ccr=2.0)
+    c = Cluster.heterogeneous([1.0, 2.0, 3.0, 0.5], bandwidth=1e6)
+    plan = schedulers.get_scheduler("heft-append").schedule(g, c).validate(g, c)
+    rank = upward_rank(CostModel(g, c))
+    index = {t: i for i, t in enumerate(g.ids)}
+    for w in c.ids:
+        mine = sorted((-rank[index[t]], index[t], s, f) for t, ww, s, f in zip(plan.tasks, plan.workers, plan.start,
+                                                                             plan.finish) if ww == w)
+        assert all(b[2] >= a[3] - 1e-9 for a, b in zip(mine, mine[1:]))
+    heft = schedulers.get_scheduler("heft").schedule(g, c)
+    assert heft.makespan <= plan.makespan  # the gap search never hurts here, and helps
+    assert schedulers.get_scheduler("adaptive").schedule(g, c).makespan == heft.makespan
+    monkeypatch.setattr(adaptive, "APPEND_TASKS", 100)
+    assert list(schedulers.get_scheduler("adaptive").schedule(g, c).workers) == list(plan.workers)

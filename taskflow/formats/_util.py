@@ -117,7 +117,8 @@ def parse_json(text: str, source: str):
     """Parsed JSON, or a FormatError: malformed, nested deeper than :data:`MAX_JSON_DEPTH`, more
     than :func:`max_json_items` values, a number Python cannot hold (an integer of thousands of
     digits), or a key given twice in one object."""
-    depth = _json_depth(text)
+    data = text.encode("utf-8", "replace")  # the byte scans below share it
+    depth = _json_depth(text, data)
     if depth > MAX_JSON_DEPTH:
         raise FormatError(f"{source}: JSON nested more than {MAX_JSON_DEPTH} levels deep")
     items = text.count(",") + text.count("[") + text.count("{")
@@ -127,8 +128,12 @@ def parse_json(text: str, source: str):
         if items > limit:
             raise FormatError(f"{source}: JSON with more than {limit:,} values (raise the limit with --max-bytes "
                               f"or {MAX_BYTES_ENV})")
+    # a number written finite that a float cannot hold has an exponent of three digits or three
+    # hundred digits: only a text with one is parsed number by number (a check per float costs a
+    # third of the parsing)
+    exact = _finite_float if _may_overflow(data) else float
     try:
-        return json.loads(text, parse_float=_finite_float, object_pairs_hook=_unique_keys)
+        return json.loads(text, parse_float=exact, object_pairs_hook=_unique_keys)
     except _OutOfRange as e:
         raise FormatError(f"{source}: the number {e} is out of range (a float holds at most 1.8e308)") from None
     except _Duplicate as e:
@@ -169,12 +174,47 @@ def _finite_float(text: str) -> float:
 
 
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+#: bytes of a JSON text scanned for large numbers at once (bounds the memory the scan takes)
+_DEPTH_BLOCK = 1 << 24
+#: digits in a row from which a number may overflow a float (with an exponent of at most 99)
+_LONG_DIGITS = 200
 
 
-def _json_depth(text: str) -> int:
-    """The deepest nesting of ``[``/``{`` outside strings (vectorised, no recursion)."""
+def _may_overflow(data: bytes) -> bool:
+    """Whether a number in the JSON ``text`` may be too large for a float: ``e`` or ``E`` (a ``+``
+    between allowed) then three digits, or :data:`_LONG_DIGITS` digits in a row (strings included:
+    a false alarm only costs a slower parse). Counted over the text's bytes in blocks, vectorised."""
+    for at in range(0, len(data), _DEPTH_BLOCK):
+        raw = np.frombuffer(data, dtype=np.uint8, count=min(_DEPTH_BLOCK + 2 * _LONG_DIGITS, len(data) - at),
+                            offset=at)
+        if len(raw) < 4:
+            continue
+        digit = (raw >= ord("0")) & (raw <= ord("9"))
+        three = digit[:-2] & digit[1:-1] & digit[2:]  # three digits from here
+        e = (raw == ord("e")) | (raw == ord("E"))
+        if (e[:-3] & three[1:]).any() or (e[:-4] & (raw[1:-3] == ord("+")) & three[2:]).any():
+            return True
+        breaks = np.flatnonzero(~digit)
+        edges = np.concatenate(([-1], breaks, [len(raw)]))
+        if int(np.diff(edges).max()) > _LONG_DIGITS:
+            return True
+    return False
+
+
+def _json_depth(text: str, data: bytes | None = None) -> int:
+    """The deepest nesting of ``[``/``{`` outside strings (vectorised, no recursion). Without a
+    backslash in the text a string is what lies between a quote and the next, so a bracket is in
+    one where an odd number of quotes precede it; otherwise strings are blanked by a pattern first."""
     if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
         return 0
+    if "\\" not in text:
+        # a bracket is inside a string where an odd number of quotes stand before it
+        raw = np.frombuffer(text.encode("utf-8", "replace") if data is None else data, dtype=np.uint8)
+        quotes = np.flatnonzero(raw == ord('"'))
+        opens = (raw == ord("[")) | (raw == ord("{"))
+        brackets = np.flatnonzero(opens | (raw == ord("]")) | (raw == ord("}")))
+        brackets = brackets[(np.searchsorted(quotes, brackets) & 1) == 0]
+        return int(np.cumsum(np.where(opens[brackets], 1, -1), dtype=np.int64).max(initial=0))
     raw = np.frombuffer(_JSON_STRING.sub('""', text).encode("utf-8", "replace"), dtype=np.uint8)
     step = np.zeros(len(raw), dtype=np.int64)
     step[(raw == ord("[")) | (raw == ord("{"))] = 1
