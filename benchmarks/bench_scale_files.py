@@ -58,11 +58,12 @@ def write_dax(graph: TaskGraph, path: Path) -> None:
 
 def timed_command(args: list, env: dict) -> tuple:
     """``(seconds, the child's peak MiB, its stages (or last stderr line), status)`` of ``taskflow ARGS``, a
-    fresh process."""
+    fresh process (its peak is its own high-water mark, ``VmHWM``: ``ru_maxrss`` survives the exec of
+    a child forked from this large process)."""
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", "import atexit, resource, sys\n"
-                           "atexit.register(lambda: print('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "
-                           "file=sys.stderr))\n"
+    proc = subprocess.run([sys.executable, "-c", "import atexit, sys\n"
+                           "atexit.register(lambda: print('PEAK', next(int(x.split()[1]) for x in open('/proc/self/status') "
+                           "if x.startswith('VmHWM')), file=sys.stderr))\n"
                            "from taskflow.app.cli import main\n"
                            "sys.argv = ['taskflow'] + sys.argv[1:]\nsys.exit(main())", *args],
                           capture_output=True, text=True, env=env)

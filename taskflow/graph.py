@@ -240,8 +240,7 @@ class TaskGraph:
         if len(src) != len(dst) or len(src) != len(size):
             raise GraphError("edge columns src, dst and size differ in length")
         try:
-            s_idx = [index[s] for s in src]
-            d_idx = [index[d] for d in dst]
+            s_idx, d_idx = [index[s] for s in src], [index[d] for d in dst]
         except (KeyError, TypeError):
             for s, d in zip(src, dst):
                 for x in (s, d):
@@ -257,9 +256,8 @@ class TaskGraph:
             except (KeyError, TypeError):
                 raise GraphError(f"{field}: unknown task {t!r}"[:200]) from None
 
-        metas = None
+        metas = [None] * len(ids) if meta else None
         if meta:
-            metas = [None] * len(ids)
             for t, md in meta.items():
                 if md is not None and not isinstance(md, dict):
                     raise GraphError(f"task {t!r}: meta must be an object, got {type(md).__name__}")
@@ -295,7 +293,7 @@ class TaskGraph:
         cores : sequence, optional
             Per task (default 1).
         index : dict, optional
-            ``{id: position}`` of ``ids``, where the caller has built and checked it already.
+            ``{id: position}`` of ``ids``, where the caller has checked it already.
 
         Raises
         ------

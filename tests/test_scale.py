@@ -462,7 +462,7 @@ def test_a_run_collects_garbage_less_often_and_gives_the_thresholds_back():
 def test_heft_append_never_fills_a_gap_and_adaptive_appends_above_its_limit(monkeypatch):
     """``heft-append`` takes HEFT's order and puts each task after its worker's last: on every worker
     the tasks start in the order they were placed (decreasing upward rank), each at or after the
-    end of the one before; ``adaptive`` plans so above ``APPEND_TASKS`` tasks, HEFT below."""
+    end of the one before; ``adaptive`` plans so above ``APPEND_PAIRS`` tasks x workers, HEFT below."""
     import schedulers.adaptive as adaptive
     from schedulers.ranks import upward_rank
 
@@ -478,5 +478,5 @@ def test_heft_append_never_fills_a_gap_and_adaptive_appends_above_its_limit(monk
     heft = schedulers.get_scheduler("heft").schedule(g, c)
     assert heft.makespan <= plan.makespan  # the gap search never hurts here, and helps
     assert schedulers.get_scheduler("adaptive").schedule(g, c).makespan == heft.makespan
-    monkeypatch.setattr(adaptive, "APPEND_TASKS", 100)
+    monkeypatch.setattr(adaptive, "APPEND_PAIRS", 100)
     assert list(schedulers.get_scheduler("adaptive").schedule(g, c).workers) == list(plan.workers)

@@ -24,7 +24,8 @@ from ..errors import FormatError, TaskflowError
 from ..graph import TaskGraph
 from ..schedule import Schedule
 from . import dax, estee, native, stg, wfformat
-from ._util import atomic_write, dump_json, max_file_bytes, parse_json, save_figure, set_max_bytes, too_large
+from ._util import (atomic_write, dump_json, input_limit, max_file_bytes, parse_json, save_figure, set_max_bytes,
+                    too_large)
 
 
 def to_networkx(graph):
@@ -62,7 +63,8 @@ def to_dot(graph) -> str:
 
 __all__ = ["load_graph", "load_graphs", "save_graph", "load_cluster", "save_cluster", "load_schedule",
            "save_schedule", "detect_format", "graph_from_dict", "graph_to_dict", "to_networkx", "from_networkx",
-           "to_dot", "READ_FORMATS", "WRITE_FORMATS", "graph_text", "with_source", "read_json", "format_for"]
+           "to_dot", "READ_FORMATS", "WRITE_FORMATS", "graph_text", "with_source", "read_json", "format_for",
+           "set_max_bytes", "max_file_bytes", "input_limit"]
 
 READ_FORMATS = ("native", "wfformat", "dax", "stg", "estee")
 WRITE_FORMATS = ("native", "wfformat", "dot")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -49,6 +50,24 @@ def set_max_bytes(limit) -> None:
 
     global _max_bytes
     _max_bytes = None if limit is None else parse_bytes(limit)
+
+
+@contextlib.contextmanager
+def input_limit(limit):
+    """:func:`set_max_bytes` while the ``with`` block runs, as it was after (None: unchanged).
+
+    Parameters
+    ----------
+    limit : int, str or None
+    """
+    global _max_bytes
+    before = _max_bytes
+    if limit is not None:
+        set_max_bytes(limit)
+    try:
+        yield
+    finally:
+        _max_bytes = before
 
 
 def max_file_bytes() -> int:

@@ -22,6 +22,7 @@ import threading
 
 from ... import __version__
 from ...errors import TaskflowError
+from ...formats import input_limit
 from .commands import one_line, printable
 from .options import check_outputs
 from .parser import build_parser
@@ -50,22 +51,6 @@ def main(argv=None) -> int:
     return _run(args, program=argv is None)
 
 
-@contextlib.contextmanager
-def _input_limit(limit):
-    """``--max-bytes``: the largest input file read while a command runs (as it was after)."""
-    from ...formats import _util
-
-    if limit is None:
-        yield
-        return
-    before = _util._max_bytes
-    _util.set_max_bytes(limit)
-    try:
-        yield
-    finally:
-        _util._max_bytes = before
-
-
 def _run(args, program: bool) -> int:
     """Run a parsed command: its status, or the one error line and its status. Stopped by a signal,
     the program itself (not a caller of :func:`main`) ends quietly after that line (_quiet_ending)."""
@@ -76,7 +61,7 @@ def _run(args, program: bool) -> int:
     try:
         with warnings.catch_warnings(), np_quiet(), _terminate_as_interrupt(quiet=program), _printable_output():
             warnings.simplefilter("ignore", RuntimeWarning)  # numpy's overflow notes: errors say it
-            with _input_limit(getattr(args, "max_bytes", None)):
+            with input_limit(getattr(args, "max_bytes", None)):  # --max-bytes: this command's own
                 return args.func(args)
     except TaskflowError as e:
         from ...errors import RunFailed
