@@ -33,9 +33,11 @@ def one_point(name: str, n: int, workers: int) -> dict:
     import schedulers
     from bench_scale import one_parent
     from taskflow import Cluster
+    from taskflow.jit import compiled
 
     cluster = Cluster.homogeneous(workers, bandwidth=1e8)
-    schedulers.get_scheduler(name).schedule(one_parent(200), Cluster.homogeneous(4))  # compile or load kernels
+    with compiled():  # compile or load the kernels: small inputs would run them as Python
+        schedulers.get_scheduler(name).schedule(one_parent(200), Cluster.homogeneous(4))
     g = one_parent(n)
     t0 = time.perf_counter()
     plan = schedulers.get_scheduler(name).schedule(g, cluster)
@@ -82,8 +84,7 @@ def main() -> None:
                 fit = slope(done)
                 if done:
                     last_n = max(done)
-                    guess = done[last_n] * (n / last_n) ** (fit if fit is not None else 1.0)
-                    if done[last_n] is None or guess > args.budget:
+                    if done[last_n] is None or done[last_n] * (n / last_n) ** (fit or 1.0) > args.budget:
                         results[name, n, w] = None
                         done[n] = None
                         continue
@@ -101,16 +102,18 @@ def main() -> None:
                 shown = f"{secs:8.2f} s  peak {point['peak_mib']:6.0f} MiB" if secs is not None else "       -"
                 print(f"{name:16s} {n:>9,} tasks {w:>5} workers {shown}", flush=True)
     print()
-    print(f"{'scheduler':16s} {'slope in tasks':>15s} {'slope in workers':>17s}")
+    print(f"{'scheduler':16s} " + " ".join(f"{'slope in tasks, ' + str(w) + ' workers':>28s}" for w in widths)
+          + f" {'slope in workers':>17s}")
     slopes = {}
     for name in names:
-        at_w = {n: results[name, n, widths[-1]]["seconds"] for n in sizes
-                if results.get((name, n, widths[-1])) and results[name, n, widths[-1]]["seconds"] <= args.budget}
+        per_w = [slope({n: results[name, n, w]["seconds"] for n in sizes if results.get((name, n, w))
+                        and results[name, n, w]["seconds"] <= args.budget}) for w in widths]
         most_n = max([n for n in sizes if all(results.get((name, n, w)) for w in widths)], default=None)
         at_n = {w: results[name, most_n, w]["seconds"] for w in widths} if most_n else {}
-        slopes[name] = (slope(at_w), slope(at_n))
-        a, b = slopes[name]
-        print(f"{name:16s} {a if a is not None else float('nan'):15.2f} {b if b is not None else float('nan'):17.2f}")
+        slopes[name] = (per_w[-1], slope(at_n))
+        shown = [f"{x:28.2f}" if x is not None else f"{'-':>28s}" for x in per_w]
+        b = slopes[name][1]
+        print(f"{name:16s} " + " ".join(shown) + (f" {b:17.2f}" if b is not None else f" {'-':>17s}"))
     if args.plot:
         import matplotlib
 

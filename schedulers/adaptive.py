@@ -5,7 +5,8 @@ runs of the same work. The default of
 ``taskflow.use`` and ``taskflow.compute``.
 
 Planned alone (in the simulator, ``taskflow schedule``), it is HEFT (Topcuoglu, Hariri, Wu 2002):
-the same plan (above :data:`APPEND_PAIRS` tasks x workers, ``heft-append``'s: no gap search). Inside Dask's scheduler (the taskflow plugin) the plan charges each transfer to the
+the same plan (above :data:`APPEND_PAIRS` tasks x workers, ``heft-append``'s: no gap search).
+Inside Dask's scheduler (the taskflow plugin) the plan charges each transfer to the
 CPU of both ends (:mod:`schedulers._transfer_cpu`: a Dask worker's event loop serves and fetches
 inputs on the cores its tasks run on), and three rules are added:
 

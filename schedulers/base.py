@@ -18,7 +18,8 @@ from taskflow.schedule import Schedule
 
 from ._profile import INF, data_ready, duration_row, earliest_start, first_free, place, plan_arrays, ready_heap
 
-__all__ = ["Scheduler", "DynamicScheduler", "register", "get_scheduler", "scheduler_class", "available", "list_schedule", "kernel_inputs", "duration_inputs",
+__all__ = ["Scheduler", "DynamicScheduler", "register", "get_scheduler", "scheduler_class", "available", "list_schedule",
+           "kernel_inputs", "duration_inputs",
            "topological_priority", "to_schedule"]
 
 
@@ -34,7 +35,8 @@ def kernel_inputs(cost_model: CostModel, durations: bool = True) -> tuple:
         False: None in the durations' place (a loop that reads them by :func:`duration_inputs`).
     """
     a = cost_model.arrays
-    return (np.ascontiguousarray(cost_model.durations) if durations else None, a.cores, cost_model.cluster.cores, a.pred_ptr, a.pred_idx,
+    return (np.ascontiguousarray(cost_model.durations) if durations else None, a.cores, cost_model.cluster.cores,
+            a.pred_ptr, a.pred_idx,
             np.ascontiguousarray(a.size[a.pred_eid]), a.succ_ptr, a.succ_idx, cost_model.latency_matrix,
             cost_model.inv_bandwidth)
 
@@ -68,7 +70,8 @@ def duration_inputs(cost_model: CostModel) -> tuple:
     cluster = cost_model.cluster
     if cost_model.dense:
         empty = np.zeros(0)
-        return (np.ascontiguousarray(d), np.zeros(d.shape[0]), np.ones(d.shape[1]), 0.0, np.zeros(d.shape[0] + 1, np.int64),
+        return (np.ascontiguousarray(d), np.zeros(d.shape[0]), np.ones(d.shape[1]), 0.0,
+                np.zeros(d.shape[0] + 1, np.int64),
                 np.zeros(0, np.int64), empty)
     n = d.shape[0]
     counts = np.zeros(n + 1, np.int64)
@@ -128,7 +131,8 @@ def _list_loop(dense, cost, speed, overhead, ex_ptr, ex_w, ex_s, tcores, wcores,
                 for w in range(W):
                     d = row[w]
                     if d < INF:
-                        bound = _finish_bound(d, c, wcores[w], drt[w], free[w], tail[w], hole[w], hole_end[w], insertion)
+                        bound = _finish_bound(d, c, wcores[w], drt[w], free[w], tail[w], hole[w], hole_end[w],
+                                              insertion)
                         if bound < low:
                             low = bound
                             first = w

@@ -10,7 +10,8 @@ import numpy as np
 
 from .errors import CycleError, GraphError, UsageError
 
-__all__ = ["number", "cores", "exact_costs", "checked_column", "parse_rate", "task_index", "edge_index", "MAX_CORES",
+__all__ = ["number", "cores", "cores_column", "parse_bytes", "SIZE_UNITS", "exact_costs", "checked_column", "parse_rate",
+           "task_index", "edge_index", "MAX_CORES",
            "split_amount", "plot_format", "PLOT_FORMATS"]
 
 _INF = math.inf
