@@ -114,13 +114,14 @@ def test_the_default_limit_holds_a_million_task_graph_in_our_own_format(tmp_path
 
 def test_a_command_on_a_large_graph_prints_no_per_task_table_and_says_each_stage(tmp_path, monkeypatch, capsys):
     path, cluster = tmp_path / "g.json", tmp_path / "c.json"
+    monkeypatch.setattr(commands, "TABLE_TASKS", 300)  # (the thresholds lowered: the same rule, a smaller graph)
+    monkeypatch.setattr(commands, "STAGE_TASKS", 250)
     save_graph(layers(commands.TABLE_TASKS + 100), path)
     save_cluster(Cluster.homogeneous(4), cluster)
-    monkeypatch.setattr(commands, "STAGE_TASKS", 1000)
     for command in ("schedule", "simulate"):
         assert main([command, str(path), "--cluster", str(cluster)]) == 0
         out, err = capsys.readouterr()
-        assert "no per-worker table above 2,000 tasks" in out and out.count("\n") < 10, out[:500]
+        assert "no per-worker table above 300 tasks" in out and out.count("\n") < 10, out[:500]
         assert f"read {commands.TABLE_TASKS + 100:,} tasks in" in err and "validated and measured in" in err
     small = tmp_path / "small.json"
     save_graph(layers(200), small)
