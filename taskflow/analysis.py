@@ -96,7 +96,8 @@ def critical_path(graph: TaskGraph, cluster: Cluster | None = None, cost_model: 
     return float(length), [a.ids[i] for i in path]
 
 
-def lower_bound(graph: TaskGraph, cluster: Cluster, cost_model: CostModel | None = None) -> float:
+def lower_bound(graph: TaskGraph, cluster: Cluster, cost_model: CostModel | None = None,
+                critical: float | None = None) -> float:
     """``max(critical path on the fastest worker, total work / total speed)``: no schedule is shorter.
 
     Parameters
@@ -104,9 +105,11 @@ def lower_bound(graph: TaskGraph, cluster: Cluster, cost_model: CostModel | None
     graph : TaskGraph
     cluster : Cluster
     cost_model : CostModel, optional
+    critical : float, optional
+        The critical path's length (:func:`critical_path` with this cost model), where known.
     """
     cost_model = cost_model or CostModel(graph, cluster)
-    cp, _ = critical_path(graph, cost_model=cost_model)
+    cp = critical_path(graph, cost_model=cost_model)[0] if critical is None else critical
     work = float(cost_model.work().sum()) / cluster.total_speed
     return max(cp, work)
 

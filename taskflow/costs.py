@@ -133,6 +133,31 @@ class Durations:
         return np.concatenate([fn(self.block(slice(k, k + step))) for k in range(0, self.shape[0], step)] or
                               [np.zeros(0)])
 
+    def distinct(self, extremes: bool = False):
+        """``(d, cols)``: these durations on the workers ``cols`` only, one of each kind (speed and
+        cores), so that a task's smallest or largest duration over ``d``'s workers is the one over
+        all of them; with ``extremes``, for the smallest and largest only, the fastest and slowest
+        worker of each core count (a task's duration falls as speed rises: ``cost / speed`` is
+        rounded monotonically). None where tasks have exact per-worker costs, or every worker is
+        of its own kind."""
+        if self.exact or not self.shape[1]:
+            return None
+        speed, cores = self.speed, self.cores if self.multi else np.zeros(len(self.speed), np.int64)
+        order = np.lexsort((speed, cores))
+        if extremes:  # the first and last of each core count, by speed
+            c = cores[order]
+            first = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+            last = np.r_[first[1:] - 1, len(c) - 1]
+            cols = np.unique(order[np.concatenate([first, last])])
+        else:
+            s, c = speed[order], cores[order]
+            cols = np.sort(order[np.flatnonzero(np.r_[True, (s[1:] != s[:-1]) | (c[1:] != c[:-1])])])
+        if len(cols) == self.shape[1]:
+            return None
+        few = Durations(self.cost, self.speed[cols], self.overhead, {}, self.need, self.cores[cols])
+        few.multi = self.multi  # (off while a cost model checks the durations before the cores' inf)
+        return few, cols
+
     def min(self, axis=None):
         """Per task (``axis=1``) or per worker (``axis=0``), the smallest duration."""
         return self._along(axis, lambda b, k: b.min(axis=k), np.minimum)
@@ -151,6 +176,10 @@ class Durations:
 
     def _along(self, axis, fn, combine):
         if axis == 1:
+            if combine is not np.add:  # a smallest or largest: over one worker of each kind
+                few = self.distinct(extremes=True)
+                if few is not None:
+                    return few[0]._reduce(lambda b: fn(b, 1))
             return self._reduce(lambda b: fn(b, 1))
         if axis != 0:
             raise TypeError("a Durations reduces along axis=1 (per task) or axis=0 (per worker) only")
@@ -364,5 +393,9 @@ class CostModel:
         i.e. seconds at speed 1.0 times cores (its cost x cores without exact costs)."""
         d = self.durations
         if not isinstance(d, np.ndarray):
-            return d._reduce(lambda b: (b * self.cluster.speed[None, :]).min(axis=1)) * self.arrays.cores
+            speed = self.cluster.speed
+            few = d.distinct()  # the same products over one worker of each kind
+            if few is not None:
+                d, speed = few[0], speed[few[1]]
+            return d._reduce(lambda b: (b * speed[None, :]).min(axis=1)) * self.arrays.cores
         return (d * self.cluster.speed[None, :]).min(axis=1) * self.arrays.cores

@@ -240,7 +240,7 @@ class TaskGraph:
         if len(src) != len(dst) or len(src) != len(size):
             raise GraphError("edge columns src, dst and size differ in length")
         try:
-            s_idx, d_idx = [index[s] for s in src], [index[d] for d in dst]
+            s_idx, d_idx = list(map(index.__getitem__, src)), list(map(index.__getitem__, dst))
         except (KeyError, TypeError):
             for s, d in zip(src, dst):
                 for x in (s, d):

@@ -154,30 +154,31 @@ class Schedule:
         """Every way this schedule breaks the rules (empty when it is valid), at most ``limit``.
 
         ``durations`` ({task: seconds}) replaces the cost model's durations for the tasks it
-        names: what a simulated or measured run really took.
+        names: what a simulated or measured run really took; or, an array, the seconds of each row.
         """
         out: list = []
         a = graph.arrays
         n = a.n
         # 1. every task placed exactly once, on a known worker
+        index, cidx = a.index, cluster.index
+        at = np.fromiter((index.get(t, -1) for t in self.tasks), np.int64, len(self.tasks))
         row = np.full(n, -1, dtype=np.int64)
-        for k, t in enumerate(self.tasks):
-            i = a.index.get(t)
-            if i is None:
-                out.append(f"task {t!r} is scheduled but not in the graph")
-            elif row[i] >= 0:
-                out.append(f"task {t!r} is scheduled more than once")
-            else:
-                row[i] = k
+        if len(at) and (at.min() < 0 or np.bincount(at[at >= 0], minlength=n).max() > 1):
+            for k, t in enumerate(self.tasks):  # what is wrong, in the schedule's order
+                i = int(at[k])
+                if i < 0:
+                    out.append(f"task {t!r} is scheduled but not in the graph")
+                elif row[i] >= 0:
+                    out.append(f"task {t!r} is scheduled more than once")
+                else:
+                    row[i] = k
+        else:
+            row[at] = np.arange(len(at))
         for i in np.flatnonzero(row < 0)[:limit].tolist():
             out.append(f"task {a.ids[i]!r} is not scheduled")
-        widx = np.full(len(self.tasks), -1, dtype=np.int64)
-        for k, w in enumerate(self.workers):
-            j = cluster.index.get(w)
-            if j is None:
-                out.append(f"task {self.tasks[k]!r} is on unknown worker {w!r}")
-            else:
-                widx[k] = j
+        widx = np.fromiter((cidx.get(w, -1) for w in self.workers), np.int64, len(self.workers))
+        for k in np.flatnonzero(widx < 0).tolist():
+            out.append(f"task {self.tasks[k]!r} is on unknown worker {self.workers[k]!r}")
         bad = ~(np.isfinite(self.start) & np.isfinite(self.finish)) | (self.start < 0)
         for k in np.flatnonzero(bad)[:limit].tolist():
             out.append(f"task {self.tasks[k]!r}: start {self.start[k]!r} / finish {self.finish[k]!r} "
@@ -190,8 +191,15 @@ class Schedule:
         finish = self.finish[row]
         w = widx[row]
         # 2. durations
-        expect = cost_model.durations[np.arange(n), w]
-        if durations:
+        if isinstance(durations, np.ndarray):  # per row, what each really took (a trace's)
+            bad = np.flatnonzero(~((durations >= 0) & (durations < np.inf)))
+            if len(bad):
+                raise ScheduleError([f"durations[{self.tasks[int(bad[0])]!r}] must be a finite number >= 0, "
+                                     f"got {durations[bad[0]]!r}"])
+            expect = np.asarray(durations, np.float64)[row]
+        else:
+            expect = cost_model.durations[np.arange(n), w]
+        if not isinstance(durations, np.ndarray) and durations:
             expect = expect.copy()
             for t, d in _checked_durations(durations, a).items():
                 expect[a.index[t]] = d
@@ -274,7 +282,7 @@ class Schedule:
         cp, _ = critical_path(graph, cost_model=cost_model)
         seq = sequential_time(graph, cluster, cost_model)
         speedup = seq / mk if mk > 0 else float("nan")
-        lb = lower_bound(graph, cluster, cost_model)
+        lb = lower_bound(graph, cluster, cost_model, critical=cp)
         return {
             "makespan": mk,
             "lower_bound": lb,

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
 from .cluster import Cluster
 from .graph import TaskGraph
 from .schedule import Schedule
@@ -153,8 +155,16 @@ class Trace:
         limit : int
             Stop after this many findings.
         """
-        g = self.validation_graph(graph)
-        return self.to_schedule().problems(g, cluster, durations=self.durations, limit=limit)
+        sched, took = self._as_ran()
+        return sched.problems(self.validation_graph(graph), cluster, durations=took, limit=limit)
+
+    def _as_ran(self) -> tuple:
+        """The runs as a bare :class:`Schedule` (no transfers kept beside them) and the seconds each took."""
+        runs = self.runs
+        start = np.fromiter((r.start for r in runs), np.float64, len(runs))
+        finish = np.fromiter((r.finish for r in runs), np.float64, len(runs))
+        sched = Schedule([r.run for r in runs], [r.worker for r in runs], start, finish, scheduler=self.scheduler)
+        return sched, finish - start
 
     def validate(self, graph: TaskGraph, cluster: Cluster) -> "Trace":
         """Check the trace like a schedule, with the durations it used; returns self.
@@ -169,12 +179,14 @@ class Trace:
         ScheduleError
             Every finding is listed.
         """
-        g = self.validation_graph(graph)
-        self.to_schedule().validate(g, cluster, durations=self.durations)
+        sched, took = self._as_ran()
+        sched.validate(self.validation_graph(graph), cluster, durations=took)
         return self
 
     def metrics(self, graph: TaskGraph, cluster: Cluster) -> dict:
         """The schedule metrics of what ran (each task's last run; the makespan is the trace's)."""
+        if not any(r.run != r.task for r in self.runs):  # each task ran once
+            return self._as_ran()[0].metrics(graph, cluster)
         last = {}
         for r in self.runs:
             last[r.task] = r

@@ -117,7 +117,9 @@ def test_compute_keeps_its_timeout_as_run_does():
     t0 = time.monotonic()
     with pytest.raises(taskflow.RunTimeout, match="within 2 s"):
         taskflow.compute(dask.delayed(time.sleep)(60), timeout=2)
-    assert time.monotonic() - t0 < 2 + 2.5
+    # without the timeout the task's 60 s would be waited out; the margin holds a loaded machine's
+    # cluster start and stop (4.8 s once under a full test run)
+    assert time.monotonic() - t0 < 2 + 20
 
 
 def _mapped(pid: int, name: str) -> bool:

@@ -18,10 +18,10 @@ from workflows.scientific import genome_like, random_layered
 from .strategies import clusters, graphs
 
 
-def _both(g, c, **kw):
+def _both(g, c, scheduler="work-stealing", **kw):
     """The engine's trace and the compiled loop's (its plain-Python twin unless told otherwise)."""
-    engine = Simulator(g, c, "work-stealing", "maxmin", **kw).run(compiled=False)
-    sim = Simulator(g, c, "work-stealing", "maxmin", **kw)
+    engine = Simulator(g, c, scheduler, "maxmin", **kw).run(compiled=False)
+    sim = Simulator(g, c, scheduler, "maxmin", **kw)
     assert fastpath.unsupported(sim) is None
     loop = sim.run(compiled=True)
     assert loop.meta["engine"] == "compiled" and "engine" not in engine.meta
@@ -44,6 +44,37 @@ def test_the_compiled_loop_runs_what_the_engine_runs_on_random_graphs_and_cluste
     g = data.draw(graphs(c, max_tasks=60))
     with interpreted():
         _same(*_both(g, c))
+
+
+#: static schedulers the plan loop is checked under (list schedulers, clustering, a random plan)
+PLANNERS = ["heft", "heft-append", "cpop", "blevel", "mct", "etf", "peft", "minmin", "random", "round-robin"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_the_compiled_loop_carries_out_a_plan_as_the_engine_does_on_random_graphs_and_clusters(data):
+    """A static plan, each worker in plan order, inputs moved eagerly or once all are computed:
+    the same runs, transfers and makespan as the engine, whatever the plan."""
+    c = data.draw(clusters(max_workers=6))
+    g = data.draw(graphs(c, max_tasks=60))
+    scheduler = data.draw(st.sampled_from(PLANNERS))
+    fetch = data.draw(st.sampled_from(["eager", "ready"]))
+    with interpreted():
+        engine, loop = _both(g, c, scheduler, fetch=fetch)
+    _same(engine, loop)
+
+
+def test_the_compiled_loop_carries_out_a_given_plan_file_and_refuses_one_that_misses_a_task():
+    g = random_layered(300, shape=1.0, out_degree=2, ccr=1.0, seed=4, bandwidth=1e8)
+    c = Cluster.heterogeneous([1.0, 2.0, 3.0, 1.0, 2.0, 4.0], bandwidth=1e8, latency=1e-4)
+    plan = Simulator(g, c, "blevel", "maxmin").run(compiled=False).to_schedule()  # a plan no scheduler makes
+    with interpreted():
+        engine, loop = _both(g, c, None, plan=plan)
+    _same(engine, loop)
+    assert loop.num_transfers > 20
+    short = type(plan)(plan.tasks[1:], plan.workers[1:], plan.start[1:], plan.finish[1:])
+    with pytest.raises(TaskflowError, match="plan does not place every task exactly once"):
+        Simulator(g, c, None, "maxmin", plan=short).run(compiled=True)
 
 
 @pytest.mark.parametrize("shape, workers, latency", [("layered", 8, 1e-4), ("layered", 24, 0.0), ("genome", 16, 1e-4),
@@ -123,7 +154,9 @@ def test_the_compiled_loop_is_taken_by_itself_from_its_size_on_and_names_what_it
         monkeypatch.setattr(fastpath, "MIN_TASKS", 121)
         assert "engine" not in Simulator(g, c, "work-stealing", "maxmin").run().meta
     monkeypatch.setattr(fastpath, "MIN_TASKS", 100)
-    cases = {"scheduler 'heft'": dict(scheduler="heft"), "network 'simple'": dict(network="simple"),
+    cases = {"scheduler 'blevel-dynamic'": dict(scheduler="blevel-dynamic"),
+             "plan_order='ready'": dict(scheduler="heft", plan_order="ready"),
+             "network 'simple'": dict(network="simple"),
              "noise, stragglers or failures": dict(noise=0.1),
              "a scheduler interval": dict(scheduler_interval=1.0), "validate=True": dict(validate=True),
              "blind to speeds": dict(scheduler_options={"knows_speeds": False})}
@@ -145,9 +178,10 @@ def test_the_compiled_loop_compiled_runs_what_the_engine_runs():
     g = random_layered(3000, shape=1.0, out_degree=2, ccr=1.0, seed=5, bandwidth=1e8)
     c = Cluster.heterogeneous([1.0 + (i % 4) for i in range(40)], bandwidth=1e8, latency=1e-4)
     with compiled():
-        engine, loop = _both(g, c)
-    _same(engine, loop)
-    assert np.isfinite(loop.makespan)
+        for scheduler in ("work-stealing", "heft"):
+            engine, loop = _both(g, c, scheduler)
+            _same(engine, loop)
+            assert np.isfinite(loop.makespan)
 
 
 def test_kernels_compiled_without_reference_counting_allocate_nothing_and_return_no_array():
@@ -158,7 +192,7 @@ def test_kernels_compiled_without_reference_counting_allocate_nothing_and_return
     import inspect
 
     from taskflow.jit import Kernel
-    from taskflow.simulator import _wsloop, _wsnet
+    from taskflow.simulator import _planloop, _wsloop, _wsnet
 
     allocating = {"empty", "zeros", "full", "ones", "arange", "concatenate", "copy", "List", "empty_like"}
     checked = {}
@@ -180,10 +214,10 @@ def test_kernels_compiled_without_reference_counting_allocate_nothing_and_return
             if isinstance(node, ast.Return) and node.value is not None:
                 assert not isinstance(node.value, (ast.Tuple, ast.List)), f"{k!r} returns a tuple"
 
-    off = [k for mod in (_wsnet, _wsloop) for k in vars(mod).values()
+    off = [k for mod in (_wsnet, _wsloop, _planloop) for k in vars(mod).values()
            if isinstance(k, Kernel) and k.__module__ == mod.__name__ and k.options.get("_nrt", True) is False]
     assert len(off) >= 20  # the loop's helpers
     for k in off:
         bare(k)
     names = {k.__name__ for k in off}
-    assert not names & {"simulate_ws", "_room", "_grown1", "next_time", "pop_due"}  # these allocate
+    assert not names & {"simulate_ws", "simulate_plan", "make_room", "_grown1", "next_time", "pop_due"}  # these allocate

@@ -307,6 +307,32 @@ def test_lazy_durations_equal_the_dense_matrix(dense_limit):
     assert all((lazy.feasible_row(i) == dense.feasible_row(i)).all() for i in range(n))
 
 
+@pytest.mark.parametrize("speeds, cores, overhead", [
+    ([1.0] * 7, [2] * 7, 0.0),  # alike workers: one column decides
+    ([1.0, 3.0, 0.5, 3.0, 1.0, 0.25, 2.0], [2] * 7, 0.1),  # the fastest and slowest decide
+    ([1.0, 3.0, 0.5, 3.0, 1.0, 0.25, 2.0], [1, 2, 2, 1, 4, 2, 1], 0.0),  # and of each core count
+    ([1e-200, 1.0, 1e300, 2.0, 1e-200], [1, 1, 2, 2, 2], 0.0),  # durations near the float's ends
+])
+def test_lazy_smallest_and_largest_durations_over_one_worker_of_each_kind_equal_the_dense_ones(
+        dense_limit, speeds, cores, overhead):
+    """Without exact costs a task's duration depends only on the worker's speed and cores, and falls
+    as the speed rises: a smallest or largest over all workers is one over a few."""
+    rng = np.random.default_rng(len(speeds))
+    g = TaskGraph("kinds")
+    for i in range(40):
+        g.add_task(f"t{i}", cost=float(rng.choice([0.0, 1e-3, 1.0, 7.5, 1e6])), cores=int(rng.choice([1, 1, 2])))
+    c = Cluster([Worker(f"w{i}", s, k) for i, (s, k) in enumerate(zip(speeds, cores))], task_overhead=overhead)
+    dense = CostModel(g, c)
+    dense_limit(10)
+    lazy = CostModel(g, c)
+    few, cols = lazy.durations.distinct(extremes=True)
+    assert len(cols) < len(speeds)
+    for name in ("min", "max"):
+        np.testing.assert_array_equal(getattr(lazy.durations, name)(axis=1), getattr(dense.durations, name)(axis=1))
+    np.testing.assert_array_equal(lazy.min_duration(), dense.min_duration())
+    np.testing.assert_array_equal(lazy.work(), dense.work())
+
+
 def test_lazy_durations_simulate_alike(dense_limit):
     g = graph_with_exact_costs(5)
     c = Cluster([Worker(f"w{i}", 1.0 + i % 3, 2) for i in range(6)], bandwidth=50.0)

@@ -10,6 +10,10 @@ An edge without ``size`` carries its producer's ``output_size``.
 
 from __future__ import annotations
 
+import operator
+
+import numpy as np
+
 from ..cluster import Cluster, Worker
 from ..errors import ClusterError, FormatError
 from ..graph import TaskGraph
@@ -24,6 +28,8 @@ CLUSTER_FORMAT = "taskflow-cluster/1"
 SCHEDULE_FORMAT = "taskflow-schedule/1"
 
 _ID = (str, int)
+_ID_OF, _COST_OF = operator.itemgetter("id"), operator.itemgetter("cost")
+_FROM, _TO, _SIZE = operator.itemgetter("from"), operator.itemgetter("to"), operator.methodcaller("get", "size")
 
 
 def _check_format(doc, expected: str, source: str):
@@ -53,13 +59,24 @@ def graph_from_dict(doc: dict, source: str = "graph") -> TaskGraph:
     tasks = field(doc, "tasks", source, kind=list)
     edges = field(doc, "edges", source, default=[], kind=list)
     n = len(tasks)
-    ids = [None] * n
-    cost = [None] * n
     out = [0] * n
     cores = [1] * n
     costs = {}
     meta = {}
-    for i, t in enumerate(tasks):
+    try:  # the columns at C speed; where something is wrong, the loop after names it
+        if set(map(type, tasks)) - {dict}:
+            raise TypeError
+        ids, cost = list(map(_ID_OF, tasks)), list(map(_COST_OF, tasks))
+        if set(map(type, ids)) - {str, int}:
+            raise TypeError
+        fuller = np.flatnonzero(np.fromiter(map(len, tasks), np.int64, n) > 2).tolist()
+    except (KeyError, TypeError):
+        ids, cost, fuller = [None] * n, [None] * n, range(n)
+    for i in fuller:
+        t = tasks[i]
+        if ids[i] is not None:  # (the columns were read)
+            _task_extras(t, ids[i], i, out, cores, costs, meta)
+            continue
         if not isinstance(t, dict):
             raise FormatError(f"{source}: tasks[{i}]: expected an object")
         try:
@@ -70,17 +87,15 @@ def graph_from_dict(doc: dict, source: str = "graph") -> TaskGraph:
         if not isinstance(tid, _ID) or isinstance(tid, bool):
             raise FormatError(f"{source}: tasks[{i}]: field 'id' must be a string or integer")
         ids[i] = tid
-        if len(t) > 2:
-            out[i] = t.get("output_size", 0)
-            cores[i] = t.get("cores", 1)
-            if "costs" in t:
-                costs[tid] = t["costs"]
-            if "meta" in t:
-                meta[tid] = t["meta"]
+        _task_extras(t, tid, i, out, cores, costs, meta)
     m = len(edges)
-    src = [None] * m
-    dst = [None] * m
-    size = [None] * m
+    try:
+        if set(map(type, edges)) - {dict}:
+            raise TypeError
+        src, dst, size = list(map(_FROM, edges)), list(map(_TO, edges)), list(map(_SIZE, edges))
+        edges = ()
+    except (KeyError, TypeError):
+        src, dst, size = [None] * m, [None] * m, [None] * m
     for k, e in enumerate(edges):
         try:
             src[k] = e["from"]
@@ -90,13 +105,24 @@ def graph_from_dict(doc: dict, source: str = "graph") -> TaskGraph:
         except TypeError:
             raise FormatError(f"{source}: edges[{k}]: expected an object") from None
         size[k] = e.get("size")
-    if any(s is None for s in size):
+    if None in size:
         # edges without a size carry the producer's output_size
         pos = {t: i for i, t in enumerate(ids)}
         size = [out[pos[s]] if z is None and s in pos else (0 if z is None else z)
                 for s, z in zip(src, size)]
     return TaskGraph.from_columns(doc.get("name", "graph"), ids, cost, out, cores, src, dst, size,
                                   costs=costs, meta=meta)
+
+
+def _task_extras(t: dict, tid, i: int, out: list, cores: list, costs: dict, meta: dict) -> None:
+    """A task's fields past its id and cost, into the columns."""
+    if len(t) > 2:
+        out[i] = t.get("output_size", 0)
+        cores[i] = t.get("cores", 1)
+        if "costs" in t:
+            costs[tid] = t["costs"]
+        if "meta" in t:
+            meta[tid] = t["meta"]
 
 
 def graph_to_dict(graph: TaskGraph) -> dict:

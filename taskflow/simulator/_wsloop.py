@@ -19,7 +19,7 @@ __all__ = ["simulate_ws"]
 
 # ---------------------------------------------------------------- tasks and data (engine.Simulator)
 @kernel(cache=True, _nrt=False)
-def _need(C, X, T, F, N, P, lat, i, p, s, w, now):
+def need_input(C, X, T, F, N, P, lat, i, p, s, w, now):
     """Consumer ``i`` on ``w`` needs ``s`` bytes of ``p``'s output (``Simulator._need``); False
     when no copy of it is left."""
     FI, GF = F[0], F[1]
@@ -60,7 +60,7 @@ def _need(C, X, T, F, N, P, lat, i, p, s, w, now):
 
 
 @kernel(cache=True, _nrt=False)
-def _flow_done(C, T, F, f, now):
+def flow_done(C, T, F, f, now):
     """``f`` carried all its bytes (``Simulator._flow_done``)."""
     FI, GF, TRI, TRF, HI, HB = F[0], F[1], F[4], F[5], F[6], F[7]
     p, w = FI[f, F_TASK], FI[f, F_DST]
@@ -98,7 +98,7 @@ def _flow_done(C, T, F, f, now):
 
 
 @kernel(cache=True, _nrt=False)
-def _dequeue(T, K, i, w):
+def dequeue(T, K, i, w):
     q_prev, q_next = T[9], T[10]
     a, b = q_prev[i], q_next[i]
     if a >= 0:
@@ -151,7 +151,7 @@ def _place(C, X, G, T, K, F, N, P, lat, i, w, now, fetch_ready):
         for e in range(pred_ptr[i], pred_ptr[i + 1]):
             p = pred_idx[e]
             if T[0][p] == DONE:
-                if not _need(C, X, T, F, N, P, lat, i, p, pred_size[e], w, now):
+                if not need_input(C, X, T, F, N, P, lat, i, p, pred_size[e], w, now):
                     return False
     if T[1][i] == 0 and T[4][i] == 0:
         _runnable(C, T, K, F, i, w)
@@ -175,7 +175,7 @@ def _try_start(C, G, T, K, F, E, tdur, w, now):
             continue
         d = duration(tdur, i, w)
         T[0][i] = RUNNING
-        _dequeue(T, K, i, w)
+        dequeue(T, K, i, w)
         K[0][w] -= G[5][i]
         K[1][w] += 1
         T[6][i] = now
@@ -317,7 +317,7 @@ def _apply(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, now, fetch_
             continue
         old = T[2][i] if st == QUEUED else -1
         if old >= 0:
-            _dequeue(T, K, i, old)
+            dequeue(T, K, i, old)
             C[NSTEALS] += 1
         if not _place(C, X, G, T, K, F, N, P, lat, i, w, now, fetch_ready):
             return -1
@@ -354,7 +354,7 @@ def _grown2(a, rows, fill):
 
 
 @kernel(cache=True)
-def _room(C, F, N, out, n, flows, placements):
+def make_room(C, F, N, out, n, flows, placements):
     """``F``, ``N`` and ``out`` with room for ``flows`` more flows (and consumers waiting on one)
     and ``placements`` more placements: what one batch of decisions can add."""
     FI, GF, TI, TB, TRI, TRF, HI, HB, RQ = F
@@ -422,7 +422,7 @@ def simulate_ws(G, T, K, F, N, P, E, R, C, X, tdur, pdur, lat, lat_e, inv_e, eve
     stack = np.empty(4 * W + 64, np.int64)  # workers to check for idleness, the next on top
     score, mv, ci = np.empty(maxcand + 1), np.empty(maxcand + 1), np.empty(maxcand + 1, np.int64)
     out = np.empty((1, 2), np.int64)
-    F, N, out = _room(C, F, N, out, n, 0, ready.shape[0])
+    F, N, out = make_room(C, F, N, out, n, 0, ready.shape[0])
     ns = 0
     if L[0] == 0.0:
         L[0] = 1.0
@@ -442,7 +442,7 @@ def simulate_ws(G, T, K, F, N, P, E, R, C, X, tdur, pdur, lat, lat_e, inv_e, eve
             ns -= 1
             w = stack[ns]
             if K[1][w] == 0 and K[2][w] == 0:
-                F, N, out = _room(C, F, N, out, n, maxcand * maxindeg, maxcand)
+                F, N, out = make_room(C, F, N, out, n, maxcand * maxindeg, maxcand)
                 k = _choose_steal(G, T, F, K, pdur, lat_e, inv_e, w, maxcand, bi, bw, score, mv, ci)
                 nt = _apply(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, now, fetch_ready)
                 if nt < 0:
@@ -469,7 +469,7 @@ def simulate_ws(G, T, K, F, N, P, E, R, C, X, tdur, pdur, lat, lat_e, inv_e, eve
             now = E[0][0]
             i = E[2][0]
             C[EVN] = heap_pop(E[0], E[1], E[2], C[EVN])
-            F, N, out = _room(C, F, N, out, n, outneed[i], G[3][i + 1] - G[3][i])
+            F, N, out = make_room(C, F, N, out, n, outneed[i], G[3][i + 1] - G[3][i])
             w = T[2][i]
             T[0][i] = DONE
             K[0][w] += G[5][i]
@@ -515,7 +515,7 @@ def simulate_ws(G, T, K, F, N, P, E, R, C, X, tdur, pdur, lat, lat_e, inv_e, eve
             for x in range(m):
                 f, h = out[x, 0], out[x, 1]
                 if h < 0:
-                    _flow_done(C, T, F, f, now)
+                    flow_done(C, T, F, f, now)
                     continue
                 i, w = F[2][h, T_CONS], F[0][f, F_DST]
                 if F[2][h, T_TOK] != T[3][i] or T[0][i] != QUEUED or T[2][i] != w:

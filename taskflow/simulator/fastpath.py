@@ -26,6 +26,8 @@ import numpy as np
 
 from ..costs import Durations
 from ..trace import Run, Trace, Transfer
+from ..errors import SchedulerError
+from ._planloop import simulate_plan
 from ._wsloop import simulate_ws
 from ._wsnet import (DEEP, MORE, NEXT, NGIVENUP, NO_SOURCE, NPLACED, NREPAIRED, NRUNS, NSOLVES, NSTEALS, NTR, OK, PCAPL,
                      PFREE, STUCK)
@@ -84,9 +86,12 @@ def unsupported(sim) -> str | None:
     sim : Simulator
     """
     scheduler = type(sim.scheduler)
-    if not sim.dynamic or scheduler.__dict__.get("compiled_model") != "work-stealing":
-        return f"scheduler {sim.scheduler.name!r} (only the work-stealing scheduler is compiled)"
-    if not sim.scheduler.options.get("knows_speeds", True) or sim.scheduler.tick is not None:
+    if not sim.dynamic:
+        if sim.heaped:
+            return "a plan run in the order tasks become ready (plan_order='ready')"
+    elif scheduler.__dict__.get("compiled_model") != "work-stealing":
+        return f"scheduler {sim.scheduler.name!r} (of the dynamic schedulers only work stealing is compiled)"
+    elif not sim.scheduler.options.get("knows_speeds", True) or sim.scheduler.tick is not None:
         return "work stealing with estimates blind to speeds"
     if sim.network_name != "maxmin" or sim.tclass is not None:
         return f"network {sim.network_name!r} with transfer classes" if sim.tclass is not None else \
@@ -104,6 +109,26 @@ def unsupported(sim) -> str | None:
         if isinstance(d, Durations) and d.exact:
             return "per-task exact costs on a lazily computed duration matrix"
     return None
+
+
+def _plan_order(sim) -> tuple:
+    """``sim``'s plan (its own, or its scheduler's) as the loop reads it: the task indices in plan
+    order (planned start, then finish, then the graph's order, as ``Simulator._apply_plan`` sorts
+    them) and each task's worker index."""
+    plan = sim.plan
+    if plan is not None:
+        missing = set(sim.a.ids) - set(plan.tasks)
+        if missing or len(plan.tasks) != sim.n:
+            raise SchedulerError(f"plan does not place every task exactly once (e.g. {sorted(missing, key=str)[:1]})")
+    else:
+        plan = sim.scheduler.schedule(sim.est_graph, sim.cluster, cost_model=sim.cost_model)
+    sim.plan_gen += 1
+    index, cidx = sim.a.index, sim.cluster.index
+    tasks = np.fromiter((index[t] for t in plan.tasks), np.int64, len(plan.tasks))
+    rows = np.lexsort((tasks, np.asarray(plan.finish, np.float64), np.asarray(plan.start, np.float64)))
+    where = np.empty(sim.n, np.int64)
+    where[tasks] = np.fromiter((cidx[w] for w in plan.workers), np.int64, len(plan.workers))
+    return tasks[rows], where
 
 
 class _Transfers:
@@ -134,7 +159,9 @@ def run(sim) -> Trace:
     from ..jit import compiled
 
     a, n, W, net = sim.a, sim.n, sim.W, sim.net
-    sim.scheduler.start(sim.view)
+    plan = None if sim.dynamic else _plan_order(sim)  # planned before the loop's arrays are made
+    if sim.dynamic:
+        sim.scheduler.start(sim.view)
     i64 = np.int64
     pred_ptr, succ_ptr = a.pred_ptr.astype(i64), a.succ_ptr.astype(i64)
     G = (pred_ptr, a.pred_idx.astype(i64), a.size[a.pred_eid].astype(np.float64), succ_ptr, a.succ_idx.astype(i64),
@@ -143,8 +170,9 @@ def run(sim) -> Trace:
     T = (np.zeros(n, i64), indeg.copy(), np.full(n, -1, i64), np.zeros(n, i64), np.zeros(n, i64), np.full(n, -1, i64),
          np.zeros(n), np.full(n, -1, i64), np.full(n, -1, i64), np.full(n, -1, i64), np.full(n, -1, i64))
     K = (sim.cluster.cores.astype(i64), np.zeros(W, i64), np.zeros(W, i64), np.full(W, -1, i64), np.full(W, -1, i64),
-         np.full(W, -1, i64), np.full(W, -1, i64), np.zeros(W), np.zeros(W), np.asarray(sim.scheduler.cores, np.float64),
-         np.zeros(W, i64), np.zeros(W, np.bool_), np.zeros(W))
+         np.full(W, -1, i64), np.full(W, -1, i64), np.zeros(W), np.zeros(W),
+         np.asarray(sim.cluster.cores if plan is not None else sim.scheduler.cores, np.float64), np.zeros(W, i64),
+         np.zeros(W, np.bool_), np.zeros(W))
     cap = 1024
     F = (np.full((cap, 6), -1, i64), np.zeros((cap, 4)), np.full((cap, 3), -1, i64), np.zeros(cap),
          np.full((cap, 3), -1, i64), np.zeros((cap, 3)), np.full((n + cap, 2), -1, i64), np.zeros(n + cap),
@@ -174,13 +202,24 @@ def run(sim) -> Trace:
     outneed = np.bincount(succ_src, weights=indeg[G[4]], minlength=n).astype(i64)
     ready = np.flatnonzero(indeg == 0).astype(i64)
     L = np.zeros(3)
-    args = (_pack(sim.true_d), _pack(m.durations), np.ascontiguousarray(sim.cluster.latency_matrix, f64),
-            np.ascontiguousarray(m.latency_matrix, f64), np.ascontiguousarray(m.inv_bandwidth, f64), bool(m.everywhere),
-            False, int(sim.scheduler.max_candidates), int(net.repair), ready, outneed, int(indeg.max(initial=0)), L, CHUNK)
+    lat = np.ascontiguousarray(sim.cluster.latency_matrix, f64)
+    if plan is None:
+        loop = simulate_ws
+        args = (_pack(sim.true_d), _pack(m.durations), lat, np.ascontiguousarray(m.latency_matrix, f64),
+                np.ascontiguousarray(m.inv_bandwidth, f64), bool(m.everywhere), False,
+                int(sim.scheduler.max_candidates), int(net.repair), ready, outneed, int(indeg.max(initial=0)), L, CHUNK)
+    else:
+        loop = simulate_plan
+        order, where = plan
+        seq = order[np.argsort(where[order], kind="stable")]  # each worker's tasks, in plan order
+        seq_ptr = np.zeros(W + 1, i64)
+        np.cumsum(np.bincount(where, minlength=W), out=seq_ptr[1:])
+        args = (_pack(sim.true_d), lat, bool(sim.fetch_ready), int(net.repair), order, where, seq_ptr, seq,
+                seq_ptr[:-1].copy(), a.size[a.succ_eid].astype(f64), outneed, L, CHUNK)
     code = MORE
     with compiled(), _deferred_interrupt() as asked:
         while code == MORE:  # in pieces: an interrupt is acted on between two
-            code, F, N = simulate_ws(G, T, K, F, N, P, E, R, C, X, *args)
+            code, F, N = loop(G, T, K, F, N, P, E, R, C, X, *args)
             if asked:
                 break
     if code != OK:

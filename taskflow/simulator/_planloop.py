@@ -1,0 +1,169 @@
+"""The compiled event loop's half for a static plan (:mod:`.fastpath`): each worker starts its
+planned tasks strictly in plan order (planned start time), each as soon as its inputs are on the
+worker and enough cores are free, as :class:`~.engine.Simulator` carries a plan out; inputs move
+to a consumer's worker the moment they are computed (``fetch="eager"``) or once all of them are
+(``"ready"``). The network and the data are :mod:`._wsnet`'s and :mod:`._wsloop`'s.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import kernel
+from ._wsloop import dequeue, flow_done, make_room, need_input
+from ._wsnet import (DONE, EVN, ESEQ, F_DST, H_NEXT, H_W, MORE, NHAVE, NO_SOURCE, NPLACED, NRUNS, OK, QUEUED,
+                     RUNNING, STUCK, T_CONS, T_TOK, UNREACHABLE, duration, heap_pop, heap_push, next_time, pop_due)
+
+__all__ = ["simulate_plan"]
+
+
+@kernel(cache=True, _nrt=False)
+def _queue(T, K, i, w):
+    """``i`` is queued on ``w`` (``Simulator._place`` at the plan's start: no input is computed yet)."""
+    T[2][i] = w
+    T[0][i] = QUEUED
+    T[3][i] += 1
+    T[4][i] = 0
+    q_prev, q_next = T[9], T[10]
+    t = K[4][w]
+    q_prev[i] = t
+    q_next[i] = -1
+    if t >= 0:
+        q_next[t] = i
+    else:
+        K[3][w] = i
+    K[4][w] = i
+    K[2][w] += 1
+
+
+@kernel(cache=True, _nrt=False)
+def _start_in_order(C, G, T, K, E, tdur, seq_ptr, seq, ptr, w, now):
+    """Start ``w``'s next tasks in plan order while each is ready and its cores are free
+    (``Simulator._try_start`` for a plan)."""
+    k = ptr[w]
+    end = seq_ptr[w + 1]
+    while k < end:
+        i = seq[k]
+        if T[2][i] != w or T[0][i] != QUEUED:
+            k += 1
+            continue
+        if T[1][i] != 0 or T[4][i] != 0 or K[0][w] < G[5][i]:
+            break
+        d = duration(tdur, i, w)
+        T[0][i] = RUNNING
+        dequeue(T, K, i, w)
+        K[0][w] -= G[5][i]
+        K[1][w] += 1
+        T[6][i] = now
+        C[ESEQ] += 1
+        C[EVN] = heap_push(E[0], E[1], E[2], C[EVN], now + d, C[ESEQ], i)
+        k += 1
+    ptr[w] = k
+
+
+@kernel(cache=True, _nrt=False)
+def _fetch_all(C, X, G, T, F, N, P, lat, j, w, now):
+    """Start moving to ``w`` every computed input ``j`` lacks there (``Simulator._fetch_inputs``);
+    False when one has no copy left."""
+    for e in range(G[0][j], G[0][j + 1]):
+        p = G[1][e]
+        if T[0][p] == DONE:
+            if not need_input(C, X, T, F, N, P, lat, j, p, G[2][e], w, now):
+                return False
+    return True
+
+
+@kernel(cache=True)
+def simulate_plan(G, T, K, F, N, P, E, R, C, X, tdur, lat, fetch_ready, repair, order, where, seq_ptr, seq, ptr,
+                  succ_size, outneed, L, budget):
+    """Carry out a static plan (``Simulator._loop`` with a plan and ``maxmin``) for at most
+    ``budget`` events, from where ``L`` says (as :func:`._wsloop.simulate_ws`). ``order`` lists
+    the tasks in plan order and ``where`` each task's worker; ``seq[seq_ptr[w]:seq_ptr[w + 1]]``
+    is worker ``w``'s tasks in plan order and ``ptr[w]`` the first of them not yet started.
+
+    Returns ``(code, F, N)`` as :func:`._wsloop.simulate_ws` does."""
+    n = T[0].shape[0]
+    W = K[0].shape[0]
+    RI, RF = R
+    out = np.empty((1, 2), np.int64)
+    F, N, out = make_room(C, F, N, out, n, 0, 0)
+    if L[0] == 0.0:  # the plan takes effect: every task queued, then each worker starts what it can
+        L[0] = 1.0
+        for k in range(order.shape[0]):
+            _queue(T, K, order[k], where[order[k]])
+            C[NPLACED] += 1
+        for w in range(W):
+            if seq_ptr[w + 1] > seq_ptr[w]:
+                _start_in_order(C, G, T, K, E, tdur, seq_ptr, seq, ptr, w, 0.0)
+    now = L[1]
+    idle = int(L[2])
+    steps = 0
+    while True:
+        if steps >= budget:
+            L[1] = now
+            L[2] = idle
+            return MORE, F, N
+        steps += 1
+        t_net = next_time(C, X, N, P, repair)
+        if C[EVN] and E[0][0] <= t_net:
+            now = E[0][0]
+            i = E[2][0]
+            C[EVN] = heap_pop(E[0], E[1], E[2], C[EVN])
+            F, N, out = make_room(C, F, N, out, n, outneed[i], 0)
+            w = T[2][i]
+            T[0][i] = DONE
+            K[0][w] += G[5][i]
+            K[1][w] -= 1
+            r = C[NRUNS]
+            C[NRUNS] += 1
+            RI[r, 0] = i
+            RI[r, 1] = w
+            RF[r, 0] = T[6][i]
+            RF[r, 1] = now
+            h = C[NHAVE]
+            C[NHAVE] += 1
+            F[6][h, H_W] = w
+            F[6][h, H_NEXT] = -1
+            F[7][h] = np.inf
+            T[8][i] = h
+            T[5][i] = w
+            for e in range(G[3][i], G[3][i + 1]):
+                j = G[4][e]
+                if T[0][j] >= RUNNING:
+                    continue
+                T[1][j] -= 1
+                if T[0][j] != QUEUED:  # a plan queues every task at its start
+                    return UNREACHABLE, F, N
+                aj = T[2][j]
+                if not fetch_ready:
+                    if not need_input(C, X, T, F, N, P, lat, j, i, succ_size[e], aj, now):
+                        return NO_SOURCE, F, N
+                elif T[1][j] == 0:
+                    if not _fetch_all(C, X, G, T, F, N, P, lat, j, aj, now):
+                        return NO_SOURCE, F, N
+                if T[1][j] == 0 and T[4][j] == 0:
+                    _start_in_order(C, G, T, K, E, tdur, seq_ptr, seq, ptr, aj, now)
+            _start_in_order(C, G, T, K, E, tdur, seq_ptr, seq, ptr, w, now)
+        elif t_net < np.inf:
+            now = t_net
+            m = pop_due(C, X, F, N, P, now, out)
+            for x in range(m):
+                f, h = out[x, 0], out[x, 1]
+                if h < 0:
+                    flow_done(C, T, F, f, now)
+                    continue
+                i, w = F[2][h, T_CONS], F[0][f, F_DST]
+                if F[2][h, T_TOK] != T[3][i] or T[0][i] != QUEUED or T[2][i] != w:
+                    continue
+                T[4][i] -= 1
+                if T[4][i] == 0 and T[1][i] == 0:
+                    _start_in_order(C, G, T, K, E, tdur, seq_ptr, seq, ptr, w, now)
+            if m:
+                idle = 0
+            else:
+                idle += 1
+                if idle > 10_000:
+                    return STUCK, F, N
+        else:
+            break
+    return OK, F, N
