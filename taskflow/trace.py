@@ -110,6 +110,12 @@ class Trace:
         return len(t.raw) if hasattr(t, "materialise") else len(t)
 
     @property
+    def bytes_moved(self) -> float:
+        """The bytes all the transfers carried (without making their rows where none was read yet)."""
+        t = self._transfers
+        return t.bytes_moved() if hasattr(t, "materialise") else float(sum(x.bytes for x in t))
+
+    @property
     def makespan(self) -> float:
         """The time the last run finished (0 for an empty trace)."""
         return max((r.finish for r in self.runs), default=0.0)

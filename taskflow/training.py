@@ -378,7 +378,7 @@ def _record(history: History, spec, graph, epoch: int, states, report, seconds: 
         s["log"] = []
     history.losses += losses
     ev = report.results.get(f"e{epoch}.eval") or {"loss": float("nan"), "accuracy": float("nan")}
-    moved = sum(t.bytes for t in report.trace.transfers)
+    moved = report.trace.bytes_moved
     n_it = spec.per_epoch
     busy: dict = {}
     for r in report.trace.runs:

@@ -110,6 +110,9 @@ class _LazyTransfers:
         ids, wids = self.ids, self.wids
         return [Transfer(ids[p], wids[a], wids[b], z, t0, t1) for p, a, b, z, t0, t1 in self.raw]
 
+    def bytes_moved(self) -> float:
+        return float(sum(row[3] for row in self.raw))
+
 
 class Simulator(Decisions, Recovery):
     """One simulation run; see :func:`taskflow.simulate` for the parameters."""

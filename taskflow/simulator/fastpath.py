@@ -142,6 +142,9 @@ class _Transfers:
         return [Transfer(ids[p], wids[a], wids[b], z, t0, t1)
                 for (p, a, b), (z, t0, t1) in zip(self.raw.tolist(), self.floats.tolist())]
 
+    def bytes_moved(self) -> float:
+        return float(self.floats[:, 0].sum()) if len(self.floats) else 0.0
+
 
 def run(sim) -> Trace:
     """Carry out ``sim`` (a :class:`Simulator` not yet run, which :func:`unsupported` accepts) in

@@ -11,6 +11,7 @@ import time
 from ...analysis import graph_summary
 from ...costs import CostModel
 from ...errors import UsageError
+from ...trace import Trace
 from ...formats import format_for, atomic_write, dump_json, graph_text, load_schedule
 from .options import check_outputs, cluster_from_args, read_graph, read_graphs, scheduler_names
 
@@ -276,9 +277,10 @@ TABLE_TASKS = 2000
 
 
 def _print_table(plan, cluster) -> None:
-    """The per-worker table of ``plan``, or one line saying where the plan of a large graph goes."""
-    if len(plan) <= TABLE_TASKS:
-        print(plan.table(cluster))
+    """The per-worker table of ``plan`` (a schedule, or a trace), or one line saying where the plan
+    of a large graph goes (a trace's schedule not even made)."""
+    if (len(plan.runs) if isinstance(plan, Trace) else len(plan)) <= TABLE_TASKS:
+        print((plan.to_schedule() if isinstance(plan, Trace) else plan).table(cluster))
     else:
         print(f"(no per-worker table above {TABLE_TASKS:,} tasks: -o FILE writes the plan, --chrome-trace FILE "
               f"a timeline)")
@@ -368,13 +370,13 @@ def simulate(args) -> int:
         m = trace.metrics(graph, cluster)
         stages.done("validated and measured")
         print(f"{trace.scheduler} on {trace.network}: makespan {trace.makespan:g} s (lower bound "
-              f"{m['lower_bound']:g}, SLR {m['slr']:.3f}); {len(trace.runs)} runs, {len(trace.transfers)} transfers "
-              f"({sum(t.bytes for t in trace.transfers):g} bytes)")
+              f"{m['lower_bound']:g}, SLR {m['slr']:.3f}); {len(trace.runs)} runs, {trace.num_transfers} transfers "
+              f"({trace.bytes_moved:g} bytes)")
         if trace.recomputed or trace.lost:
             print(f"lost {len(trace.lost)} running task(s); recomputed: "
                   f"{', '.join(sorted(map(str, trace.recomputed))) or 'none'}")
         if not args.quiet:
-            _print_table(trace.to_schedule(), cluster)
+            _print_table(trace, cluster)
     if args.output:
         _write_plans(args.output, [tr.to_schedule() for tr in traces])
     if args.chrome_trace:
