@@ -16,7 +16,7 @@ from typing import Protocol
 
 from .patching import move_queued, restrict
 
-from .reading import BARRIER_PREFIX, cpu_shares, dask_state, placed_inputs, warm
+from .reading import BARRIER_PREFIX, compared, cpu_shares, dask_state, placed_inputs, warm
 from .adaptive_state import Phase
 from .outcomes import Outcomes, drifted, spread_of
 from ..predict import CHOICES, DASK, PLAN, SUBSET, across_hosts, choose, narrow_pairs, narrow_rate, subsets
@@ -207,7 +207,7 @@ class Adaptation:
         from ..learn import relative_speeds, speeds_on
 
         live = {str(ws.name) for ws in self.plugin.dask_scheduler.workers.values()}
-        learned = {w: s for w, s in relative_speeds(warm(self.plugin.durations), MIN_TASKS, MIN_SECONDS).items() if w in live}
+        learned = {w: s for w, s in relative_speeds(warm(compared(self.plugin.durations)), MIN_TASKS, MIN_SECONDS).items() if w in live}
         declared = ({w.id: w.speed for w in r.cluster.workers} if r.cluster is not None else
                     {w: s for w, s in cpu_shares(self.plugin.dask_scheduler).items() if w in live})
         speeds = list(speeds_on(declared, learned if len(learned) >= 2 else {}).values() if declared else

@@ -58,7 +58,7 @@ from .adaptation import Adaptation
 from .adaptive_state import LISTENING
 from ..learn import last_compute, relative_speeds, speeds_on
 from .patching import keep_planned_replicas, move_queued, prefetch, restrict, send_planned_in_order
-from .reading import blamed_key, cpu_shares, dask_state, estimated_graph, observe, received_rates, warm
+from .reading import blamed_key, compared, cpu_shares, dask_state, estimated_graph, observe, received_rates, warm
 from .overhead import BYTE_SECONDS, DispatchGaps
 from ..messages import PLUGIN_NAME, cluster_from_message, graph_from_payload, plan_message, plan_priorities
 from .runs import (FAILED, FINISHED, FINISHED_KEY, LIVE, MOVABLE, PLANNED, REGISTERED, REPLANNING, RUNNING,
@@ -323,7 +323,7 @@ class TaskflowPlugin(SchedulerPlugin):
     def learned_speeds(self) -> dict:
         """Worker name -> speed relative to the others, from the compute times of task prefixes
         that ran on several workers (weighted by their seconds)."""
-        return relative_speeds(warm(self.durations))
+        return relative_speeds(warm(compared(self.durations)))
 
     def update_graph(self, scheduler, *, client: str, keys, tasks, annotations, priority, stimulus_id: str,
                      **kwargs) -> None:

@@ -103,6 +103,19 @@ def observe(durations: dict, sizes: dict, inputs: dict, ts, worker: str, secs: f
             row[i] += v
 
 
+def compared(durations: dict) -> dict:
+    """The rows of ``durations`` of the prefixes that ran on two workers or more: the only ones that
+    say how one worker's speed compares with another's (a graph of uniquely named tasks has
+    thousands of one-worker prefixes, and the speeds are learned again and again as it runs).
+
+    Parameters
+    ----------
+    durations : dict
+        ``{prefix: {worker: cell}}``.
+    """
+    return {name: row for name, row in durations.items() if len(row) >= 2}
+
+
 def warm(durations: dict) -> dict:
     """``durations`` as ``{prefix: {worker: [seconds, tasks]}}`` without each worker's longest task
     of each prefix it ran twice or more: a worker's first tasks pay once for what later ones reuse
