@@ -1256,7 +1256,7 @@ def test_a_worker_s_cold_first_task_does_not_make_it_look_slow():
     every task (held to a quarter core) stays 4x slower."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.scheduler.reading import observe, warm
+    from taskflow.runtime.scheduler.reading import compared, observe, warm
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
 
     def task(i):
@@ -1276,6 +1276,14 @@ def test_a_worker_s_cold_first_task_does_not_make_it_look_slow():
         observe(p.durations, p.sizes, p.inputs, task(i), "w2", 0.08 + (0.3 if i == 0 else 0.0))
     assert p.adaptation._spread(undeclared, None) == pytest.approx(4.0)
     assert warm({"x": {"w0": [0.5, 2]}}) == {"x": {"w0": [0.5, 2]}}  # without the longest: as it is
+    # a graph of uniquely named tasks: a prefix per task, each on one worker, compares no workers
+    # and is not walked each time the speeds are learned again
+    before = p.learned_speeds()
+    for i in range(3000):
+        observe(p.durations, p.sizes, p.inputs, SimpleNamespace(key=f"t{i}", prefix=SimpleNamespace(name=f"t{i}"),
+                                                               nbytes=0, dependencies=[]), f"w{i % 3}", 5.0)
+    assert len(p.durations) == 3001 and set(compared(p.durations)) == {"part"}
+    assert p.learned_speeds() == before and p.adaptation._spread(undeclared, None) == pytest.approx(4.0)
 
 
 def test_until_a_run_of_the_work_is_measured_the_guard_takes_no_plan_but_predicts_it(monkeypatch):
