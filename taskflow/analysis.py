@@ -12,6 +12,7 @@ import numpy as np
 from .cluster import Cluster
 from .costs import CostModel
 from .graph import GraphArrays, TaskGraph
+from .jit import kernel
 
 __all__ = ["longest_path", "critical_path", "lower_bound", "sequential_time", "graph_summary", "task_kind"]
 
@@ -35,36 +36,35 @@ def longest_path(arrays: GraphArrays, weight: np.ndarray, edge_weight: np.ndarra
     n = arrays.n
     if n == 0:
         return 0.0, []
-    dist = np.asarray(weight, dtype=np.float64).tolist()
-    ew = None if edge_weight is None else np.asarray(edge_weight, dtype=np.float64).tolist()
-    parent = [-1] * n
-    ptr = arrays.pred_ptr.tolist()
-    pidx = arrays.pred_idx.tolist()
-    peid = arrays.pred_eid.tolist()
-    for v in arrays.topo.tolist():
+    dist = np.array(weight, dtype=np.float64)
+    ew = np.zeros(0) if edge_weight is None else np.ascontiguousarray(edge_weight, dtype=np.float64)
+    parent = np.full(n, -1, np.int64)
+    _longest(arrays.topo, arrays.pred_ptr, arrays.pred_idx, arrays.pred_eid, ew, edge_weight is not None, dist,
+             parent)
+    end = int(np.argmax(dist))  # the first of the longest
+    path = [end]
+    while parent[path[-1]] >= 0:
+        path.append(int(parent[path[-1]]))
+    path.reverse()
+    return float(dist[end]), path
+
+
+@kernel(cache=True)
+def _longest(topo, ptr, pidx, peid, ew, weighted, dist, parent):
+    """``dist[v]``: the longest path ending at ``v`` (its weight added to its heaviest input's),
+    ``parent[v]`` that input (the first of equal ones), in topological order."""
+    for v in topo:
         lo, hi = ptr[v], ptr[v + 1]
         if lo == hi:
             continue
         best, arg = -1.0, -1
-        if ew is None:
-            for k in range(lo, hi):
-                p = pidx[k]
-                if dist[p] > best:
-                    best, arg = dist[p], p
-        else:
-            for k in range(lo, hi):
-                p = pidx[k]
-                x = dist[p] + ew[peid[k]]
-                if x > best:
-                    best, arg = x, p
+        for k in range(lo, hi):
+            p = pidx[k]
+            x = dist[p] + ew[peid[k]] if weighted else dist[p]
+            if x > best:
+                best, arg = x, p
         dist[v] += best
         parent[v] = arg
-    end = max(range(n), key=dist.__getitem__)
-    path = [end]
-    while parent[path[-1]] >= 0:
-        path.append(parent[path[-1]])
-    path.reverse()
-    return dist[end], path
 
 
 def critical_path(graph: TaskGraph, cluster: Cluster | None = None, cost_model: CostModel | None = None):
