@@ -13,9 +13,9 @@ unexport PYTHONDONTWRITEBYTECODE
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
 	$(BIN)/python -m pip install --quiet -e '.[test,torch]' || \
-	  echo "note: the torch extra (torch==2.13.0) did not install here: the real-training tests will skip"
+	  { $(BIN)/python -m pip install --quiet -e '.[test]' && \
+	    echo "note: the torch extra (torch==2.13.0) did not install here: the real-training tests will skip"; }
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -95,7 +95,7 @@ def test_max_min_rates_match_progressive_filling(data):
     assert got == pytest.approx(want, rel=1e-9)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.data())
 def test_rates_solved_again_only_where_a_change_moves_them_match_progressive_filling(data):
     """The network's rates after each change of its flows (some start, some end), repairing only

@@ -205,10 +205,12 @@ def check_valid_and_bounded(name, problem):
     assert s.makespan >= lower_bound(g, c) * (1 - 1e-9)
 
 
-@pytest.mark.parametrize("name", STATIC)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "optimal" else n for n in STATIC])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problem=problems())
 def test_every_scheduler_valid_and_above_lower_bound(name, problem):
+    """(``optimal``, a CP-SAT search, runs in ``make test-all``: tests/test_optimal.py holds it to the
+    same in ``make test``.)"""
     check_valid_and_bounded(name, problem)
 
 

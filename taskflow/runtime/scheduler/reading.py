@@ -11,7 +11,7 @@ import math
 from ...graph import TaskGraph
 from ..messages import CPU_METRIC, RATES_METRIC
 
-__all__ = ["MAX_PREFIXES", "SCALING_EVIDENCE", "dask_state", "observe", "warm", "input_scaling", "input_factor", "estimated_graph", "P2P_PAIRS", "BARRIER_PREFIX", "placed_inputs", "cpu_shares", "received_rates", "blamed_key"]
+__all__ = ["MAX_PREFIXES", "SCALING_EVIDENCE", "dask_state", "observe", "compared", "warm", "input_scaling", "input_factor", "estimated_graph", "P2P_PAIRS", "BARRIER_PREFIX", "placed_inputs", "cpu_shares", "received_rates", "blamed_key"]
 
 
 
