@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import kernel
-from ._wsloop import dequeue, flow_done, make_room, need_input
-from ._wsnet import (DONE, EVN, ESEQ, F_DST, H_NEXT, H_W, MORE, NHAVE, NO_SOURCE, NPLACED, NRUNS, OK, QUEUED,
+from ._wsloop import dequeue, flow_done, make_room, need_input, task_done
+from ._wsnet import (DONE, EVN, ESEQ, F_DST, MORE, NO_SOURCE, NPLACED, OK, QUEUED,
                      RUNNING, STUCK, T_CONS, T_TOK, UNREACHABLE, duration, heap_pop, heap_push, next_time, pop_due)
 
 __all__ = ["simulate_plan"]
@@ -110,23 +110,7 @@ def simulate_plan(G, T, K, F, N, P, E, R, C, X, tdur, lat, fetch_ready, repair, 
             i = E[2][0]
             C[EVN] = heap_pop(E[0], E[1], E[2], C[EVN])
             F, N, out = make_room(C, F, N, out, n, outneed[i], 0)
-            w = T[2][i]
-            T[0][i] = DONE
-            K[0][w] += G[5][i]
-            K[1][w] -= 1
-            r = C[NRUNS]
-            C[NRUNS] += 1
-            RI[r, 0] = i
-            RI[r, 1] = w
-            RF[r, 0] = T[6][i]
-            RF[r, 1] = now
-            h = C[NHAVE]
-            C[NHAVE] += 1
-            F[6][h, H_W] = w
-            F[6][h, H_NEXT] = -1
-            F[7][h] = np.inf
-            T[8][i] = h
-            T[5][i] = w
+            w = task_done(C, G, T, K, F, RI, RF, i, now)
             for e in range(G[3][i], G[3][i + 1]):
                 j = G[4][e]
                 if T[0][j] >= RUNNING:

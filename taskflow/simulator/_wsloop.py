@@ -98,6 +98,30 @@ def flow_done(C, T, F, f, now):
 
 
 @kernel(cache=True, _nrt=False)
+def task_done(C, G, T, K, F, RI, RF, i, now):
+    """``i`` finished (``Simulator._transition_running_done``): its cores freed, its run recorded,
+    its output held where it ran; returns that worker."""
+    w = T[2][i]
+    T[0][i] = DONE
+    K[0][w] += G[5][i]
+    K[1][w] -= 1
+    r = C[NRUNS]
+    C[NRUNS] += 1
+    RI[r, 0] = i
+    RI[r, 1] = w
+    RF[r, 0] = T[6][i]
+    RF[r, 1] = now
+    h = C[NHAVE]
+    C[NHAVE] += 1
+    F[6][h, H_W] = w
+    F[6][h, H_NEXT] = -1
+    F[7][h] = np.inf
+    T[8][i] = h
+    T[5][i] = w
+    return w
+
+
+@kernel(cache=True, _nrt=False)
 def dequeue(T, K, i, w):
     q_prev, q_next = T[9], T[10]
     a, b = q_prev[i], q_next[i]
@@ -470,23 +494,7 @@ def simulate_ws(G, T, K, F, N, P, E, R, C, X, tdur, pdur, lat, lat_e, inv_e, eve
             i = E[2][0]
             C[EVN] = heap_pop(E[0], E[1], E[2], C[EVN])
             F, N, out = make_room(C, F, N, out, n, outneed[i], G[3][i + 1] - G[3][i])
-            w = T[2][i]
-            T[0][i] = DONE
-            K[0][w] += G[5][i]
-            K[1][w] -= 1
-            r = C[NRUNS]
-            C[NRUNS] += 1
-            RI[r, 0] = i
-            RI[r, 1] = w
-            RF[r, 0] = T[6][i]
-            RF[r, 1] = now
-            h = C[NHAVE]
-            C[NHAVE] += 1
-            F[6][h, H_W] = w
-            F[6][h, H_NEXT] = -1
-            F[7][h] = np.inf
-            T[8][i] = h
-            T[5][i] = w
+            w = task_done(C, G, T, K, F, RI, RF, i, now)
             k = 0
             for e in range(G[3][i], G[3][i + 1]):
                 j = G[4][e]

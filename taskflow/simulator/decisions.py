@@ -19,7 +19,9 @@ _APPLY, _WAKE = EventKind.APPLY, EventKind.WAKE
 class Decisions:
     """Plans and scheduler calls of a :class:`~.engine.Simulator`."""
 
-    def _initial_plan(self):
+    def first_plan(self):
+        """The plan the run starts from: the one given (checked to place every task once), else
+        the scheduler's; counted as a plan made (``plan_gen``)."""
         if self.plan is not None:
             plan = self.plan
             missing = set(self.a.ids) - set(plan.tasks)
@@ -28,6 +30,10 @@ class Decisions:
         else:
             plan = self.scheduler.schedule(self.est_graph, self.cluster, cost_model=self.cost_model)
         self.plan_gen += 1
+        return plan
+
+    def _initial_plan(self):
+        plan = self.first_plan()
         self._later(self._apply_plan, (self.plan_gen, plan))
 
     def _apply_plan(self, item):

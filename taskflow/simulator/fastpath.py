@@ -26,7 +26,6 @@ import numpy as np
 
 from ..costs import Durations
 from ..trace import Run, Trace, Transfer
-from ..errors import SchedulerError
 from ._planloop import simulate_plan
 from ._wsloop import simulate_ws
 from ._wsnet import (DEEP, MORE, NEXT, NGIVENUP, NO_SOURCE, NPLACED, NREPAIRED, NRUNS, NSOLVES, NSTEALS, NTR, OK, PCAPL,
@@ -115,14 +114,7 @@ def _plan_order(sim) -> tuple:
     """``sim``'s plan (its own, or its scheduler's) as the loop reads it: the task indices in plan
     order (planned start, then finish, then the graph's order, as ``Simulator._apply_plan`` sorts
     them) and each task's worker index."""
-    plan = sim.plan
-    if plan is not None:
-        missing = set(sim.a.ids) - set(plan.tasks)
-        if missing or len(plan.tasks) != sim.n:
-            raise SchedulerError(f"plan does not place every task exactly once (e.g. {sorted(missing, key=str)[:1]})")
-    else:
-        plan = sim.scheduler.schedule(sim.est_graph, sim.cluster, cost_model=sim.cost_model)
-    sim.plan_gen += 1
+    plan = sim.first_plan()
     index, cidx = sim.a.index, sim.cluster.index
     tasks = np.fromiter((index[t] for t in plan.tasks), np.int64, len(plan.tasks))
     rows = np.lexsort((tasks, np.asarray(plan.finish, np.float64), np.asarray(plan.start, np.float64)))
