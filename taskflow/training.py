@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from .checks import PLOT_FORMATS, plot_format
 from .errors import FormatError, TaskflowWarning, UsageError
+from .files import check_outputs, open_regular
 from .formats import atomic_write, save_figure
 
 __all__ = ["train", "History", "load_checkpoint", "plot_format", "PLOT_FORMATS"]
@@ -143,7 +144,10 @@ def load_checkpoint(path) -> dict:
     import torch
 
     try:  # tensors, numbers, text and containers only: a checkpoint runs no code when read
-        ck = torch.load(os.fspath(path), weights_only=True)
+        with open_regular(path, "checkpoint", FormatError) as f:
+            ck = torch.load(f, weights_only=True)
+    except FormatError:
+        raise
     except OSError as e:
         raise FormatError(f"checkpoint {os.fspath(path)!r} cannot be read: {e.strerror or e}") from None
     except Exception:  # noqa: BLE001 - whatever torch's unpickler says of a file that is not one
@@ -229,8 +233,8 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
 
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise UsageError(f"epochs must be an integer >= 1, got {epochs!r}")
-    if plot is not None:
-        plot_format(plot)  # before any training: a run is not lost to the plot's name
+    check_outputs([("checkpoint", checkpoint), ("plot", plot)], [data] if isinstance(data, (str, os.PathLike)) else [],
+                  plot_options=("plot",))  # before any training: a run is not lost to an output's name
     by_speed = isinstance(shares, str)
     if by_speed and shares != "speeds":
         raise UsageError(f"shares must be numbers (one per rank) or 'speeds', got {shares!r}")

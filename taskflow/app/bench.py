@@ -19,6 +19,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from ..errors import FormatError, LaunchError, TaskflowWarning, UsageError
+from ..files import open_append
 from .bench_report import write_outputs
 from .suite import (BW, DEFAULT_SCHEDULERS, FIELDS, REAL_FIELDS, REAL_SCHEDULERS, REAL_SPEEDS, SUITES, build_workflow,
                     clusters, real_workflows, workflows)
@@ -148,7 +149,7 @@ def run_suite(suite: str = "quick", out="taskflow-out/bench", scheduler_names=No
     if progress:
         print(f"suite {suite}: {len(todo_all)} runs, {len(todo_all) - len(todo)} already done, {len(todo)} to run")
     new_file = not csv_path.exists()
-    with open(csv_path, "a", newline="") as f:
+    with open_append(csv_path) as f:
         writer = csv.DictWriter(f, fieldnames=FIELDS)
         if new_file:
             writer.writeheader()
@@ -254,7 +255,7 @@ def run_real(suite: str = "quick", out="taskflow-out/bench", scheduler_names=Non
     new_file = not path.exists()
     t0 = time.perf_counter()
     with local_cluster(len(REAL_SPEEDS), 1, work_stealing=True) as lc, Client(lc) as client, \
-            open(path, "a", newline="") as f:
+            open_append(path) as f:
         warm_cluster(client)
         writer = csv.DictWriter(f, fieldnames=REAL_FIELDS)
         if new_file:

@@ -10,7 +10,7 @@ import html
 import math
 from pathlib import Path
 
-from ..formats import save_figure
+from ..formats import atomic_write, save_figure
 from .plot import plain_text
 from .suite import BW, build_workflow
 
@@ -272,7 +272,7 @@ def write_outputs(rows, out: Path, names, real_rows=None):
             real_rows = list(csv.DictReader(f))
     if real_rows:
         md += "\n" + summarise_real(real_rows)
-    (out / "summary.md").write_text(md + "\n")
+    atomic_write(out / "summary.md", md + "\n")
     _plots(rows, names, out)
     imgs = "".join(
         f'<h2>{title}</h2><img alt="{title}" src="data:image/png;base64,{base64.b64encode((out / f).read_bytes()).decode()}">'
@@ -281,4 +281,4 @@ def write_outputs(rows, out: Path, names, real_rows=None):
             f"body{{font-family:sans-serif;max-width:1100px;margin:auto}}table{{border-collapse:collapse}}"
             f"td,th{{border:1px solid #999;padding:3px 6px;text-align:right}}img{{max-width:100%}}</style></head>"
             f"<body>{_md_table_to_html(md)}{imgs}</body></html>")
-    (out / "report.html").write_text(page)
+    atomic_write(out / "report.html", page)

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import csv
+import io
 import time
 from pathlib import Path
 
 from ..cluster import Cluster
 from ..errors import ClusterError, UsageError
-from ..formats import save_figure
+from ..formats import atomic_write, save_figure
 from ..graph import TaskGraph
 from ..scheduling import available, get_scheduler, scheduler_class
 from .plot import plain_text
@@ -239,15 +240,16 @@ def write_outputs(rows, out: Path) -> None:
     out : Path
     """
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "compare.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COMPARE_FIELDS, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=COMPARE_FIELDS, extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)
+    atomic_write(out / "compare.csv", buf.getvalue())
     md = ["# Scheduler comparison", "",
           "`static` schedulers plan before the run; `dynamic` ones decide as it runs. What each column means "
           "is under the table; `compare.csv` also holds the lower bound and the SLR (makespan / critical path).",
           "", "```", table_text(rows), "```", ""]
-    (out / "compare.md").write_text("\n".join(md))
+    atomic_write(out / "compare.md", "\n".join(md))
     _plot(rows, out / "compare.png")
 
 

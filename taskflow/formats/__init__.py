@@ -83,14 +83,13 @@ def _split(path) -> tuple:
 
 
 def _read_bytes(path: str) -> bytes:
-    """A regular file's bytes, at most :func:`._util.max_file_bytes`."""
-    import stat
+    """A regular file's bytes, at most :func:`._util.max_file_bytes` (a FIFO or a device is refused
+    before a read could block: :func:`taskflow.files.open_regular`)."""
+    from ..files import open_regular
 
     try:
-        with open(path, "rb") as f:
+        with open_regular(path, "input", FormatError) as f:
             st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                raise FormatError(f"{path}: not a regular file (a device, pipe or socket)")
             limit = max_file_bytes()
             if st.st_size > limit:
                 raise too_large(path, st.st_size)
@@ -98,10 +97,6 @@ def _read_bytes(path: str) -> bytes:
             if len(data) > limit:
                 raise too_large(path, len(data))
             return data
-    except FileNotFoundError:
-        raise FormatError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise FormatError(f"{path}: is a directory, expected a file") from None
     except OSError as e:
         raise FormatError(f"{path}: cannot read ({e.strerror})") from None
 

@@ -249,9 +249,15 @@ def atomic_write(path, data) -> None:
     """Write ``data`` (str or bytes, as UTF-8) to ``path`` through a temporary file in the same
     folder, synced, then renamed over ``path``: a failure (a full disk among them) leaves no
     half-written file behind and names ``path``, never the temporary file; a symbolic link at
-    ``path`` is replaced, not written through."""
+    ``path`` is replaced, not written through; a ``path`` that exists and is not a regular file
+    (``/dev/null``, a FIFO, a folder) is refused (:mod:`taskflow.files`)."""
+    from ..files import not_regular
+
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
+    kind = not_regular(path)
+    if kind is not None:  # a rename would replace a device node, a FIFO, a folder: never
+        raise FormatError(f"{path}: is {kind}; an output must be a regular file (nothing was written)")
     if not isinstance(data, (bytes, bytearray)):
         try:
             data = data.encode("utf-8")

@@ -28,9 +28,10 @@ import math
 import os
 import sys
 
-from ...checks import parse_bytes, parse_rate, plot_format
+from ...checks import parse_bytes, parse_rate
 from ...cluster import DEFAULT_BANDWIDTH, Cluster, Worker
 from ...errors import TaskflowError, UsageError
+from ...files import check_outputs
 from ...formats import READ_FORMATS, load_graph, load_graphs, with_source
 
 __all__ = ["Prefixed", "number", "add_graph", "add_graphs", "add_cluster", "add_scheduler", "add_quiet", "add_seed",
@@ -467,73 +468,3 @@ def scheduler_names(text: str | None, default: str | None = None, static_all: bo
     return out
 
 
-def _name_max(folder: str) -> int:
-    """The longest file name in bytes that ``folder``'s filesystem takes (255 where it says not)."""
-    try:
-        return int(os.pathconf(folder, "PC_NAME_MAX"))
-    except (OSError, ValueError):
-        return 255
-
-
-def check_outputs(outputs, inputs=(), folders=()) -> None:
-    """Refuse, before any work, output paths that cannot be written: empty, a folder, under a
-    missing folder or a file, in a folder we may not write, or one of the inputs (which the run
-    would replace). ``folders`` are output folders (made if missing; their parent must exist).
-
-    Parameters
-    ----------
-    outputs : iterable of (option, path or None)
-    inputs : iterable of path
-    folders : iterable of (option, path or None)
-
-    Raises
-    ------
-    TaskflowError
-    """
-    seen = {}
-    ins = {os.path.realpath(p.split("#")[0]) for p in inputs if p}
-    for opt, path in outputs:
-        if path is None:
-            continue
-        if not path.strip():
-            raise UsageError(f"{opt}: empty output path")
-        real = os.path.realpath(path)
-        if os.path.isdir(path):
-            raise UsageError(f"{opt} {path!r}: is a folder, expected a file path")
-        parent = os.path.dirname(os.path.abspath(path))  # a link there is replaced, not followed
-        if not os.path.exists(parent):
-            raise UsageError(f"{opt} {path!r}: folder {os.path.dirname(path) or '.'!r} does not exist")
-        if not os.path.isdir(parent):
-            raise UsageError(f"{opt} {path!r}: {os.path.dirname(path)!r} is a file, not a folder")
-        if not os.access(parent, os.W_OK | os.X_OK):
-            raise UsageError(f"{opt} {path!r}: cannot write in folder {os.path.dirname(path) or '.'!r}")
-        longest = _name_max(parent)
-        if len(os.fsencode(os.path.basename(path))) > longest:
-            raise UsageError(f"{opt} {path!r}: the file name is longer than this filesystem takes "
-                                f"({longest} bytes)")
-        if os.path.exists(path) and not os.access(path, os.W_OK):
-            raise UsageError(f"{opt} {path!r}: the file is not writable")
-        if real in ins:
-            raise UsageError(f"{opt} {path!r}: is an input of this command; write to another file")
-        if real in seen:
-            raise UsageError(f"{opt} and {seen[real]} name the same file {path!r}")
-        if opt == "--plot":
-            try:
-                plot_format(path)
-            except TaskflowError as e:
-                raise UsageError(f"{opt} {path!r}: {str(e).split(': ', 1)[-1]}") from None
-        seen[real] = opt
-    for opt, path in folders:
-        if path is None:
-            continue
-        if not path.strip():
-            raise UsageError(f"{opt}: empty folder path")
-        if os.path.exists(path) and not os.path.isdir(path):
-            raise UsageError(f"{opt} {path!r}: is a file, expected a folder")
-        target = os.path.abspath(path)
-        while not os.path.exists(target):  # missing folders are made: the nearest existing one must allow it
-            target = os.path.dirname(target)
-        if not os.path.isdir(target):
-            raise UsageError(f"{opt} {path!r}: {target!r} is a file, not a folder")
-        if not os.access(target, os.W_OK | os.X_OK):
-            raise UsageError(f"{opt} {path!r}: cannot write in {target!r}")

@@ -148,8 +148,14 @@ def train(args) -> int:
     from workflows.images import open_dataset, write_digits, write_synthetic
 
     _check_pairs(args)
-    check_outputs([("--output", args.output), ("--plot", args.plot), ("--checkpoint", args.checkpoint),
-                   ("--profile", args.profile), ("--cost-graph", args.cost_graph)], [args.data])
+    names = scheduler_names(args.scheduler, default="placed")
+    several = len(names) > 1
+    check_outputs([("--output", args.output)] + [(opt, per_scheduler(path, n, several)) for n in names
+                                                  for opt, path in (("--plot", args.plot),
+                                                                    ("--checkpoint", args.checkpoint),
+                                                                    ("--profile", args.profile),
+                                                                    ("--cost-graph", args.cost_graph))],
+                  [args.data])
     if args.make_data and not os.path.exists(os.path.join(args.data, "train")):
         (write_digits if args.make_data == "digits" else write_synthetic)(args.data, seed=args.seed)
         if not args.quiet:
@@ -160,8 +166,6 @@ def train(args) -> int:
     opt = (functools.partial(torch.optim.SGD, lr=args.lr, momentum=0.9) if args.optimizer == "sgd" else
            functools.partial(torch.optim.Adam, lr=args.lr))
     pad = max(1, shape[1] // 8) if args.augment else 0
-    names = scheduler_names(args.scheduler, default="placed")
-    several = len(names) > 1
     docs = []
     for name in names:
         def out(path, name=name):
