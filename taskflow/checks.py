@@ -12,12 +12,58 @@ from .errors import CycleError, GraphError, UsageError
 
 __all__ = ["number", "cores", "cores_column", "parse_bytes", "SIZE_UNITS", "exact_costs", "checked_column", "parse_rate",
            "task_index", "edge_index", "MAX_CORES",
-           "split_amount", "plot_format", "PLOT_FORMATS"]
+           "split_amount", "plot_format", "PLOT_FORMATS", "seed", "MAX_SEED", "decimal"]
 
 _INF = math.inf
 
 #: The most cores a task may ask for or a worker may have.
 MAX_CORES = 1 << 20
+#: The largest seed: every generator seeded takes it (numpy's, torch's, Python's).
+MAX_SEED = 2**32 - 1
+
+
+_DECIMAL = _re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_INTEGER = _re.compile(r"[+-]?[0-9]+")
+
+
+def decimal(text: str, kind=float):
+    """A number written in a text file or on the command line, read as the formats write them:
+    ASCII digits, a sign, a point and an exponent (``int`` takes digits only). Python's own
+    ``float`` and ``int`` take more that is no number in a file: ``1_000``, ``infinity``, other
+    scripts' digits, surrounding spaces.
+
+    Parameters
+    ----------
+    text : str
+    kind : type
+        ``float`` or ``int``.
+
+    Raises
+    ------
+    ValueError
+    """
+    pattern = _INTEGER if kind is int else _DECIMAL
+    if not isinstance(text, str) or pattern.fullmatch(text) is None:
+        raise ValueError(f"not a decimal number: {text!r:.40}")
+    return kind(text)
+
+
+def seed(value, where: str = "seed") -> int:
+    """``value`` as a seed: an integer in ``[0, MAX_SEED]``.
+
+    Parameters
+    ----------
+    value : object
+    where : str
+        Named in the error.
+
+    Raises
+    ------
+    UsageError
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not 0 <= value <= MAX_SEED:
+        raise UsageError(f"{where} must be an integer from 0 to {MAX_SEED}, got {_short(value)}")
+    return int(value)
 
 
 def number(value, field: str, where: str) -> float:

@@ -27,7 +27,12 @@ __all__ = ["open_regular", "open_append", "check_output", "check_outputs", "chec
 def not_regular(path) -> str | None:
     """What ``path`` is when it exists and is not a regular file (following links): ``"a
     folder"``, ``"a device"``, ``"a pipe (FIFO)"``, ``"a socket"``; None when it is a regular file
-    or does not exist."""
+    or does not exist.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    """
     try:
         mode = os.stat(path).st_mode
     except OSError as e:
@@ -96,6 +101,12 @@ def open_append(path, error=UsageError):
     """Open ``path`` to append text (made if missing), refusing anything but a regular file before a
     write could block or reach a device (a results file a run resumes).
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+    error : type
+        The :class:`~taskflow.errors.TaskflowError` raised.
+
     Raises
     ------
     TaskflowError
@@ -117,7 +128,12 @@ def open_append(path, error=UsageError):
 
 
 def inside(path, folder) -> bool:
-    """Whether ``path`` is ``folder`` or lies under it (both resolved)."""
+    """Whether ``path`` is ``folder`` or lies under it (both resolved).
+
+    Parameters
+    ----------
+    path, folder : str or os.PathLike
+    """
     p, f = os.path.realpath(path), os.path.realpath(folder)
     return p == f or p.startswith(f.rstrip(os.sep) + os.sep)
 
@@ -199,6 +215,12 @@ def check_output(option: str, path, inputs=()) -> str:
 def check_folder(option: str, path, inputs=()) -> None:
     """Refuse an output folder (made if missing) that cannot be written, is a file, or lies inside
     an input folder.
+
+    Parameters
+    ----------
+    option : str
+    path : str or os.PathLike
+    inputs : iterable of path
 
     Raises
     ------

@@ -160,13 +160,13 @@ class TaskGraph:
         GraphError
             An unknown task, a self-loop, a duplicate edge, a bad size.
         """
-        if type(src) is TaskHandle:
-            src = src.id
-        if type(dst) is TaskHandle:
-            dst = dst.id
+        src = src.id if type(src) is TaskHandle else src
+        dst = dst.id if type(dst) is TaskHandle else dst
         index = self._index
-        s = index.get(src)
-        d = index.get(dst)
+        try:
+            s, d = index.get(src), index.get(dst)
+        except TypeError:  # a list or a dict is no id
+            raise GraphError(f"edge {src!r} -> {dst!r}: task ids must be str or int"[:200]) from None
         if s is None or d is None:
             missing = src if s is None else dst
             raise GraphError(f"edge {src!r} -> {dst!r}: unknown task {missing!r}")

@@ -105,6 +105,8 @@ class AdaptiveOptions:
         choices = self.choices
         if not isinstance(choices, (list, tuple)) or not choices or not all(c in CHOICES for c in choices):
             raise SchedulerError(f"adaptive: choices must be a non-empty list of {', '.join(CHOICES)}, got {choices!r}")
+        if not isinstance(self.steal, bool):
+            raise SchedulerError(f"adaptive: steal must be True or False, got {self.steal!r}")
         object.__setattr__(self, "ccr", float(ccr))
         object.__setattr__(self, "steal", bool(self.steal))
         object.__setattr__(self, "choices", tuple(c for c in CHOICES if c in set(choices)))

@@ -22,6 +22,7 @@ import warnings
 from dataclasses import dataclass, field
 
 from .checks import PLOT_FORMATS, plot_format
+from .checks import seed as check_seed
 from .errors import FormatError, TaskflowWarning, UsageError
 from .files import check_outputs, open_regular
 from .formats import atomic_write, save_figure
@@ -124,9 +125,27 @@ def _fingerprint(spec, by_speed: bool = False) -> dict:
     return {"model": spec.ctx.token, "workers": int(spec.workers), "batch": int(spec.batch),
             "counts": "speeds" if by_speed else list(spec.counts), "allreduce": spec.allreduce, "seed": int(spec.seed),
             "iterations": spec.per_epoch, "pad": int(spec.pad), "flip": bool(spec.flip),
-            "train": len(spec.train), "mode": spec.mode, "sync_every": int(spec.sync_every),
+            "train": len(spec.train), "data": _data_digest(spec.train, spec.val), "mode": spec.mode, "sync_every": int(spec.sync_every),
             "staleness": int(spec.staleness), "compensation": float(spec.compensation),
             "compression": spec.compression, "topk_ratio": float(spec.topk_ratio)}
+
+
+def _data_digest(*splits) -> str:
+    """A digest of the datasets' files as a checkpoint must find them again: each file's path within
+    its split, class and size (the same count of other images is other data)."""
+    import hashlib
+
+    h = hashlib.sha1()
+    for split in splits:
+        if split is None:
+            continue
+        for p, y in zip(split.paths, split.labels):
+            try:
+                size = os.stat(p).st_size
+            except OSError:
+                size = -1
+            h.update(f"{os.path.relpath(p, split.folder)}\0{int(y)}\0{size}\n".encode("utf-8", "surrogateescape"))
+    return h.hexdigest()[:16]
 
 
 def load_checkpoint(path) -> dict:
@@ -155,7 +174,60 @@ def load_checkpoint(path) -> dict:
                             f"or name another file)") from None
     if not isinstance(ck, dict) or ck.get("format") != "taskflow-train/1":
         raise FormatError(f"checkpoint {os.fspath(path)!r} is not a taskflow training checkpoint")
+    _check_fields(ck, os.fspath(path))
     return ck
+
+
+def _check_fields(ck: dict, path: str) -> None:
+    """Every field :func:`train` reads from a checkpoint, of the type it reads (a crafted or damaged
+    file is named, not met as a KeyError later)."""
+    def bad(what):
+        return FormatError(f"checkpoint {path!r}: {what} (remove it, or name another file)")
+
+    epoch = ck.get("epoch")
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+        raise bad(f"'epoch' must be an integer >= 0, got {epoch!r:.40}")
+    if not isinstance(ck.get("fingerprint"), dict):
+        raise bad("'fingerprint' is missing or not a mapping")
+    states = ck.get("states")
+    if not isinstance(states, list) or not states or not all(isinstance(x, dict) for x in states):
+        raise bad("'states' must be a list of each rank's state")
+    history = ck.get("history")
+    if not isinstance(history, dict) or not isinstance(history.get("epochs"), list) or \
+            not isinstance(history.get("losses"), list):
+        raise bad("'history' must hold the lists 'epochs' and 'losses'")
+    if not all(isinstance(e, dict) and isinstance(e.get("wall"), (int, float)) for e in history["epochs"]):
+        raise bad("each epoch of 'history' must be a mapping with its 'wall' time")
+    if not all(isinstance(x, (list, tuple)) and len(x) == 2 for x in history["losses"]):
+        raise bad("'history' losses must be (iteration, loss) pairs")
+    counts = ck.get("counts", [])
+    if not isinstance(counts, list) or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 1
+                                               for c in counts):
+        raise bad("'counts' must list each rank's samples")
+
+
+def _check_states(states, spec, path: str) -> None:
+    """The checkpoint's states hold tensors of the model's shapes, one state per rank (or stage)."""
+    import torch
+
+    def bad(what):
+        return FormatError(f"checkpoint {path!r}: {what} (remove it, or name another file)")
+
+    if len(states) != int(spec.workers):
+        raise bad(f"it holds {len(states)} states for {int(spec.workers)} workers")
+    shapes = getattr(spec, "state_shapes", lambda: None)()
+    for r, st in enumerate(states):
+        params = st.get("params")
+        if not isinstance(params, list) or not all(isinstance(t, torch.Tensor) for t in params) or \
+                not isinstance(st.get("buffers"), list) or not isinstance(st.get("opt"), dict):
+            raise bad(f"state {r} lacks its parameter and buffer tensors or its optimizer state")
+        want = None if shapes is None else shapes[r]
+        got = [tuple(t.shape) for t in params]
+        if want is not None and got != [tuple(x) for x in want]:
+            first = next((k for k, (a, b) in enumerate(zip(got, want)) if a != tuple(b)), min(len(got), len(want)))
+            raise bad(f"state {r}'s parameters are not this model's ({len(got)} tensors against {len(want)}; "
+                      f"tensor {first}: {got[first] if first < len(got) else None} against "
+                      f"{tuple(want[first]) if first < len(want) else None})")
 
 
 def _save_checkpoint(path, epoch: int, states, history: History, fingerprint: dict, counts) -> None:
@@ -168,7 +240,7 @@ def _save_checkpoint(path, epoch: int, states, history: History, fingerprint: di
     atomic_write(path, buf.getvalue())
 
 
-def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: int = 2, batch: int = 64,
+def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: int | None = None, batch: int = 64,
           shares=None, allreduce: str = "ring", bucket_mb: float = 25.0, priority: str = "none",
           mode: str = "sync", sync_every: int = 1, staleness: int = 0, compensation: float = 0.0,
           compression=None, topk_ratio: float = 0.01, stages=None, microbatches: int = 4, schedule: str = "1f1b",
@@ -184,7 +256,8 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
     data : path
         A dataset root with ``train`` and ``val`` class folders (:mod:`workflows.images`).
     loss, optimizer, workers, batch, allreduce, bucket_mb, priority, pad, flip, seed, iterations, threads
-        As in :class:`workflows.torch_training.TorchTraining` (``iterations``: per epoch).
+        As in :class:`workflows.torch_training.TorchTraining` (``iterations``: per epoch; ``workers``
+        default 2, and with ``stages`` one per stage).
     shares : sequence of float or "speeds", optional
         Each rank's part of the batch (default equal); ``"speeds"``: in proportion to the speeds
         calibration measures on the workers for the first epoch, then to the speed of each rank's
@@ -233,11 +306,19 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
 
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise UsageError(f"epochs must be an integer >= 1, got {epochs!r}")
+    seed = check_seed(seed)
+    for name, value in (("resume", resume), ("quiet", quiet), ("flip", flip)):
+        if not isinstance(value, bool):
+            raise UsageError(f"{name} must be True or False, got {type(value).__name__} {value!r:.40}")
     check_outputs([("checkpoint", checkpoint), ("plot", plot)], [data] if isinstance(data, (str, os.PathLike)) else [],
                   plot_options=("plot",))  # before any training: a run is not lost to an output's name
     by_speed = isinstance(shares, str)
     if by_speed and shares != "speeds":
         raise UsageError(f"shares must be numbers (one per rank) or 'speeds', got {shares!r}")
+    if stages is not None and workers is not None and workers != stages:
+        raise UsageError(f"pipeline parallelism runs one worker per stage: workers {workers!r} with stages "
+                         f"{stages!r} (leave workers out)")
+    workers = 2 if workers is None else workers
     if stages is not None:
         from workflows.torch_pipeline import TorchPipeline
 
@@ -360,6 +441,7 @@ def _start(spec, ck, checkpoint, model, scheduler, by_speed: bool = False) -> tu
         diff = sorted(k for k in fp if ck["fingerprint"].get(k) != fp[k])
         raise UsageError(f"checkpoint {os.fspath(checkpoint)!r} was written by another job (it differs in "
                             f"{', '.join(diff)}): remove it, name another file, or pass resume=False")
+    _check_states(ck["states"], spec, os.fspath(checkpoint))
     history.epochs = list(ck["history"]["epochs"])
     history.losses = [tuple(x) for x in ck["history"]["losses"]]
     history.resumed_from = ck["epoch"]

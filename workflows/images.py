@@ -30,10 +30,13 @@ import numpy as np
 from taskflow.errors import WorkflowError
 
 __all__ = ["ImageFolder", "open_dataset", "write_digits", "write_synthetic", "read_files", "decode", "augment", "collate",
-           "load_batch", "epoch_batches", "EXTENSIONS"]
+           "load_batch", "epoch_batches", "EXTENSIONS", "MAX_PIXELS"]
 
 #: the file endings read as images
 EXTENSIONS = (".png", ".jpg", ".jpeg")
+#: the most pixels an image may have (8192 x 8192): larger is refused from its header, before it
+#: is decoded (Pillow's own guard against decompression bombs is at 89 million)
+MAX_PIXELS = 1 << 26
 
 
 @dataclass(frozen=True)
@@ -116,8 +119,22 @@ def open_dataset(data) -> tuple:
         raise WorkflowError(f"data must be a folder's path, got {type(data).__name__}")
     root = os.fspath(data)
     if not os.path.isdir(os.path.join(root, "train")):
-        return ImageFolder(root), None
-    return ImageFolder(root, "train"), ImageFolder(root, "val") if os.path.isdir(os.path.join(root, "val")) else None
+        train, val = ImageFolder(root), None
+    else:
+        train = ImageFolder(root, "train")
+        val = ImageFolder(root, "val") if os.path.isdir(os.path.join(root, "val")) else None
+    if len(train.classes) < 2:
+        raise WorkflowError(f"dataset folder {train.folder!r} holds one class ({train.classes[0]!r}): a classifier "
+                            f"needs two or more class folders with images")
+    if val is not None and val.classes != train.classes:
+        only_train = sorted(set(train.classes) - set(val.classes))
+        only_val = sorted(set(val.classes) - set(train.classes))
+        said = "; ".join(x for x in (f"only in train/: {', '.join(only_train)}" if only_train else "",
+                                     f"only in val/: {', '.join(only_val)}" if only_val else "") if x)
+        raise WorkflowError(f"dataset {root!r}: train/ and val/ must hold images of the same classes, or the "
+                            f"labels would not match ({said or 'in another order'}; an empty class folder counts "
+                            f"as missing)")
+    return train, val
 
 
 def _write_split(root, split: str, images, labels, names) -> None:
@@ -240,13 +257,23 @@ def read_files(paths) -> list:
     WorkflowError
         A file cannot be read (named).
     """
+    from taskflow.files import open_regular
+    from taskflow.formats import max_file_bytes
+
+    limit = max_file_bytes()
     out = []
     for p in paths:
         try:
-            with open(p, "rb") as f:
-                out.append(f.read())
+            with open_regular(p, "image", WorkflowError) as f:
+                size = os.fstat(f.fileno()).st_size
+                if size > limit:
+                    raise WorkflowError(f"image {p!r} is {size:,} bytes, over the input limit of {limit:,} "
+                                        f"(--max-bytes or TASKFLOW_MAX_BYTES raises it)")
+                out.append(f.read(limit + 1))
         except OSError as e:
             raise WorkflowError(f"image {p!r} cannot be read: {e.strerror or e}") from None
+        if len(out[-1]) > limit:
+            raise WorkflowError(f"image {p!r} is over the input limit of {limit:,} bytes")
     return out
 
 
@@ -266,13 +293,27 @@ def decode(raw, paths) -> list:
     """
     from PIL import Image, UnidentifiedImageError
 
+    import warnings
+
     out = []
     for data, p in zip(raw, paths):
         try:
-            with Image.open(io.BytesIO(data)) as im:
-                im.load()
-                arr = np.asarray(im)
-        except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", Image.DecompressionBombWarning)
+                with Image.open(io.BytesIO(data)) as im:
+                    w, h = im.size
+                    if w * h > MAX_PIXELS:  # from the header, before a pixel is decoded
+                        raise WorkflowError(f"image {p!r} is {w:,}x{h:,} pixels, over the limit of "
+                                            f"{MAX_PIXELS:,} pixels an image may have")
+                    im.load()
+                    if im.mode in ("P", "PA", "1"):  # palette indices and bits are not intensities
+                        im = im.convert("RGB" if im.mode != "1" else "L")
+                    arr = np.asarray(im)
+        except WorkflowError:
+            raise
+        except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
+            raise WorkflowError(f"image {p!r} is too large to decode (a decompression bomb?): {e}") from None
+        except (UnidentifiedImageError, OSError, SyntaxError, ValueError, MemoryError) as e:
             raise WorkflowError(f"image {p!r} cannot be decoded: {e}") from None
         if arr.ndim == 2:
             arr = arr[:, :, None]

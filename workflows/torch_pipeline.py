@@ -40,6 +40,7 @@ from taskflow.graph import TaskGraph
 from ._builder import GraphBuilder
 from .images import ImageFolder, augment, collate, decode, epoch_batches, open_dataset, read_files
 from .pipeline import pipeline_order
+from .torch_checks import check_sample
 from .torch_tasks import fresh_state, make_model, optimizer_step, score
 
 __all__ = ["TorchPipeline", "StageModel", "stage_init", "stage_forward", "stage_backward", "input_grad", "stage_update",
@@ -303,10 +304,14 @@ class TorchPipeline:
         train, val = open_dataset(self.data)
         if len(train) < self.batch:
             raise WorkflowError(f"batch {self.batch} is larger than the {len(train)} training images")
+        check_sample(whole, train, classes=self.loss is None)  # before any cluster starts
         M = int(self.microbatches)
         counts = tuple(self.batch // M + (1 if m < self.batch % M else 0) for m in range(M))
         for k, v in (("ctx", whole), ("stage_ctx", tuple(stage_ctx)), ("train", train), ("val", val),
-                     ("counts", counts), ("stage_cuts", tuple(cuts)), ("stage_sizes", tuple(
+                     ("counts", counts), ("stage_cuts", tuple(cuts)),
+                     ("stage_param_shapes", tuple(tuple(tuple(p.shape) for p in seq[cuts[s]:cuts[s + 1]].parameters())
+                                                  for s in range(S))),
+                     ("stage_sizes", tuple(
                          sum(sizes[cuts[s]:cuts[s + 1]]) for s in range(S)))):
             object.__setattr__(self, k, v)
 
@@ -332,6 +337,10 @@ class TorchPipeline:
     def params(self) -> int:
         """The model's parameter count."""
         return int(sum(self.stage_sizes))
+
+    def state_shapes(self) -> list:
+        """Per stage, the shapes of its state's parameters (a checkpoint's states must have them)."""
+        return list(self.stage_param_shapes)
 
     def batches(self, epoch: int) -> list:
         """``[iteration][microbatch]`` -> the samples of each microbatch in ``epoch``."""

@@ -25,6 +25,7 @@ import torch
 from taskflow.errors import WorkflowError
 
 from .images import ImageFolder, load_batch
+from .torch_checks import built, check_size
 
 __all__ = ["TorchModel", "make_model", "init_state", "fresh_state", "optimizer_step", "step", "bucket", "update", "evaluate", "state_bytes",
            "compress_fp16", "compress_topk", "sparse_sum", "param_bucket", "average", "working", "score"]
@@ -112,10 +113,9 @@ def make_model(model, loss=None, optimizer=None, bucket_mb: float = 25.0, thread
     optimizer = functools.partial(torch.optim.SGD, lr=0.05, momentum=0.9) if optimizer is None else optimizer
     if not callable(loss) or not callable(optimizer):
         raise WorkflowError("loss and optimizer must be callables (loss(output, labels), optimizer(parameters))")
+    check_size(model)
     torch.manual_seed(0)
-    mod = model()
-    if not isinstance(mod, torch.nn.Module):
-        raise WorkflowError(f"model factory returned {type(mod).__name__}, not a torch.nn.Module")
+    mod = built(model)
     named = list(mod.named_parameters())
     if not named:
         raise WorkflowError("the model has no parameters to train")

@@ -70,7 +70,8 @@ def _counts(batch: int, workers: int, shares) -> tuple:
         raise WorkflowError(f"shares must be {workers} positive numbers (one per rank), got {shares!r}") from None
     if len(shares) != workers or not all(s > 0 and math.isfinite(s) for s in shares):
         raise WorkflowError(f"shares must be {workers} positive numbers (one per rank), got {shares!r}")
-    raw = np.asarray(shares) / sum(shares) * batch
+    w = np.asarray(shares) / max(shares)  # scaled first: a sum of huge shares would overflow to inf
+    raw = w / w.sum() * batch
     counts = np.floor(raw).astype(int)
     for k in np.argsort(-(raw - counts))[:batch - counts.sum()]:  # largest remainders
         counts[k] += 1
@@ -147,6 +148,7 @@ class TorchTraining:
     topk_ratio: float = 0.01
 
     def __post_init__(self):
+        from .torch_checks import check_sample
         from .torch_tasks import make_model
 
         for name in ("workers", "batch", "threads"):
@@ -183,6 +185,7 @@ class TorchTraining:
             raise WorkflowError(f"batch {self.batch} is larger than the {len(train)} training images in "
                                 f"{train.folder!r}")
         ctx = make_model(self.model, self.loss, self.optimizer, self.bucket_mb, int(self.threads))
+        check_sample(ctx, train, classes=self.loss is None)  # before any cluster starts
         for k, v in (("counts", counts), ("train", train), ("val", val), ("ctx", ctx)):
             object.__setattr__(self, k, v)
 
@@ -199,6 +202,10 @@ class TorchTraining:
     def params(self) -> int:
         """The model's parameter count."""
         return int(sum(self.ctx.sizes))
+
+    def state_shapes(self) -> list:
+        """Per rank, the shapes of its state's parameters (a checkpoint's states must have them)."""
+        return [self.ctx.shapes] * int(self.workers)
 
     def graph(self, epoch: int = 0, states=None, executable: bool = True, costs: dict | None = None,
               evaluate: bool = True) -> TaskGraph:

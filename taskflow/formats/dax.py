@@ -11,6 +11,7 @@ from __future__ import annotations
 from defusedxml import ElementTree as SafeET
 from defusedxml.common import DefusedXmlException
 
+from ..checks import decimal
 from ..errors import FormatError
 from ..graph import TaskGraph
 from ._util import graph_from_files
@@ -80,7 +81,7 @@ def graph_from_dax(root, source: str = "dax") -> TaskGraph:
             if rt is None:
                 raise FormatError(f"{source}: job {jid!r}: missing attribute 'runtime'")
             try:
-                rt = float(rt)
+                rt = decimal(rt.strip())
             except ValueError:
                 raise FormatError(f"{source}: job {jid!r}: runtime {rt!r} is not a number") from None
             o, i = {}, {}
@@ -89,7 +90,7 @@ def graph_from_dax(root, source: str = "dax") -> TaskGraph:
                     continue
                 name = u.get("file") or u.get("name")
                 try:
-                    size = float(u.get("size", 0) or 0)
+                    size = decimal((u.get("size") or "0").strip())
                 except ValueError:
                     raise FormatError(f"{source}: job {jid!r}: file {name!r} size {u.get('size')!r} is not a number") from None
                 link = u.get("link")

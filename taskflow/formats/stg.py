@@ -7,6 +7,7 @@ are ignored. Reference: https://www.kasahara.cs.waseda.ac.jp/schedule/
 
 from __future__ import annotations
 
+from ..checks import decimal
 from ..errors import FormatError
 from ..graph import TaskGraph
 
@@ -56,7 +57,7 @@ def graph_from_stg(text: str, source: str = "stg", name: str | None = None) -> T
         if not s:
             continue
         try:
-            nums = [int(x) for x in s.split()]
+            nums = [decimal(x, int) for x in s.split()]
         except ValueError:
             raise FormatError(f"{source}: line {lineno}: expected integers, got {s!r}") from None
         if count is None:

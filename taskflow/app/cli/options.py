@@ -28,7 +28,7 @@ import math
 import os
 import sys
 
-from ...checks import parse_bytes, parse_rate
+from ...checks import MAX_SEED, decimal, parse_bytes, parse_rate
 from ...cluster import DEFAULT_BANDWIDTH, Cluster, Worker
 from ...errors import TaskflowError, UsageError
 from ...files import check_outputs
@@ -62,11 +62,16 @@ class _Bounded:
     def __call__(self, text):
         kind, low, above, high = self.kind, self.low, self.above, self.high
         try:
-            value = kind(text)
+            # as a file writes numbers (not 1_000, nor another script's digits); inf and nan are
+            # numbers the bounds below refuse by name
+            nonfinite = kind is float and text.lower().lstrip("+-") in ("inf", "infinity", "nan")
+            value = float(text) if nonfinite else decimal(text, kind)
         except (TypeError, ValueError):
             raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
-        bounds = [f">= {low:g}" if low is not None else None, f"> {above:g}" if above is not None else None,
-                  f"<= {high:g}" if high is not None else None]
+        def shown(x):
+            return str(int(x)) if kind is int and float(x).is_integer() else f"{x:g}"
+        bounds = [f">= {shown(low)}" if low is not None else None, f"> {shown(above)}" if above is not None else None,
+                  f"<= {shown(high)}" if high is not None else None]
         if ((kind is float and not math.isfinite(value)) or (low is not None and value < low)
                 or (above is not None and value <= above)
                 or (high is not None and value > high)):
@@ -89,7 +94,7 @@ def number(kind=float, low: float | None = None, above: float | None = None, hig
 
 
 #: argparse types of the commands' counts and durations
-SEED = number(int, low=0)
+SEED = number(int, low=0, high=MAX_SEED)
 COUNT = number(int, low=1, high=10_000)
 RETRIES = number(int, low=0, high=1000)
 SECONDS = number(float, above=0.0, high=1e7)

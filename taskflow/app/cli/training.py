@@ -37,7 +37,8 @@ def add_arguments(sp) -> None:
                     help=f"{', '.join(MODELS)}, or module:function returning a torch.nn.Module (default small-cnn)")
     sp.add_argument("--epochs", type=COUNT, default=1, help="epochs (default 1)")
     sp.add_argument("--iterations", type=COUNT, help="at most this many iterations per epoch (default: all)")
-    sp.add_argument("--workers", type=COUNT, default=2, help="ranks, one Dask worker each (default 2)")
+    sp.add_argument("--workers", type=COUNT, help="ranks, one Dask worker each (default 2; with --stages, one per "
+                    "stage)")
     sp.add_argument("--batch", type=COUNT, default=64, help="samples per iteration over all ranks (default 64)")
     sp.add_argument("--shares", help="each rank's part of the batch, e.g. 3,1 (default equal)")
     sp.add_argument("--allreduce", choices=("ring", "tree", "ps"), default="ring", help="(default ring)")
@@ -118,8 +119,10 @@ def model_factory(name: str, shape: tuple, classes: int):
         factory = getattr(module, fn)
     except (ImportError, AttributeError, SyntaxError) as e:
         raise UsageError(f"--model {name}: cannot load ({type(e).__name__}: {e})") from None
-    except Exception as e:  # noqa: BLE001 - the user's module: name it
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - the user's module (sys.exit on import too): name it
         raise UsageError(f"--model {name}: importing it raised {type(e).__name__}: {e}") from None
+    if not callable(factory):
+        raise UsageError(f"--model {name}: is a {type(factory).__name__}, not a function returning a torch.nn.Module")
     if module.__name__ != "__main__" and not module.__name__.startswith(("workflows", "torch")):
         cloudpickle.register_pickle_by_value(module)  # workers elsewhere need not import the user's file
     return factory
@@ -171,7 +174,7 @@ def train(args) -> int:
         def out(path, name=name):
             return per_scheduler(path, name, several)
         history = run_training(factory, args.data, optimizer=opt, epochs=args.epochs, workers=args.workers,
-                               batch=args.batch, shares=_shares(args.shares, args.workers), allreduce=args.allreduce,
+                               batch=args.batch, shares=_shares(args.shares, args.workers or 2), allreduce=args.allreduce,
                                bucket_mb=args.bucket_mb, mode=args.mode, sync_every=args.sync_every or 1,
                                staleness=args.staleness or 0, compensation=args.compensation or 0.0,
                                compression=args.compression, topk_ratio=args.topk_ratio or 0.01, stages=args.stages,

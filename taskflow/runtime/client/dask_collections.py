@@ -14,7 +14,7 @@ from ..messages import cluster_message, graph_payload
 from .report import decision_note, report_from_stream
 from .runner import connect, say_dashboard
 from .records import stream_index, stream_since, workers_records
-from .session import call, check_call, ensure_plugin
+from .session import call, check_call, check_flags, ensure_plugin
 from .waiting import Watchdog, close_quietly, frozen_heap, gather, wait_for, workers_reachable
 
 __all__ = ["compute"]
@@ -74,6 +74,7 @@ def compute(*collections, scheduler="adaptive", client=None, costs: dict | None 
     from dask.core import flatten
 
     check_call(client, cluster, address, scheduler_file, workers, threads_per_worker, timeout, costs)
+    check_flags(report=report)
     started = time.monotonic()  # the timeout counts from here: starting a cluster is part of the call
     scheduler = get_scheduler(scheduler)
     require_runnable(scheduler, "dask")

@@ -31,6 +31,7 @@ import uuid
 import warnings
 
 from ...cluster import Cluster, Worker
+from ...files import open_regular
 from ...errors import (GraphError, LaunchError, MissingExtra, SchedulerError, SchedulerLost, TaskflowError,
                       TaskflowWarning, UsageError, WorkersLost)
 from ...analysis import task_kind
@@ -46,7 +47,7 @@ from ..messages import cluster_message, graph_payload, plan_priorities
 from ..predict import DASK_DRAWS, predict_dask, predict_plan
 from .report import RunReport, report_from_stream
 from .records import stream_index, stream_since, workers_records
-from .session import call, check_call, ensure_plugin
+from .session import call, check_call, check_flags, ensure_plugin
 from .waiting import Watchdog, close_quietly, frozen_heap, gather, progress_bar, wait_for, workers_reachable
 
 __all__ = ["run", "connect", "client_for", "SCHEDULER_FILE_WAIT", "dashboard_link", "dashboard_address", "say_dashboard", "predict_dask", "submit_order", "GUESS_ERROR", "DASHBOARD",
@@ -206,8 +207,8 @@ def client_for(address: str | None, scheduler_file: str | None):
     ------
     TaskflowError
         The scheduler file is missing, unreadable or not one; the address is not one.
-    SchedulerLost
-        Nothing answers there within 30 s.
+    LaunchError
+        Nothing answers there within 30 s (a cluster that would not answer: bad input).
     """
     import json
 
@@ -217,7 +218,9 @@ def client_for(address: str | None, scheduler_file: str | None):
         deadline = time.monotonic() + SCHEDULER_FILE_WAIT
         while True:  # a scheduler just started writes its file in a moment: wait for it, bounded
             try:
-                with open(scheduler_file, encoding="utf-8") as f:
+                if not os.path.exists(scheduler_file):
+                    raise FileNotFoundError(scheduler_file)
+                with open_regular(scheduler_file, "scheduler file", LaunchError) as f:  # a FIFO: refused
                     doc = json.load(f)
                 break
             except FileNotFoundError:
@@ -238,7 +241,7 @@ def client_for(address: str | None, scheduler_file: str | None):
     except (ValueError, TypeError) as e:
         error = UsageError(f"--address {address!r} is not a Dask scheduler address ({e})"[:300])
     except (OSError, TimeoutError) as e:
-        error = SchedulerLost(f"no Dask scheduler answered at {address} within 30 s ({type(e).__name__})")
+        error = LaunchError(f"no Dask scheduler answered at {address} within 30 s ({type(e).__name__})")
     # a client whose start failed is closed by its __del__: now, not inside the next client's start,
     # where it deadlocks on the event-loop runner's lock
     gc.collect()
@@ -317,6 +320,7 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
         bokeh.
     """
     check_call(client, cluster, address, scheduler_file, workers, threads_per_worker, timeout)
+    check_flags(calibrate=calibrate, quiet=quiet)
     scheduler = get_scheduler(scheduler, seed=seed)
     dynamic = scheduler.kind == "dynamic"
     require_runnable(scheduler, "dask")

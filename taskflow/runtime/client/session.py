@@ -13,7 +13,7 @@ from ...scheduling import get_scheduler, require_runnable
 from ..messages import install_scheduler_plugin
 from ..worker.worker_plugin import TransferLog
 
-__all__ = ["CALL_TIMEOUT", "CALL_LIMIT", "call", "ensure_plugin", "use", "check_call", "status"]
+__all__ = ["check_client", "check_flags", "CALL_TIMEOUT", "CALL_LIMIT", "call", "ensure_plugin", "use", "check_call", "status"]
 
 
 
@@ -139,6 +139,7 @@ def use(client, scheduler: str | None = "adaptive", **options) -> None:
     if scheduler is None and options:
         raise UsageError(f"use(client, None) goes back to Dask's own scheduling, which takes no options; got "
                             f"{', '.join(map(str, options))}")
+    check_client(client)
     if scheduler is not None:
         sch = get_scheduler(scheduler, **options)
         if sch.kind != "static":
@@ -149,6 +150,41 @@ def use(client, scheduler: str | None = "adaptive", **options) -> None:
     reply = call(client, "taskflow_use", client=client.id, scheduler=scheduler, options=options)
     if reply.get("status") != "OK":
         raise SchedulerError(reply.get("error", "the scheduler plugin refused it"))
+
+
+def check_client(client) -> None:
+    """Refuse what is not a running ``distributed.Client`` (None, another object, a closed one).
+
+    Parameters
+    ----------
+    client : object
+
+    Raises
+    ------
+    UsageError
+    """
+    if client is None or not (hasattr(client, "scheduler") and hasattr(client, "submit")):
+        raise UsageError(f"client must be a distributed.Client, got {type(client).__name__} {client!r:.60}")
+    state = getattr(client, "status", "running")
+    if state != "running":
+        raise UsageError(f"the client is {state}, not running: connect a new distributed.Client")
+
+
+def check_flags(**flags) -> None:
+    """Refuse a flag that is not True or False (``report="no"`` is not a no).
+
+    Parameters
+    ----------
+    **flags
+        Name -> value.
+
+    Raises
+    ------
+    UsageError
+    """
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise UsageError(f"{name} must be True or False, got {type(value).__name__} {value!r:.40}")
 
 
 def check_call(client=None, cluster=None, address=None, scheduler_file=None, workers=2, threads_per_worker=1,
@@ -171,8 +207,8 @@ def check_call(client=None, cluster=None, address=None, scheduler_file=None, wor
 
     from ...cluster import Cluster
 
-    if client is not None and not (hasattr(client, "scheduler") and hasattr(client, "submit")):
-        raise UsageError(f"client must be a distributed.Client, got {type(client).__name__} {client!r:.60}")
+    if client is not None:
+        check_client(client)
     if cluster is not None and not isinstance(cluster, Cluster):
         raise UsageError(f"cluster must be a taskflow.Cluster (the cluster model of the workers), got "
                             f"{type(cluster).__name__} {cluster!r:.60}")

@@ -72,7 +72,7 @@ import os
 
 from ..worker.worker_plugin import REUSE_ENV, TRIM_AT
 
-__all__ = ["local_cluster", "warm_cluster", "warm_connections", "warm_heaps", "HEAP_SHARE", "worker_environ",
+__all__ = ["local_cluster", "check_local_workers", "WORKERS_PER_CORE", "warm_cluster", "warm_connections", "warm_heaps", "HEAP_SHARE", "worker_environ",
            "nanny_environ", "reuse_wanted", "MMAP_THRESHOLD", "ARENAS", "heap_size"]
 
 #: glibc's mmap threshold in the workers: allocations below it come from the heap
@@ -211,6 +211,43 @@ def worker_environ(memory_limit: float, base: dict | None = None) -> dict:
     return env
 
 
+#: worker processes an embedded cluster may start per core of this machine
+WORKERS_PER_CORE = 4
+#: the memory a worker process takes before any task (Python, Dask, numpy; torch adds more)
+WORKER_BYTES = 200 * 2**20
+
+
+def check_local_workers(n_workers: int, threads_per_worker: int = 1) -> None:
+    """Refuse, at once, an embedded cluster larger than this machine holds: more than
+    :data:`WORKERS_PER_CORE` worker processes per core, or more processes than its
+    free memory holds. Past that they take minutes to start, contend for every core and ignore
+    nothing but SIGKILL while they do; a larger cluster is reached with an address.
+
+    Parameters
+    ----------
+    n_workers, threads_per_worker : int
+
+    Raises
+    ------
+    UsageError
+    """
+    import psutil
+
+    from ...errors import UsageError
+
+    cores = os.cpu_count() or 1
+    most = WORKERS_PER_CORE * cores
+    if n_workers > most:
+        raise UsageError(f"{n_workers} worker processes are more than this machine's {cores} core(s) run at once "
+                         f"({most} at most, {WORKERS_PER_CORE} a core): fewer workers, or an existing cluster's "
+                         f"--address")
+    free = psutil.virtual_memory().available
+    if n_workers * WORKER_BYTES > free:
+        raise UsageError(f"{n_workers} worker processes need about {n_workers * WORKER_BYTES / 2**30:.1f} GiB, more "
+                         f"than this machine's {free / 2**30:.1f} GiB free: fewer workers, or an existing cluster's "
+                         f"--address")
+
+
 def local_cluster(n_workers: int, threads_per_worker: int = 1, dashboard_address=None,
                   work_stealing: bool | None = None, **kwargs):
     """A ``LocalCluster`` of ``n_workers`` processes whose workers reuse freed memory (see the
@@ -231,6 +268,8 @@ def local_cluster(n_workers: int, threads_per_worker: int = 1, dashboard_address
     import dask
     from distributed import LocalCluster
     from distributed.system import MEMORY_LIMIT
+
+    check_local_workers(n_workers, threads_per_worker)
 
     limit = kwargs.get("memory_limit", "auto")
     if isinstance(limit, (int, float)):

@@ -588,8 +588,8 @@ async def dask_setup(scheduler, name: str | None = None) -> None:
     name : str, optional
         Our scheduler's name (default: ``TASKFLOW_SCHEDULER``, or its earlier spelling ``TASKFLOW_SCHEDULER``).
     """
-    import os
+    from .preload import preloaded_scheduler
 
-    name = name or os.environ.get("TASKFLOW_SCHEDULER") or os.environ.get("TASKFLOW_" + "POLICY") or None
+    name = preloaded_scheduler(name)
     plugin = TaskflowPlugin(scheduler=name)
     await scheduler.register_scheduler_plugin(plugin, name=PLUGIN_NAME, idempotent=True)
