@@ -246,7 +246,8 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
           compression=None, topk_ratio: float = 0.01, stages=None, microbatches: int = 4, schedule: str = "1f1b",
           scheduler: str = "placed", pad: int = 0, flip: bool = False, seed: int = 0, iterations=None,
           threads: int = 1, client=None, address=None, scheduler_file=None, jobqueue=None, jobqueue_options=None,
-          checkpoint=None, resume: bool = True, timeout=None, quiet: bool = False, plot=None) -> History:
+          checkpoint=None, resume: bool = True, timeout=None, quiet: bool = False, plot=None,
+          on_epoch=None) -> History:
     """Train ``model`` on ``data`` for ``epochs`` epochs, each epoch one task graph on Dask.
 
     Parameters
@@ -287,6 +288,10 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
         No progress bar.
     plot : path, optional
         Draw accuracy against wall time there at the end.
+    on_epoch : callable, optional
+        Called with the :class:`History` so far as each epoch ends (after its checkpoint): a line
+        printed, a file written as the run goes, so that a run stopped after epoch ``k`` has said
+        epochs ``1..k``.
 
     Returns
     -------
@@ -307,6 +312,9 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise UsageError(f"epochs must be an integer >= 1, got {epochs!r}")
     seed = check_seed(seed)
+    if on_epoch is not None and not callable(on_epoch):
+        raise UsageError(f"on_epoch must be a callable (it is called with the History after each epoch), got "
+                         f"{type(on_epoch).__name__}")
     for name, value in (("resume", resume), ("quiet", quiet), ("flip", flip)):
         if not isinstance(value, bool):
             raise UsageError(f"{name} must be True or False, got {type(value).__name__} {value!r:.40}")
@@ -384,6 +392,12 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
                 bar.update(spec.per_epoch)
                 last = history.epochs[-1]
                 bar.set_postfix(loss=f"{last['loss']:.3f}", acc=f"{last['accuracy']:.1%}")
+            if on_epoch is not None:
+                if bar is not None:
+                    bar.clear()  # what the caller prints goes above the bar
+                on_epoch(history)
+                if bar is not None:
+                    bar.refresh()
         finished = True
     finally:
         if bar is not None:

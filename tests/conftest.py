@@ -13,6 +13,9 @@ settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("TASKFLOW_HYPOTHESIS", "repeatable"))
 
 ROOT = Path(__file__).resolve().parents[1]
+#: a test's own LocalCluster serves no HTTP on Dask's port 8787 (two test processes would both ask
+#: for it, and Dask warns); pass as ``scheduler_kwargs``
+NO_HTTP = {"dashboard": False, "dashboard_address": "127.0.0.1:0"}
 SHARED = ROOT.parent / "shared" / "data"
 EXAMPLES = ROOT / "examples"
 #: the real workflow files tests read, shipped in the checkout (tests/data, the package's samples)
@@ -106,6 +109,6 @@ def client():
     """A client of a LocalCluster of two one-thread worker processes, shared by a module's tests."""
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
             Client(lc) as c:
         yield c

@@ -18,6 +18,7 @@ from taskflow.runtime.scheduler.adaptive_state import AdaptiveState, Phase
 from taskflow.runtime.scheduler.outcomes import Outcomes
 from taskflow.runtime.scheduler.runs import behind
 from workflows.scientific import random_layered
+from .conftest import NO_HTTP
 
 
 def opts(margin, limit, spread=1.5):
@@ -147,7 +148,7 @@ def test_a_plan_for_declared_uneven_speeds_is_given_up_once_the_run_shows_them_a
     worker its share at once. The durations measured within the run show the workers alike, and
     the run is left to Dask: the tasks still waiting on the 'fast' worker are Dask's stealing's to
     move, and the 'slow' worker, idle, takes some of them."""
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
             Client(lc) as c:
         names = sorted(str(w["name"]) for w in c.scheduler_info()["workers"].values())
         declared = Cluster([Worker(names[0], 1.0), Worker(names[1], 4.0)])
@@ -176,7 +177,7 @@ def test_a_plan_made_again_moves_the_tasks_waiting_on_a_worker_it_learned_is_slo
     scheduler held to plans. The first plan sends worker 0 most of the 60 independent tasks at once;
     the durations measured within the run show it slow, and the plan made again moves the tasks
     still waiting there to worker 1 (without the move, worker 1 would run only its first share)."""
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
             Client(lc) as c:
         declared = Cluster([Worker("0", 4.0), Worker("1", 1.0)])
         parts = [dask.delayed(_slower_on_worker_0, pure=True)(i, dask_key_name=f"bag-{i}") for i in range(60)]
@@ -369,7 +370,7 @@ def test_a_first_run_is_held_off_a_worker_whose_cgroup_allows_it_a_quarter_core(
     from taskflow.runtime.worker.worker_plugin import CPU_LIMIT_ENV, cpu_limit
     from taskflow.runtime.scheduler.reading import cpu_shares
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
             Client(lc) as c:
         if any(v is not None for v in c.run(cpu_limit).values()):
             pytest.skip("this machine's cgroups limit the workers' CPU already")

@@ -5,6 +5,7 @@ import pytest
 
 from taskflow.app.bench import run_suite
 from taskflow.app.cli import main
+from .conftest import NO_HTTP
 
 
 def test_quick_suite_outputs_valid_rows_and_resumes(tmp_path, capsys):
@@ -62,7 +63,7 @@ def test_the_real_subset_waits_a_bounded_time_for_lost_workers(monkeypatch):
     from taskflow.errors import TaskflowError
 
     monkeypatch.setattr(bench, "WORKER_WAIT", 0.5)
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
             Client(lc) as c:
         bench._all_workers_back(c, 1)  # all there: returns at once
         t0 = time.perf_counter()

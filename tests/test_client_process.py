@@ -13,11 +13,12 @@ from taskflow.runtime.client import dask_collections, runner, waiting
 from taskflow.runtime.client.waiting import frozen_heap, gather, workers_reachable
 
 from . import runtime_graphs as rg
+from .conftest import NO_HTTP
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc:
         yield lc
 
 

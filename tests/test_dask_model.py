@@ -9,6 +9,7 @@ from taskflow import Cluster, TaskGraph, Worker, simulate
 from taskflow.scheduling import DynamicScheduler
 from taskflow.runtime.messages import workers_info
 from taskflow.runtime.predict import dask_priorities
+from .conftest import NO_HTTP
 
 NO_STEAL = {"steal_interval": None}
 
@@ -213,7 +214,7 @@ def test_the_periodic_call_comes_every_tick_and_stops_with_the_run():
 def dask_client():
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
             Client(lc) as c:
         yield c
 

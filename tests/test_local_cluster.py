@@ -17,6 +17,7 @@ from taskflow.runtime.launch.local import MMAP_THRESHOLD, local_cluster, worker_
 from taskflow.runtime.worker.worker_plugin import REUSE_ENV, trim_if_high
 from taskflow.runtime.worker.worker_plugin import TRIM_CALLBACK
 from taskflow.runtime.client.session import ensure_plugin
+from .conftest import NO_HTTP
 
 VARS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_ARENA_MAX", REUSE_ENV)
 
@@ -94,7 +95,7 @@ def test_local_cluster_sets_its_workers_and_leaves_this_process_alone(monkeypatc
     assert dict(os.environ) == before
     with local_cluster(1, 1, work_stealing=True) as lc, Client(lc) as c:
         assert c.run_on_scheduler(_stealing) is True
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
             Client(lc) as c:  # Dask's own cluster: no reuse, no trimming
         assert list(c.run(_flags).values())[0][REUSE_ENV] is None
         ensure_plugin(c)
@@ -279,7 +280,7 @@ def test_warm_heaps_grows_each_reusing_worker_heap_and_keeps_it():
         for a in before:  # freed, but the heap holds on to it: the pages stay the worker's
             assert after[a] - before[a] > 0.8 * want, (a, before[a], after[a])
     # a cluster taskflow did not start (no memory reuse) is left as it is
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
             Client(lc) as c:
         before = c.run(_rss)
         assert set(warm_heaps(c).values()) == {0}

@@ -20,7 +20,7 @@ from taskflow.runtime.messages import workers_info
 from taskflow.runtime.scheduler.plugin import TaskflowPlugin
 
 from . import runtime_graphs as rg
-from .conftest import EXAMPLES
+from .conftest import NO_HTTP, EXAMPLES
 from taskflow.app.loopback import Loopback
 
 
@@ -928,7 +928,7 @@ def test_the_plugin_learns_worker_speeds_from_task_durations_and_plans_with_them
     workers, the plugin's learned speeds say so (no calibration, no declared speeds), and a HEFT
     plan of Dask code gives the fast worker most of the tasks. (A cluster of its own: what other
     tests ran would be evidence too.)"""
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
             Client(lc) as client:
         _learns_speeds(client)
 
@@ -982,7 +982,7 @@ def test_the_plugins_duration_table_is_bounded_and_skips_declared_runs(monkeypat
 def validated(monkeypatch):
     """A fresh in-process cluster whose plugin checks every move of every run against its table."""
     monkeypatch.setenv("TASKFLOW_VALIDATE", "1")
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
             Client(lc) as c:
         c.register_plugin(TaskflowPlugin(validate=True), name="taskflow")
         yield lc, c
@@ -1100,7 +1100,7 @@ def test_the_first_run_on_a_fresh_cluster_with_both_cores_busy_does_not_fail_on_
     ctx = multiprocessing.get_context("spawn")
     stop = ctx.Event()
     burners = [ctx.Process(target=_burn, args=(stop,), daemon=True) for _ in range(2)]
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
             Client(lc) as c:
         for b in burners:
             b.start()

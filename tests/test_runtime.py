@@ -17,7 +17,7 @@ from taskflow.app.plot import gantt_compare
 from taskflow.runtime import cluster_from_dask, learn_costs
 
 from . import runtime_graphs as rg
-from .conftest import shared
+from .conftest import NO_HTTP, shared
 
 
 def test_emulated_montage_runs_where_planned_and_as_predicted(client, capsys):
@@ -158,7 +158,7 @@ def test_declared_speeds_shape_the_emulation(client):
 
 def test_a_killed_worker_does_not_stop_the_run():
     g = rg.layered()
-    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
             Client(lc) as c:
         pids = c.run(os.getpid)
         victim = sorted(pids)[1]

@@ -33,6 +33,7 @@ from workflows.images import ImageFolder, decode, read_files, write_digits, writ
 from workflows.torch_models import mlp, small_cnn  # noqa: E402
 from workflows.torch_tasks import make_model  # noqa: E402
 from workflows.torch_training import TorchTraining  # noqa: E402
+from .conftest import NO_HTTP  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CNN = functools.partial(small_cnn)
@@ -45,7 +46,7 @@ def digits(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
             Client(lc) as c:
         yield c
 
@@ -286,7 +287,7 @@ def test_a_resumed_run_ends_where_an_uninterrupted_one_does(client, digits, tmp_
 
 def test_a_killed_worker_is_survived_with_the_same_parameters(digits):
     spec = TorchTraining(CNN, digits, workers=2, batch=64, iterations=20)
-    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
             Client(lc) as c:
         pids = c.run(os.getpid)
         c.run(lambda: __import__("torch"))  # every worker has torch loaded: the kill lands mid-epoch

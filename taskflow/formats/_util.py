@@ -245,6 +245,11 @@ def _one_line(e) -> str:
     return str(e).replace("\n", " ").strip()
 
 
+#: the temporary files :func:`atomic_write` is writing now (a program ended at once by a signal
+#: removes them: nothing half-written is left behind)
+WRITING: set = set()
+
+
 def atomic_write(path, data) -> None:
     """Write ``data`` (str or bytes, as UTF-8) to ``path`` through a temporary file in the same
     folder, synced, then renamed over ``path``: a failure (a full disk among them) leaves no
@@ -269,6 +274,7 @@ def atomic_write(path, data) -> None:
         fd, tmp = tempfile.mkstemp(prefix=".taskflow-", dir=directory)
     except OSError as e:
         raise OSError(e.errno, e.strerror, path) from None  # the user's path, not ours
+    WRITING.add(tmp)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -286,6 +292,8 @@ def atomic_write(path, data) -> None:
         if isinstance(e, OSError):
             raise OSError(e.errno, e.strerror, path) from None
         raise
+    finally:
+        WRITING.discard(tmp)
 
 
 def save_figure(fig, path, close, dpi: int = 120) -> None:

@@ -99,7 +99,7 @@ def _interrupted(e: KeyboardInterrupt, program: bool) -> int:
     """Ctrl-C or SIGTERM ended the command: its one line, and 130 or 143."""
     line = "error: terminated" if isinstance(e, Terminated) else "error: interrupted"
     if program:
-        _quiet_ending(line)
+        _quiet_ending(line, 143 if isinstance(e, Terminated) else 130)
     else:
         print(line, file=sys.stderr)
     return 143 if isinstance(e, Terminated) else 130
@@ -135,14 +135,52 @@ def _quiet_resource_tracker() -> None:
         os.close(devnull)
 
 
-def _quiet_ending(line: str) -> None:
-    """Ctrl-C or SIGTERM has ended the program: ``line`` is the last it prints. Nothing else
-    reaches stderr after it (a cluster stopped as it started leaves a nanny that logs a worker's
-    restart, and asyncio tasks that report their failure as the interpreter exits), and the
-    processes it started that are still starting are ended (a worker process whose parent stops
-    before handing it its task prints a traceback as it fails)."""
+#: seconds a signalled command has to unwind (clusters closed, files whole) before the program ends
+#: at once: what the user sees within a second of Ctrl-C or SIGTERM, wherever it landed
+UNWIND_SECONDS = 0.6
+_ENDING = threading.Lock()  # the one thread that prints the last line and ends the program
+
+
+def _end_now(line: str, status: int) -> None:
+    """End the program at once (a second signal, or unwinding past :data:`UNWIND_SECONDS`): its
+    one line, every process it started killed, the files being written removed, and ``status``."""
+    if not _ENDING.acquire(blocking=False):
+        return  # the other ending is under way
     import psutil
 
+    from ...formats._util import WRITING
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # nothing after the line, on either stream
+        shown = os.dup(2)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+        os.write(shown, (line + "\n").encode())
+        for p in psutil.Process().children(recursive=True):
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        for tmp in list(WRITING):
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+    finally:
+        os._exit(status)
+
+
+def _quiet_ending(line: str, status: int) -> None:
+    """Ctrl-C or SIGTERM has ended the program: ``line`` is the last it prints, and it exits with
+    ``status`` at once. Nothing else reaches stderr after it (a cluster stopped as it started
+    leaves a nanny that logs a worker's restart, and asyncio tasks that report their failure as
+    the interpreter exits), and the processes it started that are still starting are ended (a
+    worker process whose parent stops before handing it its task prints a traceback as it fails).
+    The interpreter's own shutdown (Dask's exit handlers, its threads joined) is skipped: the
+    command has unwound, its files are whole, and it would take a second more."""
+    import psutil
+
+    if not _ENDING.acquire(blocking=False):
+        return  # ended at once by the other ending
     sys.stderr.flush()
     shown = os.dup(2)
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -158,7 +196,14 @@ def _quiet_ending(line: str) -> None:
                 kids.append(p)
         except psutil.Error:  # gone already
             pass
-    psutil.wait_procs(kids, timeout=5)
+    _, alive = psutil.wait_procs(kids, timeout=0.2)
+    for p in alive:  # within the second the user waits: what did not end on SIGTERM is killed
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    sys.stdout.flush()
+    os._exit(status)
 
 
 class _Printable:
@@ -205,9 +250,15 @@ def _terminate_as_interrupt(quiet: bool = False):
 
     def raiser(exc):
         def handler(signum, frame):
-            pending.append(exc)
+            line, status = ("error: terminated", 143) if exc is Terminated else ("error: interrupted", 130)
             if quiet:
                 logging.disable(logging.CRITICAL)
+                if pending:  # a second signal: no more waiting
+                    _end_now(line, status)
+                timer = threading.Timer(UNWIND_SECONDS, _end_now, (line, status))
+                timer.daemon = True
+                timer.start()
+            pending.append(exc)
             raise exc()
         return handler
 

@@ -41,9 +41,15 @@ class Parser(argparse.ArgumentParser):
         """Parse ``args``; an unknown option is refused naming the subcommand it was given to and,
         where one is close, the option meant (``--schedulr``: did you mean ``--scheduler``?)."""
         parsed, extras = self.parse_known_args(args, namespace)
+        sub = self._subcommand(parsed)
         if extras:
-            sub = self._subcommand(parsed)
             (sub or self).error(unknown_options(sub or self, extras))
+        for action in (sub or self)._actions:  # an empty value is no value: never "the default", never "all"
+            value = getattr(parsed, action.dest, None)
+            values = value if isinstance(value, list) else [value]
+            if action.nargs != 0 and any(isinstance(v, str) and not v.strip() for v in values):
+                name = "/".join(action.option_strings) or action.metavar or action.dest.upper()
+                (sub or self).error(f"argument {name}: empty value {value!r:.40}; give one, or leave the option out")
         return parsed
 
     def _subcommand(self, parsed):

@@ -173,6 +173,7 @@ def train(args) -> int:
     for name in names:
         def out(path, name=name):
             return per_scheduler(path, name, several)
+        said = _Said(args, out(args.checkpoint), f"{name}: " if several else "", docs, several)
         history = run_training(factory, args.data, optimizer=opt, epochs=args.epochs, workers=args.workers,
                                batch=args.batch, shares=_shares(args.shares, args.workers or 2), allreduce=args.allreduce,
                                bucket_mb=args.bucket_mb, mode=args.mode, sync_every=args.sync_every or 1,
@@ -182,8 +183,8 @@ def train(args) -> int:
                                scheduler=name, pad=pad, flip=args.augment, seed=args.seed,
                                iterations=args.iterations, address=args.address, scheduler_file=args.scheduler_file,
                                checkpoint=out(args.checkpoint), timeout=args.timeout, quiet=args.quiet,
-                               plot=out(args.plot))
-        _say(args, history, out(args.checkpoint), f"{name}: " if several else "")
+                               plot=out(args.plot), on_epoch=said)
+        said(history)  # a resumed run with no epoch left to run: its lines still
         docs.append(history.to_dict())
         if args.profile and history.profile is not None:
             history.profile.save(out(args.profile))
@@ -192,9 +193,29 @@ def train(args) -> int:
             from ...formats import save_graph
 
             save_graph(graph, out(args.cost_graph))
-    if args.output:
-        atomic_write(args.output, json.dumps(docs[0] if not several else docs, indent=1) + "\n")
     return 0
+
+
+class _Said:
+    """What ``train`` prints and writes as each epoch ends: the run's summary line before the first,
+    then each epoch's line, and ``--output`` written again with the epochs so far (a run stopped
+    after epoch ``k`` has printed and written epochs ``1..k``)."""
+
+    def __init__(self, args, checkpoint, prefix: str, docs: list, several: bool):
+        self.args, self.checkpoint, self.prefix, self.docs, self.several = args, checkpoint, prefix, docs, several
+        self.lines = None  # none said yet
+
+    def __call__(self, history) -> None:
+        if self.lines is None:
+            self.lines = 0
+            _say_run(self.args, history, self.checkpoint, self.prefix)
+        lines = history.lines()
+        for line in lines[self.lines:]:
+            print(self.prefix + line, flush=True)
+        self.lines = len(lines)
+        if self.args.output:
+            docs = [*self.docs, history.to_dict()]
+            atomic_write(self.args.output, json.dumps(docs[0] if not self.several else docs, indent=1) + "\n")
 
 
 def _check_pairs(args) -> None:
@@ -212,8 +233,8 @@ def _check_pairs(args) -> None:
         raise UsageError("--stages (pipeline parallelism) goes without --shares, --mode and --compression")
 
 
-def _say(args, history, checkpoint, prefix: str) -> None:
-    """The run's summary line (unless quiet) and one line per epoch."""
+def _say_run(args, history, checkpoint, prefix: str) -> None:
+    """The run's summary line (unless quiet), and where it resumed from."""
     c = history.config
     if history.resumed_from is not None:
         print(f"{prefix}resumed after epoch {history.resumed_from + 1} from {checkpoint}")
@@ -228,5 +249,3 @@ def _say(args, history, checkpoint, prefix: str) -> None:
               f"epoch; {c['allreduce']} allreduce placed by {c['scheduler']}"
               + (f"; {args.mode}" if args.mode != "sync" else "")
               + (f"; {args.compression} compression" if args.compression else ""))
-    for line in history.lines():
-        print(prefix + line)
