@@ -112,3 +112,14 @@ def client():
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
             Client(lc) as c:
         yield c
+
+
+@pytest.fixture
+def no_cluster(monkeypatch):
+    """Fails the test if a Dask cluster starts in this process: "refused before anything starts"
+    proved directly, not by a time bound that a loaded machine breaks."""
+    from distributed import LocalCluster
+
+    def started(*args, **kwargs):
+        raise AssertionError("a Dask cluster was started")
+    monkeypatch.setattr(LocalCluster, "__init__", started)

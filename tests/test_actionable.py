@@ -108,7 +108,9 @@ def test_a_timeout_counts_from_the_start_and_does_not_wait_for_running_tasks(slo
     t0 = time.monotonic()
     with pytest.raises(taskflow.RunTimeout, match="within 2 s"):
         taskflow.run(slow.build(), "heft", quiet=True, timeout=2)
-    assert time.monotonic() - t0 < 2 + 2.5  # 8 s before: the tasks' workers were waited for
+    # the tasks sleep 60 s: a run that waited for them (or for their workers) would take that long;
+    # half of it holds a loaded machine's cluster start and stop
+    assert time.monotonic() - t0 < 30
 
 
 def test_compute_keeps_its_timeout_as_run_does():

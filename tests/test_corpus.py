@@ -221,7 +221,7 @@ def _check(capsys, tmp_path, argv, outputs, allowed=(0, 2)):
         assert not any(Path(o).exists() for o in outputs), "a failed command wrote its output"
     elif code == 1:
         assert lines and all(ln.startswith("invalid: ") for ln in lines), err[-2000:]
-    assert elapsed < 10, (argv, elapsed)
+    assert elapsed < 30, (argv, elapsed)  # bounded: no hang (a loaded machine's seconds included)
     return code
 
 
@@ -479,7 +479,7 @@ def test_a_resource_bomb_is_one_error_line_in_bounded_time_and_memory(bombs, nam
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert code == 2, (name, code, err[-1000:])
     assert len(lines) == 1 and lines[0].startswith("error: ") and "internal error" not in err, err[-1000:]
-    assert elapsed < 10, (name, elapsed)
+    assert elapsed < 30, (name, elapsed)  # refused, not expanded (the subprocess's own limit is 60)
     print(f"{name}: {elapsed:.2f} s, peak RSS {peak_kib / 1024:.0f} MiB")
     assert peak_kib < 1024 * 1024, (name, peak_kib)
 

@@ -42,12 +42,10 @@ def _one_line(capsys, argv):
     (["nosuch"], "invalid choice: 'nosuch'"),
     (["run", HEFT_G, "--dashboard", "127.0.0.1:99999"], "--dashboard: must be HOST:PORT with a port from 0 to 65535"),
     (["run", HEFT_G, "--dashboard", ":8787"], "--dashboard: must be HOST:PORT"),
-    (["compare", HEFT_G, "--workers", "2", "--schedulers", ""], "--scheduler: empty name in ''"),
+    (["compare", HEFT_G, "--workers", "2", "--schedulers", ""], "--scheduler: empty value ''"),
 ])
-def test_a_bad_number_or_word_is_one_line_when_parsed(argv, message, capsys):
-    t0 = time.monotonic()
-    assert message in _one_line(capsys, argv)
-    assert time.monotonic() - t0 < 10  # refused before anything starts
+def test_a_bad_number_or_word_is_one_line_when_parsed(argv, message, capsys, no_cluster):
+    assert message in _one_line(capsys, argv)  # refused before anything starts (no_cluster)
 
 
 def test_a_scheduler_file_that_is_missing_or_not_one_is_named(capsys, tmp_path, monkeypatch):
@@ -68,7 +66,7 @@ def test_a_scheduler_file_that_is_missing_or_not_one_is_named(capsys, tmp_path, 
     bad.write_text(json.dumps({"type": "Scheduler"}))
     assert 'not a Dask scheduler file (no "address")' in _one_line(capsys, ["run", HEFT_G, "--scheduler-file", bad])
     assert "is not a Dask scheduler address" in _one_line(capsys, ["run", HEFT_G, "--address", "garbage"])
-    assert time.monotonic() - t0 < 20  # nothing waited for
+    assert time.monotonic() - t0 < 60  # nothing waited for past its bound (a loaded machine's seconds included)
 
 
 @pytest.mark.parametrize("address", ["garbage", "tcp://127.0.0.1", "tcp://[::1", "nosuchscheme://x:1"])

@@ -131,14 +131,14 @@ def test_a_command_that_starts_nothing_ends_cleanly_on_any_number(choice, text):
 @pytest.mark.parametrize("command, option, bounded, dest", [o for o in OPTIONS if o[0] not in SAFE_TO_RUN],
                          ids=lambda x: x if isinstance(x, str) and not x.isidentifier() or x in NEEDS else "")
 def test_a_command_that_would_start_a_cluster_refuses_a_bad_number_first(command, option, bounded, dest, capsys,
-                                                                         tmp_path, monkeypatch):
+                                                                         tmp_path, monkeypatch, no_cluster):
     monkeypatch.chdir(tmp_path)  # nothing may be written anywhere
     bad = "nan" if bounded.kind is float else "-1"
     t0 = time.monotonic()
     code = main([str(_abs(a)) for a in _argv(command, option, bad)])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and option in err, err
-    assert time.monotonic() - t0 < 10 and not list(tmp_path.iterdir())
+    assert time.monotonic() - t0 < 60 and not list(tmp_path.iterdir())  # no_cluster: nothing started
 
 
 def _abs(arg):

@@ -641,16 +641,14 @@ def test_a_profile_converts_measured_rates_to_the_runs_scales():
     ('{"format": "taskflow-cost-profile", "models": {"t": {"fixed": -1, "unit": {"0": 1}}}}', "'fixed' must be finite"),
     ("[" * 5000 + "]" * 5000, "nested more than"),
 ])
-def test_a_bad_profile_is_refused_before_anything_runs(tmp_path, capsys, content, message):
+def test_a_bad_profile_is_refused_before_anything_runs(tmp_path, capsys, content, message, no_cluster):
     from taskflow.app.cli import main
 
     bad = tmp_path / "p.json"
     bad.write_text(content)
     with pytest.raises(taskflow.FormatError, match=message):
         taskflow.CostProfile.load(bad)
-    t0 = time.time()
     assert main(["run", str(EXAMPLES / "heft_paper.graph.json"), "--profile", str(bad), "-q"]) == 2
-    assert time.time() - t0 < 5  # no cluster was started
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and message.split()[0] in err[0]
 
@@ -1083,7 +1081,7 @@ def test_a_call_answered_late_is_waited_for_while_the_scheduler_is_connected(cli
     client.run_on_scheduler(_add_slow_handler)
     t0 = time.monotonic()
     assert call(client, "slow_echo", timeout=0.2, secs=1.0, value=7) == 7
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < 30  # answered, not hung (a loaded machine's seconds included)
     with pytest.raises(RunTimeout, match="did not answer 'slow_echo' within 1 s"):
         call(client, "slow_echo", timeout=0.2, limit=0.6, secs=3.0, value=7)
 

@@ -252,18 +252,14 @@ def test_a_result_that_cannot_be_sent_names_its_task(client):
         run(g, "heft", client=client, quiet=True, timeout=60)
 
 
-def test_running_an_empty_graph_says_so_before_any_cluster_starts():
-    t0 = time.time()
+def test_running_an_empty_graph_says_so_before_any_cluster_starts(no_cluster):
     with pytest.raises(taskflow.TaskflowError, match="graph 'nothing' has no tasks: nothing to run"):
         run(taskflow.TaskGraph("nothing"), "heft")
-    assert time.time() - t0 < 2
 
 
-def test_an_embedded_cluster_without_workers_is_refused_at_once():
-    t0 = time.time()
+def test_an_embedded_cluster_without_workers_is_refused_at_once(no_cluster):
     with pytest.raises(taskflow.TaskflowError, match="needs workers to be an integer from 1"):
         run(rg.mixed_costs(), "heft", workers=0)
-    assert time.time() - t0 < 2
 
 
 def test_a_run_on_a_cluster_without_workers_waits_for_one_then_says_so(monkeypatch):
@@ -405,7 +401,7 @@ def test_a_dashboard_is_served_on_request_and_its_link_printed(tmp_path):
                                                   "from 0 to 65535, got '8787'")
 
 
-def test_a_dashboard_without_bokeh_is_refused_before_any_cluster_starts(monkeypatch):
+def test_a_dashboard_without_bokeh_is_refused_before_any_cluster_starts(monkeypatch, no_cluster):
     import importlib.util
 
     from taskflow.runtime.client import runner
@@ -414,10 +410,8 @@ def test_a_dashboard_without_bokeh_is_refused_before_any_cluster_starts(monkeypa
     monkeypatch.setattr(runner.importlib.util, "find_spec", lambda name, *a: None if name == "bokeh" else real(name, *a))
     g = taskflow.TaskGraph("tiny")
     g.add_task("a", cost=0.01)
-    t0 = time.perf_counter()
     with pytest.raises(taskflow.TaskflowError, match=r"the Dask dashboard needs bokeh: pip install"):
         run(g, "heft", workers=1, dashboard=True)
-    assert time.perf_counter() - t0 < 2
 
 
 def test_a_finished_run_keeps_nothing_of_its_runner_alive(client):

@@ -55,8 +55,10 @@ class Parser(argparse.ArgumentParser):
     def _subcommand(self, parsed):
         """The subparser ``parsed`` went to, if any."""
         for action in self._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                return action.choices.get(getattr(parsed, action.dest, None))
+            if isinstance(action, argparse._SubParsersAction):  # by its function: a subcommand may reuse the dest
+                func = getattr(parsed, "func", None)
+                return next((sp for sp in action.choices.values() if func is not None and sp.get_default("func") is func),
+                            None)
         return None
 
     def _get_values(self, action, arg_strings):
