@@ -206,6 +206,16 @@ def _check_fields(ck: dict, path: str) -> None:
         raise bad("'counts' must list each rank's samples")
 
 
+def _check_resumable(ck: dict, spec, checkpoint, by_speed: bool) -> None:
+    """A checkpoint of this very job (the same model, data and options) whose states fit its model."""
+    fp = _fingerprint(spec, by_speed)
+    if ck["fingerprint"] != fp:
+        diff = sorted(k for k in fp if ck["fingerprint"].get(k) != fp[k])
+        raise UsageError(f"checkpoint {os.fspath(checkpoint)!r} was written by another job (it differs in "
+                         f"{', '.join(diff)}): remove it, name another file, or pass resume=False")
+    _check_states(ck["states"], spec, os.fspath(checkpoint))
+
+
 def _check_states(states, spec, path: str) -> None:
     """The checkpoint's states hold tensors of the model's shapes, one state per rank (or stage)."""
     import torch
@@ -355,6 +365,7 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
         ck = load_checkpoint(checkpoint)
         if by_speed and ck.get("counts"):  # a resumed run goes on with the parts its run had reached
             spec = make(ck["counts"])
+        _check_resumable(ck, spec, checkpoint, by_speed)  # before any cluster starts
     c, owned = connect(client, address, scheduler_file, workers, threads, work_stealing=False,
                        jobqueue=jobqueue, jobqueue_options=jobqueue_options)
     try:
@@ -442,7 +453,6 @@ def _step_shares(spec, graph, report) -> list:
 def _start(spec, ck, checkpoint, model, scheduler, by_speed: bool = False) -> tuple:
     """``(states, first epoch, wall seconds so far, History)``: afresh, or from a checkpoint of
     the same job."""
-    fp = _fingerprint(spec, by_speed)
     history = History(config={"model": _model_name(model), "parameters": spec.params(), "workers": int(spec.workers),
                               "batch": int(spec.batch), "counts": list(spec.counts), "allreduce": spec.allreduce,
                               "scheduler": scheduler, "iterations_per_epoch": spec.per_epoch,
@@ -451,11 +461,6 @@ def _start(spec, ck, checkpoint, model, scheduler, by_speed: bool = False) -> tu
                               "val_samples": 0 if spec.val is None else len(spec.val)})
     if ck is None:
         return None, 0, 0.0, history
-    if ck["fingerprint"] != fp:
-        diff = sorted(k for k in fp if ck["fingerprint"].get(k) != fp[k])
-        raise UsageError(f"checkpoint {os.fspath(checkpoint)!r} was written by another job (it differs in "
-                            f"{', '.join(diff)}): remove it, name another file, or pass resume=False")
-    _check_states(ck["states"], spec, os.fspath(checkpoint))
     history.epochs = list(ck["history"]["epochs"])
     history.losses = [tuple(x) for x in ck["history"]["losses"]]
     history.resumed_from = ck["epoch"]

@@ -377,7 +377,7 @@ def test_noise_at_its_bound_still_finishes_every_task():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--suite", "dask", "--workloads", ""], "--workloads: empty list"),
+    (["--suite", "dask", "--workloads", ""], "--workloads: empty value"),
     (["--suite", "quick", "--repeat", "3"], "--repeat goes with --suite dask"),
     (["--suite", "dask", "--processes", "2"], "--processes goes with the simulated suites"),
     (["--suite", "dask", "--real"], "--real goes with the simulated suites")])

@@ -361,7 +361,7 @@ def test_an_output_that_cannot_be_written_is_refused_before_any_work(capsys, tmp
             "simulate": ["simulate", graph, "--workers", "2", "-o", target]}[cmd]
     code = main([str(a) for a in argv])
     err = capsys.readouterr().err
-    assert code == 2 and len(err.strip().splitlines()) == 1 and err.startswith("error: --output"), err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--output" in err and err.startswith("error: "), err
     assert graph.read_text() == before
 
 
@@ -383,7 +383,7 @@ def test_an_id_holding_a_newline_cannot_forge_a_second_error_line(capsys, tmp_pa
 
 def test_a_device_file_is_refused_without_reading_it(capsys):
     code = main(["info", "/dev/zero"])
-    assert code == 2 and "not a regular file" in capsys.readouterr().err
+    assert code == 2 and "is a device, expected a regular file" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("cmd", ["info", "convert", "schedule", "simulate"])

@@ -51,9 +51,9 @@ def test_a_bad_number_or_word_is_one_line_when_parsed(argv, message, capsys, no_
 def test_a_scheduler_file_that_is_missing_or_not_one_is_named(capsys, tmp_path, monkeypatch):
     import threading
 
-    import taskflow.runtime.client.runner as runner
+    import taskflow.runtime.launch.existing as existing
 
-    monkeypatch.setattr(runner, "SCHEDULER_FILE_WAIT", 1.0)
+    monkeypatch.setattr(existing, "SCHEDULER_FILE_WAIT", 1.0)
     t0 = time.monotonic()
     err = _one_line(capsys, ["run", HEFT_G, "--scheduler-file", tmp_path / "nope.json", "-q"])
     assert f"{tmp_path / 'nope.json'}: no such scheduler file (waited 1 s for it)" in err

@@ -5,6 +5,7 @@ files and no process left behind, whether the embedded cluster is starting or ru
 from __future__ import annotations
 
 import csv
+import importlib.util
 import os
 import signal
 import subprocess
@@ -145,7 +146,7 @@ def test_a_signal_whose_exception_python_dropped_still_ends_the_command(sig, rai
     import taskflow.app.cli as cli
     from taskflow.app.cli import _terminate_as_interrupt
 
-    monkeypatch.setattr(cli, "_quiet_ending", lambda line: pytest.fail("only the program ends quietly"))
+    monkeypatch.setattr(cli, "_quiet_ending", lambda *a: pytest.fail("only the program ends quietly"))
 
     class Finaliser:
         def __del__(self):
@@ -210,3 +211,33 @@ def test_the_program_logs_nothing_once_a_signal_ends_it(sig, ctrl_c_as_in_a_term
     finally:
         logging.disable(logging.NOTSET)
         log.removeHandler(keep)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None or importlib.util.find_spec("sklearn") is None,
+                    reason="needs the torch extra")
+@pytest.mark.parametrize("sig, to_group, status", [(signal.SIGTERM, False, 143), (signal.SIGINT, True, 130)])
+def test_a_signal_to_train_after_an_epoch_keeps_the_epochs_printed_and_written(tmp_path, sig, to_group, status):
+    """``taskflow train`` prints each epoch as it ends and writes ``-o`` then: stopped after epoch
+    k, epochs 1..k are on the terminal and in the file; the command ends with one line, and at
+    once (a second of unwinding at most, however slow its cluster is to close)."""
+    import json
+
+    from workflows.images import write_digits
+
+    write_digits(tmp_path / "digits")
+    proc = _start(["train", "digits", "--epochs", "200", "--iterations", "2", "-o", "h.json"], tmp_path)
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "h.json").exists():  # written as epoch 1 ends
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    t0 = time.monotonic()
+    (os.killpg if to_group else os.kill)(proc.pid, sig)
+    out, err = proc.communicate(timeout=60)
+    took = time.monotonic() - t0
+    assert proc.returncode == status and err.count("\n") == 1 and err.startswith("error: "), (proc.returncode, err)
+    printed = [line for line in out.splitlines() if line.startswith("epoch ")]
+    written = json.loads((tmp_path / "h.json").read_text())["epochs"]
+    assert written and len(printed) in (len(written), len(written) - 1)  # written first, then printed
+    assert [f"epoch {e['epoch'] + 1}:" for e in written[:len(printed)]] == [p.split(" loss")[0] for p in printed]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".taskflow-")]  # nothing half-written
+    assert took < 30  # bounded (within a second on a quiet machine; the machine may be loaded)

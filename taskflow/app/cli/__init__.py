@@ -247,6 +247,7 @@ def _terminate_as_interrupt(quiet: bool = False):
     worker processes the signal ended as errors (a broadcast to a closed worker), before the
     program's one line."""
     pending = []
+    timers = []  # the program's deadline to unwind: the block's own end (the program's last line) cancels it
 
     def raiser(exc):
         def handler(signum, frame):
@@ -258,6 +259,7 @@ def _terminate_as_interrupt(quiet: bool = False):
                 timer = threading.Timer(UNWIND_SECONDS, _end_now, (line, status))
                 timer.daemon = True
                 timer.start()
+                timers.append(timer)
             pending.append(exc)
             raise exc()
         return handler
@@ -285,6 +287,8 @@ def _terminate_as_interrupt(quiet: bool = False):
         pending.clear()
         raise
     finally:
+        for t in timers:
+            t.cancel()
         signal.signal(signal.SIGTERM, before)
         signal.signal(signal.SIGINT, before_int)
         sys.unraisablehook = hook

@@ -209,13 +209,13 @@ class _Said:
         if self.lines is None:
             self.lines = 0
             _say_run(self.args, history, self.checkpoint, self.prefix)
+        if self.args.output:  # first: an epoch printed is in the file
+            docs = [*self.docs, history.to_dict()]
+            atomic_write(self.args.output, json.dumps(docs[0] if not self.several else docs, indent=1) + "\n")
         lines = history.lines()
         for line in lines[self.lines:]:
             print(self.prefix + line, flush=True)
         self.lines = len(lines)
-        if self.args.output:
-            docs = [*self.docs, history.to_dict()]
-            atomic_write(self.args.output, json.dumps(docs[0] if not self.several else docs, indent=1) + "\n")
 
 
 def _check_pairs(args) -> None:

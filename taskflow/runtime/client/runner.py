@@ -22,7 +22,6 @@ run the plugin cannot plan, or ``timeout`` end it with a :class:`~taskflow.Taskf
 """
 from __future__ import annotations
 
-import gc
 import importlib.util
 import os
 import sys
@@ -31,8 +30,7 @@ import uuid
 import warnings
 
 from ...cluster import Cluster, Worker
-from ...files import open_regular
-from ...errors import (GraphError, LaunchError, MissingExtra, SchedulerError, SchedulerLost, TaskflowError,
+from ...errors import (GraphError, MissingExtra, SchedulerError, TaskflowError,
                       TaskflowWarning, UsageError, WorkersLost)
 from ...analysis import task_kind
 from ...graph import TaskGraph
@@ -42,6 +40,7 @@ from .calibrate import attach_addresses, cluster_from_dask
 from ..worker.calls import TaskFailed, ship_code
 from .dask_graph import dask_graph, keys_for
 from ..learn import CostProfile
+from ..launch.existing import client_for
 from ..launch.local import local_cluster, warm_cluster
 from ..messages import cluster_message, graph_payload, plan_priorities
 from ..predict import DASK_DRAWS, predict_dask, predict_plan
@@ -50,7 +49,7 @@ from .records import stream_index, stream_since, workers_records
 from .session import call, check_call, check_flags, ensure_plugin
 from .waiting import Watchdog, close_quietly, frozen_heap, gather, progress_bar, wait_for, workers_reachable
 
-__all__ = ["run", "connect", "client_for", "SCHEDULER_FILE_WAIT", "dashboard_link", "dashboard_address", "say_dashboard", "predict_dask", "submit_order", "GUESS_ERROR", "DASHBOARD",
+__all__ = ["run", "connect", "client_for", "dashboard_link", "dashboard_address", "say_dashboard", "predict_dask", "submit_order", "GUESS_ERROR", "DASHBOARD",
            "DASK_DRAWS"]
 
 #: a prediction off by more than this share (without a cost profile) says the costs look like guesses
@@ -188,73 +187,6 @@ def connect(client, address, scheduler_file, workers, threads_per_worker, work_s
         close_quietly([x for x in (c, lc) if x is not None])
         raise
     return c, [c, lc]
-
-
-#: seconds to wait for a scheduler file to appear (a scheduler started a moment ago writes it)
-SCHEDULER_FILE_WAIT = 20.0
-
-
-def client_for(address: str | None, scheduler_file: str | None):
-    """A client of the existing cluster at ``address``, or named by ``scheduler_file`` (read here,
-    waiting at most :data:`SCHEDULER_FILE_WAIT` seconds for it to appear and be whole: Dask's own
-    client waits for a missing file forever).
-
-    Parameters
-    ----------
-    address, scheduler_file : str or None
-
-    Raises
-    ------
-    TaskflowError
-        The scheduler file is missing, unreadable or not one; the address is not one.
-    LaunchError
-        Nothing answers there within 30 s (a cluster that would not answer: bad input).
-    """
-    import json
-
-    from distributed import Client
-
-    if scheduler_file and not address:
-        deadline = time.monotonic() + SCHEDULER_FILE_WAIT
-        while True:  # a scheduler just started writes its file in a moment: wait for it, bounded
-            try:
-                if not os.path.exists(scheduler_file):
-                    raise FileNotFoundError(scheduler_file)
-                with open_regular(scheduler_file, "scheduler file", LaunchError) as f:  # a FIFO: refused
-                    doc = json.load(f)
-                break
-            except FileNotFoundError:
-                if time.monotonic() > deadline:
-                    raise LaunchError(f"{scheduler_file}: no such scheduler file (waited "
-                                        f"{SCHEDULER_FILE_WAIT:g} s for it)") from None
-            except (OSError, ValueError) as e:
-                if time.monotonic() > deadline:
-                    raise LaunchError(f"{scheduler_file}: not a Dask scheduler file ({type(e).__name__}: "
-                                        f"{e})"[:300]) from None
-            time.sleep(0.1)
-        address = doc.get("address") if isinstance(doc, dict) else None
-        if not isinstance(address, str) or not address:
-            raise LaunchError(f"{scheduler_file}: not a Dask scheduler file (no \"address\")")
-    try:
-        _check_address(address)
-        return Client(address, timeout="30s")
-    except (ValueError, TypeError) as e:
-        error = UsageError(f"--address {address!r} is not a Dask scheduler address ({e})"[:300])
-    except (OSError, TimeoutError) as e:
-        error = LaunchError(f"no Dask scheduler answered at {address} within 30 s ({type(e).__name__})")
-    # a client whose start failed is closed by its __del__: now, not inside the next client's start,
-    # where it deadlocks on the event-loop runner's lock
-    gc.collect()
-    raise error
-
-
-def _check_address(address: str) -> None:
-    """Raise ValueError where ``address`` is no Dask address (before a client is built on it)."""
-    from distributed.comm.addressing import parse_address, parse_host_port
-
-    scheme, where = parse_address(address)
-    if scheme in ("tcp", "tls", "ws", "wss", "ucx"):
-        parse_host_port(where)
 
 
 def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None = None, *, address=None,

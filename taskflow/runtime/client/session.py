@@ -139,13 +139,13 @@ def use(client, scheduler: str | None = "adaptive", **options) -> None:
     if scheduler is None and options:
         raise UsageError(f"use(client, None) goes back to Dask's own scheduling, which takes no options; got "
                             f"{', '.join(map(str, options))}")
-    check_client(client)
     if scheduler is not None:
         sch = get_scheduler(scheduler, **options)
         if sch.kind != "static":
             raise SchedulerError(f"{sch.name!r} is a dynamic scheduler; inside Dask a static scheduler places tasks "
                                 f"(taskflow.use(client, None) gives Dask's own scheduling)")
         require_runnable(sch, "dask")
+    check_client(client)
     ensure_plugin(client)
     reply = call(client, "taskflow_use", client=client.id, scheduler=scheduler, options=options)
     if reply.get("status") != "OK":

@@ -16,6 +16,9 @@ from ...scheduling import get_scheduler, require_runnable
 
 __all__ = ["preloaded_scheduler"]
 
+#: the module of Dask's ``dask scheduler`` command
+CLI = "distributed.cli.dask_scheduler"
+
 
 def preloaded_scheduler(name: str | None = None) -> str | None:
     """The scheduler the preload places every graph with (``name``, else ``TASKFLOW_SCHEDULER``,
@@ -36,7 +39,8 @@ def preloaded_scheduler(name: str | None = None) -> str | None:
     try:
         require_runnable(get_scheduler(name), "dask")
     except TaskflowError as e:
-        if "distributed.cli.dask_scheduler" not in sys.modules:
+        main = getattr(getattr(sys.modules.get("__main__"), "__spec__", None), "name", None)
+        if CLI not in sys.modules and main != CLI:  # a scheduler in the caller's own program
             raise
         print(f"error: TASKFLOW_SCHEDULER={name!r}: {e}", file=sys.stderr, flush=True)
         sys.stdout.flush()
