@@ -257,7 +257,7 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
           scheduler: str = "placed", pad: int = 0, flip: bool = False, seed: int = 0, iterations=None,
           threads: int = 1, client=None, address=None, scheduler_file=None, jobqueue=None, jobqueue_options=None,
           checkpoint=None, resume: bool = True, timeout=None, quiet: bool = False, plot=None,
-          on_epoch=None) -> History:
+          on_epoch=None, fuse=None, prefetch: int = 1) -> History:
     """Train ``model`` on ``data`` for ``epochs`` epochs, each epoch one task graph on Dask.
 
     Parameters
@@ -298,6 +298,13 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
         No progress bar.
     plot : path, optional
         Draw accuracy against wall time there at the end.
+    fuse : bool, optional
+        One loading task per rank and iteration, run ``prefetch`` iterations ahead, and a small
+        gradient reduced directly by the updates (:class:`~workflows.torch_training.TorchTraining`):
+        fewer tasks, the same parameters. Default: on under ``placed`` (each rank stays on its
+        worker), off under any other scheduler (which should see each stage).
+    prefetch : int
+        With ``fuse``: batches loaded ahead of the step they feed.
     on_epoch : callable, optional
         Called with the :class:`History` so far as each epoch ends (after its checkpoint): a line
         printed, a file written as the run goes, so that a run stopped after epoch ``k`` has said
@@ -349,7 +356,8 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
                                  microbatches=microbatches, schedule=schedule, batch=batch, pad=pad, flip=flip,
                                  seed=seed, iterations=iterations, threads=threads)
     else:
-        job = dict(loss=loss, optimizer=optimizer, workers=workers, batch=batch, allreduce=allreduce,
+        job = dict(fuse=scheduler == "placed" if fuse is None else fuse, prefetch=prefetch,
+                   loss=loss, optimizer=optimizer, workers=workers, batch=batch, allreduce=allreduce,
                    bucket_mb=bucket_mb, priority=priority, pad=pad, flip=flip, seed=seed, iterations=iterations,
                    threads=threads, mode=mode, sync_every=sync_every, staleness=staleness, compensation=compensation,
                    compression=compression, topk_ratio=topk_ratio)

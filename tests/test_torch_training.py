@@ -184,6 +184,28 @@ def test_every_rank_ends_with_the_single_process_loops_parameters(client, digits
     assert set(rep.results) == set(spec.final_tasks(0))  # only the final states came back
 
 
+@pytest.mark.parametrize("fuse, prefetch, shares, direct_mb", [(True, 0, None, 4.0), (True, 1, (3, 1), 4.0),
+                                                                (True, 3, None, 4.0), (True, 1, None, 0.0)])
+def test_a_fused_graph_ends_with_the_same_parameters_in_fewer_tasks(client, digits, fuse, prefetch, shares,
+                                                                    direct_mb):
+    """Loading in one task run ahead by ``prefetch``, the gradient summed by the updates (or, with
+    ``direct_mb=0``, reduced by the ring as unfused): the plain loop's parameters, fewer tasks."""
+    kw = dict(workers=2, batch=64, shares=shares, iterations=6, bucket_mb=0.02)
+    spec = TorchTraining(CNN, digits, fuse=fuse, prefetch=prefetch, direct_mb=direct_mb, **kw)
+    g, plain = spec.graph(0), TorchTraining(CNN, digits, **kw).graph(0)
+    kinds = {t.meta["category"] for t in g.tasks()}
+    assert "load" in kinds and not kinds & {"read", "decode", "augment", "collate"}
+    assert ("chunk" in kinds) == (direct_mb == 0.0) and len(g) < len(plain)
+    if prefetch:  # a batch is loaded at most `prefetch` steps ahead of the step it feeds
+        assert g.predecessors(f"it{prefetch + 1}.w0.load") == [f"it1.w0.forward-backward"]
+    rep = taskflow.run(g, "placed", client=client, quiet=True, keep=spec.final_tasks(0))
+    ref, losses = spec.reference(1)
+    for t in spec.final_tasks(0):
+        assert rel_err(rep.results[t], ref) < 1e-5
+    logs = [rep.results[t]["log"] for t in spec.final_tasks(0)]
+    assert np.allclose([sum(lg[i][1] * lg[i][2] for lg in logs) / 64 for i in range(6)], losses, rtol=1e-5)
+
+
 VARIANTS = [dict(mode="local", sync_every=3), dict(mode="local", sync_every=2, shares=(3, 1)),
             dict(mode="stale", staleness=2), dict(mode="stale", staleness=2, compensation=0.5),
             dict(compression="fp16"), dict(compression="topk", topk_ratio=0.05),
@@ -369,7 +391,7 @@ def test_the_command_line_reports_and_refuses_bad_input(digits, tmp_path, capsys
     assert doc["config"]["model"] == "resnet8" and doc["epochs"][0]["iterations"] == 2
     # the profiled job, planned by the advisor: the epoch's graph with the costs the run measured
     g = taskflow.load_graph(tmp_path / "g.json")
-    assert not g.executable and {t.meta["category"] for t in g.tasks()} >= {"forward-backward", "chunk", "update"}
+    assert not g.executable and {t.meta["category"] for t in g.tasks()} >= {"load", "forward-backward", "update"}  # fused under placed
     assert main(["advise", str(tmp_path / "g.json"), "--profile", str(tmp_path / "p.json"), "--catalog", "tiny"]) == 0
     assert "Pareto front" in capsys.readouterr().out
     assert main(["advise", "--train", str(tmp_path / "g.json"), "--profile", str(tmp_path / "p.json"), "--catalog",

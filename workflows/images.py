@@ -30,7 +30,7 @@ import numpy as np
 from taskflow.errors import WorkflowError
 
 __all__ = ["ImageFolder", "open_dataset", "write_digits", "write_synthetic", "read_files", "decode", "augment", "collate",
-           "load_batch", "epoch_batches", "EXTENSIONS", "MAX_PIXELS"]
+           "load_batch", "load_samples", "epoch_batches", "EXTENSIONS", "MAX_PIXELS"]
 
 #: the file endings read as images
 EXTENSIONS = (".png", ".jpg", ".jpeg")
@@ -380,6 +380,21 @@ def load_batch(data: ImageFolder, samples, epoch: int = 0, seed: int = 0, pad: i
     paths = [data.paths[i] for i in samples]
     images = augment(decode(read_files(paths), paths), samples, epoch, seed, pad, flip)
     return collate(images, data.labels[np.asarray(samples, dtype=np.int64)])
+
+
+def load_samples(paths, samples, labels, epoch: int, seed: int, pad: int = 0, flip: bool = False):
+    """Task body ``load``: the four stages in one task (read, decode, augment, collate), for a
+    fused graph, whose scheduler keeps a rank's loading on its worker.
+
+    Parameters
+    ----------
+    paths : list of str
+    samples : sequence of int
+    labels : sequence of int
+    epoch, seed, pad : int
+    flip : bool
+    """
+    return collate(augment(decode(read_files(paths), paths), samples, epoch, seed, pad, flip), labels)
 
 
 def epoch_batches(n: int, batch: int, counts, epoch: int, seed: int, iterations: int | None = None) -> list:

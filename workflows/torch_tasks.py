@@ -14,6 +14,7 @@ can run any task again (a lost worker) and get the same result.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import math
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from taskflow.errors import WorkflowError
 from .images import ImageFolder, load_batch
 from .torch_checks import built, check_size
 
-__all__ = ["TorchModel", "make_model", "init_state", "fresh_state", "optimizer_step", "step", "bucket", "update", "evaluate", "state_bytes",
+__all__ = ["TorchModel", "make_model", "init_state", "fresh_state", "optimizer_step", "step", "bucket", "update", "update_direct", "evaluate", "state_bytes",
            "compress_fp16", "compress_topk", "sparse_sum", "param_bucket", "average", "working", "score"]
 
 _SKELETONS: dict = {}  # token -> a module built by the factory, in this process (no state: a shape)
@@ -313,6 +314,24 @@ def update(state: dict, out: dict, ctx: TorchModel, layout, iteration: int, *pie
         new["residual"] = [_residual(v, state.get("residual"), j, sp) for j, (v, sp) in
                            enumerate(zip(out["buckets"], sparse))]
     return new
+
+
+def update_direct(state: dict, out: dict, ctx: TorchModel, iteration: int, *outs) -> dict:
+    """Task body ``update`` of a directly reduced gradient: each bucket the sum, in rank order, of
+    every rank's :func:`step` bucket (each already weighted by its share), then :func:`update`.
+
+    Parameters
+    ----------
+    state : dict
+    out : dict
+        The rank's own :func:`step` output.
+    ctx : TorchModel
+    iteration : int
+    *outs : dict
+        Every rank's :func:`step` output, rank 0 first.
+    """
+    sums = [functools.reduce(np.add, (o["buckets"][j] for o in outs)) for j in range(len(ctx.buckets))]
+    return update(state, out, ctx, ((1, None),) * len(sums), iteration, *sums)
 
 
 def _residual(v, residual, j, sp):

@@ -15,6 +15,13 @@ and rank ``r``:
 * ``it{t}.w{r}.update``: the optimizer's step on the rank's state (parameters, buffers, optimizer
   state), which the rank's next ``forward-backward`` takes as its input.
 
+With ``fuse`` (what ``taskflow.train`` does under ``placed``, which keeps each rank on its worker)
+a rank's loading is one task, ``it{t}.w{r}.load``, that may run ``prefetch`` iterations ahead of the
+step it feeds (it waits for the step ``prefetch`` iterations before: while a rank waits for the
+others' gradients its next batch loads); and a gradient of at most ``direct_mb`` MB is reduced
+directly: each rank's ``update`` takes every rank's ``forward-backward`` output and sums the buckets
+in rank order, so an iteration is three tasks per rank and two hops. The parameters are the same.
+
 ``e{e}.init.w{r}`` starts each rank's state (seeded, or the state an earlier epoch ended with) and
 ``e{e}.eval`` measures rank 0's model on the held-out split. Every task's ``meta`` has its
 ``category``, ``iteration`` and ``rank``: the ``placed`` scheduler keeps rank ``r`` on worker ``r``;
@@ -38,13 +45,16 @@ from taskflow.graph import TaskGraph
 
 from ._builder import GraphBuilder
 from .allreduce import bucket_allreduce
-from .images import augment, collate, decode, epoch_batches, open_dataset, read_files
+from .images import augment, collate, decode, epoch_batches, load_samples, open_dataset, read_files
 
 __all__ = ["TorchTraining", "DEFAULT_COSTS", "given_state"]
 
 #: seconds per task of each kind used to plan before anything was measured (a profile replaces them)
-DEFAULT_COSTS = {"read": 2e-3, "decode": 5e-3, "augment": 2e-3, "collate": 1e-3, "forward-backward": 0.05,
-                 "bucket": 1e-4, "update": 5e-3, "init": 0.02, "eval": 0.1}
+DEFAULT_COSTS = {"read": 2e-3, "decode": 5e-3, "augment": 2e-3, "collate": 1e-3, "load": 1e-2,
+                 "forward-backward": 0.05, "bucket": 1e-4, "update": 5e-3, "init": 0.02, "eval": 0.1}
+#: fused graphs reduce a gradient of at most this many MB per rank directly: each rank's update sums
+#: every rank's buckets (no bucket or chunk tasks); with two ranks the bytes moved are a ring's
+DIRECT_MB = 4.0
 _REDUCE_FLOPS = 1e9  # numbers a core adds per second, for the allreduce tasks' costs
 
 
@@ -146,6 +156,9 @@ class TorchTraining:
     compensation: float = 0.0
     compression: str | None = None
     topk_ratio: float = 0.01
+    fuse: bool = False
+    prefetch: int = 1
+    direct_mb: float = DIRECT_MB
 
     def __post_init__(self):
         from .torch_checks import check_sample
@@ -177,6 +190,13 @@ class TorchTraining:
         if not (isinstance(self.compensation, (int, float)) and math.isfinite(self.compensation)
                 and self.compensation >= 0):
             raise WorkflowError(f"compensation must be a number >= 0, got {self.compensation!r}")
+        if not isinstance(self.fuse, bool):
+            raise WorkflowError(f"fuse must be True or False, got {self.fuse!r}")
+        if isinstance(self.prefetch, bool) or not isinstance(self.prefetch, (int, np.integer)) or self.prefetch < 0:
+            raise WorkflowError(f"prefetch must be an integer >= 0, got {self.prefetch!r}")
+        if not (isinstance(self.direct_mb, (int, float)) and not isinstance(self.direct_mb, bool)
+                and math.isfinite(self.direct_mb) and self.direct_mb >= 0):
+            raise WorkflowError(f"direct_mb must be a number >= 0, got {self.direct_mb!r}")
         if isinstance(self.pad, bool) or not isinstance(self.pad, (int, np.integer)) or self.pad < 0:
             raise WorkflowError(f"pad must be an integer >= 0, got {self.pad!r}")
         counts = _counts(int(self.batch), int(self.workers), self.shares)
@@ -241,6 +261,7 @@ class TorchTraining:
         first_layers_first = sorted(range(B), key=lambda j: min(ctx.buckets[j]))
         prio = [B - first_layers_first.index(j) if self.priority == "layer-order" else None for j in range(B)]
         c, h, w = self.train.shape()
+        direct = self.direct()
         state = [b.task(f"e{epoch}.init.w{r}", cost["init"], state_size, {"category": "init", "rank": r},
                         fn=tt.init_state if states is None else given_state,
                         args=(ctx, self.seed) if states is None else (states[r],)) for r in range(N)]
@@ -260,11 +281,18 @@ class TorchTraining:
             for r, samples in enumerate(ranks):
                 paths = [self.train.paths[i] for i in samples]
                 nbytes = 4.0 * len(samples) * c * h * w
-                raw = task("read", t, r, nbytes / 4, [], read_files, (paths,))
-                img = task("decode", t, r, nbytes / 4, [raw], decode, (raw, paths))
-                aug = task("augment", t, r, nbytes / 4, [img], augment,
-                           (img, samples, epoch, self.seed, self.pad, self.flip))
-                col = task("collate", t, r, nbytes, [aug], collate, (aug, self.train.labels[samples]))
+                if self.fuse:  # one task; `prefetch` batches loaded ahead, beside the steps they follow
+                    k = int(self.prefetch)
+                    after = state[r] if k == 0 else outs[r][t_local - k] if t_local >= k else None
+                    ahead = [] if after is None or (k == 0 and t_local == 0) else [(after, 0.0)]
+                    col = task("load", t, r, nbytes, ahead, load_samples,
+                               (paths, samples, self.train.labels[samples], epoch, self.seed, self.pad, self.flip))
+                else:
+                    raw = task("read", t, r, nbytes / 4, [], read_files, (paths,))
+                    img = task("decode", t, r, nbytes / 4, [raw], decode, (raw, paths))
+                    aug = task("augment", t, r, nbytes / 4, [img], augment,
+                               (img, samples, epoch, self.seed, self.pad, self.flip))
+                    col = task("collate", t, r, nbytes, [aug], collate, (aug, self.train.labels[samples]))
                 base = state[r]
                 if s_ and t_local:  # the global model of s iterations ago plus the rank's own steps since
                     lo = max(0, t_local - s_)
@@ -275,6 +303,8 @@ class TorchTraining:
                 steps[r] = task("forward-backward", t, r, sum(bucket_bytes), [base, col], tt.step,
                                 (base, col, ctx, weight, t, r))
                 outs[r].append(steps[r])
+                if direct:
+                    continue
                 for j in range(B):
                     bk = task("bucket", t, r, bucket_bytes[j], [(steps[r], bucket_bytes[j])], tt.bucket,
                               (steps[r], j), suffix=str(j), bucket=j)
@@ -284,6 +314,12 @@ class TorchTraining:
                         bk = task("compress", t, r, sent[j], [bk, (state[r], 0.0)], tt.compress_topk,
                                   (bk, state[r], j, self.topk_ratio), suffix=str(j), bucket=j)
                     send[r, j] = bk
+            if direct:  # each rank sums every rank's buckets itself: one hop, no bucket or chunk tasks
+                for r in range(N):
+                    state[r] = task("update", t, r, state_size, [state[r], *(steps[q] for q in range(N))],
+                                    tt.update_direct, (state[r], steps[r], ctx, t, *(steps[q] for q in range(N))))
+                    history[r].append(state[r])
+                continue
             if self.mode == "local":
                 for r in range(N):
                     state[r] = task("update", t, r, state_size, [state[r], steps[r]], tt.update,
@@ -322,6 +358,12 @@ class TorchTraining:
             b.task(f"e{epoch}.eval", cost["eval"], 64.0, {"category": "eval", "rank": 0}, deps=[state[0]],
                    fn=tt.evaluate, args=(state[0], ctx, self.val))
         return b.graph()
+
+    def direct(self) -> bool:
+        """Whether the fused graph reduces the gradient directly (synchronous, uncompressed, at
+        most :attr:`direct_mb` MB per rank)."""
+        return (self.fuse and self.mode == "sync" and self.compression is None
+                and 4.0 * self.params() <= self.direct_mb * 1e6)
 
     def _sent_bytes(self, bucket_bytes: float) -> float:
         """Bytes a bucket takes on the wire: halved by fp16; top-k sends an index (8 bytes) and a
