@@ -257,7 +257,7 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
           scheduler: str = "placed", pad: int = 0, flip: bool = False, seed: int = 0, iterations=None,
           threads: int = 1, client=None, address=None, scheduler_file=None, jobqueue=None, jobqueue_options=None,
           checkpoint=None, resume: bool = True, timeout=None, quiet: bool = False, plot=None,
-          on_epoch=None, fuse=None, prefetch: int = 1) -> History:
+          on_epoch=None, fuse=None, prefetch: int = 0) -> History:
     """Train ``model`` on ``data`` for ``epochs`` epochs, each epoch one task graph on Dask.
 
     Parameters
@@ -304,7 +304,8 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
         fewer tasks, the same parameters. Default: on under ``placed`` (each rank stays on its
         worker), off under any other scheduler (which should see each stage).
     prefetch : int
-        With ``fuse``: batches loaded ahead of the step they feed.
+        With ``fuse``: batches loaded ahead of the step they feed, in tasks of their own (0: each in
+        its step's task).
     on_epoch : callable, optional
         Called with the :class:`History` so far as each epoch ends (after its checkpoint): a line
         printed, a file written as the run goes, so that a run stopped after epoch ``k`` has said
@@ -324,6 +325,7 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
 
     from .runtime import run
     from .runtime.client.runner import connect
+    from .runtime.launch.local import prompt_messages
     from .runtime.client.waiting import close_quietly, progress_bar
 
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
@@ -377,6 +379,8 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
     c, owned = connect(client, address, scheduler_file, workers, threads, work_stealing=False,
                        jobqueue=jobqueue, jobqueue_options=jobqueue_options)
     try:
+        if owned:  # our own cluster: a chain of short steps does not wait out Dask's message batches
+            prompt_messages(c)
         if by_speed and ck is None:
             spec = make(_speed_shares(c, workers))
         states, first, wall0, history = _start(spec, ck, checkpoint, model, scheduler, by_speed)

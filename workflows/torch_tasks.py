@@ -25,10 +25,10 @@ import torch
 
 from taskflow.errors import WorkflowError
 
-from .images import ImageFolder, load_batch
+from .images import ImageFolder, load_batch, load_samples
 from .torch_checks import built, check_size
 
-__all__ = ["TorchModel", "make_model", "init_state", "fresh_state", "optimizer_step", "step", "bucket", "update", "update_direct", "evaluate", "state_bytes",
+__all__ = ["TorchModel", "make_model", "init_state", "fresh_state", "optimizer_step", "step", "bucket", "update", "update_direct", "update_and_step", "update_after", "evaluate", "state_bytes",
            "compress_fp16", "compress_topk", "sparse_sum", "param_bucket", "average", "working", "score"]
 
 _SKELETONS: dict = {}  # token -> a module built by the factory, in this process (no state: a shape)
@@ -332,6 +332,49 @@ def update_direct(state: dict, out: dict, ctx: TorchModel, iteration: int, *outs
     """
     sums = [functools.reduce(np.add, (o["buckets"][j] for o in outs)) for j in range(len(ctx.buckets))]
     return update(state, out, ctx, ((1, None),) * len(sums), iteration, *sums)
+
+
+def update_and_step(prev: dict, batch, ctx: TorchModel, weight: float, iteration: int, rank: int, *outs,
+                    load=None) -> dict:
+    """Task body ``forward-backward`` of a fused graph: the last iteration's update (every rank's
+    :func:`step` buckets summed, :func:`update_direct`) and then this iteration's :func:`step`, in
+    one task; its output carries the state the step started from (``"state"``).
+
+    Parameters
+    ----------
+    prev : dict
+        The rank's last ``update_and_step`` output, or its initial state (no ``outs``).
+    batch : (numpy.ndarray, numpy.ndarray) or None
+        :func:`~workflows.images.collate`'s; None: ``load`` it here.
+    ctx : TorchModel
+    weight : float
+    iteration, rank : int
+    *outs : dict
+        Every rank's last output, rank 0 first (none at the epoch's first iteration).
+    load : tuple, optional
+        :func:`~workflows.images.load_samples`'s arguments: the rank's whole chain in one task.
+    """
+    if batch is None:
+        batch = load_samples(*load)
+    state = update_direct(prev["state"], prev, ctx, iteration - 1, *outs) if outs else prev
+    out = step(state, batch, ctx, weight, iteration, rank)
+    out["state"] = state
+    return out
+
+
+def update_after(prev: dict, ctx: TorchModel, iteration: int, *outs) -> dict:
+    """Task body ``update`` ending a fused epoch: the last gradient applied to the state of the
+    rank's last :func:`update_and_step` output.
+
+    Parameters
+    ----------
+    prev : dict
+    ctx : TorchModel
+    iteration : int
+    *outs : dict
+        Every rank's last output, rank 0 first.
+    """
+    return update_direct(prev["state"], prev, ctx, iteration, *outs)
 
 
 def _residual(v, residual, j, sp):

@@ -16,11 +16,14 @@ and rank ``r``:
   state), which the rank's next ``forward-backward`` takes as its input.
 
 With ``fuse`` (what ``taskflow.train`` does under ``placed``, which keeps each rank on its worker)
-a rank's loading is one task, ``it{t}.w{r}.load``, that may run ``prefetch`` iterations ahead of the
-step it feeds (it waits for the step ``prefetch`` iterations before: while a rank waits for the
-others' gradients its next batch loads); and a gradient of at most ``direct_mb`` MB is reduced
-directly: each rank's ``update`` takes every rank's ``forward-backward`` output and sums the buckets
-in rank order, so an iteration is three tasks per rank and two hops. The parameters are the same.
+a rank's loading is one task, ``it{t}.w{r}.load``, that waits for the rank's step ``prefetch + 1``
+iterations before: it loads while the rank waits for the others' gradients, and ``prefetch``
+batches are ready before the step that needs them (0, the default: each batch loads in its step's
+task, where the gradient is reduced directly, else just before it); and a gradient of at most ``direct_mb`` MB is reduced
+directly: each rank's next ``forward-backward`` takes every rank's ``forward-backward`` output, sums
+the buckets in rank order and applies the optimizer's step before its own (a step's output carries
+the state it started from), so an iteration is two tasks per rank and one hop; the epoch's last
+``update`` applies the last gradient. The parameters are the same.
 
 ``e{e}.init.w{r}`` starts each rank's state (seeded, or the state an earlier epoch ended with) and
 ``e{e}.eval`` measures rank 0's model on the held-out split. Every task's ``meta`` has its
@@ -157,7 +160,7 @@ class TorchTraining:
     compression: str | None = None
     topk_ratio: float = 0.01
     fuse: bool = False
-    prefetch: int = 1
+    prefetch: int = 0
     direct_mb: float = DIRECT_MB
 
     def __post_init__(self):
@@ -281,12 +284,14 @@ class TorchTraining:
             for r, samples in enumerate(ranks):
                 paths = [self.train.paths[i] for i in samples]
                 nbytes = 4.0 * len(samples) * c * h * w
-                if self.fuse:  # one task; `prefetch` batches loaded ahead, beside the steps they follow
-                    k = int(self.prefetch)
-                    after = state[r] if k == 0 else outs[r][t_local - k] if t_local >= k else None
-                    ahead = [] if after is None or (k == 0 and t_local == 0) else [(after, 0.0)]
-                    col = task("load", t, r, nbytes, ahead, load_samples,
-                               (paths, samples, self.train.labels[samples], epoch, self.seed, self.pad, self.flip))
+                spec = (paths, samples, self.train.labels[samples], epoch, self.seed, self.pad, self.flip)
+                if direct and not self.prefetch:
+                    col = None  # loaded inside the rank's step: its whole chain is one task
+                elif self.fuse:  # one task, after the step `prefetch + 1` iterations before: `prefetch`
+                    # batches are loaded ahead of the step that needs them, in the waits for the others
+                    k = int(self.prefetch) + 1
+                    ahead = [(outs[r][t_local - k], 0.0)] if t_local >= k else []
+                    col = task("load", t, r, nbytes, ahead, load_samples, spec)
                 else:
                     raw = task("read", t, r, nbytes / 4, [], read_files, (paths,))
                     img = task("decode", t, r, nbytes / 4, [raw], decode, (raw, paths))
@@ -300,11 +305,17 @@ class TorchTraining:
                     base = task("working", t, r, state_size, [history[r][lo], *since], tt.working,
                                 (history[r][lo], ctx, *since))
                 weight = 1.0 if self.mode == "local" else self.counts[r] / self.batch
+                if direct:  # the last iteration's update and this one's step in one task (one hop less)
+                    last = [] if not t_local else [outs[q][-1] for q in range(N)]
+                    steps[r] = task("forward-backward", t, r, sum(bucket_bytes) + state_size,
+                                    [outs[r][-1] if last else base, *([col] if col else []),
+                                     *(o for q, o in enumerate(last) if q != r)],
+                                    tt.update_and_step, (outs[r][-1] if last else base, col, ctx, weight, t, r, *last),
+                                    kwargs=None if col else {"load": spec})
+                    continue
                 steps[r] = task("forward-backward", t, r, sum(bucket_bytes), [base, col], tt.step,
                                 (base, col, ctx, weight, t, r))
                 outs[r].append(steps[r])
-                if direct:
-                    continue
                 for j in range(B):
                     bk = task("bucket", t, r, bucket_bytes[j], [(steps[r], bucket_bytes[j])], tt.bucket,
                               (steps[r], j), suffix=str(j), bucket=j)
@@ -314,11 +325,9 @@ class TorchTraining:
                         bk = task("compress", t, r, sent[j], [bk, (state[r], 0.0)], tt.compress_topk,
                                   (bk, state[r], j, self.topk_ratio), suffix=str(j), bucket=j)
                     send[r, j] = bk
-            if direct:  # each rank sums every rank's buckets itself: one hop, no bucket or chunk tasks
+            if direct:  # each rank sums every rank's buckets itself: no bucket or chunk tasks
                 for r in range(N):
-                    state[r] = task("update", t, r, state_size, [state[r], *(steps[q] for q in range(N))],
-                                    tt.update_direct, (state[r], steps[r], ctx, t, *(steps[q] for q in range(N))))
-                    history[r].append(state[r])
+                    outs[r].append(steps[r])
                 continue
             if self.mode == "local":
                 for r in range(N):
@@ -354,6 +363,11 @@ class TorchTraining:
                 state[r] = task("update", t, r, state_size, deps + [(steps[r], 0.0)], tt.update,
                                 (state[r], steps[r], ctx, tuple(layout), t, *handles), kwargs=kw or None, **pm)
                 history[r].append(state[r])
+        if direct and outs[0]:  # the epoch's last update: each rank's final state
+            t = t0 + len(outs[0]) - 1
+            last = [outs[q][-1] for q in range(N)]
+            state = [task("update", t, r, state_size, [*last], tt.update_after, (outs[r][-1], ctx, t, *last))
+                     for r in range(N)]
         if evaluate and self.val is not None:
             b.task(f"e{epoch}.eval", cost["eval"], 64.0, {"category": "eval", "rank": 0}, deps=[state[0]],
                    fn=tt.evaluate, args=(state[0], ctx, self.val))

@@ -72,7 +72,7 @@ import os
 
 from ..worker.worker_plugin import REUSE_ENV, TRIM_AT
 
-__all__ = ["local_cluster", "check_local_workers", "WORKERS_PER_CORE", "warm_cluster", "warm_connections", "warm_heaps", "HEAP_SHARE", "worker_environ",
+__all__ = ["local_cluster", "check_local_workers", "WORKERS_PER_CORE", "prompt_messages", "PROMPT_INTERVAL", "warm_cluster", "warm_connections", "warm_heaps", "HEAP_SHARE", "worker_environ",
            "nanny_environ", "reuse_wanted", "MMAP_THRESHOLD", "ARENAS", "heap_size"]
 
 #: glibc's mmap threshold in the workers: allocations below it come from the heap
@@ -99,6 +99,38 @@ def warm_cluster(client) -> None:
     """
     warm_heaps(client)
     warm_connections(client)
+
+
+#: seconds between two batches of messages, scheduler to workers and back, on a cluster whose runs
+#: are chains of short tasks (Dask's own: 5 ms and 2 ms)
+PROMPT_INTERVAL = 0.0
+
+
+def _scheduler_interval(dask_scheduler=None, interval: float = PROMPT_INTERVAL) -> int:
+    for stream in dask_scheduler.stream_comms.values():
+        stream.interval = interval
+    return len(dask_scheduler.stream_comms)
+
+
+def _worker_interval(dask_worker=None, interval: float = PROMPT_INTERVAL) -> None:
+    dask_worker.batched_stream.interval = interval
+
+
+def prompt_messages(client, interval: float = PROMPT_INTERVAL) -> None:
+    """Send Dask's messages between the scheduler and the workers as soon as the previous send is
+    done, not in batches every 5 ms (scheduler to worker) and 2 ms (worker to scheduler): a training
+    iteration of short steps is a chain of hops (a task's end reported, its dependent sent), each of
+    which waited out a batch's interval. Messages that come while a send is under way still go
+    together. For a cluster taskflow started itself (:func:`local_cluster`), for its workers of now.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    interval : float
+        Seconds.
+    """
+    client.run_on_scheduler(_scheduler_interval, interval=interval)
+    client.run(_worker_interval, interval=interval)
 
 
 def heap_size(memory_limit) -> int:
