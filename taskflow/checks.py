@@ -12,7 +12,7 @@ from .errors import CycleError, GraphError, UsageError
 
 __all__ = ["number", "cores", "cores_column", "parse_bytes", "SIZE_UNITS", "exact_costs", "checked_column", "parse_rate",
            "task_index", "edge_index", "MAX_CORES",
-           "split_amount", "plot_format", "PLOT_FORMATS", "seed", "MAX_SEED", "decimal"]
+           "split_amount", "plot_format", "PLOT_FORMATS", "seed", "MAX_SEED", "decimal", "format_bytes"]
 
 _INF = math.inf
 
@@ -230,6 +230,21 @@ def split_amount(text: str):
 #: units of a size in bytes (any case): decimal and binary
 SIZE_UNITS = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "kib": 2 ** 10, "mib": 2 ** 20,
               "gib": 2 ** 30, "tib": 2 ** 40}
+
+
+def format_bytes(n: float) -> str:
+    """``n`` bytes in the decimal unit that fits (``512 B``, ``79.4 kB``, ``4.76 MB``), three
+    significant digits, as :func:`parse_bytes` reads it back.
+
+    Parameters
+    ----------
+    n : float
+    """
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= size:
+            v = n / size
+            return f"{v:.3g} {unit}" if v < 1000 else f"{v:.0f} {unit}"
+    return f"{n:.0f} B"
 
 
 def parse_bytes(text) -> int:

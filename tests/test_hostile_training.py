@@ -240,7 +240,7 @@ def _job(digits, **kw):
     (lambda ck: ck["states"].pop(), "it holds 1 states for 2 workers"),
 ])
 def test_a_damaged_checkpoint_is_named_before_any_cluster_starts(digits, tmp_path, damage, said, no_cluster):
-    from taskflow.training import _fingerprint
+    from taskflow.training.checkpoint import fingerprint as _fingerprint
     from workflows.torch_tasks import init_state
 
     job = _job(digits, batch=8)
@@ -256,7 +256,7 @@ def test_a_damaged_checkpoint_is_named_before_any_cluster_starts(digits, tmp_pat
 
 
 def test_a_checkpoint_of_other_data_with_as_many_images_is_refused(copy, tmp_path, no_cluster):
-    from taskflow.training import _fingerprint
+    from taskflow.training.checkpoint import fingerprint as _fingerprint
     from workflows.torch_tasks import init_state
 
     data = copy()

@@ -285,6 +285,13 @@ def test_train_learns_and_reports_each_epoch(client, digits, tmp_path):
     ring = taskflow.train(CNN, digits, epochs=1, workers=2, batch=64, client=client, quiet=True, fuse=False,
                           iterations=4)
     assert ring.epochs[0]["bytes_per_iteration"] == pytest.approx(2 * 4 * params, rel=0.05)  # the chunks alone
+    # where an iteration's time went: four parts that add up to the epoch's seconds per iteration,
+    # loading measured inside the fused task as in the unfused loading tasks
+    for hist in (h, ring):
+        b, e = hist.breakdown(), hist.epochs[-1]
+        assert min(b.compute, b.loading, b.communication, b.waiting) >= 0 and b.compute > 0 and b.loading > 0
+        assert b.compute + b.loading + b.communication + b.waiting == pytest.approx(e["seconds"] / e["iterations"])
+        assert "ms/iteration: compute " in hist.lines()[-1] and " kB moved per iteration" in hist.lines()[-1]
     assert (tmp_path / "acc.png").read_bytes()[:4] == b"\x89PNG"
     assert "held-out accuracy" in h.lines()[1]
 

@@ -153,3 +153,12 @@ def test_an_output_folder_inside_an_input_folder_is_refused(tmp_path, capsys):
     assert main(["compare", str(tmp_path / "graphs"), "-o", str(tmp_path / "graphs" / "out")]) == 2
     assert "inside the input folder" in capsys.readouterr().err
     assert sorted(p.name for p in (tmp_path / "graphs").iterdir()) == ["g.json"]
+
+
+def test_bytes_are_said_in_the_unit_that_fits_and_read_back():
+    from taskflow.checks import format_bytes, parse_bytes
+
+    for n, text in ((0, "0 B"), (512, "512 B"), (79_440, "79.4 kB"), (4.76e6, "4.76 MB"), (2.5e9, "2.5 GB")):
+        assert format_bytes(n) == text
+        if n:
+            assert parse_bytes(text.replace(" ", "")) == pytest.approx(n, rel=5e-3)

@@ -14,7 +14,6 @@ can run any task again (a lost worker) and get the same result.
 from __future__ import annotations
 
 import copy
-import functools
 import hashlib
 import math
 from dataclasses import dataclass, field
@@ -25,10 +24,10 @@ import torch
 
 from taskflow.errors import WorkflowError
 
-from .images import ImageFolder, load_batch, load_samples
+from .images import ImageFolder, load_batch
 from .torch_checks import built, check_size
 
-__all__ = ["TorchModel", "make_model", "init_state", "fresh_state", "optimizer_step", "step", "bucket", "update", "update_direct", "update_and_step", "update_after", "evaluate", "state_bytes",
+__all__ = ["TorchModel", "make_model", "init_state", "fresh_state", "optimizer_step", "step", "bucket", "update", "evaluate", "state_bytes",
            "compress_fp16", "compress_topk", "sparse_sum", "param_bucket", "average", "working", "score"]
 
 _SKELETONS: dict = {}  # token -> a module built by the factory, in this process (no state: a shape)
@@ -307,74 +306,13 @@ def update(state: dict, out: dict, ctx: TorchModel, layout, iteration: int, *pie
         grads = [g + compensation * g * g * (p - a) for g, p, a in zip(grads, state["params"], anchor["params"])]
     params, opt = optimizer_step(state, ctx.optimizer, grads)
     new = {"params": params, "buffers": out["buffers"], "opt": opt,
-           "log": state["log"] + [(iteration, out["loss"], out["n"])]}
+           "log": state["log"] + [(iteration, out["loss"], out["n"], out.get("loading", 0.0))]}
     if "residual" in state or sparse is not None:
         new["residual"] = state.get("residual")
     if sparse is not None:
         new["residual"] = [_residual(v, state.get("residual"), j, sp) for j, (v, sp) in
                            enumerate(zip(out["buckets"], sparse))]
     return new
-
-
-def update_direct(state: dict, out: dict, ctx: TorchModel, iteration: int, *outs) -> dict:
-    """Task body ``update`` of a directly reduced gradient: each bucket the sum, in rank order, of
-    every rank's :func:`step` bucket (each already weighted by its share), then :func:`update`.
-
-    Parameters
-    ----------
-    state : dict
-    out : dict
-        The rank's own :func:`step` output.
-    ctx : TorchModel
-    iteration : int
-    *outs : dict
-        Every rank's :func:`step` output, rank 0 first.
-    """
-    sums = [functools.reduce(np.add, (o["buckets"][j] for o in outs)) for j in range(len(ctx.buckets))]
-    return update(state, out, ctx, ((1, None),) * len(sums), iteration, *sums)
-
-
-def update_and_step(prev: dict, batch, ctx: TorchModel, weight: float, iteration: int, rank: int, *outs,
-                    load=None) -> dict:
-    """Task body ``forward-backward`` of a fused graph: the last iteration's update (every rank's
-    :func:`step` buckets summed, :func:`update_direct`) and then this iteration's :func:`step`, in
-    one task; its output carries the state the step started from (``"state"``).
-
-    Parameters
-    ----------
-    prev : dict
-        The rank's last ``update_and_step`` output, or its initial state (no ``outs``).
-    batch : (numpy.ndarray, numpy.ndarray) or None
-        :func:`~workflows.images.collate`'s; None: ``load`` it here.
-    ctx : TorchModel
-    weight : float
-    iteration, rank : int
-    *outs : dict
-        Every rank's last output, rank 0 first (none at the epoch's first iteration).
-    load : tuple, optional
-        :func:`~workflows.images.load_samples`'s arguments: the rank's whole chain in one task.
-    """
-    if batch is None:
-        batch = load_samples(*load)
-    state = update_direct(prev["state"], prev, ctx, iteration - 1, *outs) if outs else prev
-    out = step(state, batch, ctx, weight, iteration, rank)
-    out["state"] = state
-    return out
-
-
-def update_after(prev: dict, ctx: TorchModel, iteration: int, *outs) -> dict:
-    """Task body ``update`` ending a fused epoch: the last gradient applied to the state of the
-    rank's last :func:`update_and_step` output.
-
-    Parameters
-    ----------
-    prev : dict
-    ctx : TorchModel
-    iteration : int
-    *outs : dict
-        Every rank's last output, rank 0 first.
-    """
-    return update_direct(prev["state"], prev, ctx, iteration, *outs)
 
 
 def _residual(v, residual, j, sp):

@@ -250,6 +250,7 @@ class TorchTraining:
         -------
         TaskGraph
         """
+        from . import torch_fused as tf
         from . import torch_tasks as tt
 
         N, ctx, X = int(self.workers), self.ctx, bool(executable)
@@ -310,7 +311,7 @@ class TorchTraining:
                     steps[r] = task("forward-backward", t, r, sum(bucket_bytes) + state_size,
                                     [outs[r][-1] if last else base, *([col] if col else []),
                                      *(o for q, o in enumerate(last) if q != r)],
-                                    tt.update_and_step, (outs[r][-1] if last else base, col, ctx, weight, t, r, *last),
+                                    tf.update_and_step, (outs[r][-1] if last else base, col, ctx, weight, t, r, *last),
                                     kwargs=None if col else {"load": spec})
                     continue
                 steps[r] = task("forward-backward", t, r, sum(bucket_bytes), [base, col], tt.step,
@@ -366,7 +367,7 @@ class TorchTraining:
         if direct and outs[0]:  # the epoch's last update: each rank's final state
             t = t0 + len(outs[0]) - 1
             last = [outs[q][-1] for q in range(N)]
-            state = [task("update", t, r, state_size, [*last], tt.update_after, (outs[r][-1], ctx, t, *last))
+            state = [task("update", t, r, state_size, [*last], tf.update_after, (outs[r][-1], ctx, t, *last))
                      for r in range(N)]
         if evaluate and self.val is not None:
             b.task(f"e{epoch}.eval", cost["eval"], 64.0, {"category": "eval", "rank": 0}, deps=[state[0]],

@@ -246,6 +246,8 @@ def _say_run(args, history, checkpoint, prefix: str) -> None:
     elif not args.quiet:
         print(f"{prefix}{args.model}: {c['parameters']:,} parameters in {c['buckets']} bucket(s); {c['workers']} "
               f"ranks of {'/'.join(map(str, c['counts']))} samples; {c['iterations_per_epoch']} iterations per "
-              f"epoch; {c['allreduce']} allreduce placed by {c['scheduler']}"
+              f"epoch; " + ("one task per rank and iteration, the gradient summed on every rank;"
+                            if c.get("reduction") == "direct" else f"{c['allreduce']} allreduce")
+              + f" placed by {c['scheduler']}"
               + (f"; {args.mode}" if args.mode != "sync" else "")
               + (f"; {args.compression} compression" if args.compression else ""))

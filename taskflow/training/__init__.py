@@ -14,240 +14,24 @@ iteration; :meth:`History.plot` draws accuracy against wall time.
 
 from __future__ import annotations
 
-import io
-import math
 import os
 import time
 import warnings
-from dataclasses import dataclass, field
 
-from .checks import PLOT_FORMATS, plot_format
-from .checks import seed as check_seed
-from .errors import FormatError, TaskflowWarning, UsageError
-from .files import check_outputs, open_regular
-from .formats import atomic_write, save_figure
+from ..checks import PLOT_FORMATS, plot_format
+from ..checks import seed as check_seed
+from ..errors import TaskflowWarning, UsageError
+from ..files import check_outputs
+from .checkpoint import check_resumable, fingerprint, load_checkpoint, save_checkpoint
+from .history import STATE, Breakdown, History, breakdown
 
-__all__ = ["train", "History", "load_checkpoint", "plot_format", "PLOT_FORMATS"]
-
-
-@dataclass
-class History:
-    """What a training run measured (see the module docstring)."""
-
-    #: per epoch: epoch, loss, val_loss, accuracy, seconds, wall, iterations, seconds_per_iteration,
-    #: samples_per_second, bytes_per_iteration, state_bytes, counts (samples per rank), busy (task
-    #: kind -> seconds per iteration and rank), predicted_seconds_per_iteration (simulated from the
-    #: costs earlier epochs measured; nan for the first)
-    epochs: list = field(default_factory=list)
-    #: (iteration, the global batch's loss) of every iteration
-    losses: list = field(default_factory=list)
-    #: each rank's state at the end (parameters, buffers, optimizer state)
-    states: list = field(default_factory=list)
-    #: what the run was: workers, batch, allreduce, scheduler, parameters, ...
-    config: dict = field(default_factory=dict)
-    #: the epoch the run resumed after (None: it started afresh)
-    resumed_from: int | None = None
-    #: the task costs every epoch of this run measured (a :class:`~taskflow.runtime.CostProfile`)
-    profile: object = None
-    #: the job (:class:`~workflows.torch_training.TorchTraining` or ``TorchPipeline``)
-    job: object = None
-
-    def cost_graph(self):
-        """The last epoch's graph with costs only: the simulator's (and the advisor's) twin of
-        what ran (None before any epoch)."""
-        if self.job is None or not self.epochs:
-            return None
-        return self.job.graph(self.epochs[-1]["epoch"], executable=False)
-
-    @property
-    def final_accuracy(self) -> float:
-        """The last epoch's held-out accuracy (nan without a ``val`` split)."""
-        return self.epochs[-1]["accuracy"] if self.epochs else float("nan")
-
-    def to_dict(self) -> dict:
-        """A JSON-ready dict (the states left out)."""
-        return {"config": self.config, "epochs": self.epochs, "losses": self.losses, "resumed_from": self.resumed_from}
-
-    def lines(self) -> list:
-        """One line per epoch."""
-        out = []
-        for e in self.epochs:
-            acc = "" if math.isnan(e["accuracy"]) else f", held-out accuracy {e['accuracy']:.1%}"
-            out.append(f"epoch {e['epoch'] + 1}: loss {e['loss']:.4f}{acc}, {e['seconds']:.2f} s "
-                       f"({e['seconds_per_iteration'] * 1e3:.1f} ms/iteration, {e['samples_per_second']:.0f} "
-                       f"samples/s), {e['bytes_per_iteration'] / 1e6:.2f} MB moved per iteration")
-        return out
-
-    def plot(self, path) -> None:
-        """Held-out accuracy and training loss against wall time, written to ``path`` (PNG, SVG,
-        PDF by suffix).
-
-        Raises
-        ------
-        TaskflowError
-            A suffix that names no image format.
-        """
-        plot_format(path)
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        with matplotlib.rc_context({"text.parse_math": False}):  # names are text, never formulas
-            self._draw(path, plt)
-
-    def _draw(self, path, plt) -> None:
-        wall = [e["wall"] for e in self.epochs]
-        fig, ax = plt.subplots(figsize=(6.4, 3.6))
-        ax.plot(wall, [e["accuracy"] * 100 for e in self.epochs], "o-", color="C0", label="held-out accuracy")
-        ax.set_xlabel("wall time (s)")
-        ax.set_ylabel("held-out accuracy (%)", color="C0")
-        ax.set_ylim(0, 100)
-        ax2 = ax.twinx()
-        ax2.plot(wall, [e["loss"] for e in self.epochs], "s--", color="C1", label="training loss")
-        ax2.set_ylabel("training loss", color="C1")
-        c = self.config
-        ax.set_title(f"{c.get('model', 'model')}: {c.get('workers')} workers, {c.get('allreduce')}, "
-                     f"{c.get('scheduler')}", fontsize=10, usetex=False)
-        fig.tight_layout()
-        save_figure(fig, path, plt.close, dpi=100)
+__all__ = ["train", "History", "Breakdown", "load_checkpoint", "plot_format", "PLOT_FORMATS"]
 
 
-#: the image formats a plot is written in, by the file's suffix
+
 def _model_name(model) -> str:
     fn = getattr(model, "func", model)
     return getattr(fn, "__name__", type(fn).__name__)
-
-
-def _fingerprint(spec, by_speed: bool = False) -> dict:
-    """What must match for a checkpoint to resume this job (parts of the batch measured from the
-    workers' speeds may differ from epoch to epoch: the checkpoint keeps the last)."""
-    return {"model": spec.ctx.token, "workers": int(spec.workers), "batch": int(spec.batch),
-            "counts": "speeds" if by_speed else list(spec.counts), "allreduce": spec.allreduce, "seed": int(spec.seed),
-            "iterations": spec.per_epoch, "pad": int(spec.pad), "flip": bool(spec.flip),
-            "train": len(spec.train), "data": _data_digest(spec.train, spec.val), "mode": spec.mode, "sync_every": int(spec.sync_every),
-            "staleness": int(spec.staleness), "compensation": float(spec.compensation),
-            "compression": spec.compression, "topk_ratio": float(spec.topk_ratio)}
-
-
-def _data_digest(*splits) -> str:
-    """A digest of the datasets' files as a checkpoint must find them again: each file's path within
-    its split, class and size (the same count of other images is other data)."""
-    import hashlib
-
-    h = hashlib.sha1()
-    for split in splits:
-        if split is None:
-            continue
-        for p, y in zip(split.paths, split.labels):
-            try:
-                size = os.stat(p).st_size
-            except OSError:
-                size = -1
-            h.update(f"{os.path.relpath(p, split.folder)}\0{int(y)}\0{size}\n".encode("utf-8", "surrogateescape"))
-    return h.hexdigest()[:16]
-
-
-def load_checkpoint(path) -> dict:
-    """A checkpoint written by :func:`train`: ``{"epoch", "states", "history", "fingerprint"}``.
-
-    Parameters
-    ----------
-    path : path
-
-    Raises
-    ------
-    TaskflowError
-        The file is not a checkpoint of :func:`train`.
-    """
-    import torch
-
-    try:  # tensors, numbers, text and containers only: a checkpoint runs no code when read
-        with open_regular(path, "checkpoint", FormatError) as f:
-            ck = torch.load(f, weights_only=True)
-    except FormatError:
-        raise
-    except OSError as e:
-        raise FormatError(f"checkpoint {os.fspath(path)!r} cannot be read: {e.strerror or e}") from None
-    except Exception:  # noqa: BLE001 - whatever torch's unpickler says of a file that is not one
-        raise FormatError(f"checkpoint {os.fspath(path)!r} is not a taskflow training checkpoint (remove it, "
-                            f"or name another file)") from None
-    if not isinstance(ck, dict) or ck.get("format") != "taskflow-train/1":
-        raise FormatError(f"checkpoint {os.fspath(path)!r} is not a taskflow training checkpoint")
-    _check_fields(ck, os.fspath(path))
-    return ck
-
-
-def _check_fields(ck: dict, path: str) -> None:
-    """Every field :func:`train` reads from a checkpoint, of the type it reads (a crafted or damaged
-    file is named, not met as a KeyError later)."""
-    def bad(what):
-        return FormatError(f"checkpoint {path!r}: {what} (remove it, or name another file)")
-
-    epoch = ck.get("epoch")
-    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
-        raise bad(f"'epoch' must be an integer >= 0, got {epoch!r:.40}")
-    if not isinstance(ck.get("fingerprint"), dict):
-        raise bad("'fingerprint' is missing or not a mapping")
-    states = ck.get("states")
-    if not isinstance(states, list) or not states or not all(isinstance(x, dict) for x in states):
-        raise bad("'states' must be a list of each rank's state")
-    history = ck.get("history")
-    if not isinstance(history, dict) or not isinstance(history.get("epochs"), list) or \
-            not isinstance(history.get("losses"), list):
-        raise bad("'history' must hold the lists 'epochs' and 'losses'")
-    if not all(isinstance(e, dict) and isinstance(e.get("wall"), (int, float)) for e in history["epochs"]):
-        raise bad("each epoch of 'history' must be a mapping with its 'wall' time")
-    if not all(isinstance(x, (list, tuple)) and len(x) == 2 for x in history["losses"]):
-        raise bad("'history' losses must be (iteration, loss) pairs")
-    counts = ck.get("counts", [])
-    if not isinstance(counts, list) or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 1
-                                               for c in counts):
-        raise bad("'counts' must list each rank's samples")
-
-
-def _check_resumable(ck: dict, spec, checkpoint, by_speed: bool) -> None:
-    """A checkpoint of this very job (the same model, data and options) whose states fit its model."""
-    fp = _fingerprint(spec, by_speed)
-    if ck["fingerprint"] != fp:
-        diff = sorted(k for k in fp if ck["fingerprint"].get(k) != fp[k])
-        raise UsageError(f"checkpoint {os.fspath(checkpoint)!r} was written by another job (it differs in "
-                         f"{', '.join(diff)}): remove it, name another file, or pass resume=False")
-    _check_states(ck["states"], spec, os.fspath(checkpoint))
-
-
-def _check_states(states, spec, path: str) -> None:
-    """The checkpoint's states hold tensors of the model's shapes, one state per rank (or stage)."""
-    import torch
-
-    def bad(what):
-        return FormatError(f"checkpoint {path!r}: {what} (remove it, or name another file)")
-
-    if len(states) != int(spec.workers):
-        raise bad(f"it holds {len(states)} states for {int(spec.workers)} workers")
-    shapes = getattr(spec, "state_shapes", lambda: None)()
-    for r, st in enumerate(states):
-        params = st.get("params")
-        if not isinstance(params, list) or not all(isinstance(t, torch.Tensor) for t in params) or \
-                not isinstance(st.get("buffers"), list) or not isinstance(st.get("opt"), dict):
-            raise bad(f"state {r} lacks its parameter and buffer tensors or its optimizer state")
-        want = None if shapes is None else shapes[r]
-        got = [tuple(t.shape) for t in params]
-        if want is not None and got != [tuple(x) for x in want]:
-            first = next((k for k, (a, b) in enumerate(zip(got, want)) if a != tuple(b)), min(len(got), len(want)))
-            raise bad(f"state {r}'s parameters are not this model's ({len(got)} tensors against {len(want)}; "
-                      f"tensor {first}: {got[first] if first < len(got) else None} against "
-                      f"{tuple(want[first]) if first < len(want) else None})")
-
-
-def _save_checkpoint(path, epoch: int, states, history: History, fingerprint: dict, counts) -> None:
-    import torch
-
-    doc = {"format": "taskflow-train/1", "epoch": epoch, "states": states, "fingerprint": fingerprint,
-           "counts": list(counts), "history": history.to_dict()}
-    buf = io.BytesIO()
-    torch.save(doc, buf)
-    atomic_write(path, buf.getvalue())
 
 
 def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: int | None = None, batch: int = 64,
@@ -323,10 +107,10 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
     """
     from workflows.torch_training import TorchTraining
 
-    from .runtime import run
-    from .runtime.client.runner import connect
-    from .runtime.launch.local import prompt_messages
-    from .runtime.client.waiting import close_quietly, progress_bar
+    from ..runtime import run
+    from ..runtime.client.runner import connect
+    from ..runtime.launch.local import prompt_messages
+    from ..runtime.client.waiting import close_quietly, progress_bar
 
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise UsageError(f"epochs must be an integer >= 1, got {epochs!r}")
@@ -375,7 +159,7 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
         ck = load_checkpoint(checkpoint)
         if by_speed and ck.get("counts"):  # a resumed run goes on with the parts its run had reached
             spec = make(ck["counts"])
-        _check_resumable(ck, spec, checkpoint, by_speed)  # before any cluster starts
+        check_resumable(ck, spec, checkpoint, by_speed)  # before any cluster starts
     c, owned = connect(client, address, scheduler_file, workers, threads, work_stealing=False,
                        jobqueue=jobqueue, jobqueue_options=jobqueue_options)
     try:
@@ -387,7 +171,7 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
     except BaseException:
         close_quietly(owned, now=True)
         raise
-    fp, profile = _fingerprint(spec, by_speed), None
+    fp, profile = fingerprint(spec, by_speed), None
     bar = None
     if not quiet and first < epochs:
         bar = progress_bar((epochs - first) * spec.per_epoch, "training", unit="it")
@@ -410,7 +194,7 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
             if by_speed:  # the next epoch's parts from this one's measured steps
                 spec = make(_step_shares(spec, g, report))
             if checkpoint is not None:
-                _save_checkpoint(checkpoint, e, states, history, fp, spec.counts)
+                save_checkpoint(checkpoint, e, states, history, fp, spec.counts)
             if bar is not None:
                 bar.update(spec.per_epoch)
                 last = history.epochs[-1]
@@ -438,7 +222,7 @@ def _speed_shares(client, workers: int) -> list:
     """Each rank's part of the batch in proportion to the speed of the worker ``placed`` gives it
     (rank ``r`` on the cluster's worker ``r``), as calibration measures it (a cgroup's CPU limit
     included)."""
-    from .runtime import cluster_from_dask
+    from ..runtime import cluster_from_dask
 
     cl = cluster_from_dask(client, calibrate=True)
     return [cl.workers[r % len(cl.workers)].speed for r in range(workers)]
@@ -470,6 +254,8 @@ def _start(spec, ck, checkpoint, model, scheduler, by_speed: bool = False) -> tu
                               "scheduler": scheduler, "iterations_per_epoch": spec.per_epoch,
                               "buckets": len(spec.ctx.buckets), "train_samples": len(spec.train),
                               "mode": spec.mode, "compression": spec.compression,
+                              "fused": bool(getattr(spec, "fuse", False)),
+                              "reduction": "direct" if getattr(spec, "direct", lambda: False)() else spec.allreduce,
                               "val_samples": 0 if spec.val is None else len(spec.val)})
     if ck is None:
         return None, 0, 0.0, history
@@ -486,8 +272,11 @@ def _record(history: History, spec, graph, epoch: int, states, report, seconds: 
     from workflows.torch_tasks import state_bytes
 
     per_it: dict = {}
+    inside = 0.0  # seconds of loading done inside fused tasks
     for s in states:
-        for it, value, n in s["log"]:
+        for entry in s["log"]:
+            it, value, n = entry[:3]
+            inside += entry[3] if len(entry) > 3 else 0.0
             tot, cnt = per_it.get(it, (0.0, 0))
             per_it[it] = (tot + value * n, cnt + n)
     losses = [(it, tot / cnt) for it, (tot, cnt) in sorted(per_it.items())]
@@ -501,11 +290,15 @@ def _record(history: History, spec, graph, epoch: int, states, report, seconds: 
     for r in report.trace.runs:
         kind = graph.task(r.task).meta.get("category", "other")
         busy[kind] = busy.get(kind, 0.0) + (r.finish - r.start) / (n_it * int(spec.workers))
+    state_moved = sum(x.bytes for x in report.trace.transfers
+                      if graph.task(x.task).meta.get("category") in STATE)
+    parts = breakdown(graph, report.trace, n_it, int(spec.workers), seconds, inside)
     history.epochs.append({
         "epoch": epoch, "loss": sum(v for _, v in losses) / max(1, len(losses)), "val_loss": ev["loss"],
         "accuracy": ev["accuracy"], "seconds": seconds, "wall": wall0 + seconds, "iterations": n_it,
         "seconds_per_iteration": report.measured_makespan / n_it,
         "samples_per_second": n_it * spec.batch / seconds, "bytes_per_iteration": moved / n_it,
+        "state_bytes_per_iteration": state_moved / n_it, "breakdown": parts.as_dict(),
         "state_bytes": state_bytes(states[0]), "busy": busy, "counts": list(spec.counts),
         # the simulator's prediction of this epoch, from the costs the earlier epochs measured
         "predicted_seconds_per_iteration": report.predicted_makespan / n_it

@@ -1,0 +1,174 @@
+"""What a training run measured: :class:`History` (per epoch the losses, held-out accuracy, times,
+samples per second, bytes moved and where each iteration's time went) and its plot."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..checks import format_bytes, plot_format
+from ..formats import save_figure
+
+__all__ = ["History", "Breakdown", "breakdown", "LOADING", "COMPUTE", "STATE"]
+
+#: task categories whose time is loading (read, decode, augment, collate; ``load`` fuses them)
+LOADING = frozenset({"read", "decode", "augment", "collate", "load"})
+#: task categories whose time is computing (the model's steps, its state's updates, the evaluation);
+#: every other category is communication (buckets, compression, the allreduce's tasks)
+COMPUTE = frozenset({"init", "forward-backward", "update", "working", "average", "param-bucket", "forward",
+                     "backward", "dx", "eval"})
+#: task categories whose output is a rank's state: bytes of theirs moved are a scheduler moving ranks
+STATE = frozenset({"init", "update", "working", "average"})
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Where one iteration's wall time went, in seconds per rank: the four add up to the epoch's
+    seconds per iteration."""
+
+    #: the model's steps and updates (the evaluation's share included)
+    compute: float
+    #: reading, decoding, augmenting and collating the batches
+    loading: float
+    #: the gradient's reduction: its tasks and the time outputs took to move between workers
+    communication: float
+    #: the rest: Dask's scheduling of each task, waiting for other ranks, the epoch's start and end
+    waiting: float
+
+    def as_dict(self) -> dict:
+        """``{"compute", "loading", "communication", "waiting"}`` (JSON-ready)."""
+        return {"compute": self.compute, "loading": self.loading, "communication": self.communication,
+                "waiting": self.waiting}
+
+    def text(self) -> str:
+        """``compute 5.1, loading 3.2, communication 2.0, scheduling and waiting 19.2 ms``."""
+        return (f"compute {self.compute * 1e3:.1f}, loading {self.loading * 1e3:.1f}, communication "
+                f"{self.communication * 1e3:.1f}, scheduling and waiting {self.waiting * 1e3:.1f} ms")
+
+
+def breakdown(graph, trace, iterations: int, ranks: int, seconds: float, inside_loading: float = 0.0) -> Breakdown:
+    """An epoch's :class:`Breakdown` from its graph's categories and its trace: each run's time by
+    its task's category, the seconds outputs took to move (communication), loading done inside
+    fused tasks (``inside_loading``, seconds in all, moved from compute to loading); per iteration
+    and rank, the rest of ``seconds`` (the epoch's wall time) is scheduling and waiting.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    trace : Trace
+    iterations, ranks : int
+    seconds : float
+    inside_loading : float
+    """
+    per = 1.0 / max(1, iterations * ranks)
+    sums = {"compute": 0.0, "loading": inside_loading, "communication": 0.0}
+    for r in trace.runs:
+        kind = graph.task(r.task).meta.get("category", "other")
+        group = "loading" if kind in LOADING else "compute" if kind in COMPUTE else "communication"
+        sums[group] += r.finish - r.start
+    sums["compute"] = max(0.0, sums["compute"] - inside_loading)
+    sums["communication"] += sum(x.finish - x.start for x in trace.transfers)
+    parts = {k: v * per for k, v in sums.items()}
+    wall = seconds / max(1, iterations)
+    return Breakdown(waiting=max(0.0, wall - sum(parts.values())), **parts)
+
+
+@dataclass
+class History:
+    """What a training run measured (see the module docstring)."""
+
+    #: per epoch: epoch, loss, val_loss, accuracy, seconds, wall, iterations, seconds_per_iteration,
+    #: samples_per_second, bytes_per_iteration, state_bytes_per_iteration (of those, the bytes of the
+    #: ranks' states a scheduler moved between workers), state_bytes, counts (samples per rank), busy
+    #: (task kind -> seconds per iteration and rank), breakdown (:class:`Breakdown` as a dict),
+    #: predicted_seconds_per_iteration (simulated from the costs earlier epochs measured; None for
+    #: the first)
+    epochs: list = field(default_factory=list)
+    #: (iteration, the global batch's loss) of every iteration
+    losses: list = field(default_factory=list)
+    #: each rank's state at the end (parameters, buffers, optimizer state)
+    states: list = field(default_factory=list)
+    #: what the run was: workers, batch, allreduce, scheduler, parameters, ...
+    config: dict = field(default_factory=dict)
+    #: the epoch the run resumed after (None: it started afresh)
+    resumed_from: int | None = None
+    #: the task costs every epoch of this run measured (a :class:`~taskflow.runtime.CostProfile`)
+    profile: object = None
+    #: the job (:class:`~workflows.torch_training.TorchTraining` or ``TorchPipeline``)
+    job: object = None
+
+    def cost_graph(self):
+        """The last epoch's graph with costs only: the simulator's (and the advisor's) twin of
+        what ran (None before any epoch)."""
+        if self.job is None or not self.epochs:
+            return None
+        return self.job.graph(self.epochs[-1]["epoch"], executable=False)
+
+    @property
+    def final_accuracy(self) -> float:
+        """The last epoch's held-out accuracy (nan without a ``val`` split)."""
+        return self.epochs[-1]["accuracy"] if self.epochs else float("nan")
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict (the states left out)."""
+        return {"config": self.config, "epochs": self.epochs, "losses": self.losses, "resumed_from": self.resumed_from}
+
+    def breakdown(self, epoch: int = -1) -> Breakdown | None:
+        """Where an iteration's time went in epoch ``epoch`` (an index into :attr:`epochs`; None for
+        an epoch recorded without one, as a checkpoint of an earlier version).
+
+        Parameters
+        ----------
+        epoch : int
+        """
+        b = self.epochs[epoch].get("breakdown") if self.epochs else None
+        return Breakdown(**b) if b else None
+
+    def lines(self) -> list:
+        """One line per epoch: loss, held-out accuracy, seconds, where an iteration's time went,
+        samples per second, bytes moved (and how many of them were the ranks' states)."""
+        out = []
+        for k, e in enumerate(self.epochs):
+            acc = "" if math.isnan(e["accuracy"]) else f", held-out accuracy {e['accuracy']:.1%}"
+            b = self.breakdown(k)
+            per_it = f"{e['seconds'] / max(1, e['iterations']) * 1e3:.1f} ms/iteration" + (f": {b.text()}" if b else "")
+            moved = e["bytes_per_iteration"]
+            states = e.get("state_bytes_per_iteration") or 0.0
+            why = f" ({format_bytes(states)} of it the ranks' states, moved by the scheduler)" if states else ""
+            out.append(f"epoch {e['epoch'] + 1}: loss {e['loss']:.4f}{acc}, {e['seconds']:.2f} s ({per_it}; "
+                       f"{e['samples_per_second']:.0f} samples/s), {format_bytes(moved)} moved per iteration{why}")
+        return out
+
+    def plot(self, path) -> None:
+        """Held-out accuracy and training loss against wall time, written to ``path`` (PNG, SVG,
+        PDF by suffix).
+
+        Raises
+        ------
+        TaskflowError
+            A suffix that names no image format.
+        """
+        plot_format(path)
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        with matplotlib.rc_context({"text.parse_math": False}):  # names are text, never formulas
+            self._draw(path, plt)
+
+    def _draw(self, path, plt) -> None:
+        wall = [e["wall"] for e in self.epochs]
+        fig, ax = plt.subplots(figsize=(6.4, 3.6))
+        ax.plot(wall, [e["accuracy"] * 100 for e in self.epochs], "o-", color="C0", label="held-out accuracy")
+        ax.set_xlabel("wall time (s)")
+        ax.set_ylabel("held-out accuracy (%)", color="C0")
+        ax.set_ylim(0, 100)
+        ax2 = ax.twinx()
+        ax2.plot(wall, [e["loss"] for e in self.epochs], "s--", color="C1", label="training loss")
+        ax2.set_ylabel("training loss", color="C1")
+        c = self.config
+        ax.set_title(f"{c.get('model', 'model')}: {c.get('workers')} workers, {c.get('allreduce')}, "
+                     f"{c.get('scheduler')}", fontsize=10, usetex=False)
+        fig.tight_layout()
+        save_figure(fig, path, plt.close, dpi=100)
