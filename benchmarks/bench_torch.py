@@ -35,6 +35,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torch  # noqa: E402
 
 import taskflow  # noqa: E402
+from taskflow.checks import format_bytes  # noqa: E402
 from workflows.images import load_batch, write_digits, write_synthetic  # noqa: E402
 from workflows.torch_models import resnet8, small_cnn  # noqa: E402
 from workflows.torch_training import TorchTraining  # noqa: E402
@@ -169,25 +170,11 @@ def compare(name: str, spec_kw: dict, epochs: int) -> None:
     print(f"{'taskflow':12} {o_sps:10.1f} {steady(o_secs) / max(1, epochs - 1):9.2f} {ours.final_accuracy:9.1%}")
     print(f"ratio taskflow / DDP: {o_sps / d_sps:.3f}; parameters after the run differ by {err:.1e} (relative)")
     last = ours.epochs[-1]
-    load, fb, ar, up, ev, between = _breakdown(last)
-    print(f"ours per iteration and rank: {last['seconds'] / last['iterations'] * 1e3:.1f} ms wall = loading "
-          f"{load * 1e3:.1f} + forward-backward {fb * 1e3:.1f} + allreduce {ar * 1e3:.1f} + update {up * 1e3:.1f} + "
-          f"the epoch's evaluation {ev * 1e3:.1f} ms busy; {between * 1e3:.1f} ms between tasks (Dask's scheduling, "
-          f"transfers, submitting the epoch); {last['bytes_per_iteration'] / 1e6:.2f} MB moved per iteration; "
+    print(f"ours per iteration and rank: {last['seconds'] / last['iterations'] * 1e3:.1f} ms wall = "
+          f"{ours.breakdown().text()} (scheduling and waiting: Dask's scheduling, the wait for the other "
+          f"ranks, submitting the epoch); {format_bytes(last['bytes_per_iteration'])} moved per iteration; "
           f"predicted {(last['predicted_seconds_per_iteration'] or float('nan')) * 1e3:.1f} ms per iteration "
-          f"(the graph's makespan, "
-          f"measured {last['seconds_per_iteration'] * 1e3:.1f} ms)")
-
-
-def _breakdown(epoch: dict) -> tuple:
-    """(loading, forward-backward, allreduce, update, eval, between) seconds per iteration and rank."""
-    busy = epoch["busy"]
-    loading = sum(busy.get(k, 0.0) for k in ("read", "decode", "augment", "collate"))
-    allreduce = sum(v for k, v in busy.items() if k.startswith(("ring", "tree", "ps", "chunk")))
-    rest = [busy.get(k, 0.0) for k in ("forward-backward", "update", "eval")]
-    per_it = epoch["seconds"] / epoch["iterations"]
-    return (loading, rest[0], allreduce, rest[1], rest[2],
-            per_it - loading - allreduce - sum(rest) - busy.get("bucket", 0.0))
+          f"(the graph's makespan, measured {last['seconds_per_iteration'] * 1e3:.1f} ms)")
 
 
 def schedulers_table(name: str, spec_kw: dict, epochs: int, names) -> None:
@@ -198,8 +185,8 @@ def schedulers_table(name: str, spec_kw: dict, epochs: int, names) -> None:
     from taskflow.runtime.launch.local import local_cluster
 
     print(f"== {name} under each scheduler ({epochs} epochs; figures of the last) ==")
-    print(f"{'scheduler':14} {'s/iteration':>11} {'predicted':>9} {'MB moved/it':>11} {'loading':>8} {'fwd-bwd':>8} "
-          f"{'allreduce':>9} {'update':>7} {'between':>8} {'params vs placed':>16}")
+    print(f"{'scheduler':14} {'s/iteration':>11} {'predicted':>9} {'MB moved/it':>11} {'compute':>8} {'loading':>8} "
+          f"{'communic.':>9} {'waiting':>8} {'params vs placed':>16}")
     with local_cluster(spec_kw["workers"], 1) as lc, Client(lc) as client:
         first = None
         for sched in names:
@@ -210,11 +197,11 @@ def schedulers_table(name: str, spec_kw: dict, epochs: int, names) -> None:
                 first = h.states[0]["params"]
             diff = max(float((a - b).abs().max() / b.abs().max()) for a, b in zip(h.states[0]["params"], first))
             e = h.epochs[-1]
-            load, fb, ar, up, _, between = _breakdown(e)
+            b = h.breakdown()
             predicted = e["predicted_seconds_per_iteration"] or float("nan")
             print(f"{sched:14} {e['seconds'] / e['iterations']:11.3f} {predicted:9.3f} "
-                  f"{e['bytes_per_iteration'] / 1e6:11.2f} {load * 1e3:7.1f}m {fb * 1e3:7.1f}m {ar * 1e3:8.1f}m "
-                  f"{up * 1e3:6.1f}m {between * 1e3:7.1f}m {diff:16.1e}")
+                  f"{e['bytes_per_iteration'] / 1e6:11.2f} {b.compute * 1e3:7.1f}m {b.loading * 1e3:7.1f}m "
+                  f"{b.communication * 1e3:8.1f}m {b.waiting * 1e3:7.1f}m {diff:16.1e}")
     print("(m: milliseconds per iteration and rank; predicted: the simulator with the costs the earlier epochs "
           "measured, seconds per iteration of the graph's makespan)")
 

@@ -656,11 +656,11 @@ def test_a_bad_profile_is_refused_before_anything_runs(tmp_path, capsys, content
 def test_a_profile_that_is_a_device_is_refused_unread(capsys):
     from taskflow.app.cli import main
 
-    with pytest.raises(taskflow.FormatError, match="not a regular file"):
+    with pytest.raises(taskflow.FormatError, match="is a device, expected a regular file"):
         taskflow.CostProfile.load("/dev/zero")
     assert main(["run", str(EXAMPLES / "heft_paper.graph.json"), "--profile", "/dev/zero", "-q"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "not a regular file" in err[0]
+    assert len(err) == 1 and "is a device, expected a regular file" in err[0]
 
 
 def test_the_command_line_reports_a_lost_scheduler_in_one_line(tmp_path):
