@@ -660,7 +660,7 @@ def test_a_profile_that_is_a_device_is_refused_unread(capsys):
         taskflow.CostProfile.load("/dev/zero")
     assert main(["run", str(EXAMPLES / "heft_paper.graph.json"), "--profile", "/dev/zero", "-q"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "is a device, expected a regular file" in err[0]
+    assert len(err) == 1 and "is a device" in err[0]
 
 
 def test_the_command_line_reports_a_lost_scheduler_in_one_line(tmp_path):
