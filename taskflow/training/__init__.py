@@ -109,6 +109,7 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
 
     from ..runtime import run
     from ..runtime.client.runner import connect
+    from ..runtime.client.session import check_flags
     from ..runtime.launch.local import prompt_messages
     from ..runtime.client.waiting import close_quietly, progress_bar
 
@@ -118,9 +119,7 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
     if on_epoch is not None and not callable(on_epoch):
         raise UsageError(f"on_epoch must be a callable (it is called with the History after each epoch), got "
                          f"{type(on_epoch).__name__}")
-    for name, value in (("resume", resume), ("quiet", quiet), ("flip", flip)):
-        if not isinstance(value, bool):
-            raise UsageError(f"{name} must be True or False, got {type(value).__name__} {value!r:.40}")
+    check_flags(resume=resume, quiet=quiet, flip=flip)
     check_outputs([("checkpoint", checkpoint), ("plot", plot)], [data] if isinstance(data, (str, os.PathLike)) else [],
                   plot_options=("plot",))  # before any training: a run is not lost to an output's name
     by_speed = isinstance(shares, str)
