@@ -501,3 +501,37 @@ def test_train_under_several_schedulers_computes_the_same_and_reports_each(digit
     assert [d["config"]["scheduler"] for d in docs] == ["placed", "heft"]
     assert docs[0]["losses"] == docs[1]["losses"]  # the same training, placed differently
     assert (tmp_path / "ck.placed.pt").exists() and (tmp_path / "ck.heft.pt").exists()
+
+
+def test_repeated_runs_each_equal_their_seeds_reference_and_are_summarised(client, digits, tmp_path):
+    from taskflow.training.repeats import plot, repeat, table
+
+    seen = []
+    r = repeat(CNN, digits, n=2, seed=5, epochs=2, iterations=3, batch=64, client=client, quiet=True,
+               on_run=lambda k, seed, h: seen.append((k, seed, len(h.epochs))))
+    assert r.seeds == [5, 6] and seen == [(0, 5, 2), (1, 6, 2)]
+    for h, seed in zip(r.histories, r.seeds):
+        ref, _ = TorchTraining(CNN, digits, batch=64, iterations=3, seed=seed).reference(2)
+        assert rel_err(h.states[0], ref) < 1e-5  # each run is its seed's job, exactly
+    assert rel_err(r.histories[0].states[0], r.histories[1].states[0]) > 1e-3  # and the seeds differ
+    for figure, s in r.summary().items():
+        assert s["low"] <= s["median"] <= s["high"], figure
+    assert "2 runs (seeds 5, 6)" in r.line() and r.name in table([r])
+    plot([r], tmp_path / "runs.png")
+    assert (tmp_path / "runs.png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(TaskflowError, match="repeated runs take no checkpoint"):
+        repeat(CNN, digits, n=2, checkpoint=tmp_path / "c.pt")
+
+
+def test_train_repeat_prints_each_run_and_one_table(digits, tmp_path, capsys):
+    from taskflow.app.cli import main
+
+    out, png = tmp_path / "runs.json", tmp_path / "runs.png"
+    assert main(["train", str(digits), "--repeat", "2", "--epochs", "1", "--iterations", "2", "-q", "-o", str(out),
+                 "--plot", str(png)]) == 0
+    text = capsys.readouterr().out
+    assert "placed: run 1 (seed 0): epoch 1:" in text and "placed: run 2 (seed 1): epoch 1:" in text
+    assert "samples/s" in text and "(the median of the runs" in text
+    doc = json.loads(out.read_text())
+    assert [g["seeds"] for g in doc] == [[0, 1]] and len(doc[0]["runs"]) == 2
+    assert png.read_bytes()[:4] == b"\x89PNG"

@@ -78,6 +78,9 @@ def add_arguments(sp) -> None:
                     "--cost-graph, what taskflow advise GRAPH --profile FILE plans with")
     sp.add_argument("--cost-graph", help="write one epoch's graph with costs only (native JSON): the job for the "
                     "simulator and the advisor")
+    sp.add_argument("--repeat", type=COUNT, default=1, metavar="N",
+                    help="train N times, seeds --seed, --seed + 1, ...: one table of the medians and their ranges, "
+                         "--plot one figure of them (default 1)")
     add_seed(sp)
     add_quiet(sp)
 
@@ -152,7 +155,7 @@ def train(args) -> int:
 
     _check_pairs(args)
     names = scheduler_names(args.scheduler, default="placed")
-    several = len(names) > 1
+    several = len(names) > 1 and args.repeat == 1  # one file per scheduler (repeats: one for all)
     check_outputs([("--output", args.output)] + [(opt, per_scheduler(path, n, several)) for n in names
                                                   for opt, path in (("--plot", args.plot),
                                                                     ("--checkpoint", args.checkpoint),
@@ -169,21 +172,22 @@ def train(args) -> int:
     opt = (functools.partial(torch.optim.SGD, lr=args.lr, momentum=0.9) if args.optimizer == "sgd" else
            functools.partial(torch.optim.Adam, lr=args.lr))
     pad = max(1, shape[1] // 8) if args.augment else 0
+    job = dict(optimizer=opt, epochs=args.epochs, workers=args.workers, batch=args.batch,
+               shares=_shares(args.shares, args.workers or 2), allreduce=args.allreduce, bucket_mb=args.bucket_mb,
+               mode=args.mode, sync_every=args.sync_every or 1, staleness=args.staleness or 0,
+               compensation=args.compensation or 0.0, compression=args.compression,
+               topk_ratio=args.topk_ratio or 0.01, stages=args.stages, microbatches=args.microbatches or 4,
+               schedule=args.pipeline or "1f1b", pad=pad, flip=args.augment, iterations=args.iterations,
+               address=args.address, scheduler_file=args.scheduler_file, timeout=args.timeout, quiet=args.quiet)
+    if args.repeat > 1:
+        return _repeated(args, factory, names, job)
     docs = []
     for name in names:
         def out(path, name=name):
             return per_scheduler(path, name, several)
         said = _Said(args, out(args.checkpoint), f"{name}: " if several else "", docs, several)
-        history = run_training(factory, args.data, optimizer=opt, epochs=args.epochs, workers=args.workers,
-                               batch=args.batch, shares=_shares(args.shares, args.workers or 2), allreduce=args.allreduce,
-                               bucket_mb=args.bucket_mb, mode=args.mode, sync_every=args.sync_every or 1,
-                               staleness=args.staleness or 0, compensation=args.compensation or 0.0,
-                               compression=args.compression, topk_ratio=args.topk_ratio or 0.01, stages=args.stages,
-                               microbatches=args.microbatches or 4, schedule=args.pipeline or "1f1b",
-                               scheduler=name, pad=pad, flip=args.augment, seed=args.seed,
-                               iterations=args.iterations, address=args.address, scheduler_file=args.scheduler_file,
-                               checkpoint=out(args.checkpoint), timeout=args.timeout, quiet=args.quiet,
-                               plot=out(args.plot), on_epoch=said)
+        history = run_training(factory, args.data, scheduler=name, seed=args.seed, checkpoint=out(args.checkpoint),
+                               plot=out(args.plot), on_epoch=said, **job)
         said(history)  # a resumed run with no epoch left to run: its lines still
         docs.append(history.to_dict())
         if args.profile and history.profile is not None:
@@ -193,6 +197,33 @@ def train(args) -> int:
             from ...formats import save_graph
 
             save_graph(graph, out(args.cost_graph))
+    return 0
+
+
+def _repeated(args, factory, names, job) -> int:
+    """``--repeat N``: each scheduler's job N times (seeds ``--seed``, ``--seed`` + 1, ...), each
+    run's lines as it ends, then one table of the medians and ranges; ``--plot`` one figure of them
+    all (the median and a band), ``-o`` every run of every scheduler."""
+    from ...training.repeats import plot, repeat, table
+
+    if args.checkpoint or args.profile or args.cost_graph:
+        raise UsageError("--repeat goes without --checkpoint, --profile and --cost-graph (each run would write "
+                         "over the last)")
+    groups = []
+
+    def said(name):
+        def on_run(k, seed, history):
+            for line in history.lines():
+                print(f"{name}: run {k + 1} (seed {seed}): {line}", flush=True)
+        return on_run
+    for name in names:
+        groups.append(repeat(factory, args.data, n=args.repeat, seed=args.seed, scheduler=name, on_run=said(name),
+                             **job))
+        if args.output:  # as the runs go: a comparison stopped half-way keeps what it measured
+            atomic_write(args.output, json.dumps([g.to_dict() for g in groups], indent=1) + "\n")
+    print(table(groups))
+    if args.plot:
+        plot(groups, args.plot)
     return 0
 
 
