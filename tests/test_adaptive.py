@@ -324,7 +324,9 @@ def test_tasks_sent_to_a_worker_and_not_started_are_moved_to_another_and_a_runni
     there; the one running finishes where it is; one whose restrictions still say the first worker
     is not asked."""
     a, b = sorted(client.scheduler_info()["workers"])
-    futs = [client.submit(_where, i, key=f"queued-{i}", workers=[a], pure=False) for i in range(20)]
+    # each task a fifth of a second: twenty queue up behind the running one even where the machine
+    # is loaded and the submissions trickle in (at 20 ms each, a busy machine ran them as they came)
+    futs = [client.submit(_where, i, 0.2, key=f"queued-{i}", workers=[a], pure=False) for i in range(20)]
     deadline = time.monotonic() + 30
     while True:
         state = client.run_on_scheduler(_queue_on, victim=a, thief=b, n=15) if time.monotonic() < deadline else None
@@ -344,8 +346,9 @@ def test_tasks_sent_to_a_worker_and_not_started_are_moved_to_another_and_a_runni
 def _where(i, *deps):
     from distributed import get_worker
 
-    time.sleep(0.02)
-    return {get_worker().address, *(a for d in deps for a in d)}
+    seconds = deps[0] if deps and isinstance(deps[0], float) else 0.02
+    time.sleep(seconds)
+    return {get_worker().address, *(a for d in deps if not isinstance(d, float) for a in d)}
 
 
 def _weighed(dask_scheduler):

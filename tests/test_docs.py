@@ -31,4 +31,10 @@ def test_doc_example_runs(code, tmp_path, monkeypatch):
         pytest.skip("needs the torch extra (pip install 'dask-taskflow[torch]')")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))  # examples may register schedulers
-    exec(compile(code, "<doc>", "exec"), {"__name__": "__main__"})
+    import warnings
+
+    with warnings.catch_warnings():
+        # a page's plain LocalCluster serves Dask's HTTP routes on port 8787 as Dask does; another
+        # test process may hold it (Dask then takes another port and says so: the user's own run)
+        warnings.filterwarnings("ignore", "Port 8787 is already in use", UserWarning)
+        exec(compile(code, "<doc>", "exec"), {"__name__": "__main__"})
