@@ -106,3 +106,16 @@ def test_an_option_number_is_read_as_files_write_numbers(text, capsys, no_cluste
 
     assert main(["simulate", HEFT_G, "--workers", text]) == 2
     assert "--workers" in capsys.readouterr().err
+
+
+def test_advising_with_a_profile_that_measured_nothing_is_refused(tmp_path, capsys):
+    import json
+
+    from taskflow.app.cli import main
+
+    empty = tmp_path / "p.json"
+    empty.write_text(json.dumps({"format": "taskflow-cost-profile", "version": 1, "runs": 0, "tasks": {}, "prefixes": {},
+                                 "bandwidth": {}, "speeds": {}, "models": {}}))
+    code = main(["advise", HEFT_G, "--profile", str(empty), "--catalog", "tiny", "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"cost profile {str(empty)!r} holds no measured task" in err and err.count("\n") == 1, err

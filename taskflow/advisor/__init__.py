@@ -84,10 +84,16 @@ def advise(workload, catalog, *, deadline: float | None = None, budget: float | 
     from ..simulator import NETWORKS
 
     cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
+    named = "the cost profile"
     if profile is not None and not hasattr(profile, "apply"):
         from ..runtime import CostProfile
 
+        named = f"cost profile {os.fspath(profile)!r}"
         profile = CostProfile.load(os.fspath(profile))
+    if profile is not None and not (profile.tasks or profile.prefixes or profile.models):
+        # planning with it would silently plan with the declared costs: not what was asked
+        raise UsageError(f"{named} holds no measured task: run the job with a profile first (taskflow run or "
+                         f"taskflow train --profile FILE)")
     if isinstance(workload, TaskGraph):
         kind = "graph"
         workload = FixedWorkload(profiled(workload.validate(), profile) if profile is not None else workload)
