@@ -140,8 +140,9 @@ class History:
         return out
 
     def plot(self, path) -> None:
-        """Held-out accuracy and training loss against wall time, written to ``path`` (PNG, SVG,
-        PDF by suffix).
+        """Held-out accuracy and training loss against wall time, and beside them where each epoch's
+        iterations spent their time (:meth:`breakdown`, stacked), written to ``path`` (PNG, SVG, PDF
+        by suffix).
 
         Raises
         ------
@@ -159,7 +160,9 @@ class History:
 
     def _draw(self, path, plt) -> None:
         wall = [e["wall"] for e in self.epochs]
-        fig, ax = plt.subplots(figsize=(6.4, 3.6))
+        parts = [self.breakdown(k) for k in range(len(self.epochs))]
+        shown = [k for k, b in enumerate(parts) if b is not None]
+        fig, (ax, bars) = plt.subplots(1, 2, figsize=(10.4, 3.6), gridspec_kw={"width_ratios": [3, 2]})
         ax.plot(wall, [e["accuracy"] * 100 for e in self.epochs], "o-", color="C0", label="held-out accuracy")
         ax.set_xlabel("wall time (s)")
         ax.set_ylabel("held-out accuracy (%)", color="C0")
@@ -168,7 +171,21 @@ class History:
         ax2.plot(wall, [e["loss"] for e in self.epochs], "s--", color="C1", label="training loss")
         ax2.set_ylabel("training loss", color="C1")
         c = self.config
-        ax.set_title(f"{c.get('model', 'model')}: {c.get('workers')} workers, {c.get('allreduce')}, "
+        ax.set_title(f"{c.get('model', 'model')}: {c.get('workers')} workers, {c.get('reduction', c.get('allreduce'))}, "
                      f"{c.get('scheduler')}", fontsize=10, usetex=False)
+        # where an iteration's time went, epoch by epoch (the first holds the start-up: apart, hatched)
+        bottom = [0.0] * len(shown)
+        for j, (field_, label) in enumerate((("compute", "compute"), ("loading", "loading"),
+                                             ("communication", "communication"),
+                                             ("waiting", "scheduling and waiting"))):
+            ms = [getattr(parts[k], field_) * 1e3 for k in shown]
+            bars.bar([k + 1 for k in shown], ms, bottom=bottom, color=f"C{j + 2}", label=label,
+                     hatch=["//" if self.epochs[k]["epoch"] == 0 else "" for k in shown])
+            bottom = [b + m for b, m in zip(bottom, ms)]
+        bars.set_xlabel("epoch (the first holds the start-up)")
+        bars.set_ylabel("ms per iteration and rank")
+        bars.set_title("where an iteration's time went", fontsize=10)
+        if shown:
+            bars.legend(fontsize=7, loc="upper right")
         fig.tight_layout()
         save_figure(fig, path, plt.close, dpi=100)
