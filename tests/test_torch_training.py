@@ -124,7 +124,7 @@ def test_a_corrupt_image_is_named_by_the_task_that_decodes_it(tmp_path, digits):
 
 # ----------------------------------------------------------------------------- the job's checks
 def test_bad_jobs_get_one_clear_line(digits):
-    with pytest.raises(WorkflowError, match="data must be a folder's path, got int"):
+    with pytest.raises(WorkflowError, match=r"data \(train\) must be a folder's path or a map-style torch Dataset.*got int"):
         TorchTraining(CNN, 3)
     with pytest.raises(WorkflowError, match="returned int, not a torch.nn.Module"):
         TorchTraining(lambda: 3, digits)

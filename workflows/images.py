@@ -101,6 +101,33 @@ class ImageFolder:
         img = decode(read_files([self.paths[0]]), [self.paths[0]])[0]
         return img.shape[2], img.shape[0], img.shape[1]
 
+    def load(self, samples, epoch: int = 0, seed: int = 0, pad: int = 0, flip: bool = False):
+        """``(images, labels)`` of ``samples``: the four loading stages in one call.
+
+        Parameters
+        ----------
+        samples : sequence of int
+        epoch, seed, pad : int
+        flip : bool
+        """
+        samples = np.asarray(samples, dtype=np.int64)
+        return load_samples([self.paths[i] for i in samples], samples, self.labels[samples], epoch, seed, pad, flip)
+
+    def digest(self, h) -> None:
+        """Feed ``h`` (a hashlib object) each file's path within the split, class and size: what
+        identifies the data for a checkpoint (the same count of other images is other data).
+
+        Parameters
+        ----------
+        h : hashlib object
+        """
+        for p, y in zip(self.paths, self.labels):
+            try:
+                size = os.stat(p).st_size
+            except OSError:
+                size = -1
+            h.update(f"{os.path.relpath(p, self.folder)}\0{int(y)}\0{size}\n".encode("utf-8", "surrogateescape"))
+
 
 def open_dataset(data) -> tuple:
     """``(train, val)`` of a dataset: its ``train`` and ``val`` splits where ``data`` has a
@@ -367,19 +394,19 @@ def collate(images, labels) -> tuple:
     return np.ascontiguousarray(x * (2.0 / 255.0) - 1.0), np.asarray(labels, dtype=np.int64)
 
 
-def load_batch(data: ImageFolder, samples, epoch: int = 0, seed: int = 0, pad: int = 0, flip: bool = False):
-    """The four stages in one call (the sequential references and the DDP baseline load this way).
+def load_batch(data, samples, epoch: int = 0, seed: int = 0, pad: int = 0, flip: bool = False):
+    """A batch loaded in one call (the sequential references and the DDP baseline load this way):
+    ``data.load(...)``, an :class:`ImageFolder`'s four stages or a Dataset's
+    (:class:`workflows.torch_data.DatasetSplit`).
 
     Parameters
     ----------
-    data : ImageFolder
+    data : ImageFolder or DatasetSplit
     samples : sequence of int
     epoch, seed, pad : int
     flip : bool
     """
-    paths = [data.paths[i] for i in samples]
-    images = augment(decode(read_files(paths), paths), samples, epoch, seed, pad, flip)
-    return collate(images, data.labels[np.asarray(samples, dtype=np.int64)])
+    return data.load(samples, epoch, seed, pad, flip)
 
 
 def load_samples(paths, samples, labels, epoch: int, seed: int, pad: int = 0, flip: bool = False):

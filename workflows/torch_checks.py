@@ -101,12 +101,13 @@ def check_size(model) -> None:
 def check_sample(ctx, data: ImageFolder, classes: bool = True) -> None:
     """Run two training samples through the model before any cluster starts: a model that cannot
     take the data's shape, or whose loss fails, is said with the user's line; with ``classes``
-    (the default loss, cross-entropy), the model must give one output per class of ``data``.
+    (the default loss, cross-entropy), the model must give one output per class of ``data`` (where
+    it says its classes: a Dataset without ``classes`` does not).
 
     Parameters
     ----------
     ctx : TorchModel
-    data : ImageFolder
+    data : ImageFolder or DatasetSplit
     classes : bool
 
     Raises
@@ -121,12 +122,12 @@ def check_sample(ctx, data: ImageFolder, classes: bool = True) -> None:
         with torch.no_grad():
             out = mod(torch.from_numpy(x))
     except Exception as e:  # noqa: BLE001 - the user's model: name it
-        raise WorkflowError(f"the model of {_label(ctx.model)} cannot take the data's samples ({shape} images from "
+        raise WorkflowError(f"the model of {_label(ctx.model)} cannot take the data's samples ({shape} {'images' if hasattr(data, 'paths') else 'samples'} from "
                             f"{data.folder!r}): {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
                             f"{user_frame(e.__traceback__)}") from None
     if not isinstance(out, torch.Tensor):
         raise WorkflowError(f"the model of {_label(ctx.model)} returned {type(out).__name__}, not a tensor")
-    if classes and tuple(out.shape) != (len(y), len(data.classes)):
+    if classes and data.classes is not None and tuple(out.shape) != (len(y), len(data.classes)):
         raise WorkflowError(f"the model of {_label(ctx.model)} gives outputs of shape {tuple(out.shape[1:])} per "
                             f"sample; the data has {len(data.classes)} classes (cross-entropy needs one output per "
                             f"class)")

@@ -11,7 +11,6 @@ import time
 
 import numpy as np
 
-from .images import load_samples
 from .torch_tasks import TorchModel, step, update
 
 __all__ = ["update_direct", "update_and_step", "update_after"]
@@ -53,12 +52,13 @@ def update_and_step(prev: dict, batch, ctx: TorchModel, weight: float, iteration
     *outs : dict
         Every rank's last output, rank 0 first (none at the epoch's first iteration).
     load : tuple, optional
-        :func:`~workflows.images.load_samples`'s arguments: the rank's whole chain in one task.
+        ``(function, *arguments)`` that loads the batch (:func:`~workflows.images.load_samples`,
+        :func:`~workflows.torch_data.load_items`): the rank's whole chain in one task.
     """
     loading = 0.0
     if batch is None:
         t0 = time.perf_counter()
-        batch = load_samples(*load)
+        batch = load[0](*load[1:])
         loading = time.perf_counter() - t0
     state = update_direct(prev["state"], prev, ctx, iteration - 1, *outs) if outs else prev
     out = step(state, batch, ctx, weight, iteration, rank)

@@ -301,6 +301,11 @@ class TorchPipeline:
             stage_ctx.append(StageModel(self.model, whole.loss, whole.optimizer, token, cuts[s], cuts[s + 1],
                                         tuple(n for n, _ in part.named_parameters()),
                                         tuple(n for n, _ in part.named_buffers()), int(self.threads)))
+        from .torch_data import is_dataset
+
+        if is_dataset(self.data) or isinstance(self.data, (tuple, list)):
+            raise WorkflowError("pipeline parallelism (stages) reads image folders; a Dataset trains data-parallel "
+                                "(leave stages out)")
         train, val = open_dataset(self.data)
         if len(train) < self.batch:
             raise WorkflowError(f"batch {self.batch} is larger than the {len(train)} training images")

@@ -24,13 +24,14 @@ import torch
 
 from taskflow.errors import WorkflowError
 
-from .images import ImageFolder, load_batch
+from .images import load_batch
 from .torch_checks import built, check_size
 
 __all__ = ["TorchModel", "make_model", "init_state", "fresh_state", "optimizer_step", "step", "bucket", "update", "evaluate", "state_bytes",
            "compress_fp16", "compress_topk", "sparse_sum", "param_bucket", "average", "working", "score"]
 
 _SKELETONS: dict = {}  # token -> a module built by the factory, in this process (no state: a shape)
+_DEVICES: dict = {}  # a device option -> the torch.device it means in this process
 
 
 @dataclass(frozen=True)
@@ -49,13 +50,33 @@ class TorchModel:
     buckets: tuple
     threads: int = 1
     sizes: tuple = field(default=())
+    device: str = "cpu"
+
+    def where(self) -> torch.device:
+        """The device this process computes on: :attr:`device`, ``auto`` being CUDA where torch
+        sees a device and the CPU where not.
+
+        Raises
+        ------
+        WorkflowError
+            CUDA asked for where this process's torch sees no CUDA device.
+        """
+        d = _DEVICES.get(self.device)
+        if d is None:
+            name = ("cuda" if torch.cuda.is_available() else "cpu") if self.device == "auto" else self.device
+            d = torch.device(name)
+            if d.type == "cuda" and not torch.cuda.is_available():
+                raise WorkflowError(f"device {self.device!r}: the torch of this worker sees no CUDA device (use "
+                                    f"device='auto' or 'cpu')")
+            _DEVICES[self.device] = d
+        return d
 
     def skeleton(self) -> torch.nn.Module:
         """The module this process built from the factory (once): only its structure is used,
         every tensor comes from a state. Sets torch's threads to :attr:`threads`."""
         mod = _SKELETONS.get(self.token)
         if mod is None:
-            mod = _SKELETONS[self.token] = self.model()
+            mod = _SKELETONS[self.token] = self.model().to(self.where())
         if torch.get_num_threads() != self.threads:
             torch.set_num_threads(self.threads)
         return mod
@@ -77,7 +98,8 @@ def _cut_buckets(numels, cap_bytes: float, first_bytes: float) -> tuple:
     return tuple(buckets)
 
 
-def make_model(model, loss=None, optimizer=None, bucket_mb: float = 25.0, threads: int = 1) -> TorchModel:
+def make_model(model, loss=None, optimizer=None, bucket_mb: float = 25.0, threads: int = 1,
+               device: str = "cpu") -> TorchModel:
     """Check the factories and describe the model (built once here).
 
     Parameters
@@ -92,15 +114,26 @@ def make_model(model, loss=None, optimizer=None, bucket_mb: float = 25.0, thread
         Gradient bucket capacity in MB (DDP's ``bucket_cap_mb``; the first bucket holds 1 MB, as DDP's).
     threads : int
         Torch threads per task.
+    device : str
+        Where the tasks compute and keep the model's state: ``cpu``, ``cuda``, ``cuda:1`` (any
+        name ``torch.device`` takes), or ``auto`` (CUDA where a worker's torch sees a device).
+        Gradients are reduced on the CPU (as gloo does).
 
     Raises
     ------
     WorkflowError
-        A factory that is not callable, a model that is not a Module or has no parameter, an
+        A device torch does not know, a factory that is not callable, a model that is not a Module or has no parameter, an
         optimizer factory that returns no Optimizer.
     """
     import functools
 
+    if not isinstance(device, str) or not device:
+        raise WorkflowError(f"device must be a device's name ('cpu', 'cuda', 'cuda:1', 'auto'), got {device!r}")
+    if device != "auto":
+        try:
+            torch.device(device)
+        except (RuntimeError, ValueError) as e:
+            raise WorkflowError(f"device {device!r} is not a device torch knows: {str(e).splitlines()[0]}") from None
     if not callable(model):
         raise WorkflowError(f"model must be a factory (a callable returning a torch.nn.Module), got "
                             f"{type(model).__name__}")
@@ -129,7 +162,8 @@ def make_model(model, loss=None, optimizer=None, bucket_mb: float = 25.0, thread
     numels = [p.numel() for _, p in named]
     return TorchModel(model, loss, optimizer, token, tuple(n for n, _ in named),
                       tuple(tuple(p.shape) for _, p in named), tuple(n for n, _ in mod.named_buffers()),
-                      _cut_buckets(numels, bucket_mb * 1024 * 1024, 1024 * 1024), int(threads), tuple(numels))
+                      _cut_buckets(numels, bucket_mb * 1024 * 1024, 1024 * 1024), int(threads), tuple(numels),
+                      device)
 
 
 def init_state(ctx: TorchModel, seed: int) -> dict:
@@ -141,8 +175,9 @@ def init_state(ctx: TorchModel, seed: int) -> dict:
     ctx : TorchModel
     seed : int
     """
+    dev = ctx.where()
     torch.manual_seed(seed)
-    return fresh_state(ctx.model(), ctx.optimizer)
+    return fresh_state(ctx.model().to(dev), ctx.optimizer)
 
 
 def fresh_state(mod: torch.nn.Module, optimizer) -> dict:
@@ -169,9 +204,9 @@ def optimizer_step(state: dict, optimizer, grads) -> tuple:
     optimizer : callable
     grads : sequence of torch.Tensor
     """
-    params = [p.detach().clone().requires_grad_(True) for p in state["params"]]
+    params = [p.detach().to(g.device, copy=True).requires_grad_(True) for p, g in zip(state["params"], grads)]
     opt = optimizer(params)
-    opt.load_state_dict(copy.deepcopy(state["opt"]))
+    opt.load_state_dict(copy.deepcopy(state["opt"]))  # its buffers follow the parameters' device
     for p, g in zip(params, grads):
         p.grad = g.to(p.dtype)
     opt.step()
@@ -194,10 +229,11 @@ def state_bytes(state: dict) -> int:
 def _call(ctx: TorchModel, state: dict, x, train: bool, params=None):
     mod = ctx.skeleton()
     mod.train(train)
-    buffers = [b.clone() for b in state["buffers"]]  # batch norm updates its running stats in place
-    tensors = dict(zip(ctx.names, state["params"] if params is None else params))
+    dev = ctx.where()
+    buffers = [b.to(dev, copy=True) for b in state["buffers"]]  # batch norm updates its running stats in place
+    tensors = dict(zip(ctx.names, [p.to(dev) for p in (state["params"] if params is None else params)]))
     tensors.update(zip(ctx.buffer_names, buffers))
-    return torch.func.functional_call(mod, tensors, (torch.from_numpy(x),)), buffers
+    return torch.func.functional_call(mod, tensors, (torch.from_numpy(x).to(dev),)), buffers
 
 
 def step(state: dict, batch, ctx: TorchModel, weight: float, iteration: int, rank: int) -> dict:
@@ -219,17 +255,18 @@ def step(state: dict, batch, ctx: TorchModel, weight: float, iteration: int, ran
     WorkflowError
         The loss is NaN or infinite (training stops there).
     """
-    params = [p.detach().requires_grad_(True) for p in state["params"]]
+    dev = ctx.where()
+    params = [p.detach().to(dev).requires_grad_(True) for p in state["params"]]
     with torch.enable_grad():
         out, buffers = _call(ctx, state, batch[0], True, params)
-        loss = ctx.loss(out, torch.from_numpy(batch[1]))
+        loss = ctx.loss(out, torch.from_numpy(batch[1]).to(dev))
         value = float(loss.detach())
         if not math.isfinite(value):
             raise WorkflowError(f"iteration {iteration}, rank {rank}: the loss is {value}; training stopped "
                                 f"(lower the learning rate, or check the data)")
         grads = torch.autograd.grad(loss, params, allow_unused=True)
     grads = [torch.zeros_like(p) if g is None else g for g, p in zip(grads, params)]
-    buckets = [(torch.cat([grads[i].reshape(-1) for i in b]) * weight).numpy() for b in ctx.buckets]
+    buckets = [(torch.cat([grads[i].reshape(-1) for i in b]) * weight).cpu().numpy() for b in ctx.buckets]
     return {"loss": value, "n": int(len(batch[1])), "buckets": buckets, "buffers": buffers, "weight": weight}
 
 
@@ -301,9 +338,11 @@ def update(state: dict, out: dict, ctx: TorchModel, layout, iteration: int, *pie
         grads = _grads(ctx, ((1, None),) * len(own), own)
     else:
         grads = _grads(ctx, layout, pieces)
-    grads = [g.to(p.dtype) for g, p in zip(grads, state["params"])]
+    dev = ctx.where()
+    grads = [g.to(dev, p.dtype) for g, p in zip(grads, state["params"])]
     if anchor is not None and compensation:
-        grads = [g + compensation * g * g * (p - a) for g, p, a in zip(grads, state["params"], anchor["params"])]
+        grads = [g + compensation * g * g * (p.to(dev) - a.to(dev))
+                 for g, p, a in zip(grads, state["params"], anchor["params"])]
     params, opt = optimizer_step(state, ctx.optimizer, grads)
     new = {"params": params, "buffers": out["buffers"], "opt": opt,
            "log": state["log"] + [(iteration, out["loss"], out["n"], out.get("loading", 0.0))]}
@@ -382,7 +421,7 @@ def param_bucket(state: dict, ctx: TorchModel, j: int, weight: float):
     j : int
     weight : float
     """
-    return (torch.cat([state["params"][i].reshape(-1) for i in ctx.buckets[j]]) * weight).numpy()
+    return (torch.cat([state["params"][i].reshape(-1) for i in ctx.buckets[j]]) * weight).cpu().numpy()
 
 
 def average(state: dict, ctx: TorchModel, layout, *pieces) -> dict:
@@ -397,7 +436,7 @@ def average(state: dict, ctx: TorchModel, layout, *pieces) -> dict:
         As :func:`update`'s.
     *pieces : numpy.ndarray
     """
-    return dict(state, params=[g.clone() for g in _grads(ctx, layout, pieces)])
+    return dict(state, params=[g.to(ctx.where(), copy=True) for g in _grads(ctx, layout, pieces)])
 
 
 def working(base: dict, ctx: TorchModel, *outs) -> dict:
@@ -414,15 +453,15 @@ def working(base: dict, ctx: TorchModel, *outs) -> dict:
         The rank's :func:`step` outputs since, oldest first.
     """
     lr = float(base["opt"]["param_groups"][0]["lr"])
-    params = [p.clone() for p in base["params"]]
+    params = [p.to(ctx.where(), copy=True) for p in base["params"]]
     for out in outs:
         own = _own_buckets(out)
         for p, g in zip(params, _grads(ctx, ((1, None),) * len(own), own)):
-            p -= lr * g
+            p -= lr * g.to(p.device)
     return dict(base, params=params)
 
 
-def evaluate(state: dict, ctx: TorchModel, data: ImageFolder, batch: int = 256) -> dict:
+def evaluate(state: dict, ctx: TorchModel, data, batch: int = 256) -> dict:
     """Task body ``eval``: mean loss and accuracy of the state's model on a held-out split (no
     augmentation; batch norm in inference mode).
 
@@ -430,19 +469,19 @@ def evaluate(state: dict, ctx: TorchModel, data: ImageFolder, batch: int = 256) 
     ----------
     state : dict
     ctx : TorchModel
-    data : ImageFolder
+    data : ImageFolder or DatasetSplit
     batch : int
     """
     return score(data, ctx.loss, lambda x: _call(ctx, state, x, False)[0], batch)
 
 
-def score(data: ImageFolder, loss, forward, batch: int = 256) -> dict:
+def score(data, loss, forward, batch: int = 256) -> dict:
     """Mean loss and accuracy of ``forward`` (a collated batch's images -> outputs) over ``data``,
     batch by batch, without gradients.
 
     Parameters
     ----------
-    data : ImageFolder
+    data : ImageFolder or DatasetSplit
     loss : callable
     forward : callable
     batch : int
@@ -452,7 +491,7 @@ def score(data: ImageFolder, loss, forward, batch: int = 256) -> dict:
         for lo in range(0, len(data), batch):
             x, y = load_batch(data, range(lo, min(lo + batch, len(data))))
             out = forward(x)
-            yt = torch.from_numpy(y)
+            yt = torch.from_numpy(y).to(out.device)
             total += float(loss(out, yt)) * len(y)
             correct += int((out.argmax(1) == yt).sum())
             n += len(y)

@@ -25,6 +25,10 @@ the buckets in rank order and applies the optimizer's step before its own (a ste
 the state it started from), so an iteration is two tasks per rank and one hop; the epoch's last
 ``update`` applies the last gradient. The parameters are the same.
 
+With a map-style ``torch.utils.data.Dataset`` as ``data`` (:mod:`workflows.torch_data`) a rank's
+batch is ``it{t}.w{r}.fetch -> collate`` (one ``load`` task when fused), and ``e{e}.data.w{r}`` sends
+the Dataset to each rank once an epoch.
+
 ``e{e}.init.w{r}`` starts each rank's state (seeded, or the state an earlier epoch ended with) and
 ``e{e}.eval`` measures rank 0's model on the held-out split. Every task's ``meta`` has its
 ``category``, ``iteration`` and ``rank``: the ``placed`` scheduler keeps rank ``r`` on worker ``r``;
@@ -48,13 +52,14 @@ from taskflow.graph import TaskGraph
 
 from ._builder import GraphBuilder
 from .allreduce import bucket_allreduce
-from .images import augment, collate, decode, epoch_batches, load_samples, open_dataset, read_files
+from .images import augment, collate, decode, epoch_batches, load_samples, read_files
+from .torch_data import DatasetSplit, collate_items, fetch, load_items, open_data
 
 __all__ = ["TorchTraining", "DEFAULT_COSTS", "given_state"]
 
 #: seconds per task of each kind used to plan before anything was measured (a profile replaces them)
-DEFAULT_COSTS = {"read": 2e-3, "decode": 5e-3, "augment": 2e-3, "collate": 1e-3, "load": 1e-2,
-                 "forward-backward": 0.05, "bucket": 1e-4, "update": 5e-3, "init": 0.02, "eval": 0.1}
+DEFAULT_COSTS = {"read": 2e-3, "decode": 5e-3, "augment": 2e-3, "collate": 1e-3, "load": 1e-2, "fetch": 5e-3,
+                 "data": 1e-4, "forward-backward": 0.05, "bucket": 1e-4, "update": 5e-3, "init": 0.02, "eval": 0.1}
 #: fused graphs reduce a gradient of at most this many MB per rank directly: each rank's update sums
 #: every rank's buckets (no bucket or chunk tasks); with two ranks the bytes moved are a ring's
 DIRECT_MB = 4.0
@@ -101,9 +106,11 @@ class TorchTraining:
     ----------
     model : callable
         A factory returning a ``torch.nn.Module`` (a function or ``functools.partial``).
-    data : path
+    data : path, Dataset or (Dataset, Dataset)
         A dataset root with ``train`` (and optionally ``val``) class folders, or a folder of class
-        folders (no held-out split).
+        folders (no held-out split); or a map-style ``torch.utils.data.Dataset`` (``ds[i] ->
+        (input, label)``; no held-out split), or a pair ``(train, val)`` of them
+        (:mod:`workflows.torch_data`).
     loss, optimizer : callable, optional
         ``loss(output, labels)`` (default cross-entropy) and ``optimizer(parameters)`` (default SGD,
         lr 0.05, momentum 0.9).
@@ -130,6 +137,17 @@ class TorchTraining:
         dropped).
     threads : int
         Torch threads per task.
+    mode, sync_every, staleness, compensation, compression, topk_ratio
+        The variant (see :func:`taskflow.train`).
+    fuse : bool
+        A rank's loading one task, a small gradient reduced directly (see above).
+    prefetch : int
+        With ``fuse``: batches loaded ahead of the step that needs them.
+    direct_mb : float
+        With ``fuse``: the largest gradient (MB per rank) reduced directly.
+    device : str
+        Where the tasks compute and keep the ranks' states (``cpu``, ``cuda``, ``cuda:1``,
+        ``auto``: :func:`workflows.torch_tasks.make_model`).
 
     Raises
     ------
@@ -162,6 +180,7 @@ class TorchTraining:
     fuse: bool = False
     prefetch: int = 0
     direct_mb: float = DIRECT_MB
+    device: str = "cpu"
 
     def __post_init__(self):
         from .torch_checks import check_sample
@@ -203,11 +222,11 @@ class TorchTraining:
         if isinstance(self.pad, bool) or not isinstance(self.pad, (int, np.integer)) or self.pad < 0:
             raise WorkflowError(f"pad must be an integer >= 0, got {self.pad!r}")
         counts = _counts(int(self.batch), int(self.workers), self.shares)
-        train, val = open_dataset(self.data)
+        train, val = open_data(self.data, self.pad, self.flip)
         if len(train) < self.batch:
             raise WorkflowError(f"batch {self.batch} is larger than the {len(train)} training images in "
                                 f"{train.folder!r}")
-        ctx = make_model(self.model, self.loss, self.optimizer, self.bucket_mb, int(self.threads))
+        ctx = make_model(self.model, self.loss, self.optimizer, self.bucket_mb, int(self.threads), self.device)
         check_sample(ctx, train, classes=self.loss is None)  # before any cluster starts
         for k, v in (("counts", counts), ("train", train), ("val", val), ("ctx", ctx)):
             object.__setattr__(self, k, v)
@@ -264,8 +283,11 @@ class TorchTraining:
         sent = [self._sent_bytes(z) for z in bucket_bytes]
         first_layers_first = sorted(range(B), key=lambda j: min(ctx.buckets[j]))
         prio = [B - first_layers_first.index(j) if self.priority == "layer-order" else None for j in range(B)]
-        c, h, w = self.train.shape()
+        sample_bytes = 4.0 * math.prod(self.train.shape())
         direct = self.direct()
+        own = isinstance(self.train, DatasetSplit)  # a Dataset, sent to each rank once an epoch
+        data = [b.task(f"e{epoch}.data.w{r}", cost["data"], float(self.train.nbytes), {"category": "data", "rank": r},
+                       fn=given_state, args=(self.train.dataset,)) for r in range(N)] if own else None
         state = [b.task(f"e{epoch}.init.w{r}", cost["init"], state_size, {"category": "init", "rank": r},
                         fn=tt.init_state if states is None else given_state,
                         args=(ctx, self.seed) if states is None else (states[r],)) for r in range(N)]
@@ -283,16 +305,23 @@ class TorchTraining:
             t = t0 + t_local
             steps, send = {}, {}
             for r, samples in enumerate(ranks):
-                paths = [self.train.paths[i] for i in samples]
-                nbytes = 4.0 * len(samples) * c * h * w
-                spec = (paths, samples, self.train.labels[samples], epoch, self.seed, self.pad, self.flip)
+                nbytes = sample_bytes * len(samples)
+                if own:
+                    spec = (load_items, data[r], samples, epoch, self.seed)
+                else:
+                    paths = [self.train.paths[i] for i in samples]
+                    spec = (load_samples, paths, samples, self.train.labels[samples], epoch, self.seed, self.pad,
+                            self.flip)
                 if direct and not self.prefetch:
                     col = None  # loaded inside the rank's step: its whole chain is one task
                 elif self.fuse:  # one task, after the step `prefetch + 1` iterations before: `prefetch`
                     # batches are loaded ahead of the step that needs them, in the waits for the others
                     k = int(self.prefetch) + 1
                     ahead = [(outs[r][t_local - k], 0.0)] if t_local >= k else []
-                    col = task("load", t, r, nbytes, ahead, load_samples, spec)
+                    col = task("load", t, r, nbytes, ahead + ([data[r]] if own else []), spec[0], spec[1:])
+                elif own:  # a Dataset's interface allows two stages: its samples, then the batch
+                    items = task("fetch", t, r, nbytes, [data[r]], fetch, (data[r], samples, epoch, self.seed))
+                    col = task("collate", t, r, nbytes, [items], collate_items, (items,))
                 else:
                     raw = task("read", t, r, nbytes / 4, [], read_files, (paths,))
                     img = task("decode", t, r, nbytes / 4, [raw], decode, (raw, paths))
@@ -309,7 +338,7 @@ class TorchTraining:
                 if direct:  # the last iteration's update and this one's step in one task (one hop less)
                     last = [] if not t_local else [outs[q][-1] for q in range(N)]
                     steps[r] = task("forward-backward", t, r, sum(bucket_bytes) + state_size,
-                                    [outs[r][-1] if last else base, *([col] if col else []),
+                                    [outs[r][-1] if last else base, *([col] if col else [data[r]] if own else []),
                                      *(o for q, o in enumerate(last) if q != r)],
                                     tf.update_and_step, (outs[r][-1] if last else base, col, ctx, weight, t, r, *last),
                                     kwargs=None if col else {"load": spec})

@@ -41,15 +41,21 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
           scheduler: str = "placed", pad: int = 0, flip: bool = False, seed: int = 0, iterations=None,
           threads: int = 1, client=None, address=None, scheduler_file=None, jobqueue=None, jobqueue_options=None,
           checkpoint=None, resume: bool = True, timeout=None, quiet: bool = False, plot=None,
-          on_epoch=None, fuse=None, prefetch: int = 0) -> History:
+          on_epoch=None, fuse=None, prefetch: int = 0, device: str = "auto") -> History:
     """Train ``model`` on ``data`` for ``epochs`` epochs, each epoch one task graph on Dask.
 
     Parameters
     ----------
     model : callable
-        A factory returning a ``torch.nn.Module``.
-    data : path
-        A dataset root with ``train`` and ``val`` class folders (:mod:`workflows.images`).
+        A factory returning a ``torch.nn.Module``: called with no arguments, once in this process
+        (its parameters counted, two samples of the data run through it before any cluster starts)
+        and once in each worker process; a picklable function or ``functools.partial``. Its input
+        is a batch of the data's samples (``N x C x H x W`` ``float32`` in [-1, 1] for images);
+        with the default loss it returns one output per class.
+    data : path, Dataset or (Dataset, Dataset)
+        A dataset root with ``train`` and ``val`` class folders (:mod:`workflows.images`), or a
+        map-style ``torch.utils.data.Dataset`` (``ds[i] -> (input, label)``), or a pair ``(train,
+        val)`` of them (:mod:`workflows.torch_data`: each sample's random transforms seeded).
     loss, optimizer, workers, batch, allreduce, bucket_mb, priority, pad, flip, seed, iterations, threads
         As in :class:`workflows.torch_training.TorchTraining` (``iterations``: per epoch; ``workers``
         default 2, and with ``stages`` one per stage).
@@ -90,6 +96,10 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
     prefetch : int
         With ``fuse``: batches loaded ahead of the step they feed, in tasks of their own (0: each in
         its step's task).
+    device : str
+        Where each task computes and keeps its rank's state: ``auto`` (default: CUDA where the
+        worker's torch sees a device, else the CPU), ``cpu``, ``cuda``, ``cuda:1``. Gradients
+        are reduced on the CPU. Pipeline stages run on the CPU.
     on_epoch : callable, optional
         Called with the :class:`History` so far as each epoch ends (after its checkpoint): a line
         printed, a file written as the run goes, so that a run stopped after epoch ``k`` has said
@@ -129,6 +139,7 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
         raise UsageError(f"pipeline parallelism runs one worker per stage: workers {workers!r} with stages "
                          f"{stages!r} (leave workers out)")
     workers = 2 if workers is None else workers
+    _check_device(device, stages, client is None and address is None and scheduler_file is None and jobqueue is None)
     if stages is not None:
         from workflows.torch_pipeline import TorchPipeline
 
@@ -145,7 +156,7 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
                    loss=loss, optimizer=optimizer, workers=workers, batch=batch, allreduce=allreduce,
                    bucket_mb=bucket_mb, priority=priority, pad=pad, flip=flip, seed=seed, iterations=iterations,
                    threads=threads, mode=mode, sync_every=sync_every, staleness=staleness, compensation=compensation,
-                   compression=compression, topk_ratio=topk_ratio)
+                   compression=compression, topk_ratio=topk_ratio, device=device)
 
         def make(_shares):
             return TorchTraining(model, data, shares=_shares, **job)
@@ -217,6 +228,25 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
     return history
 
 
+def _check_device(device, stages, here: bool) -> None:
+    """A device torch knows; CUDA asked for on this machine's cluster only where torch sees it."""
+    import torch
+
+    if not isinstance(device, str) or not device:
+        raise UsageError(f"device must be a device's name ('auto', 'cpu', 'cuda', 'cuda:1'), got {device!r}")
+    if device == "auto":
+        return
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError) as e:
+        raise UsageError(f"device {device!r} is not a device torch knows: {str(e).splitlines()[0]}") from None
+    if stages is not None and dev.type != "cpu":
+        raise UsageError(f"pipeline stages run on the CPU: device {device!r} with stages (leave device out)")
+    if here and dev.type == "cuda" and not torch.cuda.is_available():
+        raise UsageError(f"device {device!r}: torch sees no CUDA device on this machine (device 'auto' uses one "
+                         f"where there is one)")
+
+
 def _speed_shares(client, workers: int) -> list:
     """Each rank's part of the batch in proportion to the speed of the worker ``placed`` gives it
     (rank ``r`` on the cluster's worker ``r``), as calibration measures it (a cgroup's CPU limit
@@ -253,7 +283,7 @@ def _start(spec, ck, checkpoint, model, scheduler, by_speed: bool = False) -> tu
                               "scheduler": scheduler, "iterations_per_epoch": spec.per_epoch,
                               "buckets": len(spec.ctx.buckets), "train_samples": len(spec.train),
                               "mode": spec.mode, "compression": spec.compression,
-                              "fused": bool(getattr(spec, "fuse", False)),
+                              "fused": bool(getattr(spec, "fuse", False)), "device": getattr(spec, "device", "cpu"),
                               "reduction": "direct" if getattr(spec, "direct", lambda: False)() else spec.allreduce,
                               "val_samples": 0 if spec.val is None else len(spec.val)})
     if ck is None:

@@ -34,20 +34,14 @@ def fingerprint(spec, by_speed: bool = False) -> dict:
 
 
 def _data_digest(*splits) -> str:
-    """A digest of the datasets' files as a checkpoint must find them again: each file's path within
-    its split, class and size (the same count of other images is other data)."""
+    """A digest of the data as a checkpoint must find it again (each split's ``digest``: an image
+    folder's files, a Dataset's type, length and end samples)."""
     import hashlib
 
     h = hashlib.sha1()
     for split in splits:
-        if split is None:
-            continue
-        for p, y in zip(split.paths, split.labels):
-            try:
-                size = os.stat(p).st_size
-            except OSError:
-                size = -1
-            h.update(f"{os.path.relpath(p, split.folder)}\0{int(y)}\0{size}\n".encode("utf-8", "surrogateescape"))
+        if split is not None:
+            split.digest(h)
     return h.hexdigest()[:16]
 
 
@@ -67,7 +61,7 @@ def load_checkpoint(path) -> dict:
 
     try:  # tensors, numbers, text and containers only: a checkpoint runs no code when read
         with open_regular(path, "checkpoint", FormatError) as f:
-            ck = torch.load(f, weights_only=True)
+            ck = torch.load(f, weights_only=True, map_location="cpu")  # a GPU run's, read anywhere
     except FormatError:
         raise
     except OSError as e:

@@ -11,8 +11,9 @@ from ..formats import save_figure
 
 __all__ = ["History", "Breakdown", "breakdown", "LOADING", "COMPUTE", "STATE"]
 
-#: task categories whose time is loading (read, decode, augment, collate; ``load`` fuses them)
-LOADING = frozenset({"read", "decode", "augment", "collate", "load"})
+#: task categories whose time is loading (read, decode, augment, collate; ``load`` fuses them; a
+#: Dataset's ``fetch`` and the ``data`` task that sends it)
+LOADING = frozenset({"read", "decode", "augment", "collate", "load", "fetch", "data"})
 #: task categories whose time is computing (the model's steps, its state's updates, the evaluation);
 #: every other category is communication (buckets, compression, the allreduce's tasks)
 COMPUTE = frozenset({"init", "forward-backward", "update", "working", "average", "param-bucket", "forward",
