@@ -173,3 +173,49 @@ def test_on_a_gpu_the_states_stay_on_it_and_train_as_the_cpu_loop(client, data):
         st = rep.results[t]
         assert all(p.is_cuda for p in st["params"])
         assert rel_err({"params": [p.cpu() for p in st["params"]]}, ref) < 1e-4
+
+
+USER_DATA = '''
+import numpy as np, torch
+
+class Noise(torch.utils.data.Dataset):
+    classes = ["a", "b"]
+    def __len__(self):
+        return 96
+    def __getitem__(self, i):
+        g = torch.Generator().manual_seed(i)
+        return torch.randn(1, 8, 8, generator=g) + (i % 2) + 0.1 * torch.randn(1, 8, 8), i % 2
+
+def pair():
+    return Noise(), Noise()
+'''
+
+
+def test_the_command_trains_a_datasets_module_and_writes_its_trace_and_one_iterations_gantt(tmp_path, monkeypatch,
+                                                                                            capsys):
+    import json
+
+    from taskflow.app.cli import main
+
+    (tmp_path / "userdata.py").write_text(USER_DATA)
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "userdata:pair", "--epochs", "2", "--iterations", "3", "--batch", "32", "--device", "cpu",
+                 "--chrome-trace", "t.json", "--timeline", "g.png", "-o", "h.json", "-q"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and out[0].startswith("epoch 2: ") and "ms/iteration: compute" in out[0]  # -q: the last
+    events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    steps = [e for e in events if e["cat"] == "forward-backward"]
+    assert len(steps) == 2 * 2 * 3 and {e["args"]["epoch"] for e in steps} == {1, 2}
+    assert {e["args"]["rank"] for e in steps} == {0, 1} and all(e["dur"] > 0 for e in steps)
+    # the epochs lie one after the other on the run's clock
+    assert min(e["ts"] for e in steps if e["args"]["epoch"] == 2) > max(e["ts"] for e in steps
+                                                                          if e["args"]["epoch"] == 1)
+    assert (tmp_path / "g.png").read_bytes()[:4] == b"\x89PNG"
+    assert json.loads((tmp_path / "h.json").read_text())["config"]["device"] == "cpu"
+    for argv, said in ((["userdata:nothing"], "DATA userdata:nothing: cannot load"),
+                       (["userdata:pair", "--model", "mlp", "--device", "tpu9"], "not a device torch knows"),
+                       (["userdata:pair", "--repeat", "2", "--timeline", "x.png"], "--repeat goes without")):
+        assert main(["train", *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert said in err and "\n" not in err
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == ["g.png", "h.json", "t.json", "userdata.py"]

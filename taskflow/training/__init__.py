@@ -24,6 +24,7 @@ from ..errors import TaskflowWarning, UsageError
 from ..files import check_outputs
 from .checkpoint import check_resumable, fingerprint, load_checkpoint, save_checkpoint
 from .history import STATE, Breakdown, History, breakdown
+from .timeline import epoch_trace
 
 __all__ = ["train", "History", "Breakdown", "load_checkpoint", "plot_format", "PLOT_FORMATS"]
 
@@ -322,6 +323,7 @@ def _record(history: History, spec, graph, epoch: int, states, report, seconds: 
     state_moved = sum(x.bytes for x in report.trace.transfers
                       if graph.task(x.task).meta.get("category") in STATE)
     parts = breakdown(graph, report.trace, n_it, int(spec.workers), seconds, inside)
+    history.traces.append(epoch_trace(epoch, wall0, graph, report.trace))
     history.epochs.append({
         "epoch": epoch, "loss": sum(v for _, v in losses) / max(1, len(losses)), "val_loss": ev["loss"],
         "accuracy": ev["accuracy"], "seconds": seconds, "wall": wall0 + seconds, "iterations": n_it,

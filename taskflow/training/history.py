@@ -97,6 +97,20 @@ class History:
     profile: object = None
     #: the job (:class:`~workflows.torch_training.TorchTraining` or ``TorchPipeline``)
     job: object = None
+    #: each epoch this process ran, as measured (:class:`~taskflow.training.timeline.EpochTrace`)
+    traces: list = field(default_factory=list, repr=False)
+
+    def chrome_trace(self, path) -> None:
+        """Write every epoch's tasks and transfers as one Chrome trace
+        (:func:`~taskflow.training.timeline.chrome_trace`).
+
+        Parameters
+        ----------
+        path : path
+        """
+        from .timeline import chrome_trace
+
+        chrome_trace(self.traces, path)
 
     def cost_graph(self):
         """The last epoch's graph with costs only: the simulator's (and the advisor's) twin of

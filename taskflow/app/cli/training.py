@@ -29,7 +29,8 @@ def add_arguments(sp) -> None:
     sp : argparse.ArgumentParser
     """
     sp.add_argument("data", metavar="DATA", help="a dataset folder: train/ and val/ class folders of PNG or JPEG "
-                    "images (torchvision's ImageFolder layout)")
+                    "images (torchvision's ImageFolder layout); or module:name of a map-style torch Dataset, a pair "
+                    "(train, val) of them, or a function returning one")
     sp.add_argument("--make-data", choices=("digits", "synthetic"),
                     help="first write DATA if it is missing: scikit-learn's handwritten digits (1,797 8x8 images) or "
                          "a seeded synthetic set of 32x32 RGB images")
@@ -73,7 +74,13 @@ def add_arguments(sp) -> None:
                     "after its last epoch")
     sp.add_argument("--timeout", type=SECONDS, help="give up on an epoch after this many seconds")
     add_output(sp, "write the history (JSON: per epoch loss, accuracy, times, bytes moved)", old=("--report",))
-    add_plot(sp, "held-out accuracy against wall time")
+    add_plot(sp, "held-out accuracy against wall time, and where each epoch's iterations spent their time")
+    sp.add_argument("--chrome-trace", metavar="JSON", help="write every epoch's tasks and transfers as a Chrome trace "
+                    "(open in Perfetto)")
+    sp.add_argument("--timeline", metavar="PNG", help="a Gantt chart of one iteration (the last epoch's middle "
+                    "one), a row per worker")
+    sp.add_argument("--device", default="auto", help="where the tasks compute and keep the model: auto (CUDA where a "
+                    "worker's torch sees a device, else the CPU), cpu, cuda, cuda:1 (default auto)")
     sp.add_argument("--profile", help="write the task costs the run measured (a cost profile, JSON): with "
                     "--cost-graph, what taskflow advise GRAPH --profile FILE plans with")
     sp.add_argument("--cost-graph", help="write one epoch's graph with costs only (native JSON): the job for the "
@@ -110,24 +117,9 @@ def model_factory(name: str, shape: tuple, classes: int):
         return functools.partial(torch_models.mlp, features=c * h * w, hidden=(64,), classes=classes)
     if ":" not in name:
         raise UsageError(f"--model {name!r}: expected one of {', '.join(MODELS)}, or module:function")
-    import importlib
-
-    import cloudpickle
-
-    mod, _, fn = name.partition(":")
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(mod)
-        factory = getattr(module, fn)
-    except (ImportError, AttributeError, SyntaxError) as e:
-        raise UsageError(f"--model {name}: cannot load ({type(e).__name__}: {e})") from None
-    except (Exception, SystemExit) as e:  # noqa: BLE001 - the user's module (sys.exit on import too): name it
-        raise UsageError(f"--model {name}: importing it raised {type(e).__name__}: {e}") from None
+    factory = _import(name, "--model")
     if not callable(factory):
         raise UsageError(f"--model {name}: is a {type(factory).__name__}, not a function returning a torch.nn.Module")
-    if module.__name__ != "__main__" and not module.__name__.startswith(("workflows", "torch")):
-        cloudpickle.register_pickle_by_value(module)  # workers elsewhere need not import the user's file
     return factory
 
 
@@ -151,7 +143,7 @@ def train(args) -> int:
     except ImportError:
         raise MissingExtra("taskflow train needs PyTorch: pip install 'dask-taskflow[torch]'") from None
     from ...training import train as run_training
-    from workflows.images import open_dataset, write_digits, write_synthetic
+    from workflows.images import write_digits, write_synthetic
 
     _check_pairs(args)
     names = scheduler_names(args.scheduler, default="placed")
@@ -159,16 +151,24 @@ def train(args) -> int:
     check_outputs([("--output", args.output)] + [(opt, per_scheduler(path, n, several)) for n in names
                                                   for opt, path in (("--plot", args.plot),
                                                                     ("--checkpoint", args.checkpoint),
+                                                                    ("--chrome-trace", args.chrome_trace),
+                                                                    ("--timeline", args.timeline),
                                                                     ("--profile", args.profile),
                                                                     ("--cost-graph", args.cost_graph))],
-                  [args.data])
+                  [args.data], plot_options=("--plot", "--timeline"))
+    data = _user_data(args)
     if args.make_data and not os.path.exists(os.path.join(args.data, "train")):
         (write_digits if args.make_data == "digits" else write_synthetic)(args.data, seed=args.seed)
         if not args.quiet:
             print(f"wrote the {args.make_data} dataset to {args.data}")
-    data, _ = open_dataset(args.data)
-    shape = data.shape()
-    factory = model_factory(args.model, shape, len(data.classes))
+    from workflows.torch_data import open_data
+
+    first, _ = open_data(data)
+    shape = first.shape()
+    if first.classes is None and ":" not in args.model:
+        raise UsageError(f"--model {args.model} is sized by the number of classes, which the Dataset {args.data} does "
+                         f"not say: give it a 'classes' list, or a model of your own (--model module:function)")
+    factory = model_factory(args.model, shape, len(first.classes or ()))
     opt = (functools.partial(torch.optim.SGD, lr=args.lr, momentum=0.9) if args.optimizer == "sgd" else
            functools.partial(torch.optim.Adam, lr=args.lr))
     pad = max(1, shape[1] // 8) if args.augment else 0
@@ -178,7 +178,8 @@ def train(args) -> int:
                compensation=args.compensation or 0.0, compression=args.compression,
                topk_ratio=args.topk_ratio or 0.01, stages=args.stages, microbatches=args.microbatches or 4,
                schedule=args.pipeline or "1f1b", pad=pad, flip=args.augment, iterations=args.iterations,
-               address=args.address, scheduler_file=args.scheduler_file, timeout=args.timeout, quiet=args.quiet)
+               address=args.address, scheduler_file=args.scheduler_file, timeout=args.timeout, quiet=args.quiet,
+               device=args.device)
     if args.repeat > 1:
         return _repeated(args, factory, names, job)
     docs = []
@@ -186,9 +187,9 @@ def train(args) -> int:
         def out(path, name=name):
             return per_scheduler(path, name, several)
         said = _Said(args, out(args.checkpoint), f"{name}: " if several else "", docs, several)
-        history = run_training(factory, args.data, scheduler=name, seed=args.seed, checkpoint=out(args.checkpoint),
+        history = run_training(factory, data, scheduler=name, seed=args.seed, checkpoint=out(args.checkpoint),
                                plot=out(args.plot), on_epoch=said, **job)
-        said(history)  # a resumed run with no epoch left to run: its lines still
+        said.end(history)  # a resumed run with no epoch left to run: its lines still
         docs.append(history.to_dict())
         if args.profile and history.profile is not None:
             history.profile.save(out(args.profile))
@@ -197,6 +198,14 @@ def train(args) -> int:
             from ...formats import save_graph
 
             save_graph(graph, out(args.cost_graph))
+        if args.chrome_trace:
+            history.chrome_trace(out(args.chrome_trace))
+        if args.timeline and history.traces:
+            from ...training.timeline import iteration_schedule
+            from ..plot import gantt
+
+            plan, moves, title = iteration_schedule(history.traces)
+            gantt(plan, out(args.timeline), title=title, transfers=moves)
     return 0
 
 
@@ -206,18 +215,18 @@ def _repeated(args, factory, names, job) -> int:
     all (the median and a band), ``-o`` every run of every scheduler."""
     from ...training.repeats import plot, repeat, table
 
-    if args.checkpoint or args.profile or args.cost_graph:
-        raise UsageError("--repeat goes without --checkpoint, --profile and --cost-graph (each run would write "
-                         "over the last)")
+    if args.checkpoint or args.profile or args.cost_graph or args.chrome_trace or args.timeline:
+        raise UsageError("--repeat goes without --checkpoint, --profile, --cost-graph, --chrome-trace and --timeline "
+                         "(each run would write over the last)")
     groups = []
 
     def said(name):
         def on_run(k, seed, history):
-            for line in history.lines():
+            for line in history.lines()[-1:] if args.quiet else history.lines():
                 print(f"{name}: run {k + 1} (seed {seed}): {line}", flush=True)
         return on_run
     for name in names:
-        groups.append(repeat(factory, args.data, n=args.repeat, seed=args.seed, scheduler=name, on_run=said(name),
+        groups.append(repeat(factory, data, n=args.repeat, seed=args.seed, scheduler=name, on_run=said(name),
                              **job))
         if args.output:  # as the runs go: a comparison stopped half-way keeps what it measured
             atomic_write(args.output, json.dumps([g.to_dict() for g in groups], indent=1) + "\n")
@@ -244,9 +253,53 @@ class _Said:
             docs = [*self.docs, history.to_dict()]
             atomic_write(self.args.output, json.dumps(docs[0] if not self.several else docs, indent=1) + "\n")
         lines = history.lines()
-        for line in lines[self.lines:]:
-            print(self.prefix + line, flush=True)
+        if not self.args.quiet:
+            for line in lines[self.lines:]:
+                print(self.prefix + line, flush=True)
         self.lines = len(lines)
+
+    def end(self, history) -> None:
+        """The run has ended: quiet, its last epoch's line alone (the summary)."""
+        self(history)
+        if self.args.quiet and history.epochs:
+            print(self.prefix + history.lines()[-1], flush=True)
+
+
+def _user_data(args):
+    """DATA: a folder's path (as given), or ``module:name`` of a Dataset, a pair of them, or a
+    function returning either (imported as ``--model``'s functions are)."""
+    text = args.data
+    if os.path.exists(text) or ":" not in text or args.make_data:
+        return text
+    obj = _import(text, "DATA")
+    if callable(obj) and not hasattr(obj, "__getitem__"):
+        try:
+            obj = obj()
+        except Exception as e:  # noqa: BLE001 - the user's function: name it
+            raise UsageError(f"DATA {text}: calling it raised {type(e).__name__}: {e}") from None
+    return obj
+
+
+def _import(name: str, what: str):
+    """``module:attribute``, the module imported from the working folder too; its functions sent
+    to workers by value (they need not import the user's file)."""
+    import importlib
+
+    import cloudpickle
+
+    mod, _, attr = name.partition(":")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(mod)
+        obj = getattr(module, attr)
+    except (ImportError, AttributeError, SyntaxError, ValueError) as e:
+        raise UsageError(f"{what} {name}: cannot load ({type(e).__name__}: {e})") from None
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - the user's module (sys.exit on import too): name it
+        raise UsageError(f"{what} {name}: importing it raised {type(e).__name__}: {e}") from None
+    if module.__name__ != "__main__" and not module.__name__.startswith(("workflows", "torch")):
+        cloudpickle.register_pickle_by_value(module)
+    return obj
 
 
 def _check_pairs(args) -> None:
