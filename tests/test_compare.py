@@ -10,7 +10,7 @@ import pytest
 
 import taskflow
 from taskflow.app.cli import main
-from taskflow.app.compare import compare
+from taskflow.app.compare import compare, summarise
 from taskflow.scheduling import available, scheduler_class
 
 from .conftest import EXAMPLES
@@ -71,15 +71,43 @@ def test_on_dask_the_static_schedulers_and_work_stealing_are_measured(tmp_path):
         g.add_task(f"b{k}", cost=1.0)
         g.add_edge(a.id, f"b{k}")
     c = taskflow.Cluster.heterogeneous([1, 2], bandwidth=1e8)
-    rows = compare([("small", g)], c, ["heft", "cpop", "work-stealing", "blevel-dynamic"], real=True,
-                   out=tmp_path)
-    by = {r["scheduler"]: r for r in rows}
-    for name in ("heft", "cpop", "work-stealing"):
-        assert by[name]["measured_makespan"] > 0 and by[name]["predicted_makespan"] > 0
-    assert by["heft"]["placement_fidelity"] == 1.0
-    assert by["blevel-dynamic"]["measured_makespan"] == ""  # simulator-only
+    rows = compare([("small", g)], c, ["heft", "work-stealing", "blevel-dynamic"], real=True, out=tmp_path,
+                   repeat=2, seed=4)
+    assert [(r["scheduler"], r["seed"]) for r in rows] == [(n, s) for n in ("heft", "work-stealing", "blevel-dynamic")
+                                                            for s in (4, 5)]
+    for r in rows:  # each repeat measured on its own
+        assert (r["measured_makespan"] == "") == (r["scheduler"] == "blevel-dynamic")  # simulator-only
+    by = {r["scheduler"]: r for r in summarise(rows)}
+    for name in ("heft", "work-stealing"):
+        assert by[name]["measured_makespan"] > 0 and by[name]["predicted_makespan"] > 0 and by[name]["repeats"] == 2
+        low, high = by[name]["measured_makespan_range"]
+        assert {low, high} == {r["measured_makespan"] for r in rows if r["scheduler"] == name}
+    assert all(r["placement_fidelity"] == 1.0 for r in rows if r["scheduler"] == "heft")
+    assert "median of 2 repeats (seeds 4-5)" in (tmp_path / "compare.md").read_text()
     # measured in the graph's units: the 2 s scaling is undone
     assert 0.5 * by["heft"]["simulated_makespan"] < by["heft"]["measured_makespan"] < 3 * by["heft"]["simulated_makespan"]
+
+
+def test_repeats_give_each_seed_a_row_and_the_table_their_median_and_range(tmp_path, capsys):
+    import statistics
+
+    out = tmp_path / "cmp"
+    assert main(["compare", str(GRAPH), "--cluster", str(CLUSTER), "--scheduler", "random,heft", "--repeat", "5",
+                 "--seed", "7", "-o", str(out), "-q"]) == 0
+    text = capsys.readouterr().out
+    rows = list(csv.DictReader(open(out / "compare.csv")))
+    assert [(r["scheduler"], int(r["seed"]), int(r["repeat"])) for r in rows] == [
+        (n, 7 + k, k) for n in ("random", "heft") for k in range(5)]
+    g, c = taskflow.load_graph(GRAPH), taskflow.load_cluster(CLUSTER)
+    got = [float(r["simulated_makespan"]) for r in rows if r["scheduler"] == "random"]
+    assert got == [pytest.approx(taskflow.simulate(g, c, taskflow.get_scheduler("random", seed=7 + k), seed=7 + k)
+                                 .makespan) for k in range(5)]
+    assert len(set(got)) > 1  # the seeds matter to a random placement
+    line = next(ln for ln in text.splitlines() if " random " in ln)
+    from taskflow.app.compare import _num
+
+    assert f"{_num(statistics.median(got))} ({_num(min(got))}-{_num(max(got))})" in line
+    assert "median of 5 repeats (seeds 7-11)" in text and (out / "compare.png").read_bytes()[:4] == b"\x89PNG"
 
 
 @pytest.mark.parametrize("cmd", [["schedule", "--scheduler", "heft"], ["simulate", "--scheduler", "cpop"]])

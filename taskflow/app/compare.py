@@ -15,11 +15,10 @@ from ..graph import TaskGraph
 from ..scheduling import available, get_scheduler, scheduler_class
 from .plot import plain_text
 
-__all__ = ["compare", "COMPARE_FIELDS", "table_text", "table_notes", "write_outputs"]
+__all__ = ["compare", "COMPARE_FIELDS", "table_text", "table_notes", "write_outputs", "summarise"]
 
-COMPARE_FIELDS = ["graph", "tasks", "scheduler", "kind", "simulated_makespan", "lower_bound", "bound_ratio", "slr",
-                  "valid",
-                  "measured_makespan", "predicted_makespan", "placement_fidelity"]
+COMPARE_FIELDS = ["graph", "tasks", "scheduler", "kind", "repeat", "seed", "simulated_makespan", "lower_bound",
+                  "bound_ratio", "slr", "valid", "measured_makespan", "predicted_makespan", "placement_fidelity"]
 
 #: Seconds the fastest simulated plan of a graph is scaled to on Dask.
 REAL_SECONDS = 2.0
@@ -27,7 +26,7 @@ REAL_SECONDS = 2.0
 
 def compare(graphs, cluster: Cluster, schedulers=None, network: str = "maxmin", seed: int = 0, real: bool = False,
             out=None, progress: bool = False, dashboard=False, *, address=None, scheduler_file=None, profile=None,
-            time_scale: float | None = None) -> list:
+            time_scale: float | None = None, repeat: int = 1) -> list:
     """Simulate every scheduler on every graph (and, with ``real``, run the static ones and Dask's own
     work stealing on an embedded LocalCluster of ``len(cluster)`` workers, emulated at the
     cluster's declared speeds, time-scaled so the best simulated plan takes about
@@ -57,6 +56,10 @@ def compare(graphs, cluster: Cluster, schedulers=None, network: str = "maxmin", 
     time_scale : float, optional
         With ``real``: multiply emulated durations and sizes by this (default: so that the best
         simulated plan of a graph takes about :data:`REAL_SECONDS`).
+    repeat : int
+        Each scheduler on each graph this many times, seeds ``seed``, ``seed + 1``, ... (each row
+        records its ``repeat`` and ``seed``): the table and the figure give the median of the
+        repeats and their range.
 
     Returns
     -------
@@ -67,6 +70,8 @@ def compare(graphs, cluster: Cluster, schedulers=None, network: str = "maxmin", 
     from ..costs import CostModel
     from ..simulator import simulate
 
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise UsageError(f"repeat must be an integer >= 1, got {repeat!r}")
     # by default every scheduler the simulator can carry out (not a plan with task copies)
     names = [get_scheduler(n).name for n in schedulers] if schedulers else \
         [n for n in available() if not scheduler_class(n).duplicates]
@@ -75,17 +80,19 @@ def compare(graphs, cluster: Cluster, schedulers=None, network: str = "maxmin", 
         cost_model = CostModel(g, cluster)
         lb, cp = lower_bound(g, cluster, cost_model), critical_path(g, cost_model=cost_model)[0]
         for name in names:
-            scheduler = get_scheduler(name, seed=seed)
-            trace = simulate(g, cluster, scheduler, network=network, seed=seed)
-            valid = not trace.problems(g, cluster, limit=1)
-            mk = trace.makespan
-            rows.append({"graph": label, "tasks": len(g), "scheduler": scheduler.name, "kind": scheduler.kind,
-                         "simulated_makespan": mk, "lower_bound": lb,
-                         "bound_ratio": mk / lb if lb > 0 else float("nan"), "slr": mk / cp if cp > 0 else float("nan"),
-                         "valid": valid, "measured_makespan": "", "predicted_makespan": "",
-                         "placement_fidelity": "", "executable": g.executable})
-            if progress:
-                print(f"  simulated {label} / {scheduler.name}: {mk:.6g} s", flush=True)
+            for k in range(repeat):
+                scheduler = get_scheduler(name, seed=seed + k)
+                trace = simulate(g, cluster, scheduler, network=network, seed=seed + k)
+                valid = not trace.problems(g, cluster, limit=1)
+                mk = trace.makespan
+                rows.append({"graph": label, "tasks": len(g), "scheduler": scheduler.name, "kind": scheduler.kind,
+                             "repeat": k, "seed": seed + k, "simulated_makespan": mk, "lower_bound": lb,
+                             "bound_ratio": mk / lb if lb > 0 else float("nan"),
+                             "slr": mk / cp if cp > 0 else float("nan"), "valid": valid, "measured_makespan": "",
+                             "predicted_makespan": "", "placement_fidelity": "", "executable": g.executable})
+                if progress:
+                    again = f" (seed {seed + k})" if repeat > 1 else ""
+                    print(f"  simulated {label} / {scheduler.name}{again}: {mk:.6g} s", flush=True)
     if real:
         _on_dask(graphs, cluster, rows, progress, dashboard, address, scheduler_file, profile, time_scale)
     if out is not None:
@@ -151,7 +158,7 @@ def _measure(graphs, cluster, on_dask, client, rows, progress, profile, time_sca
                 warnings.simplefilter("ignore", TaskflowWarning)
                 t0 = time.perf_counter()
                 rep = run(g2, r["scheduler"], client=client, cluster=on_dask, time_scale=scale, size_scale=scale,
-                          quiet=True, timeout=600, profile=profile)
+                          quiet=True, timeout=600, profile=profile, seed=r.get("seed", 0))
             r["measured_makespan"] = rep.measured_makespan / scale
             r["predicted_makespan"] = rep.predicted_makespan / scale if rep.predicted_makespan is not None else ""
             r["placement_fidelity"] = rep.placement_fidelity if rep.placement_fidelity is not None else ""
@@ -168,29 +175,67 @@ def _renamed_costs(g: TaskGraph, cluster: Cluster, on_dask: Cluster) -> TaskGrap
     return g.with_costs(costs=costs)
 
 
-def table_text(rows) -> str:
-    """The comparison as a plain-text table, per graph, shortest makespan first, followed by what
-    each column means (:func:`table_notes`).
+def summarise(rows) -> list:
+    """One row per graph and scheduler: the median of its repeats' ``simulated_makespan``,
+    ``bound_ratio``, ``measured_makespan`` and ``predicted_makespan``, each with ``(low, high)``
+    under ``<field>_range``; ``repeats`` counts them and ``valid`` holds for all.
 
     Parameters
     ----------
     rows : list of dict
         What :func:`compare` returned.
     """
-    real = any(r["measured_makespan"] != "" for r in rows)
-    head = f"{'graph':<24} {'scheduler':<15} {'kind':<8} {'simulated':>10} {'x bound':>8}"
-    head += f" {'on Dask':>10} {'predicted':>10}" if real else ""
+    import statistics
+
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((r["graph"], r["scheduler"]), []).append(r)
+    out = []
+    for rs in groups.values():
+        row = dict(rs[0], repeats=len(rs), valid=all(r["valid"] for r in rs))
+        for f in ("simulated_makespan", "bound_ratio", "measured_makespan", "predicted_makespan"):
+            xs = [float(r[f]) for r in rs if r.get(f, "") != ""]
+            row[f], row[f + "_range"] = (statistics.median(xs), (min(xs), max(xs))) if xs else ("", None)
+        out.append(row)
+    return out
+
+
+def table_text(rows) -> str:
+    """The comparison as a plain-text table, per graph, shortest makespan first, followed by what
+    each column means (:func:`table_notes`); repeats as their median and range.
+
+    Parameters
+    ----------
+    rows : list of dict
+        What :func:`compare` returned.
+    """
+    summary = summarise(rows)
+    many = max(r["repeats"] for r in summary) > 1
+    real = any(r["measured_makespan"] != "" for r in summary)
+    w = 22 if many else 10
+
+    def cell(r, f):
+        v, span = r[f], r[f + "_range"]
+        if v == "":
+            return "-"
+        return _num(v) + (f" ({_num(span[0])}-{_num(span[1])})" if many else "")
+    head = f"{'graph':<24} {'scheduler':<15} {'kind':<8} {'simulated':>{w}} {'x bound':>8}"
+    head += f" {'on Dask':>{w}} {'predicted':>{w}}" if real else ""
     lines = [head, "-" * len(head)]
-    for label in dict.fromkeys(r["graph"] for r in rows):
-        for r in sorted((r for r in rows if r["graph"] == label), key=lambda r: (r["simulated_makespan"],
-                                                                                 r["scheduler"])):
-            line = (f"{label[:24]:<24} {r['scheduler']:<15} {r['kind']:<8} {_num(r['simulated_makespan']):>10} "
+    for label in dict.fromkeys(r["graph"] for r in summary):
+        for r in sorted((r for r in summary if r["graph"] == label), key=lambda r: (r["simulated_makespan"],
+                                                                                    r["scheduler"])):
+            line = (f"{label[:24]:<24} {r['scheduler']:<15} {r['kind']:<8} {cell(r, 'simulated_makespan'):>{w}} "
                     f"{r['bound_ratio']:>8.3f}")
             if real:
-                m, p = r["measured_makespan"], r["predicted_makespan"]
-                line += f" {_num(m):>10} {_num(p):>10}" if m != "" else f" {'-':>10} {'-':>10}"
+                line += f" {cell(r, 'measured_makespan'):>{w}} {cell(r, 'predicted_makespan'):>{w}}"
             lines.append(line + ("" if r["valid"] else "  INVALID"))
-    return "\n".join(lines + [""] + table_notes(rows))
+    notes = table_notes(rows)
+    if many:
+        seeds = sorted({r["seed"] for r in rows})
+        notes.append(f"each figure: the median of {summary[0]['repeats']} repeats (seeds {seeds[0]}-{seeds[-1]}) "
+                     f"and, in brackets, their range; compare.csv holds every repeat")
+    return "\n".join(lines + [""] + notes)
 
 
 def _num(x) -> str:
@@ -265,16 +310,20 @@ def _plot(rows, path: Path) -> None:
     from matplotlib.patches import Patch
 
     colour = {"static": "tab:blue", "dynamic": "tab:orange"}
+    rows = summarise(rows)
     labels = list(dict.fromkeys(r["graph"] for r in rows))
     per = max(len([r for r in rows if r["graph"] == label]) for label in labels)
     fig, axes = plt.subplots(len(labels), 1, figsize=(9, 0.9 + len(labels) * (0.7 + 0.26 * per)), squeeze=False)
     for ax, label in zip(axes[:, 0], labels):
         rs = sorted((r for r in rows if r["graph"] == label), key=lambda r: -r["simulated_makespan"])
         y = range(len(rs))
-        ax.barh(list(y), [r["simulated_makespan"] for r in rs], color=[colour.get(r["kind"], "grey") for r in rs])
-        measured = [(k, r["measured_makespan"]) for k, r in enumerate(rs) if r["measured_makespan"] != ""]
+        ax.barh(list(y), [r["simulated_makespan"] for r in rs], color=[colour.get(r["kind"], "grey") for r in rs],
+                xerr=_spread(rs, "simulated_makespan"), ecolor="dimgrey", capsize=2)
+        measured = [k for k, r in enumerate(rs) if r["measured_makespan"] != ""]
         if measured:
-            ax.scatter([m for _, m in measured], [k for k, _ in measured], color="black", zorder=3, s=18)
+            got = [rs[k] for k in measured]
+            ax.errorbar([r["measured_makespan"] for r in got], measured, xerr=_spread(got, "measured_makespan"),
+                        color="black", fmt="o", markersize=4, capsize=2, zorder=3)
         ax.set_yticks(list(y))
         ax.set_yticklabels([r["scheduler"] for r in rs])
         ax.axvline(rs[0]["lower_bound"], color="grey", linestyle=":")
@@ -285,6 +334,16 @@ def _plot(rows, path: Path) -> None:
                Line2D([], [], color="grey", linestyle=":", label="lower bound")]
     if any(r["measured_makespan"] != "" for r in rows):
         handles.append(Line2D([], [], color="black", marker="o", linestyle="", markersize=5, label="measured on Dask"))
+    if max(r["repeats"] for r in rows) > 1:
+        handles.append(Line2D([], [], color="dimgrey", marker="|", label=f"range of {rows[0]['repeats']} repeats "
+                              f"(bars and dots: medians)"))
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.9 / fig.get_figheight() * 0.6, 1, 1))
     save_figure(fig, path, plt.close, dpi=110)
+
+
+def _spread(rs, field: str):
+    """Error bars from each row's median to its range's ends (None without repeats)."""
+    if all(r["repeats"] == 1 for r in rs):
+        return None
+    return [[r[field] - r[field + "_range"][0] for r in rs], [r[field + "_range"][1] - r[field] for r in rs]]

@@ -221,6 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "measurements to")
     sp.add_argument("--time-scale", type=SCALE, help="with --real: multiply emulated durations and sizes (default: "
                     "so that the best simulated plan takes about 2 s)")
+    sp.add_argument("--repeat", type=COUNT, default=1, metavar="N",
+                    help="each scheduler N times, seeds --seed, --seed + 1, ...: the table and the figure give the "
+                         "median and range of the repeats, compare.csv every one (default 1)")
     add_output(sp, "folder for compare.csv, compare.md and compare.png", folder=True, old=("--out",))
     add_dashboard(sp)
     add_quiet(sp)

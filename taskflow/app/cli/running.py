@@ -117,7 +117,7 @@ def compare(args) -> int:
     rows = compare_schedulers(graphs, cluster, names, network=args.network, seed=args.seed, real=args.real,
                             out=args.output, progress=not args.quiet, dashboard=args.dashboard or False,
                             address=args.address, scheduler_file=args.scheduler_file, profile=args.profile,
-                            time_scale=args.time_scale)
+                            time_scale=args.time_scale, repeat=args.repeat)
     print(table_text(rows))
     if args.output:
         print(f"wrote {args.output}/compare.csv, compare.md, compare.png")
