@@ -1,6 +1,6 @@
 """Real training against PyTorch's DistributedDataParallel, in one run.
 
-    python benchmarks/bench_torch.py [--model resnet8|small-cnn|both] [--workers 2] [--epochs 3]
+    python benchmarks/bench_torch.py [--model resnet8|small-cnn|loading|both|all] [--workers 2] [--epochs 3]
                                      [--iterations 10] [--batch 96] [--data DIR]
 
 For each model, the same job twice on this machine, one after the other:
@@ -18,7 +18,9 @@ Figures: samples/s over the epochs after the first (the first includes starting 
 importing torch in them), the ratio, held-out accuracy after the last epoch, and for ours where each
 rank's time went per iteration (loading, forward-backward, allreduce, update, idle). ``resnet8`` is
 a ResNet-8 of 32-64-128 channels on 32x32 RGB images (a synthetic set) at ``--batch`` samples per
-rank; ``small-cnn`` a two-convolution net on the handwritten digits (8x8) at 32 per rank.
+rank; ``small-cnn`` a two-convolution net on the handwritten digits (8x8) at 32 per rank. ``all``
+(the default) adds the loading-bound job of ``benchmarks/bench_loading.py`` (JPEG photographs,
+DDP with a DataLoader against loaders of our own with a cache of decoded samples).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_loading beside it
 
 import torch  # noqa: E402
 
@@ -282,7 +285,9 @@ def _inside(config: dict) -> None:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", choices=("resnet8", "small-cnn", "both"), default="both")
+    ap.add_argument("--model", choices=("resnet8", "small-cnn", "loading", "all", "both"), default="all",
+                    help="the jobs to run (default all: the small CNN, the ResNet-8 and the loading-bound job; both: "
+                         "the first two)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--iterations", type=int, default=10, help="per epoch (resnet8)")
@@ -310,13 +315,13 @@ def main():
         if not os.path.exists(os.path.join(syn, "train")):
             write_synthetic(syn, samples=max(2000, int(1.2 * args.iterations * args.batch * N) + 200))
         return two_racks(syn, args.batch * 2, args.iterations, args.epochs, args.two_racks, args.target)
-    if args.model in ("small-cnn", "both") and not args.only_quarter_core:
+    if args.model in ("small-cnn", "both", "all") and not args.only_quarter_core:
         digits = os.path.join(root, "digits")
         if not os.path.exists(os.path.join(digits, "train")):
             write_digits(digits)
         compare("small-cnn on digits", dict(model=functools.partial(small_cnn), data=digits, workers=N,
                                             batch=32 * N, optimizer=OPTIMIZER), args.epochs)
-    if args.model in ("resnet8", "both"):
+    if args.model in ("resnet8", "both", "all"):
         syn = os.path.join(root, "synthetic")
         if not os.path.exists(os.path.join(syn, "train")):
             write_synthetic(syn, samples=max(2000, int(1.2 * args.iterations * args.batch * N) + 200))
@@ -329,6 +334,10 @@ def main():
         compare("resnet8 on synthetic 32x32", job, args.epochs)
         if args.schedulers:
             schedulers_table("resnet8", job, args.epochs, args.schedulers.split(","))
+    if args.model in ("loading", "all"):  # the loading-bound job: python benchmarks/bench_loading.py alone
+        from bench_loading import loading_job
+
+        loading_job(os.path.join(root, "photos"), N, epochs=args.epochs)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 Training jobs fix where work runs: rank ``r`` of a data-parallel job owns device ``r``, stage ``s``
 of a pipeline owns device ``s``. A task whose ``meta`` names its place keeps it: ``meta["worker"]``
 (a worker id of the cluster), else ``meta[key]`` for the first key of ``keys`` it has (default
-``("stage", "rank")``), an integer ``k`` that means the cluster's worker ``k mod W``. Every other
+``("place", "stage", "rank")``: ``place`` a worker of its own, as a training job's data loaders
+have), an integer ``k`` that means the cluster's worker ``k mod W``. Every other
 task (a parameter-server sum, a loader without a rank) goes where it finishes earliest. Tasks start
 in decreasing upward rank (HEFT's order), each as early as its inputs and its worker allow, using
 idle gaps. A pinned task whose worker lacks the cores it needs is an error that names it.
@@ -33,7 +34,7 @@ class Placed(Scheduler):
     summary = "the workflow's own placement (meta worker/stage/rank), HEFT timing"
 
     def plan(self, cost_model):
-        keys = tuple(self.options.get("keys", ("stage", "rank")))
+        keys = tuple(self.options.get("keys", ("place", "stage", "rank")))
         g = cost_model.graph
         a = cost_model.arrays
         ids = cost_model.cluster.ids

@@ -145,7 +145,7 @@ def test_a_dataset_that_cannot_serve_is_named_in_one_line(make, message, no_clus
 
 
 def test_what_a_dataset_does_not_take_is_refused(data, no_cluster):
-    with pytest.raises(TaskflowError, match="augments its samples itself"):
+    with pytest.raises(TaskflowError, match="a Dataset transforms its samples itself"):
         taskflow.train(CNN, data, pad=2, quiet=True)
     with pytest.raises(TaskflowError, match="image folders"):
         taskflow.train(seq, data, stages=2, quiet=True)

@@ -51,6 +51,9 @@ class ImageFolder:
         ``split``).
     split : str, optional
         The sub-folder to read (``train``, ``val``).
+    size : int, optional
+        Each image resized to ``size`` x ``size`` pixels as it is decoded (larger images than the
+        model needs, as photographs are).
 
     Raises
     ------
@@ -60,10 +63,14 @@ class ImageFolder:
 
     root: str
     split: str | None = None
+    size: int | None = None
 
     def __post_init__(self):
         if not isinstance(self.root, (str, os.PathLike)):
             raise WorkflowError(f"data must be a folder's path, got {type(self.root).__name__}")
+        z = self.size
+        if z is not None and (isinstance(z, bool) or not isinstance(z, (int, np.integer)) or not 1 <= z <= 8192):
+            raise WorkflowError(f"size must be an integer from 1 to 8192 (pixels a side), got {z!r}")
         folder = os.path.join(os.fspath(self.root), self.split) if self.split else os.fspath(self.root)
         object.__setattr__(self, "folder", folder)
         try:
@@ -98,7 +105,7 @@ class ImageFolder:
 
     def shape(self) -> tuple:
         """``(channels, height, width)`` of the first image, as :func:`collate` returns it."""
-        img = decode(read_files([self.paths[0]]), [self.paths[0]])[0]
+        img = decode(read_files([self.paths[0]]), [self.paths[0]], self.size)[0]
         return img.shape[2], img.shape[0], img.shape[1]
 
     def load(self, samples, epoch: int = 0, seed: int = 0, pad: int = 0, flip: bool = False):
@@ -111,7 +118,8 @@ class ImageFolder:
         flip : bool
         """
         samples = np.asarray(samples, dtype=np.int64)
-        return load_samples([self.paths[i] for i in samples], samples, self.labels[samples], epoch, seed, pad, flip)
+        return load_samples([self.paths[i] for i in samples], samples, self.labels[samples], epoch, seed, pad, flip,
+                            self.size)
 
     def digest(self, h) -> None:
         """Feed ``h`` (a hashlib object) each file's path within the split, class and size: what
@@ -129,13 +137,15 @@ class ImageFolder:
             h.update(f"{os.path.relpath(p, self.folder)}\0{int(y)}\0{size}\n".encode("utf-8", "surrogateescape"))
 
 
-def open_dataset(data) -> tuple:
+def open_dataset(data, size: int | None = None) -> tuple:
     """``(train, val)`` of a dataset: its ``train`` and ``val`` splits where ``data`` has a
     ``train`` folder (``val`` None when it has none), else ``data`` itself as the training split.
 
     Parameters
     ----------
     data : path
+    size : int, optional
+        Resize each image to ``size`` x ``size`` as it is decoded.
 
     Raises
     ------
@@ -146,10 +156,10 @@ def open_dataset(data) -> tuple:
         raise WorkflowError(f"data must be a folder's path, got {type(data).__name__}")
     root = os.fspath(data)
     if not os.path.isdir(os.path.join(root, "train")):
-        train, val = ImageFolder(root), None
+        train, val = ImageFolder(root, None, size), None
     else:
-        train = ImageFolder(root, "train")
-        val = ImageFolder(root, "val") if os.path.isdir(os.path.join(root, "val")) else None
+        train = ImageFolder(root, "train", size)
+        val = ImageFolder(root, "val", size) if os.path.isdir(os.path.join(root, "val")) else None
     if len(train.classes) < 2:
         raise WorkflowError(f"dataset folder {train.folder!r} holds one class ({train.classes[0]!r}): a classifier "
                             f"needs two or more class folders with images")
@@ -164,16 +174,19 @@ def open_dataset(data) -> tuple:
     return train, val
 
 
-def _write_split(root, split: str, images, labels, names) -> None:
+def _write_split(root, split: str, images, labels, names, fmt: str = "png") -> None:
     from PIL import Image
 
     for i, (img, y) in enumerate(zip(images, labels)):
         d = os.path.join(root, split, names[int(y)])
         os.makedirs(d, exist_ok=True)
-        Image.fromarray(img).save(os.path.join(d, f"{i:05d}.png"))
+        if fmt == "jpeg":
+            Image.fromarray(img).save(os.path.join(d, f"{i:05d}.jpg"), quality=90)
+        else:
+            Image.fromarray(img).save(os.path.join(d, f"{i:05d}.png"))
 
 
-def _write_dataset(root, images, labels, names, val_fraction: float, seed: int) -> str:
+def _write_dataset(root, images, labels, names, val_fraction: float, seed: int, fmt: str = "png") -> str:
     """Write ``images`` (uint8, H x W or H x W x C) split by a seeded permutation; atomic: a
     half-written dataset is never left under ``root``."""
     import shutil
@@ -190,8 +203,8 @@ def _write_dataset(root, images, labels, names, val_fraction: float, seed: int) 
     os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=".dataset-", dir=parent)
     try:
-        _write_split(tmp, "val", images[order[:n_val]], labels[order[:n_val]], names)
-        _write_split(tmp, "train", images[order[n_val:]], labels[order[n_val:]], names)
+        _write_split(tmp, "val", images[order[:n_val]], labels[order[:n_val]], names, fmt)
+        _write_split(tmp, "train", images[order[n_val:]], labels[order[n_val:]], names, fmt)
         os.makedirs(root, exist_ok=True)
         for split in ("train", "val"):
             os.replace(os.path.join(tmp, split), os.path.join(root, split))
@@ -232,7 +245,7 @@ def write_digits(root, val_fraction: float = 0.2, seed: int = 0) -> str:
 
 
 def write_synthetic(root, samples: int = 5000, classes: int = 10, size: int = 32, val_fraction: float = 0.1,
-                    seed: int = 0) -> str:
+                    seed: int = 0, fmt: str = "png") -> str:
     """Write a seeded synthetic RGB image set (for throughput): each class a smooth random colour
     pattern; each image it rolled by up to a quarter of its side, scaled in contrast and noised.
 
@@ -243,6 +256,8 @@ def write_synthetic(root, samples: int = 5000, classes: int = 10, size: int = 32
         Images in all, classes, side in pixels.
     val_fraction : float
     seed : int
+    fmt : {"png", "jpeg"}
+        The files' format (JPEG at quality 90, as photographs are kept).
 
     Returns
     -------
@@ -254,6 +269,8 @@ def write_synthetic(root, samples: int = 5000, classes: int = 10, size: int = 32
     WorkflowError
         Too few samples, classes or pixels; ``root`` already holds a dataset.
     """
+    if fmt not in ("png", "jpeg"):
+        raise WorkflowError(f"fmt must be 'png' or 'jpeg', got {fmt!r}")
     if samples < 2 or classes < 1 or size < 4:
         raise WorkflowError(f"write_synthetic needs samples >= 2, classes >= 1, size >= 4; got {samples}, "
                             f"{classes}, {size}")
@@ -269,7 +286,7 @@ def write_synthetic(root, samples: int = 5000, classes: int = 10, size: int = 32
         img = np.roll(protos[labels[i]], tuple(shifts[i]), axis=(0, 1)) * scale[i]
         img += rng.normal(0.0, 24.0, size=img.shape)
         images[i] = np.clip(img, 0, 255).astype(np.uint8)
-    return _write_dataset(root, images, labels, [f"class{k}" for k in range(classes)], val_fraction, seed)
+    return _write_dataset(root, images, labels, [f"class{k}" for k in range(classes)], val_fraction, seed, fmt)
 
 
 def read_files(paths) -> list:
@@ -304,14 +321,16 @@ def read_files(paths) -> list:
     return out
 
 
-def decode(raw, paths) -> list:
-    """Task body ``decode``: each file's bytes as a ``uint8`` array ``H x W x C`` (Pillow).
+def decode(raw, paths, size: int | None = None) -> list:
+    """Task body ``decode``: each file's bytes as a ``uint8`` array ``H x W x C`` (Pillow), resized
+    to ``size`` x ``size`` pixels where ``size`` is given (bilinear, with Pillow's antialiasing).
 
     Parameters
     ----------
     raw : list of bytes
     paths : list of str
         The files, to name one that is not an image.
+    size : int, optional
 
     Raises
     ------
@@ -335,6 +354,8 @@ def decode(raw, paths) -> list:
                     im.load()
                     if im.mode in ("P", "PA", "1"):  # palette indices and bits are not intensities
                         im = im.convert("RGB" if im.mode != "1" else "L")
+                    if size and im.size != (size, size):
+                        im = im.resize((size, size), Image.BILINEAR)
                     arr = np.asarray(im)
         except WorkflowError:
             raise
@@ -409,7 +430,8 @@ def load_batch(data, samples, epoch: int = 0, seed: int = 0, pad: int = 0, flip:
     return data.load(samples, epoch, seed, pad, flip)
 
 
-def load_samples(paths, samples, labels, epoch: int, seed: int, pad: int = 0, flip: bool = False):
+def load_samples(paths, samples, labels, epoch: int, seed: int, pad: int = 0, flip: bool = False,
+                 size: int | None = None):
     """Task body ``load``: the four stages in one task (read, decode, augment, collate), for a
     fused graph, whose scheduler keeps a rank's loading on its worker.
 
@@ -420,8 +442,10 @@ def load_samples(paths, samples, labels, epoch: int, seed: int, pad: int = 0, fl
     labels : sequence of int
     epoch, seed, pad : int
     flip : bool
+    size : int, optional
+        Resize to ``size`` x ``size`` as decoded.
     """
-    return collate(augment(decode(read_files(paths), paths), samples, epoch, seed, pad, flip), labels)
+    return collate(augment(decode(read_files(paths), paths, size), samples, epoch, seed, pad, flip), labels)
 
 
 def epoch_batches(n: int, batch: int, counts, epoch: int, seed: int, iterations: int | None = None) -> list:

@@ -1,17 +1,21 @@
 """What a user's model must pass before any cluster starts (:func:`check_sample`, and as the model
 is first built, :func:`built` and :func:`check_size`): a factory that raises, a model too large for
 this machine, one that cannot take the data's samples or gives the wrong number of outputs, a loss
-that fails; each said in one line naming the factory and, where there is one, the user's own line."""
+that fails; each said in one line naming the factory and, where there is one, the user's own line;
+and the job's own options (:func:`check_options`)."""
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import torch
 
 from taskflow.errors import WorkflowError
 
 from .images import ImageFolder, load_batch
 
-__all__ = ["built", "check_size", "check_sample", "user_frame", "MODEL_MEMORY_SHARE"]
+__all__ = ["check_options", "built", "check_size", "check_sample", "user_frame", "MODEL_MEMORY_SHARE"]
 
 
 def _label(fn) -> str:
@@ -139,3 +143,53 @@ def check_sample(ctx, data: ImageFolder, classes: bool = True) -> None:
     if not isinstance(value, torch.Tensor) or value.numel() != 1:
         raise WorkflowError(f"the loss {_label(ctx.loss)} must return one number (a scalar tensor), got "
                             f"{type(value).__name__}{tuple(getattr(value, 'shape', ()))}")
+
+
+def _integer(spec, name: str, low: int, optional: bool = False) -> None:
+    v = getattr(spec, name)
+    if optional and v is None:
+        return
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+        raise WorkflowError(f"{name} must be an integer >= {low}, got {v!r}")
+
+
+def _number(spec, name: str) -> None:
+    v = getattr(spec, name)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v >= 0):
+        raise WorkflowError(f"{name} must be a number >= 0, got {v!r}")
+
+
+def check_options(spec) -> None:
+    """A training job's options (:class:`~workflows.torch_training.TorchTraining`), each named
+    where it is wrong, and the pairs that do not go together.
+
+    Parameters
+    ----------
+    spec : TorchTraining
+
+    Raises
+    ------
+    WorkflowError
+    """
+    for name in ("workers", "batch", "threads"):
+        _integer(spec, name, 1)
+    _integer(spec, "iterations", 1, optional=True)
+    for name, low in (("sync_every", 1), ("staleness", 0), ("prefetch", 0), ("pad", 0), ("loaders", 0)):
+        _integer(spec, name, low)
+    for name in ("compensation", "direct_mb", "cache_mb"):
+        _number(spec, name)
+    for name, allowed in (("allreduce", ("ring", "tree", "ps")), ("priority", ("none", "layer-order")),
+                          ("mode", ("sync", "local", "stale")), ("compression", (None, "fp16", "topk"))):
+        if getattr(spec, name) not in allowed:
+            said = ", ".join(repr(a) for a in allowed[:-1]) + f" or {allowed[-1]!r}"
+            raise WorkflowError(f"{name} must be {said}, got {getattr(spec, name)!r}")
+    if spec.compression is not None and spec.mode == "local":
+        raise WorkflowError("local SGD averages parameters: compression applies to gradients (sync or stale)")
+    if not (isinstance(spec.topk_ratio, (int, float)) and 0 < spec.topk_ratio <= 1):
+        raise WorkflowError(f"topk_ratio must be in (0, 1], got {spec.topk_ratio!r}")
+    if not isinstance(spec.fuse, bool):
+        raise WorkflowError(f"fuse must be True or False, got {spec.fuse!r}")
+    if spec.cache_mb and not spec.loaders:
+        raise WorkflowError("cache_mb is the loaders' cache: give loaders (workers that load the batches)")
+    if spec.loaders and spec.prefetch:
+        raise WorkflowError("loaders run ahead by themselves: prefetch is for loading on the ranks (leave it 0)")

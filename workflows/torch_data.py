@@ -122,7 +122,7 @@ class DatasetSplit:
             h.update(str(int(y)).encode())
 
 
-def open_data(data, pad: int = 0, flip: bool = False) -> tuple:
+def open_data(data, pad: int = 0, flip: bool = False, size: int | None = None) -> tuple:
     """``(train, val)`` splits of ``data``: a folder (:func:`workflows.images.open_dataset`), a
     Dataset (no ``val``), or a pair of Datasets.
 
@@ -131,14 +131,15 @@ def open_data(data, pad: int = 0, flip: bool = False) -> tuple:
     data : path, Dataset or (Dataset, Dataset or None)
     pad : int
     flip : bool
-        The image folders' augmentation: refused with a Dataset.
+    size : int, optional
+        The image folders' augmentation and resizing: refused with a Dataset.
 
     Raises
     ------
     WorkflowError
     """
     if isinstance(data, (str, os.PathLike)):
-        return open_dataset(data)
+        return open_dataset(data, size)
     if isinstance(data, (tuple, list)):
         if len(data) != 2 or data[0] is None:
             raise WorkflowError(f"data as a pair must be (train Dataset, val Dataset or None), got "
@@ -146,9 +147,9 @@ def open_data(data, pad: int = 0, flip: bool = False) -> tuple:
         train, val = DatasetSplit(data[0], "train"), None if data[1] is None else DatasetSplit(data[1], "val")
     else:
         train, val = DatasetSplit(data, "train"), None
-    if pad or flip:
-        raise WorkflowError("pad and flip augment image folders; a Dataset augments its samples itself (its "
-                            "random transforms are seeded per sample and epoch)")
+    if pad or flip or size:
+        raise WorkflowError("pad, flip and size augment and resize image folders; a Dataset transforms its samples "
+                            "itself (its random transforms are seeded per sample and epoch)")
     if val is not None and train.shape() != val.shape():
         raise WorkflowError(f"the train and val datasets' inputs differ in shape: {train.shape()} and {val.shape()}")
     return train, val

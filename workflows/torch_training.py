@@ -54,6 +54,7 @@ from ._builder import GraphBuilder
 from .allreduce import bucket_allreduce
 from .images import augment, collate, decode, epoch_batches, load_samples, read_files
 from .torch_data import DatasetSplit, collate_items, fetch, load_items, open_data
+from .torch_loaders import load_shard, merge_shards, shard_of
 
 __all__ = ["TorchTraining", "DEFAULT_COSTS", "given_state"]
 
@@ -148,6 +149,13 @@ class TorchTraining:
     device : str
         Where the tasks compute and keep the ranks' states (``cpu``, ``cuda``, ``cuda:1``,
         ``auto``: :func:`workflows.torch_tasks.make_model`).
+    size : int, optional
+        Images resized to ``size`` x ``size`` as they are decoded (default: as they are).
+    loaders : int
+        Workers of their own that load the batches (:mod:`workflows.torch_loaders`; 0: each rank
+        loads its own).
+    cache_mb : float
+        With ``loaders``: MB of decoded samples each loader keeps (0: none).
 
     Raises
     ------
@@ -181,48 +189,19 @@ class TorchTraining:
     prefetch: int = 0
     direct_mb: float = DIRECT_MB
     device: str = "cpu"
+    size: int | None = None
+    loaders: int = 0
+    cache_mb: float = 0.0
 
     def __post_init__(self):
-        from .torch_checks import check_sample
+        from .torch_checks import check_options, check_sample
         from .torch_tasks import make_model
 
-        for name in ("workers", "batch", "threads"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise WorkflowError(f"{name} must be an integer >= 1, got {v!r}")
-        it = self.iterations
-        if it is not None and (isinstance(it, bool) or not isinstance(it, (int, np.integer)) or it < 1):
-            raise WorkflowError(f"iterations must be an integer >= 1, got {it!r}")
-        if self.allreduce not in ("ring", "tree", "ps"):
-            raise WorkflowError(f"allreduce must be 'ring', 'tree' or 'ps', got {self.allreduce!r}")
-        if self.priority not in ("none", "layer-order"):
-            raise WorkflowError(f"priority must be 'none' or 'layer-order', got {self.priority!r}")
-        if self.mode not in ("sync", "local", "stale"):
-            raise WorkflowError(f"mode must be 'sync', 'local' or 'stale', got {self.mode!r}")
-        for name, low in (("sync_every", 1), ("staleness", 0)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-                raise WorkflowError(f"{name} must be an integer >= {low}, got {v!r}")
-        if self.compression not in (None, "fp16", "topk"):
-            raise WorkflowError(f"compression must be None, 'fp16' or 'topk', got {self.compression!r}")
-        if self.compression is not None and self.mode == "local":
-            raise WorkflowError("local SGD averages parameters: compression applies to gradients (sync or stale)")
-        if not (isinstance(self.topk_ratio, (int, float)) and 0 < self.topk_ratio <= 1):
-            raise WorkflowError(f"topk_ratio must be in (0, 1], got {self.topk_ratio!r}")
-        if not (isinstance(self.compensation, (int, float)) and math.isfinite(self.compensation)
-                and self.compensation >= 0):
-            raise WorkflowError(f"compensation must be a number >= 0, got {self.compensation!r}")
-        if not isinstance(self.fuse, bool):
-            raise WorkflowError(f"fuse must be True or False, got {self.fuse!r}")
-        if isinstance(self.prefetch, bool) or not isinstance(self.prefetch, (int, np.integer)) or self.prefetch < 0:
-            raise WorkflowError(f"prefetch must be an integer >= 0, got {self.prefetch!r}")
-        if not (isinstance(self.direct_mb, (int, float)) and not isinstance(self.direct_mb, bool)
-                and math.isfinite(self.direct_mb) and self.direct_mb >= 0):
-            raise WorkflowError(f"direct_mb must be a number >= 0, got {self.direct_mb!r}")
-        if isinstance(self.pad, bool) or not isinstance(self.pad, (int, np.integer)) or self.pad < 0:
-            raise WorkflowError(f"pad must be an integer >= 0, got {self.pad!r}")
+        check_options(self)
         counts = _counts(int(self.batch), int(self.workers), self.shares)
-        train, val = open_data(self.data, self.pad, self.flip)
+        train, val = open_data(self.data, self.pad, self.flip, self.size)
+        if self.loaders and isinstance(train, DatasetSplit):
+            raise WorkflowError("loaders load image folders; a Dataset is loaded on the ranks (leave loaders out)")
         if len(train) < self.batch:
             raise WorkflowError(f"batch {self.batch} is larger than the {len(train)} training images in "
                                 f"{train.folder!r}")
@@ -311,8 +290,12 @@ class TorchTraining:
                 else:
                     paths = [self.train.paths[i] for i in samples]
                     spec = (load_samples, paths, samples, self.train.labels[samples], epoch, self.seed, self.pad,
-                            self.flip)
-                if direct and not self.prefetch:
+                            self.flip, self.size)
+                shards = self._shards(task, t, r, samples, epoch, nbytes) if self.loaders else []
+                if shards:  # loaded on the loaders, put together on the rank: in its step, or a task
+                    spec = (merge_shards, len(samples), *shards)
+                    col = None if direct else task("collate", t, r, nbytes, shards, merge_shards, spec[1:])
+                elif direct and not self.prefetch:
                     col = None  # loaded inside the rank's step: its whole chain is one task
                 elif self.fuse:  # one task, after the step `prefetch + 1` iterations before: `prefetch`
                     # batches are loaded ahead of the step that needs them, in the waits for the others
@@ -324,7 +307,7 @@ class TorchTraining:
                     col = task("collate", t, r, nbytes, [items], collate_items, (items,))
                 else:
                     raw = task("read", t, r, nbytes / 4, [], read_files, (paths,))
-                    img = task("decode", t, r, nbytes / 4, [raw], decode, (raw, paths))
+                    img = task("decode", t, r, nbytes / 4, [raw], decode, (raw, paths, self.size))
                     aug = task("augment", t, r, nbytes / 4, [img], augment,
                                (img, samples, epoch, self.seed, self.pad, self.flip))
                     col = task("collate", t, r, nbytes, [aug], collate, (aug, self.train.labels[samples]))
@@ -338,7 +321,8 @@ class TorchTraining:
                 if direct:  # the last iteration's update and this one's step in one task (one hop less)
                     last = [] if not t_local else [outs[q][-1] for q in range(N)]
                     steps[r] = task("forward-backward", t, r, sum(bucket_bytes) + state_size,
-                                    [outs[r][-1] if last else base, *([col] if col else [data[r]] if own else []),
+                                    [outs[r][-1] if last else base,
+                                     *([col] if col else shards or ([data[r]] if own else [])),
                                      *(o for q, o in enumerate(last) if q != r)],
                                     tf.update_and_step, (outs[r][-1] if last else base, col, ctx, weight, t, r, *last),
                                     kwargs=None if col else {"load": spec})
@@ -402,6 +386,21 @@ class TorchTraining:
             b.task(f"e{epoch}.eval", cost["eval"], 64.0, {"category": "eval", "rank": 0}, deps=[state[0]],
                    fn=tt.evaluate, args=(state[0], ctx, self.val))
         return b.graph()
+
+    def _shards(self, task, t: int, r: int, samples, epoch: int, nbytes: float) -> list:
+        """Rank ``r``'s batch of iteration ``t`` as one ``load`` task per loader holding samples
+        of it (:func:`workflows.torch_loaders.shard_of`), each on its loader worker."""
+        N, L = int(self.workers), int(self.loaders)
+        out = []
+        for s, pos in enumerate(shard_of(samples, L)):
+            if not len(pos):
+                continue
+            ids = samples[pos]
+            out.append(task("load", t, r, nbytes / 4 * len(pos) / len(samples), [], load_shard,
+                            ([self.train.paths[i] for i in ids], ids, self.train.labels[ids], pos, epoch, self.seed,
+                             self.pad, self.flip, self.size, float(self.cache_mb)), suffix=str(s), place=N + s,
+                            shard=s))
+        return out
 
     def direct(self) -> bool:
         """Whether the fused graph reduces the gradient directly (synchronous, uncompressed, at

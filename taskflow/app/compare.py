@@ -64,7 +64,14 @@ def compare(graphs, cluster: Cluster, schedulers=None, network: str = "maxmin", 
     Returns
     -------
     list of dict
-        One row per graph and scheduler (:data:`COMPARE_FIELDS`); ``measured_*`` empty where not run.
+        One row per graph, scheduler and repeat (:data:`COMPARE_FIELDS`); ``measured_*`` empty
+        where not run.
+
+    Raises
+    ------
+    TaskflowError
+        A repeat count that is not an integer >= 1, an unknown scheduler, an existing cluster of
+        another size.
     """
     from ..analysis import critical_path, lower_bound
     from ..costs import CostModel

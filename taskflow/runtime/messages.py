@@ -67,8 +67,8 @@ def workers_info(client) -> dict:
     return client.sync(client.scheduler.identity)["workers"]
 
 #: the meta keys a run's graph carries to the scheduler plugin: what schedulers place and order by
-#: (``placed``: worker, stage, rank; every list scheduler: priority)
-PLACING_META = ("worker", "stage", "rank", "priority")
+#: (``placed``: worker, place, stage, rank; every list scheduler: priority)
+PLACING_META = ("worker", "place", "stage", "rank", "priority")
 
 
 def plan_priorities(plan) -> dict:

@@ -42,7 +42,8 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
           scheduler: str = "placed", pad: int = 0, flip: bool = False, seed: int = 0, iterations=None,
           threads: int = 1, client=None, address=None, scheduler_file=None, jobqueue=None, jobqueue_options=None,
           checkpoint=None, resume: bool = True, timeout=None, quiet: bool = False, plot=None,
-          on_epoch=None, fuse=None, prefetch: int = 0, device: str = "auto") -> History:
+          on_epoch=None, fuse=None, prefetch: int = 0, device: str = "auto", size=None, loaders: int = 0,
+          cache_mb: float = 0.0) -> History:
     """Train ``model`` on ``data`` for ``epochs`` epochs, each epoch one task graph on Dask.
 
     Parameters
@@ -101,6 +102,12 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
         Where each task computes and keeps its rank's state: ``auto`` (default: CUDA where the
         worker's torch sees a device, else the CPU), ``cpu``, ``cuda``, ``cuda:1``. Gradients
         are reduced on the CPU. Pipeline stages run on the CPU.
+    size : int, optional
+        Images resized to ``size`` x ``size`` pixels as they are decoded.
+    loaders, cache_mb
+        Workers of their own that load the batches (beside the ranks: the embedded cluster gets
+        ``workers + loaders`` processes), each keeping ``cache_mb`` MB of decoded samples
+        (:mod:`workflows.torch_loaders`); the parameters are the same.
     on_epoch : callable, optional
         Called with the :class:`History` so far as each epoch ends (after its checkpoint): a line
         printed, a file written as the run goes, so that a run stopped after epoch ``k`` has said
@@ -157,7 +164,8 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
                    loss=loss, optimizer=optimizer, workers=workers, batch=batch, allreduce=allreduce,
                    bucket_mb=bucket_mb, priority=priority, pad=pad, flip=flip, seed=seed, iterations=iterations,
                    threads=threads, mode=mode, sync_every=sync_every, staleness=staleness, compensation=compensation,
-                   compression=compression, topk_ratio=topk_ratio, device=device)
+                   compression=compression, topk_ratio=topk_ratio, device=device, size=size, loaders=loaders,
+                   cache_mb=cache_mb)
 
         def make(_shares):
             return TorchTraining(model, data, shares=_shares, **job)
@@ -171,7 +179,8 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
         if by_speed and ck.get("counts"):  # a resumed run goes on with the parts its run had reached
             spec = make(ck["counts"])
         check_resumable(ck, spec, checkpoint, by_speed)  # before any cluster starts
-    c, owned = connect(client, address, scheduler_file, workers, threads, work_stealing=False,
+    c, owned = connect(client, address, scheduler_file, workers + int(getattr(spec, "loaders", 0)), threads,
+                       work_stealing=False,
                        jobqueue=jobqueue, jobqueue_options=jobqueue_options)
     try:
         if owned:  # our own cluster: a chain of short steps does not wait out Dask's message batches
@@ -323,6 +332,8 @@ def _record(history: History, spec, graph, epoch: int, states, report, seconds: 
     state_moved = sum(x.bytes for x in report.trace.transfers
                       if graph.task(x.task).meta.get("category") in STATE)
     parts = breakdown(graph, report.trace, n_it, int(spec.workers), seconds, inside)
+    loaders = int(getattr(spec, "loaders", 0))
+    off = sum(r.finish - r.start for r in report.trace.runs if "place" in graph.task(r.task).meta)
     history.traces.append(epoch_trace(epoch, wall0, graph, report.trace))
     history.epochs.append({
         "epoch": epoch, "loss": sum(v for _, v in losses) / max(1, len(losses)), "val_loss": ev["loss"],
@@ -331,6 +342,8 @@ def _record(history: History, spec, graph, epoch: int, states, report, seconds: 
         "samples_per_second": n_it * spec.batch / seconds, "bytes_per_iteration": moved / n_it,
         "state_bytes_per_iteration": state_moved / n_it, "breakdown": parts.as_dict(),
         "state_bytes": state_bytes(states[0]), "busy": busy, "counts": list(spec.counts),
+        # loaders of their own: the seconds each spent per iteration (their share of the wall time)
+        "loader_seconds_per_iteration": off / (n_it * loaders) if loaders else None,
         # the simulator's prediction of this epoch, from the costs the earlier epochs measured
         "predicted_seconds_per_iteration": report.predicted_makespan / n_it
         if report.costs != "declared" and report.predicted_makespan is not None else None})

@@ -28,6 +28,7 @@ def fingerprint(spec, by_speed: bool = False) -> dict:
     return {"model": spec.ctx.token, "workers": int(spec.workers), "batch": int(spec.batch),
             "counts": "speeds" if by_speed else list(spec.counts), "allreduce": spec.allreduce, "seed": int(spec.seed),
             "iterations": spec.per_epoch, "pad": int(spec.pad), "flip": bool(spec.flip),
+            **({"size": int(spec.size)} if getattr(spec, "size", None) else {}),
             "train": len(spec.train), "data": _data_digest(spec.train, spec.val), "mode": spec.mode, "sync_every": int(spec.sync_every),
             "staleness": int(spec.staleness), "compensation": float(spec.compensation),
             "compression": spec.compression, "topk_ratio": float(spec.topk_ratio)}

@@ -51,7 +51,8 @@ def breakdown(graph, trace, iterations: int, ranks: int, seconds: float, inside_
     """An epoch's :class:`Breakdown` from its graph's categories and its trace: each run's time by
     its task's category, the seconds outputs took to move (communication), loading done inside
     fused tasks (``inside_loading``, seconds in all, moved from compute to loading); per iteration
-    and rank, the rest of ``seconds`` (the epoch's wall time) is scheduling and waiting.
+    and rank, the rest of ``seconds`` (the epoch's wall time) is scheduling and waiting (for loaders
+    on workers of their own too: their tasks, ``meta["place"]``, are not the ranks' time).
 
     Parameters
     ----------
@@ -64,7 +65,10 @@ def breakdown(graph, trace, iterations: int, ranks: int, seconds: float, inside_
     per = 1.0 / max(1, iterations * ranks)
     sums = {"compute": 0.0, "loading": inside_loading, "communication": 0.0}
     for r in trace.runs:
-        kind = graph.task(r.task).meta.get("category", "other")
+        md = graph.task(r.task).meta
+        if "place" in md:  # a worker of its own (a loader): not a rank's time
+            continue
+        kind = md.get("category", "other")
         group = "loading" if kind in LOADING else "compute" if kind in COMPUTE else "communication"
         sums[group] += r.finish - r.start
     sums["compute"] = max(0.0, sums["compute"] - inside_loading)
@@ -150,8 +154,10 @@ class History:
             moved = e["bytes_per_iteration"]
             states = e.get("state_bytes_per_iteration") or 0.0
             why = f" ({format_bytes(states)} of it the ranks' states, moved by the scheduler)" if states else ""
+            ld = e.get("loader_seconds_per_iteration")
+            ld = f"; each loader busy {ld * 1e3:.1f} ms an iteration" if ld else ""
             out.append(f"epoch {e['epoch'] + 1}: loss {e['loss']:.4f}{acc}, {e['seconds']:.2f} s ({per_it}; "
-                       f"{e['samples_per_second']:.0f} samples/s), {format_bytes(moved)} moved per iteration{why}")
+                       f"{e['samples_per_second']:.0f} samples/s), {format_bytes(moved)} moved per iteration{why}{ld}")
         return out
 
     def plot(self, path) -> None:

@@ -64,6 +64,14 @@ def add_arguments(sp) -> None:
                     help="--stages: the pipeline's schedule (default 1f1b)")
     sp.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd", help="(default sgd, momentum 0.9)")
     sp.add_argument("--lr", type=number(float, above=0.0, high=1e3), default=0.05, help="learning rate (default 0.05)")
+    sp.add_argument("--resize", type=number(int, low=1, high=8192), metavar="PIXELS",
+                    help="resize the images to PIXELS x PIXELS as they are decoded (photographs larger than the model "
+                         "needs)")
+    sp.add_argument("--loaders", type=number(int, low=0, high=256), default=0,
+                    help="workers of their own that load the batches, beside the ranks (default 0: each rank loads "
+                         "its own)")
+    sp.add_argument("--cache-mb", type=number(float, low=0.0, high=1e6),
+                    help="with --loaders: MB of decoded samples each loader keeps for the next epochs (default 0)")
     sp.add_argument("--augment", action="store_true", help="random crops (padding of an eighth of the side) and "
                     "horizontal flips, seeded")
     add_scheduler(sp, default="placed")
@@ -163,7 +171,7 @@ def train(args) -> int:
             print(f"wrote the {args.make_data} dataset to {args.data}")
     from workflows.torch_data import open_data
 
-    first, _ = open_data(data)
+    first, _ = open_data(data, size=args.resize)
     shape = first.shape()
     if first.classes is None and ":" not in args.model:
         raise UsageError(f"--model {args.model} is sized by the number of classes, which the Dataset {args.data} does "
@@ -179,9 +187,9 @@ def train(args) -> int:
                topk_ratio=args.topk_ratio or 0.01, stages=args.stages, microbatches=args.microbatches or 4,
                schedule=args.pipeline or "1f1b", pad=pad, flip=args.augment, iterations=args.iterations,
                address=args.address, scheduler_file=args.scheduler_file, timeout=args.timeout, quiet=args.quiet,
-               device=args.device)
+               device=args.device, size=args.resize, loaders=args.loaders, cache_mb=args.cache_mb or 0.0)
     if args.repeat > 1:
-        return _repeated(args, factory, names, job)
+        return _repeated(args, data, factory, names, job)
     docs = []
     for name in names:
         def out(path, name=name):
@@ -209,7 +217,7 @@ def train(args) -> int:
     return 0
 
 
-def _repeated(args, factory, names, job) -> int:
+def _repeated(args, data, factory, names, job) -> int:
     """``--repeat N``: each scheduler's job N times (seeds ``--seed``, ``--seed`` + 1, ...), each
     run's lines as it ends, then one table of the medians and ranges; ``--plot`` one figure of them
     all (the median and a band), ``-o`` every run of every scheduler."""
@@ -309,7 +317,8 @@ def _check_pairs(args) -> None:
              ("--compensation", args.compensation, "--mode stale", args.mode == "stale"),
              ("--topk-ratio", args.topk_ratio, "--compression topk", args.compression == "topk"),
              ("--microbatches", args.microbatches, "--stages", args.stages is not None),
-             ("--pipeline", args.pipeline, "--stages", args.stages is not None))
+             ("--pipeline", args.pipeline, "--stages", args.stages is not None),
+             ("--cache-mb", args.cache_mb, "--loaders", bool(args.loaders)))
     for option, value, needs, given in pairs:
         if value is not None and not given:
             raise UsageError(f"{option} goes with {needs}")
