@@ -72,7 +72,8 @@ def breakdown(graph, trace, iterations: int, ranks: int, seconds: float, inside_
         group = "loading" if kind in LOADING else "compute" if kind in COMPUTE else "communication"
         sums[group] += r.finish - r.start
     sums["compute"] = max(0.0, sums["compute"] - inside_loading)
-    sums["communication"] += sum(x.finish - x.start for x in trace.transfers)
+    # what moves between workers, but not a loader's output: that arrives while the ranks compute
+    sums["communication"] += sum(x.finish - x.start for x in trace.transfers if "place" not in graph.task(x.task).meta)
     parts = {k: v * per for k, v in sums.items()}
     wall = seconds / max(1, iterations)
     return Breakdown(waiting=max(0.0, wall - sum(parts.values())), **parts)
