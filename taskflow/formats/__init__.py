@@ -63,7 +63,7 @@ def to_dot(graph) -> str:
 
 __all__ = ["load_graph", "load_graphs", "save_graph", "load_cluster", "save_cluster", "load_schedule",
            "save_schedule", "detect_format", "graph_from_dict", "graph_to_dict", "to_networkx", "from_networkx",
-           "to_dot", "READ_FORMATS", "WRITE_FORMATS", "graph_text", "with_source", "read_json", "format_for",
+           "to_dot", "READ_FORMATS", "WRITE_FORMATS", "graph_text", "with_source", "read_json", "read_text", "format_for",
            "set_max_bytes", "max_file_bytes", "input_limit"]
 
 READ_FORMATS = ("native", "wfformat", "dax", "stg", "estee")
@@ -99,6 +99,23 @@ def _read_bytes(path: str) -> bytes:
             return data
     except OSError as e:
         raise FormatError(f"{path}: cannot read ({e.strerror})") from None
+
+
+def read_text(path) -> str:
+    """A text file's content, read within the input limits (a regular file of at most
+    ``max_file_bytes()``, UTF-8).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Raises
+    ------
+    FormatError
+        Missing, unreadable, past the limit or not UTF-8 (the file is named).
+    """
+    p = os.fspath(path)
+    return _decode(_read_bytes(p), p)
 
 
 def read_json(path):

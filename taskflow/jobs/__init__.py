@@ -1,0 +1,18 @@
+"""A shared cluster: training jobs arriving over time, job schedulers deciding who runs where.
+
+* :mod:`.model`: :class:`JobCluster` (racks of nodes of workers), :class:`JobTrace`;
+* :mod:`.formats`: the native JSON trace, Tiresias' CSV trace and cluster spec;
+* :mod:`.generate`: seeded traces shaped like Philly's and Helios';
+* :mod:`.simulate`: :func:`simulate_jobs`, the job-level simulator, and :class:`JobRun`'s metrics.
+
+The job schedulers (FIFO, SJF, SRTF, Tiresias' LAS and Gittins, ...) are decision cores
+(:mod:`taskflow.jobscheduling`), one module each in :mod:`schedulers.jobs`.
+"""
+
+from .formats import load_job_cluster, load_trace, save_trace
+from .generate import generate_trace
+from .model import JobCluster, JobTrace
+from .simulate import JobRecord, JobRun, simulate_jobs
+
+__all__ = ["JobCluster", "JobTrace", "load_trace", "save_trace", "load_job_cluster", "generate_trace",
+           "simulate_jobs", "JobRun", "JobRecord"]

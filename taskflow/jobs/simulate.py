@@ -1,0 +1,325 @@
+"""Jobs arriving over time on a shared cluster, simulated at the level of jobs: :func:`simulate_jobs`.
+
+The simulator is the clock and the bookkeeping; the job scheduler (a decision core,
+:mod:`taskflow.jobscheduling`) decides. Events are jobs arriving, jobs finishing and, for a
+scheduler with a ``round``, rounds ending; at each the scheduler gets the event and a
+:class:`~taskflow.jobscheduling.View`, and its decisions are checked and carried out, preemptions
+first. A running job progresses one second of its ``duration`` per second; a job restarted after a
+preemption first spends ``restore`` seconds on its workers restoring its checkpoint (the price of a
+preemption: saving is counted there too). Every decision is checked: a worker given to two jobs, a
+job started before it arrived or twice, or on another number of workers than it asked for, is an
+error naming the scheduler and the job; a scheduler that leaves jobs waiting on an idle cluster
+with nothing left to happen is one too (it would never end).
+
+What comes back (:class:`JobRun`): per job its arrival, first start, finish, completion time,
+queueing delay and preemptions; the busy workers over time; and the metrics the papers report
+(:meth:`JobRun.metrics`): average, median, 95th and 99th percentile job completion time, makespan,
+queueing delay, utilization, finish-time fairness (Themis' rho) and preemptions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..errors import SchedulerError
+from ..jobscheduling import Arrived, Finished, JobScheduler, JobState, Preempt, Start, Tick, View, get_job_scheduler
+from .model import JobCluster, JobTrace
+
+__all__ = ["simulate_jobs", "JobRun", "JobRecord"]
+
+_EPS = 1e-9
+
+
+@dataclasses.dataclass
+class JobRecord:
+    """One job's life in a run."""
+
+    #: the job
+    job: object
+    #: seconds from the trace's start
+    arrival: float
+    #: its first start (None: never started)
+    start: float | None = None
+    #: when it finished (None: not finished)
+    finish: float | None = None
+    #: times it was preempted
+    preemptions: int = 0
+    #: worker-seconds it held workers (restoring included)
+    held: float = 0.0
+    #: each stretch it ran: ``(start, end, workers)``
+    runs: list = dataclasses.field(default_factory=list)
+
+    def longest_wait(self) -> float:
+        """The longest stretch it waited after it arrived (before its first run, or between two)."""
+        ends = [self.arrival] + [b for _, b, _ in self.runs[:-1]]
+        return max((a - e for e, (a, _, _) in zip(ends, self.runs)), default=0.0)
+
+    @property
+    def jct(self) -> float:
+        """Job completion time: finish less arrival."""
+        return self.finish - self.arrival
+
+    @property
+    def queueing(self) -> float:
+        """Seconds from arrival to first start."""
+        return self.start - self.arrival
+
+
+@dataclasses.dataclass
+class JobRun:
+    """What a simulated (or a real) run of a trace did."""
+
+    #: the job scheduler's name
+    scheduler: str
+    #: the cluster's workers
+    workers: int
+    #: per job, in arrival order
+    records: list
+    #: ``(time, busy workers)`` at each change
+    busy: list
+    #: jobs set aside before the run, with why
+    rejected: list = dataclasses.field(default_factory=list)
+
+    def metrics(self) -> dict:
+        """``{"jobs", "avg_jct", "median_jct", "p95_jct", "p99_jct", "makespan", "avg_queueing",
+        "median_queueing", "utilization", "max_rho", "avg_rho", "preemptions"}``: completion times in
+        seconds; utilization the busy share of the workers from the first arrival to the last finish;
+        rho (Themis' finish-time fairness) a job's completion time over the time it would take on an
+        equal share of the cluster among the jobs present in its lifetime (1: fair)."""
+        done = [r for r in self.records if r.finish is not None]
+        jct = np.array([r.jct for r in done]) if done else np.zeros(1)
+        q = np.array([r.queueing for r in done]) if done else np.zeros(1)
+        t0 = min(r.arrival for r in self.records)
+        t1 = max((r.finish for r in done), default=t0)
+        rho = self._rho(done)
+        return {"jobs": len(done), "avg_jct": float(jct.mean()), "median_jct": float(np.median(jct)),
+                "p95_jct": float(np.percentile(jct, 95)), "p99_jct": float(np.percentile(jct, 99)),
+                "makespan": t1 - t0, "avg_queueing": float(q.mean()), "median_queueing": float(np.median(q)),
+                "utilization": self.utilization(t0, t1), "max_rho": float(max(rho, default=float("nan"))),
+                "avg_rho": float(np.mean(rho)) if rho else float("nan"),
+                "preemptions": int(sum(r.preemptions for r in self.records))}
+
+    def utilization(self, t0: float, t1: float) -> float:
+        """The busy share of the workers between ``t0`` and ``t1``.
+
+        Parameters
+        ----------
+        t0, t1 : float
+        """
+        if t1 <= t0:
+            return 0.0
+        area, pts = 0.0, self.busy + [(t1, 0)]
+        for (a, n), (b, _) in zip(pts, pts[1:]):
+            lo, hi = max(a, t0), min(b, t1)
+            if hi > lo:
+                area += n * (hi - lo)
+        return area / (self.workers * (t1 - t0))
+
+    def _rho(self, done) -> list:
+        """Per job, completion time over its time on a 1/N share (N: the jobs present on average)."""
+        if not done:
+            return []
+        present = [(r.arrival, r.finish) for r in done]
+        out = []
+        for r in done:
+            lo, hi = r.arrival, r.finish
+            # the jobs present, averaged over the job's lifetime
+            n = sum(max(0.0, min(hi, b) - max(lo, a)) for a, b in present) / max(hi - lo, _EPS)
+            share = self.workers / max(n, 1.0)
+            alone = r.job.duration * max(1.0, r.job.workers / share)
+            out.append(r.jct / alone)
+        return out
+
+    def to_dict(self) -> dict:
+        """JSON-ready: the scheduler, the metrics, each job's record, the utilization steps."""
+        return {"scheduler": self.scheduler, "workers": self.workers, "metrics": self.metrics(),
+                "jobs": [{"id": r.job.id, "arrival": r.arrival, "start": r.start, "finish": r.finish,
+                          "jct": r.jct if r.finish is not None else None, "preemptions": r.preemptions,
+                          "runs": [[a, b, list(w)] for a, b, w in r.runs]}
+                         for r in self.records],
+                "busy": self.busy, "rejected": [{"id": j.id, "why": why} for j, why in self.rejected]}
+
+
+class _Live:
+    """A job's mutable state in the simulator."""
+
+    __slots__ = ("job", "rec", "workers", "executed", "attained", "since", "run_start", "restore_until",
+                 "waited_since", "last_run", "preempted")
+
+    def __init__(self, job, rec):
+        self.job, self.rec = job, rec
+        self.workers = ()
+        self.executed = self.attained = 0.0
+        self.since = job.arrival  # last time the counters were brought up to date
+        self.run_start = None
+        self.restore_until = job.arrival
+        self.waited_since = job.arrival
+        self.last_run = 0.0
+        self.preempted = False
+
+    def advance(self, t: float) -> None:
+        if self.workers:
+            run = max(0.0, t - max(self.since, self.restore_until))
+            self.executed += run
+            self.attained += run * len(self.workers)
+            self.rec.held += (t - self.since) * len(self.workers)
+        self.since = t
+
+    def finish_time(self) -> float:
+        return max(self.since, self.restore_until) + max(0.0, self.job.duration - self.executed)
+
+
+def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *, restore: float = 0.0,
+                  skip_too_large: bool = False, max_events: int | None = None) -> JobRun:
+    """Run ``trace`` on ``cluster`` under the job scheduler ``scheduler`` (see the module docstring).
+
+    Parameters
+    ----------
+    trace : JobTrace or list of Job
+    cluster : JobCluster, optional
+        Default: the trace's own.
+    scheduler : str or JobScheduler
+        A name (:func:`~taskflow.jobscheduling.get_job_scheduler`) or an instance (its state is
+        changed by the run: give a new one each time).
+    restore : float
+        Seconds a preempted job spends restoring when it starts again.
+    skip_too_large : bool
+        Set aside (in ``rejected``) jobs larger than the cluster instead of refusing the trace.
+    max_events : int, optional
+        Stop with an error past this many events (default: 100 per job plus the rounds the trace's
+        work could need).
+
+    Returns
+    -------
+    JobRun
+
+    Raises
+    ------
+    TaskflowError
+        No cluster, a job larger than it, a decision that breaks a rule (named), a scheduler that
+        would never finish the trace.
+    """
+    from ..errors import UsageError
+
+    trace = trace if isinstance(trace, JobTrace) else JobTrace(list(trace))
+    cluster = cluster or trace.cluster
+    if cluster is None:
+        raise UsageError("a job trace needs a cluster: give one (the trace names none)")
+    sched = scheduler if isinstance(scheduler, JobScheduler) else get_job_scheduler(scheduler)
+    if not (isinstance(restore, (int, float)) and math.isfinite(restore) and restore >= 0):
+        raise UsageError(f"restore must be seconds >= 0, got {restore!r}")
+    jobs, rejected = trace.fit(cluster, skip_too_large)
+    records = [_Live(j, JobRecord(j, j.arrival)) for j in jobs]
+    nodes = cluster.nodes
+    free = set(range(cluster.workers))
+    live: dict = {}  # job id -> _Live, arrived and not finished
+    owner: dict = {}  # worker -> job id
+    busy = [(records[0].job.arrival if records else 0.0, 0)]
+    arrivals = list(records)
+    nxt = 0
+    period = sched.round
+    tick = (arrivals[0].job.arrival + period) if period and arrivals else math.inf
+    limit = max_events or (100 * len(records) + 10 + (int(sum(j.duration for j in jobs) / period) * 2
+                                                      if period else 0))
+    events = 0
+
+    def view(now):
+        states = tuple(JobState(x.job, bool(x.workers), x.workers, x.executed, x.attained,
+                                0.0 if x.workers else now - x.waited_since, x.last_run,
+                                max(0.0, x.job.duration - x.executed) if sched.knows_durations else None,
+                                x.rec.preemptions) for x in live.values())
+        return View(now, tuple(sorted(free)), nodes, states)
+
+    def apply(decisions, now):
+        for d in decisions:
+            if isinstance(d, Preempt):
+                x = live.get(d.job_id)
+                if x is None or not x.workers:
+                    raise SchedulerError(f"job scheduler {sched.name!r} at {now:g} s: preempts job {d.job_id!r}, "
+                                         f"which is not running")
+                for w in x.workers:
+                    free.add(w)
+                    owner.pop(w)
+                x.rec.runs.append((x.run_start, now, x.workers))
+                x.last_run, x.workers, x.waited_since = now - x.run_start, (), now
+                x.rec.preemptions += 1
+                x.preempted = True
+        for d in decisions:
+            if isinstance(d, Start):
+                x = live.get(d.job_id)
+                ws = tuple(d.workers)
+                if x is None or x.workers:
+                    raise SchedulerError(f"job scheduler {sched.name!r} at {now:g} s: starts job {d.job_id!r}, "
+                                         f"which is {'running' if x else 'not waiting (not arrived, or finished)'}")
+                if len(ws) != x.job.workers or len(set(ws)) != len(ws):
+                    raise SchedulerError(f"job scheduler {sched.name!r} at {now:g} s: starts job {d.job_id!r} on "
+                                         f"{len(set(ws))} workers, it asks for {x.job.workers}")
+                taken = [w for w in ws if w not in free]
+                if taken:
+                    w = taken[0]
+                    whose = f"job {owner[w]!r}'s" if w in owner else "not in the cluster"
+                    raise SchedulerError(f"job scheduler {sched.name!r} at {now:g} s: starts job {d.job_id!r} on "
+                                         f"worker {w!r}, which is {whose}")
+                for w in ws:
+                    free.discard(w)
+                    owner[w] = d.job_id
+                x.workers, x.run_start = ws, now
+                x.restore_until = now + (restore if x.preempted else 0.0)
+                if x.rec.start is None:
+                    x.rec.start = now
+            elif not isinstance(d, Preempt):
+                raise SchedulerError(f"job scheduler {sched.name!r}: a decision must be Start or Preempt, got "
+                                     f"{type(d).__name__}")
+        n = cluster.workers - len(free)
+        if busy[-1][0] == now:
+            busy[-1] = (now, n)
+        elif busy[-1][1] != n:
+            busy.append((now, n))
+
+    while nxt < len(arrivals) or live:
+        t_arr = arrivals[nxt].job.arrival if nxt < len(arrivals) else math.inf
+        t_fin = min((x.finish_time() for x in live.values() if x.workers), default=math.inf)
+        if not live and period:  # an empty cluster: the rounds start again with the next arrival
+            tick = max(tick, t_arr)
+        now = min(t_arr, t_fin, tick if live else math.inf)
+        if now == math.inf:  # jobs wait, nothing runs, nothing will arrive: the scheduler is stuck
+            stuck = next(iter(live.values()))
+            raise SchedulerError(f"job scheduler {sched.name!r} leaves job {stuck.job.id!r} waiting on an idle "
+                                 f"cluster with nothing left to happen (it would never finish)")
+        events += 1
+        if events > limit:
+            raise SchedulerError(f"job scheduler {sched.name!r}: more than {limit:,} events for {len(records):,} "
+                                 f"jobs; stopped (does it preempt without end?)")
+        for x in live.values():
+            x.advance(now)
+        # everything that happens at `now` is in the view before the scheduler hears of any of it
+        happened = []
+        for x in [x for x in live.values() if x.workers and x.finish_time() <= now + _EPS]:
+            x.rec.runs.append((x.run_start, now, x.workers))
+            x.executed = x.job.duration
+            for w in x.workers:
+                free.add(w)
+                owner.pop(w)
+            x.workers = ()
+            x.rec.finish = now
+            del live[x.job.id]
+            happened.append(Finished(now, x.job.id, x.attained))
+        while nxt < len(arrivals) and arrivals[nxt].job.arrival <= now:
+            x = arrivals[nxt]
+            nxt += 1
+            x.since = x.waited_since = now
+            live[x.job.id] = x
+            happened.append(Arrived(now, x.job))
+        if period and tick <= now + _EPS:
+            tick = now + period
+            happened.append(Tick(now))
+        for ev in happened:
+            apply(sched.decide(ev, view(now)), now)
+        if live and not any(x.workers for x in live.values()) and nxt >= len(arrivals) and not period:
+            stuck = next(iter(live.values()))
+            raise SchedulerError(f"job scheduler {sched.name!r} leaves job {stuck.job.id!r} waiting on an idle "
+                                 f"cluster with nothing left to happen (it would never finish)")
+    return JobRun(sched.name, cluster.workers, [x.rec for x in records], busy, rejected)

@@ -1,0 +1,382 @@
+"""Job schedulers: which training job gets which workers of a shared cluster, and when.
+
+Two levels, two words. A **job scheduler** (this module) decides which *job* runs on which workers,
+who waits and who is preempted, as jobs arrive over time (the DL-cluster papers: Tiresias, Gandiva,
+Themis, Gavel). A **task scheduler** (:mod:`taskflow.scheduling`) places one graph's *tasks* on the
+workers it is given (HEFT, work stealing, ...). A job's workers are the papers' GPUs.
+
+A job scheduler is a decision core, as distributed's worker state machine is: no clock and no I/O
+of its own. The simulator (:mod:`taskflow.jobs.simulate`) and the Dask runner drive the same
+object: each event (:class:`Arrived`, :class:`Finished`, :class:`Tick`: a round or lease ended)
+comes with a :class:`View` of the cluster at that moment, and :meth:`JobScheduler.decide` returns
+decisions (:class:`Preempt` a running job, :class:`Start` a waiting one on named workers). The
+driver checks every decision (no worker given to two jobs, no job started before it arrived, its
+size) and carries them out, preemptions first.
+
+Job schedulers are found by name, as task schedulers are: ours in the package ``schedulers.jobs``,
+any installed package's under the entry-point group ``taskflow.job_schedulers``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from .errors import SchedulerError, UnknownSchedulerError
+
+__all__ = ["Job", "JobState", "View", "Arrived", "Finished", "Tick", "Start", "Preempt", "JobScheduler",
+           "register_job_scheduler", "get_job_scheduler", "job_scheduler_names", "place", "check_positive",
+           "JOB_ENTRY_POINTS"]
+
+#: the entry-point group through which installed packages provide job schedulers
+JOB_ENTRY_POINTS = "taskflow.job_schedulers"
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """A training job of a trace.
+
+    Parameters
+    ----------
+    id : str
+    arrival : float
+        Seconds from the trace's start.
+    workers : int
+        Workers it asks for (the papers' GPUs); it runs on exactly that many.
+    duration : float
+        Seconds it runs on ``workers`` workers, alone (a trace's, or its profile's).
+    model : str, optional
+        What it trains (a model of the library, or the trace's name for it).
+    iterations : int, optional
+    user : str, optional
+    priority : float
+        Higher first where a job scheduler reads it.
+    deadline : float, optional
+        Seconds from the trace's start.
+    """
+
+    id: str
+    arrival: float
+    workers: int
+    duration: float
+    model: str | None = None
+    iterations: int | None = None
+    user: str | None = None
+    priority: float = 0.0
+    deadline: float | None = None
+
+    @property
+    def service(self) -> float:
+        """Worker-seconds it needs (``workers x duration``)."""
+        return self.workers * self.duration
+
+
+@dataclasses.dataclass(frozen=True)
+class JobState:
+    """A job as the driver sees it at an event.
+
+    Parameters
+    ----------
+    job : Job
+    running : bool
+    workers : tuple
+        The workers it holds (empty while it waits).
+    executed : float
+        Seconds of its duration done so far.
+    attained : float
+        Worker-seconds it has run (Tiresias' attained service: workers x seconds run).
+    waited : float
+        Seconds it has waited since it last ran (or since it arrived).
+    last_run : float
+        Seconds its last run lasted (0 before any).
+    remaining : float or None
+        Seconds of its duration left: given only to a scheduler that knows durations
+        (:attr:`JobScheduler.knows_durations`), None to the others.
+    preemptions : int
+    """
+
+    job: Job
+    running: bool
+    workers: tuple
+    executed: float
+    attained: float
+    waited: float
+    last_run: float
+    remaining: float | None
+    preemptions: int
+
+
+@dataclasses.dataclass(frozen=True)
+class View:
+    """The cluster at an event: the time, the free workers, each worker's node, every job that has
+    arrived and not finished.
+
+    Parameters
+    ----------
+    now : float
+    free : tuple
+        Worker indices, ascending.
+    nodes : tuple
+        ``nodes[w]``: the node worker ``w`` sits in.
+    jobs : tuple of JobState
+        In arrival order.
+    """
+
+    now: float
+    free: tuple
+    nodes: tuple
+    jobs: tuple
+
+    @property
+    def waiting(self) -> list:
+        """The jobs that wait, in arrival order."""
+        return [j for j in self.jobs if not j.running]
+
+    @property
+    def running(self) -> list:
+        """The jobs that run, in arrival order."""
+        return [j for j in self.jobs if j.running]
+
+
+@dataclasses.dataclass(frozen=True)
+class Arrived:
+    """Event: ``job`` arrived at ``time``."""
+
+    time: float
+    job: Job
+
+
+@dataclasses.dataclass(frozen=True)
+class Finished:
+    """Event: the job ``job_id`` finished at ``time`` (its workers are free), having run
+    ``attained`` worker-seconds."""
+
+    time: float
+    job_id: str
+    attained: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Tick:
+    """Event: a round (a lease) ended at ``time``: a preemptive scheduler decides again."""
+
+    time: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Start:
+    """Decision: run the waiting job ``job_id`` on ``workers``."""
+
+    job_id: str
+    workers: tuple
+
+
+@dataclasses.dataclass(frozen=True)
+class Preempt:
+    """Decision: stop the running job ``job_id`` at once (checkpointed; it waits again)."""
+
+    job_id: str
+
+
+class JobScheduler:
+    """The interface of a job scheduler (see the module docstring).
+
+    A subclass sets :attr:`name`, :attr:`summary`, :attr:`preemptive` (whether it ever preempts),
+    :attr:`knows_durations` (it reads :attr:`JobState.remaining`: an oracle) and :attr:`option_names`,
+    and implements :meth:`decide`. Options are keyword arguments, checked by the subclass.
+
+    Parameters
+    ----------
+    **options
+        The scheduler's own (:attr:`option_names`).
+
+    Raises
+    ------
+    SchedulerError
+        An option it does not take.
+    """
+
+    name = "?"
+    summary = ""
+    preemptive = False
+    knows_durations = False
+    option_names: tuple = ()
+    #: seconds between two :class:`Tick` events (a round or lease); None: decide on arrivals and
+    #: finishes alone
+    round: float | None = None
+
+    def __init__(self, **options):
+        unknown = sorted(set(options) - set(self.option_names) - {"placement"})
+        if unknown:
+            raise SchedulerError(f"job scheduler {self.name!r} takes no option {unknown[0]!r} (it takes: "
+                                 f"{', '.join(self.option_names + ('placement',))})")
+        self.options = options
+        self.placement = options.get("placement", "consolidated")
+        if self.placement not in ("consolidated", "spread"):
+            raise SchedulerError(f"placement must be 'consolidated' or 'spread', got {self.placement!r}")
+
+    def decide(self, event, view: View) -> list:
+        """The decisions for ``event``, seeing ``view``.
+
+        Parameters
+        ----------
+        event : Arrived, Finished or Tick
+        view : View
+
+        Returns
+        -------
+        list of Start and Preempt
+        """
+        raise NotImplementedError
+
+    def greedy(self, order, view: View, preempt: bool) -> list:
+        """Decisions that give workers to jobs in ``order`` (a list of :class:`JobState`, the
+        first most entitled): each job that fits in what the jobs before it left runs; with
+        ``preempt``, a running job that no longer fits is preempted (its workers go to the jobs
+        before it), else running jobs keep theirs and the order only says who starts next.
+        Jobs that do not fit are passed over (backfilling), as Tiresias' simulator does.
+
+        Parameters
+        ----------
+        order : list of JobState
+        view : View
+        preempt : bool
+        """
+        total = len(view.nodes)
+        if preempt:
+            keep, left = set(), total
+            for j in order:
+                if j.job.workers <= left:
+                    left -= j.job.workers
+                    keep.add(j.job.id)
+            out = [Preempt(j.job.id) for j in view.running if j.job.id not in keep]
+            free = sorted(set(view.free) | {w for j in view.running if j.job.id not in keep for w in j.workers})
+            starting = [j for j in order if j.job.id in keep and not j.running]
+        else:
+            out, free = [], list(view.free)
+            starting = [j for j in order if not j.running]
+        for j in starting:
+            if j.job.workers <= len(free):
+                ws = place(free, j.job.workers, view.nodes, self.placement)
+                out.append(Start(j.job.id, ws))
+                free = [w for w in free if w not in set(ws)]
+        return out
+
+
+def place(free, n: int, nodes, how: str = "consolidated") -> tuple:
+    """``n`` of the ``free`` workers: ``consolidated`` fills the nodes with the most free workers
+    first (fewest nodes, as Tiresias and Gandiva place a job); ``spread`` takes one worker per node
+    in turn (the most nodes).
+
+    Parameters
+    ----------
+    free : sequence of int
+    n : int
+    nodes : sequence
+        ``nodes[w]``: worker ``w``'s node.
+    how : {"consolidated", "spread"}
+
+    Raises
+    ------
+    SchedulerError
+        Fewer than ``n`` free workers.
+    """
+    if n > len(free):
+        raise SchedulerError(f"{n} workers asked for, {len(free)} free")
+    by_node: dict = {}
+    for w in sorted(free):
+        by_node.setdefault(nodes[w], []).append(w)
+    groups = sorted(by_node.values(), key=lambda ws: (-len(ws), ws[0]))
+    if how == "consolidated":
+        fit = [ws for ws in groups if len(ws) >= n]
+        if fit:  # the fullest node that holds it alone: the smallest that fits
+            return tuple(min(fit, key=lambda ws: (len(ws), ws[0]))[:n])
+        out = []
+        for ws in groups:
+            out += ws[:n - len(out)]
+            if len(out) == n:
+                break
+        return tuple(sorted(out))
+    out, k = [], 0
+    while len(out) < n:
+        for ws in groups:
+            if k < len(ws) and len(out) < n:
+                out.append(ws[k])
+        k += 1
+    return tuple(sorted(out))
+
+
+_REGISTRY: dict = {}
+
+
+def register_job_scheduler(cls):
+    """Register a :class:`JobScheduler` subclass under its ``name`` (a class decorator).
+
+    Parameters
+    ----------
+    cls : type
+    """
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def _entry_points() -> dict:
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep for ep in entry_points(group=JOB_ENTRY_POINTS)}
+
+
+def job_scheduler_names() -> list:
+    """Every job scheduler's name (registered, or an installed package's entry point), sorted."""
+    return sorted(set(_REGISTRY) | set(_entry_points()))
+
+
+def get_job_scheduler(name, **options) -> JobScheduler:
+    """A new job scheduler by name.
+
+    Parameters
+    ----------
+    name : str
+    **options
+        Its options.
+
+    Raises
+    ------
+    UnknownSchedulerError
+        No job scheduler of that name.
+    SchedulerError
+        A bad option.
+    """
+    key = str(name).strip().lower()
+    cls = _REGISTRY.get(key)
+    if cls is None:
+        ep = _entry_points().get(key)
+        if ep is None:
+            raise UnknownSchedulerError(name, job_scheduler_names())
+        try:
+            cls = ep.load()
+        except Exception as e:  # noqa: BLE001 - a broken plugin: name it
+            raise SchedulerError(f"job scheduler {key!r} ({ep.value}) cannot be loaded: {e}") from None
+        _REGISTRY[key] = cls
+    return cls(**options)
+
+
+def check_positive(name: str, value, allow_zero: bool = False) -> float:
+    """``value`` as a float, finite and > 0 (>= 0 with ``allow_zero``): a job scheduler's option.
+
+    Parameters
+    ----------
+    name : str
+        The option, to name it.
+    value : object
+    allow_zero : bool
+
+    Raises
+    ------
+    SchedulerError
+    """
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+        and (value >= 0 if allow_zero else value > 0)
+    if not ok:
+        raise SchedulerError(f"{name} must be a number {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+    return float(value)

@@ -1,0 +1,233 @@
+"""A shared cluster: job traces (native, Tiresias' CSV), the job schedulers as decision cores, and
+the job-level simulator's exact completion times on hand-computed traces; every decision checked."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from taskflow.errors import FormatError, SchedulerError, TaskflowError, UnknownSchedulerError
+from taskflow.jobs import JobCluster, JobTrace, generate_trace, load_job_cluster, load_trace, save_trace, simulate_jobs
+from taskflow.jobscheduling import Job, JobScheduler, Preempt, Start, get_job_scheduler, job_scheduler_names, place
+
+TWO = JobCluster(1, 1, 2)
+#: A holds both workers from 0; B (both) arrives at 1; C (one) at 2
+ABC = [Job("A", 0, 2, 10), Job("B", 1, 2, 5), Job("C", 2, 1, 3)]
+
+
+def times(run) -> dict:
+    return {r.job.id: (r.start, r.finish, r.preemptions) for r in run.records}
+
+
+# ----------------------------------------------------------------------------- hand-computed runs
+def test_fifo_runs_in_arrival_order_and_the_head_blocks_the_rest():
+    assert times(simulate_jobs(ABC, TWO, "fifo")) == {"A": (0, 10, 0), "B": (10, 15, 0), "C": (15, 18, 0)}
+    # C (one worker) could start beside nothing at 10, but B arrived first: strict order, C waits
+    run = simulate_jobs([Job("A", 0, 1, 4), Job("B", 1, 2, 2), Job("C", 2, 1, 1)], TWO, "fifo")
+    assert times(run) == {"A": (0, 4, 0), "B": (4, 6, 0), "C": (6, 7, 0)}
+
+
+def test_sjf_starts_the_fewest_workers_first_and_backfills():
+    assert times(simulate_jobs(ABC, TWO, "sjf")) == {"A": (0, 10, 0), "B": (13, 18, 0), "C": (10, 13, 0)}
+    run = simulate_jobs([Job("A", 0, 1, 4), Job("B", 1, 2, 2), Job("C", 2, 1, 1)], TWO, "sjf")
+    assert times(run) == {"A": (0, 4, 0), "C": (2, 3, 0), "B": (4, 6, 0)}  # C beside A, B after
+
+
+def test_srtf_preempts_for_the_shortest_remaining_and_leaves_a_worker_idle_rather_than_break_the_order():
+    run = simulate_jobs(ABC, TWO, "srtf")
+    # 1: B (5 left) displaces A (9 left); 2: C (3) displaces B (4): C holds one worker, B and A (two
+    # each) do not fit in the other; 5: B; 9: A
+    assert times(run) == {"A": (0, 18, 1), "B": (1, 9, 1), "C": (2, 5, 0)}
+    m = run.metrics()
+    assert m["avg_jct"] == pytest.approx((18 + 8 + 3) / 3) and m["preemptions"] == 2
+    assert m["utilization"] == pytest.approx((2 * 18 - 3) / (2 * 18))  # one worker idle from 2 to 5
+
+
+def test_a_preempted_job_pays_its_restore_on_restart():
+    run = simulate_jobs(ABC, TWO, "srtf", restore=0.5)
+    # B restarts at 5 and restores until 5.5; A restarts at 9.5 and restores until 10
+    assert times(run) == {"A": (0, 19.0, 1), "B": (1, 9.5, 1), "C": (2, 5, 0)}
+
+
+def test_las_queues_by_attained_worker_seconds_and_preempts_at_its_rounds():
+    sched = get_job_scheduler("las", thresholds=(4,), round=1)
+    run = simulate_jobs(ABC, TWO, sched)
+    # 2: A has 4 worker-seconds (queue 1), B none: B displaces A; 4: B reaches queue 1, C (queue 0)
+    # runs, A and B (two each) do not fit beside it; 7: A (first in queue 1), then B
+    assert times(run) == {"A": (0, 15, 1), "B": (2, 18, 1), "C": (4, 7, 0)}
+
+
+def test_las_without_thresholds_reached_is_first_come_first_served_and_its_guard_promotes_the_starved():
+    assert times(simulate_jobs(ABC, TWO, "las")) == times(simulate_jobs(ABC, TWO, "fifo"))
+    # L runs 5 s (10 worker-seconds: queue 1); then a stream of short jobs (queue 0) keeps it waiting
+    jobs = [Job("L", 0, 2, 30)] + [Job(f"S{k}", 5 + 2 * k, 2, 2) for k in range(10)]
+    plain = simulate_jobs(jobs, TWO, get_job_scheduler("las", thresholds=(10,), round=1))
+    assert plain.records[0].finish == 50  # starved until the stream ends at 25, then 25 s more
+    guard = simulate_jobs(jobs, TWO, get_job_scheduler("las", thresholds=(10,), round=1, promote=1.0))
+    assert plain.records[0].longest_wait() == 20
+    # waited as long as it last ran (5 s): back in queue 0, first come, it runs again at 10
+    assert guard.records[0].runs[1][0] == 10 and guard.records[0].longest_wait() <= 5 + 1
+    assert max(r.finish for r in guard.records) == 50  # work conserved: the same last finish
+
+
+def test_gittins_runs_the_job_likeliest_to_finish_within_its_quantum():
+    # past jobs were 2 or 20 worker-seconds: a job that has run 1 worker-second at 1 worker is
+    # likely to end within a quantum of 3 (index 1/2), one that has run 3 is not (it is one of the
+    # 20s): the newcomer (attained 0) goes before the old one in the same queue
+    g = get_job_scheduler("gittins", thresholds=(100,), round=1, distribution=[2, 2, 2, 20])
+    assert g.index(0, 3) > g.index(3, 3) == pytest.approx(0.0)
+    jobs = [Job("old", 0, 1, 20), Job("new", 3, 1, 2)]
+    run = simulate_jobs(jobs, JobCluster(1, 1, 1), g)
+    assert times(run) == {"old": (0, 22, 1), "new": (3, 5, 0)}  # LAS would finish new at 22
+    assert times(simulate_jobs(jobs, JobCluster(1, 1, 1), get_job_scheduler("las", thresholds=(100,))))["new"][1] == 22
+
+
+# ----------------------------------------------------------------------------- every decision checked
+class _Greedy(JobScheduler):
+    name, how = "bad", "double"
+
+    def decide(self, event, view):
+        w = view.free[:1] or (0,)
+        return [Start(j.job.id, w * j.job.workers if self.how == "double" else w) for j in view.waiting]
+
+
+@pytest.mark.parametrize("how, message", [("double", "asks for 2"), ("taken", "which is job 'A''s")])
+def test_a_decision_that_breaks_a_rule_is_named(how, message):
+    s = _Greedy()
+    s.how = how
+    jobs = [Job("A", 0, 1, 5), Job("B", 0, 2, 5)] if how == "double" else [Job("A", 0, 1, 5), Job("B", 1, 1, 5)]
+    if how == "taken":
+        s.decide = lambda event, view: [Start(j.job.id, (0,)) for j in view.waiting]
+    with pytest.raises(SchedulerError, match=message):
+        simulate_jobs(jobs, TWO, s)
+
+
+def test_a_scheduler_that_never_starts_a_job_is_an_error_not_a_hang():
+    class Idle(JobScheduler):
+        name = "idle"
+
+        def decide(self, event, view):
+            return []
+    with pytest.raises(SchedulerError, match="waiting on an idle cluster"):
+        simulate_jobs(ABC, TWO, Idle())
+
+    class Flap(JobScheduler):  # preempts and restarts for ever
+        name, round = "flap", 1.0
+
+        def decide(self, event, view):
+            return [Preempt(j.job.id) for j in view.running] + [Start(j.job.id, view.free[:j.job.workers])
+                                                                for j in view.waiting[:0]]
+    with pytest.raises(SchedulerError, match="idle cluster|events"):
+        simulate_jobs([Job("A", 0, 1, 1e6)], TWO, Flap())
+
+
+def test_invariants_hold_on_a_generated_loaded_trace_for_every_scheduler():
+    cluster = JobCluster(2, 2, 4)
+    trace = generate_trace(300, seed=3, cluster=cluster, load=1.2, median_duration=600)
+    for name in job_scheduler_names():
+        run = simulate_jobs(trace, cluster, get_job_scheduler(name, **({"round": 120} if name in ("las", "gittins")
+                                                                         else {})), restore=5)
+        m = run.metrics()
+        assert m["jobs"] == 300 and 0 < m["utilization"] <= 1.0 + 1e-9
+        for r in run.records:  # none started before it arrived; every job ran its whole duration
+            assert r.start >= r.arrival and r.finish >= r.start + r.job.duration - 1e-6
+        assert all(0 <= n <= cluster.workers for _, n in run.busy)
+        if not get_job_scheduler(name).preemptive:
+            assert m["preemptions"] == 0
+    srtf, fifo = (simulate_jobs(trace, cluster, n).metrics()["avg_jct"] for n in ("srtf", "fifo"))
+    assert srtf < fifo  # the oracle beats first come, first served on a loaded heavy-tailed trace
+
+
+def test_placement_consolidates_or_spreads():
+    nodes = (0, 0, 0, 0, 1, 1, 1, 1)
+    assert place([1, 2, 4, 5, 6, 7], 3, nodes) == (4, 5, 6)  # the node that holds it alone
+    assert place([1, 2, 4, 5, 6], 3, nodes) == (4, 5, 6)
+    assert place([0, 1, 4, 5], 4, nodes) == (0, 1, 4, 5)
+    assert place([0, 1, 2, 4, 5, 6], 4, nodes, "spread") == (0, 1, 4, 5)
+    with pytest.raises(SchedulerError, match="3 workers asked for, 2 free"):
+        place([0, 1], 3, nodes)
+
+
+# ----------------------------------------------------------------------------- traces on disk
+TIRESIAS = """job_id,num_gpu,submit_time,iterations,model_name,duration,interval
+1,2,0,1000,resnet50,10,0
+2,2,1,500,vgg16,5,0
+3,1,2,300,resnet50,3,0
+"""
+
+
+def test_a_tiresias_trace_and_cluster_spec_load_as_they_are(tmp_path):
+    (tmp_path / "t.csv").write_text(TIRESIAS)
+    (tmp_path / "c.csv").write_text("num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n"
+                                    "1,1,2,32,128\n")
+    trace, cluster = load_trace(tmp_path / "t.csv"), load_job_cluster(tmp_path / "c.csv")
+    assert [(j.id, j.arrival, j.workers, j.duration, j.model, j.iterations) for j in trace.jobs] == [
+        ("1", 0, 2, 10, "resnet50", 1000), ("2", 1, 2, 5, "vgg16", 500), ("3", 2, 1, 3, "resnet50", 300)]
+    assert cluster.workers == 2 and cluster.cores_per_node == 32 and cluster.memory_per_node == 128
+    assert times(simulate_jobs(trace, cluster, "srtf")) == {"1": (0, 18, 1), "2": (1, 9, 1), "3": (2, 5, 0)}
+    save_trace(trace, tmp_path / "n.json")  # the native format, and back
+    again = load_trace(tmp_path / "n.json")
+    assert again.jobs == trace.jobs and json.loads((tmp_path / "n.json").read_text())["format"] == "taskflow-jobs/1"
+    save_trace(again, tmp_path / "t2.csv")
+    assert load_trace(tmp_path / "t2.csv").jobs == trace.jobs
+
+
+@pytest.mark.parametrize("text, message", [
+    ("job_id,num_gpu,submit_time\n1,2,0\n", "needs the column(s) iterations, model_name, duration, interval"),
+    (TIRESIAS.replace("1,2,0,1000", "1,2,-4,1000"), "line 2, job '1': arrival must be >= 0, got -4"),
+    (TIRESIAS.replace("2,2,1,500", "2,two,1,500"), "line 3, job '2': num_gpu must be a whole number"),
+    (TIRESIAS.replace(",5,0\n", ",nan,0\n"), "line 3, job '2': duration must be a number"),
+    (TIRESIAS.replace("3,1,2,300", "3,0,2,300"), "job '3': workers must be >= 1"),
+    ("job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n", "a trace of no job"),
+])
+def test_a_wrong_trace_is_one_line_naming_the_line_the_job_and_the_field(tmp_path, text, message):
+    (tmp_path / "t.csv").write_text(text)
+    with pytest.raises(FormatError, match=message.replace("(", r"\(").replace(")", r"\)")) as e:
+        load_trace(tmp_path / "t.csv")
+    assert "\n" not in str(e.value)
+
+
+def test_a_job_larger_than_the_cluster_is_refused_or_set_aside_and_a_cluster_needs_workers(tmp_path):
+    jobs = [Job("big", 0, 4, 1), Job("ok", 0, 1, 1)]
+    with pytest.raises(FormatError, match="job 'big' asks for 4 workers, the cluster has 2"):
+        simulate_jobs(jobs, TWO, "fifo")
+    run = simulate_jobs(jobs, TWO, "fifo", skip_too_large=True)
+    assert [r.job.id for r in run.records] == ["ok"] and run.to_dict()["rejected"][0]["id"] == "big"
+    (tmp_path / "c.csv").write_text("num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n"
+                                    "1,0,8,32,128\n")
+    with pytest.raises(FormatError, match="nodes_per_rack must be an integer >= 1"):
+        load_job_cluster(tmp_path / "c.csv")
+    with pytest.raises(FormatError, match="appears twice"):
+        JobTrace([Job("x", 0, 1, 1), Job("x", 1, 1, 1)])
+    (tmp_path / "n.json").write_text(json.dumps({"format": "taskflow-jobs/1", "jobs": [
+        {"id": "a", "arrival": 0, "workers": 1}]}))
+    with pytest.raises(FormatError, match=r"job 1 \('a'\): missing field 'duration'"):
+        load_trace(tmp_path / "n.json")
+
+
+def test_unknown_schedulers_and_options_are_named():
+    with pytest.raises(UnknownSchedulerError, match="unknown scheduler 'lifo'.*known schedulers: fifo, gittins, las"):
+        get_job_scheduler("lifo")
+    with pytest.raises(SchedulerError, match="takes no option 'quantum'"):
+        get_job_scheduler("las", quantum=3)
+    with pytest.raises(SchedulerError, match="thresholds must be"):
+        get_job_scheduler("las", thresholds=(5, 2))
+    with pytest.raises(TaskflowError, match="round must be a number > 0"):
+        get_job_scheduler("gittins", round=0)
+
+
+def test_generated_traces_are_seeded_and_shaped_as_asked():
+    cluster = JobCluster(1, 4, 8)
+    a, b = generate_trace(2000, seed=1, cluster=cluster), generate_trace(2000, seed=1, cluster=cluster)
+    assert a.jobs == b.jobs and a.jobs != generate_trace(2000, seed=2, cluster=cluster).jobs
+    ws = [j.workers for j in a.jobs]
+    assert set(ws) <= {1, 2, 4, 8, 16, 32} and ws.count(1) > len(ws) / 2
+    d = sorted(j.duration for j in a.jobs)
+    assert d[len(d) // 2] == pytest.approx(1200, rel=0.15) and d[-1] > 20 * d[len(d) // 2]  # heavy-tailed
+    arr = [j.arrival for j in a.jobs]
+    offered = sum(j.service for j in a.jobs) / (arr[-1] - arr[0]) / cluster.workers
+    assert 0.4 < offered < 2.5  # about the 0.9 load asked for (a heavy tail makes it noisy)
+    day = generate_trace(3000, seed=1, rate=120, arrivals="diurnal", swing=0.8)
+    hours = [int(j.arrival // 3600) % 24 for j in day.jobs]
+    assert hours.count(6) > 2 * hours.count(18)  # the rate peaks a quarter day in, ebbs three quarters in
