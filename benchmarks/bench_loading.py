@@ -34,95 +34,18 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_torch beside it
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import taskflow  # noqa: E402
 from taskflow.checks import format_bytes  # noqa: E402
-from workflows.images import augment, collate, decode, load_batch, read_files, write_synthetic  # noqa: E402
+from workflows.images import augment, collate, decode, read_files, write_synthetic  # noqa: E402
 from workflows.torch_models import small_cnn  # noqa: E402
 from workflows.torch_training import TorchTraining  # noqa: E402
-
-OPTIMIZER = functools.partial(torch.optim.SGD, lr=0.05, momentum=0.9)
+from bench_torch import OPTIMIZER, run_ddp  # noqa: E402
 CACHE_MB = 64.0
-
-
-class _RankBatches(torch.utils.data.Dataset):
-    """A DataLoader's items: the rank's batches of an epoch, each loaded as our tasks load it."""
-
-    def __init__(self, spec, rank: int, epoch: int):
-        self.spec, self.epoch = spec, epoch
-        self.batches = [ranks[rank] for ranks in spec.batches(epoch)]
-
-    def __len__(self):
-        return len(self.batches)
-
-    def __getitem__(self, k):
-        s = self.spec
-        x, y = load_batch(s.train, self.batches[k], self.epoch, s.seed, s.pad, s.flip)
-        return torch.from_numpy(x), torch.from_numpy(y)
-
-
-def _ddp_rank(rank: int, world: int, port: int, spec_kw: dict, epochs: int, per_rank: int, out):
-    import torch.distributed as dist
-    from torch.nn.parallel import DistributedDataParallel as DDP
-
-    from workflows.torch_tasks import evaluate
-
-    torch.set_num_threads(1)
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=world)
-    spec = TorchTraining(**spec_kw)
-    torch.manual_seed(spec.seed)
-    model = spec.ctx.model()
-    ddp = DDP(model, bucket_cap_mb=25)
-    opt = spec.ctx.optimizer(ddp.parameters())
-    times, accs, waits = [], [], 0.0
-    for epoch in range(epochs):
-        loader = torch.utils.data.DataLoader(_RankBatches(spec, rank, epoch), batch_size=None,
-                                             num_workers=per_rank, prefetch_factor=2 if per_rank else None)
-        dist.barrier()
-        t0 = time.perf_counter()
-        ddp.train()
-        it = iter(loader)
-        for _ in range(len(loader)):
-            w = time.perf_counter()
-            x, y = next(it)
-            if epoch == epochs - 1:
-                waits += time.perf_counter() - w
-            opt.zero_grad()
-            spec.ctx.loss(ddp(x), y).backward()
-            opt.step()
-        if rank == 0 and spec.val is not None:
-            state = {"params": [p.detach() for p in model.parameters()], "buffers": list(model.buffers())}
-            accs.append(evaluate(state, spec.ctx, spec.val)["accuracy"])
-        dist.barrier()
-        times.append(time.perf_counter() - t0)
-    if rank == 0:
-        out.put({"times": times, "accuracy": accs, "wait": waits / max(1, spec.per_epoch),
-                 "params": [p.detach().numpy().copy() for p in model.parameters()]})
-    dist.destroy_process_group()
-
-
-def run_ddp(spec_kw: dict, epochs: int, per_rank: int) -> dict:
-    import socket
-
-    import torch.multiprocessing as mp
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    procs = [ctx.Process(target=_ddp_rank, args=(r, spec_kw["workers"], port, spec_kw, epochs, per_rank, q))
-             for r in range(spec_kw["workers"])]
-    for p in procs:
-        p.start()
-    out = q.get(timeout=1800)
-    for p in procs:
-        p.join(60)
-    return out
 
 
 def run_ours(spec_kw: dict, epochs: int, loaders: int, cache_mb: float):
@@ -194,8 +117,8 @@ def loading_job(data: str, workers: int = 2, loaders: int = 2, epochs: int = 3, 
                                                                                     "augment", "collate"))
           + f"; a rank's batch loads in {load_ms:.1f} ms, its step takes {per['step']:.1f} ms")
     per_rank = max(1, loaders // workers)
-    sides = {f"DDP, DataLoader of {per_rank} process(es) a rank": run_ddp(spec_kw, epochs, per_rank),
-             "DDP, each rank loading (num_workers=0)": run_ddp(spec_kw, epochs, 0)}
+    sides = {f"DDP, DataLoader of {per_rank} process(es) a rank": run_ddp(spec_kw, epochs, loader_procs=per_rank),
+             "DDP, each rank loading (num_workers=0)": run_ddp(spec_kw, epochs, loader_procs=0)}
     ours = {"taskflow, ranks loading (prefetch 1)": run_ours(spec_kw, epochs, 0, 0.0),
             f"taskflow, {loaders} loaders": run_ours(spec_kw, epochs, loaders, 0.0),
             f"taskflow, {loaders} loaders with a cache": run_ours(spec_kw, epochs, loaders, CACHE_MB)}

@@ -46,7 +46,25 @@ from workflows.torch_training import TorchTraining  # noqa: E402
 OPTIMIZER = functools.partial(torch.optim.SGD, lr=0.05, momentum=0.9)
 
 
-def _ddp_rank(rank: int, world: int, port: int, spec_kw: dict, epochs: int, out):
+class RankBatches(torch.utils.data.Dataset):
+    """A DataLoader's items: a rank's batches of an epoch, each loaded as our tasks load it."""
+
+    def __init__(self, spec, rank: int, epoch: int):
+        self.spec, self.epoch = spec, epoch
+        self.batches = [ranks[rank] for ranks in spec.batches(epoch)]
+
+    def __len__(self):
+        return len(self.batches)
+
+    def __getitem__(self, k):
+        s = self.spec
+        x, y = load_batch(s.train, self.batches[k], self.epoch, s.seed, s.pad, s.flip)
+        return torch.from_numpy(x), torch.from_numpy(y)
+
+
+def _ddp_rank(rank: int, world: int, port: int, spec_kw: dict, epochs: int, out, loader_procs=None):
+    """A DDP rank; its batches loaded in the rank before each step (``loader_procs`` None), or by
+    a DataLoader of ``loader_procs`` worker processes (prefetch factor 2)."""
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -60,16 +78,22 @@ def _ddp_rank(rank: int, world: int, port: int, spec_kw: dict, epochs: int, out)
     model = spec.ctx.model()
     ddp = DDP(model, bucket_cap_mb=25)
     opt = spec.ctx.optimizer(ddp.parameters())
-    times, accs = [], []
+    times, accs, waits = [], [], 0.0
     for epoch in range(epochs):
+        data = RankBatches(spec, rank, epoch)
+        if loader_procs is not None:
+            data = torch.utils.data.DataLoader(data, batch_size=None, num_workers=loader_procs,
+                                               prefetch_factor=2 if loader_procs else None)
         dist.barrier()
         t0 = time.perf_counter()
         ddp.train()
-        for ranks in spec.batches(epoch):
-            x, y = load_batch(spec.train, ranks[rank], epoch, spec.seed, spec.pad, spec.flip)
+        it = iter(data)
+        for _ in range(len(data)):
+            w = time.perf_counter()
+            x, y = next(it)
+            waits += time.perf_counter() - w if epoch == epochs - 1 else 0.0
             opt.zero_grad()
-            loss = spec.ctx.loss(ddp(torch.from_numpy(x)), torch.from_numpy(y))
-            loss.backward()
+            spec.ctx.loss(ddp(x), y).backward()
             opt.step()
         if rank == 0 and spec.val is not None:
             state = {"params": [p.detach() for p in model.parameters()], "buffers": list(model.buffers())}
@@ -77,11 +101,14 @@ def _ddp_rank(rank: int, world: int, port: int, spec_kw: dict, epochs: int, out)
         dist.barrier()
         times.append(time.perf_counter() - t0)
     if rank == 0:
-        out.put({"times": times, "accuracy": accs, "params": [p.detach().numpy().copy() for p in model.parameters()]})
+        out.put({"times": times, "accuracy": accs, "wait": waits / max(1, spec.per_epoch),
+                 "params": [p.detach().numpy().copy() for p in model.parameters()]})
     dist.destroy_process_group()
 
 
-def run_ddp(spec_kw: dict, epochs: int, cpus: dict | None = None) -> dict:
+def run_ddp(spec_kw: dict, epochs: int, cpus: dict | None = None, loader_procs: int | None = None) -> dict:
+    """DDP on ``spec_kw["workers"]`` spawned processes (see :func:`_ddp_rank`); ``cpus``: rank ->
+    cores (a cgroup CPU limit from its start)."""
     import socket
 
     import torch.multiprocessing as mp
@@ -91,7 +118,7 @@ def run_ddp(spec_kw: dict, epochs: int, cpus: dict | None = None) -> dict:
         port = s.getsockname()[1]
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    procs = [ctx.Process(target=_ddp_rank, args=(r, spec_kw["workers"], port, spec_kw, epochs, q))
+    procs = [ctx.Process(target=_ddp_rank, args=(r, spec_kw["workers"], port, spec_kw, epochs, q, loader_procs))
              for r in range(spec_kw["workers"])]
     for p in procs:
         p.start()
