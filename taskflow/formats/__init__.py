@@ -132,7 +132,7 @@ def read_json(path):
         Missing, unreadable, past a limit or malformed (the file is named).
     """
     p = os.fspath(path)
-    return parse_json(_decode(_read_bytes(p), p), p)
+    return parse_json(read_text(p), p)
 
 
 def _decode(data: bytes, source: str) -> str:
