@@ -7,7 +7,7 @@ import argparse
 
 from ... import __version__
 from ...formats import WRITE_FORMATS
-from . import advising, commands, running, training
+from . import advising, commands, jobs, running, training
 from .options import (COUNT, NOISE, NONNEGATIVE, RETRIES, SCALE, SECONDS, add_chrome_trace, add_cluster, add_cores,
                       add_dashboard, add_graph, add_graphs, add_network, add_output, add_plot, add_quiet, add_scheduler,
                       add_seed, add_speeds)
@@ -302,6 +302,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "prices; the Pareto front of makespan and cost")
     advising.add_arguments(sp)
     sp.set_defaults(func=advising.advise)
+
+    sp = sub.add_parser("jobs", help="a shared cluster: job schedulers (FIFO, SJF, SRTF, Tiresias' LAS and Gittins) "
+                        "simulated on a trace of training jobs; or generate a trace")
+    jobs.add_arguments(sp)
+    sp.set_defaults(func=jobs.jobs)
 
     sp = sub.add_parser("train", help="train a PyTorch model on Dask workers, an epoch per task graph (needs the "
                         "torch extra)")
