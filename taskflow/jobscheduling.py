@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import NamedTuple
 
 from .errors import SchedulerError, UnknownSchedulerError
 
@@ -71,8 +72,7 @@ class Job:
         return self.workers * self.duration
 
 
-@dataclasses.dataclass(frozen=True)
-class JobState:
+class JobState(NamedTuple):
     """A job as the driver sees it at an event.
 
     Parameters

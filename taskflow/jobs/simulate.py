@@ -20,6 +20,7 @@ queueing delay, utilization, finish-time fairness (Themis' rho) and preemptions.
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import math
 
 import numpy as np
@@ -119,19 +120,27 @@ class JobRun:
         return area / (self.workers * (t1 - t0))
 
     def _rho(self, done) -> list:
-        """Per job, completion time over its time on a 1/N share (N: the jobs present on average)."""
+        """Per job, completion time over its time on a 1/N share (N: the jobs present, on average
+        over its lifetime: the integral of the count of jobs present, from prefix sums)."""
         if not done:
             return []
-        present = [(r.arrival, r.finish) for r in done]
-        out = []
-        for r in done:
-            lo, hi = r.arrival, r.finish
-            # the jobs present, averaged over the job's lifetime
-            n = sum(max(0.0, min(hi, b) - max(lo, a)) for a, b in present) / max(hi - lo, _EPS)
-            share = self.workers / max(n, 1.0)
-            alone = r.job.duration * max(1.0, r.job.workers / share)
-            out.append(r.jct / alone)
-        return out
+        a = np.array([r.arrival for r in done])
+        f = np.array([r.finish for r in done])
+        times = np.concatenate([a, f])
+        steps = np.concatenate([np.ones(len(a)), -np.ones(len(f))])
+        order = np.argsort(times, kind="stable")
+        t, count = times[order], np.cumsum(steps[order])  # jobs present from t[k] to t[k + 1]
+        area = np.concatenate([[0.0], np.cumsum(count[:-1] * np.diff(t))])  # the integral up to t[k]
+
+        def integral(x):
+            k = np.searchsorted(t, x, side="right") - 1
+            return area[k] + count[k] * (x - t[k])
+        n = (integral(f) - integral(a)) / np.maximum(f - a, _EPS)
+        work = np.array([r.job.duration for r in done])
+        want = np.array([r.job.workers for r in done], dtype=float)
+        share = self.workers / np.maximum(n, 1.0)
+        alone = work * np.maximum(1.0, want / share)
+        return [float(x) for x in (f - a) / alone]
 
     def to_dict(self) -> dict:
         """JSON-ready: the scheduler, the metrics, each job's record, the utilization steps."""
@@ -144,27 +153,34 @@ class JobRun:
 
 
 class _Live:
-    """A job's mutable state in the simulator."""
+    """A job's mutable state in the simulator: its counters are brought up to date only when it
+    starts, stops or finishes (:meth:`settle`); in between, :meth:`progress` reads them at a time."""
 
     __slots__ = ("job", "rec", "workers", "executed", "attained", "since", "run_start", "restore_until",
-                 "waited_since", "last_run", "preempted")
+                 "waited_since", "last_run", "preempted", "version")
 
     def __init__(self, job, rec):
         self.job, self.rec = job, rec
         self.workers = ()
         self.executed = self.attained = 0.0
-        self.since = job.arrival  # last time the counters were brought up to date
+        self.since = job.arrival
         self.run_start = None
         self.restore_until = job.arrival
         self.waited_since = job.arrival
         self.last_run = 0.0
         self.preempted = False
+        self.version = 0  # a finish time queued under another version is stale
 
-    def advance(self, t: float) -> None:
+    def progress(self, t: float) -> tuple:
+        """``(executed, attained)`` at ``t``."""
+        if not self.workers:
+            return self.executed, self.attained
+        run = max(0.0, t - max(self.since, self.restore_until))
+        return self.executed + run, self.attained + run * len(self.workers)
+
+    def settle(self, t: float) -> None:
         if self.workers:
-            run = max(0.0, t - max(self.since, self.restore_until))
-            self.executed += run
-            self.attained += run * len(self.workers)
+            self.executed, self.attained = self.progress(t)
             self.rec.held += (t - self.since) * len(self.workers)
         self.since = t
 
@@ -225,13 +241,18 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
     limit = max_events or (100 * len(records) + 10 + (int(sum(j.duration for j in jobs) / period) * 2
                                                       if period else 0))
     events = 0
+    finishing: list = []  # (finish time, version, job id) of the running jobs: a heap
+    running = [0]
+    oracle = sched.knows_durations
 
     def view(now):
-        states = tuple(JobState(x.job, bool(x.workers), x.workers, x.executed, x.attained,
-                                0.0 if x.workers else now - x.waited_since, x.last_run,
-                                max(0.0, x.job.duration - x.executed) if sched.knows_durations else None,
-                                x.rec.preemptions) for x in live.values())
-        return View(now, tuple(sorted(free)), nodes, states)
+        states = []
+        for x in live.values():
+            done, got = x.progress(now)
+            states.append(JobState(x.job, bool(x.workers), x.workers, done, got,
+                                   0.0 if x.workers else now - x.waited_since, x.last_run,
+                                   max(0.0, x.job.duration - done) if oracle else None, x.rec.preemptions))
+        return View(now, tuple(sorted(free)), nodes, tuple(states))
 
     def apply(decisions, now):
         for d in decisions:
@@ -240,11 +261,14 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
                 if x is None or not x.workers:
                     raise SchedulerError(f"job scheduler {sched.name!r} at {now:g} s: preempts job {d.job_id!r}, "
                                          f"which is not running")
+                x.settle(now)
                 for w in x.workers:
                     free.add(w)
                     owner.pop(w)
                 x.rec.runs.append((x.run_start, now, x.workers))
                 x.last_run, x.workers, x.waited_since = now - x.run_start, (), now
+                x.version += 1
+                running[0] -= 1
                 x.rec.preemptions += 1
                 x.preempted = True
         for d in decisions:
@@ -266,8 +290,12 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
                 for w in ws:
                     free.discard(w)
                     owner[w] = d.job_id
+                x.settle(now)
                 x.workers, x.run_start = ws, now
                 x.restore_until = now + (restore if x.preempted else 0.0)
+                x.version += 1
+                running[0] += 1
+                heapq.heappush(finishing, (x.finish_time(), x.version, x.job.id))
                 if x.rec.start is None:
                     x.rec.start = now
             elif not isinstance(d, Preempt):
@@ -281,7 +309,9 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
 
     while nxt < len(arrivals) or live:
         t_arr = arrivals[nxt].job.arrival if nxt < len(arrivals) else math.inf
-        t_fin = min((x.finish_time() for x in live.values() if x.workers), default=math.inf)
+        while finishing and (finishing[0][2] not in live or live[finishing[0][2]].version != finishing[0][1]):
+            heapq.heappop(finishing)  # a preempted run's finish, stale
+        t_fin = finishing[0][0] if finishing else math.inf
         if not live and period:  # an empty cluster: the rounds start again with the next arrival
             tick = max(tick, t_arr)
         now = min(t_arr, t_fin, tick if live else math.inf)
@@ -293,11 +323,17 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
         if events > limit:
             raise SchedulerError(f"job scheduler {sched.name!r}: more than {limit:,} events for {len(records):,} "
                                  f"jobs; stopped (does it preempt without end?)")
-        for x in live.values():
-            x.advance(now)
         # everything that happens at `now` is in the view before the scheduler hears of any of it
         happened = []
-        for x in [x for x in live.values() if x.workers and x.finish_time() <= now + _EPS]:
+        ending = []
+        while finishing and finishing[0][0] <= now + _EPS:
+            _, version, jid = heapq.heappop(finishing)
+            x = live.get(jid)
+            if x is not None and x.version == version:
+                ending.append(x)
+        for x in ending:
+            x.settle(now)
+            running[0] -= 1
             x.rec.runs.append((x.run_start, now, x.workers))
             x.executed = x.job.duration
             for w in x.workers:
@@ -318,7 +354,7 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             happened.append(Tick(now))
         for ev in happened:
             apply(sched.decide(ev, view(now)), now)
-        if live and not any(x.workers for x in live.values()) and nxt >= len(arrivals) and not period:
+        if live and not running[0] and nxt >= len(arrivals) and not period:
             stuck = next(iter(live.values()))
             raise SchedulerError(f"job scheduler {sched.name!r} leaves job {stuck.job.id!r} waiting on an idle "
                                  f"cluster with nothing left to happen (it would never finish)")
