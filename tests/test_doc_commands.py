@@ -114,6 +114,9 @@ def test_every_name_the_docs_use_exists(module, name):
     if (module, name) == ("taskflow", "schedulers"):
         assert importlib.import_module("taskflow.scheduling").ENTRY_POINT_GROUP == "taskflow.schedulers"
         return  # the entry-point group's name
+    if (module, name) == ("taskflow", "job_schedulers"):
+        assert importlib.import_module("taskflow.jobscheduling").JOB_ENTRY_POINTS == "taskflow.job_schedulers"
+        return  # the job schedulers' entry-point group
     mod = importlib.import_module(module)
     if hasattr(mod, name):
         return

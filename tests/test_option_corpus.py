@@ -4,7 +4,7 @@ The options are found in the parser itself, so an option added later is in the c
 Every count, duration and scale must be checked when the arguments are parsed: a value out of its
 range, not finite, not a number, or a digit of another script is refused with one ``error:``
 line naming the option and exit status 2, before anything starts; a value in range is taken as
-the number it spells. Commands that start nothing (schedule, simulate, compare) are run whole on
+the number it spells. Commands that start nothing (schedule, simulate, compare, jobs) are run whole on
 what the parser accepts: they end with exit 0, or one error line and exit 2, never a traceback,
 within a bound.
 """
@@ -29,8 +29,9 @@ NEEDS = {"schedule": [HEFT_G, "--workers", "2", "--scheduler", "heft"], "simulat
          "compare": [HEFT_G, "--workers", "2", "--schedulers", "heft,cpop"], "run": [HEFT_G],
          "validate": [HEFT_G, "--schedule", "x.json"], "info": [HEFT_G], "convert": [HEFT_G, "-o", "x.json"],
          "bench": [], "demo": [], "testbed": ["--", "true"], "samples": [], "schedulers": [], "calibrate": [],
-         "advise": [HEFT_G, "--catalog", "tiny"], "train": ["data"]}
-SAFE_TO_RUN = {"schedule", "simulate", "compare"}
+         "advise": [HEFT_G, "--catalog", "tiny"], "train": ["data"],
+         "jobs": ["simulate", "examples/jobs.json", "--scheduler", "fifo,las"]}
+SAFE_TO_RUN = {"schedule", "simulate", "compare", "jobs"}
 
 
 def _numeric_options():
