@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from taskflow.errors import FormatError, SchedulerError, TaskflowError, UnknownSchedulerError
 from taskflow.jobs import JobCluster, JobTrace, generate_trace, load_job_cluster, load_trace, save_trace, simulate_jobs
@@ -231,3 +233,27 @@ def test_generated_traces_are_seeded_and_shaped_as_asked():
     day = generate_trace(3000, seed=1, rate=120, arrivals="diurnal", swing=0.8)
     hours = [int(j.arrival // 3600) % 24 for j in day.jobs]
     assert hours.count(6) > 2 * hours.count(18)  # the rate peaks a quarter day in, ebbs three quarters in
+
+
+@settings(max_examples=150, derandomize=True, deadline=None)
+@given(sizes=st.lists(st.floats(0.5, 1e6, allow_nan=False), min_size=0, max_size=40),
+       learnt=st.lists(st.floats(0.5, 1e6, allow_nan=False), max_size=5),
+       a=st.floats(0.0, 1e6), quantum=st.floats(1.0, 1e6))
+def test_the_gittins_index_is_its_definition_as_sizes_are_learnt(sizes, learnt, a, quantum):
+    from taskflow.jobscheduling import Finished
+
+    g = get_job_scheduler("gittins", distribution=sizes)
+    for x in learnt:  # sizes learnt from finished jobs join the distribution
+        g.decide(Finished(0.0, "x", x), _empty_view())
+        g.index(a, quantum)
+    every = sorted([*sizes, *learnt])
+    above = [s for s in every if s > a]
+    spent = sum(min(s - a, quantum) for s in above)
+    want = sum(1 for s in above if s - a <= quantum) / spent if above and spent > 0 else 0.0
+    assert g.index(a, quantum) == pytest.approx(want, rel=1e-9, abs=1e-15)
+
+
+def _empty_view():
+    from taskflow.jobscheduling import View
+
+    return View(0.0, (0, 1), (0, 0), ())

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import bisect
 
+import numpy as np
+
 from taskflow.errors import SchedulerError
 from taskflow.jobscheduling import Finished, register_job_scheduler
 
@@ -42,6 +44,7 @@ class Gittins(LAS):
             raise SchedulerError("distribution must be worker-seconds of past jobs (numbers)") from None
         if any(not x > 0 for x in self._sizes):
             raise SchedulerError("distribution must be worker-seconds of past jobs, each > 0")
+        self._cum = None  # prefix sums of the sizes, rebuilt after a size is learnt
 
     def index(self, a: float, quantum: float) -> float:
         """The Gittins index of a job that has attained ``a`` worker-seconds with ``quantum`` to
@@ -52,11 +55,14 @@ class Gittins(LAS):
         a, quantum : float
         """
         sizes = self._sizes
-        above = sizes[bisect.bisect_right(sizes, a):]
-        if not above:
+        i = bisect.bisect_right(sizes, a)
+        if i == len(sizes):
             return 0.0
-        done = sum(1 for s in above if s - a <= quantum)
-        spent = sum(min(s - a, quantum) for s in above)
+        if self._cum is None:
+            self._cum = np.concatenate(([0.0], np.cumsum(sizes)))
+        j = bisect.bisect_right(sizes, a + quantum, lo=i)
+        done = j - i  # the sizes in (a, a + quantum]: finished within the quantum
+        spent = float(self._cum[j] - self._cum[i]) - a * done + quantum * (len(sizes) - j)
         return done / spent if spent > 0 else 0.0
 
     def key(self, j) -> tuple:
@@ -76,4 +82,5 @@ class Gittins(LAS):
         """
         if isinstance(event, Finished) and event.attained > 0:
             bisect.insort(self._sizes, float(event.attained))
+            self._cum = None
         return super().decide(event, view)
