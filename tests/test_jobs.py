@@ -253,7 +253,43 @@ def test_the_gittins_index_is_its_definition_as_sizes_are_learnt(sizes, learnt, 
     assert g.index(a, quantum) == pytest.approx(want, rel=1e-9, abs=1e-15)
 
 
+def _pieces(a, b, records):
+    """``[a, b]`` cut at every start and end of any run."""
+    cuts = sorted({a, b, *(t for r in records for x, y, _ in r.runs for t in (x, y) if a < t < b)})
+    return list(zip(cuts, cuts[1:]))
+
+
 def _empty_view():
     from taskflow.jobscheduling import View
 
     return View(0.0, (0, 1), (0, 0), ())
+
+
+def test_jobs_sharing_a_node_run_at_the_speeds_the_interference_table_gives():
+    from taskflow.jobs import Interference
+
+    slow = Interference({("a", "b"): 0.5, ("b", "a"): 0.8})
+    jobs = [Job("A", 0.0, 1, 10.0, model="a"), Job("B", 0.0, 1, 4.0, model="b")]
+    one_node = simulate_jobs(jobs, JobCluster(1, 1, 2), "fifo", interference=slow)
+    # B: 4 s of work at 0.8 -> ends at 5; A: 2.5 s done by then at 0.5, the 7.5 left alone -> 12.5
+    assert {r.job.id: r.finish for r in one_node.records} == pytest.approx({"A": 12.5, "B": 5.0})
+    apart = simulate_jobs(jobs, JobCluster(1, 2, 1), "fifo", interference=slow)  # a node each: no slowdown
+    assert {r.job.id: r.finish for r in apart.records} == pytest.approx({"A": 10.0, "B": 4.0})
+    # a preempted job leaves its node: its neighbour speeds up from then (LAS: C arrives, A is preempted)
+    three = [*jobs, Job("C", 1.0, 1, 1.0, model="c")]
+    las = simulate_jobs(three, JobCluster(1, 1, 2), get_job_scheduler("las", thresholds=(0.5,)), interference=slow)
+    done = {r.job.id: r.finish for r in las.records}
+    assert las.metrics()["preemptions"] == 1 and done["C"] == pytest.approx(2.0)  # c slows nobody, nobody slows c
+    # A ran 1 s at 0.5 beside B; whichever of A and B stayed ran 1 s beside C at full speed, then they share
+    # again: every job's work is done exactly (the finish times follow from the shares alone)
+    for r in las.records:
+        work = 0.0
+        for a, b, _ in r.runs:
+            for t0, t1 in _pieces(a, b, las.records):
+                others = {o.job.model for o in las.records if o is not r and any(x < t1 and y > t0 for x, y, _ in o.runs)}
+                work += (t1 - t0) * (slow.speed(r.job, [Job("o", 0, 1, 1, model=m) for m in others]))
+        assert work == pytest.approx(r.job.duration)
+    assert Interference.from_dict(slow.to_dict()).pairs == slow.pairs
+    with pytest.raises(TaskflowError, match="pairs\\[0\\].speed"):
+        Interference.from_dict({"format": "taskflow-interference/1", "pairs": [{"model": "a", "beside": "b",
+                                                                              "speed": 1.5}]})

@@ -3,7 +3,8 @@
 * :mod:`.model`: :class:`JobCluster` (racks of nodes of workers), :class:`JobTrace`;
 * :mod:`.formats`: the native JSON trace, Tiresias' CSV trace and cluster spec;
 * :mod:`.generate`: seeded traces shaped like Philly's and Helios';
-* :mod:`.simulate`: :func:`simulate_jobs`, the job-level simulator, and :class:`JobRun`'s metrics.
+* :mod:`.simulate`: :func:`simulate_jobs`, the job-level simulator, and :class:`JobRun`'s metrics;
+* :mod:`.interference`: :class:`Interference`, the slowdowns of jobs sharing a node.
 
 The job schedulers (FIFO, SJF, SRTF, Tiresias' LAS and Gittins, ...) are decision cores
 (:mod:`taskflow.jobscheduling`), one module each in :mod:`schedulers.jobs`.
@@ -11,8 +12,9 @@ The job schedulers (FIFO, SJF, SRTF, Tiresias' LAS and Gittins, ...) are decisio
 
 from .formats import load_job_cluster, load_trace, save_trace
 from .generate import generate_trace
+from .interference import Interference
 from .model import JobCluster, JobTrace
 from .simulate import JobRecord, JobRun, simulate_jobs
 
 __all__ = ["JobCluster", "JobTrace", "load_trace", "save_trace", "load_job_cluster", "generate_trace",
-           "simulate_jobs", "JobRun", "JobRecord"]
+           "simulate_jobs", "JobRun", "JobRecord", "Interference"]

@@ -4,7 +4,9 @@ The simulator is the clock and the bookkeeping; the job scheduler (a decision co
 :mod:`taskflow.jobscheduling`) decides. Events are jobs arriving, jobs finishing and, for a
 scheduler with a ``round``, rounds ending; at each the scheduler gets the event and a
 :class:`~taskflow.jobscheduling.View`, and its decisions are checked and carried out, preemptions
-first. A running job progresses one second of its ``duration`` per second; a job restarted after a
+first. A running job progresses one second of its ``duration`` per second (less beside jobs that
+slow it: ``interference``, a table of slowdowns per pair of models sharing a node, applied as the
+jobs on a node change); a job restarted after a
 preemption first spends ``restore`` seconds on its workers restoring its checkpoint (the price of a
 preemption: saving is counted there too). Every decision is checked: a worker given to two jobs, a
 job started before it arrived or twice, or on another number of workers than it asked for, is an
@@ -157,7 +159,7 @@ class _Live:
     starts, stops or finishes (:meth:`settle`); in between, :meth:`progress` reads them at a time."""
 
     __slots__ = ("job", "rec", "workers", "executed", "attained", "since", "run_start", "restore_until",
-                 "waited_since", "last_run", "preempted", "version")
+                 "waited_since", "last_run", "preempted", "version", "rate")
 
     def __init__(self, job, rec):
         self.job, self.rec = job, rec
@@ -170,13 +172,14 @@ class _Live:
         self.last_run = 0.0
         self.preempted = False
         self.version = 0  # a finish time queued under another version is stale
+        self.rate = 1.0  # seconds of its duration done per second run (below 1 beside others)
 
     def progress(self, t: float) -> tuple:
         """``(executed, attained)`` at ``t``."""
         if not self.workers:
             return self.executed, self.attained
         run = max(0.0, t - max(self.since, self.restore_until))
-        return self.executed + run, self.attained + run * len(self.workers)
+        return self.executed + run * self.rate, self.attained + run * len(self.workers)
 
     def settle(self, t: float) -> None:
         if self.workers:
@@ -185,11 +188,11 @@ class _Live:
         self.since = t
 
     def finish_time(self) -> float:
-        return max(self.since, self.restore_until) + max(0.0, self.job.duration - self.executed)
+        return max(self.since, self.restore_until) + max(0.0, self.job.duration - self.executed) / self.rate
 
 
 def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *, restore: float = 0.0,
-                  skip_too_large: bool = False, max_events: int | None = None) -> JobRun:
+                  skip_too_large: bool = False, max_events: int | None = None, interference=None) -> JobRun:
     """Run ``trace`` on ``cluster`` under the job scheduler ``scheduler`` (see the module docstring).
 
     Parameters
@@ -207,6 +210,9 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
     max_events : int, optional
         Stop with an error past this many events (default: 100 per job plus the rounds the trace's
         work could need).
+    interference : Interference, optional
+        How much slower a job runs beside the others on its nodes
+        (:class:`~taskflow.jobs.interference.Interference`); default none.
 
     Returns
     -------
@@ -244,6 +250,29 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
     finishing: list = []  # (finish time, version, job id) of the running jobs: a heap
     running = [0]
     oracle = sched.knows_durations
+    on_node: dict = {}  # node -> the running jobs with a worker there (with interference)
+    touched: set = set()  # nodes whose jobs changed since their speeds were last worked out
+
+    def moved(x, on: bool) -> None:
+        """``x`` starts on its workers' nodes (``on``) or leaves them."""
+        if interference is not None:
+            for n in {nodes[w] for w in x.workers}:
+                (on_node.setdefault(n, set()).add if on else on_node.setdefault(n, set()).discard)(x.job.id)
+                touched.add(n)
+
+    def rerate(now) -> None:
+        """Each running job on a touched node at the speed its neighbours leave it."""
+        ids = set().union(*(on_node.get(n, ()) for n in touched))
+        touched.clear()
+        for jid in sorted(ids):
+            x = live[jid]
+            beside = set().union(*(on_node[n] for n in {nodes[w] for w in x.workers})) - {jid}
+            rate = interference.speed(x.job, [live[y].job for y in sorted(beside)])
+            if rate != x.rate:
+                x.settle(now)
+                x.rate = rate
+                x.version += 1
+                heapq.heappush(finishing, (x.finish_time(), x.version, jid))
 
     def view(now):
         states = []
@@ -262,6 +291,7 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
                     raise SchedulerError(f"job scheduler {sched.name!r} at {now:g} s: preempts job {d.job_id!r}, "
                                          f"which is not running")
                 x.settle(now)
+                moved(x, False)
                 for w in x.workers:
                     free.add(w)
                     owner.pop(w)
@@ -292,6 +322,7 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
                     owner[w] = d.job_id
                 x.settle(now)
                 x.workers, x.run_start = ws, now
+                moved(x, True)
                 x.restore_until = now + (restore if x.preempted else 0.0)
                 x.version += 1
                 running[0] += 1
@@ -336,6 +367,7 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             running[0] -= 1
             x.rec.runs.append((x.run_start, now, x.workers))
             x.executed = x.job.duration
+            moved(x, False)
             for w in x.workers:
                 free.add(w)
                 owner.pop(w)
@@ -354,6 +386,8 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             happened.append(Tick(now))
         for ev in happened:
             apply(sched.decide(ev, view(now)), now)
+        if touched:
+            rerate(now)
         if live and not running[0] and nxt >= len(arrivals) and not period:
             stuck = next(iter(live.values()))
             raise SchedulerError(f"job scheduler {sched.name!r} leaves job {stuck.job.id!r} waiting on an idle "
