@@ -62,7 +62,7 @@ class Gittins(LAS):
             self._cum = np.concatenate(([0.0], np.cumsum(sizes)))
         j = bisect.bisect_right(sizes, a + quantum, lo=i)
         done = j - i  # the sizes in (a, a + quantum]: finished within the quantum
-        spent = float(self._cum[j] - self._cum[i]) - a * done + quantum * (len(sizes) - j)
+        spent = float(self._cum[j] - self._cum[i]) - a * done + (quantum * (len(sizes) - j) if j < len(sizes) else 0.0)
         return done / spent if spent > 0 else 0.0
 
     def key(self, j) -> tuple:

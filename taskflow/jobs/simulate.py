@@ -28,7 +28,8 @@ import math
 import numpy as np
 
 from ..errors import SchedulerError
-from ..jobscheduling import Arrived, Finished, JobScheduler, JobState, Preempt, Start, Tick, View, get_job_scheduler
+from ..jobscheduling import Arrived, Finished, JobScheduler, JobState, Tick, View, get_job_scheduler
+from .ledger import Ledger
 from .model import JobCluster, JobTrace
 
 __all__ = ["simulate_jobs", "JobRun", "JobRecord"]
@@ -236,10 +237,9 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
     jobs, rejected = trace.fit(cluster, skip_too_large)
     records = [_Live(j, JobRecord(j, j.arrival)) for j in jobs]
     nodes = cluster.nodes
-    free = set(range(cluster.workers))
+    ledger = Ledger(sched.name, cluster.workers, records[0].job.arrival if records else 0.0)
+    free = ledger.free
     live: dict = {}  # job id -> _Live, arrived and not finished
-    owner: dict = {}  # worker -> job id
-    busy = [(records[0].job.arrival if records else 0.0, 0)]
     arrivals = list(records)
     nxt = 0
     period = sched.round
@@ -284,59 +284,30 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
         return View(now, tuple(sorted(free)), nodes, tuple(states))
 
     def apply(decisions, now):
-        for d in decisions:
-            if isinstance(d, Preempt):
-                x = live.get(d.job_id)
-                if x is None or not x.workers:
-                    raise SchedulerError(f"job scheduler {sched.name!r} at {now:g} s: preempts job {d.job_id!r}, "
-                                         f"which is not running")
-                x.settle(now)
-                moved(x, False)
-                for w in x.workers:
-                    free.add(w)
-                    owner.pop(w)
-                x.rec.runs.append((x.run_start, now, x.workers))
-                x.last_run, x.workers, x.waited_since = now - x.run_start, (), now
-                x.version += 1
-                running[0] -= 1
-                x.rec.preemptions += 1
-                x.preempted = True
-        for d in decisions:
-            if isinstance(d, Start):
-                x = live.get(d.job_id)
-                ws = tuple(d.workers)
-                if x is None or x.workers:
-                    raise SchedulerError(f"job scheduler {sched.name!r} at {now:g} s: starts job {d.job_id!r}, "
-                                         f"which is {'running' if x else 'not waiting (not arrived, or finished)'}")
-                if len(ws) != x.job.workers or len(set(ws)) != len(ws):
-                    raise SchedulerError(f"job scheduler {sched.name!r} at {now:g} s: starts job {d.job_id!r} on "
-                                         f"{len(set(ws))} workers, it asks for {x.job.workers}")
-                taken = [w for w in ws if w not in free]
-                if taken:
-                    w = taken[0]
-                    whose = f"job {owner[w]!r}'s" if w in owner else "not in the cluster"
-                    raise SchedulerError(f"job scheduler {sched.name!r} at {now:g} s: starts job {d.job_id!r} on "
-                                         f"worker {w!r}, which is {whose}")
-                for w in ws:
-                    free.discard(w)
-                    owner[w] = d.job_id
-                x.settle(now)
-                x.workers, x.run_start = ws, now
-                moved(x, True)
-                x.restore_until = now + (restore if x.preempted else 0.0)
-                x.version += 1
-                running[0] += 1
-                heapq.heappush(finishing, (x.finish_time(), x.version, x.job.id))
-                if x.rec.start is None:
-                    x.rec.start = now
-            elif not isinstance(d, Preempt):
-                raise SchedulerError(f"job scheduler {sched.name!r}: a decision must be Start or Preempt, got "
-                                     f"{type(d).__name__}")
-        n = cluster.workers - len(free)
-        if busy[-1][0] == now:
-            busy[-1] = (now, n)
-        elif busy[-1][1] != n:
-            busy.append((now, n))
+        stopped, started = ledger.check(decisions, now, lambda j: live[j].workers if j in live else (),
+                                        lambda j: live[j].job.workers if j in live and not live[j].workers else None)
+        for jid in stopped:
+            x = live[jid]
+            x.settle(now)
+            moved(x, False)
+            x.rec.runs.append((x.run_start, now, x.workers))
+            x.last_run, x.workers, x.waited_since = now - x.run_start, (), now
+            x.version += 1
+            running[0] -= 1
+            x.rec.preemptions += 1
+            x.preempted = True
+        for jid, ws in started:
+            x = live[jid]
+            x.settle(now)
+            x.workers, x.run_start = ws, now
+            moved(x, True)
+            x.restore_until = now + (restore if x.preempted else 0.0)
+            x.version += 1
+            running[0] += 1
+            heapq.heappush(finishing, (x.finish_time(), x.version, x.job.id))
+            if x.rec.start is None:
+                x.rec.start = now
+        ledger.mark(now)
 
     while nxt < len(arrivals) or live:
         t_arr = arrivals[nxt].job.arrival if nxt < len(arrivals) else math.inf
@@ -368,9 +339,7 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             x.rec.runs.append((x.run_start, now, x.workers))
             x.executed = x.job.duration
             moved(x, False)
-            for w in x.workers:
-                free.add(w)
-                owner.pop(w)
+            ledger.release(x.workers)
             x.workers = ()
             x.rec.finish = now
             del live[x.job.id]
@@ -392,4 +361,4 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             stuck = next(iter(live.values()))
             raise SchedulerError(f"job scheduler {sched.name!r} leaves job {stuck.job.id!r} waiting on an idle "
                                  f"cluster with nothing left to happen (it would never finish)")
-    return JobRun(sched.name, cluster.workers, [x.rec for x in records], busy, rejected)
+    return JobRun(sched.name, cluster.workers, [x.rec for x in records], ledger.steps, rejected)

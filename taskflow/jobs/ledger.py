@@ -1,0 +1,124 @@
+"""Who holds which worker, and every job scheduler's decision checked against it: :class:`Ledger`.
+
+The job simulator (:mod:`taskflow.jobs.simulate`) and the Dask runner
+(:mod:`taskflow.training.jobrun`) keep one each and trust no scheduler: a preemption of a job that
+does not run, a start of a job that runs, has not arrived or has finished, on another number of
+workers than it asks for, or on a worker another job holds, is a :class:`SchedulerError` naming the
+scheduler, the time and the job.
+"""
+
+from __future__ import annotations
+
+from ..errors import SchedulerError
+from ..jobscheduling import Preempt, Start
+
+__all__ = ["Ledger"]
+
+
+class Ledger:
+    """The free workers and each held worker's job.
+
+    Parameters
+    ----------
+    scheduler : str
+        The job scheduler's name (in errors).
+    workers : int
+        The cluster's workers, ``0 .. workers - 1``.
+    start : float
+        When the ledger opens (the first utilization step).
+    """
+
+    def __init__(self, scheduler: str, workers: int, start: float = 0.0):
+        self.scheduler = scheduler
+        self.workers = workers
+        self.free = set(range(workers))
+        self.owner: dict = {}  # worker -> job id
+        #: ``(time, busy workers)`` at each change (:meth:`mark`)
+        self.steps = [(start, 0)]
+
+    def mark(self, now: float) -> None:
+        """Note the busy workers at ``now`` (a step of the utilization over time).
+
+        Parameters
+        ----------
+        now : float
+        """
+        n = self.busy
+        if self.steps[-1][0] == now:
+            self.steps[-1] = (now, n)
+        elif self.steps[-1][1] != n:
+            self.steps.append((now, n))
+
+    @property
+    def busy(self) -> int:
+        """Workers held."""
+        return self.workers - len(self.free)
+
+    def check(self, decisions, now: float, running, waiting) -> tuple:
+        """``(preempted ids, [(job id, workers)] started)``: ``decisions`` checked in order,
+        preemptions before starts (a job preempted may start again at once), the workers moved in
+        the ledger.
+
+        Parameters
+        ----------
+        decisions : iterable of Start or Preempt
+        now : float
+        running : callable
+            Job id -> its workers if it runs, else an empty tuple.
+        waiting : callable
+            Job id -> the workers it asks for if it has arrived and waits, else None.
+
+        Raises
+        ------
+        SchedulerError
+            A decision that breaks a rule (named).
+        """
+        decisions = list(decisions)
+        name = self.scheduler
+        stopped: dict = {}  # job id -> its size
+        for d in decisions:
+            if isinstance(d, Preempt):
+                held = running(d.job_id)
+                if not held or d.job_id in stopped:
+                    raise SchedulerError(f"job scheduler {name!r} at {now:g} s: preempts job {d.job_id!r}, which is "
+                                         f"not running")
+                self.release(held)
+                stopped[d.job_id] = len(held)
+            elif not isinstance(d, Start):
+                raise SchedulerError(f"job scheduler {name!r}: a decision must be Start or Preempt, got "
+                                     f"{type(d).__name__}")
+        started = []
+        for d in decisions:
+            if not isinstance(d, Start):
+                continue
+            ws = tuple(d.workers)
+            size = stopped[d.job_id] if d.job_id in stopped else waiting(d.job_id)
+            if size is None or any(j == d.job_id for j, _ in started):
+                state = "running" if running(d.job_id) or any(j == d.job_id for j, _ in started) \
+                    else "not waiting (not arrived, or finished)"
+                raise SchedulerError(f"job scheduler {name!r} at {now:g} s: starts job {d.job_id!r}, which is {state}")
+            if len(ws) != size or len(set(ws)) != len(ws):
+                raise SchedulerError(f"job scheduler {name!r} at {now:g} s: starts job {d.job_id!r} on "
+                                     f"{len(set(ws))} workers, it asks for {size}")
+            taken = [w for w in ws if w not in self.free]
+            if taken:
+                w = taken[0]
+                whose = f"job {self.owner[w]!r}'s" if w in self.owner else "not in the cluster"
+                raise SchedulerError(f"job scheduler {name!r} at {now:g} s: starts job {d.job_id!r} on worker "
+                                     f"{w!r}, which is {whose}")
+            for w in ws:
+                self.free.discard(w)
+                self.owner[w] = d.job_id
+            started.append((d.job_id, ws))
+        return list(stopped), started
+
+    def release(self, workers) -> None:
+        """``workers`` are free again (their job stopped or finished).
+
+        Parameters
+        ----------
+        workers : iterable of int
+        """
+        for w in workers:
+            self.free.add(w)
+            self.owner.pop(w, None)
