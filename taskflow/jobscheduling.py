@@ -49,6 +49,8 @@ class Job:
     model : str, optional
         What it trains (a model of the library, or the trace's name for it).
     iterations : int, optional
+    batch : int, optional
+        Samples per iteration over all its workers (a real run's; default the runner's).
     user : str, optional
     priority : float
         Higher first where a job scheduler reads it.
@@ -62,6 +64,7 @@ class Job:
     duration: float
     model: str | None = None
     iterations: int | None = None
+    batch: int | None = None
     user: str | None = None
     priority: float = 0.0
     deadline: float | None = None

@@ -134,7 +134,7 @@ def test_invariants_hold_on_a_generated_loaded_trace_for_every_scheduler():
         assert m["jobs"] == 300 and 0 < m["utilization"] <= 1.0 + 1e-9
         for r in run.records:  # none started before it arrived; every job ran its whole duration
             assert r.start >= r.arrival and r.finish >= r.start + r.job.duration - 1e-6
-        assert all(0 <= n <= cluster.workers for _, n in run.busy)
+        assert all(0 <= n <= cluster.workers for _, n in run.busy) and run.violations() == []
         if not get_job_scheduler(name).preemptive:
             assert m["preemptions"] == 0
     srtf, fifo = (simulate_jobs(trace, cluster, n).metrics()["avg_jct"] for n in ("srtf", "fifo"))
@@ -293,3 +293,16 @@ def test_jobs_sharing_a_node_run_at_the_speeds_the_interference_table_gives():
     with pytest.raises(TaskflowError, match="pairs\\[0\\].speed"):
         Interference.from_dict({"format": "taskflow-interference/1", "pairs": [{"model": "a", "beside": "b",
                                                                               "speed": 1.5}]})
+
+
+def test_a_run_that_breaks_a_rule_is_caught_by_its_own_check():
+    from taskflow.jobs import JobRecord, JobRun
+
+    a, b = Job("a", 0.0, 2, 5.0), Job("b", 1.0, 1, 5.0)
+    good = JobRun("x", 2, [JobRecord(a, 0.0, 0.0, 5.0, runs=[(0.0, 5.0, (0, 1))]),
+                           JobRecord(b, 1.0, 5.0, 10.0, runs=[(5.0, 10.0, (1,))])], [(0.0, 2)])
+    assert good.violations() == []
+    twice = JobRun("x", 2, [good.records[0], JobRecord(b, 1.0, 4.0, 9.0, runs=[(4.0, 9.0, (1,))])], [(0.0, 2)])
+    assert any("worker 1 held by jobs 'a'" in v for v in twice.violations())
+    early = JobRun("x", 2, [JobRecord(b, 1.0, 0.5, 5.5, runs=[(0.5, 5.5, (0,))])], [(0.0, 1)])
+    assert any("outside its arrival" in v for v in early.violations())

@@ -5,7 +5,7 @@
       {"format": "taskflow-jobs/1", "name": "my-trace",
        "cluster": {"racks": 2, "nodes_per_rack": 4, "workers_per_node": 8},        (optional)
        "jobs": [{"id": "j1", "arrival": 0, "workers": 4, "duration": 3600,
-                 "model": "resnet8", "iterations": 1000, "user": "ann",             (optional)
+                 "model": "resnet8", "iterations": 1000, "batch": 64, "user": "ann", (optional)
                  "priority": 1, "deadline": 7200}]}                                 (optional)
 
   Times are seconds from the trace's start; ``duration`` is the job's seconds on its ``workers``,
@@ -39,7 +39,7 @@ FORMAT = "taskflow-jobs/1"
 TIRESIAS_COLUMNS = ("job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval")
 #: the columns of Tiresias' cluster spec CSV
 TIRESIAS_CLUSTER_COLUMNS = ("num_switch", "num_node_p_switch", "num_gpu_p_node", "num_cpu_p_node", "mem_p_node")
-_OPTIONAL = ("model", "iterations", "user", "priority", "deadline")
+_OPTIONAL = ("model", "iterations", "batch", "user", "priority", "deadline")
 _CLUSTER_FIELDS = ("racks", "nodes_per_rack", "workers_per_node", "cores_per_node", "memory_per_node", "name")
 
 

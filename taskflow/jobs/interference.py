@@ -6,7 +6,8 @@ measured this per pair of models and packs the pairs that slow each other least;
 papers use such a table. :class:`Interference` is that table: ``speed[(a, b)]``, the share of its
 solo speed a job of model ``a`` keeps beside one of model ``b`` (1: no slowdown), read by the job
 simulator (:func:`~taskflow.jobs.simulate_jobs`) whenever the jobs sharing a node change. Beside
-several jobs the shares multiply. A table is measured by running the pairs together and alone
+several jobs the slowdowns add: each neighbour adds the extra time its pair costs (a share ``s``
+costs ``1/s - 1`` of the job's solo time), as jobs sharing a node's cores do. A table is measured by running the pairs together and alone
 (:func:`taskflow.training.jobrun.profile_jobs` on real training jobs), or written by hand.
 
 The format (JSON): ``{"format": "taskflow-interference/1", "default": 1.0, "pairs": [{"model":
@@ -49,17 +50,17 @@ class Interference:
 
     def speed(self, job, beside) -> float:
         """The share of its solo speed ``job`` keeps beside the jobs ``beside`` (the others
-        sharing a node with it): the product of the pairs' shares.
+        sharing a node with it): ``1 / (1 + sum of 1/share - 1 over the pairs)``.
 
         Parameters
         ----------
         job : Job
         beside : iterable of Job
         """
-        out = 1.0
+        extra = 0.0
         for other in beside:
-            out *= self.pairs.get((job.model, other.model), self.default)
-        return out
+            extra += 1.0 / self.pairs.get((job.model, other.model), self.default) - 1.0
+        return 1.0 / (1.0 + extra)
 
     def to_dict(self) -> dict:
         """The JSON format (see the module docstring)."""

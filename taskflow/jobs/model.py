@@ -140,7 +140,7 @@ def check_job(where: str, id, arrival, workers, duration, **rest) -> Job:
         How errors name the job (``trace.csv line 4, job 'j3'``).
     id, arrival, workers, duration
     **rest
-        ``model``, ``iterations``, ``user``, ``priority``, ``deadline``.
+        ``model``, ``iterations``, ``batch``, ``user``, ``priority``, ``deadline``.
 
     Raises
     ------
@@ -149,8 +149,9 @@ def check_job(where: str, id, arrival, workers, duration, **rest) -> Job:
     if id is None or str(id) == "":
         raise FormatError(f"{where}: a job needs an id")
     rest = {k: v for k, v in rest.items() if v is not None}
-    if "iterations" in rest:
-        rest["iterations"] = _number(where, "iterations", rest["iterations"], 1, integer=True)
+    for k in ("iterations", "batch"):
+        if k in rest:
+            rest[k] = _number(where, k, rest[k], 1, integer=True)
     if "priority" in rest:
         rest["priority"] = _number(where, "priority", rest["priority"], -math.inf)
     if "deadline" in rest:

@@ -86,6 +86,8 @@ class JobRun:
     busy: list
     #: jobs set aside before the run, with why
     rejected: list = dataclasses.field(default_factory=list)
+    #: a real run's: job id -> the History of its training (:func:`taskflow.training.jobrun.run_jobs`)
+    histories: dict = dataclasses.field(default_factory=dict)
 
     def metrics(self) -> dict:
         """``{"jobs", "avg_jct", "median_jct", "p95_jct", "p99_jct", "makespan", "avg_queueing",
@@ -105,6 +107,37 @@ class JobRun:
                 "utilization": self.utilization(t0, t1), "max_rho": float(max(rho, default=float("nan"))),
                 "avg_rho": float(np.mean(rho)) if rho else float("nan"),
                 "preemptions": int(sum(r.preemptions for r in self.records))}
+
+    def violations(self, eps: float = 1e-6) -> list:
+        """What breaks the rules every run must keep, one line each (none: an empty list): a worker
+        held by two jobs at once, a job that ran before it arrived or after it finished, on
+        another number of workers than it asked for, or did not finish.
+
+        Parameters
+        ----------
+        eps : float
+            Seconds two stretches may overlap by (a real run's clock readings).
+        """
+        out = []
+        held: dict = {}  # worker -> [(start, end, job id)]
+        for r in self.records:
+            if r.finish is None:
+                out.append(f"job {r.job.id!r} did not finish")
+            for a, b, ws in r.runs:
+                if a < r.arrival - eps or (r.finish is not None and b > r.finish + eps) or b < a:
+                    out.append(f"job {r.job.id!r} ran {a:g}-{b:g} s, outside its arrival {r.arrival:g} s and its "
+                               f"finish {r.finish}")
+                if len(set(ws)) != r.job.workers:
+                    out.append(f"job {r.job.id!r} ran on {len(set(ws))} workers, it asks for {r.job.workers}")
+                for w in ws:
+                    held.setdefault(w, []).append((a, b, r.job.id))
+        for w, spans in held.items():
+            spans.sort()
+            for (a0, b0, j0), (a1, b1, j1) in zip(spans, spans[1:]):
+                if a1 < b0 - eps:
+                    out.append(f"worker {w!r} held by jobs {j0!r} ({a0:g}-{b0:g} s) and {j1!r} ({a1:g}-{b1:g} s) at "
+                               f"once")
+        return out
 
     def utilization(self, t0: float, t1: float) -> float:
         """The busy share of the workers between ``t0`` and ``t1``.

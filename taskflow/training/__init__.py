@@ -43,7 +43,7 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
           threads: int = 1, client=None, address=None, scheduler_file=None, jobqueue=None, jobqueue_options=None,
           checkpoint=None, resume: bool = True, timeout=None, quiet: bool = False, plot=None,
           on_epoch=None, fuse=None, prefetch: int = 0, device: str = "auto", size=None, loaders: int = 0,
-          cache_mb: float = 0.0) -> History:
+          cache_mb: float = 0.0, on_workers=None) -> History:
     """Train ``model`` on ``data`` for ``epochs`` epochs, each epoch one task graph on Dask.
 
     Parameters
@@ -111,7 +111,12 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
     on_epoch : callable, optional
         Called with the :class:`History` so far as each epoch ends (after its checkpoint): a line
         printed, a file written as the run goes, so that a run stopped after epoch ``k`` has said
-        epochs ``1..k``.
+        epochs ``1..k``. What it raises stops the run there (the checkpoint is written): a job
+        scheduler preempts a job so (:mod:`taskflow.training.jobrun`).
+    on_workers : sequence of str, optional
+        The names of the Dask workers of the cluster ``client`` (or ``address``) reaches that the
+        job runs on, rank ``r`` on the ``r``-th (default: the cluster's workers, in order): a job
+        held to the workers a job scheduler gave it, beside other jobs on the same cluster.
 
     Returns
     -------
@@ -179,14 +184,21 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
         if by_speed and ck.get("counts"):  # a resumed run goes on with the parts its run had reached
             spec = make(ck["counts"])
         check_resumable(ck, spec, checkpoint, by_speed)  # before any cluster starts
-    c, owned = connect(client, address, scheduler_file, workers + int(getattr(spec, "loaders", 0)), threads,
-                       work_stealing=False,
+    need = workers + int(getattr(spec, "loaders", 0))
+    if on_workers is not None:
+        on_workers = [str(w) for w in on_workers]
+        if client is None and address is None and scheduler_file is None:
+            raise UsageError("on_workers names workers of an existing cluster: give client or address too")
+        if len(on_workers) != need or len(set(on_workers)) != need:
+            raise UsageError(f"on_workers names {len(set(on_workers))} distinct workers; the job needs {need}")
+    c, owned = connect(client, address, scheduler_file, need, threads, work_stealing=False,
                        jobqueue=jobqueue, jobqueue_options=jobqueue_options)
     try:
         if owned:  # our own cluster: a chain of short steps does not wait out Dask's message batches
             prompt_messages(c)
+        held = None if on_workers is None else _held(c, on_workers)
         if by_speed and ck is None:
-            spec = make(_speed_shares(c, workers))
+            spec = make(_speed_shares(c, workers, held))
         states, first, wall0, history = _start(spec, ck, checkpoint, model, scheduler, by_speed)
     except BaseException:
         close_quietly(owned, now=True)
@@ -204,8 +216,8 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
             t0 = time.perf_counter()
             with warnings.catch_warnings():  # the first epoch plans with guessed costs; later ones with measured
                 warnings.simplefilter("ignore", TaskflowWarning)
-                report = run(g, scheduler, client=c, quiet=True, timeout=timeout, seed=seed, keep=keep,
-                             profile=profile)
+                report = run(g, scheduler, client=c, cluster=held, quiet=True, timeout=timeout, seed=seed,
+                             keep=keep, profile=profile)
             seconds = time.perf_counter() - t0
             profile = report.profile
             states = [report.results[t] for t in finals]
@@ -257,13 +269,31 @@ def _check_device(device, stages, here: bool) -> None:
                          f"where there is one)")
 
 
-def _speed_shares(client, workers: int) -> list:
+def _held(client, names) -> object:
+    """The cluster model of the workers ``names`` of the live cluster, in that order (rank ``r``
+    on the ``r``-th under ``placed``)."""
+    from ..errors import ClusterError
+    from ..runtime import cluster_from_dask
+
+    cl = cluster_from_dask(client)
+    by_id = {str(w.id): w for w in cl.workers}
+    missing = [n for n in names if n not in by_id]
+    if missing:
+        raise ClusterError(f"on_workers names worker {missing[0]!r}, which the cluster does not have "
+                           f"(it has {', '.join(sorted(by_id))})")
+    return cl.subset([by_id[n].id for n in names]).replace(workers=[by_id[n] for n in names])
+
+
+def _speed_shares(client, workers: int, held=None) -> list:
     """Each rank's part of the batch in proportion to the speed of the worker ``placed`` gives it
-    (rank ``r`` on the cluster's worker ``r``), as calibration measures it (a cgroup's CPU limit
-    included)."""
+    (rank ``r`` on the cluster's worker ``r``, or on ``held``'s), as calibration measures it (a
+    cgroup's CPU limit included)."""
     from ..runtime import cluster_from_dask
 
     cl = cluster_from_dask(client, calibrate=True)
+    if held is not None:
+        speed = {str(w.id): w.speed for w in cl.workers}
+        return [speed[str(w.id)] for w in held.workers]
     return [cl.workers[r % len(cl.workers)].speed for r in range(workers)]
 
 

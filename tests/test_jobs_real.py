@@ -1,0 +1,107 @@
+"""Real training jobs arriving on one Dask cluster under a job scheduler (taskflow.training.jobrun):
+the rules every run keeps, preemption at an epoch boundary that leaves the parameters of an
+uninterrupted run, a failing job named, the profile the simulator is fed."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+
+import pytest
+
+if importlib.util.find_spec("torch") is None or importlib.util.find_spec("sklearn") is None:
+    if os.environ.get("TASKFLOW_REQUIRE_TORCH"):  # CI installs the extra: these tests must run there
+        raise RuntimeError("TASKFLOW_REQUIRE_TORCH is set but torch or scikit-learn is not installed")
+    pytest.skip("needs the torch extra (pip install 'dask-taskflow[torch]')", allow_module_level=True)
+
+from distributed import Client, LocalCluster  # noqa: E402
+
+import taskflow  # noqa: E402
+from taskflow.errors import TaskflowError  # noqa: E402
+from taskflow.jobs import JobTrace, simulate_jobs  # noqa: E402
+from taskflow.jobscheduling import Job, get_job_scheduler  # noqa: E402
+from taskflow.training.jobrun import one_machine, predicted_trace, profile_jobs, run_jobs  # noqa: E402
+from workflows import torch_models  # noqa: E402
+from workflows.images import write_digits  # noqa: E402
+
+from .conftest import NO_HTTP  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::taskflow.TaskflowWarning")  # each run plans with guessed costs
+
+MODELS = {"cnn": functools.partial(torch_models.small_cnn, in_channels=1, classes=10, side=8),
+          "mlp": functools.partial(torch_models.mlp, features=64, hidden=(64,), classes=10)}
+JOBS = [Job("a", 0.0, 2, 10.0, model="cnn", iterations=24), Job("b", 0.5, 2, 5.0, model="mlp", iterations=12),
+        Job("c", 1.0, 4, 5.0, model="cnn", iterations=8)]
+
+
+@pytest.fixture(scope="module")
+def four():
+    with LocalCluster(n_workers=4, threads_per_worker=1, processes=True, dashboard_address=None,
+                      scheduler_kwargs=NO_HTTP) as lc, Client(lc) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory):
+    return write_digits(tmp_path_factory.mktemp("data") / "digits")
+
+
+def rel_err(state, ref) -> float:
+    return max(float((a - b).abs().max() / b.abs().max()) for a, b in zip(state["params"], ref["params"]))
+
+
+def test_fifo_admits_real_jobs_in_arrival_order_and_keeps_every_rule(four, digits):
+    said = []
+    run = run_jobs(JOBS, "fifo", MODELS, digits, client=four, timeout=300, on_event=said.append)
+    assert run.violations() == [] and run.metrics()["preemptions"] == 0
+    rec = {r.job.id: r for r in run.records}
+    # a and b fit side by side; c (all four workers) waits for both
+    assert rec["c"].start >= max(rec["a"].finish, rec["b"].finish) - 1e-6
+    assert rec["b"].start < rec["a"].finish
+    assert [type(e).__name__ for e in said].count("Finished") == 3
+    assert set(run.histories) == {"a", "b", "c"} and all(len(h.epochs) >= 1 for h in run.histories.values())
+
+
+def test_a_preempted_job_resumes_on_its_checkpoint_with_an_uninterrupted_runs_parameters(four, digits):
+    las = get_job_scheduler("las", thresholds=(1.0,), round=0.5)  # everyone is preempted at least once
+    run = run_jobs(JOBS, las, MODELS, digits, client=four, timeout=300)
+    assert run.violations() == []
+    # a job preempted in its last epoch ends it (and finishes) before it stops: count the restarted ones
+    resumed = [r for r in run.records if len(r.runs) >= 2]
+    assert resumed and all(r.preemptions >= len(r.runs) - 1 for r in run.records)
+    names = sorted(str(w["name"]) for w in four.scheduler_info()["workers"].values())
+    for r in resumed:
+        j = r.job
+        alone = taskflow.train(MODELS[j.model], digits, epochs=-(-j.iterations // 4), iterations=4, workers=j.workers,
+                               batch=32, client=four, on_workers=names[4 - j.workers:], quiet=True)
+        for got, want in zip(run.histories[j.id].states, alone.states, strict=True):
+            assert rel_err(got, want) < 1e-6
+
+
+def test_a_job_that_fails_is_named_and_the_run_ends(four, digits):
+    def broken():
+        raise RuntimeError("no such layer")
+    with pytest.raises(TaskflowError, match="'x'"):
+        run_jobs([Job("x", 0.0, 1, 1.0, model="bad", iterations=4)], "fifo", {"bad": broken}, digits,
+                 client=four, timeout=120)
+
+
+@pytest.mark.parametrize("job, message", [
+    (Job("u", 0.0, 1, 1.0, model="vgg", iterations=4), "job 'u': model 'vgg'"),
+    (Job("i", 0.0, 1, 1.0, model="cnn"), "job 'i': a real run needs its iterations"),
+    (Job("w", 0.0, 9, 1.0, model="cnn", iterations=4), "job 'w' asks for 9 workers; the cluster has 4")])
+def test_a_job_the_run_cannot_train_is_one_line_before_any_starts(four, digits, job, message):
+    with pytest.raises(TaskflowError, match=message):
+        run_jobs([job], "fifo", MODELS, digits, client=four)
+
+
+def test_the_profile_predicts_durations_and_slowdowns_for_the_simulator(four, digits):
+    prof = profile_jobs(JOBS[:2], MODELS, digits, client=four, epochs=3)
+    assert all(v > 0 for v in prof.epoch.values()) and len(prof.epoch) == 2
+    assert 0 < min(prof.interference.pairs.values()) <= 1.0 and len(prof.interference.pairs) >= 2
+    trace = predicted_trace(JobTrace(JOBS[:2]), prof)
+    a = trace.jobs[0]
+    assert a.duration == pytest.approx(prof.start[("cnn", 2, 32)] + 6 * prof.epoch[("cnn", 2, 32)])
+    sim = simulate_jobs(trace, one_machine(4), "fifo", interference=prof.interference)
+    assert sim.violations() == [] and sim.metrics()["jobs"] == 2
