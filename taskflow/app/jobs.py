@@ -40,7 +40,7 @@ def job_scheduler_for(name: str, trace: JobTrace, **options):
 
 
 def compare_jobs(trace: JobTrace, cluster: JobCluster | None, names, restore: float = 0.0,
-                 skip_too_large: bool = False, on_run=None, **options) -> list:
+                 skip_too_large: bool = False, on_run=None, interference=None, **options) -> list:
     """Each job scheduler of ``names`` on ``trace``: a list of :class:`~taskflow.jobs.JobRun`.
 
     Parameters
@@ -52,6 +52,8 @@ def compare_jobs(trace: JobTrace, cluster: JobCluster | None, names, restore: fl
     skip_too_large : bool
     on_run : callable, optional
         Called with each run as it ends.
+    interference : Interference, optional
+        The slowdowns of jobs sharing a node.
     **options
         Job schedulers' options (each takes those it knows).
 
@@ -62,7 +64,7 @@ def compare_jobs(trace: JobTrace, cluster: JobCluster | None, names, restore: fl
     runs = []
     for name in names:
         run = simulate_jobs(trace, cluster, job_scheduler_for(name, trace, **options), restore=restore,
-                            skip_too_large=skip_too_large)
+                            skip_too_large=skip_too_large, interference=interference)
         runs.append(run)
         if on_run is not None:
             on_run(run)

@@ -26,6 +26,7 @@ import dataclasses
 import math
 import os
 import queue
+import statistics
 import tempfile
 import threading
 import time
@@ -35,7 +36,7 @@ from ..jobs import Interference, JobCluster, JobRecord, JobRun, JobTrace
 from ..jobs.ledger import Ledger
 from ..jobscheduling import Arrived, Finished, JobScheduler, JobState, Tick, View, get_job_scheduler
 
-__all__ = ["run_jobs", "profile_jobs", "predicted_trace", "JobProfile", "one_machine"]
+__all__ = ["run_jobs", "profile_jobs", "predicted_trace", "warm_up", "JobProfile", "one_machine"]
 
 _JOIN = 600.0  # seconds a job waits for the segment holding its workers to end its epoch
 
@@ -338,16 +339,19 @@ def _label(kind) -> str:
     return f"{kind[0]}/{kind[1]}w/b{kind[2]}"
 
 
-def profile_jobs(trace, models: dict, data, *, client, epoch_iterations: int = 4, epochs: int = 3,
+def profile_jobs(trace, models: dict, data, *, client, epoch_iterations: int = 4, epochs: int = 8,
                  pairs: bool = True, **train_options) -> JobProfile:
-    """Measure each kind of job in ``trace`` alone, and each pair of kinds side by side.
+    """Measure each kind of job in ``trace`` alone, and each pair of kinds side by side, as a real
+    run trains them (a checkpoint after every epoch; the cluster warmed up first).
 
     Parameters
     ----------
     trace, models, data, client, epoch_iterations, train_options
         As :func:`run_jobs`.
     epochs : int
-        Epochs per measurement (the first includes the start; the rest give an epoch's seconds).
+        Epochs per measurement: the first includes the start; the median of the others is an
+        epoch's seconds (side by side: of those that ran while the other job was in its epochs
+        too, not starting).
     pairs : bool
         Measure the pairs too (else no interference).
 
@@ -368,46 +372,79 @@ def profile_jobs(trace, models: dict, data, *, client, epoch_iterations: int = 4
     names = _workers(client)
     kinds = sorted({_kind(j, batch) for j in trace.jobs})
 
-    def measure(kind, on, out):
-        t = time.perf_counter()
-        h = train(models[kind[0]], data, epochs=epochs, iterations=epoch_iterations, workers=kind[1], batch=kind[2],
-                  client=client, on_workers=on, quiet=True, **train_options)
-        total = time.perf_counter() - t
-        steady = sorted(e["seconds"] for e in h.epochs[1:])
-        out.append((total, steady[len(steady) // 2]))
-    start, epoch = {}, {}
-    for kind in kinds:
-        got: list = []
-        measure(kind, names[:kind[1]], got)
-        total, per = got[0]
-        start[kind], epoch[kind] = max(0.0, total - epochs * per), per
-    shares = {}
-    for a in kinds if pairs else ():
-        for b in kinds:
-            if (_label(b), _label(a)) in shares or a[1] + b[1] > len(names):
-                continue
-            got_a: list = []
-            got_b: list = []
-            ta = threading.Thread(target=measure, args=(a, names[:a[1]], got_a), daemon=True)
-            ta.start()
-            measure(b, names[a[1]:a[1] + b[1]], got_b)
-            ta.join(_JOIN)
-            if got_a and got_b:
-                shares[(_label(a), _label(b))] = min(1.0, epoch[a] / got_a[0][1])
-                shares[(_label(b), _label(a))] = min(1.0, epoch[b] / got_b[0][1])
+    with tempfile.TemporaryDirectory(prefix="taskflow-profile-") as work:
+        def measure(kind, on, out, n=epochs):
+            """``out``: ``[(start, [(time an epoch began, its seconds) ...])]``, an epoch's seconds
+            from one epoch's end to the next (its graph, its run, its checkpoint)."""
+            ck = os.path.join(work, f"{threading.get_ident()}-{time.perf_counter_ns()}.ckpt")
+            ends: list = []
+            t = time.perf_counter()
+            train(models[kind[0]], data, epochs=n, iterations=epoch_iterations, workers=kind[1], batch=kind[2],
+                  client=client, on_workers=on, checkpoint=ck, quiet=True,
+                  on_epoch=lambda h: ends.append(time.perf_counter()), **train_options)
+            out.append((t, list(zip(ends, [b - a for a, b in zip(ends, ends[1:])]))))
+
+        warm_up(trace, models, data, client=client, batch=batch, **train_options)
+        start, epoch = {}, {}
+        for kind in kinds:
+            got: list = []
+            measure(kind, names[:kind[1]], got)
+            t, eps = got[0]
+            epoch[kind] = statistics.median(x for _, x in eps)
+            start[kind] = max(0.0, eps[0][0] - t - epoch[kind])  # to the first epoch's end, less an epoch
+        shares = {}
+        for a in kinds if pairs else ():
+            for b in kinds:
+                if (_label(b), _label(a)) in shares or a[1] + b[1] > len(names):
+                    continue
+                got_a: list = []
+                got_b: list = []
+                ta = threading.Thread(target=measure, args=(a, names[:a[1]], got_a), daemon=True)
+                ta.start()
+                measure(b, names[a[1]:a[1] + b[1]], got_b)
+                ta.join(_JOIN)
+                if got_a and got_b:  # the epochs run while both were past their first epoch and not done
+                    lo = max(got_a[0][1][0][0], got_b[0][1][0][0])
+                    hi = min(got_a[0][1][-1][0], got_b[0][1][-1][0])
+                    for x, y, got in ((a, b, got_a), (b, a, got_b)):
+                        inside = [d for t0, d in got[0][1] if t0 >= lo and t0 + d <= hi]
+                        if inside:
+                            shares[(_label(x), _label(y))] = min(1.0, epoch[x] / statistics.median(inside))
     return JobProfile(start, epoch, Interference(shares), epoch_iterations, batch)
 
 
-def predicted_trace(trace, profile: JobProfile) -> JobTrace:
-    """``trace`` with each job's ``duration`` from ``profile`` and its ``model`` its kind's label
-    (the key of the profile's interference table): what the job simulator is fed.
+def warm_up(trace, models: dict, data, *, client, batch: int = 32, **train_options) -> None:
+    """Train each model of ``trace`` for two short epochs on every worker of ``client``'s cluster:
+    each worker's first torch, model and data, which no job's start should be charged with.
+
+    Parameters
+    ----------
+    trace, models, data, client, batch, train_options
+        As :func:`run_jobs`.
+    """
+    from . import train
+
+    names = _workers(client)
+    with tempfile.TemporaryDirectory(prefix="taskflow-warm-") as work:
+        for model in sorted({j.model for j in trace.jobs}):
+            train(models[model], data, epochs=2, iterations=2, workers=len(names), batch=max(batch, len(names)),
+                  client=client, on_workers=names, checkpoint=os.path.join(work, f"{len(model)}.ckpt"), quiet=True,
+                  **train_options)
+
+
+def predicted_trace(trace, profile: JobProfile, label: bool = True) -> JobTrace:
+    """``trace`` with each job's ``duration`` from ``profile`` and, with ``label``, its ``model``
+    its kind's label (the key of the profile's interference table): what the job simulator is
+    fed. Without ``label``: what a real run's schedulers that know durations read.
 
     Parameters
     ----------
     trace : JobTrace
     profile : JobProfile
+    label : bool
     """
-    jobs = [dataclasses.replace(j, duration=profile.duration(j), model=_label(_kind(j, profile.batch)))
+    jobs = [dataclasses.replace(j, duration=profile.duration(j),
+                                **({"model": _label(_kind(j, profile.batch))} if label else {}))
             for j in trace.jobs]
     return JobTrace(jobs, trace.cluster, trace.name)
 

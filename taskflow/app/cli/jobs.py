@@ -1,7 +1,9 @@
 """``taskflow jobs``: a shared cluster's job schedulers on a trace of jobs.
 
 ``taskflow jobs simulate TRACE`` simulates each ``--scheduler`` on the trace (native JSON or
-Tiresias' CSV) and prints one table; ``taskflow jobs generate TRACE`` writes a seeded trace there."""
+Tiresias' CSV) and prints one table; ``taskflow jobs run TRACE --data DIR`` runs the trace's real
+training jobs under each on one Dask cluster, and the simulator's prediction of them beside;
+``taskflow jobs generate TRACE`` writes a seeded trace there."""
 
 from __future__ import annotations
 
@@ -24,12 +26,14 @@ def add_arguments(sp) -> None:
     ----------
     sp : argparse.ArgumentParser
     """
-    sp.add_argument("action", choices=("simulate", "generate"),
-                    help="simulate: each job scheduler on TRACE; generate: write a seeded trace to TRACE")
+    sp.add_argument("action", choices=("simulate", "run", "generate"),
+                    help="simulate: each job scheduler on TRACE; run: TRACE's real training jobs on a Dask cluster "
+                         "under each, beside the simulator's prediction; generate: write a seeded trace to TRACE")
     sp.add_argument("trace", metavar="TRACE", help="a job trace: the native JSON, or Tiresias' CSV (.csv)")
     sp.add_argument("--cluster", metavar="FILE", help="the shared cluster: Tiresias' cluster spec CSV, or JSON "
                     "{racks, nodes_per_rack, workers_per_node} (default: the trace's own)")
-    sp.add_argument("--workers", type=COUNT, help="instead of --cluster: this many workers, in nodes of 8")
+    sp.add_argument("--workers", type=COUNT, help="instead of --cluster: this many workers, in nodes of 8 (run: the "
+                    "embedded cluster's worker processes, default 4)")
     sp.add_argument("--scheduler", default=DEFAULT, help=f"job schedulers, a comma list (default {DEFAULT})")
     sp.add_argument("--restore", type=SECONDS, default=0.0,
                     help="seconds a preempted job spends restoring its checkpoint when it starts again (default 0)")
@@ -46,7 +50,16 @@ def add_arguments(sp) -> None:
     sp.add_argument("--load", type=number(float, above=0.0, high=100.0), default=0.9,
                     help="generate: the offered load, a share of the cluster's workers (default 0.9)")
     sp.add_argument("--arrivals", choices=("poisson", "diurnal"), default="poisson", help="generate (default poisson)")
-    add_output(sp, "simulate: every run (JSON: the metrics and each job's runs)")
+    sp.add_argument("--data", metavar="DIR", help="run: the jobs' dataset folder (train/ and val/ class folders)")
+    sp.add_argument("--make-data", choices=("digits", "synthetic"), help="run: first write --data if it is missing")
+    sp.add_argument("--address", help="run: the scheduler address of an existing cluster (default: an embedded one)")
+    sp.add_argument("--epoch-iterations", type=COUNT, default=4,
+                    help="run: iterations between two checkpoints, where a preempted job stops (default 4)")
+    sp.add_argument("--batch", type=COUNT, default=32, help="run: samples per iteration of a job naming none "
+                    "(default 32)")
+    sp.add_argument("--no-predict", action="store_true", help="run: no profile, no simulated prediction")
+    sp.add_argument("--timeout", type=SECONDS, help="run: seconds each scheduler's run may take")
+    add_output(sp, "simulate, run: every run (JSON: the metrics and each job's runs)")
     add_plot(sp, "simulate: the completion times' CDF and the busy workers over time")
     add_seed(sp)
     add_quiet(sp)
@@ -88,6 +101,8 @@ def jobs(args) -> int:
     from ...jobs import generate_trace, load_trace, save_trace
     from ...jobscheduling import get_job_scheduler
 
+    if args.action == "run":
+        return _run(args)
     if args.action == "generate":
         check_outputs([("TRACE", args.trace)])
         cluster = _cluster(args)
@@ -129,6 +144,76 @@ def jobs(args) -> int:
     if runs[0].rejected:
         print(f"set aside {len(runs[0].rejected)} job(s) larger than the cluster: "
               + ", ".join(j.id for j, _ in runs[0].rejected[:10]) + (" ..." if len(runs[0].rejected) > 10 else ""))
+    if args.plot:
+        plot_jobs(runs, args.plot)
+    return 0
+
+
+def _run(args) -> int:
+    """``taskflow jobs run``: the real jobs under each scheduler, the prediction beside."""
+    import os
+
+    from ...errors import MissingExtra
+
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise MissingExtra("taskflow jobs run needs PyTorch: pip install 'dask-taskflow[torch]'") from None
+    from ...jobs import load_trace
+    from ...jobscheduling import get_job_scheduler
+    from ...runtime.client.runner import connect
+    from ...runtime.client.waiting import close_quietly
+    from ..jobs import jobs_table, plot_jobs
+    from ..jobs_real import prediction_table, run_real_jobs
+    from .training import MODELS, model_factory
+    from workflows.images import ImageFolder, write_digits, write_synthetic
+
+    if not args.data:
+        raise UsageError("run needs the jobs' dataset: --data DIR (with --make-data digits to write one)")
+    if args.cluster:
+        raise UsageError("run uses the Dask cluster's workers (--workers N or --address); --cluster is for simulate")
+    check_outputs([("--output", args.output), ("--plot", args.plot)], [args.trace, args.data])
+    names = [n.strip().lower() for n in args.scheduler.split(",") if n.strip()]
+    for n in names:
+        get_job_scheduler(n)
+    trace = load_trace(args.trace)
+    unknown = [j for j in trace.jobs if j.model not in MODELS]
+    if unknown:
+        raise UsageError(f"job {unknown[0].id!r}: model {unknown[0].model!r} is not one of {', '.join(MODELS)}")
+    if args.make_data and not os.path.exists(os.path.join(args.data, "train")):
+        (write_digits if args.make_data == "digits" else write_synthetic)(args.data, seed=args.seed)
+    first = ImageFolder(args.data, "train")
+    models = {m: model_factory(m, first.shape(), len(first.classes)) for m in {j.model for j in trace.jobs}}
+    c, owned = connect(None, args.address, None, args.workers or 4, 1, work_stealing=False)
+    docs: list = []
+    try:
+        workers = len(c.scheduler_info()["workers"])
+        if not args.quiet:
+            print(f"{trace.name}: {len(trace)} jobs on {workers} Dask workers; "
+                  f"{'profiling each kind of job, then ' if not args.no_predict else ''}"
+                  f"running under {', '.join(names)}", flush=True)
+
+        def said(run):
+            docs.append(run.to_dict())
+            if not args.quiet:
+                m = run.metrics()
+                print(f"{run.scheduler}: {m['jobs']} jobs, average JCT {m['avg_jct']:.2f} s, makespan "
+                      f"{m['makespan']:.2f} s, {m['preemptions']} preemptions", flush=True)
+            if args.output:
+                atomic_write(args.output, json.dumps({"trace": trace.name, "workers": workers, "runs": docs},
+                                                     indent=1) + "\n")
+        runs, sim, _ = run_real_jobs(trace, names, models, args.data, c, epoch_iterations=args.epoch_iterations,
+                                     predict=not args.no_predict, on_run=said, timeout=args.timeout,
+                                     batch=args.batch, seed=args.seed, **_options(args, names))
+    finally:
+        close_quietly(owned)
+    print(jobs_table(runs))
+    if sim is not None:
+        print()
+        print(prediction_table(runs, sim))
+        if args.output:
+            atomic_write(args.output, json.dumps({"trace": trace.name, "workers": workers, "runs": docs,
+                                                  "simulated": [r.to_dict() for r in sim]}, indent=1) + "\n")
     if args.plot:
         plot_jobs(runs, args.plot)
     return 0

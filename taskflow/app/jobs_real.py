@@ -1,0 +1,105 @@
+"""Job schedulers run for real (``taskflow jobs run``): each on the same Dask cluster
+(:func:`taskflow.training.jobrun.run_jobs`), and, fed the jobs' profiled costs, simulated, so that
+the simulator's prediction of each job's completion time and of the schedulers' ranking is
+measured against the real run."""
+
+from __future__ import annotations
+
+import statistics
+
+from ..training.jobrun import one_machine, predicted_trace, profile_jobs, run_jobs, warm_up
+from .jobs import compare_jobs, job_scheduler_for
+
+__all__ = ["run_real_jobs", "prediction_table", "job_errors"]
+
+
+def run_real_jobs(trace, names, models: dict, data, client, *, epoch_iterations: int = 4, predict: bool = True,
+                  on_run=None, on_event=None, timeout=None, **options) -> tuple:
+    """``(real runs, simulated runs or None, profile or None)``: each job scheduler of ``names``
+    on ``trace``'s real jobs; with ``predict``, the jobs profiled first and each scheduler
+    simulated on their profiled durations and slowdowns (a restart costing a start).
+
+    Parameters
+    ----------
+    trace : JobTrace
+    names : list of str
+    models : dict
+        Model name -> factory.
+    data
+        What :func:`taskflow.train` takes.
+    client : distributed.Client
+    epoch_iterations : int
+    predict : bool
+    on_run : callable, optional
+        Called with each real run as it ends.
+    on_event : callable, optional
+        Called with each event of the real runs (a progress line).
+    timeout : float, optional
+        Seconds each real run may take.
+    **options
+        Job schedulers' options, and ``batch`` and ``seed`` for the jobs.
+
+    Raises
+    ------
+    TaskflowError
+        What :func:`~taskflow.training.jobrun.run_jobs` raises.
+    """
+    train_options = {k: options.pop(k) for k in ("batch", "seed") if options.get(k) is not None}
+    profile = sim = None
+    workers = len(client.scheduler_info()["workers"])
+    real = trace
+    if not predict:  # (the profile warms the cluster up itself)
+        warm_up(trace, models, data, client=client, **train_options)
+    if predict:
+        profile = profile_jobs(trace, models, data, client=client, epoch_iterations=epoch_iterations,
+                               **train_options)
+        fed, real = predicted_trace(trace, profile), predicted_trace(trace, profile, label=False)
+        restore = statistics.median(profile.start.values())
+        sim = compare_jobs(fed, one_machine(workers), names, restore=restore, interference=profile.interference,
+                           **options)
+    runs = []
+    for name in names:
+        # a scheduler that knows durations reads the profile's (the real jobs name no other)
+        run = run_jobs(real, job_scheduler_for(name, real, **options), models, data, client=client,
+                       epoch_iterations=epoch_iterations, timeout=timeout, on_event=on_event, **train_options)
+        runs.append(run)
+        if on_run is not None:
+            on_run(run)
+    return runs, sim, profile
+
+
+def job_errors(real, sim) -> list:
+    """Per job, the simulated completion time's relative error against the real one.
+
+    Parameters
+    ----------
+    real, sim : JobRun
+        Of the same trace and scheduler.
+    """
+    pred = {r.job.id: r.jct for r in sim.records if r.finish is not None}
+    return [abs(pred[r.job.id] - r.jct) / r.jct for r in real.records if r.finish is not None and r.job.id in pred]
+
+
+def prediction_table(real: list, sim: list) -> str:
+    """Per job scheduler: the real and the predicted average completion time, the median and the
+    largest per-job error, each side's rank; and whether the rankings agree.
+
+    Parameters
+    ----------
+    real, sim : list of JobRun
+        In the same order of schedulers.
+    """
+    rank_real = {r.scheduler: k for k, r in enumerate(sorted(real, key=lambda r: r.metrics()["avg_jct"]), 1)}
+    rank_sim = {r.scheduler: k for k, r in enumerate(sorted(sim, key=lambda r: r.metrics()["avg_jct"]), 1)}
+    head = (f"{'job scheduler':<14} {'real avg JCT':>12} {'simulated':>10} {'median err.':>11} {'max err.':>9} "
+            f"{'rank real':>9} {'rank sim.':>9}")
+    lines = [head, "-" * len(head)]
+    for r, s in zip(real, sim):
+        errs = job_errors(r, s)
+        lines.append(f"{r.scheduler:<14} {r.metrics()['avg_jct']:>12.2f} {s.metrics()['avg_jct']:>10.2f} "
+                     f"{statistics.median(errs):>11.1%} {max(errs):>9.1%} {rank_real[r.scheduler]:>9} "
+                     f"{rank_sim[r.scheduler]:>9}")
+    same = [rank_real[r.scheduler] for r in real] == [rank_sim[r.scheduler] for r in real]
+    lines += ["", f"err.: a job's simulated completion time against its real one; the rankings "
+                  f"{'agree' if same else 'differ'}"]
+    return "\n".join(lines)
