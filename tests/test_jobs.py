@@ -306,3 +306,41 @@ def test_a_run_that_breaks_a_rule_is_caught_by_its_own_check():
     assert any("worker 1 held by jobs 'a'" in v for v in twice.violations())
     early = JobRun("x", 2, [JobRecord(b, 1.0, 0.5, 5.5, runs=[(0.5, 5.5, (0,))])], [(0.0, 1)])
     assert any("outside its arrival" in v for v in early.violations())
+
+
+# ----------------------------------------------------------------------------- the command line
+def test_taskflow_jobs_generate_then_simulate_writes_only_what_it_is_asked_to(tmp_path, capsys):
+    from taskflow.app.cli import main
+
+    trace = tmp_path / "t.json"
+    assert main(["jobs", "generate", str(trace), "--workers", "16", "--jobs", "40", "--seed", "2", "-q"]) == 0
+    out = tmp_path / "runs.json"
+    assert main(["jobs", "simulate", str(trace), "--scheduler", "fifo,srtf", "-o", str(out), "-q"]) == 0
+    table = capsys.readouterr().out
+    assert "srtf" in table and "fifo" in table and "avg JCT" in table
+    doc = json.loads(out.read_text())
+    assert [r["scheduler"] for r in doc["runs"]] == ["fifo", "srtf"] and len(doc["runs"][0]["jobs"]) == 40
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.json", "t.json"]
+    # the trace simulated is never overwritten by an output
+    before = trace.read_bytes()
+    assert main(["jobs", "simulate", str(trace), "-o", str(trace)]) == 2
+    assert main(["jobs", "simulate", str(trace), "--plot", str(trace)]) == 2
+    assert trace.read_bytes() == before
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["simulate", "T", "--scheduler", "fifo", "--round", "5"], "--round go with las or gittins"),
+    (["simulate", "T", "--scheduler", "nope"], "nope"),
+    (["simulate", "T", "--workers", "4"], "asks for"),
+    (["run", "T"], "--data DIR"),
+    (["generate", "NEW"], "--cluster FILE or --workers N")])
+def test_taskflow_jobs_refuses_bad_input_in_one_line(tmp_path, capsys, argv, message):
+    from taskflow.app.cli import main
+
+    trace = tmp_path / "t.json"
+    main(["jobs", "generate", str(trace), "--workers", "16", "--jobs", "20", "-q"])
+    capsys.readouterr()
+    argv = [str(trace) if a == "T" else str(tmp_path / "new.json") if a == "NEW" else a for a in argv]
+    assert main(["jobs", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err

@@ -105,3 +105,23 @@ def test_the_profile_predicts_durations_and_slowdowns_for_the_simulator(four, di
     assert a.duration == pytest.approx(prof.start[("cnn", 2, 32)] + 6 * prof.epoch[("cnn", 2, 32)])
     sim = simulate_jobs(trace, one_machine(4), "fifo", interference=prof.interference)
     assert sim.violations() == [] and sim.metrics()["jobs"] == 2
+
+
+def test_taskflow_jobs_run_runs_a_trace_and_predicts_it(tmp_path, capsys, digits):
+    import json
+
+    from taskflow.app.cli import main
+
+    trace = tmp_path / "real.json"
+    trace.write_text(json.dumps({"format": "taskflow-jobs/1", "name": "two", "jobs": [
+        {"id": "p", "arrival": 0, "workers": 1, "duration": 1, "model": "mlp", "iterations": 8},
+        {"id": "q", "arrival": 0.2, "workers": 2, "duration": 1, "model": "small-cnn", "iterations": 8}]}))
+    out = tmp_path / "runs.json"
+    assert main(["jobs", "run", str(trace), "--data", str(digits), "--workers", "3", "--scheduler", "fifo",
+                 "-o", str(out), "--timeout", "300"]) == 0
+    text = capsys.readouterr().out
+    assert "real avg JCT" in text and "median err." in text
+    doc = json.loads(out.read_text())
+    assert doc["runs"][0]["scheduler"] == "fifo" and len(doc["simulated"][0]["jobs"]) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["real.json", "runs.json"]
+    assert main(["jobs", "run", str(trace), "--data", str(digits), "--cluster", "c.json"]) == 2

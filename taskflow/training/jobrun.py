@@ -427,9 +427,9 @@ def warm_up(trace, models: dict, data, *, client, batch: int = 32, **train_optio
     names = _workers(client)
     with tempfile.TemporaryDirectory(prefix="taskflow-warm-") as work:
         for model in sorted({j.model for j in trace.jobs}):
-            train(models[model], data, epochs=2, iterations=2, workers=len(names), batch=max(batch, len(names)),
-                  client=client, on_workers=names, checkpoint=os.path.join(work, f"{len(model)}.ckpt"), quiet=True,
-                  **train_options)
+            n = len(names)
+            train(models[model], data, epochs=2, iterations=2, workers=n, batch=n * max(1, batch // n), client=client,
+                  on_workers=names, checkpoint=os.path.join(work, f"{len(model)}.ckpt"), quiet=True, **train_options)
 
 
 def predicted_trace(trace, profile: JobProfile, label: bool = True) -> JobTrace:
