@@ -125,17 +125,8 @@ def jobs(args) -> int:
     cluster = _cluster(args) or trace.cluster
     if cluster is None:
         raise UsageError(f"{args.trace} names no cluster: give --cluster FILE or --workers N")
-    docs = []
-
-    def said(run):
-        docs.append(run.to_dict())
-        if not args.quiet:
-            m = run.metrics()
-            print(f"{run.scheduler}: {m['jobs']:,} jobs, average JCT {m['avg_jct']:,.1f} s, makespan "
-                  f"{m['makespan']:,.1f} s, {m['preemptions']:,} preemptions", flush=True)
-        if args.output:  # as the runs go: a comparison stopped half-way keeps what it simulated
-            atomic_write(args.output, json.dumps({"trace": trace.name, "cluster": cluster.to_dict(), "runs": docs},
-                                                 indent=1) + "\n")
+    docs: list = []
+    said = _said(args, docs, {"trace": trace.name, "cluster": cluster.to_dict()}, "{:,.1f}")
     runs = compare_jobs(trace, cluster, names, restore=args.restore, skip_too_large=args.skip_too_large,
                         on_run=said, **_options(args, names))
     print(f"{trace.name}: {len(trace):,} jobs on {cluster.workers:,} workers ({cluster.racks} x {cluster.nodes_per_rack}"
@@ -147,6 +138,20 @@ def jobs(args) -> int:
     if args.plot:
         plot_jobs(runs, args.plot)
     return 0
+
+
+def _said(args, docs: list, head: dict, seconds: str):
+    """What each run says as it ends: a line (times in ``seconds``' format), and ``-o`` rewritten
+    with every run so far (a comparison stopped half-way keeps what it ran)."""
+    def said(run):
+        docs.append(run.to_dict())
+        if not args.quiet:
+            m = run.metrics()
+            print(f"{run.scheduler}: {m['jobs']:,} jobs, average JCT {seconds.format(m['avg_jct'])} s, makespan "
+                  f"{seconds.format(m['makespan'])} s, {m['preemptions']:,} preemptions", flush=True)
+        if args.output:
+            atomic_write(args.output, json.dumps({**head, "runs": docs}, indent=1) + "\n")
+    return said
 
 
 def _run(args) -> int:
@@ -193,15 +198,7 @@ def _run(args) -> int:
                   f"{'profiling each kind of job, then ' if not args.no_predict else ''}"
                   f"running under {', '.join(names)}", flush=True)
 
-        def said(run):
-            docs.append(run.to_dict())
-            if not args.quiet:
-                m = run.metrics()
-                print(f"{run.scheduler}: {m['jobs']} jobs, average JCT {m['avg_jct']:.2f} s, makespan "
-                      f"{m['makespan']:.2f} s, {m['preemptions']} preemptions", flush=True)
-            if args.output:
-                atomic_write(args.output, json.dumps({"trace": trace.name, "workers": workers, "runs": docs},
-                                                     indent=1) + "\n")
+        said = _said(args, docs, {"trace": trace.name, "workers": workers}, "{:.2f}")
         runs, sim, _ = run_real_jobs(trace, names, models, args.data, c, epoch_iterations=args.epoch_iterations,
                                      predict=not args.no_predict, on_run=said, timeout=args.timeout,
                                      batch=args.batch, seed=args.seed, **_options(args, names))
