@@ -313,7 +313,7 @@ def test_taskflow_jobs_generate_then_simulate_writes_only_what_it_is_asked_to(tm
     from taskflow.app.cli import main
 
     trace = tmp_path / "t.json"
-    assert main(["jobs", "generate", str(trace), "--workers", "16", "--jobs", "40", "--seed", "2", "-q"]) == 0
+    assert main(["jobs", "generate", str(trace), "--workers", "16", "--count", "40", "--seed", "2", "-q"]) == 0
     out = tmp_path / "runs.json"
     assert main(["jobs", "simulate", str(trace), "--scheduler", "fifo,srtf", "-o", str(out), "-q"]) == 0
     table = capsys.readouterr().out
@@ -338,7 +338,7 @@ def test_taskflow_jobs_refuses_bad_input_in_one_line(tmp_path, capsys, argv, mes
     from taskflow.app.cli import main
 
     trace = tmp_path / "t.json"
-    main(["jobs", "generate", str(trace), "--workers", "16", "--jobs", "20", "-q"])
+    main(["jobs", "generate", str(trace), "--workers", "16", "--count", "20", "-q"])
     capsys.readouterr()
     argv = [str(trace) if a == "T" else str(tmp_path / "new.json") if a == "NEW" else a for a in argv]
     assert main(["jobs", *argv]) == 2

@@ -31,7 +31,7 @@ import tempfile
 import threading
 import time
 
-from ..errors import SchedulerError, TaskflowError, UsageError
+from ..errors import RunFailed, RunTimeout, SchedulerError, UsageError
 from ..jobs import Interference, JobCluster, JobRecord, JobRun, JobTrace
 from ..jobs.ledger import Ledger
 from ..jobscheduling import Arrived, Finished, JobScheduler, JobState, Tick, View, get_job_scheduler
@@ -109,7 +109,7 @@ class _Runner:
                     raise SchedulerError(f"job scheduler {self.sched.name!r} leaves job {stuck.job.id!r} waiting on "
                                          f"an idle cluster with nothing left to happen (it would never finish)")
                 if self.timeout is not None and self.now() > self.timeout:
-                    raise TaskflowError(f"the run of {len(xs)} jobs took longer than its timeout of "
+                    raise RunTimeout(f"the run of {len(xs)} jobs took longer than its timeout of "
                                         f"{self.timeout:g} s; stopped")
                 happened = self._reports(min(wake - self.now(), 5.0))
                 now = self.now()
@@ -149,7 +149,7 @@ class _Runner:
                 continue  # an older segment of a job started again since: the newer one speaks for it
             now = self.now()
             if kind == "failed":
-                raise TaskflowError(f"job {jid!r} failed: {payload}") from payload
+                raise RunFailed(f"job {jid!r} failed: {payload}") from payload
             if kind == "stopped":
                 continue  # its preemption was decided (and its workers handed on) already
             self.histories[jid] = payload
@@ -407,9 +407,9 @@ def profile_jobs(trace, models: dict, data, *, client, epoch_iterations: int = 4
                     lo = max(got_a[0][1][0][0], got_b[0][1][0][0])
                     hi = min(got_a[0][1][-1][0], got_b[0][1][-1][0])
                     for x, y, got in ((a, b, got_a), (b, a, got_b)):
-                        inside = [d for t0, d in got[0][1] if t0 >= lo and t0 + d <= hi]
-                        if inside:
-                            shares[(_label(x), _label(y))] = min(1.0, epoch[x] / statistics.median(inside))
+                        # (a pair that barely overlapped, on a loaded machine: all its epochs)
+                        inside = [d for t0, d in got[0][1] if t0 >= lo and t0 + d <= hi] or [d for _, d in got[0][1]]
+                        shares[(_label(x), _label(y))] = min(1.0, epoch[x] / statistics.median(inside))
     return JobProfile(start, epoch, Interference(shares), epoch_iterations, batch)
 
 
@@ -426,10 +426,10 @@ def warm_up(trace, models: dict, data, *, client, batch: int = 32, **train_optio
 
     names = _workers(client)
     with tempfile.TemporaryDirectory(prefix="taskflow-warm-") as work:
-        for model in sorted({j.model for j in trace.jobs}):
+        for k, model in enumerate(sorted({j.model for j in trace.jobs})):
             n = len(names)
             train(models[model], data, epochs=2, iterations=2, workers=n, batch=n * max(1, batch // n), client=client,
-                  on_workers=names, checkpoint=os.path.join(work, f"{len(model)}.ckpt"), quiet=True, **train_options)
+                  on_workers=names, checkpoint=os.path.join(work, f"{k}.ckpt"), quiet=True, **train_options)
 
 
 def predicted_trace(trace, profile: JobProfile, label: bool = True) -> JobTrace:

@@ -46,7 +46,7 @@ def add_arguments(sp) -> None:
                     help="fewest nodes per job, or the most (default consolidated)")
     sp.add_argument("--skip-too-large", action="store_true",
                     help="set aside jobs larger than the cluster (listed) instead of refusing the trace")
-    sp.add_argument("--jobs", type=COUNT, default=1000, help="generate: jobs (default 1000)")
+    sp.add_argument("--count", type=COUNT, default=1000, help="generate: how many jobs (default 1000)")
     sp.add_argument("--load", type=number(float, above=0.0, high=100.0), default=0.9,
                     help="generate: the offered load, a share of the cluster's workers (default 0.9)")
     sp.add_argument("--arrivals", choices=("poisson", "diurnal"), default="poisson", help="generate (default poisson)")
@@ -108,7 +108,7 @@ def jobs(args) -> int:
         cluster = _cluster(args)
         if cluster is None:
             raise UsageError("generate needs the cluster the trace is for: --cluster FILE or --workers N")
-        trace = generate_trace(args.jobs, args.seed, cluster, load=args.load, arrivals=args.arrivals)
+        trace = generate_trace(args.count, args.seed, cluster, load=args.load, arrivals=args.arrivals)
         save_trace(trace, args.trace)
         if not args.quiet:
             print(f"wrote {len(trace):,} jobs to {args.trace} ({trace.name}, for {cluster.workers} workers)")
