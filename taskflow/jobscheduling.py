@@ -26,8 +26,8 @@ from typing import NamedTuple
 from .errors import SchedulerError, UnknownSchedulerError
 
 __all__ = ["Job", "JobState", "View", "Arrived", "Finished", "Tick", "Start", "Preempt", "JobScheduler",
-           "register_job_scheduler", "get_job_scheduler", "job_scheduler_names", "place", "check_positive",
-           "JOB_ENTRY_POINTS"]
+           "register_job_scheduler", "get_job_scheduler", "job_scheduler_names", "place", "uplink_load",
+           "check_positive", "PLACEMENTS", "COMMON_OPTIONS", "JOB_ENTRY_POINTS"]
 
 #: the entry-point group through which installed packages provide job schedulers
 JOB_ENTRY_POINTS = "taskflow.job_schedulers"
@@ -111,8 +111,8 @@ class JobState(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class View:
-    """The cluster at an event: the time, the free workers, each worker's node, every job that has
-    arrived and not finished.
+    """The cluster at an event: the time, the free workers, each worker's node and rack, every job
+    that has arrived and not finished.
 
     Parameters
     ----------
@@ -123,12 +123,15 @@ class View:
         ``nodes[w]``: the node worker ``w`` sits in.
     jobs : tuple of JobState
         In arrival order.
+    racks : tuple
+        ``racks[w]``: the rack of worker ``w`` (empty: one rack).
     """
 
     now: float
     free: tuple
     nodes: tuple
     jobs: tuple
+    racks: tuple = ()
 
     @property
     def waiting(self) -> list:
@@ -207,16 +210,22 @@ class JobScheduler:
     #: seconds between two :class:`Tick` events (a round or lease); None: decide on arrivals and
     #: finishes alone
     round: float | None = None
+    #: where a job's workers go unless the ``placement`` option says (:data:`PLACEMENTS`)
+    default_placement = "consolidated"
 
     def __init__(self, **options):
-        unknown = sorted(set(options) - set(self.option_names) - {"placement"})
+        unknown = sorted(set(options) - set(self.option_names) - set(COMMON_OPTIONS))
         if unknown:
             raise SchedulerError(f"job scheduler {self.name!r} takes no option {unknown[0]!r} (it takes: "
-                                 f"{', '.join(self.option_names + ('placement',))})")
+                                 f"{', '.join(self.option_names + COMMON_OPTIONS)})")
         self.options = options
-        self.placement = options.get("placement", "consolidated")
-        if self.placement not in ("consolidated", "spread"):
-            raise SchedulerError(f"placement must be 'consolidated' or 'spread', got {self.placement!r}")
+        self.placement = options.get("placement", self.default_placement)
+        if self.placement not in PLACEMENTS:
+            raise SchedulerError(f"placement must be one of {', '.join(PLACEMENTS)}; got {self.placement!r}")
+        #: the slowdowns of jobs sharing a node (``interference-aware`` placement reads it)
+        self.interference = options.get("interference")
+        if self.placement == "interference-aware" and self.interference is None:
+            raise SchedulerError("interference-aware placement needs the interference table (option interference)")
 
     def decide(self, event, view: View) -> list:
         """The decisions for ``event``, seeing ``view``.
@@ -258,18 +267,76 @@ class JobScheduler:
         else:
             out, free = [], list(view.free)
             starting = [j for j in order if not j.running]
+        placed = [j for j in view.running if not preempt or j.job.id in keep]
         for j in starting:
             if j.job.workers <= len(free):
-                ws = place(free, j.job.workers, view.nodes, self.placement)
+                ws = self.where(j.job, free, view, placed)
                 out.append(Start(j.job.id, ws))
+                placed.append(j._replace(running=True, workers=ws))
                 free = [w for w in free if w not in set(ws)]
         return out
 
+    def where(self, job: Job, free, view: View, placed) -> tuple:
+        """The workers of ``free`` that ``job`` gets under this scheduler's placement.
 
-def place(free, n: int, nodes, how: str = "consolidated") -> tuple:
-    """``n`` of the ``free`` workers: ``consolidated`` fills the nodes with the most free workers
-    first (fewest nodes, as Tiresias and Gandiva place a job); ``spread`` takes one worker per node
-    in turn (the most nodes).
+        Parameters
+        ----------
+        job : Job
+        free : list of int
+        view : View
+        placed : list of JobState
+            The jobs that hold workers once the decisions so far are carried out.
+        """
+        load = cost = None
+        if self.placement == "contention-aware":
+            load = uplink_load(placed, view.racks)
+        elif self.placement == "interference-aware":
+            cost = {}
+            for j in placed:
+                for n in {view.nodes[w] for w in j.workers}:
+                    mine = self.interference.speed(job, [j.job])
+                    theirs = self.interference.speed(j.job, [job])
+                    cost[n] = cost.get(n, 0.0) + (1.0 / mine - 1.0) + (1.0 / theirs - 1.0)
+        return place(free, job.workers, view.nodes, self.placement, view.racks, load, cost)
+
+
+#: the placements every job scheduler takes (option ``placement``)
+PLACEMENTS = ("consolidated", "spread", "contention-aware", "interference-aware")
+#: the options every job scheduler takes beside its own
+COMMON_OPTIONS = ("placement", "interference")
+
+
+def uplink_load(running, racks) -> dict:
+    """Rack -> how many of the ``running`` jobs span more than one rack and use its uplink.
+
+    Parameters
+    ----------
+    running : iterable of JobState
+    racks : sequence
+        ``racks[w]``: worker ``w``'s rack (empty: one rack, no uplink).
+    """
+    load: dict = {}
+    if not racks:
+        return load
+    for j in running:
+        rs = {racks[w] for w in j.workers}
+        if len(rs) > 1:
+            for r in rs:
+                load[r] = load.get(r, 0) + 1
+    return load
+
+
+def place(free, n: int, nodes, how: str = "consolidated", racks=(), load=None, cost=None) -> tuple:
+    """``n`` of the ``free`` workers, placed ``how``:
+
+    * ``consolidated`` (Tiresias, Gandiva): one node if one holds it (the fullest that does),
+      else one rack (the fullest that does, its fullest nodes first), else the racks with the
+      most free workers first: the fewest nodes and racks;
+    * ``spread``: one worker per node in turn (the most nodes);
+    * ``contention-aware`` (Wang, Shi, Chu et al.): as consolidated within a node or a rack; a job
+      that must span racks takes those whose uplinks carry the fewest jobs (``load``) first;
+    * ``interference-aware`` (Gandiva's packing): the nodes where it and its neighbours lose the
+      least (``cost``, per node) first, the fullest among equals.
 
     Parameters
     ----------
@@ -277,7 +344,14 @@ def place(free, n: int, nodes, how: str = "consolidated") -> tuple:
     n : int
     nodes : sequence
         ``nodes[w]``: worker ``w``'s node.
-    how : {"consolidated", "spread"}
+    how : str
+        One of :data:`PLACEMENTS`.
+    racks : sequence
+        ``racks[w]``: worker ``w``'s rack (empty: one rack).
+    load : dict, optional
+        Rack -> jobs crossing its uplink (:func:`uplink_load`).
+    cost : dict, optional
+        Node -> the slowdown placing the job there costs.
 
     Raises
     ------
@@ -290,22 +364,44 @@ def place(free, n: int, nodes, how: str = "consolidated") -> tuple:
     for w in sorted(free):
         by_node.setdefault(nodes[w], []).append(w)
     groups = sorted(by_node.values(), key=lambda ws: (-len(ws), ws[0]))
-    if how == "consolidated":
-        fit = [ws for ws in groups if len(ws) >= n]
-        if fit:  # the fullest node that holds it alone: the smallest that fits
-            return tuple(min(fit, key=lambda ws: (len(ws), ws[0]))[:n])
-        out = []
-        for ws in groups:
-            out += ws[:n - len(out)]
-            if len(out) == n:
-                break
+    if how == "spread":
+        out, k = [], 0
+        while len(out) < n:
+            for ws in groups:
+                if k < len(ws) and len(out) < n:
+                    out.append(ws[k])
+            k += 1
         return tuple(sorted(out))
-    out, k = [], 0
-    while len(out) < n:
-        for ws in groups:
-            if k < len(ws) and len(out) < n:
-                out.append(ws[k])
-        k += 1
+    if how == "interference-aware":
+        cost = cost or {}
+        fit = [ws for ws in groups if len(ws) >= n]
+        if fit:
+            return tuple(min(fit, key=lambda ws: (cost.get(nodes[ws[0]], 0.0), len(ws), ws[0]))[:n])
+        return _take(sorted(groups, key=lambda ws: (cost.get(nodes[ws[0]], 0.0), -len(ws), ws[0])), n)
+    fit = [ws for ws in groups if len(ws) >= n]
+    if fit:  # the fullest node that holds it alone: the smallest that fits
+        return tuple(min(fit, key=lambda ws: (len(ws), ws[0]))[:n])
+    rack_of = (lambda ws: racks[ws[0]]) if racks else (lambda ws: 0)
+    by_rack: dict = {}
+    for ws in groups:  # (fullest nodes first within a rack)
+        by_rack.setdefault(rack_of(ws), []).append(ws)
+    size = {r: sum(len(ws) for ws in g) for r, g in by_rack.items()}
+    whole = [r for r in by_rack if size[r] >= n]
+    if whole:
+        return _take(by_rack[min(whole, key=lambda r: (size[r], r))], n)
+    load = load or {}
+    order = sorted(by_rack, key=(lambda r: (load.get(r, 0), -size[r], r)) if how == "contention-aware"
+                   else (lambda r: (-size[r], r)))
+    return _take([ws for r in order for ws in by_rack[r]], n)
+
+
+def _take(groups, n: int) -> tuple:
+    """The first ``n`` workers of ``groups`` (lists of workers) in their order."""
+    out: list = []
+    for ws in groups:
+        out += ws[:n - len(out)]
+        if len(out) == n:
+            break
     return tuple(sorted(out))
 
 

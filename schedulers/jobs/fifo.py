@@ -7,7 +7,7 @@ holds every later one back (no backfilling: strict arrival order), as the FIFO b
 
 from __future__ import annotations
 
-from taskflow.jobscheduling import JobScheduler, Start, place, register_job_scheduler
+from taskflow.jobscheduling import JobScheduler, Start, register_job_scheduler
 
 __all__ = ["FIFO"]
 
@@ -27,11 +27,12 @@ class FIFO(JobScheduler):
         event : Arrived, Finished or Tick
         view : View
         """
-        out, free = [], list(view.free)
+        out, free, placed = [], list(view.free), view.running
         for j in view.waiting:
             if j.job.workers > len(free):
                 break
-            ws = place(free, j.job.workers, view.nodes, self.placement)
+            ws = self.where(j.job, free, view, placed)
             out.append(Start(j.job.id, ws))
+            placed = placed + [j._replace(running=True, workers=ws)]
             free = [w for w in free if w not in set(ws)]
         return out

@@ -5,7 +5,7 @@ times' CDF and the busy workers over time)."""
 from __future__ import annotations
 
 from ..jobs import JobCluster, JobTrace, simulate_jobs
-from ..jobscheduling import get_job_scheduler
+from ..jobscheduling import COMMON_OPTIONS, get_job_scheduler
 from .plot import plain_text
 
 __all__ = ["job_scheduler_for", "compare_jobs", "jobs_table", "plot_jobs", "COLUMNS"]
@@ -33,7 +33,7 @@ def job_scheduler_for(name: str, trace: JobTrace, **options):
         An unknown name or a bad option.
     """
     cls = type(get_job_scheduler(name))
-    mine = {k: v for k, v in options.items() if k in cls.option_names + ("placement",) and v is not None}
+    mine = {k: v for k, v in options.items() if k in cls.option_names + COMMON_OPTIONS and v is not None}
     if "distribution" in cls.option_names and "distribution" not in mine:
         mine["distribution"] = [j.service for j in trace.jobs]
     return cls(**mine)

@@ -4,7 +4,8 @@
 * :mod:`.formats`: the native JSON trace, Tiresias' CSV trace and cluster spec;
 * :mod:`.generate`: seeded traces shaped like Philly's and Helios';
 * :mod:`.simulate`: :func:`simulate_jobs`, the job-level simulator, and :class:`JobRun`'s metrics;
-* :mod:`.interference`: :class:`Interference`, the slowdowns of jobs sharing a node.
+* :mod:`.interference`: :class:`Interference`, the slowdowns of jobs sharing a node;
+* :mod:`.network`: :class:`JobNetwork`, the slowdowns of jobs sharing racks' uplinks.
 
 The job schedulers (FIFO, SJF, SRTF, Tiresias' LAS and Gittins, ...) are decision cores
 (:mod:`taskflow.jobscheduling`), one module each in :mod:`schedulers.jobs`.
@@ -14,7 +15,8 @@ from .formats import load_job_cluster, load_trace, save_trace
 from .generate import generate_trace
 from .interference import Interference
 from .model import JobCluster, JobTrace
+from .network import JobNetwork, maxmin_shares
 from .simulate import JobRecord, JobRun, simulate_jobs
 
 __all__ = ["JobCluster", "JobTrace", "load_trace", "save_trace", "load_job_cluster", "generate_trace",
-           "simulate_jobs", "JobRun", "JobRecord", "Interference"]
+           "simulate_jobs", "JobRun", "JobRecord", "Interference", "JobNetwork", "maxmin_shares"]

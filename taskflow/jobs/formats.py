@@ -3,7 +3,8 @@
 * **Native JSON** (``taskflow-jobs/1``)::
 
       {"format": "taskflow-jobs/1", "name": "my-trace",
-       "cluster": {"racks": 2, "nodes_per_rack": 4, "workers_per_node": 8},        (optional)
+       "cluster": {"racks": 2, "nodes_per_rack": 4, "workers_per_node": 8,         (optional)
+                   "bandwidth": 12.5e9, "uplink": 1.25e9},                          (optional)
        "jobs": [{"id": "j1", "arrival": 0, "workers": 4, "duration": 3600,
                  "model": "resnet8", "iterations": 1000, "batch": 64, "user": "ann", (optional)
                  "priority": 1, "deadline": 7200}]}                                 (optional)
@@ -40,7 +41,8 @@ TIRESIAS_COLUMNS = ("job_id", "num_gpu", "submit_time", "iterations", "model_nam
 #: the columns of Tiresias' cluster spec CSV
 TIRESIAS_CLUSTER_COLUMNS = ("num_switch", "num_node_p_switch", "num_gpu_p_node", "num_cpu_p_node", "mem_p_node")
 _OPTIONAL = ("model", "iterations", "batch", "user", "priority", "deadline")
-_CLUSTER_FIELDS = ("racks", "nodes_per_rack", "workers_per_node", "cores_per_node", "memory_per_node", "name")
+_CLUSTER_FIELDS = ("racks", "nodes_per_rack", "workers_per_node", "cores_per_node", "memory_per_node", "bandwidth",
+                   "uplink", "name")
 
 
 def _text(path) -> str:
@@ -122,7 +124,7 @@ def load_job_cluster(path) -> JobCluster:
                           _num(r["num_node_p_switch"], where, "num_node_p_switch", int),
                           _num(r["num_gpu_p_node"], where, "num_gpu_p_node", int),
                           _num(r["num_cpu_p_node"], where, "num_cpu_p_node", int),
-                          _num(r["mem_p_node"], where, "mem_p_node"), os.path.basename(p))
+                          _num(r["mem_p_node"], where, "mem_p_node"), name=os.path.basename(p))
     from ..formats import read_json
 
     return _cluster(read_json(p), p)

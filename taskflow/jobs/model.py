@@ -23,6 +23,11 @@ class JobCluster:
         CPU cores of a node (Tiresias' ``num_cpu_p_node``; 0: not said).
     memory_per_node : float
         GB of memory of a node (0: not said).
+    bandwidth : float
+        Bytes per second of a worker's link inside its rack (default 12.5e9: 100 Gb/s).
+    uplink : float
+        Bytes per second of each rack's uplink, shared by the jobs whose allreduces cross it
+        (0: not said, no contention between racks modelled).
     name : str
 
     Raises
@@ -36,6 +41,8 @@ class JobCluster:
     workers_per_node: int = 8
     cores_per_node: int = 0
     memory_per_node: float = 0.0
+    bandwidth: float = 12.5e9
+    uplink: float = 0.0
     name: str = "cluster"
 
     def __post_init__(self):
@@ -43,6 +50,12 @@ class JobCluster:
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise FormatError(f"cluster {self.name!r}: {f} must be an integer >= 1 (a cluster needs workers), "
+                                  f"got {v!r}")
+        for f, low in (("bandwidth", False), ("uplink", True)):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 \
+                    or (v == 0 and not low):
+                raise FormatError(f"cluster {self.name!r}: {f} must be bytes per second {'>= 0' if low else '> 0'}, "
                                   f"got {v!r}")
 
     @property
@@ -63,6 +76,11 @@ class JobCluster:
         worker : int
         """
         return worker // (self.workers_per_node * self.nodes_per_rack)
+
+    @property
+    def worker_racks(self) -> tuple:
+        """``worker_racks[w]``: the rack of worker ``w``."""
+        return tuple(self.rack(w) for w in range(self.workers))
 
     def to_dict(self) -> dict:
         """JSON-ready."""

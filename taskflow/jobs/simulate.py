@@ -226,7 +226,8 @@ class _Live:
 
 
 def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *, restore: float = 0.0,
-                  skip_too_large: bool = False, max_events: int | None = None, interference=None) -> JobRun:
+                  skip_too_large: bool = False, max_events: int | None = None, interference=None,
+                  network=None) -> JobRun:
     """Run ``trace`` on ``cluster`` under the job scheduler ``scheduler`` (see the module docstring).
 
     Parameters
@@ -247,6 +248,9 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
     interference : Interference, optional
         How much slower a job runs beside the others on its nodes
         (:class:`~taskflow.jobs.interference.Interference`); default none.
+    network : JobNetwork, optional
+        How much slower a job spread over racks runs on their shared uplinks
+        (:class:`~taskflow.jobs.network.JobNetwork`); default none. The two slowdowns multiply.
 
     Returns
     -------
@@ -285,6 +289,10 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
     oracle = sched.knows_durations
     on_node: dict = {}  # node -> the running jobs with a worker there (with interference)
     touched: set = set()  # nodes whose jobs changed since their speeds were last worked out
+    racks = cluster.worker_racks
+    across: set = set()  # running jobs spread over racks (with a network)
+    net: dict = {}  # job id -> its speed on the shared uplinks (below 1), for jobs across racks
+    crossed = [False]  # the jobs across racks changed since their speeds were last worked out
 
     def moved(x, on: bool) -> None:
         """``x`` starts on its workers' nodes (``on``) or leaves them."""
@@ -292,15 +300,28 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             for n in {nodes[w] for w in x.workers}:
                 (on_node.setdefault(n, set()).add if on else on_node.setdefault(n, set()).discard)(x.job.id)
                 touched.add(n)
+        if network is not None and network.spans(x.workers):
+            (across.add if on else across.discard)(x.job.id)
+            crossed[0] = True
 
     def rerate(now) -> None:
-        """Each running job on a touched node at the speed its neighbours leave it."""
+        """Each running job whose neighbours or uplinks changed at the speed they leave it."""
         ids = set().union(*(on_node.get(n, ()) for n in touched))
         touched.clear()
+        if crossed[0]:
+            crossed[0] = False
+            new = network.speeds([(live[j].job, live[j].workers) for j in sorted(across)])
+            ids |= {j for j in set(net) | set(new) if net.get(j, 1.0) != new.get(j, 1.0)}
+            net.clear()
+            net.update(new)
         for jid in sorted(ids):
-            x = live[jid]
-            beside = set().union(*(on_node[n] for n in {nodes[w] for w in x.workers})) - {jid}
-            rate = interference.speed(x.job, [live[y].job for y in sorted(beside)])
+            x = live.get(jid)
+            if x is None or not x.workers:
+                continue
+            rate = net.get(jid, 1.0)
+            if interference is not None:
+                beside = set().union(*(on_node[n] for n in {nodes[w] for w in x.workers})) - {jid}
+                rate *= interference.speed(x.job, [live[y].job for y in sorted(beside)])
             if rate != x.rate:
                 x.settle(now)
                 x.rate = rate
@@ -314,7 +335,7 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             states.append(JobState(x.job, bool(x.workers), x.workers, done, got,
                                    0.0 if x.workers else now - x.waited_since, x.last_run,
                                    max(0.0, x.job.duration - done) if oracle else None, x.rec.preemptions))
-        return View(now, tuple(sorted(free)), nodes, tuple(states))
+        return View(now, tuple(sorted(free)), nodes, tuple(states), racks)
 
     def apply(decisions, now):
         stopped, started = ledger.check(decisions, now, lambda j: live[j].workers if j in live else (),
@@ -329,6 +350,7 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             running[0] -= 1
             x.rec.preemptions += 1
             x.preempted = True
+            x.rate = 1.0  # (worked out again where it starts next)
         for jid, ws in started:
             x = live[jid]
             x.settle(now)
@@ -388,7 +410,7 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             happened.append(Tick(now))
         for ev in happened:
             apply(sched.decide(ev, view(now)), now)
-        if touched:
+        if touched or crossed[0]:
             rerate(now)
         if live and not running[0] and nxt >= len(arrivals) and not period:
             stuck = next(iter(live.values()))

@@ -1,0 +1,151 @@
+"""Where a job's workers go on a shared cluster, and what its neighbours cost it: placements
+(consolidated, spread, contention-aware, interference-aware), uplinks shared max-min fairly by
+jobs spread over racks, and Gandiva's time-slicing and packing; exact times on hand-computed runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from taskflow.errors import FormatError, SchedulerError, UsageError
+from taskflow.jobs import Interference, JobCluster, JobNetwork, load_job_cluster, maxmin_shares, simulate_jobs
+from taskflow.jobscheduling import Job, get_job_scheduler, job_scheduler_names, place
+
+
+def finishes(run) -> dict:
+    return {r.job.id: r.finish for r in run.records}
+
+
+# ----------------------------------------------------------------------------- placement
+def test_consolidated_takes_one_node_then_one_rack_then_the_fullest_racks():
+    nodes = (0, 0, 1, 1, 2, 2, 3, 3)  # 4 nodes of 2
+    racks = (0, 0, 0, 0, 1, 1, 1, 1)  # 2 racks of 2 nodes
+    # 3 workers: no node holds them; rack 1 (4 free) does, rack 0 (3 free) does too and fits best
+    assert place([0, 2, 3, 4, 5, 6, 7], 3, nodes, racks=racks) == (0, 2, 3)
+    # 5: no rack holds them: the fuller rack's nodes first, then the other's fullest node
+    assert place([0, 2, 3, 4, 5, 6, 7], 5, nodes, racks=racks) == (4, 5, 6, 7) + (2,) or \
+        place([0, 2, 3, 4, 5, 6, 7], 5, nodes, racks=racks) == (2, 4, 5, 6, 7)
+    # without racks, nodes alone decide (the fullest first)
+    assert place([0, 2, 3, 4, 5], 3, nodes) == (2, 3, 4)
+
+
+def test_contention_aware_spans_the_racks_whose_uplinks_carry_the_fewest_jobs():
+    nodes = tuple(range(9))
+    racks = (0, 0, 0, 1, 1, 1, 2, 2, 2)
+    free = [0, 1, 2, 3, 4, 6, 7]  # rack 0: 3 free, rack 1: 2, rack 2: 2
+    load = {0: 1}  # a job already crosses rack 0's uplink
+    assert place(free, 4, nodes, "consolidated", racks) == (0, 1, 2, 3)  # the fullest rack first
+    assert place(free, 4, nodes, "contention-aware", racks, load) == (3, 4, 6, 7)  # the idle uplinks
+    assert place(free, 3, nodes, "contention-aware", racks, load) == (0, 1, 2)  # one rack holds it: no uplink
+
+
+def test_interference_aware_goes_where_it_and_its_neighbours_lose_least():
+    table = Interference({("a", "b"): 0.5, ("b", "a"): 0.5})
+    jobs = [Job("P", 0, 1, 10, model="a"), Job("Q", 0, 1, 10, model="b")]
+    cluster = JobCluster(1, 2, 2)  # two nodes of two workers
+    # consolidated puts Q beside P (the fullest node that fits): both at half speed
+    assert finishes(simulate_jobs(jobs, cluster, "fifo", interference=table)) == pytest.approx({"P": 20, "Q": 20})
+    aware = get_job_scheduler("fifo", placement="interference-aware", interference=table)
+    assert finishes(simulate_jobs(jobs, cluster, aware, interference=table)) == pytest.approx({"P": 10, "Q": 10})
+    with pytest.raises(SchedulerError, match="needs the interference table"):
+        get_job_scheduler("sjf", placement="interference-aware")
+    with pytest.raises(SchedulerError, match="placement must be one of"):
+        get_job_scheduler("fifo", placement="packed")
+
+
+# ----------------------------------------------------------------------------- shared uplinks
+def test_maxmin_shares_fill_the_most_crowded_link_first():
+    assert maxmin_shares({"a": {0, 1}, "b": {1}, "c": {1}, "d": {0}}) == pytest.approx(
+        {"a": 1 / 3, "b": 1 / 3, "c": 1 / 3, "d": 2 / 3})
+    assert maxmin_shares({"a": {0}}) == {"a": 1.0}
+    assert maxmin_shares({}) == {}
+
+
+def _narrow(model, counts, uplink):
+    """An iteration: 1 s of compute, and 1 s per unit of uplink when it crosses racks."""
+    return 1.0 + (1.0 / uplink if len(counts) > 1 else 0.0)
+
+
+def test_jobs_across_racks_slow_each_other_as_their_shared_uplink_says():
+    cluster = JobCluster(3, 1, 2, uplink=1.0)  # three racks of two workers
+    net = JobNetwork(cluster, _narrow)
+    # A (3 workers) takes racks 0 and 1; B (3) racks 2 and 1: both cross rack 1's uplink, half of it each,
+    # an iteration 1 + 2 s against 1 s in one rack: a third of their speed. B's 1.5 s of work ends at 4.5; A
+    # has done 1.5 of 3, alone on the uplinks from then at half speed: 3 s more
+    jobs = [Job("A", 0, 3, 3.0, model="m"), Job("B", 0, 3, 1.5, model="m")]
+    run = simulate_jobs(jobs, cluster, "fifo", network=net)
+    assert finishes(run) == pytest.approx({"A": 7.5, "B": 4.5})
+    assert run.violations() == []
+    # in one rack each, nothing is shared: durations as given
+    wide = JobCluster(2, 1, 3, uplink=1.0)
+    assert finishes(simulate_jobs(jobs, wide, "fifo", network=JobNetwork(wide, _narrow))) == pytest.approx(
+        {"A": 3.0, "B": 1.5})
+    # a model the timing does not know is not slowed
+    assert net.speeds([(Job("X", 0, 3, 1.0, model=None), (0, 1, 2))]) == {"X": 1.0}
+    with pytest.raises(UsageError, match="does not say its uplink"):
+        JobNetwork(JobCluster(2, 1, 2), _narrow)
+
+
+def test_contention_aware_placement_beats_the_oblivious_one_on_a_narrow_uplink():
+    cluster = JobCluster(3, 1, 4, uplink=1.0)
+    net = JobNetwork(cluster, _narrow)
+    # X (6) must span two racks; then Y (6) spans two as well: oblivious, Y takes the fullest racks, one
+    # of them X's; aware, it takes the rack X left alone and the idle one... both need two racks, so Y
+    # shares one uplink with X either way unless it can avoid X's racks: X on racks 0-1 leaves 2 free in
+    # rack 1 and 4 in rack 2: Y (6) needs both. A 2-worker Z then: aware keeps it inside one rack too.
+    jobs = [Job("X", 0, 6, 6.0, model="m"), Job("Y", 0, 4, 4.0, model="m"), Job("Z", 1, 2, 2.0, model="m")]
+    for how in ("consolidated", "contention-aware"):
+        run = simulate_jobs(jobs, cluster, get_job_scheduler("fifo", placement=how), network=net)
+        assert run.violations() == []
+    aware = simulate_jobs(jobs, cluster, get_job_scheduler("fifo", placement="contention-aware"), network=net)
+    oblivious = simulate_jobs(jobs, cluster, get_job_scheduler("fifo", placement="spread"), network=net)
+    assert aware.metrics()["avg_jct"] < oblivious.metrics()["avg_jct"]
+
+
+def test_a_job_iteration_from_its_task_graph_is_slower_across_a_narrow_uplink():
+    from taskflow.training.jobnet import graph_iterations
+
+    cluster = JobCluster(2, 1, 4, uplink=1.25e9)
+    net = JobNetwork(cluster, graph_iterations(cluster))
+    inside, across = net.time("resnet50", (4,)), net.time("resnet50", (2, 2))
+    assert 0 < inside < across < net.time("resnet50", (2, 2), 0.5)
+    assert net.time("resnet50", (2, 2)) is across  # cached: simulated once per shape
+    assert net.time("no-such-model", (2, 2)) is None
+    a, b = Job("a", 0, 4, 10, model="resnet50"), Job("b", 0, 4, 10, model="resnet50")
+    shared = net.speeds([(a, (0, 1, 4, 5)), (b, (2, 3, 6, 7))])
+    alone = net.speeds([(a, (0, 1, 4, 5))])
+    assert 0 < shared["a"] < alone["a"] < 1.0
+
+
+def test_a_cluster_says_its_links_and_a_wrong_one_is_one_line(tmp_path):
+    p = tmp_path / "c.json"
+    p.write_text('{"racks": 2, "nodes_per_rack": 1, "workers_per_node": 4, "uplink": 1.25e9, "bandwidth": 1e10}')
+    c = load_job_cluster(p)
+    assert (c.uplink, c.bandwidth, c.worker_racks) == (1.25e9, 1e10, (0, 0, 0, 0, 1, 1, 1, 1))
+    p.write_text('{"racks": 2, "workers_per_node": 4, "uplink": -1}')
+    with pytest.raises(FormatError, match="uplink must be bytes per second >= 0, got -1"):
+        load_job_cluster(p)
+
+
+# ----------------------------------------------------------------------------- Gandiva
+def test_gandiva_time_slices_when_jobs_wait_and_starts_who_fits_between_rounds():
+    one = JobCluster(1, 1, 1)
+    jobs = [Job("A", 0, 1, 25), Job("B", 5, 1, 10)]
+    # B waits until the round ends at 10, then takes A's worker; A comes back when B ends at 20
+    run = simulate_jobs(jobs, one, get_job_scheduler("gandiva", round=10))
+    assert {r.job.id: (r.finish, r.preemptions) for r in run.records} == {"A": (35, 1), "B": (20, 0)}
+    assert finishes(simulate_jobs(jobs, one, get_job_scheduler("gandiva", round=10), restore=2)) == {"A": 37, "B": 20}
+    # three jobs on one worker take turns, a round each
+    turns = simulate_jobs([Job("A", 0, 1, 20), Job("B", 0, 1, 20), Job("C", 0, 1, 20)], one,
+                          get_job_scheduler("gandiva", round=10))
+    assert [(a, b) for a, b, _ in turns.records[0].runs] == [(0, 10), (30, 40)]
+    assert finishes(turns) == {"A": 40, "B": 50, "C": 60}
+    assert "gandiva" in job_scheduler_names()
+
+
+def test_gandiva_packs_by_interference_when_it_has_a_table():
+    table = Interference({("a", "b"): 0.5, ("b", "a"): 0.5})
+    jobs = [Job("P", 0, 1, 10, model="a"), Job("Q", 0, 1, 10, model="b")]
+    g = get_job_scheduler("gandiva", interference=table)
+    assert g.placement == "interference-aware"
+    assert finishes(simulate_jobs(jobs, JobCluster(1, 2, 2), g, interference=table)) == pytest.approx(
+        {"P": 10, "Q": 10})
