@@ -2,6 +2,7 @@
 and the garbage collector kept off the objects that existed before the run."""
 
 import gc
+import threading
 
 import dask.array as da
 import numpy as np
@@ -130,3 +131,36 @@ def test_a_heap_the_caller_froze_or_a_collector_turned_off_is_left_alone():
             assert gc.get_freeze_count() > 0
             raise KeyError("the caller's error goes through")
     assert gc.get_freeze_count() == 0
+
+
+def test_overlapping_runs_share_one_freeze_and_do_not_count_the_frozen_heap_each(monkeypatch):
+    """Jobs of a shared cluster run from threads: the first run in freezes, the last out thaws, and
+    none of the later ones walks the frozen heap (``gc.get_freeze_count`` is O(frozen objects): asked
+    by every epoch of every job, it held the interpreter longer as the heap grew)."""
+    thresholds = gc.get_threshold()
+    counted = []
+    real = gc.get_freeze_count
+    monkeypatch.setattr(gc, "get_freeze_count", lambda: counted.append(1) or real())
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    seen = {}
+
+    def a():
+        with frozen_heap():
+            a_in.set()
+            b_in.wait(10)
+        a_out.set()
+
+    def b():
+        a_in.wait(10)
+        with frozen_heap():
+            b_in.set()
+            a_out.wait(10)  # A has left: the heap stays frozen while B runs
+            seen["b alone"] = (real(), gc.get_threshold()[2])
+    threads = [threading.Thread(target=f) for f in (a, b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert seen["b alone"][0] > 1000 and seen["b alone"][1] >= waiting.RUN_FULL_COLLECTIONS
+    assert len(counted) == 1  # asked once, by the first run in, before anything was frozen
+    assert real() == 0 and gc.get_threshold() == thresholds

@@ -40,7 +40,8 @@ def job_scheduler_for(name: str, trace: JobTrace, **options):
 
 
 def compare_jobs(trace: JobTrace, cluster: JobCluster | None, names, restore: float = 0.0,
-                 skip_too_large: bool = False, on_run=None, interference=None, **options) -> list:
+                 skip_too_large: bool = False, on_run=None, interference=None, network=None, progress=None,
+                 **options) -> list:
     """Each job scheduler of ``names`` on ``trace``: a list of :class:`~taskflow.jobs.JobRun`.
 
     Parameters
@@ -53,7 +54,11 @@ def compare_jobs(trace: JobTrace, cluster: JobCluster | None, names, restore: fl
     on_run : callable, optional
         Called with each run as it ends.
     interference : Interference, optional
-        The slowdowns of jobs sharing a node.
+        The slowdowns of jobs sharing a node (the simulator's, and the job schedulers' that read it).
+    network : JobNetwork, optional
+        The slowdowns of jobs sharing racks' uplinks.
+    progress : callable, optional
+        Called with the number of jobs that finished, as they finish, in every run.
     **options
         Job schedulers' options (each takes those it knows).
 
@@ -63,8 +68,9 @@ def compare_jobs(trace: JobTrace, cluster: JobCluster | None, names, restore: fl
     """
     runs = []
     for name in names:
-        run = simulate_jobs(trace, cluster, job_scheduler_for(name, trace, **options), restore=restore,
-                            skip_too_large=skip_too_large, interference=interference)
+        sched = job_scheduler_for(name, trace, interference=interference, **options)
+        run = simulate_jobs(trace, cluster, sched, restore=restore, skip_too_large=skip_too_large,
+                            interference=interference, network=network, progress=progress)
         runs.append(run)
         if on_run is not None:
             on_run(run)

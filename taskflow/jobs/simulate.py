@@ -227,7 +227,7 @@ class _Live:
 
 def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *, restore: float = 0.0,
                   skip_too_large: bool = False, max_events: int | None = None, interference=None,
-                  network=None) -> JobRun:
+                  network=None, progress=None) -> JobRun:
     """Run ``trace`` on ``cluster`` under the job scheduler ``scheduler`` (see the module docstring).
 
     Parameters
@@ -251,6 +251,8 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
     network : JobNetwork, optional
         How much slower a job spread over racks runs on their shared uplinks
         (:class:`~taskflow.jobs.network.JobNetwork`); default none. The two slowdowns multiply.
+    progress : callable, optional
+        Called with the number of jobs that finished, as they finish (a progress bar's update).
 
     Returns
     -------
@@ -399,6 +401,8 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             x.rec.finish = now
             del live[x.job.id]
             happened.append(Finished(now, x.job.id, x.attained))
+        if ending and progress is not None:
+            progress(len(ending))
         while nxt < len(arrivals) and arrivals[nxt].job.arrival <= now:
             x = arrivals[nxt]
             nxt += 1

@@ -11,6 +11,7 @@ import json
 
 from ...errors import UsageError
 from ...formats import atomic_write
+from ...jobscheduling import PLACEMENTS
 from .commands import command
 from .options import COUNT, SECONDS, add_output, add_plot, add_quiet, add_seed, check_outputs, number
 
@@ -37,13 +38,18 @@ def add_arguments(sp) -> None:
     sp.add_argument("--scheduler", default=DEFAULT, help=f"job schedulers, a comma list (default {DEFAULT})")
     sp.add_argument("--restore", type=SECONDS, default=0.0,
                     help="seconds a preempted job spends restoring its checkpoint when it starts again (default 0)")
-    sp.add_argument("--round", type=SECONDS, help="las, gittins: seconds between two decisions (default 60)")
+    sp.add_argument("--round", type=SECONDS, help="las, gittins, gandiva: seconds between two decisions (a round, "
+                    "a time slice; default 60)")
     sp.add_argument("--thresholds", help="las, gittins: the queues' thresholds in worker-seconds, e.g. 3600,36000 "
                     "(default 3600)")
     sp.add_argument("--promote", type=number(float, above=0.0, high=1e9),
                     help="las, gittins: back to the first queue after waiting this many times its last run")
-    sp.add_argument("--placement", choices=("consolidated", "spread"), default="consolidated",
-                    help="fewest nodes per job, or the most (default consolidated)")
+    sp.add_argument("--placement", choices=PLACEMENTS,
+                    help="where a job's workers go: the fewest nodes and racks (consolidated, the default), the most "
+                         "nodes (spread), the racks whose uplinks carry the fewest jobs (contention-aware), the nodes "
+                         "where it and its neighbours slow each other least (interference-aware, with --interference)")
+    sp.add_argument("--interference", metavar="FILE", help="simulate: the slowdowns of jobs sharing a node, a "
+                    "taskflow-interference/1 table (default none)")
     sp.add_argument("--skip-too-large", action="store_true",
                     help="set aside jobs larger than the cluster (listed) instead of refusing the trace")
     sp.add_argument("--count", type=COUNT, default=1000, help="generate: how many jobs (default 1000)")
@@ -79,10 +85,12 @@ def _cluster(args):
 
 
 def _options(args, names) -> dict:
-    opts = {"placement": args.placement}
-    given = {"--round": args.round, "--thresholds": args.thresholds, "--promote": args.promote}
+    opts = {"placement": args.placement} if args.placement else {}
+    given = {"--thresholds": args.thresholds, "--promote": args.promote}
     if any(v is not None for v in given.values()) and not {"las", "gittins"} & set(names):
         raise UsageError(f"{', '.join(k for k, v in given.items() if v is not None)} go with las or gittins")
+    if args.round is not None and not {"las", "gittins", "gandiva"} & set(names):
+        raise UsageError("--round goes with las, gittins or gandiva")
     if args.thresholds is not None:
         from ...checks import decimal
 
@@ -115,7 +123,7 @@ def jobs(args) -> int:
         return 0
     from ..jobs import compare_jobs, jobs_table, plot_jobs
 
-    check_outputs([("--output", args.output), ("--plot", args.plot)], [args.trace, args.cluster])
+    check_outputs([("--output", args.output), ("--plot", args.plot)], [args.trace, args.cluster, args.interference])
     names = [n.strip().lower() for n in args.scheduler.split(",") if n.strip()]
     if not names:
         raise UsageError(f"--scheduler {args.scheduler!r}: name one or more job schedulers")
@@ -125,10 +133,26 @@ def jobs(args) -> int:
     cluster = _cluster(args) or trace.cluster
     if cluster is None:
         raise UsageError(f"{args.trace} names no cluster: give --cluster FILE or --workers N")
+    from ...runtime.client.waiting import progress_bar
+
+    interference = _interference(args.interference)
+    network = None
+    if cluster.uplink:  # jobs spread over racks share their uplinks: timed from their own task graphs
+        from ...jobs import JobNetwork
+        from ...training.jobnet import graph_iterations
+
+        network = JobNetwork(cluster, graph_iterations(cluster))
     docs: list = []
     said = _said(args, docs, {"trace": trace.name, "cluster": cluster.to_dict()}, "{:,.1f}")
-    runs = compare_jobs(trace, cluster, names, restore=args.restore, skip_too_large=args.skip_too_large,
-                        on_run=said, **_options(args, names))
+    options = _options(args, names)
+    bar = None if args.quiet else progress_bar(len(trace) * len(names), "simulating", unit="job")
+    try:
+        runs = compare_jobs(trace, cluster, names, restore=args.restore, skip_too_large=args.skip_too_large,
+                            on_run=said, interference=interference, network=network,
+                            progress=None if bar is None else bar.update, **options)
+    finally:
+        if bar is not None:
+            bar.close()
     print(f"{trace.name}: {len(trace):,} jobs on {cluster.workers:,} workers ({cluster.racks} x {cluster.nodes_per_rack}"
           f" x {cluster.workers_per_node})")
     print(jobs_table(runs))
@@ -138,6 +162,16 @@ def jobs(args) -> int:
     if args.plot:
         plot_jobs(runs, args.plot)
     return 0
+
+
+def _interference(path):
+    """The interference table at ``path`` (None: none)."""
+    if path is None:
+        return None
+    from ...formats import read_json
+    from ...jobs import Interference
+
+    return Interference.from_dict(read_json(path), path)
 
 
 def _said(args, docs: list, head: dict, seconds: str):

@@ -9,6 +9,7 @@ import contextlib
 import importlib.util
 import os
 import sys
+import threading
 
 from ...errors import RunFailed, RunTimeout, SchedulerLost, TaskflowError, WorkersLost
 from .session import call
@@ -235,6 +236,11 @@ def workers_reachable(client, addresses=None) -> bool:
 RUN_FULL_COLLECTIONS = 1_000_000
 
 
+#: the runs of this process inside :func:`frozen_heap` now, and the thresholds to restore after the last
+_FROZEN: dict = {"runs": 0, "thresholds": None}
+_FROZEN_LOCK = threading.Lock()
+
+
 @contextlib.contextmanager
 def frozen_heap():
     """While a run is submitted, executed and its results fetched, Python's cyclic garbage
@@ -248,22 +254,37 @@ def frozen_heap():
     ``client.get`` spent 2.4-2.7 s of its 18 s in 9-11 of them. A run's own objects (its tasks'
     states, its futures) live until its results are fetched anyway; what a full collection could
     free early is cyclic garbage that outlived two young collections, collected once the run is
-    over. A process that froze objects itself (``gc.get_freeze_count() > 0``) or turned the
-    collector off is left as it is.
+    over. A process that froze objects itself or turned the collector off is left as it is.
+
+    Runs that overlap (several threads, as jobs on a shared cluster) share one freeze: the first
+    in freezes, the last out thaws. Whether the caller froze objects is asked only when no run of
+    ours holds the heap: ``gc.get_freeze_count()`` walks every frozen object, and asked by each of
+    many overlapping runs it held the interpreter for milliseconds a time, more as the heap grew.
     """
     import gc
 
-    mine = gc.isenabled() and gc.get_freeze_count() == 0
-    if mine:
-        thresholds = gc.get_threshold()
-        gc.freeze()
-        gc.set_threshold(thresholds[0], thresholds[1], max(thresholds[2], RUN_FULL_COLLECTIONS))
+    with _FROZEN_LOCK:
+        if _FROZEN["runs"] == 0:
+            if not (gc.isenabled() and gc.get_freeze_count() == 0):
+                mine = False
+            else:
+                mine = True
+                _FROZEN["thresholds"] = t = gc.get_threshold()
+                gc.freeze()
+                gc.set_threshold(t[0], t[1], max(t[2], RUN_FULL_COLLECTIONS))
+        else:
+            mine = True
+        if mine:
+            _FROZEN["runs"] += 1
     try:
         yield
     finally:
         if mine:
-            gc.set_threshold(*thresholds)
-            gc.unfreeze()
+            with _FROZEN_LOCK:
+                _FROZEN["runs"] -= 1
+                if _FROZEN["runs"] == 0:
+                    gc.set_threshold(*_FROZEN["thresholds"])
+                    gc.unfreeze()
 
 
 def close_quietly(things, now: bool = False) -> None:
