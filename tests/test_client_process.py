@@ -164,3 +164,18 @@ def test_overlapping_runs_share_one_freeze_and_do_not_count_the_frozen_heap_each
     assert seen["b alone"][0] > 1000 and seen["b alone"][1] >= waiting.RUN_FULL_COLLECTIONS
     assert len(counted) == 1  # asked once, by the first run in, before anything was frozen
     assert real() == 0 and gc.get_threshold() == thresholds
+
+
+def test_the_plugins_are_installed_once_per_client_and_scheduler(client, monkeypatch):
+    """A run asks for the plugins each time (a job of a shared cluster: each epoch); through the same
+    client of the same scheduler nothing is sent again."""
+    from taskflow.runtime.client.session import ensure_plugin
+
+    ensure_plugin(client)
+    sent = []
+    monkeypatch.setattr(client, "register_plugin", lambda *a, **k: sent.append(a))
+    for _ in range(2):
+        rep = run(rg.layered(width=2, depth=2), "heft", client=client, quiet=True)
+        assert rep.results["total"] == rg.expected_total(2, 2)
+    assert sent == []
+    assert client.run_on_scheduler(lambda dask_scheduler: "taskflow" in dask_scheduler.plugins)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+import weakref
 
 from ...errors import LaunchError, SchedulerError, RunTimeout, SchedulerLost, UsageError
 from ...scheduling import get_scheduler, require_runnable
@@ -82,9 +83,15 @@ def _connected(client) -> bool:
     return client.status == "running" and comm is not None and not comm.closed()
 
 
+#: client -> the id of the scheduler it installed the plugins on (each run asks; a job of a shared
+#: cluster runs one per epoch)
+_INSTALLED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def ensure_plugin(client) -> None:
     """Install the taskflow scheduler plugin on ``client``'s scheduler unless it is there already
-    (an operator may have preloaded it).
+    (an operator may have preloaded it), and the transfer log on its workers (those that join later
+    too). Asked again through the same client of the same scheduler, nothing is sent.
 
     Parameters
     ----------
@@ -95,6 +102,9 @@ def ensure_plugin(client) -> None:
     TaskflowError
         The scheduler refused the plugin or did not answer.
     """
+    ident = (getattr(client, "_scheduler_identity", None) or {}).get("id")
+    if ident is not None and _INSTALLED.get(client) == ident:
+        return
     try:
         client.run_on_scheduler(install_scheduler_plugin)  # by name: the client holds none of its code
         client.register_plugin(TransferLog(), name=TransferLog.name)
@@ -102,6 +112,8 @@ def ensure_plugin(client) -> None:
         raise LaunchError(f"could not install the taskflow scheduler plugin: {type(e).__name__}: {e} "
                             f"(the scheduler needs dask-taskflow installed; or preload it: "
                             f"dask scheduler --preload taskflow.runtime.scheduler.plugin)") from e
+    if ident is not None:
+        _INSTALLED[client] = ident
 
 
 def use(client, scheduler: str | None = "adaptive", **options) -> None:
