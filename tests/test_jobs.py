@@ -329,7 +329,10 @@ def test_taskflow_jobs_generate_then_simulate_writes_only_what_it_is_asked_to(tm
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["simulate", "T", "--scheduler", "fifo", "--round", "5"], "--round go with las or gittins"),
+    (["simulate", "T", "--scheduler", "fifo", "--round", "5"], "--round goes with las, gittins or gandiva"),
+    (["simulate", "T", "--scheduler", "fifo", "--promote", "5"], "--promote go with las or gittins"),
+    (["simulate", "T", "--placement", "interference-aware"], "needs the interference table"),
+    (["simulate", "T", "--interference", "NEW"], "new.json"),
     (["simulate", "T", "--scheduler", "nope"], "nope"),
     (["simulate", "T", "--workers", "4"], "asks for"),
     (["run", "T"], "--data DIR"),

@@ -28,7 +28,7 @@ import math
 import numpy as np
 
 from ..errors import SchedulerError
-from ..jobscheduling import Arrived, Finished, JobScheduler, JobState, Tick, View, get_job_scheduler
+from ..jobscheduling import Arrived, Finished, JobScheduler, JobState, Preempt, Tick, View, get_job_scheduler
 from .ledger import Ledger
 from .model import JobCluster, JobTrace
 
@@ -243,8 +243,8 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
     skip_too_large : bool
         Set aside (in ``rejected``) jobs larger than the cluster instead of refusing the trace.
     max_events : int, optional
-        Stop with an error past this many events (default: 100 per job plus the rounds the trace's
-        work could need).
+        Stop with an error past this many events (default: 100 per job; a round counts only where no
+        work was done since the round before and that one preempted jobs, or nothing runs).
     interference : Interference, optional
         How much slower a job runs beside the others on its nodes
         (:class:`~taskflow.jobs.interference.Interference`); default none.
@@ -283,9 +283,11 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
     nxt = 0
     period = sched.round
     tick = (arrivals[0].job.arrival + period) if period and arrivals else math.inf
-    limit = max_events or (100 * len(records) + 10 + (int(sum(j.duration for j in jobs) / period) * 2
-                                                      if period else 0))
+    limit = max_events or (100 * len(records) + 10)
     events = 0
+    # a round counts as an event where no work was done since the last and either that one preempted
+    # (restores that never end) or nothing runs; rounds of jobs taking turns and doing work do not
+    worked = [0.0, 0.0, False]  # work settled so far, at the last round, whether that round preempted
     finishing: list = []  # (finish time, version, job id) of the running jobs: a heap
     running = [0]
     oracle = sched.knows_durations
@@ -344,7 +346,9 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
                                         lambda j: live[j].job.workers if j in live and not live[j].workers else None)
         for jid in stopped:
             x = live[jid]
+            before = x.executed
             x.settle(now)
+            worked[0] += x.executed - before
             moved(x, False)
             x.rec.runs.append((x.run_start, now, x.workers))
             x.last_run, x.workers, x.waited_since = now - x.run_start, (), now
@@ -378,7 +382,9 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             stuck = next(iter(live.values()))
             raise SchedulerError(f"job scheduler {sched.name!r} leaves job {stuck.job.id!r} waiting on an idle "
                                  f"cluster with nothing left to happen (it would never finish)")
-        events += 1
+        is_tick = bool(period) and tick <= now + _EPS and now < min(t_arr, t_fin)
+        if not is_tick or (worked[0] <= worked[1] + _EPS and (worked[2] or not running[0])):
+            events += 1
         if events > limit:
             raise SchedulerError(f"job scheduler {sched.name!r}: more than {limit:,} events for {len(records):,} "
                                  f"jobs; stopped (does it preempt without end?)")
@@ -392,6 +398,7 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
                 ending.append(x)
         for x in ending:
             x.settle(now)
+            worked[0] += x.job.duration
             running[0] -= 1
             x.rec.runs.append((x.run_start, now, x.workers))
             x.executed = x.job.duration
@@ -413,7 +420,10 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             tick = now + period
             happened.append(Tick(now))
         for ev in happened:
-            apply(sched.decide(ev, view(now)), now)
+            decisions = sched.decide(ev, view(now))
+            if isinstance(ev, Tick):
+                worked[1], worked[2] = worked[0], any(isinstance(d, Preempt) for d in decisions)
+            apply(decisions, now)
         if touched or crossed[0]:
             rerate(now)
         if live and not running[0] and nxt >= len(arrivals) and not period:

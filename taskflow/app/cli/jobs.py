@@ -56,6 +56,8 @@ def add_arguments(sp) -> None:
     sp.add_argument("--load", type=number(float, above=0.0, high=100.0), default=0.9,
                     help="generate: the offered load, a share of the cluster's workers (default 0.9)")
     sp.add_argument("--arrivals", choices=("poisson", "diurnal"), default="poisson", help="generate (default poisson)")
+    sp.add_argument("--models", help="generate: what the jobs train, drawn evenly from a comma list, e.g. "
+                    "resnet50,vgg16,bert-base (the library's models are timed on shared uplinks; default none)")
     sp.add_argument("--data", metavar="DIR", help="run: the jobs' dataset folder (train/ and val/ class folders)")
     sp.add_argument("--make-data", choices=("digits", "synthetic"), help="run: first write --data if it is missing")
     sp.add_argument("--address", help="run: the scheduler address of an existing cluster (default: an embedded one)")
@@ -116,7 +118,8 @@ def jobs(args) -> int:
         cluster = _cluster(args)
         if cluster is None:
             raise UsageError("generate needs the cluster the trace is for: --cluster FILE or --workers N")
-        trace = generate_trace(args.count, args.seed, cluster, load=args.load, arrivals=args.arrivals)
+        models = tuple(m.strip() for m in (args.models or "").split(",") if m.strip())
+        trace = generate_trace(args.count, args.seed, cluster, load=args.load, arrivals=args.arrivals, models=models)
         save_trace(trace, args.trace)
         if not args.quiet:
             print(f"wrote {len(trace):,} jobs to {args.trace} ({trace.name}, for {cluster.workers} workers)")
