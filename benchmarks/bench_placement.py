@@ -64,37 +64,39 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=300)
     ap.add_argument("--uplink", type=float, default=10.0, help="Gb/s of each rack's uplink (default 10)")
+    ap.add_argument("--load", type=float, default=0.7, help="offered load of comparisons 1 and 2 (default 0.7)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
 
     racks = JobCluster(4, 2, 4, uplink=args.uplink * 1.25e8, name="4 racks x 2 nodes x 4 workers")
-    trace = generate_trace(args.jobs, args.seed, racks, load=1.0, median_duration=1800, sizes=SIZES, models=MODELS)
+    trace = generate_trace(args.jobs, args.seed, racks, load=args.load, median_duration=1800, sizes=SIZES,
+                           models=MODELS)
     t = time.perf_counter()
     net = JobNetwork(racks, graph_iterations(racks))
     rows = [timed(f"fifo {how}", trace, racks, get_job_scheduler("fifo", placement=how), network=net)
             for how in ("spread", "consolidated", "contention-aware")]
     print(f"1. shared uplinks: {len(trace)} jobs on {racks.name}, uplinks {args.uplink:g} Gb/s "
           f"({time.perf_counter() - t:.1f} s with the task-graph timings)")
-    print(table(rows))
+    print(table(rows), flush=True)
 
     nodes = JobCluster(1, 16, 4, name="16 nodes x 4 workers")
-    trace = generate_trace(args.jobs, args.seed + 1, nodes, load=1.0, median_duration=1800, sizes=SIZES,
+    trace = generate_trace(args.jobs, args.seed + 1, nodes, load=args.load, median_duration=1800, sizes=SIZES,
                            models=MODELS)
     slow = Interference(TABLE)
     rows = [timed("fifo consolidated (oblivious)", trace, nodes, "fifo", interference=slow),
             timed("fifo interference-aware", trace, nodes,
                   get_job_scheduler("fifo", placement="interference-aware", interference=slow), interference=slow),
-            timed("gandiva (slicing, packing)", trace, nodes, get_job_scheduler("gandiva", interference=slow,
-                                                                               round=600), interference=slow, restore=30)]
+            timed("gandiva (slicing, packing)", trace, nodes,
+                  get_job_scheduler("gandiva", interference=slow, round=600), interference=slow, restore=30)]
     print(f"\n2. interference: {len(trace)} jobs on {nodes.name}")
-    print(table(rows))
+    print(table(rows), flush=True)
 
     loaded = generate_trace(args.jobs, args.seed + 2, nodes, load=1.5, median_duration=1800, sizes=SIZES)
     rows = [timed(name, loaded, nodes, get_job_scheduler(name, **opts), restore=30)
             for name, opts in (("fifo", {}), ("gandiva", {"round": 600}), ("las", {"thresholds": (3600,)}),
                                ("srtf", {}))]
     print(f"\n3. time-slicing: {len(loaded)} jobs at load 1.5 on {nodes.name} (restore 30 s)")
-    print(table(rows))
+    print(table(rows), flush=True)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import math
 from typing import NamedTuple
 
 from .errors import SchedulerError, UnknownSchedulerError
+from .jobplacement import PLACEMENTS, place, uplink_load
 
 __all__ = ["Job", "JobState", "View", "Arrived", "Finished", "Tick", "Start", "Preempt", "JobScheduler",
            "register_job_scheduler", "get_job_scheduler", "job_scheduler_names", "place", "uplink_load",
@@ -300,109 +301,8 @@ class JobScheduler:
         return place(free, job.workers, view.nodes, self.placement, view.racks, load, cost)
 
 
-#: the placements every job scheduler takes (option ``placement``)
-PLACEMENTS = ("consolidated", "spread", "contention-aware", "interference-aware")
 #: the options every job scheduler takes beside its own
 COMMON_OPTIONS = ("placement", "interference")
-
-
-def uplink_load(running, racks) -> dict:
-    """Rack -> how many of the ``running`` jobs span more than one rack and use its uplink.
-
-    Parameters
-    ----------
-    running : iterable of JobState
-    racks : sequence
-        ``racks[w]``: worker ``w``'s rack (empty: one rack, no uplink).
-    """
-    load: dict = {}
-    if not racks:
-        return load
-    for j in running:
-        rs = {racks[w] for w in j.workers}
-        if len(rs) > 1:
-            for r in rs:
-                load[r] = load.get(r, 0) + 1
-    return load
-
-
-def place(free, n: int, nodes, how: str = "consolidated", racks=(), load=None, cost=None) -> tuple:
-    """``n`` of the ``free`` workers, placed ``how``:
-
-    * ``consolidated`` (Tiresias, Gandiva): one node if one holds it (the fullest that does),
-      else one rack (the fullest that does, its fullest nodes first), else the racks with the
-      most free workers first: the fewest nodes and racks;
-    * ``spread``: one worker per node in turn (the most nodes);
-    * ``contention-aware`` (Wang, Shi, Chu et al.): as consolidated within a node or a rack; a job
-      that must span racks takes those whose uplinks carry the fewest jobs (``load``) first;
-    * ``interference-aware`` (Gandiva's packing): the nodes where it and its neighbours lose the
-      least (``cost``, per node) first, the fullest among equals.
-
-    Parameters
-    ----------
-    free : sequence of int
-    n : int
-    nodes : sequence
-        ``nodes[w]``: worker ``w``'s node.
-    how : str
-        One of :data:`PLACEMENTS`.
-    racks : sequence
-        ``racks[w]``: worker ``w``'s rack (empty: one rack).
-    load : dict, optional
-        Rack -> jobs crossing its uplink (:func:`uplink_load`).
-    cost : dict, optional
-        Node -> the slowdown placing the job there costs.
-
-    Raises
-    ------
-    SchedulerError
-        Fewer than ``n`` free workers.
-    """
-    if n > len(free):
-        raise SchedulerError(f"{n} workers asked for, {len(free)} free")
-    by_node: dict = {}
-    for w in sorted(free):
-        by_node.setdefault(nodes[w], []).append(w)
-    groups = sorted(by_node.values(), key=lambda ws: (-len(ws), ws[0]))
-    if how == "spread":
-        out, k = [], 0
-        while len(out) < n:
-            for ws in groups:
-                if k < len(ws) and len(out) < n:
-                    out.append(ws[k])
-            k += 1
-        return tuple(sorted(out))
-    if how == "interference-aware":
-        cost = cost or {}
-        fit = [ws for ws in groups if len(ws) >= n]
-        if fit:
-            return tuple(min(fit, key=lambda ws: (cost.get(nodes[ws[0]], 0.0), len(ws), ws[0]))[:n])
-        return _take(sorted(groups, key=lambda ws: (cost.get(nodes[ws[0]], 0.0), -len(ws), ws[0])), n)
-    fit = [ws for ws in groups if len(ws) >= n]
-    if fit:  # the fullest node that holds it alone: the smallest that fits
-        return tuple(min(fit, key=lambda ws: (len(ws), ws[0]))[:n])
-    rack_of = (lambda ws: racks[ws[0]]) if racks else (lambda ws: 0)
-    by_rack: dict = {}
-    for ws in groups:  # (fullest nodes first within a rack)
-        by_rack.setdefault(rack_of(ws), []).append(ws)
-    size = {r: sum(len(ws) for ws in g) for r, g in by_rack.items()}
-    whole = [r for r in by_rack if size[r] >= n]
-    if whole:
-        return _take(by_rack[min(whole, key=lambda r: (size[r], r))], n)
-    load = load or {}
-    order = sorted(by_rack, key=(lambda r: (load.get(r, 0), -size[r], r)) if how == "contention-aware"
-                   else (lambda r: (-size[r], r)))
-    return _take([ws for r in order for ws in by_rack[r]], n)
-
-
-def _take(groups, n: int) -> tuple:
-    """The first ``n`` workers of ``groups`` (lists of workers) in their order."""
-    out: list = []
-    for ws in groups:
-        out += ws[:n - len(out)]
-        if len(out) == n:
-            break
-    return tuple(sorted(out))
 
 
 _REGISTRY: dict = {}

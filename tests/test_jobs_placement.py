@@ -172,3 +172,14 @@ def test_taskflow_jobs_models_shared_uplinks_when_the_cluster_says_them(tmp_path
     # spread puts jobs over both racks, on the narrow uplink; contention-aware keeps them in one where it can
     assert jct["contention-aware"] < jct["spread"]
     assert "avg JCT" in capsys.readouterr().out
+
+
+def test_a_preempted_job_drains_to_its_checkpoint_before_its_workers_pass_on():
+    one = JobCluster(1, 1, 1)
+    jobs = [Job("A", 0, 1, 10), Job("B", 2, 1, 1)]
+    # SRTF preempts A for B at 2; A goes on 0.5 s to its checkpoint (kept), B starts on the worker after it
+    assert finishes(simulate_jobs(jobs, one, "srtf", drain=0.5)) == pytest.approx({"A": 11.0, "B": 3.5})
+    assert finishes(simulate_jobs(jobs, one, "srtf", drain=0.5, restore=1)) == pytest.approx({"A": 12.0, "B": 3.5})
+    assert finishes(simulate_jobs(jobs, one, "srtf")) == pytest.approx({"A": 11.0, "B": 3.0})
+    with pytest.raises(UsageError, match="drain must be seconds >= 0"):
+        simulate_jobs(jobs, one, "srtf", drain=-1)

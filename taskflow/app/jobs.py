@@ -41,7 +41,7 @@ def job_scheduler_for(name: str, trace: JobTrace, **options):
 
 def compare_jobs(trace: JobTrace, cluster: JobCluster | None, names, restore: float = 0.0,
                  skip_too_large: bool = False, on_run=None, interference=None, network=None, progress=None,
-                 **options) -> list:
+                 drain: float = 0.0, **options) -> list:
     """Each job scheduler of ``names`` on ``trace``: a list of :class:`~taskflow.jobs.JobRun`.
 
     Parameters
@@ -59,6 +59,8 @@ def compare_jobs(trace: JobTrace, cluster: JobCluster | None, names, restore: fl
         The slowdowns of jobs sharing racks' uplinks.
     progress : callable, optional
         Called with the number of jobs that finished, as they finish, in every run.
+    drain : float
+        Seconds a preempted job goes on to its checkpoint (:func:`~taskflow.jobs.simulate_jobs`).
     **options
         Job schedulers' options (each takes those it knows).
 
@@ -70,7 +72,7 @@ def compare_jobs(trace: JobTrace, cluster: JobCluster | None, names, restore: fl
     for name in names:
         sched = job_scheduler_for(name, trace, interference=interference, **options)
         run = simulate_jobs(trace, cluster, sched, restore=restore, skip_too_large=skip_too_large,
-                            interference=interference, network=network, progress=progress)
+                            interference=interference, network=network, progress=progress, drain=drain)
         runs.append(run)
         if on_run is not None:
             on_run(run)

@@ -5,19 +5,24 @@ measured against the real run."""
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 
+from ..jobs import JobRun
 from ..training.jobrun import one_machine, predicted_trace, profile_jobs, run_jobs, warm_up
 from .jobs import compare_jobs, job_scheduler_for
 
-__all__ = ["run_real_jobs", "prediction_table", "job_errors"]
+__all__ = ["run_real_jobs", "prediction_table", "job_errors", "median_run"]
 
 
 def run_real_jobs(trace, names, models: dict, data, client, *, epoch_iterations: int = 4, predict: bool = True,
-                  on_run=None, on_event=None, timeout=None, **options) -> tuple:
+                  on_run=None, on_event=None, timeout=None, repeat: int = 1, **options) -> tuple:
     """``(real runs, simulated runs or None, profile or None)``: each job scheduler of ``names``
     on ``trace``'s real jobs; with ``predict``, the jobs profiled first and each scheduler
-    simulated on their profiled durations and slowdowns (a restart costing a start).
+    simulated on their profiled durations and slowdowns (a restart costing a start, a preempted
+    job going on half an epoch to its checkpoint). With ``repeat``, each scheduler runs that many
+    times, the order of the schedulers turned by one each time (a machine that drifts slows each
+    alike), and the real run of each is :func:`median_run` of its runs.
 
     Parameters
     ----------
@@ -36,6 +41,8 @@ def run_real_jobs(trace, names, models: dict, data, client, *, epoch_iterations:
         Called with each event of the real runs (a progress line).
     timeout : float, optional
         Seconds each real run may take.
+    repeat : int
+        Runs per scheduler.
     **options
         Job schedulers' options, and ``batch`` and ``seed`` for the jobs.
 
@@ -55,17 +62,39 @@ def run_real_jobs(trace, names, models: dict, data, client, *, epoch_iterations:
                                **train_options)
         fed, real = predicted_trace(trace, profile), predicted_trace(trace, profile, label=False)
         restore = statistics.median(profile.start.values())
-        sim = compare_jobs(fed, one_machine(workers), names, restore=restore, interference=profile.interference,
-                           **options)
-    runs = []
-    for name in names:
-        # a scheduler that knows durations reads the profile's (the real jobs name no other)
-        run = run_jobs(real, job_scheduler_for(name, real, **options), models, data, client=client,
-                       epoch_iterations=epoch_iterations, timeout=timeout, on_event=on_event, **train_options)
-        runs.append(run)
-        if on_run is not None:
-            on_run(run)
-    return runs, sim, profile
+        drain = statistics.median(profile.epoch.values()) / 2  # a preempted job stops at its epoch's end
+        sim = compare_jobs(fed, one_machine(workers), names, restore=restore, drain=drain,
+                           interference=profile.interference, **options)
+    runs: dict = {name: [] for name in names}
+    for r in range(repeat):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            # a scheduler that knows durations reads the profile's (the real jobs name no other)
+            run = run_jobs(real, job_scheduler_for(name, real, **options), models, data, client=client,
+                           epoch_iterations=epoch_iterations, timeout=timeout, on_event=on_event, **train_options)
+            runs[name].append(run)
+            if on_run is not None:
+                on_run(run)
+    return [median_run(runs[name]) for name in names], sim, profile
+
+
+def median_run(runs: list) -> JobRun:
+    """One run of the same trace and scheduler standing for several: each job's start, finish
+    and preemptions the median of its runs' (its stretches and the busy workers the first
+    run's); the run itself where there is one.
+
+    Parameters
+    ----------
+    runs : list of JobRun
+    """
+    if len(runs) == 1:
+        return runs[0]
+    records = []
+    for k, first in enumerate(runs[0].records):
+        mine = [run.records[k] for run in runs]
+        med = (lambda f: first.arrival + statistics.median(f(r) - r.arrival for r in mine))
+        records.append(dataclasses.replace(first, start=med(lambda r: r.start), finish=med(lambda r: r.finish),
+                                           preemptions=int(statistics.median(r.preemptions for r in mine))))
+    return JobRun(runs[0].scheduler, runs[0].workers, records, runs[0].busy, runs[0].rejected, runs[0].histories)
 
 
 def job_errors(real, sim) -> list:

@@ -226,6 +226,7 @@ class _Live:
 
 
 def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *, restore: float = 0.0,
+                  drain: float = 0.0,
                   skip_too_large: bool = False, max_events: int | None = None, interference=None,
                   network=None, progress=None) -> JobRun:
     """Run ``trace`` on ``cluster`` under the job scheduler ``scheduler`` (see the module docstring).
@@ -240,6 +241,9 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
         changed by the run: give a new one each time).
     restore : float
         Seconds a preempted job spends restoring when it starts again.
+    drain : float
+        Seconds a preempted job goes on to its next checkpoint (work it keeps) before the job given
+        its workers can start on them (a real run stops jobs at an iteration boundary).
     skip_too_large : bool
         Set aside (in ``rejected``) jobs larger than the cluster instead of refusing the trace.
     max_events : int, optional
@@ -271,8 +275,10 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
     if cluster is None:
         raise UsageError("a job trace needs a cluster: give one (the trace names none)")
     sched = scheduler if isinstance(scheduler, JobScheduler) else get_job_scheduler(scheduler)
-    if not (isinstance(restore, (int, float)) and math.isfinite(restore) and restore >= 0):
-        raise UsageError(f"restore must be seconds >= 0, got {restore!r}")
+    for what, v in (("restore", restore), ("drain", drain)):
+        if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+            raise UsageError(f"{what} must be seconds >= 0, got {v!r}")
+    draining: dict = {}  # worker -> until when the job preempted from it goes on
     jobs, rejected = trace.fit(cluster, skip_too_large)
     records = [_Live(j, JobRecord(j, j.arrival)) for j in jobs]
     nodes = cluster.nodes
@@ -348,6 +354,10 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             x = live[jid]
             before = x.executed
             x.settle(now)
+            if drain:  # it goes on to its checkpoint: that work is kept, its workers busy meanwhile
+                x.executed = min(x.executed + drain * x.rate, x.job.duration * (1 - 1e-9))
+                for w in x.workers:
+                    draining[w] = now + drain
             worked[0] += x.executed - before
             moved(x, False)
             x.rec.runs.append((x.run_start, now, x.workers))
@@ -362,7 +372,8 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             x.settle(now)
             x.workers, x.run_start = ws, now
             moved(x, True)
-            x.restore_until = now + (restore if x.preempted else 0.0)
+            wait = max((draining.pop(w, now) for w in ws), default=now) - now if draining else 0.0
+            x.restore_until = now + max(0.0, wait) + (restore if x.preempted else 0.0)
             x.version += 1
             running[0] += 1
             heapq.heappush(finishing, (x.finish_time(), x.version, x.job.id))

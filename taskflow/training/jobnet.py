@@ -1,11 +1,12 @@
-"""A job's iteration time on an allocation, from its own training task graph:
-:func:`graph_iterations`, the timing :class:`~taskflow.jobs.JobNetwork` reads.
+"""A job's iteration time on an allocation, from its own training task graph
+(:func:`graph_iterations`): the timing :class:`~taskflow.jobs.JobNetwork` reads.
 
-A data-parallel job of a model of the library (``workflows/data/models.json``, or a transformer's size such as ``1.3b``) on ``counts``
-workers per rack is its synchronous training graph (:func:`workflows.training.data_parallel`:
-each rank's steps, the ring allreduce of its gradient buckets), simulated under ``placed`` (rank
-``r`` on worker ``r``) on a cluster of those racks, each worker's link ``bandwidth`` and each
-rack's uplink ``uplink`` bytes per second, on the project's max-min network. The job network
+A data-parallel job of a model of the library (``workflows/data/models.json``, or a transformer's
+size such as ``1.3b``) on ``counts`` workers per rack is its synchronous training graph
+(:func:`workflows.training.data_parallel`: each rank's steps, the ring allreduce of its gradient
+buckets), simulated under ``placed`` (rank ``r`` on worker ``r``) on a cluster of those racks, each
+worker's link ``bandwidth`` and each rack's uplink ``uplink`` bytes per second, on the project's
+max-min network. The job network
 calls it once per allocation shape and uplink share and keeps the answer.
 """
 

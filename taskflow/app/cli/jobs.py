@@ -66,6 +66,8 @@ def add_arguments(sp) -> None:
     sp.add_argument("--batch", type=COUNT, default=32, help="run: samples per iteration of a job naming none "
                     "(default 32)")
     sp.add_argument("--no-predict", action="store_true", help="run: no profile, no simulated prediction")
+    sp.add_argument("--repeat", type=COUNT, default=1, help="run: runs per job scheduler, their order turned each "
+                    "time; the tables give each job's median (default 1)")
     sp.add_argument("--timeout", type=SECONDS, help="run: seconds each scheduler's run may take")
     add_output(sp, "simulate, run: every run (JSON: the metrics and each job's runs)")
     add_plot(sp, "simulate: the completion times' CDF and the busy workers over time")
@@ -237,7 +239,7 @@ def _run(args) -> int:
 
         said = _said(args, docs, {"trace": trace.name, "workers": workers}, "{:.2f}")
         runs, sim, _ = run_real_jobs(trace, names, models, args.data, c, epoch_iterations=args.epoch_iterations,
-                                     predict=not args.no_predict, on_run=said, timeout=args.timeout,
+                                     predict=not args.no_predict, on_run=said, timeout=args.timeout, repeat=args.repeat,
                                      batch=args.batch, seed=args.seed, **_options(args, names))
     finally:
         close_quietly(owned)
