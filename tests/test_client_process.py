@@ -179,3 +179,47 @@ def test_the_plugins_are_installed_once_per_client_and_scheduler(client, monkeyp
         assert rep.results["total"] == rg.expected_total(2, 2)
     assert sent == []
     assert client.run_on_scheduler(lambda dask_scheduler: "taskflow" in dask_scheduler.plugins)
+
+
+class _CountingLog(list):
+    """A transfer log that counts the entries read back."""
+
+    read = 0
+
+    def __reversed__(self):
+        for e in list.__reversed__(self):
+            type(self).read += 1
+            yield e
+
+    def __iter__(self):
+        for e in list.__iter__(self):
+            type(self).read += 1
+            yield e
+
+
+def test_a_run_reads_back_only_its_own_part_of_a_long_lived_workers_logs():
+    """A worker's transfer log and clock corrections grow to 200,000 entries over a long life (a
+    shared cluster's jobs run one graph per epoch); a run's report reads from the newest back to
+    its start, not the whole history each time (what slowed each later run of a trace)."""
+    from types import SimpleNamespace
+
+    from taskflow.runtime.worker.worker_plugin import TransferLog, worker_records
+
+    plugin = TransferLog()
+    log = _CountingLog()
+    for k in range(20_000):  # old runs: a transfer a millisecond, 1,000 s ago
+        t = 1000.0 + k * 1e-3
+        log.append({"keys": {f"old{k}": 1}, "start": t, "stop": t + 5e-4, "total": 8, "who": "w1"})
+        plugin.delays[("fetch", f"old{k}")] = (0.0, t)
+        plugin.delays[("compute", f"oldc{k}")] = (0.0, t)
+    for k in range(30):  # this run's, from 2,000 s on
+        t = 2000.0 + k * 1e-2
+        log.append({"keys": {f"new{k}": 1}, "start": t, "stop": t + 5e-3, "total": 8, "who": "w1"})
+        plugin.delays[("fetch", f"new{k}")] = (0.25, t)
+        plugin.delays[("compute", f"newc{k}")] = (0.25, t)
+    worker = SimpleNamespace(plugins={TransferLog.name: plugin}, scheduler_delay=0.25, transfer_incoming_log=log)
+    got = worker_records(1999.0, dask_worker=worker)
+    assert [e["keys"] for e in got["transfers"]] == [{f"new{k}": 1} for k in range(30)]
+    assert got["transfers"][0]["start"] == pytest.approx(2000.0 - 0.25)
+    assert sorted(got["compute"]) == sorted(f"newc{k}" for k in range(30))
+    assert _CountingLog.read < 100  # not the 20,000 entries of the runs before

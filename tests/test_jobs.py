@@ -3,6 +3,7 @@ the job-level simulator's exact completion times on hand-computed traces; every 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -347,3 +348,15 @@ def test_taskflow_jobs_refuses_bad_input_in_one_line(tmp_path, capsys, argv, mes
     assert main(["jobs", *argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err, err
+
+
+def test_a_median_run_stands_for_repeats_job_by_job():
+    from taskflow.app.jobs_real import median_run
+
+    jobs = [Job("A", 0, 1, 4), Job("B", 1, 1, 2)]
+    runs = [simulate_jobs([dataclasses.replace(j, duration=j.duration * f) for j in jobs], TWO, "fifo")
+            for f in (1.0, 3.0, 2.0)]
+    med = median_run(runs)
+    assert [(r.job.id, r.start, r.finish) for r in med.records] == [("A", 0, 8.0), ("B", 1, 5.0)]
+    assert med.metrics()["avg_jct"] == pytest.approx((8 + 4) / 2)
+    assert median_run(runs[:1]) is runs[0]

@@ -125,3 +125,19 @@ def test_taskflow_jobs_run_runs_a_trace_and_predicts_it(tmp_path, capsys, digits
     assert doc["runs"][0]["scheduler"] == "fifo" and len(doc["simulated"][0]["jobs"]) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["real.json", "runs.json"]
     assert main(["jobs", "run", str(trace), "--data", str(digits), "--cluster", "c.json"]) == 2
+
+
+def test_taskflow_jobs_run_repeats_each_scheduler_in_turned_orders(tmp_path, capsys, digits):
+    import json
+
+    from taskflow.app.cli import main
+
+    trace = tmp_path / "one.json"
+    trace.write_text(json.dumps({"format": "taskflow-jobs/1", "name": "one", "jobs": [
+        {"id": "p", "arrival": 0, "workers": 1, "duration": 1, "model": "mlp", "iterations": 4}]}))
+    out = tmp_path / "runs.json"
+    assert main(["jobs", "run", str(trace), "--data", str(digits), "--workers", "2", "--scheduler", "fifo,sjf",
+                 "--repeat", "2", "--no-predict", "-o", str(out), "-q", "--timeout", "300"]) == 0
+    runs = json.loads(out.read_text())["runs"]
+    assert [r["scheduler"] for r in runs] == ["fifo", "sjf", "sjf", "fifo"]  # the second round turned by one
+    assert all(r["metrics"]["jobs"] == 1 for r in runs)

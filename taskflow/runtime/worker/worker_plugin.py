@@ -272,6 +272,10 @@ class CpuLimit:
         return self.cores
 
 
+#: seconds before ``since`` that :func:`worker_records` reads back past (corrections move by less)
+HISTORY_MARGIN = 5.0
+
+
 def worker_records(since: float, dask_worker=None) -> dict:
     """Run on a worker (``client.run``): what a run report needs of it, in one call, every time on
     the worker's own clock (Dask's heartbeat-based correction taken off, see
@@ -292,12 +296,23 @@ def worker_records(since: float, dask_worker=None) -> dict:
     delays = getattr(log, "delays", None) or {}
     now = float(dask_worker.scheduler_delay)
     transfers = []
-    for e in dask_worker.transfer_incoming_log:
+    # both logs are in time order (transfers as they ended, delays as noted): read back from the
+    # newest to the first older than ``since`` (with a margin for the clock corrections), not the
+    # whole of a long-lived worker's history at every run
+    for e in reversed(dask_worker.transfer_incoming_log):
         first = next(iter(e["keys"]), None)
         d = delays.get(("fetch", first), (now,))[0]
+        if e["stop"] - d < since - HISTORY_MARGIN:
+            break
         if e["start"] - d >= since:
             transfers.append({**e, "start": e["start"] - d, "stop": e["stop"] - d})
-    compute = {key: d for (kind, key), (d, t) in delays.items() if kind == "compute" and t >= since}
+    transfers.reverse()
+    compute = {}
+    for (kind, key), (d, t) in reversed(delays.items()):
+        if t < since:
+            break
+        if kind == "compute":
+            compute[key] = d
     return {"transfers": transfers, "compute": compute, "delay": now, "job": job_id()}
 
 
