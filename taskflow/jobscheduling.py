@@ -7,8 +7,8 @@ workers it is given (HEFT, work stealing, ...). A job's workers are the papers' 
 
 A job scheduler is a decision core, as distributed's worker state machine is: no clock and no I/O
 of its own. The simulator (:mod:`taskflow.jobs.simulate`) and the Dask runner drive the same
-object: each event (:class:`Arrived`, :class:`Finished`, :class:`Tick`: a round or lease ended)
-comes with a :class:`View` of the cluster at that moment, and :meth:`JobScheduler.decide` returns
+object: each event (:class:`Arrived`, :class:`Finished`, :class:`Tick`: a round or lease ended,
+:class:`WorkerLost`, :class:`WorkerAdded`) comes with a :class:`View` of the cluster at that moment, and :meth:`JobScheduler.decide` returns
 decisions (:class:`Preempt` a running job, :class:`Start` a waiting one on named workers). The
 driver checks every decision (no worker given to two jobs, no job started before it arrived, its
 size) and carries them out, preemptions first.
@@ -26,7 +26,8 @@ from typing import NamedTuple
 from .errors import SchedulerError, UnknownSchedulerError
 from .jobplacement import PLACEMENTS, place, uplink_load
 
-__all__ = ["Job", "JobState", "View", "Arrived", "Finished", "Tick", "Start", "Preempt", "JobScheduler",
+__all__ = ["Job", "JobState", "View", "Arrived", "Finished", "Tick", "WorkerLost", "WorkerAdded", "Start", "Preempt",
+           "JobScheduler",
            "register_job_scheduler", "get_job_scheduler", "job_scheduler_names", "place", "uplink_load",
            "check_positive", "PLACEMENTS", "COMMON_OPTIONS", "JOB_ENTRY_POINTS"]
 
@@ -126,6 +127,8 @@ class View:
         In arrival order.
     racks : tuple
         ``racks[w]``: the rack of worker ``w`` (empty: one rack).
+    down : tuple
+        Workers lost and not back: neither free nor held.
     """
 
     now: float
@@ -133,6 +136,7 @@ class View:
     nodes: tuple
     jobs: tuple
     racks: tuple = ()
+    down: tuple = ()
 
     @property
     def waiting(self) -> list:
@@ -168,6 +172,24 @@ class Tick:
     """Event: a round (a lease) ended at ``time``: a preemptive scheduler decides again."""
 
     time: float
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerLost:
+    """Event: ``worker`` was lost at ``time``; ``job_id``, the job that held it (stopped, waiting
+    again), or None."""
+
+    time: float
+    worker: int
+    job_id: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerAdded:
+    """Event: ``worker`` joined (or came back) at ``time``, free."""
+
+    time: float
+    worker: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -255,7 +277,7 @@ class JobScheduler:
         view : View
         preempt : bool
         """
-        total = len(view.nodes)
+        total = len(view.nodes) - len(view.down)
         if preempt:
             keep, left = set(), total
             for j in order:

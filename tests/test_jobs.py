@@ -210,7 +210,8 @@ def test_a_job_larger_than_the_cluster_is_refused_or_set_aside_and_a_cluster_nee
 
 
 def test_unknown_schedulers_and_options_are_named():
-    with pytest.raises(UnknownSchedulerError, match="unknown scheduler .lifo..*known schedulers: fifo, gandiva, gittins, las"):
+    with pytest.raises(UnknownSchedulerError,
+                       match="unknown scheduler .lifo..*known schedulers: fifo, gandiva, gittins, las"):
         get_job_scheduler("lifo")
     with pytest.raises(SchedulerError, match="takes no option 'quantum'"):
         get_job_scheduler("las", quantum=3)

@@ -183,3 +183,42 @@ def test_a_preempted_job_drains_to_its_checkpoint_before_its_workers_pass_on():
     assert finishes(simulate_jobs(jobs, one, "srtf")) == pytest.approx({"A": 11.0, "B": 3.0})
     with pytest.raises(UsageError, match="drain must be seconds >= 0"):
         simulate_jobs(jobs, one, "srtf", drain=-1)
+
+
+# ----------------------------------------------------------------------------- workers lost and added
+def test_a_lost_worker_stops_its_job_and_the_scheduler_hears_of_it():
+    from taskflow.jobscheduling import JobScheduler, WorkerAdded, WorkerLost
+
+    two = JobCluster(1, 1, 2)
+    jobs = [Job("A", 0, 2, 10), Job("B", 1, 1, 3)]
+    changes = [(4, "lost", 1), (6, "added", 1)]
+    # FIFO: A stops at 4 (4 s done), waits for two workers, holding B back; both back at 6: A 6-12, B 12-15
+    fifo = simulate_jobs(jobs, two, "fifo", changes=changes)
+    assert {r.job.id: (r.finish, r.preemptions) for r in fifo.records} == {"A": (12, 1), "B": (15, 0)}
+    assert fifo.violations() == []
+    # SJF: B takes the worker left at 4 (4-7); A waits for both until 7
+    assert finishes(simulate_jobs(jobs, two, "sjf", changes=changes)) == {"A": 13, "B": 7}
+    assert finishes(simulate_jobs(jobs, two, "fifo", changes=changes, restore=1)) == {"A": 13, "B": 16}
+
+    heard = []
+
+    class Listening(JobScheduler):
+        name = "listening"
+
+        def decide(self, event, view):
+            heard.append((type(event).__name__, getattr(event, "job_id", None), view.down))
+            return self.greedy(view.waiting, view, preempt=False)
+    simulate_jobs(jobs, two, Listening(), changes=changes)
+    assert ("WorkerLost", "A", (1,)) in heard and ("WorkerAdded", None, ()) in heard
+    assert WorkerLost(4, 1, "A").worker == 1 and WorkerAdded(6, 1).time == 6
+
+
+@pytest.mark.parametrize("changes, message", [
+    ([(1, "lost", 5)], "worker 5 is not one of the cluster's 0-1"),
+    ([(1, "gone", 0)], "a change is 'lost' or 'added'"),
+    ([(-1, "lost", 0)], "the time must be seconds >= 0"),
+    ([(1, "added", 0)], "worker 0 cannot be added: it is not lost"),
+    ([(1, "lost", 0), (2, "lost", 0)], "worker 0 cannot be lost: it is lost already")])
+def test_a_wrong_change_of_workers_is_named(changes, message):
+    with pytest.raises(UsageError, match=message):
+        simulate_jobs([Job("A", 0, 1, 10)], JobCluster(1, 1, 2), "fifo", changes=changes)

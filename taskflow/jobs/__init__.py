@@ -3,7 +3,8 @@
 * :mod:`.model`: :class:`JobCluster` (racks of nodes of workers), :class:`JobTrace`;
 * :mod:`.formats`: the native JSON trace, Tiresias' CSV trace and cluster spec;
 * :mod:`.generate`: seeded traces shaped like Philly's and Helios';
-* :mod:`.simulate`: :func:`simulate_jobs`, the job-level simulator, and :class:`JobRun`'s metrics;
+* :mod:`.simulate`: :func:`simulate_jobs`, the job-level simulator;
+* :mod:`.run`: :class:`JobRun`, what a run did (simulated or real), and the papers' metrics;
 * :mod:`.interference`: :class:`Interference`, the slowdowns of jobs sharing a node;
 * :mod:`.network`: :class:`JobNetwork`, the slowdowns of jobs sharing racks' uplinks.
 
@@ -16,7 +17,8 @@ from .generate import generate_trace
 from .interference import Interference
 from .model import JobCluster, JobTrace
 from .network import JobNetwork, maxmin_shares
-from .simulate import JobRecord, JobRun, simulate_jobs
+from .run import JobRecord, JobRun
+from .simulate import simulate_jobs
 
 __all__ = ["JobCluster", "JobTrace", "load_trace", "save_trace", "load_job_cluster", "generate_trace",
            "simulate_jobs", "JobRun", "JobRecord", "Interference", "JobNetwork", "maxmin_shares"]

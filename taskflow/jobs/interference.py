@@ -7,8 +7,9 @@ papers use such a table. :class:`Interference` is that table: ``speed[(a, b)]``,
 solo speed a job of model ``a`` keeps beside one of model ``b`` (1: no slowdown), read by the job
 simulator (:func:`~taskflow.jobs.simulate_jobs`) whenever the jobs sharing a node change. Beside
 several jobs the slowdowns add: each neighbour adds the extra time its pair costs (a share ``s``
-costs ``1/s - 1`` of the job's solo time), as jobs sharing a node's cores do. A table is measured by running the pairs together and alone
-(:func:`taskflow.training.jobrun.profile_jobs` on real training jobs), or written by hand.
+costs ``1/s - 1`` of the job's solo time), as jobs sharing a node's cores do. A table is measured
+by running the pairs together and alone (:func:`taskflow.training.jobrun.profile_jobs` on real
+training jobs), or written by hand.
 
 The format (JSON): ``{"format": "taskflow-interference/1", "default": 1.0, "pairs": [{"model":
 "resnet8", "beside": "small-cnn", "speed": 0.8}, ...]}``.

@@ -9,7 +9,7 @@ scheduler, the time and the job.
 
 from __future__ import annotations
 
-from ..errors import SchedulerError
+from ..errors import SchedulerError, UsageError
 from ..jobscheduling import Preempt, Start
 
 __all__ = ["Ledger"]
@@ -33,6 +33,7 @@ class Ledger:
         self.workers = workers
         self.free = set(range(workers))
         self.owner: dict = {}  # worker -> job id
+        self.down: set = set()  # lost and not back
         #: ``(time, busy workers)`` at each change (:meth:`mark`)
         self.steps = [(start, 0)]
 
@@ -52,7 +53,45 @@ class Ledger:
     @property
     def busy(self) -> int:
         """Workers held."""
-        return self.workers - len(self.free)
+        return len(self.owner)
+
+    def lose(self, worker: int):
+        """``worker`` is lost: neither free nor held until :meth:`add`; the job that held it, or None
+        (its other workers stay its own until released).
+
+        Parameters
+        ----------
+        worker : int
+
+        Raises
+        ------
+        UsageError
+            A worker not in the cluster, or lost already.
+        """
+        if not 0 <= worker < self.workers or worker in self.down:
+            why = "it is lost already" if worker in self.down else f"the cluster has {self.workers} workers, from 0"
+            raise UsageError(f"worker {worker!r} cannot be lost: {why}")
+        self.down.add(worker)
+        self.free.discard(worker)
+        return self.owner.pop(worker, None)
+
+    def add(self, worker: int) -> None:
+        """``worker`` is back (or joins), free.
+
+        Parameters
+        ----------
+        worker : int
+
+        Raises
+        ------
+        UsageError
+            A worker that is not lost.
+        """
+        if worker not in self.down:
+            raise UsageError(f"worker {worker!r} cannot be added: it is not lost (the cluster has "
+                             f"{self.workers} workers, numbered from 0)")
+        self.down.discard(worker)
+        self.free.add(worker)
 
     def check(self, decisions, now: float, running, waiting) -> tuple:
         """``(preempted ids, [(job id, workers)] started)``: ``decisions`` checked in order,
@@ -103,7 +142,8 @@ class Ledger:
             taken = [w for w in ws if w not in self.free]
             if taken:
                 w = taken[0]
-                whose = f"job {self.owner[w]!r}'s" if w in self.owner else "not in the cluster"
+                whose = f"job {self.owner[w]!r}'s" if w in self.owner else "lost" if w in self.down \
+                    else "not in the cluster"
                 raise SchedulerError(f"job scheduler {name!r} at {now:g} s: starts job {d.job_id!r} on worker "
                                      f"{w!r}, which is {whose}")
             for w in ws:
@@ -120,5 +160,6 @@ class Ledger:
         workers : iterable of int
         """
         for w in workers:
-            self.free.add(w)
+            if w not in self.down:
+                self.free.add(w)
             self.owner.pop(w, None)

@@ -1,191 +1,36 @@
 """Jobs arriving over time on a shared cluster, simulated at the level of jobs: :func:`simulate_jobs`.
 
 The simulator is the clock and the bookkeeping; the job scheduler (a decision core,
-:mod:`taskflow.jobscheduling`) decides. Events are jobs arriving, jobs finishing and, for a
-scheduler with a ``round``, rounds ending; at each the scheduler gets the event and a
-:class:`~taskflow.jobscheduling.View`, and its decisions are checked and carried out, preemptions
-first. A running job progresses one second of its ``duration`` per second (less beside jobs that
-slow it: ``interference``, a table of slowdowns per pair of models sharing a node, applied as the
-jobs on a node change); a job restarted after a
-preemption first spends ``restore`` seconds on its workers restoring its checkpoint (the price of a
-preemption: saving is counted there too). Every decision is checked: a worker given to two jobs, a
-job started before it arrived or twice, or on another number of workers than it asked for, is an
-error naming the scheduler and the job; a scheduler that leaves jobs waiting on an idle cluster
-with nothing left to happen is one too (it would never end).
+:mod:`taskflow.jobscheduling`) decides. Events are jobs arriving, jobs finishing, workers lost and
+added and, for a scheduler with a ``round``, rounds ending; at each the scheduler gets the event and
+a :class:`~taskflow.jobscheduling.View`, and its decisions are checked and carried out, preemptions
+first. A running job progresses one second of its ``duration`` per second, less beside jobs that
+slow it: ``interference``, a table of slowdowns per pair of models sharing a node, and ``network``,
+jobs spread over racks sharing the uplinks (the two multiply), worked out again as the jobs on a
+node or an uplink change. A preempted job goes on ``drain`` seconds to its checkpoint before its
+workers pass on, and restarted, first spends ``restore`` seconds restoring it. Every decision is
+checked: a worker given to two jobs, a job started before it arrived or twice, or on another number
+of workers than it asked for, is an error naming the scheduler and the job; a scheduler that leaves
+jobs waiting on an idle cluster with nothing left to happen is one too (it would never end).
 
-What comes back (:class:`JobRun`): per job its arrival, first start, finish, completion time,
-queueing delay and preemptions; the busy workers over time; and the metrics the papers report
-(:meth:`JobRun.metrics`): average, median, 95th and 99th percentile job completion time, makespan,
-queueing delay, utilization, finish-time fairness (Themis' rho) and preemptions.
-"""
+What comes back is a :class:`~taskflow.jobs.run.JobRun`: per job its arrival, first start, finish,
+stretches of running and preemptions; the busy workers over time; the papers' metrics."""
 
 from __future__ import annotations
 
-import dataclasses
 import heapq
 import math
 
-import numpy as np
-
 from ..errors import SchedulerError
-from ..jobscheduling import Arrived, Finished, JobScheduler, JobState, Preempt, Tick, View, get_job_scheduler
+from ..jobscheduling import (Arrived, Finished, JobScheduler, JobState, Preempt, Tick, View, WorkerAdded, WorkerLost,
+                             get_job_scheduler)
 from .ledger import Ledger
 from .model import JobCluster, JobTrace
+from .run import JobRecord, JobRun
 
 __all__ = ["simulate_jobs", "JobRun", "JobRecord"]
 
 _EPS = 1e-9
-
-
-@dataclasses.dataclass
-class JobRecord:
-    """One job's life in a run."""
-
-    #: the job
-    job: object
-    #: seconds from the trace's start
-    arrival: float
-    #: its first start (None: never started)
-    start: float | None = None
-    #: when it finished (None: not finished)
-    finish: float | None = None
-    #: times it was preempted
-    preemptions: int = 0
-    #: worker-seconds it held workers (restoring included)
-    held: float = 0.0
-    #: each stretch it ran: ``(start, end, workers)``
-    runs: list = dataclasses.field(default_factory=list)
-
-    def longest_wait(self) -> float:
-        """The longest stretch it waited after it arrived (before its first run, or between two)."""
-        ends = [self.arrival] + [b for _, b, _ in self.runs[:-1]]
-        return max((a - e for e, (a, _, _) in zip(ends, self.runs)), default=0.0)
-
-    @property
-    def jct(self) -> float:
-        """Job completion time: finish less arrival."""
-        return self.finish - self.arrival
-
-    @property
-    def queueing(self) -> float:
-        """Seconds from arrival to first start."""
-        return self.start - self.arrival
-
-
-@dataclasses.dataclass
-class JobRun:
-    """What a simulated (or a real) run of a trace did."""
-
-    #: the job scheduler's name
-    scheduler: str
-    #: the cluster's workers
-    workers: int
-    #: per job, in arrival order
-    records: list
-    #: ``(time, busy workers)`` at each change
-    busy: list
-    #: jobs set aside before the run, with why
-    rejected: list = dataclasses.field(default_factory=list)
-    #: a real run's: job id -> the History of its training (:func:`taskflow.training.jobrun.run_jobs`)
-    histories: dict = dataclasses.field(default_factory=dict)
-
-    def metrics(self) -> dict:
-        """``{"jobs", "avg_jct", "median_jct", "p95_jct", "p99_jct", "makespan", "avg_queueing",
-        "median_queueing", "utilization", "max_rho", "avg_rho", "preemptions"}``: completion times in
-        seconds; utilization the busy share of the workers from the first arrival to the last finish;
-        rho (Themis' finish-time fairness) a job's completion time over the time it would take on an
-        equal share of the cluster among the jobs present in its lifetime (1: fair)."""
-        done = [r for r in self.records if r.finish is not None]
-        jct = np.array([r.jct for r in done]) if done else np.zeros(1)
-        q = np.array([r.queueing for r in done]) if done else np.zeros(1)
-        t0 = min(r.arrival for r in self.records)
-        t1 = max((r.finish for r in done), default=t0)
-        rho = self._rho(done)
-        return {"jobs": len(done), "avg_jct": float(jct.mean()), "median_jct": float(np.median(jct)),
-                "p95_jct": float(np.percentile(jct, 95)), "p99_jct": float(np.percentile(jct, 99)),
-                "makespan": t1 - t0, "avg_queueing": float(q.mean()), "median_queueing": float(np.median(q)),
-                "utilization": self.utilization(t0, t1), "max_rho": float(max(rho, default=float("nan"))),
-                "avg_rho": float(np.mean(rho)) if rho else float("nan"),
-                "preemptions": int(sum(r.preemptions for r in self.records))}
-
-    def violations(self, eps: float = 1e-6) -> list:
-        """What breaks the rules every run must keep, one line each (none: an empty list): a worker
-        held by two jobs at once, a job that ran before it arrived or after it finished, on
-        another number of workers than it asked for, or did not finish.
-
-        Parameters
-        ----------
-        eps : float
-            Seconds two stretches may overlap by (a real run's clock readings).
-        """
-        out = []
-        held: dict = {}  # worker -> [(start, end, job id)]
-        for r in self.records:
-            if r.finish is None:
-                out.append(f"job {r.job.id!r} did not finish")
-            for a, b, ws in r.runs:
-                if a < r.arrival - eps or (r.finish is not None and b > r.finish + eps) or b < a:
-                    out.append(f"job {r.job.id!r} ran {a:g}-{b:g} s, outside its arrival {r.arrival:g} s and its "
-                               f"finish {r.finish}")
-                if len(set(ws)) != r.job.workers:
-                    out.append(f"job {r.job.id!r} ran on {len(set(ws))} workers, it asks for {r.job.workers}")
-                for w in ws:
-                    held.setdefault(w, []).append((a, b, r.job.id))
-        for w, spans in held.items():
-            spans.sort()
-            for (a0, b0, j0), (a1, b1, j1) in zip(spans, spans[1:]):
-                if a1 < b0 - eps:
-                    out.append(f"worker {w!r} held by jobs {j0!r} ({a0:g}-{b0:g} s) and {j1!r} ({a1:g}-{b1:g} s) at "
-                               f"once")
-        return out
-
-    def utilization(self, t0: float, t1: float) -> float:
-        """The busy share of the workers between ``t0`` and ``t1``.
-
-        Parameters
-        ----------
-        t0, t1 : float
-        """
-        if t1 <= t0:
-            return 0.0
-        area, pts = 0.0, self.busy + [(t1, 0)]
-        for (a, n), (b, _) in zip(pts, pts[1:]):
-            lo, hi = max(a, t0), min(b, t1)
-            if hi > lo:
-                area += n * (hi - lo)
-        return area / (self.workers * (t1 - t0))
-
-    def _rho(self, done) -> list:
-        """Per job, completion time over its time on a 1/N share (N: the jobs present, on average
-        over its lifetime: the integral of the count of jobs present, from prefix sums)."""
-        if not done:
-            return []
-        a = np.array([r.arrival for r in done])
-        f = np.array([r.finish for r in done])
-        times = np.concatenate([a, f])
-        steps = np.concatenate([np.ones(len(a)), -np.ones(len(f))])
-        order = np.argsort(times, kind="stable")
-        t, count = times[order], np.cumsum(steps[order])  # jobs present from t[k] to t[k + 1]
-        area = np.concatenate([[0.0], np.cumsum(count[:-1] * np.diff(t))])  # the integral up to t[k]
-
-        def integral(x):
-            k = np.searchsorted(t, x, side="right") - 1
-            return area[k] + count[k] * (x - t[k])
-        n = (integral(f) - integral(a)) / np.maximum(f - a, _EPS)
-        work = np.array([r.job.duration for r in done])
-        want = np.array([r.job.workers for r in done], dtype=float)
-        share = self.workers / np.maximum(n, 1.0)
-        alone = work * np.maximum(1.0, want / share)
-        return [float(x) for x in (f - a) / alone]
-
-    def to_dict(self) -> dict:
-        """JSON-ready: the scheduler, the metrics, each job's record, the utilization steps."""
-        return {"scheduler": self.scheduler, "workers": self.workers, "metrics": self.metrics(),
-                "jobs": [{"id": r.job.id, "arrival": r.arrival, "start": r.start, "finish": r.finish,
-                          "jct": r.jct if r.finish is not None else None, "preemptions": r.preemptions,
-                          "runs": [[a, b, list(w)] for a, b, w in r.runs]}
-                         for r in self.records],
-                "busy": self.busy, "rejected": [{"id": j.id, "why": why} for j, why in self.rejected]}
 
 
 class _Live:
@@ -228,7 +73,7 @@ class _Live:
 def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *, restore: float = 0.0,
                   drain: float = 0.0,
                   skip_too_large: bool = False, max_events: int | None = None, interference=None,
-                  network=None, progress=None) -> JobRun:
+                  network=None, progress=None, changes=()) -> JobRun:
     """Run ``trace`` on ``cluster`` under the job scheduler ``scheduler`` (see the module docstring).
 
     Parameters
@@ -257,6 +102,11 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
         (:class:`~taskflow.jobs.network.JobNetwork`); default none. The two slowdowns multiply.
     progress : callable, optional
         Called with the number of jobs that finished, as they finish (a progress bar's update).
+    changes : iterable of (float, str, int)
+        Workers lost and added: ``(time, "lost" or "added", worker)``. A lost worker's job stops
+        there (its work so far kept, as at a checkpoint; a restart pays ``restore``) and waits
+        again; the scheduler hears :class:`~taskflow.jobscheduling.WorkerLost` and
+        :class:`~taskflow.jobscheduling.WorkerAdded`.
 
     Returns
     -------
@@ -289,7 +139,7 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
     nxt = 0
     period = sched.round
     tick = (arrivals[0].job.arrival + period) if period and arrivals else math.inf
-    limit = max_events or (100 * len(records) + 10)
+    limit = max_events or (100 * len(records) + 10 + 2 * len(changes or ()))
     events = 0
     # a round counts as an event where no work was done since the last and either that one preempted
     # (restores that never end) or nothing runs; rounds of jobs taking turns and doing work do not
@@ -345,28 +195,43 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             states.append(JobState(x.job, bool(x.workers), x.workers, done, got,
                                    0.0 if x.workers else now - x.waited_since, x.last_run,
                                    max(0.0, x.job.duration - done) if oracle else None, x.rec.preemptions))
-        return View(now, tuple(sorted(free)), nodes, tuple(states), racks)
+        return View(now, tuple(sorted(free)), nodes, tuple(states), racks, tuple(sorted(ledger.down)))
+
+    def stop(x, now, drain):
+        """``x`` stops (preempted, or a worker of its lost) and waits again."""
+        before = x.executed
+        x.settle(now)
+        if drain:  # it goes on to its checkpoint: that work is kept, its workers busy meanwhile
+            x.executed = min(x.executed + drain * x.rate, x.job.duration * (1 - 1e-9))
+            for w in x.workers:
+                draining[w] = now + drain
+        worked[0] += x.executed - before
+        moved(x, False)
+        x.rec.runs.append((x.run_start, now, x.workers))
+        x.last_run, x.workers, x.waited_since = now - x.run_start, (), now
+        x.version += 1
+        running[0] -= 1
+        x.rec.preemptions += 1
+        x.preempted = True
+        x.rate = 1.0  # (worked out again where it starts next)
+
+    def change(kind, w, now):
+        """A worker lost or added: the event the scheduler hears."""
+        if kind == "added":
+            ledger.add(w)
+            return WorkerAdded(now, w)
+        jid = ledger.lose(w)
+        if jid is not None:
+            x = live[jid]
+            ledger.release(x.workers)
+            stop(x, now, 0.0)
+        return WorkerLost(now, w, jid)
 
     def apply(decisions, now):
         stopped, started = ledger.check(decisions, now, lambda j: live[j].workers if j in live else (),
                                         lambda j: live[j].job.workers if j in live and not live[j].workers else None)
         for jid in stopped:
-            x = live[jid]
-            before = x.executed
-            x.settle(now)
-            if drain:  # it goes on to its checkpoint: that work is kept, its workers busy meanwhile
-                x.executed = min(x.executed + drain * x.rate, x.job.duration * (1 - 1e-9))
-                for w in x.workers:
-                    draining[w] = now + drain
-            worked[0] += x.executed - before
-            moved(x, False)
-            x.rec.runs.append((x.run_start, now, x.workers))
-            x.last_run, x.workers, x.waited_since = now - x.run_start, (), now
-            x.version += 1
-            running[0] -= 1
-            x.rec.preemptions += 1
-            x.preempted = True
-            x.rate = 1.0  # (worked out again where it starts next)
+            stop(live[jid], now, drain)
         for jid, ws in started:
             x = live[jid]
             x.settle(now)
@@ -381,19 +246,22 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
                 x.rec.start = now
         ledger.mark(now)
 
+    changes = _changes(changes, cluster.workers)
+    nch = 0
     while nxt < len(arrivals) or live:
         t_arr = arrivals[nxt].job.arrival if nxt < len(arrivals) else math.inf
+        t_chg = changes[nch][0] if nch < len(changes) and live else math.inf
         while finishing and (finishing[0][2] not in live or live[finishing[0][2]].version != finishing[0][1]):
             heapq.heappop(finishing)  # a preempted run's finish, stale
         t_fin = finishing[0][0] if finishing else math.inf
         if not live and period:  # an empty cluster: the rounds start again with the next arrival
             tick = max(tick, t_arr)
-        now = min(t_arr, t_fin, tick if live else math.inf)
+        now = min(t_arr, t_fin, t_chg, tick if live else math.inf)
         if now == math.inf:  # jobs wait, nothing runs, nothing will arrive: the scheduler is stuck
             stuck = next(iter(live.values()))
             raise SchedulerError(f"job scheduler {sched.name!r} leaves job {stuck.job.id!r} waiting on an idle "
                                  f"cluster with nothing left to happen (it would never finish)")
-        is_tick = bool(period) and tick <= now + _EPS and now < min(t_arr, t_fin)
+        is_tick = bool(period) and tick <= now + _EPS and now < min(t_arr, t_fin, t_chg)
         if not is_tick or (worked[0] <= worked[1] + _EPS and (worked[2] or not running[0])):
             events += 1
         if events > limit:
@@ -421,6 +289,9 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             happened.append(Finished(now, x.job.id, x.attained))
         if ending and progress is not None:
             progress(len(ending))
+        while nch < len(changes) and changes[nch][0] <= now:
+            happened.append(change(changes[nch][1], changes[nch][2], now))
+            nch += 1
         while nxt < len(arrivals) and arrivals[nxt].job.arrival <= now:
             x = arrivals[nxt]
             nxt += 1
@@ -437,8 +308,28 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             apply(decisions, now)
         if touched or crossed[0]:
             rerate(now)
-        if live and not running[0] and nxt >= len(arrivals) and not period:
+        if live and not running[0] and nxt >= len(arrivals) and not period and nch >= len(changes):
             stuck = next(iter(live.values()))
             raise SchedulerError(f"job scheduler {sched.name!r} leaves job {stuck.job.id!r} waiting on an idle "
                                  f"cluster with nothing left to happen (it would never finish)")
     return JobRun(sched.name, cluster.workers, [x.rec for x in records], ledger.steps, rejected)
+
+
+def _changes(changes, workers: int) -> list:
+    """``changes`` checked and in time order: ``(time, "lost" or "added", worker)``."""
+    from ..errors import UsageError
+
+    out = []
+    for k, c in enumerate(changes or ()):
+        try:
+            t, kind, w = c
+        except (TypeError, ValueError):
+            raise UsageError(f"changes[{k}]: expected (time, 'lost' or 'added', worker), got {c!r}") from None
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
+            raise UsageError(f"changes[{k}]: the time must be seconds >= 0, got {t!r}")
+        if kind not in ("lost", "added"):
+            raise UsageError(f"changes[{k}]: a change is 'lost' or 'added', got {kind!r}")
+        if isinstance(w, bool) or not isinstance(w, int) or not 0 <= w < workers:
+            raise UsageError(f"changes[{k}]: worker {w!r} is not one of the cluster's 0-{workers - 1}")
+        out.append((float(t), kind, w))
+    return sorted(out, key=lambda c: c[0])

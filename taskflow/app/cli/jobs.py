@@ -158,8 +158,8 @@ def jobs(args) -> int:
     finally:
         if bar is not None:
             bar.close()
-    print(f"{trace.name}: {len(trace):,} jobs on {cluster.workers:,} workers ({cluster.racks} x {cluster.nodes_per_rack}"
-          f" x {cluster.workers_per_node})")
+    print(f"{trace.name}: {len(trace):,} jobs on {cluster.workers:,} workers ({cluster.racks} x "
+          f"{cluster.nodes_per_rack} x {cluster.workers_per_node})")
     print(jobs_table(runs))
     if runs[0].rejected:
         print(f"set aside {len(runs[0].rejected)} job(s) larger than the cluster: "
@@ -230,6 +230,7 @@ def _run(args) -> int:
     models = {m: model_factory(m, first.shape(), len(first.classes)) for m in {j.model for j in trace.jobs}}
     c, owned = connect(None, args.address, None, args.workers or 4, 1, work_stealing=False)
     docs: list = []
+    finished = False  # Ctrl-C or a failure: the embedded cluster is ended at once, not waited for
     try:
         workers = len(c.scheduler_info()["workers"])
         if not args.quiet:
@@ -239,10 +240,11 @@ def _run(args) -> int:
 
         said = _said(args, docs, {"trace": trace.name, "workers": workers}, "{:.2f}")
         runs, sim, _ = run_real_jobs(trace, names, models, args.data, c, epoch_iterations=args.epoch_iterations,
-                                     predict=not args.no_predict, on_run=said, timeout=args.timeout, repeat=args.repeat,
-                                     batch=args.batch, seed=args.seed, **_options(args, names))
+                                     predict=not args.no_predict, on_run=said, timeout=args.timeout,
+                                     repeat=args.repeat, batch=args.batch, seed=args.seed, **_options(args, names))
+        finished = True
     finally:
-        close_quietly(owned)
+        close_quietly(owned, now=not finished)
     print(jobs_table(runs))
     if sim is not None:
         print()
