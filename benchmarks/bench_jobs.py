@@ -24,7 +24,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-DEFAULT = "fifo,sjf,srtf,las,gittins"
+DEFAULT = "fifo,sjf,srtf,las,gittins,gandiva"
 
 
 def one(name: str, jobs: int, load: float, seed: int) -> dict:
