@@ -5,10 +5,12 @@ jobs spread over racks, and Gandiva's time-slicing and packing; exact times on h
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from taskflow.errors import FormatError, SchedulerError, UsageError
 from taskflow.jobs import Interference, JobCluster, JobNetwork, load_job_cluster, maxmin_shares, simulate_jobs
-from taskflow.jobscheduling import Job, get_job_scheduler, job_scheduler_names, place
+from taskflow.jobscheduling import PLACEMENTS, Job, get_job_scheduler, job_scheduler_names, place
 
 
 def finishes(run) -> dict:
@@ -222,3 +224,46 @@ def test_a_lost_worker_stops_its_job_and_the_scheduler_hears_of_it():
 def test_a_wrong_change_of_workers_is_named(changes, message):
     with pytest.raises(UsageError, match=message):
         simulate_jobs([Job("A", 0, 1, 10)], JobCluster(1, 1, 2), "fifo", changes=changes)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 4), st.data())
+def test_every_placement_gives_distinct_free_workers_and_contention_aware_spans_no_more_racks(racks, per_rack,
+                                                                                                per_node, data):
+    cluster = JobCluster(racks, per_rack, per_node)
+    nodes, rk = cluster.nodes, cluster.worker_racks
+    free = sorted(data.draw(st.sets(st.integers(0, cluster.workers - 1), min_size=1)))
+    n = data.draw(st.integers(1, len(free)))
+    load = {r: data.draw(st.integers(0, 3)) for r in range(racks)}
+    cost = {node: data.draw(st.floats(0, 3)) for node in set(nodes)}
+    got = {how: place(free, n, nodes, how, rk, load, cost) for how in PLACEMENTS}
+    for how, ws in got.items():
+        assert len(ws) == n and len(set(ws)) == n and set(ws) <= set(free), how
+    spanned = {how: len({rk[w] for w in ws}) for how, ws in got.items()}
+    assert spanned["contention-aware"] <= spanned["consolidated"]
+    # consolidated uses one node when one holds the job
+    by_node = {}
+    for w in free:
+        by_node.setdefault(nodes[w], []).append(w)
+    if any(len(ws) >= n for ws in by_node.values()):
+        assert len({nodes[w] for w in got["consolidated"]}) == 1
+
+
+def test_every_job_scheduler_keeps_the_rules_with_neighbours_uplinks_drains_and_lost_workers():
+    from taskflow.jobs import generate_trace
+
+    cluster = JobCluster(2, 2, 4, uplink=1.0)
+    trace = generate_trace(120, seed=5, cluster=cluster, load=1.3, median_duration=300, models=("a", "b"))
+    table = Interference({("a", "b"): 0.7, ("b", "a"): 0.8, ("a", "a"): 0.6})
+    net = JobNetwork(cluster, _narrow)
+    changes = [(2000.0, "lost", 3), (2500.0, "lost", 9), (9000.0, "added", 3), (12000.0, "added", 9)]
+    for name in job_scheduler_names():
+        for how in PLACEMENTS:
+            opts = {"round": 300} if name in ("las", "gittins", "gandiva") else {}
+            sched = get_job_scheduler(name, placement=how, interference=table, **opts)
+            run = simulate_jobs(trace, cluster, sched, interference=table, network=net, drain=5, restore=10,
+                                changes=changes)
+            assert run.violations() == [], (name, how, run.violations()[:2])
+            for r in run.records:  # at most full speed: every job ran at least its duration, less its drains
+                ran = sum(b - a for a, b, _ in r.runs)
+                assert ran >= r.job.duration - 5 * r.preemptions - 1e-6, (name, how, r.job.id)
