@@ -29,7 +29,7 @@ from .jobplacement import PLACEMENTS, place, uplink_load
 __all__ = ["Job", "JobState", "View", "Arrived", "Finished", "Tick", "WorkerLost", "WorkerAdded", "Start", "Preempt",
            "JobScheduler",
            "register_job_scheduler", "get_job_scheduler", "job_scheduler_names", "place", "uplink_load",
-           "check_positive", "PLACEMENTS", "COMMON_OPTIONS", "JOB_ENTRY_POINTS"]
+           "check_positive", "crossover_speed", "PLACEMENTS", "COMMON_OPTIONS", "JOB_ENTRY_POINTS"]
 
 #: the entry-point group through which installed packages provide job schedulers
 JOB_ENTRY_POINTS = "taskflow.job_schedulers"
@@ -98,6 +98,8 @@ class JobState(NamedTuple):
         Seconds of its duration left: given only to a scheduler that knows durations
         (:attr:`JobScheduler.knows_durations`), None to the others.
     preemptions : int
+    beside : str or None
+        The job it shares its workers with (Crossover), if any.
     """
 
     job: Job
@@ -109,6 +111,7 @@ class JobState(NamedTuple):
     last_run: float
     remaining: float | None
     preemptions: int
+    beside: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,10 +197,12 @@ class WorkerAdded:
 
 @dataclasses.dataclass(frozen=True)
 class Start:
-    """Decision: run the waiting job ``job_id`` on ``workers``."""
+    """Decision: run the waiting job ``job_id`` on ``workers``; with ``beside``, on the workers of
+    that running job, the two taking turns (Crossover: one computes while the other communicates)."""
 
     job_id: str
     workers: tuple
+    beside: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -249,6 +254,9 @@ class JobScheduler:
         self.interference = options.get("interference")
         if self.placement == "interference-aware" and self.interference is None:
             raise SchedulerError("interference-aware placement needs the interference table (option interference)")
+        #: model -> the share of an iteration it spends communicating, where jobs may share workers
+        #: under Crossover (None: they do not)
+        self.crossover = _comm_shares(options.get("crossover"))
 
     def decide(self, event, view: View) -> list:
         """The decisions for ``event``, seeing ``view``.
@@ -281,11 +289,15 @@ class JobScheduler:
         if preempt:
             keep, left = set(), total
             for j in order:
-                if j.job.workers <= left:
+                if j.running and j.beside in keep:  # on its Crossover partner's workers: no more taken
+                    keep.add(j.job.id)
+                elif j.job.workers <= left:
                     left -= j.job.workers
                     keep.add(j.job.id)
             out = [Preempt(j.job.id) for j in view.running if j.job.id not in keep]
-            free = sorted(set(view.free) | {w for j in view.running if j.job.id not in keep for w in j.workers})
+            held = {w for j in view.running if j.job.id in keep for w in j.workers}
+            free = sorted((set(view.free) | {w for j in view.running if j.job.id not in keep for w in j.workers})
+                          - held)
             starting = [j for j in order if j.job.id in keep and not j.running]
         else:
             out, free = [], list(view.free)
@@ -297,6 +309,29 @@ class JobScheduler:
                 out.append(Start(j.job.id, ws))
                 placed.append(j._replace(running=True, workers=ws))
                 free = [w for w in free if w not in set(ws)]
+        if self.crossover is not None:
+            out += self.pair_up([j for j in order if not j.running and j.job.id not in {d.job_id for d in out}],
+                                [j for j in view.running if not preempt or j.job.id in keep])
+        return out
+
+    def pair_up(self, waiting, running) -> list:
+        """Crossover: each of ``waiting`` (in order) on the workers of a job of ``running`` of its
+        size that shares them with nobody, the partner with whom the two go fastest, where two
+        together do more than one alone (:func:`crossover_speed`).
+
+        Parameters
+        ----------
+        waiting, running : list of JobState
+        """
+        out, taken = [], {j.beside for j in running if j.beside} | {j.job.id for j in running if j.beside}
+        for j in waiting:
+            mine = self.crossover(j.job.model)
+            best = max(((crossover_speed(mine, self.crossover(k.job.model)), k) for k in running
+                        if k.job.id not in taken and k.job.workers == j.job.workers),
+                       key=lambda sk: (sk[0], -sk[1].job.arrival), default=(0.0, None))
+            if best[1] is not None and 2 * best[0] > 1.0 + 1e-9:
+                out.append(Start(j.job.id, tuple(best[1].workers), beside=best[1].job.id))
+                taken |= {j.job.id, best[1].job.id}
         return out
 
     def where(self, job: Job, free, view: View, placed) -> tuple:
@@ -324,7 +359,42 @@ class JobScheduler:
 
 
 #: the options every job scheduler takes beside its own
-COMMON_OPTIONS = ("placement", "interference")
+COMMON_OPTIONS = ("placement", "interference", "crossover")
+
+
+def crossover_speed(comm_a: float, comm_b: float) -> float:
+    """The share of its solo speed each of two jobs keeps on the same workers under Crossover
+    (Luo et al., "CrossoverScheduler", 2021): each iteration computes then communicates (``comm``:
+    the share of an iteration alone spent communicating, the rest computing); the workers compute
+    one job's step while the other's gradients move. With iterations of one length, a cycle of one
+    iteration of each takes ``max(compute a + compute b, comm a + comm b, 1)`` solo iterations.
+
+    Parameters
+    ----------
+    comm_a, comm_b : float
+        In [0, 1).
+
+    Examples
+    --------
+    >>> crossover_speed(0.3, 0.3)  # each at 1/1.4 of its speed: 1.43 iterations per cycle, not 1
+    0.7142857142857143
+    >>> crossover_speed(0.0, 0.0)  # nothing to overlap: plain time-sharing
+    0.5
+    """
+    return 1.0 / max(2.0 - comm_a - comm_b, comm_a + comm_b, 1.0)
+
+
+def _comm_shares(value):
+    """The ``crossover`` option: None (off), one share for every job, or ``{model: share}`` (the
+    key None: the share of a model not named, default 0)."""
+    if value is None or value is False:
+        return None
+    table = value if isinstance(value, dict) else {None: value}
+    for k, v in table.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1:
+            raise SchedulerError(f"crossover: a communication share must be a number in [0, 1), got {v!r} for "
+                                 f"{k!r}")
+    return lambda model: float(table.get(model, table.get(None, 0.0)))
 
 
 _REGISTRY: dict = {}

@@ -167,7 +167,7 @@ def test_taskflow_jobs_models_shared_uplinks_when_the_cluster_says_them(tmp_path
     jct = {}
     for how in ("spread", "contention-aware"):
         assert main(["jobs", "simulate", str(trace), "--scheduler", "fifo,gandiva", "--placement", how,
-                     "-o", str(out), "-q"]) == 0
+                     "-o", str(out), "-q", "--crossover", "0.2"]) == 0
         runs = json.loads(out.read_text())["runs"]
         assert [r["scheduler"] for r in runs] == ["fifo", "gandiva"]
         jct[how] = runs[0]["metrics"]["avg_jct"]
@@ -258,12 +258,67 @@ def test_every_job_scheduler_keeps_the_rules_with_neighbours_uplinks_drains_and_
     net = JobNetwork(cluster, _narrow)
     changes = [(2000.0, "lost", 3), (2500.0, "lost", 9), (9000.0, "added", 3), (12000.0, "added", 9)]
     for name in job_scheduler_names():
-        for how in PLACEMENTS:
+        for how, crossover in [(how, None) for how in PLACEMENTS] + [("consolidated", 0.4)]:
             opts = {"round": 300} if name in ("las", "gittins", "gandiva") else {}
-            sched = get_job_scheduler(name, placement=how, interference=table, **opts)
+            sched = get_job_scheduler(name, placement=how, interference=table, crossover=crossover, **opts)
             run = simulate_jobs(trace, cluster, sched, interference=table, network=net, drain=5, restore=10,
                                 changes=changes)
             assert run.violations() == [], (name, how, run.violations()[:2])
             for r in run.records:  # at most full speed: every job ran at least its duration, less its drains
                 ran = sum(b - a for a, b, _ in r.runs)
                 assert ran >= r.job.duration - 5 * r.preemptions - 1e-6, (name, how, r.job.id)
+
+
+# ----------------------------------------------------------------------------- Crossover
+def test_crossover_lets_a_waiting_job_take_turns_on_a_running_jobs_workers():
+    from taskflow.jobscheduling import crossover_speed
+
+    one = JobCluster(1, 1, 1)
+    jobs = [Job("A", 0, 1, 10), Job("B", 2, 1, 5)]
+    assert finishes(simulate_jobs(jobs, one, "fifo")) == {"A": 10, "B": 15}
+    # both spend 0.3 of an iteration communicating: together each runs at 1 / 1.4 of its speed. B's 5 s
+    # take 7 (2 -> 9); A has done 2 + 5 by then, its last 3 alone: 12
+    run = simulate_jobs(jobs, one, get_job_scheduler("fifo", crossover=0.3))
+    assert finishes(run) == pytest.approx({"A": 12.0, "B": 9.0})
+    assert run.shared == [("A", "B")] and run.violations() == []
+    assert crossover_speed(0.3, 0.3) == pytest.approx(1 / 1.4)
+    # nothing to overlap (no communication): no pairing, plain FIFO
+    assert finishes(simulate_jobs(jobs, one, get_job_scheduler("fifo", crossover=0.0))) == {"A": 10, "B": 15}
+    # per model, and any job scheduler: SJF pairs the same way
+    sjf = simulate_jobs([Job("A", 0, 1, 10, model="m"), Job("B", 2, 1, 5, model="n")], one,
+                        get_job_scheduler("sjf", crossover={"m": 0.3, "n": 0.3}))
+    assert finishes(sjf) == pytest.approx({"A": 12.0, "B": 9.0})
+    with pytest.raises(SchedulerError, match="crossover: a communication share must be a number in \\[0, 1\\)"):
+        get_job_scheduler("fifo", crossover=1.5)
+
+
+def test_a_crossover_start_that_breaks_a_rule_is_named():
+    from taskflow.jobscheduling import JobScheduler, Start
+
+    class Bad(JobScheduler):
+        name = "bad"
+
+        def __init__(self, beside, workers):
+            super().__init__()
+            self.beside, self.ws = beside, workers
+
+        def decide(self, event, view):
+            if view.now == 0:
+                return [Start("A", (0,))]
+            return [Start(j.job.id, self.ws, beside=self.beside) for j in view.waiting]
+    jobs = [Job("A", 0, 1, 10), Job("B", 1, 1, 5)]
+    with pytest.raises(SchedulerError, match="beside job 'Z', which is not running"):
+        simulate_jobs(jobs, JobCluster(1, 1, 2), Bad("Z", (0,)))
+    with pytest.raises(SchedulerError, match="beside job 'A', which runs on other workers than \\[1\\]"):
+        simulate_jobs(jobs, JobCluster(1, 1, 2), Bad("A", (1,)))
+
+
+def test_time_slicing_and_preemption_keep_crossover_partners_on_their_workers():
+    from taskflow.jobs import generate_trace
+
+    four = JobCluster(1, 1, 4)
+    trace = generate_trace(80, seed=2, cluster=four, load=2.0, median_duration=200, sizes={1: 0.7, 2: 0.3})
+    for name, opts in (("gandiva", {"round": 60}), ("las", {"round": 60, "thresholds": (100,)}), ("srtf", {}),
+                       ("gittins", {"round": 60})):
+        run = simulate_jobs(trace, four, get_job_scheduler(name, crossover=0.3, **opts), restore=5, drain=2)
+        assert run.shared and run.violations() == [], (name, run.violations()[:2])

@@ -35,4 +35,6 @@ class FIFO(JobScheduler):
             out.append(Start(j.job.id, ws))
             placed = placed + [j._replace(running=True, workers=ws)]
             free = [w for w in free if w not in set(ws)]
+        if self.crossover is not None:  # the rest on running jobs' workers, taking turns
+            out += self.pair_up([j for j in view.waiting if j.job.id not in {d.job_id for d in out}], view.running)
         return out

@@ -34,6 +34,9 @@ class Ledger:
         self.free = set(range(workers))
         self.owner: dict = {}  # worker -> job id
         self.down: set = set()  # lost and not back
+        self.second: dict = {}  # worker -> the job sharing it with its owner (Crossover)
+        #: job -> the job it shares its workers with (both ways)
+        self.pairs: dict = {}
         #: ``(time, busy workers)`` at each change (:meth:`mark`)
         self.steps = [(start, 0)]
 
@@ -56,8 +59,8 @@ class Ledger:
         return len(self.owner)
 
     def lose(self, worker: int):
-        """``worker`` is lost: neither free nor held until :meth:`add`; the job that held it, or None
-        (its other workers stay its own until released).
+        """``worker`` is lost: neither free nor held until :meth:`add` (once its jobs release it);
+        the job that held it, or None.
 
         Parameters
         ----------
@@ -73,7 +76,7 @@ class Ledger:
             raise UsageError(f"worker {worker!r} cannot be lost: {why}")
         self.down.add(worker)
         self.free.discard(worker)
-        return self.owner.pop(worker, None)
+        return self.owner.get(worker)
 
     def add(self, worker: int) -> None:
         """``worker`` is back (or joins), free.
@@ -121,7 +124,7 @@ class Ledger:
                 if not held or d.job_id in stopped:
                     raise SchedulerError(f"job scheduler {name!r} at {now:g} s: preempts job {d.job_id!r}, which is "
                                          f"not running")
-                self.release(held)
+                self.release(held, d.job_id)
                 stopped[d.job_id] = len(held)
             elif not isinstance(d, Start):
                 raise SchedulerError(f"job scheduler {name!r}: a decision must be Start or Preempt, got "
@@ -139,6 +142,10 @@ class Ledger:
             if len(ws) != size or len(set(ws)) != len(ws):
                 raise SchedulerError(f"job scheduler {name!r} at {now:g} s: starts job {d.job_id!r} on "
                                      f"{len(set(ws))} workers, it asks for {size}")
+            if d.beside is not None:
+                self._pair(d, ws, now, running, stopped)
+                started.append((d.job_id, ws))
+                continue
             taken = [w for w in ws if w not in self.free]
             if taken:
                 w = taken[0]
@@ -152,14 +159,37 @@ class Ledger:
             started.append((d.job_id, ws))
         return list(stopped), started
 
-    def release(self, workers) -> None:
-        """``workers`` are free again (their job stopped or finished).
+    def _pair(self, d, ws, now, running, stopped) -> None:
+        """Check and note a Crossover start: ``d.job_id`` on the workers of ``d.beside``."""
+        name, other = self.scheduler, d.beside
+        held = () if other in stopped else running(other)
+        why = ("is not running" if not held else "shares its workers already" if other in self.pairs
+               else f"runs on other workers than {sorted(ws)}" if set(held) != set(ws) else None)
+        if why:
+            raise SchedulerError(f"job scheduler {name!r} at {now:g} s: starts job {d.job_id!r} beside job "
+                                 f"{other!r}, which {why}")
+        for w in ws:
+            self.second[w] = d.job_id
+        self.pairs[d.job_id], self.pairs[other] = other, d.job_id
+
+    def release(self, workers, job=None) -> None:
+        """``workers`` are free again (``job``, their job, stopped or finished); a worker ``job``
+        shared (Crossover) stays with the other.
 
         Parameters
         ----------
         workers : iterable of int
+        job : str, optional
         """
+        partner = self.pairs.pop(job, None) if job is not None else None
+        if partner is not None:
+            self.pairs.pop(partner, None)
         for w in workers:
+            if w in self.second:  # shared: the other keeps it
+                if self.second[w] != job:
+                    self.owner[w] = self.second[w]
+                del self.second[w]
+                continue
             if w not in self.down:
                 self.free.add(w)
             self.owner.pop(w, None)

@@ -66,6 +66,8 @@ class JobRun:
     rejected: list = dataclasses.field(default_factory=list)
     #: a real run's: job id -> the History of its training (:func:`taskflow.training.jobrun.run_jobs`)
     histories: dict = dataclasses.field(default_factory=dict)
+    #: the pairs of job ids that took turns on the same workers (Crossover)
+    shared: list = dataclasses.field(default_factory=list)
 
     def metrics(self) -> dict:
         """``{"jobs", "avg_jct", "median_jct", "p95_jct", "p99_jct", "makespan", "avg_queueing",
@@ -97,6 +99,7 @@ class JobRun:
             Seconds two stretches may overlap by (a real run's clock readings).
         """
         out = []
+        pairs = {tuple(p) for p in self.shared}
         held: dict = {}  # worker -> [(start, end, job id)]
         for r in self.records:
             if r.finish is None:
@@ -112,7 +115,7 @@ class JobRun:
         for w, spans in held.items():
             spans.sort()
             for (a0, b0, j0), (a1, b1, j1) in zip(spans, spans[1:]):
-                if a1 < b0 - eps:
+                if a1 < b0 - eps and tuple(sorted((j0, j1))) not in pairs:
                     out.append(f"worker {w!r} held by jobs {j0!r} ({a0:g}-{b0:g} s) and {j1!r} ({a1:g}-{b1:g} s) at "
                                f"once")
         return out

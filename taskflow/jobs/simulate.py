@@ -23,7 +23,7 @@ import math
 
 from ..errors import SchedulerError
 from ..jobscheduling import (Arrived, Finished, JobScheduler, JobState, Preempt, Tick, View, WorkerAdded, WorkerLost,
-                             get_job_scheduler)
+                             crossover_speed, get_job_scheduler)
 from .ledger import Ledger
 from .model import JobCluster, JobTrace
 from .run import JobRecord, JobRun
@@ -153,6 +153,8 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
     across: set = set()  # running jobs spread over racks (with a network)
     net: dict = {}  # job id -> its speed on the shared uplinks (below 1), for jobs across racks
     crossed = [False]  # the jobs across racks changed since their speeds were last worked out
+    repaired: set = set()  # jobs whose Crossover partner changed since their speeds were worked out
+    shared: set = set()  # the pairs that took turns on the same workers
 
     def moved(x, on: bool) -> None:
         """``x`` starts on its workers' nodes (``on``) or leaves them."""
@@ -166,8 +168,9 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
 
     def rerate(now) -> None:
         """Each running job whose neighbours or uplinks changed at the speed they leave it."""
-        ids = set().union(*(on_node.get(n, ()) for n in touched))
+        ids = set().union(*(on_node.get(n, ()) for n in touched)) | repaired
         touched.clear()
+        repaired.clear()
         if crossed[0]:
             crossed[0] = False
             new = network.speeds([(live[j].job, live[j].workers) for j in sorted(across)])
@@ -179,6 +182,9 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             if x is None or not x.workers:
                 continue
             rate = net.get(jid, 1.0)
+            other = ledger.pairs.get(jid)
+            if other is not None:  # Crossover: taking turns on the same workers
+                rate *= crossover_speed(sched.crossover(x.job.model), sched.crossover(live[other].job.model))
             if interference is not None:
                 beside = set().union(*(on_node[n] for n in {nodes[w] for w in x.workers})) - {jid}
                 rate *= interference.speed(x.job, [live[y].job for y in sorted(beside)])
@@ -194,7 +200,8 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             done, got = x.progress(now)
             states.append(JobState(x.job, bool(x.workers), x.workers, done, got,
                                    0.0 if x.workers else now - x.waited_since, x.last_run,
-                                   max(0.0, x.job.duration - done) if oracle else None, x.rec.preemptions))
+                                   max(0.0, x.job.duration - done) if oracle else None, x.rec.preemptions,
+                                   ledger.pairs.get(x.job.id)))
         return View(now, tuple(sorted(free)), nodes, tuple(states), racks, tuple(sorted(ledger.down)))
 
     def stop(x, now, drain):
@@ -221,17 +228,28 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             ledger.add(w)
             return WorkerAdded(now, w)
         jid = ledger.lose(w)
-        if jid is not None:
-            x = live[jid]
-            ledger.release(x.workers)
-            stop(x, now, 0.0)
+        for j in (jid, ledger.pairs.get(jid)) if jid is not None else ():
+            if j is not None and live[j].workers:
+                pair_changed([j])
+                ledger.release(live[j].workers, j)
+                stop(live[j], now, 0.0)
         return WorkerLost(now, w, jid)
 
+    def pair_changed(jobs) -> None:
+        """The jobs (and their Crossover partners) whose sharing of workers changes."""
+        for j in jobs:
+            other = ledger.pairs.get(j)
+            repaired.update((j, other) if other is not None else (j,))
+            if other is not None:
+                shared.add(frozenset((j, other)))
+
     def apply(decisions, now):
+        pair_changed([d.job_id for d in decisions if isinstance(d, Preempt)])
         stopped, started = ledger.check(decisions, now, lambda j: live[j].workers if j in live else (),
                                         lambda j: live[j].job.workers if j in live and not live[j].workers else None)
         for jid in stopped:
             stop(live[jid], now, drain)
+        pair_changed([jid for jid, _ in started if jid in ledger.pairs])
         for jid, ws in started:
             x = live[jid]
             x.settle(now)
@@ -282,7 +300,8 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             x.rec.runs.append((x.run_start, now, x.workers))
             x.executed = x.job.duration
             moved(x, False)
-            ledger.release(x.workers)
+            pair_changed([x.job.id])
+            ledger.release(x.workers, x.job.id)
             x.workers = ()
             x.rec.finish = now
             del live[x.job.id]
@@ -306,13 +325,14 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             if isinstance(ev, Tick):
                 worked[1], worked[2] = worked[0], any(isinstance(d, Preempt) for d in decisions)
             apply(decisions, now)
-        if touched or crossed[0]:
+        if touched or crossed[0] or repaired:
             rerate(now)
         if live and not running[0] and nxt >= len(arrivals) and not period and nch >= len(changes):
             stuck = next(iter(live.values()))
             raise SchedulerError(f"job scheduler {sched.name!r} leaves job {stuck.job.id!r} waiting on an idle "
                                  f"cluster with nothing left to happen (it would never finish)")
-    return JobRun(sched.name, cluster.workers, [x.rec for x in records], ledger.steps, rejected)
+    return JobRun(sched.name, cluster.workers, [x.rec for x in records], ledger.steps, rejected,
+                  shared=sorted(tuple(sorted(p)) for p in shared))
 
 
 def _changes(changes, workers: int) -> list:

@@ -292,6 +292,8 @@ def run_jobs(trace, scheduler, models: dict, data, *, client, epoch_iterations: 
     """
     trace = trace if isinstance(trace, JobTrace) else JobTrace(list(trace))
     sched = scheduler if isinstance(scheduler, JobScheduler) else get_job_scheduler(scheduler)
+    if sched.crossover is not None:
+        raise UsageError("crossover is simulated only: a real job holds its workers alone")
     _check_jobs(trace.jobs, models)
     names = _workers(client)
     for j in trace.jobs:

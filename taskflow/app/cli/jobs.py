@@ -48,6 +48,9 @@ def add_arguments(sp) -> None:
                     help="where a job's workers go: the fewest nodes and racks (consolidated, the default), the most "
                          "nodes (spread), the racks whose uplinks carry the fewest jobs (contention-aware), the nodes "
                          "where it and its neighbours slow each other least (interference-aware, with --interference)")
+    sp.add_argument("--crossover", type=number(float, low=0.0, high=0.99), metavar="SHARE",
+                    help="simulate: a job that waits may take turns on a running job's workers of its size "
+                         "(Crossover), each spending SHARE of an iteration communicating while the other computes")
     sp.add_argument("--interference", metavar="FILE", help="simulate: the slowdowns of jobs sharing a node, a "
                     "taskflow-interference/1 table (default none)")
     sp.add_argument("--skip-too-large", action="store_true",
@@ -90,6 +93,8 @@ def _cluster(args):
 
 def _options(args, names) -> dict:
     opts = {"placement": args.placement} if args.placement else {}
+    if args.crossover is not None:
+        opts["crossover"] = args.crossover
     given = {"--thresholds": args.thresholds, "--promote": args.promote}
     if any(v is not None for v in given.values()) and not {"las", "gittins"} & set(names):
         raise UsageError(f"{', '.join(k for k, v in given.items() if v is not None)} go with las or gittins")
@@ -214,6 +219,8 @@ def _run(args) -> int:
 
     if not args.data:
         raise UsageError("run needs the jobs' dataset: --data DIR (with --make-data digits to write one)")
+    if args.crossover is not None:
+        raise UsageError("--crossover is simulated only: a real job holds its workers alone")
     if args.cluster:
         raise UsageError("run uses the Dask cluster's workers (--workers N or --address); --cluster is for simulate")
     check_outputs([("--output", args.output), ("--plot", args.plot)], [args.trace, args.data])
