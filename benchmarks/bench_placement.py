@@ -15,6 +15,9 @@ time-slicing against first come first served.
    beside the lighter one 0.9); FIFO consolidated (oblivious) against FIFO interference-aware and
    Gandiva (time-slicing and packing).
 3. **Time-slicing** on a loaded heavy-tailed trace: FIFO, Gandiva, LAS and SRTF (the oracle).
+4. **Crossover** (Luo et al. 2021): the same loaded sizes and models on 16 nodes x 4 workers with
+   10 Gb/s links, each model's share of an iteration spent communicating from its training graph;
+   FIFO and LAS without and with Crossover.
 
 Prints a table per comparison: average and 95th percentile job completion time, makespan,
 preemptions; and the seconds each simulation took.
@@ -59,7 +62,7 @@ def timed(label, *args, **kwargs):
 def main() -> None:
     from taskflow.jobs import Interference, JobCluster, JobNetwork, generate_trace
     from taskflow.jobscheduling import get_job_scheduler
-    from taskflow.training.jobnet import graph_iterations
+    from taskflow.training.jobnet import comm_shares, graph_iterations
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=300)
@@ -96,6 +99,17 @@ def main() -> None:
             for name, opts in (("fifo", {}), ("gandiva", {"round": 600}), ("las", {"thresholds": (3600,)}),
                                ("srtf", {}))]
     print(f"\n3. time-slicing: {len(loaded)} jobs at load 1.5 on {nodes.name} (restore 30 s)")
+    print(table(rows), flush=True)
+
+    slow_links = JobCluster(1, 16, 4, bandwidth=1.25e9, name="16 nodes x 4 workers, 10 Gb/s links")
+    comm = comm_shares(slow_links, MODELS)
+    loaded = generate_trace(args.jobs, args.seed + 3, slow_links, load=1.5, median_duration=1800, sizes=SIZES,
+                            models=MODELS)
+    rows = [timed(f"{name}{' + crossover' if cross else ''}", loaded, slow_links,
+                  get_job_scheduler(name, crossover=comm if cross else None, **opts), restore=30)
+            for name, opts in (("fifo", {}), ("las", {"thresholds": (3600,)})) for cross in (False, True)]
+    print(f"\n4. crossover: {len(loaded)} jobs at load 1.5 on {slow_links.name}; communication shares "
+          + ", ".join(f"{m} {v:.2f}" for m, v in comm.items()))
     print(table(rows), flush=True)
 
 

@@ -12,7 +12,7 @@ calls it once per allocation shape and uplink share and keeps the answer.
 
 from __future__ import annotations
 
-__all__ = ["graph_iterations"]
+__all__ = ["graph_iterations", "comm_shares"]
 
 
 def graph_iterations(cluster, device: str = "v100", batch: int = 32, iterations: int = 2):
@@ -53,3 +53,30 @@ def graph_iterations(cluster, device: str = "v100", batch: int = 32, iterations:
         g = data_parallel(model, workers=n, iterations=iterations, batch=batch, device=device)
         return simulate(g, net, "placed").makespan / iterations
     return iteration
+
+
+def comm_shares(cluster, models, workers: int = 4, **options) -> dict:
+    """Model -> the share of an iteration spent communicating on ``cluster``'s links, from the job's
+    own training graph (its iteration time, and its time with links that cost nothing): what
+    Crossover overlaps (the job schedulers' ``crossover`` option).
+
+    Parameters
+    ----------
+    cluster : JobCluster
+    models : iterable of str
+        Models of the library (others are left out).
+    workers : int
+        Workers of the job timed (in one rack).
+    **options
+        As :func:`graph_iterations` takes them.
+    """
+    import dataclasses
+
+    real = graph_iterations(cluster, **options)
+    free = graph_iterations(dataclasses.replace(cluster, bandwidth=1e18), **options)
+    out = {}
+    for m in models:
+        t, t0 = real(m, (workers,), cluster.uplink or cluster.bandwidth), free(m, (workers,), 1e18)
+        if t is not None and t > 0:
+            out[m] = min(0.99, max(0.0, 1.0 - t0 / t))
+    return out
