@@ -26,7 +26,8 @@ from typing import NamedTuple
 from .errors import SchedulerError, UnknownSchedulerError
 from .jobplacement import PLACEMENTS, place, uplink_load
 
-__all__ = ["Job", "JobState", "View", "Arrived", "Finished", "Tick", "WorkerLost", "WorkerAdded", "Start", "Preempt",
+__all__ = ["Job", "JobState", "View", "Arrived", "Finished", "Tick", "WorkerLost", "WorkerAdded", "Start", "Resize",
+           "Preempt",
            "JobScheduler",
            "register_job_scheduler", "get_job_scheduler", "job_scheduler_names", "place", "uplink_load",
            "check_positive", "crossover_speed", "PLACEMENTS", "COMMON_OPTIONS", "JOB_ENTRY_POINTS"]
@@ -45,7 +46,7 @@ class Job:
     arrival : float
         Seconds from the trace's start.
     workers : int
-        Workers it asks for (the papers' GPUs); it runs on exactly that many.
+        Workers it asks for (the papers' GPUs); it runs on exactly that many unless elastic.
     duration : float
         Seconds it runs on ``workers`` workers, alone (a trace's, or its profile's).
     model : str, optional
@@ -58,6 +59,9 @@ class Job:
         Higher first where a job scheduler reads it.
     deadline : float, optional
         Seconds from the trace's start.
+    min_workers, max_workers : int, optional
+        An elastic job's bounds (Gandiva's grow-shrink, Pollux): it may run on any number of
+        workers between them, at a speed in proportion (``duration`` is at ``workers``).
     """
 
     id: str
@@ -70,6 +74,13 @@ class Job:
     user: str | None = None
     priority: float = 0.0
     deadline: float | None = None
+    min_workers: int | None = None
+    max_workers: int | None = None
+
+    @property
+    def sizes(self) -> tuple:
+        """``(fewest, most)`` workers it may run on."""
+        return (self.min_workers or self.workers, self.max_workers or self.workers)
 
     @property
     def service(self) -> float:
@@ -206,6 +217,15 @@ class Start:
 
 
 @dataclasses.dataclass(frozen=True)
+class Resize:
+    """Decision: the running elastic job ``job_id`` goes on on ``workers`` (some of its own and
+    free ones), within its sizes; it restores its checkpoint there."""
+
+    job_id: str
+    workers: tuple
+
+
+@dataclasses.dataclass(frozen=True)
 class Preempt:
     """Decision: stop the running job ``job_id`` at once (checkpointed; it waits again)."""
 
@@ -327,7 +347,7 @@ class JobScheduler:
         for j in waiting:
             mine = self.crossover(j.job.model)
             best = max(((crossover_speed(mine, self.crossover(k.job.model)), k) for k in running
-                        if k.job.id not in taken and k.job.workers == j.job.workers),
+                        if k.job.id not in taken and len(k.workers) == j.job.workers),
                        key=lambda sk: (sk[0], -sk[1].job.arrival), default=(0.0, None))
             if best[1] is not None and 2 * best[0] > 1.0 + 1e-9:
                 out.append(Start(j.job.id, tuple(best[1].workers), beside=best[1].job.id))

@@ -316,9 +316,63 @@ def test_a_crossover_start_that_breaks_a_rule_is_named():
 def test_time_slicing_and_preemption_keep_crossover_partners_on_their_workers():
     from taskflow.jobs import generate_trace
 
+    import dataclasses
+
     four = JobCluster(1, 1, 4)
     trace = generate_trace(80, seed=2, cluster=four, load=2.0, median_duration=200, sizes={1: 0.7, 2: 0.3})
+    elastic = [dataclasses.replace(j, max_workers=4) if k % 3 == 0 else j for k, j in enumerate(trace.jobs)]
     for name, opts in (("gandiva", {"round": 60}), ("las", {"round": 60, "thresholds": (100,)}), ("srtf", {}),
                        ("gittins", {"round": 60})):
         run = simulate_jobs(trace, four, get_job_scheduler(name, crossover=0.3, **opts), restore=5, drain=2)
         assert run.shared and run.violations() == [], (name, run.violations()[:2])
+    # grown and shrunk elastic jobs beside Crossover partners, lost workers too
+    run = simulate_jobs(elastic, four, get_job_scheduler("gandiva", crossover=0.3, round=60), restore=5, drain=2,
+                        changes=[(500.0, "lost", 2), (3000.0, "added", 2)])
+    assert run.violations() == [] and any(len({len(w) for _, _, w in r.runs}) > 1 for r in run.records)
+
+
+# ----------------------------------------------------------------------------- elastic jobs
+def test_gandiva_grows_an_elastic_job_onto_idle_workers_and_shrinks_it_when_jobs_wait():
+    two = JobCluster(1, 1, 2)
+    jobs = [Job("A", 0, 1, 20, max_workers=2), Job("B", 12, 1, 4)]
+    # A alone on one worker; at the round's end (10) it grows onto the idle one and runs twice as fast;
+    # B arrives at 12: A shrinks back to one worker, B takes the other (A: 14 s done, 18 at 16); B ends at
+    # 16 and A grows again: its last 2 s at twice the speed
+    run = simulate_jobs(jobs, two, get_job_scheduler("gandiva", round=10))
+    a, b = run.records
+    assert [(s, e, len(w)) for s, e, w in a.runs] == [(0, 10, 1), (10, 12, 2), (12, 16, 1), (16, 17, 2)]
+    assert (b.start, b.finish, a.preemptions) == (12, 16, 0) and run.violations() == []
+    # each resize restores the checkpoint, 1 s: at 10, 12 and 16
+    assert finishes(simulate_jobs(jobs, two, get_job_scheduler("gandiva", round=10), restore=1)) == {"A": 19.5,
+                                                                                                     "B": 16}
+    # a rigid job is never resized
+    rigid = simulate_jobs([Job("A", 0, 1, 20), Job("B", 12, 1, 4)], two, get_job_scheduler("gandiva", round=10))
+    assert [len(w) for _, _, w in rigid.records[0].runs] == [1]
+
+
+def test_a_resize_that_breaks_a_rule_is_named_and_an_elastic_job_is_checked_on_reading(tmp_path):
+    from taskflow.jobs import load_trace
+    from taskflow.jobscheduling import JobScheduler, Resize, Start
+
+    class Resizing(JobScheduler):
+        name = "resizing"
+
+        def __init__(self, to):
+            super().__init__()
+            self.to = to
+
+        def decide(self, event, view):
+            if view.now == 0:
+                return [Start(j.job.id, {"A": (0,), "B": (1,)}[j.job.id]) for j in view.waiting]
+            return [Resize("A", self.to)]
+    jobs = [Job("A", 0, 1, 10, max_workers=2), Job("B", 0, 1, 10), Job("C", 1, 1, 1)]
+    three = JobCluster(1, 1, 3)
+    with pytest.raises(SchedulerError, match="resizes job 'A' to 3 workers, but it may run on 1-2 workers"):
+        simulate_jobs(jobs, three, Resizing((0, 1, 2)))
+    with pytest.raises(SchedulerError, match="to 2 workers, but it cannot take worker 1 \\(job 'B''s\\)"):
+        simulate_jobs(jobs, three, Resizing((0, 1)))
+    p = tmp_path / "t.json"
+    p.write_text('{"format": "taskflow-jobs/1", "jobs": [{"id": "e", "arrival": 0, "workers": 4, "duration": 5, '
+                 '"min_workers": 8}]}')
+    with pytest.raises(FormatError, match="'e'.*min_workers <= workers <= max_workers, got 8, 4, 4"):
+        load_trace(p)

@@ -7,7 +7,8 @@
                    "bandwidth": 12.5e9, "uplink": 1.25e9},                          (optional)
        "jobs": [{"id": "j1", "arrival": 0, "workers": 4, "duration": 3600,
                  "model": "resnet8", "iterations": 1000, "batch": 64, "user": "ann", (optional)
-                 "priority": 1, "deadline": 7200}]}                                 (optional)
+                 "priority": 1, "deadline": 7200,                                   (optional)
+                 "min_workers": 2, "max_workers": 8}]}             (optional: an elastic job)
 
   Times are seconds from the trace's start; ``duration`` is the job's seconds on its ``workers``,
   alone.
@@ -40,7 +41,7 @@ FORMAT = "taskflow-jobs/1"
 TIRESIAS_COLUMNS = ("job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval")
 #: the columns of Tiresias' cluster spec CSV
 TIRESIAS_CLUSTER_COLUMNS = ("num_switch", "num_node_p_switch", "num_gpu_p_node", "num_cpu_p_node", "mem_p_node")
-_OPTIONAL = ("model", "iterations", "batch", "user", "priority", "deadline")
+_OPTIONAL = ("model", "iterations", "batch", "user", "priority", "deadline", "min_workers", "max_workers")
 _CLUSTER_FIELDS = ("racks", "nodes_per_rack", "workers_per_node", "cores_per_node", "memory_per_node", "bandwidth",
                    "uplink", "name")
 

@@ -10,7 +10,7 @@ scheduler, the time and the job.
 from __future__ import annotations
 
 from ..errors import SchedulerError, UsageError
-from ..jobscheduling import Preempt, Start
+from ..jobscheduling import Preempt, Resize, Start
 
 __all__ = ["Ledger"]
 
@@ -96,19 +96,22 @@ class Ledger:
         self.down.discard(worker)
         self.free.add(worker)
 
-    def check(self, decisions, now: float, running, waiting) -> tuple:
-        """``(preempted ids, [(job id, workers)] started)``: ``decisions`` checked in order,
-        preemptions before starts (a job preempted may start again at once), the workers moved in
-        the ledger.
+    def check(self, decisions, now: float, running, waiting, sizes=None) -> tuple:
+        """``(preempted ids, [(job id, workers)] started, [(job id, workers)] resized)``:
+        ``decisions`` checked in order, preemptions first, then resizes, then starts (a job
+        preempted may start again at once; a start may take what a shrink left), the workers moved
+        in the ledger.
 
         Parameters
         ----------
-        decisions : iterable of Start or Preempt
+        decisions : iterable of Start, Resize or Preempt
         now : float
         running : callable
             Job id -> its workers if it runs, else an empty tuple.
         waiting : callable
             Job id -> the workers it asks for if it has arrived and waits, else None.
+        sizes : callable, optional
+            Job id -> ``(fewest, most)`` workers it may run on (default: what ``waiting`` says).
 
         Raises
         ------
@@ -126,9 +129,10 @@ class Ledger:
                                          f"not running")
                 self.release(held, d.job_id)
                 stopped[d.job_id] = len(held)
-            elif not isinstance(d, Start):
-                raise SchedulerError(f"job scheduler {name!r}: a decision must be Start or Preempt, got "
+            elif not isinstance(d, (Start, Resize)):
+                raise SchedulerError(f"job scheduler {name!r}: a decision must be Start, Resize or Preempt, got "
                                      f"{type(d).__name__}")
+        resized = [self._resize(d, now, running, sizes, stopped) for d in decisions if isinstance(d, Resize)]
         started = []
         for d in decisions:
             if not isinstance(d, Start):
@@ -139,9 +143,11 @@ class Ledger:
                 state = "running" if running(d.job_id) or any(j == d.job_id for j, _ in started) \
                     else "not waiting (not arrived, or finished)"
                 raise SchedulerError(f"job scheduler {name!r} at {now:g} s: starts job {d.job_id!r}, which is {state}")
-            if len(ws) != size or len(set(ws)) != len(ws):
+            lo, hi = sizes(d.job_id) if sizes is not None else (size, size)
+            if not lo <= len(ws) <= hi or len(set(ws)) != len(ws):
+                asks = f"{lo}" if lo == hi else f"{lo}-{hi}"
                 raise SchedulerError(f"job scheduler {name!r} at {now:g} s: starts job {d.job_id!r} on "
-                                     f"{len(set(ws))} workers, it asks for {size}")
+                                     f"{len(set(ws))} workers, it asks for {asks}")
             if d.beside is not None:
                 self._pair(d, ws, now, running, stopped)
                 started.append((d.job_id, ws))
@@ -157,7 +163,31 @@ class Ledger:
                 self.free.discard(w)
                 self.owner[w] = d.job_id
             started.append((d.job_id, ws))
-        return list(stopped), started
+        return list(stopped), started, resized
+
+    def _resize(self, d, now, running, sizes, stopped) -> tuple:
+        """Check and carry out a :class:`Resize`: ``(job id, workers)``."""
+        name, ws = self.scheduler, tuple(d.workers)
+        held = () if d.job_id in stopped else running(d.job_id)
+        lo, hi = sizes(d.job_id) if sizes is not None and held else (len(held), len(held))
+        why = ("is not running" if not held else "shares its workers (Crossover)" if d.job_id in self.pairs
+               else f"may run on {lo}-{hi} workers" if not lo <= len(set(ws)) <= hi or len(set(ws)) != len(ws)
+               else None)
+        taken = [w for w in ws if w not in held and w not in self.free]
+        if why is None and taken:
+            whose = f"job {self.owner[taken[0]]!r}'s" if taken[0] in self.owner else "not free"
+            why = f"cannot take worker {taken[0]!r} ({whose})"
+        if why:
+            raise SchedulerError(f"job scheduler {name!r} at {now:g} s: resizes job {d.job_id!r} to {len(ws)} "
+                                 f"workers, but it {why}")
+        for w in set(held) - set(ws):
+            self.owner.pop(w, None)
+            if w not in self.down:
+                self.free.add(w)
+        for w in ws:
+            self.free.discard(w)
+            self.owner[w] = d.job_id
+        return d.job_id, ws
 
     def _pair(self, d, ws, now, running, stopped) -> None:
         """Check and note a Crossover start: ``d.job_id`` on the workers of ``d.beside``."""

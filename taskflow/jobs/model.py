@@ -158,7 +158,8 @@ def check_job(where: str, id, arrival, workers, duration, **rest) -> Job:
         How errors name the job (``trace.csv line 4, job 'j3'``).
     id, arrival, workers, duration
     **rest
-        ``model``, ``iterations``, ``batch``, ``user``, ``priority``, ``deadline``.
+        ``model``, ``iterations``, ``batch``, ``user``, ``priority``, ``deadline``, ``min_workers``,
+        ``max_workers``.
 
     Raises
     ------
@@ -167,9 +168,13 @@ def check_job(where: str, id, arrival, workers, duration, **rest) -> Job:
     if id is None or str(id) == "":
         raise FormatError(f"{where}: a job needs an id")
     rest = {k: v for k, v in rest.items() if v is not None}
-    for k in ("iterations", "batch"):
+    for k in ("iterations", "batch", "min_workers", "max_workers"):
         if k in rest:
             rest[k] = _number(where, k, rest[k], 1, integer=True)
+    n = _number(where, "workers", workers, 1, integer=True)
+    if rest.get("min_workers", n) > n or rest.get("max_workers", n) < n:
+        raise FormatError(f"{where}: an elastic job's min_workers <= workers <= max_workers, got "
+                          f"{rest.get('min_workers', n)}, {n}, {rest.get('max_workers', n)}")
     if "priority" in rest:
         rest["priority"] = _number(where, "priority", rest["priority"], -math.inf)
     if "deadline" in rest:

@@ -108,8 +108,10 @@ class JobRun:
                 if a < r.arrival - eps or (r.finish is not None and b > r.finish + eps) or b < a:
                     out.append(f"job {r.job.id!r} ran {a:g}-{b:g} s, outside its arrival {r.arrival:g} s and its "
                                f"finish {r.finish}")
-                if len(set(ws)) != r.job.workers:
-                    out.append(f"job {r.job.id!r} ran on {len(set(ws))} workers, it asks for {r.job.workers}")
+                lo, hi = r.job.sizes
+                if not lo <= len(set(ws)) <= hi:
+                    out.append(f"job {r.job.id!r} ran on {len(set(ws))} workers, it asks for "
+                               f"{lo if lo == hi else f'{lo}-{hi}'}")
                 for w in ws:
                     held.setdefault(w, []).append((a, b, r.job.id))
         for w, spans in held.items():

@@ -181,7 +181,7 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             x = live.get(jid)
             if x is None or not x.workers:
                 continue
-            rate = net.get(jid, 1.0)
+            rate = net.get(jid, 1.0) * len(x.workers) / x.job.workers  # (an elastic job: in proportion)
             other = ledger.pairs.get(jid)
             if other is not None:  # Crossover: taking turns on the same workers
                 rate *= crossover_speed(sched.crossover(x.job.model), sched.crossover(live[other].job.model))
@@ -245,11 +245,25 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
 
     def apply(decisions, now):
         pair_changed([d.job_id for d in decisions if isinstance(d, Preempt)])
-        stopped, started = ledger.check(decisions, now, lambda j: live[j].workers if j in live else (),
-                                        lambda j: live[j].job.workers if j in live and not live[j].workers else None)
+        stopped, started, resized = ledger.check(
+            decisions, now, lambda j: live[j].workers if j in live else (),
+            lambda j: live[j].job.workers if j in live and not live[j].workers else None,
+            lambda j: live[j].job.sizes)
         for jid in stopped:
             stop(live[jid], now, drain)
         pair_changed([jid for jid, _ in started if jid in ledger.pairs])
+        for jid, ws in resized:  # an elastic job goes on on other workers, from its checkpoint
+            x = live[jid]
+            x.settle(now)
+            moved(x, False)
+            x.rec.runs.append((x.run_start, now, x.workers))
+            x.workers, x.run_start = ws, now
+            moved(x, True)
+            x.restore_until = now + restore
+            x.version += 1
+            repaired.add(jid)
+            heapq.heappush(finishing, (x.finish_time(), x.version, jid))
+        repaired.update(jid for jid, ws in started if len(ws) != live[jid].job.workers)
         for jid, ws in started:
             x = live[jid]
             x.settle(now)

@@ -34,7 +34,7 @@ import time
 from ..errors import RunFailed, RunTimeout, SchedulerError, UsageError
 from ..jobs import Interference, JobCluster, JobRecord, JobRun, JobTrace
 from ..jobs.ledger import Ledger
-from ..jobscheduling import Arrived, Finished, JobScheduler, JobState, Tick, View, get_job_scheduler
+from ..jobscheduling import Arrived, Finished, JobScheduler, JobState, Resize, Tick, View, get_job_scheduler
 
 __all__ = ["run_jobs", "profile_jobs", "predicted_trace", "warm_up", "JobProfile", "one_machine"]
 
@@ -177,7 +177,10 @@ class _Runner:
 
     def _apply(self, decisions, now) -> None:
         live = self.live
-        stopped, started = self.ledger.check(
+        if any(isinstance(d, Resize) for d in decisions):
+            raise SchedulerError(f"job scheduler {self.sched.name!r} resizes a job: resizing is simulated only "
+                                 f"(a real job runs on the workers it started on)")
+        stopped, started, _ = self.ledger.check(
             decisions, now, lambda j: live[j].workers if j in live else (),
             lambda j: live[j].job.workers if j in live and not live[j].workers else None)
         for jid in stopped:
