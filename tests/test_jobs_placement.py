@@ -376,3 +376,20 @@ def test_a_resize_that_breaks_a_rule_is_named_and_an_elastic_job_is_checked_on_r
                  '"min_workers": 8}]}')
     with pytest.raises(FormatError, match="'e'.*min_workers <= workers <= max_workers, got 8, 4, 4"):
         load_trace(p)
+
+
+def test_a_profiled_jobs_cost_graph_is_timed_on_its_allocation_as_a_library_model_is(tmp_path):
+    from taskflow.formats import save_graph
+    from taskflow.training.jobnet import graph_iterations
+    from workflows.training import data_parallel
+
+    path = str(tmp_path / "job.graph.json")
+    save_graph(data_parallel("resnet50", workers=4, iterations=2), path)  # what `taskflow train --cost-graph` writes
+    cluster = JobCluster(2, 1, 4, uplink=1.25e9)
+    net = JobNetwork(cluster, graph_iterations(cluster))
+    for counts in ((4,), (2, 2), (3, 1)):
+        assert net.time(path, counts) == pytest.approx(net.time("resnet50", counts))
+    assert net.time(path, (2, 2)) > net.time(path, (4,))
+    assert net.time(path, (2, 1)) is None  # profiled on four ranks: not timed on three workers
+    job = Job("p", 0, 4, 10.0, model=path)
+    assert 0 < net.speeds([(job, (0, 1, 4, 5))])["p"] < 1

@@ -16,8 +16,10 @@ __all__ = ["graph_iterations", "comm_shares"]
 
 
 def graph_iterations(cluster, device: str = "v100", batch: int = 32, iterations: int = 2):
-    """``iteration(model, counts, uplink) -> seconds`` (None for a model the library does not
-    have), for :class:`~taskflow.jobs.JobNetwork`.
+    """``iteration(model, counts, uplink) -> seconds`` for :class:`~taskflow.jobs.JobNetwork`:
+    ``model`` a model of the library, or the path of a profiled job's cost graph (``taskflow train
+    --cost-graph FILE``: its ranks and iterations as they ran; timed only on as many workers as it
+    had ranks); None for anything else.
 
     Parameters
     ----------
@@ -30,6 +32,8 @@ def graph_iterations(cluster, device: str = "v100", batch: int = 32, iterations:
     iterations : int
         Iterations simulated (the time is their average).
     """
+    import os
+
     from workflows.models import model_profile
     from workflows.training import data_parallel
 
@@ -37,12 +41,32 @@ def graph_iterations(cluster, device: str = "v100", batch: int = 32, iterations:
     from ..errors import WorkflowError
     from ..simulator import simulate
 
-    def iteration(model, counts, uplink):
+    profiled: dict = {}  # path -> (graph, ranks, iterations)
+
+    def graph_for(model, n):
+        """The job's graph on ``n`` workers and its iterations, or None."""
+        name = str(model)
+        if name.endswith(".json") and os.path.isfile(name):  # a profiled job's cost graph
+            if name not in profiled:
+                from ..formats import load_graph
+
+                g = load_graph(name)
+                ranks = {t.meta.get("rank") for t in g.tasks() if t.meta.get("rank") is not None}
+                its = {t.meta.get("iteration") for t in g.tasks() if t.meta.get("iteration") is not None}
+                profiled[name] = (g, len(ranks), max(1, len(its)))
+            g, ranks, its = profiled[name]
+            return (g, its) if ranks == n else None
         try:
-            model_profile(str(model))
+            model_profile(name)
         except WorkflowError:
             return None
+        return data_parallel(name, workers=n, iterations=iterations, batch=batch, device=device), iterations
+
+    def iteration(model, counts, uplink):
         n = sum(counts)
+        got = graph_for(model, n)
+        if got is None:
+            return None
         workers = [Worker(f"w{k}") for k in range(n)]
         racks = {}
         for r, c in enumerate(counts):
@@ -50,8 +74,7 @@ def graph_iterations(cluster, device: str = "v100", batch: int = 32, iterations:
                 racks[f"w{k}"] = r
         net = Cluster(workers, bandwidth=cluster.bandwidth, racks=racks, uplink=uplink) if len(counts) > 1 \
             else Cluster(workers, bandwidth=cluster.bandwidth)
-        g = data_parallel(model, workers=n, iterations=iterations, batch=batch, device=device)
-        return simulate(g, net, "placed").makespan / iterations
+        return simulate(got[0], net, "placed").makespan / got[1]
     return iteration
 
 
