@@ -78,6 +78,9 @@ def main() -> None:
     net = JobNetwork(racks, graph_iterations(racks))
     rows = [timed(f"fifo {how}", trace, racks, get_job_scheduler("fifo", placement=how), network=net)
             for how in ("spread", "consolidated", "contention-aware")]
+    ordered = JobNetwork(racks, net.iteration, ordered=True)
+    rows.append(timed("fifo contention-aware, ordered", trace, racks,
+                      get_job_scheduler("fifo", placement="contention-aware"), network=ordered))
     print(f"1. shared uplinks: {len(trace)} jobs on {racks.name}, uplinks {args.uplink:g} Gb/s "
           f"({time.perf_counter() - t:.1f} s with the task-graph timings)")
     print(table(rows), flush=True)

@@ -393,3 +393,18 @@ def test_a_profiled_jobs_cost_graph_is_timed_on_its_allocation_as_a_library_mode
     assert net.time(path, (2, 1)) is None  # profiled on four ranks: not timed on three workers
     job = Job("p", 0, 4, 10.0, model=path)
     assert 0 < net.speeds([(job, (0, 1, 4, 5))])["p"] < 1
+
+
+def test_ordered_allreduces_take_turns_on_an_uplink_and_slow_only_past_its_capacity():
+    cluster = JobCluster(3, 1, 2, uplink=1.0)
+    jobs = [Job("A", 0, 3, 3.0, model="m"), Job("B", 0, 3, 1.5, model="m")]
+    # each spends half its iteration (1 s of 2) on rack 1's uplink: together they fill it, no more; both at
+    # the half speed crossing racks costs alone, not the third that sharing the uplink at once gives
+    ordered = simulate_jobs(jobs, cluster, "fifo", network=JobNetwork(cluster, _narrow, ordered=True))
+    assert finishes(ordered) == pytest.approx({"A": 6.0, "B": 3.0})
+    shared = simulate_jobs(jobs, cluster, "fifo", network=JobNetwork(cluster, _narrow))
+    assert finishes(shared) == pytest.approx({"A": 7.5, "B": 4.5})
+    # a third job on the same uplink: 1.5 times what it carries, each at 1 / (2 x 1.5)
+    net = JobNetwork(JobCluster(4, 1, 3, uplink=1.0), _narrow, ordered=True)  # racks of workers 0-2, 3-5, ...
+    three = [(Job(k, 0, 2, 1.0, model="m"), ws) for k, ws in (("a", (0, 3)), ("b", (1, 6)), ("c", (2, 9)))]
+    assert net.speeds(three) == pytest.approx({"a": 1 / 3, "b": 1 / 3, "c": 1 / 3})

@@ -67,6 +67,10 @@ class JobNetwork:
     iteration : callable
         ``iteration(model, counts, uplink) -> seconds`` per iteration, or None for a model it
         does not know (such a job is not slowed by the network).
+    ordered : bool
+        Contention-aware ordering of the allreduces: the jobs crossing an uplink take turns on it
+        (one job's transfer while the others compute) instead of sharing it at once; a job is
+        slowed only where its uplink's transfers add up to more than the uplink can carry.
 
     Raises
     ------
@@ -74,11 +78,11 @@ class JobNetwork:
         A cluster that does not say its uplink.
     """
 
-    def __init__(self, cluster, iteration):
+    def __init__(self, cluster, iteration, ordered: bool = False):
         if not cluster.uplink:
             raise UsageError(f"cluster {cluster.name!r} does not say its uplink (bytes per second): a network of "
                              f"shared uplinks needs it")
-        self.cluster, self.iteration = cluster, iteration
+        self.cluster, self.iteration, self.ordered = cluster, iteration, bool(ordered)
         self.racks = cluster.worker_racks
         self._cache: dict = {}
 
@@ -117,12 +121,32 @@ class JobNetwork:
         running : iterable of (Job, workers)
         """
         placed = {job.id: (job, workers) for job, workers in running if self.spans(workers)}
+        if self.ordered:
+            return self._ordered(placed)
         shares = maxmin_shares({jid: {self.racks[w] for w in ws} for jid, (_, ws) in placed.items()})
         out = {}
         for jid, (job, ws) in placed.items():
-            counts: dict = {}
-            for w in ws:
-                counts[self.racks[w]] = counts.get(self.racks[w], 0) + 1
-            alone, here = self.time(job.model, (len(ws),)), self.time(job.model, tuple(counts.values()), shares[jid])
+            alone, here = self.time(job.model, (len(ws),)), self.time(job.model, self._counts(ws), shares[jid])
             out[jid] = 1.0 if alone is None or here is None else min(1.0, float(alone / here))
         return out
+
+    def _counts(self, ws) -> tuple:
+        counts: dict = {}
+        for w in ws:
+            counts[self.racks[w]] = counts.get(self.racks[w], 0) + 1
+        return tuple(counts.values())
+
+    def _ordered(self, placed: dict) -> dict:
+        """Speeds with the allreduces on each uplink taking turns: a job's iteration is its time on
+        its racks with the whole uplink, stretched by the busiest of its uplinks' loads (the sum of
+        each crossing job's transfer time over its iteration) where that is above 1."""
+        own, load = {}, {}
+        for jid, (job, ws) in placed.items():
+            alone, across = self.time(job.model, (len(ws),)), self.time(job.model, self._counts(ws))
+            if alone is None or across is None:
+                continue
+            own[jid] = (alone, across, {self.racks[w] for w in ws})
+            for r in own[jid][2]:
+                load[r] = load.get(r, 0.0) + max(0.0, across - alone) / across
+        return {jid: min(1.0, float(alone / (across * max([1.0] + [load[r] for r in rs]))))
+                for jid, (alone, across, rs) in own.items()}
