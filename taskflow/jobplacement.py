@@ -39,7 +39,8 @@ def place(free, n: int, nodes, how: str = "consolidated", racks=(), load=None, c
     * ``consolidated`` (Tiresias, Gandiva): one node if one holds it (the fullest that does),
       else one rack (the fullest that does, its fullest nodes first), else the racks with the
       most free workers first: the fewest nodes and racks;
-    * ``spread``: one worker per node in turn (the most nodes);
+    * ``spread``: one worker per node in turn, the nodes taken from each rack in turn (the most
+      nodes and racks);
     * ``contention-aware`` (Wang, Shi, Chu et al.): as consolidated within a node or a rack; a job
       that must span racks takes as few as consolidated does, but those whose uplinks carry the
       fewest jobs (``load``) where that still holds it;
@@ -74,6 +75,12 @@ def place(free, n: int, nodes, how: str = "consolidated", racks=(), load=None, c
         by_node.setdefault(nodes[w], []).append(w)
     groups = sorted(by_node.values(), key=lambda ws: (-len(ws), ws[0]))
     if how == "spread":
+        if racks:  # the nodes of each rack in turn: the most racks as well
+            per_rack: dict = {}
+            for ws in groups:
+                per_rack.setdefault(racks[ws[0]], []).append(ws)
+            lanes = sorted(per_rack.values(), key=lambda g: (-len(g), g[0][0]))
+            groups = [g[i] for i in range(max(len(g) for g in lanes)) for g in lanes if i < len(g)]
         out, k = [], 0
         while len(out) < n:
             for ws in groups:

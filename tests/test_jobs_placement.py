@@ -153,6 +153,38 @@ def test_gandiva_packs_by_interference_when_it_has_a_table():
         {"P": 10, "Q": 10})
 
 
+def test_a_machine_wide_table_slows_jobs_on_other_nodes_too():
+    jobs = [Job("P", 0, 1, 10, model="a"), Job("Q", 0, 1, 10, model="b")]
+    pairs = {("a", "b"): 0.5, ("b", "a"): 0.5}
+    two_nodes = JobCluster(1, 2, 1)  # P and Q on nodes of their own
+    assert finishes(simulate_jobs(jobs, two_nodes, "fifo", interference=Interference(pairs))) == {"P": 10, "Q": 10}
+    # one machine's workers every job shares (the testbed's racks): each runs at half speed beside the other
+    machine = Interference(pairs, machine=True)
+    assert finishes(simulate_jobs(jobs, two_nodes, "fifo", interference=machine)) == pytest.approx({"P": 20, "Q": 20})
+    doc = machine.to_dict()
+    assert doc["machine"] is True and Interference.from_dict(doc).machine
+    assert "machine" not in Interference(pairs).to_dict()
+    with pytest.raises(FormatError, match="'machine' must be true or false"):
+        Interference.from_dict({**doc, "machine": "yes"})
+
+
+def test_a_profiles_timing_over_racks_stretches_what_crossing_added_by_the_uplink_it_gets():
+    from taskflow.training.jobprofile import JobProfile
+
+    kind = ("mlp", 2, 32)
+    prof = JobProfile({kind: 0.5}, {kind: 4.0}, Interference(), 4, 32, across={kind: 6.0}, uplink=100.0)
+    label = "mlp/2w/b32"
+    assert prof.iteration(label, (2,), 100.0) == 1.0  # inside one rack: its epoch alone, per iteration
+    assert prof.iteration(label, (1, 1), 100.0) == 1.5  # spread at the full uplink: as measured
+    assert prof.iteration(label, (1, 1), 50.0) == 2.0  # half the uplink: the 0.5 s crossing took, twice
+    # shared by two jobs max-min: each gets the speed of its iteration alone over that
+    cluster = JobCluster(2, 1, 2, uplink=100.0)
+    net = JobNetwork(cluster, prof.iteration)
+    job = Job("x", 0, 2, 1, model=label)
+    assert net.speeds([(job, (0, 2))]) == {"x": pytest.approx(1.0 / 1.5)}
+    assert net.speeds([(job, (0, 2)), (Job("y", 0, 2, 1, model=label), (1, 3))])["x"] == pytest.approx(0.5)
+
+
 def test_taskflow_jobs_models_shared_uplinks_when_the_cluster_says_them(tmp_path, capsys):
     import json
 

@@ -4,6 +4,7 @@ uninterrupted run, a failing job named, the profile the simulator is fed."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 import os
@@ -21,7 +22,8 @@ import taskflow  # noqa: E402
 from taskflow.errors import TaskflowError  # noqa: E402
 from taskflow.jobs import JobTrace, simulate_jobs  # noqa: E402
 from taskflow.jobscheduling import Job, get_job_scheduler  # noqa: E402
-from taskflow.training.jobrun import one_machine, predicted_trace, profile_jobs, run_jobs  # noqa: E402
+from taskflow.training.jobprofile import one_machine, predicted_trace, profile_jobs  # noqa: E402
+from taskflow.training.jobrun import run_jobs  # noqa: E402
 from workflows import torch_models  # noqa: E402
 from workflows.images import write_digits  # noqa: E402
 
@@ -64,12 +66,14 @@ def test_fifo_admits_real_jobs_in_arrival_order_and_keeps_every_rule(four, digit
 
 
 def test_a_preempted_job_resumes_on_its_checkpoint_with_an_uninterrupted_runs_parameters(four, digits):
-    las = get_job_scheduler("las", thresholds=(1.0,), round=0.5)  # everyone is preempted at least once
-    run = run_jobs(JOBS, las, MODELS, digits, client=four, timeout=300)
+    # a and b still run when c arrives (at 1 s, on all four workers): past 1 worker-second they give way
+    jobs = [dataclasses.replace(JOBS[0], iterations=96), dataclasses.replace(JOBS[1], iterations=48), JOBS[2]]
+    las = get_job_scheduler("las", thresholds=(1.0,), round=0.5)
+    run = run_jobs(jobs, las, MODELS, digits, client=four, timeout=300)
     assert run.violations() == []
     # a job preempted in its last epoch ends it (and finishes) before it stops: count the restarted ones
     resumed = [r for r in run.records if len(r.runs) >= 2]
-    assert resumed and all(r.preemptions >= len(r.runs) - 1 for r in run.records)
+    assert {r.job.id for r in resumed} >= {"a"} and all(r.preemptions >= len(r.runs) - 1 for r in run.records)
     names = sorted(str(w["name"]) for w in four.scheduler_info()["workers"].values())
     for r in resumed:
         j = r.job
@@ -141,3 +145,89 @@ def test_taskflow_jobs_run_repeats_each_scheduler_in_turned_orders(tmp_path, cap
     runs = json.loads(out.read_text())["runs"]
     assert [r["scheduler"] for r in runs] == ["fifo", "sjf", "sjf", "fifo"]  # the second round turned by one
     assert all(r["metrics"]["jobs"] == 1 for r in runs)
+
+
+RACKS = {"0": "r0", "1": "r0", "2": "r1", "3": "r1"}
+PAIR = [Job("a", 0.0, 2, 1.0, model="mlp", iterations=4), Job("b", 0.1, 2, 1.0, model="mlp", iterations=4)]
+
+
+@pytest.mark.parametrize("how, across", [("consolidated", False), ("spread", True)])
+def test_real_jobs_are_placed_on_the_workers_racks(four, digits, how, across):
+    run = run_jobs(PAIR, get_job_scheduler("fifo", placement=how), MODELS, digits, client=four, timeout=300,
+                   racks=RACKS)
+    assert run.violations() == [] and run.metrics()["jobs"] == 2
+    names = sorted(RACKS)
+    for r in run.records:
+        (_, _, ws), = r.runs
+        assert (len({RACKS[names[w]] for w in ws}) == 2) is across, (how, r.job.id, ws)
+
+
+def test_a_job_given_workers_runs_its_tasks_on_them_and_no_other(four, digits):
+    def transitions(dask_worker):
+        return dask_worker.state.transition_counter
+
+    by_name = {a: str(w["name"]) for a, w in four.scheduler_info()["workers"].items()}
+    before = {by_name[a]: n for a, n in four.run(transitions).items()}
+    taskflow.train(MODELS["mlp"], digits, epochs=1, iterations=2, workers=2, batch=32, client=four,
+                   on_workers=["3", "1"], quiet=True)
+    after = {by_name[a]: n for a, n in four.run(transitions).items()}
+    assert [n for n in sorted(after) if after[n] != before[n]] == ["1", "3"]
+
+
+@pytest.mark.parametrize("racks, message", [({"0": 0, "1": 0, "2": 1}, "worker '3' of the Dask cluster has no rack"),
+                                            ({**RACKS, "9": 1}, "the racks name worker '9'")])
+def test_racks_that_do_not_match_the_cluster_are_one_line(four, digits, racks, message):
+    with pytest.raises(TaskflowError, match=message):
+        run_jobs(PAIR, "fifo", MODELS, digits, client=four, timeout=60, racks=racks)
+
+
+def test_jobs_run_inside_the_testbed_takes_its_racks(four, digits, tmp_path, capsys, monkeypatch):
+    import json
+
+    import dask
+
+    from taskflow.app.cli import main
+    from taskflow.cluster import Cluster, Worker
+    from taskflow.formats import save_cluster
+
+    trace = tmp_path / "pair.json"
+    trace.write_text(json.dumps({"format": "taskflow-jobs/1", "name": "pair", "jobs": [
+        {"id": j.id, "arrival": j.arrival, "workers": 2, "duration": 1, "model": "mlp", "iterations": 4}
+        for j in PAIR]}))
+    racked = tmp_path / "cluster.json"
+    save_cluster(Cluster([Worker(n, 1.0, 1) for n in sorted(RACKS)], racks=RACKS, uplink=2.5e6), racked)
+    monkeypatch.setenv("TASKFLOW_TESTBED_CLUSTER", str(racked))  # as `taskflow testbed -- ...` sets them
+    out = tmp_path / "runs.json"
+    with dask.config.set({"scheduler-address": four.scheduler.address}):
+        assert main(["jobs", "run", str(trace), "--data", str(digits), "--scheduler", "fifo", "--placement",
+                     "spread", "--no-predict", "-o", str(out), "--timeout", "300"]) == 0
+    assert "4 Dask workers in 2 racks (20 Mbit/s uplinks)" in capsys.readouterr().out
+    for job in json.loads(out.read_text())["runs"][0]["jobs"]:
+        assert {RACKS[sorted(RACKS)[w]] for w in job["runs"][0][2]} == {"r0", "r1"}
+    plain = tmp_path / "plain.json"
+    save_cluster(Cluster([Worker(n, 1.0, 1) for n in sorted(RACKS)]), plain)
+    assert main(["jobs", "run", str(trace), "--data", str(digits), "--address", four.scheduler.address,
+                 "--cluster", str(plain)]) == 2
+    assert "names no racks" in capsys.readouterr().err
+
+
+def test_gandiva_grows_and_shrinks_a_real_elastic_job_which_ends_with_an_uninterrupted_runs_parameters(four, digits):
+    jobs = [Job("e", 0.0, 2, 3.0, model="mlp", iterations=96, min_workers=2, max_workers=4),
+            Job("f", 1.5, 2, 1.0, model="mlp", iterations=8)]
+    run = run_jobs(jobs, get_job_scheduler("gandiva", round=0.5), MODELS, digits, client=four, timeout=300)
+    assert run.violations() == []
+    e = next(r for r in run.records if r.job.id == "e")
+    sizes = [len(ws) for _, _, ws in e.runs]
+    assert 4 in sizes and sizes[0] == 2, sizes  # grown onto the idle workers, then shrunk for f (or done)
+    assert run.histories["e"].resumed_from is not None
+    names = sorted(str(w["name"]) for w in four.scheduler_info()["workers"].values())
+    alone = taskflow.train(MODELS["mlp"], digits, epochs=24, iterations=4, workers=2, batch=32, client=four,
+                           on_workers=names[:2], quiet=True)
+    # the batch over all ranks is the same whatever their number: the same parameters, to rounding
+    for got in run.histories["e"].states:
+        assert rel_err(got, alone.states[0]) < 1e-5
+
+
+def test_elastic_resumes_only_synchronous_data_parallelism(digits):
+    with pytest.raises(TaskflowError, match="elastic resumes synchronous data parallelism only"):
+        taskflow.train(MODELS["mlp"], digits, epochs=1, workers=2, mode="local", elastic=True)

@@ -156,6 +156,18 @@ def test_declared_speeds_shape_the_emulation(client):
     assert on_fast and all(0.1 <= d <= 0.3 for d in on_fast)  # 1.0 / 4 x 0.5 = 0.125 s
 
 
+def test_a_held_run_stays_on_the_workers_its_model_names(client):
+    g = taskflow.TaskGraph("four")
+    for k in range(4):
+        g.add_task(f"t{k}", cost=0.01)
+    only = Cluster([Worker("1")], bandwidth=1e9)
+    held = run(g, "heft", client=client, cluster=only, time_scale=0.1, quiet=True, hold=True)
+    assert {r.worker for r in held.trace.runs} == {"1"}
+    # not held: the live worker the model does not name joins the plan, as one that joined would
+    free = run(g, "heft", client=client, cluster=only, time_scale=0.1, quiet=True)
+    assert {r.worker for r in free.trace.runs} == {"0", "1"}
+
+
 def test_a_killed_worker_does_not_stop_the_run():
     g = rg.layered()
     with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \

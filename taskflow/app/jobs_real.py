@@ -8,15 +8,17 @@ from __future__ import annotations
 import dataclasses
 import statistics
 
-from ..jobs import JobRun
-from ..training.jobrun import one_machine, predicted_trace, profile_jobs, run_jobs, warm_up
+from ..jobs import JobNetwork, JobRun
+from ..training.jobprofile import one_machine, predicted_trace, profile_jobs, racks_machine, warm_up
+from ..training.jobrun import run_jobs, workers_of
 from .jobs import compare_jobs, job_scheduler_for
 
 __all__ = ["run_real_jobs", "prediction_table", "job_errors", "median_run"]
 
 
 def run_real_jobs(trace, names, models: dict, data, client, *, epoch_iterations: int = 4, predict: bool = True,
-                  on_run=None, on_event=None, timeout=None, repeat: int = 1, **options) -> tuple:
+                  on_run=None, on_event=None, timeout=None, repeat: int = 1, racks: dict | None = None,
+                  uplink: float | None = None, **options) -> tuple:
     """``(real runs, simulated runs or None, profile or None)``: each job scheduler of ``names``
     on ``trace``'s real jobs; with ``predict``, the jobs profiled first and each scheduler
     simulated on their profiled durations and slowdowns (a restart costing a start, a preempted
@@ -43,6 +45,11 @@ def run_real_jobs(trace, names, models: dict, data, client, *, epoch_iterations:
         Seconds each real run may take.
     repeat : int
         Runs per scheduler.
+    racks : dict, optional
+        Dask worker name -> its rack (the testbed's): jobs placed on racks; simulated on the same
+        racks, with ``uplink`` (bytes per second) shared by the jobs crossing it
+        (:meth:`~taskflow.training.jobprofile.JobProfile.iteration`).
+    uplink : float, optional
     **options
         Job schedulers' options, and ``batch`` and ``seed`` for the jobs.
 
@@ -58,19 +65,22 @@ def run_real_jobs(trace, names, models: dict, data, client, *, epoch_iterations:
     if not predict:  # (the profile warms the cluster up itself)
         warm_up(trace, models, data, client=client, **train_options)
     if predict:
+        cluster = one_machine(workers) if not racks else racks_machine(workers_of(client), racks, uplink or 0.0)
         profile = profile_jobs(trace, models, data, client=client, epoch_iterations=epoch_iterations,
-                               **train_options)
+                               racks=racks, uplink=uplink, **train_options)
         fed, real = predicted_trace(trace, profile), predicted_trace(trace, profile, label=False)
         restore = statistics.median(profile.start.values())
         drain = statistics.median(profile.epoch.values()) / 2  # a preempted job stops at its epoch's end
-        sim = compare_jobs(fed, one_machine(workers), names, restore=restore, drain=drain,
-                           interference=profile.interference, **options)
+        network = JobNetwork(cluster, profile.iteration) if racks and uplink else None
+        sim = compare_jobs(fed, cluster, names, restore=restore, drain=drain, interference=profile.interference,
+                           network=network, **options)
     runs: dict = {name: [] for name in names}
     for r in range(repeat):
         for name in names[r % len(names):] + names[:r % len(names)]:
             # a scheduler that knows durations reads the profile's (the real jobs name no other)
             run = run_jobs(real, job_scheduler_for(name, real, **options), models, data, client=client,
-                           epoch_iterations=epoch_iterations, timeout=timeout, on_event=on_event, **train_options)
+                           epoch_iterations=epoch_iterations, timeout=timeout, on_event=on_event, racks=racks,
+                           **train_options)
             runs[name].append(run)
             if on_run is not None:
                 on_run(run)

@@ -8,11 +8,13 @@ solo speed a job of model ``a`` keeps beside one of model ``b`` (1: no slowdown)
 simulator (:func:`~taskflow.jobs.simulate_jobs`) whenever the jobs sharing a node change. Beside
 several jobs the slowdowns add: each neighbour adds the extra time its pair costs (a share ``s``
 costs ``1/s - 1`` of the job's solo time), as jobs sharing a node's cores do. A table is measured
-by running the pairs together and alone (:func:`taskflow.training.jobrun.profile_jobs` on real
+by running the pairs together and alone (:func:`taskflow.training.jobprofile.profile_jobs` on real
 training jobs), or written by hand.
 
 The format (JSON): ``{"format": "taskflow-interference/1", "default": 1.0, "pairs": [{"model":
-"resnet8", "beside": "small-cnn", "speed": 0.8}, ...]}``.
+"resnet8", "beside": "small-cnn", "speed": 0.8}, ...]}``, with ``"machine": true`` where the
+slowdowns hold among every running job of the cluster, not only those sharing a node (a table
+measured on one machine whose workers every job shares: the testbed's racks).
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ class Interference:
         one job of ``beside``, in (0, 1]. A job without a model is ``None``.
     default : float
         The share for a pair the table does not name (default 1: no slowdown).
+    machine : bool
+        The slowdowns hold among every running job of the cluster (one machine), not only among
+        those sharing a node.
 
     Raises
     ------
@@ -43,7 +48,8 @@ class Interference:
         A share out of (0, 1], or not a number (the pair named).
     """
 
-    def __init__(self, pairs: dict | None = None, default: float = 1.0):
+    def __init__(self, pairs: dict | None = None, default: float = 1.0, machine: bool = False):
+        self.machine = bool(machine)
         self.pairs = {}
         for key, v in dict(pairs or {}).items():
             self.pairs[tuple(key)] = _share(f"pair {tuple(key)!r}", v)
@@ -65,7 +71,7 @@ class Interference:
 
     def to_dict(self) -> dict:
         """The JSON format (see the module docstring)."""
-        return {"format": FORMAT, "default": self.default,
+        return {"format": FORMAT, "default": self.default, **({"machine": True} if self.machine else {}),
                 "pairs": [{"model": a, "beside": b, "speed": v} for (a, b), v in sorted(self.pairs.items(), key=str)]}
 
     @classmethod
@@ -90,7 +96,10 @@ class Interference:
             if not isinstance(p, dict) or "speed" not in p or "model" not in p or "beside" not in p:
                 raise FormatError(f"{where}: pairs[{k}] needs 'model', 'beside' and 'speed'")
             pairs[(p["model"], p["beside"])] = _share(f"{where}: pairs[{k}].speed", p["speed"])
-        return cls(pairs, _share(f"{where}: default", doc.get("default", 1.0)))
+        machine = doc.get("machine", False)
+        if not isinstance(machine, bool):
+            raise FormatError(f"{where}: 'machine' must be true or false, got {machine!r}")
+        return cls(pairs, _share(f"{where}: default", doc.get("default", 1.0)), machine)
 
 
 def _share(what: str, v) -> float:

@@ -132,6 +132,7 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
     jobs, rejected = trace.fit(cluster, skip_too_large)
     records = [_Live(j, JobRecord(j, j.arrival)) for j in jobs]
     nodes = cluster.nodes
+    near = (0,) * len(nodes) if interference is not None and interference.machine else nodes  # who slows whom
     ledger = Ledger(sched.name, cluster.workers, records[0].job.arrival if records else 0.0)
     free = ledger.free
     live: dict = {}  # job id -> _Live, arrived and not finished
@@ -159,7 +160,7 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
     def moved(x, on: bool) -> None:
         """``x`` starts on its workers' nodes (``on``) or leaves them."""
         if interference is not None:
-            for n in {nodes[w] for w in x.workers}:
+            for n in {near[w] for w in x.workers}:
                 (on_node.setdefault(n, set()).add if on else on_node.setdefault(n, set()).discard)(x.job.id)
                 touched.add(n)
         if network is not None and network.spans(x.workers):
@@ -186,7 +187,7 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             if other is not None:  # Crossover: taking turns on the same workers
                 rate *= crossover_speed(sched.crossover(x.job.model), sched.crossover(live[other].job.model))
             if interference is not None:
-                beside = set().union(*(on_node[n] for n in {nodes[w] for w in x.workers})) - {jid}
+                beside = set().union(*(on_node[n] for n in {near[w] for w in x.workers})) - {jid}
                 rate *= interference.speed(x.job, [live[y].job for y in sorted(beside)])
             if rate != x.rate:
                 x.settle(now)

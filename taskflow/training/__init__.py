@@ -43,7 +43,7 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
           threads: int = 1, client=None, address=None, scheduler_file=None, jobqueue=None, jobqueue_options=None,
           checkpoint=None, resume: bool = True, timeout=None, quiet: bool = False, plot=None,
           on_epoch=None, fuse=None, prefetch: int = 0, device: str = "auto", size=None, loaders: int = 0,
-          cache_mb: float = 0.0, on_workers=None) -> History:
+          cache_mb: float = 0.0, on_workers=None, elastic: bool = False) -> History:
     """Train ``model`` on ``data`` for ``epochs`` epochs, each epoch one task graph on Dask.
 
     Parameters
@@ -117,6 +117,11 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
         The names of the Dask workers of the cluster ``client`` (or ``address``) reaches that the
         job runs on, rank ``r`` on the ``r``-th (default: the cluster's workers, in order): a job
         held to the workers a job scheduler gave it, beside other jobs on the same cluster.
+    elastic : bool
+        A checkpoint written on another number of ranks resumes on this one, each rank from rank
+        0's state (synchronous data parallelism keeps every rank's state the same, and the batch,
+        over all ranks, is the same whatever their number): a job scheduler's resize. Synchronous
+        mode without compression only.
 
     Returns
     -------
@@ -142,7 +147,10 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
     if on_epoch is not None and not callable(on_epoch):
         raise UsageError(f"on_epoch must be a callable (it is called with the History after each epoch), got "
                          f"{type(on_epoch).__name__}")
-    check_flags(resume=resume, quiet=quiet, flip=flip)
+    check_flags(resume=resume, quiet=quiet, flip=flip, elastic=elastic)
+    if elastic and (mode != "sync" or compression is not None or stages is not None):
+        raise UsageError("elastic resumes synchronous data parallelism only (no mode, compression or stages): "
+                         "only there every rank holds the same state")
     check_outputs([("checkpoint", checkpoint), ("plot", plot)], [data] if isinstance(data, (str, os.PathLike)) else [],
                   plot_options=("plot",))  # before any training: a run is not lost to an output's name
     by_speed = isinstance(shares, str)
@@ -181,9 +189,11 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
     ck = None
     if checkpoint is not None and resume and os.path.exists(checkpoint):
         ck = load_checkpoint(checkpoint)
-        if by_speed and ck.get("counts"):  # a resumed run goes on with the parts its run had reached
+        if by_speed and len(ck.get("counts") or ()) == workers:  # the parts of the batch its run had reached
             spec = make(ck["counts"])
-        check_resumable(ck, spec, checkpoint, by_speed)  # before any cluster starts
+        if elastic and len(ck["states"]) != workers:  # a resize: every rank from rank 0's state
+            ck["states"] = [ck["states"][0]] * workers
+        check_resumable(ck, spec, checkpoint, by_speed, elastic)  # before any cluster starts
     need = workers + int(getattr(spec, "loaders", 0))
     if on_workers is not None:
         on_workers = [str(w) for w in on_workers]
@@ -217,7 +227,7 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
             with warnings.catch_warnings():  # the first epoch plans with guessed costs; later ones with measured
                 warnings.simplefilter("ignore", TaskflowWarning)
                 report = run(g, scheduler, client=c, cluster=held, quiet=True, timeout=timeout, seed=seed,
-                             keep=keep, profile=profile)
+                             keep=keep, profile=profile, hold=held is not None)
             seconds = time.perf_counter() - t0
             profile = report.profile
             states = [report.results[t] for t in finals]

@@ -104,7 +104,7 @@ def _check_fields(ck: dict, path: str) -> None:
         raise bad("'counts' must list each rank's samples")
 
 
-def check_resumable(ck: dict, spec, checkpoint, by_speed: bool) -> None:
+def check_resumable(ck: dict, spec, checkpoint, by_speed: bool, elastic: bool = False) -> None:
     """A checkpoint of this very job (the same model, data and options) whose states fit its model.
 
     Parameters
@@ -114,6 +114,8 @@ def check_resumable(ck: dict, spec, checkpoint, by_speed: bool) -> None:
     spec : TorchTraining or TorchPipeline
     checkpoint : path
     by_speed : bool
+    elastic : bool
+        The number of ranks and their parts of the batch may differ (a resize).
 
     Raises
     ------
@@ -123,8 +125,10 @@ def check_resumable(ck: dict, spec, checkpoint, by_speed: bool) -> None:
         States that do not fit the model.
     """
     fp = fingerprint(spec, by_speed)
-    if ck["fingerprint"] != fp:
-        diff = sorted(k for k in fp if ck["fingerprint"].get(k) != fp[k])
+    free = ("workers", "counts") if elastic else ()
+    diff = sorted(k for k in fp if k not in free and ck["fingerprint"].get(k) != fp[k])
+    if diff or any(k not in fp for k in ck["fingerprint"]):
+        diff = diff or sorted(k for k in ck["fingerprint"] if k not in fp)
         raise UsageError(f"checkpoint {os.fspath(checkpoint)!r} was written by another job (it differs in "
                          f"{', '.join(diff)}): remove it, name another file, or pass resume=False")
     _check_states(ck["states"], spec, os.fspath(checkpoint))

@@ -12,12 +12,8 @@ checkpoint (the job that takes its workers first waits for it), and a restarted 
 the checkpoint on whatever workers it is given: it ends with the parameters of an uninterrupted run.
 
 What comes back is a :class:`~taskflow.jobs.JobRun`, as from the simulator (the same metrics, table
-and plots), with each job's :class:`~taskflow.training.History` in ``histories``.
-
-:func:`profile_jobs` measures, per kind of job (model, workers, batch), the seconds a start costs
-and the seconds an epoch takes alone, and per pair of kinds how much slower an epoch is beside the
-other (an :class:`~taskflow.jobs.Interference` table: every worker of this cluster is on one
-machine); :func:`predicted_trace` turns a trace into the simulator's durations.
+and plots), with each job's :class:`~taskflow.training.History` in ``histories``. The profile that
+lets the job simulator predict such a run is :mod:`.jobprofile`'s.
 """
 
 from __future__ import annotations
@@ -26,17 +22,16 @@ import dataclasses
 import math
 import os
 import queue
-import statistics
 import tempfile
 import threading
 import time
 
 from ..errors import RunFailed, RunTimeout, SchedulerError, UsageError
-from ..jobs import Interference, JobCluster, JobRecord, JobRun, JobTrace
+from ..jobs import JobRecord, JobRun, JobTrace
 from ..jobs.ledger import Ledger
-from ..jobscheduling import Arrived, Finished, JobScheduler, JobState, Resize, Tick, View, get_job_scheduler
+from ..jobscheduling import Arrived, Finished, JobScheduler, JobState, Tick, View, get_job_scheduler
 
-__all__ = ["run_jobs", "profile_jobs", "predicted_trace", "warm_up", "JobProfile", "one_machine"]
+__all__ = ["run_jobs", "check_racks", "workers_of"]
 
 _JOIN = 600.0  # seconds a job waits for the segment holding its workers to end its epoch
 
@@ -76,7 +71,7 @@ class _Runner:
     """One run of a trace: the clock, the ledger, the job threads."""
 
     def __init__(self, trace, sched, models, data, client, names, train_options, workdir, epoch_iterations,
-                 timeout, on_event):
+                 timeout, on_event, racks=None):
         self.trace, self.sched, self.models, self.data = trace, sched, models, data
         self.client, self.names = client, names
         self.options, self.workdir, self.per_epoch = train_options, workdir, epoch_iterations
@@ -86,7 +81,10 @@ class _Runner:
         self.ledger = Ledger(sched.name, len(names))
         self.live: dict = {}
         self.histories: dict = {}
-        self.nodes = (0,) * len(names)  # one machine: every worker on one node
+        # one machine: every worker on one node; with racks, each rack a node (it is one machine still)
+        labels: dict = {}
+        self.racks = tuple(labels.setdefault(racks[n], len(labels)) for n in names) if racks else ()
+        self.nodes = self.racks or (0,) * len(names)
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -167,39 +165,44 @@ class _Runner:
         states = []
         oracle = self.sched.knows_durations
         for x in self.live.values():
-            done = x.done + (now - x.run_start if x.workers else 0.0)
+            done = x.done + ((now - x.run_start) * len(x.workers) / x.job.workers if x.workers else 0.0)
             got = sum((b - a) * len(w) for a, b, w in x.rec.runs) + (
                 (now - x.run_start) * len(x.workers) if x.workers else 0.0)
             states.append(JobState(x.job, bool(x.workers), x.workers, done, got,
                                    0.0 if x.workers else now - x.waited_since, x.last_run,
                                    max(0.0, x.job.duration - done) if oracle else None, x.rec.preemptions))
-        return View(now, tuple(sorted(self.ledger.free)), self.nodes, tuple(states))
+        return View(now, tuple(sorted(self.ledger.free)), self.nodes, tuple(states), self.racks)
 
     def _apply(self, decisions, now) -> None:
         live = self.live
-        if any(isinstance(d, Resize) for d in decisions):
-            raise SchedulerError(f"job scheduler {self.sched.name!r} resizes a job: resizing is simulated only "
-                                 f"(a real job runs on the workers it started on)")
-        stopped, started, _ = self.ledger.check(
+        stopped, started, resized = self.ledger.check(
             decisions, now, lambda j: live[j].workers if j in live else (),
-            lambda j: live[j].job.workers if j in live and not live[j].workers else None)
+            lambda j: live[j].job.workers if j in live and not live[j].workers else None,
+            lambda j: live[j].job.sizes)
         for jid in stopped:
             x = live[jid]
-            x.stop.set()
-            x.rec.runs.append((x.run_start, now, x.workers))
-            x.done += now - x.run_start
+            self._stop(x, now)
             x.last_run, x.workers, x.waited_since = now - x.run_start, (), now
             x.rec.preemptions += 1
+        for jid, ws in resized:  # stopped at its epoch's end, it goes on on its new workers from its checkpoint
+            self._stop(live[jid], now)
+            self._start(live[jid], ws, now)
         for jid, ws in started:
             self._start(live[jid], ws, now)
         self.ledger.mark(now)
+
+    def _stop(self, x: _Real, now: float) -> None:
+        x.stop.set()
+        x.rec.runs.append((x.run_start, now, x.workers))
+        x.done += (now - x.run_start) * len(x.workers) / x.job.workers  # (an elastic job: in proportion)
 
     def _start(self, x: _Real, ws: tuple, now: float) -> None:
         x.workers, x.run_start = ws, now
         x.segment += 1
         if x.rec.start is None:
             x.rec.start = now
-        before = {self.holder[w] for w in ws if w in self.holder}
+        # the jobs that held these workers, and this job's own last segment, end their epoch first
+        before = {self.holder[w] for w in ws if w in self.holder} | ({x.thread} if x.thread is not None else set())
         stop = x.stop = threading.Event()
         job, segment = x.job, x.segment
         names = [self.names[w] for w in ws]
@@ -209,7 +212,7 @@ class _Runner:
         def body():
             from . import train
 
-            for t in before:  # the jobs that held these workers end their epoch first
+            for t in before:
                 t.join(_JOIN)
 
             def on_epoch(history):
@@ -219,7 +222,7 @@ class _Runner:
                 h = train(self.models[job.model], self.data, epochs=epochs, iterations=self.per_epoch,
                           workers=len(names), batch=job.batch or self.options.get("batch", 32), client=self.client,
                           on_workers=names, checkpoint=ck, quiet=True, on_epoch=on_epoch,
-                          **{k: v for k, v in self.options.items() if k != "batch"})
+                          elastic=job.sizes[0] != job.sizes[1], **{k: v for k, v in self.options.items() if k != "batch"})
             except _Stop:
                 self.reports.put(("stopped", job.id, segment, None))
             except BaseException as e:  # said to the runner, which stops the run with it
@@ -242,11 +245,36 @@ class _Runner:
             th.join(max(0.0, end - time.monotonic()))
 
 
-def _workers(client) -> list:
+def workers_of(client) -> list:
     """The cluster's worker names, in a stable order (numbers by value)."""
     info = client.scheduler_info(n_workers=-1)["workers"] if _takes_n(client) else client.scheduler_info()["workers"]
     names = [str(w.get("name", a)) for a, w in info.items()]
     return sorted(names, key=lambda n: (0, int(n), n) if n.isdigit() else (1, 0, n))
+
+
+def check_racks(racks, names) -> None:
+    """Every Dask worker of ``names`` has a rack in ``racks`` (None: no racks), and no other does.
+
+    Parameters
+    ----------
+    racks : dict or None
+    names : list of str
+
+    Raises
+    ------
+    UsageError
+        A worker without a rack, or a rack for a worker the cluster does not have (named).
+    """
+    if racks is None:
+        return
+    missing = [n for n in names if n not in racks]
+    if missing:
+        raise UsageError(f"worker {missing[0]!r} of the Dask cluster has no rack (the racks name "
+                         f"{', '.join(map(str, sorted(racks, key=str)[:4]))}{' ...' if len(racks) > 4 else ''})")
+    extra = [n for n in racks if n not in names]
+    if extra:
+        raise UsageError(f"the racks name worker {extra[0]!r}, which the Dask cluster does not have "
+                         f"(its workers: {', '.join(names[:4])}{' ...' if len(names) > 4 else ''})")
 
 
 def _takes_n(client) -> bool:
@@ -256,7 +284,7 @@ def _takes_n(client) -> bool:
 
 
 def run_jobs(trace, scheduler, models: dict, data, *, client, epoch_iterations: int = 4, timeout: float | None = None,
-             on_event=None, **train_options) -> JobRun:
+             on_event=None, racks: dict | None = None, **train_options) -> JobRun:
     """Run the real jobs of ``trace`` on ``client``'s cluster under the job scheduler ``scheduler``
     (see the module docstring).
 
@@ -279,6 +307,10 @@ def run_jobs(trace, scheduler, models: dict, data, *, client, epoch_iterations: 
         Seconds the whole run may take.
     on_event : callable, optional
         Called with each event before the scheduler hears of it (a progress line).
+    racks : dict, optional
+        Dask worker name -> its rack (a :class:`~taskflow.cluster.Cluster`'s ``racks``, as the
+        testbed's cluster file says them): the job scheduler places jobs on racks, each rack one
+        node (default: every worker on one node, one machine).
     **train_options
         Passed to :func:`taskflow.train` (``batch``: the default per job, ``seed``, ``lr`` ...).
 
@@ -298,167 +330,14 @@ def run_jobs(trace, scheduler, models: dict, data, *, client, epoch_iterations: 
     if sched.crossover is not None:
         raise UsageError("crossover is simulated only: a real job holds its workers alone")
     _check_jobs(trace.jobs, models)
-    names = _workers(client)
+    names = workers_of(client)
     for j in trace.jobs:
         if j.workers > len(names):
             raise UsageError(f"job {j.id!r} asks for {j.workers} workers; the cluster has {len(names)}")
+    check_racks(racks, names)
     with tempfile.TemporaryDirectory(prefix="taskflow-jobs-") as work:  # the jobs' checkpoints, removed after
         runner = _Runner(trace, sched, models, data, client, names, train_options, work, epoch_iterations, timeout,
-                         on_event)
+                         on_event, racks)
         out = runner.go()
     out.histories = runner.histories
     return out
-
-
-@dataclasses.dataclass
-class JobProfile:
-    """What :func:`profile_jobs` measured."""
-
-    #: (model, workers, batch) -> seconds a start costs beyond its epochs
-    start: dict
-    #: (model, workers, batch) -> seconds an epoch takes alone
-    epoch: dict
-    #: the slowdowns of kinds beside each other (every worker on one machine)
-    interference: Interference
-    #: iterations per epoch
-    epoch_iterations: int
-    #: the batch of a job that names none
-    batch: int = 32
-
-    def duration(self, job) -> float:
-        """Seconds ``job`` takes alone from its start.
-
-        Parameters
-        ----------
-        job : Job
-        """
-        k = _kind(job, self.batch)
-        return self.start[k] + _epochs(job, self.epoch_iterations) * self.epoch[k]
-
-
-def _kind(job, batch) -> tuple:
-    return (job.model, job.workers, job.batch or batch)
-
-
-def _label(kind) -> str:
-    return f"{kind[0]}/{kind[1]}w/b{kind[2]}"
-
-
-def profile_jobs(trace, models: dict, data, *, client, epoch_iterations: int = 4, epochs: int = 8,
-                 pairs: bool = True, **train_options) -> JobProfile:
-    """Measure each kind of job in ``trace`` alone, and each pair of kinds side by side, as a real
-    run trains them (a checkpoint after every epoch; the cluster warmed up first).
-
-    Parameters
-    ----------
-    trace, models, data, client, epoch_iterations, train_options
-        As :func:`run_jobs`.
-    epochs : int
-        Epochs per measurement: the first includes the start; the median of the others is an
-        epoch's seconds (side by side: of those that ran while the other job was in its epochs
-        too, not starting).
-    pairs : bool
-        Measure the pairs too (else no interference).
-
-    Returns
-    -------
-    JobProfile
-
-    Raises
-    ------
-    TaskflowError
-        As :func:`run_jobs`.
-    """
-    from . import train
-
-    trace = trace if isinstance(trace, JobTrace) else JobTrace(list(trace))
-    _check_jobs(trace.jobs, models)
-    batch = train_options.pop("batch", 32)
-    names = _workers(client)
-    kinds = sorted({_kind(j, batch) for j in trace.jobs})
-
-    with tempfile.TemporaryDirectory(prefix="taskflow-profile-") as work:
-        def measure(kind, on, out, n=epochs):
-            """``out``: ``[(start, [(time an epoch began, its seconds) ...])]``, an epoch's seconds
-            from one epoch's end to the next (its graph, its run, its checkpoint)."""
-            ck = os.path.join(work, f"{threading.get_ident()}-{time.perf_counter_ns()}.ckpt")
-            ends: list = []
-            t = time.perf_counter()
-            train(models[kind[0]], data, epochs=n, iterations=epoch_iterations, workers=kind[1], batch=kind[2],
-                  client=client, on_workers=on, checkpoint=ck, quiet=True,
-                  on_epoch=lambda h: ends.append(time.perf_counter()), **train_options)
-            out.append((t, list(zip(ends, [b - a for a, b in zip(ends, ends[1:])]))))
-
-        warm_up(trace, models, data, client=client, batch=batch, **train_options)
-        start, epoch = {}, {}
-        for kind in kinds:
-            got: list = []
-            measure(kind, names[:kind[1]], got)
-            t, eps = got[0]
-            epoch[kind] = statistics.median(x for _, x in eps)
-            start[kind] = max(0.0, eps[0][0] - t - epoch[kind])  # to the first epoch's end, less an epoch
-        shares = {}
-        for a in kinds if pairs else ():
-            for b in kinds:
-                if (_label(b), _label(a)) in shares or a[1] + b[1] > len(names):
-                    continue
-                got_a: list = []
-                got_b: list = []
-                ta = threading.Thread(target=measure, args=(a, names[:a[1]], got_a), daemon=True)
-                ta.start()
-                measure(b, names[a[1]:a[1] + b[1]], got_b)
-                ta.join(_JOIN)
-                if got_a and got_b:  # the epochs run while both were past their first epoch and not done
-                    lo = max(got_a[0][1][0][0], got_b[0][1][0][0])
-                    hi = min(got_a[0][1][-1][0], got_b[0][1][-1][0])
-                    for x, y, got in ((a, b, got_a), (b, a, got_b)):
-                        # (a pair that barely overlapped, on a loaded machine: all its epochs)
-                        inside = [d for t0, d in got[0][1] if t0 >= lo and t0 + d <= hi] or [d for _, d in got[0][1]]
-                        shares[(_label(x), _label(y))] = min(1.0, epoch[x] / statistics.median(inside))
-    return JobProfile(start, epoch, Interference(shares), epoch_iterations, batch)
-
-
-def warm_up(trace, models: dict, data, *, client, batch: int = 32, **train_options) -> None:
-    """Train each model of ``trace`` for two short epochs on every worker of ``client``'s cluster:
-    each worker's first torch, model and data, which no job's start should be charged with.
-
-    Parameters
-    ----------
-    trace, models, data, client, batch, train_options
-        As :func:`run_jobs`.
-    """
-    from . import train
-
-    names = _workers(client)
-    with tempfile.TemporaryDirectory(prefix="taskflow-warm-") as work:
-        for k, model in enumerate(sorted({j.model for j in trace.jobs})):
-            n = len(names)
-            train(models[model], data, epochs=2, iterations=2, workers=n, batch=n * max(1, batch // n), client=client,
-                  on_workers=names, checkpoint=os.path.join(work, f"{k}.ckpt"), quiet=True, **train_options)
-
-
-def predicted_trace(trace, profile: JobProfile, label: bool = True) -> JobTrace:
-    """``trace`` with each job's ``duration`` from ``profile`` and, with ``label``, its ``model``
-    its kind's label (the key of the profile's interference table): what the job simulator is
-    fed. Without ``label``: what a real run's schedulers that know durations read.
-
-    Parameters
-    ----------
-    trace : JobTrace
-    profile : JobProfile
-    label : bool
-    """
-    jobs = [dataclasses.replace(j, duration=profile.duration(j),
-                                **({"model": _label(_kind(j, profile.batch))} if label else {}))
-            for j in trace.jobs]
-    return JobTrace(jobs, trace.cluster, trace.name)
-
-
-def one_machine(workers: int) -> JobCluster:
-    """The job cluster of a single machine's Dask workers: one node of ``workers``.
-
-    Parameters
-    ----------
-    workers : int
-    """
-    return JobCluster(1, 1, workers, name=f"{workers} workers on one machine")

@@ -32,7 +32,8 @@ def add_arguments(sp) -> None:
                          "under each, beside the simulator's prediction; generate: write a seeded trace to TRACE")
     sp.add_argument("trace", metavar="TRACE", help="a job trace: the native JSON, or Tiresias' CSV (.csv)")
     sp.add_argument("--cluster", metavar="FILE", help="the shared cluster: Tiresias' cluster spec CSV, or JSON "
-                    "{racks, nodes_per_rack, workers_per_node} (default: the trace's own)")
+                    "{racks, nodes_per_rack, workers_per_node} (default: the trace's own); run: a cluster file "
+                    "naming each Dask worker's rack and the uplink (default inside the testbed: its own)")
     sp.add_argument("--workers", type=COUNT, help="instead of --cluster: this many workers, in nodes of 8 (run: the "
                     "embedded cluster's worker processes, default 4)")
     sp.add_argument("--scheduler", default=DEFAULT, help=f"job schedulers, a comma list (default {DEFAULT})")
@@ -198,6 +199,31 @@ def _said(args, docs: list, head: dict, seconds: str):
     return said
 
 
+def _racks(args) -> tuple:
+    """``(racks, uplink, what to say)`` of ``jobs run``: from ``--cluster``, or inside the testbed
+    (its cluster found through ``DASK_SCHEDULER_ADDRESS``) from the testbed's cluster file."""
+    import os
+
+    import dask
+
+    from ...errors import TaskflowError
+    from ...formats import load_cluster
+
+    path = args.cluster
+    if path is None and args.address is None and dask.config.get("scheduler-address", None):
+        path = os.environ.get("TASKFLOW_TESTBED_CLUSTER")
+    if path is None:
+        return None, None, ""
+    try:
+        cluster = load_cluster(path)
+    except TaskflowError as e:
+        raise UsageError(f"--cluster {path}: run takes a cluster file naming each Dask worker's rack ({e})") from None
+    if cluster.racks is None:
+        raise UsageError(f"--cluster {path}: names no racks (run takes the racks and the uplink of the Dask workers)")
+    n = len(set(cluster.racks.values()))
+    return cluster.racks, cluster.uplink, f" in {n} racks ({cluster.uplink * 8 / 1e6:g} Mbit/s uplinks)"
+
+
 def _run(args) -> int:
     """``taskflow jobs run``: the real jobs under each scheduler, the prediction beside."""
     import os
@@ -221,9 +247,7 @@ def _run(args) -> int:
         raise UsageError("run needs the jobs' dataset: --data DIR (with --make-data digits to write one)")
     if args.crossover is not None:
         raise UsageError("--crossover is simulated only: a real job holds its workers alone")
-    if args.cluster:
-        raise UsageError("run uses the Dask cluster's workers (--workers N or --address); --cluster is for simulate")
-    check_outputs([("--output", args.output), ("--plot", args.plot)], [args.trace, args.data])
+    check_outputs([("--output", args.output), ("--plot", args.plot)], [args.trace, args.data, args.cluster])
     names = [n.strip().lower() for n in args.scheduler.split(",") if n.strip()]
     for n in names:
         get_job_scheduler(n)
@@ -235,20 +259,22 @@ def _run(args) -> int:
         (write_digits if args.make_data == "digits" else write_synthetic)(args.data, seed=args.seed)
     first = ImageFolder(args.data, "train")
     models = {m: model_factory(m, first.shape(), len(first.classes)) for m in {j.model for j in trace.jobs}}
+    racks, uplink, where = _racks(args)
     c, owned = connect(None, args.address, None, args.workers or 4, 1, work_stealing=False)
     docs: list = []
     finished = False  # Ctrl-C or a failure: the embedded cluster is ended at once, not waited for
     try:
         workers = len(c.scheduler_info()["workers"])
         if not args.quiet:
-            print(f"{trace.name}: {len(trace)} jobs on {workers} Dask workers; "
+            print(f"{trace.name}: {len(trace)} jobs on {workers} Dask workers{where}; "
                   f"{'profiling each kind of job, then ' if not args.no_predict else ''}"
                   f"running under {', '.join(names)}", flush=True)
 
         said = _said(args, docs, {"trace": trace.name, "workers": workers}, "{:.2f}")
         runs, sim, _ = run_real_jobs(trace, names, models, args.data, c, epoch_iterations=args.epoch_iterations,
                                      predict=not args.no_predict, on_run=said, timeout=args.timeout,
-                                     repeat=args.repeat, batch=args.batch, seed=args.seed, **_options(args, names))
+                                     repeat=args.repeat, batch=args.batch, seed=args.seed, racks=racks, uplink=uplink,
+                                     **_options(args, names))
         finished = True
     finally:
         close_quietly(owned, now=not finished)

@@ -193,7 +193,8 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
         scheduler_file=None, workers: int = 2, threads_per_worker: int = 1, speeds: dict | None = None,
         calibrate: bool = False, time_scale: float = 1.0, size_scale: float = 1.0, retries: int = 0,
         quiet: bool = False, timeout: float | None = None, seed: int = 0, profile=None,
-        dashboard=False, jobqueue: str | None = None, jobqueue_options: dict | None = None, keep=None) -> RunReport:
+        dashboard=False, jobqueue: str | None = None, jobqueue_options: dict | None = None, keep=None,
+        hold: bool = False) -> RunReport:
     """Run ``graph`` on Dask under ``scheduler`` and measure it.
 
     Parameters
@@ -230,6 +231,10 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
     jobqueue_options : dict, optional
     keep : iterable, optional
         The task ids whose results come back here (default: all); the others are released.
+    hold : bool
+        Run on the workers ``cluster`` names and no other (a job given its workers beside other
+        jobs on one cluster); default: on every live worker, those the model does not name (one
+        that joined) as they are.
 
     Returns
     -------
@@ -282,7 +287,7 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
         left = None if timeout is None else max(0.05, timeout - (time.monotonic() - started))
         with frozen_heap():
             report = _Runner(graph, scheduler, c, cluster, speeds, calibrate, time_scale, size_scale, retries, quiet,
-                             left, profile, keep, timeout).go()
+                             left, profile, keep, timeout, hold).go()
         finished = True
         return report
     finally:
@@ -319,8 +324,9 @@ class _Runner:
     """One run: plan (inside Dask's scheduler), submit once, watch, measure."""
 
     def __init__(self, graph, scheduler, client, cluster, speeds, calibrate, time_scale, size_scale, retries, quiet,
-                 timeout, profile=None, keep=None, said_timeout=None):
+                 timeout, profile=None, keep=None, said_timeout=None, hold=False):
         self.graph = graph
+        self.hold = hold
         self.keep = graph.ids if keep is None else keep
         #: the tasks whose futures the run holds: every one, or the kept ones and the sinks (the
         #: others are released as soon as their consumers are done)
@@ -361,7 +367,7 @@ class _Runner:
         """Hand the graph and its costs to the scheduler plugin, which plans it; return the plan."""
         reply = call(self.client, "taskflow_register", run=self.run_id, graph=graph_payload(graph, self.key_of),
                      scheduler=self.scheduler.name, options={"seed": self.scheduler.seed, **self.scheduler.options},
-                     cluster=cluster_message(cluster), client=self.client.id)
+                     cluster=cluster_message(cluster), client=self.client.id, **({"hold": True} if self.hold else {}))
         if reply.get("status") != "OK":
             raise SchedulerError(reply.get("error", "the scheduler plugin refused the run"))
         task_of = self.task_of

@@ -171,7 +171,7 @@ class TaskflowPlugin(SchedulerPlugin):
 
     def handle_register(self, run: str, graph: dict, scheduler: str, options: dict | None = None,
                         cluster: str | None = None, client: str | None = None, estimate: bool = False,
-                        prefix_costs: dict | None = None) -> dict:
+                        prefix_costs: dict | None = None, hold: bool = False) -> dict:
         """Register a run and plan it on the live workers.
 
         Parameters
@@ -191,6 +191,8 @@ class TaskflowPlugin(SchedulerPlugin):
             ``prefix_costs``) when its tasks arrive, and plan then.
         prefix_costs : dict, optional
             Task-name prefix -> seconds, for ``estimate``.
+        hold : bool
+            Plan on the declared cluster's workers only (:attr:`GraphRun.only`).
 
         Returns
         -------
@@ -209,6 +211,8 @@ class TaskflowPlugin(SchedulerPlugin):
         if sch.kind != "static":
             return {"status": "error", "error": f"{sch.name!r} is a dynamic scheduler; the plugin places with static ones"}
         r = GraphRun(run, g, sch, declared, client, owned=False, estimate=estimate, prefix_costs=prefix_costs)
+        if hold and declared is not None:
+            r.only = frozenset(str(w) for w in declared.ids)
         self.runs[run] = r
         for k in g.ids:
             self.key_run[k] = run
@@ -478,13 +482,14 @@ class TaskflowPlugin(SchedulerPlugin):
         return r.unfinished(self.dask_scheduler.tasks)
 
     def live_cluster(self, r: GraphRun) -> Cluster | None:
-        """The declared cluster of ``r`` over the live workers (:meth:`Cluster.on_workers`); for a
-        run that learns, with the speeds and rates Dask's tasks and transfers showed. Where nothing
-        is declared, a worker's speed before any of its tasks is measured is the share of a core
-        its cgroup's CPU limit allows each of its threads (:func:`.reading.cpu_shares`)."""
+        """The declared cluster of ``r`` over the live workers it may use (``r.only``); for a run
+        that learns, with the speeds and rates Dask's tasks and transfers showed. Where nothing is
+        declared, a worker's speed before any of its tasks is measured is the share of a core its
+        cgroup's CPU limit allows each of its threads (:func:`.reading.cpu_shares`)."""
         prior = cpu_shares(self.dask_scheduler)
         live = [Worker(str(ws.name), prior.get(str(ws.name), 1.0), max(1, int(ws.nthreads)), address=ws.address)
-                for ws in sorted(self.dask_scheduler.workers.values(), key=lambda ws: str(ws.name))]
+                for ws in sorted(self.dask_scheduler.workers.values(), key=lambda ws: str(ws.name))
+                if r.only is None or str(ws.name) in r.only]
         if not live:
             return None
         declared = r.cluster or Cluster(live, bandwidth=self.dask_scheduler.bandwidth or 1e9, name="dask")

@@ -105,7 +105,7 @@ class GraphRun:
 
     __slots__ = ("id", "graph", "scheduler", "cluster", "client", "plan", "prio", "addr", "replans", "error", "owned",
                  "estimate", "prefix_costs", "learned", "predicted", "state", "done", "before", "started", "ended",
-                 "finished_at", "adapt")
+                 "finished_at", "adapt", "only")
 
     def __init__(self, run_id, graph: TaskGraph, scheduler, cluster: Cluster | None, client: str | None, owned: bool,
                  estimate: bool = False, prefix_costs: dict | None = None):
@@ -113,6 +113,8 @@ class GraphRun:
         self.graph = graph
         self.scheduler = scheduler
         self.cluster = cluster  # declared: speeds by worker name, network, task overhead
+        # the worker names it is held to (``run(..., hold=True)``: a job given its workers), or None
+        self.only: frozenset | None = None
         self.client = client
         self.plan: dict = {}  # key -> worker name
         self.prio: dict = {}  # key -> priority (higher runs first)

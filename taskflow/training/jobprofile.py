@@ -1,0 +1,247 @@
+"""The profile of a trace's real jobs that lets the job simulator predict their run
+(:func:`taskflow.training.jobrun.run_jobs`): :func:`profile_jobs` measures, per kind of job (model,
+workers, batch), the seconds a start costs and the seconds an epoch takes alone, per pair of kinds
+how much slower an epoch is beside the other (an :class:`~taskflow.jobs.Interference` table), and
+on a cluster of racks each kind's epoch spread over them too (:meth:`JobProfile.iteration`, the
+timing a :class:`~taskflow.jobs.JobNetwork` of shared uplinks takes); :func:`predicted_trace` turns
+a trace into the simulator's durations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import statistics
+import tempfile
+import threading
+import time
+
+from ..errors import UsageError
+from ..jobs import Interference, JobCluster, JobTrace
+from ..jobplacement import place
+from .jobrun import _JOIN, _check_jobs, _epochs, check_racks, workers_of
+
+__all__ = ["profile_jobs", "predicted_trace", "warm_up", "JobProfile", "one_machine", "racks_machine"]
+
+
+@dataclasses.dataclass
+class JobProfile:
+    """What :func:`profile_jobs` measured."""
+
+    #: (model, workers, batch) -> seconds a start costs beyond its epochs
+    start: dict
+    #: (model, workers, batch) -> seconds an epoch takes alone
+    epoch: dict
+    #: the slowdowns of kinds beside each other (every worker on one machine: ``machine``)
+    interference: Interference
+    #: iterations per epoch
+    epoch_iterations: int
+    #: the batch of a job that names none
+    batch: int = 32
+    #: (model, workers, batch) -> seconds an epoch takes alone spread over the racks (a cluster of racks)
+    across: dict = dataclasses.field(default_factory=dict)
+    #: bytes per second of each rack's uplink while ``across`` was measured
+    uplink: float | None = None
+
+    def iteration(self, model: str, counts: tuple, uplink: float) -> float:
+        """Seconds per iteration of a job of kind ``model`` (its label, as :func:`predicted_trace`
+        names it) with ``counts`` workers per rack, ``uplink`` bytes per second through each of its
+        racks' uplinks: inside one rack, its epoch alone; over racks, what the measured spread
+        epoch added to it, stretched by how much less of the uplink it gets (the timing a
+        :class:`~taskflow.jobs.JobNetwork` takes).
+
+        Parameters
+        ----------
+        model : str
+        counts : tuple of int
+        uplink : float
+        """
+        kind = {_label(k): k for k in self.epoch}[model]
+        inside = self.epoch[kind] / self.epoch_iterations
+        if len(counts) < 2 or kind not in self.across:
+            return inside
+        extra = max(0.0, self.across[kind] / self.epoch_iterations - inside)
+        return inside + extra * (self.uplink or uplink) / uplink
+
+    def duration(self, job) -> float:
+        """Seconds ``job`` takes alone from its start.
+
+        Parameters
+        ----------
+        job : Job
+        """
+        k = _kind(job, self.batch)
+        return self.start[k] + _epochs(job, self.epoch_iterations) * self.epoch[k]
+
+
+def _kind(job, batch) -> tuple:
+    return (job.model, job.workers, job.batch or batch)
+
+
+def _label(kind) -> str:
+    return f"{kind[0]}/{kind[1]}w/b{kind[2]}"
+
+
+def profile_jobs(trace, models: dict, data, *, client, epoch_iterations: int = 4, epochs: int = 8,
+                 pairs: bool = True, racks: dict | None = None, uplink: float | None = None,
+                 **train_options) -> JobProfile:
+    """Measure each kind of job in ``trace`` alone, and each pair of kinds side by side, as a real
+    run trains them (a checkpoint after every epoch; the cluster warmed up first).
+
+    Parameters
+    ----------
+    trace, models, data, client, epoch_iterations, train_options
+        As :func:`run_jobs`.
+    epochs : int
+        Epochs per measurement: the first includes the start; the median of the others is an
+        epoch's seconds (side by side: of those that ran while the other job was in its epochs
+        too, not starting).
+    pairs : bool
+        Measure the pairs too (else no interference).
+    racks : dict, optional
+        Dask worker name -> its rack: each kind is measured on its consolidated workers (one rack
+        where one holds it) and, if it has two workers or more, spread over the racks too.
+    uplink : float, optional
+        With ``racks``: bytes per second of each rack's uplink.
+
+    Returns
+    -------
+    JobProfile
+
+    Raises
+    ------
+    TaskflowError
+        As :func:`run_jobs`.
+    """
+    from . import train
+
+    trace = trace if isinstance(trace, JobTrace) else JobTrace(list(trace))
+    _check_jobs(trace.jobs, models)
+    batch = train_options.pop("batch", 32)
+    names = workers_of(client)
+    kinds = sorted({_kind(j, batch) for j in trace.jobs})
+    check_racks(racks, names)
+    labels: dict = {}
+    rack = tuple(labels.setdefault(racks[n], len(labels)) for n in names) if racks else ()
+
+    def on(n, how="consolidated", free=tuple(range(len(names)))):
+        return [names[w] for w in place(free, n, rack or (0,) * len(names), how, rack)]
+
+    with tempfile.TemporaryDirectory(prefix="taskflow-profile-") as work:
+        def measure(kind, on, out, n=epochs):
+            """``out``: ``[(start, [(time an epoch began, its seconds) ...])]``, an epoch's seconds
+            from one epoch's end to the next (its graph, its run, its checkpoint)."""
+            ck = os.path.join(work, f"{threading.get_ident()}-{time.perf_counter_ns()}.ckpt")
+            ends: list = []
+            t = time.perf_counter()
+            train(models[kind[0]], data, epochs=n, iterations=epoch_iterations, workers=kind[1], batch=kind[2],
+                  client=client, on_workers=on, checkpoint=ck, quiet=True,
+                  on_epoch=lambda h: ends.append(time.perf_counter()), **train_options)
+            out.append((t, list(zip(ends, [b - a for a, b in zip(ends, ends[1:])]))))
+
+        warm_up(trace, models, data, client=client, batch=batch, **train_options)
+        start, epoch, across = {}, {}, {}
+        for kind in kinds:
+            got: list = []
+            measure(kind, on(kind[1]), got)
+            t, eps = got[0]
+            epoch[kind] = statistics.median(x for _, x in eps)
+            start[kind] = max(0.0, eps[0][0] - t - epoch[kind])  # to the first epoch's end, less an epoch
+            if rack and kind[1] > 1:
+                got = []
+                measure(kind, on(kind[1], "spread"), got)
+                across[kind] = statistics.median(x for _, x in got[0][1])
+        shares = {}
+        for a in kinds if pairs else ():
+            for b in kinds:
+                if (_label(b), _label(a)) in shares or a[1] + b[1] > len(names):
+                    continue
+                got_a: list = []
+                got_b: list = []
+                first = on(a[1])
+                ta = threading.Thread(target=measure, args=(a, first, got_a), daemon=True)
+                ta.start()
+                measure(b, on(b[1], free=tuple(w for w in range(len(names)) if names[w] not in first)), got_b)
+                ta.join(_JOIN)
+                if got_a and got_b:  # the epochs run while both were past their first epoch and not done
+                    lo = max(got_a[0][1][0][0], got_b[0][1][0][0])
+                    hi = min(got_a[0][1][-1][0], got_b[0][1][-1][0])
+                    for x, y, got in ((a, b, got_a), (b, a, got_b)):
+                        # (a pair that barely overlapped, on a loaded machine: all its epochs)
+                        inside = [d for t0, d in got[0][1] if t0 >= lo and t0 + d <= hi] or [d for _, d in got[0][1]]
+                        shares[(_label(x), _label(y))] = min(1.0, epoch[x] / statistics.median(inside))
+    return JobProfile(start, epoch, Interference(shares, machine=True), epoch_iterations, batch, across, uplink if rack else None)
+
+
+def warm_up(trace, models: dict, data, *, client, batch: int = 32, **train_options) -> None:
+    """Train each model of ``trace`` for two short epochs on every worker of ``client``'s cluster:
+    each worker's first torch, model and data, which no job's start should be charged with.
+
+    Parameters
+    ----------
+    trace, models, data, client, batch, train_options
+        As :func:`run_jobs`.
+    """
+    from . import train
+
+    names = workers_of(client)
+    with tempfile.TemporaryDirectory(prefix="taskflow-warm-") as work:
+        for k, model in enumerate(sorted({j.model for j in trace.jobs})):
+            n = len(names)
+            train(models[model], data, epochs=2, iterations=2, workers=n, batch=n * max(1, batch // n), client=client,
+                  on_workers=names, checkpoint=os.path.join(work, f"{k}.ckpt"), quiet=True, **train_options)
+
+
+def predicted_trace(trace, profile: JobProfile, label: bool = True) -> JobTrace:
+    """``trace`` with each job's ``duration`` from ``profile`` and, with ``label``, its ``model``
+    its kind's label (the key of the profile's interference table): what the job simulator is
+    fed. Without ``label``: what a real run's schedulers that know durations read.
+
+    Parameters
+    ----------
+    trace : JobTrace
+    profile : JobProfile
+    label : bool
+    """
+    jobs = [dataclasses.replace(j, duration=profile.duration(j),
+                                **({"model": _label(_kind(j, profile.batch))} if label else {}))
+            for j in trace.jobs]
+    return JobTrace(jobs, trace.cluster, trace.name)
+
+
+def one_machine(workers: int) -> JobCluster:
+    """The job cluster of a single machine's Dask workers: one node of ``workers``.
+
+    Parameters
+    ----------
+    workers : int
+    """
+    return JobCluster(1, 1, workers, name=f"{workers} workers on one machine")
+
+
+def racks_machine(names, racks: dict, uplink: float) -> JobCluster:
+    """The job cluster of one machine's Dask workers in racks (the testbed's): each rack one node
+    of its workers, as the real runner places them; its ``uplink`` shared by the jobs crossing it.
+
+    Parameters
+    ----------
+    names : list of str
+        The Dask workers, in the runner's order.
+    racks : dict
+        Worker name -> rack.
+    uplink : float
+        Bytes per second.
+
+    Raises
+    ------
+    UsageError
+        Racks of unequal sizes, or whose workers are not consecutive in ``names`` (the simulator's
+        clusters are racks of equal nodes).
+    """
+    order = list(dict.fromkeys(racks[n] for n in names))
+    size = len(names) // len(order)
+    if any(racks[n] != order[k // size] for k, n in enumerate(names)) or size * len(order) != len(names):
+        raise UsageError(f"the simulator needs racks of equal size, of consecutive workers; these are "
+                         f"{', '.join(f'{r}: {sum(racks[n] == r for n in names)}' for r in order)} "
+                         f"(run without the prediction)")
+    return JobCluster(len(order), 1, size, uplink=uplink, name=f"{len(names)} workers in {len(order)} racks")
