@@ -79,7 +79,7 @@ def place(free, n: int, nodes, how: str = "consolidated", racks=(), load=None, c
             per_rack: dict = {}
             for ws in groups:
                 per_rack.setdefault(racks[ws[0]], []).append(ws)
-            lanes = sorted(per_rack.values(), key=lambda g: (-len(g), g[0][0]))
+            lanes = sorted(per_rack.values(), key=lambda g: (-sum(map(len, g)), g[0][0]))  # the freest first
             groups = [g[i] for i in range(max(len(g) for g in lanes)) for g in lanes if i < len(g)]
         out, k = [], 0
         while len(out) < n:

@@ -336,7 +336,6 @@ def test_taskflow_jobs_generate_then_simulate_writes_only_what_it_is_asked_to(tm
     (["simulate", "T", "--placement", "interference-aware"], "needs the interference table"),
     (["simulate", "T", "--interference", "NEW"], "new.json"),
     (["simulate", "T", "--crossover", "1.5"], "--crossover"),
-    (["run", "T", "--data", "NEW", "--crossover", "0.3"], "--crossover is simulated only"),
     (["simulate", "T", "--scheduler", "nope"], "nope"),
     (["simulate", "T", "--workers", "4"], "asks for"),
     (["run", "T"], "--data DIR"),

@@ -128,7 +128,9 @@ def test_taskflow_jobs_run_runs_a_trace_and_predicts_it(tmp_path, capsys, digits
     doc = json.loads(out.read_text())
     assert doc["runs"][0]["scheduler"] == "fifo" and len(doc["simulated"][0]["jobs"]) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["real.json", "runs.json"]
+    capsys.readouterr()
     assert main(["jobs", "run", str(trace), "--data", str(digits), "--cluster", "c.json"]) == 2
+    assert "c.json" in capsys.readouterr().err  # a cluster file that is not there, named
 
 
 def test_taskflow_jobs_run_repeats_each_scheduler_in_turned_orders(tmp_path, capsys, digits):
@@ -231,3 +233,18 @@ def test_gandiva_grows_and_shrinks_a_real_elastic_job_which_ends_with_an_uninter
 def test_elastic_resumes_only_synchronous_data_parallelism(digits):
     with pytest.raises(TaskflowError, match="elastic resumes synchronous data parallelism only"):
         taskflow.train(MODELS["mlp"], digits, epochs=1, workers=2, mode="local", elastic=True)
+
+
+def test_with_crossover_a_real_job_takes_turns_on_a_running_jobs_workers(four, digits):
+    jobs = [Job("a", 0.0, 4, 5.0, model="cnn", iterations=64), Job("b", 0.5, 4, 1.0, model="mlp", iterations=16)]
+    run = run_jobs(jobs, get_job_scheduler("fifo", crossover=0.5), MODELS, digits, client=four, timeout=300)
+    assert run.violations() == [] and run.shared == [("a", "b")]
+    a, b = run.records
+    (a0, a1, wa), = a.runs
+    (b0, b1, wb), = b.runs
+    assert wa == wb and a0 < b0 < a1  # b ran on a's workers while a ran
+    names = sorted(str(w["name"]) for w in four.scheduler_info()["workers"].values())
+    alone = taskflow.train(MODELS["mlp"], digits, epochs=4, iterations=4, workers=4, batch=32, client=four,
+                           on_workers=names, quiet=True)
+    for got, want in zip(run.histories["b"].states, alone.states, strict=True):
+        assert rel_err(got, want) < 1e-6

@@ -29,7 +29,7 @@ import time
 from ..errors import RunFailed, RunTimeout, SchedulerError, UsageError
 from ..jobs import JobRecord, JobRun, JobTrace
 from ..jobs.ledger import Ledger
-from ..jobscheduling import Arrived, Finished, JobScheduler, JobState, Tick, View, get_job_scheduler
+from ..jobscheduling import Arrived, Finished, JobScheduler, JobState, Start, Tick, View, get_job_scheduler
 
 __all__ = ["run_jobs", "check_racks", "workers_of"]
 
@@ -77,7 +77,8 @@ class _Runner:
         self.options, self.workdir, self.per_epoch = train_options, workdir, epoch_iterations
         self.timeout, self.on_event = timeout, on_event
         self.reports: queue.Queue = queue.Queue()
-        self.holder: dict = {}  # worker -> the thread of the segment that last held it
+        self.holder: dict = {}  # worker -> the threads of the segments that last held it (two: a Crossover pair)
+        self.shared: set = set()  # the pairs of jobs that took turns on the same workers
         self.ledger = Ledger(sched.name, len(names))
         self.live: dict = {}
         self.histories: dict = {}
@@ -127,7 +128,8 @@ class _Runner:
         except BaseException:
             self._abandon()
             raise
-        return JobRun(self.sched.name, len(self.names), [x.rec for x in xs], self.ledger.steps)
+        return JobRun(self.sched.name, len(self.names), [x.rec for x in xs], self.ledger.steps,
+                      shared=sorted(self.shared))
 
     def _reports(self, wait: float) -> list:
         """What the job threads said, within ``wait`` seconds: the events for the scheduler."""
@@ -153,7 +155,7 @@ class _Runner:
             self.histories[jid] = payload
             if x.workers:
                 x.rec.runs.append((x.run_start, now, x.workers))
-                self.ledger.release(x.workers)
+                self.ledger.release(x.workers, jid)
                 self.ledger.mark(now)
             x.workers = ()
             x.rec.finish = now
@@ -170,7 +172,8 @@ class _Runner:
                 (now - x.run_start) * len(x.workers) if x.workers else 0.0)
             states.append(JobState(x.job, bool(x.workers), x.workers, done, got,
                                    0.0 if x.workers else now - x.waited_since, x.last_run,
-                                   max(0.0, x.job.duration - done) if oracle else None, x.rec.preemptions))
+                                   max(0.0, x.job.duration - done) if oracle else None, x.rec.preemptions,
+                                   self.ledger.pairs.get(x.job.id)))
         return View(now, tuple(sorted(self.ledger.free)), self.nodes, tuple(states), self.racks)
 
     def _apply(self, decisions, now) -> None:
@@ -187,8 +190,9 @@ class _Runner:
         for jid, ws in resized:  # stopped at its epoch's end, it goes on on its new workers from its checkpoint
             self._stop(live[jid], now)
             self._start(live[jid], ws, now)
+        beside = {d.job_id: d.beside for d in decisions if isinstance(d, Start) and d.beside is not None}
         for jid, ws in started:
-            self._start(live[jid], ws, now)
+            self._start(live[jid], ws, now, beside.get(jid))
         self.ledger.mark(now)
 
     def _stop(self, x: _Real, now: float) -> None:
@@ -196,13 +200,18 @@ class _Runner:
         x.rec.runs.append((x.run_start, now, x.workers))
         x.done += (now - x.run_start) * len(x.workers) / x.job.workers  # (an elastic job: in proportion)
 
-    def _start(self, x: _Real, ws: tuple, now: float) -> None:
+    def _start(self, x: _Real, ws: tuple, now: float, beside: str | None = None) -> None:
         x.workers, x.run_start = ws, now
         x.segment += 1
         if x.rec.start is None:
             x.rec.start = now
         # the jobs that held these workers, and this job's own last segment, end their epoch first
-        before = {self.holder[w] for w in ws if w in self.holder} | ({x.thread} if x.thread is not None else set())
+        # (a job started beside another takes turns with it on its workers: it waits for none of them)
+        partner = self.live[beside].thread if beside is not None else None
+        if beside is not None:
+            self.shared.add(tuple(sorted((x.job.id, beside))))
+        before = {t for w in ws for t in self.holder.get(w, ()) if t is not partner}
+        before |= {x.thread} if x.thread is not None else set()
         stop = x.stop = threading.Event()
         job, segment = x.job, x.segment
         names = [self.names[w] for w in ws]
@@ -232,7 +241,7 @@ class _Runner:
         th = threading.Thread(target=body, name=f"job-{job.id}", daemon=True)
         x.thread = th
         for w in ws:
-            self.holder[w] = th
+            self.holder[w] = (th, partner) if partner is not None else (th,)
         th.start()
 
     def _abandon(self) -> None:
@@ -241,7 +250,7 @@ class _Runner:
             if x.stop is not None:
                 x.stop.set()
         end = time.monotonic() + 60.0
-        for th in set(self.holder.values()):
+        for th in {t for ts in self.holder.values() for t in ts}:
             th.join(max(0.0, end - time.monotonic()))
 
 
@@ -327,8 +336,6 @@ def run_jobs(trace, scheduler, models: dict, data, *, client, epoch_iterations: 
     """
     trace = trace if isinstance(trace, JobTrace) else JobTrace(list(trace))
     sched = scheduler if isinstance(scheduler, JobScheduler) else get_job_scheduler(scheduler)
-    if sched.crossover is not None:
-        raise UsageError("crossover is simulated only: a real job holds its workers alone")
     _check_jobs(trace.jobs, models)
     names = workers_of(client)
     for j in trace.jobs:

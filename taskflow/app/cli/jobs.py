@@ -50,7 +50,7 @@ def add_arguments(sp) -> None:
                          "nodes (spread), the racks whose uplinks carry the fewest jobs (contention-aware), the nodes "
                          "where it and its neighbours slow each other least (interference-aware, with --interference)")
     sp.add_argument("--crossover", type=number(float, low=0.0, high=0.99), metavar="SHARE",
-                    help="simulate: a job that waits may take turns on a running job's workers of its size "
+                    help="a job that waits may take turns on a running job's workers of its size "
                          "(Crossover), each spending SHARE of an iteration communicating while the other computes")
     sp.add_argument("--interference", metavar="FILE", help="simulate: the slowdowns of jobs sharing a node, a "
                     "taskflow-interference/1 table (default none)")
@@ -245,8 +245,6 @@ def _run(args) -> int:
 
     if not args.data:
         raise UsageError("run needs the jobs' dataset: --data DIR (with --make-data digits to write one)")
-    if args.crossover is not None:
-        raise UsageError("--crossover is simulated only: a real job holds its workers alone")
     check_outputs([("--output", args.output), ("--plot", args.plot)], [args.trace, args.data, args.cluster])
     names = [n.strip().lower() for n in args.scheduler.split(",") if n.strip()]
     for n in names:
