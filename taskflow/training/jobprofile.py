@@ -19,7 +19,7 @@ import time
 from ..errors import UsageError
 from ..jobs import Interference, JobCluster, JobTrace
 from ..jobplacement import place
-from .jobrun import _JOIN, _check_jobs, _epochs, check_racks, workers_of
+from .jobrun import JOIN_SECONDS, check_jobs, check_racks, epochs_of, workers_of
 
 __all__ = ["profile_jobs", "predicted_trace", "warm_up", "JobProfile", "one_machine", "racks_machine"]
 
@@ -71,7 +71,7 @@ class JobProfile:
         job : Job
         """
         k = _kind(job, self.batch)
-        return self.start[k] + _epochs(job, self.epoch_iterations) * self.epoch[k]
+        return self.start[k] + epochs_of(job, self.epoch_iterations) * self.epoch[k]
 
 
 def _kind(job, batch) -> tuple:
@@ -116,7 +116,7 @@ def profile_jobs(trace, models: dict, data, *, client, epoch_iterations: int = 4
     from . import train
 
     trace = trace if isinstance(trace, JobTrace) else JobTrace(list(trace))
-    _check_jobs(trace.jobs, models)
+    check_jobs(trace.jobs, models)
     batch = train_options.pop("batch", 32)
     names = workers_of(client)
     kinds = sorted({_kind(j, batch) for j in trace.jobs})
@@ -162,7 +162,7 @@ def profile_jobs(trace, models: dict, data, *, client, epoch_iterations: int = 4
                 ta = threading.Thread(target=measure, args=(a, first, got_a), daemon=True)
                 ta.start()
                 measure(b, on(b[1], free=tuple(w for w in range(len(names)) if names[w] not in first)), got_b)
-                ta.join(_JOIN)
+                ta.join(JOIN_SECONDS)
                 if got_a and got_b:  # the epochs run while both were past their first epoch and not done
                     lo = max(got_a[0][1][0][0], got_b[0][1][0][0])
                     hi = min(got_a[0][1][-1][0], got_b[0][1][-1][0])

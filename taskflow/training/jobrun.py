@@ -31,20 +31,41 @@ from ..jobs import JobRecord, JobRun, JobTrace
 from ..jobs.ledger import Ledger
 from ..jobscheduling import Arrived, Finished, JobScheduler, JobState, Start, Tick, View, get_job_scheduler
 
-__all__ = ["run_jobs", "check_racks", "workers_of"]
+__all__ = ["run_jobs", "check_racks", "check_jobs", "epochs_of", "workers_of", "JOIN_SECONDS"]
 
-_JOIN = 600.0  # seconds a job waits for the segment holding its workers to end its epoch
+#: seconds a job waits for the segment holding its workers to end its epoch
+JOIN_SECONDS = 600.0
 
 
 class _Stop(Exception):
     """Raised from ``on_epoch`` to stop a preempted job at its epoch boundary."""
 
 
-def _epochs(job, per_epoch: int) -> int:
+def epochs_of(job, per_epoch: int) -> int:
+    """The epochs a real job trains: ``ceil(iterations / per_epoch)``, at least one.
+
+    Parameters
+    ----------
+    job : Job
+    per_epoch : int
+        Iterations per epoch.
+    """
     return max(1, math.ceil(job.iterations / per_epoch))
 
 
-def _check_jobs(jobs, models) -> None:
+def check_jobs(jobs, models) -> None:
+    """Every job names a model of ``models`` and its iterations.
+
+    Parameters
+    ----------
+    jobs : iterable of Job
+    models : dict
+
+    Raises
+    ------
+    UsageError
+        The first job that does not (named).
+    """
     for j in jobs:
         if j.model not in models:
             raise UsageError(f"job {j.id!r}: model {j.model!r} is not one the run knows ({', '.join(sorted(models))})")
@@ -215,14 +236,14 @@ class _Runner:
         stop = x.stop = threading.Event()
         job, segment = x.job, x.segment
         names = [self.names[w] for w in ws]
-        epochs = _epochs(job, self.per_epoch)
+        epochs = epochs_of(job, self.per_epoch)
         ck = os.path.join(self.workdir, f"job{x.index}.ckpt")
 
         def body():
             from . import train
 
             for t in before:
-                t.join(_JOIN)
+                t.join(JOIN_SECONDS)
 
             def on_epoch(history):
                 if stop.is_set() and len(history.epochs) < epochs:
@@ -255,7 +276,12 @@ class _Runner:
 
 
 def workers_of(client) -> list:
-    """The cluster's worker names, in a stable order (numbers by value)."""
+    """The cluster's worker names, in a stable order (numbers by value).
+
+    Parameters
+    ----------
+    client : distributed.Client
+    """
     info = client.scheduler_info(n_workers=-1)["workers"] if _takes_n(client) else client.scheduler_info()["workers"]
     names = [str(w.get("name", a)) for a, w in info.items()]
     return sorted(names, key=lambda n: (0, int(n), n) if n.isdigit() else (1, 0, n))
@@ -336,7 +362,7 @@ def run_jobs(trace, scheduler, models: dict, data, *, client, epoch_iterations: 
     """
     trace = trace if isinstance(trace, JobTrace) else JobTrace(list(trace))
     sched = scheduler if isinstance(scheduler, JobScheduler) else get_job_scheduler(scheduler)
-    _check_jobs(trace.jobs, models)
+    check_jobs(trace.jobs, models)
     names = workers_of(client)
     for j in trace.jobs:
         if j.workers > len(names):
