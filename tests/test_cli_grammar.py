@@ -11,7 +11,8 @@ import sys
 import pytest
 
 from taskflow.app.cli import build_parser, main
-from taskflow.app.cli.options import GRAPH_HELP, OLD_SPELLINGS, QUIET_HELP, SPEEDS_HELP, parse_speeds
+from taskflow.app.cli.options import GRAPH_HELP, OLD_SPELLINGS, QUIET_HELP, SPEEDS_HELP
+from taskflow.app.cli.values import parse_speeds
 from taskflow.errors import TaskflowError
 
 from .conftest import EXAMPLES
@@ -233,3 +234,45 @@ def test_schedule_and_simulate_draw_gantt_charts_and_chrome_traces(tmp_path, cap
         assert {e["pid"].split(":")[0] for e in events} == {"heft", "cpop"}
         assert len([e for e in events if e["cat"] == "task"]) == 20
     capsys.readouterr()
+
+
+def test_each_shared_option_is_defined_once_in_the_source():
+    """An option several commands take is written in one place (options.SHARED or an add_* helper),
+    never again as its own add_argument in a command's parser."""
+    import re
+    from pathlib import Path
+
+    from taskflow.app.cli import options
+
+    cli = Path(options.__file__).parent
+    defined: dict = {}
+    for path in sorted(cli.glob("*.py")):
+        for flag in re.findall(r'add_argument\(\s*"(--[a-z][a-z-]*)"', path.read_text()):
+            defined.setdefault(flag, []).append(path.name)
+    written_twice = {flag: where for flag, where in defined.items() if len(where) > 1}
+    assert written_twice == {}
+    outside = {flag: where for flag, where in defined.items() if flag in options.SHARED and where != ["options.py"]}
+    assert outside == {}
+    # every shared option is taken by two commands or more
+    counts = {flag: 0 for flag in options.SHARED}
+    for sp in subparsers().values():
+        for a in options_of(sp):
+            for flag in set(a.option_strings) & set(counts):
+                counts[flag] += 1
+    assert {flag: n for flag, n in counts.items() if n < 2} == {}
+
+
+def options_of(sp) -> list:
+    return [a for a in sp._actions if a.help != argparse.SUPPRESS]
+
+
+def test_a_shared_option_keeps_its_syntax_in_every_command():
+    from taskflow.app.cli.options import add_option
+
+    sp = argparse.ArgumentParser()
+    with pytest.raises(TaskflowError, match="not a shared option, or a change of its syntax"):
+        add_option(sp, "--workers", type=float)
+    with pytest.raises(TaskflowError, match="not a shared option"):
+        add_option(sp, "--nope")
+    add_option(sp, "--workers", default=4, help="workers here")
+    assert sp.parse_args([]).workers == 4 and sp.parse_args(["--workers", "2"]).workers == 2

@@ -7,9 +7,10 @@ import os
 import sys
 
 from ...errors import UsageError
-from ...formats import READ_FORMATS, atomic_write, dump_json
+from ...formats import atomic_write, dump_json
 from .commands import command
-from .options import GRAPH_HELP, SECONDS, check_outputs, read_graph, scheduler_names
+from .options import GRAPH_HELP, SECONDS, check_outputs
+from .values import read_graph, scheduler_names
 
 __all__ = ["advise", "add_arguments"]
 
@@ -21,27 +22,27 @@ def add_arguments(sp) -> None:
     ----------
     sp : argparse.ArgumentParser
     """
-    from .options import COUNT, NOISE, add_network, add_output, add_plot, add_quiet, add_scheduler, add_seed, number
+    from .options import (COUNT, add_network, add_option, add_output, add_plot, add_quiet, add_scheduler, add_seed,
+                          number)
 
     sp.add_argument("graph", metavar="GRAPH", nargs="?", help=GRAPH_HELP + "; or --train for a training job")
-    sp.add_argument("--format", choices=READ_FORMATS, help="force GRAPH's format (default: detect)")
+    add_option(sp, "--format", help="force GRAPH's format (default: detect)")
     sp.add_argument("--catalog", required=True, help="a catalog file (YAML or JSON) or a shipped one: aws, tiny")
     sp.add_argument("--train", metavar="MODEL", help="a training job instead of GRAPH: a model name "
                     "(resnet50, vgg16, bert-base, gpt2-small) or size (350m, 1.3b), or the cost graph of a real "
                     "PyTorch job (taskflow train --cost-graph FILE), with the costs it measured (--profile)")
     sp.add_argument("--steps", type=COUNT, help="--train: training steps (default 100)")
-    sp.add_argument("--batch", type=COUNT, help="--train: global batch per step (default 64)")
+    add_option(sp, "--batch", help="--train: global batch per step (default 64)")
     sp.add_argument("--parallelism", choices=("data", "pipeline"),
                     help="--train: one rank per GPU (data) or one stage per GPU (pipeline); default data")
     sp.add_argument("--deadline", type=SECONDS, help="seconds: the cheapest configuration finishing in time")
-    sp.add_argument("--budget", help="catalog currency: the fastest configuration costing at most this")
+    add_option(sp, "--budget", help="catalog currency: the fastest configuration costing at most this")
     add_scheduler(sp, help="the schedulers to try; default heft,work-stealing, and placed for --train")
     sp.add_argument("--max-nodes", type=COUNT, help="most nodes in a configuration")
     sp.add_argument("--types", help="only these node types (comma list)")
     add_network(sp)
-    sp.add_argument("--profile", help="task costs from a cost profile of a real run (taskflow run --profile)")
-    sp.add_argument("--noise", type=NOISE, default=0.0,
-                    help="per-task duration noise x exp(N(0, S)): gives the chance of missing the deadline")
+    add_option(sp, "--profile", help="task costs from a cost profile of a real run (taskflow run --profile)")
+    add_option(sp, "--noise", help="per-task duration noise x exp(N(0, S)): gives the chance of missing the deadline")
     sp.add_argument("--samples", type=number(int, low=1, high=10_000),
                     help="with --noise: noisy simulations per front configuration (default 20)")
     sp.add_argument("--confidence", type=number(float, above=0.0, high=1.0),

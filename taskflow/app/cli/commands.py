@@ -13,7 +13,8 @@ from ...costs import CostModel
 from ...errors import UsageError
 from ...trace import Trace
 from ...formats import format_for, atomic_write, dump_json, graph_text, load_schedule
-from .options import check_outputs, cluster_from_args, read_graph, read_graphs, scheduler_names
+from .options import check_outputs
+from .values import cluster_from_args, read_graph, read_graphs, scheduler_names
 
 __all__ = ["info", "convert", "schedule", "validate", "simulate", "one_line", "printable", "command", "COMMAND_DOC"]
 

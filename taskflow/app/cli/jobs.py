@@ -13,7 +13,8 @@ from ...errors import UsageError
 from ...formats import atomic_write
 from ...jobscheduling import PLACEMENTS
 from .commands import command
-from .options import COUNT, SECONDS, add_output, add_plot, add_quiet, add_seed, check_outputs, number
+from .options import (COUNT, SECONDS, add_existing, add_option, add_output, add_plot, add_quiet, add_scheduler,
+                      add_seed, check_outputs, number)
 
 __all__ = ["jobs", "add_arguments"]
 
@@ -31,12 +32,13 @@ def add_arguments(sp) -> None:
                     help="simulate: each job scheduler on TRACE; run: TRACE's real training jobs on a Dask cluster "
                          "under each, beside the simulator's prediction; generate: write a seeded trace to TRACE")
     sp.add_argument("trace", metavar="TRACE", help="a job trace: the native JSON, or Tiresias' CSV (.csv)")
-    sp.add_argument("--cluster", metavar="FILE", help="the shared cluster: Tiresias' cluster spec CSV, or JSON "
+    add_option(sp, "--cluster", help="the shared cluster: Tiresias' cluster spec CSV, or JSON "
                     "{racks, nodes_per_rack, workers_per_node} (default: the trace's own); run: a cluster file "
                     "naming each Dask worker's rack and the uplink (default inside the testbed: its own)")
-    sp.add_argument("--workers", type=COUNT, help="instead of --cluster: this many workers, in nodes of 8 (run: the "
-                    "embedded cluster's worker processes, default 4)")
-    sp.add_argument("--scheduler", default=DEFAULT, help=f"job schedulers, a comma list (default {DEFAULT})")
+    add_option(sp, "--workers", help="instead of --cluster: this many workers, in nodes of 8 (run: the embedded "
+               "cluster's worker processes, default 4)")
+    add_scheduler(sp, default=DEFAULT, which="a job scheduler of 'taskflow jobs' (fifo, sjf, srtf, las, gittins, "
+                  "gandiva)")
     sp.add_argument("--restore", type=SECONDS, default=0.0,
                     help="seconds a preempted job spends restoring its checkpoint when it starts again (default 0)")
     sp.add_argument("--round", type=SECONDS, help="las, gittins, gandiva: seconds between two decisions (a round, "
@@ -63,16 +65,15 @@ def add_arguments(sp) -> None:
     sp.add_argument("--models", help="generate: what the jobs train, drawn evenly from a comma list, e.g. "
                     "resnet50,vgg16,bert-base (the library's models are timed on shared uplinks; default none)")
     sp.add_argument("--data", metavar="DIR", help="run: the jobs' dataset folder (train/ and val/ class folders)")
-    sp.add_argument("--make-data", choices=("digits", "synthetic"), help="run: first write --data if it is missing")
-    sp.add_argument("--address", help="run: the scheduler address of an existing cluster (default: an embedded one)")
+    add_option(sp, "--make-data", help="run: first write --data if it is missing")
+    add_existing(sp, "run: ")
     sp.add_argument("--epoch-iterations", type=COUNT, default=4,
                     help="run: iterations between two checkpoints, where a preempted job stops (default 4)")
-    sp.add_argument("--batch", type=COUNT, default=32, help="run: samples per iteration of a job naming none "
-                    "(default 32)")
+    add_option(sp, "--batch", default=32, help="run: samples per iteration of a job naming none (default 32)")
     sp.add_argument("--no-predict", action="store_true", help="run: no profile, no simulated prediction")
-    sp.add_argument("--repeat", type=COUNT, default=1, help="run: runs per job scheduler, their order turned each "
-                    "time; the tables give each job's median (default 1)")
-    sp.add_argument("--timeout", type=SECONDS, help="run: seconds each scheduler's run may take")
+    add_option(sp, "--repeat", default=1, help="run: runs per job scheduler, their order turned each time; the "
+               "tables give each job's median (default 1)")
+    add_option(sp, "--timeout", help="run: seconds each scheduler's run may take")
     add_output(sp, "simulate, run: every run (JSON: the metrics and each job's runs)")
     add_plot(sp, "simulate: the completion times' CDF and the busy workers over time")
     add_seed(sp)
@@ -210,7 +211,7 @@ def _racks(args) -> tuple:
     from ...formats import load_cluster
 
     path = args.cluster
-    if path is None and args.address is None and dask.config.get("scheduler-address", None):
+    if path is None and not (args.address or args.scheduler_file) and dask.config.get("scheduler-address", None):
         path = os.environ.get("TASKFLOW_TESTBED_CLUSTER")
     if path is None:
         return None, None, ""
@@ -258,7 +259,7 @@ def _run(args) -> int:
     first = ImageFolder(args.data, "train")
     models = {m: model_factory(m, first.shape(), len(first.classes)) for m in {j.model for j in trace.jobs}}
     racks, uplink, where = _racks(args)
-    c, owned = connect(None, args.address, None, args.workers or 4, 1, work_stealing=False)
+    c, owned = connect(None, args.address, args.scheduler_file, args.workers or 4, 1, work_stealing=False)
     docs: list = []
     finished = False  # Ctrl-C or a failure: the embedded cluster is ended at once, not waited for
     try:

@@ -1,5 +1,6 @@
-"""The command line's shared grammar: one definition of each option that several commands take,
-and the parsers of their values.
+"""The command line's shared grammar: one definition of each option that several commands take
+(:data:`SHARED`, added with :func:`add_option`, and the ``add_*`` helpers for groups of them);
+:mod:`.values` reads the values they name.
 
 The same thing is spelled the same way in every command:
 
@@ -25,19 +26,17 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import sys
 
-from ...checks import MAX_SEED, decimal, parse_bytes, parse_rate
-from ...cluster import DEFAULT_BANDWIDTH, Cluster, Worker
-from ...errors import TaskflowError, UsageError
+from ...checks import MAX_SEED, decimal, parse_bytes
+from ...cluster import DEFAULT_BANDWIDTH
+from ...errors import UsageError
 from ...files import check_outputs
-from ...formats import READ_FORMATS, load_graph, load_graphs, with_source
+from ...formats import READ_FORMATS
 
-__all__ = ["Prefixed", "number", "add_graph", "add_graphs", "add_cluster", "add_scheduler", "add_quiet", "add_seed",
-           "add_dashboard", "add_network", "add_cores", "add_speeds", "add_plot", "add_output", "add_chrome_trace", "read_graph",
-           "read_graphs", "parse_speeds", "cluster_from_args", "scheduler_names", "check_outputs", "SEED", "COUNT",
-           "RETRIES", "SECONDS", "NONNEGATIVE", "SCALE", "NOISE", "OLD_SPELLINGS"]
+__all__ = ["number", "add_option", "add_existing", "add_graph", "add_graphs", "add_cluster", "add_scheduler",
+           "add_quiet", "add_seed", "add_dashboard", "add_network", "add_cores", "add_speeds", "add_plot", "add_output",
+           "add_chrome_trace", "old_spellings", "check_outputs", "SHARED", "SEED", "COUNT", "RETRIES", "SECONDS",
+           "NONNEGATIVE", "SCALE", "NOISE", "OLD_SPELLINGS"]
 
 GRAPH_HELP = "graph file (native, WfFormat, DAX, STG, Estee zip[#K]) or module:function returning a TaskGraph"
 QUIET_HELP = "print only the summary lines: no per-task tables, no progress"
@@ -45,10 +44,6 @@ QUIET_HELP = "print only the summary lines: no per-task tables, no progress"
 OLD_SPELLINGS = {"--gantt": "--plot", "--report": "--output", "--out": "--output", "--policy": "--scheduler",
                  "--schedulers": "--scheduler", "--jobs": "--workers or --processes", "--threads": "--cores"}
 SPEEDS_HELP = "worker speeds: one per worker in order (1,1,2) or by worker name (w0=1,w2=2); default all 1"
-
-
-class Prefixed(TaskflowError):
-    """An error message already prefixed with the file it came from."""
 
 
 # ---------------------------------------------------------------------- options
@@ -103,6 +98,64 @@ SCALE = number(float, above=0.0, high=1e6)
 #: the spread of log durations (the simulator's MAX_NOISE: beyond it durations overflow)
 NOISE = number(float, low=0.0, high=10.0)
 
+#: every option that several commands take, defined once: flag -> its argparse keywords. A command
+#: adds one with :func:`add_option`, saying what it means there and its default where they differ.
+SHARED = {
+    "--address": {"help": "scheduler address of an existing cluster, e.g. tcp://host:8786"},
+    "--scheduler-file": {"help": "scheduler file of an existing cluster"},
+    "--workers": {"type": COUNT, "help": "how many workers"},
+    "--timeout": {"type": SECONDS, "help": "give up after this many seconds"},
+    "--repeat": {"type": COUNT, "metavar": "N", "help": "runs of each"},
+    "--profile": {"metavar": "FILE", "help": "a cost profile (JSON): the task costs real runs measured"},
+    "--time-scale": {"type": SCALE, "help": "multiply emulated durations"},
+    "--batch": {"type": COUNT, "help": "samples per iteration over all ranks"},
+    "--real": {"action": "store_true", "help": "on Dask workers too"},
+    "--noise": {"type": NOISE, "default": 0.0, "help": "per-task duration noise: x exp(N(0, S)), S from 0 to 10"},
+    "--make-data": {"choices": ("digits", "synthetic"), "help": "first write the dataset if it is missing"},
+    "--budget": {"help": "how much a search may spend"},
+    "--format": {"choices": READ_FORMATS, "help": "force the input format (default: detect)"},
+    "--cluster": {"metavar": "FILE", "help": "cluster file (taskflow-cluster/1)"},
+    "--bandwidth": {"help": "a link's rate: bytes/s, or a rate such as 200mbit or 1gbit"},
+}
+
+
+def add_option(sp, flag: str, help: str | None = None, **changes) -> None:
+    """The shared option ``flag`` (:data:`SHARED`): its one type and syntax, with this command's
+    help and default.
+
+    Parameters
+    ----------
+    sp : argparse.ArgumentParser or argument group
+    flag : str
+        A key of :data:`SHARED`.
+    help : str, optional
+        What it means in this command (default: the common meaning).
+    **changes
+        ``default``, ``metavar`` or ``required`` for this command; nothing that changes its syntax.
+
+    Raises
+    ------
+    UsageError
+        A flag that is not shared, or a change of its syntax (a bug in a command's parser).
+    """
+    if flag not in SHARED or set(changes) - {"default", "metavar", "required"}:
+        raise UsageError(f"add_option: {flag!r} with {sorted(changes)}: not a shared option, or a change of its "
+                         f"syntax")
+    sp.add_argument(flag, **{**SHARED[flag], **changes, **({"help": help} if help is not None else {})})
+
+
+def add_existing(sp, what: str = "") -> None:
+    """``--address`` and ``--scheduler-file``: an existing Dask cluster instead of an embedded one.
+
+    Parameters
+    ----------
+    sp : argparse.ArgumentParser
+    what : str
+        When the command uses them (``"with --real: "``), before their help.
+    """
+    add_option(sp, "--address", help=f"{what}{SHARED['--address']['help']} (default: an embedded LocalCluster)")
+    add_option(sp, "--scheduler-file", help=f"{what}{SHARED['--scheduler-file']['help']}")
+
 
 def add_graph(sp) -> None:
     """A positional GRAPH (file or module:function) and ``--format``.
@@ -112,7 +165,7 @@ def add_graph(sp) -> None:
     sp : argparse.ArgumentParser
     """
     sp.add_argument("graph", metavar="GRAPH", help=GRAPH_HELP)
-    sp.add_argument("--format", choices=READ_FORMATS, help="force the input format (default: detect)")
+    add_option(sp, "--format")
 
 
 def add_graphs(sp) -> None:
@@ -123,7 +176,7 @@ def add_graphs(sp) -> None:
     sp : argparse.ArgumentParser
     """
     sp.add_argument("graphs", metavar="GRAPH", nargs="+", help=GRAPH_HELP + " (one or more)")
-    sp.add_argument("--format", choices=READ_FORMATS, help="force the input format (default: detect)")
+    add_option(sp, "--format")
 
 
 def add_cores(sp, what: str = "with --workers") -> None:
@@ -155,16 +208,17 @@ def add_cluster(sp) -> None:
     ----------
     sp : argparse.ArgumentParser
     """
-    sp.add_argument("--cluster", help="cluster file (taskflow-cluster/1)")
-    sp.add_argument("--workers", type=COUNT, help="N workers w0..wN-1 instead of --cluster")
+    add_option(sp, "--cluster")
+    add_option(sp, "--workers", help="N workers w0..wN-1 instead of --cluster")
     add_speeds(sp)
     add_cores(sp)
-    sp.add_argument("--bandwidth", default=DEFAULT_BANDWIDTH,
-                    help="between workers with --workers: bytes/s, or a rate such as 200mbit or 1gbit (default 1e9)")
+    add_option(sp, "--bandwidth", default=DEFAULT_BANDWIDTH,
+               help="between workers with --workers: bytes/s, or a rate such as 200mbit or 1gbit (default 1e9)")
     sp.add_argument("--latency", type=NONNEGATIVE, default=0.0, help="seconds per transfer with --workers (default 0)")
 
 
-def add_scheduler(sp, default: str | None = None, static_all: bool = False, help: str | None = None) -> None:
+def add_scheduler(sp, default: str | None = None, static_all: bool = False, help: str | None = None,
+                  which: str = "a name from 'taskflow schedulers'") -> None:
     """``--scheduler NAME[,NAME...]`` (earlier spelled ``--schedulers`` or ``--policy``: still read).
 
     Parameters
@@ -175,16 +229,28 @@ def add_scheduler(sp, default: str | None = None, static_all: bool = False, help
         ``all`` means every static scheduler.
     help : str, optional
         What no name means, where there is no one default.
+    which : str
+        Which schedulers (``taskflow jobs``: job schedulers).
     """
     extra = ", or 'all' for every static one" if static_all else ""
     sp.add_argument("--scheduler", dest="scheduler", default=default, metavar="NAME[,NAME...]",
-                    help=f"a name from 'taskflow schedulers', or a comma list{extra}"
+                    help=f"{which}, or a comma list{extra}"
                          + (f" (default {default})" if default else f" ({help})" if help else ""))
-    _old(sp, ("--schedulers", "--policy"), "scheduler")
+    old_spellings(sp, ("--schedulers", "--policy"), "scheduler")
 
 
-def _old(sp, names, dest: str, **kw) -> None:
-    """Earlier spellings of an option: read into ``dest``, not listed by ``--help``."""
+def old_spellings(sp, names, dest: str, **kw) -> None:
+    """Earlier spellings of an option: read into ``dest``, not listed by ``--help``.
+
+    Parameters
+    ----------
+    sp : argparse.ArgumentParser
+    names : iterable of str
+    dest : str
+        The field the option they stand for fills.
+    **kw
+        Their type (``type=COUNT``).
+    """
     for name in names:
         sp.add_argument(name, dest=dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kw)
 
@@ -204,7 +270,7 @@ def add_output(sp, what: str, folder: bool = False, default: str | None = None, 
     """
     sp.add_argument("-o", "--output", default=default, metavar="FOLDER" if folder else "FILE",
                     help=what + (f" (default {default})" if default else ""))
-    _old(sp, old, "output")
+    old_spellings(sp, old, "output")
 
 
 def add_network(sp) -> None:
@@ -274,7 +340,7 @@ def add_plot(sp, what: str, old=()) -> None:
         Earlier spellings, still read.
     """
     sp.add_argument("--plot", metavar="FILE", help=f"draw {what} (PNG, SVG or PDF, by the suffix)")
-    _old(sp, old, "plot")
+    old_spellings(sp, old, "plot")
 
 
 def add_chrome_trace(sp, what: str) -> None:
@@ -287,189 +353,3 @@ def add_chrome_trace(sp, what: str) -> None:
         What it is of (the help text).
     """
     sp.add_argument("--chrome-trace", metavar="JSON", help=f"write {what} as a Chrome trace (open in Perfetto)")
-
-
-# ---------------------------------------------------------------------- values
-def read_graph(spec: str, fmt=None):
-    """A graph file, or ``module:function`` returning a TaskGraph (the module found in the current
-    folder, as ``python -m`` finds it).
-
-    Parameters
-    ----------
-    spec : str
-    fmt : str, optional
-        Force this input format.
-
-    Raises
-    ------
-    TaskflowError
-        The file or the function could not give a graph; the message names it.
-    """
-    return _read(spec, fmt, load_graph)
-
-
-def read_graphs(spec: str, fmt=None) -> list:
-    """Every graph of ``spec``: a file (an Estee set gives several) or ``module:function``.
-
-    Parameters
-    ----------
-    spec : str
-    fmt : str, optional
-
-    Raises
-    ------
-    TaskflowError
-        As :func:`read_graph`.
-    """
-    return _read(spec, fmt, load_graphs, many=True)
-
-
-def _read(spec: str, fmt, loader, many: bool = False):
-    if ":" in spec and not os.path.exists(spec.split("#")[0]):
-        graph = _from_function(spec)
-        return [graph] if many else graph
-    try:
-        return loader(spec, fmt)
-    except TaskflowError as e:
-        raise Prefixed(with_source(e, spec.split("#")[0])) from None
-
-
-def _raised(e: BaseException) -> str:
-    """What the user's code did, for an error line: ``called sys.exit(5)`` or ``raised X: msg``."""
-    if isinstance(e, SystemExit):
-        return f"called sys.exit({e.code!r})"
-    return f"raised {type(e).__name__}: {e}" if str(e) else f"raised {type(e).__name__}"
-
-
-def _from_function(spec: str):
-    import importlib
-
-    from ...graph import TaskGraph
-
-    mod, _, fn = spec.partition(":")
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as `python -m` does: the user's module in the current folder
-    try:
-        obj = getattr(importlib.import_module(mod), fn)
-    except (ImportError, AttributeError, SyntaxError) as e:
-        raise UsageError(f"{spec}: cannot load ({type(e).__name__}: {e})") from None
-    except (Exception, SystemExit, KeyboardInterrupt) as e:  # noqa: BLE001 - the user's module: say so, once
-        raise UsageError(f"{spec}: importing it {_raised(e)}") from None
-    try:
-        graph = obj() if callable(obj) and not isinstance(obj, TaskGraph) else obj
-    except TaskflowError as e:
-        raise UsageError(f"{spec}: {e}") from None
-    except (Exception, SystemExit, KeyboardInterrupt) as e:  # noqa: BLE001 - the user's function: name it
-        raise UsageError(f"{spec}: building the graph {_raised(e)}") from None
-    if not isinstance(graph, TaskGraph):
-        raise UsageError(f"{spec}: returned {type(graph).__name__}, expected a TaskGraph")
-    return graph.validate()
-
-
-def parse_speeds(text: str | None):
-    """``--speeds``: ``"1,1,2"`` -> ``[1.0, 1.0, 2.0]``, ``"a=2,b=1"`` -> ``{"a": 2.0, "b": 1.0}``,
-    ``None`` -> ``None``. Every speed a finite number > 0.
-
-    Parameters
-    ----------
-    text : str or None
-
-    Raises
-    ------
-    TaskflowError
-        A speed that is no number > 0, or a NAME=SPEED pair without a name.
-    """
-    if text is None:
-        return None
-    items = [x.strip() for x in text.split(",")]
-    named = any("=" in x for x in items)
-    out = {} if named else []
-    for item in items:
-        name, sep, value = item.rpartition("=") if named else ("", "", item)
-        try:
-            speed = float(value)
-        except ValueError:
-            speed = None
-        if (named and (not sep or not name)) or speed is None or not 0 < speed < float("inf"):
-            raise UsageError(f"--speeds: {item!r} is not a speed > 0 (give 1,1,2 or w0=1,w2=2)")
-        if named:
-            out[name] = speed
-        else:
-            out.append(speed)
-    return out
-
-
-def cluster_from_args(args) -> Cluster:
-    """The cluster model of ``--cluster FILE``, else of ``--workers N`` with ``--speeds``,
-    ``--cores``, ``--bandwidth`` and ``--latency``.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-
-    Raises
-    ------
-    TaskflowError
-        Neither given, no workers, speeds that do not fit the workers, a bad rate.
-    """
-    from ...formats import load_cluster
-
-    if args.cluster:
-        if args.speeds:
-            raise UsageError("--speeds goes with --workers; a --cluster file declares its own speeds")
-        return load_cluster(args.cluster)
-    if args.workers is None:
-        raise UsageError("give --cluster FILE or --workers N")
-    if args.workers < 1:
-        raise UsageError(f"cluster has no workers: --workers must be >= 1, got {args.workers}")
-    ids = [f"w{i}" for i in range(args.workers)]
-    speeds = parse_speeds(args.speeds)
-    if isinstance(speeds, list):
-        if len(speeds) != args.workers:
-            raise UsageError(f"--speeds lists {len(speeds)} speeds for --workers {args.workers}")
-        speeds = dict(zip(ids, speeds))
-    unknown = sorted(set(speeds or {}) - set(ids))
-    if unknown:
-        raise UsageError(f"--speeds names unknown worker(s) {', '.join(unknown)} (workers: w0..w{args.workers - 1})")
-    try:
-        bandwidth = parse_rate(args.bandwidth)
-    except TaskflowError as e:
-        raise UsageError(f"--bandwidth: {e}") from None
-    return Cluster([Worker(w, (speeds or {}).get(w, 1.0), args.cores) for w in ids],
-                   bandwidth=bandwidth, latency=args.latency, name=f"{args.workers}-workers")
-
-
-def scheduler_names(text: str | None, default: str | None = None, static_all: bool = False) -> list:
-    """``--scheduler``: ``"heft"`` -> ``["heft"]``, ``"heft,cpop"`` -> both, ``"all"`` -> every
-    static scheduler (where ``static_all``).
-
-    Parameters
-    ----------
-    text : str or None
-    default : str, optional
-    static_all : bool
-
-    Raises
-    ------
-    TaskflowError
-        An empty name; an unknown one (the message lists the known ones).
-    """
-    from ...scheduling import available, canonical_name, scheduler_class
-
-    text = default if text is None else text
-    if text is None:
-        return []
-    names = [x.strip() for x in text.split(",")]
-    if not all(names):
-        raise UsageError(f"--scheduler: empty name in {text!r}")
-    if static_all and names == ["all"]:
-        return available("static")
-    out = []
-    for n in names:
-        scheduler_class(n)  # an unknown name fails here, listing the known ones
-        name = canonical_name(n) or n
-        if name not in out:
-            out.append(name)
-    return out
-
-

@@ -11,7 +11,8 @@ import sys
 from ...errors import TaskflowError, TaskflowWarning, UsageError
 from ...formats import atomic_write
 from .commands import command
-from .options import check_outputs, cluster_from_args, parse_speeds, read_graph, scheduler_names
+from .options import check_outputs
+from .values import cluster_from_args, parse_speeds, read_graph, scheduler_names
 
 __all__ = ["run", "compare", "bench", "demo", "samples", "testbed", "schedulers", "per_scheduler"]
 

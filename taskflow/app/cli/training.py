@@ -11,8 +11,9 @@ import sys
 from ...errors import MissingExtra, UsageError
 from ...formats import atomic_write
 from .commands import command
-from .options import (COUNT, SECONDS, add_output, add_plot, add_quiet, add_scheduler, add_seed, check_outputs, number,
-                      scheduler_names)
+from .options import (COUNT, add_chrome_trace, add_existing, add_option, add_output, add_plot, add_quiet, add_scheduler,
+                      add_seed, check_outputs, number)
+from .values import scheduler_names
 from .running import per_scheduler
 
 __all__ = ["train", "add_arguments", "MODELS", "model_factory"]
@@ -31,16 +32,14 @@ def add_arguments(sp) -> None:
     sp.add_argument("data", metavar="DATA", help="a dataset folder: train/ and val/ class folders of PNG or JPEG "
                     "images (torchvision's ImageFolder layout); or module:name of a map-style torch Dataset, a pair "
                     "(train, val) of them, or a function returning one")
-    sp.add_argument("--make-data", choices=("digits", "synthetic"),
-                    help="first write DATA if it is missing: scikit-learn's handwritten digits (1,797 8x8 images) or "
-                         "a seeded synthetic set of 32x32 RGB images")
+    add_option(sp, "--make-data", help="first write DATA if it is missing: scikit-learn's handwritten digits (1,797 "
+               "8x8 images) or a seeded synthetic set of 32x32 RGB images")
     sp.add_argument("--model", default="small-cnn",
                     help=f"{', '.join(MODELS)}, or module:function returning a torch.nn.Module (default small-cnn)")
     sp.add_argument("--epochs", type=COUNT, default=1, help="epochs (default 1)")
     sp.add_argument("--iterations", type=COUNT, help="at most this many iterations per epoch (default: all)")
-    sp.add_argument("--workers", type=COUNT, help="ranks, one Dask worker each (default 2; with --stages, one per "
-                    "stage)")
-    sp.add_argument("--batch", type=COUNT, default=64, help="samples per iteration over all ranks (default 64)")
+    add_option(sp, "--workers", help="ranks, one Dask worker each (default 2; with --stages, one per stage)")
+    add_option(sp, "--batch", default=64, help="samples per iteration over all ranks (default 64)")
     sp.add_argument("--shares", help="each rank's part of the batch, e.g. 3,1 (default equal)")
     sp.add_argument("--allreduce", choices=("ring", "tree", "ps"), default="ring", help="(default ring)")
     sp.add_argument("--bucket-mb", type=number(float, above=0.0, high=1e6), default=25.0,
@@ -75,27 +74,23 @@ def add_arguments(sp) -> None:
     sp.add_argument("--augment", action="store_true", help="random crops (padding of an eighth of the side) and "
                     "horizontal flips, seeded")
     add_scheduler(sp, default="placed")
-    sp.add_argument("--address", help="scheduler address of an existing cluster, e.g. tcp://host:8786 (the workers "
-                    "must see DATA at the same path)")
-    sp.add_argument("--scheduler-file", help="scheduler file of an existing cluster")
+    add_existing(sp, "the workers must see DATA at the same path: ")
     sp.add_argument("--checkpoint", help="write the state after every epoch; a run whose checkpoint exists resumes "
                     "after its last epoch")
-    sp.add_argument("--timeout", type=SECONDS, help="give up on an epoch after this many seconds")
+    add_option(sp, "--timeout", help="give up on an epoch after this many seconds")
     add_output(sp, "write the history (JSON: per epoch loss, accuracy, times, bytes moved)", old=("--report",))
     add_plot(sp, "held-out accuracy against wall time, and where each epoch's iterations spent their time")
-    sp.add_argument("--chrome-trace", metavar="JSON", help="write every epoch's tasks and transfers as a Chrome trace "
-                    "(open in Perfetto)")
+    add_chrome_trace(sp, "every epoch's tasks and transfers")
     sp.add_argument("--timeline", metavar="PNG", help="a Gantt chart of one iteration (the last epoch's middle "
                     "one), a row per worker")
     sp.add_argument("--device", default="auto", help="where the tasks compute and keep the model: auto (CUDA where a "
                     "worker's torch sees a device, else the CPU), cpu, cuda, cuda:1 (default auto)")
-    sp.add_argument("--profile", help="write the task costs the run measured (a cost profile, JSON): with "
-                    "--cost-graph, what taskflow advise GRAPH --profile FILE plans with")
+    add_option(sp, "--profile", help="write the task costs the run measured (a cost profile, JSON): with "
+               "--cost-graph, what taskflow advise GRAPH --profile FILE plans with")
     sp.add_argument("--cost-graph", help="write one epoch's graph with costs only (native JSON): the job for the "
                     "simulator and the advisor")
-    sp.add_argument("--repeat", type=COUNT, default=1, metavar="N",
-                    help="train N times, seeds --seed, --seed + 1, ...: one table of the medians and their ranges, "
-                         "--plot one figure of them (default 1)")
+    add_option(sp, "--repeat", default=1, help="train N times, seeds --seed, --seed + 1, ...: one table of the "
+               "medians and their ranges, --plot one figure of them (default 1)")
     add_seed(sp)
     add_quiet(sp)
 
