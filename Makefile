@@ -35,7 +35,7 @@ test-hpc: $(STAMP)
 	bash tests/hpc/slurm_up.sh up
 	status=0; \
 	$(BIN)/python -m pytest -q tests/hpc || status=1; \
-	$(BIN)/python -m pytest -q tests/test_doc_commands.py -k "hpc.md" || status=1; \
+	$(BIN)/python -m pytest -q tests/project/test_doc_commands.py -k "hpc.md" || status=1; \
 	bash tests/hpc/slurm_up.sh down; exit $$status
 
 # the whole suite: make test's tests, the long runs, the testbed where root allows, the tests of

@@ -1,6 +1,6 @@
 """Collection for every test path (tests/ and the packages' doctests): the modules of real
 training need PyTorch (the ``torch`` extra); where it is not installed their doctests are not
-collected (tests/test_torch_training.py says why it skips)."""
+collected (tests/taskflow/training/test_torch_training.py says why it skips)."""
 
 import importlib.util
 

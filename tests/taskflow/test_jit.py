@@ -1,0 +1,106 @@
+"""Kernels run as plain Python on small inputs and numba-compiled on large ones
+(:mod:`taskflow.jit`): the two give the same plans and traces, and a command on a small graph
+never loads numba."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import schedulers
+import taskflow
+from taskflow import Cluster, Worker, jit
+from workflows.scientific import random_layered
+
+from tests.conftest import EXAMPLES
+
+STATIC = schedulers.available("static")
+
+
+def _problem(seed):
+    g = random_layered(60, shape=1.0, out_degree=2, ccr=1.0 + seed, seed=seed, bandwidth=1e3)
+    c = Cluster([Worker(f"w{i}", speed=s, cores=k) for i, (s, k) in enumerate([(1, 1), (2, 2), (1.5, 1), (4, 1)])],
+                bandwidth=1e3, latency=0.01)
+    return g, c
+
+
+# adaptive's plan is HEFT's or heft-append's loop (both checked here): its own compile runs in make test-all
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "adaptive" else n for n in STATIC])
+def test_every_static_scheduler_plans_alike_in_python_and_compiled(name):
+    for seed in (0, 1):
+        g, c = _problem(seed)
+        options = {"budget": 0.1} if name == "optimal" else {}
+        with jit.interpreted():
+            plain = schedulers.get_scheduler(name, seed=seed, **options).schedule(g, c)
+        with jit.compiled():
+            fast = schedulers.get_scheduler(name, seed=seed, **options).schedule(g, c)
+        assert plain.tasks == fast.tasks and plain.workers == fast.workers, (name, seed)
+        np.testing.assert_array_equal(plain.start, fast.start)
+        np.testing.assert_array_equal(plain.finish, fast.finish)
+
+
+@pytest.mark.parametrize("network", ["simple", "maxmin"])
+@pytest.mark.parametrize("name", ["heft", "work-stealing", "blevel-dynamic", "dask-model"])
+def test_the_simulator_runs_alike_in_python_and_compiled(name, network):
+    g, c = _problem(2)
+    kw = dict(network=network, noise=0.2, seed=3, fail={"w1": 5.0})
+    with jit.interpreted():
+        plain = taskflow.simulate(g, c, name, **kw)
+    with jit.compiled():
+        fast = taskflow.simulate(g, c, name, **kw)
+    assert [(r.run, r.worker, r.start, r.finish) for r in plain.runs] == \
+        [(r.run, r.worker, r.start, r.finish) for r in fast.runs]
+    assert [tuple(t) for t in plain.transfers] == [tuple(t) for t in fast.transfers]
+
+
+def test_a_small_graph_is_planned_without_loading_numba_and_a_large_one_with_it():
+    code = ("import sys; from taskflow.app.cli import main; "
+            f"main(['schedule', {str(EXAMPLES / 'heft_paper.graph.json')!r}, '--cluster', "
+            f"{str(EXAMPLES / 'heft_paper.cluster.json')!r}, '--scheduler', 'heft', '-q']); "
+            "print('numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    assert lines[0].startswith("heft: makespan 80  (") and lines[1:] == ["False"]
+    code = ("import sys, schedulers; from taskflow import Cluster; from workflows.scientific import random_layered; "
+            "g = random_layered(3000, shape=1.0, out_degree=2, ccr=1.0, seed=1, bandwidth=1.0); "
+            "schedulers.get_scheduler('heft').schedule(g, Cluster.homogeneous(8)); print('numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "True"
+
+
+def test_cached_machine_code_is_forgotten_when_a_source_of_its_package_changed(tmp_path, monkeypatch):
+    """numba checks only a kernel's own file: a caller's cache would keep an old callee compiled
+    in. A changed source anywhere in the package makes every cached kernel of it go."""
+    import os
+
+    from taskflow import jit
+
+    root = tmp_path / "pkg"
+    cache = root / "sub" / "__pycache__"
+    cache.mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "sub" / "k.py").write_text("x = 1\n")
+    stale = [cache / "k.f-1.py311.nbi", cache / "k.f-1.py311.1.nbc"]
+    for f in stale:
+        f.write_bytes(b"old")
+    fake = type("K", (), {"py_func": type("F", (), {"__module__": "pkg_under_test.sub.k"})})()
+    monkeypatch.setattr(jit, "_KERNELS", [fake])
+    monkeypatch.setattr(jit, "_checked", set())
+    module = type(os)("pkg_under_test")
+    module.__file__ = str(root / "__init__.py")
+    monkeypatch.setitem(__import__("sys").modules, "pkg_under_test", module)
+    assert jit.fresh_caches() == [str(root)]
+    assert not any(f.exists() for f in stale)  # no stamp yet: nothing cached can be trusted
+    stamp = (root / "__pycache__" / jit.STAMP).read_text()
+    for f in stale:
+        f.write_bytes(b"new")
+    monkeypatch.setattr(jit, "_checked", set())
+    jit.fresh_caches()
+    assert all(f.exists() for f in stale)  # nothing changed: the cache is kept
+    (root / "sub" / "k.py").write_text("x = 22\n")  # a source changed
+    monkeypatch.setattr(jit, "_checked", set())
+    jit.fresh_caches()
+    assert not any(f.exists() for f in stale) and (root / "__pycache__" / jit.STAMP).read_text() != stamp
