@@ -64,7 +64,7 @@ def to_dot(graph) -> str:
 __all__ = ["load_graph", "load_graphs", "save_graph", "load_cluster", "save_cluster", "load_schedule",
            "save_schedule", "detect_format", "graph_from_dict", "graph_to_dict", "to_networkx", "from_networkx",
            "to_dot", "READ_FORMATS", "WRITE_FORMATS", "graph_text", "with_source", "read_json", "read_text", "format_for",
-           "set_max_bytes", "max_file_bytes", "input_limit"]
+           "set_max_bytes", "max_file_bytes", "input_limit", "save_figure"]
 
 READ_FORMATS = ("native", "wfformat", "dax", "stg", "estee")
 WRITE_FORMATS = ("native", "wfformat", "dot")

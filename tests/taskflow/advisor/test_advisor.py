@@ -2,7 +2,6 @@
 no simulation beats, a pruned search that finds what simulating everything finds, training jobs,
 noise, profiles, and the command."""
 
-import copy
 import json
 import math
 
@@ -10,7 +9,7 @@ import numpy as np
 import pytest
 import yaml
 
-from taskflow import Cluster, CostModel, TaskGraph, simulate
+from taskflow import CostModel, TaskGraph, simulate
 from taskflow.advisor import (CATALOGS, Configuration, Evaluator, FixedWorkload, Training, advise, catalog_from_dict,
                               configurations, load_catalog, profiled)
 from taskflow.app.cli import main

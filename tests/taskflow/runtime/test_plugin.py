@@ -14,7 +14,7 @@ import pytest
 from distributed import Client, LocalCluster, get_task_stream
 
 import taskflow
-from taskflow import Cluster, TaskflowError, TaskGraph, Worker, compute, get_scheduler, run
+from taskflow import Cluster, TaskflowError, TaskGraph, Worker, compute, run
 from taskflow.runtime.client import runner
 from taskflow.runtime.messages import workers_info
 from taskflow.runtime.scheduler.plugin import TaskflowPlugin
@@ -612,8 +612,6 @@ def test_a_cost_profile_learned_on_the_first_run_makes_the_second_prediction_goo
 
 
 def test_a_profile_converts_measured_rates_to_the_runs_scales():
-    from taskflow import Cluster, Worker
-
     g = TaskGraph("two")
     g.add_task("a", cost=9.0, output_size=100)
     g.add_task("b", cost=9.0)
@@ -1123,8 +1121,6 @@ HELD = dict(choices=["subset"], replans=0)
 
 
 def _declared_8_8_1():
-    from taskflow import Cluster, Worker
-
     return Cluster([Worker("wa", 8.0), Worker("wb", 8.0), Worker("wc", 1.0)])
 
 

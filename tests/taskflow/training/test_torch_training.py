@@ -244,7 +244,7 @@ def test_the_variants_change_what_is_computed_and_what_moves(digits):
     sync0, _ = TorchTraining(CNN, digits, workers=2, batch=64, iterations=6, mode="stale", staleness=0).reference(1)
     assert rel_err({"params": sync0[0]}, plain) < 1e-5  # staleness 0 is synchronous training
     g = TorchTraining(CNN, digits, workers=2, batch=64, iterations=2, compression="topk", topk_ratio=0.05).graph(0)
-    sent = [g.edge_size(f"it0.w0.compress0", f"it0.b0.gather.w1")]
+    sent = [g.edge_size("it0.w0.compress0", "it0.b0.gather.w1")]
     assert sent == [12.0 * round(0.05 * 9930)]  # an index and a value per entry kept
     g16 = TorchTraining(CNN, digits, workers=2, batch=64, iterations=2, compression="fp16").graph(0)
     assert g16.edge_size("it0.b0.chunk.w0", "it0.b0.rs0.w0") == 4 * 9930 / 2 / 2  # half a chunk of halves
