@@ -354,12 +354,6 @@ def _build(spec: TrainingSpec) -> TaskGraph:
     return b.graph()
 
 
-def _spec_graph(arguments: dict, **fixed) -> TaskGraph:
-    """The graph of the :class:`TrainingSpec` a generator's own arguments (its ``locals()`` on
-    entry: each is a field of the spec) and ``fixed`` describe."""
-    return training_graph(TrainingSpec(**arguments, **fixed))
-
-
 def data_parallel(model="resnet50", workers: int = 4, iterations: int = 2, allreduce: str = "ring",
                   buckets: int = 2, priority: str = "none", compression: float | None = None, batch: int = 32,
                   device: str = "v100", stages=_LOADING, load_cost: float = 5e-3,
@@ -391,7 +385,10 @@ def data_parallel(model="resnet50", workers: int = 4, iterations: int = 2, allre
     >>> sum(1 for t in g.tasks() if t.meta["category"].startswith("ring"))
     48
     """
-    return _spec_graph(locals())
+    return training_graph(TrainingSpec(
+        model=model, workers=workers, iterations=iterations, allreduce=allreduce, buckets=buckets, priority=priority,
+        compression=compression, batch=batch, device=device, stages=stages, load_cost=load_cost,
+        executable=executable, dataset_dir=dataset_dir, hidden=hidden, lr=lr, seed=seed, name=name, barrier=barrier))
 
 
 def local_sgd(model="resnet50", workers: int = 4, iterations: int = 4, sync_every: int = 2, allreduce: str = "ring",
@@ -426,7 +423,11 @@ def local_sgd(model="resnet50", workers: int = 4, iterations: int = 4, sync_ever
     >>> sum(t.meta["category"] == "average" for t in g.tasks())  # 2 syncs x 2 ranks x 6 layers
     24
     """
-    return _spec_graph(locals(), mode="local")
+    return training_graph(TrainingSpec(
+        model=model, workers=workers, iterations=iterations, sync_every=sync_every, allreduce=allreduce,
+        buckets=buckets, priority=priority, compression=compression, batch=batch, device=device, stages=stages,
+        load_cost=load_cost, executable=executable, dataset_dir=dataset_dir, hidden=hidden, lr=lr, seed=seed,
+        name=name, barrier=barrier, mode="local"))
 
 
 def stale_synchronous(model="resnet50", workers: int = 4, iterations: int = 4, staleness: int = 1,
@@ -462,4 +463,7 @@ def stale_synchronous(model="resnet50", workers: int = 4, iterations: int = 4, s
     >>> sorted(g.predecessors("it2.w0.fwd.l1"))
     ['it0.w0.update.l1', 'it1.w0.bwd.l1', 'it2.w0.fwd.l0']
     """
-    return _spec_graph(locals(), mode="stale")
+    return training_graph(TrainingSpec(
+        model=model, workers=workers, iterations=iterations, staleness=staleness, allreduce=allreduce,
+        buckets=buckets, priority=priority, compression=compression, batch=batch, device=device, stages=stages,
+        load_cost=load_cost, name=name, barrier=barrier, mode="stale"))
