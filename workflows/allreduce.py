@@ -6,7 +6,29 @@ from __future__ import annotations
 from ._builder import GraphBuilder
 from .mlp import chunk, identity, ps_sum, ring_step, tree_reduce
 
-__all__ = ["allreduce_tasks", "bucket_allreduce"]
+__all__ = ["allreduce_tasks", "bucket_allreduce", "sent_bytes", "COMPRESSIONS"]
+
+#: the gradient compressions of every training builder (simulated and PyTorch)
+COMPRESSIONS = ("fp16", "topk")
+
+
+def sent_bytes(bucket_bytes: float, compression: str | None = None, topk_ratio: float = 0.01) -> float:
+    """Bytes a gradient bucket of ``bucket_bytes`` (float32) takes on the wire: all of them; half
+    with ``fp16``; with ``topk``, an index (8 bytes) and a value (4) per entry kept, the
+    ``topk_ratio`` largest (at least one).
+
+    Parameters
+    ----------
+    bucket_bytes : float
+    compression : {None, "fp16", "topk"}
+    topk_ratio : float
+        In (0, 1].
+    """
+    if compression is None:
+        return bucket_bytes
+    if compression == "fp16":
+        return bucket_bytes / 2
+    return 12.0 * max(1, round(topk_ratio * bucket_bytes / 4))
 
 
 def allreduce_tasks(kind: str, workers: int, buckets: int) -> int:

@@ -13,6 +13,7 @@ import torch
 
 from taskflow.errors import WorkflowError
 
+from .allreduce import COMPRESSIONS
 from .images import ImageFolder, load_batch
 
 __all__ = ["check_options", "built", "check_size", "check_sample", "user_frame", "MODEL_MEMORY_SHARE"]
@@ -179,7 +180,7 @@ def check_options(spec) -> None:
     for name in ("compensation", "direct_mb", "cache_mb"):
         _number(spec, name)
     for name, allowed in (("allreduce", ("ring", "tree", "ps")), ("priority", ("none", "layer-order")),
-                          ("mode", ("sync", "local", "stale")), ("compression", (None, "fp16", "topk"))):
+                          ("mode", ("sync", "local", "stale")), ("compression", (None, *COMPRESSIONS))):
         if getattr(spec, name) not in allowed:
             said = ", ".join(repr(a) for a in allowed[:-1]) + f" or {allowed[-1]!r}"
             raise WorkflowError(f"{name} must be {said}, got {getattr(spec, name)!r}")

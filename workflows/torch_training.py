@@ -51,7 +51,7 @@ from taskflow.errors import WorkflowError
 from taskflow.graph import TaskGraph
 
 from ._builder import GraphBuilder
-from .allreduce import bucket_allreduce
+from .allreduce import bucket_allreduce, sent_bytes
 from .images import augment, collate, decode, epoch_batches, load_samples, read_files
 from .torch_data import DatasetSplit, collate_items, fetch, load_items, open_data
 from .torch_loaders import load_shard, merge_shards, shard_of
@@ -411,11 +411,7 @@ class TorchTraining:
     def _sent_bytes(self, bucket_bytes: float) -> float:
         """Bytes a bucket takes on the wire: halved by fp16; top-k sends an index (8 bytes) and a
         value (4) per entry kept."""
-        if self.mode == "local" or self.compression is None:
-            return bucket_bytes
-        if self.compression == "fp16":
-            return bucket_bytes / 2
-        return 12.0 * max(1, round(self.topk_ratio * bucket_bytes / 4))
+        return sent_bytes(bucket_bytes, None if self.mode == "local" else self.compression, self.topk_ratio)
 
     def _reduce(self, b, t: int, send: dict, bucket_bytes, sent, prio, N: int, B: int, cost: dict) -> dict:
         """Each bucket's allreduce over ``send``; ``(rank, bucket) -> [(handle, chunk or None)]``:

@@ -19,10 +19,12 @@ per iteration ``t`` and worker (rank) ``w``:
 * an update task per layer and worker. Iteration ``t + 1``'s forward of layer ``l`` waits only for
   iteration ``t``'s update of layer ``l``, so communication overlaps computation.
 
-``compression=r`` adds a compress task before and a decompress task after each (rank, bucket)
-allreduce and multiplies the bytes moved by ``r``. Each allreduce has a reduce phase and a spread
-phase (all-gather, broadcast, pull); ``barrier=True`` adds a task per iteration that holds every
-spread phase until every bucket is reduced (a synchronous parameter server). ``priority=
+``compression="fp16"`` or ``"topk"`` (with ``topk_ratio``) adds a compress task before and a
+decompress task after each (rank, bucket) allreduce, and the bytes moved are what the compressed
+bucket takes on the wire (:func:`~workflows.allreduce.sent_bytes`, as the PyTorch jobs send it).
+Each allreduce has a reduce phase and a spread phase (all-gather, broadcast, pull); ``barrier=True``
+adds a task per iteration that holds every spread phase until every bucket is reduced (a synchronous
+parameter server). ``priority=
 "layer-order"`` gives the spread-phase and update tasks ``meta["priority"]`` so the buckets the next
 forward pass needs first travel first on a max-min network (TicTac, Hashemi et al., MLSys 2019);
 ``"none"`` leaves the order to the scheduler and the network's fair sharing. The parameter-server
@@ -57,7 +59,7 @@ from taskflow.errors import WorkflowError
 from taskflow.graph import TaskGraph
 
 from ._builder import GraphBuilder, paused_gc
-from .allreduce import allreduce_tasks, bucket_allreduce
+from .allreduce import COMPRESSIONS, allreduce_tasks, bucket_allreduce, sent_bytes
 from .dataloading import loading_chain
 from .mlp import (CLASSES, FEATURES, LOADERS, nothing, average_layer, backward, compress, flatten_grads, forward,
                   identity, init_layer, local_sgd_reference, local_update, loss_grad, sgd_reference, update_layer,
@@ -89,8 +91,11 @@ class TrainingSpec:
         Gradient buckets (>= 1; at most one per layer is used).
     priority : {"none", "layer-order"}
         ``layer-order`` gives spread-phase and update tasks ``meta["priority"]`` (TicTac).
-    compression : float, optional
-        Ratio of bytes moved; adds compress and decompress tasks.
+    compression : {None, "fp16", "topk"}
+        Compress the gradients (half precision, or the largest entries); adds compress and
+        decompress tasks.
+    topk_ratio : float
+        ``topk``: the share of a bucket's entries sent, in (0, 1] (default 0.01).
     barrier : bool
         Every spread phase waits until every bucket is reduced (a synchronous parameter server).
     batch : int
@@ -135,7 +140,8 @@ class TrainingSpec:
     allreduce: str = "ring"
     buckets: int = 2
     priority: str = "none"
-    compression: float | None = None
+    compression: str | None = None
+    topk_ratio: float = 0.01
     barrier: bool = False
     batch: int = 32
     device: object = "v100"
@@ -157,6 +163,12 @@ class TrainingSpec:
             raise WorkflowError(f"allreduce must be 'ring', 'tree' or 'ps', got {self.allreduce!r}")
         if self.priority not in ("none", "layer-order"):
             raise WorkflowError(f"priority must be 'none' or 'layer-order', got {self.priority!r}")
+        if self.compression not in (None, *COMPRESSIONS):
+            raise WorkflowError(f"compression must be one of {', '.join(COMPRESSIONS)} or None, got "
+                                f"{self.compression!r}")
+        if isinstance(self.topk_ratio, bool) or not isinstance(self.topk_ratio, (int, float)) \
+                or not 0 < self.topk_ratio <= 1:
+            raise WorkflowError(f"topk_ratio must be in (0, 1], got {self.topk_ratio!r}")
         if self.mode not in _MODES:
             raise WorkflowError(f"mode must be one of {', '.join(_MODES)}, got {self.mode!r}")
         if (int(self.workers) < 1 or int(self.iterations) < 1 or self.buckets < 1 or int(self.sync_every) < 1
@@ -210,7 +222,6 @@ def _build(spec: TrainingSpec) -> TaskGraph:
     B = min(buckets, L)
     order = list(range(L - 1, -1, -1))  # bucket 0 holds the last layers (filled first by backward)
     groups = [sorted(order[i * L // B:(i + 1) * L // B]) for i in range(B)]
-    ratio = 1.0 if compression is None else float(compression)
     X = bool(executable)
     tag = {"sync": "dp", "local": f"localsgd{H}", "stale": f"ssp{s_}"}[mode]
     b = GraphBuilder(name or f"{tag}-{'mlp' if X else model}-{allreduce}-n{N}-t{T}", executable=X)
@@ -220,6 +231,8 @@ def _build(spec: TrainingSpec) -> TaskGraph:
     grad_bytes = [4.0 * ly["params"] for ly in layers]
     upd_cost = [2.0 * ly["params"] / flops for ly in layers]
     bucket_bytes = [sum(grad_bytes[k] for k in grp) for grp in groups]
+    # each bucket's bytes on the wire over its bytes (the compress task's body keeps values exact)
+    ratio = [sent_bytes(nb, compression, spec.topk_ratio) / nb if nb else 1.0 for nb in bucket_bytes]
     load_bytes = 4.0 * batch * input_floats
     shapes = [((sizes[k], sizes[k + 1]), sizes[k + 1]) for k in range(L)] if X else None
     # layer order: the transfers of the bucket holding the first layers go first (meta priority)
@@ -288,16 +301,16 @@ def _build(spec: TrainingSpec) -> TaskGraph:
                             {"category": "bucket", "iteration": t, "rank": w, "bucket": j},
                             deps=parts, fn=flatten_grads, args=tuple(parts))
                 if compression is not None:
-                    hb = b.task(f"it{t}.w{w}.compress{j}", bucket_bytes[j] / flops * 10, bucket_bytes[j] * ratio,
+                    hb = b.task(f"it{t}.w{w}.compress{j}", bucket_bytes[j] / flops * 10, bucket_bytes[j] * ratio[j],
                                 {"category": "compress", "iteration": t, "rank": w, "bucket": j},
-                                deps=[hb], fn=compress, args=(hb, ratio))
+                                deps=[hb], fn=compress, args=(hb, ratio[j]))
                 bucket_task[w, j] = hb
         if not sync:
             return
         received, mids, spread, ends = {}, [], {}, {}
         for j in range(B):
-            got, mid, spread[j], ends[j] = bucket_allreduce(b, t, allreduce, N, bucket_task, j, bucket_bytes[j] * ratio,
-                                                      flops, prio[j])
+            got, mid, spread[j], ends[j] = bucket_allreduce(b, t, allreduce, N, bucket_task, j,
+                                                            bucket_bytes[j] * ratio[j], flops, prio[j])
             mids += mid
             for w, pieces in got.items():
                 received[w, j] = pieces
@@ -320,7 +333,8 @@ def _build(spec: TrainingSpec) -> TaskGraph:
                 chunk_order = None if pieces[0][1] is None else [c for _, c in pieces]
                 offset = 0
                 for k in groups[j]:
-                    piece_deps = [(h, grad_bytes[k] * ratio / len(hs)) for h in hs] + ([(deco, 0.0)] if deco is not None else [])
+                    piece_deps = [(h, grad_bytes[k] * ratio[j] / len(hs)) for h in hs] + (
+                        [(deco, 0.0)] if deco is not None else [])
                     where = (offset, shapes[k] if X else None, chunk_order)
                     if mode == "local":
                         u = b.task(f"it{t}.w{w}.average.l{k}", upd_cost[k], grad_bytes[k],
@@ -355,7 +369,8 @@ def _build(spec: TrainingSpec) -> TaskGraph:
 
 
 def data_parallel(model="resnet50", workers: int = 4, iterations: int = 2, allreduce: str = "ring",
-                  buckets: int = 2, priority: str = "none", compression: float | None = None, batch: int = 32,
+                  buckets: int = 2, priority: str = "none", compression: str | None = None, topk_ratio: float = 0.01,
+                  batch: int = 32,
                   device: str = "v100", stages=_LOADING, load_cost: float = 5e-3,
                   executable: bool = False, dataset_dir=None, hidden=(32,), lr: float = 0.5, seed: int = 0,
                   name: str | None = None, barrier: bool = False) -> TaskGraph:
@@ -367,7 +382,7 @@ def data_parallel(model="resnet50", workers: int = 4, iterations: int = 2, allre
 
     Parameters
     ----------
-    model, workers, iterations, allreduce, buckets, priority, compression, batch, device, stages, load_cost, executable, dataset_dir, hidden, lr, seed, name, barrier
+    model, workers, iterations, allreduce, buckets, priority, compression, topk_ratio, batch, device, stages, load_cost, executable, dataset_dir, hidden, lr, seed, name, barrier
         As in :class:`TrainingSpec`.
 
     Returns
@@ -387,12 +402,14 @@ def data_parallel(model="resnet50", workers: int = 4, iterations: int = 2, allre
     """
     return training_graph(TrainingSpec(
         model=model, workers=workers, iterations=iterations, allreduce=allreduce, buckets=buckets, priority=priority,
-        compression=compression, batch=batch, device=device, stages=stages, load_cost=load_cost,
-        executable=executable, dataset_dir=dataset_dir, hidden=hidden, lr=lr, seed=seed, name=name, barrier=barrier))
+        compression=compression, topk_ratio=topk_ratio, batch=batch, device=device, stages=stages,
+        load_cost=load_cost, executable=executable, dataset_dir=dataset_dir, hidden=hidden, lr=lr, seed=seed,
+        name=name, barrier=barrier))
 
 
 def local_sgd(model="resnet50", workers: int = 4, iterations: int = 4, sync_every: int = 2, allreduce: str = "ring",
-              buckets: int = 2, priority: str = "none", compression: float | None = None, batch: int = 32,
+              buckets: int = 2, priority: str = "none", compression: str | None = None, topk_ratio: float = 0.01,
+              batch: int = 32,
               device: str = "v100", stages=_LOADING, load_cost: float = 5e-3,
               executable: bool = False, dataset_dir=None, hidden=(32,), lr: float = 0.5, seed: int = 0,
               name: str | None = None, barrier: bool = False) -> TaskGraph:
@@ -403,7 +420,7 @@ def local_sgd(model="resnet50", workers: int = 4, iterations: int = 4, sync_ever
 
     Parameters
     ----------
-    model, workers, iterations, allreduce, buckets, priority, compression, batch, device, stages, load_cost, executable, dataset_dir, hidden, lr, seed, name, barrier
+    model, workers, iterations, allreduce, buckets, priority, compression, topk_ratio, batch, device, stages, load_cost, executable, dataset_dir, hidden, lr, seed, name, barrier
         As in :class:`TrainingSpec`.
     sync_every : int
         Average the models every ``sync_every`` iterations.
@@ -425,14 +442,15 @@ def local_sgd(model="resnet50", workers: int = 4, iterations: int = 4, sync_ever
     """
     return training_graph(TrainingSpec(
         model=model, workers=workers, iterations=iterations, sync_every=sync_every, allreduce=allreduce,
-        buckets=buckets, priority=priority, compression=compression, batch=batch, device=device, stages=stages,
-        load_cost=load_cost, executable=executable, dataset_dir=dataset_dir, hidden=hidden, lr=lr, seed=seed,
-        name=name, barrier=barrier, mode="local"))
+        buckets=buckets, priority=priority, compression=compression, topk_ratio=topk_ratio, batch=batch,
+        device=device, stages=stages, load_cost=load_cost, executable=executable, dataset_dir=dataset_dir,
+        hidden=hidden, lr=lr, seed=seed, name=name, barrier=barrier, mode="local"))
 
 
 def stale_synchronous(model="resnet50", workers: int = 4, iterations: int = 4, staleness: int = 1,
                       allreduce: str = "ring", buckets: int = 2, priority: str = "none",
-                      compression: float | None = None, batch: int = 32, device: str = "v100",
+                      compression: str | None = None, topk_ratio: float = 0.01, batch: int = 32,
+                      device: str = "v100",
                       stages=_LOADING, load_cost: float = 5e-3,
                       name: str | None = None, barrier: bool = False) -> TaskGraph:
     """Stale-synchronous data parallelism (DC-S3GD, Rigazzi et al. 2019): the compute of iteration
@@ -443,7 +461,7 @@ def stale_synchronous(model="resnet50", workers: int = 4, iterations: int = 4, s
 
     Parameters
     ----------
-    model, workers, iterations, allreduce, buckets, priority, compression, batch, device, stages, load_cost, name, barrier
+    model, workers, iterations, allreduce, buckets, priority, compression, topk_ratio, batch, device, stages, load_cost, name, barrier
         As in :class:`TrainingSpec`.
     staleness : int
         How many allreduces may overlap the following compute.
@@ -465,5 +483,5 @@ def stale_synchronous(model="resnet50", workers: int = 4, iterations: int = 4, s
     """
     return training_graph(TrainingSpec(
         model=model, workers=workers, iterations=iterations, staleness=staleness, allreduce=allreduce,
-        buckets=buckets, priority=priority, compression=compression, batch=batch, device=device, stages=stages,
-        load_cost=load_cost, name=name, barrier=barrier, mode="stale"))
+        buckets=buckets, priority=priority, compression=compression, topk_ratio=topk_ratio, batch=batch,
+        device=device, stages=stages, load_cost=load_cost, name=name, barrier=barrier, mode="stale"))

@@ -79,7 +79,7 @@ def test_data_parallel_counts_match_the_documented_formula(kind, model, N, B, T)
         cats[t.meta["category"]] = cats.get(t.meta["category"], 0) + 1
     if kind == "ring":
         assert cats["ring-reduce-scatter"] + cats["ring-all-gather"] == 2 * (N - 1) * N * B * T
-    gc = tr.data_parallel(model, workers=N, iterations=T, allreduce=kind, buckets=B, compression=0.25)
+    gc = tr.data_parallel(model, workers=N, iterations=T, allreduce=kind, buckets=B, compression="fp16")
     assert len(gc) == N * L + T * per_iteration(N, L, B, 4, kind, compression=True)
 
 
@@ -113,7 +113,7 @@ def test_layer_order_priority_ranks_the_first_layers_transfers_first():
 @pytest.mark.parametrize("kind", ["ring", "tree", "ps"])
 def test_repeated_iterations_are_built_exactly_as_one_by_one(mode, kw, kind):
     spec = dict(model="vgg16", workers=3, iterations=8, allreduce=kind, buckets=3, priority="layer-order",
-                compression=0.5, batch=32, device="v100", stages=("read", "decode"), load_cost=1e-3, name="x")
+                compression="topk", topk_ratio=0.05, batch=32, device="v100", stages=("read", "decode"), load_cost=1e-3, name="x")
     fast = tr.training_graph(tr.TrainingSpec(**spec, mode=mode, barrier=True, **kw))
     slow = tr.training_graph(tr.TrainingSpec(**spec, mode=mode, barrier=True, tile=False, **kw))
     assert fast.ids == slow.ids and list(fast.edges()) == list(slow.edges())
@@ -414,3 +414,24 @@ def test_the_builder_refuses_to_copy_a_block_that_is_not_periodic():
     g = ok.graph()
     assert g.topological_order() == ["it0.a", "it1.a", "it2.a", "it3.a"] and g.edge_size("it2.a", "it3.a") == 2.0
     assert g.task("it3.a").meta == {"iteration": 3}
+
+
+def test_compression_means_one_thing_in_the_simulated_and_the_pytorch_builder():
+    from workflows.allreduce import sent_bytes
+
+    plain = tr.data_parallel("resnet50", workers=2, iterations=1, buckets=2)
+    bucket = {t.id: t.output_size for t in plain.tasks() if t.meta["category"] == "bucket"}
+    for compression, topk_ratio, share in (("fp16", 0.01, 0.5), ("topk", 0.05, 0.15)):
+        g = tr.data_parallel("resnet50", workers=2, iterations=1, buckets=2, compression=compression,
+                             topk_ratio=topk_ratio)
+        sent = {t.id.replace("compress", "bucket"): t.output_size for t in g.tasks() if t.meta["category"] == "compress"}
+        assert sent.keys() == bucket.keys()
+        for k, nbytes in bucket.items():  # what the PyTorch job sends for a bucket of that size
+            assert sent[k] == pytest.approx(sent_bytes(nbytes, compression, topk_ratio))
+            assert sent[k] == pytest.approx(share * nbytes, rel=1e-3)
+    from taskflow.errors import WorkflowError
+
+    with pytest.raises(WorkflowError, match="compression must be one of fp16, topk or None, got 0.5"):
+        tr.data_parallel(compression=0.5)
+    with pytest.raises(WorkflowError, match="topk_ratio must be in"):
+        tr.data_parallel(compression="topk", topk_ratio=0.0)

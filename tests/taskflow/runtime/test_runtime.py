@@ -220,7 +220,7 @@ def test_executable_data_parallel_training_equals_sequential_sgd(client, tmp_pat
 
     T, N, batch, hidden, lr, seed = 20, 2, 32, (32,), 0.5, 3
     g = data_parallel(workers=N, iterations=T, allreduce=kind, buckets=2, executable=True, dataset_dir=tmp_path,
-                      hidden=hidden, lr=lr, batch=batch, seed=seed, compression=0.5 if kind == "ps" else None)
+                      hidden=hidden, lr=lr, batch=batch, seed=seed, compression="fp16" if kind == "ps" else None)
     rep = run(g, "heft", client=client, quiet=True)
     ref, losses = sgd_reference([tmp_path / f"shard{w}.npz" for w in range(N)], T, batch, [64, *hidden, 10], lr, seed)
     for w in range(N):
