@@ -33,6 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from _testbed import inside_or_unavailable  # noqa: E402
+
 CONFIGS = (("slow", 2), ("fast", 1), ("fast", 1, "slow", 1), ("fast", 2))
 
 
@@ -151,18 +153,12 @@ def main() -> int:
     ap.add_argument("--slow-cpu", type=float, default=0.25)
     ap.add_argument("--inside", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.inside:
-        inside(json.loads(args.inside))
-        return 0
+    status = inside_or_unavailable(args, "bench_advise_testbed", inside)
+    if status is not None:
+        return status
     from taskflow.advisor import Configuration, Evaluator, FixedWorkload, catalog_from_dict, profiled
     from taskflow.checks import parse_rate
     from taskflow.runtime import CostProfile
-    from taskflow.testbed import available
-
-    why = available()
-    if why:
-        print(f"bench_advise_testbed: {why}", file=sys.stderr)
-        return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     prof = out / "profile.json"

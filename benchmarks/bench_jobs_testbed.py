@@ -28,6 +28,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from _testbed import inside_or_unavailable  # noqa: E402
+
 PLACEMENTS = ("consolidated", "contention-aware", "spread")
 #: (id, arrival s, workers, model, iterations)
 JOBS = (("t0", 0.0, 2, "resnet8", 40), ("t1", 0.5, 2, "resnet8", 40), ("t2", 1.0, 1, "small-cnn", 40),
@@ -99,15 +101,11 @@ def main() -> int:
     ap.add_argument("--scheduler", default="fifo", help="the job scheduler (default fifo)")
     ap.add_argument("--inside", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.inside:
-        inside(json.loads(args.inside))
-        return 0
-    from taskflow.testbed import Testbed, available
+    status = inside_or_unavailable(args, "bench_jobs_testbed", inside)
+    if status is not None:
+        return status
+    from taskflow.testbed import Testbed
 
-    why = available()
-    if why:
-        print(f"bench_jobs_testbed: {why}", file=sys.stderr)
-        return 2
     t0 = time.perf_counter()
     config = {"repeat": args.repeat, "scheduler": args.scheduler}
     from taskflow.formats import save_cluster

@@ -55,6 +55,8 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from _testbed import inside_or_unavailable  # noqa: E402
+
 from taskflow import TaskGraph  # noqa: E402
 from taskflow.runtime.messages import workers_info  # noqa: E402
 
@@ -218,15 +220,11 @@ def main() -> int:
     ap.add_argument("--schedulers", default=",".join(SCHEDULERS))
     ap.add_argument("--inside", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.inside:
-        inside(json.loads(args.inside))
-        return 0
-    from taskflow.testbed import Testbed, available
+    status = inside_or_unavailable(args, "bench_network", inside)
+    if status is not None:
+        return status
+    from taskflow.testbed import Testbed
 
-    why = available()
-    if why:
-        print(f"bench_network: {why}", file=sys.stderr)
-        return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "network.csv"
