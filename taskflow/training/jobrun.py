@@ -1,5 +1,5 @@
 """Real training jobs arriving over time on one Dask cluster, admitted by a job scheduler:
-:func:`run_jobs`, and the profile that lets the job simulator predict them: :func:`profile_jobs`.
+:func:`run_jobs`.
 
 The job scheduler is the same decision core the simulator drives (:mod:`taskflow.jobscheduling`):
 here the clock is the wall clock, a job arrives at its trace time (seconds after the run starts),
@@ -10,6 +10,9 @@ work is ``ceil(iterations / epoch_iterations)`` epochs of ``epoch_iterations`` i
 checkpoint is written after each. A preempted job stops at its next epoch boundary, after that
 checkpoint (the job that takes its workers first waits for it), and a restarted one resumes from
 the checkpoint on whatever workers it is given: it ends with the parameters of an uninterrupted run.
+A resized elastic job stops so and goes on on its new workers (``train(..., elastic=True)``); a job
+started beside another (Crossover) trains on that job's workers at once, waiting for neither. Lost
+and added workers are the simulator's only.
 
 What comes back is a :class:`~taskflow.jobs.JobRun`, as from the simulator (the same metrics, table
 and plots), with each job's :class:`~taskflow.training.History` in ``histories``. The profile that
