@@ -66,6 +66,9 @@ def inside(config: dict) -> None:
         print(f"profile ({time.perf_counter() - t0:.0f} s): " + ", ".join(
             f"{k[0]}/{k[1]}w epoch {v:.2f} s" + (f", spread {profile.across[k]:.2f} s" if k in profile.across else "")
             for k, v in sorted(profile.epoch.items())), flush=True)
+        print("  starts: " + ", ".join(f"{k[0]}/{k[1]}w {v:.2f} s" for k, v in sorted(profile.start.items()))
+              + "; beside each other: " + ", ".join(f"{a} by {b} {v:.2f}" for (a, b), v in
+                                                    sorted(profile.interference.pairs.items())), flush=True)
         cluster = racks_machine(workers_of(client), net.racks, net.uplink)
         fed, real = predicted_trace(trace, profile), predicted_trace(trace, profile, label=False)
         restore = statistics.median(profile.start.values())

@@ -6,8 +6,9 @@ added and, for a scheduler with a ``round``, rounds ending; at each the schedule
 a :class:`~taskflow.jobscheduling.View`, and its decisions are checked and carried out, preemptions
 first. A running job progresses one second of its ``duration`` per second, less beside jobs that
 slow it: ``interference``, a table of slowdowns per pair of models sharing a node, and ``network``,
-jobs spread over racks sharing the uplinks (the two multiply), worked out again as the jobs on a
-node or an uplink change. A preempted job goes on ``drain`` seconds to its checkpoint before its
+jobs spread over racks sharing the uplinks (the time each adds to an iteration adds up: the one
+stretches its computation, the other its allreduce), worked out again as the jobs on a node or an
+uplink change. A preempted job goes on ``drain`` seconds to its checkpoint before its
 workers pass on, and restarted, first spends ``restore`` seconds restoring it. Every decision is
 checked: a worker given to two jobs, a job started before it arrived or twice, or on another number
 of workers than it asked for, is an error naming the scheduler and the job; a scheduler that leaves
@@ -182,13 +183,16 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             x = live.get(jid)
             if x is None or not x.workers:
                 continue
-            rate = net.get(jid, 1.0) * len(x.workers) / x.job.workers  # (an elastic job: in proportion)
+            # the time the uplinks add and the time the neighbours add to an iteration add up (the one
+            # stretches its allreduce, the others its computation)
+            extra = 1.0 / net.get(jid, 1.0) - 1.0
+            if interference is not None:
+                beside = set().union(*(on_node[n] for n in {near[w] for w in x.workers})) - {jid}
+                extra += 1.0 / interference.speed(x.job, [live[y].job for y in sorted(beside)]) - 1.0
+            rate = len(x.workers) / x.job.workers / (1.0 + extra)  # (an elastic job: in proportion)
             other = ledger.pairs.get(jid)
             if other is not None:  # Crossover: taking turns on the same workers
                 rate *= crossover_speed(sched.crossover(x.job.model), sched.crossover(live[other].job.model))
-            if interference is not None:
-                beside = set().union(*(on_node[n] for n in {near[w] for w in x.workers})) - {jid}
-                rate *= interference.speed(x.job, [live[y].job for y in sorted(beside)])
             if rate != x.rate:
                 x.settle(now)
                 x.rate = rate

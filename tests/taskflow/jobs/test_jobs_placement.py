@@ -168,6 +168,18 @@ def test_a_machine_wide_table_slows_jobs_on_other_nodes_too():
         Interference.from_dict({**doc, "machine": "yes"})
 
 
+def test_the_time_the_uplink_and_the_neighbours_add_to_an_iteration_adds_up():
+    cluster = JobCluster(2, 1, 2, uplink=1.0)
+    net = JobNetwork(cluster, lambda model, counts, uplink: 1.0 if len(counts) == 1 else 2.0)  # across: twice
+    table = Interference({("a", "b"): 0.5, ("b", "a"): 0.5}, machine=True)
+    jobs = [Job("A", 0, 2, 10, model="a"), Job("B", 0, 1, 100, model="b")]
+    run = simulate_jobs(jobs, cluster, get_job_scheduler("fifo", placement="spread"), network=net, interference=table)
+    a = next(r for r in run.records if r.job.id == "A")
+    assert len({w // 2 for w in a.runs[0][2]}) == 2  # across the racks, beside B
+    # alone 10 s; the link adds one more iteration's time, B another: 30 s (not 40: the two do not multiply)
+    assert a.finish == pytest.approx(30.0)
+
+
 def test_a_profiles_timing_over_racks_stretches_what_crossing_added_by_the_uplink_it_gets():
     from taskflow.training.jobprofile import JobProfile
 
