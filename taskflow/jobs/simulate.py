@@ -55,11 +55,12 @@ class _Live:
         self.rate = 1.0  # seconds of its duration done per second run (below 1 beside others)
 
     def progress(self, t: float) -> tuple:
-        """``(executed, attained)`` at ``t``."""
+        """``(executed, attained)`` at ``t``: a restore is not progress but its workers are held,
+        and attained service counts the workers held (as the real runner does, as Tiresias does)."""
         if not self.workers:
             return self.executed, self.attained
         run = max(0.0, t - max(self.since, self.restore_until))
-        return self.executed + run * self.rate, self.attained + run * len(self.workers)
+        return self.executed + run * self.rate, self.attained + max(0.0, t - self.since) * len(self.workers)
 
     def settle(self, t: float) -> None:
         if self.workers:

@@ -1,8 +1,9 @@
 """The profile of a trace's real jobs that lets the job simulator predict their run
 (:func:`taskflow.training.jobrun.run_jobs`): :func:`profile_jobs` measures, per kind of job (model,
 workers, batch), the seconds a start costs and the seconds an epoch takes alone, per pair of kinds
-how much slower an epoch is beside the other (an :class:`~taskflow.jobs.Interference` table), and
-on a cluster of racks each kind's epoch spread over them too (:meth:`JobProfile.iteration`, the
+how much slower an epoch is beside the other (an :class:`~taskflow.jobs.Interference` table; where
+the workers run on this machine, also the cores each kind keeps busy alone and the cores the machine
+gives them, which the pairs' slowdowns say), and on a cluster of racks each kind's epoch spread over them too (:meth:`JobProfile.iteration`, the
 timing a :class:`~taskflow.jobs.JobNetwork` of shared uplinks takes); :func:`predicted_trace` turns
 a trace into the simulator's durations.
 """
@@ -21,7 +22,7 @@ from ..jobs import Interference, JobCluster, JobTrace
 from ..jobplacement import place
 from .jobrun import JOIN_SECONDS, check_jobs, check_racks, epochs_of, workers_of
 
-__all__ = ["profile_jobs", "predicted_trace", "warm_up", "JobProfile", "one_machine", "racks_machine"]
+__all__ = ["profile_jobs", "predicted_trace", "warm_up", "JobProfile", "one_machine", "racks_machine", "machine_capacity"]
 
 
 @dataclasses.dataclass
@@ -62,6 +63,13 @@ class JobProfile:
             return inside
         extra = max(0.0, self.across[kind] / self.epoch_iterations - inside)
         return inside + extra * (self.uplink or uplink) / uplink
+
+    def to_dict(self) -> dict:
+        """What was measured, as JSON (``taskflow jobs run -o`` writes it beside the runs)."""
+        return {"epoch_iterations": self.epoch_iterations, "batch": self.batch, "uplink": self.uplink,
+                "kinds": [{"kind": _label(k), "start": self.start[k], "epoch": self.epoch[k],
+                           **({"across": self.across[k]} if k in self.across else {})} for k in sorted(self.epoch)],
+                "interference": self.interference.to_dict()}
 
     def duration(self, job) -> float:
         """Seconds ``job`` takes alone from its start.
@@ -129,22 +137,25 @@ def profile_jobs(trace, models: dict, data, *, client, epoch_iterations: int = 4
 
     with tempfile.TemporaryDirectory(prefix="taskflow-profile-") as work:
         def measure(kind, on, out, n=epochs):
-            """``out``: ``[(start, [(time an epoch began, its seconds) ...])]``, an epoch's seconds
-            from one epoch's end to the next (its graph, its run, its checkpoint)."""
+            """``out``: ``[(start, [(time an epoch began, its seconds) ...], cores)]``, an epoch's
+            seconds from one epoch's end to the next (its graph, its run, its checkpoint); the
+            machine's cores busy over them where ``local``."""
             ck = os.path.join(work, f"{threading.get_ident()}-{time.perf_counter_ns()}.ckpt")
             ends: list = []
             t = time.perf_counter()
             train(models[kind[0]], data, epochs=n, iterations=epoch_iterations, workers=kind[1], batch=kind[2],
                   client=client, on_workers=on, checkpoint=ck, quiet=True,
-                  on_epoch=lambda h: ends.append(time.perf_counter()), **train_options)
-            out.append((t, list(zip(ends, [b - a for a, b in zip(ends, ends[1:])]))))
+                  on_epoch=lambda h: ends.append((time.perf_counter(), _busy() if local else 0.0)), **train_options)
+            cores = (ends[-1][1] - ends[0][1]) / (ends[-1][0] - ends[0][0]) if local and len(ends) > 1 else None
+            out.append((t, list(zip([e for e, _ in ends], [b[0] - a[0] for a, b in zip(ends, ends[1:])])), cores))
 
+        local = pairs and _on_this_machine(client)
         warm_up(trace, models, data, client=client, batch=batch, **train_options)
-        start, epoch, across = {}, {}, {}
+        start, epoch, across, cores = {}, {}, {}, {}
         for kind in kinds:
             got: list = []
             measure(kind, on(kind[1]), got)
-            t, eps = got[0]
+            t, eps, cores[_label(kind)] = got[0]
             epoch[kind] = statistics.median(x for _, x in eps)
             start[kind] = max(0.0, eps[0][0] - t - epoch[kind])  # to the first epoch's end, less an epoch
             if rack and kind[1] > 1:
@@ -170,7 +181,51 @@ def profile_jobs(trace, models: dict, data, *, client, epoch_iterations: int = 4
                         # (a pair that barely overlapped, on a loaded machine: all its epochs)
                         inside = [d for t0, d in got[0][1] if t0 >= lo and t0 + d <= hi] or [d for _, d in got[0][1]]
                         shares[(_label(x), _label(y))] = min(1.0, epoch[x] / statistics.median(inside))
-    return JobProfile(start, epoch, Interference(shares, machine=True), epoch_iterations, batch, across, uplink if rack else None)
+    busy = {k: c for k, c in cores.items() if c} if local else {}
+    table = Interference(shares, machine=True, **({"cores": busy, "capacity": machine_capacity(shares, busy)} if busy else {}))
+    return JobProfile(start, epoch, table, epoch_iterations, batch, across, uplink if rack else None)
+
+
+def machine_capacity(shares: dict, cores: dict) -> float:
+    """The cores a machine gives its jobs, from pairs of jobs side by side: a job keeping ``c``
+    cores busy alone that keeps ``s`` of its speed beside another, the two ``total`` cores, says
+    the machine gives ``s * total`` (where ``s < 1`` and that is at least ``c``); the median over
+    the pairs, the machine's cores where no pair slowed (Python processes, the operating system and
+    the scheduler take their part of them: the capacity is below the cores the machine has).
+
+    Parameters
+    ----------
+    shares : dict
+        ``(label, beside) -> speed share`` (:class:`~taskflow.jobs.Interference`'s pairs).
+    cores : dict
+        ``label -> cores`` busy alone.
+    """
+    said = [s * (cores[a] + cores[b]) for (a, b), s in shares.items()
+            if s < 1.0 and a in cores and b in cores and s * (cores[a] + cores[b]) >= cores[a]]
+    return statistics.median(said) if said else float(os.cpu_count() or 1)
+
+
+def _busy() -> float:
+    """Seconds this machine's cores have been busy since it started."""
+    import psutil
+
+    t = psutil.cpu_times()
+    return t.user + t.system + sum(getattr(t, f, 0.0) for f in ("nice", "irq", "softirq"))
+
+
+def _boot() -> str | None:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _on_this_machine(client) -> bool:
+    """Every worker of ``client`` runs on this machine (its kernel: network namespaces count):
+    the cores this process sees busy are theirs."""
+    mine = _boot()
+    return mine is not None and set(client.run(_boot).values()) == {mine}
 
 
 def warm_up(trace, models: dict, data, *, client, batch: int = 32, **train_options) -> None:

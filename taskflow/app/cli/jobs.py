@@ -270,7 +270,7 @@ def _run(args) -> int:
                   f"running under {', '.join(names)}", flush=True)
 
         said = _said(args, docs, {"trace": trace.name, "workers": workers}, "{:.2f}")
-        runs, sim, _ = run_real_jobs(trace, names, models, args.data, c, epoch_iterations=args.epoch_iterations,
+        runs, sim, profile = run_real_jobs(trace, names, models, args.data, c, epoch_iterations=args.epoch_iterations,
                                      predict=not args.no_predict, on_run=said, timeout=args.timeout,
                                      repeat=args.repeat, batch=args.batch, seed=args.seed, racks=racks, uplink=uplink,
                                      **_options(args, names))
@@ -283,7 +283,8 @@ def _run(args) -> int:
         print(prediction_table(runs, sim))
         if args.output:
             atomic_write(args.output, json.dumps({"trace": trace.name, "workers": workers, "runs": docs,
-                                                  "simulated": [r.to_dict() for r in sim]}, indent=1) + "\n")
+                                                  "simulated": [r.to_dict() for r in sim],
+                                                  "profile": profile.to_dict()}, indent=1) + "\n")
     if args.plot:
         plot_jobs(runs, args.plot)
     return 0

@@ -362,3 +362,17 @@ def test_a_median_run_stands_for_repeats_job_by_job():
     assert [(r.job.id, r.start, r.finish) for r in med.records] == [("A", 0, 8.0), ("B", 1, 5.0)]
     assert med.metrics()["avg_jct"] == pytest.approx((8 + 4) / 2)
     assert median_run(runs[:1]) is runs[0]
+
+
+def test_las_attained_service_counts_the_workers_held_waiting_for_a_drain_and_a_restore_included():
+    """Attained service is workers x seconds held, as the real runner counts it: J1 takes J0's four
+    workers at 1 s and waits 0.05 s for J0 to drain to its checkpoint; at the 2 s round it has held
+    them 4 worker-seconds and goes down a queue (counting only its progress, it would have run to
+    3 s). Hand-computed: J2 and J3 start at 2 s and run from 2.05; J0 restarts at 3.05, pays its
+    0.3 s restore and has 10 - 1.05 s left (it progressed while draining): 12.3 s; J1 after it."""
+    jobs = [Job("J0", 0, 4, 10.0), Job("J1", 0.5, 4, 3.0), Job("J2", 1.0, 1, 1.0), Job("J3", 1.2, 1, 0.6)]
+    run = simulate_jobs(jobs, JobCluster(1, 1, 4), get_job_scheduler("las", thresholds=(4,), round=1),
+                        restore=0.3, drain=0.05)
+    runs = {r.job.id: [round(t, 9) for a, b, *_ in r.runs for t in (a, b)] for r in run.records}
+    assert runs == {"J0": [0, 1.0, 3.05, 12.3], "J1": [1.0, 2.0, 12.3, 14.6], "J2": [2.0, 3.05], "J3": [2.0, 2.65]}
+    assert run.violations() == []

@@ -168,6 +168,45 @@ def test_a_machine_wide_table_slows_jobs_on_other_nodes_too():
         Interference.from_dict({**doc, "machine": "yes"})
 
 
+def test_jobs_whose_cores_add_up_past_the_machines_share_it_in_proportion():
+    """Cores: a 1.2 and a 1.0 on a machine giving 2 share it as 2/2.2; a third job does not add its
+    pair's slowdown again but its cores (2/3.4); a job that alone wants more than the machine has
+    loses only what the others add to it. Jobs finish as the shares say."""
+    table = Interference(machine=True, cores={"a": 1.2, "b": 1.0, "x": 3.0}, capacity=2.0)
+    a, a2, b, x = (Job(n, 0, 1, 10, model=m) for n, m in (("A", "a"), ("A2", "a"), ("B", "b"), ("X", "x")))
+    assert table.speed(a, []) == 1.0 and table.speed(a, [b]) == pytest.approx(2 / 2.2)
+    assert table.speed(a, [a2, b]) == pytest.approx(2 / 3.4) and table.speed(b, [a, a2]) == pytest.approx(2 / 3.4)
+    assert table.speed(x, [b]) == pytest.approx((2 / 4) / (2 / 3))
+    # a model without its cores: the pairs' rule (here none: full speed)
+    assert table.speed(Job("N", 0, 1, 10, model="n"), [a]) == 1.0
+    # A (10 s alone) and B (5 s) start together on one machine: 2/2.2 of their speed until B ends at
+    # 5 * 1.1 = 5.5 s, A then has 10 - 5.5/1.1 = 5 s of its work left alone: 10.5 s
+    jobs = [Job("A", 0, 1, 10, model="a"), Job("B", 0, 1, 5, model="b")]
+    assert finishes(simulate_jobs(jobs, JobCluster(1, 2, 1), "fifo", interference=table)) == \
+        pytest.approx({"A": 10.5, "B": 5.5})
+    back = Interference.from_dict(table.to_dict())
+    assert back.cores == table.cores and back.capacity == 2.0 and back.machine
+    doc = table.to_dict()
+    for wrong, message in (({"capacity": None}, "go together"), ({"capacity": 0}, "capacity: a number of cores"),
+                           ({"cores": [{"model": "a", "cores": -1}]}, r"cores\[0\].cores"),
+                           ({"cores": [{"model": "a"}]}, r"cores\[0\] needs")):
+        with pytest.raises(FormatError, match=message):
+            Interference.from_dict({**doc, **wrong})
+    with pytest.raises(FormatError, match="go together"):
+        Interference(cores={"a": 1.0})
+
+
+def test_the_machines_capacity_is_what_its_slowed_pairs_say():
+    from taskflow.training.jobprofile import machine_capacity
+
+    cores = {"a": 1.2, "b": 1.0}
+    # a beside b kept 0.8 of its speed: 0.8 * 2.2 = 1.76 cores given; b beside a 0.75: 1.65; a pair
+    # that did not slow says nothing, nor one whose share would give a job less than it had alone
+    shares = {("a", "b"): 0.8, ("b", "a"): 0.75, ("a", "a"): 1.0, ("b", "b"): 0.4}
+    assert machine_capacity(shares, cores) == pytest.approx((1.76 + 1.65) / 2)
+    assert machine_capacity({("a", "b"): 1.0}, cores) >= 1  # nothing slowed: the machine's cores
+
+
 def test_the_time_the_uplink_and_the_neighbours_add_to_an_iteration_adds_up():
     cluster = JobCluster(2, 1, 2, uplink=1.0)
     net = JobNetwork(cluster, lambda model, counts, uplink: 1.0 if len(counts) == 1 else 2.0)  # across: twice

@@ -20,7 +20,7 @@ from distributed import Client, LocalCluster  # noqa: E402
 
 import taskflow  # noqa: E402
 from taskflow.errors import TaskflowError  # noqa: E402
-from taskflow.jobs import JobTrace, simulate_jobs  # noqa: E402
+from taskflow.jobs import Interference, JobTrace, simulate_jobs  # noqa: E402
 from taskflow.jobscheduling import Job, get_job_scheduler  # noqa: E402
 from taskflow.training.jobprofile import one_machine, predicted_trace, profile_jobs  # noqa: E402
 from taskflow.training.jobrun import run_jobs  # noqa: E402
@@ -104,6 +104,11 @@ def test_the_profile_predicts_durations_and_slowdowns_for_the_simulator(four, di
     prof = profile_jobs(JOBS[:2], MODELS, digits, client=four, epochs=3)
     assert all(v > 0 for v in prof.epoch.values()) and len(prof.epoch) == 2
     assert 0 < min(prof.interference.pairs.values()) <= 1.0 and len(prof.interference.pairs) >= 2
+    # the workers run here: the cores each kind kept busy alone, and what the machine gives them
+    table = prof.interference
+    assert set(table.cores) == {j.model for j in predicted_trace(JobTrace(JOBS[:2]), prof).jobs}
+    assert all(0 < c <= os.cpu_count() + 0.5 for c in table.cores.values()), table.cores
+    assert 0 < table.capacity <= os.cpu_count() + 0.5
     trace = predicted_trace(JobTrace(JOBS[:2]), prof)
     a = trace.jobs[0]
     assert a.duration == pytest.approx(prof.start[("cnn", 2, 32)] + 6 * prof.epoch[("cnn", 2, 32)])
@@ -127,6 +132,10 @@ def test_taskflow_jobs_run_runs_a_trace_and_predicts_it(tmp_path, capsys, digits
     assert "real avg JCT" in text and "median err." in text
     doc = json.loads(out.read_text())
     assert doc["runs"][0]["scheduler"] == "fifo" and len(doc["simulated"][0]["jobs"]) == 2
+    # what the simulator was fed: each kind's start and epoch, the interference table it read
+    kinds = {k["kind"]: k for k in doc["profile"]["kinds"]}
+    assert set(kinds) == {"mlp/1w/b32", "small-cnn/2w/b32"} and all(k["epoch"] > 0 for k in kinds.values())
+    assert Interference.from_dict(doc["profile"]["interference"]).pairs
     assert sorted(p.name for p in tmp_path.iterdir()) == ["real.json", "runs.json"]
     capsys.readouterr()
     assert main(["jobs", "run", str(trace), "--data", str(digits), "--cluster", "c.json"]) == 2
