@@ -100,7 +100,7 @@ class JobState(NamedTuple):
     executed : float
         Seconds of its duration done so far.
     attained : float
-        Worker-seconds it has run (Tiresias' attained service: workers x seconds run).
+        Worker-seconds it has held (Tiresias' attained service: workers x seconds, a restore included).
     waited : float
         Seconds it has waited since it last ran (or since it arrived).
     last_run : float

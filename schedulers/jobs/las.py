@@ -1,6 +1,7 @@
 """``las``: Tiresias' discretized two-dimensional least-attained-service (2D-LAS), preemptive.
 
-A job's attained service is the worker-seconds it has run (workers x seconds: the two dimensions).
+A job's attained service is the worker-seconds it has held (workers x seconds: the two dimensions;
+a restore after a preemption, and a wait for the job before it to drain, count as held).
 ``thresholds`` (worker-seconds, ascending) cut it into queues: queue 0 holds the jobs below the first
 threshold, queue ``k`` those past the ``k``-th. Workers go to queue 0 first, then 1, ...; within a
 queue, first come first served; a running job displaced by jobs of a lower queue is preempted, and
