@@ -2,7 +2,7 @@
 testbed's two racks joined by a narrow link, each against the job simulator's prediction (needs
 root and ``ip netns``; see docs/testbed.md).
 
-    python benchmarks/bench_jobs_testbed.py [--inter-rack 40mbit] [--repeat 1] [--scheduler fifo]
+    python benchmarks/bench_jobs_testbed.py [--inter-rack 40mbit] [--repeat 1] [--scheduler fifo] [-o FILE]
 
 Four Dask workers in two racks of two (``two-racks``: each worker's link at ``--bandwidth``, the
 racks joined by one link at ``--inter-rack`` each way, shared by every transfer between them). A
@@ -13,7 +13,8 @@ baseline: the most racks). The jobs are profiled once on this network (each kind
 and spread over both: :func:`taskflow.training.jobprofile.profile_jobs`), and each placement is
 simulated on the same racks with the uplink shared max-min by the jobs crossing it
 (:class:`taskflow.jobs.JobNetwork` timed by the profile): the real average completion time beside
-the simulator's, the median per-job error, and whether both rank the placements alike.
+the simulator's, the median per-job error, and whether both rank the placements alike. ``-o FILE``
+writes what was measured (the profile, every real and simulated run) as JSON.
 """
 
 from __future__ import annotations
@@ -92,8 +93,9 @@ def inside(config: dict) -> None:
             crossing = sum(len({racks[names[w]] for _, _, ws in rec.runs for w in ws}) > 1 for rec in real_run.records)
             out.append({"placement": how, "real": real_run.metrics()["avg_jct"], "simulated": sim.metrics()["avg_jct"],
                         "error": statistics.median(job_errors(real_run, sim)), "crossing": crossing,
-                        "runs": [run.metrics()["avg_jct"] for h, run in rows if h == how]})
-    print(json.dumps(out))
+                        "runs": [run.metrics()["avg_jct"] for h, run in rows if h == how],
+                        "real_runs": [run.to_dict() for h, run in rows if h == how], "simulated_run": sim.to_dict()})
+    print(json.dumps({"rows": out, "profile": profile.to_dict()}))
 
 
 def main() -> int:
@@ -102,6 +104,7 @@ def main() -> int:
     ap.add_argument("--inter-rack", default="40mbit", help="the link between the racks (default 40mbit)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per placement, their order turned (default 1)")
     ap.add_argument("--scheduler", default="fifo", help="the job scheduler (default fifo)")
+    ap.add_argument("-o", "--output", help="write the profile and every run here (JSON)")
     ap.add_argument("--inside", help=argparse.SUPPRESS)
     args = ap.parse_args()
     status = inside_or_unavailable(args, "bench_jobs_testbed", inside)
@@ -124,7 +127,13 @@ def main() -> int:
         return p.returncode
     lines = p.stdout.strip().splitlines()
     print("\n".join(lines[:-1]))
-    rows = json.loads(lines[-1])
+    measured = json.loads(lines[-1])
+    rows = measured["rows"]
+    if args.output:
+        from taskflow.formats import atomic_write
+
+        atomic_write(args.output, json.dumps({"scheduler": args.scheduler, "bandwidth": args.bandwidth,
+                                              "inter_rack": args.inter_rack, **measured}, indent=1) + "\n")
     rank = lambda key: [r["placement"] for r in sorted(rows, key=lambda r: r[key])]  # noqa: E731
     print(f"\n{args.scheduler}, 4 workers in 2 racks, {args.bandwidth} links, {args.inter_rack} between the racks; "
           f"{len(JOBS)} jobs, {args.repeat} run(s) per placement (each job's median)")
