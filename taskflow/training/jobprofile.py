@@ -139,17 +139,17 @@ def profile_jobs(trace, models: dict, data, *, client, epoch_iterations: int = 4
         def measure(kind, on, out, n=epochs):
             """``out``: ``[(start, [(time an epoch began, its seconds) ...], cores)]``, an epoch's
             seconds from one epoch's end to the next (its graph, its run, its checkpoint); the
-            machine's cores busy over them where ``local``."""
+            cluster's cores busy over them where its processes are ``local``."""
             ck = os.path.join(work, f"{threading.get_ident()}-{time.perf_counter_ns()}.ckpt")
             ends: list = []
             t = time.perf_counter()
             train(models[kind[0]], data, epochs=n, iterations=epoch_iterations, workers=kind[1], batch=kind[2],
                   client=client, on_workers=on, checkpoint=ck, quiet=True,
-                  on_epoch=lambda h: ends.append((time.perf_counter(), _busy() if local else 0.0)), **train_options)
+                  on_epoch=lambda h: ends.append((time.perf_counter(), _busy(local) if local else 0.0)), **train_options)
             cores = (ends[-1][1] - ends[0][1]) / (ends[-1][0] - ends[0][0]) if local and len(ends) > 1 else None
             out.append((t, list(zip([e for e, _ in ends], [b[0] - a[0] for a, b in zip(ends, ends[1:])])), cores))
 
-        local = pairs and _on_this_machine(client)
+        local = _processes(client) if pairs else None
         warm_up(trace, models, data, client=client, batch=batch, **train_options)
         start, epoch, across, cores = {}, {}, {}, {}
         for kind in kinds:
@@ -190,8 +190,8 @@ def machine_capacity(shares: dict, cores: dict) -> float:
     """The cores a machine gives its jobs, from pairs of jobs side by side: a job keeping ``c``
     cores busy alone that keeps ``s`` of its speed beside another, the two ``total`` cores, says
     the machine gives ``s * total`` (where ``s < 1`` and that is at least ``c``); the median over
-    the pairs, the machine's cores where no pair slowed (Python processes, the operating system and
-    the scheduler take their part of them: the capacity is below the cores the machine has).
+    the pairs, at most the machine's cores, and those where no pair slowed (the operating system
+    and other programs take their part of them: the capacity is below the cores the machine has).
 
     Parameters
     ----------
@@ -202,15 +202,22 @@ def machine_capacity(shares: dict, cores: dict) -> float:
     """
     said = [s * (cores[a] + cores[b]) for (a, b), s in shares.items()
             if s < 1.0 and a in cores and b in cores and s * (cores[a] + cores[b]) >= cores[a]]
-    return statistics.median(said) if said else float(os.cpu_count() or 1)
+    cpus = float(os.cpu_count() or 1)
+    return min(cpus, statistics.median(said)) if said else cpus
 
 
-def _busy() -> float:
-    """Seconds this machine's cores have been busy since it started."""
+def _busy(processes: list) -> float:
+    """Seconds of the cores the cluster's ``processes`` have used (those gone count no more)."""
     import psutil
 
-    t = psutil.cpu_times()
-    return t.user + t.system + sum(getattr(t, f, 0.0) for f in ("nice", "irq", "softirq"))
+    total = 0.0
+    for p in processes:
+        try:
+            t = p.cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system
+    return total
 
 
 def _boot() -> str | None:
@@ -221,11 +228,20 @@ def _boot() -> str | None:
         return None
 
 
-def _on_this_machine(client) -> bool:
-    """Every worker of ``client`` runs on this machine (its kernel: network namespaces count):
-    the cores this process sees busy are theirs."""
+def _processes(client) -> list | None:
+    """The processes of ``client``'s cluster (its workers, its scheduler, this one), where every
+    one runs on this machine (its kernel: network namespaces count), else None: the cores the jobs
+    keep busy, not other programs'."""
+    import psutil
+
     mine = _boot()
-    return mine is not None and set(client.run(_boot).values()) == {mine}
+    if mine is None or set(client.run(_boot).values()) != {mine} or client.run_on_scheduler(_boot) != mine:
+        return None
+    pids = {os.getpid(), client.run_on_scheduler(os.getpid), *client.run(os.getpid).values()}
+    try:
+        return [psutil.Process(pid) for pid in sorted(pids)]
+    except psutil.Error:  # one of them just ended (a lost worker): no cores measured
+        return None
 
 
 def warm_up(trace, models: dict, data, *, client, batch: int = 32, **train_options) -> None:
