@@ -142,8 +142,10 @@ def main() -> int:
     for r in rows:
         print(f"| {r['placement']} | {r['real']:.2f} | {', '.join(f'{x:.2f}' for x in r['runs'])} | "
               f"{r['simulated']:.2f} | {r['error']:.1%} | {r['crossing']} of {len(JOBS)} |")
-    same = rank("real") == rank("simulated")
-    print(f"ranking: real {rank('real')}, simulated {rank('simulated')}: {'the same' if same else 'DIFFERENT'}")
+    # alike: no two placements the simulator tells apart come out the other way round (those it
+    # predicts equal, the same placement here, may come out either way)
+    same = not any(a["simulated"] < b["simulated"] - 1e-9 and a["real"] > b["real"] for a in rows for b in rows)
+    print(f"ranking: real {rank('real')}, simulated {rank('simulated')}: {'alike' if same else 'DIFFERENT'}")
     print(f"{time.perf_counter() - t0:.0f} s in all")
     return 0
 
