@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN = $(VENV)/bin
 STAMP = $(VENV)/.installed-stamp
 
-.PHONY: demo test lint test-all test-hpc bench clean
+.PHONY: demo test lint format test-all test-hpc bench clean
 
 # the tests start some hundreds of Python processes (clusters' workers, commands): each reads the
 # modules compiled once instead of compiling them again, wherever PYTHONDONTWRITEBYTECODE is set
@@ -29,9 +29,15 @@ TEST_JOBS ?= 2
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist worksteal -m "not slow and not testbed and not hpc"
 
-# the linter over the tree (pyproject.toml says what it checks): unused and undefined names, syntax
+# the linter over the tree (pyproject.toml says what it checks): unused and undefined names, syntax;
+# and the formatter's check (make format formats)
+LINTED = taskflow schedulers workflows tests benchmarks conftest.py
 lint: $(VENV)/.lint-stamp
-	$(BIN)/ruff check taskflow schedulers workflows tests benchmarks conftest.py
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
+
+format: $(VENV)/.lint-stamp
+	$(BIN)/ruff format $(LINTED)
 
 $(VENV)/.lint-stamp: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[lint]'

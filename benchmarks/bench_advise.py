@@ -20,8 +20,16 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-CPU = ("c6i.xlarge", "c6i.2xlarge", "c6i.4xlarge", "c6i.8xlarge", "c6i.16xlarge", "c6in.8xlarge", "m6i.4xlarge",
-       "r6i.4xlarge")
+CPU = (
+    "c6i.xlarge",
+    "c6i.2xlarge",
+    "c6i.4xlarge",
+    "c6i.8xlarge",
+    "c6i.16xlarge",
+    "c6in.8xlarge",
+    "m6i.4xlarge",
+    "r6i.4xlarge",
+)
 
 
 def workflows(n: int) -> dict:
@@ -29,8 +37,10 @@ def workflows(n: int) -> dict:
 
     per = len(genome_like(chromosomes=1, individuals=40, populations=7))  # tasks per chromosome
     chrom = max(1, round(n / per))
-    return {"layered": random_layered(n, ccr=0.1, mean_cost=1.0, bandwidth=1.0e9, seed=1),
-            "genome-like": genome_like(chromosomes=chrom, individuals=40, populations=7, seed=1)}
+    return {
+        "layered": random_layered(n, ccr=0.1, mean_cost=1.0, bandwidth=1.0e9, seed=1),
+        "genome-like": genome_like(chromosomes=chrom, individuals=40, populations=7, seed=1),
+    }
 
 
 def main() -> int:
@@ -43,8 +53,10 @@ def main() -> int:
 
     cat = load_catalog("aws")
     schedulers = args.schedulers.split(",")
-    print(f"catalog aws: {len(configurations(cat, types=CPU))} CPU configurations; schedulers {', '.join(schedulers)}; "
-          f"tolerance {args.tolerance}")
+    print(
+        f"catalog aws: {len(configurations(cat, types=CPU))} CPU configurations; schedulers {', '.join(schedulers)}; "
+        f"tolerance {args.tolerance}"
+    )
     print(f"{'workflow':<14} {'tasks':>6} {'query':<10} {'simulated':>9} {'seconds':>8}  answer")
     worst = 0.0
     for name, g in workflows(args.tasks).items():
@@ -58,14 +70,18 @@ def main() -> int:
             runs.append((query, a, time.perf_counter() - t0))
         for query, a, secs in runs:
             worst = max(worst, secs)
-            print(f"{name:<14} {len(g):>6} {query:<10} {a.stats['simulated']:>9} {secs:>8.1f}  {a.answer()[:90]}",
-                  flush=True)
+            print(
+                f"{name:<14} {len(g):>6} {query:<10} {a.stats['simulated']:>9} {secs:>8.1f}  {a.answer()[:90]}",
+                flush=True,
+            )
     t0 = time.perf_counter()
     a = advise(Training("resnet50", steps=1000, batch=64), cat, deadline=60)
     secs = time.perf_counter() - t0
     worst = max(worst, secs)
-    print(f"{'train resnet50':<14} {'-':>6} {'deadline':<10} {a.stats['simulated']:>9} {secs:>8.1f}  "
-          f"{a.answer()[:90]}  ({a.stats['configurations']} GPU configurations)")
+    print(
+        f"{'train resnet50':<14} {'-':>6} {'deadline':<10} {a.stats['simulated']:>9} {secs:>8.1f}  "
+        f"{a.answer()[:90]}  ({a.stats['configurations']} GPU configurations)"
+    )
     print(f"slowest answer: {worst:.1f} s")
     return 0
 

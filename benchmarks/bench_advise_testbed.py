@@ -62,8 +62,14 @@ def workflow(seed: int = 1):
             deps = sorted(rng.choice(len(prev), size=min(2, len(prev)), replace=False).tolist()) if prev else []
             units = float(rng.uniform(1.0, 3.0))
             size = float(rng.uniform(1e6, 3e6))
-            h = g.add_task(f"work{layer}_{k}", fn=burn, args=(units, size, *[prev[d] for d in deps]), cost=units,
-                           output_size=size, meta={"category": "work"})
+            h = g.add_task(
+                f"work{layer}_{k}",
+                fn=burn,
+                args=(units, size, *[prev[d] for d in deps]),
+                cost=units,
+                output_size=size,
+                meta={"category": "work"},
+            )
             cur.append(h)
         prev = cur
     g.add_task("join", fn=burn, args=(1.0, 1.0, *prev), cost=1.0, output_size=1.0, meta={"category": "join"})
@@ -72,13 +78,26 @@ def workflow(seed: int = 1):
 
 def catalog(args, overhead: float, latency: float) -> dict:
     """The two node types as the emulation makes them."""
-    return {"format": "taskflow-catalog/1", "name": "testbed", "currency": "credits",
-            "reference": f"one worker held to {args.fast_cpu} of a core", "latency": latency, "overhead": overhead,
-            "mix": [["fast", "slow"]],
-            "types": [{"name": "fast", "price": 1.0, "cores": 1, "speed": 1.0, "bandwidth": args.bandwidth,
-                       "max_count": 4},
-                      {"name": "slow", "price": 0.25, "cores": 1, "speed": args.slow_cpu / args.fast_cpu,
-                       "bandwidth": args.bandwidth, "max_count": 4}]}
+    return {
+        "format": "taskflow-catalog/1",
+        "name": "testbed",
+        "currency": "credits",
+        "reference": f"one worker held to {args.fast_cpu} of a core",
+        "latency": latency,
+        "overhead": overhead,
+        "mix": [["fast", "slow"]],
+        "types": [
+            {"name": "fast", "price": 1.0, "cores": 1, "speed": 1.0, "bandwidth": args.bandwidth, "max_count": 4},
+            {
+                "name": "slow",
+                "price": 0.25,
+                "cores": 1,
+                "speed": args.slow_cpu / args.fast_cpu,
+                "bandwidth": args.bandwidth,
+                "max_count": 4,
+            },
+        ],
+    }
 
 
 def label(spec) -> str:
@@ -110,9 +129,12 @@ def inside(config: dict) -> None:
         names = sorted(client.scheduler_info()["workers"].values(), key=lambda w: w["name"])
         names = [w["name"] for w in names]
         types = [t for t, n in zip(config["spec"][::2], config["spec"][1::2]) for _ in range(n)]
-        model = Cluster([Worker(n, speed=speeds[t]) for n, t in zip(names, types)],
-                        bandwidth=config["bandwidth"], latency=config.get("latency", 0.0),
-                        task_overhead=config.get("overhead", 0.0))
+        model = Cluster(
+            [Worker(n, speed=speeds[t]) for n, t in zip(names, types)],
+            bandwidth=config["bandwidth"],
+            latency=config.get("latency", 0.0),
+            task_overhead=config.get("overhead", 0.0),
+        )
         profile = CostProfile.load(config["profile"]) if config.get("use_profile") else None
         graph = profiled(g, profile) if profile is not None else g
         out = []
@@ -135,10 +157,21 @@ def on_testbed(spec, args, extra: dict) -> list:
     result = out / f"runs-{'-'.join(map(str, spec))}.json"
     cpus = cpus_of(spec, args)
     with Testbed(workers=len(cpus), topology="uniform", bandwidth=args.bandwidth, cpus=cpus, timeout=120) as tb:
-        config = {"spec": list(spec), "reps": args.reps, "result": str(result.resolve()), "fast_cpu": args.fast_cpu,
-                  "slow_cpu": args.slow_cpu, "bandwidth": tb.bandwidth, **extra}
-        p = tb.exec([sys.executable, os.path.abspath(__file__), "--inside", json.dumps(config)], timeout=1800,
-                    stdout=None, stderr=None)
+        config = {
+            "spec": list(spec),
+            "reps": args.reps,
+            "result": str(result.resolve()),
+            "fast_cpu": args.fast_cpu,
+            "slow_cpu": args.slow_cpu,
+            "bandwidth": tb.bandwidth,
+            **extra,
+        }
+        p = tb.exec(
+            [sys.executable, os.path.abspath(__file__), "--inside", json.dumps(config)],
+            timeout=1800,
+            stdout=None,
+            stderr=None,
+        )
         if p.returncode != 0:
             raise SystemExit(f"bench_advise_testbed: the runs on {label(spec)} failed (exit {p.returncode})")
     return json.loads(result.read_text())
@@ -159,6 +192,7 @@ def main() -> int:
     from taskflow.advisor import Configuration, Evaluator, FixedWorkload, catalog_from_dict, profiled
     from taskflow.checks import parse_rate
     from taskflow.runtime import CostProfile
+
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     prof = out / "profile.json"
@@ -166,13 +200,19 @@ def main() -> int:
         prof.unlink()
     t0 = time.perf_counter()
     # 1. learn the costs on 1 fast + 1 slow
-    on_testbed(("fast", 1, "slow", 1), argparse.Namespace(**{**vars(args), "reps": 1}),
-               {"profile": str(prof.resolve()), "learn": True})
+    on_testbed(
+        ("fast", 1, "slow", 1),
+        argparse.Namespace(**{**vars(args), "reps": 1}),
+        {"profile": str(prof.resolve()), "learn": True},
+    )
     profile = CostProfile.load(prof)
     overhead = profile.task_overhead or 0.0
     latency = profile.latency or 0.0
-    print(f"profile: {len(profile.prefixes)} task kinds, per-task overhead {overhead * 1e3:.1f} ms, "
-          f"latency {latency * 1e3:.2f} ms ({time.perf_counter() - t0:.0f} s)", flush=True)
+    print(
+        f"profile: {len(profile.prefixes)} task kinds, per-task overhead {overhead * 1e3:.1f} ms, "
+        f"latency {latency * 1e3:.2f} ms ({time.perf_counter() - t0:.0f} s)",
+        flush=True,
+    )
     # 2. predict every configuration from the catalog and the profile
     cat = catalog_from_dict(catalog(args, overhead, latency), "testbed")
     ev = Evaluator(FixedWorkload(profiled(workflow(), profile)), cat, ["heft"], network="maxmin")
@@ -181,30 +221,49 @@ def main() -> int:
         config = Configuration(tuple((cat.type(t), n) for t, n in zip(spec[::2], spec[1::2])))
         predicted = ev.simulate(config, "heft")
         # 3. measure it
-        runs = on_testbed(spec, args, {"profile": str(prof.resolve()), "use_profile": True,
-                                       "overhead": overhead, "latency": latency})
+        runs = on_testbed(
+            spec, args, {"profile": str(prof.resolve()), "use_profile": True, "overhead": overhead, "latency": latency}
+        )
         m = statistics.median(runs)
-        rows.append({"configuration": config.label, "predicted": predicted, "measured": m, "runs": runs,
-                     "error": (predicted - m) / m, "predicted_cost": config.cost(predicted, cat),
-                     "measured_cost": config.cost(m, cat)})
-        print(f"{config.label:<22} predicted {predicted:7.2f} s, measured {m:7.2f} s "
-              f"(runs {', '.join(f'{r:.2f}' for r in runs)}), error {rows[-1]['error']:+.1%}", flush=True)
+        rows.append(
+            {
+                "configuration": config.label,
+                "predicted": predicted,
+                "measured": m,
+                "runs": runs,
+                "error": (predicted - m) / m,
+                "predicted_cost": config.cost(predicted, cat),
+                "measured_cost": config.cost(m, cat),
+            }
+        )
+        print(
+            f"{config.label:<22} predicted {predicted:7.2f} s, measured {m:7.2f} s "
+            f"(runs {', '.join(f'{r:.2f}' for r in runs)}), error {rows[-1]['error']:+.1%}",
+            flush=True,
+        )
     by = lambda key: [r["configuration"] for r in sorted(rows, key=lambda r: r[key])]  # noqa: E731
     same_time = by("predicted") == by("measured")
     same_cost = by("predicted_cost") == by("measured_cost")
     errs = [abs(r["error"]) for r in rows]
-    text = "\n".join([
-        f"bandwidth {args.bandwidth} ({parse_rate(args.bandwidth) / 1e6:.2f} MB/s) per worker link; fast = "
-        f"{args.fast_cpu} core, slow = {args.slow_cpu} core; HEFT; maxmin; {args.reps} runs each (median)",
-        "| configuration | predicted s | measured s (median) | runs | error |", "|---|---|---|---|---|",
-        *[f"| {r['configuration']} | {r['predicted']:.2f} | {r['measured']:.2f} | "
-          f"{', '.join(f'{x:.2f}' for x in r['runs'])} | {r['error']:+.1%} |" for r in rows],
-        f"ranking by makespan: predicted {by('predicted')}, measured {by('measured')}: "
-        f"{'the same' if same_time else 'DIFFERENT'}",
-        f"ranking by cost: predicted {by('predicted_cost')}, measured {by('measured_cost')}: "
-        f"{'the same' if same_cost else 'DIFFERENT'}",
-        f"error: median {statistics.median(errs):.1%}, worst {max(errs):.1%}; "
-        f"{sum(e <= 0.15 for e in errs)} of {len(errs)} within 15%"])
+    text = "\n".join(
+        [
+            f"bandwidth {args.bandwidth} ({parse_rate(args.bandwidth) / 1e6:.2f} MB/s) per worker link; fast = "
+            f"{args.fast_cpu} core, slow = {args.slow_cpu} core; HEFT; maxmin; {args.reps} runs each (median)",
+            "| configuration | predicted s | measured s (median) | runs | error |",
+            "|---|---|---|---|---|",
+            *[
+                f"| {r['configuration']} | {r['predicted']:.2f} | {r['measured']:.2f} | "
+                f"{', '.join(f'{x:.2f}' for x in r['runs'])} | {r['error']:+.1%} |"
+                for r in rows
+            ],
+            f"ranking by makespan: predicted {by('predicted')}, measured {by('measured')}: "
+            f"{'the same' if same_time else 'DIFFERENT'}",
+            f"ranking by cost: predicted {by('predicted_cost')}, measured {by('measured_cost')}: "
+            f"{'the same' if same_cost else 'DIFFERENT'}",
+            f"error: median {statistics.median(errs):.1%}, worst {max(errs):.1%}; "
+            f"{sum(e <= 0.15 for e in errs)} of {len(errs)} within 15%",
+        ]
+    )
     (out / "summary.md").write_text(text + "\n")
     (out / "rows.json").write_text(json.dumps(rows, indent=1))
     print(text)

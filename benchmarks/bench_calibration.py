@@ -47,14 +47,18 @@ def main():
                 model = cluster_from_dask(c, calibrate=True)
                 speeds = [w.speed for w in model.workers]
                 ratios.append(max(speeds) / min(speeds))
-                print(f"calibration {k + 1:2d}: speeds {', '.join(f'{s:.3f}' for s in speeds)}; fastest/slowest "
-                      f"{ratios[-1]:.3f} ({time.perf_counter() - t0:.1f} s)")
+                print(
+                    f"calibration {k + 1:2d}: speeds {', '.join(f'{s:.3f}' for s in speeds)}; fastest/slowest "
+                    f"{ratios[-1]:.3f} ({time.perf_counter() - t0:.1f} s)"
+                )
         finally:
             for h in hogs:
                 h.terminate()
     worst = max(ratios)
-    print(f"{args.workers} identical workers, {args.load} busy process(es): worst fastest/slowest ratio {worst:.3f} over "
-          f"{len(ratios)} calibrations (target <= 1.10: {'met' if worst <= 1.10 else 'MISSED'})")
+    print(
+        f"{args.workers} identical workers, {args.load} busy process(es): worst fastest/slowest ratio {worst:.3f} over "
+        f"{len(ratios)} calibrations (target <= 1.10: {'met' if worst <= 1.10 else 'MISSED'})"
+    )
 
 
 if __name__ == "__main__":

@@ -129,8 +129,8 @@ def overhead(n, workers, repeat):
     sides = {"plain": plain, "ours": ours, "pinned": pinned, "plain-frozen": plain_frozen}
     times = {k: [] for k in sides}
     for r in range(repeat):
-        order = list(sides)[r % len(sides):] + list(sides)[:r % len(sides)]
-        for name in (order if r % 2 == 0 else order[::-1]):
+        order = list(sides)[r % len(sides) :] + list(sides)[: r % len(sides)]
+        for name in order if r % 2 == 0 else order[::-1]:
             with _fresh_cluster(workers) as lc, Client(lc) as c:
                 c.get({"warm": (noop,)}, ["warm"])
                 t0 = time.perf_counter()
@@ -138,45 +138,51 @@ def overhead(n, workers, repeat):
                 times[name].append(time.perf_counter() - t0)
     p, o, q, z = (statistics.median(times[k]) for k in ("plain", "ours", "pinned", "plain-frozen"))
     each = "; ".join(f"{k} " + ", ".join(f"{x:.1f}" for x in v) for k, v in times.items())
-    print(f"1. {n} no-op tasks on {workers} workers (median of {repeat}, a fresh cluster each, order rotating; "
-          f"{each} s): plain client.get {p:.2f} s, taskflow.run with a HEFT plan {o:.2f} s, ratio {o / p:.2f} "
-          f"(target <= 1.05: {'met' if o / p <= 1.05 else 'MISSED'}); plain client.get pinned to Dask's own "
-          f"placement of an earlier run {q:.2f} s, ratio {q / p:.2f} (what a static placement itself costs); plain "
-          f"client.get with the garbage collector held as taskflow.run holds it (taskflow.runtime.client.waiting.frozen_heap) "
-          f"{z:.2f} s, ratio {z / p:.2f} (what that alone is worth)")
+    print(
+        f"1. {n} no-op tasks on {workers} workers (median of {repeat}, a fresh cluster each, order rotating; "
+        f"{each} s): plain client.get {p:.2f} s, taskflow.run with a HEFT plan {o:.2f} s, ratio {o / p:.2f} "
+        f"(target <= 1.05: {'met' if o / p <= 1.05 else 'MISSED'}); plain client.get pinned to Dask's own "
+        f"placement of an earlier run {q:.2f} s, ratio {q / p:.2f} (what a static placement itself costs); plain "
+        f"client.get with the garbage collector held as taskflow.run holds it (taskflow.runtime.client.waiting.frozen_heap) "
+        f"{z:.2f} s, ratio {z / p:.2f} (what that alone is worth)"
+    )
 
 
 def heterogeneous(time_scale, repeat, size_scale=0.05):
     speeds = {"0": 1.0, "1": 1.0, "2": 2.0, "3": 4.0}
-    g = random_layered(120, shape=1.0, out_degree=3, ccr=2.0, seed=7, mean_cost=1.0, bandwidth=100e6,
-                       name="comm-heavy")
+    g = random_layered(120, shape=1.0, out_degree=3, ccr=2.0, seed=7, mean_cost=1.0, bandwidth=100e6, name="comm-heavy")
     out = {"heft": [], "work-stealing": []}
     comm = []
     for r in range(repeat):
-        for name in (("heft", "work-stealing") if r % 2 == 0 else ("work-stealing", "heft")):
+        for name in ("heft", "work-stealing") if r % 2 == 0 else ("work-stealing", "heft"):
             lc = local_cluster(4, 1, work_stealing=name == "work-stealing")
             with lc, Client(lc) as c:
                 # the model: declared speeds (what the emulation sleeps by), bandwidth and latency
                 # measured, in the model's units (emulated seconds and bytes are scaled differently:
                 # edges carry up to 400 MB, which emulated outputs really hold)
                 real = cluster_from_dask(c, calibrate=True, speeds=speeds)
-                model = real.replace(bandwidth=real.bandwidth * time_scale / size_scale,
-                                     latency=real.latency / time_scale)
-                rep = run(g, name, client=c, cluster=model, time_scale=time_scale, size_scale=size_scale,
-                          quiet=True)
+                model = real.replace(
+                    bandwidth=real.bandwidth * time_scale / size_scale, latency=real.latency / time_scale
+                )
+                rep = run(g, name, client=c, cluster=model, time_scale=time_scale, size_scale=size_scale, quiet=True)
             out[name].append(rep.measured_makespan)
             busy = sum(x.finish - x.start for x in rep.trace.runs)
             moving = sum(x.finish - x.start for x in rep.trace.transfers)
             comm.append(moving / busy)
             predicted = rep.predicted_makespan or float("nan")
-            print(f"   {name:<14} measured {rep.measured_makespan:6.2f} s (predicted {predicted:6.2f} s), "
-                  f"{len(rep.trace.transfers)} transfers, {sum(x.bytes for x in rep.trace.transfers) / 1e6:.0f} MB, "
-                  f"transfer time / compute time {moving / busy:.2f}; network measured "
-                  f"{real.bandwidth / 1e9:.2f} GB/s, latency {real.latency * 1e3:.1f} ms", flush=True)
+            print(
+                f"   {name:<14} measured {rep.measured_makespan:6.2f} s (predicted {predicted:6.2f} s), "
+                f"{len(rep.trace.transfers)} transfers, {sum(x.bytes for x in rep.trace.transfers) / 1e6:.0f} MB, "
+                f"transfer time / compute time {moving / busy:.2f}; network measured "
+                f"{real.bandwidth / 1e9:.2f} GB/s, latency {real.latency * 1e3:.1f} ms",
+                flush=True,
+            )
     h, w = statistics.median(out["heft"]), statistics.median(out["work-stealing"])
-    print(f"3. heterogeneous emulated (speeds 1,1,2,4), {len(g)} tasks, declared CCR 2 (real transfer/compute "
-          f"time {min(comm):.2f}-{max(comm):.2f}): HEFT {h:.2f} s vs Dask work stealing {w:.2f} s (medians of "
-          f"{repeat}): HEFT {100 * (w - h) / w:+.0f}% shorter")
+    print(
+        f"3. heterogeneous emulated (speeds 1,1,2,4), {len(g)} tasks, declared CCR 2 (real transfer/compute "
+        f"time {min(comm):.2f}-{max(comm):.2f}): HEFT {h:.2f} s vs Dask work stealing {w:.2f} s (medians of "
+        f"{repeat}): HEFT {100 * (w - h) / w:+.0f}% shorter"
+    )
 
 
 def _peak_mib(pid) -> float:
@@ -200,8 +206,9 @@ def big_child(kind, n, workers):
 
     g = rl(n, shape=1.0, out_degree=2, ccr=0.1, seed=5, mean_cost=0.002, bandwidth=1e6, name="big")
     with tempfile.TemporaryDirectory() as tmp:
-        lb = Loopback(tmp, [f"w{i}" for i in range(workers)],
-                      env={"DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING": "False"})
+        lb = Loopback(
+            tmp, [f"w{i}" for i in range(workers)], env={"DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING": "False"}
+        )
         try:
             lb.start()
             with Client(lb.address) as c:
@@ -236,8 +243,12 @@ def big(n, workers, cap=3600.0):
         limit = cap if kind == "ours" else max(60.0, 2 * res["ours"][0])
         t0 = time.perf_counter()
         try:
-            out = subprocess.run([sys.executable, __file__, "--child", kind, "--big", str(n), "--workers",
-                                  str(workers)], capture_output=True, text=True, timeout=limit)
+            out = subprocess.run(
+                [sys.executable, __file__, "--child", kind, "--big", str(n), "--workers", str(workers)],
+                capture_output=True,
+                text=True,
+                timeout=limit,
+            )
         except subprocess.TimeoutExpired:
             res[kind] = None
             print(f"   {kind}: stopped after {time.perf_counter() - t0:.0f} s (the limit: twice ours)")
@@ -247,11 +258,17 @@ def big(n, workers, cap=3600.0):
             return
         res[kind] = [float(x) for x in out.stdout.split()[-3:]]
     ot, om, osch = res["ours"]
-    plain = (f"plain client.get {res['plain'][0]:.1f} s, client peak {res['plain'][1]:.0f} MiB, scheduler peak "
-             f"{res['plain'][2]:.0f} MiB (time ratio {ot / res['plain'][0]:.2f}, scheduler memory ratio "
-             f"{osch / res['plain'][2]:.2f})" if res["plain"] else "plain client.get did not finish within twice that")
-    print(f"2. {n}-task emulated graph on {workers} workers: taskflow.run with HEFT {ot:.1f} s, client peak "
-          f"{om:.0f} MiB, scheduler peak {osch:.0f} MiB; {plain}")
+    plain = (
+        f"plain client.get {res['plain'][0]:.1f} s, client peak {res['plain'][1]:.0f} MiB, scheduler peak "
+        f"{res['plain'][2]:.0f} MiB (time ratio {ot / res['plain'][0]:.2f}, scheduler memory ratio "
+        f"{osch / res['plain'][2]:.2f})"
+        if res["plain"]
+        else "plain client.get did not finish within twice that"
+    )
+    print(
+        f"2. {n}-task emulated graph on {workers} workers: taskflow.run with HEFT {ot:.1f} s, client peak "
+        f"{om:.0f} MiB, scheduler peak {osch:.0f} MiB; {plain}"
+    )
 
 
 def array_workload(repeat, n=4000, chunk=1000, workers=2, slow=0.25):
@@ -296,17 +313,20 @@ def array_workload(repeat, n=4000, chunk=1000, workers=2, slow=0.25):
 
             warm = {name: once(name) for name in ("dask", "heft")}
             for r in range(repeat):
-                for name in (("heft", "dask") if r % 2 == 0 else ("dask", "heft")):
+                for name in ("heft", "dask") if r % 2 == 0 else ("dask", "heft"):
                     out[name].append(once(name))
             learned = call(c, "taskflow_status")["learned_speeds"]
     h, d = statistics.median(out["heft"]), statistics.median(out["dask"])
-    print(f"4. dask.array ((x @ x.T) + x).sum(axis=0), {n}x{n} in {chunk}-chunks, {workers} one-thread workers "
-          f"(worker {names[0]} unlimited, {', '.join(names[1:])} held to {slow:g} of a core each): calibrated speeds "
-          f"{speeds}; learned from task durations by the end "
-          f"{', '.join(f'{k}: {v:.2f}' for k, v in sorted(learned.items()))}; unmeasured first runs HEFT "
-          f"{warm['heft']:.2f} s, Dask {warm['dask']:.2f} s; HEFT {h:.2f} s vs Dask's own {d:.2f} s (medians of "
-          f"{repeat}: {', '.join(f'{v:.2f}' for v in out['heft'])} / {', '.join(f'{v:.2f}' for v in out['dask'])}): "
-          f"HEFT {100 * (d - h) / d:+.0f}% shorter", flush=True)
+    print(
+        f"4. dask.array ((x @ x.T) + x).sum(axis=0), {n}x{n} in {chunk}-chunks, {workers} one-thread workers "
+        f"(worker {names[0]} unlimited, {', '.join(names[1:])} held to {slow:g} of a core each): calibrated speeds "
+        f"{speeds}; learned from task durations by the end "
+        f"{', '.join(f'{k}: {v:.2f}' for k, v in sorted(learned.items()))}; unmeasured first runs HEFT "
+        f"{warm['heft']:.2f} s, Dask {warm['dask']:.2f} s; HEFT {h:.2f} s vs Dask's own {d:.2f} s (medians of "
+        f"{repeat}: {', '.join(f'{v:.2f}' for v in out['heft'])} / {', '.join(f'{v:.2f}' for v in out['dask'])}): "
+        f"HEFT {100 * (d - h) / d:+.0f}% shorter",
+        flush=True,
+    )
 
 
 def small(repeat, workers=2):
@@ -323,7 +343,7 @@ def small(repeat, workers=2):
     with local_cluster(workers, 1) as lc, Client(lc):  # the active client, as in a notebook
         compute(work)  # the plugin's first install and imports: once per cluster
         for r in range(5 * repeat):
-            for name in (("taskflow.compute", "dask.compute") if r % 2 == 0 else ("dask.compute", "taskflow.compute")):
+            for name in ("taskflow.compute", "dask.compute") if r % 2 == 0 else ("dask.compute", "taskflow.compute"):
                 t0 = time.perf_counter()
                 got = compute(work)[0] if name == "taskflow.compute" else dask.compute(work)[0]
                 times[name].append(time.perf_counter() - t0)
@@ -332,9 +352,11 @@ def small(repeat, workers=2):
     assert np.allclose(compute(work, workers=workers)[0], expected)
     cold = time.perf_counter() - t0
     t, d = statistics.median(times["taskflow.compute"]), statistics.median(times["dask.compute"])
-    print(f"5. small dask.array ({x.npartitions} chunks, {len(dict(work.__dask_graph__()))} tasks), one client open: "
-          f"taskflow.compute {t * 1e3:.0f} ms vs dask.compute {d * 1e3:.0f} ms per call (medians of {5 * repeat}; "
-          f"ratio {t / d:.2f}); without a client taskflow.compute starts its own cluster: {cold:.1f} s")
+    print(
+        f"5. small dask.array ({x.npartitions} chunks, {len(dict(work.__dask_graph__()))} tasks), one client open: "
+        f"taskflow.compute {t * 1e3:.0f} ms vs dask.compute {d * 1e3:.0f} ms per call (medians of {5 * repeat}; "
+        f"ratio {t / d:.2f}); without a client taskflow.compute starts its own cluster: {cold:.1f} s"
+    )
 
 
 def main():
@@ -345,11 +367,19 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--time-scale", type=float, default=0.5)
     ap.add_argument("--only", default="overhead,big,hetero,array,small")
-    ap.add_argument("--array", type=lambda v: tuple(int(x) for x in v.split("/")), nargs="+",
-                    default=[(4000, 1000, 2), (4000, 2000, 2), (6000, 2000, 3)],
-                    help="dask.array runs: N/CHUNK/WORKERS ...")
-    ap.add_argument("--slow", type=float, default=0.25,
-                    help="dask.array runs: the cores each worker but the first may use (default 0.25)")
+    ap.add_argument(
+        "--array",
+        type=lambda v: tuple(int(x) for x in v.split("/")),
+        nargs="+",
+        default=[(4000, 1000, 2), (4000, 2000, 2), (6000, 2000, 3)],
+        help="dask.array runs: N/CHUNK/WORKERS ...",
+    )
+    ap.add_argument(
+        "--slow",
+        type=float,
+        default=0.25,
+        help="dask.array runs: the cores each worker but the first may use (default 0.25)",
+    )
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     schedulers.warm_up()

@@ -75,11 +75,13 @@ def one_mode(mode: str, n: int, workers: int) -> dict:
     g = one_parent(n)
     a = g.arrays
     ids = g.ids
-    preds = [[ids[p] for p in a.pred_idx[a.pred_ptr[i]:a.pred_ptr[i + 1]].tolist()] for i in range(n)]
+    preds = [[ids[p] for p in a.pred_idx[a.pred_ptr[i] : a.pred_ptr[i + 1]].tolist()] for i in range(n)]
     dsk = {ids[i]: (noop, *preds[i]) for i in range(n)}
     sinks = [ids[i] for i in range(n) if a.succ_ptr[i + 1] == a.succ_ptr[i]]
-    with SubprocessCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
+    with (
+        SubprocessCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
         client.wait_for_workers(workers, timeout=120)
         client.run_on_scheduler(_start_monitor)
         client.run_on_scheduler(_worst, True)
@@ -91,12 +93,15 @@ def one_mode(mode: str, n: int, workers: int) -> dict:
             client.get(dsk, sinks)
         else:
             cheap = g.with_costs(cost={t: 1e-4 for t in ids})
-            taskflow.run(cheap, "heft", client=client, quiet=True, time_scale=1e-3, size_scale=1e-6,
-                         timeout=7200)
+            taskflow.run(cheap, "heft", client=client, quiet=True, time_scale=1e-3, size_scale=1e-6, timeout=7200)
         secs = time.perf_counter() - t0
         block = client.run_on_scheduler(_worst)
-    return {"mode": mode, "seconds": secs, "client_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "longest_block": block}
+    return {
+        "mode": mode,
+        "seconds": secs,
+        "client_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "longest_block": block,
+    }
 
 
 def main() -> None:
@@ -111,16 +116,22 @@ def main() -> None:
         return
     rows = []
     for mode in args.modes.split(","):
-        out = subprocess.run([sys.executable, __file__, "--one", mode, str(args.tasks), str(args.workers)],
-                             capture_output=True, text=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--one", mode, str(args.tasks), str(args.workers)],
+            capture_output=True,
+            text=True,
+        )
         if out.returncode != 0:
             print(f"{mode}: failed: {(out.stderr.strip().splitlines() or ['?'])[-1]}", flush=True)
             continue
         r = json.loads(out.stdout.strip().splitlines()[-1])
         rows.append(r)
-        print(f"{mode:5s} {args.tasks:,} tasks on {args.workers} workers: {r['seconds']:7.1f} s "
-              f"({args.tasks / r['seconds']:6.0f} tasks/s), client peak {r['client_peak_mib']:6.0f} MiB, "
-              f"longest event-loop block {r['longest_block']:.2f} s", flush=True)
+        print(
+            f"{mode:5s} {args.tasks:,} tasks on {args.workers} workers: {r['seconds']:7.1f} s "
+            f"({args.tasks / r['seconds']:6.0f} tasks/s), client peak {r['client_peak_mib']:6.0f} MiB, "
+            f"longest event-loop block {r['longest_block']:.2f} s",
+            flush=True,
+        )
     base = next((r for r in rows if r["mode"] == "dask"), None)
     if base:
         for r in rows:

@@ -26,7 +26,9 @@ MiB = 1 << 20
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--set", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "estee" / "elementary.zip"))
+    ap.add_argument(
+        "--set", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "estee" / "elementary.zip")
+    )
     ap.add_argument("--schedulers", default="blevel,heft,work-stealing,blevel-dynamic")
     args = ap.parse_args()
     schedulers.warm_up()

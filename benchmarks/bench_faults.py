@@ -51,8 +51,10 @@ def layered(width=8, depth=5):
     g = TaskGraph("faults")
     layer = [g.add_task(f"a{i}", fn=add, args=(i,), cost=0.05, output_size=64) for i in range(width)]
     for lvl in range(depth):
-        layer = [g.add_task(f"l{lvl}_{i}", fn=add, args=(0, layer[i], layer[(i + 1) % width]), cost=0.05,
-                            output_size=64) for i in range(width)]
+        layer = [
+            g.add_task(f"l{lvl}_{i}", fn=add, args=(0, layer[i], layer[(i + 1) % width]), cost=0.05, output_size=64)
+            for i in range(width)
+        ]
     g.add_task("total", fn=add, args=(0, *layer), cost=0.05)
     vals = list(range(width))
     for _ in range(depth):
@@ -87,8 +89,12 @@ def one_run(lb: Loopback, g, expected, actions, rng) -> dict:
             rep = run(g, "heft", client=c, quiet=True, timeout=TIMEOUT)
             wall = time.perf_counter() - t0
             ok = rep.results["total"] == expected and {r.task for r in rep.trace.runs} == set(g.ids)
-            return {"outcome": "ok" if ok else "WRONG", "wall": wall, "replans": rep.replans,
-                    "reported": len({r.task for r in rep.trace.runs})}
+            return {
+                "outcome": "ok" if ok else "WRONG",
+                "wall": wall,
+                "replans": rep.replans,
+                "reported": len({r.task for r in rep.trace.runs}),
+            }
         except TaskflowError as e:
             wall = time.perf_counter() - t0
             hang = "did not finish within" in str(e)
@@ -119,8 +125,7 @@ def main():
                 run(g, "heft", client=c, quiet=True)
                 calm.append(time.perf_counter() - t0)
             span = sorted(calm)[1]
-        print(f"calm run: {span:.2f} s, the median of 3 ({len(g)} tasks on {len(NAMES)} workers); kills fall "
-              f"within it")
+        print(f"calm run: {span:.2f} s, the median of 3 ({len(g)} tasks on {len(NAMES)} workers); kills fall within it")
 
         def campaign(label, n, make_actions, expect_error=False):
             rows = []
@@ -136,18 +141,26 @@ def main():
                     lb.start()
             ok = sum(r["outcome"] == ("error" if expect_error else "ok") for r in rows)
             walls = [r["wall"] for r in rows]
-            print(f"{label}: {ok}/{n} as expected, hangs {sum(r['outcome'] == 'HANG' for r in rows)}, "
-                  f"wrong results {sum(r['outcome'] == 'WRONG' for r in rows)}, wall {min(walls):.1f}-{max(walls):.1f} s"
-                  + (f", re-plans {sum(r.get('replans', 0) for r in rows)}" if not expect_error else ""))
+            print(
+                f"{label}: {ok}/{n} as expected, hangs {sum(r['outcome'] == 'HANG' for r in rows)}, "
+                f"wrong results {sum(r['outcome'] == 'WRONG' for r in rows)}, wall {min(walls):.1f}-{max(walls):.1f} s"
+                + (f", re-plans {sum(r.get('replans', 0) for r in rows)}" if not expect_error else "")
+            )
             for r in rows:
                 if r["outcome"] not in ("ok", "error") or (r["outcome"] == "error") != expect_error:
                     print(f"   unexpected: {r}")
             results.extend(rows)
 
-        campaign("1. one worker killed at a random moment", args.runs,
-                 lambda: [(rng.uniform(-0.5, span), lambda n=rng.choice(NAMES): lb.kill_worker(n))])
-        campaign("2. two workers killed at random moments", 5,
-                 lambda: [(rng.uniform(0, span), lambda n=n: lb.kill_worker(n)) for n in rng.sample(NAMES, 2)])
+        campaign(
+            "1. one worker killed at a random moment",
+            args.runs,
+            lambda: [(rng.uniform(-0.5, span), lambda n=rng.choice(NAMES): lb.kill_worker(n))],
+        )
+        campaign(
+            "2. two workers killed at random moments",
+            5,
+            lambda: [(rng.uniform(0, span), lambda n=n: lb.kill_worker(n)) for n in rng.sample(NAMES, 2)],
+        )
 
         def all_then_one():
             at = rng.uniform(0, span * 0.8)
@@ -155,18 +168,26 @@ def main():
             def kill_all():
                 for n in NAMES:
                     lb.kill_worker(n)
+
             return [(at, kill_all), (at + 1.0, lambda: lb.start_worker("wa"))]
+
         campaign("3. every worker killed, then one started", 3, all_then_one)
-        campaign("4. the scheduler killed at a random moment", 3,
-                 lambda: [(rng.uniform(0.2, span), lb.kill_scheduler)], expect_error=True)
+        campaign(
+            "4. the scheduler killed at a random moment",
+            3,
+            lambda: [(rng.uniform(0.2, span), lb.kill_scheduler)],
+            expect_error=True,
+        )
     finally:
         lb.stop()
     hangs = sum(r["outcome"] == "HANG" for r in results)
     wrong = sum(r["outcome"] == "WRONG" for r in results)
     unexpected = sum((r["outcome"] == "error") != r["expected_error"] for r in results if r["outcome"] != "HANG")
-    print(f"total: {len(results)} runs in {time.perf_counter() - t_all:.0f} s; hangs {hangs}, wrong results {wrong}, "
-          f"unexpected outcomes {unexpected}; scheduler-loss errors reported after "
-          + ", ".join(f"{r['wall']:.1f} s" for r in results if r["expected_error"]))
+    print(
+        f"total: {len(results)} runs in {time.perf_counter() - t_all:.0f} s; hangs {hangs}, wrong results {wrong}, "
+        f"unexpected outcomes {unexpected}; scheduler-loss errors reported after "
+        + ", ".join(f"{r['wall']:.1f} s" for r in results if r["expected_error"])
+    )
 
 
 if __name__ == "__main__":

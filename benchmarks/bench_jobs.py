@@ -41,14 +41,22 @@ def one(name: str, jobs: int, load: float, seed: int) -> dict:
     def counted(event, view):
         calls[0] += 1
         return decide(event, view)
+
     scheduler.decide = counted
     t0 = time.perf_counter()
     run = simulate_jobs(trace, cluster, scheduler)
     m = run.metrics()
     seconds = time.perf_counter() - t0
-    return {"scheduler": name, "jobs": jobs, "load": load, "seconds": seconds, "decisions": calls[0],
-            "preemptions": m["preemptions"], "avg_jct": m["avg_jct"],
-            "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {
+        "scheduler": name,
+        "jobs": jobs,
+        "load": load,
+        "seconds": seconds,
+        "decisions": calls[0],
+        "preemptions": m["preemptions"],
+        "avg_jct": m["avg_jct"],
+        "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
 def main() -> None:
@@ -64,17 +72,35 @@ def main() -> None:
         print(json.dumps(one(name, args.jobs, float(load), args.seed)))
         return
     print(f"{args.jobs:,} jobs on 1,024 workers (8 racks x 16 nodes x 8), seed {args.seed}")
-    print(f"{'scheduler':<10} {'load':>5} {'seconds':>8} {'peak MiB':>9} {'decisions':>10} {'preempt.':>9} "
-          f"{'avg JCT s':>11}")
+    print(
+        f"{'scheduler':<10} {'load':>5} {'seconds':>8} {'peak MiB':>9} {'decisions':>10} {'preempt.':>9} "
+        f"{'avg JCT s':>11}"
+    )
     worst = 0.0
     for load in args.loads.split(","):
         for name in args.scheduler.split(","):
-            out = subprocess.run([sys.executable, __file__, "--one", f"{name}:{load}", "--jobs", str(args.jobs),
-                                  "--seed", str(args.seed)], capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--one",
+                    f"{name}:{load}",
+                    "--jobs",
+                    str(args.jobs),
+                    "--seed",
+                    str(args.seed),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             r = json.loads(out.stdout.splitlines()[-1])
             worst = max(worst, r["seconds"])
-            print(f"{name:<10} {r['load']:>5} {r['seconds']:>8.1f} {r['peak_mib']:>9.0f} {r['decisions']:>10,} "
-                  f"{r['preemptions']:>9,} {r['avg_jct']:>11,.0f}", flush=True)
+            print(
+                f"{name:<10} {r['load']:>5} {r['seconds']:>8.1f} {r['peak_mib']:>9.0f} {r['decisions']:>10,} "
+                f"{r['preemptions']:>9,} {r['avg_jct']:>11,.0f}",
+                flush=True,
+            )
     print(f"slowest: {worst:.1f} s (target: at most 60 s)")
 
 

@@ -33,9 +33,16 @@ from _testbed import inside_or_unavailable  # noqa: E402
 
 PLACEMENTS = ("consolidated", "contention-aware", "spread")
 #: (id, arrival s, workers, model, iterations)
-JOBS = (("t0", 0.0, 2, "resnet8", 40), ("t1", 0.5, 2, "resnet8", 40), ("t2", 1.0, 1, "small-cnn", 40),
-        ("t3", 3.0, 2, "resnet8", 24), ("t4", 5.0, 1, "small-cnn", 40), ("t5", 6.0, 2, "resnet8", 40),
-        ("t6", 8.0, 1, "mlp", 60), ("t7", 10.0, 2, "resnet8", 24))
+JOBS = (
+    ("t0", 0.0, 2, "resnet8", 40),
+    ("t1", 0.5, 2, "resnet8", 40),
+    ("t2", 1.0, 1, "small-cnn", 40),
+    ("t3", 3.0, 2, "resnet8", 24),
+    ("t4", 5.0, 1, "small-cnn", 40),
+    ("t5", 6.0, 2, "resnet8", 40),
+    ("t6", 8.0, 1, "mlp", 60),
+    ("t7", 10.0, 2, "resnet8", 24),
+)
 
 
 def inside(config: dict) -> None:
@@ -64,19 +71,29 @@ def inside(config: dict) -> None:
         models = {m: model_factory(m, first.shape(), len(first.classes)) for m in {j.model for j in trace.jobs}}
         t0 = time.perf_counter()
         profile = profile_jobs(trace, models, data, client=client, racks=net.racks, uplink=net.uplink)
-        print(f"profile ({time.perf_counter() - t0:.0f} s): " + ", ".join(
-            f"{k[0]}/{k[1]}w epoch {v:.2f} s" + (f", spread {profile.across[k]:.2f} s" if k in profile.across else "")
-            for k, v in sorted(profile.epoch.items())), flush=True)
-        print("  starts: " + ", ".join(f"{k[0]}/{k[1]}w {v:.2f} s" for k, v in sorted(profile.start.items()))
-              + "; beside each other: " + ", ".join(f"{a} by {b} {v:.2f}" for (a, b), v in
-                                                    sorted(profile.interference.pairs.items())), flush=True)
+        print(
+            f"profile ({time.perf_counter() - t0:.0f} s): "
+            + ", ".join(
+                f"{k[0]}/{k[1]}w epoch {v:.2f} s"
+                + (f", spread {profile.across[k]:.2f} s" if k in profile.across else "")
+                for k, v in sorted(profile.epoch.items())
+            ),
+            flush=True,
+        )
+        print(
+            "  starts: "
+            + ", ".join(f"{k[0]}/{k[1]}w {v:.2f} s" for k, v in sorted(profile.start.items()))
+            + "; beside each other: "
+            + ", ".join(f"{a} by {b} {v:.2f}" for (a, b), v in sorted(profile.interference.pairs.items())),
+            flush=True,
+        )
         cluster = racks_machine(workers_of(client), net.racks, net.uplink)
         fed, real = predicted_trace(trace, profile), predicted_trace(trace, profile, label=False)
         restore = statistics.median(profile.start.values())
         drain = statistics.median(profile.epoch.values()) / 2
         rows = []
         for r in range(config["repeat"]):
-            for how in PLACEMENTS[r % 3:] + PLACEMENTS[:r % 3]:
+            for how in PLACEMENTS[r % 3 :] + PLACEMENTS[: r % 3]:
                 sched = get_job_scheduler(config["scheduler"], placement=how)
                 run = run_jobs(real, sched, models, data, client=client, racks=net.racks, timeout=1200)
                 assert run.violations() == [], run.violations()[:2]
@@ -85,16 +102,31 @@ def inside(config: dict) -> None:
         out = []
         for how in PLACEMENTS:
             real_run = median_run([run for h, run in rows if h == how])
-            sim, = compare_jobs(fed, cluster, [config["scheduler"]], restore=restore, drain=drain,
-                                interference=profile.interference, network=JobNetwork(cluster, profile.iteration),
-                                placement=how)
+            (sim,) = compare_jobs(
+                fed,
+                cluster,
+                [config["scheduler"]],
+                restore=restore,
+                drain=drain,
+                interference=profile.interference,
+                network=JobNetwork(cluster, profile.iteration),
+                placement=how,
+            )
             racks = net.racks
             names = workers_of(client)
             crossing = sum(len({racks[names[w]] for _, _, ws in rec.runs for w in ws}) > 1 for rec in real_run.records)
-            out.append({"placement": how, "real": real_run.metrics()["avg_jct"], "simulated": sim.metrics()["avg_jct"],
-                        "error": statistics.median(job_errors(real_run, sim)), "crossing": crossing,
-                        "runs": [run.metrics()["avg_jct"] for h, run in rows if h == how],
-                        "real_runs": [run.to_dict() for h, run in rows if h == how], "simulated_run": sim.to_dict()})
+            out.append(
+                {
+                    "placement": how,
+                    "real": real_run.metrics()["avg_jct"],
+                    "simulated": sim.metrics()["avg_jct"],
+                    "error": statistics.median(job_errors(real_run, sim)),
+                    "crossing": crossing,
+                    "runs": [run.metrics()["avg_jct"] for h, run in rows if h == how],
+                    "real_runs": [run.to_dict() for h, run in rows if h == how],
+                    "simulated_run": sim.to_dict(),
+                }
+            )
     print(json.dumps({"rows": out, "profile": profile.to_dict()}))
 
 
@@ -116,12 +148,15 @@ def main() -> int:
     config = {"repeat": args.repeat, "scheduler": args.scheduler}
     from taskflow.formats import save_cluster
 
-    with tempfile.TemporaryDirectory(prefix="bench-jobs-testbed-") as tmp, \
-            Testbed(workers=4, topology="two-racks", bandwidth=args.bandwidth, inter_rack=args.inter_rack) as tb:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-jobs-testbed-") as tmp,
+        Testbed(workers=4, topology="two-racks", bandwidth=args.bandwidth, inter_rack=args.inter_rack) as tb,
+    ):
         config["cluster"] = os.path.join(tmp, "cluster.json")
         save_cluster(tb.cluster(), config["cluster"])
-        p = tb.exec([sys.executable, os.path.abspath(__file__), "--inside", json.dumps(config)], timeout=3600,
-                    stderr=None)
+        p = tb.exec(
+            [sys.executable, os.path.abspath(__file__), "--inside", json.dumps(config)], timeout=3600, stderr=None
+        )
     if p.returncode != 0:
         print(p.stdout, file=sys.stderr)
         return p.returncode
@@ -132,16 +167,26 @@ def main() -> int:
     if args.output:
         from taskflow.formats import atomic_write
 
-        atomic_write(args.output, json.dumps({"scheduler": args.scheduler, "bandwidth": args.bandwidth,
-                                              "inter_rack": args.inter_rack, **measured}, indent=1) + "\n")
+        atomic_write(
+            args.output,
+            json.dumps(
+                {"scheduler": args.scheduler, "bandwidth": args.bandwidth, "inter_rack": args.inter_rack, **measured},
+                indent=1,
+            )
+            + "\n",
+        )
     rank = lambda key: [r["placement"] for r in sorted(rows, key=lambda r: r[key])]  # noqa: E731
-    print(f"\n{args.scheduler}, 4 workers in 2 racks, {args.bandwidth} links, {args.inter_rack} between the racks; "
-          f"{len(JOBS)} jobs, {args.repeat} run(s) per placement (each job's median)")
+    print(
+        f"\n{args.scheduler}, 4 workers in 2 racks, {args.bandwidth} links, {args.inter_rack} between the racks; "
+        f"{len(JOBS)} jobs, {args.repeat} run(s) per placement (each job's median)"
+    )
     print("| placement | real avg JCT s | runs | simulated s | median per-job err. | jobs across racks |")
     print("|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['placement']} | {r['real']:.2f} | {', '.join(f'{x:.2f}' for x in r['runs'])} | "
-              f"{r['simulated']:.2f} | {r['error']:.1%} | {r['crossing']} of {len(JOBS)} |")
+        print(
+            f"| {r['placement']} | {r['real']:.2f} | {', '.join(f'{x:.2f}' for x in r['runs'])} | "
+            f"{r['simulated']:.2f} | {r['error']:.1%} | {r['crossing']} of {len(JOBS)} |"
+        )
     # alike: no two placements the simulator tells apart come out the other way round (those it
     # predicts equal, the same placement here, may come out either way)
     same = not any(a["simulated"] < b["simulated"] - 1e-9 and a["real"] > b["real"] for a in rows for b in rows)

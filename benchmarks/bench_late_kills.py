@@ -41,9 +41,25 @@ def main() -> int:
             lb.start()
             try:
                 t0 = time.monotonic()
-                p = subprocess.Popen([sys.executable, "-m", "taskflow", "run", GRAPH, "--address", lb.address,
-                                      "--time-scale", "0.05", "-q", "--scheduler", "heft"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                p = subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "taskflow",
+                        "run",
+                        GRAPH,
+                        "--address",
+                        lb.address,
+                        "--time-scale",
+                        "0.05",
+                        "-q",
+                        "--scheduler",
+                        "heft",
+                    ],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
                 delay = rng.uniform(3.8, 5.6)
                 time.sleep(delay)
                 victim = rng.choice(lb.names)
@@ -56,8 +72,11 @@ def main() -> int:
                     p.kill()
                     _, err = p.communicate()
                     status, hangs = "HUNG", hangs + 1
-                print(f"run {k + 1:2d}: killed {victim} at {delay:.2f} s; exit {status} after "
-                      f"{time.monotonic() - t0:.1f} s {err.strip()[-120:]}", flush=True)
+                print(
+                    f"run {k + 1:2d}: killed {victim} at {delay:.2f} s; exit {status} after "
+                    f"{time.monotonic() - t0:.1f} s {err.strip()[-120:]}",
+                    flush=True,
+                )
             finally:
                 lb.stop()
     print(f"{args.runs} runs, {hangs} hung")

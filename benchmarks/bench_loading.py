@@ -45,6 +45,7 @@ from workflows.images import augment, collate, decode, read_files, write_synthet
 from workflows.torch_models import small_cnn  # noqa: E402
 from workflows.torch_training import TorchTraining  # noqa: E402
 from bench_torch import OPTIMIZER, run_ddp  # noqa: E402
+
 CACHE_MB = 64.0
 
 
@@ -55,8 +56,18 @@ def run_ours(spec_kw: dict, epochs: int, loaders: int, cache_mb: float):
 
     kw = dict(spec_kw)
     with local_cluster(kw["workers"] + loaders, 1) as lc, Client(lc) as client:
-        return taskflow.train(kw.pop("model"), kw.pop("data"), epochs=epochs, quiet=True, client=client,
-                              loaders=loaders, cache_mb=cache_mb, device="cpu", prefetch=0 if loaders else 1, **kw)
+        return taskflow.train(
+            kw.pop("model"),
+            kw.pop("data"),
+            epochs=epochs,
+            quiet=True,
+            client=client,
+            loaders=loaders,
+            cache_mb=cache_mb,
+            device="cpu",
+            prefetch=0 if loaders else 1,
+            **kw,
+        )
 
 
 def stage_costs(spec) -> dict:
@@ -98,30 +109,56 @@ def steady_rate(samples_per_epoch: int, seconds) -> float:
     return samples_per_epoch * len(rest) / sum(rest)
 
 
-def loading_job(data: str, workers: int = 2, loaders: int = 2, epochs: int = 3, iterations: int = 15,
-                batch: int = 64, side: int = 192, width: int = 8) -> dict:
+def loading_job(
+    data: str,
+    workers: int = 2,
+    loaders: int = 2,
+    epochs: int = 3,
+    iterations: int = 15,
+    batch: int = 64,
+    side: int = 192,
+    width: int = 8,
+) -> dict:
     """Write the data if missing, run the three sides, print the tables; the figures as a dict."""
     if not os.path.exists(os.path.join(data, "train")):
         write_synthetic(data, samples=max(1200, workers * batch * iterations + 200), size=side, fmt="jpeg")
     model = functools.partial(small_cnn, in_channels=3, side=32, width=width)
-    spec_kw = dict(model=model, data=data, workers=workers, batch=workers * batch, iterations=iterations,
-                   optimizer=OPTIMIZER, size=32, pad=4, flip=True, seed=0)
+    spec_kw = dict(
+        model=model,
+        data=data,
+        workers=workers,
+        batch=workers * batch,
+        iterations=iterations,
+        optimizer=OPTIMIZER,
+        size=32,
+        pad=4,
+        flip=True,
+        seed=0,
+    )
     spec = TorchTraining(**spec_kw)
     per = stage_costs(spec)
     n = spec.per_epoch * spec.batch
     load_ms = sum(per[k] for k in ("read", "decode", "resize", "augment", "collate")) * spec.counts[0]
-    print(f"== loading-bound job: {side}x{side} JPEG -> 32x32, crop and flip; small CNN "
-          f"({spec.params():,} parameters), {workers} ranks x {spec.counts[0]} samples, {spec.per_epoch} iterations "
-          f"per epoch, {epochs} epochs; {loaders} loader processes ==")
-    print("one core, per sample (ms): " + ", ".join(f"{k} {per[k]:.3f}" for k in ("read", "decode", "resize",
-                                                                                    "augment", "collate"))
-          + f"; a rank's batch loads in {load_ms:.1f} ms, its step takes {per['step']:.1f} ms")
+    print(
+        f"== loading-bound job: {side}x{side} JPEG -> 32x32, crop and flip; small CNN "
+        f"({spec.params():,} parameters), {workers} ranks x {spec.counts[0]} samples, {spec.per_epoch} iterations "
+        f"per epoch, {epochs} epochs; {loaders} loader processes =="
+    )
+    print(
+        "one core, per sample (ms): "
+        + ", ".join(f"{k} {per[k]:.3f}" for k in ("read", "decode", "resize", "augment", "collate"))
+        + f"; a rank's batch loads in {load_ms:.1f} ms, its step takes {per['step']:.1f} ms"
+    )
     per_rank = max(1, loaders // workers)
-    sides = {f"DDP, DataLoader of {per_rank} process(es) a rank": run_ddp(spec_kw, epochs, loader_procs=per_rank),
-             "DDP, each rank loading (num_workers=0)": run_ddp(spec_kw, epochs, loader_procs=0)}
-    ours = {"taskflow, ranks loading (prefetch 1)": run_ours(spec_kw, epochs, 0, 0.0),
-            f"taskflow, {loaders} loaders": run_ours(spec_kw, epochs, loaders, 0.0),
-            f"taskflow, {loaders} loaders with a cache": run_ours(spec_kw, epochs, loaders, CACHE_MB)}
+    sides = {
+        f"DDP, DataLoader of {per_rank} process(es) a rank": run_ddp(spec_kw, epochs, loader_procs=per_rank),
+        "DDP, each rank loading (num_workers=0)": run_ddp(spec_kw, epochs, loader_procs=0),
+    }
+    ours = {
+        "taskflow, ranks loading (prefetch 1)": run_ours(spec_kw, epochs, 0, 0.0),
+        f"taskflow, {loaders} loaders": run_ours(spec_kw, epochs, loaders, 0.0),
+        f"taskflow, {loaders} loaders with a cache": run_ours(spec_kw, epochs, loaders, CACHE_MB),
+    }
     rates = {k: steady_rate(n, d["times"]) for k, d in sides.items()}
     rates.update({k: steady_rate(n, [e["seconds"] for e in h.epochs]) for k, h in ours.items()})
     accs = {k: d["accuracy"][-1] for k, d in sides.items()}
@@ -132,17 +169,20 @@ def loading_job(data: str, workers: int = 2, loaders: int = 2, epochs: int = 3, 
         print(f"{k:44} {v:10.1f} {v / rates[first]:9.3f} {v / best:11.3f} {accs[k]:9.1%}")
     plain, cached = list(ours.values())[1:]
     ddp = sides[first]
-    err = max(float(abs(a.numpy() - b).max() / abs(b).max())
-              for a, b in zip(cached.states[0]["params"], ddp["params"]))
+    err = max(float(abs(a.numpy() - b).max() / abs(b).max()) for a, b in zip(cached.states[0]["params"], ddp["params"]))
     same = max(float((a - b).abs().max()) for a, b in zip(cached.states[0]["params"], plain.states[0]["params"]))
-    print(f"parameters: ours with and without the cache differ by {same:.1e}; ours and DDP's by {err:.1e} "
-          f"(relative); DDP's rank 0 waited {ddp['wait'] * 1e3:.1f} ms an iteration for its DataLoader")
+    print(
+        f"parameters: ours with and without the cache differ by {same:.1e}; ours and DDP's by {err:.1e} "
+        f"(relative); DDP's rank 0 waited {ddp['wait'] * 1e3:.1f} ms an iteration for its DataLoader"
+    )
     for name, h in (("loaders", plain), ("loaders and cache", cached)):
         last = h.epochs[-1]
-        print(f"ours ({name}), last epoch per iteration and rank: {last['seconds'] / last['iterations'] * 1e3:.1f} "
-              f"ms wall = {h.breakdown().text()}; each loader busy "
-              f"{last['loader_seconds_per_iteration'] * 1e3:.1f} ms an iteration; "
-              f"{format_bytes(last['bytes_per_iteration'])} moved per iteration")
+        print(
+            f"ours ({name}), last epoch per iteration and rank: {last['seconds'] / last['iterations'] * 1e3:.1f} "
+            f"ms wall = {h.breakdown().text()}; each loader busy "
+            f"{last['loader_seconds_per_iteration'] * 1e3:.1f} ms an iteration; "
+            f"{format_bytes(last['bytes_per_iteration'])} moved per iteration"
+        )
     return {"rates": rates, "stages": per}
 
 
@@ -158,8 +198,16 @@ def main():
     ap.add_argument("--data", help="folder for the dataset (default: a temporary one)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        loading_job(a.data or os.path.join(tmp, "photos"), a.workers, a.loaders, a.epochs, a.iterations, a.batch,
-                    a.side, a.width)
+        loading_job(
+            a.data or os.path.join(tmp, "photos"),
+            a.workers,
+            a.loaders,
+            a.epochs,
+            a.iterations,
+            a.batch,
+            a.side,
+            a.width,
+        )
 
 
 if __name__ == "__main__":

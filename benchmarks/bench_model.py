@@ -31,7 +31,12 @@ def random_dag(n: int, m: int, seed: int = 0):
     keep = src < dst
     keys = np.unique(src[keep] * n + dst[keep])[:m]
     rng.shuffle(keys)
-    return (keys // n).astype(np.int64), (keys % n).astype(np.int64), rng.uniform(0.5, 10, n), rng.integers(0, 1 << 20, keys.size)
+    return (
+        (keys // n).astype(np.int64),
+        (keys % n).astype(np.int64),
+        rng.uniform(0.5, 10, n),
+        rng.integers(0, 1 << 20, keys.size),
+    )
 
 
 def timed(label, fn, target=None):
@@ -89,6 +94,7 @@ def main():
 
     def build_nx():
         import networkx as nx
+
         G = nx.DiGraph()
         for i, c in zip(ids, cost.tolist()):
             G.add_node(i, cost=c)
@@ -107,6 +113,7 @@ def main():
         def parse_only():
             with open(path) as f:
                 return json.load(f)
+
         timed("  of which json.load alone", parse_only)
     assert len(g2) == len(g) and g2.num_edges == g.num_edges
 

@@ -62,13 +62,29 @@ from taskflow.runtime.messages import workers_info  # noqa: E402
 
 SCHEDULERS = ("heft", "cpop", "blevel", "heft-contention", "work-stealing")
 WORKFLOWS = ("comm-heavy", "montage", "dp-ring", "dp-ps")
-TOPOLOGIES = {"uniform": dict(topology="uniform", bandwidth="200mbit"),
-              "two-racks": dict(topology="two-racks", bandwidth="200mbit", inter_rack="20mbit"),
-              "racks-2": dict(topology="racks", racks=2, bandwidth="200mbit", inter_rack="40mbit"),
-              "racks-4": dict(topology="racks", racks=4, bandwidth="200mbit", inter_rack="40mbit")}
+TOPOLOGIES = {
+    "uniform": dict(topology="uniform", bandwidth="200mbit"),
+    "two-racks": dict(topology="two-racks", bandwidth="200mbit", inter_rack="20mbit"),
+    "racks-2": dict(topology="racks", racks=2, bandwidth="200mbit", inter_rack="40mbit"),
+    "racks-4": dict(topology="racks", racks=4, bandwidth="200mbit", inter_rack="40mbit"),
+}
 LINK = 25e6  # bytes/s of a worker link (200 Mbit/s)
-FIELDS = ["topology", "workflow", "tasks", "scheduler", "rep", "measured", "predicted_simple", "predicted_maxmin",
-          "error_simple", "error_maxmin", "planned", "placement_fidelity", "transfers", "bytes_moved"]
+FIELDS = [
+    "topology",
+    "workflow",
+    "tasks",
+    "scheduler",
+    "rep",
+    "measured",
+    "predicted_simple",
+    "predicted_maxmin",
+    "error_simple",
+    "error_maxmin",
+    "planned",
+    "placement_fidelity",
+    "transfers",
+    "bytes_moved",
+]
 
 
 def scaled(g: TaskGraph, time_scale: float, size_scale: float, name=None) -> TaskGraph:
@@ -80,10 +96,17 @@ def scaled(g: TaskGraph, time_scale: float, size_scale: float, name=None) -> Tas
     ids = list(a.ids)
     out = emulated_sizes(g) * size_scale
     metas = {t: g.task(t).meta for t in ids if g.task(t).meta}
-    return TaskGraph.from_columns(name or g.name, ids, [float(c) * time_scale for c in a.cost],
-                                  [float(s) for s in out], cores=[int(c) for c in a.cores],
-                                  src=[ids[i] for i in a.src], dst=[ids[i] for i in a.dst],
-                                  size=[float(out[i]) for i in a.src], meta=metas)
+    return TaskGraph.from_columns(
+        name or g.name,
+        ids,
+        [float(c) * time_scale for c in a.cost],
+        [float(s) for s in out],
+        cores=[int(c) for c in a.cores],
+        src=[ids[i] for i in a.src],
+        dst=[ids[i] for i in a.dst],
+        size=[float(out[i]) for i in a.src],
+        meta=metas,
+    )
 
 
 def workflows(target: float, workers: int = 4) -> dict:
@@ -93,9 +116,12 @@ def workflows(target: float, workers: int = 4) -> dict:
     from workflows.scientific import random_layered
     from workflows.training import data_parallel
 
-    raw = {"comm-heavy": random_layered(10 * workers, shape=1.0, out_degree=2, ccr=2.0, seed=3, bandwidth=LINK,
-                                        mean_cost=1.0),
-           "montage": load_graph(path("montage-dax"))}
+    raw = {
+        "comm-heavy": random_layered(
+            10 * workers, shape=1.0, out_degree=2, ccr=2.0, seed=3, bandwidth=LINK, mean_cost=1.0
+        ),
+        "montage": load_graph(path("montage-dax")),
+    }
     for kind in ("ring", "ps"):
         g = data_parallel("resnet50", workers=workers, iterations=1, allreduce=kind, buckets=2)
         a = g.arrays
@@ -123,11 +149,15 @@ def inside(config: dict) -> None:
         names = sorted(w["name"] for w in workers_info(client).values())
         t0 = time.perf_counter()
         model = cluster_from_dask(client, calibrate=True, pairs=True, speeds={n: 1.0 for n in names})
-        pairs = {a: {b: round(model.bandwidth_between(a, b) * 8 / 1e6, 1) for b in model.ids if b != a}
-                 for a in model.ids}
-        print(f"[{config['topology']}] calibrated in {time.perf_counter() - t0:.0f} s: latency "
-              f"{model.latency * 1e3:.1f} ms, per-task overhead {model.task_overhead * 1e3:.1f} ms, "
-              f"Mbit/s per pair {json.dumps(pairs)}", flush=True)
+        pairs = {
+            a: {b: round(model.bandwidth_between(a, b) * 8 / 1e6, 1) for b in model.ids if b != a} for a in model.ids
+        }
+        print(
+            f"[{config['topology']}] calibrated in {time.perf_counter() - t0:.0f} s: latency "
+            f"{model.latency * 1e3:.1f} ms, per-task overhead {model.task_overhead * 1e3:.1f} ms, "
+            f"Mbit/s per pair {json.dumps(pairs)}",
+            flush=True,
+        )
         with open(config["csv"], "a", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=FIELDS)
             for rep in range(config["reps"]):
@@ -141,69 +171,102 @@ def inside(config: dict) -> None:
                         pred = {}
                         for net in ("simple", "maxmin"):
                             if rep_.plan is not None:
-                                tr = simulate(g, model, get_scheduler(sname), network=net, plan=rep_.plan,
-                                              plan_order="ready")
+                                tr = simulate(
+                                    g, model, get_scheduler(sname), network=net, plan=rep_.plan, plan_order="ready"
+                                )
                             else:  # Dask's own: the simulator's model of its decisions
                                 tr = simulate(g, model, get_scheduler("dask-model"), network=net)
                             pred[net] = tr.makespan
                         if rep_.plan is None:  # with max-min, from the state Dask's scheduler was in
                             pred["maxmin"] = rep_.predicted_makespan
                         m = rep_.measured_makespan
-                        row = {"topology": config["topology"], "workflow": wname, "tasks": len(g), "scheduler": sname,
-                               "rep": rep, "measured": m, "predicted_simple": pred["simple"],
-                               "predicted_maxmin": pred["maxmin"],
-                               "error_simple": (pred["simple"] - m) / m, "error_maxmin": (pred["maxmin"] - m) / m,
-                               "planned": rep_.plan.makespan if rep_.plan is not None else "",
-                               "placement_fidelity": rep_.placement_fidelity if rep_.plan is not None else "",
-                               "transfers": len(rep_.trace.transfers),
-                               "bytes_moved": sum(t.bytes for t in rep_.trace.transfers)}
+                        row = {
+                            "topology": config["topology"],
+                            "workflow": wname,
+                            "tasks": len(g),
+                            "scheduler": sname,
+                            "rep": rep,
+                            "measured": m,
+                            "predicted_simple": pred["simple"],
+                            "predicted_maxmin": pred["maxmin"],
+                            "error_simple": (pred["simple"] - m) / m,
+                            "error_maxmin": (pred["maxmin"] - m) / m,
+                            "planned": rep_.plan.makespan if rep_.plan is not None else "",
+                            "placement_fidelity": rep_.placement_fidelity if rep_.plan is not None else "",
+                            "transfers": len(rep_.trace.transfers),
+                            "bytes_moved": sum(t.bytes for t in rep_.trace.transfers),
+                        }
                         writer.writerow(row)
                         f.flush()
-                        print(f"[{config['topology']}] rep {rep} {wname:<10} {sname:<13} measured {m:6.2f} s, "
-                              f"simple {pred['simple']:6.2f} s, maxmin {pred['maxmin']:6.2f} s, "
-                              f"{row['bytes_moved'] / 1e6:7.1f} MB moved", flush=True)
+                        print(
+                            f"[{config['topology']}] rep {rep} {wname:<10} {sname:<13} measured {m:6.2f} s, "
+                            f"simple {pred['simple']:6.2f} s, maxmin {pred['maxmin']:6.2f} s, "
+                            f"{row['bytes_moved'] / 1e6:7.1f} MB moved",
+                            flush=True,
+                        )
 
 
 def summary(rows: list) -> str:
     """The tables of the results."""
+
     def pct(x):
         return f"{100 * x:+.1f}%"
 
-    out = ["## Prediction error of each network model (predicted - measured) / measured", "",
-           "| topology | runs | simple: median abs | simple: worst | maxmin: median abs | maxmin: worst |",
-           "|---|---:|---:|---:|---:|---:|"]
+    out = [
+        "## Prediction error of each network model (predicted - measured) / measured",
+        "",
+        "| topology | runs | simple: median abs | simple: worst | maxmin: median abs | maxmin: worst |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+
     def line(label, rs):
         es = [float(r["error_simple"]) for r in rs]
         em = [float(r["error_maxmin"]) for r in rs]
-        return (f"| {label} | {len(rs)} | {100 * statistics.median(map(abs, es)):.1f}% | "
-                f"{pct(max(es, key=abs))} | {100 * statistics.median(map(abs, em)):.1f}% | {pct(max(em, key=abs))} |")
+        return (
+            f"| {label} | {len(rs)} | {100 * statistics.median(map(abs, es)):.1f}% | "
+            f"{pct(max(es, key=abs))} | {100 * statistics.median(map(abs, em)):.1f}% | {pct(max(em, key=abs))} |"
+        )
 
     for topo in sorted({r["topology"] for r in rows}) + ["all"]:
         out.append(line(topo, [r for r in rows if topo in ("all", r["topology"])]))
-    out += ["", "The same by scheduler (static plans are predicted by carrying out the plan; Dask's own work "
-            "stealing by the simulator's model of Dask's decisions, dask-model):", "",
-            "| scheduler | runs | simple: median abs | simple: worst | maxmin: median abs | maxmin: worst |",
-            "|---|---:|---:|---:|---:|---:|"]
+    out += [
+        "",
+        "The same by scheduler (static plans are predicted by carrying out the plan; Dask's own work "
+        "stealing by the simulator's model of Dask's decisions, dask-model):",
+        "",
+        "| scheduler | runs | simple: median abs | simple: worst | maxmin: median abs | maxmin: worst |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for s in SCHEDULERS:
         rs = [r for r in rows if r["scheduler"] == s]
         if rs:
             out.append(line(s, rs))
-    out += ["", "## Measured makespan (median of the repetitions, seconds); the shortest in bold", "",
-            "| topology | workflow | " + " | ".join(SCHEDULERS) + " | HEFT or CPOP vs work stealing "
-            "| heft-contention vs work stealing |",
-            "|---|---|" + "---:|" * len(SCHEDULERS) + "---:|---:|"]
+    out += [
+        "",
+        "## Measured makespan (median of the repetitions, seconds); the shortest in bold",
+        "",
+        "| topology | workflow | " + " | ".join(SCHEDULERS) + " | HEFT or CPOP vs work stealing "
+        "| heft-contention vs work stealing |",
+        "|---|---|" + "---:|" * len(SCHEDULERS) + "---:|---:|",
+    ]
     for topo in sorted({r["topology"] for r in rows}):
         for wf in [w for w in WORKFLOWS if any(r["workflow"] == w for r in rows)]:
             med = {}
             for s in SCHEDULERS:
-                xs = [float(r["measured"]) for r in rows if (r["topology"], r["workflow"], r["scheduler"]) == (topo, wf, s)]
+                xs = [
+                    float(r["measured"])
+                    for r in rows
+                    if (r["topology"], r["workflow"], r["scheduler"]) == (topo, wf, s)
+                ]
                 med[s] = statistics.median(xs) if xs else float("nan")
             best = min(med.values())
             cells = [f"**{v:.2f}**" if v == best else f"{v:.2f}" for v in med.values()]
             static = min(med["heft"], med["cpop"])
             ws = med["work-stealing"]
-            out.append(f"| {topo} | {wf} | " + " | ".join(cells) + f" | {100 * (ws - static) / ws:+.0f}% shorter "
-                       f"| {100 * (ws - med['heft-contention']) / ws:+.0f}% shorter |")
+            out.append(
+                f"| {topo} | {wf} | " + " | ".join(cells) + f" | {100 * (ws - static) / ws:+.0f}% shorter "
+                f"| {100 * (ws - med['heft-contention']) / ws:+.0f}% shorter |"
+            )
     out += ["", "(HEFT or CPOP: the shorter of the two; every static scheduler planned with the calibrated model)"]
     return "\n".join(out)
 
@@ -235,11 +298,21 @@ def main() -> int:
     for topo in args.topologies.split(","):
         with Testbed(workers=args.workers, timeout=180, **TOPOLOGIES[topo]) as tb:
             print(tb.describe(), flush=True)
-            config = {"topology": topo, "reps": args.reps, "target": args.target, "csv": str(path.resolve()),
-                      "workflows": args.workflows.split(","), "workers": args.workers,
-                      "schedulers": args.schedulers.split(",")}
-            p = tb.exec([sys.executable, os.path.abspath(__file__), "--inside", json.dumps(config)], timeout=3600,
-                        stdout=None, stderr=None)
+            config = {
+                "topology": topo,
+                "reps": args.reps,
+                "target": args.target,
+                "csv": str(path.resolve()),
+                "workflows": args.workflows.split(","),
+                "workers": args.workers,
+                "schedulers": args.schedulers.split(","),
+            }
+            p = tb.exec(
+                [sys.executable, os.path.abspath(__file__), "--inside", json.dumps(config)],
+                timeout=3600,
+                stdout=None,
+                stderr=None,
+            )
             if p.returncode != 0:
                 print(f"bench_network: the runs on {topo} failed (exit {p.returncode})", file=sys.stderr)
                 return 1

@@ -42,8 +42,11 @@ def one_point(name: str, n: int, workers: int) -> dict:
     t0 = time.perf_counter()
     plan = schedulers.get_scheduler(name).schedule(g, cluster)
     secs = time.perf_counter() - t0
-    return {"seconds": secs, "makespan": float(plan.makespan),
-            "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {
+        "seconds": secs,
+        "makespan": float(plan.makespan),
+        "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
 def slope(points: dict) -> float | None:
@@ -71,9 +74,15 @@ def main() -> None:
         return
     import schedulers
 
-    names = args.schedulers.split(",") if args.schedulers else [
-        n for n in schedulers.available("static") if not schedulers.scheduler_class(n).duplicates
-        and n not in ("placed",)]
+    names = (
+        args.schedulers.split(",")
+        if args.schedulers
+        else [
+            n
+            for n in schedulers.available("static")
+            if not schedulers.scheduler_class(n).duplicates and n not in ("placed",)
+        ]
+    )
     sizes = sorted(int(x) for x in args.tasks.split(","))
     widths = sorted(int(x) for x in args.workers.split(","))
     results: dict = {}
@@ -89,8 +98,12 @@ def main() -> None:
                         done[n] = None
                         continue
                 try:
-                    out = subprocess.run([sys.executable, __file__, "--one", name, str(n), str(w)], capture_output=True,
-                                         text=True, timeout=args.budget + 60)
+                    out = subprocess.run(
+                        [sys.executable, __file__, "--one", name, str(n), str(w)],
+                        capture_output=True,
+                        text=True,
+                        timeout=args.budget + 60,
+                    )
                     point = json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else None
                 except (subprocess.TimeoutExpired, IndexError, ValueError):
                     point = None
@@ -102,12 +115,23 @@ def main() -> None:
                 shown = f"{secs:8.2f} s  peak {point['peak_mib']:6.0f} MiB" if secs is not None else "       -"
                 print(f"{name:16s} {n:>9,} tasks {w:>5} workers {shown}", flush=True)
     print()
-    print(f"{'scheduler':16s} " + " ".join(f"{'slope in tasks, ' + str(w) + ' workers':>28s}" for w in widths)
-          + f" {'slope in workers':>17s}")
+    print(
+        f"{'scheduler':16s} "
+        + " ".join(f"{'slope in tasks, ' + str(w) + ' workers':>28s}" for w in widths)
+        + f" {'slope in workers':>17s}"
+    )
     slopes = {}
     for name in names:
-        per_w = [slope({n: results[name, n, w]["seconds"] for n in sizes if results.get((name, n, w))
-                        and results[name, n, w]["seconds"] <= args.budget}) for w in widths]
+        per_w = [
+            slope(
+                {
+                    n: results[name, n, w]["seconds"]
+                    for n in sizes
+                    if results.get((name, n, w)) and results[name, n, w]["seconds"] <= args.budget
+                }
+            )
+            for w in widths
+        ]
         most_n = max([n for n in sizes if all(results.get((name, n, w)) for w in widths)], default=None)
         at_n = {w: results[name, most_n, w]["seconds"] for w in widths} if most_n else {}
         slopes[name] = (per_w[-1], slope(at_n))
@@ -126,15 +150,23 @@ def main() -> None:
         for name in names:
             xs = [n for n in sizes if results.get((name, n, widths[-1]))]
             if xs:
-                left.plot(xs, [results[name, n, widths[-1]]["seconds"] for n in xs], marker="o",
-                          label=f"{name} ({slopes[name][0]:.2f})" if slopes[name][0] is not None else name)
+                left.plot(
+                    xs,
+                    [results[name, n, widths[-1]]["seconds"] for n in xs],
+                    marker="o",
+                    label=f"{name} ({slopes[name][0]:.2f})" if slopes[name][0] is not None else name,
+                )
             ws = [w for w in widths if results.get((name, sizes[0], w))]
             if ws:
                 right.plot(ws, [results[name, sizes[0], w]["seconds"] for w in ws], marker="o", label=name)
-        left.set(xscale="log", yscale="log", xlabel="tasks", ylabel="seconds to plan",
-                 title=f"on {widths[-1]} workers (legend: slope)")
-        right.set(xscale="log", yscale="log", xlabel="workers", ylabel="seconds to plan",
-                  title=f"{sizes[0]:,} tasks")
+        left.set(
+            xscale="log",
+            yscale="log",
+            xlabel="tasks",
+            ylabel="seconds to plan",
+            title=f"on {widths[-1]} workers (legend: slope)",
+        )
+        right.set(xscale="log", yscale="log", xlabel="workers", ylabel="seconds to plan", title=f"{sizes[0]:,} tasks")
         left.legend(fontsize=7)
         right.legend(fontsize=7)
         fig.tight_layout()

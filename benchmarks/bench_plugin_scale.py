@@ -34,11 +34,13 @@ def measure(workers: int, tasks: int, scheduler: str) -> dict:
     from taskflow import run
     from workflows.scientific import random_layered
 
-    g = random_layered(tasks, shape=1.0, out_degree=2, ccr=0.1, seed=5, mean_cost=0.02, bandwidth=1e6,
-                       name="plugin-scale")
+    g = random_layered(
+        tasks, shape=1.0, out_degree=2, ccr=0.1, seed=5, mean_cost=0.02, bandwidth=1e6, name="plugin-scale"
+    )
     with dask.config.set({"distributed.scheduler.work-stealing": False}):
-        lc = LocalCluster(n_workers=workers, threads_per_worker=1, processes=False, dashboard_address=None,
-                          memory_limit=0)  # one process: a per-worker share of its memory means nothing
+        lc = LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=False, dashboard_address=None, memory_limit=0
+        )  # one process: a per-worker share of its memory means nothing
     client = Client(lc)
     worst = {}
     phase = {"now": "idle"}
@@ -106,10 +108,13 @@ def main() -> None:
         r = measure(args.workers, args.tasks, scheduler)
         w = r["worst"]
         status = r.get("error", f"{r['seconds']:.1f} s, {r.get('replans', 0)} re-plan(s)")
-        print(f"{scheduler:10s} {args.tasks:,} tasks on {args.workers} workers: run {status}; longest event-loop "
-              f"block while planning {w.get('plan', 0):.2f} s, after the worker loss {w.get('re-plan', 0):.2f} s, "
-              f"otherwise {w.get('run', 0):.2f} s, fetching results {w.get('results and report', 0):.2f} s "
-              f"(target <= 1 s)", flush=True)
+        print(
+            f"{scheduler:10s} {args.tasks:,} tasks on {args.workers} workers: run {status}; longest event-loop "
+            f"block while planning {w.get('plan', 0):.2f} s, after the worker loss {w.get('re-plan', 0):.2f} s, "
+            f"otherwise {w.get('run', 0):.2f} s, fetching results {w.get('results and report', 0):.2f} s "
+            f"(target <= 1 s)",
+            flush=True,
+        )
         print("   blocks over 0.5 s (s since start, seconds, phase):", r["blocks"])
 
 

@@ -49,11 +49,13 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 def instances(seeds: int):
-    for v, ccr, beta, shape, W, seed in itertools.product((100, 1000), (0.1, 1.0, 10.0), (0.1, 1.0),
-                                                          (0.5, 1.0, 2.0), (4, 8), range(seeds)):
+    for v, ccr, beta, shape, W, seed in itertools.product(
+        (100, 1000), (0.1, 1.0, 10.0), (0.1, 1.0), (0.5, 1.0, 2.0), (4, 8), range(seeds)
+    ):
         cluster = Cluster.homogeneous(W, bandwidth=1.0, prefix="p")
-        g = random_layered(v, shape=shape, out_degree=3, ccr=ccr, beta=beta, workers=cluster.ids,
-                           seed=seed * 1000 + v + W)
+        g = random_layered(
+            v, shape=shape, out_degree=3, ccr=ccr, beta=beta, workers=cluster.ids, seed=seed * 1000 + v + W
+        )
         yield f"random v={v}", f"ccr={ccr:g}", g, cluster
     for path in sorted((SHARED / "wfinstances").glob("*.json")):
         g = load_graph(path)
@@ -69,17 +71,30 @@ def real_instances():
 
     files = []
     if SHARED.exists():
-        for family, sub, pattern in (("wfcommons", "wfinstances", "*.json"), ("dax", "dax", "*.xml"),
-                                     ("stg", "stg", "*.stg"), ("estee", "estee", "*.zip"),
-                                     ("heft-paper", "native", "*.graph.json")):
+        for family, sub, pattern in (
+            ("wfcommons", "wfinstances", "*.json"),
+            ("dax", "dax", "*.xml"),
+            ("stg", "stg", "*.stg"),
+            ("estee", "estee", "*.zip"),
+            ("heft-paper", "native", "*.graph.json"),
+        ):
             files += [(family, p) for p in sorted((SHARED / sub).glob(pattern))]
     else:  # the copies shipped in the package
-        files = [("wfcommons", sample("montage")), ("wfcommons", sample("epigenomics")), ("dax", sample("montage-dax")),
-                 ("estee", sample("estee-elementary")), ("heft-paper", sample("heft-paper"))]
+        files = [
+            ("wfcommons", sample("montage")),
+            ("wfcommons", sample("epigenomics")),
+            ("dax", sample("montage-dax")),
+            ("estee", sample("estee-elementary")),
+            ("heft-paper", sample("heft-paper")),
+        ]
+
     def clusters(cores):
-        return [Cluster.heterogeneous([1, 2, 3, 4], cores=cores, bandwidth=125e6, latency=1e-3, name="speeds 1-4 x4"),
-                Cluster.heterogeneous([1, 1, 2, 2, 3, 3, 4, 4], cores=cores, bandwidth=125e6, latency=1e-3,
-                                      name="speeds 1-4 x8")]
+        return [
+            Cluster.heterogeneous([1, 2, 3, 4], cores=cores, bandwidth=125e6, latency=1e-3, name="speeds 1-4 x4"),
+            Cluster.heterogeneous(
+                [1, 1, 2, 2, 3, 3, 4, 4], cores=cores, bandwidth=125e6, latency=1e-3, name="speeds 1-4 x8"
+            ),
+        ]
 
     for family, p in files:
         for g in load_graphs(p):
@@ -121,15 +136,19 @@ def real_main(names, budget=None, exact_budget=None, prove=None) -> None:
         for name in names:
             t0 = time.perf_counter()
             s = schedulers.get_scheduler(name, seed=0, **_options(name, budget, exact_budget)).schedule(
-                g, cluster, cost_model=cost_model)
+                g, cluster, cost_model=cost_model
+            )
             secs[name].append(time.perf_counter() - t0)
             s.validate(g, cluster, cost_model=cost_model)
             mk[name] = s.makespan
             if name == "optimal":
                 if prove and s.extra["status"] == "feasible":  # more time, for the bound alone
                     t1 = time.perf_counter()
-                    longer = schedulers.get_scheduler("optimal", seed=0, budget=1e9, seconds=prove, threads=8).schedule(
-                        g, cluster, cost_model=cost_model).validate(g, cluster, cost_model=cost_model)
+                    longer = (
+                        schedulers.get_scheduler("optimal", seed=0, budget=1e9, seconds=prove, threads=8)
+                        .schedule(g, cluster, cost_model=cost_model)
+                        .validate(g, cluster, cost_model=cost_model)
+                    )
                     proving.append(time.perf_counter() - t1)
                     s = longer if longer.extra["lower_bound"] > s.extra["lower_bound"] else s
                     if longer.extra["status"] == "optimal":
@@ -148,7 +167,8 @@ def real_main(names, budget=None, exact_budget=None, prove=None) -> None:
             # copies (task duplication) can at most make every transfer free: no schedule, copies or
             # not, is shorter than the optimum with free transfers, whose bound optimal proves too
             loose = schedulers.get_scheduler("optimal", seed=0, **_options("optimal", budget, exact_budget)).schedule(
-                g, free)
+                g, free
+            )
             mk[COPIES] = max(mk["lower bound"], loose.extra["lower_bound"])
             bounds.append(COPIES)
         for name in [*names, *bounds]:
@@ -161,40 +181,72 @@ def real_main(names, budget=None, exact_budget=None, prove=None) -> None:
         return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
     fams = list(ratio)
-    lines = [f"{count} instances (real workflows x clusters) x {len(names)} schedulers", "",
-             "Geometric-mean makespan / HEFT's (lower is better):", "",
-             "| scheduler | " + " | ".join(f"{f} (n={len(ratio[f]['heft'])})" for f in fams)
-             + " | all | wins / ties / losses vs HEFT | mean time per instance |",
-             "|---" * (len(fams) + 4) + "|"]
+    lines = [
+        f"{count} instances (real workflows x clusters) x {len(names)} schedulers",
+        "",
+        "Geometric-mean makespan / HEFT's (lower is better):",
+        "",
+        "| scheduler | "
+        + " | ".join(f"{f} (n={len(ratio[f]['heft'])})" for f in fams)
+        + " | all | wins / ties / losses vs HEFT | mean time per instance |",
+        "|---" * (len(fams) + 4) + "|",
+    ]
     bounds = ["lower bound", "proven bound", COPIES] if "optimal" in names else ["lower bound"]
     for n in [*names, FREE, *bounds]:
         every = sum((ratio[f][n] for f in fams), [])
         if n == FREE:
-            lines.append(f"| *{n}* | " + " | ".join(f"{geo(ratio[f][n]):.4f}" for f in fams)
-                         + f" | {geo(every):.4f} | (a reference, not a bound) | |")
+            lines.append(
+                f"| *{n}* | "
+                + " | ".join(f"{geo(ratio[f][n]):.4f}" for f in fams)
+                + f" | {geo(every):.4f} | (a reference, not a bound) | |"
+            )
             continue
         if n in bounds:
-            which = "with copies or without" if n == COPIES else "that runs each task once" \
-                if n == "proven bound" else "at all"
-            lines.append(f"| *{n}* | " + " | ".join(f"{geo(ratio[f][n]):.4f}" for f in fams)
-                         + f" | {geo(every):.4f} | (no schedule {which} is shorter) | |")
+            which = (
+                "with copies or without"
+                if n == COPIES
+                else "that runs each task once"
+                if n == "proven bound"
+                else "at all"
+            )
+            lines.append(
+                f"| *{n}* | "
+                + " | ".join(f"{geo(ratio[f][n]):.4f}" for f in fams)
+                + f" | {geo(every):.4f} | (no schedule {which} is shorter) | |"
+            )
             continue
-        lines.append(f"| {n} | " + " | ".join(f"{geo(ratio[f][n]):.4f}" for f in fams) + f" | **{geo(every):.4f}** | "
-                     f"{wtl[n][0]} / {wtl[n][1]} / {wtl[n][2]} | {1e3 * statistics.mean(secs[n]):.1f} ms |")
+        lines.append(
+            f"| {n} | " + " | ".join(f"{geo(ratio[f][n]):.4f}" for f in fams) + f" | **{geo(every):.4f}** | "
+            f"{wtl[n][0]} / {wtl[n][1]} / {wtl[n][2]} | {1e3 * statistics.mean(secs[n]):.1f} ms |"
+        )
     searching = ("heft-search", "optimal")
-    best = [geo([min(ratio[f][n][k] for n in names if n not in searching) for f in fams
-                 for k in range(len(ratio[f]["heft"]))])]
+    best = [
+        geo(
+            [
+                min(ratio[f][n][k] for n in names if n not in searching)
+                for f in fams
+                for k in range(len(ratio[f]["heft"]))
+            ]
+        )
+    ]
     lines += ["", f"Best of the other schedulers per instance (neither {' nor '.join(searching)}): {best[0]:.4f}", ""]
     if "optimal" in names:
         every = sum((ratio[f]["proven bound"] for f in fams), [])
         dup = sum((ratio[f][COPIES] for f in fams), [])
-        lines += [f"optimal: {', '.join(f'{k} {v}' for k, v in sorted(status.items()))} (of {count} instances). "
-                  f"No schedule that runs each task once is shorter than {geo(every):.4f} x HEFT on the "
-                  f"geometric mean of this family (per instance the larger of the graph's lower bound and the "
-                  f"bound optimal proved"
-                  + (f"; --prove {prove:g}: {len(proving)} instances searched again, {sum(proving):.0f} s in all"
-                     if prove else "") + f"); none with task copies either is shorter than {geo(dup):.4f} x HEFT "
-                  "(the same, with every transfer free: copies can at most save every transfer).", ""]
+        lines += [
+            f"optimal: {', '.join(f'{k} {v}' for k, v in sorted(status.items()))} (of {count} instances). "
+            f"No schedule that runs each task once is shorter than {geo(every):.4f} x HEFT on the "
+            f"geometric mean of this family (per instance the larger of the graph's lower bound and the "
+            f"bound optimal proved"
+            + (
+                f"; --prove {prove:g}: {len(proving)} instances searched again, {sum(proving):.0f} s in all"
+                if prove
+                else ""
+            )
+            + f"); none with task copies either is shorter than {geo(dup):.4f} x HEFT "
+            "(the same, with every transfer free: copies can at most save every transfer).",
+            "",
+        ]
     g = random_layered(20_000, shape=1.0, out_degree=3, ccr=1.0, beta=1.0, seed=7)
     c = Cluster.heterogeneous([1, 1.5, 2, 3, 1, 1.5, 2, 3], bandwidth=1.0)
     cost_model = CostModel(g, c)
@@ -203,13 +255,17 @@ def real_main(names, budget=None, exact_budget=None, prove=None) -> None:
         runs = []
         for _ in range(3):
             t0 = time.perf_counter()
-            s = schedulers.get_scheduler(name, seed=0, **_options(name, budget, exact_budget)).schedule(g, c, cost_model=cost_model)
+            s = schedulers.get_scheduler(name, seed=0, **_options(name, budget, exact_budget)).schedule(
+                g, c, cost_model=cost_model
+            )
             runs.append(time.perf_counter() - t0)
         times[name] = statistics.median(runs)
         if s.extra.get("status") == "too large":
             times[name + " (too large to model: HEFT's plan)"] = times.pop(name)
-    lines.append("Time on a 20,000-task random DAG, 8 workers (median of 3): "
-                 + ", ".join(f"{n} {t:.3f} s ({t / times['heft']:.1f}x HEFT)" for n, t in times.items()))
+    lines.append(
+        "Time on a 20,000-task random DAG, 8 workers (median of 3): "
+        + ", ".join(f"{n} {t:.3f} s ({t / times['heft']:.1f}x HEFT)" for n, t in times.items())
+    )
     print("\n".join(lines))
 
 
@@ -220,11 +276,17 @@ def main():
     ap.add_argument("--markdown", help="also write the tables to this file")
     ap.add_argument("--real", action="store_true", help="the real-workflow family against HEFT")
     ap.add_argument("--budget", type=int, help="heft-search's budget in evaluations (default: its own)")
-    ap.add_argument("--prove", type=float, metavar="SECONDS",
-                    help="search each instance optimal did not prove again for this long (8 search workers), "
-                         "for a tighter bound")
-    ap.add_argument("--exact-budget", type=float,
-                    help="optimal's budget (CP-SAT deterministic time, about seconds; default: its own)")
+    ap.add_argument(
+        "--prove",
+        type=float,
+        metavar="SECONDS",
+        help="search each instance optimal did not prove again for this long (8 search workers), for a tighter bound",
+    )
+    ap.add_argument(
+        "--exact-budget",
+        type=float,
+        help="optimal's budget (CP-SAT deterministic time, about seconds; default: its own)",
+    )
     args = ap.parse_args()
     names = args.schedulers.split(",")
     schedulers.warm_up()
@@ -265,12 +327,22 @@ def main():
     for n in sorted(names, key=lambda n: sum(overall[n]) / len(overall[n])):
         cells = [f"{sum(slr[f][n]) / len(slr[f][n]):.3f}" for f in fams]
         lines.append(f"| {n} | " + " | ".join(cells) + f" | {sum(overall[n]) / len(overall[n]):.3f} |")
-    lines += ["", "Mean SLR of the random graphs by CCR:", "",
-              "| scheduler | " + " | ".join(by_ccr) + " |", "|---" * (len(by_ccr) + 1) + "|"]
+    lines += [
+        "",
+        "Mean SLR of the random graphs by CCR:",
+        "",
+        "| scheduler | " + " | ".join(by_ccr) + " |",
+        "|---" * (len(by_ccr) + 1) + "|",
+    ]
     for n in sorted(names, key=lambda n: sum(overall[n]) / len(overall[n])):
         lines.append(f"| {n} | " + " | ".join(f"{sum(by_ccr[c][n]) / len(by_ccr[c][n]):.3f}" for c in by_ccr) + " |")
-    lines += ["", "Mean makespan / lower bound (max of critical path and work bound), all instances:", "",
-              "| scheduler | makespan / lower bound |", "|---|---|"]
+    lines += [
+        "",
+        "Mean makespan / lower bound (max of critical path and work bound), all instances:",
+        "",
+        "| scheduler | makespan / lower bound |",
+        "|---|---|",
+    ]
     for n in sorted(names, key=lambda n: sum(to_lb[n]) / len(to_lb[n])):
         lines.append(f"| {n} | {sum(to_lb[n]) / len(to_lb[n]):.3f} |")
     lines += ["", "Head to head (shorter makespan wins; all instances):", ""]

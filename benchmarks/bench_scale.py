@@ -33,8 +33,15 @@ def one_parent(n: int, layers: int = 100, seed: int = 0) -> TaskGraph:
     dst = np.arange(min(width, n), n)
     src = (dst // width - 1) * width + rng.integers(0, width, len(dst))
     size = np.where(np.arange(len(dst)) % 2 == 0, 1e6, 0.0)
-    return TaskGraph.from_arrays(f"one-parent-{n}", [f"t{i}" for i in range(n)], rng.uniform(1, 10, n), np.zeros(n),
-                                 src.tolist(), dst.tolist(), size.tolist())
+    return TaskGraph.from_arrays(
+        f"one-parent-{n}",
+        [f"t{i}" for i in range(n)],
+        rng.uniform(1, 10, n),
+        np.zeros(n),
+        src.tolist(),
+        dst.tolist(),
+        size.tolist(),
+    )
 
 
 def shape_graph(shape: str, n: int, seed: int = 0) -> TaskGraph:
@@ -58,8 +65,7 @@ def shape_graph(shape: str, n: int, seed: int = 0) -> TaskGraph:
         src, dst = list(range(n - 1)), list(range(1, n))
     else:
         raise SystemExit(f"unknown shape {shape!r}; known: {', '.join(SHAPES)}")
-    return TaskGraph.from_arrays(shape, [f"t{i}" for i in range(n)], cost, np.full(n, 1e6), src, dst,
-                                 [1e6] * len(src))
+    return TaskGraph.from_arrays(shape, [f"t{i}" for i in range(n)], cost, np.full(n, 1e6), src, dst, [1e6] * len(src))
 
 
 def main() -> None:
@@ -83,8 +89,11 @@ def main() -> None:
             plan = schedulers.get_scheduler(name).schedule(g, cluster)
             secs = time.perf_counter() - t0
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            print(f"{name:10s} {shape:12s} {args.tasks:>9,} tasks {args.workers:>5} workers  "
-                  f"makespan {plan.makespan:12.1f}  plan {secs:6.2f} s  peak RSS {peak:6.0f} MiB", flush=True)
+            print(
+                f"{name:10s} {shape:12s} {args.tasks:>9,} tasks {args.workers:>5} workers  "
+                f"makespan {plan.makespan:12.1f}  plan {secs:6.2f} s  peak RSS {peak:6.0f} MiB",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

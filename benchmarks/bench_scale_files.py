@@ -61,12 +61,21 @@ def timed_command(args: list, env: dict) -> tuple:
     fresh process (its peak is its own high-water mark, ``VmHWM``: ``ru_maxrss`` survives the exec of
     a child forked from this large process)."""
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", "import atexit, sys\n"
-                           "atexit.register(lambda: print('PEAK', next(int(x.split()[1]) for x in open('/proc/self/status') "
-                           "if x.startswith('VmHWM')), file=sys.stderr))\n"
-                           "from taskflow.app.cli import main\n"
-                           "sys.argv = ['taskflow'] + sys.argv[1:]\nsys.exit(main())", *args],
-                          capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import atexit, sys\n"
+            "atexit.register(lambda: print('PEAK', next(int(x.split()[1]) for x in open('/proc/self/status') "
+            "if x.startswith('VmHWM')), file=sys.stderr))\n"
+            "from taskflow.app.cli import main\n"
+            "sys.argv = ['taskflow'] + sys.argv[1:]\nsys.exit(main())",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     secs = time.perf_counter() - t0
     lines = proc.stderr.strip().splitlines()
     peak = next((int(x.split()[1]) / 1024 for x in lines if x.startswith("PEAK ")), float("nan"))
@@ -105,8 +114,11 @@ def main() -> None:
         secs = time.perf_counter() - t0
         assert len(back) == len(g) and back.arrays.src.size == g.arrays.src.size, fmt
         paths[fmt] = path
-        print(f"{fmt:9s} {nbytes / 1e6:8.1f} MB  written in {wrote:5.1f} s  read in {secs:6.1f} s  "
-              f"{nbytes / secs / 1e6:6.1f} MB/s  {len(g) / secs:9,.0f} tasks/s", flush=True)
+        print(
+            f"{fmt:9s} {nbytes / 1e6:8.1f} MB  written in {wrote:5.1f} s  read in {secs:6.1f} s  "
+            f"{nbytes / secs / 1e6:6.1f} MB/s  {len(g) / secs:9,.0f} tasks/s",
+            flush=True,
+        )
     native = paths.get("native")
     if native is None:
         return
@@ -117,10 +129,27 @@ def main() -> None:
     env = dict(os.environ)
     runs = [("info", ["info", str(native)])]
     for sched in args.schedulers.split(","):
-        runs.append((f"schedule --scheduler {sched}", ["schedule", str(native), "--cluster", str(cluster), "--scheduler",
-                                                        sched, "-o", str(folder / "plan.json")]))
-        runs.append((f"simulate --scheduler {sched}", ["simulate", str(native), "--cluster", str(cluster),
-                                                        "--scheduler", sched]))
+        runs.append(
+            (
+                f"schedule --scheduler {sched}",
+                [
+                    "schedule",
+                    str(native),
+                    "--cluster",
+                    str(cluster),
+                    "--scheduler",
+                    sched,
+                    "-o",
+                    str(folder / "plan.json"),
+                ],
+            )
+        )
+        runs.append(
+            (
+                f"simulate --scheduler {sched}",
+                ["simulate", str(native), "--cluster", str(cluster), "--scheduler", sched],
+            )
+        )
     wanted = args.commands.split(",")
     for label, argv in runs:
         if label.split()[0] not in wanted:

@@ -39,16 +39,29 @@ def run_peer(python, g, speeds):
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "g.json")
         save_graph(g, path)
-        out = subprocess.run([python, os.path.join(os.path.dirname(__file__), "peer_saga_heft.py"), path,
-                              "--speeds", ",".join(map(str, speeds)), "--bandwidth", "1"],
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [
+                python,
+                os.path.join(os.path.dirname(__file__), "peer_saga_heft.py"),
+                path,
+                "--speeds",
+                ",".join(map(str, speeds)),
+                "--bandwidth",
+                "1",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def run(sizes, names, repeat, peer_python=None, peer_max=2000):
     schedulers.warm_up()
-    print(f"{'tasks':>7} {'edges':>7} {'workers':>7} {'scheduler':<10} {'seconds':>8} {'x heft':>7} "
-          f"{'us/(E*W)':>9} {'makespan':>10}  note")
+    print(
+        f"{'tasks':>7} {'edges':>7} {'workers':>7} {'scheduler':<10} {'seconds':>8} {'x heft':>7} "
+        f"{'us/(E*W)':>9} {'makespan':>10}  note"
+    )
     for v, W in sizes:
         t0 = time.perf_counter()
         g = random_layered(v, shape=1.0, out_degree=2, ccr=1.0, seed=1)
@@ -76,12 +89,16 @@ def run(sizes, names, repeat, peer_python=None, peer_max=2000):
             elif name in ("cpop", "blevel", "peft") and heft_t:
                 note = "within 2x: " + ("met" if best <= 2 * heft_t else "MISSED")
             per = best / (g.num_edges * W) * 1e6
-            print(f"{v:>7} {g.num_edges:>7} {W:>7} {name:<10} {best:8.3f} {ratio} {per:9.3f} {plan.makespan:10.1f}  {note}")
+            print(
+                f"{v:>7} {g.num_edges:>7} {W:>7} {name:<10} {best:8.3f} {ratio} {per:9.3f} {plan.makespan:10.1f}  {note}"
+            )
         if peer_python and v <= peer_max:
             peer = run_peer(peer_python, g, speeds)
             ratio = peer["seconds"] / heft_t if heft_t else float("nan")
-            print(f"{v:>7} {g.num_edges:>7} {W:>7} {'saga-heft':<10} {peer['seconds']:8.3f} {ratio:7.0f} "
-                  f"{peer['seconds'] / (g.num_edges * W) * 1e6:9.3f} {peer['makespan']:10.1f}  peer: anrg-saga HEFT")
+            print(
+                f"{v:>7} {g.num_edges:>7} {W:>7} {'saga-heft':<10} {peer['seconds']:8.3f} {ratio:7.0f} "
+                f"{peer['seconds'] / (g.num_edges * W) * 1e6:9.3f} {peer['makespan']:10.1f}  peer: anrg-saga HEFT"
+            )
         print(f"{'':>7} (graph + cost model built in {setup:.2f} s; peak RSS {peak_rss_mib():.0f} MiB)")
 
 
@@ -90,12 +107,17 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeat", type=int, default=3, help="best of N runs (default 3)")
     ap.add_argument("--schedulers", default="heft,cpop,blevel,peft,mct,etf,minmin")
-    ap.add_argument("--peer-python", help="an interpreter with anrg-saga installed: runs its HEFT on the same "
-                    "graphs up to --peer-max tasks")
+    ap.add_argument(
+        "--peer-python",
+        help="an interpreter with anrg-saga installed: runs its HEFT on the same graphs up to --peer-max tasks",
+    )
     ap.add_argument("--peer-max", type=int, default=2000)
     args = ap.parse_args()
-    sizes = [(1_000, 8), (10_000, 8)] if args.quick else [(1_000, 8), (2_000, 8), (10_000, 8), (20_000, 8),
-                                                          (100_000, 8), (100_000, 32)]
+    sizes = (
+        [(1_000, 8), (10_000, 8)]
+        if args.quick
+        else [(1_000, 8), (2_000, 8), (10_000, 8), (20_000, 8), (100_000, 8), (100_000, 32)]
+    )
     run(sizes, args.schedulers.split(","), args.repeat, args.peer_python, args.peer_max)
 
 

@@ -63,6 +63,7 @@ def one(shape: str, n: int, workers: int, engine: str = "compiled") -> dict:
             finally:
                 solve[0] += time.perf_counter() - t
                 solve[1] += 1
+
         return timed
 
     maxmin.refresh = timing(maxmin.refresh)  # (the engine's) solves keeping the repair's bookkeeping
@@ -76,10 +77,20 @@ def one(shape: str, n: int, workers: int, engine: str = "compiled") -> dict:
     tr = sim.run(compiled=engine == "compiled")
     secs = time.perf_counter() - t0
     stats = sim.stats
-    return {"shape": shape, "tasks": len(g), "edges": g.num_edges, "workers": workers, "engine": engine,
-            "build_s": built, "sim_s": secs, "solve_s": None if engine == "compiled" else solve[0],
-            "solves": stats.get("solves", solve[1]), "makespan": tr.makespan, "transfers": tr.num_transfers,
-            "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {
+        "shape": shape,
+        "tasks": len(g),
+        "edges": g.num_edges,
+        "workers": workers,
+        "engine": engine,
+        "build_s": built,
+        "sim_s": secs,
+        "solve_s": None if engine == "compiled" else solve[0],
+        "solves": stats.get("solves", solve[1]),
+        "makespan": tr.makespan,
+        "transfers": tr.num_transfers,
+        "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
 def plot(rows, path) -> None:
@@ -113,8 +124,12 @@ def main() -> None:
     ap.add_argument("--sizes", default="10000,30000,100000,300000,1000000")
     ap.add_argument("--shapes", default=",".join(SHAPES))
     ap.add_argument("--workers", type=int, default=1000)
-    ap.add_argument("--engine", choices=("compiled", "events"), default="compiled",
-                    help="the compiled loop (default) or the engine's Python event loop")
+    ap.add_argument(
+        "--engine",
+        choices=("compiled", "events"),
+        default="compiled",
+        help="the compiled loop (default) or the engine's Python event loop",
+    )
     ap.add_argument("--plot", help="write the log-log plot here (PNG)")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # shape:tasks, run in this process
     args = ap.parse_args()
@@ -124,23 +139,39 @@ def main() -> None:
         return
     rows = []
     print(f"engine: {args.engine}")
-    print(f"{'shape':8s} {'tasks':>10s} {'edges':>10s} {'build s':>8s} {'simulate s':>10s} {'max-min s':>9s} "
-          f"{'solves':>9s} {'tasks/s':>8s} {'peak MiB':>8s}")
+    print(
+        f"{'shape':8s} {'tasks':>10s} {'edges':>10s} {'build s':>8s} {'simulate s':>10s} {'max-min s':>9s} "
+        f"{'solves':>9s} {'tasks/s':>8s} {'peak MiB':>8s}"
+    )
     for shape in args.shapes.split(","):
         if shape not in SHAPES:
             raise SystemExit(f"unknown shape {shape!r}; known: {', '.join(SHAPES)}")
         for n in (int(x) for x in args.sizes.split(",")):
-            out = subprocess.run([sys.executable, __file__, "--one", f"{shape}:{n}", "--workers", str(args.workers),
-                                  "--engine", args.engine],
-                                 capture_output=True, text=True)
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--one",
+                    f"{shape}:{n}",
+                    "--workers",
+                    str(args.workers),
+                    "--engine",
+                    args.engine,
+                ],
+                capture_output=True,
+                text=True,
+            )
             if out.returncode:
                 print(f"{shape:8s} {n:>10,} failed: {out.stderr.strip().splitlines()[-1:]}", flush=True)
                 continue
             r = json.loads(out.stdout.strip().splitlines()[-1])
             rows.append(r)
             solved = "-" if r["solve_s"] is None else f"{r['solve_s']:.1f}"
-            print(f"{shape:8s} {r['tasks']:>10,} {r['edges']:>10,} {r['build_s']:8.1f} {r['sim_s']:10.1f} "
-                  f"{solved:>9s} {r['solves']:>9,} {r['tasks'] / r['sim_s']:8.0f} {r['peak_mib']:8.0f}", flush=True)
+            print(
+                f"{shape:8s} {r['tasks']:>10,} {r['edges']:>10,} {r['build_s']:8.1f} {r['sim_s']:10.1f} "
+                f"{solved:>9s} {r['solves']:>9,} {r['tasks'] / r['sim_s']:8.0f} {r['peak_mib']:8.0f}",
+                flush=True,
+            )
     if args.plot and rows:
         plot(rows, args.plot)
         print(f"plot: {args.plot}")

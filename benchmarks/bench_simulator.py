@@ -20,8 +20,12 @@ import schedulers  # noqa: E402
 from taskflow import Cluster, simulate  # noqa: E402
 from workflows.scientific import random_layered  # noqa: E402
 
-TARGETS = {("heft", "simple"): 5.0, ("heft", "maxmin"): 15.0, ("work-stealing", "maxmin"): 15.0,
-           ("work-stealing", "simple"): 15.0}
+TARGETS = {
+    ("heft", "simple"): 5.0,
+    ("heft", "maxmin"): 15.0,
+    ("work-stealing", "maxmin"): 15.0,
+    ("work-stealing", "simple"): 15.0,
+}
 
 
 def main():
@@ -34,11 +38,17 @@ def main():
     cluster = Cluster.heterogeneous([1.0 + (i % 4) for i in range(args.workers)], bandwidth=1e8, latency=1e-4)
     t0 = time.perf_counter()
     plan = schedulers.get_scheduler("heft").schedule(g, cluster)
-    print(f"graph: {len(g)} tasks, {g.num_edges} edges, {args.workers} workers; HEFT plan in "
-          f"{time.perf_counter() - t0:.2f} s, planned makespan {plan.makespan:.1f} s")
+    print(
+        f"graph: {len(g)} tasks, {g.num_edges} edges, {args.workers} workers; HEFT plan in "
+        f"{time.perf_counter() - t0:.2f} s, planned makespan {plan.makespan:.1f} s"
+    )
     print(f"{'scheduler':<14} {'network':<7} {'seconds':>8} {'tasks/s':>9} {'makespan':>10} {'transfers':>9}  note")
-    for name, network in (("heft", "simple"), ("heft", "maxmin"), ("work-stealing", "simple"),
-                          ("work-stealing", "maxmin")):
+    for name, network in (
+        ("heft", "simple"),
+        ("heft", "maxmin"),
+        ("work-stealing", "simple"),
+        ("work-stealing", "maxmin"),
+    ):
         t0 = time.perf_counter()
         tr = simulate(g, cluster, name, network=network, plan=plan if name == "heft" else None)
         dt = time.perf_counter() - t0

@@ -70,12 +70,14 @@ def measure(kind: str, names, repeat: int) -> list:
                         _run(cluster.client, w, folder, side)
                     times = {side: [] for side in SIDES}
                     for r in range(repeat):
-                        for side in (SIDES if r % 2 == 0 else SIDES[::-1]):
+                        for side in SIDES if r % 2 == 0 else SIDES[::-1]:
                             times[side].append(_run(cluster.client, w, folder, side))
                 med = {side: statistics.median(v) for side, v in times.items()}
                 out.append((w.name, med))
-                print(f"{w.name:<17} " + "  ".join(f"{s} {med[s]:.2f} ({med[s] / med['dask']:.2f})" for s in SIDES),
-                      flush=True)
+                print(
+                    f"{w.name:<17} " + "  ".join(f"{s} {med[s]:.2f} ({med[s] / med['dask']:.2f})" for s in SIDES),
+                    flush=True,
+                )
     finally:
         cluster.close()
     return out
@@ -102,9 +104,11 @@ def main(argv=None) -> int:
 
     spread = [m["again"] / m["dask"] for _, m in rows]
     best = [min(m["dask"], m["heft"], m["subset"]) / m["dask"] for _, m in rows]
-    print(f"{args.cluster}: Dask's own against itself geomean {geomean(spread):.3f} "
-          f"(range {min(spread):.2f}-{max(spread):.2f}); best of dask, heft, subset per workload: "
-          f"geomean {geomean(best):.3f} of Dask's own")
+    print(
+        f"{args.cluster}: Dask's own against itself geomean {geomean(spread):.3f} "
+        f"(range {min(spread):.2f}-{max(spread):.2f}); best of dask, heft, subset per workload: "
+        f"geomean {geomean(best):.3f} of Dask's own"
+    )
     return 0
 
 

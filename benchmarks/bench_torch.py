@@ -82,8 +82,9 @@ def _ddp_rank(rank: int, world: int, port: int, spec_kw: dict, epochs: int, out,
     for epoch in range(epochs):
         data = RankBatches(spec, rank, epoch)
         if loader_procs is not None:
-            data = torch.utils.data.DataLoader(data, batch_size=None, num_workers=loader_procs,
-                                               prefetch_factor=2 if loader_procs else None)
+            data = torch.utils.data.DataLoader(
+                data, batch_size=None, num_workers=loader_procs, prefetch_factor=2 if loader_procs else None
+            )
         dist.barrier()
         t0 = time.perf_counter()
         ddp.train()
@@ -101,8 +102,14 @@ def _ddp_rank(rank: int, world: int, port: int, spec_kw: dict, epochs: int, out,
         dist.barrier()
         times.append(time.perf_counter() - t0)
     if rank == 0:
-        out.put({"times": times, "accuracy": accs, "wait": waits / max(1, spec.per_epoch),
-                 "params": [p.detach().numpy().copy() for p in model.parameters()]})
+        out.put(
+            {
+                "times": times,
+                "accuracy": accs,
+                "wait": waits / max(1, spec.per_epoch),
+                "params": [p.detach().numpy().copy() for p in model.parameters()],
+            }
+        )
     dist.destroy_process_group()
 
 
@@ -118,8 +125,10 @@ def run_ddp(spec_kw: dict, epochs: int, cpus: dict | None = None, loader_procs: 
         port = s.getsockname()[1]
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    procs = [ctx.Process(target=_ddp_rank, args=(r, spec_kw["workers"], port, spec_kw, epochs, q, loader_procs))
-             for r in range(spec_kw["workers"])]
+    procs = [
+        ctx.Process(target=_ddp_rank, args=(r, spec_kw["workers"], port, spec_kw, epochs, q, loader_procs))
+        for r in range(spec_kw["workers"])
+    ]
     for p in procs:
         p.start()
     limits = None
@@ -137,8 +146,9 @@ def run_ddp(spec_kw: dict, epochs: int, cpus: dict | None = None, loader_procs: 
     return out
 
 
-def run_ours(spec_kw: dict, epochs: int, scheduler: str = "placed", cpus: dict | None = None,
-             shares=None) -> taskflow.training.History:
+def run_ours(
+    spec_kw: dict, epochs: int, scheduler: str = "placed", cpus: dict | None = None, shares=None
+) -> taskflow.training.History:
     """``taskflow.train`` on a LocalCluster of one-thread workers; ``cpus``: worker name -> cores
     (a cgroup CPU limit from its start)."""
     from distributed import Client
@@ -160,8 +170,9 @@ def run_ours(spec_kw: dict, epochs: int, scheduler: str = "placed", cpus: dict |
             names = {a: str(w["name"]) for a, w in client.scheduler_info()["workers"].items()}
             limits = CpuLimits({pids[a]: cpus[n] for a, n in names.items() if n in cpus}).apply()
         try:
-            return taskflow.train(kw.pop("model"), kw.pop("data"), epochs=epochs, scheduler=scheduler, quiet=True,
-                                  client=client, **kw)
+            return taskflow.train(
+                kw.pop("model"), kw.pop("data"), epochs=epochs, scheduler=scheduler, quiet=True, client=client, **kw
+            )
         finally:
             if limits is not None:
                 limits.release()
@@ -185,9 +196,11 @@ def compare(name: str, spec_kw: dict, epochs: int) -> None:
         m.zero_grad()
         spec.ctx.loss(m(torch.from_numpy(x)), torch.from_numpy(y)).backward()
     step = (time.perf_counter() - t0) / 2
-    print(f"== {name}: {spec.params():,} parameters, {spec.workers} ranks x {spec.counts[0]} samples, "
-          f"{spec.per_epoch} iterations per epoch, {epochs} epochs; one rank's forward-backward on one core "
-          f"{step * 1e3:.0f} ms ==")
+    print(
+        f"== {name}: {spec.params():,} parameters, {spec.workers} ranks x {spec.counts[0]} samples, "
+        f"{spec.per_epoch} iterations per epoch, {epochs} epochs; one rank's forward-backward on one core "
+        f"{step * 1e3:.0f} ms =="
+    )
     ddp = run_ddp(spec_kw, epochs)
     ours = run_ours(spec_kw, epochs)
     d_sps = samples * (len(ddp["times"]) - 1 or 1) / steady(ddp["times"])
@@ -195,16 +208,19 @@ def compare(name: str, spec_kw: dict, epochs: int) -> None:
     o_sps = samples * (len(o_secs) - 1 or 1) / steady(o_secs)
     err = max(float(abs(a.numpy() - b).max() / abs(b).max()) for a, b in zip(ours.states[0]["params"], ddp["params"]))
     print(f"{'':12} {'samples/s':>10} {'s/epoch':>9} {'accuracy':>9}")
-    print(f"{'DDP (gloo)':12} {d_sps:10.1f} {steady(ddp['times']) / max(1, epochs - 1):9.2f} "
-          f"{ddp['accuracy'][-1]:9.1%}")
+    print(
+        f"{'DDP (gloo)':12} {d_sps:10.1f} {steady(ddp['times']) / max(1, epochs - 1):9.2f} {ddp['accuracy'][-1]:9.1%}"
+    )
     print(f"{'taskflow':12} {o_sps:10.1f} {steady(o_secs) / max(1, epochs - 1):9.2f} {ours.final_accuracy:9.1%}")
     print(f"ratio taskflow / DDP: {o_sps / d_sps:.3f}; parameters after the run differ by {err:.1e} (relative)")
     last = ours.epochs[-1]
-    print(f"ours per iteration and rank: {last['seconds'] / last['iterations'] * 1e3:.1f} ms wall = "
-          f"{ours.breakdown().text()} (scheduling and waiting: Dask's scheduling, the wait for the other "
-          f"ranks, submitting the epoch); {format_bytes(last['bytes_per_iteration'])} moved per iteration; "
-          f"predicted {(last['predicted_seconds_per_iteration'] or float('nan')) * 1e3:.1f} ms per iteration "
-          f"(the graph's makespan, measured {last['seconds_per_iteration'] * 1e3:.1f} ms)")
+    print(
+        f"ours per iteration and rank: {last['seconds'] / last['iterations'] * 1e3:.1f} ms wall = "
+        f"{ours.breakdown().text()} (scheduling and waiting: Dask's scheduling, the wait for the other "
+        f"ranks, submitting the epoch); {format_bytes(last['bytes_per_iteration'])} moved per iteration; "
+        f"predicted {(last['predicted_seconds_per_iteration'] or float('nan')) * 1e3:.1f} ms per iteration "
+        f"(the graph's makespan, measured {last['seconds_per_iteration'] * 1e3:.1f} ms)"
+    )
 
 
 def schedulers_table(name: str, spec_kw: dict, epochs: int, names) -> None:
@@ -215,25 +231,32 @@ def schedulers_table(name: str, spec_kw: dict, epochs: int, names) -> None:
     from taskflow.runtime.launch.local import local_cluster
 
     print(f"== {name} under each scheduler ({epochs} epochs; figures of the last) ==")
-    print(f"{'scheduler':14} {'s/iteration':>11} {'predicted':>9} {'MB moved/it':>11} {'compute':>8} {'loading':>8} "
-          f"{'communic.':>9} {'waiting':>8} {'params vs placed':>16}")
+    print(
+        f"{'scheduler':14} {'s/iteration':>11} {'predicted':>9} {'MB moved/it':>11} {'compute':>8} {'loading':>8} "
+        f"{'communic.':>9} {'waiting':>8} {'params vs placed':>16}"
+    )
     with local_cluster(spec_kw["workers"], 1) as lc, Client(lc) as client:
         first = None
         for sched in names:
             kw = dict(spec_kw)
-            h = taskflow.train(kw.pop("model"), kw.pop("data"), epochs=epochs, scheduler=sched, client=client,
-                               quiet=True, **kw)
+            h = taskflow.train(
+                kw.pop("model"), kw.pop("data"), epochs=epochs, scheduler=sched, client=client, quiet=True, **kw
+            )
             if first is None:
                 first = h.states[0]["params"]
             diff = max(float((a - b).abs().max() / b.abs().max()) for a, b in zip(h.states[0]["params"], first))
             e = h.epochs[-1]
             b = h.breakdown()
             predicted = e["predicted_seconds_per_iteration"] or float("nan")
-            print(f"{sched:14} {e['seconds'] / e['iterations']:11.3f} {predicted:9.3f} "
-                  f"{e['bytes_per_iteration'] / 1e6:11.2f} {b.compute * 1e3:7.1f}m {b.loading * 1e3:7.1f}m "
-                  f"{b.communication * 1e3:8.1f}m {b.waiting * 1e3:7.1f}m {diff:16.1e}")
-    print("(m: milliseconds per iteration and rank; predicted: the simulator with the costs the earlier epochs "
-          "measured, seconds per iteration of the graph's makespan)")
+            print(
+                f"{sched:14} {e['seconds'] / e['iterations']:11.3f} {predicted:9.3f} "
+                f"{e['bytes_per_iteration'] / 1e6:11.2f} {b.compute * 1e3:7.1f}m {b.loading * 1e3:7.1f}m "
+                f"{b.communication * 1e3:8.1f}m {b.waiting * 1e3:7.1f}m {diff:16.1e}"
+            )
+    print(
+        "(m: milliseconds per iteration and rank; predicted: the simulator with the costs the earlier epochs "
+        "measured, seconds per iteration of the graph's makespan)"
+    )
 
 
 def quarter_core(name: str, spec_kw: dict, epochs: int, cores: float = 0.25) -> None:
@@ -249,25 +272,42 @@ def quarter_core(name: str, spec_kw: dict, epochs: int, cores: float = 0.25) -> 
     o_secs = [e["seconds"] for e in ours.epochs]
     o_sps = samples * (len(o_secs) - 1 or 1) / steady(o_secs)
     print(f"{'':12} {'samples/s':>10} {'s/epoch':>9} {'accuracy':>9}  parts of the batch")
-    print(f"{'DDP (gloo)':12} {d_sps:10.1f} {steady(ddp['times']) / max(1, epochs - 1):9.2f} "
-          f"{ddp['accuracy'][-1]:9.1%}  {'/'.join(map(str, spec.counts))}")
-    print(f"{'taskflow':12} {o_sps:10.1f} {steady(o_secs) / max(1, epochs - 1):9.2f} {ours.final_accuracy:9.1%}  "
-          f"{'/'.join(map(str, ours.epochs[-1]['counts']))} (by measured speed)")
+    print(
+        f"{'DDP (gloo)':12} {d_sps:10.1f} {steady(ddp['times']) / max(1, epochs - 1):9.2f} "
+        f"{ddp['accuracy'][-1]:9.1%}  {'/'.join(map(str, spec.counts))}"
+    )
+    print(
+        f"{'taskflow':12} {o_sps:10.1f} {steady(o_secs) / max(1, epochs - 1):9.2f} {ours.final_accuracy:9.1%}  "
+        f"{'/'.join(map(str, ours.epochs[-1]['counts']))} (by measured speed)"
+    )
     print(f"ratio taskflow / DDP: {o_sps / d_sps:.2f}")
 
 
 #: the variants the two-rack run compares: (name, TorchTraining options)
-RACK_VARIANTS = (("sync", {}), ("sync, layer order", {"priority": "layer-order"}),
-                 ("local SGD, H = 4", {"mode": "local", "sync_every": 4}),
-                 ("top-k 1%", {"compression": "topk", "topk_ratio": 0.01}), ("fp16", {"compression": "fp16"}),
-                 ("stale, s = 1", {"mode": "stale", "staleness": 1}),
-                 ("stale, s = 1, DC", {"mode": "stale", "staleness": 1, "compensation": 0.5}))
+RACK_VARIANTS = (
+    ("sync", {}),
+    ("sync, layer order", {"priority": "layer-order"}),
+    ("local SGD, H = 4", {"mode": "local", "sync_every": 4}),
+    ("top-k 1%", {"compression": "topk", "topk_ratio": 0.01}),
+    ("fp16", {"compression": "fp16"}),
+    ("stale, s = 1", {"mode": "stale", "staleness": 1}),
+    ("stale, s = 1, DC", {"mode": "stale", "staleness": 1, "compensation": 0.5}),
+)
 
 
 def _job(config: dict) -> dict:
     """The resnet8 job of a JSON config (the two-rack run's child rebuilds it)."""
-    return dict(model=functools.partial(resnet8), data=config["data"], workers=2, batch=config["batch"],
-                iterations=config["iterations"], pad=4, flip=True, optimizer=OPTIMIZER, **config.get("variant", {}))
+    return dict(
+        model=functools.partial(resnet8),
+        data=config["data"],
+        workers=2,
+        batch=config["batch"],
+        iterations=config["iterations"],
+        pad=4,
+        flip=True,
+        optimizer=OPTIMIZER,
+        **config.get("variant", {}),
+    )
 
 
 def two_racks(data: str, batch: int, iterations: int, epochs: int, inter_rack: str, target: float) -> None:
@@ -278,14 +318,21 @@ def two_racks(data: str, batch: int, iterations: int, epochs: int, inter_rack: s
 
     from taskflow.testbed import Testbed
 
-    print(f"== resnet8 on two racks joined by {inter_rack} (links 1gbit; needs root): {epochs} epochs of "
-          f"{iterations} iterations of {batch} samples; time to {target:.0%} held-out accuracy ==")
+    print(
+        f"== resnet8 on two racks joined by {inter_rack} (links 1gbit; needs root): {epochs} epochs of "
+        f"{iterations} iterations of {batch} samples; time to {target:.0%} held-out accuracy =="
+    )
     print(f"{'variant':18} {'s/iteration':>11} {'MB moved/it':>11} {'time to target':>14}  held-out accuracy by epoch")
     with Testbed(workers=2, topology="two-racks", bandwidth="1gbit", inter_rack=inter_rack, timeout=120) as tb:
         runs = [("warm-up", {}, 1)] + [(n, v, epochs) for n, v in RACK_VARIANTS]
         for name, variant, n_epochs in runs:
-            config = {"data": data, "batch": batch, "iterations": iterations if name != "warm-up" else 1,
-                      "epochs": n_epochs, "variant": variant}
+            config = {
+                "data": data,
+                "batch": batch,
+                "iterations": iterations if name != "warm-up" else 1,
+                "epochs": n_epochs,
+                "variant": variant,
+            }
             p = tb.exec([sys.executable, os.path.abspath(__file__), "--inside", json.dumps(config)], timeout=3600)
             if p.returncode != 0:
                 raise SystemExit(f"{name}: {(p.stderr.strip().splitlines() or ['no output'])[-1]}")
@@ -295,9 +342,10 @@ def two_racks(data: str, batch: int, iterations: int, epochs: int, inter_rack: s
             eps = h["epochs"]
             hit = next((e["wall"] for e in eps if e["accuracy"] >= target), None)
             per_it = sum(e["seconds"] for e in eps) / sum(e["iterations"] for e in eps)
-            print(f"{name:18} {per_it:11.3f} {eps[-1]['bytes_per_iteration'] / 1e6:11.2f} "
-                  f"{'-' if hit is None else f'{hit:.1f} s':>14}  "
-                  + " ".join(f"{e['accuracy']:.1%}" for e in eps))
+            print(
+                f"{name:18} {per_it:11.3f} {eps[-1]['bytes_per_iteration'] / 1e6:11.2f} "
+                f"{'-' if hit is None else f'{hit:.1f} s':>14}  " + " ".join(f"{e['accuracy']:.1%}" for e in eps)
+            )
 
 
 def _inside(config: dict) -> None:
@@ -305,30 +353,50 @@ def _inside(config: dict) -> None:
     import json
 
     job = _job(config)
-    h = taskflow.train(job.pop("model"), job.pop("data"), epochs=config["epochs"], quiet=True,
-                       address=os.environ["DASK_SCHEDULER_ADDRESS"], **job)
+    h = taskflow.train(
+        job.pop("model"),
+        job.pop("data"),
+        epochs=config["epochs"],
+        quiet=True,
+        address=os.environ["DASK_SCHEDULER_ADDRESS"],
+        **job,
+    )
     print(json.dumps(h.to_dict()))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", choices=("resnet8", "small-cnn", "loading", "all", "both"), default="all",
-                    help="the jobs to run (default all: the small CNN, the ResNet-8 and the loading-bound job; both: "
-                         "the first two)")
+    ap.add_argument(
+        "--model",
+        choices=("resnet8", "small-cnn", "loading", "all", "both"),
+        default="all",
+        help="the jobs to run (default all: the small CNN, the ResNet-8 and the loading-bound job; both: "
+        "the first two)",
+    )
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--iterations", type=int, default=10, help="per epoch (resnet8)")
     ap.add_argument("--batch", type=int, default=96, help="samples per rank (resnet8)")
     ap.add_argument("--data", help="folder for the datasets (default: a temporary one)")
-    ap.add_argument("--quarter-core", action="store_true",
-                    help="also the run with rank 1 held to a quarter of a core (cgroups: needs root)")
+    ap.add_argument(
+        "--quarter-core",
+        action="store_true",
+        help="also the run with rank 1 held to a quarter of a core (cgroups: needs root)",
+    )
     ap.add_argument("--only-quarter-core", action="store_true", help="only that run")
-    ap.add_argument("--two-racks", metavar="RATE", help="only the time-to-accuracy run of the variants on two racks "
-                    "joined by a link of RATE, e.g. 20mbit (network namespaces: needs root)")
+    ap.add_argument(
+        "--two-racks",
+        metavar="RATE",
+        help="only the time-to-accuracy run of the variants on two racks "
+        "joined by a link of RATE, e.g. 20mbit (network namespaces: needs root)",
+    )
     ap.add_argument("--target", type=float, default=0.9, help="--two-racks: the accuracy to reach (default 0.9)")
     ap.add_argument("--inside", help=argparse.SUPPRESS)
-    ap.add_argument("--schedulers", default="placed,heft,work-stealing,adaptive",
-                    help="the table of the same job under each (comma list; '' for none)")
+    ap.add_argument(
+        "--schedulers",
+        default="placed,heft,work-stealing,adaptive",
+        help="the table of the same job under each (comma list; '' for none)",
+    )
     args = ap.parse_args()
     if args.inside:
         import json
@@ -346,14 +414,25 @@ def main():
         digits = os.path.join(root, "digits")
         if not os.path.exists(os.path.join(digits, "train")):
             write_digits(digits)
-        compare("small-cnn on digits", dict(model=functools.partial(small_cnn), data=digits, workers=N,
-                                            batch=32 * N, optimizer=OPTIMIZER), args.epochs)
+        compare(
+            "small-cnn on digits",
+            dict(model=functools.partial(small_cnn), data=digits, workers=N, batch=32 * N, optimizer=OPTIMIZER),
+            args.epochs,
+        )
     if args.model in ("resnet8", "both", "all"):
         syn = os.path.join(root, "synthetic")
         if not os.path.exists(os.path.join(syn, "train")):
             write_synthetic(syn, samples=max(2000, int(1.2 * args.iterations * args.batch * N) + 200))
-        job = dict(model=functools.partial(resnet8), data=syn, workers=N, batch=args.batch * N,
-                   iterations=args.iterations, pad=4, flip=True, optimizer=OPTIMIZER)
+        job = dict(
+            model=functools.partial(resnet8),
+            data=syn,
+            workers=N,
+            batch=args.batch * N,
+            iterations=args.iterations,
+            pad=4,
+            flip=True,
+            optimizer=OPTIMIZER,
+        )
         if args.quarter_core or args.only_quarter_core:
             quarter_core("resnet8", job, args.epochs)
         if args.only_quarter_core:

@@ -45,8 +45,10 @@ def build():
         t1 = time.perf_counter()
         g.validate()
         t2 = time.perf_counter()
-        print(f"{kind:<5} {len(g):>10,} tasks {g.num_edges:>10,} edges  build {t1 - t0:5.2f} s  "
-              f"+ validate {t2 - t1:4.2f} s  = {t2 - t0:5.2f} s (target 10 s)")
+        print(
+            f"{kind:<5} {len(g):>10,} tasks {g.num_edges:>10,} edges  build {t1 - t0:5.2f} s  "
+            f"+ validate {t2 - t1:4.2f} s  = {t2 - t0:5.2f} s (target 10 s)"
+        )
         del g
     L, N, T, B, S = len(model_profile("resnet50")), 64, 1000, 2, 4
     ring = N * L + T * (N * (S + 2 * L + 1 + B + L) + allreduce_tasks("ring", N, B))
@@ -54,8 +56,10 @@ def build():
     t0 = time.perf_counter()
     g = data_parallel("resnet50", workers=64, iterations=20, allreduce="ring")
     dt = time.perf_counter() - t0
-    print(f"ring  {ring:>10,} tasks at 1000 iterations (2(N-1)N chunk tasks per bucket); 20 iterations "
-          f"({len(g):,} tasks) build in {dt:.2f} s")
+    print(
+        f"ring  {ring:>10,} tasks at 1000 iterations (2(N-1)N chunk tasks per bucket); 20 iterations "
+        f"({len(g):,} tasks) build in {dt:.2f} s"
+    )
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 
 
@@ -70,8 +74,9 @@ def tictac():
             for s in SCHEDULERS:
                 span = {}
                 for pr in ("none", "layer-order"):
-                    g = data_parallel(model, workers=4, iterations=3, allreduce=kind, buckets=6, priority=pr,
-                                      barrier=kind == "ps")
+                    g = data_parallel(
+                        model, workers=4, iterations=3, allreduce=kind, buckets=6, priority=pr, barrier=kind == "ps"
+                    )
                     span[pr] = simulate(g, c, s, network="maxmin").makespan
                 gain = span["none"] / span["layer-order"] - 1
                 gains[s].append(gain)
@@ -93,7 +98,9 @@ def crossover():
             row = []
             for s in CROSSOVER:
                 alone = simulate(job, c, s.split("+")[0], network="maxmin").makespan
-                inter = simulate(first if s.endswith("A-first") else both, c, s.split("+")[0], network="maxmin").makespan
+                inter = simulate(
+                    first if s.endswith("A-first") else both, c, s.split("+")[0], network="maxmin"
+                ).makespan
                 gain = 2 * alone / inter - 1
                 gains[s].append(gain)
                 row.append(f"{s} {2 * alone:.3f}->{inter:.3f} s {gain:+6.1%}")

@@ -30,8 +30,10 @@ def graph(ranks: int, iterations: int) -> taskflow.TaskGraph:
     g = taskflow.TaskGraph("floor")
     last = [g.add_task(f"it0.w{r}", fn=noop, cost=1e-4, output_size=8, meta={"rank": r}) for r in range(ranks)]
     for t in range(1, iterations):
-        last = [g.add_task(f"it{t}.w{r}", fn=noop, args=tuple(last), cost=1e-4, output_size=8, meta={"rank": r})
-                for r in range(ranks)]
+        last = [
+            g.add_task(f"it{t}.w{r}", fn=noop, args=tuple(last), cost=1e-4, output_size=8, meta={"rank": r})
+            for r in range(ranks)
+        ]
     return g
 
 
@@ -54,20 +56,33 @@ def main() -> int:
             taskflow.run(g, "placed", client=c, quiet=True)
             if k:  # the first warms the cluster
                 ours.append((time.perf_counter() - t0) / args.iterations * 1e3)
-    with LocalCluster(n_workers=args.ranks, threads_per_worker=1, dashboard_address=None,
-                      scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"}) as lc, Client(lc) as c:
+    with (
+        LocalCluster(
+            n_workers=args.ranks,
+            threads_per_worker=1,
+            dashboard_address=None,
+            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+        ) as lc,
+        Client(lc) as c,
+    ):
         dsk = {t: (noop, *g.predecessors(t)) for t in g.ids}
         for k in range(args.repeats + 1):
             t0 = time.perf_counter()
             c.get(dsk, [f"it{args.iterations - 1}.w{r}" for r in range(args.ranks)])
             if k:
                 plain.append((time.perf_counter() - t0) / args.iterations * 1e3)
-    print(f"{args.ranks} ranks, {args.iterations} iterations of one no-op task per rank, each taking every "
-          f"rank's previous task; ms per iteration (wall, submission included):")
-    print(f"  taskflow.run, placed, our cluster: {', '.join(f'{x:.2f}' for x in ours)}; median "
-          f"{statistics.median(ours):.2f}")
-    print(f"  plain Dask client.get, LocalCluster: {', '.join(f'{x:.2f}' for x in plain)}; median "
-          f"{statistics.median(plain):.2f}")
+    print(
+        f"{args.ranks} ranks, {args.iterations} iterations of one no-op task per rank, each taking every "
+        f"rank's previous task; ms per iteration (wall, submission included):"
+    )
+    print(
+        f"  taskflow.run, placed, our cluster: {', '.join(f'{x:.2f}' for x in ours)}; median "
+        f"{statistics.median(ours):.2f}"
+    )
+    print(
+        f"  plain Dask client.get, LocalCluster: {', '.join(f'{x:.2f}' for x in plain)}; median "
+        f"{statistics.median(plain):.2f}"
+    )
     return 0
 
 

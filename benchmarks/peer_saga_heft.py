@@ -29,13 +29,17 @@ def main():
     nodes = [(f"n{i}", s) for i, s in enumerate(speeds)]
     links = [(a[0], b[0], args.bandwidth) for a in nodes for b in nodes if a[0] < b[0]]
     t0 = time.perf_counter()
-    tg = TaskGraph.create([(t["id"], t["cost"]) for t in doc["tasks"]],
-                          [(e["from"], e["to"], e["size"]) for e in doc["edges"]])
+    tg = TaskGraph.create(
+        [(t["id"], t["cost"]) for t in doc["tasks"]], [(e["from"], e["to"], e["size"]) for e in doc["edges"]]
+    )
     net = Network.create(nodes, links)
     schedule = HeftScheduler().schedule(net, tg)
     seconds = time.perf_counter() - t0
-    makespan = max(t.end for tasks in schedule.mapping.values() for t in tasks) if hasattr(schedule, "mapping") \
+    makespan = (
+        max(t.end for tasks in schedule.mapping.values() for t in tasks)
+        if hasattr(schedule, "mapping")
         else max(t.end for tasks in schedule.values() for t in tasks)
+    )
     print(json.dumps({"seconds": seconds, "makespan": makespan}))
 
 

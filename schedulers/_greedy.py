@@ -15,8 +15,7 @@ def greedy(cost_model, mode: int):
 
 
 @kernel(cache=True)
-def _greedy_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_ptr, succ_idx, lat, inv, level,
-                 mode):
+def _greedy_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_ptr, succ_idx, lat, inv, level, mode):
     """ETF (mode 0): of all (ready task, worker) pairs the earliest start, ties to the higher
     ``level`` (b-level). Min-min (mode 1): the ready task whose best finish is earliest, there.
     Append placement. Start times of ready tasks are cached and refreshed only on the worker that
@@ -66,7 +65,9 @@ def _greedy_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_
         for r in range(nready):  # only worker w changed
             j = ready[r]
             if durations[j, w] < INF:
-                est[j, w] = earliest_start(times[w], usage[w], K[w], drt[j, w], durations[j, w], tcores[j], wcores[w], False)
+                est[j, w] = earliest_start(
+                    times[w], usage[w], K[w], drt[j, w], durations[j, w], tcores[j], wcores[w], False
+                )
         for e in range(succ_ptr[i], succ_ptr[i + 1]):
             j = succ_idx[e]
             remaining[j] -= 1
@@ -75,7 +76,9 @@ def _greedy_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_
                 data_ready(j, W, pred_ptr, pred_idx, pred_size, worker, finish, lat, inv, row)
                 for x in range(W):
                     if durations[j, x] < INF:
-                        est[j, x] = earliest_start(times[x], usage[x], K[x], row[x], durations[j, x], tcores[j], wcores[x], False)
+                        est[j, x] = earliest_start(
+                            times[x], usage[x], K[x], row[x], durations[j, x], tcores[j], wcores[x], False
+                        )
                 ready[nready] = j
                 nready += 1
     return worker, start, finish

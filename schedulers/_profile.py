@@ -32,9 +32,21 @@ import heapq
 import numpy as np
 from taskflow.jit import List, kernel
 
-__all__ = ["INF", "duration_row", "earliest_start", "first_free", "occupy", "occupy_on", "start_avoiding", "empty_plan",
-           "plan_arrays", "ready_heap",
-           "data_ready", "place", "max_degree"]
+__all__ = [
+    "INF",
+    "duration_row",
+    "earliest_start",
+    "first_free",
+    "occupy",
+    "occupy_on",
+    "start_avoiding",
+    "empty_plan",
+    "plan_arrays",
+    "ready_heap",
+    "data_ready",
+    "place",
+    "max_degree",
+]
 
 INF = np.inf
 

@@ -123,12 +123,25 @@ class Adaptive(HEFT):
     """
 
     name = "adaptive"
-    summary = ("HEFT, Dask's own on the workers that pay, or Dask's own: whichever is predicted (then measured) "
-               "shortest; re-decided as it learns")
+    summary = (
+        "HEFT, Dask's own on the workers that pay, or Dask's own: whichever is predicted (then measured) "
+        "shortest; re-decided as it learns"
+    )
 
-    def __init__(self, seed: int | None = None, margin: float = 0.15, drift: float = 0.3, interval: float = 0.25,
-                 replans: int = 8, limit: int = 3000, spread: float = 2.0, steal: bool = False,
-                 choices=CHOICES, ccr: float = 10.0, **options):
+    def __init__(
+        self,
+        seed: int | None = None,
+        margin: float = 0.15,
+        drift: float = 0.3,
+        interval: float = 0.25,
+        replans: int = 8,
+        limit: int = 3000,
+        spread: float = 2.0,
+        steal: bool = False,
+        choices=CHOICES,
+        ccr: float = 10.0,
+        **options,
+    ):
         super().__init__(seed, **options)
         #: what the plugin applies the guard and the re-decisions of this scheduler's runs by
         self.adaptive = AdaptiveOptions(margin, drift, interval, replans, limit, spread, steal, choices, ccr)
@@ -153,6 +166,7 @@ class Adaptive(HEFT):
         if cpu and a.n and a.n * len(cost_model.cluster) <= MOST_PAIRS and int(a.cores.max()) <= 1:
             return to_schedule(cost_model, transfer_cpu_schedule(cost_model, *cpu), self.name)
         if a.n * len(cost_model.cluster) > APPEND_PAIRS:
-            return to_schedule(cost_model, list_schedule(cost_model, upward_rank(cost_model), insertion=False),
-                               self.name)
+            return to_schedule(
+                cost_model, list_schedule(cost_model, upward_rank(cost_model), insertion=False), self.name
+            )
         return super().plan(cost_model)

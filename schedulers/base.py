@@ -18,9 +18,19 @@ from taskflow.schedule import Schedule
 
 from ._profile import INF, data_ready, duration_row, earliest_start, first_free, place, plan_arrays, ready_heap
 
-__all__ = ["Scheduler", "DynamicScheduler", "register", "get_scheduler", "scheduler_class", "available", "list_schedule",
-           "kernel_inputs", "duration_inputs",
-           "topological_priority", "to_schedule"]
+__all__ = [
+    "Scheduler",
+    "DynamicScheduler",
+    "register",
+    "get_scheduler",
+    "scheduler_class",
+    "available",
+    "list_schedule",
+    "kernel_inputs",
+    "duration_inputs",
+    "topological_priority",
+    "to_schedule",
+]
 
 
 def kernel_inputs(cost_model: CostModel, durations: bool = True) -> tuple:
@@ -35,10 +45,18 @@ def kernel_inputs(cost_model: CostModel, durations: bool = True) -> tuple:
         False: None in the durations' place (a loop that reads them by :func:`duration_inputs`).
     """
     a = cost_model.arrays
-    return (np.ascontiguousarray(cost_model.durations) if durations else None, a.cores, cost_model.cluster.cores,
-            a.pred_ptr, a.pred_idx,
-            np.ascontiguousarray(a.size[a.pred_eid]), a.succ_ptr, a.succ_idx, cost_model.latency_matrix,
-            cost_model.inv_bandwidth)
+    return (
+        np.ascontiguousarray(cost_model.durations) if durations else None,
+        a.cores,
+        cost_model.cluster.cores,
+        a.pred_ptr,
+        a.pred_idx,
+        np.ascontiguousarray(a.size[a.pred_eid]),
+        a.succ_ptr,
+        a.succ_idx,
+        cost_model.latency_matrix,
+        cost_model.inv_bandwidth,
+    )
 
 
 @kernel(cache=True)
@@ -70,9 +88,15 @@ def duration_inputs(cost_model: CostModel) -> tuple:
     cluster = cost_model.cluster
     if cost_model.dense:
         empty = np.zeros(0)
-        return (np.ascontiguousarray(d), np.zeros(d.shape[0]), np.ones(d.shape[1]), 0.0,
-                np.zeros(d.shape[0] + 1, np.int64),
-                np.zeros(0, np.int64), empty)
+        return (
+            np.ascontiguousarray(d),
+            np.zeros(d.shape[0]),
+            np.ones(d.shape[1]),
+            0.0,
+            np.zeros(d.shape[0] + 1, np.int64),
+            np.zeros(0, np.int64),
+            empty,
+        )
     n = d.shape[0]
     counts = np.zeros(n + 1, np.int64)
     for i, row in d.exact.items():
@@ -85,13 +109,41 @@ def duration_inputs(cost_model: CostModel) -> tuple:
         for j, secs in row.items():
             ex_w[k], ex_s[k] = j, secs
             k += 1
-    return (np.zeros((0, 0)), np.asarray(d.cost, np.float64), np.asarray(cluster.speed, np.float64), d.overhead, ptr,
-            ex_w, ex_s)
+    return (
+        np.zeros((0, 0)),
+        np.asarray(d.cost, np.float64),
+        np.asarray(cluster.speed, np.float64),
+        d.overhead,
+        ptr,
+        ex_w,
+        ex_s,
+    )
 
 
 @kernel(cache=True)
-def _list_loop(dense, cost, speed, overhead, ex_ptr, ex_w, ex_s, tcores, wcores, pred_ptr, pred_idx, pred_size,
-               succ_ptr, succ_idx, lat, inv, priority, fixed, bias, use_bias, insertion):
+def _list_loop(
+    dense,
+    cost,
+    speed,
+    overhead,
+    ex_ptr,
+    ex_w,
+    ex_s,
+    tcores,
+    wcores,
+    pred_ptr,
+    pred_idx,
+    pred_size,
+    succ_ptr,
+    succ_idx,
+    lat,
+    inv,
+    priority,
+    fixed,
+    bias,
+    use_bias,
+    insertion,
+):
     """Schedule every task; the ready task of highest ``priority`` (ties: lower index) goes next,
     to ``fixed[i]`` when >= 0, else to the worker minimising finish (+ ``bias[i, w]``). Durations
     come a task's row at a time (:func:`._profile.duration_row`)."""
@@ -131,15 +183,17 @@ def _list_loop(dense, cost, speed, overhead, ex_ptr, ex_w, ex_s, tcores, wcores,
                 for w in range(W):
                     d = row[w]
                     if d < INF:
-                        bound = _finish_bound(d, c, wcores[w], drt[w], free[w], tail[w], hole[w], hole_end[w],
-                                              insertion)
+                        bound = _finish_bound(
+                            d, c, wcores[w], drt[w], free[w], tail[w], hole[w], hole_end[w], insertion
+                        )
                         if bound < low:
                             low = bound
                             first = w
                 if first >= 0:
                     best_w = first
-                    best_s = earliest_start(times[first], usage[first], K[first], drt[first], row[first], c,
-                                            wcores[first], insertion)
+                    best_s = earliest_start(
+                        times[first], usage[first], K[first], drt[first], row[first], c, wcores[first], insertion
+                    )
                     best_key = best_s + row[first]
             # the first finishes at its bound: every other worker's bound is as late, and of those as
             # late, none of a lower index (the first is the lowest): nothing more to search
@@ -161,8 +215,24 @@ def _list_loop(dense, cost, speed, overhead, ex_ptr, ex_w, ex_s, tcores, wcores,
                     best_key = key
                     best_w = w
                     best_s = s
-        place(i, best_w, best_s, row[best_w], c, worker, start, finish, times, usage, K, succ_ptr, succ_idx,
-              remaining, priority, heap)
+        place(
+            i,
+            best_w,
+            best_s,
+            row[best_w],
+            c,
+            worker,
+            start,
+            finish,
+            times,
+            usage,
+            K,
+            succ_ptr,
+            succ_idx,
+            remaining,
+            priority,
+            heap,
+        )
         free[best_w] = first_free(times[best_w], usage[best_w], K[best_w], wcores[best_w], free[best_w])
         if row[best_w] > 0.0:
             if best_s > tail[best_w]:
@@ -195,8 +265,17 @@ def list_schedule(cost_model: CostModel, priority, fixed=None, bias=None, insert
     use_bias = bias is not None
     bias = np.zeros((1, 1)) if bias is None else np.ascontiguousarray(bias, dtype=np.float64)
     _, tcores, wcores, *graph_and_network = kernel_inputs(cost_model, durations=False)
-    return _list_loop(*duration_inputs(cost_model), tcores, wcores, *graph_and_network,
-                      np.asarray(priority, dtype=np.float64), fixed, bias, use_bias, bool(insertion))
+    return _list_loop(
+        *duration_inputs(cost_model),
+        tcores,
+        wcores,
+        *graph_and_network,
+        np.asarray(priority, dtype=np.float64),
+        fixed,
+        bias,
+        use_bias,
+        bool(insertion),
+    )
 
 
 def topological_priority(cost_model: CostModel):
@@ -225,4 +304,6 @@ def to_schedule(cost_model: CostModel, result, name: str, extra: dict | None = N
     extra : dict, optional
     """
     worker, start, finish = result
-    return Schedule.from_indices(cost_model.graph, cost_model.cluster, worker, start, finish, scheduler=name, extra=extra)
+    return Schedule.from_indices(
+        cost_model.graph, cost_model.cluster, worker, start, finish, scheduler=name, extra=extra
+    )

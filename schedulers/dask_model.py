@@ -108,8 +108,9 @@ class DaskModel(DynamicScheduler):
             bw = 1.0 / mean_inv if mean_inv > 0 else math.inf
         self.bw = float(bw)
         self.saturation = float(o.get("saturation", 1.1))
-        self.slots = [math.inf if math.isinf(self.saturation) else max(math.ceil(self.saturation * c), 1)
-                      for c in self.nthreads]
+        self.slots = [
+            math.inf if math.isinf(self.saturation) else max(math.ceil(self.saturation * c), 1) for c in self.nthreads
+        ]
         si = o.get("steal_interval", 1.0)
         self.tick = float(si) if si else None
         self.tick_phase = o.get("steal_phase")
@@ -139,12 +140,13 @@ class DaskModel(DynamicScheduler):
         self.pred_ptr, self.pred_idx = a.pred_ptr.tolist(), a.pred_idx.tolist()
         self.pred_size = a.size[a.pred_eid].tolist()
         succ_size = a.size[a.succ_eid]
-        self.out_size = np.maximum.reduceat(np.append(succ_size, 0.0), a.succ_ptr[:-1]).tolist() \
-            if len(succ_size) else [0.0] * n
+        self.out_size = (
+            np.maximum.reduceat(np.append(succ_size, 0.0), a.succ_ptr[:-1]).tolist() if len(succ_size) else [0.0] * n
+        )
         for i in range(n):
             if a.succ_ptr[i] == a.succ_ptr[i + 1]:
                 self.out_size[i] = 0.0
-        self.dep_bytes = [sum(self.pred_size[self.pred_ptr[i]:self.pred_ptr[i + 1]]) for i in range(n)]
+        self.dep_bytes = [sum(self.pred_size[self.pred_ptr[i] : self.pred_ptr[i + 1]]) for i in range(n)]
         # root-ish groups: more tasks than twice the threads, few groups (and tasks) depended on
         size = [0] * len(names)
         for p in self.prefix:
@@ -154,8 +156,10 @@ class DaskModel(DynamicScheduler):
             for k in range(self.pred_ptr[i], self.pred_ptr[i + 1]):
                 deps[self.prefix[i]].add(self.prefix[self.pred_idx[k]])
         groups, tasks = o.get("rootish", (5, 5))
-        self.rootish_group = [size[p] > 2 * self.total_threads and len(deps[p]) < groups
-                              and sum(size[q] for q in deps[p]) < tasks for p in range(len(names))]
+        self.rootish_group = [
+            size[p] > 2 * self.total_threads and len(deps[p]) < groups and sum(size[q] for q in deps[p]) < tasks
+            for p in range(len(names))
+        ]
         # mid-run: data already computed sits where it is (``pinned``: those tasks cost nothing and
         # tell Dask nothing of their prefix), and a hold restricts every other task (``within``)
         index = {t: j for j, t in enumerate(g.ids)}
@@ -274,14 +278,17 @@ class DaskModel(DynamicScheduler):
         cand = set()
         for k in range(self.pred_ptr[i], self.pred_ptr[i + 1]):
             cand.update(w for w in view.locations(self.pred_idx[k]) if self.alive[w])
-        cand = [w for w in self.ties if w in cand and w in valid] or \
-            [w for w in self.ties if self.alive[w] and w in valid]
+        cand = [w for w in self.ties if w in cand and w in valid] or [
+            w for w in self.ties if self.alive[w] and w in valid
+        ]
         if not cand:
             return None  # no live worker can run it: it waits (Dask: no-worker)
         if len(cand) == 1:
             return cand[0]
-        return min(cand, key=lambda w: (self.occupancy(w) / self.nthreads[w] + self._comm_bytes(i, w, view) / self.bw,
-                                        self.held[w]))
+        return min(
+            cand,
+            key=lambda w: (self.occupancy(w) / self.nthreads[w] + self._comm_bytes(i, w, view) / self.bw, self.held[w]),
+        )
 
     def _assign(self, tasks, view) -> list:
         out = []
@@ -338,7 +345,7 @@ class DaskModel(DynamicScheduler):
 
     def _succ(self, task, view):
         a = view.arrays
-        return a.succ_idx[a.succ_ptr[task]:a.succ_ptr[task + 1]].tolist()
+        return a.succ_idx[a.succ_ptr[task] : a.succ_ptr[task + 1]].tolist()
 
     def on_worker_lost(self, worker, tasks, view):
         if self.alive[worker]:
@@ -366,8 +373,11 @@ class DaskModel(DynamicScheduler):
                 if 0.4 < pending > 1.9 * avg:
                     victims.append(w)
         if not victims:
-            victims = [w for w in sorted(live, key=lambda x: -occ[x])[:10]
-                       if occ[w] > self.min_victim and nproc[w] > self.nthreads[w] and w not in thieves]
+            victims = [
+                w
+                for w in sorted(live, key=lambda x: -occ[x])[:10]
+                if occ[w] > self.min_victim and nproc[w] > self.nthreads[w] and w not in thieves
+            ]
             if not victims:
                 return []
         victims.sort(key=lambda x: -occ[x])
@@ -387,8 +397,13 @@ class DaskModel(DynamicScheduler):
                     can = [w for w in thieves if w in self.valid[i]]
                     if not can:
                         continue
-                    thief = min(can, key=lambda w: (occ[w] / self.nthreads[w] + self._comm_bytes(i, w, view) / self.bw,
-                                                        self.held[w]))
+                    thief = min(
+                        can,
+                        key=lambda w: (
+                            occ[w] / self.nthreads[w] + self._comm_bytes(i, w, view) / self.bw,
+                            self.held[w],
+                        ),
+                    )
                     c_thief = self._comm_bytes(i, thief, view) / self.bw
                     c_victim = self._comm_bytes(i, v, view) / self.bw
                     if occ[thief] + c_thief + comp <= occ[v] - (c_victim + comp) / 2:

@@ -48,15 +48,28 @@ class HEFTContention(Scheduler):
         racks = cluster.rack_count
         rack = np.ascontiguousarray(cluster.rack_index if racks else np.zeros(len(cluster), np.int64))
         result = _contention_loop(
-            np.ascontiguousarray(cost_model.durations), a.cores, cluster.cores, a.pred_ptr, a.pred_idx,
-            np.ascontiguousarray(a.size[a.pred_eid]), a.succ_ptr, a.succ_idx, cost_model.latency_matrix,
-            cost_model.inv_bandwidth, np.asarray(upward_rank(cost_model), dtype=np.float64), rack, racks, True)
+            np.ascontiguousarray(cost_model.durations),
+            a.cores,
+            cluster.cores,
+            a.pred_ptr,
+            a.pred_idx,
+            np.ascontiguousarray(a.size[a.pred_eid]),
+            a.succ_ptr,
+            a.succ_idx,
+            cost_model.latency_matrix,
+            cost_model.inv_bandwidth,
+            np.asarray(upward_rank(cost_model), dtype=np.float64),
+            rack,
+            racks,
+            True,
+        )
         return to_schedule(cost_model, result, self.name)
 
 
 @kernel(cache=True)
-def _route_ready(i, w, W, R, pred_ptr, pred_idx, pred_size, worker, finish, lat, inv, rack, free, tfree, avail,
-                 order, commit):
+def _route_ready(
+    i, w, W, R, pred_ptr, pred_idx, pred_size, worker, finish, lat, inv, rack, free, tfree, avail, order, commit
+):
     """Data-ready time of task ``i`` on worker ``w`` when every transfer it needs is scheduled on
     the ports it passes (the sender's upload, the receiver's download and, across racks, the two
     racks' uplink and downlink), each port busy with one transfer at a time, a transfer's bytes
@@ -123,8 +136,9 @@ def _route_ready(i, w, W, R, pred_ptr, pred_idx, pred_size, worker, finish, lat,
 
 
 @kernel(cache=True)
-def _contention_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_ptr, succ_idx,
-                             lat, inv, priority, rack, R, insertion):
+def _contention_loop(
+    durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_ptr, succ_idx, lat, inv, priority, rack, R, insertion
+):
     """The shared list-scheduling loop (no forced workers, no bias) with the data-ready time of each
     candidate worker from :func:`_route_ready`: transfers wait for the ports they share."""
     n, W, worker, start, finish, times, usage, K = empty_plan(durations)
@@ -144,15 +158,65 @@ def _contention_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, s
             d = durations[i, w]
             if d == INF:
                 continue
-            drt = _route_ready(i, w, W, R, pred_ptr, pred_idx, pred_size, worker, finish, lat, inv, rack, free,
-                               tfree, avail, order, False)
+            drt = _route_ready(
+                i,
+                w,
+                W,
+                R,
+                pred_ptr,
+                pred_idx,
+                pred_size,
+                worker,
+                finish,
+                lat,
+                inv,
+                rack,
+                free,
+                tfree,
+                avail,
+                order,
+                False,
+            )
             s = earliest_start(times[w], usage[w], K[w], drt, d, c, wcores[w], insertion)
             if best_w < 0 or s + d < best_key:
                 best_key = s + d
                 best_w = w
                 best_s = s
-        _route_ready(i, best_w, W, R, pred_ptr, pred_idx, pred_size, worker, finish, lat, inv, rack, free, tfree,
-                     avail, order, True)
-        place(i, best_w, best_s, durations[i, best_w], c, worker, start, finish, times, usage, K, succ_ptr, succ_idx,
-              remaining, priority, heap)
+        _route_ready(
+            i,
+            best_w,
+            W,
+            R,
+            pred_ptr,
+            pred_idx,
+            pred_size,
+            worker,
+            finish,
+            lat,
+            inv,
+            rack,
+            free,
+            tfree,
+            avail,
+            order,
+            True,
+        )
+        place(
+            i,
+            best_w,
+            best_s,
+            durations[i, best_w],
+            c,
+            worker,
+            start,
+            finish,
+            times,
+            usage,
+            K,
+            succ_ptr,
+            succ_idx,
+            remaining,
+            priority,
+            heap,
+        )
     return worker, start, finish

@@ -34,8 +34,7 @@ import heapq
 import numpy as np
 from taskflow.jit import kernel
 
-from ._profile import (INF, earliest_start, empty_plan, max_degree, occupy_on, place, ready_heap,
-                       start_avoiding)
+from ._profile import INF, earliest_start, empty_plan, max_degree, occupy_on, place, ready_heap, start_avoiding
 from .base import Scheduler, kernel_inputs, register
 from .ranks import upward_rank
 from taskflow.schedule import Schedule
@@ -62,8 +61,16 @@ class HEFTDup(Scheduler):
             raise ValueError(f"heft-dup: max_copies must be a whole number >= 0, got {k!r}")
         res = _dup_loop(*kernel_inputs(cost_model), np.asarray(upward_rank(cost_model), dtype=np.float64), int(k))
         worker, start, finish = res[:3]
-        return Schedule.from_indices(cost_model.graph, cost_model.cluster, worker, start, finish, scheduler=self.name,
-                                     extra={"copies_made": len(res[3])}, copies=res[3:])
+        return Schedule.from_indices(
+            cost_model.graph,
+            cost_model.cluster,
+            worker,
+            start,
+            finish,
+            scheduler=self.name,
+            extra={"copies_made": len(res[3])},
+            copies=res[3:],
+        )
 
 
 @kernel(cache=True)
@@ -96,8 +103,9 @@ def _ran_on(p, w, worker, chead, cnext, cw):
 
 
 @kernel(cache=True)
-def _dup_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_ptr, succ_idx,
-                      lat, inv, priority, max_copies):
+def _dup_loop(
+    durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_ptr, succ_idx, lat, inv, priority, max_copies
+):
     """List scheduling with critical-parent duplication. Tasks go in decreasing ``priority``; on
     each worker ``w`` the task's start is computed as usual, then up to ``max_copies`` times its
     *critical parent* (the input that arrives last on ``w``, when it does not run there) is copied
@@ -142,8 +150,9 @@ def _dup_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_ptr
                 continue
             ready = 0.0
             for k in range(np_):
-                arr[k] = _arrival(pred_idx[p0 + k], w, pred_size[p0 + k], worker, finish, chead, cnext, cw, cf, lat,
-                                  inv)
+                arr[k] = _arrival(
+                    pred_idx[p0 + k], w, pred_size[p0 + k], worker, finish, chead, cnext, cw, cf, lat, inv
+                )
                 if arr[k] > ready:
                     ready = arr[k]
             s = earliest_start(times[w], usage[w], K[w], ready, d, c, wcores[w], True)
@@ -217,6 +226,22 @@ def _dup_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_ptr
             chead[p] = nc
             nc += 1
             occupy_on(best_w, times, usage, K, best_ex_s[b], best_ex_f[b], tcores[p])
-        place(i, best_w, best_s, durations[i, best_w], c, worker, start, finish, times, usage, K, succ_ptr, succ_idx,
-              remaining, priority, heap)
+        place(
+            i,
+            best_w,
+            best_s,
+            durations[i, best_w],
+            c,
+            worker,
+            start,
+            finish,
+            times,
+            usage,
+            K,
+            succ_ptr,
+            succ_idx,
+            remaining,
+            priority,
+            heap,
+        )
     return worker, start, finish, ct[:nc].copy(), cw[:nc].copy(), cs[:nc].copy(), cf[:nc].copy()

@@ -35,7 +35,14 @@ import numpy as np
 from taskflow.jit import kernel
 
 from .base import Scheduler, list_schedule, register, to_schedule
-from .ranks import downward_rank_kernel, upward_rank_kernel, downward_rank, mean_costs, optimistic_cost_table, upward_rank
+from .ranks import (
+    downward_rank_kernel,
+    upward_rank_kernel,
+    downward_rank,
+    mean_costs,
+    optimistic_cost_table,
+    upward_rank,
+)
 
 __all__ = ["HEFTSearch", "DEFAULT_BUDGET", "MAX_BUDGET", "parse_budget"]
 
@@ -73,8 +80,10 @@ def parse_budget(text) -> dict:
                 return {"budget": v}
     except ValueError:
         pass
-    raise ValueError(f"budget {text!r}: expected evaluations (a whole number 1..{MAX_BUDGET[0]:,}) or seconds "
-                     f"such as 2s (at most {MAX_BUDGET[1]:g}s)"[:300])
+    raise ValueError(
+        f"budget {text!r}: expected evaluations (a whole number 1..{MAX_BUDGET[0]:,}) or seconds "
+        f"such as 2s (at most {MAX_BUDGET[1]:g}s)"[:300]
+    )
 
 
 @register
@@ -98,8 +107,12 @@ class HEFTSearch(Scheduler):
         a = cost_model.arrays
         rank_u = upward_rank(cost_model)
         free = np.full(a.n, -1, dtype=np.int64)
-        best = {"prio": rank_u, "bias": None, "fixed": free,
-                "result": list_schedule(cost_model, rank_u, insertion=True)}
+        best = {
+            "prio": rank_u,
+            "bias": None,
+            "fixed": free,
+            "result": list_schedule(cost_model, rank_u, insertion=True),
+        }
         best["makespan"] = float(best["result"][2].max()) if a.n else 0.0
         spent = 1
         found = {"candidates": 1, "improved_by": "heft"}
@@ -142,8 +155,9 @@ class HEFTSearch(Scheduler):
             sigma = _SIGMAS[(k // 2) % len(_SIGMAS)]
             base = best["prio"]
             consider(base * np.exp(sigma * rng.standard_normal(a.n)), best["bias"], f"perturbed (sigma {sigma})")
-        return to_schedule(cost_model, best["result"], self.name,
-                           extra={"evaluations": spent, "won_by": found["improved_by"]})
+        return to_schedule(
+            cost_model, best["result"], self.name, extra={"evaluations": spent, "won_by": found["improved_by"]}
+        )
 
     @staticmethod
     def _variants(cost_model, rank_u):
@@ -164,16 +178,20 @@ class HEFTSearch(Scheduler):
 
         def fastest_path():  # rank_d at best durations plus rank_u at best durations
             w = np.nanmin(d, axis=1)
-            return (upward_rank_kernel(w, a.succ_ptr, a.succ_idx, sc, a.topo)
-                    + downward_rank_kernel(w, a.pred_ptr, a.pred_idx, pc, a.topo)), None
+            return (
+                upward_rank_kernel(w, a.succ_ptr, a.succ_idx, sc, a.topo)
+                + downward_rank_kernel(w, a.pred_ptr, a.pred_idx, pc, a.topo)
+            ), None
 
-        return [("rank: median durations", lambda: upward(np.nanmedian(d, axis=1))),
-                ("rank: best durations", lambda: upward(np.nanmin(d, axis=1))),
-                ("rank: worst durations", lambda: upward(np.nanmax(d, axis=1))),
-                ("rank: no communication", lambda: upward(cost_model.mean_duration(), np.zeros_like(sc))),
-                ("cpop priority", cpop),
-                ("peft", peft),
-                ("best-duration path priority", fastest_path)]
+        return [
+            ("rank: median durations", lambda: upward(np.nanmedian(d, axis=1))),
+            ("rank: best durations", lambda: upward(np.nanmin(d, axis=1))),
+            ("rank: worst durations", lambda: upward(np.nanmax(d, axis=1))),
+            ("rank: no communication", lambda: upward(cost_model.mean_duration(), np.zeros_like(sc))),
+            ("cpop priority", cpop),
+            ("peft", peft),
+            ("best-duration path priority", fastest_path),
+        ]
 
 
 def _critical_chain(cost_model, result) -> np.ndarray:
@@ -183,8 +201,19 @@ def _critical_chain(cost_model, result) -> np.ndarray:
     worker, start, finish = result
     a = cost_model.arrays
     order = np.lexsort((finish, worker))  # by worker, then finish
-    return _chain(worker, start, finish, a.pred_ptr, a.pred_idx, np.ascontiguousarray(a.size[a.pred_eid]),
-                  cost_model.latency_matrix, cost_model.inv_bandwidth, order, worker[order], finish[order])
+    return _chain(
+        worker,
+        start,
+        finish,
+        a.pred_ptr,
+        a.pred_idx,
+        np.ascontiguousarray(a.size[a.pred_eid]),
+        cost_model.latency_matrix,
+        cost_model.inv_bandwidth,
+        order,
+        worker[order],
+        finish[order],
+    )
 
 
 @kernel(cache=True)

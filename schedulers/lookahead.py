@@ -26,8 +26,7 @@ import heapq
 import numpy as np
 from taskflow.jit import kernel
 
-from ._profile import (INF, data_ready, earliest_start, empty_plan, max_degree, place, ready_heap,
-                       start_avoiding)
+from ._profile import INF, data_ready, earliest_start, empty_plan, max_degree, place, ready_heap, start_avoiding
 from .base import Scheduler, kernel_inputs, register, to_schedule
 from .ranks import upward_rank
 
@@ -47,8 +46,7 @@ class Lookahead(Scheduler):
 
 
 @kernel(cache=True)
-def _lookahead_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_ptr, succ_idx, lat, inv,
-                       priority):
+def _lookahead_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, succ_ptr, succ_idx, lat, inv, priority):
     """Lookahead HEFT (Bittencourt, Sakellariou, Madeira 2010): tasks in decreasing ``priority``;
     for each worker ``w``, the task is tentatively placed there (earliest finish, insertion), then
     each of its children, in decreasing priority, is tentatively placed by HEFT's rule (earliest
@@ -77,8 +75,9 @@ def _lookahead_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, su
         for e in range(succ_ptr[i], succ_ptr[i + 1]):
             j = succ_idx[e]
             b = nk
-            while b > 0 and (priority[kids[b - 1]] < priority[j]
-                             or (priority[kids[b - 1]] == priority[j] and kids[b - 1] > j)):
+            while b > 0 and (
+                priority[kids[b - 1]] < priority[j] or (priority[kids[b - 1]] == priority[j] and kids[b - 1] > j)
+            ):
                 kids[b] = kids[b - 1]
                 b -= 1
             kids[b] = j
@@ -130,8 +129,9 @@ def _lookahead_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, su
                             t = fp if wp == q else fp + lat[wp, q] + pred_size[k] * inv[wp, q]
                             if t > ready:
                                 ready = t
-                        sq = start_avoiding(times[q], usage[q], K[q], ready, dq, tcores[j], wcores[q],
-                                             ex_s[q], ex_f[q], nex[q])
+                        sq = start_avoiding(
+                            times[q], usage[q], K[q], ready, dq, tcores[j], wcores[q], ex_s[q], ex_f[q], nex[q]
+                        )
                         if sq + dq < best_cf:
                             best_cf = sq + dq
                             best_cq = q
@@ -151,6 +151,22 @@ def _lookahead_loop(durations, tcores, wcores, pred_ptr, pred_idx, pred_size, su
                 best_own = f_own
                 best_w = w
                 best_s = s
-        place(i, best_w, best_s, durations[i, best_w], c, worker, start, finish, times, usage, K, succ_ptr, succ_idx,
-              remaining, priority, heap)
+        place(
+            i,
+            best_w,
+            best_s,
+            durations[i, best_w],
+            c,
+            worker,
+            start,
+            finish,
+            times,
+            usage,
+            K,
+            succ_ptr,
+            succ_idx,
+            remaining,
+            priority,
+            heap,
+        )
     return worker, start, finish

@@ -23,4 +23,6 @@ class MCT(Scheduler):
     plans_lazily = True  # a row of durations at a time: a million tasks need no 8 GB matrix
 
     def plan(self, cost_model):
-        return to_schedule(cost_model, list_schedule(cost_model, topological_priority(cost_model), insertion=False), self.name)
+        return to_schedule(
+            cost_model, list_schedule(cost_model, topological_priority(cost_model), insertion=False), self.name
+        )

@@ -97,12 +97,16 @@ class Optimal(Scheduler):
             threads = int(o.get("threads", 1))
             max_pairs = int(o.get("max_pairs", MAX_PAIRS))
         except (TypeError, ValueError):
-            raise SchedulerError(f"optimal: budget, seconds, threads and max_pairs must be numbers (got budget="
-                                f"{o.get('budget')!r}, seconds={o.get('seconds')!r}, threads={o.get('threads')!r}, "
-                                f"max_pairs={o.get('max_pairs')!r})") from None
+            raise SchedulerError(
+                f"optimal: budget, seconds, threads and max_pairs must be numbers (got budget="
+                f"{o.get('budget')!r}, seconds={o.get('seconds')!r}, threads={o.get('threads')!r}, "
+                f"max_pairs={o.get('max_pairs')!r})"
+            ) from None
         if not budget > 0 or (seconds is not None and not seconds > 0) or threads < 1:
-            raise SchedulerError(f"optimal: budget and seconds must be > 0 and threads >= 1 "
-                                f"(got budget={budget!r}, seconds={seconds!r}, threads={threads!r})")
+            raise SchedulerError(
+                f"optimal: budget and seconds must be > 0 and threads >= 1 "
+                f"(got budget={budget!r}, seconds={seconds!r}, threads={threads!r})"
+            )
         a = cost_model.arrays
         heft = list_schedule(cost_model, upward_rank(cost_model), insertion=True)
         heft_mk = float(heft[2].max()) if a.n else 0.0
@@ -112,8 +116,14 @@ class Optimal(Scheduler):
             return to_schedule(cost_model, heft, self.name, extra=_extra("optimal", heft_mk, bound))
         if pairs > max_pairs:
             return to_schedule(cost_model, heft, self.name, extra=_extra("too large", heft_mk, bound, pairs=pairs))
-        result, status, solver_bound, stopped = solve(cost_model, heft, budget=budget, seconds=seconds,
-                                                      threads=threads, seed=self.seed if self.seed is not None else 0)
+        result, status, solver_bound, stopped = solve(
+            cost_model,
+            heft,
+            budget=budget,
+            seconds=seconds,
+            threads=threads,
+            seed=self.seed if self.seed is not None else 0,
+        )
         more = {"stopped": stopped} if stopped else {}
         if result is None:  # nothing within the budget, not even the hint: HEFT's plan
             return to_schedule(cost_model, heft, self.name, extra=_extra("feasible", heft_mk, bound, **more))
@@ -209,7 +219,7 @@ def solve(cost_model, start, budget=DEFAULT_BUDGET, seconds=None, threads=1, see
                 m.add_hint(on[i, w], int(hw[i] == w))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = threads
-    solver.parameters.random_seed = int(seed) % (2 ** 31)
+    solver.parameters.random_seed = int(seed) % (2**31)
     solver.parameters.max_deterministic_time = float(budget)
     for key, value in _SOLVER_PARAMETERS.items():
         setattr(solver.parameters, key, value)
@@ -223,16 +233,21 @@ def solve(cost_model, start, budget=DEFAULT_BUDGET, seconds=None, threads=1, see
     stopped = "wall clock" if status != cp_model.OPTIMAL and solver.deterministic_time < float(budget) else None
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None, None, None, stopped
-    worker = np.array([next(w for w in range(W) if (i, w) in on and solver.value(on[i, w])) for i in range(n)],
-                      dtype=np.int64)
+    worker = np.array(
+        [next(w for w in range(W) if (i, w) in on and solver.value(on[i, w])) for i in range(n)], dtype=np.int64
+    )
     begins = np.array([solver.value(s[i]) for i in range(n)], dtype=np.float64)
     # the solver's order, timed exactly: earlier start first (ties: the topological order)
     order = np.empty(n)
     order[a.topo] = np.arange(n)
     prio = -(begins * (n + 1) + order)
     result = list_schedule(cost_model, prio, fixed=worker, insertion=True)
-    return (result, ("optimal" if status == cp_model.OPTIMAL else "feasible"), solver.best_objective_bound / scale,
-            stopped)
+    return (
+        result,
+        ("optimal" if status == cp_model.OPTIMAL else "feasible"),
+        solver.best_objective_bound / scale,
+        stopped,
+    )
 
 
 def _precedence(m, cost_model, a, s, e, on, scale) -> None:
@@ -295,9 +310,14 @@ def _break_symmetry(m, cost_model, D, on, n, W) -> None:
             if not np.array_equal(D[:, w], D[:, w2]):
                 continue
             rest = [x for x in range(W) if x not in (w, w2)]
-            if not (np.array_equal(lat[w, rest], lat[w2, rest]) and np.array_equal(lat[rest, w], lat[rest, w2])
-                    and np.array_equal(inv[w, rest], inv[w2, rest]) and np.array_equal(inv[rest, w], inv[rest, w2])
-                    and lat[w, w2] == lat[w2, w] and inv[w, w2] == inv[w2, w]):
+            if not (
+                np.array_equal(lat[w, rest], lat[w2, rest])
+                and np.array_equal(lat[rest, w], lat[rest, w2])
+                and np.array_equal(inv[w, rest], inv[w2, rest])
+                and np.array_equal(inv[rest, w], inv[rest, w2])
+                and lat[w, w2] == lat[w2, w]
+                and inv[w, w2] == inv[w2, w]
+            ):
                 continue
             twin[w2] = w
             for i in range(n):

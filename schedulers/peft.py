@@ -27,4 +27,6 @@ class PEFT(Scheduler):
 
     def plan(self, cost_model):
         table = optimistic_cost_table(cost_model)
-        return to_schedule(cost_model, list_schedule(cost_model, table.mean(axis=1), bias=table, insertion=True), self.name)
+        return to_schedule(
+            cost_model, list_schedule(cost_model, table.mean(axis=1), bias=table, insertion=True), self.name
+        )

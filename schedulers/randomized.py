@@ -28,5 +28,8 @@ class RandomScheduler(Scheduler):
         pick = (rng.random(cost_model.arrays.n) * counts).astype(np.int64)
         cum = np.cumsum(feasible, axis=1) - 1
         fixed = np.argmax((cum == pick[:, None]) & feasible, axis=1)
-        return to_schedule(cost_model, list_schedule(cost_model, topological_priority(cost_model), fixed=fixed, insertion=False),
-                           self.name)
+        return to_schedule(
+            cost_model,
+            list_schedule(cost_model, topological_priority(cost_model), fixed=fixed, insertion=False),
+            self.name,
+        )

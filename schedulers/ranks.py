@@ -20,8 +20,17 @@ from taskflow.jit import kernel
 
 from taskflow.costs import CostModel
 
-__all__ = ["mean_costs", "upward_rank", "downward_rank", "b_level", "t_level", "critical_path_tasks",
-           "optimistic_cost_table", "upward_rank_kernel", "downward_rank_kernel"]
+__all__ = [
+    "mean_costs",
+    "upward_rank",
+    "downward_rank",
+    "b_level",
+    "t_level",
+    "critical_path_tasks",
+    "optimistic_cost_table",
+    "upward_rank_kernel",
+    "downward_rank_kernel",
+]
 
 
 def mean_costs(cost_model: CostModel):

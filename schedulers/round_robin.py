@@ -29,5 +29,8 @@ class RoundRobinScheduler(Scheduler):
                 nxt += 1
             fixed[i] = nxt % W
             nxt += 1
-        return to_schedule(cost_model, list_schedule(cost_model, topological_priority(cost_model), fixed=fixed, insertion=False),
-                           self.name)
+        return to_schedule(
+            cost_model,
+            list_schedule(cost_model, topological_priority(cost_model), fixed=fixed, insertion=False),
+            self.name,
+        )

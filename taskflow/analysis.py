@@ -39,8 +39,7 @@ def longest_path(arrays: GraphArrays, weight: np.ndarray, edge_weight: np.ndarra
     dist = np.array(weight, dtype=np.float64)
     ew = np.zeros(0) if edge_weight is None else np.ascontiguousarray(edge_weight, dtype=np.float64)
     parent = np.full(n, -1, np.int64)
-    _longest(arrays.topo, arrays.pred_ptr, arrays.pred_idx, arrays.pred_eid, ew, edge_weight is not None, dist,
-             parent)
+    _longest(arrays.topo, arrays.pred_ptr, arrays.pred_idx, arrays.pred_eid, ew, edge_weight is not None, dist, parent)
     end = int(np.argmax(dist))  # the first of the longest
     path = [end]
     while parent[path[-1]] >= 0:
@@ -96,8 +95,9 @@ def critical_path(graph: TaskGraph, cluster: Cluster | None = None, cost_model: 
     return float(length), [a.ids[i] for i in path]
 
 
-def lower_bound(graph: TaskGraph, cluster: Cluster, cost_model: CostModel | None = None,
-                critical: float | None = None) -> float:
+def lower_bound(
+    graph: TaskGraph, cluster: Cluster, cost_model: CostModel | None = None, critical: float | None = None
+) -> float:
     """``max(critical path on the fastest worker, total work / total speed)``: no schedule is shorter.
 
     Parameters

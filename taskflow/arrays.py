@@ -68,25 +68,51 @@ class GraphArrays:
         pred_ptr, pred_idx, pred_eid = csr(dst, src, n)
         succ_ptr, succ_idx, succ_eid = csr(src, dst, n)
         topo = topological_order(n, src, dst, succ_ptr, succ_idx, ids)
-        arrays = cls(n=n, m=m, ids=list(ids), index=dict(index),
-                     cost=np.array(cost, dtype=np.float64).reshape(n),
-                     output_size=np.array(output_size, dtype=np.float64).reshape(n),
-                     cores=np.asarray(cores, dtype=np.int64).reshape(n),
-                     src=src, dst=dst, size=np.array(size, dtype=np.float64).reshape(m),
-                     pred_ptr=pred_ptr, pred_idx=pred_idx, pred_eid=pred_eid,
-                     succ_ptr=succ_ptr, succ_idx=succ_idx, succ_eid=succ_eid, topo=topo, costs=dict(costs))
-        for arr in (arrays.cost, arrays.output_size, arrays.cores, src, dst, arrays.size,
-                    pred_ptr, pred_idx, pred_eid, succ_ptr, succ_idx, succ_eid, topo):
+        arrays = cls(
+            n=n,
+            m=m,
+            ids=list(ids),
+            index=dict(index),
+            cost=np.array(cost, dtype=np.float64).reshape(n),
+            output_size=np.array(output_size, dtype=np.float64).reshape(n),
+            cores=np.asarray(cores, dtype=np.int64).reshape(n),
+            src=src,
+            dst=dst,
+            size=np.array(size, dtype=np.float64).reshape(m),
+            pred_ptr=pred_ptr,
+            pred_idx=pred_idx,
+            pred_eid=pred_eid,
+            succ_ptr=succ_ptr,
+            succ_idx=succ_idx,
+            succ_eid=succ_eid,
+            topo=topo,
+            costs=dict(costs),
+        )
+        for arr in (
+            arrays.cost,
+            arrays.output_size,
+            arrays.cores,
+            src,
+            dst,
+            arrays.size,
+            pred_ptr,
+            pred_idx,
+            pred_eid,
+            succ_ptr,
+            succ_idx,
+            succ_eid,
+            topo,
+        ):
             arr.flags.writeable = False
         return arrays
 
     def preds(self, i: int) -> np.ndarray:
         """Indices of task ``i``'s predecessors."""
-        return self.pred_idx[self.pred_ptr[i]:self.pred_ptr[i + 1]]
+        return self.pred_idx[self.pred_ptr[i] : self.pred_ptr[i + 1]]
 
     def succs(self, i: int) -> np.ndarray:
         """Indices of task ``i``'s successors."""
-        return self.succ_idx[self.succ_ptr[i]:self.succ_ptr[i + 1]]
+        return self.succ_idx[self.succ_ptr[i] : self.succ_ptr[i + 1]]
 
 
 def csr(keys: np.ndarray, vals: np.ndarray, n: int):
@@ -209,7 +235,7 @@ def _find_cycle(n, src, dst, indeg, ids) -> list:
         seen[v] = len(walk)
         walk.append(v)
         v = pred_of[v]
-    loop = walk[seen[v]:]
+    loop = walk[seen[v] :]
     loop.reverse()  # we walked backwards
     loop.append(loop[0])
     return [ids[i] for i in loop]

@@ -10,9 +10,26 @@ import numpy as np
 
 from .errors import CycleError, GraphError, UsageError
 
-__all__ = ["number", "cores", "cores_column", "parse_bytes", "SIZE_UNITS", "exact_costs", "checked_column", "parse_rate",
-           "task_index", "edge_index", "MAX_CORES",
-           "split_amount", "plot_format", "PLOT_FORMATS", "seed", "MAX_SEED", "decimal", "format_bytes"]
+__all__ = [
+    "number",
+    "cores",
+    "cores_column",
+    "parse_bytes",
+    "SIZE_UNITS",
+    "exact_costs",
+    "checked_column",
+    "parse_rate",
+    "task_index",
+    "edge_index",
+    "MAX_CORES",
+    "split_amount",
+    "plot_format",
+    "PLOT_FORMATS",
+    "seed",
+    "MAX_SEED",
+    "decimal",
+    "format_bytes",
+]
 
 _INF = math.inf
 
@@ -183,8 +200,9 @@ def checked_column(values, field: str, labels, kind: str) -> list:
     try:
         # not numbers, though numpy converts them: booleans, text (plain floats and ints, the common
         # case, are told apart by their exact types at C speed)
-        ok = set(map(type, values)) <= {float, int} or \
-            not any(isinstance(v, (bool, np.bool_, str, bytes)) for v in values)
+        ok = set(map(type, values)) <= {float, int} or not any(
+            isinstance(v, (bool, np.bool_, str, bytes)) for v in values
+        )
         arr = np.asarray(values, dtype=np.float64)
         ok = ok and arr.ndim == 1 and bool(np.all(np.isfinite(arr) & (arr >= 0)))
     except (TypeError, ValueError, OverflowError):
@@ -197,8 +215,16 @@ def checked_column(values, field: str, labels, kind: str) -> list:
     return arr.tolist()
 
 
-_UNITS = {"bit": 1 / 8, "kbit": 1e3 / 8, "mbit": 1e6 / 8, "gbit": 1e9 / 8,
-          "bps": 1.0, "kbps": 1e3, "mbps": 1e6, "gbps": 1e9}
+_UNITS = {
+    "bit": 1 / 8,
+    "kbit": 1e3 / 8,
+    "mbit": 1e6 / 8,
+    "gbit": 1e9 / 8,
+    "bps": 1.0,
+    "kbps": 1e3,
+    "mbps": 1e6,
+    "gbps": 1e9,
+}
 
 
 #: a number then a unit, matched in linear time (no two quantifiers can share a digit) by
@@ -228,8 +254,18 @@ def split_amount(text: str):
 
 
 #: units of a size in bytes (any case): decimal and binary
-SIZE_UNITS = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "kib": 2 ** 10, "mib": 2 ** 20,
-              "gib": 2 ** 30, "tib": 2 ** 40}
+SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 1e3,
+    "mb": 1e6,
+    "gb": 1e9,
+    "tb": 1e12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
 
 
 def format_bytes(n: float) -> str:
@@ -267,7 +303,7 @@ def parse_bytes(text) -> int:
             shown = repr(text) if len(str(text)) <= 40 else repr(str(text)[:37] + "...")
             raise UsageError(f"size {shown}: expected bytes or a size such as 512MiB or 2GB")
         value = m[0] * SIZE_UNITS[m[1].lower()]
-    if not 1 <= value < 2 ** 62:
+    if not 1 <= value < 2**62:
         raise UsageError(f"size {text!r} must be at least one byte")
     return int(value)
 
@@ -292,8 +328,7 @@ def parse_rate(text) -> float:
         unit = m[1].lower() if m else ""
         if not m or (unit and unit not in _UNITS):
             shown = repr(text) if len(str(text)) <= 40 else repr(str(text)[:37] + "...")
-            raise UsageError(f"rate {shown}: expected a number with a unit such as 200mbit, 1gbit, "
-                                f"500kbit or 25mbps")
+            raise UsageError(f"rate {shown}: expected a number with a unit such as 200mbit, 1gbit, 500kbit or 25mbps")
         value = m[0] * (_UNITS[unit] if unit else 1.0)
     if not value > 0 or value == float("inf"):
         raise UsageError(f"rate {text!r} must be positive and finite")

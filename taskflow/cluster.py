@@ -68,8 +68,9 @@ class Worker:
         if isinstance(c, float) and c.is_integer():
             c = int(c)
         if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 1 <= c <= MAX_CORES:
-            raise ClusterError(f"worker {self.id!r}: cores must be an integer from 1 to {MAX_CORES}, "
-                               f"got {self.cores!r}"[:200])
+            raise ClusterError(
+                f"worker {self.id!r}: cores must be an integer from 1 to {MAX_CORES}, got {self.cores!r}"[:200]
+            )
         object.__setattr__(self, "cores", int(c))
 
 
@@ -119,10 +120,18 @@ class Cluster:
     (['w0', 'w1'], 2.5, 0.0)
     """
 
-    def __init__(self, workers: Iterable[Worker], bandwidth: float = DEFAULT_BANDWIDTH,
-                 bandwidths: dict | None = None, latency: float = 0.0, name: str = "cluster",
-                 task_overhead: float = 0.0, backplane: float | None = None, racks: dict | None = None,
-                 uplink: float | None = None):
+    def __init__(
+        self,
+        workers: Iterable[Worker],
+        bandwidth: float = DEFAULT_BANDWIDTH,
+        bandwidths: dict | None = None,
+        latency: float = 0.0,
+        name: str = "cluster",
+        task_overhead: float = 0.0,
+        backplane: float | None = None,
+        racks: dict | None = None,
+        uplink: float | None = None,
+    ):
         self.name = name
         self.workers = tuple(workers)
         if not self.workers:
@@ -192,21 +201,44 @@ class Cluster:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def homogeneous(cls, n: int, speed: float = 1.0, cores: int = 1, bandwidth: float = DEFAULT_BANDWIDTH,
-                    latency: float = 0.0, prefix: str = "w", name: str | None = None) -> "Cluster":
+    def homogeneous(
+        cls,
+        n: int,
+        speed: float = 1.0,
+        cores: int = 1,
+        bandwidth: float = DEFAULT_BANDWIDTH,
+        latency: float = 0.0,
+        prefix: str = "w",
+        name: str | None = None,
+    ) -> "Cluster":
         """``n`` identical workers named ``w0 .. w{n-1}``."""
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise ClusterError(f"cluster has no workers: need n >= 1, got {n!r}")
-        return cls([Worker(f"{prefix}{i}", speed, cores) for i in range(n)], bandwidth=bandwidth,
-                   latency=latency, name=name or f"{n}x{prefix}")
+        return cls(
+            [Worker(f"{prefix}{i}", speed, cores) for i in range(n)],
+            bandwidth=bandwidth,
+            latency=latency,
+            name=name or f"{n}x{prefix}",
+        )
 
     @classmethod
-    def heterogeneous(cls, speeds: Iterable[float], cores: int = 1, bandwidth: float = DEFAULT_BANDWIDTH,
-                      latency: float = 0.0, prefix: str = "w", name: str | None = None) -> "Cluster":
+    def heterogeneous(
+        cls,
+        speeds: Iterable[float],
+        cores: int = 1,
+        bandwidth: float = DEFAULT_BANDWIDTH,
+        latency: float = 0.0,
+        prefix: str = "w",
+        name: str | None = None,
+    ) -> "Cluster":
         """One worker per speed, named ``w0 ..``."""
         speeds = list(speeds)
-        return cls([Worker(f"{prefix}{i}", s, cores) for i, s in enumerate(speeds)], bandwidth=bandwidth,
-                   latency=latency, name=name or f"hetero-{len(speeds)}")
+        return cls(
+            [Worker(f"{prefix}{i}", s, cores) for i, s in enumerate(speeds)],
+            bandwidth=bandwidth,
+            latency=latency,
+            name=name or f"hetero-{len(speeds)}",
+        )
 
     def __len__(self) -> int:
         return len(self.workers)
@@ -218,11 +250,17 @@ class Cluster:
         return f"<Cluster {self.name!r}: {len(self)} workers, bandwidth {self.bandwidth:g} B/s, latency {self.latency:g} s>"
 
     def __eq__(self, other):
-        return (isinstance(other, Cluster) and self.workers == other.workers
-                and self.bandwidth == other.bandwidth and self.bandwidths == other.bandwidths
-                and self.latency == other.latency and self.task_overhead == other.task_overhead
-                and self.backplane == other.backplane and self.racks == other.racks
-                and self.uplink == other.uplink)
+        return (
+            isinstance(other, Cluster)
+            and self.workers == other.workers
+            and self.bandwidth == other.bandwidth
+            and self.bandwidths == other.bandwidths
+            and self.latency == other.latency
+            and self.task_overhead == other.task_overhead
+            and self.backplane == other.backplane
+            and self.racks == other.racks
+            and self.uplink == other.uplink
+        )
 
     @property
     def rack_count(self) -> int:
@@ -318,17 +356,30 @@ class Cluster:
         ws = []
         for w in live:
             d = mine.get(str(w.id))
-            ws.append(Worker(w.id, d.speed if d is not None else w.speed, w.cores,
-                             address=w.address or (d.address if d is not None else None)))
+            ws.append(
+                Worker(
+                    w.id,
+                    d.speed if d is not None else w.speed,
+                    w.cores,
+                    address=w.address or (d.address if d is not None else None),
+                )
+            )
         named = {str(w.id): w.id for w in ws}
-        pairs = {named[str(a)]: {named[str(b)]: v for b, v in row.items() if str(b) in named}
-                 for a, row in self.bandwidths.items() if str(a) in named}
+        pairs = {
+            named[str(a)]: {named[str(b)]: v for b, v in row.items() if str(b) in named}
+            for a, row in self.bandwidths.items()
+            if str(a) in named
+        }
         racks = None
         if self.racks is not None:
             label = {str(a): r for a, r in self.racks.items()}
             racks = {w.id: label.get(str(w.id), f"joined:{w.id}") for w in ws}
-        return self.replace(workers=ws, bandwidths={a: row for a, row in pairs.items() if row}, racks=racks,
-                            uplink=self.uplink if racks is not None else None)
+        return self.replace(
+            workers=ws,
+            bandwidths={a: row for a, row in pairs.items() if row},
+            racks=racks,
+            uplink=self.uplink if racks is not None else None,
+        )
 
     def with_task_overhead(self, seconds: float) -> "Cluster":
         """The same cluster with another per-task overhead."""
@@ -344,9 +395,17 @@ class Cluster:
         **changes
             Constructor arguments.
         """
-        args = dict(workers=self.workers, bandwidth=self.bandwidth, bandwidths=self.bandwidths,
-                    latency=self.latency, name=self.name, task_overhead=self.task_overhead,
-                    backplane=self.backplane, racks=self.racks, uplink=self.uplink)
+        args = dict(
+            workers=self.workers,
+            bandwidth=self.bandwidth,
+            bandwidths=self.bandwidths,
+            latency=self.latency,
+            name=self.name,
+            task_overhead=self.task_overhead,
+            backplane=self.backplane,
+            racks=self.racks,
+            uplink=self.uplink,
+        )
         unknown = set(changes) - set(args)
         if unknown:
             raise TypeError(f"Cluster.replace: unknown argument(s) {sorted(unknown)}")

@@ -26,6 +26,7 @@ from .graph import TaskGraph
 
 __all__ = ["CostModel", "Durations", "DENSE_LIMIT", "available_memory"]
 
+
 def available_memory() -> float:
     """Bytes of memory available to a new allocation now (psutil's ``available``)."""
     import psutil
@@ -130,8 +131,9 @@ class Durations:
 
     def _reduce(self, fn) -> np.ndarray:
         step = max(1, _CHUNK // max(1, self.shape[1]))
-        return np.concatenate([fn(self.block(slice(k, k + step))) for k in range(0, self.shape[0], step)] or
-                              [np.zeros(0)])
+        return np.concatenate(
+            [fn(self.block(slice(k, k + step))) for k in range(0, self.shape[0], step)] or [np.zeros(0)]
+        )
 
     def distinct(self, extremes: bool = False):
         """``(d, cols)``: these durations on the workers ``cols`` only, one of each kind (speed and
@@ -192,9 +194,11 @@ class Durations:
 
     def __array__(self, dtype=None, copy=None):
         n, W = self.shape
-        raise GraphError(f"{n:,} tasks x {W:,} workers: the whole duration matrix would take "
-                         f"{n * W * 8 / 2**30:.1f} GiB (more than the dense limit of {DENSE_LIMIT:,} entries); "
-                         f"use a dynamic scheduler (e.g. work-stealing) or fewer workers")
+        raise GraphError(
+            f"{n:,} tasks x {W:,} workers: the whole duration matrix would take "
+            f"{n * W * 8 / 2**30:.1f} GiB (more than the dense limit of {DENSE_LIMIT:,} entries); "
+            f"use a dynamic scheduler (e.g. work-stealing) or fewer workers"
+        )
 
 
 def _exact_costs(a, cluster) -> dict:
@@ -205,8 +209,10 @@ def _exact_costs(a, cluster) -> dict:
         for w, secs in costs.items():
             j = index.get(w)
             if j is None:
-                raise GraphError(f"task {a.ids[i]!r}: costs name worker {w!r} that the cluster lacks "
-                                 f"(workers: {', '.join(map(str, cluster.ids))})")
+                raise GraphError(
+                    f"task {a.ids[i]!r}: costs name worker {w!r} that the cluster lacks "
+                    f"(workers: {', '.join(map(str, cluster.ids))})"
+                )
             exact.setdefault(i, {})[j] = float(secs)
     return exact
 
@@ -216,8 +222,9 @@ def _fits_somewhere(a, cluster) -> None:
     never = np.flatnonzero(a.cores > int(cluster.cores.max())) if a.n else []
     if len(never):
         i = int(never[0])
-        raise GraphError(f"task {a.ids[i]!r} needs {int(a.cores[i])} cores; the largest worker "
-                         f"has {int(cluster.cores.max())}")
+        raise GraphError(
+            f"task {a.ids[i]!r} needs {int(a.cores[i])} cores; the largest worker has {int(cluster.cores.max())}"
+        )
 
 
 class CostModel:
@@ -286,9 +293,11 @@ class CostModel:
         need = d.size * 8
         avail = available_memory()
         if need > avail / 2:
-            raise GraphError(f"{d.shape[0]:,} tasks x {d.shape[1]:,} workers: a static scheduler plans from the whole "
-                             f"duration matrix, {need / 2**30:.1f} GiB, more than half the memory available "
-                             f"({avail / 2**30:.1f} GiB); use a dynamic scheduler (e.g. work-stealing) or fewer workers")
+            raise GraphError(
+                f"{d.shape[0]:,} tasks x {d.shape[1]:,} workers: a static scheduler plans from the whole "
+                f"duration matrix, {need / 2**30:.1f} GiB, more than half the memory available "
+                f"({avail / 2**30:.1f} GiB); use a dynamic scheduler (e.g. work-stealing) or fewer workers"
+            )
         m = copy.copy(self)
         m.durations = d.block(slice(None))
         m.durations.flags.writeable = False
@@ -317,12 +326,18 @@ class CostModel:
                 bad[:, 0] = rows[0] if rows.size else 0
             if bad.size:
                 i, j = (int(x) for x in bad[0])
-                raise GraphError(f"task {a.ids[i]!r} on worker {cluster.ids[j]!r}: its duration overflows "
-                                 f"(cost {a.cost[i]:g} at speed {cluster.speed[j]:g})")
-            raise GraphError(f"the tasks' durations add up past the largest float ({np.finfo(float).max:.3g} s): "
-                             f"times in a schedule could not be represented")
-        raise GraphError("the bytes on the graph's edges over the cluster's bandwidth add up past the largest "
-                         "float: transfer times could not be represented")
+                raise GraphError(
+                    f"task {a.ids[i]!r} on worker {cluster.ids[j]!r}: its duration overflows "
+                    f"(cost {a.cost[i]:g} at speed {cluster.speed[j]:g})"
+                )
+            raise GraphError(
+                f"the tasks' durations add up past the largest float ({np.finfo(float).max:.3g} s): "
+                f"times in a schedule could not be represented"
+            )
+        raise GraphError(
+            "the bytes on the graph's edges over the cluster's bandwidth add up past the largest "
+            "float: transfer times could not be represented"
+        )
 
     # ------------------------------------------------------------------ by id
     def duration(self, task, worker) -> float:

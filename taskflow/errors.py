@@ -6,9 +6,26 @@ with a message that names the problem (the task id, the line, the field). The co
 them into one line on stderr and exit status 2, or 1 for a run that failed (:class:`RunFailed`).
 """
 
-__all__ = ["ClusterError", "CycleError", "FormatError", "GraphError", "ScheduleError", "TaskflowError",
-           "TaskflowWarning", "UnknownSchedulerError", "WorkflowError", "UsageError", "SchedulerError", "LaunchError",
-           "TestbedError", "MissingExtra", "RunFailed", "RunTimeout", "SchedulerLost", "WorkersLost"]
+__all__ = [
+    "ClusterError",
+    "CycleError",
+    "FormatError",
+    "GraphError",
+    "ScheduleError",
+    "TaskflowError",
+    "TaskflowWarning",
+    "UnknownSchedulerError",
+    "WorkflowError",
+    "UsageError",
+    "SchedulerError",
+    "LaunchError",
+    "TestbedError",
+    "MissingExtra",
+    "RunFailed",
+    "RunTimeout",
+    "SchedulerLost",
+    "WorkersLost",
+]
 
 
 class TaskflowError(Exception):

@@ -128,8 +128,13 @@ def fresh_caches() -> list:
     package folders checked."""
     import sys
 
-    roots = sorted({os.path.dirname(os.path.abspath(sys.modules[k.py_func.__module__.split(".")[0]].__file__))
-                    for k in _KERNELS if k.py_func.__module__.split(".")[0] in sys.modules})
+    roots = sorted(
+        {
+            os.path.dirname(os.path.abspath(sys.modules[k.py_func.__module__.split(".")[0]].__file__))
+            for k in _KERNELS
+            if k.py_func.__module__.split(".")[0] in sys.modules
+        }
+    )
     for root in roots:
         if root in _checked:
             continue

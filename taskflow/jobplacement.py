@@ -116,8 +116,9 @@ def _packed(groups, n: int, nodes, cost: dict) -> tuple:
         per[node] = per.get(node, 0) + 1
     fit = [ws for ws in groups if len(ws) >= n]
     if fit:
-        return tuple(min(fit, key=lambda ws: (cost.get(nodes[ws[0]], 0.0) + (len(ws) - n) / per[nodes[ws[0]]],
-                                             ws[0]))[:n])
+        return tuple(
+            min(fit, key=lambda ws: (cost.get(nodes[ws[0]], 0.0) + (len(ws) - n) / per[nodes[ws[0]]], ws[0]))[:n]
+        )
     return _take(sorted(groups, key=lambda ws: (cost.get(nodes[ws[0]], 0.0) - len(ws) / per[nodes[ws[0]]], ws[0])), n)
 
 
@@ -142,7 +143,7 @@ def _take(groups, n: int) -> tuple:
     """The first ``n`` workers of ``groups`` (lists of workers) in their order."""
     out: list = []
     for ws in groups:
-        out += ws[:n - len(out)]
+        out += ws[: n - len(out)]
         if len(out) == n:
             break
     return tuple(sorted(out))

@@ -24,13 +24,33 @@ import math
 from typing import NamedTuple
 
 from .errors import SchedulerError, UnknownSchedulerError
+from .jobevents import Arrived, Finished, Preempt, Resize, Start, Tick, WorkerAdded, WorkerLost
 from .jobplacement import PLACEMENTS, place, uplink_load
 
-__all__ = ["Job", "JobState", "View", "Arrived", "Finished", "Tick", "WorkerLost", "WorkerAdded", "Start", "Resize",
-           "Preempt",
-           "JobScheduler",
-           "register_job_scheduler", "get_job_scheduler", "job_scheduler_names", "place", "uplink_load",
-           "check_positive", "crossover_speed", "PLACEMENTS", "COMMON_OPTIONS", "JOB_ENTRY_POINTS"]
+__all__ = [
+    "Job",
+    "JobState",
+    "View",
+    "Arrived",
+    "Finished",
+    "Tick",
+    "WorkerLost",
+    "WorkerAdded",
+    "Start",
+    "Resize",
+    "Preempt",
+    "JobScheduler",
+    "register_job_scheduler",
+    "get_job_scheduler",
+    "job_scheduler_names",
+    "place",
+    "uplink_load",
+    "check_positive",
+    "crossover_speed",
+    "PLACEMENTS",
+    "COMMON_OPTIONS",
+    "JOB_ENTRY_POINTS",
+]
 
 #: the entry-point group through which installed packages provide job schedulers
 JOB_ENTRY_POINTS = "taskflow.job_schedulers"
@@ -163,75 +183,6 @@ class View:
         return [j for j in self.jobs if j.running]
 
 
-@dataclasses.dataclass(frozen=True)
-class Arrived:
-    """Event: ``job`` arrived at ``time``."""
-
-    time: float
-    job: Job
-
-
-@dataclasses.dataclass(frozen=True)
-class Finished:
-    """Event: the job ``job_id`` finished at ``time`` (its workers are free), having run
-    ``attained`` worker-seconds."""
-
-    time: float
-    job_id: str
-    attained: float = 0.0
-
-
-@dataclasses.dataclass(frozen=True)
-class Tick:
-    """Event: a round (a lease) ended at ``time``: a preemptive scheduler decides again."""
-
-    time: float
-
-
-@dataclasses.dataclass(frozen=True)
-class WorkerLost:
-    """Event: ``worker`` was lost at ``time``; ``job_id``, the job that held it (stopped, waiting
-    again), or None."""
-
-    time: float
-    worker: int
-    job_id: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class WorkerAdded:
-    """Event: ``worker`` joined (or came back) at ``time``, free."""
-
-    time: float
-    worker: int
-
-
-@dataclasses.dataclass(frozen=True)
-class Start:
-    """Decision: run the waiting job ``job_id`` on ``workers``; with ``beside``, on the workers of
-    that running job, the two taking turns (Crossover: one computes while the other communicates)."""
-
-    job_id: str
-    workers: tuple
-    beside: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Resize:
-    """Decision: the running elastic job ``job_id`` goes on on ``workers`` (some of its own and
-    free ones), within its sizes; it restores its checkpoint there."""
-
-    job_id: str
-    workers: tuple
-
-
-@dataclasses.dataclass(frozen=True)
-class Preempt:
-    """Decision: stop the running job ``job_id`` at once (checkpointed; it waits again)."""
-
-    job_id: str
-
-
 class JobScheduler:
     """The interface of a job scheduler (see the module docstring).
 
@@ -264,8 +215,10 @@ class JobScheduler:
     def __init__(self, **options):
         unknown = sorted(set(options) - set(self.option_names) - set(COMMON_OPTIONS))
         if unknown:
-            raise SchedulerError(f"job scheduler {self.name!r} takes no option {unknown[0]!r} (it takes: "
-                                 f"{', '.join(self.option_names + COMMON_OPTIONS)})")
+            raise SchedulerError(
+                f"job scheduler {self.name!r} takes no option {unknown[0]!r} (it takes: "
+                f"{', '.join(self.option_names + COMMON_OPTIONS)})"
+            )
         self.options = options
         self.placement = options.get("placement", self.default_placement)
         if self.placement not in PLACEMENTS:
@@ -316,8 +269,9 @@ class JobScheduler:
                     keep.add(j.job.id)
             out = [Preempt(j.job.id) for j in view.running if j.job.id not in keep]
             held = {w for j in view.running if j.job.id in keep for w in j.workers}
-            free = sorted((set(view.free) | {w for j in view.running if j.job.id not in keep for w in j.workers})
-                          - held)
+            free = sorted(
+                (set(view.free) | {w for j in view.running if j.job.id not in keep for w in j.workers}) - held
+            )
             starting = [j for j in order if j.job.id in keep and not j.running]
         else:
             out, free = [], list(view.free)
@@ -330,8 +284,10 @@ class JobScheduler:
                 placed.append(j._replace(running=True, workers=ws))
                 free = [w for w in free if w not in set(ws)]
         if self.crossover is not None:
-            out += self.pair_up([j for j in order if not j.running and j.job.id not in {d.job_id for d in out}],
-                                [j for j in view.running if not preempt or j.job.id in keep])
+            out += self.pair_up(
+                [j for j in order if not j.running and j.job.id not in {d.job_id for d in out}],
+                [j for j in view.running if not preempt or j.job.id in keep],
+            )
         return out
 
     def pair_up(self, waiting, running) -> list:
@@ -346,9 +302,15 @@ class JobScheduler:
         out, taken = [], {j.beside for j in running if j.beside} | {j.job.id for j in running if j.beside}
         for j in waiting:
             mine = self.crossover(j.job.model)
-            best = max(((crossover_speed(mine, self.crossover(k.job.model)), k) for k in running
-                        if k.job.id not in taken and len(k.workers) == j.job.workers),
-                       key=lambda sk: (sk[0], -sk[1].job.arrival), default=(0.0, None))
+            best = max(
+                (
+                    (crossover_speed(mine, self.crossover(k.job.model)), k)
+                    for k in running
+                    if k.job.id not in taken and len(k.workers) == j.job.workers
+                ),
+                key=lambda sk: (sk[0], -sk[1].job.arrival),
+                default=(0.0, None),
+            )
             if best[1] is not None and 2 * best[0] > 1.0 + 1e-9:
                 out.append(Start(j.job.id, tuple(best[1].workers), beside=best[1].job.id))
                 taken |= {j.job.id, best[1].job.id}
@@ -412,8 +374,7 @@ def _comm_shares(value):
     table = value if isinstance(value, dict) else {None: value}
     for k, v in table.items():
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1:
-            raise SchedulerError(f"crossover: a communication share must be a number in [0, 1), got {v!r} for "
-                                 f"{k!r}")
+            raise SchedulerError(f"crossover: a communication share must be a number in [0, 1), got {v!r} for {k!r}")
     return lambda model: float(table.get(model, table.get(None, 0.0)))
 
 
@@ -486,8 +447,12 @@ def check_positive(name: str, value, allow_zero: bool = False) -> float:
     ------
     SchedulerError
     """
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+    ok = (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
         and (value >= 0 if allow_zero else value > 0)
+    )
     if not ok:
         raise SchedulerError(f"{name} must be a number {'>= 0' if allow_zero else '> 0'}, got {value!r}")
     return float(value)

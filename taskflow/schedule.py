@@ -61,8 +61,7 @@ class Schedule:
         Further executions of tasks already placed (task duplication; see the module docstring).
     """
 
-    def __init__(self, tasks, workers, start, finish, scheduler: str = "", extra: dict | None = None,
-                 copies=None):
+    def __init__(self, tasks, workers, start, finish, scheduler: str = "", extra: dict | None = None, copies=None):
         self.tasks = list(tasks)
         self.workers = list(workers)
         self.start = np.asarray(start, dtype=np.float64).reshape(-1)
@@ -74,14 +73,26 @@ class Schedule:
         self.copies = [c if isinstance(c, Assignment) else Assignment(*c) for c in (copies or ())]
 
     @classmethod
-    def from_indices(cls, graph: TaskGraph, cluster: Cluster, worker_idx, start, finish,
-                     scheduler: str = "", extra: dict | None = None, copies=None) -> "Schedule":
+    def from_indices(
+        cls,
+        graph: TaskGraph,
+        cluster: Cluster,
+        worker_idx,
+        start,
+        finish,
+        scheduler: str = "",
+        extra: dict | None = None,
+        copies=None,
+    ) -> "Schedule":
         """Build from per-task-index arrays (what schedulers produce); ``copies`` as index arrays
         ``(task, worker, start, finish)``."""
         ids = cluster.ids
         tid = graph.arrays.ids
-        rows = [] if copies is None else [
-            Assignment(tid[t], ids[w], s, f) for t, w, s, f in zip(*(np.asarray(c).tolist() for c in copies))]
+        rows = (
+            []
+            if copies is None
+            else [Assignment(tid[t], ids[w], s, f) for t, w, s, f in zip(*(np.asarray(c).tolist() for c in copies))]
+        )
         return cls(tid, [ids[w] for w in np.asarray(worker_idx).tolist()], start, finish, scheduler, extra, rows)
 
     @classmethod
@@ -95,8 +106,14 @@ class Schedule:
         extra : dict, optional
         """
         rows = [a if isinstance(a, Assignment) else Assignment(*a) for a in assignments]
-        return cls([r.task for r in rows], [r.worker for r in rows], [r.start for r in rows],
-                   [r.finish for r in rows], scheduler, extra)
+        return cls(
+            [r.task for r in rows],
+            [r.worker for r in rows],
+            [r.start for r in rows],
+            [r.finish for r in rows],
+            scheduler,
+            extra,
+        )
 
     # ------------------------------------------------------------------ reading
     def __len__(self) -> int:
@@ -149,8 +166,14 @@ class Schedule:
         return out
 
     # ------------------------------------------------------------------ checking
-    def problems(self, graph: TaskGraph, cluster: Cluster, durations: dict | None = None,
-                 cost_model: CostModel | None = None, limit: int = _MAX_PROBLEMS) -> list:
+    def problems(
+        self,
+        graph: TaskGraph,
+        cluster: Cluster,
+        durations: dict | None = None,
+        cost_model: CostModel | None = None,
+        limit: int = _MAX_PROBLEMS,
+    ) -> list:
         """Every way this schedule breaks the rules (empty when it is valid), at most ``limit``.
 
         ``durations`` ({task: seconds}) replaces the cost model's durations for the tasks it
@@ -181,8 +204,10 @@ class Schedule:
             out.append(f"task {self.tasks[k]!r} is on unknown worker {self.workers[k]!r}")
         bad = ~(np.isfinite(self.start) & np.isfinite(self.finish)) | (self.start < 0)
         for k in np.flatnonzero(bad)[:limit].tolist():
-            out.append(f"task {self.tasks[k]!r}: start {self.start[k]!r} / finish {self.finish[k]!r} "
-                       "must be finite and start >= 0")
+            out.append(
+                f"task {self.tasks[k]!r}: start {self.start[k]!r} / finish {self.finish[k]!r} "
+                "must be finite and start >= 0"
+            )
         cp = _copies(self.copies, a, cluster, widx[row] if not out and (row >= 0).all() else None, out)
         if out:
             return out[:limit]
@@ -194,8 +219,9 @@ class Schedule:
         if isinstance(durations, np.ndarray):  # per row, what each really took (a trace's)
             bad = np.flatnonzero(~((durations >= 0) & (durations < np.inf)))
             if len(bad):
-                raise ScheduleError([f"durations[{self.tasks[int(bad[0])]!r}] must be a finite number >= 0, "
-                                     f"got {durations[bad[0]]!r}"])
+                raise ScheduleError(
+                    [f"durations[{self.tasks[int(bad[0])]!r}] must be a finite number >= 0, got {durations[bad[0]]!r}"]
+                )
             expect = np.asarray(durations, np.float64)[row]
         else:
             expect = cost_model.durations[np.arange(n), w]
@@ -214,11 +240,14 @@ class Schedule:
             wid = cluster.ids[wk[k]]
             what = "task" if k < n else "copy of task"
             if not np.isfinite(expect[k]):
-                out.append(f"{what} {a.ids[i]!r} needs {int(a.cores[i])} cores; worker {wid!r} has "
-                           f"{int(cluster.cores[wk[k]])}")
+                out.append(
+                    f"{what} {a.ids[i]!r} needs {int(a.cores[i])} cores; worker {wid!r} has {int(cluster.cores[wk[k]])}"
+                )
             else:
-                out.append(f"{what} {a.ids[i]!r} runs {fi[k] - st[k]:.9g} s on worker {wid!r}; "
-                           f"its duration there is {expect[k]:.9g} s")
+                out.append(
+                    f"{what} {a.ids[i]!r} runs {fi[k] - st[k]:.9g} s on worker {wid!r}; "
+                    f"its duration there is {expect[k]:.9g} s"
+                )
         # 3. precedence plus transfer time (from the execution of each input that has it there first)
         if a.m:
             ws, wd = w[a.src], w[a.dst]
@@ -229,26 +258,34 @@ class Schedule:
             early = np.flatnonzero(~(start[a.dst] >= ready - _tol(ready, moving)))
             for e in early[:limit].tolist():
                 s, d = int(a.src[e]), int(a.dst[e])
-                out.append(f"task {a.ids[d]!r} starts at {start[d]:.9g} before its input from "
-                           f"{a.ids[s]!r} is ready at {ready[e]:.9g}")
+                out.append(
+                    f"task {a.ids[d]!r} starts at {start[d]:.9g} before its input from "
+                    f"{a.ids[s]!r} is ready at {ready[e]:.9g}"
+                )
             if len(ct):  # each copy's own inputs: one row per (copy, input edge)
                 k_of = np.repeat(np.arange(len(ct)), a.pred_ptr[ct + 1] - a.pred_ptr[ct])
-                eid = a.pred_eid[np.concatenate([np.arange(a.pred_ptr[t], a.pred_ptr[t + 1]) for t in ct])] \
-                    if len(k_of) else np.zeros(0, np.int64)
+                eid = (
+                    a.pred_eid[np.concatenate([np.arange(a.pred_ptr[t], a.pred_ptr[t + 1]) for t in ct])]
+                    if len(k_of)
+                    else np.zeros(0, np.int64)
+                )
                 src, dw = a.src[eid], cw[k_of]
                 mv = cost_model.transfer_idx(a.size[eid], w[src], dw)
                 rd, mv = _ready_with_copies(a, cost_model, ct, cw, cf, src, dw, finish[src] + mv, mv, eid)
                 early = np.flatnonzero(~(cs[k_of] >= rd - _tol(rd, mv)))
                 for r in early[:limit].tolist():
                     k = int(k_of[r])
-                    out.append(f"copy of task {a.ids[ct[k]]!r} on worker {cluster.ids[cw[k]]!r} starts at "
-                               f"{cs[k]:.9g} before its input from {a.ids[src[r]]!r} is ready at {rd[r]:.9g}")
+                    out.append(
+                        f"copy of task {a.ids[ct[k]]!r} on worker {cluster.ids[cw[k]]!r} starts at "
+                        f"{cs[k]:.9g} before its input from {a.ids[src[r]]!r} is ready at {rd[r]:.9g}"
+                    )
         # 4. cores per worker
         out.extend(_core_overloads(a, cluster, wk, st, fi, _tol(fi), limit, tasks))
         return out[:limit]
 
-    def validate(self, graph: TaskGraph, cluster: Cluster, durations: dict | None = None,
-                 cost_model: CostModel | None = None) -> "Schedule":
+    def validate(
+        self, graph: TaskGraph, cluster: Cluster, durations: dict | None = None, cost_model: CostModel | None = None
+    ) -> "Schedule":
         """Raise :class:`~taskflow.errors.ScheduleError` listing the problems; return self if valid."""
         found = self.problems(graph, cluster, durations=durations, cost_model=cost_model)
         if found:
@@ -295,13 +332,19 @@ class Schedule:
     # ------------------------------------------------------------------ files
     def to_dict(self) -> dict:
         """The native JSON document (see docs/formats.md)."""
-        doc = {"format": "taskflow-schedule/1", "scheduler": self.scheduler, "makespan": self.makespan,
-               "assignments": [{"task": t, "worker": w, "start": s, "finish": f}
-                               for t, w, s, f in zip(self.tasks, self.workers, self.start.tolist(),
-                                                     self.finish.tolist())]}
+        doc = {
+            "format": "taskflow-schedule/1",
+            "scheduler": self.scheduler,
+            "makespan": self.makespan,
+            "assignments": [
+                {"task": t, "worker": w, "start": s, "finish": f}
+                for t, w, s, f in zip(self.tasks, self.workers, self.start.tolist(), self.finish.tolist())
+            ],
+        }
         if self.copies:
-            doc["copies"] = [{"task": c.task, "worker": c.worker, "start": c.start, "finish": c.finish}
-                             for c in self.copies]
+            doc["copies"] = [
+                {"task": c.task, "worker": c.worker, "start": c.start, "finish": c.finish} for c in self.copies
+            ]
         for k, v in self.extra.items():
             doc.setdefault(k, v)
         return doc
@@ -336,8 +379,10 @@ class Schedule:
         width = max((len(str(w)) for w in order), default=1)
         for wid in order:
             items = per.get(wid, [])
-            cells = "  ".join(f"{'+' if id(x) in copy else ''}{x.task}[{x.start:g}-{x.finish:g}]"
-                              for x in items) or "(idle)"
+            cells = (
+                "  ".join(f"{'+' if id(x) in copy else ''}{x.task}[{x.start:g}-{x.finish:g}]" for x in items)
+                or "(idle)"
+            )
             lines.append(f"  {str(wid):<{width}}  {cells}")
         return "\n".join(lines)
 
@@ -358,8 +403,11 @@ def _checked_durations(durations, a) -> dict:
     for t, d in durations.items():
         if t not in a.index:
             raise ScheduleError([f"durations name task {t!r}, which is not in the graph"])
-        if isinstance(d, (bool, str)) or not isinstance(d, (int, float, np.floating, np.integer)) \
-                or not 0 <= float(d) < np.inf:
+        if (
+            isinstance(d, (bool, str))
+            or not isinstance(d, (int, float, np.floating, np.integer))
+            or not 0 <= float(d) < np.inf
+        ):
             raise ScheduleError([f"durations[{t!r}] must be a finite number >= 0, got {d!r}"[:200]])
         out[t] = float(d)
     return out
@@ -386,8 +434,9 @@ def _copies(copies, a, cluster: Cluster, w, out: list):
             out.append(f"task {c.task!r} runs more than once on worker {c.worker!r}")
         seen.add((i, j))
         if not (np.isfinite(cs[k]) and np.isfinite(cf[k]) and cs[k] >= 0):
-            out.append(f"copy of task {c.task!r}: start {c.start!r} / finish {c.finish!r} must be finite "
-                       "and start >= 0")
+            out.append(
+                f"copy of task {c.task!r}: start {c.start!r} / finish {c.finish!r} must be finite and start >= 0"
+            )
     return ct, cw, cs, cf
 
 
@@ -437,8 +486,10 @@ def _core_overloads(a, cluster: Cluster, w, start, finish, tol, limit, tasks=Non
             continue
         seen.add(j)
         i = int(task[order][k])
-        out.append(f"worker {cluster.ids[j]!r} runs {int(used[k])} cores at once at t={start[i]:.9g} "
-                   f"(it has {int(cluster.cores[j])}), when task {a.ids[tasks[i]]!r} starts")
+        out.append(
+            f"worker {cluster.ids[j]!r} runs {int(used[k])} cores at once at t={start[i]:.9g} "
+            f"(it has {int(cluster.cores[j])}), when task {a.ids[tasks[i]]!r} starts"
+        )
         if len(out) >= limit:
             break
     return out

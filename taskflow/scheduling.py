@@ -27,9 +27,23 @@ from .errors import SchedulerError, TaskflowError, UnknownSchedulerError
 from .graph import TaskGraph
 from .schedule import Schedule
 
-__all__ = ["CHOICES", "PLAN", "DASK", "SUBSET", "AdaptiveOptions", "Scheduler", "DynamicScheduler", "register", "get_scheduler", "scheduler_class", "available", "require_runnable",
-           "canonical_name", "ALIASES",
-           "ENTRY_POINT_GROUP"]
+__all__ = [
+    "CHOICES",
+    "PLAN",
+    "DASK",
+    "SUBSET",
+    "AdaptiveOptions",
+    "Scheduler",
+    "DynamicScheduler",
+    "register",
+    "get_scheduler",
+    "scheduler_class",
+    "available",
+    "require_runnable",
+    "canonical_name",
+    "ALIASES",
+    "ENTRY_POINT_GROUP",
+]
 
 #: the entry-point group through which installed packages provide schedulers
 ENTRY_POINT_GROUP = "taskflow.schedulers"
@@ -89,8 +103,12 @@ class AdaptiveOptions:
     ccr: float = 10.0
 
     def __post_init__(self):
-        for name, low, high in (("margin", 0.0, 1.0), ("drift", 0.0, float("inf")),
-                                ("interval", 0.0, float("inf")), ("spread", 1.0, float("inf"))):
+        for name, low, high in (
+            ("margin", 0.0, 1.0),
+            ("drift", 0.0, float("inf")),
+            ("interval", 0.0, float("inf")),
+            ("spread", 1.0, float("inf")),
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value < high:
                 raise SchedulerError(f"adaptive: {name} must be a number in [{low:g}, {high:g}), got {value!r}")
@@ -160,12 +178,21 @@ class Scheduler:
                     import difflib
                     import inspect
 
-                    known = ["seed", *(p for p in inspect.signature(type(self).__init__).parameters
-                                       if p not in ("self", "seed", "options")), *self.option_names]
+                    known = [
+                        "seed",
+                        *(
+                            p
+                            for p in inspect.signature(type(self).__init__).parameters
+                            if p not in ("self", "seed", "options")
+                        ),
+                        *self.option_names,
+                    ]
                     near = difflib.get_close_matches(key, known, n=1)
-                    raise SchedulerError(f"{self.name}: unknown option {key!r}"
-                                        + (f"; did you mean {near[0]!r}?" if near else "")
-                                        + f" (its options: {', '.join(known)})")
+                    raise SchedulerError(
+                        f"{self.name}: unknown option {key!r}"
+                        + (f"; did you mean {near[0]!r}?" if near else "")
+                        + f" (its options: {', '.join(known)})"
+                    )
         self.seed = 0 if seed is None else seed
         self.options = options
 
@@ -252,8 +279,10 @@ class DynamicScheduler(Scheduler):
         TaskflowError
             Always.
         """
-        raise SchedulerError(f"{self.name!r} is a dynamic scheduler: it decides during a run; "
-                            f"taskflow.plan(graph, cluster, {self.name!r}) gives the schedule of a simulated run")
+        raise SchedulerError(
+            f"{self.name!r} is a dynamic scheduler: it decides during a run; "
+            f"taskflow.plan(graph, cluster, {self.name!r}) gives the schedule of a simulated run"
+        )
 
 
 def register(cls):
@@ -284,8 +313,9 @@ def _load(name: str):
     try:
         cls = ep.load()
     except Exception as exc:  # noqa: BLE001 - a broken plugin is reported, whatever it raised
-        raise SchedulerError(f"scheduler {name!r}: entry point {ep.value!r} failed to load: "
-                            f"{type(exc).__name__}: {exc}") from exc
+        raise SchedulerError(
+            f"scheduler {name!r}: entry point {ep.value!r} failed to load: {type(exc).__name__}: {exc}"
+        ) from exc
     if not (isinstance(cls, type) and issubclass(cls, Scheduler)):
         raise SchedulerError(f"scheduler {name!r}: entry point {ep.value!r} is not a Scheduler class")
     if cls.name != name:
@@ -400,9 +430,13 @@ def require_runnable(scheduler: Scheduler, where: str) -> None:
     """
     if scheduler.duplicates:
         place = "the Dask runtime" if where == "dask" else "the simulator"
-        raise SchedulerError(f"scheduler {scheduler.name!r} runs some tasks more than once (task duplication), and "
-                            f"{place} runs each task once: use its plan with `taskflow schedule` or "
-                            f"taskflow.plan")
+        raise SchedulerError(
+            f"scheduler {scheduler.name!r} runs some tasks more than once (task duplication), and "
+            f"{place} runs each task once: use its plan with `taskflow schedule` or "
+            f"taskflow.plan"
+        )
     if where == "dask" and scheduler.kind == "dynamic" and scheduler.name != "work-stealing":
-        raise SchedulerError(f"scheduler {scheduler.name!r} runs in the simulator only; on Dask use a static "
-                            f"scheduler or 'work-stealing' (Dask's own)")
+        raise SchedulerError(
+            f"scheduler {scheduler.name!r} runs in the simulator only; on Dask use a static "
+            f"scheduler or 'work-stealing' (Dask's own)"
+        )

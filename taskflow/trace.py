@@ -138,8 +138,14 @@ class Trace:
         if self.lost:
             extra["lost"] = [list(x) for x in self.lost]
         extra["durations"] = self.durations
-        return Schedule([r.run for r in self.runs], [r.worker for r in self.runs], [r.start for r in self.runs],
-                        [r.finish for r in self.runs], scheduler=self.scheduler, extra=extra)
+        return Schedule(
+            [r.run for r in self.runs],
+            [r.worker for r in self.runs],
+            [r.start for r in self.runs],
+            [r.finish for r in self.runs],
+            scheduler=self.scheduler,
+            extra=extra,
+        )
 
     def validation_graph(self, graph: TaskGraph) -> TaskGraph:
         """The graph the runs are checked against: ``graph`` with a task per rerun, fed by the runs
@@ -197,8 +203,9 @@ class Trace:
         for r in self.runs:
             last[r.task] = r
         rows = list(last.values())
-        return Schedule([r.task for r in rows], [r.worker for r in rows], [r.start for r in rows],
-                        [r.finish for r in rows]).metrics(graph, cluster)
+        return Schedule(
+            [r.task for r in rows], [r.worker for r in rows], [r.start for r in rows], [r.finish for r in rows]
+        ).metrics(graph, cluster)
 
     def to_dict(self) -> dict:
         """A JSON-ready dict (the schedule document plus what was lost and recomputed)."""
@@ -219,13 +226,31 @@ class Trace:
             else:
                 k = len(free)
                 free.append(r.finish)
-            events.append({"name": str(r.run), "cat": "task", "ph": "X", "ts": r.start * 1e6,
-                           "dur": (r.finish - r.start) * 1e6, "pid": f"{prefix}worker {r.worker}", "tid": k,
-                           "args": {"task": str(r.task)}})
+            events.append(
+                {
+                    "name": str(r.run),
+                    "cat": "task",
+                    "ph": "X",
+                    "ts": r.start * 1e6,
+                    "dur": (r.finish - r.start) * 1e6,
+                    "pid": f"{prefix}worker {r.worker}",
+                    "tid": k,
+                    "args": {"task": str(r.task)},
+                }
+            )
         for t in self.transfers:
-            events.append({"name": f"{t.task} {t.source}->{t.destination}", "cat": "transfer", "ph": "X",
-                           "ts": t.start * 1e6, "dur": (t.finish - t.start) * 1e6, "pid": f"{prefix}network",
-                           "tid": f"to {t.destination}", "args": {"bytes": t.bytes}})
+            events.append(
+                {
+                    "name": f"{t.task} {t.source}->{t.destination}",
+                    "cat": "transfer",
+                    "ph": "X",
+                    "ts": t.start * 1e6,
+                    "dur": (t.finish - t.start) * 1e6,
+                    "pid": f"{prefix}network",
+                    "tid": f"to {t.destination}",
+                    "args": {"bytes": t.bytes},
+                }
+            )
         return events
 
 

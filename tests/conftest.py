@@ -38,8 +38,13 @@ def shared(*parts) -> Path:
     return p
 
 
-GRAPH_FILES = (("wfinstances", "*.json"), ("dax", "*.xml"), ("stg", "*.stg"), ("estee", "*.zip"),
-               ("native", "*.graph.json"))
+GRAPH_FILES = (
+    ("wfinstances", "*.json"),
+    ("dax", "*.xml"),
+    ("stg", "*.stg"),
+    ("estee", "*.zip"),
+    ("native", "*.graph.json"),
+)
 
 
 def shared_graph_files():
@@ -47,15 +52,26 @@ def shared_graph_files():
     checkout, and, where ``../shared/data`` is beside it, any file there with no copy here (marked
     ``shared_data``: deselected, and counted once in the summary, when the folder is missing)."""
     here = {p.name: p for folder in LOCAL for p in folder.iterdir() if p.is_file()}
-    names = {"wfinstances": ["helloworld-chain-5-chameleon.json", "srasearch-chameleon-10a-001.json",
-                             "montage-chameleon-2mass-01d-001.json", "epigenomics-chameleon-hep-2seq-50k-001.json"],
-             "dax": ["HEFT_paper.xml", "CyberShake_30.xml", "Epigenomics_24.xml", "Montage_25.xml"],
-             "stg": ["robot.stg"], "estee": ["elementary.zip"], "native": ["heft_paper.graph.json"]}
+    names = {
+        "wfinstances": [
+            "helloworld-chain-5-chameleon.json",
+            "srasearch-chameleon-10a-001.json",
+            "montage-chameleon-2mass-01d-001.json",
+            "epigenomics-chameleon-hep-2seq-50k-001.json",
+        ],
+        "dax": ["HEFT_paper.xml", "CyberShake_30.xml", "Epigenomics_24.xml", "Montage_25.xml"],
+        "stg": ["robot.stg"],
+        "estee": ["elementary.zip"],
+        "native": ["heft_paper.graph.json"],
+    }
     out = [here[n] for sub in names for n in names[sub] if n in here]
     if SHARED.exists():
         for sub, pattern in GRAPH_FILES:
-            out.extend(pytest.param(p, marks=pytest.mark.shared_data, id=p.name)
-                       for p in sorted((SHARED / sub).glob(pattern)) if p.name not in here)
+            out.extend(
+                pytest.param(p, marks=pytest.mark.shared_data, id=p.name)
+                for p in sorted((SHARED / sub).glob(pattern))
+                if p.name not in here
+            )
     return out
 
 
@@ -75,8 +91,9 @@ def pytest_collection_modifyitems(config, items):
 def pytest_terminal_summary(terminalreporter, config):
     n = getattr(config, "_taskflow_need_shared", 0)
     if n:
-        terminalreporter.write_line(f"{n} tests need ../shared/data, which is not beside this checkout: "
-                                    "not run (CI runs them)")
+        terminalreporter.write_line(
+            f"{n} tests need ../shared/data, which is not beside this checkout: not run (CI runs them)"
+        )
 
 
 @pytest.fixture
@@ -109,8 +126,12 @@ def client():
     """A client of a LocalCluster of two one-thread worker processes, shared by a module's tests."""
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
-            Client(lc) as c:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP
+        ) as lc,
+        Client(lc) as c,
+    ):
         yield c
 
 
@@ -122,4 +143,5 @@ def no_cluster(monkeypatch):
 
     def started(*args, **kwargs):
         raise AssertionError("a Dask cluster was started")
+
     monkeypatch.setattr(LocalCluster, "__init__", started)

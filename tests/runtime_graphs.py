@@ -14,8 +14,10 @@ def layered(width=12, depth=4, name="layered"):
     g = TaskGraph(name)
     layer = [g.add_task(f"a{i}", fn=work, args=(i,), cost=0.3) for i in range(width)]
     for lvl in range(depth):
-        layer = [g.add_task(f"l{lvl}_{i}", fn=work, args=(0, layer[i], layer[(i + 1) % width]), cost=0.3)
-                 for i in range(width)]
+        layer = [
+            g.add_task(f"l{lvl}_{i}", fn=work, args=(0, layer[i], layer[(i + 1) % width]), cost=0.3)
+            for i in range(width)
+        ]
     g.add_task("total", fn=work, args=(0, *layer), cost=0.3)
     return g
 

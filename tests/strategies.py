@@ -23,8 +23,14 @@ def clusters(draw, max_workers=6, max_cores=4):
     if n > 1 and draw(st.booleans()):  # a two-level network: racks sharing an uplink
         racks = {f"w{i}": r for i, r in enumerate(draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)))}
         uplink = draw(st.sampled_from([0.5, 5.0, 1e3]))
-    return Cluster([Worker(f"w{i}", s, c) for i, (s, c) in enumerate(zip(speeds, cores))],
-                   bandwidth=bandwidth, bandwidths=bws, latency=latency, racks=racks, uplink=uplink)
+    return Cluster(
+        [Worker(f"w{i}", s, c) for i, (s, c) in enumerate(zip(speeds, cores))],
+        bandwidth=bandwidth,
+        bandwidths=bws,
+        latency=latency,
+        racks=racks,
+        uplink=uplink,
+    )
 
 
 @st.composite
@@ -32,7 +38,7 @@ def graphs(draw, cluster, max_tasks=80):
     """A random DAG on ``cluster``: zero and non-zero costs and sizes, some exact per-worker costs,
     multi-core tasks that fit the largest worker."""
     n = draw(st.integers(1, max_tasks))
-    seed = draw(st.integers(0, 2 ** 32 - 1))
+    seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
     density = draw(st.sampled_from([0.0, 0.05, 0.2, 0.5]))
     zero_share = draw(st.sampled_from([0.0, 0.3]))
@@ -46,8 +52,13 @@ def graphs(draw, cluster, max_tasks=80):
         if rng.random() < exact_share:
             costs = {w: (0.0 if rng.random() < zero_share else float(rng.integers(1, 30))) for w in ids}
         cores = int(rng.integers(1, max_cores + 1)) if rng.random() < 0.3 else 1
-        g.add_task(f"t{i}", cost=cost, costs=costs, cores=cores,
-                   output_size=0.0 if rng.random() < zero_share else float(rng.integers(1, 100)))
+        g.add_task(
+            f"t{i}",
+            cost=cost,
+            costs=costs,
+            cores=cores,
+            output_size=0.0 if rng.random() < zero_share else float(rng.integers(1, 100)),
+        )
     for j in range(1, n):
         for i in range(max(0, j - 10), j):
             if rng.random() < density:

@@ -46,8 +46,9 @@ def allreduce_tasks(kind: str, workers: int, buckets: int) -> int:
     return per * buckets
 
 
-def bucket_allreduce(b: GraphBuilder, t: int, kind: str, N: int, bucket_task: dict, bkt: int, size: float,
-               flops: float, prio=None):
+def bucket_allreduce(
+    b: GraphBuilder, t: int, kind: str, N: int, bucket_task: dict, bkt: int, size: float, flops: float, prio=None
+):
     """One bucket's allreduce over ranks 0..N-1, in two phases: reduce (reduce-scatter, reduce up
     the tree, push + sum) and spread (all-gather, broadcast down, pull). Returns
     ``(received, mids, spread, ends)``: ``received[w]`` lists (handle, chunk index or None) whose
@@ -84,23 +85,46 @@ def bucket_allreduce(b: GraphBuilder, t: int, kind: str, N: int, bucket_task: di
         cb = size / N
         cost = cb / 4.0 / flops
         # each rank cuts the chunk it sends first, so that a chunk, not the bucket, crosses the network
-        cut = {w: b.task(f"it{t}.b{bkt}.chunk.w{w}", cost, cb, meta("chunk", w), deps=[(bucket_task[w, bkt], size)],
-                         fn=chunk, args=(bucket_task[w, bkt], w, N)) for w in range(N)}
+        cut = {
+            w: b.task(
+                f"it{t}.b{bkt}.chunk.w{w}",
+                cost,
+                cb,
+                meta("chunk", w),
+                deps=[(bucket_task[w, bkt], size)],
+                fn=chunk,
+                args=(bucket_task[w, bkt], w, N),
+            )
+            for w in range(N)
+        }
         rs = {}
         for s in range(N - 1):
             for w in range(N):
                 c, nxt = (w - s) % N, (w + 1) % N
                 prev = cut[w] if s == 0 else rs[s - 1, (w - 1) % N]
-                rs[s, w] = b.task(f"it{t}.b{bkt}.rs{s}.w{w}", cost, cb, meta("ring-reduce-scatter", nxt, step=s),
-                                  deps=[prev, (bucket_task[nxt, bkt], 0.0)],
-                                  fn=ring_step, args=(prev, bucket_task[nxt, bkt], c, N))
+                rs[s, w] = b.task(
+                    f"it{t}.b{bkt}.rs{s}.w{w}",
+                    cost,
+                    cb,
+                    meta("ring-reduce-scatter", nxt, step=s),
+                    deps=[prev, (bucket_task[nxt, bkt], 0.0)],
+                    fn=ring_step,
+                    args=(prev, bucket_task[nxt, bkt], c, N),
+                )
         # rs[N-2, w] holds the full chunk (w + 2) mod N, at rank w + 1
         ag = {}
         for s in range(N - 1):
             for w in range(N):
                 src = rs[N - 2, (w - 1) % N] if s == 0 else ag[s - 1, (w - 1) % N]
-                ag[s, w] = b.task(f"it{t}.b{bkt}.ag{s}.w{w}", cost, cb, meta("ring-all-gather", (w + 1) % N, step=s),
-                                  deps=[src], fn=identity, args=(src,))
+                ag[s, w] = b.task(
+                    f"it{t}.b{bkt}.ag{s}.w{w}",
+                    cost,
+                    cb,
+                    meta("ring-all-gather", (w + 1) % N, step=s),
+                    deps=[src],
+                    fn=identity,
+                    args=(src,),
+                )
         for u in range(N):
             pieces = [(rs[N - 2, (u - 1) % N], (u + 1) % N)]
             pieces += [(ag[s, (u - 1) % N], (u - s) % N) for s in range(N - 1)]
@@ -111,25 +135,61 @@ def bucket_allreduce(b: GraphBuilder, t: int, kind: str, N: int, bucket_task: di
         red = {}
         for w in range(N - 1, -1, -1):
             kids = [red[k] for k in (2 * w + 1, 2 * w + 2) if k < N]
-            red[w] = b.task(f"it{t}.b{bkt}.reduce.w{w}", size * (1 + len(kids)) / 4.0 / flops, size,
-                            meta("tree-reduce", w), deps=[bucket_task[w, bkt], *kids],
-                            fn=tree_reduce, args=(bucket_task[w, bkt], *kids))
+            red[w] = b.task(
+                f"it{t}.b{bkt}.reduce.w{w}",
+                size * (1 + len(kids)) / 4.0 / flops,
+                size,
+                meta("tree-reduce", w),
+                deps=[bucket_task[w, bkt], *kids],
+                fn=tree_reduce,
+                args=(bucket_task[w, bkt], *kids),
+            )
         for w in range(N):
             src = red[0] if w == 0 else ends[(w - 1) // 2]
-            h = b.task(f"it{t}.b{bkt}.bcast.w{w}", size / 4.0 / flops, size, meta("tree-broadcast", w),
-                       deps=[src], fn=identity, args=(src,))
+            h = b.task(
+                f"it{t}.b{bkt}.bcast.w{w}",
+                size / 4.0 / flops,
+                size,
+                meta("tree-broadcast", w),
+                deps=[src],
+                fn=identity,
+                args=(src,),
+            )
             ends.append(h)
             received[w] = [(h, None)]
         mids, spread = [red[0]], ends
     else:  # parameter server
         for w in range(N):
-            starts.append(b.task(f"it{t}.b{bkt}.push.w{w}", size / 4.0 / flops, size, meta("ps-push", w),
-                                 deps=[bucket_task[w, bkt]], fn=identity, args=(bucket_task[w, bkt],)))
-        total = b.task(f"it{t}.b{bkt}.ps-sum", N * size / 4.0 / flops, size,
-                       {"category": "ps-sum", "iteration": t, "rank": N, "bucket": bkt}, deps=starts, fn=ps_sum, args=tuple(starts))
+            starts.append(
+                b.task(
+                    f"it{t}.b{bkt}.push.w{w}",
+                    size / 4.0 / flops,
+                    size,
+                    meta("ps-push", w),
+                    deps=[bucket_task[w, bkt]],
+                    fn=identity,
+                    args=(bucket_task[w, bkt],),
+                )
+            )
+        total = b.task(
+            f"it{t}.b{bkt}.ps-sum",
+            N * size / 4.0 / flops,
+            size,
+            {"category": "ps-sum", "iteration": t, "rank": N, "bucket": bkt},
+            deps=starts,
+            fn=ps_sum,
+            args=tuple(starts),
+        )
         for w in range(N):
-            h = b.task(f"it{t}.b{bkt}.pull.w{w}", size / 4.0 / flops, size, meta("ps-pull", w),
-                       deps=[total], fn=identity, args=(total,))
+            h = b.task(
+                f"it{t}.b{bkt}.pull.w{w}",
+                size / 4.0 / flops,
+                size,
+                meta("ps-pull", w),
+                deps=[total],
+                fn=identity,
+                args=(total,),
+            )
             ends.append(h)
             received[w] = [(h, None)]
         mids, spread = [total], ends

@@ -38,8 +38,9 @@ __all__ = ["input_pipeline", "loading_chain", "STAGE_COSTS"]
 STAGE_COSTS = {"decode": 4e-3, "augment": 2e-3, "collate": 1e-3}
 
 
-def loading_chain(b: GraphBuilder, prefix: str, stages, cost_of, size_of, meta_of, first_deps=(),
-                  fns=None, first_args=()):
+def loading_chain(
+    b: GraphBuilder, prefix: str, stages, cost_of, size_of, meta_of, first_deps=(), fns=None, first_args=()
+):
     """Add ``prefix.stage`` tasks for ``stages`` in a chain; returns the last handle.
 
     ``cost_of(stage)``, ``size_of(stage)``, ``meta_of(stage)`` give each task's numbers; ``fns``
@@ -73,11 +74,24 @@ def loading_chain(b: GraphBuilder, prefix: str, stages, cost_of, size_of, meta_o
     return h
 
 
-def input_pipeline(shards=16, workers: int = 2, stages=("read", "decode", "augment", "collate"),
-                   prefetch: int | None = 2, cache: str | None = None, epochs: int = 1, locality=None,
-                   worker_ids=None, shard_bytes: float = 64e6, read_bandwidth: float = 500e6,
-                   remote_bandwidth: float = 100e6, expansion: float = 4.0, stage_costs=None,
-                   step_cost: float = 0.05, train_bytes: float = 1e3, name: str | None = None):
+def input_pipeline(
+    shards=16,
+    workers: int = 2,
+    stages=("read", "decode", "augment", "collate"),
+    prefetch: int | None = 2,
+    cache: str | None = None,
+    epochs: int = 1,
+    locality=None,
+    worker_ids=None,
+    shard_bytes: float = 64e6,
+    read_bandwidth: float = 500e6,
+    remote_bandwidth: float = 100e6,
+    expansion: float = 4.0,
+    stage_costs=None,
+    step_cost: float = 0.05,
+    train_bytes: float = 1e3,
+    name: str | None = None,
+):
     """An input pipeline feeding ``workers`` training ranks (see the module docstring).
 
     ``shards`` is a count or a list of per-shard sizes in bytes.
@@ -180,13 +194,21 @@ def input_pipeline(shards=16, workers: int = 2, stages=("read", "decode", "augme
                 last = loading_chain(b, prefix, tail, cost_of, size_of, meta_of, first_deps=start) if tail else start[0]
                 if "read" in loaded and holders.get(s) is not None:
                     local = sizes[s] / read_bandwidth
-                    exact[f"{prefix}.read"] = {x: local if str(x) == str(holders[s]) else local + sizes[s] / remote_bandwidth
-                                               for x in worker_ids}
+                    exact[f"{prefix}.read"] = {
+                        x: local if str(x) == str(holders[s]) else local + sizes[s] / remote_bandwidth
+                        for x in worker_ids
+                    }
                 deps = [last] + ([trains[-1]] if trains else [])
-                trains.append(b.task(f"{prefix}.train", step_cost, train_bytes,
-                                     {"category": "train", "rank": w, "shard": s, "epoch": e, "step": k}, deps=deps))
+                trains.append(
+                    b.task(
+                        f"{prefix}.train",
+                        step_cost,
+                        train_bytes,
+                        {"category": "train", "rank": w, "shard": s, "epoch": e, "step": k},
+                        deps=deps,
+                    )
+                )
     g = b.graph()
     if exact:
         g = g.with_costs(costs=exact)
     return g
-

@@ -3,13 +3,8 @@ of a training graph over them.
 
 A dataset is a folder ``root/<split>/<class>/<file>`` (``split`` is ``train`` and ``val``; a class
 is a folder name, its index the folder's place in sorted order; files are PNG or JPEG). Two
-builders write one, and nothing downloads:
-
-* :func:`write_digits`: scikit-learn's handwritten digits (1,797 gray 8x8 images of 10 classes, the
-  UCI "Optical Recognition of Handwritten Digits" set, CC BY 4.0, shipped inside scikit-learn),
-  split 80/20 by a seeded permutation, written as PNG.
-* :func:`write_synthetic`: a seeded 10-class set of RGB images (default 32x32) for throughput:
-  each class a smooth random colour pattern, each image that pattern shifted, scaled and noised.
+builders write one (:mod:`workflows.image_writers`, their names here too): :func:`write_digits`
+(scikit-learn's handwritten digits) and :func:`write_synthetic` (a seeded set for throughput).
 
 The loading stages are plain functions of numpy arrays (no torch here), called as tasks:
 :func:`read_files` (bytes from disk) -> :func:`decode` (Pillow) -> :func:`augment` (seeded random
@@ -29,8 +24,23 @@ import numpy as np
 
 from taskflow.errors import WorkflowError
 
-__all__ = ["ImageFolder", "open_dataset", "write_digits", "write_synthetic", "read_files", "decode", "augment", "collate",
-           "load_batch", "load_samples", "epoch_batches", "EXTENSIONS", "MAX_PIXELS"]
+from .image_writers import write_digits, write_synthetic
+
+__all__ = [
+    "ImageFolder",
+    "open_dataset",
+    "write_digits",
+    "write_synthetic",
+    "read_files",
+    "decode",
+    "augment",
+    "collate",
+    "load_batch",
+    "load_samples",
+    "epoch_batches",
+    "EXTENSIONS",
+    "MAX_PIXELS",
+]
 
 #: the file endings read as images
 EXTENSIONS = (".png", ".jpg", ".jpeg")
@@ -82,11 +92,15 @@ class ImageFolder:
         paths, labels, classes = [], [], []
         for name in names:
             try:
-                files = sorted(f.name for f in os.scandir(os.path.join(folder, name))
-                               if f.is_file() and f.name.lower().endswith(EXTENSIONS))
+                files = sorted(
+                    f.name
+                    for f in os.scandir(os.path.join(folder, name))
+                    if f.is_file() and f.name.lower().endswith(EXTENSIONS)
+                )
             except OSError as e:
-                raise WorkflowError(f"dataset folder {os.path.join(folder, name)!r} cannot be read: "
-                                    f"{e.strerror or e}") from None
+                raise WorkflowError(
+                    f"dataset folder {os.path.join(folder, name)!r} cannot be read: {e.strerror or e}"
+                ) from None
             if not files:
                 continue
             k = len(classes)
@@ -94,8 +108,10 @@ class ImageFolder:
             paths += [os.path.join(folder, name, f) for f in files]
             labels += [k] * len(files)
         if not paths:
-            raise WorkflowError(f"dataset folder {folder!r} holds no image: expected class folders of "
-                                f"{'/'.join(e[1:].upper() for e in EXTENSIONS)} files, as ImageFolder reads")
+            raise WorkflowError(
+                f"dataset folder {folder!r} holds no image: expected class folders of "
+                f"{'/'.join(e[1:].upper() for e in EXTENSIONS)} files, as ImageFolder reads"
+            )
         object.__setattr__(self, "paths", tuple(paths))
         object.__setattr__(self, "labels", np.asarray(labels, dtype=np.int64))
         object.__setattr__(self, "classes", tuple(classes))
@@ -118,8 +134,9 @@ class ImageFolder:
         flip : bool
         """
         samples = np.asarray(samples, dtype=np.int64)
-        return load_samples([self.paths[i] for i in samples], samples, self.labels[samples], epoch, seed, pad, flip,
-                            self.size)
+        return load_samples(
+            [self.paths[i] for i in samples], samples, self.labels[samples], epoch, seed, pad, flip, self.size
+        )
 
     def digest(self, h) -> None:
         """Feed ``h`` (a hashlib object) each file's path within the split, class and size: what
@@ -161,132 +178,27 @@ def open_dataset(data, size: int | None = None) -> tuple:
         train = ImageFolder(root, "train", size)
         val = ImageFolder(root, "val", size) if os.path.isdir(os.path.join(root, "val")) else None
     if len(train.classes) < 2:
-        raise WorkflowError(f"dataset folder {train.folder!r} holds one class ({train.classes[0]!r}): a classifier "
-                            f"needs two or more class folders with images")
+        raise WorkflowError(
+            f"dataset folder {train.folder!r} holds one class ({train.classes[0]!r}): a classifier "
+            f"needs two or more class folders with images"
+        )
     if val is not None and val.classes != train.classes:
         only_train = sorted(set(train.classes) - set(val.classes))
         only_val = sorted(set(val.classes) - set(train.classes))
-        said = "; ".join(x for x in (f"only in train/: {', '.join(only_train)}" if only_train else "",
-                                     f"only in val/: {', '.join(only_val)}" if only_val else "") if x)
-        raise WorkflowError(f"dataset {root!r}: train/ and val/ must hold images of the same classes, or the "
-                            f"labels would not match ({said or 'in another order'}; an empty class folder counts "
-                            f"as missing)")
+        said = "; ".join(
+            x
+            for x in (
+                f"only in train/: {', '.join(only_train)}" if only_train else "",
+                f"only in val/: {', '.join(only_val)}" if only_val else "",
+            )
+            if x
+        )
+        raise WorkflowError(
+            f"dataset {root!r}: train/ and val/ must hold images of the same classes, or the "
+            f"labels would not match ({said or 'in another order'}; an empty class folder counts "
+            f"as missing)"
+        )
     return train, val
-
-
-def _write_split(root, split: str, images, labels, names, fmt: str = "png") -> None:
-    from PIL import Image
-
-    for i, (img, y) in enumerate(zip(images, labels)):
-        d = os.path.join(root, split, names[int(y)])
-        os.makedirs(d, exist_ok=True)
-        if fmt == "jpeg":
-            Image.fromarray(img).save(os.path.join(d, f"{i:05d}.jpg"), quality=90)
-        else:
-            Image.fromarray(img).save(os.path.join(d, f"{i:05d}.png"))
-
-
-def _write_dataset(root, images, labels, names, val_fraction: float, seed: int, fmt: str = "png") -> str:
-    """Write ``images`` (uint8, H x W or H x W x C) split by a seeded permutation; atomic: a
-    half-written dataset is never left under ``root``."""
-    import shutil
-    import tempfile
-
-    if not 0.0 < val_fraction < 1.0:
-        raise WorkflowError(f"val_fraction must be between 0 and 1, got {val_fraction!r}")
-    root = os.fspath(root)
-    if os.path.exists(os.path.join(root, "train")):
-        raise WorkflowError(f"{root!r} already holds a dataset (a train folder): remove it or choose another folder")
-    order = np.random.default_rng(seed).permutation(len(labels))
-    n_val = max(1, int(round(len(labels) * val_fraction)))
-    parent = os.path.dirname(os.path.abspath(root))
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".dataset-", dir=parent)
-    try:
-        _write_split(tmp, "val", images[order[:n_val]], labels[order[:n_val]], names, fmt)
-        _write_split(tmp, "train", images[order[n_val:]], labels[order[n_val:]], names, fmt)
-        os.makedirs(root, exist_ok=True)
-        for split in ("train", "val"):
-            os.replace(os.path.join(tmp, split), os.path.join(root, split))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return root
-
-
-def write_digits(root, val_fraction: float = 0.2, seed: int = 0) -> str:
-    """Write scikit-learn's handwritten digits (1,797 gray 8x8 images) as PNG class folders.
-
-    Parameters
-    ----------
-    root : path
-        Gets ``train/<digit>/*.png`` and ``val/<digit>/*.png``.
-    val_fraction : float
-        The share held out (seeded permutation).
-    seed : int
-
-    Returns
-    -------
-    str
-        ``root``.
-
-    Raises
-    ------
-    WorkflowError
-        scikit-learn is missing, or ``root`` already holds a dataset.
-    """
-    try:
-        from sklearn.datasets import load_digits
-    except ImportError:
-        raise WorkflowError("write_digits needs scikit-learn (pip install 'dask-taskflow[torch]')") from None
-    d = load_digits()
-    images = np.clip(np.round(d.images * (255.0 / 16.0)), 0, 255).astype(np.uint8)
-    return _write_dataset(root, images, d.target.astype(np.int64), [str(k) for k in range(10)], val_fraction,
-                          seed)
-
-
-def write_synthetic(root, samples: int = 5000, classes: int = 10, size: int = 32, val_fraction: float = 0.1,
-                    seed: int = 0, fmt: str = "png") -> str:
-    """Write a seeded synthetic RGB image set (for throughput): each class a smooth random colour
-    pattern; each image it rolled by up to a quarter of its side, scaled in contrast and noised.
-
-    Parameters
-    ----------
-    root : path
-    samples, classes, size : int
-        Images in all, classes, side in pixels.
-    val_fraction : float
-    seed : int
-    fmt : {"png", "jpeg"}
-        The files' format (JPEG at quality 90, as photographs are kept).
-
-    Returns
-    -------
-    str
-        ``root``.
-
-    Raises
-    ------
-    WorkflowError
-        Too few samples, classes or pixels; ``root`` already holds a dataset.
-    """
-    if fmt not in ("png", "jpeg"):
-        raise WorkflowError(f"fmt must be 'png' or 'jpeg', got {fmt!r}")
-    if samples < 2 or classes < 1 or size < 4:
-        raise WorkflowError(f"write_synthetic needs samples >= 2, classes >= 1, size >= 4; got {samples}, "
-                            f"{classes}, {size}")
-    rng = np.random.default_rng(seed)
-    coarse = rng.uniform(0.0, 255.0, size=(classes, 4, 4, 3))
-    reps = -(-size // 4)
-    protos = np.repeat(np.repeat(coarse, reps, axis=1), reps, axis=2)[:, :size, :size]
-    labels = rng.integers(0, classes, size=samples)
-    shifts = rng.integers(-size // 4, size // 4 + 1, size=(samples, 2))
-    scale = rng.uniform(0.7, 1.1, size=samples)
-    images = np.empty((samples, size, size, 3), dtype=np.uint8)
-    for i in range(samples):
-        img = np.roll(protos[labels[i]], tuple(shifts[i]), axis=(0, 1)) * scale[i]
-        img += rng.normal(0.0, 24.0, size=img.shape)
-        images[i] = np.clip(img, 0, 255).astype(np.uint8)
-    return _write_dataset(root, images, labels, [f"class{k}" for k in range(classes)], val_fraction, seed, fmt)
 
 
 def read_files(paths) -> list:
@@ -311,8 +223,10 @@ def read_files(paths) -> list:
             with open_regular(p, "image", WorkflowError) as f:
                 size = os.fstat(f.fileno()).st_size
                 if size > limit:
-                    raise WorkflowError(f"image {p!r} is {size:,} bytes, over the input limit of {limit:,} "
-                                        f"(--max-bytes or TASKFLOW_MAX_BYTES raises it)")
+                    raise WorkflowError(
+                        f"image {p!r} is {size:,} bytes, over the input limit of {limit:,} "
+                        f"(--max-bytes or TASKFLOW_MAX_BYTES raises it)"
+                    )
                 out.append(f.read(limit + 1))
         except OSError as e:
             raise WorkflowError(f"image {p!r} cannot be read: {e.strerror or e}") from None
@@ -349,8 +263,10 @@ def decode(raw, paths, size: int | None = None) -> list:
                 with Image.open(io.BytesIO(data)) as im:
                     w, h = im.size
                     if w * h > MAX_PIXELS:  # from the header, before a pixel is decoded
-                        raise WorkflowError(f"image {p!r} is {w:,}x{h:,} pixels, over the limit of "
-                                            f"{MAX_PIXELS:,} pixels an image may have")
+                        raise WorkflowError(
+                            f"image {p!r} is {w:,}x{h:,} pixels, over the limit of "
+                            f"{MAX_PIXELS:,} pixels an image may have"
+                        )
                     im.load()
                     if im.mode in ("P", "PA", "1"):  # palette indices and bits are not intensities
                         im = im.convert("RGB" if im.mode != "1" else "L")
@@ -366,11 +282,12 @@ def decode(raw, paths, size: int | None = None) -> list:
         if arr.ndim == 2:
             arr = arr[:, :, None]
         if arr.dtype != np.uint8 or arr.ndim != 3:
-            raise WorkflowError(f"image {p!r}: expected 8-bit gray or RGB pixels, got {arr.dtype} of shape "
-                                f"{arr.shape}")
+            raise WorkflowError(f"image {p!r}: expected 8-bit gray or RGB pixels, got {arr.dtype} of shape {arr.shape}")
         if out and arr.shape != out[0].shape:
-            raise WorkflowError(f"image {p!r} is {arr.shape[1]}x{arr.shape[0]}x{arr.shape[2]}, the others "
-                                f"{out[0].shape[1]}x{out[0].shape[0]}x{out[0].shape[2]}: every image must be alike")
+            raise WorkflowError(
+                f"image {p!r} is {arr.shape[1]}x{arr.shape[0]}x{arr.shape[2]}, the others "
+                f"{out[0].shape[1]}x{out[0].shape[0]}x{out[0].shape[2]}: every image must be alike"
+            )
         out.append(arr)
     return out
 
@@ -396,7 +313,7 @@ def augment(images, samples, epoch: int, seed: int, pad: int = 0, flip: bool = F
         dy, dx = rng.integers(0, 2 * pad + 1, size=2)
         if pad:
             h, w = img.shape[:2]
-            img = np.pad(img, ((pad, pad), (pad, pad), (0, 0)))[dy:dy + h, dx:dx + w]
+            img = np.pad(img, ((pad, pad), (pad, pad), (0, 0)))[dy : dy + h, dx : dx + w]
         if flip and rng.random() < 0.5:
             img = img[:, ::-1]
         out.append(np.ascontiguousarray(img))
@@ -430,8 +347,9 @@ def load_batch(data, samples, epoch: int = 0, seed: int = 0, pad: int = 0, flip:
     return data.load(samples, epoch, seed, pad, flip)
 
 
-def load_samples(paths, samples, labels, epoch: int, seed: int, pad: int = 0, flip: bool = False,
-                 size: int | None = None):
+def load_samples(
+    paths, samples, labels, epoch: int, seed: int, pad: int = 0, flip: bool = False, size: int | None = None
+):
     """Task body ``load``: the four stages in one task (read, decode, augment, collate), for a
     fused graph, whose scheduler keeps a rank's loading on its worker.
 
@@ -469,4 +387,4 @@ def epoch_batches(n: int, batch: int, counts, epoch: int, seed: int, iterations:
     perm = np.random.default_rng([seed, epoch]).permutation(n)
     steps = n // batch if iterations is None else min(n // batch, int(iterations))
     cuts = np.cumsum([0, *counts])
-    return [[perm[t * batch + cuts[r]:t * batch + cuts[r + 1]] for r in range(len(counts))] for t in range(steps)]
+    return [[perm[t * batch + cuts[r] : t * batch + cuts[r + 1]] for r in range(len(counts))] for t in range(steps)]

@@ -10,10 +10,33 @@ import os
 
 import numpy as np
 
-__all__ = ["FEATURES", "CLASSES", "LOADERS", "write_dataset", "sgd_reference", "local_sgd_reference", "augment",
-           "average_layer", "backward", "chunk", "collate", "compress", "decode", "flatten_grads", "forward",
-           "identity", "init_layer", "local_update", "loss_grad", "ps_sum", "read_shard", "ring_step",
-           "tree_reduce", "update_layer", "nothing"]
+__all__ = [
+    "FEATURES",
+    "CLASSES",
+    "LOADERS",
+    "write_dataset",
+    "sgd_reference",
+    "local_sgd_reference",
+    "augment",
+    "average_layer",
+    "backward",
+    "chunk",
+    "collate",
+    "compress",
+    "decode",
+    "flatten_grads",
+    "forward",
+    "identity",
+    "init_layer",
+    "local_update",
+    "loss_grad",
+    "ps_sum",
+    "read_shard",
+    "ring_step",
+    "tree_reduce",
+    "update_layer",
+    "nothing",
+]
 
 FEATURES, CLASSES = 64, 10
 
@@ -63,7 +86,7 @@ def read_shard(path, t, batch):
         8-bit pixels and labels.
     """
     with np.load(path) as d:
-        return d["x"][t * batch:(t + 1) * batch].copy(), d["y"][t * batch:(t + 1) * batch].copy()
+        return d["x"][t * batch : (t + 1) * batch].copy(), d["y"][t * batch : (t + 1) * batch].copy()
 
 
 def decode(raw):
@@ -174,7 +197,7 @@ def backward(params, a_prev, a_out, upstream, last):
     g = upstream[1] if isinstance(upstream, tuple) and len(upstream) == 2 and np.isscalar(upstream[0]) else upstream
     if isinstance(g, tuple):  # from the next layer's backward: (dW, db, d_prev)
         g = g[2]
-    dz = g if last else g * (1.0 - a_out ** 2)
+    dz = g if last else g * (1.0 - a_out**2)
     return x.T @ dz, dz.sum(axis=0), dz @ params[0].T
 
 
@@ -272,7 +295,7 @@ def _unflatten(offset, shapes, order, pieces):
     """One layer's (W, b) out of a bucket's summed vector (its chunks in ``order``)."""
     flat = pieces[0] if order is None else np.concatenate([pieces[k] for k in np.argsort(order)])
     (wr, wc), bn = shapes
-    return flat[offset:offset + wr * wc].reshape(wr, wc), flat[offset + wr * wc:offset + wr * wc + bn]
+    return flat[offset : offset + wr * wc].reshape(wr, wc), flat[offset + wr * wc : offset + wr * wc + bn]
 
 
 def update_layer(params, lr, n, offset, shapes, order, *pieces):
@@ -398,8 +421,10 @@ def local_sgd_reference(paths, iterations, batch, sizes, lr, seed, sync_every):
         ranks = [s[0] for s in step]
         losses.append(float(np.mean([s[1] for s in step])))
         if (t + 1) % sync_every == 0:
-            mean = [(sum(r[k][0] for r in ranks) / len(ranks), sum(r[k][1] for r in ranks) / len(ranks))
-                    for k in range(len(sizes) - 1)]
+            mean = [
+                (sum(r[k][0] for r in ranks) / len(ranks), sum(r[k][1] for r in ranks) / len(ranks))
+                for k in range(len(sizes) - 1)
+            ]
             ranks = [list(mean) for _ in ranks]
     return ranks, losses
 

@@ -46,8 +46,10 @@ def model_profile(name: str) -> list:
         m = split_amount(name)
         if m and m[1].lower() in _SCALE and m[1]:
             return sized_model(m[0] * _SCALE[m[1].lower()])
-        raise WorkflowError(f"unknown model {name if len(name) <= 40 else name[:37] + '...'!r}; known: {', '.join(sorted(models))}, or a size such as "
-                            f"350m, 1.3b, 7b (parameters)")
+        raise WorkflowError(
+            f"unknown model {name if len(name) <= 40 else name[:37] + '...'!r}; known: {', '.join(sorted(models))}, or a size such as "
+            f"350m, 1.3b, 7b (parameters)"
+        )
     return models[name]["layers"]
 
 

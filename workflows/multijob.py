@@ -82,10 +82,17 @@ def multijob(graphs, names=None, name: str | None = None, priorities=None) -> Ta
             base += a.n
         arrays = [g.arrays for g in graphs]
         cores = np.concatenate([x.cores for x in arrays])
-        out = TaskGraph.from_arrays(label, ids, np.concatenate([x.cost for x in arrays]),
-                                    np.concatenate([x.output_size for x in arrays]), np.concatenate(src),
-                                    np.concatenate(dst), np.concatenate([x.size for x in arrays]), meta=metas,
-                                    cores=None if (cores == 1).all() else cores.tolist())
+        out = TaskGraph.from_arrays(
+            label,
+            ids,
+            np.concatenate([x.cost for x in arrays]),
+            np.concatenate([x.output_size for x in arrays]),
+            np.concatenate(src),
+            np.concatenate(dst),
+            np.concatenate([x.size for x in arrays]),
+            meta=metas,
+            cores=None if (cores == 1).all() else cores.tolist(),
+        )
     return out.with_costs(costs=costs) if costs else out
 
 
@@ -109,8 +116,17 @@ def _executable(graphs, names, label, extra) -> TaskGraph:
         for t in g.topological_order():
             task = g.task(t)
             fn, args, kwargs = task.fn, swap(task.args), swap(task.kwargs or {})
-            handle[t] = out.add_task(f"{job}/{t}", fn=fn, args=args, kwargs=kwargs, cost=task.cost, costs=task.costs,
-                                     output_size=task.output_size, cores=task.cores, meta={**(task.meta or {}), "job": job, **more})
+            handle[t] = out.add_task(
+                f"{job}/{t}",
+                fn=fn,
+                args=args,
+                kwargs=kwargs,
+                cost=task.cost,
+                costs=task.costs,
+                output_size=task.output_size,
+                cores=task.cores,
+                meta={**(task.meta or {}), "job": job, **more},
+            )
         for s, d, z in g.edges():
             if not out.has_edge(handle[s], handle[d]):  # arguments made the others
                 out.add_edge(handle[s], handle[d], size=z)

@@ -61,9 +61,17 @@ def pipeline_order(schedule: str, stage: int, stages: int, microbatches: int) ->
     raise WorkflowError(f"schedule must be 'gpipe' or '1f1b', got {schedule!r}")
 
 
-def pipeline_parallel(model="gpt2-small", stages: int = 4, microbatches: int = 8, schedule: str = "1f1b",
-                      iterations: int = 1, batch: int = 32, device: str = "v100", load_cost: float = 1e-3,
-                      name: str | None = None) -> TaskGraph:
+def pipeline_parallel(
+    model="gpt2-small",
+    stages: int = 4,
+    microbatches: int = 8,
+    schedule: str = "1f1b",
+    iterations: int = 1,
+    batch: int = 32,
+    device: str = "v100",
+    load_cost: float = 1e-3,
+    name: str | None = None,
+) -> TaskGraph:
     """Pipeline-parallel training: the model's layers split into ``stages`` contiguous groups (even
     forward FLOPs), the global ``batch`` into ``microbatches``.
 
@@ -119,22 +127,39 @@ def pipeline_parallel(model="gpt2-small", stages: int = 4, microbatches: int = 8
     act = [4.0 * mb * math.sqrt(max(layers[grp[-1]]["macs"], 1.0)) for grp in groups]
     wbytes = [sum(4.0 * layers[k]["params"] for k in grp) for grp in groups]
     b = GraphBuilder(name or f"pp-{model if isinstance(model, str) else 'custom'}-{schedule}-s{S}-m{M}-t{T}")
-    weights = [b.task(f"init.s{s}", wbytes[s] / 4.0 / flops, wbytes[s], {"category": "init", "stage": s})
-               for s in range(S)]
+    weights = [
+        b.task(f"init.s{s}", wbytes[s] / 4.0 / flops, wbytes[s], {"category": "init", "stage": s}) for s in range(S)
+    ]
     for t in range(T):
-        loads = [b.task(f"it{t}.load.m{m}", load_cost, 4.0 * mb * 224 * 224 * 3,
-                        {"category": "load", "iteration": t, "microbatch": m}) for m in range(M)]
+        loads = [
+            b.task(
+                f"it{t}.load.m{m}",
+                load_cost,
+                4.0 * mb * 224 * 224 * 3,
+                {"category": "load", "iteration": t, "microbatch": m},
+            )
+            for m in range(M)
+        ]
         F, Bk = {}, {}
         for s in range(S):
             for m in range(M):
-                F[s, m] = b.task(f"it{t}.s{s}.F{m}", fwd[s], act[s],
-                                 {"category": "forward", "iteration": t, "stage": s, "microbatch": m},
-                                 deps=[loads[m] if s == 0 else F[s - 1, m], weights[s]])
+                F[s, m] = b.task(
+                    f"it{t}.s{s}.F{m}",
+                    fwd[s],
+                    act[s],
+                    {"category": "forward", "iteration": t, "stage": s, "microbatch": m},
+                    deps=[loads[m] if s == 0 else F[s - 1, m], weights[s]],
+                )
         for s in range(S - 1, -1, -1):
             for m in range(M):
                 deps = [F[s, m], weights[s]] + ([Bk[s + 1, m]] if s < S - 1 else [])
-                Bk[s, m] = b.task(f"it{t}.s{s}.B{m}", 2.0 * fwd[s], act[s - 1] if s else 0.0,
-                                  {"category": "backward", "iteration": t, "stage": s, "microbatch": m}, deps=deps)
+                Bk[s, m] = b.task(
+                    f"it{t}.s{s}.B{m}",
+                    2.0 * fwd[s],
+                    act[s - 1] if s else 0.0,
+                    {"category": "backward", "iteration": t, "stage": s, "microbatch": m},
+                    deps=deps,
+                )
         for s in range(S):
             ops = [F[s, m] if kind == "F" else Bk[s, m] for kind, m in orders[s]]
             stash = {(F[s, m], Bk[s, m]) for m in range(M)}
@@ -142,7 +167,11 @@ def pipeline_parallel(model="gpt2-small", stages: int = 4, microbatches: int = 8
                 if (u, v) not in stash:
                     b.edge(u, v, size=0.0)
         for s in range(S):
-            weights[s] = b.task(f"it{t}.s{s}.update", 2.0 * wbytes[s] / 4.0 / flops, wbytes[s],
-                                {"category": "update", "iteration": t, "stage": s},
-                                deps=[weights[s]] + [(Bk[s, m], wbytes[s]) for m in range(M)])
+            weights[s] = b.task(
+                f"it{t}.s{s}.update",
+                2.0 * wbytes[s] / 4.0 / flops,
+                wbytes[s],
+                {"category": "update", "iteration": t, "stage": s},
+                deps=[weights[s]] + [(Bk[s, m], wbytes[s]) for m in range(M)],
+            )
     return b.graph()

@@ -75,12 +75,14 @@ def write_samples(out, force: bool = False) -> list:
     contents["montage.json"] = path("montage").read_bytes()
     contents["workflow.xml"] = path("montage-dax").read_bytes()
     contents["graph.json"] = graph_text(load_graph(path("montage-dax")))
-    contents["cluster.json"] = dump_json(cluster_to_dict(
-        Cluster.heterogeneous([1, 1, 2, 4], bandwidth=1e8, latency=1e-3, name="hetero-4")))
+    contents["cluster.json"] = dump_json(
+        cluster_to_dict(Cluster.heterogeneous([1, 1, 2, 4], bandwidth=1e8, latency=1e-3, name="hetero-4"))
+    )
     contents["NOTICE.md"] = (_DIR / "NOTICE.md").read_bytes()
     folders = [n for n in contents if (out / n).is_dir() and not (out / n).is_symlink()]
     if folders:
         raise UsageError(f"{out / folders[0]}: is a folder; samples writes a file of that name")
+
     def same(name) -> bool:  # a file samples wrote before, unchanged: not the user's work
         target = out / name
         data = contents[name] if isinstance(contents[name], bytes) else contents[name].encode("utf-8")

@@ -22,13 +22,30 @@ import numpy as np
 from taskflow.errors import WorkflowError
 from taskflow.graph import TaskGraph
 
-__all__ = ["random_layered", "fork_join", "out_tree", "in_tree", "fft", "gaussian_elimination", "genome_like",
-           "wfcommons_recipe"]
+__all__ = [
+    "random_layered",
+    "fork_join",
+    "out_tree",
+    "in_tree",
+    "fft",
+    "gaussian_elimination",
+    "genome_like",
+    "wfcommons_recipe",
+]
 
 
-def random_layered(v: int = 100, shape: float = 1.0, out_degree: int = 2, ccr: float = 1.0,
-                   beta: float = 0.0, workers=None, mean_cost: float = 20.0, bandwidth: float = 1.0,
-                   seed: int = 0, name: str | None = None) -> TaskGraph:
+def random_layered(
+    v: int = 100,
+    shape: float = 1.0,
+    out_degree: int = 2,
+    ccr: float = 1.0,
+    beta: float = 0.0,
+    workers=None,
+    mean_cost: float = 20.0,
+    bandwidth: float = 1.0,
+    seed: int = 0,
+    name: str | None = None,
+) -> TaskGraph:
     """A random layered DAG with the HEFT paper's parameters (see the module docstring).
 
     Parameters
@@ -94,14 +111,31 @@ def random_layered(v: int = 100, shape: float = 1.0, out_degree: int = 2, ccr: f
         mat = w_mean[:, None] * rng.uniform(lo_f, hi_f, size=(v, len(wids)))
         costs = {ids[i]: dict(zip(wids, row)) for i, row in enumerate(mat.tolist())}
     label = name or f"layered-v{v}-a{shape:g}-d{out_degree}-ccr{ccr:g}-b{beta:g}-s{seed}"
-    return TaskGraph.from_columns(label, ids, w_mean, None, None, [ids[s] for s in src.tolist()],
-                                  [ids[d] for d in dst.tolist()], (comm * bandwidth).tolist(), costs=costs)
+    return TaskGraph.from_columns(
+        label,
+        ids,
+        w_mean,
+        None,
+        None,
+        [ids[s] for s in src.tolist()],
+        [ids[d] for d in dst.tolist()],
+        (comm * bandwidth).tolist(),
+        costs=costs,
+    )
 
 
 # ---------------------------------------------------------------------- regular application graphs
 def _graph(name, ids, cost, size, edges):
-    return TaskGraph.from_columns(name, ids, [cost] * len(ids), [size] * len(ids), None,
-                                  [s for s, _ in edges], [d for _, d in edges], [size] * len(edges))
+    return TaskGraph.from_columns(
+        name,
+        ids,
+        [cost] * len(ids),
+        [size] * len(ids),
+        None,
+        [s for s, _ in edges],
+        [d for _, d in edges],
+        [size] * len(edges),
+    )
 
 
 def fork_join(width: int = 8, stages: int = 1, cost: float = 1.0, size: float = 0.0) -> TaskGraph:
@@ -267,8 +301,9 @@ def gaussian_elimination(m: int = 5, cost: float = 1.0, size: float = 0.0) -> Ta
     return _graph(f"gauss-{m}", ids, cost, size, edges)
 
 
-def genome_like(chromosomes: int = 22, individuals: int = 10, populations: int = 7, seed: int = 0,
-                name: str | None = None) -> TaskGraph:
+def genome_like(
+    chromosomes: int = 22, individuals: int = 10, populations: int = 7, seed: int = 0, name: str | None = None
+) -> TaskGraph:
     """A workflow shaped like 1000Genome (the WfCommons / Pegasus population-genetics workflow), at any size.
 
     Per chromosome: ``individuals`` independent tasks (each parses a slice of the chromosome's
@@ -307,7 +342,7 @@ def genome_like(chromosomes: int = 22, individuals: int = 10, populations: int =
     base[:n], out[:n] = 40.0, 10e6
     base[n], out[n] = 60.0, 200e6  # merge
     base[n + 1], out[n + 1] = 5.0, 1e6  # sifting
-    base[n + 2::2], base[n + 3::2], out[n + 2:] = 15.0, 60.0, 1e6  # mutation_overlap, frequency
+    base[n + 2 :: 2], base[n + 3 :: 2], out[n + 2 :] = 15.0, 60.0, 1e6  # mutation_overlap, frequency
     cost = np.tile(base, C) * rng.lognormal(0.0, 0.3, N)
     size = np.tile(out, C)
     first = np.arange(C) * per
@@ -322,8 +357,9 @@ def genome_like(chromosomes: int = 22, individuals: int = 10, populations: int =
     return TaskGraph.from_arrays(name or f"genome-like-{N}", ids, cost, size, src, dst, size[src])
 
 
-def wfcommons_recipe(recipe: str = "montage", num_tasks: int = 100, seed: int = 0, runtime_factor: float = 1.0,
-                     name: str | None = None) -> TaskGraph:
+def wfcommons_recipe(
+    recipe: str = "montage", num_tasks: int = 100, seed: int = 0, runtime_factor: float = 1.0, name: str | None = None
+) -> TaskGraph:
     """A synthetic workflow from a WfCommons WfChef recipe (needs ``pip install wfcommons``).
 
     WfCommons (wfcommons.org) fits recipes to real execution traces of Montage, Epigenomics,
@@ -356,8 +392,11 @@ def wfcommons_recipe(recipe: str = "montage", num_tasks: int = 100, seed: int = 
         from wfcommons.wfchef import recipes
     except ImportError:
         raise ImportError("WfCommons recipes need the wfcommons package: pip install wfcommons") from None
-    known = {n[:-len("Recipe")].lower(): getattr(recipes, n) for n in dir(recipes)
-             if n.endswith("Recipe") and n != "Recipe" and isinstance(getattr(recipes, n), type)}
+    known = {
+        n[: -len("Recipe")].lower(): getattr(recipes, n)
+        for n in dir(recipes)
+        if n.endswith("Recipe") and n != "Recipe" and isinstance(getattr(recipes, n), type)
+    }
     key = recipe.lower().replace("-", "").replace("_", "")
     if key not in known:
         raise WorkflowError(f"unknown WfCommons recipe {recipe!r}; known: {', '.join(sorted(known))}")
@@ -367,7 +406,9 @@ def wfcommons_recipe(recipe: str = "montage", num_tasks: int = 100, seed: int = 
     try:
         random.seed(seed)
         np.random.seed(seed)
-        wf = WorkflowGenerator(known[key].from_num_tasks(int(num_tasks), runtime_factor=runtime_factor)).build_workflow()
+        wf = WorkflowGenerator(
+            known[key].from_num_tasks(int(num_tasks), runtime_factor=runtime_factor)
+        ).build_workflow()
         with tempfile.TemporaryDirectory() as d:
             path = Path(d) / "instance.json"
             wf.write_json(path)

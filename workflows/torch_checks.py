@@ -37,8 +37,13 @@ def user_frame(tb) -> str:
     import sysconfig
     import traceback
 
-    own = {os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(os.path.abspath(torch.__file__)),
-           sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    own = {
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        os.path.dirname(os.path.abspath(torch.__file__)),
+        sysconfig.get_paths()["stdlib"],
+        sysconfig.get_paths()["purelib"],
+        sysconfig.get_paths()["platlib"],
+    }
     found = ""
     for fr in traceback.extract_tb(tb):
         path = os.path.abspath(fr.filename)
@@ -61,8 +66,9 @@ def built(model) -> torch.nn.Module:
     try:
         mod = model()
     except (Exception, SystemExit) as e:  # noqa: BLE001 - the user's factory: name it, whatever it raised
-        raise WorkflowError(f"the model factory {_label(model)} raised {type(e).__name__}: {e}"
-                            f"{user_frame(e.__traceback__)}") from None
+        raise WorkflowError(
+            f"the model factory {_label(model)} raised {type(e).__name__}: {e}{user_frame(e.__traceback__)}"
+        ) from None
     if not isinstance(mod, torch.nn.Module):
         raise WorkflowError(f"the model factory {_label(model)} returned {type(mod).__name__}, not a torch.nn.Module")
     return mod
@@ -97,10 +103,12 @@ def check_size(model) -> None:
     need = 16 * n
     free = psutil.virtual_memory().available
     if need > MODEL_MEMORY_SHARE * free:
-        raise WorkflowError(f"the model of {_label(model)} has {n:,} parameters: with gradients and optimizer "
-                            f"state about {need / 2**30:.1f} GiB per worker, more than this machine can hold "
-                            f"({free / 2**30:.1f} GiB free); a smaller model, or smaller images (a model sized "
-                            f"by the first image's pixels grows with them)")
+        raise WorkflowError(
+            f"the model of {_label(model)} has {n:,} parameters: with gradients and optimizer "
+            f"state about {need / 2**30:.1f} GiB per worker, more than this machine can hold "
+            f"({free / 2**30:.1f} GiB free); a smaller model, or smaller images (a model sized "
+            f"by the first image's pixels grows with them)"
+        )
 
 
 def check_sample(ctx, data: ImageFolder, classes: bool = True) -> None:
@@ -127,23 +135,31 @@ def check_sample(ctx, data: ImageFolder, classes: bool = True) -> None:
         with torch.no_grad():
             out = mod(torch.from_numpy(x))
     except Exception as e:  # noqa: BLE001 - the user's model: name it
-        raise WorkflowError(f"the model of {_label(ctx.model)} cannot take the data's samples ({shape} {'images' if hasattr(data, 'paths') else 'samples'} from "
-                            f"{data.folder!r}): {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-                            f"{user_frame(e.__traceback__)}") from None
+        raise WorkflowError(
+            f"the model of {_label(ctx.model)} cannot take the data's samples ({shape} {'images' if hasattr(data, 'paths') else 'samples'} from "
+            f"{data.folder!r}): {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            f"{user_frame(e.__traceback__)}"
+        ) from None
     if not isinstance(out, torch.Tensor):
         raise WorkflowError(f"the model of {_label(ctx.model)} returned {type(out).__name__}, not a tensor")
     if classes and data.classes is not None and tuple(out.shape) != (len(y), len(data.classes)):
-        raise WorkflowError(f"the model of {_label(ctx.model)} gives outputs of shape {tuple(out.shape[1:])} per "
-                            f"sample; the data has {len(data.classes)} classes (cross-entropy needs one output per "
-                            f"class)")
+        raise WorkflowError(
+            f"the model of {_label(ctx.model)} gives outputs of shape {tuple(out.shape[1:])} per "
+            f"sample; the data has {len(data.classes)} classes (cross-entropy needs one output per "
+            f"class)"
+        )
     try:
         value = ctx.loss(out, torch.from_numpy(y))
     except Exception as e:  # noqa: BLE001 - the user's loss
-        raise WorkflowError(f"the loss {_label(ctx.loss)} fails on the model's outputs: {type(e).__name__}: {e}"
-                            f"{user_frame(e.__traceback__)}") from None
+        raise WorkflowError(
+            f"the loss {_label(ctx.loss)} fails on the model's outputs: {type(e).__name__}: {e}"
+            f"{user_frame(e.__traceback__)}"
+        ) from None
     if not isinstance(value, torch.Tensor) or value.numel() != 1:
-        raise WorkflowError(f"the loss {_label(ctx.loss)} must return one number (a scalar tensor), got "
-                            f"{type(value).__name__}{tuple(getattr(value, 'shape', ()))}")
+        raise WorkflowError(
+            f"the loss {_label(ctx.loss)} must return one number (a scalar tensor), got "
+            f"{type(value).__name__}{tuple(getattr(value, 'shape', ()))}"
+        )
 
 
 def _integer(spec, name: str, low: int, optional: bool = False) -> None:
@@ -179,8 +195,12 @@ def check_options(spec) -> None:
         _integer(spec, name, low)
     for name in ("compensation", "direct_mb", "cache_mb"):
         _number(spec, name)
-    for name, allowed in (("allreduce", ("ring", "tree", "ps")), ("priority", ("none", "layer-order")),
-                          ("mode", ("sync", "local", "stale")), ("compression", (None, *COMPRESSIONS))):
+    for name, allowed in (
+        ("allreduce", ("ring", "tree", "ps")),
+        ("priority", ("none", "layer-order")),
+        ("mode", ("sync", "local", "stale")),
+        ("compression", (None, *COMPRESSIONS)),
+    ):
         if getattr(spec, name) not in allowed:
             said = ", ".join(repr(a) for a in allowed[:-1]) + f" or {allowed[-1]!r}"
             raise WorkflowError(f"{name} must be {said}, got {getattr(spec, name)!r}")

@@ -68,20 +68,25 @@ class DatasetSplit:
 
         name = type(dataset).__name__
         if not is_dataset(dataset):
-            raise WorkflowError(f"data ({split}) must be a folder's path or a map-style torch Dataset (len(ds) and "
-                                f"ds[i] -> (input, label)), got {name}")
+            raise WorkflowError(
+                f"data ({split}) must be a folder's path or a map-style torch Dataset (len(ds) and "
+                f"ds[i] -> (input, label)), got {name}"
+            )
         try:
             n = len(dataset)
         except Exception as e:  # noqa: BLE001 - the user's __len__
-            raise WorkflowError(f"the {name} dataset ({split}) has no length: {type(e).__name__}: {e} (an "
-                                f"iterable-style Dataset cannot be cut into batches by index)") from None
+            raise WorkflowError(
+                f"the {name} dataset ({split}) has no length: {type(e).__name__}: {e} (an "
+                f"iterable-style Dataset cannot be cut into batches by index)"
+            ) from None
         if not isinstance(n, int) or n < 1:
             raise WorkflowError(f"the {name} dataset ({split}) is empty (len {n!r})")
         try:
             self.nbytes = len(cloudpickle.dumps(dataset))
         except Exception as e:  # noqa: BLE001 - whatever pickling says of the user's object
-            raise WorkflowError(f"the {name} dataset ({split}) cannot be sent to the workers (pickled): "
-                                f"{type(e).__name__}: {e}") from None
+            raise WorkflowError(
+                f"the {name} dataset ({split}) cannot be sent to the workers (pickled): {type(e).__name__}: {e}"
+            ) from None
         self.dataset, self.split, self.n = dataset, split, n
         self.folder = f"{name} ({split})"  # what errors name, as they name an image folder's path
         classes = getattr(dataset, "classes", None)
@@ -142,14 +147,15 @@ def open_data(data, pad: int = 0, flip: bool = False, size: int | None = None) -
         return open_dataset(data, size)
     if isinstance(data, (tuple, list)):
         if len(data) != 2 or data[0] is None:
-            raise WorkflowError(f"data as a pair must be (train Dataset, val Dataset or None), got "
-                                f"{len(data)} items")
+            raise WorkflowError(f"data as a pair must be (train Dataset, val Dataset or None), got {len(data)} items")
         train, val = DatasetSplit(data[0], "train"), None if data[1] is None else DatasetSplit(data[1], "val")
     else:
         train, val = DatasetSplit(data, "train"), None
     if pad or flip or size:
-        raise WorkflowError("pad, flip and size augment and resize image folders; a Dataset transforms its samples "
-                            "itself (its random transforms are seeded per sample and epoch)")
+        raise WorkflowError(
+            "pad, flip and size augment and resize image folders; a Dataset transforms its samples "
+            "itself (its random transforms are seeded per sample and epoch)"
+        )
     if val is not None and train.shape() != val.shape():
         raise WorkflowError(f"the train and val datasets' inputs differ in shape: {train.shape()} and {val.shape()}")
     return train, val
@@ -189,8 +195,9 @@ def fetch(dataset, samples, epoch: int, seed: int) -> list:
             try:
                 item = dataset[int(i)]
             except Exception as e:  # noqa: BLE001 - the user's __getitem__: name the sample
-                raise WorkflowError(f"sample {int(i)} of the {name} dataset cannot be loaded: {type(e).__name__}: "
-                                    f"{e}") from None
+                raise WorkflowError(
+                    f"sample {int(i)} of the {name} dataset cannot be loaded: {type(e).__name__}: {e}"
+                ) from None
             out.append(_pair(item, int(i), name))
     finally:
         torch.set_rng_state(saved[0])
@@ -203,20 +210,23 @@ def _pair(item, i: int, name: str) -> tuple:
     import torch
 
     if not isinstance(item, (tuple, list)) or len(item) != 2:
-        raise WorkflowError(f"sample {i} of the {name} dataset is {type(item).__name__}, expected a pair (input, "
-                            f"label)")
+        raise WorkflowError(
+            f"sample {i} of the {name} dataset is {type(item).__name__}, expected a pair (input, label)"
+        )
     x, y = item
     if isinstance(x, torch.Tensor):
         x = x.detach().cpu().numpy()
     x = np.asarray(x)
     if x.dtype == object or not (np.issubdtype(x.dtype, np.number) or x.dtype == bool):
-        raise WorkflowError(f"sample {i} of the {name} dataset: the input must be a tensor or array of numbers, "
-                            f"got {x.dtype}")
+        raise WorkflowError(
+            f"sample {i} of the {name} dataset: the input must be a tensor or array of numbers, got {x.dtype}"
+        )
     if isinstance(y, torch.Tensor):
         y = y.item() if y.numel() == 1 else None
     if isinstance(y, (bool, np.bool_)) or not isinstance(y, (int, np.integer)):
-        raise WorkflowError(f"sample {i} of the {name} dataset: the label must be an integer class, got "
-                            f"{type(y).__name__}")
+        raise WorkflowError(
+            f"sample {i} of the {name} dataset: the label must be an integer class, got {type(y).__name__}"
+        )
     return x, int(y)
 
 
@@ -234,8 +244,9 @@ def collate_items(items) -> tuple:
     """
     shapes = {x.shape for x, _ in items}
     if len(shapes) > 1:
-        raise WorkflowError(f"a batch's samples differ in shape ({', '.join(map(str, sorted(shapes)))}): every "
-                            f"input must be alike")
+        raise WorkflowError(
+            f"a batch's samples differ in shape ({', '.join(map(str, sorted(shapes)))}): every input must be alike"
+        )
     return np.ascontiguousarray(np.stack([x for x, _ in items])), np.asarray([y for _, y in items], dtype=np.int64)
 
 
@@ -249,4 +260,3 @@ def load_items(dataset, samples, epoch: int, seed: int) -> tuple:
     epoch, seed : int
     """
     return collate_items(fetch(dataset, samples, epoch, seed))
-

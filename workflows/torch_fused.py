@@ -34,8 +34,9 @@ def update_direct(state: dict, out: dict, ctx: TorchModel, iteration: int, *outs
     return update(state, out, ctx, ((1, None),) * len(sums), iteration, *sums)
 
 
-def update_and_step(prev: dict, batch, ctx: TorchModel, weight: float, iteration: int, rank: int, *outs,
-                    load=None) -> dict:
+def update_and_step(
+    prev: dict, batch, ctx: TorchModel, weight: float, iteration: int, rank: int, *outs, load=None
+) -> dict:
     """Task body ``forward-backward`` of a fused graph: the last iteration's update (every rank's
     :func:`step` buckets summed, :func:`update_direct`) and then this iteration's :func:`step`, in
     one task; its output carries the state the step started from (``"state"``).

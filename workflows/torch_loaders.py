@@ -78,8 +78,18 @@ def decoded(paths, size, cache_mb: float) -> tuple:
     return out, len(paths) - len(missing)
 
 
-def load_shard(paths, samples, labels, positions, epoch: int, seed: int, pad: int = 0, flip: bool = False,
-               size=None, cache_mb: float = 0.0) -> dict:
+def load_shard(
+    paths,
+    samples,
+    labels,
+    positions,
+    epoch: int,
+    seed: int,
+    pad: int = 0,
+    flip: bool = False,
+    size=None,
+    cache_mb: float = 0.0,
+) -> dict:
     """Task body ``load`` of a shard on a loader: its samples decoded (from the cache where it
     holds them) and augmented, as ``uint8`` pixels.
 
@@ -100,8 +110,13 @@ def load_shard(paths, samples, labels, positions, epoch: int, seed: int, pad: in
     t0 = time.perf_counter()
     images, hits = decoded(paths, size, cache_mb)
     images = augment(images, samples, epoch, seed, pad, flip)
-    return {"images": images, "labels": np.asarray(labels, dtype=np.int64), "positions": np.asarray(positions),
-            "hits": hits, "seconds": time.perf_counter() - t0}
+    return {
+        "images": images,
+        "labels": np.asarray(labels, dtype=np.int64),
+        "positions": np.asarray(positions),
+        "hits": hits,
+        "seconds": time.perf_counter() - t0,
+    }
 
 
 def merge_shards(n: int, *shards) -> tuple:

@@ -30,9 +30,14 @@ def small_cnn(in_channels: int = 1, classes: int = 10, width: int = 16, side: in
     torch.Size([2, 10])
     """
     return nn.Sequential(
-        nn.Conv2d(in_channels, width, 3, padding=1), nn.ReLU(),
-        nn.Conv2d(width, 2 * width, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(2 * width * (side // 2) ** 2, classes))
+        nn.Conv2d(in_channels, width, 3, padding=1),
+        nn.ReLU(),
+        nn.Conv2d(width, 2 * width, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(2 * width * (side // 2) ** 2, classes),
+    )
 
 
 class _Block(nn.Module):

@@ -43,8 +43,16 @@ from .pipeline import pipeline_order
 from .torch_checks import check_sample
 from .torch_tasks import fresh_state, make_model, optimizer_step, score
 
-__all__ = ["TorchPipeline", "StageModel", "stage_init", "stage_forward", "stage_backward", "input_grad", "stage_update",
-           "pipeline_evaluate"]
+__all__ = [
+    "TorchPipeline",
+    "StageModel",
+    "stage_init",
+    "stage_forward",
+    "stage_backward",
+    "input_grad",
+    "stage_update",
+    "pipeline_evaluate",
+]
 
 _STAGES: dict = {}  # (token, stage) -> the stage's module in this process (a skeleton, as in torch_tasks)
 
@@ -69,7 +77,7 @@ class StageModel:
         key = (self.token, self.lo, self.hi)
         mod = _STAGES.get(key)
         if mod is None:
-            mod = _STAGES[key] = self.model()[self.lo:self.hi]
+            mod = _STAGES[key] = self.model()[self.lo : self.hi]
         if torch.get_num_threads() != self.threads:
             torch.set_num_threads(self.threads)
         return mod
@@ -84,7 +92,7 @@ def stage_init(ctx: StageModel, seed: int) -> dict:
     seed : int
     """
     torch.manual_seed(seed)
-    return fresh_state(ctx.model()[ctx.lo:ctx.hi], ctx.optimizer)
+    return fresh_state(ctx.model()[ctx.lo : ctx.hi], ctx.optimizer)
 
 
 def _run(ctx: StageModel, state: dict, x, params=None):
@@ -145,16 +153,21 @@ def stage_backward(state: dict, x, upstream, ctx: StageModel, weight: float, ite
             loss = ctx.loss(out, torch.from_numpy(upstream))
             loss_value = float(loss.detach())
             if not math.isfinite(loss_value):
-                raise WorkflowError(f"iteration {iteration}, microbatch {microbatch}: the loss is {loss_value}; "
-                                    f"training stopped")
+                raise WorkflowError(
+                    f"iteration {iteration}, microbatch {microbatch}: the loss is {loss_value}; training stopped"
+                )
             target, seed_grad = loss * weight, None
         else:
             target, seed_grad = out, upstream
         wrt = params + ([] if first else [inp])
         grads = torch.autograd.grad(target, wrt, grad_outputs=seed_grad, allow_unused=True)
-    pg = [torch.zeros_like(p) if g is None else g for g, p in zip(grads[:len(params)], params)]
-    return {"dx": None if first else grads[-1].contiguous(), "grads": pg, "loss": loss_value,
-            "n": int(_input(x).shape[0])}
+    pg = [torch.zeros_like(p) if g is None else g for g, p in zip(grads[: len(params)], params)]
+    return {
+        "dx": None if first else grads[-1].contiguous(),
+        "grads": pg,
+        "loss": loss_value,
+        "n": int(_input(x).shape[0]),
+    }
 
 
 def input_grad(out: dict):
@@ -204,6 +217,7 @@ def pipeline_evaluate(ctx_states, data: ImageFolder, batch: int = 256) -> dict:
     data : ImageFolder
     batch : int
     """
+
     def forward(x):
         a = torch.from_numpy(x)
         for ctx, st in ctx_states:
@@ -213,6 +227,7 @@ def pipeline_evaluate(ctx_states, data: ImageFolder, batch: int = 256) -> dict:
             tensors.update(zip(ctx.buffer_names, st["buffers"]))
             a = torch.func.functional_call(mod, tensors, (a,))
         return a
+
     return score(data, ctx_states[-1][0].loss, forward, batch)
 
 
@@ -283,41 +298,65 @@ class TorchPipeline:
         torch.manual_seed(0)
         seq = self.model()
         if not isinstance(seq, torch.nn.Sequential):
-            raise WorkflowError(f"pipeline parallelism cuts a torch.nn.Sequential into stages; the factory returned "
-                                f"{type(seq).__name__}")
+            raise WorkflowError(
+                f"pipeline parallelism cuts a torch.nn.Sequential into stages; the factory returned "
+                f"{type(seq).__name__}"
+            )
         children = list(seq.children())
         sizes = [sum(p.numel() for p in c.parameters()) for c in children]
         S = int(self.stages)
         if S > len(children):
             raise WorkflowError(f"{S} stages for a model of {len(children)} children: at most one stage per child")
         cuts = list(self.cuts) if self.cuts is not None else _cuts(sizes, S)
-        if len(cuts) != S + 1 or cuts[0] != 0 or cuts[-1] != len(children) or any(
-                b <= a for a, b in zip(cuts, cuts[1:])):
+        if (
+            len(cuts) != S + 1
+            or cuts[0] != 0
+            or cuts[-1] != len(children)
+            or any(b <= a for a, b in zip(cuts, cuts[1:]))
+        ):
             raise WorkflowError(f"cuts must rise from 0 to {len(children)} in {S + 1} steps, got {cuts!r}")
         token = hashlib.sha1(cloudpickle.dumps((self.model, whole.loss, whole.optimizer))).hexdigest()[:16]
         stage_ctx = []
         for s in range(S):
-            part = seq[cuts[s]:cuts[s + 1]]
-            stage_ctx.append(StageModel(self.model, whole.loss, whole.optimizer, token, cuts[s], cuts[s + 1],
-                                        tuple(n for n, _ in part.named_parameters()),
-                                        tuple(n for n, _ in part.named_buffers()), int(self.threads)))
+            part = seq[cuts[s] : cuts[s + 1]]
+            stage_ctx.append(
+                StageModel(
+                    self.model,
+                    whole.loss,
+                    whole.optimizer,
+                    token,
+                    cuts[s],
+                    cuts[s + 1],
+                    tuple(n for n, _ in part.named_parameters()),
+                    tuple(n for n, _ in part.named_buffers()),
+                    int(self.threads),
+                )
+            )
         from .torch_data import is_dataset
 
         if is_dataset(self.data) or isinstance(self.data, (tuple, list)):
-            raise WorkflowError("pipeline parallelism (stages) reads image folders; a Dataset trains data-parallel "
-                                "(leave stages out)")
+            raise WorkflowError(
+                "pipeline parallelism (stages) reads image folders; a Dataset trains data-parallel (leave stages out)"
+            )
         train, val = open_dataset(self.data)
         if len(train) < self.batch:
             raise WorkflowError(f"batch {self.batch} is larger than the {len(train)} training images")
         check_sample(whole, train, classes=self.loss is None)  # before any cluster starts
         M = int(self.microbatches)
         counts = tuple(self.batch // M + (1 if m < self.batch % M else 0) for m in range(M))
-        for k, v in (("ctx", whole), ("stage_ctx", tuple(stage_ctx)), ("train", train), ("val", val),
-                     ("counts", counts), ("stage_cuts", tuple(cuts)),
-                     ("stage_param_shapes", tuple(tuple(tuple(p.shape) for p in seq[cuts[s]:cuts[s + 1]].parameters())
-                                                  for s in range(S))),
-                     ("stage_sizes", tuple(
-                         sum(sizes[cuts[s]:cuts[s + 1]]) for s in range(S)))):
+        for k, v in (
+            ("ctx", whole),
+            ("stage_ctx", tuple(stage_ctx)),
+            ("train", train),
+            ("val", val),
+            ("counts", counts),
+            ("stage_cuts", tuple(cuts)),
+            (
+                "stage_param_shapes",
+                tuple(tuple(tuple(p.shape) for p in seq[cuts[s] : cuts[s + 1]].parameters()) for s in range(S)),
+            ),
+            ("stage_sizes", tuple(sum(sizes[cuts[s] : cuts[s + 1]]) for s in range(S))),
+        ):
             object.__setattr__(self, k, v)
 
     # the interface taskflow.train uses (as TorchTraining's)
@@ -356,8 +395,9 @@ class TorchPipeline:
         t = (epoch + 1) * self.per_epoch - 1
         return [f"it{t}.s{s}.update" for s in range(int(self.stages))]
 
-    def graph(self, epoch: int = 0, states=None, executable: bool = True, costs: dict | None = None,
-              evaluate: bool = True) -> TaskGraph:
+    def graph(
+        self, epoch: int = 0, states=None, executable: bool = True, costs: dict | None = None, evaluate: bool = True
+    ) -> TaskGraph:
         """The graph of one epoch (see the module docstring); ``states``: each stage's state to
         start from. ``costs``: seconds per task kind (F, B are ``forward``, ``backward``).
 
@@ -378,9 +418,17 @@ class TorchPipeline:
         b = GraphBuilder(f"torch-pipeline-{self.schedule}-s{S}-m{M}-e{epoch}", executable=bool(executable))
         c, h, w = self.train.shape()
         wbytes = [8.0 * z for z in self.stage_sizes]
-        state = [b.task(f"e{epoch}.init.s{s}", cost["init"], wbytes[s], {"category": "init", "stage": s},
-                        fn=stage_init if states is None else given_state,
-                        args=(self.stage_ctx[s], self.seed) if states is None else (states[s],)) for s in range(S)]
+        state = [
+            b.task(
+                f"e{epoch}.init.s{s}",
+                cost["init"],
+                wbytes[s],
+                {"category": "init", "stage": s},
+                fn=stage_init if states is None else given_state,
+                args=(self.stage_ctx[s], self.seed) if states is None else (states[s],),
+            )
+            for s in range(S)
+        ]
         orders = [pipeline_order(self.schedule, s, S, M) for s in range(S)]
         act = 4.0 * max(self.counts) * c * h * w  # a boundary activation's bytes: a rough bound
         for t_local, mbs in enumerate(self.batches(epoch)):
@@ -390,50 +438,102 @@ class TorchPipeline:
                 paths = [self.train.paths[i] for i in samples]
                 meta = {"iteration": t, "stage": 0, "microbatch": m}
                 nbytes = 4.0 * len(samples) * c * h * w
-                raw = b.task(f"it{t}.m{m}.read", cost["read"], nbytes / 4, {"category": "read", **meta},
-                             fn=read_files, args=(paths,))
-                img = b.task(f"it{t}.m{m}.decode", cost["decode"], nbytes / 4, {"category": "decode", **meta},
-                             deps=[raw], fn=decode, args=(raw, paths))
-                aug = b.task(f"it{t}.m{m}.augment", cost["augment"], nbytes / 4, {"category": "augment", **meta},
-                             deps=[img], fn=augment, args=(img, samples, epoch, self.seed, self.pad, self.flip))
-                inputs[0, m] = b.task(f"it{t}.m{m}.collate", cost["collate"], nbytes,
-                                      {"category": "collate", **meta}, deps=[aug], fn=collate,
-                                      args=(aug, self.train.labels[samples]))
+                raw = b.task(
+                    f"it{t}.m{m}.read",
+                    cost["read"],
+                    nbytes / 4,
+                    {"category": "read", **meta},
+                    fn=read_files,
+                    args=(paths,),
+                )
+                img = b.task(
+                    f"it{t}.m{m}.decode",
+                    cost["decode"],
+                    nbytes / 4,
+                    {"category": "decode", **meta},
+                    deps=[raw],
+                    fn=decode,
+                    args=(raw, paths),
+                )
+                aug = b.task(
+                    f"it{t}.m{m}.augment",
+                    cost["augment"],
+                    nbytes / 4,
+                    {"category": "augment", **meta},
+                    deps=[img],
+                    fn=augment,
+                    args=(img, samples, epoch, self.seed, self.pad, self.flip),
+                )
+                inputs[0, m] = b.task(
+                    f"it{t}.m{m}.collate",
+                    cost["collate"],
+                    nbytes,
+                    {"category": "collate", **meta},
+                    deps=[aug],
+                    fn=collate,
+                    args=(aug, self.train.labels[samples]),
+                )
             for s in range(S):
                 for m in range(M):
-                    F[s, m] = b.task(f"it{t}.s{s}.F{m}", cost["forward"], act,
-                                     {"category": "forward", "iteration": t, "stage": s, "microbatch": m},
-                                     deps=[inputs[s, m], state[s]], fn=stage_forward,
-                                     args=(state[s], inputs[s, m], self.stage_ctx[s]))
+                    F[s, m] = b.task(
+                        f"it{t}.s{s}.F{m}",
+                        cost["forward"],
+                        act,
+                        {"category": "forward", "iteration": t, "stage": s, "microbatch": m},
+                        deps=[inputs[s, m], state[s]],
+                        fn=stage_forward,
+                        args=(state[s], inputs[s, m], self.stage_ctx[s]),
+                    )
                     if s + 1 < S:
                         inputs[s + 1, m] = F[s, m]
             for s in range(S - 1, -1, -1):
                 for m in range(M):
                     up = self.train.labels[mbs[m]] if s == S - 1 else DX[s + 1, m]
                     deps = [state[s], inputs[s, m], (F[s, m], 0.0)] + ([] if s == S - 1 else [up])
-                    B[s, m] = b.task(f"it{t}.s{s}.B{m}", cost["backward"], wbytes[s] / 2,
-                                     {"category": "backward", "iteration": t, "stage": s, "microbatch": m},
-                                     deps=deps, fn=stage_backward,
-                                     args=(state[s], inputs[s, m], up, self.stage_ctx[s], len(mbs[m]) / self.batch,
-                                           t, m))
+                    B[s, m] = b.task(
+                        f"it{t}.s{s}.B{m}",
+                        cost["backward"],
+                        wbytes[s] / 2,
+                        {"category": "backward", "iteration": t, "stage": s, "microbatch": m},
+                        deps=deps,
+                        fn=stage_backward,
+                        args=(state[s], inputs[s, m], up, self.stage_ctx[s], len(mbs[m]) / self.batch, t, m),
+                    )
                     if s:
-                        DX[s, m] = b.task(f"it{t}.s{s}.dx{m}", cost["dx"], act,
-                                          {"category": "dx", "iteration": t, "stage": s, "microbatch": m},
-                                          deps=[(B[s, m], act)], fn=input_grad, args=(B[s, m],))
+                        DX[s, m] = b.task(
+                            f"it{t}.s{s}.dx{m}",
+                            cost["dx"],
+                            act,
+                            {"category": "dx", "iteration": t, "stage": s, "microbatch": m},
+                            deps=[(B[s, m], act)],
+                            fn=input_grad,
+                            args=(B[s, m],),
+                        )
             for s in range(S):  # each stage is one worker's program, in its schedule's order
                 ops = [(kind, m) for kind, m in orders[s]]
                 for (k1, m1), (k2, m2) in zip(ops, ops[1:]):
                     if not (k1 == "F" and k2 == "B" and m1 == m2):  # F(m) -> B(m) is a data edge already
                         b.edge((F if k1 == "F" else B)[s, m1], (F if k2 == "F" else B)[s, m2], size=0.0)
             for s in range(S):
-                state[s] = b.task(f"it{t}.s{s}.update", cost["update"], wbytes[s],
-                                  {"category": "update", "iteration": t, "stage": s},
-                                  deps=[state[s]] + [(B[s, m], 0.0) for m in range(M)], fn=stage_update,
-                                  args=(state[s], self.stage_ctx[s], t, *[B[s, m] for m in range(M)]))
+                state[s] = b.task(
+                    f"it{t}.s{s}.update",
+                    cost["update"],
+                    wbytes[s],
+                    {"category": "update", "iteration": t, "stage": s},
+                    deps=[state[s]] + [(B[s, m], 0.0) for m in range(M)],
+                    fn=stage_update,
+                    args=(state[s], self.stage_ctx[s], t, *[B[s, m] for m in range(M)]),
+                )
         if evaluate and self.val is not None:
-            b.task(f"e{epoch}.eval", cost["eval"], 64.0, {"category": "eval", "stage": S - 1},
-                   deps=list(state), fn=pipeline_evaluate,
-                   args=([(self.stage_ctx[s], state[s]) for s in range(S)], self.val))
+            b.task(
+                f"e{epoch}.eval",
+                cost["eval"],
+                64.0,
+                {"category": "eval", "stage": S - 1},
+                deps=list(state),
+                fn=pipeline_evaluate,
+                args=([(self.stage_ctx[s], state[s]) for s in range(S)], self.val),
+            )
         return b.graph()
 
     def reference(self, epochs: int = 1, first_epoch: int = 0):

@@ -18,8 +18,9 @@ from .torch_tasks import TorchModel, init_state
 __all__ = ["reference_training", "variant_reference"]
 
 
-def reference_training(ctx: TorchModel, data: ImageFolder, batches, seed: int, pad: int = 0,
-                       flip: bool = False, state=None):
+def reference_training(
+    ctx: TorchModel, data: ImageFolder, batches, seed: int, pad: int = 0, flip: bool = False, state=None
+):
     """The plain PyTorch loop on the same global batches: a module, its optimizer, ``loss.backward()``
     and ``optimizer.step()`` in one process; what the distributed graph must equal.
 
@@ -64,13 +65,33 @@ def _reference_training(ctx, data, batches, seed, pad, flip, state):
         loss.backward()
         opt.step()
         losses.append(float(loss.detach()))
-    return ({"params": [p.detach().clone() for p in mod.parameters()],
-             "buffers": [b.detach().clone() for b in mod.buffers()], "opt": opt.state_dict(), "log": []}, losses)
+    return (
+        {
+            "params": [p.detach().clone() for p in mod.parameters()],
+            "buffers": [b.detach().clone() for b in mod.buffers()],
+            "opt": opt.state_dict(),
+            "log": [],
+        },
+        losses,
+    )
 
 
-def variant_reference(ctx: TorchModel, data: ImageFolder, batches, seed: int, pad: int, flip: bool, weights,
-                      mode: str = "sync", sync_every: int = 1, staleness: int = 0, compensation: float = 0.0,
-                      compression=None, topk_ratio: float = 0.01, first_iteration: int = 0):
+def variant_reference(
+    ctx: TorchModel,
+    data: ImageFolder,
+    batches,
+    seed: int,
+    pad: int,
+    flip: bool,
+    weights,
+    mode: str = "sync",
+    sync_every: int = 1,
+    staleness: int = 0,
+    compensation: float = 0.0,
+    compression=None,
+    topk_ratio: float = 0.01,
+    first_iteration: int = 0,
+):
     """Local SGD, stale-synchronous training and compressed gradients, written out rank by rank in
     plain PyTorch (modules, ``loss.backward()``, optimizers), for the task graph to equal.
 
@@ -105,8 +126,22 @@ def variant_reference(ctx: TorchModel, data: ImageFolder, batches, seed: int, pa
         Each rank's parameters at the end, and each iteration's loss (the ranks' weighted mean).
     """
     with _threads(ctx.threads):
-        return _variant_reference(ctx, data, batches, seed, pad, flip, weights, mode, sync_every, staleness,
-                                  compensation, compression, topk_ratio, first_iteration)
+        return _variant_reference(
+            ctx,
+            data,
+            batches,
+            seed,
+            pad,
+            flip,
+            weights,
+            mode,
+            sync_every,
+            staleness,
+            compensation,
+            compression,
+            topk_ratio,
+            first_iteration,
+        )
 
 
 @contextlib.contextmanager
@@ -121,8 +156,22 @@ def _threads(n: int):
         torch.set_num_threads(was)
 
 
-def _variant_reference(ctx, data, batches, seed, pad, flip, weights, mode, sync_every, staleness, compensation,
-                       compression, topk_ratio, first_iteration):
+def _variant_reference(
+    ctx,
+    data,
+    batches,
+    seed,
+    pad,
+    flip,
+    weights,
+    mode,
+    sync_every,
+    staleness,
+    compensation,
+    compression,
+    topk_ratio,
+    first_iteration,
+):
     N = len(weights)
 
     def module():
@@ -143,7 +192,7 @@ def _variant_reference(ctx, data, batches, seed, pad, flip, weights, mode, sync_
         for j, b in enumerate(ctx.buckets):
             off = 0
             for i in b:
-                out[i] = flats[j][off:off + ctx.sizes[i]].reshape(ctx.shapes[i])
+                out[i] = flats[j][off : off + ctx.sizes[i]].reshape(ctx.shapes[i])
                 off += ctx.sizes[i]
         return out
 
@@ -182,7 +231,7 @@ def _variant_reference(ctx, data, batches, seed, pad, flip, weights, mode, sync_
             if mode == "stale" and staleness:
                 lo = max(epoch_start, len(history) - 1 - staleness)
                 params = [p.clone() for p in history[lo]]
-                for own in pending[r][lo - epoch_start:]:
+                for own in pending[r][lo - epoch_start :]:
                     for p, gi in zip(params, own):
                         p -= lr * gi
             g, loss = grads(nets[r], params, x, y)

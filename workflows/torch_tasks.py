@@ -27,8 +27,25 @@ from taskflow.errors import WorkflowError
 from .images import load_batch
 from .torch_checks import built, check_size
 
-__all__ = ["TorchModel", "make_model", "init_state", "fresh_state", "optimizer_step", "step", "bucket", "update", "evaluate", "state_bytes",
-           "compress_fp16", "compress_topk", "sparse_sum", "param_bucket", "average", "working", "score"]
+__all__ = [
+    "TorchModel",
+    "make_model",
+    "init_state",
+    "fresh_state",
+    "optimizer_step",
+    "step",
+    "bucket",
+    "update",
+    "evaluate",
+    "state_bytes",
+    "compress_fp16",
+    "compress_topk",
+    "sparse_sum",
+    "param_bucket",
+    "average",
+    "working",
+    "score",
+]
 
 _SKELETONS: dict = {}  # token -> a module built by the factory, in this process (no state: a shape)
 _DEVICES: dict = {}  # a device option -> the torch.device it means in this process
@@ -66,8 +83,9 @@ class TorchModel:
             name = ("cuda" if torch.cuda.is_available() else "cpu") if self.device == "auto" else self.device
             d = torch.device(name)
             if d.type == "cuda" and not torch.cuda.is_available():
-                raise WorkflowError(f"device {self.device!r}: the torch of this worker sees no CUDA device (use "
-                                    f"device='auto' or 'cpu')")
+                raise WorkflowError(
+                    f"device {self.device!r}: the torch of this worker sees no CUDA device (use device='auto' or 'cpu')"
+                )
             _DEVICES[self.device] = d
         return d
 
@@ -98,8 +116,9 @@ def _cut_buckets(numels, cap_bytes: float, first_bytes: float) -> tuple:
     return tuple(buckets)
 
 
-def make_model(model, loss=None, optimizer=None, bucket_mb: float = 25.0, threads: int = 1,
-               device: str = "cpu") -> TorchModel:
+def make_model(
+    model, loss=None, optimizer=None, bucket_mb: float = 25.0, threads: int = 1, device: str = "cpu"
+) -> TorchModel:
     """Check the factories and describe the model (built once here).
 
     Parameters
@@ -135,11 +154,14 @@ def make_model(model, loss=None, optimizer=None, bucket_mb: float = 25.0, thread
         except (RuntimeError, ValueError) as e:
             raise WorkflowError(f"device {device!r} is not a device torch knows: {str(e).splitlines()[0]}") from None
     if not callable(model):
-        raise WorkflowError(f"model must be a factory (a callable returning a torch.nn.Module), got "
-                            f"{type(model).__name__}")
+        raise WorkflowError(
+            f"model must be a factory (a callable returning a torch.nn.Module), got {type(model).__name__}"
+        )
     if isinstance(model, torch.nn.Module):
-        raise WorkflowError("model must be a factory returning a torch.nn.Module, not a module: pass "
-                            "functools.partial(MyModel, ...) or a function")
+        raise WorkflowError(
+            "model must be a factory returning a torch.nn.Module, not a module: pass "
+            "functools.partial(MyModel, ...) or a function"
+        )
     if not (bucket_mb > 0 and math.isfinite(bucket_mb)):
         raise WorkflowError(f"bucket_mb must be a positive number, got {bucket_mb!r}")
     loss = torch.nn.functional.cross_entropy if loss is None else loss
@@ -160,10 +182,19 @@ def make_model(model, loss=None, optimizer=None, bucket_mb: float = 25.0, thread
     except Exception as e:  # noqa: BLE001 - any pickling failure is the user's factory
         raise WorkflowError(f"the model, loss or optimizer cannot be sent to the workers (pickled): {e}") from None
     numels = [p.numel() for _, p in named]
-    return TorchModel(model, loss, optimizer, token, tuple(n for n, _ in named),
-                      tuple(tuple(p.shape) for _, p in named), tuple(n for n, _ in mod.named_buffers()),
-                      _cut_buckets(numels, bucket_mb * 1024 * 1024, 1024 * 1024), int(threads), tuple(numels),
-                      device)
+    return TorchModel(
+        model,
+        loss,
+        optimizer,
+        token,
+        tuple(n for n, _ in named),
+        tuple(tuple(p.shape) for _, p in named),
+        tuple(n for n, _ in mod.named_buffers()),
+        _cut_buckets(numels, bucket_mb * 1024 * 1024, 1024 * 1024),
+        int(threads),
+        tuple(numels),
+        device,
+    )
 
 
 def init_state(ctx: TorchModel, seed: int) -> dict:
@@ -262,8 +293,10 @@ def step(state: dict, batch, ctx: TorchModel, weight: float, iteration: int, ran
         loss = ctx.loss(out, torch.from_numpy(batch[1]).to(dev))
         value = float(loss.detach())
         if not math.isfinite(value):
-            raise WorkflowError(f"iteration {iteration}, rank {rank}: the loss is {value}; training stopped "
-                                f"(lower the learning rate, or check the data)")
+            raise WorkflowError(
+                f"iteration {iteration}, rank {rank}: the loss is {value}; training stopped "
+                f"(lower the learning rate, or check the data)"
+            )
         grads = torch.autograd.grad(loss, params, allow_unused=True)
     grads = [torch.zeros_like(p) if g is None else g for g, p in zip(grads, params)]
     buckets = [(torch.cat([grads[i].reshape(-1) for i in b]) * weight).cpu().numpy() for b in ctx.buckets]
@@ -292,12 +325,12 @@ def _grads(ctx: TorchModel, layout, pieces) -> list:
     grads = [None] * len(ctx.names)
     at = 0
     for b, (count, order) in zip(ctx.buckets, layout):
-        flat = torch.from_numpy(np.ascontiguousarray(_flat(order, pieces[at:at + count])))
+        flat = torch.from_numpy(np.ascontiguousarray(_flat(order, pieces[at : at + count])))
         at += count
         off = 0
         for i in b:
             n = ctx.sizes[i]
-            grads[i] = flat[off:off + n].reshape(ctx.shapes[i])
+            grads[i] = flat[off : off + n].reshape(ctx.shapes[i])
             off += n
     return grads
 
@@ -307,8 +340,17 @@ def _own_buckets(out: dict) -> list:
     return [b / out["weight"] for b in out["buckets"]]
 
 
-def update(state: dict, out: dict, ctx: TorchModel, layout, iteration: int, *pieces, sparse=None, anchor=None,
-           compensation: float = 0.0) -> dict:
+def update(
+    state: dict,
+    out: dict,
+    ctx: TorchModel,
+    layout,
+    iteration: int,
+    *pieces,
+    sparse=None,
+    anchor=None,
+    compensation: float = 0.0,
+) -> dict:
     """Task body ``update``: the optimizer's step on a copy of the state; the step's loss joins the
     log, its batch-norm statistics the buffers.
 
@@ -341,16 +383,23 @@ def update(state: dict, out: dict, ctx: TorchModel, layout, iteration: int, *pie
     dev = ctx.where()
     grads = [g.to(dev, p.dtype) for g, p in zip(grads, state["params"])]
     if anchor is not None and compensation:
-        grads = [g + compensation * g * g * (p.to(dev) - a.to(dev))
-                 for g, p, a in zip(grads, state["params"], anchor["params"])]
+        grads = [
+            g + compensation * g * g * (p.to(dev) - a.to(dev))
+            for g, p, a in zip(grads, state["params"], anchor["params"])
+        ]
     params, opt = optimizer_step(state, ctx.optimizer, grads)
-    new = {"params": params, "buffers": out["buffers"], "opt": opt,
-           "log": state["log"] + [(iteration, out["loss"], out["n"], out.get("loading", 0.0))]}
+    new = {
+        "params": params,
+        "buffers": out["buffers"],
+        "opt": opt,
+        "log": state["log"] + [(iteration, out["loss"], out["n"], out.get("loading", 0.0))],
+    }
     if "residual" in state or sparse is not None:
         new["residual"] = state.get("residual")
     if sparse is not None:
-        new["residual"] = [_residual(v, state.get("residual"), j, sp) for j, (v, sp) in
-                           enumerate(zip(out["buckets"], sparse))]
+        new["residual"] = [
+            _residual(v, state.get("residual"), j, sp) for j, (v, sp) in enumerate(zip(out["buckets"], sparse))
+        ]
     return new
 
 
@@ -392,7 +441,7 @@ def compress_topk(v, state: dict, j: int, ratio: float):
     residual = state.get("residual")
     w = v if residual is None else v + residual[j]
     k = max(1, int(round(ratio * w.size)))
-    idx = np.sort(np.argpartition(np.abs(w), w.size - k)[w.size - k:]).astype(np.int64)
+    idx = np.sort(np.argpartition(np.abs(w), w.size - k)[w.size - k :]).astype(np.int64)
     return idx, w[idx].astype(np.float32)
 
 

@@ -24,8 +24,16 @@ from __future__ import annotations
 
 import dataclasses
 
-from taskflow.jobscheduling import (Finished, JobScheduler, Preempt, Resize, Start, Tick, check_positive,
-                                 register_job_scheduler)
+from taskflow.jobscheduling import (
+    Finished,
+    JobScheduler,
+    Preempt,
+    Resize,
+    Start,
+    Tick,
+    check_positive,
+    register_job_scheduler,
+)
 
 __all__ = ["Gandiva"]
 
@@ -60,16 +68,21 @@ class Gandiva(JobScheduler):
         shrink = self._shrink(view) if view.waiting else []
         if shrink:  # what the shrinks leave is free for the starts below (the ledger resizes first)
             smaller = {d.job_id: d.workers for d in shrink}
-            left = {w for j in view.running if j.job.id in smaller for w in j.workers} - \
-                {w for ws in smaller.values() for w in ws}
-            view = dataclasses.replace(view, free=tuple(sorted(set(view.free) | left)), jobs=tuple(
-                j._replace(workers=smaller[j.job.id]) if j.job.id in smaller else j for j in view.jobs))
+            left = {w for j in view.running if j.job.id in smaller for w in j.workers} - {
+                w for ws in smaller.values() for w in ws
+            }
+            view = dataclasses.replace(
+                view,
+                free=tuple(sorted(set(view.free) | left)),
+                jobs=tuple(j._replace(workers=smaller[j.job.id]) if j.job.id in smaller else j for j in view.jobs),
+            )
         if isinstance(event, Tick) and view.waiting:
             waiting = sorted(view.waiting, key=lambda j: (-j.waited, j.job.arrival, j.job.id))
-            running = sorted(view.running, key=lambda j: (-self._since.get(j.job.id, view.now), j.job.arrival,
-                                                          j.job.id))
+            running = sorted(
+                view.running, key=lambda j: (-self._since.get(j.job.id, view.now), j.job.arrival, j.job.id)
+            )
             fresh = [j for j in running if self._since.get(j.job.id, view.now) > view.now - self.round]
-            out = self.greedy(fresh + waiting + running[len(fresh):], view, preempt=True)
+            out = self.greedy(fresh + waiting + running[len(fresh) :], view, preempt=True)
         else:
             out = self.greedy(view.waiting, view, preempt=False)
         for d in out:
@@ -80,8 +93,11 @@ class Gandiva(JobScheduler):
     @staticmethod
     def _shrink(view) -> list:
         """Elastic jobs grown past the workers they ask for, back to those (jobs wait)."""
-        return [Resize(j.job.id, tuple(sorted(j.workers))[:j.job.workers]) for j in view.running
-                if len(j.workers) > j.job.workers and j.beside is None]
+        return [
+            Resize(j.job.id, tuple(sorted(j.workers))[: j.job.workers])
+            for j in view.running
+            if len(j.workers) > j.job.workers and j.beside is None
+        ]
 
     @staticmethod
     def _grow(view, out) -> list:

@@ -40,7 +40,9 @@ class SRTF(JobScheduler):
         event : Arrived, Finished or Tick
         view : View
         """
+
         def key(j):
             left = j.remaining * (j.job.workers if self.two_d else 1)
             return (left, j.job.arrival, j.job.id)
+
         return self.greedy(sorted(view.jobs, key=key), view, preempt=True)

@@ -25,19 +25,47 @@ from .report import Advice
 from .search import Candidate, Configuration, Evaluator, configurations, search
 from .workloads import FixedWorkload, Training, profiled
 
-__all__ = ["advise", "Advice", "Catalog", "NodeType", "load_catalog", "catalog_from_dict", "CATALOGS",
-           "CATALOG_FORMAT", "Training", "FixedWorkload", "Configuration", "Candidate", "configurations",
-           "profiled", "DEFAULT_SCHEDULERS"]
+__all__ = [
+    "advise",
+    "Advice",
+    "Catalog",
+    "NodeType",
+    "load_catalog",
+    "catalog_from_dict",
+    "CATALOGS",
+    "CATALOG_FORMAT",
+    "Training",
+    "FixedWorkload",
+    "Configuration",
+    "Candidate",
+    "configurations",
+    "profiled",
+    "DEFAULT_SCHEDULERS",
+]
 
 #: the schedulers tried when none are named: a static plan and Dask-like work stealing (a graph);
 #: each rank on its own GPU (training)
 DEFAULT_SCHEDULERS = {"graph": ("heft", "work-stealing"), "training": ("placed",)}
 
 
-def advise(workload, catalog, *, deadline: float | None = None, budget: float | None = None, schedulers=None,
-           max_nodes: int | None = None, types=None, network: str = "maxmin", profile=None, noise: float = 0.0,
-           samples: int = 20, confidence: float = 0.9, tolerance: float = 0.02, seed: int = 0,
-           progress=None) -> Advice:
+def advise(
+    workload,
+    catalog,
+    *,
+    deadline: float | None = None,
+    budget: float | None = None,
+    schedulers=None,
+    max_nodes: int | None = None,
+    types=None,
+    network: str = "maxmin",
+    profile=None,
+    noise: float = 0.0,
+    samples: int = 20,
+    confidence: float = 0.9,
+    tolerance: float = 0.02,
+    seed: int = 0,
+    progress=None,
+) -> Advice:
     """Search the catalog's configurations for ``workload``; see the module docstring.
 
     Parameters
@@ -92,8 +120,10 @@ def advise(workload, catalog, *, deadline: float | None = None, budget: float | 
         profile = CostProfile.load(os.fspath(profile))
     if profile is not None and not (profile.tasks or profile.prefixes or profile.models):
         # planning with it would silently plan with the declared costs: not what was asked
-        raise UsageError(f"{named} holds no measured task: run the job with a profile first (taskflow run or "
-                         f"taskflow train --profile FILE)")
+        raise UsageError(
+            f"{named} holds no measured task: run the job with a profile first (taskflow run or "
+            f"taskflow train --profile FILE)"
+        )
     if isinstance(workload, TaskGraph):
         kind = "graph"
         workload = FixedWorkload(profiled(workload.validate(), profile) if profile is not None else workload)
@@ -114,12 +144,18 @@ def advise(workload, catalog, *, deadline: float | None = None, budget: float | 
     if kind == "training":
         configs = [c for c in configs if all(t.gpus for t, _ in c.parts)]  # one rank per GPU
     if not configs:
-        raise UsageError("no configuration to search: " + (
-            "the training workload needs GPU node types" if kind == "training" else "check --max-nodes and the "
-                                                                                    "catalog's counts"))
+        raise UsageError(
+            "no configuration to search: "
+            + (
+                "the training workload needs GPU node types"
+                if kind == "training"
+                else "check --max-nodes and the catalog's counts"
+            )
+        )
     ev = Evaluator(workload, cat, schedulers, network=network, seed=seed)
-    cands, stats = search(ev, configs, deadline, budget, tolerance, progress,
-                          prune_answer=not (noise > 0 and deadline is not None))
+    cands, stats = search(
+        ev, configs, deadline, budget, tolerance, progress, prune_answer=not (noise > 0 and deadline is not None)
+    )
     for k in cands:
         if k.status in ("front", "simulated"):
             _explain(ev, k)
@@ -127,9 +163,20 @@ def advise(workload, catalog, *, deadline: float | None = None, budget: float | 
     if noise > 0:
         _sample(ev, front, deadline, noise, samples, confidence, seed, progress)
     choice = _choose(front, deadline, budget, confidence if noise > 0 else None)
-    return Advice(workload=workload.describe(), catalog=cat, candidates=cands, front=front, choice=choice,
-                  deadline=deadline, budget=budget, schedulers=schedulers, network=network, noise=noise,
-                  confidence=confidence, stats=stats)
+    return Advice(
+        workload=workload.describe(),
+        catalog=cat,
+        candidates=cands,
+        front=front,
+        choice=choice,
+        deadline=deadline,
+        budget=budget,
+        schedulers=schedulers,
+        network=network,
+        noise=noise,
+        confidence=confidence,
+        stats=stats,
+    )
 
 
 def _check_options(deadline, budget, max_nodes, network, networks, noise, samples, confidence, tolerance) -> None:
@@ -172,8 +219,9 @@ def _explain(ev: Evaluator, k: Candidate) -> None:
 MAX_NOISY_TASKS = 250_000
 
 
-def _sample(ev: Evaluator, front: list, deadline, noise: float, samples: int, confidence: float, seed: int,
-            progress=None) -> None:
+def _sample(
+    ev: Evaluator, front: list, deadline, noise: float, samples: int, confidence: float, seed: int, progress=None
+) -> None:
     """Noisy simulations of the front's configurations (all without a deadline; with one, cheapest
     first until one meets it often enough). Refused before the first where those it must sample
     (all of them, or with a deadline the first) would simulate more than :data:`MAX_NOISY_TASKS`
@@ -182,9 +230,11 @@ def _sample(ev: Evaluator, front: list, deadline, noise: float, samples: int, co
     must = todo if deadline is None else todo[:1]
     tasks = sum(sum(len(g) for g, _ in ev.workload.graphs(k.config)) for k in must)
     if tasks * samples > MAX_NOISY_TASKS:
-        raise UsageError(f"{samples:,} noisy samples of {len(must)} front configuration(s) would simulate "
-                            f"{tasks * samples:,} tasks, more than {MAX_NOISY_TASKS:,}: give fewer samples "
-                            f"(at most {max(1, MAX_NOISY_TASKS // max(1, tasks)):,} here)")
+        raise UsageError(
+            f"{samples:,} noisy samples of {len(must)} front configuration(s) would simulate "
+            f"{tasks * samples:,} tasks, more than {MAX_NOISY_TASKS:,}: give fewer samples "
+            f"(at most {max(1, MAX_NOISY_TASKS // max(1, tasks)):,} here)"
+        )
     done, total = 0, len(todo) * samples
     for k in todo:
         k.samples = []

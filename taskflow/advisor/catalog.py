@@ -50,16 +50,40 @@ CATALOG_FORMAT = "taskflow-catalog/1"
 #: the catalogs shipped with the package, by name: ``taskflow advise --catalog aws``
 CATALOGS = {p.stem: p for p in sorted((Path(__file__).parent / "catalogs").glob("*.yaml"))}
 
-_TOP = {"format", "name", "currency", "reference", "latency", "backplane", "overhead", "billing_minimum", "kinds",
-        "mix", "types", "about"}
-_TYPE = {"name", "price", "cores", "gpus", "speed", "memory", "gpu_memory", "bandwidth", "intra_bandwidth", "counts",
-         "max_count", "source"}
+_TOP = {
+    "format",
+    "name",
+    "currency",
+    "reference",
+    "latency",
+    "backplane",
+    "overhead",
+    "billing_minimum",
+    "kinds",
+    "mix",
+    "types",
+    "about",
+}
+_TYPE = {
+    "name",
+    "price",
+    "cores",
+    "gpus",
+    "speed",
+    "memory",
+    "gpu_memory",
+    "bandwidth",
+    "intra_bandwidth",
+    "counts",
+    "max_count",
+    "source",
+}
 #: the largest node count a type may offer
 MAX_COUNT = 4096
 #: the most configurations a search considers (more asks to narrow it)
 MAX_CONFIGURATIONS = 200_000
 DEFAULT_INTRA = 1e10
-_MAX_BYTES = 16 * 2 ** 20  # a catalog file larger than this is refused unread
+_MAX_BYTES = 16 * 2**20  # a catalog file larger than this is refused unread
 
 
 @dataclass(frozen=True)
@@ -164,8 +188,7 @@ class Catalog:
         for t in self.types:
             if t.name == name:
                 return t
-        raise UsageError(f"catalog {self.name!r} has no type {name!r}; "
-                            f"types: {', '.join(t.name for t in self.types)}")
+        raise UsageError(f"catalog {self.name!r} has no type {name!r}; types: {', '.join(t.name for t in self.types)}")
 
 
 def load_catalog(spec) -> Catalog:
@@ -220,15 +243,19 @@ def _json_object(label: str):
                 raise FormatError(f"{label}: key {k!r} given twice in one object")
             seen[k] = v
         return seen
+
     return pairs
 
 
 def _json_int(label: str):
     def parse(text: str):
         if len(text.lstrip("-")) > MAX_DIGITS:
-            raise FormatError(f"{label}: an integer of {len(text.lstrip('-')):,} digits ({text[:12]}...); "
-                              f"a catalog's numbers have at most {MAX_DIGITS}")
+            raise FormatError(
+                f"{label}: an integer of {len(text.lstrip('-')):,} digits ({text[:12]}...); "
+                f"a catalog's numbers have at most {MAX_DIGITS}"
+            )
         return int(text)
+
     return parse
 
 
@@ -267,34 +294,44 @@ def _yaml(text: str, label: str):
             if isinstance(node, yaml.MappingNode):
                 seen = set()
                 for key_node, _ in node.value:
-                    key = self.construct_object(key_node, deep=True) if key_node.tag != "tag:yaml.org,2002:merge" \
+                    key = (
+                        self.construct_object(key_node, deep=True)
+                        if key_node.tag != "tag:yaml.org,2002:merge"
                         else None
+                    )
                     try:
                         dup = key is not None and key in seen
                     except TypeError:  # an unhashable key: PyYAML says so below
                         dup = False
                     if dup:
-                        raise ConstructorError(None, None, f"key {key!r} given twice in one mapping",
-                                               key_node.start_mark)
+                        raise ConstructorError(
+                            None, None, f"key {key!r} given twice in one mapping", key_node.start_mark
+                        )
                     seen.add(key) if key is not None else None
             return super().construct_mapping(node, deep=deep)
 
         def construct_yaml_int(self, node):
             text = self.construct_scalar(node)
             if len(text.lstrip("+-")) > MAX_DIGITS:
-                raise ConstructorError(None, None, f"an integer of {len(text.lstrip('+-')):,} digits; a catalog's "
-                                       f"numbers have at most {MAX_DIGITS}", node.start_mark)
+                raise ConstructorError(
+                    None,
+                    None,
+                    f"an integer of {len(text.lstrip('+-')):,} digits; a catalog's numbers have at most {MAX_DIGITS}",
+                    node.start_mark,
+                )
             return int(text)
 
     Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
     Loader.add_constructor("tag:yaml.org,2002:map", Loader.construct_yaml_map)
     Loader.yaml_implicit_resolvers = {}
-    core = (("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")),
-            ("tag:yaml.org,2002:int", re.compile(r"^[-+]?[0-9]+$"), list("-+0123456789")),
-            ("tag:yaml.org,2002:float", _YAML12_FLOAT, list("-+0123456789.")),
-            ("tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9]*\.[0-9]+$|^[-+]?[0-9]+\.$"), list("-+0123456789.")),
-            ("tag:yaml.org,2002:float", re.compile(r"^(?:[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"), list("-+.")),
-            ("tag:yaml.org,2002:null", re.compile(r"^(?:~|null|Null|NULL|)$"), ["~", "n", "N", ""]))
+    core = (
+        ("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")),
+        ("tag:yaml.org,2002:int", re.compile(r"^[-+]?[0-9]+$"), list("-+0123456789")),
+        ("tag:yaml.org,2002:float", _YAML12_FLOAT, list("-+0123456789.")),
+        ("tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9]*\.[0-9]+$|^[-+]?[0-9]+\.$"), list("-+0123456789.")),
+        ("tag:yaml.org,2002:float", re.compile(r"^(?:[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"), list("-+.")),
+        ("tag:yaml.org,2002:null", re.compile(r"^(?:~|null|Null|NULL|)$"), ["~", "n", "N", ""]),
+    )
     for tag, pattern, first in core:
         Loader.add_implicit_resolver(tag, pattern, first)
     try:
@@ -424,9 +461,12 @@ def catalog_from_dict(doc, label: str = "catalog") -> Catalog:
     if mix is True:
         n = len(types)
         if n * (n - 1) // 2 > MAX_CONFIGURATIONS:  # each pair is at least one configuration
-            _fail(label, f"mix: true pairs {n:,} types into {n * (n - 1) // 2:,} pairs, each at least one "
-                         f"configuration: more than the search's {MAX_CONFIGURATIONS:,}; list the pairs to mix")
-        pairs = [(a.name, b.name) for i, a in enumerate(types) for b in types[i + 1:]]
+            _fail(
+                label,
+                f"mix: true pairs {n:,} types into {n * (n - 1) // 2:,} pairs, each at least one "
+                f"configuration: more than the search's {MAX_CONFIGURATIONS:,}; list the pairs to mix",
+            )
+        pairs = [(a.name, b.name) for i, a in enumerate(types) for b in types[i + 1 :]]
     elif mix not in (False, None, ()):
         if not isinstance(mix, list):
             _fail(label, f"mix must be true or a list of [type, type] pairs, got {_short(mix)}")
@@ -437,16 +477,19 @@ def catalog_from_dict(doc, label: str = "catalog") -> Catalog:
                 if n not in seen:
                     _fail(label, f"mix[{k}]: unknown type {_short(n)} (types: {', '.join(t.name for t in types)})")
             pairs.append((p[0], p[1]))
-    return Catalog(name=str(doc.get("name") or label), types=tuple(types),
-                   currency=_text(doc.get("currency", "USD"), label, "currency"),
-                   reference=str(doc.get("reference", "")),
-                   latency=_num(doc.get("latency"), label, "latency", strict=False, default=5e-5, high=1e6),
-                   backplane=_rate(doc["backplane"], label, "backplane") if doc.get("backplane") is not None
-                   else None,
-                   overhead=_num(doc.get("overhead"), label, "overhead", strict=False, default=0.0, high=1e6),
-                   billing_minimum=_num(doc.get("billing_minimum"), label, "billing_minimum", strict=False,
-                                        default=0.0, high=1e7),
-                   groups=groups, mix=tuple(pairs), source=label)
+    return Catalog(
+        name=str(doc.get("name") or label),
+        types=tuple(types),
+        currency=_text(doc.get("currency", "USD"), label, "currency"),
+        reference=str(doc.get("reference", "")),
+        latency=_num(doc.get("latency"), label, "latency", strict=False, default=5e-5, high=1e6),
+        backplane=_rate(doc["backplane"], label, "backplane") if doc.get("backplane") is not None else None,
+        overhead=_num(doc.get("overhead"), label, "overhead", strict=False, default=0.0, high=1e6),
+        billing_minimum=_num(doc.get("billing_minimum"), label, "billing_minimum", strict=False, default=0.0, high=1e7),
+        groups=groups,
+        mix=tuple(pairs),
+        source=label,
+    )
 
 
 def _node_type(t: dict, where: str, groups: dict) -> NodeType:
@@ -481,5 +524,15 @@ def _node_type(t: dict, where: str, groups: dict) -> NodeType:
         counts = tuple(sorted({_int(x, where, "counts[]") for x in c}))
     else:
         counts = tuple(range(1, _int(t.get("max_count", 1), where, "max_count") + 1))
-    return NodeType(name=t["name"], price=price, cores=cores, gpus=gpus, speeds=speeds, memory=memory,
-                    bandwidth=bandwidth, intra_bandwidth=intra, counts=counts, source=str(t.get("source", "")))
+    return NodeType(
+        name=t["name"],
+        price=price,
+        cores=cores,
+        gpus=gpus,
+        speeds=speeds,
+        memory=memory,
+        bandwidth=bandwidth,
+        intra_bandwidth=intra,
+        counts=counts,
+        source=str(t.get("source", "")),
+    )

@@ -7,8 +7,12 @@ from dataclasses import dataclass, field
 
 __all__ = ["Advice"]
 
-_BOUND = {"compute": "compute-bound", "network": "network-bound", "critical path": "critical-path-bound",
-          "idle": "idle cores"}
+_BOUND = {
+    "compute": "compute-bound",
+    "network": "network-bound",
+    "critical path": "critical-path-bound",
+    "idle": "idle cores",
+}
 
 
 @dataclass
@@ -44,12 +48,21 @@ class Advice:
 
     def to_dict(self) -> dict:
         """A JSON-ready document (``taskflow-advice/1``)."""
-        return {"format": "taskflow-advice/1", "workload": self.workload, "catalog": self.catalog.name,
-                "currency": self.catalog.currency, "deadline": self.deadline, "budget": self.budget,
-                "schedulers": self.schedulers, "network": self.network, "noise": self.noise,
-                "choice": self.choice.label if self.choice is not None else None,
-                "front": [k.label for k in self.front], "stats": self.stats,
-                "configurations": [k.to_dict() for k in self.candidates]}
+        return {
+            "format": "taskflow-advice/1",
+            "workload": self.workload,
+            "catalog": self.catalog.name,
+            "currency": self.catalog.currency,
+            "deadline": self.deadline,
+            "budget": self.budget,
+            "schedulers": self.schedulers,
+            "network": self.network,
+            "noise": self.noise,
+            "choice": self.choice.label if self.choice is not None else None,
+            "front": [k.label for k in self.front],
+            "stats": self.stats,
+            "configurations": [k.to_dict() for k in self.candidates],
+        }
 
     def answer(self) -> str:
         """The one-line answer."""
@@ -57,10 +70,15 @@ class Advice:
         if self.choice is not None:
             k = self.choice
             what = "cheapest meeting the deadline" if self.deadline is not None else "fastest within the budget"
-            extra = f", misses the deadline in {k.p_miss:.0%} of {len(k.samples)} noisy runs" \
-                if k.p_miss is not None else ""
-            return (f"{what}: {k.label} with {k.scheduler}: {k.time:.4g} s, {k.cost:.4g} {cur} "
-                    f"({k.config.price:.4g} {cur}/h){extra}")
+            extra = (
+                f", misses the deadline in {k.p_miss:.0%} of {len(k.samples)} noisy runs"
+                if k.p_miss is not None
+                else ""
+            )
+            return (
+                f"{what}: {k.label} with {k.scheduler}: {k.time:.4g} s, {k.cost:.4g} {cur} "
+                f"({k.config.price:.4g} {cur}/h){extra}"
+            )
         if self.candidates and all(k.status == "infeasible" for k in self.candidates):
             return f"no configuration can run the workload: {self.candidates[0].label}: {self.candidates[0].reason}"
         if self.deadline is not None:
@@ -68,26 +86,39 @@ class Advice:
             return f"no configuration meets the deadline of {self.deadline:g} s{need}"
         if self.budget is not None:
             return f"no configuration fits the budget of {self.budget:g} {cur}"
-        ends = (f"fastest {min(self.front, key=lambda k: k.time).label}, cheapest "
-                f"{min(self.front, key=lambda k: k.cost).label}" if self.front else "no configuration ran")
-        return (f"no deadline or budget given: {len(self.front)} configuration(s) on the front of makespan and cost "
-                f"({ends})")
+        ends = (
+            f"fastest {min(self.front, key=lambda k: k.time).label}, cheapest "
+            f"{min(self.front, key=lambda k: k.cost).label}"
+            if self.front
+            else "no configuration ran"
+        )
+        return (
+            f"no deadline or budget given: {len(self.front)} configuration(s) on the front of makespan and cost "
+            f"({ends})"
+        )
 
     def table(self, losers: int = 8) -> str:
         """The report: the answer, the front, the closest losers and what the search skipped."""
         cur, s = self.catalog.currency, self.stats
-        lines = [f"workload: {self.workload}",
-                 f"catalog: {self.catalog.name} ({s['configurations']} configurations; simulated "
-                 f"{s['simulated']} ({s['simulations']} simulations), pruned {s['pruned']} on bounds, "
-                 f"{s['infeasible']} infeasible; {s['seconds']:.1f} s)", "", self.answer(), ""]
+        lines = [
+            f"workload: {self.workload}",
+            f"catalog: {self.catalog.name} ({s['configurations']} configurations; simulated "
+            f"{s['simulated']} ({s['simulations']} simulations), pruned {s['pruned']} on bounds, "
+            f"{s['infeasible']} infeasible; {s['seconds']:.1f} s)",
+            "",
+            self.answer(),
+            "",
+        ]
         head = f"{'configuration':<34} {'scheduler':<14} {'makespan s':>11} {'cost ' + cur:>10} {'held back by':<20}"
         noisy = any(k.samples for k in self.front)
         if noisy:
             head += f" {'p90 s':>9} {'P(miss)':>8}"
         lines += ["Pareto front (cheapest first):", head]
         for k in self.front:
-            row = (f"{k.label:<34} {k.scheduler:<14} {k.time:>11.4g} {k.cost:>10.4g} "
-                   f"{_BOUND.get(k.bound, k.bound) + _share(k):<20}")
+            row = (
+                f"{k.label:<34} {k.scheduler:<14} {k.time:>11.4g} {k.cost:>10.4g} "
+                f"{_BOUND.get(k.bound, k.bound) + _share(k):<20}"
+            )
             if noisy:
                 import numpy as np
 
@@ -98,8 +129,11 @@ class Advice:
         lost = sorted((k for k in self.candidates if k.status == "simulated"), key=lambda k: k.cost)[:losers]
         if lost:
             lines += ["", "Simulated, not on the front (cheapest first):"]
-            lines += [f"{k.label:<34} {k.time:>9.4g} s {k.cost:>9.4g} {cur}  {_BOUND.get(k.bound, k.bound)}"
-                      f"{_share(k)}; {k.reason}" for k in lost]
+            lines += [
+                f"{k.label:<34} {k.time:>9.4g} s {k.cost:>9.4g} {cur}  {_BOUND.get(k.bound, k.bound)}"
+                f"{_share(k)}; {k.reason}"
+                for k in lost
+            ]
         skipped = Counter(_reason_kind(k.reason) for k in self.candidates if k.status in ("pruned", "infeasible"))
         if skipped:
             lines += ["", "Not simulated: " + "; ".join(f"{n} {why}" for why, n in skipped.most_common())]
@@ -130,8 +164,9 @@ class Advice:
         for k in self.front[:12]:
             ax.annotate(k.label, (k.cost, k.time), fontsize=6, xytext=(3, 3), textcoords="offset points")
         if self.choice is not None:
-            ax.scatter([self.choice.cost], [self.choice.time], s=160, facecolors="none", edgecolors="C3",
-                       label="answer")
+            ax.scatter(
+                [self.choice.cost], [self.choice.time], s=160, facecolors="none", edgecolors="C3", label="answer"
+            )
         if self.deadline is not None:
             ax.axhline(self.deadline, ls="--", c="C3", lw=0.8, label="deadline")
         if self.budget is not None:
@@ -141,8 +176,15 @@ class Advice:
                 if min(vals) > 0 and max(vals) / min(vals) > 10:
                     setter("log")
         else:
-            ax.text(0.5, 0.5, "no configuration simulated:\n" + self.answer(), ha="center", va="center",
-                    transform=ax.transAxes, fontsize=8)
+            ax.text(
+                0.5,
+                0.5,
+                "no configuration simulated:\n" + self.answer(),
+                ha="center",
+                va="center",
+                transform=ax.transAxes,
+                fontsize=8,
+            )
         ax.set_xlabel(f"cost ({self.catalog.currency})")
         ax.set_ylabel("makespan (s)")
         ax.set_title(self.workload, fontsize=9)

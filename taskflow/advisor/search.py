@@ -75,8 +75,13 @@ class Configuration:
 
     def worker_ids(self) -> list:
         """Per part, ``{node: [worker ids]}``: ``type/k`` for a CPU node, ``type/k.gD`` per GPU."""
-        return [{node: [f"{node}.g{d}" for d in range(t.gpus)] if t.gpus else [node]
-                 for node in (f"{t.name}/{k}" for k in range(n))} for t, n in self.parts]
+        return [
+            {
+                node: [f"{node}.g{d}" for d in range(t.gpus)] if t.gpus else [node]
+                for node in (f"{t.name}/{k}" for k in range(n))
+            }
+            for t, n in self.parts
+        ]
 
     def cluster(self, catalog: Catalog, speeds: list | None = None) -> Cluster:
         """The cluster: workers named ``type/node`` (``type/node.gK`` per GPU), speeds per part
@@ -99,13 +104,18 @@ class Configuration:
         nics = {t.bandwidth for t, _ in self.parts}
         kw = dict(latency=catalog.latency, task_overhead=catalog.overhead, backplane=catalog.backplane)
         if multi:  # each node a rack: its GPUs share its interface
-            kw.update(racks=node_of, uplink=min(nics),
-                      bandwidth=min(t.intra_bandwidth for t, _ in self.parts if t.gpus > 1))
+            kw.update(
+                racks=node_of, uplink=min(nics), bandwidth=min(t.intra_bandwidth for t, _ in self.parts if t.gpus > 1)
+            )
         else:
             kw.update(bandwidth=min(nics))
         if len(nics) > 1:  # nodes of two types: the slower interface of each pair
-            kw["bandwidths"] = {a: {b: min(nic[a], nic[b]) for b in nic if node_of[b] != node_of[a]
-                                    and min(nic[a], nic[b]) != min(nics)} for a in nic}
+            kw["bandwidths"] = {
+                a: {
+                    b: min(nic[a], nic[b]) for b in nic if node_of[b] != node_of[a] and min(nic[a], nic[b]) != min(nics)
+                }
+                for a in nic
+            }
         return Cluster(workers, **kw)
 
 
@@ -141,8 +151,10 @@ def configurations(catalog: Catalog, max_nodes: int | None = None, types=None) -
             tb = by_name[b]
             total += sum(bisect.bisect_right(tb.counts, cap - na) for na in by_name[a].counts)
     if total > MAX_CONFIGURATIONS:
-        raise UsageError(f"catalog {catalog.name!r} gives more than {MAX_CONFIGURATIONS:,} configurations: "
-                            f"narrow the search with max_nodes (--max-nodes) or types (--types)")
+        raise UsageError(
+            f"catalog {catalog.name!r} gives more than {MAX_CONFIGURATIONS:,} configurations: "
+            f"narrow the search with max_nodes (--max-nodes) or types (--types)"
+        )
     out = [Configuration(((t, n),)) for t in ok for n in t.counts if n <= cap]
     for a, b in catalog.mix:
         if a in by_name and b in by_name:
@@ -182,12 +194,25 @@ class Candidate:
     def to_dict(self) -> dict:
         """A JSON-ready row."""
         c = self.config
-        return {"configuration": c.label, "nodes": c.nodes, "workers": c.workers, "price_per_hour": c.price,
-                "status": self.status, "makespan": self.time, "cost": self.cost, "scheduler": self.scheduler,
-                "makespan_by_scheduler": self.by_scheduler, "lower_bound_makespan": self.lb_time,
-                "lower_bound_cost": self.lb_cost, "bound": self.bound, "utilisation": self.utilisation,
-                "network_share": self.network_share, "reason": self.reason,
-                "samples": self.samples, "p_miss_deadline": self.p_miss}
+        return {
+            "configuration": c.label,
+            "nodes": c.nodes,
+            "workers": c.workers,
+            "price_per_hour": c.price,
+            "status": self.status,
+            "makespan": self.time,
+            "cost": self.cost,
+            "scheduler": self.scheduler,
+            "makespan_by_scheduler": self.by_scheduler,
+            "lower_bound_makespan": self.lb_time,
+            "lower_bound_cost": self.lb_cost,
+            "bound": self.bound,
+            "utilisation": self.utilisation,
+            "network_share": self.network_share,
+            "reason": self.reason,
+            "samples": self.samples,
+            "p_miss_deadline": self.p_miss,
+        }
 
 
 class Evaluator:
@@ -265,8 +290,10 @@ class Evaluator:
         mem = max(t.memory for t, _ in config.parts)
         i = int(np.argmax(need))
         if need[i] > mem:
-            return f"task {a.ids[i]!r} holds {need[i] / 2**30:.2f} GiB (inputs and output); a worker here has " \
-                   f"{mem / 2**30:.2f} GiB"
+            return (
+                f"task {a.ids[i]!r} holds {need[i] / 2**30:.2f} GiB (inputs and output); a worker here has "
+                f"{mem / 2**30:.2f} GiB"
+            )
         return ""
 
     def bounds(self, g: TaskGraph, config: Configuration) -> tuple:
@@ -283,8 +310,15 @@ class Evaluator:
         return cp, work
 
     # -- simulation ---------------------------------------------------------------------------
-    def simulate(self, config: Configuration, scheduler: str, noise: float = 0.0, seed: int | None = None,
-                 network: str | None = None, free: bool = False) -> float:
+    def simulate(
+        self,
+        config: Configuration,
+        scheduler: str,
+        noise: float = 0.0,
+        seed: int | None = None,
+        network: str | None = None,
+        free: bool = False,
+    ) -> float:
         """The makespan of ``scheduler`` on ``config`` (steps extrapolated, see the workload)."""
         from ..simulator import simulate
 
@@ -293,8 +327,14 @@ class Evaluator:
             gg, cluster = self.costed(g, config)
             if free:
                 cluster = cluster.replace(bandwidth=math.inf, bandwidths=None, latency=0.0, racks=None, uplink=None)
-            tr = simulate(gg, cluster, scheduler, network=network or self.network, noise=noise,
-                          seed=self.seed if seed is None else seed)
+            tr = simulate(
+                gg,
+                cluster,
+                scheduler,
+                network=network or self.network,
+                noise=noise,
+                seed=self.seed if seed is None else seed,
+            )
             times.append(tr.makespan)
         return self.workload.total(times)
 
@@ -305,8 +345,15 @@ def _working_set(a) -> np.ndarray:
     return inputs + a.output_size
 
 
-def search(ev: Evaluator, configs: list, deadline: float | None = None, budget: float | None = None,
-           tolerance: float = 0.0, progress=None, prune_answer: bool = True) -> tuple:
+def search(
+    ev: Evaluator,
+    configs: list,
+    deadline: float | None = None,
+    budget: float | None = None,
+    tolerance: float = 0.0,
+    progress=None,
+    prune_answer: bool = True,
+) -> tuple:
     """Bound every configuration, simulate those the bounds leave open; mark the front.
 
     Parameters
@@ -334,7 +381,7 @@ def search(ev: Evaluator, configs: list, deadline: float | None = None, budget: 
     for c in configs:
         k = Candidate(c)
         why, cps, works = ev.workload.infeasible(c), [], []
-        for g, _ in ([] if why else ev.workload.graphs(c)):
+        for g, _ in [] if why else ev.workload.graphs(c):
             why = why or ev.infeasible(g, c)
             if why:
                 break
@@ -349,8 +396,12 @@ def search(ev: Evaluator, configs: list, deadline: float | None = None, budget: 
         cands.append(k)
     t_bounds = time.perf_counter() - t0
     open_ = [k for k in cands if k.status == "pending"]
-    order = sorted(open_, key=(lambda k: (k.lb_time, k.lb_cost)) if budget is not None and deadline is None
-                   else (lambda k: (k.lb_cost, k.lb_time)))
+    order = sorted(
+        open_,
+        key=(lambda k: (k.lb_time, k.lb_cost))
+        if budget is not None and deadline is None
+        else (lambda k: (k.lb_cost, k.lb_time)),
+    )
     done, best = [], None  # best: the answer so far to the deadline / budget query
     # epsilon on the objective the query ranks by, none on the one it constrains: a configuration
     # skipped for one no slower (deadline) or no dearer (budget) than its bounds, and at most
@@ -363,16 +414,24 @@ def search(ev: Evaluator, configs: list, deadline: float | None = None, budget: 
         elif budget is not None and k.lb_cost > budget:
             k.status, k.reason = "pruned", f"cannot fit the budget: at least {k.lb_cost:.4g} {cat.currency}"
         elif prune_answer and deadline is not None and best is not None and k.lb_cost >= best.cost:
-            k.status, k.reason = "pruned", f"costs at least {k.lb_cost:.4g}, not less than {best.label} " \
-                                           f"({best.cost:.4g}) which meets the deadline"
+            k.status, k.reason = (
+                "pruned",
+                f"costs at least {k.lb_cost:.4g}, not less than {best.label} "
+                f"({best.cost:.4g}) which meets the deadline",
+            )
         elif prune_answer and deadline is None and budget is not None and best is not None and k.lb_time >= best.time:
-            k.status, k.reason = "pruned", f"takes at least {k.lb_time:.4g} s, not less than {best.label} " \
-                                           f"({best.time:.4g} s) within the budget"
+            k.status, k.reason = (
+                "pruned",
+                f"takes at least {k.lb_time:.4g} s, not less than {best.label} ({best.time:.4g} s) within the budget",
+            )
         else:
             dom = next((s for s in done if s.time <= k.lb_time * eps_t and s.cost <= k.lb_cost * eps_c), None)
             if dom is not None:
-                k.status, k.reason = "pruned", f"{dom.label} is as fast and as cheap as this one's lower bounds " \
-                                               f"({k.lb_time:.4g} s, {k.lb_cost:.4g} {cat.currency})"
+                k.status, k.reason = (
+                    "pruned",
+                    f"{dom.label} is as fast and as cheap as this one's lower bounds "
+                    f"({k.lb_time:.4g} s, {k.lb_cost:.4g} {cat.currency})",
+                )
             else:
                 _evaluate(ev, k)
                 if k.status == "infeasible":  # every scheduler failed on it (named in its reason)
@@ -380,16 +439,25 @@ def search(ev: Evaluator, configs: list, deadline: float | None = None, budget: 
                 done.append(k)
                 if deadline is not None and k.time <= deadline and (best is None or k.cost < best.cost):
                     best = k
-                if deadline is None and budget is not None and k.cost <= budget and (best is None or k.time < best.time):
+                if (
+                    deadline is None
+                    and budget is not None
+                    and k.cost <= budget
+                    and (best is None or k.time < best.time)
+                ):
                     best = k
         if progress is not None:
             progress(n + 1, len(order))
     _mark_front(done)
-    stats = {"configurations": len(cands), "simulated": len(done),
-             "pruned": sum(k.status == "pruned" for k in cands),
-             "infeasible": sum(k.status == "infeasible" for k in cands),
-             "simulations": sum(len(k.by_scheduler) for k in done), "seconds_bounds": t_bounds,
-             "seconds": time.perf_counter() - t0}
+    stats = {
+        "configurations": len(cands),
+        "simulated": len(done),
+        "pruned": sum(k.status == "pruned" for k in cands),
+        "infeasible": sum(k.status == "infeasible" for k in cands),
+        "simulations": sum(len(k.by_scheduler) for k in done),
+        "seconds_bounds": t_bounds,
+        "seconds": time.perf_counter() - t0,
+    }
     return cands, stats
 
 

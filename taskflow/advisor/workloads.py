@@ -53,8 +53,11 @@ class FixedWorkload:
 
     def describe(self) -> str:
         """One line for the report."""
-        note = f" ({self.dropped} tasks' exact per-worker costs dropped: the catalog's nodes are not the graph's " \
-               f"workers)" if self.dropped else ""
+        note = (
+            f" ({self.dropped} tasks' exact per-worker costs dropped: the catalog's nodes are not the graph's workers)"
+            if self.dropped
+            else ""
+        )
         return f"{self.graph.name}: {len(self.graph)} tasks, {self.graph.arrays.m} edges{note}"
 
 
@@ -84,8 +87,16 @@ class Training:
         A bad parameter (the generators' own checks).
     """
 
-    def __init__(self, model="resnet50", steps: int = 100, batch: int = 32, parallelism: str = "data",
-                 allreduce: str = "ring", microbatches: int = 8, profile=None):
+    def __init__(
+        self,
+        model="resnet50",
+        steps: int = 100,
+        batch: int = 32,
+        parallelism: str = "data",
+        allreduce: str = "ring",
+        microbatches: int = 8,
+        profile=None,
+    ):
         if parallelism not in ("data", "pipeline"):
             raise UsageError(f"parallelism must be 'data' or 'pipeline', got {parallelism!r}")
         for name, v in (("steps", steps), ("batch", batch), ("microbatches", microbatches)):
@@ -104,12 +115,18 @@ class Training:
             from workflows.training import data_parallel, model_profile, pipeline_parallel
 
             if self.parallelism == "data":
-                g = data_parallel(self.model, workers=ranks, iterations=steps, batch=-(-self.batch // ranks),
-                                  allreduce=self.allreduce)
+                g = data_parallel(
+                    self.model, workers=ranks, iterations=steps, batch=-(-self.batch // ranks), allreduce=self.allreduce
+                )
             else:
                 layers = len(model_profile(self.model)) if isinstance(self.model, str) else len(self.model)
-                g = pipeline_parallel(self.model, stages=min(ranks, layers), microbatches=self.microbatches,
-                                      iterations=steps, batch=self.batch)
+                g = pipeline_parallel(
+                    self.model,
+                    stages=min(ranks, layers),
+                    microbatches=self.microbatches,
+                    iterations=steps,
+                    batch=self.batch,
+                )
             self._cache[key] = profiled(g, self.profile) if self.profile is not None else g
         return self._cache[key]
 

@@ -21,8 +21,19 @@ from pathlib import Path
 from ..errors import FormatError, LaunchError, TaskflowWarning, UsageError
 from ..files import open_append
 from .bench_report import write_outputs
-from .suite import (BW, DEFAULT_SCHEDULERS, FIELDS, REAL_FIELDS, REAL_SCHEDULERS, REAL_SPEEDS, SUITES, build_workflow,
-                    clusters, real_workflows, workflows)
+from .suite import (
+    BW,
+    DEFAULT_SCHEDULERS,
+    FIELDS,
+    REAL_FIELDS,
+    REAL_SCHEDULERS,
+    REAL_SPEEDS,
+    SUITES,
+    build_workflow,
+    clusters,
+    real_workflows,
+    workflows,
+)
 
 __all__ = ["read_results", "run_real", "run_suite"]
 
@@ -36,8 +47,12 @@ def _row(job) -> dict:
 
     (wname, family, spec), (cname, speeds, cores, bw), network, sname, seed = job
     g = build_workflow(spec, seed)
-    c = Cluster([Worker(f"w{i}", s, max(cores, int(g.arrays.cores.max()))) for i, s in enumerate(speeds)],
-                bandwidth=bw, latency=1e-3, name=cname)
+    c = Cluster(
+        [Worker(f"w{i}", s, max(cores, int(g.arrays.cores.max()))) for i, s in enumerate(speeds)],
+        bandwidth=bw,
+        latency=1e-3,
+        name=cname,
+    )
     scheduler = schedulers.get_scheduler(sname, seed=seed)
     t0 = time.perf_counter()
     plan = scheduler.schedule(g, c) if scheduler.kind == "static" else None
@@ -46,11 +61,30 @@ def _row(job) -> dict:
     if plan is None:
         sched_time = time.perf_counter() - t0  # a dynamic scheduler decides during the whole run
     valid = not trace.problems(g, c, limit=1)
-    m = trace.metrics(g, c, ) if valid else {k: float("nan") for k in ("lower_bound", "slr", "speedup", "efficiency")}
-    return {"workflow": wname, "family": family, "cluster": cname, "network": network, "scheduler": sname,
-            "seed": seed, "tasks": len(g), "makespan": trace.makespan, "lower_bound": m["lower_bound"],
-            "slr": m["slr"], "speedup": m["speedup"], "efficiency": m["efficiency"],
-            "scheduling_time": sched_time, "valid": valid}
+    m = (
+        trace.metrics(
+            g,
+            c,
+        )
+        if valid
+        else {k: float("nan") for k in ("lower_bound", "slr", "speedup", "efficiency")}
+    )
+    return {
+        "workflow": wname,
+        "family": family,
+        "cluster": cname,
+        "network": network,
+        "scheduler": sname,
+        "seed": seed,
+        "tasks": len(g),
+        "makespan": trace.makespan,
+        "lower_bound": m["lower_bound"],
+        "slr": m["slr"],
+        "speedup": m["speedup"],
+        "efficiency": m["efficiency"],
+        "scheduling_time": sched_time,
+        "valid": valid,
+    }
 
 
 def _key(r) -> tuple:
@@ -80,14 +114,17 @@ def read_results(path) -> list:
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
-        raise FormatError(f"{path}: not a results file of taskflow bench (not UTF-8 text); move it away or "
-                            f"choose another --output") from None
+        raise FormatError(
+            f"{path}: not a results file of taskflow bench (not UTF-8 text); move it away or choose another --output"
+        ) from None
     reader = csv.DictReader(text.splitlines())
     if reader.fieldnames is None:
         return []
     if list(reader.fieldnames) != FIELDS:
-        raise FormatError(f"{path}: not a results file of this version of taskflow bench (its columns: "
-                            f"{', '.join(map(str, reader.fieldnames))[:120]}); move it away or choose another --output")
+        raise FormatError(
+            f"{path}: not a results file of this version of taskflow bench (its columns: "
+            f"{', '.join(map(str, reader.fieldnames))[:120]}); move it away or choose another --output"
+        )
     rows, dropped = [], 0
     for r in reader:
         ok = all(r.get(k) not in (None, "") for k in ("workflow", "cluster", "network", "scheduler", "seed"))
@@ -108,8 +145,14 @@ def read_results(path) -> list:
     return rows
 
 
-def run_suite(suite: str = "quick", out="taskflow-out/bench", scheduler_names=None, jobs: int | None = None,
-              progress: bool = True, real: bool = False) -> list:
+def run_suite(
+    suite: str = "quick",
+    out="taskflow-out/bench",
+    scheduler_names=None,
+    jobs: int | None = None,
+    progress: bool = True,
+    real: bool = False,
+) -> list:
     """Run (or resume) a suite; returns every row (old and new) and writes the outputs. ``real``
     also runs a subset on Dask in emulation (:func:`run_real`, rows in ``real.csv``).
 
@@ -140,8 +183,14 @@ def run_suite(suite: str = "quick", out="taskflow-out/bench", scheduler_names=No
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     seeds = {"quick": [0], "standard": [0, 1, 2], "full": list(range(5))}[suite]
-    todo_all = [(w, c, net, s, seed) for w in workflows(suite) for c in clusters(suite) for net in ("simple", "maxmin")
-                for s in names for seed in seeds]
+    todo_all = [
+        (w, c, net, s, seed)
+        for w in workflows(suite)
+        for c in clusters(suite)
+        for net in ("simple", "maxmin")
+        for s in names
+        for seed in seeds
+    ]
     csv_path = out / "results.csv"
     rows = read_results(csv_path) if csv_path.exists() else []
     done = {_key(r) for r in rows}
@@ -163,16 +212,21 @@ def run_suite(suite: str = "quick", out="taskflow-out/bench", scheduler_names=No
                     f.flush()  # a rerun resumes after the last finished row
                     rows.append({kk: str(v) for kk, v in r.items()})
                     if progress and (k % 25 == 0 or k == len(todo)):
-                        print(f"\r  [{'#' * (30 * k // len(todo)):<30}] {k}/{len(todo)} runs "
-                              f"{time.perf_counter() - t0:5.1f} s", end="", flush=True)
+                        print(
+                            f"\r  [{'#' * (30 * k // len(todo)):<30}] {k}/{len(todo)} runs "
+                            f"{time.perf_counter() - t0:5.1f} s",
+                            end="",
+                            flush=True,
+                        )
             except BaseException:  # Ctrl-C, SIGTERM, a failed row: the pool's workers go now, not after the suite
                 _abandon(pool)
                 raise
             pool.shutdown()
             if progress:
                 print()
-    real_rows = run_real(suite, out, [n for n in names if n in REAL_SCHEDULERS] or None, progress=progress) \
-        if real else None
+    real_rows = (
+        run_real(suite, out, [n for n in names if n in REAL_SCHEDULERS] or None, progress=progress) if real else None
+    )
     write_outputs(rows, out, names, real_rows)
     return rows
 
@@ -200,8 +254,14 @@ def _abandon(pool) -> None:
 
 
 # ---------------------------------------------------------------------- a subset on Dask
-def run_real(suite: str = "quick", out="taskflow-out/bench", scheduler_names=None, target_seconds: float = 3.0,
-             progress: bool = True, only=None) -> list:
+def run_real(
+    suite: str = "quick",
+    out="taskflow-out/bench",
+    scheduler_names=None,
+    target_seconds: float = 3.0,
+    progress: bool = True,
+    only=None,
+) -> list:
     """Run the subset on an embedded 4-worker LocalCluster in emulation (each task sleeps its
     duration on the worker's declared speed and returns its output's bytes, scaled so a run takes
     about ``target_seconds``), each workflow three times: planned with its declared costs, then
@@ -230,8 +290,11 @@ def run_real(suite: str = "quick", out="taskflow-out/bench", scheduler_names=Non
     from ..runtime.launch.local import local_cluster, warm_cluster
     from ..simulator import simulate
 
-    names = [n for n in (scheduler_names or REAL_SCHEDULERS)
-             if schedulers.scheduler_class(n).kind == "static" or n == "work-stealing"]
+    names = [
+        n
+        for n in (scheduler_names or REAL_SCHEDULERS)
+        if schedulers.scheduler_class(n).kind == "static" or n == "work-stealing"
+    ]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "real.csv"
@@ -246,16 +309,18 @@ def run_real(suite: str = "quick", out="taskflow-out/bench", scheduler_names=Non
     wfs = [w for w in real_workflows(suite) if only is None or w[0] in only]
     todo = [(w, n) for w in wfs for n in names if (w[0], n) not in done]
     if progress:
-        print(f"on Dask: {len(wfs) * len(names)} runs, {len(todo)} to run "
-              f"(4 local workers declared at speeds {REAL_SPEEDS}, emulated)")
+        print(
+            f"on Dask: {len(wfs) * len(names)} runs, {len(todo)} to run "
+            f"(4 local workers declared at speeds {REAL_SPEEDS}, emulated)"
+        )
     if not todo:
         return rows
-    cluster = Cluster([Worker(str(k), s) for k, s in enumerate(REAL_SPEEDS)], bandwidth=BW, latency=1e-3,
-                    name="hetero-4")
+    cluster = Cluster(
+        [Worker(str(k), s) for k, s in enumerate(REAL_SPEEDS)], bandwidth=BW, latency=1e-3, name="hetero-4"
+    )
     new_file = not path.exists()
     t0 = time.perf_counter()
-    with local_cluster(len(REAL_SPEEDS), 1, work_stealing=True) as lc, Client(lc) as client, \
-            open_append(path) as f:
+    with local_cluster(len(REAL_SPEEDS), 1, work_stealing=True) as lc, Client(lc) as client, open_append(path) as f:
         warm_cluster(client)
         writer = csv.DictWriter(f, fieldnames=REAL_FIELDS)
         if new_file:
@@ -267,33 +332,75 @@ def run_real(suite: str = "quick", out="taskflow-out/bench", scheduler_names=Non
             scale = target_seconds / span if span > 0 else 1.0
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", TaskflowWarning)  # the first run's costs are declared, not measured
-                rep = run(g, sname, client=client, cluster=cluster, time_scale=scale, size_scale=scale, quiet=True,
-                          timeout=120)
+                rep = run(
+                    g,
+                    sname,
+                    client=client,
+                    cluster=cluster,
+                    time_scale=scale,
+                    size_scale=scale,
+                    quiet=True,
+                    timeout=120,
+                )
             # the same workflow again, planned with what the first run measured
-            learned = run(g, sname, client=client, cluster=cluster, time_scale=scale, size_scale=scale, quiet=True,
-                          timeout=120, profile=rep.profile)
+            learned = run(
+                g,
+                sname,
+                client=client,
+                cluster=cluster,
+                time_scale=scale,
+                size_scale=scale,
+                quiet=True,
+                timeout=120,
+                profile=rep.profile,
+            )
             sizes = emulated_sizes(g)
-            ok = all(getattr(x.results[t], "nbytes", -1) == int(float(sizes[i]) * scale)
-                     for x in (rep, learned) for i, t in enumerate(g.arrays.ids))
+            ok = all(
+                getattr(x.results[t], "nbytes", -1) == int(float(sizes[i]) * scale)
+                for x in (rep, learned)
+                for i, t in enumerate(g.arrays.ids)
+            )
             learned.results = rep.results = None  # the bytes are checked: let them go before the next run
-            again = run(g, sname, client=client, cluster=cluster, time_scale=scale, size_scale=scale, quiet=True,
-                        timeout=120, profile=rep.profile)
+            again = run(
+                g,
+                sname,
+                client=client,
+                cluster=cluster,
+                time_scale=scale,
+                size_scale=scale,
+                quiet=True,
+                timeout=120,
+                profile=rep.profile,
+            )
             again.results = None
-            r = {"workflow": wname, "family": family, "cluster": "hetero-4", "scheduler": sname, "tasks": len(g),
-                 "time_scale": scale, "predicted_makespan": rep.predicted_makespan,
-                 "measured_makespan": rep.measured_makespan,
-                 "measured_over_predicted": rep.measured_makespan / rep.predicted_makespan,
-                 "placement_fidelity": "" if rep.placement_fidelity is None else rep.placement_fidelity,
-                 "outputs_ok": ok,
-                 "learned_predicted": learned.predicted_makespan, "learned_measured": learned.measured_makespan,
-                 "first_error": rep.prediction_error, "learned_error": learned.prediction_error,
-                 "again_measured": again.measured_makespan, "again_error": again.prediction_error}
+            r = {
+                "workflow": wname,
+                "family": family,
+                "cluster": "hetero-4",
+                "scheduler": sname,
+                "tasks": len(g),
+                "time_scale": scale,
+                "predicted_makespan": rep.predicted_makespan,
+                "measured_makespan": rep.measured_makespan,
+                "measured_over_predicted": rep.measured_makespan / rep.predicted_makespan,
+                "placement_fidelity": "" if rep.placement_fidelity is None else rep.placement_fidelity,
+                "outputs_ok": ok,
+                "learned_predicted": learned.predicted_makespan,
+                "learned_measured": learned.measured_makespan,
+                "first_error": rep.prediction_error,
+                "learned_error": learned.prediction_error,
+                "again_measured": again.measured_makespan,
+                "again_error": again.prediction_error,
+            }
             writer.writerow(r)
             f.flush()
             rows.append({kk: str(v) for kk, v in r.items()})
             if progress:
-                print(f"\r  [{'#' * (30 * k // len(todo)):<30}] {k}/{len(todo)} runs "
-                      f"{time.perf_counter() - t0:5.1f} s", end="", flush=True)
+                print(
+                    f"\r  [{'#' * (30 * k // len(todo)):<30}] {k}/{len(todo)} runs {time.perf_counter() - t0:5.1f} s",
+                    end="",
+                    flush=True,
+                )
     if progress:
         print()
     return rows
@@ -314,5 +421,7 @@ def _all_workers_back(client, n: int) -> None:
         from ..runtime.messages import workers_info
 
         have = len(workers_info(client))
-        raise LaunchError(f"the embedded cluster has {have} of its {n} workers after waiting "
-                            f"{WORKER_WAIT:.0f} s for the lost ones to come back") from exc
+        raise LaunchError(
+            f"the embedded cluster has {have} of its {n} workers after waiting "
+            f"{WORKER_WAIT:.0f} s for the lost ones to come back"
+        ) from exc

@@ -30,10 +30,15 @@ def summarise_real(rows) -> str:
     names = list(dict.fromkeys(r["scheduler"] for r in rows))
     wfs = list(dict.fromkeys(r["workflow"] for r in rows))
     by = {(r["workflow"], r["scheduler"]): r for r in rows}
-    lines = ["## On Dask (emulated, 4 local workers declared at speeds 1, 1, 2, 4)", "",
-             "Measured makespan in seconds (time-scaled so HEFT's plan takes about 3 s; **bold** = "
-             "shortest), and in brackets measured / predicted. `work-stealing` is Dask's own scheduler.", "",
-             "| workflow | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    lines = [
+        "## On Dask (emulated, 4 local workers declared at speeds 1, 1, 2, 4)",
+        "",
+        "Measured makespan in seconds (time-scaled so HEFT's plan takes about 3 s; **bold** = "
+        "shortest), and in brackets measured / predicted. `work-stealing` is Dask's own scheduler.",
+        "",
+        "| workflow | " + " | ".join(names) + " |",
+        "|---" * (len(names) + 1) + "|",
+    ]
     for w in wfs:
         ms = {n: float(by[w, n]["measured_makespan"]) for n in names if (w, n) in by}
         best = min(ms.values())
@@ -48,22 +53,35 @@ def summarise_real(rows) -> str:
         lines.append(f"| {w} | " + " | ".join(cells) + " |")
     first = sorted(float(r["first_error"]) for r in rows)
     second = sorted(float(r["learned_error"]) for r in rows)
-    lines += ["", f"Prediction error |measured - predicted| / predicted over these {len(rows)} runs: planned with the "
-              f"declared costs median {_median(first):.1%}, worst {first[-1]:.1%}; the same workflow again, planned "
-              f"with the cost profile the first run measured, median {_median(second):.1%}, worst {second[-1]:.1%}."]
+    lines += [
+        "",
+        f"Prediction error |measured - predicted| / predicted over these {len(rows)} runs: planned with the "
+        f"declared costs median {_median(first):.1%}, worst {first[-1]:.1%}; the same workflow again, planned "
+        f"with the cost profile the first run measured, median {_median(second):.1%}, worst {second[-1]:.1%}.",
+    ]
     again = [r for r in rows if r.get("again_measured") not in (None, "")]
     if again:
         third = sorted(float(r["again_error"]) for r in again)
-        spread = sorted(abs(float(r["again_measured"]) - float(r["learned_measured"]))
-                        / min(float(r["again_measured"]), float(r["learned_measured"])) for r in again)
-        lines += ["", f"The same learned plan run once more: prediction error median {_median(third):.1%}, worst "
-                  f"{third[-1]:.1%}. Two runs of one plan differed by a median of {_median(spread):.1%} and up to "
-                  f"{spread[-1]:.1%} (the longer over the shorter, minus 1): the noise of this machine that any "
-                  f"prediction is up against."]
+        spread = sorted(
+            abs(float(r["again_measured"]) - float(r["learned_measured"]))
+            / min(float(r["again_measured"]), float(r["learned_measured"]))
+            for r in again
+        )
+        lines += [
+            "",
+            f"The same learned plan run once more: prediction error median {_median(third):.1%}, worst "
+            f"{third[-1]:.1%}. Two runs of one plan differed by a median of {_median(spread):.1%} and up to "
+            f"{spread[-1]:.1%} (the longer over the shorter, minus 1): the noise of this machine that any "
+            f"prediction is up against.",
+        ]
     bad = [r for r in rows if r["outputs_ok"] not in ("True", True)]
-    lines += ["", f"Every emulated output had its declared size: {'yes' if not bad else f'no ({len(bad)} runs)'}; "
-              f"mean placement fidelity of the static plans "
-              f"{sum(float(r['placement_fidelity']) for r in rows if r['scheduler'] != 'work-stealing') / max(1, sum(r['scheduler'] != 'work-stealing' for r in rows)):.0%}.", ""]
+    lines += [
+        "",
+        f"Every emulated output had its declared size: {'yes' if not bad else f'no ({len(bad)} runs)'}; "
+        f"mean placement fidelity of the static plans "
+        f"{sum(float(r['placement_fidelity']) for r in rows if r['scheduler'] != 'work-stealing') / max(1, sum(r['scheduler'] != 'work-stealing' for r in rows)):.0%}.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -91,15 +109,22 @@ def summarise(rows, names) -> str:
         Schedulers, in column order.
     """
     fams = sorted({r["family"] for r in rows})
-    lines = ["# Scheduler comparison", "",
-             f"{len(rows)} simulated runs; {sum(r['valid'] in ('True', True) for r in rows)} valid. "
-             "Geometric-mean SLR (makespan / critical path at the fastest durations; lower is better); "
-             "**bold** = best in the column.", "",
-             "| scheduler | " + " | ".join(fams) + " | all |", "|---" * (len(fams) + 2) + "|"]
+    lines = [
+        "# Scheduler comparison",
+        "",
+        f"{len(rows)} simulated runs; {sum(r['valid'] in ('True', True) for r in rows)} valid. "
+        "Geometric-mean SLR (makespan / critical path at the fastest durations; lower is better); "
+        "**bold** = best in the column.",
+        "",
+        "| scheduler | " + " | ".join(fams) + " | all |",
+        "|---" * (len(fams) + 2) + "|",
+    ]
     table = {}
     for n in names:
         for f in fams + ["all"]:
-            table[n, f] = _geomean([float(r["slr"]) for r in rows if r["scheduler"] == n and (f == "all" or r["family"] == f)])
+            table[n, f] = _geomean(
+                [float(r["slr"]) for r in rows if r["scheduler"] == n and (f == "all" or r["family"] == f)]
+            )
     best = {f: min(table[n, f] for n in names) for f in fams + ["all"]}
     for n in sorted(names, key=lambda n: table[n, "all"]):
         cells = [(f"**{table[n, f]:.3f}**" if table[n, f] == best[f] else f"{table[n, f]:.3f}") for f in fams + ["all"]]
@@ -107,9 +132,16 @@ def summarise(rows, names) -> str:
     # win / tie / loss on makespan, per instance
     inst = {}
     for r in rows:
-        inst.setdefault((r["workflow"], r["cluster"], r["network"], r["seed"]), {})[r["scheduler"]] = float(r["makespan"])
-    lines += ["", "Wins / ties / losses on makespan (row against column, same instance, ties within 0.1%):", "",
-              "| | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+        inst.setdefault((r["workflow"], r["cluster"], r["network"], r["seed"]), {})[r["scheduler"]] = float(
+            r["makespan"]
+        )
+    lines += [
+        "",
+        "Wins / ties / losses on makespan (row against column, same instance, ties within 0.1%):",
+        "",
+        "| | " + " | ".join(names) + " |",
+        "|---" * (len(names) + 1) + "|",
+    ]
     for a in names:
         cells = []
         for b in names:
@@ -128,9 +160,15 @@ def summarise(rows, names) -> str:
             cells.append(f"{w}/{t}/{l}")
         lines.append(f"| **{a}** | " + " | ".join(cells) + " |")
     per_net = {net: _best_counts([r for r in rows if r["network"] == net], names) for net in ("simple", "maxmin")}
-    lines += ["", "Instances where each scheduler is best (or tied best): " + "; ".join(
-        f"{net}: " + ", ".join(f"{n} {c}" for n, c in sorted(cnt.items(), key=lambda x: -x[1]) if c)
-        for net, cnt in per_net.items()), ""]
+    lines += [
+        "",
+        "Instances where each scheduler is best (or tied best): "
+        + "; ".join(
+            f"{net}: " + ", ".join(f"{n} {c}" for n, c in sorted(cnt.items(), key=lambda x: -x[1]) if c)
+            for net, cnt in per_net.items()
+        ),
+        "",
+    ]
     return "\n".join(lines + _what_ran(rows))
 
 
@@ -143,13 +181,17 @@ def _what_ran(rows) -> list:
     out = ["## What ran", ""]
     for fam in sorted(wfs):
         out.append(f"- family **{fam}**: " + ", ".join(f"{w} ({t} tasks)" for w, t in sorted(wfs[fam].items())))
-    out += [f"- clusters: {', '.join(sorted({r['cluster'] for r in rows}))}; networks: "
-            f"{', '.join(sorted({r['network'] for r in rows}))}; seeds: {', '.join(sorted({str(r['seed']) for r in rows}))}",
-            "", "**SLR** (schedule length ratio): the makespan over the critical path at each task's fastest "
-            "duration; 1.0 is the best any schedule could do. **Placement fidelity** (on Dask): the share of tasks "
-            "that ran on the worker the plan chose; Dask's own `work-stealing` has no plan, so it has none. The "
-            "scheduler `random` places tasks at random (a baseline); the family `random-dag` holds random layered "
-            "DAGs.", ""]
+    out += [
+        f"- clusters: {', '.join(sorted({r['cluster'] for r in rows}))}; networks: "
+        f"{', '.join(sorted({r['network'] for r in rows}))}; seeds: {', '.join(sorted({str(r['seed']) for r in rows}))}",
+        "",
+        "**SLR** (schedule length ratio): the makespan over the critical path at each task's fastest "
+        "duration; 1.0 is the best any schedule could do. **Placement fidelity** (on Dask): the share of tasks "
+        "that ran on the worker the plan chose; Dask's own `work-stealing` has no plan, so it has none. The "
+        "scheduler `random` places tasks at random (a baseline); the family `random-dag` holds random layered "
+        "DAGs.",
+        "",
+    ]
     return out
 
 
@@ -217,8 +259,14 @@ def _plots(rows, names, out: Path):
     g = build_workflow(("layered", 1.0), 0)
     c = Cluster([Worker(f"w{i}", s) for i, s in enumerate([1.0, 1.0, 2.0, 4.0])], bandwidth=BW, latency=1e-3)
     tr = simulate(g, c, "heft", network="maxmin")
-    gantt(tr.to_schedule(), out / "gantt.png", title=f"heft on hetero-4, maxmin network, layered-ccr1: "
-          f"makespan {tr.makespan:.1f} s", workers=c.ids, graph=g, transfers=tr.transfers)
+    gantt(
+        tr.to_schedule(),
+        out / "gantt.png",
+        title=f"heft on hetero-4, maxmin network, layered-ccr1: makespan {tr.makespan:.1f} s",
+        workers=c.ids,
+        graph=g,
+        transfers=tr.transfers,
+    )
 
 
 def _md_table_to_html(md: str) -> str:
@@ -276,9 +324,12 @@ def write_outputs(rows, out: Path, names, real_rows=None):
     _plots(rows, names, out)
     imgs = "".join(
         f'<h2>{title}</h2><img alt="{title}" src="data:image/png;base64,{base64.b64encode((out / f).read_bytes()).decode()}">'
-        for title, f in (("Normalised makespan per family", "normalised.png"), ("A representative run", "gantt.png")))
-    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>taskflow benchmark</title><style>"
-            f"body{{font-family:sans-serif;max-width:1100px;margin:auto}}table{{border-collapse:collapse}}"
-            f"td,th{{border:1px solid #999;padding:3px 6px;text-align:right}}img{{max-width:100%}}</style></head>"
-            f"<body>{_md_table_to_html(md)}{imgs}</body></html>")
+        for title, f in (("Normalised makespan per family", "normalised.png"), ("A representative run", "gantt.png"))
+    )
+    page = (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>taskflow benchmark</title><style>"
+        f"body{{font-family:sans-serif;max-width:1100px;margin:auto}}table{{border-collapse:collapse}}"
+        f"td,th{{border:1px solid #999;padding:3px 6px;text-align:right}}img{{max-width:100%}}</style></head>"
+        f"<body>{_md_table_to_html(md)}{imgs}</body></html>"
+    )
     atomic_write(out / "report.html", page)

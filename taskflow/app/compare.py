@@ -17,16 +17,44 @@ from .plot import plain_text
 
 __all__ = ["compare", "COMPARE_FIELDS", "table_text", "table_notes", "write_outputs", "summarise"]
 
-COMPARE_FIELDS = ["graph", "tasks", "scheduler", "kind", "repeat", "seed", "simulated_makespan", "lower_bound",
-                  "bound_ratio", "slr", "valid", "measured_makespan", "predicted_makespan", "placement_fidelity"]
+COMPARE_FIELDS = [
+    "graph",
+    "tasks",
+    "scheduler",
+    "kind",
+    "repeat",
+    "seed",
+    "simulated_makespan",
+    "lower_bound",
+    "bound_ratio",
+    "slr",
+    "valid",
+    "measured_makespan",
+    "predicted_makespan",
+    "placement_fidelity",
+]
 
 #: Seconds the fastest simulated plan of a graph is scaled to on Dask.
 REAL_SECONDS = 2.0
 
 
-def compare(graphs, cluster: Cluster, schedulers=None, network: str = "maxmin", seed: int = 0, real: bool = False,
-            out=None, progress: bool = False, dashboard=False, *, address=None, scheduler_file=None, profile=None,
-            time_scale: float | None = None, repeat: int = 1) -> list:
+def compare(
+    graphs,
+    cluster: Cluster,
+    schedulers=None,
+    network: str = "maxmin",
+    seed: int = 0,
+    real: bool = False,
+    out=None,
+    progress: bool = False,
+    dashboard=False,
+    *,
+    address=None,
+    scheduler_file=None,
+    profile=None,
+    time_scale: float | None = None,
+    repeat: int = 1,
+) -> list:
     """Simulate every scheduler on every graph (and, with ``real``, run the static ones and Dask's own
     work stealing on an embedded LocalCluster of ``len(cluster)`` workers, emulated at the
     cluster's declared speeds, time-scaled so the best simulated plan takes about
@@ -80,8 +108,11 @@ def compare(graphs, cluster: Cluster, schedulers=None, network: str = "maxmin", 
     if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
         raise UsageError(f"repeat must be an integer >= 1, got {repeat!r}")
     # by default every scheduler the simulator can carry out (not a plan with task copies)
-    names = [get_scheduler(n).name for n in schedulers] if schedulers else \
-        [n for n in available() if not scheduler_class(n).duplicates]
+    names = (
+        [get_scheduler(n).name for n in schedulers]
+        if schedulers
+        else [n for n in available() if not scheduler_class(n).duplicates]
+    )
     rows = []
     for label, g in graphs:
         cost_model = CostModel(g, cluster)
@@ -92,11 +123,25 @@ def compare(graphs, cluster: Cluster, schedulers=None, network: str = "maxmin", 
                 trace = simulate(g, cluster, scheduler, network=network, seed=seed + k)
                 valid = not trace.problems(g, cluster, limit=1)
                 mk = trace.makespan
-                rows.append({"graph": label, "tasks": len(g), "scheduler": scheduler.name, "kind": scheduler.kind,
-                             "repeat": k, "seed": seed + k, "simulated_makespan": mk, "lower_bound": lb,
-                             "bound_ratio": mk / lb if lb > 0 else float("nan"),
-                             "slr": mk / cp if cp > 0 else float("nan"), "valid": valid, "measured_makespan": "",
-                             "predicted_makespan": "", "placement_fidelity": "", "executable": g.executable})
+                rows.append(
+                    {
+                        "graph": label,
+                        "tasks": len(g),
+                        "scheduler": scheduler.name,
+                        "kind": scheduler.kind,
+                        "repeat": k,
+                        "seed": seed + k,
+                        "simulated_makespan": mk,
+                        "lower_bound": lb,
+                        "bound_ratio": mk / lb if lb > 0 else float("nan"),
+                        "slr": mk / cp if cp > 0 else float("nan"),
+                        "valid": valid,
+                        "measured_makespan": "",
+                        "predicted_makespan": "",
+                        "placement_fidelity": "",
+                        "executable": g.executable,
+                    }
+                )
                 if progress:
                     again = f" (seed {seed + k})" if repeat > 1 else ""
                     print(f"  simulated {label} / {scheduler.name}{again}: {mk:.6g} s", flush=True)
@@ -107,8 +152,17 @@ def compare(graphs, cluster: Cluster, schedulers=None, network: str = "maxmin", 
     return rows
 
 
-def _on_dask(graphs, cluster: Cluster, rows, progress, dashboard=False, address=None, scheduler_file=None,
-             profile=None, time_scale=None) -> None:
+def _on_dask(
+    graphs,
+    cluster: Cluster,
+    rows,
+    progress,
+    dashboard=False,
+    address=None,
+    scheduler_file=None,
+    profile=None,
+    time_scale=None,
+) -> None:
     """Fill the measured columns: static schedulers and work stealing on one cluster (embedded, or
     the existing one at ``address`` / ``scheduler_file``)."""
     import contextlib
@@ -124,22 +178,34 @@ def _on_dask(graphs, cluster: Cluster, rows, progress, dashboard=False, address=
     with contextlib.ExitStack() as stack:
         if address or scheduler_file:
             client = stack.enter_context(client_for(address, scheduler_file))
-            names = sorted((str(w.get("name", a)) for a, w in workers_info(client).items()),
-                           key=lambda n: (0, int(n), "") if n.isascii() and n.isdigit() else (1, 0, n))
+            names = sorted(
+                (str(w.get("name", a)) for a, w in workers_info(client).items()),
+                key=lambda n: (0, int(n), "") if n.isascii() and n.isdigit() else (1, 0, n),
+            )
             if len(names) != len(cluster):
-                raise ClusterError(f"the cluster at {address or scheduler_file} has {len(names)} workers "
-                                    f"({', '.join(names) or 'none'}) and the declared cluster {len(cluster)}: give as many "
-                                    f"(--workers {len(names)})")
+                raise ClusterError(
+                    f"the cluster at {address or scheduler_file} has {len(names)} workers "
+                    f"({', '.join(names) or 'none'}) and the declared cluster {len(cluster)}: give as many "
+                    f"(--workers {len(names)})"
+                )
         else:
-            lc = stack.enter_context(local_cluster(len(cluster), max(1, int(cluster.cores.max())),
-                                                   dashboard_address(dashboard), work_stealing=True))
+            lc = stack.enter_context(
+                local_cluster(
+                    len(cluster), max(1, int(cluster.cores.max())), dashboard_address(dashboard), work_stealing=True
+                )
+            )
             client = stack.enter_context(Client(lc))
             names = [str(k) for k in range(len(cluster))]
             if dashboard:
                 say_dashboard(client)
             warm_cluster(client)
-        on_dask = Cluster([w.__class__(n, w.speed, w.cores) for n, w in zip(names, cluster.workers)],
-                        cluster.bandwidth, None, cluster.latency, cluster.name)
+        on_dask = Cluster(
+            [w.__class__(n, w.speed, w.cores) for n, w in zip(names, cluster.workers)],
+            cluster.bandwidth,
+            None,
+            cluster.latency,
+            cluster.name,
+        )
         _measure(graphs, cluster, on_dask, client, rows, progress, profile, time_scale)
 
 
@@ -164,14 +230,27 @@ def _measure(graphs, cluster, on_dask, client, rows, progress, profile, time_sca
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", TaskflowWarning)
                 t0 = time.perf_counter()
-                rep = run(g2, r["scheduler"], client=client, cluster=on_dask, time_scale=scale, size_scale=scale,
-                          quiet=True, timeout=600, profile=profile, seed=r.get("seed", 0))
+                rep = run(
+                    g2,
+                    r["scheduler"],
+                    client=client,
+                    cluster=on_dask,
+                    time_scale=scale,
+                    size_scale=scale,
+                    quiet=True,
+                    timeout=600,
+                    profile=profile,
+                    seed=r.get("seed", 0),
+                )
             r["measured_makespan"] = rep.measured_makespan / scale
             r["predicted_makespan"] = rep.predicted_makespan / scale if rep.predicted_makespan is not None else ""
             r["placement_fidelity"] = rep.placement_fidelity if rep.placement_fidelity is not None else ""
             if progress:
-                print(f"  on Dask {label} / {r['scheduler']}: {rep.measured_makespan:.3g} s real "
-                      f"({time.perf_counter() - t0:.1f} s)", flush=True)
+                print(
+                    f"  on Dask {label} / {r['scheduler']}: {rep.measured_makespan:.3g} s real "
+                    f"({time.perf_counter() - t0:.1f} s)",
+                    flush=True,
+                )
 
 
 def _renamed_costs(g: TaskGraph, cluster: Cluster, on_dask: Cluster) -> TaskGraph:
@@ -226,22 +305,28 @@ def table_text(rows) -> str:
         if v == "":
             return "-"
         return _num(v) + (f" ({_num(span[0])}-{_num(span[1])})" if many else "")
+
     head = f"{'graph':<24} {'scheduler':<15} {'kind':<8} {'simulated':>{w}} {'x bound':>8}"
     head += f" {'on Dask':>{w}} {'predicted':>{w}}" if real else ""
     lines = [head, "-" * len(head)]
     for label in dict.fromkeys(r["graph"] for r in summary):
-        for r in sorted((r for r in summary if r["graph"] == label), key=lambda r: (r["simulated_makespan"],
-                                                                                    r["scheduler"])):
-            line = (f"{label[:24]:<24} {r['scheduler']:<15} {r['kind']:<8} {cell(r, 'simulated_makespan'):>{w}} "
-                    f"{r['bound_ratio']:>8.3f}")
+        for r in sorted(
+            (r for r in summary if r["graph"] == label), key=lambda r: (r["simulated_makespan"], r["scheduler"])
+        ):
+            line = (
+                f"{label[:24]:<24} {r['scheduler']:<15} {r['kind']:<8} {cell(r, 'simulated_makespan'):>{w}} "
+                f"{r['bound_ratio']:>8.3f}"
+            )
             if real:
                 line += f" {cell(r, 'measured_makespan'):>{w}} {cell(r, 'predicted_makespan'):>{w}}"
             lines.append(line + ("" if r["valid"] else "  INVALID"))
     notes = table_notes(rows)
     if many:
         seeds = sorted({r["seed"] for r in rows})
-        notes.append(f"each figure: the median of {summary[0]['repeats']} repeats (seeds {seeds[0]}-{seeds[-1]}) "
-                     f"and, in brackets, their range; compare.csv holds every repeat")
+        notes.append(
+            f"each figure: the median of {summary[0]['repeats']} repeats (seeds {seeds[0]}-{seeds[-1]}) "
+            f"and, in brackets, their range; compare.csv holds every repeat"
+        )
     return "\n".join(lines + [""] + notes)
 
 
@@ -265,21 +350,27 @@ def table_notes(rows) -> list:
     ----------
     rows : list of dict
     """
-    notes = ["simulated: the makespan in the simulator, with the graph's declared costs on the given cluster "
-             "(in the graph's time units)",
-             "x bound:   simulated / the lower bound (the larger of the critical path at the fastest durations and "
-             "the total work over the cluster's speed); 1.000 means no schedule can be shorter",
-             "           (SLR, the makespan over the critical path alone, is in compare.csv)"]
+    notes = [
+        "simulated: the makespan in the simulator, with the graph's declared costs on the given cluster "
+        "(in the graph's time units)",
+        "x bound:   simulated / the lower bound (the larger of the critical path at the fastest durations and "
+        "the total work over the cluster's speed); 1.000 means no schedule can be shorter",
+        "           (SLR, the makespan over the critical path alone, is in compare.csv)",
+    ]
     if any(r["measured_makespan"] != "" for r in rows):
-        notes += ["on Dask:   the makespan measured on Dask workers, in the same units (an emulated graph runs with "
-                  "its durations scaled; the figure is scaled back)",
-                  "predicted: what the runtime predicted for that run before it started, from the cluster it measured "
-                  "(speeds, network, Dask's per-task overhead) rather than the declared one; for work-stealing, a "
-                  "model of Dask's own rules (dask-model)"]
+        notes += [
+            "on Dask:   the makespan measured on Dask workers, in the same units (an emulated graph runs with "
+            "its durations scaled; the figure is scaled back)",
+            "predicted: what the runtime predicted for that run before it started, from the cluster it measured "
+            "(speeds, network, Dask's per-task overhead) rather than the declared one; for work-stealing, a "
+            "model of Dask's own rules (dask-model)",
+        ]
         if any(r.get("executable") for r in rows):
-            notes += ["           a graph with your own functions runs them for real: 'on Dask' is their real time, "
-                      "'simulated' your declared costs; to plan with real costs: taskflow run GRAPH --profile "
-                      "costs.json, twice, or compare --real --profile costs.json"]
+            notes += [
+                "           a graph with your own functions runs them for real: 'on Dask' is their real time, "
+                "'simulated' your declared costs; to plan with real costs: taskflow run GRAPH --profile "
+                "costs.json, twice, or compare --real --profile costs.json"
+            ]
     return notes
 
 
@@ -297,10 +388,17 @@ def write_outputs(rows, out: Path) -> None:
     w.writeheader()
     w.writerows(rows)
     atomic_write(out / "compare.csv", buf.getvalue())
-    md = ["# Scheduler comparison", "",
-          "`static` schedulers plan before the run; `dynamic` ones decide as it runs. What each column means "
-          "is under the table; `compare.csv` also holds the lower bound and the SLR (makespan / critical path).",
-          "", "```", table_text(rows), "```", ""]
+    md = [
+        "# Scheduler comparison",
+        "",
+        "`static` schedulers plan before the run; `dynamic` ones decide as it runs. What each column means "
+        "is under the table; `compare.csv` also holds the lower bound and the SLR (makespan / critical path).",
+        "",
+        "```",
+        table_text(rows),
+        "```",
+        "",
+    ]
     atomic_write(out / "compare.md", "\n".join(md))
     _plot(rows, out / "compare.png")
 
@@ -324,26 +422,49 @@ def _plot(rows, path: Path) -> None:
     for ax, label in zip(axes[:, 0], labels):
         rs = sorted((r for r in rows if r["graph"] == label), key=lambda r: -r["simulated_makespan"])
         y = range(len(rs))
-        ax.barh(list(y), [r["simulated_makespan"] for r in rs], color=[colour.get(r["kind"], "grey") for r in rs],
-                xerr=_spread(rs, "simulated_makespan"), ecolor="dimgrey", capsize=2)
+        ax.barh(
+            list(y),
+            [r["simulated_makespan"] for r in rs],
+            color=[colour.get(r["kind"], "grey") for r in rs],
+            xerr=_spread(rs, "simulated_makespan"),
+            ecolor="dimgrey",
+            capsize=2,
+        )
         measured = [k for k, r in enumerate(rs) if r["measured_makespan"] != ""]
         if measured:
             got = [rs[k] for k in measured]
-            ax.errorbar([r["measured_makespan"] for r in got], measured, xerr=_spread(got, "measured_makespan"),
-                        color="black", fmt="o", markersize=4, capsize=2, zorder=3)
+            ax.errorbar(
+                [r["measured_makespan"] for r in got],
+                measured,
+                xerr=_spread(got, "measured_makespan"),
+                color="black",
+                fmt="o",
+                markersize=4,
+                capsize=2,
+                zorder=3,
+            )
         ax.set_yticks(list(y))
         ax.set_yticklabels([r["scheduler"] for r in rs])
         ax.axvline(rs[0]["lower_bound"], color="grey", linestyle=":")
         ax.set_title(label, fontsize=10)
         ax.set_xlabel("makespan (graph's time units)")
-    handles = [Patch(color=colour["static"], label="static scheduler, simulated"),
-               Patch(color=colour["dynamic"], label="dynamic scheduler, simulated"),
-               Line2D([], [], color="grey", linestyle=":", label="lower bound")]
+    handles = [
+        Patch(color=colour["static"], label="static scheduler, simulated"),
+        Patch(color=colour["dynamic"], label="dynamic scheduler, simulated"),
+        Line2D([], [], color="grey", linestyle=":", label="lower bound"),
+    ]
     if any(r["measured_makespan"] != "" for r in rows):
         handles.append(Line2D([], [], color="black", marker="o", linestyle="", markersize=5, label="measured on Dask"))
     if max(r["repeats"] for r in rows) > 1:
-        handles.append(Line2D([], [], color="dimgrey", marker="|", label=f"range of {rows[0]['repeats']} repeats "
-                              f"(bars and dots: medians)"))
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color="dimgrey",
+                marker="|",
+                label=f"range of {rows[0]['repeats']} repeats (bars and dots: medians)",
+            )
+        )
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.9 / fig.get_figheight() * 0.6, 1, 1))
     save_figure(fig, path, plt.close, dpi=110)

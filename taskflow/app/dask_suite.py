@@ -133,18 +133,21 @@ class _RackCluster:
     def __init__(self, workers: int):
         from ..testbed import Testbed
 
-        self.tb = Testbed(workers=max(2, workers), topology="two-racks", bandwidth=RACK_LINK, inter_rack=INTER_RACK,
-                          timeout=120).start()
+        self.tb = Testbed(
+            workers=max(2, workers), topology="two-racks", bandwidth=RACK_LINK, inter_rack=INTER_RACK, timeout=120
+        ).start()
 
     def session(self, w, folder, sides, scheduler_options) -> list:
         """As :meth:`_Cluster.session`, run in the testbed's client namespace."""
         out = os.path.join(folder, f"session-{time.monotonic_ns()}.pkl")
-        spec = json.dumps({"workload": w.name, "folder": folder, "sides": sides, "options": scheduler_options,
-                           "out": out})
+        spec = json.dumps(
+            {"workload": w.name, "folder": folder, "sides": sides, "options": scheduler_options, "out": out}
+        )
         p = self.tb.exec([sys.executable, "-m", __name__, spec], timeout=1800)
         if p.returncode != 0:
-            raise TestbedError(f"{w.name} on the two-rack testbed failed: "
-                                f"{(p.stderr.strip().splitlines() or ['no output'])[-1]}")
+            raise TestbedError(
+                f"{w.name} on the two-rack testbed failed: {(p.stderr.strip().splitlines() or ['no output'])[-1]}"
+            )
         with open(out, "rb") as f:
             return pickle.load(f)
 
@@ -190,8 +193,16 @@ def _timed(client, w, folder, scheduler, options=None):
     return secs, out, seen
 
 
-def run_suite(clusters=("homogeneous",), names=None, repeat: int = 5, workers: int = 2, scheduler: str = DEFAULT_SCHEDULER,
-              progress: bool = True, options: dict | None = None, firsts: int = 1) -> list:
+def run_suite(
+    clusters=("homogeneous",),
+    names=None,
+    repeat: int = 5,
+    workers: int = 2,
+    scheduler: str = DEFAULT_SCHEDULER,
+    progress: bool = True,
+    options: dict | None = None,
+    firsts: int = 1,
+) -> list:
     """Run the suite; one row per cluster and workload.
 
     Parameters
@@ -285,7 +296,7 @@ def _measure(kind, w, folder, repeat, workers, scheduler, first_side: int, optio
         for s in (sides[(first_side + i) % 2], sides[(first_side + i + 1) % 2]):
             c = _cluster(kind, workers)
             try:
-                (secs, results[s], seen), = c.session(w, folder, [s], options)
+                ((secs, results[s], seen),) = c.session(w, folder, [s], options)
             finally:
                 c.close()
             first[s].append(secs)
@@ -302,7 +313,7 @@ def _measure(kind, w, folder, repeat, workers, scheduler, first_side: int, optio
         c.close()
     errors = []  # the scheduler's runs: (predicted - measured) / measured, measured by the plugin
     decisions = []  # what the scheduler chose for each of its counted runs (plan, dask, subset)
-    for s, (secs, _, seen) in list(zip(order, timed))[len(sides):]:
+    for s, (secs, _, seen) in list(zip(order, timed))[len(sides) :]:
         times[s].append(secs)
         if s is not None:
             decisions.append(seen.get("decision"))
@@ -315,22 +326,39 @@ def _measure(kind, w, folder, repeat, workers, scheduler, first_side: int, optio
     low, high = ratio_interval(times[scheduler], times[None])
     first_low, first_high = ratio_interval(first[scheduler], first[None])
     first_errors = [e for e in map(_error, first_seen) if e == e]
-    return {"cluster": kind, "workload": w.name, "scheduler": scheduler, "runs": repeat, "firsts": firsts,
-            "dask_first": dask_first, "ours_first": ours_first,
-            "dask_first_min": min(first[None]), "dask_first_max": max(first[None]),
-            "ours_first_min": min(first[scheduler]), "ours_first_max": max(first[scheduler]),
-            "dask_median": dask_med, "dask_min": min(times[None]), "dask_max": max(times[None]),
-            "ours_median": ours_med, "ours_min": min(times[scheduler]), "ours_max": max(times[scheduler]),
-            "ratio": ours_med / dask_med, "first_ratio": ours_first / dask_first,
-            "ratio_low": low, "ratio_high": high, "first_ratio_low": first_low, "first_ratio_high": first_high,
-            "prediction_error": statistics.median(errors) if errors else float("nan"),
-            "first_prediction_error": statistics.median(first_errors) if first_errors else float("nan"),
-            "dask_runs": " ".join(f"{t:.3f}" for t in times[None]),
-            "ours_runs": " ".join(f"{t:.3f}" for t in times[scheduler]),
-            "dask_first_runs": " ".join(f"{t:.3f}" for t in first[None]),
-            "ours_first_runs": " ".join(f"{t:.3f}" for t in first[scheduler]),
-            "decisions": " ".join(d or "-" for d in decisions),
-            "first_decision": " ".join(seen.get("decision") or "-" for seen in first_seen)}
+    return {
+        "cluster": kind,
+        "workload": w.name,
+        "scheduler": scheduler,
+        "runs": repeat,
+        "firsts": firsts,
+        "dask_first": dask_first,
+        "ours_first": ours_first,
+        "dask_first_min": min(first[None]),
+        "dask_first_max": max(first[None]),
+        "ours_first_min": min(first[scheduler]),
+        "ours_first_max": max(first[scheduler]),
+        "dask_median": dask_med,
+        "dask_min": min(times[None]),
+        "dask_max": max(times[None]),
+        "ours_median": ours_med,
+        "ours_min": min(times[scheduler]),
+        "ours_max": max(times[scheduler]),
+        "ratio": ours_med / dask_med,
+        "first_ratio": ours_first / dask_first,
+        "ratio_low": low,
+        "ratio_high": high,
+        "first_ratio_low": first_low,
+        "first_ratio_high": first_high,
+        "prediction_error": statistics.median(errors) if errors else float("nan"),
+        "first_prediction_error": statistics.median(first_errors) if first_errors else float("nan"),
+        "dask_runs": " ".join(f"{t:.3f}" for t in times[None]),
+        "ours_runs": " ".join(f"{t:.3f}" for t in times[scheduler]),
+        "dask_first_runs": " ".join(f"{t:.3f}" for t in first[None]),
+        "ours_first_runs": " ".join(f"{t:.3f}" for t in first[scheduler]),
+        "decisions": " ".join(d or "-" for d in decisions),
+        "first_decision": " ".join(seen.get("decision") or "-" for seen in first_seen),
+    }
 
 
 def _pct(x: float) -> str:
@@ -367,16 +395,20 @@ def format_rows(rows, header: bool = True) -> str:
     """
     lines = []
     if header:
-        lines.append(f"{'cluster':<14} {'workload':<17} {'Dask 1st':>8} {'ours 1st':>8} {'ratio (95%)':>17}   "
-                     f"{'Dask median (min-max)':>22} {'ours median (min-max)':>22} {'ratio (95%)':>17} {'pred.err':>8}"
-                     f"  chose")
+        lines.append(
+            f"{'cluster':<14} {'workload':<17} {'Dask 1st':>8} {'ours 1st':>8} {'ratio (95%)':>17}   "
+            f"{'Dask median (min-max)':>22} {'ours median (min-max)':>22} {'ratio (95%)':>17} {'pred.err':>8}"
+            f"  chose"
+        )
     for r in rows:
         first = f"{r['first_ratio']:.2f} ({_interval(r, 'first_ratio')})"
         later = f"{r['ratio']:.2f} ({_interval(r, 'ratio')})"
-        lines.append(f"{r['cluster']:<14} {r['workload']:<17} {r['dask_first']:>8.2f} {r['ours_first']:>8.2f} "
-                     f"{first:>17}   {r['dask_median']:>8.2f} ({r['dask_min']:.2f}-{r['dask_max']:.2f})"
-                     f" {r['ours_median']:>8.2f} ({r['ours_min']:.2f}-{r['ours_max']:.2f}) {later:>17}"
-                     f" {_pct(r.get('prediction_error', float('nan'))):>8}  {_last(r.get('decisions', ''))}")
+        lines.append(
+            f"{r['cluster']:<14} {r['workload']:<17} {r['dask_first']:>8.2f} {r['ours_first']:>8.2f} "
+            f"{first:>17}   {r['dask_median']:>8.2f} ({r['dask_min']:.2f}-{r['dask_max']:.2f})"
+            f" {r['ours_median']:>8.2f} ({r['ours_min']:.2f}-{r['ours_max']:.2f}) {later:>17}"
+            f" {_pct(r.get('prediction_error', float('nan'))):>8}  {_last(r.get('decisions', ''))}"
+        )
     return "\n".join(lines)
 
 
@@ -406,12 +438,17 @@ def summarise(rows) -> str:
             return math.exp(sum(math.log(r[field]) for r in mine) / len(mine))
 
         errors = [abs(r["prediction_error"]) for r in mine if r["prediction_error"] == r["prediction_error"]]
-        said = (f"predictions on {len(errors)} of {len(mine)}, median |error| {statistics.median(errors):.1%}"
-                if errors else "no predictions")
-        lines.append(f"{kind}: ours / Dask's geomean {geomean('ratio'):.3f} (first runs {geomean('first_ratio'):.3f}), "
-                     f"worst {max(r['ratio'] for r in mine):.2f}, best {min(r['ratio'] for r in mine):.2f}; "
-                     f"longer beyond the spread on {_longer(mine, 'ratio')} (first runs {_longer(mine, 'first_ratio')}); "
-                     f"{said}")
+        said = (
+            f"predictions on {len(errors)} of {len(mine)}, median |error| {statistics.median(errors):.1%}"
+            if errors
+            else "no predictions"
+        )
+        lines.append(
+            f"{kind}: ours / Dask's geomean {geomean('ratio'):.3f} (first runs {geomean('first_ratio'):.3f}), "
+            f"worst {max(r['ratio'] for r in mine):.2f}, best {min(r['ratio'] for r in mine):.2f}; "
+            f"longer beyond the spread on {_longer(mine, 'ratio')} (first runs {_longer(mine, 'first_ratio')}); "
+            f"{said}"
+        )
     return "\n".join(lines)
 
 

@@ -131,8 +131,10 @@ def _merge(folder):
 
 
 # ---------------------------------------------------------------------------- dask.bag
-WORDS = ("data task graph worker scheduler network rack link byte chunk array frame bag delayed plan "
-         "scheduler cost model cluster train loss batch layer gradient shard epoch").split()
+WORDS = (
+    "data task graph worker scheduler network rack link byte chunk array frame bag delayed plan "
+    "scheduler cost model cluster train loss batch layer gradient shard epoch"
+).split()
 
 
 def _lines(i: int) -> list:
@@ -158,8 +160,9 @@ def _training(folder):
 
     shards = os.path.join(folder, "shards")
     os.makedirs(shards, exist_ok=True)
-    g = data_parallel("resnet50", workers=4, iterations=4, executable=True, dataset_dir=shards, hidden=(512, 512),
-                      batch=512, seed=3)
+    g = data_parallel(
+        "resnet50", workers=4, iterations=4, executable=True, dataset_dir=shards, hidden=(512, 512), batch=512, seed=3
+    )
     made = {}
     for t in g.topological_order():
         fn, args, kwargs = g.call(t)
@@ -167,8 +170,9 @@ def _training(folder):
         def wire(x):
             return made[x.id] if isinstance(x, TaskHandle) else x
 
-        made[t] = dask.delayed(fn, pure=True)(*map_leaves(args, wire), dask_key_name=f"{_kind(t)}-{t}",
-                                             **map_leaves(kwargs or {}, wire))
+        made[t] = dask.delayed(fn, pure=True)(
+            *map_leaves(args, wire), dask_key_name=f"{_kind(t)}-{t}", **map_leaves(kwargs or {}, wire)
+        )
     return [made[t] for t in g.sinks()]
 
 
@@ -220,10 +224,14 @@ def _loading(folder):
     import dask
 
     paths = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".raw.z"))
-    imgs = [dask.delayed(_augment, pure=True)(dask.delayed(_decode, pure=True)(dask.delayed(_read, pure=True)(p)), k)
-            for k, p in enumerate(paths)]
-    batches = [dask.delayed(_features, pure=True)(dask.delayed(_batch, pure=True)(*imgs[i:i + 8]))
-               for i in range(0, len(imgs), 8)]
+    imgs = [
+        dask.delayed(_augment, pure=True)(dask.delayed(_decode, pure=True)(dask.delayed(_read, pure=True)(p)), k)
+        for k, p in enumerate(paths)
+    ]
+    batches = [
+        dask.delayed(_features, pure=True)(dask.delayed(_batch, pure=True)(*imgs[i : i + 8]))
+        for i in range(0, len(imgs), 8)
+    ]
     return [dask.delayed(sum, pure=True)(batches)]
 
 
@@ -235,10 +243,14 @@ WORKLOADS = [
     Workload("df-shuffle", "dask.dataframe", "a task-based shuffle on the key, then per-partition maxima", _shuffle),
     Workload("df-merge", "dask.dataframe", "a merge of two frames on the key (task shuffle)", _merge),
     Workload("bag-text", "dask.bag", "word frequencies of 96,000 generated lines", _text),
-    Workload("delayed-training", "dask.delayed", "the executable data-parallel MLP training of workflows/",
-             _training),
-    Workload("delayed-loading", "dask.delayed", "64 compressed image files read, decoded, augmented, batched",
-             _loading, _write_images),
+    Workload("delayed-training", "dask.delayed", "the executable data-parallel MLP training of workflows/", _training),
+    Workload(
+        "delayed-loading",
+        "dask.delayed",
+        "64 compressed image files read, decoded, augmented, batched",
+        _loading,
+        _write_images,
+    ),
 ]
 
 

@@ -11,8 +11,17 @@ from .plot import plain_text
 __all__ = ["job_scheduler_for", "compare_jobs", "jobs_table", "plot_jobs", "COLUMNS"]
 
 #: the table's columns: metric -> (heading, unit scale)
-COLUMNS = {"avg_jct": "avg JCT", "median_jct": "median", "p95_jct": "p95", "p99_jct": "p99", "makespan": "makespan",
-           "avg_queueing": "avg queue", "utilization": "util.", "max_rho": "max rho", "preemptions": "preempt."}
+COLUMNS = {
+    "avg_jct": "avg JCT",
+    "median_jct": "median",
+    "p95_jct": "p95",
+    "p99_jct": "p99",
+    "makespan": "makespan",
+    "avg_queueing": "avg queue",
+    "utilization": "util.",
+    "max_rho": "max rho",
+    "preemptions": "preempt.",
+}
 
 
 def job_scheduler_for(name: str, trace: JobTrace, **options):
@@ -39,9 +48,19 @@ def job_scheduler_for(name: str, trace: JobTrace, **options):
     return cls(**mine)
 
 
-def compare_jobs(trace: JobTrace, cluster: JobCluster | None, names, restore: float = 0.0,
-                 skip_too_large: bool = False, on_run=None, interference=None, network=None, progress=None,
-                 drain: float = 0.0, **options) -> list:
+def compare_jobs(
+    trace: JobTrace,
+    cluster: JobCluster | None,
+    names,
+    restore: float = 0.0,
+    skip_too_large: bool = False,
+    on_run=None,
+    interference=None,
+    network=None,
+    progress=None,
+    drain: float = 0.0,
+    **options,
+) -> list:
     """Each job scheduler of ``names`` on ``trace``: a list of :class:`~taskflow.jobs.JobRun`.
 
     Parameters
@@ -71,8 +90,17 @@ def compare_jobs(trace: JobTrace, cluster: JobCluster | None, names, restore: fl
     runs = []
     for name in names:
         sched = job_scheduler_for(name, trace, interference=interference, **options)
-        run = simulate_jobs(trace, cluster, sched, restore=restore, skip_too_large=skip_too_large,
-                            interference=interference, network=network, progress=progress, drain=drain)
+        run = simulate_jobs(
+            trace,
+            cluster,
+            sched,
+            restore=restore,
+            skip_too_large=skip_too_large,
+            interference=interference,
+            network=network,
+            progress=progress,
+            drain=drain,
+        )
         runs.append(run)
         if on_run is not None:
             on_run(run)
@@ -103,10 +131,13 @@ def jobs_table(runs) -> str:
     lines = [head, "-" * len(head)]
     for name, m in rows:
         lines.append(f"{name:<14}" + "".join(f" {_fmt(k, m[k]):>{width[k]}}" for k in COLUMNS))
-    lines += ["", "JCT: job completion time (finish less arrival), seconds; avg queue: seconds from arrival to first "
-                  "start; util.: the busy share of the workers from the first arrival to the last finish; max rho: "
-                  "Themis' finish-time fairness, the worst job's completion time over its time on an equal share "
-                  "(1: fair)"]
+    lines += [
+        "",
+        "JCT: job completion time (finish less arrival), seconds; avg queue: seconds from arrival to first "
+        "start; util.: the busy share of the workers from the first arrival to the last finish; max rho: "
+        "Themis' finish-time fairness, the worst job's completion time over its time on an equal share "
+        "(1: fair)",
+    ]
     return "\n".join(lines)
 
 
@@ -134,8 +165,14 @@ def plot_jobs(runs, path) -> None:
         jct = np.sort([r.jct for r in run.records if r.finish is not None])
         cdf.step(jct, np.arange(1, len(jct) + 1) / len(jct), where="post", color=f"C{k}", label=run.scheduler)
         t = [a for a, _ in run.busy]
-        util.step([x / 3600 for x in t], [n for _, n in run.busy], where="post", color=f"C{k}", label=run.scheduler,
-                  linewidth=0.8)
+        util.step(
+            [x / 3600 for x in t],
+            [n for _, n in run.busy],
+            where="post",
+            color=f"C{k}",
+            label=run.scheduler,
+            linewidth=0.8,
+        )
     cdf.set_xscale("log")
     cdf.set_xlabel("job completion time (s)")
     cdf.set_ylabel("share of jobs")

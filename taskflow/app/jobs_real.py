@@ -16,9 +16,23 @@ from .jobs import compare_jobs, job_scheduler_for
 __all__ = ["run_real_jobs", "prediction_table", "job_errors", "median_run"]
 
 
-def run_real_jobs(trace, names, models: dict, data, client, *, epoch_iterations: int = 4, predict: bool = True,
-                  on_run=None, on_event=None, timeout=None, repeat: int = 1, racks: dict | None = None,
-                  uplink: float | None = None, **options) -> tuple:
+def run_real_jobs(
+    trace,
+    names,
+    models: dict,
+    data,
+    client,
+    *,
+    epoch_iterations: int = 4,
+    predict: bool = True,
+    on_run=None,
+    on_event=None,
+    timeout=None,
+    repeat: int = 1,
+    racks: dict | None = None,
+    uplink: float | None = None,
+    **options,
+) -> tuple:
     """``(real runs, simulated runs or None, profile or None)``: each job scheduler of ``names``
     on ``trace``'s real jobs; with ``predict``, the jobs profiled first and each scheduler
     simulated on their profiled durations and slowdowns (a restart costing a start, a preempted
@@ -66,21 +80,46 @@ def run_real_jobs(trace, names, models: dict, data, client, *, epoch_iterations:
         warm_up(trace, models, data, client=client, **train_options)
     if predict:
         cluster = one_machine(workers) if not racks else racks_machine(workers_of(client), racks, uplink or 0.0)
-        profile = profile_jobs(trace, models, data, client=client, epoch_iterations=epoch_iterations,
-                               racks=racks, uplink=uplink, **train_options)
+        profile = profile_jobs(
+            trace,
+            models,
+            data,
+            client=client,
+            epoch_iterations=epoch_iterations,
+            racks=racks,
+            uplink=uplink,
+            **train_options,
+        )
         fed, real = predicted_trace(trace, profile), predicted_trace(trace, profile, label=False)
         restore = statistics.median(profile.start.values())
         drain = statistics.median(profile.epoch.values()) / 2  # a preempted job stops at its epoch's end
         network = JobNetwork(cluster, profile.iteration) if racks and uplink else None
-        sim = compare_jobs(fed, cluster, names, restore=restore, drain=drain, interference=profile.interference,
-                           network=network, **options)
+        sim = compare_jobs(
+            fed,
+            cluster,
+            names,
+            restore=restore,
+            drain=drain,
+            interference=profile.interference,
+            network=network,
+            **options,
+        )
     runs: dict = {name: [] for name in names}
     for r in range(repeat):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             # a scheduler that knows durations reads the profile's (the real jobs name no other)
-            run = run_jobs(real, job_scheduler_for(name, real, **options), models, data, client=client,
-                           epoch_iterations=epoch_iterations, timeout=timeout, on_event=on_event, racks=racks,
-                           **train_options)
+            run = run_jobs(
+                real,
+                job_scheduler_for(name, real, **options),
+                models,
+                data,
+                client=client,
+                epoch_iterations=epoch_iterations,
+                timeout=timeout,
+                on_event=on_event,
+                racks=racks,
+                **train_options,
+            )
             runs[name].append(run)
             if on_run is not None:
                 on_run(run)
@@ -101,9 +140,15 @@ def median_run(runs: list) -> JobRun:
     records = []
     for k, first in enumerate(runs[0].records):
         mine = [run.records[k] for run in runs]
-        med = (lambda f: first.arrival + statistics.median(f(r) - r.arrival for r in mine))
-        records.append(dataclasses.replace(first, start=med(lambda r: r.start), finish=med(lambda r: r.finish),
-                                           preemptions=int(statistics.median(r.preemptions for r in mine))))
+        med = lambda f: first.arrival + statistics.median(f(r) - r.arrival for r in mine)
+        records.append(
+            dataclasses.replace(
+                first,
+                start=med(lambda r: r.start),
+                finish=med(lambda r: r.finish),
+                preemptions=int(statistics.median(r.preemptions for r in mine)),
+            )
+        )
     return JobRun(runs[0].scheduler, runs[0].workers, records, runs[0].busy, runs[0].rejected, runs[0].histories)
 
 
@@ -130,15 +175,21 @@ def prediction_table(real: list, sim: list) -> str:
     """
     rank_real = {r.scheduler: k for k, r in enumerate(sorted(real, key=lambda r: r.metrics()["avg_jct"]), 1)}
     rank_sim = {r.scheduler: k for k, r in enumerate(sorted(sim, key=lambda r: r.metrics()["avg_jct"]), 1)}
-    head = (f"{'job scheduler':<14} {'real avg JCT':>12} {'simulated':>10} {'median err.':>11} {'max err.':>9} "
-            f"{'rank real':>9} {'rank sim.':>9}")
+    head = (
+        f"{'job scheduler':<14} {'real avg JCT':>12} {'simulated':>10} {'median err.':>11} {'max err.':>9} "
+        f"{'rank real':>9} {'rank sim.':>9}"
+    )
     lines = [head, "-" * len(head)]
     for r, s in zip(real, sim):
         errs = job_errors(r, s)
-        lines.append(f"{r.scheduler:<14} {r.metrics()['avg_jct']:>12.2f} {s.metrics()['avg_jct']:>10.2f} "
-                     f"{statistics.median(errs):>11.1%} {max(errs):>9.1%} {rank_real[r.scheduler]:>9} "
-                     f"{rank_sim[r.scheduler]:>9}")
+        lines.append(
+            f"{r.scheduler:<14} {r.metrics()['avg_jct']:>12.2f} {s.metrics()['avg_jct']:>10.2f} "
+            f"{statistics.median(errs):>11.1%} {max(errs):>9.1%} {rank_real[r.scheduler]:>9} "
+            f"{rank_sim[r.scheduler]:>9}"
+        )
     same = [rank_real[r.scheduler] for r in real] == [rank_sim[r.scheduler] for r in real]
-    lines += ["", f"err.: a job's simulated completion time against its real one; the rankings "
-                  f"{'agree' if same else 'differ'}"]
+    lines += [
+        "",
+        f"err.: a job's simulated completion time against its real one; the rankings {'agree' if same else 'differ'}",
+    ]
     return "\n".join(lines)

@@ -46,8 +46,9 @@ class Loopback:
         self.nthreads = nthreads
         self.nanny = nanny
         self.bindir = os.path.dirname(sys.executable)
-        self.env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-                        **(env or {}))
+        self.env = dict(
+            os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]), **(env or {})
+        )
         self.scheduler = None
         self.workers: dict = {}
 
@@ -85,8 +86,17 @@ class Loopback:
         """
         if self.sched_file.exists():
             self.sched_file.unlink()
-        cmd = [os.path.join(self.bindir, "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0",
-               "--no-dashboard", "--scheduler-file", str(self.sched_file)]
+        cmd = [
+            os.path.join(self.bindir, "dask"),
+            "scheduler",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--no-dashboard",
+            "--scheduler-file",
+            str(self.sched_file),
+        ]
         for p in preload or ():
             cmd += ["--preload", p]
         self.scheduler = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=self.env)
@@ -103,8 +113,19 @@ class Loopback:
         ----------
         name : str
         """
-        cmd = [os.path.join(self.bindir, "dask"), "worker", "--scheduler-file", str(self.sched_file), "--nthreads",
-               str(self.nthreads), "--name", name, "--no-dashboard", "--host", "127.0.0.1"]
+        cmd = [
+            os.path.join(self.bindir, "dask"),
+            "worker",
+            "--scheduler-file",
+            str(self.sched_file),
+            "--nthreads",
+            str(self.nthreads),
+            "--name",
+            name,
+            "--no-dashboard",
+            "--host",
+            "127.0.0.1",
+        ]
         if not self.nanny:
             cmd.append("--no-nanny")
         self.workers[name] = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=self.env)

@@ -29,6 +29,7 @@ def plain_text(fn):
     def drawing(*args, **kwargs):
         with matplotlib.rc_context({"text.parse_math": False}):
             return fn(*args, **kwargs)
+
     return drawing
 
 
@@ -64,8 +65,9 @@ def _windows(rows, transfers, t0: float, t1: float):
             if overlap > 0:
                 cell = busy.setdefault((w, b), {})
                 cell[cat] = cell.get(cat, 0.0) + overlap
-    cells = [(w, t0 + b * width, width, max(c, key=c.get), min(1.0, sum(c.values()) / width))
-             for (w, b), c in busy.items()]
+    cells = [
+        (w, t0 + b * width, width, max(c, key=c.get), min(1.0, sum(c.values()) / width)) for (w, b), c in busy.items()
+    ]
     arriving = set()
     for d, s, f in transfers:
         for b in range(max(0, int((s - t0) / width)), min(WINDOWS, int((f - t0) / width) + 1)):
@@ -90,15 +92,23 @@ def _draw(ax, rows, workers, title, colours=None, transfers=()):
         t0 = min(r[2] for r in rows)
         cells, transfers = _windows(rows, list(transfers), t0, t0 + span)
         for w, s, width, cat, share in cells:
-            ax.barh(y.get(w, 0), width, left=s, height=0.7 * max(share, 0.08), color=colours.get(cat, "grey"),
-                    linewidth=0)
+            ax.barh(
+                y.get(w, 0), width, left=s, height=0.7 * max(share, 0.08), color=colours.get(cat, "grey"), linewidth=0
+            )
         title += f"\n{len(rows):,} runs in {WINDOWS} windows: colour, the kind that ran most; height, the time busy"
     else:
         for r in rows:
             task, w, s, f = r[:4]
             cat = r[4] if len(r) > 4 else _category(task)
-            ax.barh(y.get(w, 0), max(f - s, 1e-9), left=s, height=0.7, color=colours.get(cat, "grey"),
-                    edgecolor="black", linewidth=0.3)
+            ax.barh(
+                y.get(w, 0),
+                max(f - s, 1e-9),
+                left=s,
+                height=0.7,
+                color=colours.get(cat, "grey"),
+                edgecolor="black",
+                linewidth=0.3,
+            )
     for dst, s, f in transfers:
         ax.hlines(y.get(dst, 0) - 0.42, s, f, color="black", linewidth=2.5)
     ax.set_yticks(range(len(workers)))
@@ -121,8 +131,13 @@ def _legend(fig, colours, transfers: bool) -> None:
     if transfers:
         items.append(Line2D([0], [0], color="black", linewidth=2.5, label="bytes arriving (transfer)"))
     if items:
-        fig.legend(handles=items, loc="center right", fontsize=8,
-                   title="task category" if len(colours) > 1 else None, title_fontsize=8)
+        fig.legend(
+            handles=items,
+            loc="center right",
+            fontsize=8,
+            title="task category" if len(colours) > 1 else None,
+            title_fontsize=8,
+        )
 
 
 @plain_text
@@ -158,11 +173,18 @@ def gantt(schedule, path, title=None, workers=None, *, graph=None, transfers=())
     rows = [[(a.task, a.worker, a.start, a.finish, cat(a.task)) for a in plan] for plan in plans]
     workers = workers or sorted({r[1] for rs in rows for r in rs}, key=str)
     colours = _colours(r[4] for rs in rows for r in rs)
-    fig, axes = plt.subplots(len(plans), 1, figsize=(12, (0.5 * len(workers) + 1.1) * len(plans) + 0.5),
-                             sharex=True, squeeze=False)
+    fig, axes = plt.subplots(
+        len(plans), 1, figsize=(12, (0.5 * len(workers) + 1.1) * len(plans) + 0.5), sharex=True, squeeze=False
+    )
     for ax, plan, rs, t, moved in zip(axes[:, 0], plans, rows, titles, moves):
-        _draw(ax, rs, workers, t or f"{plan.scheduler}: makespan {plan.makespan:.4g} s", colours,
-              [(m.destination, m.start, m.finish) for m in moved])
+        _draw(
+            ax,
+            rs,
+            workers,
+            t or f"{plan.scheduler}: makespan {plan.makespan:.4g} s",
+            colours,
+            [(m.destination, m.start, m.finish) for m in moved],
+        )
     axes[-1][0].set_xlabel("time (s)")
     drawn = any(moves)
     fig.tight_layout(rect=(0, 0, 0.8 if len(colours) > 1 or drawn else 1, 1))
@@ -189,26 +211,44 @@ def gantt_compare(report, path):
     n = 2 if report.plan is not None else 1
     # one time axis, unless the plan and the run differ by more than 2x (guessed costs): then each
     # panel gets its own, so the shorter one is not squashed into a corner
-    ratio = ((report.predicted_makespan or report.measured_makespan) / report.measured_makespan
-             if report.measured_makespan > 0 else 1.0)
+    ratio = (
+        (report.predicted_makespan or report.measured_makespan) / report.measured_makespan
+        if report.measured_makespan > 0
+        else 1.0
+    )
     shared = n == 1 or 0.5 <= ratio <= 2.0
-    fig, axes = plt.subplots(n, 1, figsize=(13, (0.5 * len(workers) + 1.2) * n + 0.8), sharex=shared,
-                             squeeze=False)
+    fig, axes = plt.subplots(n, 1, figsize=(13, (0.5 * len(workers) + 1.2) * n + 0.8), sharex=shared, squeeze=False)
     k = 0
     if report.plan is not None:
         ts = report.time_scale
-        pred = [(a.task, a.worker, a.start * ts, a.finish * ts, cat.get(a.task, _category(a.task)))
-                for a in report.plan]
-        _draw(axes[0][0], pred, workers, f"{report.scheduler}: the plan (durations as the cost model predicts them), "
-              + (f"predicted makespan {report.predicted_makespan:.3g} s" if report.predicted_makespan is not None
-                 else f"no prediction ({report.no_prediction})")
-              + ("" if shared else " (its own time axis: the costs planned with look like guesses)"), colours)
+        pred = [
+            (a.task, a.worker, a.start * ts, a.finish * ts, cat.get(a.task, _category(a.task))) for a in report.plan
+        ]
+        _draw(
+            axes[0][0],
+            pred,
+            workers,
+            f"{report.scheduler}: the plan (durations as the cost model predicts them), "
+            + (
+                f"predicted makespan {report.predicted_makespan:.3g} s"
+                if report.predicted_makespan is not None
+                else f"no prediction ({report.no_prediction})"
+            )
+            + ("" if shared else " (its own time axis: the costs planned with look like guesses)"),
+            colours,
+        )
         if not shared:
             axes[0][0].set_xlabel("planned time (s)")
         k = 1
     moved = [(t.destination, t.start, t.finish) for t in report.trace.transfers]
-    _draw(axes[k][0], measured, workers, f"{report.scheduler}: measured on Dask, makespan "
-          f"{report.measured_makespan:.3g} s", colours, moved)
+    _draw(
+        axes[k][0],
+        measured,
+        workers,
+        f"{report.scheduler}: measured on Dask, makespan {report.measured_makespan:.3g} s",
+        colours,
+        moved,
+    )
     axes[-1][0].set_xlabel("time since the first task started (s)")
     fig.tight_layout(rect=(0, 0, 0.82, 1))
     _legend(fig, colours, bool(moved))

@@ -8,8 +8,22 @@ from workflows import samples
 __all__ = ["SUITES", "FIELDS", "DEFAULT_SCHEDULERS", "BW", "workflows", "clusters", "real_workflows", "build_workflow"]
 
 
-FIELDS = ["workflow", "family", "cluster", "network", "scheduler", "seed", "tasks", "makespan", "lower_bound",
-          "slr", "speedup", "efficiency", "scheduling_time", "valid"]
+FIELDS = [
+    "workflow",
+    "family",
+    "cluster",
+    "network",
+    "scheduler",
+    "seed",
+    "tasks",
+    "makespan",
+    "lower_bound",
+    "slr",
+    "speedup",
+    "efficiency",
+    "scheduling_time",
+    "valid",
+]
 SUITES = ("quick", "standard", "full")
 DEFAULT_SCHEDULERS = ("heft", "cpop", "blevel", "peft", "mct", "etf", "work-stealing", "blevel-dynamic", "random")
 BW = 1e8  # bytes/s of the benchmark clusters; generated sizes are seconds x BW
@@ -22,18 +36,27 @@ def workflows(suite: str) -> list:
     ----------
     suite : {"quick", "standard", "full"}
     """
-    out = [("layered-ccr0.1", "random-dag", ("layered", 0.1)), ("layered-ccr1", "random-dag", ("layered", 1.0)),
-           ("layered-ccr10", "random-dag", ("layered", 10.0)), ("fft-16", "scientific", ("fft", 16)),
-           ("gauss-8", "scientific", ("gauss", 8)), ("fork-join-8x2", "scientific", ("forkjoin", 8)),
-           ("in-tree-3x3", "scientific", ("intree", 3)), ("dp-resnet50-tree", "training", ("training", "resnet50"))]
+    out = [
+        ("layered-ccr0.1", "random-dag", ("layered", 0.1)),
+        ("layered-ccr1", "random-dag", ("layered", 1.0)),
+        ("layered-ccr10", "random-dag", ("layered", 10.0)),
+        ("fft-16", "scientific", ("fft", 16)),
+        ("gauss-8", "scientific", ("gauss", 8)),
+        ("fork-join-8x2", "scientific", ("forkjoin", 8)),
+        ("in-tree-3x3", "scientific", ("intree", 3)),
+        ("dp-resnet50-tree", "training", ("training", "resnet50")),
+    ]
     # real workflows shipped in the package (workflows/data/samples): never skipped
     for name in ("montage", "epigenomics"):
         out.append((name, "wfcommons", ("file", str(samples.path(name)))))
-    for k in (["conflux", "grid"] if suite == "quick" else ["conflux", "grid", "fork1", "bigmerge", "splitters"]):
+    for k in ["conflux", "grid"] if suite == "quick" else ["conflux", "grid", "fork1", "bigmerge", "splitters"]:
         out.append((f"estee-{k}", "estee", ("file", f"{samples.path('estee-elementary')}#{k}")))
     if suite != "quick":
-        out += [("layered-v300-ccr1", "random-dag", ("layered-big", 1.0)), ("gauss-16", "scientific", ("gauss", 16)),
-                ("dp-bert-ring", "training", ("training", "bert-base"))]
+        out += [
+            ("layered-v300-ccr1", "random-dag", ("layered-big", 1.0)),
+            ("gauss-16", "scientific", ("gauss", 16)),
+            ("dp-bert-ring", "training", ("training", "bert-base")),
+        ]
     return out
 
 
@@ -44,8 +67,11 @@ def clusters(suite: str) -> list:
     ----------
     suite : {"quick", "standard", "full"}
     """
-    out = [("homo-4", [1.0] * 4, 1, BW), ("hetero-4", [1.0, 1.0, 2.0, 4.0], 1, BW),
-           ("hetero-8-slow", [1.0, 1.5, 2.0, 3.0] * 2, 1, BW / 4)]
+    out = [
+        ("homo-4", [1.0] * 4, 1, BW),
+        ("hetero-4", [1.0, 1.0, 2.0, 4.0], 1, BW),
+        ("hetero-8-slow", [1.0, 1.5, 2.0, 3.0] * 2, 1, BW / 4),
+    ]
     if suite != "quick":
         out += [("homo-16x2", [1.0] * 16, 2, BW), ("hetero-8-fast", [1.0, 1.5, 2.0, 3.0] * 2, 1, BW * 20)]
     return out
@@ -83,17 +109,33 @@ def build_workflow(spec, seed):
     if kind == "intree":
         return sc.in_tree(arg, 3, cost=10.0, size=10.0 * BW)
     if kind == "training":
-        return data_parallel(arg, workers=2, iterations=1, allreduce="tree" if arg == "resnet50" else "ring",
-                             buckets=2, device="cpu-16c")
+        return data_parallel(
+            arg, workers=2, iterations=1, allreduce="tree" if arg == "resnet50" else "ring", buckets=2, device="cpu-16c"
+        )
     if kind == "file":
         return load_graph(arg)
     raise ValueError(kind)
 
 
-REAL_FIELDS = ["workflow", "family", "cluster", "scheduler", "tasks", "time_scale", "predicted_makespan",
-               "measured_makespan", "measured_over_predicted", "placement_fidelity", "outputs_ok",
-               "learned_predicted", "learned_measured", "first_error", "learned_error", "again_measured",
-               "again_error"]
+REAL_FIELDS = [
+    "workflow",
+    "family",
+    "cluster",
+    "scheduler",
+    "tasks",
+    "time_scale",
+    "predicted_makespan",
+    "measured_makespan",
+    "measured_over_predicted",
+    "placement_fidelity",
+    "outputs_ok",
+    "learned_predicted",
+    "learned_measured",
+    "first_error",
+    "learned_error",
+    "again_measured",
+    "again_error",
+]
 REAL_SCHEDULERS = ("heft", "cpop", "blevel", "work-stealing")
 REAL_SPEEDS = [1.0, 1.0, 2.0, 4.0]  # the suite's hetero-4 cluster, declared on 4 local workers
 

@@ -24,8 +24,16 @@ from ..errors import FormatError, TaskflowError
 from ..graph import TaskGraph
 from ..schedule import Schedule
 from . import dax, estee, native, stg, wfformat
-from ._util import (atomic_write, dump_json, input_limit, max_file_bytes, parse_json, save_figure, set_max_bytes,
-                    too_large)
+from ._util import (
+    atomic_write,
+    dump_json,
+    input_limit,
+    max_file_bytes,
+    parse_json,
+    save_figure,
+    set_max_bytes,
+    too_large,
+)
 
 
 def to_networkx(graph):
@@ -36,6 +44,7 @@ def to_networkx(graph):
     graph : TaskGraph
     """
     from .nxdot import to_networkx as f
+
     return f(graph)
 
 
@@ -48,6 +57,7 @@ def from_networkx(g, name: str | None = None):
     name : str, optional
     """
     from .nxdot import from_networkx as f
+
     return f(g, name) if name is not None else f(g)
 
 
@@ -59,12 +69,36 @@ def to_dot(graph) -> str:
     graph : TaskGraph
     """
     from .nxdot import to_dot as f
+
     return f(graph)
 
-__all__ = ["load_graph", "load_graphs", "save_graph", "load_cluster", "save_cluster", "load_schedule",
-           "save_schedule", "detect_format", "graph_from_dict", "graph_to_dict", "to_networkx", "from_networkx",
-           "to_dot", "READ_FORMATS", "WRITE_FORMATS", "graph_text", "with_source", "read_json", "read_text", "format_for",
-           "set_max_bytes", "max_file_bytes", "input_limit", "save_figure"]
+
+__all__ = [
+    "load_graph",
+    "load_graphs",
+    "save_graph",
+    "load_cluster",
+    "save_cluster",
+    "load_schedule",
+    "save_schedule",
+    "detect_format",
+    "graph_from_dict",
+    "graph_to_dict",
+    "to_networkx",
+    "from_networkx",
+    "to_dot",
+    "READ_FORMATS",
+    "WRITE_FORMATS",
+    "graph_text",
+    "with_source",
+    "read_json",
+    "read_text",
+    "format_for",
+    "set_max_bytes",
+    "max_file_bytes",
+    "input_limit",
+    "save_figure",
+]
 
 READ_FORMATS = ("native", "wfformat", "dax", "stg", "estee")
 WRITE_FORMATS = ("native", "wfformat", "dot")
@@ -142,8 +176,9 @@ def _decode(data: bytes, source: str) -> str:
         raise FormatError(f"{source}: not UTF-8 text (byte {e.start})") from None
 
 
-_UNKNOWN = ("unknown format (expected taskflow JSON, WfFormat JSON, Pegasus DAX XML, Kasahara STG "
-            "or an Estee graph-set zip)")
+_UNKNOWN = (
+    "unknown format (expected taskflow JSON, WfFormat JSON, Pegasus DAX XML, Kasahara STG or an Estee graph-set zip)"
+)
 
 
 def _sniff(data: bytes, source: str, forced: str | None = None):
@@ -378,7 +413,7 @@ def _load_document(path, kind: str, format_name: str, parse):
     base = os.fspath(path)
     found, doc = _sniff(_read_bytes(base), base)
     if found != kind:
-        raise FormatError(f"{base}: expected a {kind} (\"format\": \"{format_name}\"), got {found}")
+        raise FormatError(f'{base}: expected a {kind} ("format": "{format_name}"), got {found}')
     return parse(doc, base)
 
 

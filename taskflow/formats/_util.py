@@ -20,7 +20,7 @@ _MISSING = object()
 #: largest file read is a safeguard a user raises (:func:`set_max_bytes`, ``--max-bytes``, the
 #: environment variable :data:`MAX_BYTES_ENV`); the default holds a graph of a few million tasks in
 #: our own format (a million tasks with their edges is about 150 MB).
-DEFAULT_MAX_BYTES = 512 * 1024 ** 2
+DEFAULT_MAX_BYTES = 512 * 1024**2
 MAX_BYTES_ENV = "TASKFLOW_MAX_BYTES"
 MAX_JSON_DEPTH = 64
 #: JSON values (objects, arrays and list items) a document may hold per byte of the limit: bounds
@@ -98,8 +98,10 @@ def max_xml_elements() -> int:
 
 def too_large(source: str, size: int) -> FormatError:
     """The error for a file past the byte limit, saying how to raise it."""
-    return FormatError(f"{source}: {size:,} bytes, more than the limit of {max_file_bytes():,} (raise it with "
-                       f"--max-bytes or {MAX_BYTES_ENV}, e.g. {MAX_BYTES_ENV}=2GiB)")
+    return FormatError(
+        f"{source}: {size:,} bytes, more than the limit of {max_file_bytes():,} (raise it with "
+        f"--max-bytes or {MAX_BYTES_ENV}, e.g. {MAX_BYTES_ENV}=2GiB)"
+    )
 
 
 def field(obj, key, where: str, default=_MISSING, kind=None):
@@ -145,8 +147,9 @@ def parse_json(text: str, source: str):
     if items > limit:
         items = _JSON_STRING.sub('""', text).count(",") + text.count("[") + text.count("{")  # not in strings
         if items > limit:
-            raise FormatError(f"{source}: JSON with more than {limit:,} values (raise the limit with --max-bytes "
-                              f"or {MAX_BYTES_ENV})")
+            raise FormatError(
+                f"{source}: JSON with more than {limit:,} values (raise the limit with --max-bytes or {MAX_BYTES_ENV})"
+            )
     # a number written finite that a float cannot hold has an exponent of three digits or three
     # hundred digits: only a text with one is parsed number by number (a check per float costs a
     # third of the parsing)
@@ -204,8 +207,7 @@ def _may_overflow(data: bytes) -> bool:
     between allowed) then three digits, or :data:`_LONG_DIGITS` digits in a row (strings included:
     a false alarm only costs a slower parse). Counted over the text's bytes in blocks, vectorised."""
     for at in range(0, len(data), _DEPTH_BLOCK):
-        raw = np.frombuffer(data, dtype=np.uint8, count=min(_DEPTH_BLOCK + 2 * _LONG_DIGITS, len(data) - at),
-                            offset=at)
+        raw = np.frombuffer(data, dtype=np.uint8, count=min(_DEPTH_BLOCK + 2 * _LONG_DIGITS, len(data) - at), offset=at)
         if len(raw) < 4:
             continue
         digit = (raw >= ord("0")) & (raw <= ord("9"))
@@ -267,9 +269,11 @@ def atomic_write(path, data) -> None:
         try:
             data = data.encode("utf-8")
         except UnicodeEncodeError as e:
-            bad = data[e.start:e.end]
-            raise FormatError(f"{path}: cannot write {bad!r} (character {e.start} of the text): not UTF-8, "
-                              f"e.g. a lone surrogate in a task id; nothing was written") from None
+            bad = data[e.start : e.end]
+            raise FormatError(
+                f"{path}: cannot write {bad!r} (character {e.start} of the text): not UTF-8, "
+                f"e.g. a lone surrogate in a task id; nothing was written"
+            ) from None
     try:
         fd, tmp = tempfile.mkstemp(prefix=".taskflow-", dir=directory)
     except OSError as e:
@@ -356,8 +360,9 @@ def graph_from_files(name, ids, cost, cores, outputs, inputs, links, category, s
         for files in (outputs[i], inputs[i]):
             for f, z in files.items():
                 if isinstance(z, bool) or not isinstance(z, (int, float)):
-                    raise FormatError(f"{source}: {noun} {t!r}: file {f!r}: size must be a number of bytes, "
-                                      f"got {z!r}"[:200])
+                    raise FormatError(
+                        f"{source}: {noun} {t!r}: file {f!r}: size must be a number of bytes, got {z!r}"[:200]
+                    )
                 try:
                     files[f] = float(z)
                 except OverflowError:

@@ -41,8 +41,10 @@ def parse_xml(data: bytes, source: str):
     from ._util import MAX_BYTES_ENV, max_xml_elements
 
     if data.count(b"<") > max_xml_elements():
-        raise FormatError(f"{source}: XML with more than {max_xml_elements():,} elements (raise the limit with "
-                          f"--max-bytes or {MAX_BYTES_ENV})")
+        raise FormatError(
+            f"{source}: XML with more than {max_xml_elements():,} elements (raise the limit with "
+            f"--max-bytes or {MAX_BYTES_ENV})"
+        )
     try:
         return SafeET.fromstring(data)
     except DefusedXmlException as e:
@@ -92,7 +94,9 @@ def graph_from_dax(root, source: str = "dax") -> TaskGraph:
                 try:
                     size = decimal((u.get("size") or "0").strip())
                 except ValueError:
-                    raise FormatError(f"{source}: job {jid!r}: file {name!r} size {u.get('size')!r} is not a number") from None
+                    raise FormatError(
+                        f"{source}: job {jid!r}: file {name!r} size {u.get('size')!r} is not a number"
+                    ) from None
                 link = u.get("link")
                 if link == "output":
                     o[name] = o.get(name, 0.0) + size
@@ -108,5 +112,6 @@ def graph_from_dax(root, source: str = "dax") -> TaskGraph:
             for p in el:
                 if _local(p.tag) == "parent":
                     links.append((p.get("ref"), child))
-    return graph_from_files(root.get("name", "dax"), ids, cost, None, outputs, inputs, links, category, source,
-                            noun="job")
+    return graph_from_files(
+        root.get("name", "dax"), ids, cost, None, outputs, inputs, links, category, source, noun="job"
+    )

@@ -145,8 +145,11 @@ def graph_from_tasks(name: str, tasks: list, source: str) -> TaskGraph:
         cost.append(t["d"])
         cores.append(t.get("cpus", 1))
         outputs, inputs = t.get("outputs", []), t.get("inputs", [])
-        if not isinstance(outputs, list) or not isinstance(inputs, list) \
-                or not all(isinstance(o, dict) for o in outputs):
+        if (
+            not isinstance(outputs, list)
+            or not isinstance(inputs, list)
+            or not all(isinstance(o, dict) for o in outputs)
+        ):
             raise FormatError(f"{where}: 'outputs' must be a list of objects and 'inputs' a list")
         sizes = []
         for k, o in enumerate(outputs):

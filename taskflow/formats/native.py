@@ -20,8 +20,14 @@ from ..graph import TaskGraph
 from ..schedule import Schedule
 from ._util import field
 
-__all__ = ["cluster_from_dict", "cluster_to_dict", "graph_from_dict", "graph_to_dict", "schedule_from_dict",
-           "schedule_to_dict"]
+__all__ = [
+    "cluster_from_dict",
+    "cluster_to_dict",
+    "graph_from_dict",
+    "graph_to_dict",
+    "schedule_from_dict",
+    "schedule_to_dict",
+]
 
 GRAPH_FORMAT = "taskflow-graph/1"
 CLUSTER_FORMAT = "taskflow-cluster/1"
@@ -34,7 +40,7 @@ _FROM, _TO, _SIZE = operator.itemgetter("from"), operator.itemgetter("to"), oper
 
 def _check_format(doc, expected: str, source: str):
     if not isinstance(doc, dict):
-        raise FormatError(f"{source}: expected a JSON object with \"format\": {expected!r}")
+        raise FormatError(f'{source}: expected a JSON object with "format": {expected!r}')
     fmt = doc.get("format")
     if fmt != expected:
         raise FormatError(f"{source}: field 'format' is {fmt!r}, expected {expected!r}")
@@ -108,10 +114,10 @@ def graph_from_dict(doc: dict, source: str = "graph") -> TaskGraph:
     if None in size:
         # edges without a size carry the producer's output_size
         pos = {t: i for i, t in enumerate(ids)}
-        size = [out[pos[s]] if z is None and s in pos else (0 if z is None else z)
-                for s, z in zip(src, size)]
-    return TaskGraph.from_columns(doc.get("name", "graph"), ids, cost, out, cores, src, dst, size,
-                                  costs=costs, meta=meta)
+        size = [out[pos[s]] if z is None and s in pos else (0 if z is None else z) for s, z in zip(src, size)]
+    return TaskGraph.from_columns(
+        doc.get("name", "graph"), ids, cost, out, cores, src, dst, size, costs=costs, meta=meta
+    )
 
 
 def _task_extras(t: dict, tid, i: int, out: list, cores: list, costs: dict, meta: dict) -> None:
@@ -148,8 +154,7 @@ def graph_to_dict(graph: TaskGraph) -> dict:
             t["meta"] = dict(md)
         tasks.append(t)
     ids = graph._ids
-    edges = [{"from": ids[s], "to": ids[d], "size": z}
-             for s, d, z in zip(graph._src, graph._dst, graph._size)]
+    edges = [{"from": ids[s], "to": ids[d], "size": z} for s, d, z in zip(graph._src, graph._dst, graph._size)]
     return {"format": GRAPH_FORMAT, "name": graph.name, "tasks": tasks, "edges": edges}
 
 
@@ -173,8 +178,14 @@ def cluster_from_dict(doc: dict, source: str = "cluster") -> Cluster:
         where = f"{source}: workers[{i}]"
         wid = field(w, "id", where, kind=_ID)
         try:
-            workers.append(Worker(wid, field(w, "speed", where, default=1.0), field(w, "cores", where, default=1),
-                                  address=w.get("address")))
+            workers.append(
+                Worker(
+                    wid,
+                    field(w, "speed", where, default=1.0),
+                    field(w, "cores", where, default=1),
+                    address=w.get("address"),
+                )
+            )
         except ClusterError as e:
             raise ClusterError(f"{source}: {e}") from None
     by_name = {str(w.id): w.id for w in workers}
@@ -187,12 +198,17 @@ def cluster_from_dict(doc: dict, source: str = "cluster") -> Cluster:
             raise FormatError(f"{source}: bandwidths[{a!r}] must be an object {{b: bytes_per_s}}")
         bandwidths[by_name.get(a, a)] = {by_name.get(b, b): v for b, v in row.items()}
     try:
-        return Cluster(workers, bandwidth=field(doc, "bandwidth", source, default=1e9),
-                       bandwidths=bandwidths, latency=field(doc, "latency", source, default=0.0),
-                       name=doc.get("name", "cluster"),
-                       task_overhead=field(doc, "task_overhead", source, default=0.0),
-                       backplane=field(doc, "backplane", source, default=None),
-                       racks=_racks(doc, source, by_name), uplink=field(doc, "uplink", source, default=None))
+        return Cluster(
+            workers,
+            bandwidth=field(doc, "bandwidth", source, default=1e9),
+            bandwidths=bandwidths,
+            latency=field(doc, "latency", source, default=0.0),
+            name=doc.get("name", "cluster"),
+            task_overhead=field(doc, "task_overhead", source, default=0.0),
+            backplane=field(doc, "backplane", source, default=None),
+            racks=_racks(doc, source, by_name),
+            uplink=field(doc, "uplink", source, default=None),
+        )
     except ClusterError as e:
         raise ClusterError(f"{source}: {e}") from None
 
@@ -213,10 +229,16 @@ def cluster_to_dict(cluster: Cluster) -> dict:
     ----------
     cluster : Cluster
     """
-    doc = {"format": CLUSTER_FORMAT, "name": cluster.name,
-           "workers": [dict({"id": w.id, "speed": w.speed, "cores": w.cores},
-                            **({"address": w.address} if w.address else {})) for w in cluster.workers],
-           "bandwidth": cluster.bandwidth, "latency": cluster.latency}
+    doc = {
+        "format": CLUSTER_FORMAT,
+        "name": cluster.name,
+        "workers": [
+            dict({"id": w.id, "speed": w.speed, "cores": w.cores}, **({"address": w.address} if w.address else {}))
+            for w in cluster.workers
+        ],
+        "bandwidth": cluster.bandwidth,
+        "latency": cluster.latency,
+    }
     if cluster.task_overhead:
         doc["task_overhead"] = cluster.task_overhead
     if cluster.backplane is not None:
@@ -244,8 +266,9 @@ def schedule_from_dict(doc: dict, source: str = "schedule") -> Schedule:
         A missing or bad field (named).
     """
     _check_format(doc, SCHEDULE_FORMAT, source)
-    tasks, workers, start, finish = _assignment_columns(field(doc, "assignments", source, kind=list),
-                                                        f"{source}: assignments")
+    tasks, workers, start, finish = _assignment_columns(
+        field(doc, "assignments", source, kind=list), f"{source}: assignments"
+    )
     copies = list(zip(*_assignment_columns(doc["copies"], f"{source}: copies"))) if "copies" in doc else None
     extra = {k: v for k, v in doc.items() if k not in ("format", "scheduler", "makespan", "assignments", "copies")}
     return Schedule(tasks, workers, start, finish, scheduler=doc.get("scheduler", ""), extra=extra, copies=copies)

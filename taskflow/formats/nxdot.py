@@ -51,10 +51,17 @@ def from_networkx(G, name: str | None = None) -> TaskGraph:
         dst.append(d)
         size.append(attrs.get("size", out[pos[s]]))
     return TaskGraph.from_columns(
-        name or G.graph.get("name") or "graph", ids, [nodes[t].get("cost", 1.0) for t in ids], out,
-        [nodes[t].get("cores", 1) for t in ids], src, dst, size,
+        name or G.graph.get("name") or "graph",
+        ids,
+        [nodes[t].get("cost", 1.0) for t in ids],
+        out,
+        [nodes[t].get("cores", 1) for t in ids],
+        src,
+        dst,
+        size,
         costs={t: nodes[t]["costs"] for t in ids if nodes[t].get("costs")},
-        meta={t: nodes[t]["meta"] for t in ids if nodes[t].get("meta")})
+        meta={t: nodes[t]["meta"] for t in ids if nodes[t].get("meta")},
+    )
 
 
 def _q(s) -> str:
@@ -71,9 +78,9 @@ def to_dot(graph: TaskGraph) -> str:
     lines = [f"digraph {_q(graph.name)} {{", "  node [shape=box];"]
     for i, tid in enumerate(graph._ids):
         label = f"{tid}\\ncost={graph._cost[i]:g}"
-        lines.append(f"  {_q(tid)} [label=\"{label.replace(chr(34), chr(92) + chr(34))}\"];")
+        lines.append(f'  {_q(tid)} [label="{label.replace(chr(34), chr(92) + chr(34))}"];')
     for s, d, z in graph.edges():
-        attr = f" [label=\"{z:g} B\"]" if z else ""
+        attr = f' [label="{z:g} B"]' if z else ""
         lines.append(f"  {_q(s)} -> {_q(d)}{attr};")
     lines.append("}")
     return "\n".join(lines) + "\n"

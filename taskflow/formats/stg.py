@@ -65,8 +65,9 @@ def graph_from_stg(text: str, source: str = "stg", name: str | None = None) -> T
                 raise FormatError(f"{source}: line {lineno}: expected the task count, got {s!r}")
             count = nums[0]
             if count > MAX_STG_TASKS:
-                raise FormatError(f"{source}: line {lineno}: declares {count:,} tasks, more than the limit of "
-                                  f"{MAX_STG_TASKS:,}")
+                raise FormatError(
+                    f"{source}: line {lineno}: declares {count:,} tasks, more than the limit of {MAX_STG_TASKS:,}"
+                )
             continue
         if len(rows) == count + 2:
             raise FormatError(f"{source}: line {lineno}: more task rows than the declared {count} (+ 2 dummy nodes)")
@@ -76,8 +77,10 @@ def graph_from_stg(text: str, source: str = "stg", name: str | None = None) -> T
     if count is None:
         raise FormatError(f"{source}: empty STG file")
     if len(rows) not in (count, count + 2):
-        raise FormatError(f"{source}: declares {count} tasks but has {len(rows)} rows (expected {count} or, "
-                          f"with the two dummy nodes, {count + 2})")
+        raise FormatError(
+            f"{source}: declares {count} tasks but has {len(rows)} rows (expected {count} or, "
+            f"with the two dummy nodes, {count + 2})"
+        )
     ids, cost, src, dst = [], [], [], []
     for lineno, (tid, c, _, *preds) in rows:
         ids.append(f"t{tid}")

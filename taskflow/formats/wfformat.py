@@ -84,7 +84,9 @@ def _read_15(doc, wf, source) -> TaskGraph:
             outputs.append({ident(f, where, "a file id"): sizes[f] for f in items(t, "outputFiles", where)})
             inputs.append({ident(f, where, "a file id"): sizes[f] for f in items(t, "inputFiles", where)})
         except KeyError as e:
-            raise FormatError(f"{source}: task {tid!r} names file {e.args[0]!r} missing from specification.files") from None
+            raise FormatError(
+                f"{source}: task {tid!r} names file {e.args[0]!r} missing from specification.files"
+            ) from None
         links.extend((ident(p, where, "a parent"), tid) for p in items(t, "parents", where))
         links.extend((tid, ident(c, where, "a child")) for c in items(t, "children", where))
     return graph_from_files(doc.get("name", "workflow"), ids, cost, cores, outputs, inputs, links, category, source)
@@ -141,8 +143,10 @@ def graph_to_wfformat(graph: TaskGraph) -> dict:
         seen: dict = {}
         for t in a.ids:
             if str(t) in seen:
-                raise FormatError(f"tasks {seen[str(t)]!r} and {t!r} would both be written as id {str(t)!r} "
-                                  f"(WfFormat ids are strings)")
+                raise FormatError(
+                    f"tasks {seen[str(t)]!r} and {t!r} would both be written as id {str(t)!r} "
+                    f"(WfFormat ids are strings)"
+                )
             seen[str(t)] = t
     files: dict = {}
     outs = [[] for _ in ids]
@@ -170,10 +174,16 @@ def graph_to_wfformat(graph: TaskGraph) -> dict:
     exec_tasks = []
     for i, tid in enumerate(ids):
         md = graph._meta.get(i) or {}
-        spec_tasks.append({"name": tid, "id": tid,
-                           "parents": [ids[p] for p in a.preds(i).tolist()],
-                           "children": [ids[c] for c in a.succs(i).tolist()],
-                           "inputFiles": ins[i], "outputFiles": outs[i]})
+        spec_tasks.append(
+            {
+                "name": tid,
+                "id": tid,
+                "parents": [ids[p] for p in a.preds(i).tolist()],
+                "children": [ids[c] for c in a.succs(i).tolist()],
+                "inputFiles": ins[i],
+                "outputFiles": outs[i],
+            }
+        )
         ex = {"id": tid, "runtimeInSeconds": float(a.cost[i]), "coreCount": int(a.cores[i])}
         if md.get("category"):
             ex["command"] = {"program": str(md["category"])}
@@ -185,10 +195,14 @@ def graph_to_wfformat(graph: TaskGraph) -> dict:
         "createdAt": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "schemaVersion": "1.5",
         "workflow": {
-            "specification": {"tasks": spec_tasks,
-                              "files": [{"id": f, "sizeInBytes": int(round(s))} for f, s in files.items()]},
-            "execution": {"makespanInSeconds": cp,
-                          "executedAt": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                          "tasks": exec_tasks},
+            "specification": {
+                "tasks": spec_tasks,
+                "files": [{"id": f, "sizeInBytes": int(round(s))} for f, s in files.items()],
+            },
+            "execution": {
+                "makespanInSeconds": cp,
+                "executedAt": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                "tasks": exec_tasks,
+            },
         },
     }

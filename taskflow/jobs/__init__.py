@@ -20,5 +20,17 @@ from .network import JobNetwork, maxmin_shares
 from .run import JobRecord, JobRun
 from .simulate import simulate_jobs
 
-__all__ = ["JobCluster", "JobTrace", "load_trace", "save_trace", "load_job_cluster", "generate_trace",
-           "simulate_jobs", "JobRun", "JobRecord", "Interference", "JobNetwork", "maxmin_shares"]
+__all__ = [
+    "JobCluster",
+    "JobTrace",
+    "load_trace",
+    "save_trace",
+    "load_job_cluster",
+    "generate_trace",
+    "simulate_jobs",
+    "JobRun",
+    "JobRecord",
+    "Interference",
+    "JobNetwork",
+    "maxmin_shares",
+]

@@ -32,8 +32,16 @@ from ..checks import decimal
 from ..errors import FormatError
 from .model import JobCluster, JobTrace, check_job
 
-__all__ = ["load_trace", "save_trace", "load_job_cluster", "trace_to_dict", "trace_from_dict", "FORMAT",
-           "TIRESIAS_COLUMNS", "TIRESIAS_CLUSTER_COLUMNS"]
+__all__ = [
+    "load_trace",
+    "save_trace",
+    "load_job_cluster",
+    "trace_to_dict",
+    "trace_from_dict",
+    "FORMAT",
+    "TIRESIAS_COLUMNS",
+    "TIRESIAS_CLUSTER_COLUMNS",
+]
 
 #: the native format's version tag
 FORMAT = "taskflow-jobs/1"
@@ -42,8 +50,16 @@ TIRESIAS_COLUMNS = ("job_id", "num_gpu", "submit_time", "iterations", "model_nam
 #: the columns of Tiresias' cluster spec CSV
 TIRESIAS_CLUSTER_COLUMNS = ("num_switch", "num_node_p_switch", "num_gpu_p_node", "num_cpu_p_node", "mem_p_node")
 _OPTIONAL = ("model", "iterations", "batch", "user", "priority", "deadline", "min_workers", "max_workers")
-_CLUSTER_FIELDS = ("racks", "nodes_per_rack", "workers_per_node", "cores_per_node", "memory_per_node", "bandwidth",
-                   "uplink", "name")
+_CLUSTER_FIELDS = (
+    "racks",
+    "nodes_per_rack",
+    "workers_per_node",
+    "cores_per_node",
+    "memory_per_node",
+    "bandwidth",
+    "uplink",
+    "name",
+)
 
 
 def _text(path) -> str:
@@ -64,8 +80,9 @@ def _rows(path, columns: tuple, what: str) -> list:
         raise FormatError(f"{p} line 1: not CSV ({e})") from None
     missing = [c for c in columns if c not in header]
     if missing:
-        raise FormatError(f"{p} line 1: a {what} CSV needs the column(s) {', '.join(missing)} (header: "
-                          f"{','.join(header)[:120]})")
+        raise FormatError(
+            f"{p} line 1: a {what} CSV needs the column(s) {', '.join(missing)} (header: {','.join(header)[:120]})"
+        )
     at = {c: header.index(c) for c in columns}
     out = []
     try:
@@ -84,8 +101,9 @@ def _num(text: str, where: str, field: str, kind=float):
     try:
         return decimal(text, kind)
     except ValueError:
-        raise FormatError(f"{where}: {field} must be {'a whole number' if kind is int else 'a number'}, got "
-                          f"{text!r:.40}") from None
+        raise FormatError(
+            f"{where}: {field} must be {'a whole number' if kind is int else 'a number'}, got {text!r:.40}"
+        ) from None
 
 
 def _tiresias_trace(path) -> JobTrace:
@@ -93,10 +111,17 @@ def _tiresias_trace(path) -> JobTrace:
     jobs = []
     for line, r in _rows(p, TIRESIAS_COLUMNS, "Tiresias trace"):
         where = f"{p} line {line}, job {r['job_id']!r}"
-        jobs.append(check_job(where, r["job_id"], _num(r["submit_time"], where, "submit_time"),
-                              _num(r["num_gpu"], where, "num_gpu", int), _num(r["duration"], where, "duration"),
-                              model=r["model_name"] or None,
-                              iterations=_num(r["iterations"], where, "iterations", int) if r["iterations"] else None))
+        jobs.append(
+            check_job(
+                where,
+                r["job_id"],
+                _num(r["submit_time"], where, "submit_time"),
+                _num(r["num_gpu"], where, "num_gpu", int),
+                _num(r["duration"], where, "duration"),
+                model=r["model_name"] or None,
+                iterations=_num(r["iterations"], where, "iterations", int) if r["iterations"] else None,
+            )
+        )
     if not jobs:
         raise FormatError(f"{p}: a trace of no job")
     return JobTrace(jobs, None, os.path.basename(p))
@@ -121,11 +146,14 @@ def load_job_cluster(path) -> JobCluster:
             raise FormatError(f"{p}: a cluster spec has one row of numbers, got {len(rows)}")
         line, r = rows[0]
         where = f"{p} line {line}"
-        return JobCluster(_num(r["num_switch"], where, "num_switch", int),
-                          _num(r["num_node_p_switch"], where, "num_node_p_switch", int),
-                          _num(r["num_gpu_p_node"], where, "num_gpu_p_node", int),
-                          _num(r["num_cpu_p_node"], where, "num_cpu_p_node", int),
-                          _num(r["mem_p_node"], where, "mem_p_node"), name=os.path.basename(p))
+        return JobCluster(
+            _num(r["num_switch"], where, "num_switch", int),
+            _num(r["num_node_p_switch"], where, "num_node_p_switch", int),
+            _num(r["num_gpu_p_node"], where, "num_gpu_p_node", int),
+            _num(r["num_cpu_p_node"], where, "num_cpu_p_node", int),
+            _num(r["mem_p_node"], where, "mem_p_node"),
+            name=os.path.basename(p),
+        )
     from ..formats import read_json
 
     return _cluster(read_json(p), p)
@@ -157,7 +185,7 @@ def trace_from_dict(doc, source: str = "trace") -> JobTrace:
     FormatError
     """
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise FormatError(f"{source}: not a job trace (expected an object with \"format\": \"{FORMAT}\")")
+        raise FormatError(f'{source}: not a job trace (expected an object with "format": "{FORMAT}")')
     jobs = doc.get("jobs")
     if not isinstance(jobs, list) or not jobs:
         raise FormatError(f"{source}: field 'jobs' must be a list of one or more jobs")
@@ -172,8 +200,9 @@ def trace_from_dict(doc, source: str = "trace") -> JobTrace:
         for f in ("id", "arrival", "workers", "duration"):
             if f not in j:
                 raise FormatError(f"{where}: missing field {f!r}")
-        out.append(check_job(where, j["id"], j["arrival"], j["workers"], j["duration"],
-                             **{f: j.get(f) for f in _OPTIONAL}))
+        out.append(
+            check_job(where, j["id"], j["arrival"], j["workers"], j["duration"], **{f: j.get(f) for f in _OPTIONAL})
+        )
     cluster = _cluster(doc["cluster"], f"{source} cluster") if doc.get("cluster") is not None else None
     return JobTrace(out, cluster, str(doc.get("name", os.path.basename(source))))
 

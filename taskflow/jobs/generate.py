@@ -33,10 +33,21 @@ __all__ = ["generate_trace", "PHILLY_SIZES"]
 PHILLY_SIZES = {1: 0.60, 2: 0.14, 4: 0.12, 8: 0.09, 16: 0.04, 32: 0.01}
 
 
-def generate_trace(n: int, seed: int = 0, cluster: JobCluster | None = None, *, rate: float | None = None,
-                   load: float = 0.9, arrivals: str = "poisson", swing: float = 0.5, median_duration: float = 1200.0,
-                   sigma: float = 1.8, max_duration: float = 7 * 86400.0, sizes: dict | None = None,
-                   models=()) -> JobTrace:
+def generate_trace(
+    n: int,
+    seed: int = 0,
+    cluster: JobCluster | None = None,
+    *,
+    rate: float | None = None,
+    load: float = 0.9,
+    arrivals: str = "poisson",
+    swing: float = 0.5,
+    median_duration: float = 1200.0,
+    sigma: float = 1.8,
+    max_duration: float = 7 * 86400.0,
+    sizes: dict | None = None,
+    models=(),
+) -> JobTrace:
     """``n`` jobs (see the module docstring).
 
     Parameters
@@ -77,8 +88,12 @@ def generate_trace(n: int, seed: int = 0, cluster: JobCluster | None = None, *, 
         sizes = {k: v for k, v in sizes.items() if k <= cluster.workers} or {1: 1.0}
     if not sizes or any(not (isinstance(k, int) and k >= 1 and v > 0) for k, v in sizes.items()):
         raise UsageError(f"sizes must map workers (integers >= 1) to weights > 0, got {sizes!r}")
-    for name, v in (("median_duration", median_duration), ("sigma", sigma), ("max_duration", max_duration),
-                    ("load", load)):
+    for name, v in (
+        ("median_duration", median_duration),
+        ("sigma", sigma),
+        ("max_duration", max_duration),
+        ("load", load),
+    ):
         if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
             raise UsageError(f"{name} must be a number > 0, got {v!r}")
     if arrivals not in ("poisson", "diurnal") or not 0 <= swing < 1:
@@ -92,7 +107,7 @@ def generate_trace(n: int, seed: int = 0, cluster: JobCluster | None = None, *, 
     if rate is None:
         if cluster is None:
             raise UsageError("give rate (jobs an hour) or a cluster (the rate then offers load of its workers)")
-        mean_service = float((ks * p).sum()) * median_duration * math.exp(sigma ** 2 / 2)
+        mean_service = float((ks * p).sum()) * median_duration * math.exp(sigma**2 / 2)
         rate = load * cluster.workers / mean_service * 3600.0
     if not (isinstance(rate, (int, float)) and math.isfinite(rate) and rate > 0):
         raise UsageError(f"rate must be jobs an hour > 0, got {rate!r}")
@@ -104,6 +119,14 @@ def generate_trace(n: int, seed: int = 0, cluster: JobCluster | None = None, *, 
         if arrivals == "poisson" or rng.random() < (1 + swing * math.sin(2 * math.pi * t / 86400.0)) / (1 + swing):
             times.append(round(t, 1))
     names = list(models)
-    jobs = [Job(f"j{k}", float(times[k]), int(workers[k]), float(durations[k]),
-                model=names[int(rng.integers(len(names)))] if names else None) for k in range(n)]
+    jobs = [
+        Job(
+            f"j{k}",
+            float(times[k]),
+            int(workers[k]),
+            float(durations[k]),
+            model=names[int(rng.integers(len(names)))] if names else None,
+        )
+        for k in range(n)
+    ]
     return JobTrace(jobs, cluster, f"generated-{arrivals}-n{n}-seed{seed}")

@@ -61,8 +61,14 @@ class Interference:
         or one without the other.
     """
 
-    def __init__(self, pairs: dict | None = None, default: float = 1.0, machine: bool = False,
-                 cores: dict | None = None, capacity: float | None = None):
+    def __init__(
+        self,
+        pairs: dict | None = None,
+        default: float = 1.0,
+        machine: bool = False,
+        cores: dict | None = None,
+        capacity: float | None = None,
+    ):
         self.machine = bool(machine)
         self.pairs = {}
         for key, v in dict(pairs or {}).items():
@@ -71,8 +77,10 @@ class Interference:
         self.cores = {m: _positive(f"cores of {m!r}", v) for m, v in dict(cores or {}).items()}
         self.capacity = None if capacity is None else _positive("capacity", capacity)
         if bool(self.cores) != (self.capacity is not None):
-            raise FormatError("interference: 'cores' and 'capacity' go together (the cores each model's job keeps "
-                              "busy, and the cores the machine gives them)")
+            raise FormatError(
+                "interference: 'cores' and 'capacity' go together (the cores each model's job keeps "
+                "busy, and the cores the machine gives them)"
+            )
 
     def speed(self, job, beside) -> float:
         """The share of its solo speed ``job`` keeps beside the jobs ``beside`` (the others
@@ -96,10 +104,17 @@ class Interference:
 
     def to_dict(self) -> dict:
         """The JSON format (see the module docstring)."""
-        cores = {"capacity": self.capacity, "cores": [{"model": m, "cores": v} for m, v in sorted(self.cores.items(), key=str)]}
-        return {"format": FORMAT, "default": self.default, **({"machine": True} if self.machine else {}),
-                "pairs": [{"model": a, "beside": b, "speed": v} for (a, b), v in sorted(self.pairs.items(), key=str)],
-                **(cores if self.cores else {})}
+        cores = {
+            "capacity": self.capacity,
+            "cores": [{"model": m, "cores": v} for m, v in sorted(self.cores.items(), key=str)],
+        }
+        return {
+            "format": FORMAT,
+            "default": self.default,
+            **({"machine": True} if self.machine else {}),
+            "pairs": [{"model": a, "beside": b, "speed": v} for (a, b), v in sorted(self.pairs.items(), key=str)],
+            **(cores if self.cores else {}),
+        }
 
     @classmethod
     def from_dict(cls, doc: dict, where: str = "interference") -> "Interference":
@@ -134,8 +149,13 @@ class Interference:
         capacity = doc.get("capacity")
         if bool(cores) != (capacity is not None):
             raise FormatError(f"{where}: 'cores' and 'capacity' go together")
-        return cls(pairs, _share(f"{where}: default", doc.get("default", 1.0)), machine, cores,
-                   None if capacity is None else _positive(f"{where}: capacity", capacity))
+        return cls(
+            pairs,
+            _share(f"{where}: default", doc.get("default", 1.0)),
+            machine,
+            cores,
+            None if capacity is None else _positive(f"{where}: capacity", capacity),
+        )
 
 
 def _share(what: str, v) -> float:

@@ -91,8 +91,10 @@ class Ledger:
             A worker that is not lost.
         """
         if worker not in self.down:
-            raise UsageError(f"worker {worker!r} cannot be added: it is not lost (the cluster has "
-                             f"{self.workers} workers, numbered from 0)")
+            raise UsageError(
+                f"worker {worker!r} cannot be added: it is not lost (the cluster has "
+                f"{self.workers} workers, numbered from 0)"
+            )
         self.down.discard(worker)
         self.free.add(worker)
 
@@ -125,13 +127,15 @@ class Ledger:
             if isinstance(d, Preempt):
                 held = running(d.job_id)
                 if not held or d.job_id in stopped:
-                    raise SchedulerError(f"job scheduler {name!r} at {now:g} s: preempts job {d.job_id!r}, which is "
-                                         f"not running")
+                    raise SchedulerError(
+                        f"job scheduler {name!r} at {now:g} s: preempts job {d.job_id!r}, which is not running"
+                    )
                 self.release(held, d.job_id)
                 stopped[d.job_id] = len(held)
             elif not isinstance(d, (Start, Resize)):
-                raise SchedulerError(f"job scheduler {name!r}: a decision must be Start, Resize or Preempt, got "
-                                     f"{type(d).__name__}")
+                raise SchedulerError(
+                    f"job scheduler {name!r}: a decision must be Start, Resize or Preempt, got {type(d).__name__}"
+                )
         resized = [self._resize(d, now, running, sizes, stopped) for d in decisions if isinstance(d, Resize)]
         started = []
         for d in decisions:
@@ -140,14 +144,19 @@ class Ledger:
             ws = tuple(d.workers)
             size = stopped[d.job_id] if d.job_id in stopped else waiting(d.job_id)
             if size is None or any(j == d.job_id for j, _ in started):
-                state = "running" if running(d.job_id) or any(j == d.job_id for j, _ in started) \
+                state = (
+                    "running"
+                    if running(d.job_id) or any(j == d.job_id for j, _ in started)
                     else "not waiting (not arrived, or finished)"
+                )
                 raise SchedulerError(f"job scheduler {name!r} at {now:g} s: starts job {d.job_id!r}, which is {state}")
             lo, hi = sizes(d.job_id) if sizes is not None else (size, size)
             if not lo <= len(ws) <= hi or len(set(ws)) != len(ws):
                 asks = f"{lo}" if lo == hi else f"{lo}-{hi}"
-                raise SchedulerError(f"job scheduler {name!r} at {now:g} s: starts job {d.job_id!r} on "
-                                     f"{len(set(ws))} workers, it asks for {asks}")
+                raise SchedulerError(
+                    f"job scheduler {name!r} at {now:g} s: starts job {d.job_id!r} on "
+                    f"{len(set(ws))} workers, it asks for {asks}"
+                )
             if d.beside is not None:
                 self._pair(d, ws, now, running, stopped)
                 started.append((d.job_id, ws))
@@ -155,10 +164,16 @@ class Ledger:
             taken = [w for w in ws if w not in self.free]
             if taken:
                 w = taken[0]
-                whose = f"job {self.owner[w]!r}'s" if w in self.owner else "lost" if w in self.down \
+                whose = (
+                    f"job {self.owner[w]!r}'s"
+                    if w in self.owner
+                    else "lost"
+                    if w in self.down
                     else "not in the cluster"
-                raise SchedulerError(f"job scheduler {name!r} at {now:g} s: starts job {d.job_id!r} on worker "
-                                     f"{w!r}, which is {whose}")
+                )
+                raise SchedulerError(
+                    f"job scheduler {name!r} at {now:g} s: starts job {d.job_id!r} on worker {w!r}, which is {whose}"
+                )
             for w in ws:
                 self.free.discard(w)
                 self.owner[w] = d.job_id
@@ -170,16 +185,23 @@ class Ledger:
         name, ws = self.scheduler, tuple(d.workers)
         held = () if d.job_id in stopped else running(d.job_id)
         lo, hi = sizes(d.job_id) if sizes is not None and held else (len(held), len(held))
-        why = ("is not running" if not held else "shares its workers (Crossover)" if d.job_id in self.pairs
-               else f"may run on {lo}-{hi} workers" if not lo <= len(set(ws)) <= hi or len(set(ws)) != len(ws)
-               else None)
+        why = (
+            "is not running"
+            if not held
+            else "shares its workers (Crossover)"
+            if d.job_id in self.pairs
+            else f"may run on {lo}-{hi} workers"
+            if not lo <= len(set(ws)) <= hi or len(set(ws)) != len(ws)
+            else None
+        )
         taken = [w for w in ws if w not in held and w not in self.free]
         if why is None and taken:
             whose = f"job {self.owner[taken[0]]!r}'s" if taken[0] in self.owner else "not free"
             why = f"cannot take worker {taken[0]!r} ({whose})"
         if why:
-            raise SchedulerError(f"job scheduler {name!r} at {now:g} s: resizes job {d.job_id!r} to {len(ws)} "
-                                 f"workers, but it {why}")
+            raise SchedulerError(
+                f"job scheduler {name!r} at {now:g} s: resizes job {d.job_id!r} to {len(ws)} workers, but it {why}"
+            )
         for w in set(held) - set(ws):
             self.owner.pop(w, None)
             if w not in self.down:
@@ -193,11 +215,19 @@ class Ledger:
         """Check and note a Crossover start: ``d.job_id`` on the workers of ``d.beside``."""
         name, other = self.scheduler, d.beside
         held = () if other in stopped else running(other)
-        why = ("is not running" if not held else "shares its workers already" if other in self.pairs
-               else f"runs on other workers than {sorted(ws)}" if set(held) != set(ws) else None)
+        why = (
+            "is not running"
+            if not held
+            else "shares its workers already"
+            if other in self.pairs
+            else f"runs on other workers than {sorted(ws)}"
+            if set(held) != set(ws)
+            else None
+        )
         if why:
-            raise SchedulerError(f"job scheduler {name!r} at {now:g} s: starts job {d.job_id!r} beside job "
-                                 f"{other!r}, which {why}")
+            raise SchedulerError(
+                f"job scheduler {name!r} at {now:g} s: starts job {d.job_id!r} beside job {other!r}, which {why}"
+            )
         for w in ws:
             self.second[w] = d.job_id
         self.pairs[d.job_id], self.pairs[other] = other, d.job_id

@@ -49,14 +49,21 @@ class JobCluster:
         for f in ("racks", "nodes_per_rack", "workers_per_node"):
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise FormatError(f"cluster {self.name!r}: {f} must be an integer >= 1 (a cluster needs workers), "
-                                  f"got {v!r}")
+                raise FormatError(
+                    f"cluster {self.name!r}: {f} must be an integer >= 1 (a cluster needs workers), got {v!r}"
+                )
         for f, low in (("bandwidth", False), ("uplink", True)):
             v = getattr(self, f)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 \
-                    or (v == 0 and not low):
-                raise FormatError(f"cluster {self.name!r}: {f} must be bytes per second {'>= 0' if low else '> 0'}, "
-                                  f"got {v!r}")
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, (int, float))
+                or not math.isfinite(v)
+                or v < 0
+                or (v == 0 and not low)
+            ):
+                raise FormatError(
+                    f"cluster {self.name!r}: {f} must be bytes per second {'>= 0' if low else '> 0'}, got {v!r}"
+                )
 
     @property
     def workers(self) -> int:
@@ -173,8 +180,10 @@ def check_job(where: str, id, arrival, workers, duration, **rest) -> Job:
             rest[k] = _number(where, k, rest[k], 1, integer=True)
     n = _number(where, "workers", workers, 1, integer=True)
     if rest.get("min_workers", n) > n or rest.get("max_workers", n) < n:
-        raise FormatError(f"{where}: an elastic job's min_workers <= workers <= max_workers, got "
-                          f"{rest.get('min_workers', n)}, {n}, {rest.get('max_workers', n)}")
+        raise FormatError(
+            f"{where}: an elastic job's min_workers <= workers <= max_workers, got "
+            f"{rest.get('min_workers', n)}, {n}, {rest.get('max_workers', n)}"
+        )
     if "priority" in rest:
         rest["priority"] = _number(where, "priority", rest["priority"], -math.inf)
     if "deadline" in rest:
@@ -182,5 +191,10 @@ def check_job(where: str, id, arrival, workers, duration, **rest) -> Job:
     for k in ("model", "user"):
         if k in rest:
             rest[k] = str(rest[k])
-    return Job(str(id), _number(where, "arrival", arrival), _number(where, "workers", workers, 1, integer=True),
-               _number(where, "duration", duration, 0.0, strict=True), **rest)
+    return Job(
+        str(id),
+        _number(where, "arrival", arrival),
+        _number(where, "workers", workers, 1, integer=True),
+        _number(where, "duration", duration, 0.0, strict=True),
+        **rest,
+    )

@@ -80,8 +80,10 @@ class JobNetwork:
 
     def __init__(self, cluster, iteration, ordered: bool = False):
         if not cluster.uplink:
-            raise UsageError(f"cluster {cluster.name!r} does not say its uplink (bytes per second): a network of "
-                             f"shared uplinks needs it")
+            raise UsageError(
+                f"cluster {cluster.name!r} does not say its uplink (bytes per second): a network of "
+                f"shared uplinks needs it"
+            )
         self.cluster, self.iteration, self.ordered = cluster, iteration, bool(ordered)
         self.racks = cluster.worker_racks
         self._cache: dict = {}
@@ -148,5 +150,7 @@ class JobNetwork:
             own[jid] = (alone, across, {self.racks[w] for w in ws})
             for r in own[jid][2]:
                 load[r] = load.get(r, 0.0) + max(0.0, across - alone) / across
-        return {jid: min(1.0, float(alone / (across * max([1.0] + [load[r] for r in rs]))))
-                for jid, (alone, across, rs) in own.items()}
+        return {
+            jid: min(1.0, float(alone / (across * max([1.0] + [load[r] for r in rs]))))
+            for jid, (alone, across, rs) in own.items()
+        }

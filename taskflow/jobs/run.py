@@ -81,12 +81,20 @@ class JobRun:
         t0 = min(r.arrival for r in self.records)
         t1 = max((r.finish for r in done), default=t0)
         rho = self._rho(done)
-        return {"jobs": len(done), "avg_jct": float(jct.mean()), "median_jct": float(np.median(jct)),
-                "p95_jct": float(np.percentile(jct, 95)), "p99_jct": float(np.percentile(jct, 99)),
-                "makespan": t1 - t0, "avg_queueing": float(q.mean()), "median_queueing": float(np.median(q)),
-                "utilization": self.utilization(t0, t1), "max_rho": float(max(rho, default=float("nan"))),
-                "avg_rho": float(np.mean(rho)) if rho else float("nan"),
-                "preemptions": int(sum(r.preemptions for r in self.records))}
+        return {
+            "jobs": len(done),
+            "avg_jct": float(jct.mean()),
+            "median_jct": float(np.median(jct)),
+            "p95_jct": float(np.percentile(jct, 95)),
+            "p99_jct": float(np.percentile(jct, 99)),
+            "makespan": t1 - t0,
+            "avg_queueing": float(q.mean()),
+            "median_queueing": float(np.median(q)),
+            "utilization": self.utilization(t0, t1),
+            "max_rho": float(max(rho, default=float("nan"))),
+            "avg_rho": float(np.mean(rho)) if rho else float("nan"),
+            "preemptions": int(sum(r.preemptions for r in self.records)),
+        }
 
     def violations(self, eps: float = 1e-6) -> list:
         """What breaks the rules every run must keep, one line each (none: an empty list): a worker
@@ -106,20 +114,25 @@ class JobRun:
                 out.append(f"job {r.job.id!r} did not finish")
             for a, b, ws in r.runs:
                 if a < r.arrival - eps or (r.finish is not None and b > r.finish + eps) or b < a:
-                    out.append(f"job {r.job.id!r} ran {a:g}-{b:g} s, outside its arrival {r.arrival:g} s and its "
-                               f"finish {r.finish}")
+                    out.append(
+                        f"job {r.job.id!r} ran {a:g}-{b:g} s, outside its arrival {r.arrival:g} s and its "
+                        f"finish {r.finish}"
+                    )
                 lo, hi = r.job.sizes
                 if not lo <= len(set(ws)) <= hi:
-                    out.append(f"job {r.job.id!r} ran on {len(set(ws))} workers, it asks for "
-                               f"{lo if lo == hi else f'{lo}-{hi}'}")
+                    out.append(
+                        f"job {r.job.id!r} ran on {len(set(ws))} workers, it asks for "
+                        f"{lo if lo == hi else f'{lo}-{hi}'}"
+                    )
                 for w in ws:
                     held.setdefault(w, []).append((a, b, r.job.id))
         for w, spans in held.items():
             spans.sort()
             for (a0, b0, j0), (a1, b1, j1) in zip(spans, spans[1:]):
                 if a1 < b0 - eps and tuple(sorted((j0, j1))) not in pairs:
-                    out.append(f"worker {w!r} held by jobs {j0!r} ({a0:g}-{b0:g} s) and {j1!r} ({a1:g}-{b1:g} s) at "
-                               f"once")
+                    out.append(
+                        f"worker {w!r} held by jobs {j0!r} ({a0:g}-{b0:g} s) and {j1!r} ({a1:g}-{b1:g} s) at once"
+                    )
         return out
 
     def utilization(self, t0: float, t1: float) -> float:
@@ -154,6 +167,7 @@ class JobRun:
         def integral(x):
             k = np.searchsorted(t, x, side="right") - 1
             return area[k] + count[k] * (x - t[k])
+
         n = (integral(f) - integral(a)) / np.maximum(f - a, _EPS)
         work = np.array([r.job.duration for r in done])
         want = np.array([r.job.workers for r in done], dtype=float)
@@ -163,9 +177,22 @@ class JobRun:
 
     def to_dict(self) -> dict:
         """JSON-ready: the scheduler, the metrics, each job's record, the utilization steps."""
-        return {"scheduler": self.scheduler, "workers": self.workers, "metrics": self.metrics(),
-                "jobs": [{"id": r.job.id, "arrival": r.arrival, "start": r.start, "finish": r.finish,
-                          "jct": r.jct if r.finish is not None else None, "preemptions": r.preemptions,
-                          "runs": [[a, b, list(w)] for a, b, w in r.runs]}
-                         for r in self.records],
-                "busy": self.busy, "rejected": [{"id": j.id, "why": why} for j, why in self.rejected]}
+        return {
+            "scheduler": self.scheduler,
+            "workers": self.workers,
+            "metrics": self.metrics(),
+            "jobs": [
+                {
+                    "id": r.job.id,
+                    "arrival": r.arrival,
+                    "start": r.start,
+                    "finish": r.finish,
+                    "jct": r.jct if r.finish is not None else None,
+                    "preemptions": r.preemptions,
+                    "runs": [[a, b, list(w)] for a, b, w in r.runs],
+                }
+                for r in self.records
+            ],
+            "busy": self.busy,
+            "rejected": [{"id": j.id, "why": why} for j, why in self.rejected],
+        }

@@ -23,8 +23,19 @@ import heapq
 import math
 
 from ..errors import SchedulerError
-from ..jobscheduling import (Arrived, Finished, JobScheduler, JobState, Preempt, Tick, View, WorkerAdded, WorkerLost,
-                             crossover_speed, get_job_scheduler)
+from ..jobscheduling import (
+    Arrived,
+    Finished,
+    JobScheduler,
+    JobState,
+    Preempt,
+    Tick,
+    View,
+    WorkerAdded,
+    WorkerLost,
+    crossover_speed,
+    get_job_scheduler,
+)
 from .ledger import Ledger
 from .model import JobCluster, JobTrace
 from .run import JobRecord, JobRun
@@ -38,8 +49,21 @@ class _Live:
     """A job's mutable state in the simulator: its counters are brought up to date only when it
     starts, stops or finishes (:meth:`settle`); in between, :meth:`progress` reads them at a time."""
 
-    __slots__ = ("job", "rec", "workers", "executed", "attained", "since", "run_start", "restore_until",
-                 "waited_since", "last_run", "preempted", "version", "rate")
+    __slots__ = (
+        "job",
+        "rec",
+        "workers",
+        "executed",
+        "attained",
+        "since",
+        "run_start",
+        "restore_until",
+        "waited_since",
+        "last_run",
+        "preempted",
+        "version",
+        "rate",
+    )
 
     def __init__(self, job, rec):
         self.job, self.rec = job, rec
@@ -72,10 +96,20 @@ class _Live:
         return max(self.since, self.restore_until) + max(0.0, self.job.duration - self.executed) / self.rate
 
 
-def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *, restore: float = 0.0,
-                  drain: float = 0.0,
-                  skip_too_large: bool = False, max_events: int | None = None, interference=None,
-                  network=None, progress=None, changes=()) -> JobRun:
+def simulate_jobs(
+    trace,
+    cluster: JobCluster | None = None,
+    scheduler="fifo",
+    *,
+    restore: float = 0.0,
+    drain: float = 0.0,
+    skip_too_large: bool = False,
+    max_events: int | None = None,
+    interference=None,
+    network=None,
+    progress=None,
+    changes=(),
+) -> JobRun:
     """Run ``trace`` on ``cluster`` under the job scheduler ``scheduler`` (see the module docstring).
 
     Parameters
@@ -204,10 +238,20 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
         states = []
         for x in live.values():
             done, got = x.progress(now)
-            states.append(JobState(x.job, bool(x.workers), x.workers, done, got,
-                                   0.0 if x.workers else now - x.waited_since, x.last_run,
-                                   max(0.0, x.job.duration - done) if oracle else None, x.rec.preemptions,
-                                   ledger.pairs.get(x.job.id)))
+            states.append(
+                JobState(
+                    x.job,
+                    bool(x.workers),
+                    x.workers,
+                    done,
+                    got,
+                    0.0 if x.workers else now - x.waited_since,
+                    x.last_run,
+                    max(0.0, x.job.duration - done) if oracle else None,
+                    x.rec.preemptions,
+                    ledger.pairs.get(x.job.id),
+                )
+            )
         return View(now, tuple(sorted(free)), nodes, tuple(states), racks, tuple(sorted(ledger.down)))
 
     def stop(x, now, drain):
@@ -252,9 +296,12 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
     def apply(decisions, now):
         pair_changed([d.job_id for d in decisions if isinstance(d, Preempt)])
         stopped, started, resized = ledger.check(
-            decisions, now, lambda j: live[j].workers if j in live else (),
+            decisions,
+            now,
+            lambda j: live[j].workers if j in live else (),
             lambda j: live[j].job.workers if j in live and not live[j].workers else None,
-            lambda j: live[j].job.sizes)
+            lambda j: live[j].job.sizes,
+        )
         for jid in stopped:
             stop(live[jid], now, drain)
         pair_changed([jid for jid, _ in started if jid in ledger.pairs])
@@ -297,14 +344,18 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
         now = min(t_arr, t_fin, t_chg, tick if live else math.inf)
         if now == math.inf:  # jobs wait, nothing runs, nothing will arrive: the scheduler is stuck
             stuck = next(iter(live.values()))
-            raise SchedulerError(f"job scheduler {sched.name!r} leaves job {stuck.job.id!r} waiting on an idle "
-                                 f"cluster with nothing left to happen (it would never finish)")
+            raise SchedulerError(
+                f"job scheduler {sched.name!r} leaves job {stuck.job.id!r} waiting on an idle "
+                f"cluster with nothing left to happen (it would never finish)"
+            )
         is_tick = bool(period) and tick <= now + _EPS and now < min(t_arr, t_fin, t_chg)
         if not is_tick or (worked[0] <= worked[1] + _EPS and (worked[2] or not running[0])):
             events += 1
         if events > limit:
-            raise SchedulerError(f"job scheduler {sched.name!r}: more than {limit:,} events for {len(records):,} "
-                                 f"jobs; stopped (does it preempt without end?)")
+            raise SchedulerError(
+                f"job scheduler {sched.name!r}: more than {limit:,} events for {len(records):,} "
+                f"jobs; stopped (does it preempt without end?)"
+            )
         # everything that happens at `now` is in the view before the scheduler hears of any of it
         happened = []
         ending = []
@@ -349,10 +400,18 @@ def simulate_jobs(trace, cluster: JobCluster | None = None, scheduler="fifo", *,
             rerate(now)
         if live and not running[0] and nxt >= len(arrivals) and not period and nch >= len(changes):
             stuck = next(iter(live.values()))
-            raise SchedulerError(f"job scheduler {sched.name!r} leaves job {stuck.job.id!r} waiting on an idle "
-                                 f"cluster with nothing left to happen (it would never finish)")
-    return JobRun(sched.name, cluster.workers, [x.rec for x in records], ledger.steps, rejected,
-                  shared=sorted(tuple(sorted(p)) for p in shared))
+            raise SchedulerError(
+                f"job scheduler {sched.name!r} leaves job {stuck.job.id!r} waiting on an idle "
+                f"cluster with nothing left to happen (it would never finish)"
+            )
+    return JobRun(
+        sched.name,
+        cluster.workers,
+        [x.rec for x in records],
+        ledger.steps,
+        rejected,
+        shared=sorted(tuple(sorted(p)) for p in shared),
+    )
 
 
 def _changes(changes, workers: int) -> list:

@@ -20,5 +20,15 @@ from .client.session import status, use
 from .learn import CostProfile, learn_costs
 from .worker.calls import TaskFailed, execute
 
-__all__ = ["run", "compute", "use", "status", "execute", "RunReport", "TaskFailed", "cluster_from_dask", "learn_costs",
-           "CostProfile"]
+__all__ = [
+    "run",
+    "compute",
+    "use",
+    "status",
+    "execute",
+    "RunReport",
+    "TaskFailed",
+    "cluster_from_dask",
+    "learn_costs",
+    "CostProfile",
+]

@@ -15,9 +15,21 @@ from ..errors import FormatError
 from ..formats.native import cluster_from_dict, cluster_to_dict
 from ..graph import TaskGraph
 
-__all__ = ["plan_priorities", "plan_message", "graph_payload", "graph_from_payload", "cluster_message", "cluster_from_message",
-           "PLACING_META", "PLUGIN_NAME", "SCHEDULER_PLUGIN", "RATES_METRIC", "CPU_METRIC", "install_scheduler_plugin",
-           "workers_info"]
+__all__ = [
+    "plan_priorities",
+    "plan_message",
+    "graph_payload",
+    "graph_from_payload",
+    "cluster_message",
+    "cluster_from_message",
+    "PLACING_META",
+    "PLUGIN_NAME",
+    "SCHEDULER_PLUGIN",
+    "RATES_METRIC",
+    "CPU_METRIC",
+    "install_scheduler_plugin",
+    "workers_info",
+]
 
 #: the name the taskflow scheduler plugin is installed under
 PLUGIN_NAME = "taskflow"
@@ -66,6 +78,7 @@ def workers_info(client) -> dict:
         return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
     return client.sync(client.scheduler.identity)["workers"]
 
+
 #: the meta keys a run's graph carries to the scheduler plugin: what schedulers place and order by
 #: (``placed``: worker, place, stage, rank; every list scheduler: priority)
 PLACING_META = ("worker", "place", "stage", "rank", "priority")
@@ -96,8 +109,12 @@ def plan_message(plan) -> dict:
     """
     if plan is None:
         return {"keys": [], "workers": [], "start": [], "finish": []}
-    return {"keys": list(plan.tasks), "workers": list(plan.workers), "start": plan.start.tolist(),
-            "finish": plan.finish.tolist()}
+    return {
+        "keys": list(plan.tasks),
+        "workers": list(plan.workers),
+        "start": plan.start.tolist(),
+        "finish": plan.finish.tolist(),
+    }
 
 
 def graph_payload(graph: TaskGraph, key_of: dict) -> dict:
@@ -119,10 +136,18 @@ def graph_payload(graph: TaskGraph, key_of: dict) -> dict:
         kept = {k: v for k in PLACING_META if isinstance(v := md.get(k), (int, float, str)) and not isinstance(v, bool)}
         if kept:
             placing.append([i, kept])
-    return {"name": graph.name, "keys": [key_of[t] for t in a.ids], "cost": a.cost.tolist(),
-            "output_size": a.output_size.tolist(), "cores": a.cores.tolist(), "src": a.src.tolist(),
-            "dst": a.dst.tolist(), "size": a.size.tolist(),
-            "costs": [[i, {str(w): float(s) for w, s in c.items()}] for i, c in a.costs.items()], "meta": placing}
+    return {
+        "name": graph.name,
+        "keys": [key_of[t] for t in a.ids],
+        "cost": a.cost.tolist(),
+        "output_size": a.output_size.tolist(),
+        "cores": a.cores.tolist(),
+        "src": a.src.tolist(),
+        "dst": a.dst.tolist(),
+        "size": a.size.tolist(),
+        "costs": [[i, {str(w): float(s) for w, s in c.items()}] for i, c in a.costs.items()],
+        "meta": placing,
+    }
 
 
 def graph_from_payload(doc: dict) -> TaskGraph:
@@ -138,8 +163,17 @@ def graph_from_payload(doc: dict) -> TaskGraph:
         meta = [None] * len(keys)
         for i, md in doc["meta"]:
             meta[int(i)] = dict(md)
-    g = TaskGraph.from_arrays(doc.get("name", "run"), keys, doc["cost"], doc["output_size"], doc["src"], doc["dst"],
-                              doc["size"], meta=meta, cores=doc.get("cores"))
+    g = TaskGraph.from_arrays(
+        doc.get("name", "run"),
+        keys,
+        doc["cost"],
+        doc["output_size"],
+        doc["src"],
+        doc["dst"],
+        doc["size"],
+        meta=meta,
+        cores=doc.get("cores"),
+    )
     if doc.get("costs"):
         g = g.with_costs(costs={keys[i]: c for i, c in doc["costs"]})
     return g

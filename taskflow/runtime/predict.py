@@ -10,9 +10,24 @@ from ..graph import TaskGraph
 from ..scheduling import CHOICES, DASK, PLAN, SUBSET, AdaptiveOptions
 from ..analysis import task_kind
 
-__all__ = ["DASK_DRAWS", "PLAN", "DASK", "SUBSET", "CHOICES", "predict_dask", "predict_plan", "choose", "with_inputs",
-           "dask_priorities",
-           "fastest_workers", "narrow_rate", "narrow_pairs", "subsets", "uneven", "across_hosts"]
+__all__ = [
+    "DASK_DRAWS",
+    "PLAN",
+    "DASK",
+    "SUBSET",
+    "CHOICES",
+    "predict_dask",
+    "predict_plan",
+    "choose",
+    "with_inputs",
+    "dask_priorities",
+    "fastest_workers",
+    "narrow_rate",
+    "narrow_pairs",
+    "subsets",
+    "uneven",
+    "across_hosts",
+]
 
 # what runs a graph (its plan, Dask's own scheduling, or Dask's own held to a subset of the
 # workers): defined once, where the adaptive scheduler declares them (taskflow.scheduling)
@@ -23,9 +38,18 @@ DASK_DRAWS = 8
 DRAWS_AGREE = 0.01
 
 
-def predict_dask(graph: TaskGraph, cluster: Cluster, state: dict | None, time_scale: float = 1.0,
-                 size_scale: float = 1.0, draws: int | None = None, keys: dict | None = None,
-                 pinned: dict | None = None, within=None, priorities: dict | None = None) -> float:
+def predict_dask(
+    graph: TaskGraph,
+    cluster: Cluster,
+    state: dict | None,
+    time_scale: float = 1.0,
+    size_scale: float = 1.0,
+    draws: int | None = None,
+    keys: dict | None = None,
+    pinned: dict | None = None,
+    within=None,
+    priorities: dict | None = None,
+) -> float:
     """The makespan (scaled seconds) of ``graph`` on ``cluster`` under Dask's own scheduling: the
     simulator's model of Dask's decisions (:class:`schedulers.dask_model.DaskModel`) started from
     ``state`` (:func:`taskflow.runtime.scheduler.reading.dask_state`, read from the scheduler just before the
@@ -59,18 +83,22 @@ def predict_dask(graph: TaskGraph, cluster: Cluster, state: dict | None, time_sc
     from ..simulator import simulate
 
     ts = float(time_scale)
-    opts = {"unknown_duration": 0.5 / ts, "steal_interval": 1.0 / ts, "steal_latency": 0.1 / ts,
-            "min_victim": 0.2 / ts}
+    opts = {"unknown_duration": 0.5 / ts, "steal_interval": 1.0 / ts, "steal_latency": 0.1 / ts, "min_victim": 0.2 / ts}
     if state:
         by_address = {w.address: w.id for w in cluster.workers if w.address}
         opts.update(
-            n_tasks=state["n_tasks"], order=[by_address[a] for a in state["workers"] if a in by_address],
+            n_tasks=state["n_tasks"],
+            order=[by_address[a] for a in state["workers"] if a in by_address],
             tie_order=[by_address[a] for a in state["ties"] if a in by_address],
             durations={p: d / ts for p, d in state["durations"].items() if d is not None},
-            unknown_duration=state["unknown"] / ts, bandwidth=state["bandwidth"] * ts / float(size_scale),
-            saturation=state["saturation"], rootish=tuple(state["rootish"]), steal_latency=state["steal_latency"] / ts,
+            unknown_duration=state["unknown"] / ts,
+            bandwidth=state["bandwidth"] * ts / float(size_scale),
+            saturation=state["saturation"],
+            rootish=tuple(state["rootish"]),
+            steal_latency=state["steal_latency"] / ts,
             steal_interval=state["steal_interval"] / ts if state["steal_interval"] else None,
-            steal_phase=state["steal_phase"] / ts if state["steal_phase"] is not None else None)
+            steal_phase=state["steal_phase"] / ts if state["steal_phase"] is not None else None,
+        )
     opts["priorities"] = dask_priorities(graph, keys) if priorities is None else priorities
     opts["pinned"], opts["within"] = pinned, within
     k = draws if draws is not None else max(1, min(DASK_DRAWS, 16_000 // max(1, len(graph))))
@@ -108,9 +136,17 @@ def with_inputs(graph: TaskGraph, inputs: dict) -> tuple:
                 size.append(float(nbytes))
     metas = graph.metas()
     meta = [metas.get(i) for i in range(len(ids))] + [None] * len(extra)
-    out = graph.from_arrays(graph.name, ids + extra, a.cost.tolist() + [0.0] * len(extra),
-                            a.output_size.tolist() + [float(inputs[k][1]) for k in extra], src, dst, size,
-                            meta=meta, cores=a.cores.tolist() + [1] * len(extra))
+    out = graph.from_arrays(
+        graph.name,
+        ids + extra,
+        a.cost.tolist() + [0.0] * len(extra),
+        a.output_size.tolist() + [float(inputs[k][1]) for k in extra],
+        src,
+        dst,
+        size,
+        meta=meta,
+        cores=a.cores.tolist() + [1] * len(extra),
+    )
     return out, {k: inputs[k][0] for k in extra}
 
 
@@ -128,8 +164,9 @@ def predict_plan(graph: TaskGraph, cluster: Cluster, plan, scheduler=None) -> fl
     """
     from ..simulator import simulate
 
-    return simulate(graph, cluster, scheduler or plan.scheduler, network="maxmin", plan=plan,
-                    plan_order="ready").makespan
+    return simulate(
+        graph, cluster, scheduler or plan.scheduler, network="maxmin", plan=plan, plan_order="ready"
+    ).makespan
 
 
 def uneven(cluster: Cluster, spread: float) -> bool:
@@ -187,9 +224,12 @@ def across_hosts(cluster: Cluster, keep=None) -> Cluster:
 
     hosts = {w.id: host(w) for w in cluster.workers}
     keep = keep or {}
-    rows = {a: {b: v for b, v in row.items()
-                if b in keep.get(a, ()) or hosts.get(a) is None or hosts.get(a) != hosts.get(b)}
-            for a, row in cluster.bandwidths.items()}
+    rows = {
+        a: {
+            b: v for b, v in row.items() if b in keep.get(a, ()) or hosts.get(a) is None or hosts.get(a) != hosts.get(b)
+        }
+        for a, row in cluster.bandwidths.items()
+    }
     return cluster.replace(bandwidths={a: row for a, row in rows.items() if row})
 
 
@@ -222,8 +262,9 @@ def narrow_pairs(cluster: Cluster, rate: float) -> set:
     """
     out = {(a, b) for a, row in cluster.bandwidths.items() for b, v in row.items() if v < rate}
     if cluster.racks is not None and cluster.uplink is not None and cluster.uplink < rate:
-        out |= {(a.id, b.id) for a in cluster.workers for b in cluster.workers
-                if cluster.racks[a.id] != cluster.racks[b.id]}
+        out |= {
+            (a.id, b.id) for a in cluster.workers for b in cluster.workers if cluster.racks[a.id] != cluster.racks[b.id]
+        }
     return out
 
 
@@ -267,9 +308,21 @@ def subsets(cluster: Cluster, spread: float, rate: float = 0.0, most: int = 4) -
     return out
 
 
-def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, options: AdaptiveOptions, *, choices=None,
-           candidates=None, predictions: dict | None = None, unwatched=(), incumbent: str = DASK,
-           inputs: dict | None = None, scheduler=None) -> tuple:
+def choose(
+    graph: TaskGraph,
+    cluster: Cluster,
+    plan,
+    state: dict | None,
+    options: AdaptiveOptions,
+    *,
+    choices=None,
+    candidates=None,
+    predictions: dict | None = None,
+    unwatched=(),
+    incumbent: str = DASK,
+    inputs: dict | None = None,
+    scheduler=None,
+) -> tuple:
     """What runs ``graph``, of ``choices``: :data:`PLAN` (``plan``), :data:`DASK` (Dask's own
     scheduling) or :data:`SUBSET` (Dask's own scheduling held to the best predicted of
     :func:`subsets`: the fastest workers, or a group of them joined by links that are not narrow
@@ -330,18 +383,23 @@ def choose(graph: TaskGraph, cluster: Cluster, plan, state: dict | None, options
     if PLAN in choices and (DASK not in choices or uneven(cluster, spread)):
         preds[PLAN] = predict_plan(graph, cluster, plan, scheduler)
     if SUBSET in choices:
-        for ids in (subsets(cluster, spread, narrow_rate(graph)) if candidates is None else candidates):
-            few = predict_dask(placed, cluster, state, draws=1, pinned=pinned, within=ids, priorities=order) \
-                if pinned else predict_dask(graph, cluster.subset(ids), state, draws=1,
-                                            priorities=order if placed is graph else None)
+        for ids in subsets(cluster, spread, narrow_rate(graph)) if candidates is None else candidates:
+            few = (
+                predict_dask(placed, cluster, state, draws=1, pinned=pinned, within=ids, priorities=order)
+                if pinned
+                else predict_dask(
+                    graph, cluster.subset(ids), state, draws=1, priorities=order if placed is graph else None
+                )
+            )
             if SUBSET not in preds or few < preds[SUBSET]:
                 preds[SUBSET], held = few, ids
     if predictions is not None:
         predictions.update(preds)
     base = incumbent if incumbent in preds and incumbent in takes else DASK
     guarded = base in choices
-    eligible = {c: v for c, v in preds.items()
-                if c in takes and (c == base or not guarded or v <= (1.0 - margin) * preds[base])}
+    eligible = {
+        c: v for c, v in preds.items() if c in takes and (c == base or not guarded or v <= (1.0 - margin) * preds[base])
+    }
     if not eligible:
         return DASK, dask, dask, None
     best = min(eligible, key=lambda c: (eligible[c], CHOICES.index(c)))
@@ -365,7 +423,7 @@ def dask_priorities(graph: TaskGraph, keys: dict | None = None) -> dict:
     ptr, idx = a.pred_ptr.tolist(), a.pred_idx.tolist()
     ids = graph.ids
     names = [keys[t] for t in ids] if keys else [f"{task_kind(graph, t)}-{t}" for t in ids]
-    dsk = {names[i]: (_placeholder, *[names[p] for p in idx[ptr[i]:ptr[i + 1]]]) for i in range(a.n)}
+    dsk = {names[i]: (_placeholder, *[names[p] for p in idx[ptr[i] : ptr[i + 1]]]) for i in range(a.n)}
     pos = order(dsk)
     return {t: pos[names[i]] for i, t in enumerate(ids)}
 

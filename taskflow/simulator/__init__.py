@@ -29,10 +29,25 @@ from .view import SimView
 __all__ = ["simulate", "plan", "Simulator", "SimView", "TaskState", "estimated_graph", "INFORMATION", "NETWORKS"]
 
 
-def simulate(graph: TaskGraph, cluster: Cluster, scheduler="heft", network: str = "maxmin", *, plan=None,
-             noise: float = 0.0, stragglers=None, fail=None, information: str = "exact", seed: int = 0,
-             scheduler_interval: float = 0.0, decision_latency: float = 0.0, scheduler_options=None,
-             validate: bool = False, plan_order: str = "strict", fetch: str = "eager") -> Trace:
+def simulate(
+    graph: TaskGraph,
+    cluster: Cluster,
+    scheduler="heft",
+    network: str = "maxmin",
+    *,
+    plan=None,
+    noise: float = 0.0,
+    stragglers=None,
+    fail=None,
+    information: str = "exact",
+    seed: int = 0,
+    scheduler_interval: float = 0.0,
+    decision_latency: float = 0.0,
+    scheduler_options=None,
+    validate: bool = False,
+    plan_order: str = "strict",
+    fetch: str = "eager",
+) -> Trace:
     """Simulate ``graph`` on ``cluster`` under ``scheduler`` (a name or an instance).
 
     Parameters
@@ -88,14 +103,35 @@ def simulate(graph: TaskGraph, cluster: Cluster, scheduler="heft", network: str 
     >>> simulate(g, Cluster.homogeneous(2, bandwidth=10.0), "heft", network="simple").makespan
     3.0
     """
-    return Simulator(graph, cluster, scheduler, network, plan=plan, noise=noise, stragglers=stragglers, fail=fail,
-                     information=information, seed=seed, scheduler_interval=scheduler_interval,
-                     decision_latency=decision_latency, scheduler_options=scheduler_options, validate=validate,
-                     plan_order=plan_order, fetch=fetch).run()
+    return Simulator(
+        graph,
+        cluster,
+        scheduler,
+        network,
+        plan=plan,
+        noise=noise,
+        stragglers=stragglers,
+        fail=fail,
+        information=information,
+        seed=seed,
+        scheduler_interval=scheduler_interval,
+        decision_latency=decision_latency,
+        scheduler_options=scheduler_options,
+        validate=validate,
+        plan_order=plan_order,
+        fetch=fetch,
+    ).run()
 
 
-def plan(graph: TaskGraph, cluster: Cluster, scheduler="heft", *, cost_model: CostModel | None = None, seed: int = 0,
-         **options) -> Schedule:
+def plan(
+    graph: TaskGraph,
+    cluster: Cluster,
+    scheduler="heft",
+    *,
+    cost_model: CostModel | None = None,
+    seed: int = 0,
+    **options,
+) -> Schedule:
     """The schedule of ``graph`` on ``cluster`` under any scheduler.
 
     A static scheduler plans; a dynamic one has no plan before it runs, so its schedule is that of a

@@ -11,8 +11,27 @@ import numpy as np
 
 from ..jit import kernel
 from ._wsloop import dequeue, flow_done, make_room, need_input, task_done
-from ._wsnet import (DONE, EVN, ESEQ, F_DST, MORE, NO_SOURCE, NPLACED, OK, QUEUED,
-                     RUNNING, STUCK, T_CONS, T_TOK, UNREACHABLE, duration, heap_pop, heap_push, next_time, pop_due)
+from ._wsnet import (
+    DONE,
+    EVN,
+    ESEQ,
+    F_DST,
+    MORE,
+    NO_SOURCE,
+    NPLACED,
+    OK,
+    QUEUED,
+    RUNNING,
+    STUCK,
+    T_CONS,
+    T_TOK,
+    UNREACHABLE,
+    duration,
+    heap_pop,
+    heap_push,
+    next_time,
+    pop_due,
+)
 
 __all__ = ["simulate_plan"]
 
@@ -74,8 +93,31 @@ def _fetch_all(C, X, G, T, F, N, P, lat, j, w, now):
 
 
 @kernel(cache=True)
-def simulate_plan(G, T, K, F, N, P, E, R, C, X, tdur, lat, fetch_ready, repair, order, where, seq_ptr, seq, ptr,
-                  succ_size, outneed, L, budget):
+def simulate_plan(
+    G,
+    T,
+    K,
+    F,
+    N,
+    P,
+    E,
+    R,
+    C,
+    X,
+    tdur,
+    lat,
+    fetch_ready,
+    repair,
+    order,
+    where,
+    seq_ptr,
+    seq,
+    ptr,
+    succ_size,
+    outneed,
+    L,
+    budget,
+):
     """Carry out a static plan (``Simulator._loop`` with a plan and ``maxmin``) for at most
     ``budget`` events, from where ``L`` says (as :func:`._wsloop.simulate_ws`). ``order`` lists
     the tasks in plan order and ``where`` each task's worker; ``seq[seq_ptr[w]:seq_ptr[w + 1]]``

@@ -29,8 +29,35 @@ OK, STUCK, NO_SOURCE, DEEP, UNREACHABLE, MORE = 0, 1, 2, 3, 4, 5
 EPS = 1e-9
 
 # counters C[...]
-NFLOWS, NTH, NHAVE, NRQ, NRUNS, NTR, EVN, ESEQ, NACTIVE, NPAIRS, DIRTY, STALE, TRACKED, SKIP, BACKOFF, NCH, NMOV, \
-    WHN, NSEQ, PFREE, PCAPL, NSOLVES, NSTEALS, NB, NPLACED, NREPAIRED, NGIVENUP = range(27)
+(
+    NFLOWS,
+    NTH,
+    NHAVE,
+    NRQ,
+    NRUNS,
+    NTR,
+    EVN,
+    ESEQ,
+    NACTIVE,
+    NPAIRS,
+    DIRTY,
+    STALE,
+    TRACKED,
+    SKIP,
+    BACKOFF,
+    NCH,
+    NMOV,
+    WHN,
+    NSEQ,
+    PFREE,
+    PCAPL,
+    NSOLVES,
+    NSTEALS,
+    NB,
+    NPLACED,
+    NREPAIRED,
+    NGIVENUP,
+) = range(27)
 # float state X[...]
 T_LAST, NEXT = 0, 1
 # columns: flows (int), flows (float), thresholds (int), have (int), ready queue (int)
@@ -39,7 +66,6 @@ G_TOTAL, G_START, G_TACT, G_BASE = range(4)
 T_CONS, T_TOK, T_NEXT = range(3)
 H_W, H_NEXT = range(2)
 R_TASK, R_TOK, R_NEXT = range(3)
-
 
 
 @kernel(cache=True, _nrt=False)
@@ -300,8 +326,36 @@ def net_extend(C, X, F, N, f, total, now):
 def next_time(C, X, N, P, repair):
     """When the network next needs attention (as ``MaxMinNetwork.next_time``)."""
     if C[DIRTY] or C[STALE]:
-        (sflow, pair, rates, done, total, nxt, due, dueflows, pslot, pfree, psrc, pdst, pcls, pn, pcaps, prate, plist,
-         ppos, pb, inS, links, back, counted, changed, moves, wht, whs, whv) = N
+        (
+            sflow,
+            pair,
+            rates,
+            done,
+            total,
+            nxt,
+            due,
+            dueflows,
+            pslot,
+            pfree,
+            psrc,
+            pdst,
+            pcls,
+            pn,
+            pcaps,
+            prate,
+            plist,
+            ppos,
+            pb,
+            inS,
+            links,
+            back,
+            counted,
+            changed,
+            moves,
+            wht,
+            whs,
+            whv,
+        ) = N
         up, down, rack, rup, rdown, loc, heads, mark, stamp, used, pcap, nb, inuse, flags = P
         capped, bp, classes = flags[0] != 0.0, flags[1], int(flags[2])
         W = up.shape[0]
@@ -317,10 +371,47 @@ def next_time(C, X, N, P, repair):
             if not C[TRACKED]:
                 mode = AFRESH
                 C[TRACKED] = 1
-            ch = changed[:C[NCH]] if mode == TRY_REPAIR else changed[:0]
-            t, how = refresh(C[NACTIVE], pair, done, nxt, rates, plist, npairs, psrc, pdst, pcls, pn, pcaps, up, down,
-                             prate, X[T_LAST], recompute, classes, capped, bp, rack, rup, rdown, loc, pb, ch,
-                             moves[:C[NMOV]], heads, links, back, inS, mark, stamp, used, counted, nb, inuse, mode)
+            ch = changed[: C[NCH]] if mode == TRY_REPAIR else changed[:0]
+            t, how = refresh(
+                C[NACTIVE],
+                pair,
+                done,
+                nxt,
+                rates,
+                plist,
+                npairs,
+                psrc,
+                pdst,
+                pcls,
+                pn,
+                pcaps,
+                up,
+                down,
+                prate,
+                X[T_LAST],
+                recompute,
+                classes,
+                capped,
+                bp,
+                rack,
+                rup,
+                rdown,
+                loc,
+                pb,
+                ch,
+                moves[: C[NMOV]],
+                heads,
+                links,
+                back,
+                inS,
+                mark,
+                stamp,
+                used,
+                counted,
+                nb,
+                inuse,
+                mode,
+            )
             X[NEXT] = t
             if how == 1:
                 C[NREPAIRED] += 1
@@ -335,8 +426,33 @@ def next_time(C, X, N, P, repair):
                 C[SKIP] -= 1
         else:
             C[TRACKED] = 0
-            X[NEXT] = solve(C[NACTIVE], pair, done, nxt, rates, plist, npairs, psrc, pdst, pcls, pn, pcaps, up, down,
-                            prate, X[T_LAST], recompute, classes, capped, bp, rack, rup, rdown, loc, pb)
+            X[NEXT] = solve(
+                C[NACTIVE],
+                pair,
+                done,
+                nxt,
+                rates,
+                plist,
+                npairs,
+                psrc,
+                pdst,
+                pcls,
+                pn,
+                pcaps,
+                up,
+                down,
+                prate,
+                X[T_LAST],
+                recompute,
+                classes,
+                capped,
+                bp,
+                rack,
+                rup,
+                rdown,
+                loc,
+                pb,
+            )
         C[DIRTY] = 0
         C[STALE] = 0
         C[NCH] = 0
@@ -390,5 +506,3 @@ def pop_due(C, X, F, N, P, now, out):
         C[WHN] = heap_pop(N[25], N[26], N[27], C[WHN])
         activate(C, F, N, P, f)
     return m
-
-

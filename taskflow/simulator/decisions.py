@@ -26,7 +26,9 @@ class Decisions:
             plan = self.plan
             missing = set(self.a.ids) - set(plan.tasks)
             if missing or len(plan.tasks) != self.n:
-                raise SchedulerError(f"plan does not place every task exactly once (e.g. {sorted(missing, key=str)[:1]})")
+                raise SchedulerError(
+                    f"plan does not place every task exactly once (e.g. {sorted(missing, key=str)[:1]})"
+                )
         else:
             plan = self.scheduler.schedule(self.est_graph, self.cluster, cost_model=self.cost_model)
         self.plan_gen += 1
@@ -53,7 +55,9 @@ class Decisions:
                 continue
             w = cidx[plan.workers[k]]
             if not self.alive[w]:
-                raise RuntimeError(f"plan puts task {plan.tasks[k]!r} on lost worker {plan.workers[k]!r} (internal error)")
+                raise RuntimeError(
+                    f"plan puts task {plan.tasks[k]!r} on lost worker {plan.workers[k]!r} (internal error)"
+                )
             self.seq[w].append(i)
             self._transition(i, QUEUED, w)
             touched.add(w)

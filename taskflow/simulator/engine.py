@@ -71,6 +71,8 @@ __all__ = ["Simulator"]
 
 _FAIL, _FINISH, _TICK = EventKind.FAIL, EventKind.FINISH, EventKind.TICK
 _INF = math.inf
+
+
 class _FewerCollections:
     """Python's cyclic garbage collector runs less often while any simulation runs (its first
     threshold at least 100,000 allocations): a run allocates millions of small objects that hold
@@ -117,10 +119,25 @@ class _LazyTransfers:
 class Simulator(Decisions, Recovery):
     """One simulation run; see :func:`taskflow.simulate` for the parameters."""
 
-    def __init__(self, graph: TaskGraph, cluster: Cluster, scheduler="heft", network: str = "maxmin", plan=None,
-                 noise: float = 0.0, stragglers=None, fail=None, information: str = "exact", seed: int = 0,
-                 scheduler_interval: float = 0.0, decision_latency: float = 0.0, scheduler_options=None,
-                 validate: bool = False, plan_order: str = "strict", fetch: str = "eager"):
+    def __init__(
+        self,
+        graph: TaskGraph,
+        cluster: Cluster,
+        scheduler="heft",
+        network: str = "maxmin",
+        plan=None,
+        noise: float = 0.0,
+        stragglers=None,
+        fail=None,
+        information: str = "exact",
+        seed: int = 0,
+        scheduler_interval: float = 0.0,
+        decision_latency: float = 0.0,
+        scheduler_options=None,
+        validate: bool = False,
+        plan_order: str = "strict",
+        fetch: str = "eager",
+    ):
         self.graph = graph
         self.cluster = cluster
         self.validate = validate
@@ -129,11 +146,16 @@ class Simulator(Decisions, Recovery):
         self.cost_model = self.true if self.est_graph is graph else CostModel(self.est_graph, cluster)
         self.information = information
         if plan is not None and scheduler is None:
-            scheduler = plan.scheduler if plan.scheduler in available() and not \
-                scheduler_class(plan.scheduler).duplicates else "heft"  # (re-plans after a loss)
+            scheduler = (
+                plan.scheduler
+                if plan.scheduler in available() and not scheduler_class(plan.scheduler).duplicates
+                else "heft"
+            )  # (re-plans after a loss)
         if plan is not None and getattr(plan, "copies", None):
-            raise SchedulerError(f"the plan runs {len(plan.copies)} task copies (task duplication), and the "
-                                f"simulator runs each task once")
+            raise SchedulerError(
+                f"the plan runs {len(plan.copies)} task copies (task duplication), and the "
+                f"simulator runs each task once"
+            )
         self.scheduler = get_scheduler(scheduler, seed=seed, **(scheduler_options or {}))
         require_runnable(self.scheduler, "simulator")
         self.dynamic = self.scheduler.kind == "dynamic"
@@ -213,10 +235,15 @@ class Simulator(Decisions, Recovery):
         self.view = SimView(self)
         net = self.net
         # one dispatch, indexed by EventKind
-        self._handlers = (self._fail, self._on_finish,
-                          lambda p: net.fire(EventKind.BYTES_ARRIVED, p, self.now),
-                          lambda p: net.fire(EventKind.FLOW_COMPLETE, p, self.now),
-                          self._apply, lambda _: self._wake(), self._tick)
+        self._handlers = (
+            self._fail,
+            self._on_finish,
+            lambda p: net.fire(EventKind.BYTES_ARRIVED, p, self.now),
+            lambda p: net.fire(EventKind.FLOW_COMPLETE, p, self.now),
+            self._apply,
+            lambda _: self._wake(),
+            self._tick,
+        )
         self._transitions = {
             (WAITING, QUEUED): self._transition_waiting_queued,
             (QUEUED, QUEUED): self._transition_queued_queued,
@@ -269,8 +296,15 @@ class Simulator(Decisions, Recovery):
             self._loop()
         self._check_finished()
         meta = {"aborted_transfers": self.aborted_flows, "information": self.information}
-        return Trace(self.runs, _LazyTransfers(self.transfers, self.a.ids, self.wids), scheduler=self.scheduler.name,
-                     network=self.network_name, served_by=self.served_by, lost=self.lost, meta=meta)
+        return Trace(
+            self.runs,
+            _LazyTransfers(self.transfers, self.a.ids, self.wids),
+            scheduler=self.scheduler.name,
+            network=self.network_name,
+            served_by=self.served_by,
+            lost=self.lost,
+            meta=meta,
+        )
 
     def _loop(self):
         heap, pop, handlers = self.heap, heapq.heappop, self._handlers
@@ -307,16 +341,22 @@ class Simulator(Decisions, Recovery):
         left = [i for i in range(self.n) if self.status[i] != DONE]
         if left:
             i = left[0]
-            why = "never assigned to a worker" if self.assigned[i] < 0 else \
-                f"stuck on worker {self.wids[self.assigned[i]]!r}"
-            raise RuntimeError(f"simulation ended with {len(left)} unfinished task(s); task {self.a.ids[i]!r} was {why}")
+            why = (
+                "never assigned to a worker"
+                if self.assigned[i] < 0
+                else f"stuck on worker {self.wids[self.assigned[i]]!r}"
+            )
+            raise RuntimeError(
+                f"simulation ended with {len(left)} unfinished task(s); task {self.a.ids[i]!r} was {why}"
+            )
 
     # ------------------------------------------------------------------ transitions
     def _transition(self, i, new: TaskState, *args):
         move = self._transitions.get((self.status[i], new))
         if move is None:
-            raise RuntimeError(f"task {self.a.ids[i]!r}: no transition {self.status[i].name} -> {new.name} "
-                               f"(internal error)")
+            raise RuntimeError(
+                f"task {self.a.ids[i]!r}: no transition {self.status[i].name} -> {new.name} (internal error)"
+            )
         move(i, *args)
 
     def _transition_waiting_queued(self, i, w):
@@ -365,11 +405,12 @@ class Simulator(Decisions, Recovery):
         self.start_time[i] = now
         self.run_token[i] += 1
         k = self.done_runs[i] + 1
-        for e in (range(self.pred_ptr[i], self.pred_ptr[i + 1]) if self.reruns else ()):
+        for e in range(self.pred_ptr[i], self.pred_ptr[i + 1]) if self.reruns else ():
             p = self.pred_idx[e]
             if self.done_runs[p] > 1:
-                self.served_by.setdefault(run_id(self.a.ids[i], k, self.a.index), {})[self.a.ids[p]] = \
-                    run_id(self.a.ids[p], self.done_runs[p], self.a.index)
+                self.served_by.setdefault(run_id(self.a.ids[i], k, self.a.index), {})[self.a.ids[p]] = run_id(
+                    self.a.ids[p], self.done_runs[p], self.a.index
+                )
         self._push(now + d, _FINISH, (i, self.run_token[i]))
 
     def _transition_running_done(self, i):
@@ -384,8 +425,9 @@ class Simulator(Decisions, Recovery):
         self.free[w] += self.tcores[i]
         self.running[w].discard(i)
         ids = self.a.ids
-        self.runs.append(Run(ids[i], run_id(ids[i], self.done_runs[i], self.a.index), self.wids[w], self.start_time[i],
-                             self.now))
+        self.runs.append(
+            Run(ids[i], run_id(ids[i], self.done_runs[i], self.a.index), self.wids[w], self.start_time[i], self.now)
+        )
         self.have[i] = {w: _INF}
         self.home[i] = w
 

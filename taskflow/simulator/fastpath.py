@@ -28,8 +28,23 @@ from ..costs import Durations
 from ..trace import Run, Trace, Transfer
 from ._planloop import simulate_plan
 from ._wsloop import simulate_ws
-from ._wsnet import (DEEP, MORE, NEXT, NGIVENUP, NO_SOURCE, NPLACED, NREPAIRED, NRUNS, NSOLVES, NSTEALS, NTR, OK, PCAPL,
-                     PFREE, STUCK)
+from ._wsnet import (
+    DEEP,
+    MORE,
+    NEXT,
+    NGIVENUP,
+    NO_SOURCE,
+    NPLACED,
+    NREPAIRED,
+    NRUNS,
+    NSOLVES,
+    NSTEALS,
+    NTR,
+    OK,
+    PCAPL,
+    PFREE,
+    STUCK,
+)
 
 __all__ = ["MIN_TASKS", "MAX_WORKERS", "CHUNK", "unsupported", "run"]
 
@@ -71,9 +86,16 @@ def _pack(d):
     """A duration matrix as the loop reads it: ``(dense, D, cost, speed, overhead, need, cores, multi)``."""
     none_f, none_i = np.zeros(1), np.zeros(1, np.int64)
     if isinstance(d, Durations):
-        return (False, np.zeros((1, 1)), np.ascontiguousarray(d.cost, np.float64),
-                np.ascontiguousarray(d.speed, np.float64), float(d.overhead), np.ascontiguousarray(d.need, np.int64),
-                np.ascontiguousarray(d.cores, np.int64), bool(d.multi))
+        return (
+            False,
+            np.zeros((1, 1)),
+            np.ascontiguousarray(d.cost, np.float64),
+            np.ascontiguousarray(d.speed, np.float64),
+            float(d.overhead),
+            np.ascontiguousarray(d.need, np.int64),
+            np.ascontiguousarray(d.cores, np.int64),
+            bool(d.multi),
+        )
     return (True, np.ascontiguousarray(d, np.float64), none_f, none_f, 0.0, none_i, none_i, False)
 
 
@@ -93,8 +115,11 @@ def unsupported(sim) -> str | None:
     elif not sim.scheduler.options.get("knows_speeds", True) or sim.scheduler.tick is not None:
         return "work stealing with estimates blind to speeds"
     if sim.network_name != "maxmin" or sim.tclass is not None:
-        return f"network {sim.network_name!r} with transfer classes" if sim.tclass is not None else \
-            f"network {sim.network_name!r}"
+        return (
+            f"network {sim.network_name!r} with transfer classes"
+            if sim.tclass is not None
+            else f"network {sim.network_name!r}"
+        )
     f = sim.faults
     if f.noise is not None or f.stragglers or f.fail:
         return "noise, stragglers or failures"
@@ -131,8 +156,10 @@ class _Transfers:
 
     def materialise(self) -> list:
         ids, wids = self.ids, self.wids
-        return [Transfer(ids[p], wids[a], wids[b], z, t0, t1)
-                for (p, a, b), (z, t0, t1) in zip(self.raw.tolist(), self.floats.tolist())]
+        return [
+            Transfer(ids[p], wids[a], wids[b], z, t0, t1)
+            for (p, a, b), (z, t0, t1) in zip(self.raw.tolist(), self.floats.tolist())
+        ]
 
     def bytes_moved(self) -> float:
         return float(self.floats[:, 0].sum()) if len(self.floats) else 0.0
@@ -159,32 +186,106 @@ def run(sim) -> Trace:
         sim.scheduler.start(sim.view)
     i64 = np.int64
     pred_ptr, succ_ptr = a.pred_ptr.astype(i64), a.succ_ptr.astype(i64)
-    G = (pred_ptr, a.pred_idx.astype(i64), a.size[a.pred_eid].astype(np.float64), succ_ptr, a.succ_idx.astype(i64),
-         a.cores.astype(i64))
+    G = (
+        pred_ptr,
+        a.pred_idx.astype(i64),
+        a.size[a.pred_eid].astype(np.float64),
+        succ_ptr,
+        a.succ_idx.astype(i64),
+        a.cores.astype(i64),
+    )
     indeg = np.diff(pred_ptr)
-    T = (np.zeros(n, i64), indeg.copy(), np.full(n, -1, i64), np.zeros(n, i64), np.zeros(n, i64), np.full(n, -1, i64),
-         np.zeros(n), np.full(n, -1, i64), np.full(n, -1, i64), np.full(n, -1, i64), np.full(n, -1, i64))
-    K = (sim.cluster.cores.astype(i64), np.zeros(W, i64), np.zeros(W, i64), np.full(W, -1, i64), np.full(W, -1, i64),
-         np.full(W, -1, i64), np.full(W, -1, i64), np.zeros(W), np.zeros(W),
-         np.asarray(sim.cluster.cores if plan is not None else sim.scheduler.cores, np.float64), np.zeros(W, i64),
-         np.zeros(W, np.bool_), np.zeros(W))
+    T = (
+        np.zeros(n, i64),
+        indeg.copy(),
+        np.full(n, -1, i64),
+        np.zeros(n, i64),
+        np.zeros(n, i64),
+        np.full(n, -1, i64),
+        np.zeros(n),
+        np.full(n, -1, i64),
+        np.full(n, -1, i64),
+        np.full(n, -1, i64),
+        np.full(n, -1, i64),
+    )
+    K = (
+        sim.cluster.cores.astype(i64),
+        np.zeros(W, i64),
+        np.zeros(W, i64),
+        np.full(W, -1, i64),
+        np.full(W, -1, i64),
+        np.full(W, -1, i64),
+        np.full(W, -1, i64),
+        np.zeros(W),
+        np.zeros(W),
+        np.asarray(sim.cluster.cores if plan is not None else sim.scheduler.cores, np.float64),
+        np.zeros(W, i64),
+        np.zeros(W, np.bool_),
+        np.zeros(W),
+    )
     cap = 1024
-    F = (np.full((cap, 6), -1, i64), np.zeros((cap, 4)), np.full((cap, 3), -1, i64), np.zeros(cap),
-         np.full((cap, 3), -1, i64), np.zeros((cap, 3)), np.full((n + cap, 2), -1, i64), np.zeros(n + cap),
-         np.full((cap, 3), -1, i64))
+    F = (
+        np.full((cap, 6), -1, i64),
+        np.zeros((cap, 4)),
+        np.full((cap, 3), -1, i64),
+        np.zeros(cap),
+        np.full((cap, 3), -1, i64),
+        np.zeros((cap, 3)),
+        np.full((n + cap, 2), -1, i64),
+        np.zeros(n + cap),
+        np.full((cap, 3), -1, i64),
+    )
     sc = 64  # the network's slots; its pairs' as maxmin.MaxMinNetwork starts them
     pfree = np.zeros(2 * sc, i64)
     pfree[:64] = np.arange(63, -1, -1)
     pb = np.full(2 * sc, -2, i64)
-    N = (np.full(sc, -1, i64), np.zeros(sc, i64), np.zeros(sc), np.zeros(sc), np.zeros(sc), np.zeros(sc),
-         np.zeros(sc, i64), np.zeros(sc, i64), np.full(W * W, -1, i64), pfree, np.zeros(2 * sc, i64),
-         np.zeros(2 * sc, i64), np.zeros(2 * sc, i64), np.zeros(2 * sc), np.zeros(2 * sc), np.zeros(2 * sc),
-         np.zeros(2 * sc, i64), np.zeros(2 * sc, i64), pb, np.zeros(2 * sc, np.bool_), np.full(4 * sc, -1, i64),
-         np.full(4 * sc, -1, i64), np.zeros(2 * sc), np.zeros(3 * sc + 64, i64), np.zeros(3 * (3 * sc + 64), i64),
-         np.zeros(sc), np.zeros(sc, i64), np.zeros(sc, i64))
+    N = (
+        np.full(sc, -1, i64),
+        np.zeros(sc, i64),
+        np.zeros(sc),
+        np.zeros(sc),
+        np.zeros(sc),
+        np.zeros(sc),
+        np.zeros(sc, i64),
+        np.zeros(sc, i64),
+        np.full(W * W, -1, i64),
+        pfree,
+        np.zeros(2 * sc, i64),
+        np.zeros(2 * sc, i64),
+        np.zeros(2 * sc, i64),
+        np.zeros(2 * sc),
+        np.zeros(2 * sc),
+        np.zeros(2 * sc),
+        np.zeros(2 * sc, i64),
+        np.zeros(2 * sc, i64),
+        pb,
+        np.zeros(2 * sc, np.bool_),
+        np.full(4 * sc, -1, i64),
+        np.full(4 * sc, -1, i64),
+        np.zeros(2 * sc),
+        np.zeros(3 * sc + 64, i64),
+        np.zeros(3 * (3 * sc + 64), i64),
+        np.zeros(sc),
+        np.zeros(sc, i64),
+        np.zeros(sc, i64),
+    )
     flags = np.array([float(net.capped), float(net.backplane), float(net.classes)])
-    P = (net.up, net.down, net.rack, net.rup, net.rdown, net.loc, net.heads, net.mark, net.stamp, net.used,
-         net.pcap, net.nb, net.inuse, flags)
+    P = (
+        net.up,
+        net.down,
+        net.rack,
+        net.rup,
+        net.rdown,
+        net.loc,
+        net.heads,
+        net.mark,
+        net.stamp,
+        net.used,
+        net.pcap,
+        net.nb,
+        net.inuse,
+        flags,
+    )
     E = (np.zeros(n + 1), np.zeros(n + 1, i64), np.zeros(n + 1, i64))
     R = (np.zeros((n, 2), i64), np.zeros((n, 2)))
     C = np.zeros(32, i64)
@@ -200,17 +301,43 @@ def run(sim) -> Trace:
     lat = np.ascontiguousarray(sim.cluster.latency_matrix, f64)
     if plan is None:
         loop = simulate_ws
-        args = (_pack(sim.true_d), _pack(m.durations), lat, np.ascontiguousarray(m.latency_matrix, f64),
-                np.ascontiguousarray(m.inv_bandwidth, f64), bool(m.everywhere), False,
-                int(sim.scheduler.max_candidates), int(net.repair), ready, outneed, int(indeg.max(initial=0)), L, CHUNK)
+        args = (
+            _pack(sim.true_d),
+            _pack(m.durations),
+            lat,
+            np.ascontiguousarray(m.latency_matrix, f64),
+            np.ascontiguousarray(m.inv_bandwidth, f64),
+            bool(m.everywhere),
+            False,
+            int(sim.scheduler.max_candidates),
+            int(net.repair),
+            ready,
+            outneed,
+            int(indeg.max(initial=0)),
+            L,
+            CHUNK,
+        )
     else:
         loop = simulate_plan
         order, where = plan
         seq = order[np.argsort(where[order], kind="stable")]  # each worker's tasks, in plan order
         seq_ptr = np.zeros(W + 1, i64)
         np.cumsum(np.bincount(where, minlength=W), out=seq_ptr[1:])
-        args = (_pack(sim.true_d), lat, bool(sim.fetch_ready), int(net.repair), order, where, seq_ptr, seq,
-                seq_ptr[:-1].copy(), a.size[a.succ_eid].astype(f64), outneed, L, CHUNK)
+        args = (
+            _pack(sim.true_d),
+            lat,
+            bool(sim.fetch_ready),
+            int(net.repair),
+            order,
+            where,
+            seq_ptr,
+            seq,
+            seq_ptr[:-1].copy(),
+            a.size[a.succ_eid].astype(f64),
+            outneed,
+            L,
+            CHUNK,
+        )
     code = MORE
     with compiled(), _deferred_interrupt() as asked:
         while code == MORE:  # in pieces: an interrupt is acted on between two
@@ -218,11 +345,19 @@ def run(sim) -> Trace:
             if asked:
                 break
     if code != OK:
-        why = {STUCK: "the network model made no progress", NO_SOURCE: "no copy of an output is left",
-               DEEP: "idle workers stole in a cascade too deep"}.get(int(code), "a state the scheduler never makes")
+        why = {
+            STUCK: "the network model made no progress",
+            NO_SOURCE: "no copy of an output is left",
+            DEEP: "idle workers stole in a cascade too deep",
+        }.get(int(code), "a state the scheduler never makes")
         raise RuntimeError(f"compiled simulation stopped: {why} (internal error)")
-    sim.stats = {"solves": int(C[NSOLVES]), "repaired": int(C[NREPAIRED]), "given_up": int(C[NGIVENUP]),
-                 "steals": int(C[NSTEALS]), "placements": int(C[NPLACED])}
+    sim.stats = {
+        "solves": int(C[NSOLVES]),
+        "repaired": int(C[NREPAIRED]),
+        "given_up": int(C[NGIVENUP]),
+        "steals": int(C[NSTEALS]),
+        "placements": int(C[NPLACED]),
+    }
     nr = int(C[NRUNS])
     if nr < n:
         left = np.flatnonzero(T[0] != 3)
@@ -235,5 +370,10 @@ def run(sim) -> Trace:
     runs = [Run(ids[i], ids[i], wids[w], s, f) for (i, w), (s, f) in zip(RI.tolist(), RF.tolist())]
     nt = int(C[NTR])
     meta = {"aborted_transfers": 0, "information": sim.information, "engine": "compiled"}
-    return Trace(runs, _Transfers(F[4][:nt], F[5][:nt], ids, wids), scheduler=sim.scheduler.name, network=sim.network_name,
-                 meta=meta)
+    return Trace(
+        runs,
+        _Transfers(F[4][:nt], F[5][:nt], ids, wids),
+        scheduler=sim.scheduler.name,
+        network=sim.network_name,
+        meta=meta,
+    )

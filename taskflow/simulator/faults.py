@@ -52,8 +52,9 @@ class Perturbations:
             raise UsageError(f"noise must be a number, got {noise!r}") from None
         rng = np.random.default_rng(seed)
         if not 0 <= noise <= MAX_NOISE:
-            raise UsageError(f"noise must be from 0 to {MAX_NOISE:g} (a duration times exp(N(0, noise))), "
-                                f"got {noise!r}")
+            raise UsageError(
+                f"noise must be from 0 to {MAX_NOISE:g} (a duration times exp(N(0, noise))), got {noise!r}"
+            )
         #: per task: the factor on its true duration (None: no noise)
         self.noise = np.exp(rng.normal(0.0, noise, n)).tolist() if noise > 0 else None
         #: worker index -> (factor, from time)
@@ -63,8 +64,7 @@ class Perturbations:
             if wid not in cluster.index:
                 raise UsageError(f"straggler: unknown worker {wid!r}")
             if not (factor > 0 and math.isfinite(factor)) or not (t >= 0 and math.isfinite(t)):
-                raise UsageError(f"straggler {wid!r}: need a finite factor > 0 and a finite time >= 0, got "
-                                    f"{spec!r}")
+                raise UsageError(f"straggler {wid!r}: need a finite factor > 0 and a finite time >= 0, got {spec!r}")
             self.stragglers[cluster.index[wid]] = (float(factor), float(t))
         #: worker index -> time of loss
         self.fail = {}

@@ -58,8 +58,9 @@ class Recovery:
         # inputs not computed any more, counted afresh for every task yet to start
         for j in range(self.n):
             if status[j] in (WAITING, QUEUED):
-                self.npred[j] = sum(1 for k in range(self.pred_ptr[j], self.pred_ptr[j + 1])
-                                    if status[self.pred_idx[k]] != DONE)
+                self.npred[j] = sum(
+                    1 for k in range(self.pred_ptr[j], self.pred_ptr[j + 1]) if status[self.pred_idx[k]] != DONE
+                )
         if not self.dynamic:
             self._replan()
             return

@@ -35,6 +35,21 @@ from .namespaces import PREFIX, STATE_DIR, SUBNET, available, leftovers
 from .testbed import MAX_WORKERS, PORT, TOPOLOGIES, Testbed, TestbedUnavailable
 from ..checks import parse_rate
 
-__all__ = ["Testbed", "TestbedUnavailable", "available", "parse_rate", "clean_stale", "leftovers", "TOPOLOGIES",
-           "PREFIX", "SUBNET", "STATE_DIR", "PORT", "MAX_WORKERS", "CpuLimits", "cpu_hierarchy",
-           "cpu_limits_available", "remove_cpu_groups"]
+__all__ = [
+    "Testbed",
+    "TestbedUnavailable",
+    "available",
+    "parse_rate",
+    "clean_stale",
+    "leftovers",
+    "TOPOLOGIES",
+    "PREFIX",
+    "SUBNET",
+    "STATE_DIR",
+    "PORT",
+    "MAX_WORKERS",
+    "CpuLimits",
+    "cpu_hierarchy",
+    "cpu_limits_available",
+    "remove_cpu_groups",
+]

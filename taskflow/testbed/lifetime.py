@@ -33,8 +33,17 @@ def write_state(path: Path, testbed_id: str, namespaces: list, cgroups: list) ->
         The CPU groups it makes (recorded before any is made).
     """
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"id": testbed_id, "owner": os.getpid(), "created": time.time(),
-                               "namespaces": namespaces, "cgroups": cgroups}))
+    tmp.write_text(
+        json.dumps(
+            {
+                "id": testbed_id,
+                "owner": os.getpid(),
+                "created": time.time(),
+                "namespaces": namespaces,
+                "cgroups": cgroups,
+            }
+        )
+    )
     os.replace(tmp, path)
 
 

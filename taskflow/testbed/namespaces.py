@@ -12,8 +12,17 @@ from pathlib import Path
 
 from ..errors import TaskflowError, TestbedError
 
-__all__ = ["PREFIX", "SUBNET", "STATE_DIR", "run_command", "available", "ns_pids", "teardown", "list_namespaces",
-           "leftovers"]
+__all__ = [
+    "PREFIX",
+    "SUBNET",
+    "STATE_DIR",
+    "run_command",
+    "available",
+    "ns_pids",
+    "teardown",
+    "list_namespaces",
+    "leftovers",
+]
 
 #: Namespace names start with this (then a 6-hex id).
 PREFIX = "tfnet"
@@ -65,8 +74,25 @@ def available() -> str | None:
             try:
                 run_command(["ip", "-n", ns, "link", "add", "pa", "type", "veth", "peer", "name", "pb"])
                 run_command(["ip", "-n", ns, "link", "add", "pbr", "type", "bridge"])
-                run_command(["tc", "-n", ns, "qdisc", "add", "dev", "pa", "root", "tbf", "rate", "1mbit", "burst",
-                      "32kb", "latency", "50ms"])
+                run_command(
+                    [
+                        "tc",
+                        "-n",
+                        ns,
+                        "qdisc",
+                        "add",
+                        "dev",
+                        "pa",
+                        "root",
+                        "tbf",
+                        "rate",
+                        "1mbit",
+                        "burst",
+                        "32kb",
+                        "latency",
+                        "50ms",
+                    ]
+                )
                 run_command(["tc", "-n", ns, "qdisc", "add", "dev", "pb", "root", "handle", "1:", "htb"])
             finally:
                 run_command(["ip", "netns", "del", ns], check=False)

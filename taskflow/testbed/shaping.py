@@ -20,8 +20,25 @@ def tbf(ns: str, dev: str, rate: float) -> None:
         Bytes/s.
     """
     burst = max(16 << 10, int(rate * 0.005))
-    run_command(["tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", f"{int(rate * 8)}bit",
-          "burst", str(burst), "latency", "100ms"])
+    run_command(
+        [
+            "tc",
+            "-n",
+            ns,
+            "qdisc",
+            "replace",
+            "dev",
+            dev,
+            "root",
+            "tbf",
+            "rate",
+            f"{int(rate * 8)}bit",
+            "burst",
+            str(burst),
+            "latency",
+            "100ms",
+        ]
+    )
 
 
 def htb(ns: str, dev: str, dests) -> None:
@@ -35,11 +52,57 @@ def htb(ns: str, dev: str, dests) -> None:
         Destination address, bytes/s.
     """
     run_command(["tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "999"])
-    run_command(["tc", "-n", ns, "class", "add", "dev", dev, "parent", "1:", "classid", "1:999", "htb", "rate", "10gbit"])
+    run_command(
+        ["tc", "-n", ns, "class", "add", "dev", dev, "parent", "1:", "classid", "1:999", "htb", "rate", "10gbit"]
+    )
     for k, (ip, rate) in enumerate(dests, start=10):
         bits = f"{int(rate * 8)}bit"
         burst = str(max(16 << 10, int(rate * 0.005)))
-        run_command(["tc", "-n", ns, "class", "add", "dev", dev, "parent", "1:", "classid", f"1:{k}", "htb", "rate", bits,
-              "ceil", bits, "burst", burst, "cburst", burst])
-        run_command(["tc", "-n", ns, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
-              "match", "ip", "dst", f"{ip}/32", "flowid", f"1:{k}"])
+        run_command(
+            [
+                "tc",
+                "-n",
+                ns,
+                "class",
+                "add",
+                "dev",
+                dev,
+                "parent",
+                "1:",
+                "classid",
+                f"1:{k}",
+                "htb",
+                "rate",
+                bits,
+                "ceil",
+                bits,
+                "burst",
+                burst,
+                "cburst",
+                burst,
+            ]
+        )
+        run_command(
+            [
+                "tc",
+                "-n",
+                ns,
+                "filter",
+                "add",
+                "dev",
+                dev,
+                "parent",
+                "1:",
+                "protocol",
+                "ip",
+                "prio",
+                "1",
+                "u32",
+                "match",
+                "ip",
+                "dst",
+                f"{ip}/32",
+                "flowid",
+                f"1:{k}",
+            ]
+        )

@@ -36,7 +36,7 @@ class TestbedUnavailable(TaskflowError):
 
 @dataclass
 class _Node:
-    name: str       # s, c, w0, w1, ...
+    name: str  # s, c, w0, w1, ...
     ns: str
     ip: str
     rack: int
@@ -86,9 +86,20 @@ class Testbed:
         A bad topology, rate, worker name or count.
     """
 
-    def __init__(self, workers: int = 4, topology: str = "uniform", bandwidth="1gbit", inter_rack=None,
-                 slow_worker: str | None = None, slow_bandwidth=None, matrix: dict | None = None,
-                 nthreads: int = 1, cpus: dict | None = None, timeout: float = 60.0, racks: int = 2):
+    def __init__(
+        self,
+        workers: int = 4,
+        topology: str = "uniform",
+        bandwidth="1gbit",
+        inter_rack=None,
+        slow_worker: str | None = None,
+        slow_bandwidth=None,
+        matrix: dict | None = None,
+        nthreads: int = 1,
+        cpus: dict | None = None,
+        timeout: float = 60.0,
+        racks: int = 2,
+    ):
         if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
             raise TestbedError(f"testbed workers must be 1..{MAX_WORKERS}, got {workers!r}")
         if topology not in TOPOLOGIES:
@@ -131,12 +142,19 @@ class Testbed:
         if topology == "racks":
             racks = {n: k * self.racks // workers for k, n in enumerate(self.names)}
         else:
-            racks = {n: (1 if topology == "two-racks" and k >= (workers + 1) // 2 else 0) for k, n in enumerate(self.names)}
-        self.nodes = {"s": _Node("s", f"{self.id}-s", f"{SUBNET}.1", 0, None),
-                      "c": _Node("c", f"{self.id}-c", f"{SUBNET}.2", 0, None)}
+            racks = {
+                n: (1 if topology == "two-racks" and k >= (workers + 1) // 2 else 0) for k, n in enumerate(self.names)
+            }
+        self.nodes = {
+            "s": _Node("s", f"{self.id}-s", f"{SUBNET}.1", 0, None),
+            "c": _Node("c", f"{self.id}-c", f"{SUBNET}.2", 0, None),
+        }
         for k, n in enumerate(self.names):
-            rate = None if topology == "matrix" else (
-                self.slow_bandwidth if topology == "slow-link" and n == self.slow_worker else self.bandwidth)
+            rate = (
+                None
+                if topology == "matrix"
+                else (self.slow_bandwidth if topology == "slow-link" and n == self.slow_worker else self.bandwidth)
+            )
             self.nodes[n] = _Node(n, f"{self.id}-{n}", f"{SUBNET}.{11 + k}", racks[n], rate)
         self.switch = f"{self.id}-sw"
         self.state_file = STATE_DIR / f"{self.id}.json"
@@ -188,15 +206,21 @@ class Testbed:
         """
         if speeds is None:
             speeds = {n: min(1.0, c / self.nthreads) for n, c in self.cpus.items()}
-        pairs = {a: {b: self.rate(a, b) for b in self.names if b != a and self.rate(a, b) < float("inf")}
-                 for a in self.names}
+        pairs = {
+            a: {b: self.rate(a, b) for b in self.names if b != a and self.rate(a, b) < float("inf")} for a in self.names
+        }
         finite = [r for row in pairs.values() for r in row.values()]
         top = max(finite) if finite else 1e9
         racks = {n: self.nodes[n].rack for n in self.names} if self.racks > 1 else None
-        return Cluster([Worker(n, (speeds or {}).get(n, 1.0), self.nthreads) for n in self.names], bandwidth=top,
-                       bandwidths={a: {b: r for b, r in row.items() if r != top} for a, row in pairs.items()},
-                       latency=latency, name=f"testbed-{self.topology}", racks=racks,
-                       uplink=self.inter_rack if racks else None)
+        return Cluster(
+            [Worker(n, (speeds or {}).get(n, 1.0), self.nthreads) for n in self.names],
+            bandwidth=top,
+            bandwidths={a: {b: r for b, r in row.items() if r != top} for a, row in pairs.items()},
+            latency=latency,
+            name=f"testbed-{self.topology}",
+            racks=racks,
+            uplink=self.inter_rack if racks else None,
+        )
 
     def describe(self) -> str:
         """One line per worker: its address, rack and link rate."""
@@ -238,9 +262,14 @@ class Testbed:
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         self.started = True
         self._write_state()
-        self.reaper = subprocess.Popen([sys.executable, "-m", "taskflow.testbed.lifetime", "--reap", str(self.state_file)],
-                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                       start_new_session=True, env=self._env())
+        self.reaper = subprocess.Popen(
+            [sys.executable, "-m", "taskflow.testbed.lifetime", "--reap", str(self.state_file)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            env=self._env(),
+        )
         try:
             self._make_network()
             self._start_dask()
@@ -286,41 +315,66 @@ class Testbed:
             run_command(["ip", "netns", "add", node.ns])
             run_command(["ip", "-n", node.ns, "link", "set", "lo", "up"])
             host_end = f"v-{node.name}"
-            run_command(["ip", "-n", sw, "link", "add", host_end, "type", "veth", "peer", "name", "eth0", "netns", node.ns])
+            run_command(
+                ["ip", "-n", sw, "link", "add", host_end, "type", "veth", "peer", "name", "eth0", "netns", node.ns]
+            )
             run_command(["ip", "-n", sw, "link", "set", host_end, "master", f"br{node.rack}", "up"])
             run_command(["ip", "-n", node.ns, "addr", "add", f"{node.ip}/24", "dev", "eth0"])
             run_command(["ip", "-n", node.ns, "link", "set", "eth0", "up"])
             if node.rate is not None:
-                tbf(node.ns, "eth0", node.rate)     # its upload
-                tbf(sw, host_end, node.rate)        # its download
+                tbf(node.ns, "eth0", node.rate)  # its upload
+                tbf(sw, host_end, node.rate)  # its download
         if self.topology == "matrix":
             for a, row in self.matrix.items():
                 htb(self.nodes[a].ns, "eth0", [(self.nodes[b].ip, r) for b, r in row.items()])
 
     def _env(self) -> dict:
         path = os.pathsep.join(p for p in (os.path.dirname(sys.executable), os.environ.get("PATH")) if p)
-        return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
-                    PATH=path, DASK_SCHEDULER_ADDRESS=self.address)
+        return dict(
+            os.environ,
+            PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
+            PATH=path,
+            DASK_SCHEDULER_ADDRESS=self.address,
+        )
 
     def _start_dask(self) -> None:
         dask_cli = os.path.join(os.path.dirname(sys.executable), "dask")
         log = STATE_DIR / f"{self.id}-scheduler.log"
-        self.procs["s"] = self._spawn("s", [dask_cli, "scheduler", "--host", self.nodes["s"].ip, "--port", str(PORT),
-                                            "--no-dashboard"], log)
+        self.procs["s"] = self._spawn(
+            "s", [dask_cli, "scheduler", "--host", self.nodes["s"].ip, "--port", str(PORT), "--no-dashboard"], log
+        )
         for n in self.names:
-            self.procs[n] = self._spawn(n, [dask_cli, "worker", self.address, "--host", self.nodes[n].ip,
-                                            "--name", n, "--nthreads", str(self.nthreads), "--no-nanny",
-                                            "--no-dashboard"], STATE_DIR / f"{self.id}-{n}.log")
-        wait = ("import sys; from distributed import Client\n"
-                f"c = Client({self.address!r}, timeout='{int(self.timeout)}s')\n"
-                f"c.wait_for_workers({len(self.names)}, timeout={self.timeout})\n"
-                "print(sorted(w['name'] for w in c.scheduler_info()['workers'].values())); c.close()")
+            self.procs[n] = self._spawn(
+                n,
+                [
+                    dask_cli,
+                    "worker",
+                    self.address,
+                    "--host",
+                    self.nodes[n].ip,
+                    "--name",
+                    n,
+                    "--nthreads",
+                    str(self.nthreads),
+                    "--no-nanny",
+                    "--no-dashboard",
+                ],
+                STATE_DIR / f"{self.id}-{n}.log",
+            )
+        wait = (
+            "import sys; from distributed import Client\n"
+            f"c = Client({self.address!r}, timeout='{int(self.timeout)}s')\n"
+            f"c.wait_for_workers({len(self.names)}, timeout={self.timeout})\n"
+            "print(sorted(w['name'] for w in c.scheduler_info()['workers'].values())); c.close()"
+        )
         p = self.exec([sys.executable, "-c", wait], timeout=2 * self.timeout + 30)
         if p.returncode != 0:
             dead = [n for n, proc in self.procs.items() if proc.poll() is not None]
-            raise TestbedError(f"the testbed's Dask cluster did not come up within {self.timeout:g} s"
-                                + (f" (exited: {', '.join(dead)}; logs in {STATE_DIR})" if dead else "")
-                                + f": {(p.stderr.strip().splitlines() or ['no output'])[-1]}")
+            raise TestbedError(
+                f"the testbed's Dask cluster did not come up within {self.timeout:g} s"
+                + (f" (exited: {', '.join(dead)}; logs in {STATE_DIR})" if dead else "")
+                + f": {(p.stderr.strip().splitlines() or ['no output'])[-1]}"
+            )
 
     def _spawn(self, node: str, argv, log: Path) -> subprocess.Popen:
         from ..runtime.worker.worker_plugin import CPU_LIMIT_ENV
@@ -333,8 +387,14 @@ class Testbed:
             env[CPU_LIMIT_ENV] = repr(self.cpus[node])
         f = open(log, "wb")
         try:
-            return subprocess.Popen(["ip", "netns", "exec", self.nodes[node].ns, *argv], stdin=subprocess.DEVNULL,
-                                    stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            return subprocess.Popen(
+                ["ip", "netns", "exec", self.nodes[node].ns, *argv],
+                stdin=subprocess.DEVNULL,
+                stdout=f,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
         finally:
             f.close()
 

@@ -23,11 +23,9 @@ from ..checks import seed as check_seed
 from ..errors import TaskflowWarning, UsageError
 from ..files import check_outputs
 from .checkpoint import check_resumable, fingerprint, load_checkpoint, save_checkpoint
-from .history import STATE, Breakdown, History, breakdown
-from .timeline import epoch_trace
+from .history import Breakdown, History, record_epoch
 
 __all__ = ["train", "History", "Breakdown", "load_checkpoint", "plot_format", "PLOT_FORMATS"]
-
 
 
 def _model_name(model) -> str:
@@ -35,15 +33,54 @@ def _model_name(model) -> str:
     return getattr(fn, "__name__", type(fn).__name__)
 
 
-def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: int | None = None, batch: int = 64,
-          shares=None, allreduce: str = "ring", bucket_mb: float = 25.0, priority: str = "none",
-          mode: str = "sync", sync_every: int = 1, staleness: int = 0, compensation: float = 0.0,
-          compression=None, topk_ratio: float = 0.01, stages=None, microbatches: int = 4, schedule: str = "1f1b",
-          scheduler: str = "placed", pad: int = 0, flip: bool = False, seed: int = 0, iterations=None,
-          threads: int = 1, client=None, address=None, scheduler_file=None, jobqueue=None, jobqueue_options=None,
-          checkpoint=None, resume: bool = True, timeout=None, quiet: bool = False, plot=None,
-          on_epoch=None, fuse=None, prefetch: int = 0, device: str = "auto", size=None, loaders: int = 0,
-          cache_mb: float = 0.0, on_workers=None, elastic: bool = False) -> History:
+def train(
+    model,
+    data,
+    *,
+    loss=None,
+    optimizer=None,
+    epochs: int = 1,
+    workers: int | None = None,
+    batch: int = 64,
+    shares=None,
+    allreduce: str = "ring",
+    bucket_mb: float = 25.0,
+    priority: str = "none",
+    mode: str = "sync",
+    sync_every: int = 1,
+    staleness: int = 0,
+    compensation: float = 0.0,
+    compression=None,
+    topk_ratio: float = 0.01,
+    stages=None,
+    microbatches: int = 4,
+    schedule: str = "1f1b",
+    scheduler: str = "placed",
+    pad: int = 0,
+    flip: bool = False,
+    seed: int = 0,
+    iterations=None,
+    threads: int = 1,
+    client=None,
+    address=None,
+    scheduler_file=None,
+    jobqueue=None,
+    jobqueue_options=None,
+    checkpoint=None,
+    resume: bool = True,
+    timeout=None,
+    quiet: bool = False,
+    plot=None,
+    on_epoch=None,
+    fuse=None,
+    prefetch: int = 0,
+    device: str = "auto",
+    size=None,
+    loaders: int = 0,
+    cache_mb: float = 0.0,
+    on_workers=None,
+    elastic: bool = False,
+) -> History:
     """Train ``model`` on ``data`` for ``epochs`` epochs, each epoch one task graph on Dask.
 
     Parameters
@@ -145,43 +182,86 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
         raise UsageError(f"epochs must be an integer >= 1, got {epochs!r}")
     seed = check_seed(seed)
     if on_epoch is not None and not callable(on_epoch):
-        raise UsageError(f"on_epoch must be a callable (it is called with the History after each epoch), got "
-                         f"{type(on_epoch).__name__}")
+        raise UsageError(
+            f"on_epoch must be a callable (it is called with the History after each epoch), got "
+            f"{type(on_epoch).__name__}"
+        )
     check_flags(resume=resume, quiet=quiet, flip=flip, elastic=elastic)
     if elastic and (mode != "sync" or compression is not None or stages is not None):
-        raise UsageError("elastic resumes synchronous data parallelism only (no mode, compression or stages): "
-                         "only there every rank holds the same state")
-    check_outputs([("checkpoint", checkpoint), ("plot", plot)], [data] if isinstance(data, (str, os.PathLike)) else [],
-                  plot_options=("plot",))  # before any training: a run is not lost to an output's name
+        raise UsageError(
+            "elastic resumes synchronous data parallelism only (no mode, compression or stages): "
+            "only there every rank holds the same state"
+        )
+    check_outputs(
+        [("checkpoint", checkpoint), ("plot", plot)],
+        [data] if isinstance(data, (str, os.PathLike)) else [],
+        plot_options=("plot",),
+    )  # before any training: a run is not lost to an output's name
     by_speed = isinstance(shares, str)
     if by_speed and shares != "speeds":
         raise UsageError(f"shares must be numbers (one per rank) or 'speeds', got {shares!r}")
     if stages is not None and workers is not None and workers != stages:
-        raise UsageError(f"pipeline parallelism runs one worker per stage: workers {workers!r} with stages "
-                         f"{stages!r} (leave workers out)")
+        raise UsageError(
+            f"pipeline parallelism runs one worker per stage: workers {workers!r} with stages "
+            f"{stages!r} (leave workers out)"
+        )
     workers = 2 if workers is None else workers
     _check_device(device, stages, client is None and address is None and scheduler_file is None and jobqueue is None)
     if stages is not None:
         from workflows.torch_pipeline import TorchPipeline
 
         if shares is not None or mode != "sync" or compression is not None:
-            raise UsageError("pipeline parallelism (stages) takes no shares, mode or compression: those are "
-                                "data parallelism's")
+            raise UsageError(
+                "pipeline parallelism (stages) takes no shares, mode or compression: those are data parallelism's"
+            )
 
         def make(_shares):
-            return TorchPipeline(model, data, loss=loss, optimizer=optimizer, stages=stages,
-                                 microbatches=microbatches, schedule=schedule, batch=batch, pad=pad, flip=flip,
-                                 seed=seed, iterations=iterations, threads=threads)
+            return TorchPipeline(
+                model,
+                data,
+                loss=loss,
+                optimizer=optimizer,
+                stages=stages,
+                microbatches=microbatches,
+                schedule=schedule,
+                batch=batch,
+                pad=pad,
+                flip=flip,
+                seed=seed,
+                iterations=iterations,
+                threads=threads,
+            )
     else:
-        job = dict(fuse=scheduler == "placed" if fuse is None else fuse, prefetch=prefetch,
-                   loss=loss, optimizer=optimizer, workers=workers, batch=batch, allreduce=allreduce,
-                   bucket_mb=bucket_mb, priority=priority, pad=pad, flip=flip, seed=seed, iterations=iterations,
-                   threads=threads, mode=mode, sync_every=sync_every, staleness=staleness, compensation=compensation,
-                   compression=compression, topk_ratio=topk_ratio, device=device, size=size, loaders=loaders,
-                   cache_mb=cache_mb)
+        job = dict(
+            fuse=scheduler == "placed" if fuse is None else fuse,
+            prefetch=prefetch,
+            loss=loss,
+            optimizer=optimizer,
+            workers=workers,
+            batch=batch,
+            allreduce=allreduce,
+            bucket_mb=bucket_mb,
+            priority=priority,
+            pad=pad,
+            flip=flip,
+            seed=seed,
+            iterations=iterations,
+            threads=threads,
+            mode=mode,
+            sync_every=sync_every,
+            staleness=staleness,
+            compensation=compensation,
+            compression=compression,
+            topk_ratio=topk_ratio,
+            device=device,
+            size=size,
+            loaders=loaders,
+            cache_mb=cache_mb,
+        )
 
         def make(_shares):
             return TorchTraining(model, data, shares=_shares, **job)
+
     spec = make((1,) * workers if by_speed else shares)
     workers = int(spec.workers)
     if spec.per_epoch < 1:
@@ -201,8 +281,16 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
             raise UsageError("on_workers names workers of an existing cluster: give client or address too")
         if len(on_workers) != need or len(set(on_workers)) != need:
             raise UsageError(f"on_workers names {len(set(on_workers))} distinct workers; the job needs {need}")
-    c, owned = connect(client, address, scheduler_file, need, threads, work_stealing=False,
-                       jobqueue=jobqueue, jobqueue_options=jobqueue_options)
+    c, owned = connect(
+        client,
+        address,
+        scheduler_file,
+        need,
+        threads,
+        work_stealing=False,
+        jobqueue=jobqueue,
+        jobqueue_options=jobqueue_options,
+    )
     try:
         if owned:  # our own cluster: a chain of short steps does not wait out Dask's message batches
             prompt_messages(c)
@@ -226,12 +314,22 @@ def train(model, data, *, loss=None, optimizer=None, epochs: int = 1, workers: i
             t0 = time.perf_counter()
             with warnings.catch_warnings():  # the first epoch plans with guessed costs; later ones with measured
                 warnings.simplefilter("ignore", TaskflowWarning)
-                report = run(g, scheduler, client=c, cluster=held, quiet=True, timeout=timeout, seed=seed,
-                             keep=keep, profile=profile, hold=held is not None)
+                report = run(
+                    g,
+                    scheduler,
+                    client=c,
+                    cluster=held,
+                    quiet=True,
+                    timeout=timeout,
+                    seed=seed,
+                    keep=keep,
+                    profile=profile,
+                    hold=held is not None,
+                )
             seconds = time.perf_counter() - t0
             profile = report.profile
             states = [report.results[t] for t in finals]
-            _record(history, spec, g, e, states, report, seconds, wall0)
+            record_epoch(history, spec, g, e, states, report, seconds, wall0)
             wall0 = history.epochs[-1]["wall"]
             if by_speed:  # the next epoch's parts from this one's measured steps
                 spec = make(_step_shares(spec, g, report))
@@ -275,8 +373,9 @@ def _check_device(device, stages, here: bool) -> None:
     if stages is not None and dev.type != "cpu":
         raise UsageError(f"pipeline stages run on the CPU: device {device!r} with stages (leave device out)")
     if here and dev.type == "cuda" and not torch.cuda.is_available():
-        raise UsageError(f"device {device!r}: torch sees no CUDA device on this machine (device 'auto' uses one "
-                         f"where there is one)")
+        raise UsageError(
+            f"device {device!r}: torch sees no CUDA device on this machine (device 'auto' uses one where there is one)"
+        )
 
 
 def _held(client, names) -> object:
@@ -289,8 +388,10 @@ def _held(client, names) -> object:
     by_id = {str(w.id): w for w in cl.workers}
     missing = [n for n in names if n not in by_id]
     if missing:
-        raise ClusterError(f"on_workers names worker {missing[0]!r}, which the cluster does not have "
-                           f"(it has {', '.join(sorted(by_id))})")
+        raise ClusterError(
+            f"on_workers names worker {missing[0]!r}, which the cluster does not have "
+            f"(it has {', '.join(sorted(by_id))})"
+        )
     return cl.subset([by_id[n].id for n in names]).replace(workers=[by_id[n] for n in names])
 
 
@@ -328,62 +429,29 @@ def _step_shares(spec, graph, report) -> list:
 def _start(spec, ck, checkpoint, model, scheduler, by_speed: bool = False) -> tuple:
     """``(states, first epoch, wall seconds so far, History)``: afresh, or from a checkpoint of
     the same job."""
-    history = History(config={"model": _model_name(model), "parameters": spec.params(), "workers": int(spec.workers),
-                              "batch": int(spec.batch), "counts": list(spec.counts), "allreduce": spec.allreduce,
-                              "scheduler": scheduler, "iterations_per_epoch": spec.per_epoch,
-                              "buckets": len(spec.ctx.buckets), "train_samples": len(spec.train),
-                              "mode": spec.mode, "compression": spec.compression,
-                              "fused": bool(getattr(spec, "fuse", False)), "device": getattr(spec, "device", "cpu"),
-                              "reduction": "direct" if getattr(spec, "direct", lambda: False)() else spec.allreduce,
-                              "val_samples": 0 if spec.val is None else len(spec.val)})
+    history = History(
+        config={
+            "model": _model_name(model),
+            "parameters": spec.params(),
+            "workers": int(spec.workers),
+            "batch": int(spec.batch),
+            "counts": list(spec.counts),
+            "allreduce": spec.allreduce,
+            "scheduler": scheduler,
+            "iterations_per_epoch": spec.per_epoch,
+            "buckets": len(spec.ctx.buckets),
+            "train_samples": len(spec.train),
+            "mode": spec.mode,
+            "compression": spec.compression,
+            "fused": bool(getattr(spec, "fuse", False)),
+            "device": getattr(spec, "device", "cpu"),
+            "reduction": "direct" if getattr(spec, "direct", lambda: False)() else spec.allreduce,
+            "val_samples": 0 if spec.val is None else len(spec.val),
+        }
+    )
     if ck is None:
         return None, 0, 0.0, history
     history.epochs = list(ck["history"]["epochs"])
     history.losses = [tuple(x) for x in ck["history"]["losses"]]
     history.resumed_from = ck["epoch"]
     return ck["states"], ck["epoch"] + 1, history.epochs[-1]["wall"] if history.epochs else 0.0, history
-
-
-def _record(history: History, spec, graph, epoch: int, states, report, seconds: float, wall0: float) -> None:
-    """Add an epoch's figures: the global loss of each iteration from the ranks' logs (weighted by
-    their samples), what moved between workers, the held-out evaluation, and where the workers'
-    time went (seconds per iteration and rank of each kind of task)."""
-    from workflows.torch_tasks import state_bytes
-
-    per_it: dict = {}
-    inside = 0.0  # seconds of loading done inside fused tasks
-    for s in states:
-        for entry in s["log"]:
-            it, value, n = entry[:3]
-            inside += entry[3] if len(entry) > 3 else 0.0
-            tot, cnt = per_it.get(it, (0.0, 0))
-            per_it[it] = (tot + value * n, cnt + n)
-    losses = [(it, tot / cnt) for it, (tot, cnt) in sorted(per_it.items())]
-    for s in states:
-        s["log"] = []
-    history.losses += losses
-    ev = report.results.get(f"e{epoch}.eval") or {"loss": float("nan"), "accuracy": float("nan")}
-    moved = report.trace.bytes_moved
-    n_it = spec.per_epoch
-    busy: dict = {}
-    for r in report.trace.runs:
-        kind = graph.task(r.task).meta.get("category", "other")
-        busy[kind] = busy.get(kind, 0.0) + (r.finish - r.start) / (n_it * int(spec.workers))
-    state_moved = sum(x.bytes for x in report.trace.transfers
-                      if graph.task(x.task).meta.get("category") in STATE)
-    parts = breakdown(graph, report.trace, n_it, int(spec.workers), seconds, inside)
-    loaders = int(getattr(spec, "loaders", 0))
-    off = sum(r.finish - r.start for r in report.trace.runs if "place" in graph.task(r.task).meta)
-    history.traces.append(epoch_trace(epoch, wall0, graph, report.trace))
-    history.epochs.append({
-        "epoch": epoch, "loss": sum(v for _, v in losses) / max(1, len(losses)), "val_loss": ev["loss"],
-        "accuracy": ev["accuracy"], "seconds": seconds, "wall": wall0 + seconds, "iterations": n_it,
-        "seconds_per_iteration": report.measured_makespan / n_it,
-        "samples_per_second": n_it * spec.batch / seconds, "bytes_per_iteration": moved / n_it,
-        "state_bytes_per_iteration": state_moved / n_it, "breakdown": parts.as_dict(),
-        "state_bytes": state_bytes(states[0]), "busy": busy, "counts": list(spec.counts),
-        # loaders of their own: the seconds each spent per iteration (their share of the wall time)
-        "loader_seconds_per_iteration": off / (n_it * loaders) if loaders else None,
-        # the simulator's prediction of this epoch, from the costs the earlier epochs measured
-        "predicted_seconds_per_iteration": report.predicted_makespan / n_it
-        if report.costs != "declared" and report.predicted_makespan is not None else None})

@@ -25,13 +25,26 @@ def fingerprint(spec, by_speed: bool = False) -> dict:
     by_speed : bool
         The parts of the batch follow the workers' speeds.
     """
-    return {"model": spec.ctx.token, "workers": int(spec.workers), "batch": int(spec.batch),
-            "counts": "speeds" if by_speed else list(spec.counts), "allreduce": spec.allreduce, "seed": int(spec.seed),
-            "iterations": spec.per_epoch, "pad": int(spec.pad), "flip": bool(spec.flip),
-            **({"size": int(spec.size)} if getattr(spec, "size", None) else {}),
-            "train": len(spec.train), "data": _data_digest(spec.train, spec.val), "mode": spec.mode, "sync_every": int(spec.sync_every),
-            "staleness": int(spec.staleness), "compensation": float(spec.compensation),
-            "compression": spec.compression, "topk_ratio": float(spec.topk_ratio)}
+    return {
+        "model": spec.ctx.token,
+        "workers": int(spec.workers),
+        "batch": int(spec.batch),
+        "counts": "speeds" if by_speed else list(spec.counts),
+        "allreduce": spec.allreduce,
+        "seed": int(spec.seed),
+        "iterations": spec.per_epoch,
+        "pad": int(spec.pad),
+        "flip": bool(spec.flip),
+        **({"size": int(spec.size)} if getattr(spec, "size", None) else {}),
+        "train": len(spec.train),
+        "data": _data_digest(spec.train, spec.val),
+        "mode": spec.mode,
+        "sync_every": int(spec.sync_every),
+        "staleness": int(spec.staleness),
+        "compensation": float(spec.compensation),
+        "compression": spec.compression,
+        "topk_ratio": float(spec.topk_ratio),
+    }
 
 
 def _data_digest(*splits) -> str:
@@ -68,8 +81,9 @@ def load_checkpoint(path) -> dict:
     except OSError as e:
         raise FormatError(f"checkpoint {os.fspath(path)!r} cannot be read: {e.strerror or e}") from None
     except Exception:  # noqa: BLE001 - whatever torch's unpickler says of a file that is not one
-        raise FormatError(f"checkpoint {os.fspath(path)!r} is not a taskflow training checkpoint (remove it, "
-                            f"or name another file)") from None
+        raise FormatError(
+            f"checkpoint {os.fspath(path)!r} is not a taskflow training checkpoint (remove it, or name another file)"
+        ) from None
     if not isinstance(ck, dict) or ck.get("format") != "taskflow-train/1":
         raise FormatError(f"checkpoint {os.fspath(path)!r} is not a taskflow training checkpoint")
     _check_fields(ck, os.fspath(path))
@@ -79,6 +93,7 @@ def load_checkpoint(path) -> dict:
 def _check_fields(ck: dict, path: str) -> None:
     """Every field :func:`train` reads from a checkpoint, of the type it reads (a crafted or damaged
     file is named, not met as a KeyError later)."""
+
     def bad(what):
         return FormatError(f"checkpoint {path!r}: {what} (remove it, or name another file)")
 
@@ -91,16 +106,20 @@ def _check_fields(ck: dict, path: str) -> None:
     if not isinstance(states, list) or not states or not all(isinstance(x, dict) for x in states):
         raise bad("'states' must be a list of each rank's state")
     history = ck.get("history")
-    if not isinstance(history, dict) or not isinstance(history.get("epochs"), list) or \
-            not isinstance(history.get("losses"), list):
+    if (
+        not isinstance(history, dict)
+        or not isinstance(history.get("epochs"), list)
+        or not isinstance(history.get("losses"), list)
+    ):
         raise bad("'history' must hold the lists 'epochs' and 'losses'")
     if not all(isinstance(e, dict) and isinstance(e.get("wall"), (int, float)) for e in history["epochs"]):
         raise bad("each epoch of 'history' must be a mapping with its 'wall' time")
     if not all(isinstance(x, (list, tuple)) and len(x) == 2 for x in history["losses"]):
         raise bad("'history' losses must be (iteration, loss) pairs")
     counts = ck.get("counts", [])
-    if not isinstance(counts, list) or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 1
-                                               for c in counts):
+    if not isinstance(counts, list) or not all(
+        isinstance(c, int) and not isinstance(c, bool) and c >= 1 for c in counts
+    ):
         raise bad("'counts' must list each rank's samples")
 
 
@@ -129,8 +148,10 @@ def check_resumable(ck: dict, spec, checkpoint, by_speed: bool, elastic: bool = 
     diff = sorted(k for k in fp if k not in free and ck["fingerprint"].get(k) != fp[k])
     if diff or any(k not in fp for k in ck["fingerprint"]):
         diff = diff or sorted(k for k in ck["fingerprint"] if k not in fp)
-        raise UsageError(f"checkpoint {os.fspath(checkpoint)!r} was written by another job (it differs in "
-                         f"{', '.join(diff)}): remove it, name another file, or pass resume=False")
+        raise UsageError(
+            f"checkpoint {os.fspath(checkpoint)!r} was written by another job (it differs in "
+            f"{', '.join(diff)}): remove it, name another file, or pass resume=False"
+        )
     _check_states(ck["states"], spec, os.fspath(checkpoint))
 
 
@@ -146,16 +167,22 @@ def _check_states(states, spec, path: str) -> None:
     shapes = getattr(spec, "state_shapes", lambda: None)()
     for r, st in enumerate(states):
         params = st.get("params")
-        if not isinstance(params, list) or not all(isinstance(t, torch.Tensor) for t in params) or \
-                not isinstance(st.get("buffers"), list) or not isinstance(st.get("opt"), dict):
+        if (
+            not isinstance(params, list)
+            or not all(isinstance(t, torch.Tensor) for t in params)
+            or not isinstance(st.get("buffers"), list)
+            or not isinstance(st.get("opt"), dict)
+        ):
             raise bad(f"state {r} lacks its parameter and buffer tensors or its optimizer state")
         want = None if shapes is None else shapes[r]
         got = [tuple(t.shape) for t in params]
         if want is not None and got != [tuple(x) for x in want]:
             first = next((k for k, (a, b) in enumerate(zip(got, want)) if a != tuple(b)), min(len(got), len(want)))
-            raise bad(f"state {r}'s parameters are not this model's ({len(got)} tensors against {len(want)}; "
-                      f"tensor {first}: {got[first] if first < len(got) else None} against "
-                      f"{tuple(want[first]) if first < len(want) else None})")
+            raise bad(
+                f"state {r}'s parameters are not this model's ({len(got)} tensors against {len(want)}; "
+                f"tensor {first}: {got[first] if first < len(got) else None} against "
+                f"{tuple(want[first]) if first < len(want) else None})"
+            )
 
 
 def save_checkpoint(path, epoch: int, states, history, fingerprint: dict, counts) -> None:
@@ -175,8 +202,14 @@ def save_checkpoint(path, epoch: int, states, history, fingerprint: dict, counts
     """
     import torch
 
-    doc = {"format": "taskflow-train/1", "epoch": epoch, "states": states, "fingerprint": fingerprint,
-           "counts": list(counts), "history": history.to_dict()}
+    doc = {
+        "format": "taskflow-train/1",
+        "epoch": epoch,
+        "states": states,
+        "fingerprint": fingerprint,
+        "counts": list(counts),
+        "history": history.to_dict(),
+    }
     buf = io.BytesIO()
     torch.save(doc, buf)
     atomic_write(path, buf.getvalue())

@@ -8,16 +8,18 @@ from dataclasses import dataclass, field
 
 from ..checks import format_bytes, plot_format
 from ..formats import save_figure
+from .timeline import epoch_trace
 
-__all__ = ["History", "Breakdown", "breakdown", "LOADING", "COMPUTE", "STATE"]
+__all__ = ["History", "Breakdown", "breakdown", "record_epoch", "LOADING", "COMPUTE", "STATE"]
 
 #: task categories whose time is loading (read, decode, augment, collate; ``load`` fuses them; a
 #: Dataset's ``fetch`` and the ``data`` task that sends it)
 LOADING = frozenset({"read", "decode", "augment", "collate", "load", "fetch", "data"})
 #: task categories whose time is computing (the model's steps, its state's updates, the evaluation);
 #: every other category is communication (buckets, compression, the allreduce's tasks)
-COMPUTE = frozenset({"init", "forward-backward", "update", "working", "average", "param-bucket", "forward",
-                     "backward", "dx", "eval"})
+COMPUTE = frozenset(
+    {"init", "forward-backward", "update", "working", "average", "param-bucket", "forward", "backward", "dx", "eval"}
+)
 #: task categories whose output is a rank's state: bytes of theirs moved are a scheduler moving ranks
 STATE = frozenset({"init", "update", "working", "average"})
 
@@ -38,13 +40,19 @@ class Breakdown:
 
     def as_dict(self) -> dict:
         """``{"compute", "loading", "communication", "waiting"}`` (JSON-ready)."""
-        return {"compute": self.compute, "loading": self.loading, "communication": self.communication,
-                "waiting": self.waiting}
+        return {
+            "compute": self.compute,
+            "loading": self.loading,
+            "communication": self.communication,
+            "waiting": self.waiting,
+        }
 
     def text(self) -> str:
         """``compute 5.1, loading 3.2, communication 2.0, scheduling and waiting 19.2 ms``."""
-        return (f"compute {self.compute * 1e3:.1f}, loading {self.loading * 1e3:.1f}, communication "
-                f"{self.communication * 1e3:.1f}, scheduling and waiting {self.waiting * 1e3:.1f} ms")
+        return (
+            f"compute {self.compute * 1e3:.1f}, loading {self.loading * 1e3:.1f}, communication "
+            f"{self.communication * 1e3:.1f}, scheduling and waiting {self.waiting * 1e3:.1f} ms"
+        )
 
 
 def breakdown(graph, trace, iterations: int, ranks: int, seconds: float, inside_loading: float = 0.0) -> Breakdown:
@@ -157,8 +165,10 @@ class History:
             why = f" ({format_bytes(states)} of it the ranks' states, moved by the scheduler)" if states else ""
             ld = e.get("loader_seconds_per_iteration")
             ld = f"; each loader busy {ld * 1e3:.1f} ms an iteration" if ld else ""
-            out.append(f"epoch {e['epoch'] + 1}: loss {e['loss']:.4f}{acc}, {e['seconds']:.2f} s ({per_it}; "
-                       f"{e['samples_per_second']:.0f} samples/s), {format_bytes(moved)} moved per iteration{why}{ld}")
+            out.append(
+                f"epoch {e['epoch'] + 1}: loss {e['loss']:.4f}{acc}, {e['seconds']:.2f} s ({per_it}; "
+                f"{e['samples_per_second']:.0f} samples/s), {format_bytes(moved)} moved per iteration{why}{ld}"
+            )
         return out
 
     def plot(self, path) -> None:
@@ -193,16 +203,31 @@ class History:
         ax2.plot(wall, [e["loss"] for e in self.epochs], "s--", color="C1", label="training loss")
         ax2.set_ylabel("training loss", color="C1")
         c = self.config
-        ax.set_title(f"{c.get('model', 'model')}: {c.get('workers')} workers, {c.get('reduction', c.get('allreduce'))}, "
-                     f"{c.get('scheduler')}", fontsize=10, usetex=False)
+        ax.set_title(
+            f"{c.get('model', 'model')}: {c.get('workers')} workers, {c.get('reduction', c.get('allreduce'))}, "
+            f"{c.get('scheduler')}",
+            fontsize=10,
+            usetex=False,
+        )
         # where an iteration's time went, epoch by epoch (the first holds the start-up: apart, hatched)
         bottom = [0.0] * len(shown)
-        for j, (field_, label) in enumerate((("compute", "compute"), ("loading", "loading"),
-                                             ("communication", "communication"),
-                                             ("waiting", "scheduling and waiting"))):
+        for j, (field_, label) in enumerate(
+            (
+                ("compute", "compute"),
+                ("loading", "loading"),
+                ("communication", "communication"),
+                ("waiting", "scheduling and waiting"),
+            )
+        ):
             ms = [getattr(parts[k], field_) * 1e3 for k in shown]
-            bars.bar([k + 1 for k in shown], ms, bottom=bottom, color=f"C{j + 2}", label=label,
-                     hatch=["//" if self.epochs[k]["epoch"] == 0 else "" for k in shown])
+            bars.bar(
+                [k + 1 for k in shown],
+                ms,
+                bottom=bottom,
+                color=f"C{j + 2}",
+                label=label,
+                hatch=["//" if self.epochs[k]["epoch"] == 0 else "" for k in shown],
+            )
             bottom = [b + m for b, m in zip(bottom, ms)]
         bars.set_xlabel("epoch (the first holds the start-up)")
         bars.set_ylabel("ms per iteration and rank")
@@ -211,3 +236,76 @@ class History:
             bars.legend(fontsize=7, loc="upper right")
         fig.tight_layout()
         save_figure(fig, path, plt.close, dpi=100)
+
+
+def record_epoch(history: History, spec, graph, epoch: int, states, report, seconds: float, wall0: float) -> None:
+    """Add to ``history`` an epoch's figures: the global loss of each iteration from the ranks' logs (weighted by
+    their samples), what moved between workers, the held-out evaluation, and where the workers'
+    time went (seconds per iteration and rank of each kind of task).
+
+    Parameters
+    ----------
+    history : History
+    spec
+        The job's training (a :class:`~workflows.torch_training.TorchTraining`).
+    graph : TaskGraph
+        The epoch's graph.
+    epoch : int
+    states : list
+        Each rank's state at the epoch's end (their logs are emptied).
+    report : RunReport
+        The epoch's run.
+    seconds, wall0 : float
+        The epoch's seconds; the wall time before it.
+    """
+    from workflows.torch_tasks import state_bytes
+
+    per_it: dict = {}
+    inside = 0.0  # seconds of loading done inside fused tasks
+    for s in states:
+        for entry in s["log"]:
+            it, value, n = entry[:3]
+            inside += entry[3] if len(entry) > 3 else 0.0
+            tot, cnt = per_it.get(it, (0.0, 0))
+            per_it[it] = (tot + value * n, cnt + n)
+    losses = [(it, tot / cnt) for it, (tot, cnt) in sorted(per_it.items())]
+    for s in states:
+        s["log"] = []
+    history.losses += losses
+    ev = report.results.get(f"e{epoch}.eval") or {"loss": float("nan"), "accuracy": float("nan")}
+    moved = report.trace.bytes_moved
+    n_it = spec.per_epoch
+    busy: dict = {}
+    for r in report.trace.runs:
+        kind = graph.task(r.task).meta.get("category", "other")
+        busy[kind] = busy.get(kind, 0.0) + (r.finish - r.start) / (n_it * int(spec.workers))
+    state_moved = sum(x.bytes for x in report.trace.transfers if graph.task(x.task).meta.get("category") in STATE)
+    parts = breakdown(graph, report.trace, n_it, int(spec.workers), seconds, inside)
+    loaders = int(getattr(spec, "loaders", 0))
+    off = sum(r.finish - r.start for r in report.trace.runs if "place" in graph.task(r.task).meta)
+    history.traces.append(epoch_trace(epoch, wall0, graph, report.trace))
+    history.epochs.append(
+        {
+            "epoch": epoch,
+            "loss": sum(v for _, v in losses) / max(1, len(losses)),
+            "val_loss": ev["loss"],
+            "accuracy": ev["accuracy"],
+            "seconds": seconds,
+            "wall": wall0 + seconds,
+            "iterations": n_it,
+            "seconds_per_iteration": report.measured_makespan / n_it,
+            "samples_per_second": n_it * spec.batch / seconds,
+            "bytes_per_iteration": moved / n_it,
+            "state_bytes_per_iteration": state_moved / n_it,
+            "breakdown": parts.as_dict(),
+            "state_bytes": state_bytes(states[0]),
+            "busy": busy,
+            "counts": list(spec.counts),
+            # loaders of their own: the seconds each spent per iteration (their share of the wall time)
+            "loader_seconds_per_iteration": off / (n_it * loaders) if loaders else None,
+            # the simulator's prediction of this epoch, from the costs the earlier epochs measured
+            "predicted_seconds_per_iteration": report.predicted_makespan / n_it
+            if report.costs != "declared" and report.predicted_makespan is not None
+            else None,
+        }
+    )

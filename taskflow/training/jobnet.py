@@ -72,9 +72,13 @@ def graph_iterations(cluster, device: str = "v100", batch: int = 32, iterations:
         for r, c in enumerate(counts):
             for k in range(len(racks), len(racks) + c):
                 racks[f"w{k}"] = r
-        net = Cluster(workers, bandwidth=cluster.bandwidth, racks=racks, uplink=uplink) if len(counts) > 1 \
+        net = (
+            Cluster(workers, bandwidth=cluster.bandwidth, racks=racks, uplink=uplink)
+            if len(counts) > 1
             else Cluster(workers, bandwidth=cluster.bandwidth)
+        )
         return simulate(got[0], net, "placed").makespan / got[1]
+
     return iteration
 
 

@@ -22,7 +22,15 @@ from ..jobs import Interference, JobCluster, JobTrace
 from ..jobplacement import place
 from .jobrun import JOIN_SECONDS, check_jobs, check_racks, epochs_of, workers_of
 
-__all__ = ["profile_jobs", "predicted_trace", "warm_up", "JobProfile", "one_machine", "racks_machine", "machine_capacity"]
+__all__ = [
+    "profile_jobs",
+    "predicted_trace",
+    "warm_up",
+    "JobProfile",
+    "one_machine",
+    "racks_machine",
+    "machine_capacity",
+]
 
 
 @dataclasses.dataclass
@@ -66,10 +74,21 @@ class JobProfile:
 
     def to_dict(self) -> dict:
         """What was measured, as JSON (``taskflow jobs run -o`` writes it beside the runs)."""
-        return {"epoch_iterations": self.epoch_iterations, "batch": self.batch, "uplink": self.uplink,
-                "kinds": [{"kind": _label(k), "start": self.start[k], "epoch": self.epoch[k],
-                           **({"across": self.across[k]} if k in self.across else {})} for k in sorted(self.epoch)],
-                "interference": self.interference.to_dict()}
+        return {
+            "epoch_iterations": self.epoch_iterations,
+            "batch": self.batch,
+            "uplink": self.uplink,
+            "kinds": [
+                {
+                    "kind": _label(k),
+                    "start": self.start[k],
+                    "epoch": self.epoch[k],
+                    **({"across": self.across[k]} if k in self.across else {}),
+                }
+                for k in sorted(self.epoch)
+            ],
+            "interference": self.interference.to_dict(),
+        }
 
     def duration(self, job) -> float:
         """Seconds ``job`` takes alone from its start.
@@ -90,9 +109,19 @@ def _label(kind) -> str:
     return f"{kind[0]}/{kind[1]}w/b{kind[2]}"
 
 
-def profile_jobs(trace, models: dict, data, *, client, epoch_iterations: int = 4, epochs: int = 8,
-                 pairs: bool = True, racks: dict | None = None, uplink: float | None = None,
-                 **train_options) -> JobProfile:
+def profile_jobs(
+    trace,
+    models: dict,
+    data,
+    *,
+    client,
+    epoch_iterations: int = 4,
+    epochs: int = 8,
+    pairs: bool = True,
+    racks: dict | None = None,
+    uplink: float | None = None,
+    **train_options,
+) -> JobProfile:
     """Measure each kind of job in ``trace`` alone, and each pair of kinds side by side, as a real
     run trains them (a checkpoint after every epoch; the cluster warmed up first).
 
@@ -136,6 +165,7 @@ def profile_jobs(trace, models: dict, data, *, client, epoch_iterations: int = 4
         return [names[w] for w in place(free, n, rack or (0,) * len(names), how, rack)]
 
     with tempfile.TemporaryDirectory(prefix="taskflow-profile-") as work:
+
         def measure(kind, on, out, n=epochs):
             """``out``: ``[(start, [(time an epoch began, its seconds) ...], cores)]``, an epoch's
             seconds from one epoch's end to the next (its graph, its run, its checkpoint); the
@@ -143,9 +173,20 @@ def profile_jobs(trace, models: dict, data, *, client, epoch_iterations: int = 4
             ck = os.path.join(work, f"{threading.get_ident()}-{time.perf_counter_ns()}.ckpt")
             ends: list = []
             t = time.perf_counter()
-            train(models[kind[0]], data, epochs=n, iterations=epoch_iterations, workers=kind[1], batch=kind[2],
-                  client=client, on_workers=on, checkpoint=ck, quiet=True,
-                  on_epoch=lambda h: ends.append((time.perf_counter(), _busy(local) if local else 0.0)), **train_options)
+            train(
+                models[kind[0]],
+                data,
+                epochs=n,
+                iterations=epoch_iterations,
+                workers=kind[1],
+                batch=kind[2],
+                client=client,
+                on_workers=on,
+                checkpoint=ck,
+                quiet=True,
+                on_epoch=lambda h: ends.append((time.perf_counter(), _busy(local) if local else 0.0)),
+                **train_options,
+            )
             cores = (ends[-1][1] - ends[0][1]) / (ends[-1][0] - ends[0][0]) if local and len(ends) > 1 else None
             out.append((t, list(zip([e for e, _ in ends], [b[0] - a[0] for a, b in zip(ends, ends[1:])])), cores))
 
@@ -182,7 +223,9 @@ def profile_jobs(trace, models: dict, data, *, client, epoch_iterations: int = 4
                         inside = [d for t0, d in got[0][1] if t0 >= lo and t0 + d <= hi] or [d for _, d in got[0][1]]
                         shares[(_label(x), _label(y))] = min(1.0, epoch[x] / statistics.median(inside))
     busy = {k: c for k, c in cores.items() if c} if local else {}
-    table = Interference(shares, machine=True, **({"cores": busy, "capacity": machine_capacity(shares, busy)} if busy else {}))
+    table = Interference(
+        shares, machine=True, **({"cores": busy, "capacity": machine_capacity(shares, busy)} if busy else {})
+    )
     return JobProfile(start, epoch, table, epoch_iterations, batch, across, uplink if rack else None)
 
 
@@ -200,8 +243,11 @@ def machine_capacity(shares: dict, cores: dict) -> float:
     cores : dict
         ``label -> cores`` busy alone.
     """
-    said = [s * (cores[a] + cores[b]) for (a, b), s in shares.items()
-            if s < 1.0 and a in cores and b in cores and s * (cores[a] + cores[b]) >= cores[a]]
+    said = [
+        s * (cores[a] + cores[b])
+        for (a, b), s in shares.items()
+        if s < 1.0 and a in cores and b in cores and s * (cores[a] + cores[b]) >= cores[a]
+    ]
     cpus = float(os.cpu_count() or 1)
     return min(cpus, statistics.median(said)) if said else cpus
 
@@ -259,8 +305,19 @@ def warm_up(trace, models: dict, data, *, client, batch: int = 32, **train_optio
     with tempfile.TemporaryDirectory(prefix="taskflow-warm-") as work:
         for k, model in enumerate(sorted({j.model for j in trace.jobs})):
             n = len(names)
-            train(models[model], data, epochs=2, iterations=2, workers=n, batch=n * max(1, batch // n), client=client,
-                  on_workers=names, checkpoint=os.path.join(work, f"{k}.ckpt"), quiet=True, **train_options)
+            train(
+                models[model],
+                data,
+                epochs=2,
+                iterations=2,
+                workers=n,
+                batch=n * max(1, batch // n),
+                client=client,
+                on_workers=names,
+                checkpoint=os.path.join(work, f"{k}.ckpt"),
+                quiet=True,
+                **train_options,
+            )
 
 
 def predicted_trace(trace, profile: JobProfile, label: bool = True) -> JobTrace:
@@ -274,9 +331,12 @@ def predicted_trace(trace, profile: JobProfile, label: bool = True) -> JobTrace:
     profile : JobProfile
     label : bool
     """
-    jobs = [dataclasses.replace(j, duration=profile.duration(j),
-                                **({"model": _label(_kind(j, profile.batch))} if label else {}))
-            for j in trace.jobs]
+    jobs = [
+        dataclasses.replace(
+            j, duration=profile.duration(j), **({"model": _label(_kind(j, profile.batch))} if label else {})
+        )
+        for j in trace.jobs
+    ]
     return JobTrace(jobs, trace.cluster, trace.name)
 
 
@@ -312,7 +372,9 @@ def racks_machine(names, racks: dict, uplink: float) -> JobCluster:
     order = list(dict.fromkeys(racks[n] for n in names))
     size = len(names) // len(order)
     if any(racks[n] != order[k // size] for k, n in enumerate(names)) or size * len(order) != len(names):
-        raise UsageError(f"the simulator needs racks of equal size, of consecutive workers; these are "
-                         f"{', '.join(f'{r}: {sum(racks[n] == r for n in names)}' for r in order)} "
-                         f"(run without the prediction)")
+        raise UsageError(
+            f"the simulator needs racks of equal size, of consecutive workers; these are "
+            f"{', '.join(f'{r}: {sum(racks[n] == r for n in names)}' for r in order)} "
+            f"(run without the prediction)"
+        )
     return JobCluster(len(order), 1, size, uplink=uplink, name=f"{len(names)} workers in {len(order)} racks")

@@ -94,8 +94,21 @@ class _Real:
 class _Runner:
     """One run of a trace: the clock, the ledger, the job threads."""
 
-    def __init__(self, trace, sched, models, data, client, names, train_options, workdir, epoch_iterations,
-                 timeout, on_event, racks=None):
+    def __init__(
+        self,
+        trace,
+        sched,
+        models,
+        data,
+        client,
+        names,
+        train_options,
+        workdir,
+        epoch_iterations,
+        timeout,
+        on_event,
+        racks=None,
+    ):
         self.trace, self.sched, self.models, self.data = trace, sched, models, data
         self.client, self.names = client, names
         self.options, self.workdir, self.per_epoch = train_options, workdir, epoch_iterations
@@ -126,14 +139,20 @@ class _Runner:
                 if not self.live and period:
                     tick = max(tick, t_arr)
                 wake = min(t_arr, tick if self.live else math.inf)
-                if wake == math.inf and not any(x.workers for x in self.live.values()) and not any(
-                        x.thread is not None and x.thread.is_alive() for x in self.live.values()):
+                if (
+                    wake == math.inf
+                    and not any(x.workers for x in self.live.values())
+                    and not any(x.thread is not None and x.thread.is_alive() for x in self.live.values())
+                ):
                     stuck = next(iter(self.live.values()))
-                    raise SchedulerError(f"job scheduler {self.sched.name!r} leaves job {stuck.job.id!r} waiting on "
-                                         f"an idle cluster with nothing left to happen (it would never finish)")
+                    raise SchedulerError(
+                        f"job scheduler {self.sched.name!r} leaves job {stuck.job.id!r} waiting on "
+                        f"an idle cluster with nothing left to happen (it would never finish)"
+                    )
                 if self.timeout is not None and self.now() > self.timeout:
-                    raise RunTimeout(f"the run of {len(xs)} jobs took longer than its timeout of "
-                                        f"{self.timeout:g} s; stopped")
+                    raise RunTimeout(
+                        f"the run of {len(xs)} jobs took longer than its timeout of {self.timeout:g} s; stopped"
+                    )
                 happened = self._reports(min(wake - self.now(), 5.0))
                 now = self.now()
                 while nxt < len(xs) and xs[nxt].job.arrival <= now:
@@ -152,8 +171,9 @@ class _Runner:
         except BaseException:
             self._abandon()
             raise
-        return JobRun(self.sched.name, len(self.names), [x.rec for x in xs], self.ledger.steps,
-                      shared=sorted(self.shared))
+        return JobRun(
+            self.sched.name, len(self.names), [x.rec for x in xs], self.ledger.steps, shared=sorted(self.shared)
+        )
 
     def _reports(self, wait: float) -> list:
         """What the job threads said, within ``wait`` seconds: the events for the scheduler."""
@@ -193,19 +213,33 @@ class _Runner:
         for x in self.live.values():
             done = x.done + ((now - x.run_start) * len(x.workers) / x.job.workers if x.workers else 0.0)
             got = sum((b - a) * len(w) for a, b, w in x.rec.runs) + (
-                (now - x.run_start) * len(x.workers) if x.workers else 0.0)
-            states.append(JobState(x.job, bool(x.workers), x.workers, done, got,
-                                   0.0 if x.workers else now - x.waited_since, x.last_run,
-                                   max(0.0, x.job.duration - done) if oracle else None, x.rec.preemptions,
-                                   self.ledger.pairs.get(x.job.id)))
+                (now - x.run_start) * len(x.workers) if x.workers else 0.0
+            )
+            states.append(
+                JobState(
+                    x.job,
+                    bool(x.workers),
+                    x.workers,
+                    done,
+                    got,
+                    0.0 if x.workers else now - x.waited_since,
+                    x.last_run,
+                    max(0.0, x.job.duration - done) if oracle else None,
+                    x.rec.preemptions,
+                    self.ledger.pairs.get(x.job.id),
+                )
+            )
         return View(now, tuple(sorted(self.ledger.free)), self.nodes, tuple(states), self.racks)
 
     def _apply(self, decisions, now) -> None:
         live = self.live
         stopped, started, resized = self.ledger.check(
-            decisions, now, lambda j: live[j].workers if j in live else (),
+            decisions,
+            now,
+            lambda j: live[j].workers if j in live else (),
             lambda j: live[j].job.workers if j in live and not live[j].workers else None,
-            lambda j: live[j].job.sizes)
+            lambda j: live[j].job.sizes,
+        )
         for jid in stopped:
             x = live[jid]
             self._stop(x, now)
@@ -251,17 +285,30 @@ class _Runner:
             def on_epoch(history):
                 if stop.is_set() and len(history.epochs) < epochs:
                     raise _Stop()
+
             try:
-                h = train(self.models[job.model], self.data, epochs=epochs, iterations=self.per_epoch,
-                          workers=len(names), batch=job.batch or self.options.get("batch", 32), client=self.client,
-                          on_workers=names, checkpoint=ck, quiet=True, on_epoch=on_epoch,
-                          elastic=job.sizes[0] != job.sizes[1], **{k: v for k, v in self.options.items() if k != "batch"})
+                h = train(
+                    self.models[job.model],
+                    self.data,
+                    epochs=epochs,
+                    iterations=self.per_epoch,
+                    workers=len(names),
+                    batch=job.batch or self.options.get("batch", 32),
+                    client=self.client,
+                    on_workers=names,
+                    checkpoint=ck,
+                    quiet=True,
+                    on_epoch=on_epoch,
+                    elastic=job.sizes[0] != job.sizes[1],
+                    **{k: v for k, v in self.options.items() if k != "batch"},
+                )
             except _Stop:
                 self.reports.put(("stopped", job.id, segment, None))
             except BaseException as e:  # said to the runner, which stops the run with it
                 self.reports.put(("failed", job.id, segment, e))
             else:
                 self.reports.put(("finished", job.id, segment, h))
+
         th = threading.Thread(target=body, name=f"job-{job.id}", daemon=True)
         x.thread = th
         for w in ws:
@@ -307,12 +354,16 @@ def check_racks(racks, names) -> None:
         return
     missing = [n for n in names if n not in racks]
     if missing:
-        raise UsageError(f"worker {missing[0]!r} of the Dask cluster has no rack (the racks name "
-                         f"{', '.join(map(str, sorted(racks, key=str)[:4]))}{' ...' if len(racks) > 4 else ''})")
+        raise UsageError(
+            f"worker {missing[0]!r} of the Dask cluster has no rack (the racks name "
+            f"{', '.join(map(str, sorted(racks, key=str)[:4]))}{' ...' if len(racks) > 4 else ''})"
+        )
     extra = [n for n in racks if n not in names]
     if extra:
-        raise UsageError(f"the racks name worker {extra[0]!r}, which the Dask cluster does not have "
-                         f"(its workers: {', '.join(names[:4])}{' ...' if len(names) > 4 else ''})")
+        raise UsageError(
+            f"the racks name worker {extra[0]!r}, which the Dask cluster does not have "
+            f"(its workers: {', '.join(names[:4])}{' ...' if len(names) > 4 else ''})"
+        )
 
 
 def _takes_n(client) -> bool:
@@ -321,8 +372,19 @@ def _takes_n(client) -> bool:
     return "n_workers" in inspect.signature(client.scheduler_info).parameters
 
 
-def run_jobs(trace, scheduler, models: dict, data, *, client, epoch_iterations: int = 4, timeout: float | None = None,
-             on_event=None, racks: dict | None = None, **train_options) -> JobRun:
+def run_jobs(
+    trace,
+    scheduler,
+    models: dict,
+    data,
+    *,
+    client,
+    epoch_iterations: int = 4,
+    timeout: float | None = None,
+    on_event=None,
+    racks: dict | None = None,
+    **train_options,
+) -> JobRun:
     """Run the real jobs of ``trace`` on ``client``'s cluster under the job scheduler ``scheduler``
     (see the module docstring).
 
@@ -372,8 +434,9 @@ def run_jobs(trace, scheduler, models: dict, data, *, client, epoch_iterations: 
             raise UsageError(f"job {j.id!r} asks for {j.workers} workers; the cluster has {len(names)}")
     check_racks(racks, names)
     with tempfile.TemporaryDirectory(prefix="taskflow-jobs-") as work:  # the jobs' checkpoints, removed after
-        runner = _Runner(trace, sched, models, data, client, names, train_options, work, epoch_iterations, timeout,
-                         on_event, racks)
+        runner = _Runner(
+            trace, sched, models, data, client, names, train_options, work, epoch_iterations, timeout, on_event, racks
+        )
         out = runner.go()
     out.histories = runner.histories
     return out

@@ -67,15 +67,21 @@ class Repeats:
         """The runs in one line: medians, with the range after each."""
         s = self.summary()
         sps, spi, acc = s["samples_per_second"], s["seconds_per_iteration"], s["accuracy"]
-        return (f"{self.name}: {len(self.histories)} runs (seeds {', '.join(map(str, self.seeds))}): "
-                f"{sps['median']:.0f} samples/s ({sps['low']:.0f}-{sps['high']:.0f}), "
-                f"{spi['median'] * 1e3:.1f} ms/iteration ({spi['low'] * 1e3:.1f}-{spi['high'] * 1e3:.1f}), "
-                f"held-out accuracy {acc['median']:.1%} ({acc['low']:.1%}-{acc['high']:.1%})")
+        return (
+            f"{self.name}: {len(self.histories)} runs (seeds {', '.join(map(str, self.seeds))}): "
+            f"{sps['median']:.0f} samples/s ({sps['low']:.0f}-{sps['high']:.0f}), "
+            f"{spi['median'] * 1e3:.1f} ms/iteration ({spi['low'] * 1e3:.1f}-{spi['high'] * 1e3:.1f}), "
+            f"held-out accuracy {acc['median']:.1%} ({acc['low']:.1%}-{acc['high']:.1%})"
+        )
 
     def to_dict(self) -> dict:
         """A JSON-ready dict: the name, the seeds, the summary and every run's history."""
-        return {"name": self.name, "seeds": list(self.seeds), "summary": self.summary(),
-                "runs": [h.to_dict() for h in self.histories]}
+        return {
+            "name": self.name,
+            "seeds": list(self.seeds),
+            "summary": self.summary(),
+            "runs": [h.to_dict() for h in self.histories],
+        }
 
 
 def repeat(model, data, n: int = 3, seed: int = 0, name: str | None = None, on_run=None, **options) -> Repeats:
@@ -118,8 +124,10 @@ def repeat(model, data, n: int = 3, seed: int = 0, name: str | None = None, on_r
         raise UsageError(f"repeats must be an integer >= 1, got {n!r}")
     for option in ("checkpoint", "plot"):
         if options.get(option) is not None:
-            raise UsageError(f"repeated runs take no {option} (each run would write over the last); plot them "
-                             f"together with taskflow.training.repeats.plot")
+            raise UsageError(
+                f"repeated runs take no {option} (each run would write over the last); plot them "
+                f"together with taskflow.training.repeats.plot"
+            )
     seed = check_seed(seed)
     check_seed(seed + n - 1, "the last run's seed")
     out = Repeats(name or options.get("scheduler", "placed"))
@@ -156,9 +164,11 @@ def table(groups) -> str:
     for g in groups:
         s = g.summary()
         sps, spi, acc = s["samples_per_second"], s["seconds_per_iteration"], s["accuracy"]
-        rows.append(f"{g.name:14} {len(g.histories):4d} {sps['median']:9.0f} ({sps['low']:.0f}-{sps['high']:.0f})"
-                    .ljust(51) + f" {spi['median'] * 1e3:7.1f} ({spi['low'] * 1e3:.1f}-{spi['high'] * 1e3:.1f})"
-                    .ljust(21) + f" {acc['median']:8.1%} ({acc['low']:.1%}-{acc['high']:.1%})")
+        rows.append(
+            f"{g.name:14} {len(g.histories):4d} {sps['median']:9.0f} ({sps['low']:.0f}-{sps['high']:.0f})".ljust(51)
+            + f" {spi['median'] * 1e3:7.1f} ({spi['low'] * 1e3:.1f}-{spi['high'] * 1e3:.1f})".ljust(21)
+            + f" {acc['median']:8.1%} ({acc['low']:.1%}-{acc['high']:.1%})"
+        )
     rows.append("(the median of the runs, their range in brackets; samples/s over the epochs after the first)")
     return "\n".join(rows)
 
@@ -184,8 +194,9 @@ def plot(groups, path) -> None:
             epochs = min(len(h.epochs) for h in g.histories)
             x = list(range(1, epochs + 1))
             per = [[h.epochs[e]["accuracy"] * 100 for h in g.histories] for e in range(epochs)]
-            ax.plot(x, [statistics.median(v) for v in per], "o-", color=f"C{k}",
-                    label=f"{g.name} ({len(g.histories)} runs)")
+            ax.plot(
+                x, [statistics.median(v) for v in per], "o-", color=f"C{k}", label=f"{g.name} ({len(g.histories)} runs)"
+            )
             ax.fill_between(x, [min(v) for v in per], [max(v) for v in per], color=f"C{k}", alpha=0.2)
         ax.set_xlabel("epoch")
         ax.set_ylabel("held-out accuracy (%)")

@@ -107,8 +107,13 @@ def iteration_schedule(traces, iteration=None) -> tuple:
         raise UsageError(f"iteration {iteration} is in none of the epochs this run recorded")
     t0 = min(r.start for r in runs)
     names = [f"{ep.kinds[r.task][0]}#{k}" for k, r in enumerate(runs)]  # coloured by category
-    plan = Schedule(names, [r.worker for r in runs], [r.start - t0 for r in runs], [r.finish - t0 for r in runs],
-                    scheduler="measured")
+    plan = Schedule(
+        names,
+        [r.worker for r in runs],
+        [r.start - t0 for r in runs],
+        [r.finish - t0 for r in runs],
+        scheduler="measured",
+    )
     tasks = {r.task for r in runs}
     moves = [x._replace(start=x.start - t0, finish=x.finish - t0) for x in ep.trace.transfers if x.task in tasks]
     wall = max(r.finish for r in runs) - t0

@@ -17,8 +17,9 @@ def test_refused_submissions_are_one_error_with_the_batch_systems_words(tmp_path
     fake = tmp_path / "bin"
     fake.mkdir()
     sbatch = fake / "sbatch"
-    sbatch.write_text("#!/bin/sh\necho 'sbatch: error: Batch job submission failed: Invalid partition name specified' >&2\n"
-                      "exit 1\n")
+    sbatch.write_text(
+        "#!/bin/sh\necho 'sbatch: error: Batch job submission failed: Invalid partition name specified' >&2\nexit 1\n"
+    )
     sbatch.chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.chdir(tmp_path)
@@ -27,8 +28,9 @@ def test_refused_submissions_are_one_error_with_the_batch_systems_words(tmp_path
     t0 = time.monotonic()
     with pytest.raises(TaskflowError) as e:
         start_jobqueue("slurm", 2, memory="1GB", interface="lo", wait=60)
-    assert str(e.value) == ("SLURM refused the worker jobs: sbatch: error: Batch job submission failed: "
-                            "Invalid partition name specified")
+    assert str(e.value) == (
+        "SLURM refused the worker jobs: sbatch: error: Batch job submission failed: Invalid partition name specified"
+    )
     assert time.monotonic() - t0 < 30  # not the 60 s wait for workers
     assert "Traceback" not in capfd.readouterr().err
 
@@ -50,8 +52,11 @@ def test_a_submission_that_hangs_is_bounded_by_the_job_wait_and_killed(tmp_path,
         start_jobqueue("slurm", 1, memory="1GB", interface="lo", wait=3)
     assert time.monotonic() - t0 < 20
     # killed: none is left running (one may stay a zombie a moment, until its event loop reaps it)
-    assert not [c for c in psutil.Process().children(recursive=True)
-                if c.name() in ("sbatch", "sleep") and c.status() != psutil.STATUS_ZOMBIE]
+    assert not [
+        c
+        for c in psutil.Process().children(recursive=True)
+        if c.name() in ("sbatch", "sleep") and c.status() != psutil.STATUS_ZOMBIE
+    ]
     assert "Traceback" not in capfd.readouterr().err
 
 
@@ -63,6 +68,9 @@ def test_an_interface_this_machine_lacks_is_named_before_anything_starts(tmp_pat
     monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
     from taskflow.runtime.launch.jobqueue import start_jobqueue
 
-    with pytest.raises(TaskflowError, match=r"--interface 'nosuchif0': no such network interface on this machine "
-                                            r"\(it has .*lo"):
+    with pytest.raises(
+        TaskflowError,
+        match=r"--interface 'nosuchif0': no such network interface on this machine "
+        r"\(it has .*lo",
+    ):
         start_jobqueue("slurm", 1, interface="nosuchif0")

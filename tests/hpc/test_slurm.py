@@ -59,8 +59,9 @@ def _drained(timeout=30.0) -> bool:
 def test_an_emulated_workflow_runs_under_heft_on_two_slurm_jobs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # dask-jobqueue's job logs land here
     g = taskflow.load_graph(sample("montage"))
-    rep = taskflow.run(g, "heft", workers=2, jobqueue="slurm", jobqueue_options=OPTIONS, time_scale=0.01,
-                       quiet=True, timeout=300)
+    rep = taskflow.run(
+        g, "heft", workers=2, jobqueue="slurm", jobqueue_options=OPTIONS, time_scale=0.01, quiet=True, timeout=300
+    )
     assert rep.placement_fidelity == 1.0
     assert {r.task for r in rep.trace.runs} == set(g.ids)
     jobs = rep.jobs
@@ -98,8 +99,9 @@ def test_a_cancelled_job_is_survived_by_re_planning_on_the_other(tmp_path, monke
         assert {r.task for r in rep.trace.runs} == set(g.ids)  # every task reported
         assert rep.replans >= 1
         survivor = [a for a, j in jobs.items() if j != victim]
-        assert {r.worker for r in rep.trace.runs if r.finish > rep.measured_makespan * 0.9} <= \
-            {w.id for w in rep.cluster.workers if w.address in survivor}
+        assert {r.worker for r in rep.trace.runs if r.finish > rep.measured_makespan * 0.9} <= {
+            w.id for w in rep.cluster.workers if w.address in survivor
+        }
     finally:
         client.close()
         cluster.close()
@@ -112,8 +114,9 @@ def test_jobs_that_never_start_fail_the_run_after_the_stated_wait(tmp_path, monk
     g = taskflow.load_graph(sample("montage"))
     t0 = time.monotonic()
     with pytest.raises(TaskflowError) as e:  # one job more than the node has cores
-        taskflow.run(g, "heft", workers=cores + 1, jobqueue="slurm", jobqueue_options={**OPTIONS, "wait": 15},
-                     quiet=True)
+        taskflow.run(
+            g, "heft", workers=cores + 1, jobqueue="slurm", jobqueue_options={**OPTIONS, "wait": 15}, quiet=True
+        )
     took = time.monotonic() - t0
     msg = str(e.value)
     assert f"only {cores} of {cores + 1} SLURM jobs ran a worker within 15 s" in msg
@@ -123,13 +126,41 @@ def test_jobs_that_never_start_fail_the_run_after_the_stated_wait(tmp_path, monk
 
 
 def test_the_cli_runs_on_slurm_and_names_the_jobs(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "taskflow", "run", str(sample("montage")), "--jobqueue", "slurm",
-                        "--workers", "2", "--memory", "1GB", "--interface", "lo", "--time-scale", "0.01", "-q",
-                        "-o", "run.json"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "taskflow",
+            "run",
+            str(sample("montage")),
+            "--jobqueue",
+            "slurm",
+            "--workers",
+            "2",
+            "--memory",
+            "1GB",
+            "--interface",
+            "lo",
+            "--time-scale",
+            "0.01",
+            "-q",
+            "-o",
+            "run.json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert p.returncode == 0, p.stderr[-2000:]
     assert "placement fidelity 100%" in p.stdout
     line = [x for x in p.stdout.splitlines() if x.startswith("batch jobs: ")]
     assert line and line[0].count(" in job ") == 2
-    bad = subprocess.run([sys.executable, "-m", "taskflow", "run", str(sample("montage")), "--jobqueue", "slurm"],
-                         capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    bad = subprocess.run(
+        [sys.executable, "-m", "taskflow", "run", str(sample("montage")), "--jobqueue", "slurm"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert bad.returncode == 2 and "--jobqueue needs --workers N" in bad.stderr

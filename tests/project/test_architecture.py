@@ -23,12 +23,26 @@ ALLOWED = {
     "testbed": {"core", "simulator", "runtime", "testbed"},
     "advisor": {"core", "simulator", "runtime", "workflows", "advisor"},
     "training": {"core", "simulator", "runtime", "workflows", "training"},
-    "app": {"core", "simulator", "runtime", "facade", "testbed", "advisor", "training", "app", "schedulers",
-            "workflows"},
+    "app": {
+        "core",
+        "simulator",
+        "runtime",
+        "facade",
+        "testbed",
+        "advisor",
+        "training",
+        "app",
+        "schedulers",
+        "workflows",
+    },
 }
 #: third-party packages only some layers may import (the rest stay light and Dask-free)
-THIRD_PARTY = {"dask": {"runtime", "app"}, "distributed": {"runtime", "app"},
-               "matplotlib": {"app", "advisor", "training"}, "torch": {"workflows", "training", "app", "runtime"}}
+THIRD_PARTY = {
+    "dask": {"runtime", "app"},
+    "distributed": {"runtime", "app"},
+    "matplotlib": {"app", "advisor", "training"},
+    "torch": {"workflows", "training", "app", "runtime"},
+}
 
 
 def layer(module: str) -> str | None:
@@ -65,7 +79,7 @@ def imports(module: str, source: str, is_package: bool) -> list:
             out.extend((alias.name, node.lineno) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                anchor = base[:len(base) - node.level + 1]
+                anchor = base[: len(base) - node.level + 1]
                 target = ".".join(anchor + ([node.module] if node.module else []))
             else:
                 target = node.module
@@ -156,7 +170,12 @@ def cycles(graph: dict) -> list:
 
 def test_every_module_has_a_layer():
     mods = our_modules()
-    assert {"taskflow.scheduling", "taskflow.simulator.engine", "taskflow.runtime.client.runner", "taskflow.app.cli"} <= set(mods)
+    assert {
+        "taskflow.scheduling",
+        "taskflow.simulator.engine",
+        "taskflow.runtime.client.runner",
+        "taskflow.app.cli",
+    } <= set(mods)
     assert {layer(m) for m in mods} == set(ALLOWED)
 
 
@@ -170,25 +189,53 @@ def test_no_import_cycles():
     assert cycles(import_graph(our_modules())) == []
 
 
-@pytest.mark.parametrize("name, source, expected", [
-    ("schedulers.fake", "def plan():\n    from taskflow.simulator import simulate\n", "(schedulers) imports taskflow.simulator"),
-    ("schedulers.fake", "import taskflow.runtime.client.runner\n", "(schedulers) imports taskflow.runtime.client.runner"),
-    ("taskflow.fake", "def f():\n    import schedulers\n", "(core) imports schedulers"),
-    ("taskflow.fake", "from .simulator import simulate\n", "(core) imports taskflow.simulator"),
-    ("taskflow.simulator.fake", "from ..runtime import run\n", "(simulator) imports taskflow.runtime"),
-    ("taskflow.runtime.fake", "def f():\n    from ..app.plot import gantt\n", "(runtime) imports taskflow.app.plot"),
-    ("workflows.fake", "from taskflow import simulator\n", "(workflows) imports taskflow.simulator"),
-    ("taskflow.fake", "import distributed\n", "imports distributed (only ['app', 'runtime'] may)"),
-    ("taskflow.simulator.fake", "def f():\n    import matplotlib.pyplot\n", "imports matplotlib.pyplot (only ['advisor', 'app', 'training'] may)"),
-    ("taskflow.simulator.fake", "import torch\n", "imports torch (only ['app', 'runtime', 'training', 'workflows'] may)"),
-])
+@pytest.mark.parametrize(
+    "name, source, expected",
+    [
+        (
+            "schedulers.fake",
+            "def plan():\n    from taskflow.simulator import simulate\n",
+            "(schedulers) imports taskflow.simulator",
+        ),
+        (
+            "schedulers.fake",
+            "import taskflow.runtime.client.runner\n",
+            "(schedulers) imports taskflow.runtime.client.runner",
+        ),
+        ("taskflow.fake", "def f():\n    import schedulers\n", "(core) imports schedulers"),
+        ("taskflow.fake", "from .simulator import simulate\n", "(core) imports taskflow.simulator"),
+        ("taskflow.simulator.fake", "from ..runtime import run\n", "(simulator) imports taskflow.runtime"),
+        (
+            "taskflow.runtime.fake",
+            "def f():\n    from ..app.plot import gantt\n",
+            "(runtime) imports taskflow.app.plot",
+        ),
+        ("workflows.fake", "from taskflow import simulator\n", "(workflows) imports taskflow.simulator"),
+        ("taskflow.fake", "import distributed\n", "imports distributed (only ['app', 'runtime'] may)"),
+        (
+            "taskflow.simulator.fake",
+            "def f():\n    import matplotlib.pyplot\n",
+            "imports matplotlib.pyplot (only ['advisor', 'app', 'training'] may)",
+        ),
+        (
+            "taskflow.simulator.fake",
+            "import torch\n",
+            "imports torch (only ['app', 'runtime', 'training', 'workflows'] may)",
+        ),
+    ],
+)
 def test_a_forbidden_import_is_caught(name, source, expected):
     found = violations({name: (source, False)})
     assert found and all(f.startswith(f"{name}:") for f in found) and any(expected in f for f in found), found
 
 
 def test_allowed_imports_pass_and_cycles_are_found():
-    assert violations({"schedulers.fake": ("from taskflow.scheduling import Scheduler\nfrom .ranks import b_level\n", False)}) == []
+    assert (
+        violations(
+            {"schedulers.fake": ("from taskflow.scheduling import Scheduler\nfrom .ranks import b_level\n", False)}
+        )
+        == []
+    )
     assert violations({"taskflow.app.fake": ("import schedulers\nfrom ..runtime import run\n", False)}) == []
     mods = {"taskflow.a": ("from . import b\n", False), "taskflow.b": ("def f():\n    from .a import x\n", False)}
     assert cycles(import_graph(mods)) == [["taskflow.a", "taskflow.b"]]
@@ -225,8 +272,12 @@ def test_the_architecture_page_names_exactly_the_modules_over_500_lines_each_wit
     text = (ROOT / "docs" / "architecture.md").read_text()
     section = text.split("## Modules over 500 lines", 1)[1].split("\n## ", 1)[0]
     named = dict(re.findall(r"^- `([^`]+\.py)`: (.+)$", section, re.M))
-    long = {str(p.relative_to(ROOT)) for pkg in ("taskflow", "schedulers", "workflows")
-            for p in (ROOT / pkg).rglob("*.py") if len(p.read_text().splitlines()) > 500}
+    long = {
+        str(p.relative_to(ROOT))
+        for pkg in ("taskflow", "schedulers", "workflows")
+        for p in (ROOT / pkg).rglob("*.py")
+        if len(p.read_text().splitlines()) > 500
+    }
     assert set(named) == long and all(len(why.split()) >= 4 for why in named.values())
     assert not [p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py") if len(p.read_text().splitlines()) > 600]
 
@@ -240,15 +291,23 @@ def test_no_private_name_crosses_a_module():
             tree = ast.parse(path.read_text())
             ours = set()
             for node in ast.walk(tree):
-                if isinstance(node, ast.ImportFrom) and node.module != "__future__" and \
-                        (node.level or (node.module or "").split(".")[0] in PACKAGES):
+                if (
+                    isinstance(node, ast.ImportFrom)
+                    and node.module != "__future__"
+                    and (node.level or (node.module or "").split(".")[0] in PACKAGES)
+                ):
                     for alias in node.names:
                         if alias.name.startswith("_") and not alias.name.startswith("__"):
                             found.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {alias.name}")
                         ours.add(alias.asname or alias.name)
             for node in ast.walk(tree):
-                if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__") \
-                        and isinstance(node.value, ast.Name) and node.value.id in ours:
+                if (
+                    isinstance(node, ast.Attribute)
+                    and node.attr.startswith("_")
+                    and not node.attr.startswith("__")
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id in ours
+                ):
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno} uses {node.value.id}.{node.attr}")
     assert found == []
 
@@ -263,16 +322,19 @@ def test_no_bare_taskflow_error_is_raised():
             if path.name == "errors.py" and path.parent.name == "taskflow":
                 continue
             for node in ast.walk(ast.parse(path.read_text())):
-                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                        and node.func.id == "TaskflowError"):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "TaskflowError":
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert found == []
 
 
 #: the runtime's sides (a process each) and the sides each may import; every side may import the
 #: shared modules (taskflow/runtime/*.py: the wire format, cost profiles, predictions)
-SIDES = {"client": {"client", "worker", "launch"}, "scheduler": {"scheduler"}, "worker": {"worker"},
-         "launch": {"launch", "worker"}}
+SIDES = {
+    "client": {"client", "worker", "launch"},
+    "scheduler": {"scheduler"},
+    "worker": {"worker"},
+    "launch": {"launch", "worker"},
+}
 
 
 def _side(module: str) -> str | None:
@@ -297,8 +359,9 @@ def test_the_runtime_is_laid_out_by_process():
             elif there not in SIDES[here]:
                 found.append(f"{name}:{line} ({here}) imports {target} ({there})")
     assert found == []
-    assert set(SIDES) == {p.name for p in (ROOT / "taskflow" / "runtime").iterdir() if p.is_dir() and
-                          p.name != "__pycache__"}
+    assert set(SIDES) == {
+        p.name for p in (ROOT / "taskflow" / "runtime").iterdir() if p.is_dir() and p.name != "__pycache__"
+    }
 
 
 def test_a_constant_is_defined_once_and_a_capability_is_declared_not_looked_for():
@@ -308,12 +371,18 @@ def test_a_constant_is_defined_once_and_a_capability_is_declared_not_looked_for(
     for pkg in PACKAGES:
         for path in sorted((ROOT / pkg).rglob("*.py")):
             for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CHOICES"
-                                                        for t in node.targets):
+                if isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == "CHOICES" for t in node.targets
+                ):
                     defined.append(str(path.relative_to(ROOT)))
-                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
-                        and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
-                        and node.args[1].value in ("adaptive", "choices")):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Name)
+                    and node.func.id == "getattr"
+                    and len(node.args) >= 2
+                    and isinstance(node.args[1], ast.Constant)
+                    and node.args[1].value in ("adaptive", "choices")
+                ):
                     probed.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert defined == ["taskflow/scheduling.py"] and probed == []
 
@@ -327,9 +396,13 @@ def test_the_adaptive_scheduler_reaches_the_plugin_only_through_its_view():
     path = ROOT / "taskflow" / "runtime" / "scheduler" / "adaptation.py"
     used = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
-                and node.value.attr == "plugin" and isinstance(node.value.value, ast.Name)
-                and node.value.value.id == "self"):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "plugin"
+            and isinstance(node.value.value, ast.Name)
+            and node.value.value.id == "self"
+        ):
             used.add(node.attr)
     assert used and used <= declared, used - declared
     plugin = (ROOT / "taskflow" / "runtime" / "scheduler" / "plugin.py").read_text()
@@ -344,10 +417,15 @@ def _assigned_attributes(path: Path, names: set) -> list:
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         for node in ast.walk(fn):
-            targets = node.targets if isinstance(node, ast.Assign) else \
-                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, (ast.AugAssign, ast.AnnAssign))
+                else []
+            )
             for t in targets:
-                for leaf in (t.elts if isinstance(t, ast.Tuple) else [t]):
+                for leaf in t.elts if isinstance(t, ast.Tuple) else [t]:
                     if isinstance(leaf, ast.Attribute) and leaf.attr in names:
                         found.append((fn.name, leaf.attr, node.lineno))
     return found
@@ -361,8 +439,10 @@ def test_a_run_s_state_and_the_adaptive_phase_change_only_through_their_one_meth
     stray = []
     for path in sorted(scheduler_side.glob("*.py")):
         for fn, attr, line in _assigned_attributes(path, {"state", "phase"}):
-            allowed = (attr == "state" and (fn, path.name) in {("move", "plugin.py"), ("__init__", "runs.py")}) or \
-                (attr == "phase" and (fn, path.name) in {("move", "adaptive_state.py"), ("__init__", "adaptive_state.py")})
+            allowed = (attr == "state" and (fn, path.name) in {("move", "plugin.py"), ("__init__", "runs.py")}) or (
+                attr == "phase"
+                and (fn, path.name) in {("move", "adaptive_state.py"), ("__init__", "adaptive_state.py")}
+            )
             if not allowed:
                 stray.append(f"{path.name}:{line} {fn} sets .{attr}")
     assert stray == []
@@ -370,22 +450,42 @@ def test_a_run_s_state_and_the_adaptive_phase_change_only_through_their_one_meth
 
 #: where "policy" still means something else than our schedulers: HEFT's insertion policy, a paper's
 #: title, Dask's active memory manager's policies, and the earlier spellings still read
-OTHER_POLICIES = ("insertion policy", "rescheduling policy", "amm.policies", "add_policy", "ReduceReplicas",
-                  "(policy)", "for policy in list(amm", "--policy", '"TASKFLOW_" + "POLICY"',
-                  "use(client, scheduler, policy=", '"policy" in options', 'options.pop("policy")',
-                  'policy="cpop"', "scheduling policy", '["amm"].policies')
+OTHER_POLICIES = (
+    "insertion policy",
+    "rescheduling policy",
+    "amm.policies",
+    "add_policy",
+    "ReduceReplicas",
+    "(policy)",
+    "for policy in list(amm",
+    "--policy",
+    '"TASKFLOW_" + "POLICY"',
+    "use(client, scheduler, policy=",
+    '"policy" in options',
+    'options.pop("policy")',
+    'policy="cpop"',
+    "scheduling policy",
+    '["amm"].policies',
+)
 
 
 def test_our_scheduling_algorithms_have_one_word():
     """Our scheduling algorithms are *schedulers* in code, CLI, Python API and docs (the reason is in
     docs/architecture.md); "policy" is left only where it means something else (:data:`OTHER_POLICIES`)."""
     found = []
-    paths = [p for pkg in (*PACKAGES, "tests", "benchmarks", "docs") for p in (ROOT / pkg).rglob("*")
-             if p.suffix in (".py", ".md") and "__pycache__" not in p.parts]
+    paths = [
+        p
+        for pkg in (*PACKAGES, "tests", "benchmarks", "docs")
+        for p in (ROOT / pkg).rglob("*")
+        if p.suffix in (".py", ".md") and "__pycache__" not in p.parts
+    ]
     for path in [*paths, ROOT / "README.md", ROOT / "setup.cfg", ROOT / "Makefile"]:
         for n, line in enumerate(path.read_text().splitlines(), 1):
-            if re.search(r"polic(y|ies)", line, re.I) and not any(ok in line for ok in OTHER_POLICIES) \
-                    and path.name != "test_architecture.py":
+            if (
+                re.search(r"polic(y|ies)", line, re.I)
+                and not any(ok in line for ok in OTHER_POLICIES)
+                and path.name != "test_architecture.py"
+            ):
                 found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()[:80]}")
     assert found == []
 
@@ -405,5 +505,8 @@ def test_tests_are_laid_out_like_the_code():
     assert misplaced == []
     # every folder of tests is a package: pytest then never puts tests/taskflow on sys.path, where it
     # would hide the real taskflow
-    assert [str(d.relative_to(ROOT)) for d in (ROOT / "tests").rglob("*") if d.is_dir() and d.name != "__pycache__"
-            and any(d.glob("test_*.py")) and not (d / "__init__.py").exists()] == []
+    assert [
+        str(d.relative_to(ROOT))
+        for d in (ROOT / "tests").rglob("*")
+        if d.is_dir() and d.name != "__pycache__" and any(d.glob("test_*.py")) and not (d / "__init__.py").exists()
+    ] == []

@@ -56,8 +56,11 @@ def test_every_shell_command_of_a_page_runs_as_written(path, tmp_path):
 
         if available():
             pytest.skip(f"{path.name} needs the network testbed: {available()}")
-    if "<!-- needs: torch" in path.read_text() and importlib.util.find_spec("torch") is None \
-            and not os.environ.get("TASKFLOW_REQUIRE_TORCH"):
+    if (
+        "<!-- needs: torch" in path.read_text()
+        and importlib.util.find_spec("torch") is None
+        and not os.environ.get("TASKFLOW_REQUIRE_TORCH")
+    ):
         pytest.skip(f"{path.name} trains with PyTorch: needs the torch extra (pip install 'dask-taskflow[torch]')")
     if "<!-- needs: slurm" in path.read_text():
         from tests.hpc.test_slurm import WHY
@@ -66,10 +69,21 @@ def test_every_shell_command_of_a_page_runs_as_written(path, tmp_path):
             pytest.skip(f"{path.name} needs a running SLURM (make test-hpc): {WHY}")
     script = "set -euo pipefail\n" + _script(path)
     bin_dir = Path(sys.executable).parent
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "MPLBACKEND": "Agg",
-           "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(["bash", "-c", script], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "MPLBACKEND": "Agg",
+        "PYTHONPATH": str(ROOT),
+    }
+    proc = subprocess.Popen(
+        ["bash", "-c", script],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=300)
     finally:  # whatever a page started in the background goes with it
@@ -78,7 +92,9 @@ def test_every_shell_command_of_a_page_runs_as_written(path, tmp_path):
         except ProcessLookupError:
             pass
     proc = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-    assert proc.returncode == 0, f"{path.name}:\n{script}\n--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, (
+        f"{path.name}:\n{script}\n--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}"
+    )
     # Dask's servers log their own tracebacks when a page stops them; none may come from our code
     assert "internal error" not in proc.stderr and "/taskflow/" not in proc.stderr, proc.stderr[-3000:]
 

@@ -43,11 +43,12 @@ def test_every_link_between_pages_leads_somewhere(page, target):
     dest = (page.parent / path).resolve() if path else page
     assert dest.exists(), f"{page.relative_to(ROOT)} links to {target}, which does not exist"
     if section and dest.suffix == ".md":
-        assert section in anchors(dest), (f"{page.relative_to(ROOT)} links to {target}: {dest.name} has no such "
-                                          f"heading")
+        assert section in anchors(dest), f"{page.relative_to(ROOT)} links to {target}: {dest.name} has no such heading"
 
 
 def test_the_anchor_rule_is_githubs():
-    assert anchor("Scheduler speed (`python benchmarks/bench_schedulers.py --peer-python /tmp/saga/bin/python`)") == \
-        "scheduler-speed-python-benchmarksbench_schedulerspy---peer-python-tmpsagabinpython"
+    assert (
+        anchor("Scheduler speed (`python benchmarks/bench_schedulers.py --peer-python /tmp/saga/bin/python`)")
+        == "scheduler-speed-python-benchmarksbench_schedulerspy---peer-python-tmpsagabinpython"
+    )
     assert anchor("Real Dask workloads") == "real-dask-workloads"

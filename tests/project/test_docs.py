@@ -26,8 +26,12 @@ def test_doc_example_runs(code, tmp_path, monkeypatch):
     import os
 
     from taskflow import scheduling as base
-    if NEEDS_TORCH.search(code) and importlib.util.find_spec("torch") is None \
-            and not os.environ.get("TASKFLOW_REQUIRE_TORCH"):
+
+    if (
+        NEEDS_TORCH.search(code)
+        and importlib.util.find_spec("torch") is None
+        and not os.environ.get("TASKFLOW_REQUIRE_TORCH")
+    ):
         pytest.skip("needs the torch extra (pip install 'dask-taskflow[torch]')")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))  # examples may register schedulers

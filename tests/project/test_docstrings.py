@@ -47,8 +47,12 @@ def raises_itself(fn) -> bool:
     except (OSError, TypeError, SyntaxError):
         return False
     top = tree.body[0]
-    nested = {id(n) for d in ast.walk(top) if d is not top and isinstance(d, (ast.FunctionDef, ast.Lambda))
-              for n in ast.walk(d)}
+    nested = {
+        id(n)
+        for d in ast.walk(top)
+        if d is not top and isinstance(d, (ast.FunctionDef, ast.Lambda))
+        for n in ast.walk(d)
+    }
     for node in ast.walk(top):
         if isinstance(node, ast.Raise) and id(node) not in nested and isinstance(node.exc, ast.Call):
             name = getattr(node.exc.func, "id", getattr(node.exc.func, "attr", ""))
@@ -69,8 +73,9 @@ def findings() -> list:
             out.append(f"{modname}: no __all__")
         elif listed is not None:
             out.extend(f"{modname}: {n} is public but not in __all__" for n in sorted(names - set(listed)))
-            out.extend(f"{modname}: __all__ names {n!r}, which it does not define" for n in listed
-                       if not hasattr(module, n))
+            out.extend(
+                f"{modname}: __all__ names {n!r}, which it does not define" for n in listed if not hasattr(module, n)
+            )
         for name, obj, fn in own_members(module):
             where = f"{modname}.{name}"
             doc = inspect.getdoc(fn) if not inspect.isclass(obj) else obj.__dict__.get("__doc__")
@@ -105,11 +110,13 @@ def test_the_checker_catches_an_undocumented_function(tmp_path, monkeypatch):
 
     mod = types.ModuleType("fake_public")
     mod.__doc__ = "A module."
-    src = ("def documented(x):\n    '''Twice.\n\n    Parameters\n    ----------\n    x : int\n    '''\n    return 2 * x\n\n"
-           "def bare(x):\n    return x\n\n"
-           "def no_params(x):\n    '''Half.'''\n    return x / 2\n\n"
-           "def loud(x):\n    '''Check.\n\n    Parameters\n    ----------\n    x : int\n    '''\n"
-           "    if x < 0:\n        raise ValueError('negative')\n    return x\n")
+    src = (
+        "def documented(x):\n    '''Twice.\n\n    Parameters\n    ----------\n    x : int\n    '''\n    return 2 * x\n\n"
+        "def bare(x):\n    return x\n\n"
+        "def no_params(x):\n    '''Half.'''\n    return x / 2\n\n"
+        "def loud(x):\n    '''Check.\n\n    Parameters\n    ----------\n    x : int\n    '''\n"
+        "    if x < 0:\n        raise ValueError('negative')\n    return x\n"
+    )
     path = tmp_path / "fake_public.py"
     path.write_text(src)
     monkeypatch.syspath_prepend(str(tmp_path))

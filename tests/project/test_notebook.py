@@ -30,8 +30,9 @@ def test_the_notebook_runs_as_written_in_a_jupyter_kernel(tmp_path):
     for c in code:
         c.outputs = []
     shutil.copy(NOTEBOOK, tmp_path)
-    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
-                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    nbclient.NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
     outputs = [_text(c) for c in code]
     assert not any(o.output_type == "error" for c in code for o in c.outputs)
     expected = sum(sum(range(1000 * (i + 1))) for i in range(4))

@@ -73,13 +73,13 @@ def test_a_copy_waits_for_its_own_inputs():
     c = Cluster.homogeneous(2, bandwidth=1.0)
     # r on w0; a's copy on w1 needs r's output there: ready at 1 + 2 = 3
     early = Schedule(["r", "a", "b"], ["w0", "w0", "w1"], [0, 1, 2], [1, 2, 3], copies=[("a", "w1", 1, 2)])
-    assert ("copy of task 'a' on worker 'w1' starts at 1 before its input from 'r' is ready at 3"
-            in early.problems(g, c))
+    assert "copy of task 'a' on worker 'w1' starts at 1 before its input from 'r' is ready at 3" in early.problems(g, c)
     on_time = Schedule(["r", "a", "b"], ["w0", "w0", "w1"], [0, 1, 4], [1, 2, 5], copies=[("a", "w1", 3, 4)])
     assert on_time.problems(g, c) == []
     # an input may come from a copy of the producer: r copied onto w1 too, then a's copy can start at 1
-    both = Schedule(["r", "a", "b"], ["w0", "w0", "w1"], [0, 1, 2], [1, 2, 3],
-                    copies=[("r", "w1", 0, 1), ("a", "w1", 1, 2)])
+    both = Schedule(
+        ["r", "a", "b"], ["w0", "w0", "w1"], [0, 1, 2], [1, 2, 3], copies=[("r", "w1", 0, 1), ("a", "w1", 1, 2)]
+    )
     assert both.problems(g, c) == [] and both.makespan == 3.0
 
 
@@ -90,8 +90,7 @@ def test_the_heft_paper_example_and_the_file_round_trip(tmp_path):
     assert heft.makespan == 80 and dup.makespan < heft.makespan and dup.copies
     # every copy earns its place: without any single one, the plan breaks
     for k in range(len(dup.copies)):
-        fewer = Schedule(dup.tasks, dup.workers, dup.start, dup.finish,
-                         copies=dup.copies[:k] + dup.copies[k + 1:])
+        fewer = Schedule(dup.tasks, dup.workers, dup.start, dup.finish, copies=dup.copies[:k] + dup.copies[k + 1 :])
         assert fewer.problems(g, c), k
     doc = json.loads(json.dumps(dup.to_dict()))
     assert doc["makespan"] == dup.makespan and len(doc["copies"]) == len(dup.copies)
@@ -131,11 +130,13 @@ def test_the_simulator_and_the_runtime_refuse_a_plan_with_copies(tmp_path, capsy
     assert TaskflowPlugin().handle_use("client-1", "heft") == {"status": "OK"}
     # the CLI: a one-line error and status 2; `taskflow schedule` writes the plan with its copies
     from taskflow.app.cli import main
+
     assert main(["simulate", str(GRAPH), "--cluster", str(CLUSTER), "--scheduler", "heft-dup"]) == 2
     assert "runs some tasks more than once" in capsys.readouterr().err
     out = tmp_path / "plan.json"
-    assert main(["schedule", str(GRAPH), "--cluster", str(CLUSTER), "--scheduler", "heft-dup", "-o", str(out),
-                 "-q"]) == 0
+    assert (
+        main(["schedule", str(GRAPH), "--cluster", str(CLUSTER), "--scheduler", "heft-dup", "-o", str(out), "-q"]) == 0
+    )
     assert json.loads(out.read_text())["copies"]
 
 
@@ -147,10 +148,20 @@ def comm_heavy(draw):
     ccr = draw(st.sampled_from([0.5, 2.0, 10.0]))
     speeds = draw(st.lists(st.sampled_from([1.0, 1.5, 2.0, 4.0]), min_size=1, max_size=5))
     cores = draw(st.sampled_from([1, 2]))
-    g = random_layered(n, shape=draw(st.sampled_from([0.5, 1.0, 2.0])), out_degree=3, ccr=ccr, beta=0.5,
-                       seed=seed, workers=[f"w{k}" for k in range(len(speeds))])
-    c = Cluster([Worker(f"w{k}", s, cores) for k, s in enumerate(speeds)], bandwidth=1.0,
-                latency=draw(st.sampled_from([0.0, 0.5])))
+    g = random_layered(
+        n,
+        shape=draw(st.sampled_from([0.5, 1.0, 2.0])),
+        out_degree=3,
+        ccr=ccr,
+        beta=0.5,
+        seed=seed,
+        workers=[f"w{k}" for k in range(len(speeds))],
+    )
+    c = Cluster(
+        [Worker(f"w{k}", s, cores) for k, s in enumerate(speeds)],
+        bandwidth=1.0,
+        latency=draw(st.sampled_from([0.0, 0.5])),
+    )
     return g, c
 
 
@@ -167,8 +178,9 @@ def test_heft_dup_plans_are_valid_on_comm_heavy_graphs(problem, k):
 def test_copies_shorten_plans_where_transfers_dominate():
     shorter = longer = 0
     for seed in range(8):
-        g = random_layered(60, shape=1.0, out_degree=3, ccr=5.0, beta=0.5, seed=seed,
-                           workers=[f"w{k}" for k in range(4)])
+        g = random_layered(
+            60, shape=1.0, out_degree=3, ccr=5.0, beta=0.5, seed=seed, workers=[f"w{k}" for k in range(4)]
+        )
         c = Cluster.heterogeneous([1, 2, 3, 4], bandwidth=1.0)
         m = CostModel(g, c)
         h = schedulers.get_scheduler("heft").schedule(g, c, cost_model=m).makespan

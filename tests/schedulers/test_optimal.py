@@ -31,10 +31,15 @@ def brute_force(g, c) -> float:
     m = CostModel(g, c)
     a = m.arrays
     n, W = a.n, m.num_workers
-    preds = [[(int(a.pred_idx[k]), float(a.size[a.pred_eid[k]])) for k in range(a.pred_ptr[v], a.pred_ptr[v + 1])]
-             for v in range(n)]
-    orders = [p for p in itertools.permutations(range(n))
-              if all(p.index(u) < p.index(v) for v in range(n) for u, _ in preds[v])]
+    preds = [
+        [(int(a.pred_idx[k]), float(a.size[a.pred_eid[k]])) for k in range(a.pred_ptr[v], a.pred_ptr[v + 1])]
+        for v in range(n)
+    ]
+    orders = [
+        p
+        for p in itertools.permutations(range(n))
+        if all(p.index(u) < p.index(v) for v in range(n) for u, _ in preds[v])
+    ]
     best = float("inf")
     for place in itertools.product(range(W), repeat=n):
         if not all(np.isfinite(m.durations[i, place[i]]) for i in range(n)):
@@ -44,8 +49,10 @@ def brute_force(g, c) -> float:
             finish = [0.0] * n
             for v in order:
                 w = place[v]
-                ready = max([finish[u] + (m.transfer_idx(size, place[u], w) if place[u] != w else 0.0)
-                             for u, size in preds[v]], default=0.0)
+                ready = max(
+                    [finish[u] + (m.transfer_idx(size, place[u], w) if place[u] != w else 0.0) for u, size in preds[v]],
+                    default=0.0,
+                )
                 finish[v] = max(ready, free[w]) + m.durations[v, w]
                 free[w] = finish[v]
             best = min(best, max(finish))
@@ -75,8 +82,10 @@ def test_optimal_is_valid_never_longer_than_any_scheduler_and_its_bound_holds(pr
     """The bound is a claim about every schedule: none of the other schedulers may beat it."""
     g, c = problem
     s = optimal(g, c, budget=1.0, seconds=5.0)
-    others = {n: schedulers.get_scheduler(n, seed=0).schedule(g, c).makespan
-              for n in ("heft", "cpop", "blevel", "peft", "heft-search", "lookahead", "etf")}
+    others = {
+        n: schedulers.get_scheduler(n, seed=0).schedule(g, c).makespan
+        for n in ("heft", "cpop", "blevel", "peft", "heft-search", "lookahead", "etf")
+    }
     assert s.makespan <= others["heft"] * (1 + 1e-9) + 1e-12
     assert s.extra["lower_bound"] <= min(others.values()) * (1 + 1e-5) + 1e-9
     assert s.extra["lower_bound"] <= s.makespan + 1e-12
@@ -92,11 +101,23 @@ def test_a_search_whose_deterministic_clock_stalls_ends_on_the_wall_clock():
     cores, two tasks of 3 and 4 cores): a budget alone never ended it."""
     c = Cluster([Worker("w0", 4.0, 4)], bandwidth=1.0, latency=2.0)
     g = TaskGraph("stall")
-    for i, (cost, cores) in enumerate([(0, 1), (6, 1), (1, 1), (0, 1), (4, 1), (18, 1), (13, 1), (0, 1), (0, 1),
-                                       (2, 3), (18, 4), (0, 1)]):
+    for i, (cost, cores) in enumerate(
+        [(0, 1), (6, 1), (1, 1), (0, 1), (4, 1), (18, 1), (13, 1), (0, 1), (0, 1), (2, 3), (18, 4), (0, 1)]
+    ):
         g.add_task(f"t{i}", cost=float(cost), cores=cores, output_size=1.0)
-    for a, b, size in [(2, 3, 141), (0, 6, 62), (1, 6, 186), (2, 8, 32), (6, 8, 138), (8, 9, 72), (7, 10, 142),
-                       (5, 11, 166), (6, 11, 164), (8, 11, 38), (10, 11, 171)]:
+    for a, b, size in [
+        (2, 3, 141),
+        (0, 6, 62),
+        (1, 6, 186),
+        (2, 8, 32),
+        (6, 8, 138),
+        (8, 9, 72),
+        (7, 10, 142),
+        (5, 11, 166),
+        (6, 11, 164),
+        (8, 11, 38),
+        (10, 11, 171),
+    ]:
         g.add_edge(f"t{a}", f"t{b}", size=float(size))
     from schedulers.optimal import STALL_SECONDS
 
@@ -108,8 +129,9 @@ def test_a_search_whose_deterministic_clock_stalls_ends_on_the_wall_clock():
     assert took < STALL_SECONDS * budget + 30  # bounded, whatever the machine
     # a machine fast enough proves it optimal in time; else the wall clock ended it, and says so,
     # or (a loaded machine's clock counting differently) the deterministic budget was spent first
-    assert s.extra["status"] == "optimal" or (s.extra["status"] == "feasible" and
-                                              s.extra.get("stopped", "wall clock") == "wall clock")
+    assert s.extra["status"] == "optimal" or (
+        s.extra["status"] == "feasible" and s.extra.get("stopped", "wall clock") == "wall clock"
+    )
     assert s.extra["lower_bound"] <= s.makespan <= heft.makespan
     # no time at all: nothing found, not even the hint accepted (as on a loaded machine), HEFT's
     # plan, and still said to be the wall clock's doing
@@ -165,8 +187,18 @@ def test_a_graph_too_large_gets_heft_s_plan_and_says_so():
     assert s.worker_of() == schedulers.get_scheduler("heft").schedule(g, c).worker_of()
 
 
-@pytest.mark.parametrize("options", [{"budget": 0}, {"budget": -1.0}, {"seconds": 0}, {"threads": 0},
-                                     {"budget": "lots"}, {"threads": None}, {"max_pairs": "x"}])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"budget": 0},
+        {"budget": -1.0},
+        {"seconds": 0},
+        {"threads": 0},
+        {"budget": "lots"},
+        {"threads": None},
+        {"max_pairs": "x"},
+    ],
+)
 def test_bad_options_are_errors(heft_graph, heft_cluster, options):
     with pytest.raises(TaskflowError, match="optimal: budget"):
         optimal(heft_graph, heft_cluster, **options)
@@ -178,8 +210,14 @@ def test_the_cli_says_what_optimal_proved(capsys, budget):
 
     from tests.conftest import EXAMPLES
 
-    args = ["schedule", str(EXAMPLES / "heft_paper.graph.json"), "--cluster", str(EXAMPLES / "heft_paper.cluster.json"),
-            "--scheduler", "optimal"] + (["--budget", budget] if budget else [])
+    args = [
+        "schedule",
+        str(EXAMPLES / "heft_paper.graph.json"),
+        "--cluster",
+        str(EXAMPLES / "heft_paper.cluster.json"),
+        "--scheduler",
+        "optimal",
+    ] + (["--budget", budget] if budget else [])
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "optimal: makespan 73" in out and "optimal: no schedule is shorter than 73 (gap 0.00%)" in out

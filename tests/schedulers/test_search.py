@@ -31,8 +31,9 @@ def test_heft_search_is_valid_and_never_longer_than_heft(problem):
 def test_the_search_is_reproducible_for_a_seed_and_finds_shorter_plans():
     shorter = 0
     for seed in range(6):
-        g = random_layered(120, shape=1.0, out_degree=3, ccr=1.0, beta=1.0, seed=seed,
-                           workers=[f"w{k}" for k in range(4)])
+        g = random_layered(
+            120, shape=1.0, out_degree=3, ccr=1.0, beta=1.0, seed=seed, workers=[f"w{k}" for k in range(4)]
+        )
         c = Cluster.homogeneous(4, bandwidth=1.0)
         m = CostModel(g, c)
         heft = schedulers.get_scheduler("heft").schedule(g, c, cost_model=m).makespan

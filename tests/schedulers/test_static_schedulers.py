@@ -3,8 +3,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import schedulers
-from schedulers.ranks import (b_level, critical_path_tasks, downward_rank, optimistic_cost_table, t_level,
-                              upward_rank)
+from schedulers.ranks import b_level, critical_path_tasks, downward_rank, optimistic_cost_table, t_level, upward_rank
 from taskflow import Cluster, CostModel, TaskGraph, Worker, lower_bound
 from taskflow.errors import TaskflowError
 
@@ -27,8 +26,18 @@ def test_heft_paper_makespans(heft_graph, heft_cluster):
 
 def test_heft_paper_upward_ranks(heft_graph, heft_cluster):
     # Table in Topcuoglu et al. 2002, section 4.1
-    expected = {"t1": 108.0, "t2": 77.0, "t3": 80.0, "t4": 80.0, "t5": 69.0, "t6": 63.333,
-                "t7": 42.667, "t8": 35.667, "t9": 44.333, "t10": 14.667}
+    expected = {
+        "t1": 108.0,
+        "t2": 77.0,
+        "t3": 80.0,
+        "t4": 80.0,
+        "t5": 69.0,
+        "t6": 63.333,
+        "t7": 42.667,
+        "t8": 35.667,
+        "t9": 44.333,
+        "t10": 14.667,
+    }
     m = CostModel(heft_graph, heft_cluster)
     ru = upward_rank(m)
     for t, r in expected.items():
@@ -73,12 +82,12 @@ def test_heft_keeps_a_chain_local_and_appends_small_work():
 def test_insertion_uses_a_gap_append_does_not():
     # w0 runs a[0,1]; d needs a's output shipped from w1... build a gap on w0 explicitly:
     g = TaskGraph()
-    g.add_task("src", cost=1, costs={"w1": 100.0}, output_size=10)   # must run on w0
-    g.add_task("late", cost=1, costs={"w1": 100.0})                   # must run on w0, after a 10 s wait
+    g.add_task("src", cost=1, costs={"w1": 100.0}, output_size=10)  # must run on w0
+    g.add_task("late", cost=1, costs={"w1": 100.0})  # must run on w0, after a 10 s wait
     g.add_edge("src", "late", size=10)
-    g.add_task("mid", cost=5, costs={"w1": 100.0})                    # w0 too, independent
+    g.add_task("mid", cost=5, costs={"w1": 100.0})  # w0 too, independent
     g.add_task("remote", cost=1, costs={"w0": 100.0}, output_size=8)  # w1 only
-    g.add_edge("remote", "late", size=8)                              # late waits for 1 + 8 s transfer
+    g.add_edge("remote", "late", size=8)  # late waits for 1 + 8 s transfer
     c = Cluster.homogeneous(2, bandwidth=1.0)
     heft = plan("heft", g, c)
     ranks = {x.task: x.start for x in heft}
@@ -188,6 +197,7 @@ def test_deterministic(heft_graph, heft_cluster):
 
 def test_scales_linearly_enough_to_schedule_5000_tasks():
     from workflows.scientific import random_layered
+
     g = random_layered(5000, out_degree=2, seed=2)
     c = Cluster.heterogeneous([1, 2, 3, 4], bandwidth=1.0)
     for name in ("heft", "cpop", "blevel", "peft"):

@@ -7,8 +7,9 @@ from taskflow import Cluster, ClusterError, CostModel, GraphError, TaskGraph, Wo
 
 
 def test_transfer_model_latency_bandwidth_and_pairs():
-    c = Cluster([Worker("a"), Worker("b"), Worker("c", speed=2.0)], bandwidth=100.0,
-                bandwidths={"a": {"b": 50.0}}, latency=0.5)
+    c = Cluster(
+        [Worker("a"), Worker("b"), Worker("c", speed=2.0)], bandwidth=100.0, bandwidths={"a": {"b": 50.0}}, latency=0.5
+    )
     assert c.transfer_time(200, "a", "a") == 0.0
     assert c.transfer_time(200, "a", "b") == pytest.approx(0.5 + 4.0)  # per-pair override
     assert c.transfer_time(200, "b", "a") == pytest.approx(0.5 + 2.0)  # other direction: scalar
@@ -24,26 +25,34 @@ def test_infinite_bandwidth_means_free_transfers():
     assert c.transfer_time(1e12, "w0", "w1") == 0.0
 
 
-@pytest.mark.parametrize("kwargs,msg", [
-    (dict(workers=[]), "no workers"),
-    (dict(workers=[Worker("a"), Worker("a")]), "duplicate worker id 'a'"),
-    (dict(workers=[Worker("a")], bandwidth=0), "bandwidth must be > 0"),
-    (dict(workers=[Worker("a")], bandwidth=math.nan), "bandwidth must be > 0"),
-    (dict(workers=[Worker("a")], latency=-1), "latency must be finite and >= 0"),
-    (dict(workers=[Worker("a")], bandwidths={"a": {"zz": 5}}), "unknown worker 'zz'"),
-    (dict(workers=[Worker("a")], task_overhead=-0.1), "task_overhead must be finite and >= 0"),
-    (dict(workers=[Worker("a")], task_overhead="x"), "task_overhead must be a number"),
-    (dict(workers=[Worker("a")], backplane=0), "backplane must be > 0"),
-    (dict(workers=[Worker("a")], backplane="fast"), "backplane must be a number"),
-])
+@pytest.mark.parametrize(
+    "kwargs,msg",
+    [
+        (dict(workers=[]), "no workers"),
+        (dict(workers=[Worker("a"), Worker("a")]), "duplicate worker id 'a'"),
+        (dict(workers=[Worker("a")], bandwidth=0), "bandwidth must be > 0"),
+        (dict(workers=[Worker("a")], bandwidth=math.nan), "bandwidth must be > 0"),
+        (dict(workers=[Worker("a")], latency=-1), "latency must be finite and >= 0"),
+        (dict(workers=[Worker("a")], bandwidths={"a": {"zz": 5}}), "unknown worker 'zz'"),
+        (dict(workers=[Worker("a")], task_overhead=-0.1), "task_overhead must be finite and >= 0"),
+        (dict(workers=[Worker("a")], task_overhead="x"), "task_overhead must be a number"),
+        (dict(workers=[Worker("a")], backplane=0), "backplane must be > 0"),
+        (dict(workers=[Worker("a")], backplane="fast"), "backplane must be a number"),
+    ],
+)
 def test_cluster_errors(kwargs, msg):
     with pytest.raises(ClusterError, match=msg):
         Cluster(**kwargs)
 
 
-@pytest.mark.parametrize("kw,msg", [(dict(speed=0), "speed must be finite and > 0"),
-                                    (dict(speed=math.inf), "speed must be finite and > 0"),
-                                    (dict(cores=0), "cores must be an integer from 1")])
+@pytest.mark.parametrize(
+    "kw,msg",
+    [
+        (dict(speed=0), "speed must be finite and > 0"),
+        (dict(speed=math.inf), "speed must be finite and > 0"),
+        (dict(cores=0), "cores must be an integer from 1"),
+    ],
+)
 def test_worker_errors(kw, msg):
     with pytest.raises(ClusterError, match=f"worker 'x': {msg}"):
         Worker("x", **kw)

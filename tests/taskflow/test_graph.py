@@ -63,7 +63,9 @@ def test_cycle_is_named():
         g.validate()
     cyc = e.value.cycle
     assert cyc[0] == cyc[-1] and set(cyc) == {"b", "c", "d"}
-    assert "b -> c -> d -> b" in str(e.value) or "c -> d -> b -> c" in str(e.value) or "d -> b -> c -> d" in str(e.value)
+    assert (
+        "b -> c -> d -> b" in str(e.value) or "c -> d -> b -> c" in str(e.value) or "d -> b -> c -> d" in str(e.value)
+    )
 
 
 def test_self_loop_is_a_cycle():
@@ -172,8 +174,9 @@ def test_large_graph_topological_order_is_valid():
     dst = src + 1 + rng.integers(0, 50, size=15000)
     keep = dst < n
     pairs = sorted(set(zip(src[keep].tolist(), dst[keep].tolist())))
-    g = TaskGraph.from_columns("big", list(range(n)), np.ones(n),
-                               src=[p for p, _ in pairs], dst=[d for _, d in pairs], size=[1.0] * len(pairs))
+    g = TaskGraph.from_columns(
+        "big", list(range(n)), np.ones(n), src=[p for p, _ in pairs], dst=[d for _, d in pairs], size=[1.0] * len(pairs)
+    )
     a = g.arrays
     pos = np.empty(n, dtype=np.int64)
     pos[a.topo] = np.arange(n)
@@ -197,8 +200,16 @@ def test_restrict_costs_keeps_only_the_named_workers():
 def test_from_arrays_builds_in_bulk_and_names_bad_input():
     from taskflow.errors import CycleError as Cyc
 
-    g = TaskGraph.from_arrays("bulk", ["a", "b", "c"], [1.0, 2.0, 3.0], [8.0, 0.0, 0.0], [0, 1], [1, 2], [8.0, 4.0],
-                              meta=[{"k": 1}, None, {"k": 3}]).validate()
+    g = TaskGraph.from_arrays(
+        "bulk",
+        ["a", "b", "c"],
+        [1.0, 2.0, 3.0],
+        [8.0, 0.0, 0.0],
+        [0, 1],
+        [1, 2],
+        [8.0, 4.0],
+        meta=[{"k": 1}, None, {"k": 3}],
+    ).validate()
     assert g.topological_order() == ["a", "b", "c"] and g.edge_size("b", "c") == 4.0 and g.has_edge("a", "b")
     assert g.task("a").meta == {"k": 1} and g.task("b").meta is None and dict(g.metas()) == {0: {"k": 1}, 2: {"k": 3}}
     g.add_edge("a", "c")  # the edge map is built on first use
@@ -250,5 +261,10 @@ def test_small_and_large_graphs_get_the_same_topological_order_from_python_and_t
     python, k = arrays._kahn_py(n, ptr.tolist(), idx.tolist(), indeg)
     assert k == n and python.tolist() == compiled.tolist()
     with pytest.raises(CycleError):
-        arrays.topological_order(3, np.array([0, 1, 2]), np.array([1, 2, 0]), *arrays.csr(
-            np.array([0, 1, 2]), np.array([1, 2, 0]), 3)[:2], [0, 1, 2])
+        arrays.topological_order(
+            3,
+            np.array([0, 1, 2]),
+            np.array([1, 2, 0]),
+            *arrays.csr(np.array([0, 1, 2]), np.array([1, 2, 0]), 3)[:2],
+            [0, 1, 2],
+        )

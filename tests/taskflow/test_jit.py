@@ -22,8 +22,11 @@ STATIC = schedulers.available("static")
 
 def _problem(seed):
     g = random_layered(60, shape=1.0, out_degree=2, ccr=1.0 + seed, seed=seed, bandwidth=1e3)
-    c = Cluster([Worker(f"w{i}", speed=s, cores=k) for i, (s, k) in enumerate([(1, 1), (2, 2), (1.5, 1), (4, 1)])],
-                bandwidth=1e3, latency=0.01)
+    c = Cluster(
+        [Worker(f"w{i}", speed=s, cores=k) for i, (s, k) in enumerate([(1, 1), (2, 2), (1.5, 1), (4, 1)])],
+        bandwidth=1e3,
+        latency=0.01,
+    )
     return g, c
 
 
@@ -51,22 +54,27 @@ def test_the_simulator_runs_alike_in_python_and_compiled(name, network):
         plain = taskflow.simulate(g, c, name, **kw)
     with jit.compiled():
         fast = taskflow.simulate(g, c, name, **kw)
-    assert [(r.run, r.worker, r.start, r.finish) for r in plain.runs] == \
-        [(r.run, r.worker, r.start, r.finish) for r in fast.runs]
+    assert [(r.run, r.worker, r.start, r.finish) for r in plain.runs] == [
+        (r.run, r.worker, r.start, r.finish) for r in fast.runs
+    ]
     assert [tuple(t) for t in plain.transfers] == [tuple(t) for t in fast.transfers]
 
 
 def test_a_small_graph_is_planned_without_loading_numba_and_a_large_one_with_it():
-    code = ("import sys; from taskflow.app.cli import main; "
-            f"main(['schedule', {str(EXAMPLES / 'heft_paper.graph.json')!r}, '--cluster', "
-            f"{str(EXAMPLES / 'heft_paper.cluster.json')!r}, '--scheduler', 'heft', '-q']); "
-            "print('numba' in sys.modules)")
+    code = (
+        "import sys; from taskflow.app.cli import main; "
+        f"main(['schedule', {str(EXAMPLES / 'heft_paper.graph.json')!r}, '--cluster', "
+        f"{str(EXAMPLES / 'heft_paper.cluster.json')!r}, '--scheduler', 'heft', '-q']); "
+        "print('numba' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     lines = out.splitlines()
     assert lines[0].startswith("heft: makespan 80  (") and lines[1:] == ["False"]
-    code = ("import sys, schedulers; from taskflow import Cluster; from workflows.scientific import random_layered; "
-            "g = random_layered(3000, shape=1.0, out_degree=2, ccr=1.0, seed=1, bandwidth=1.0); "
-            "schedulers.get_scheduler('heft').schedule(g, Cluster.homogeneous(8)); print('numba' in sys.modules)")
+    code = (
+        "import sys, schedulers; from taskflow import Cluster; from workflows.scientific import random_layered; "
+        "g = random_layered(3000, shape=1.0, out_degree=2, ccr=1.0, seed=1, bandwidth=1.0); "
+        "schedulers.get_scheduler('heft').schedule(g, Cluster.homogeneous(8)); print('numba' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "True"
 

@@ -35,8 +35,7 @@ def test_missing_duplicate_and_unknown(diamond, cluster2):
 def test_wrong_duration_is_caught(diamond, cluster2):
     s = good(diamond)
     s.finish[1] = 4.0  # b takes 3 s, not 2
-    assert s.problems(diamond, cluster2) == [
-        "task 'b' runs 2 s on worker 'w0'; its duration there is 3 s"]
+    assert s.problems(diamond, cluster2) == ["task 'b' runs 2 s on worker 'w0'; its duration there is 3 s"]
 
 
 def test_precedence_with_transfer_time_is_caught(diamond, cluster2):

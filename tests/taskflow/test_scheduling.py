@@ -45,13 +45,15 @@ def plugin(tmp_path, monkeypatch):
     info = tmp_path / "tf_plugin-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tf-plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(textwrap.dedent("""\
+    (info / "entry_points.txt").write_text(
+        textwrap.dedent("""\
         [taskflow.schedulers]
         one-worker = tf_plugin_pkg:OneWorker
         missing = tf_plugin_pkg:NoSuchClass
         not-a-scheduler = tf_plugin_pkg:NotAScheduler
         misnamed = tf_plugin_pkg:OneWorker
-        """))
+        """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(scheduling, "_ENTRY_POINTS", None)  # read the entry points afresh
     monkeypatch.setattr(scheduling, "_REGISTRY", dict(scheduling._REGISTRY))
@@ -73,8 +75,12 @@ def test_a_plugin_package_adds_a_scheduler_by_name_everywhere(plugin, tmp_path):
 
     path = tmp_path / "g.json"
     taskflow.save_graph(g, path)
-    assert main(["schedule", str(path), "--workers", "3", "--scheduler", "one-worker", "-q",
-                 "-o", str(tmp_path / "p.json")]) == 0
+    assert (
+        main(
+            ["schedule", str(path), "--workers", "3", "--scheduler", "one-worker", "-q", "-o", str(tmp_path / "p.json")]
+        )
+        == 0
+    )
     assert set(taskflow.load_schedule(tmp_path / "p.json").workers) == {"w0"}
 
 
@@ -88,11 +94,14 @@ def test_the_scheduler_list_shows_plugins_and_names_a_broken_one(plugin, capsys)
     assert lines["heft"].split()[1] == "static" and lines["work-stealing"].split()[1] == "dynamic"
 
 
-@pytest.mark.parametrize("name, message", [
-    ("missing", "entry point 'tf_plugin_pkg:NoSuchClass' failed to load: AttributeError"),
-    ("not-a-scheduler", "entry point 'tf_plugin_pkg:NotAScheduler' is not a Scheduler class"),
-    ("misnamed", "entry point 'tf_plugin_pkg:OneWorker' names a class called 'one-worker'"),
-])
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("missing", "entry point 'tf_plugin_pkg:NoSuchClass' failed to load: AttributeError"),
+        ("not-a-scheduler", "entry point 'tf_plugin_pkg:NotAScheduler' is not a Scheduler class"),
+        ("misnamed", "entry point 'tf_plugin_pkg:OneWorker' names a class called 'one-worker'"),
+    ],
+)
 def test_a_broken_plugin_is_named(plugin, name, message):
     with pytest.raises(TaskflowError, match=f"scheduler '{name}': {message}"):
         taskflow.get_scheduler(name)
@@ -127,22 +136,34 @@ def test_a_dynamic_scheduler_has_no_plan_but_taskflow_plan_simulates_it():
 
 
 def test_importing_the_core_pulls_in_neither_dask_nor_the_schedulers_nor_plotting():
-    code = ("import sys, taskflow; g = taskflow.TaskGraph(); g.add_task('a'); "
-            "print(sorted(m for m in ('distributed', 'dask', 'matplotlib', 'schedulers', 'workflows', "
-            "'taskflow.simulator', 'taskflow.runtime', 'taskflow.app') if m in sys.modules))")
+    code = (
+        "import sys, taskflow; g = taskflow.TaskGraph(); g.add_task('a'); "
+        "print(sorted(m for m in ('distributed', 'dask', 'matplotlib', 'schedulers', 'workflows', "
+        "'taskflow.simulator', 'taskflow.runtime', 'taskflow.app') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
-    code = ("import sys, taskflow; taskflow.simulate(taskflow.TaskGraph(), taskflow.Cluster.homogeneous(1), 'heft'); "
-            "print(sorted(m for m in ('distributed', 'matplotlib', 'taskflow.runtime', 'schedulers.heft') "
-            "if m in sys.modules))")
+    code = (
+        "import sys, taskflow; taskflow.simulate(taskflow.TaskGraph(), taskflow.Cluster.homogeneous(1), 'heft'); "
+        "print(sorted(m for m in ('distributed', 'matplotlib', 'taskflow.runtime', 'schedulers.heft') "
+        "if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['schedulers.heft']"  # the scheduler, found by name; still no Dask
 
 
-@pytest.mark.parametrize("spelling, name", [("HEFT", "heft"), ("work_stealing", "work-stealing"),
-                                            ("Work Stealing", "work-stealing"), ("critical-path", "cpop"),
-                                            ("Critical_Path", "cpop"), ("B-Level", "blevel"),
-                                            ("round_robin", "round-robin")])
+@pytest.mark.parametrize(
+    "spelling, name",
+    [
+        ("HEFT", "heft"),
+        ("work_stealing", "work-stealing"),
+        ("Work Stealing", "work-stealing"),
+        ("critical-path", "cpop"),
+        ("Critical_Path", "cpop"),
+        ("B-Level", "blevel"),
+        ("round_robin", "round-robin"),
+    ],
+)
 def test_scheduler_names_are_forgiving(spelling, name):
     from taskflow.scheduling import get_scheduler
 

@@ -12,8 +12,7 @@ from taskflow.simulator import plan as make_plan
 
 from tests.strategies import problems
 
-MUTATIONS = ("longer", "shorter", "negative", "early", "overlap", "all-at-zero", "unknown-worker", "missing",
-             "twice")
+MUTATIONS = ("longer", "shorter", "negative", "early", "overlap", "all-at-zero", "unknown-worker", "missing", "twice")
 
 
 def _mutated(plan: Schedule, graph: TaskGraph, cluster: Cluster, how: str, data) -> Schedule | None:
@@ -76,8 +75,12 @@ def _mutated(plan: Schedule, graph: TaskGraph, cluster: Cluster, how: str, data)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(problem=problems(max_tasks=30), name=st.sampled_from(["heft", "cpop", "blevel", "etf", "random"]),
-       how=st.sampled_from(MUTATIONS), data=st.data())
+@given(
+    problem=problems(max_tasks=30),
+    name=st.sampled_from(["heft", "cpop", "blevel", "etf", "random"]),
+    how=st.sampled_from(MUTATIONS),
+    data=st.data(),
+)
 def test_every_mutation_of_a_valid_plan_is_reported(problem, name, how, data):
     graph, cluster = problem
     plan = make_plan(graph, cluster, name, seed=0) if name == "random" else make_plan(graph, cluster, name)
@@ -104,13 +107,16 @@ def test_tolerance_is_local_a_long_task_elsewhere_does_not_hide_a_violation():
     assert ok.problems(g, c) == []
 
 
-@pytest.mark.parametrize("durations, message", [
-    ({"a": -1.0}, "finite number >= 0"),
-    ({"a": "1"}, "finite number >= 0"),
-    ({"a": True}, "finite number >= 0"),
-    ({"zz": 1.0}, "not in the graph"),
-    ([1.0], "must map task ids"),
-])
+@pytest.mark.parametrize(
+    "durations, message",
+    [
+        ({"a": -1.0}, "finite number >= 0"),
+        ({"a": "1"}, "finite number >= 0"),
+        ({"a": True}, "finite number >= 0"),
+        ({"zz": 1.0}, "not in the graph"),
+        ([1.0], "must map task ids"),
+    ],
+)
 def test_declared_durations_are_checked(durations, message):
     from taskflow import ScheduleError
 

@@ -130,14 +130,17 @@ def test_train_takes_a_dataset_pair_evaluates_and_resumes_to_the_same_parameters
         taskflow.train(CNN, (Digits("train", noise=0.2), data[1]), epochs=3, checkpoint=ck, **kw)
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda: Stream(), "map-style"),
-    (lambda: Unlabelled("train"), "expected a pair"),
-    (lambda: FloatLabels("train"), "label must be an integer"),
-    (lambda: Locked("train"), "cannot be sent to the workers"),
-    (lambda: [1, 2, 3], "pair must be"),
-    (lambda: (Digits("train"), np.zeros(3)), "val"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: Stream(), "map-style"),
+        (lambda: Unlabelled("train"), "expected a pair"),
+        (lambda: FloatLabels("train"), "label must be an integer"),
+        (lambda: Locked("train"), "cannot be sent to the workers"),
+        (lambda: [1, 2, 3], "pair must be"),
+        (lambda: (Digits("train"), np.zeros(3)), "val"),
+    ],
+)
 def test_a_dataset_that_cannot_serve_is_named_in_one_line(make, message, no_cluster):
     with pytest.raises(TaskflowError, match=message) as e:
         taskflow.train(CNN, make(), epochs=1, quiet=True)
@@ -175,7 +178,7 @@ def test_on_a_gpu_the_states_stay_on_it_and_train_as_the_cpu_loop(client, data):
         assert rel_err({"params": [p.cpu() for p in st["params"]]}, ref) < 1e-4
 
 
-USER_DATA = '''
+USER_DATA = """
 import numpy as np, torch
 
 class Noise(torch.utils.data.Dataset):
@@ -188,19 +191,42 @@ class Noise(torch.utils.data.Dataset):
 
 def pair():
     return Noise(), Noise()
-'''
+"""
 
 
-def test_the_command_trains_a_datasets_module_and_writes_its_trace_and_one_iterations_gantt(tmp_path, monkeypatch,
-                                                                                            capsys):
+def test_the_command_trains_a_datasets_module_and_writes_its_trace_and_one_iterations_gantt(
+    tmp_path, monkeypatch, capsys
+):
     import json
 
     from taskflow.app.cli import main
 
     (tmp_path / "userdata.py").write_text(USER_DATA)
     monkeypatch.chdir(tmp_path)
-    assert main(["train", "userdata:pair", "--epochs", "2", "--iterations", "3", "--batch", "32", "--device", "cpu",
-                 "--chrome-trace", "t.json", "--timeline", "g.png", "-o", "h.json", "-q"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "userdata:pair",
+                "--epochs",
+                "2",
+                "--iterations",
+                "3",
+                "--batch",
+                "32",
+                "--device",
+                "cpu",
+                "--chrome-trace",
+                "t.json",
+                "--timeline",
+                "g.png",
+                "-o",
+                "h.json",
+                "-q",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1 and out[0].startswith("epoch 2: ") and "ms/iteration: compute" in out[0]  # -q: the last
     events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
@@ -208,13 +234,16 @@ def test_the_command_trains_a_datasets_module_and_writes_its_trace_and_one_itera
     assert len(steps) == 2 * 2 * 3 and {e["args"]["epoch"] for e in steps} == {1, 2}
     assert {e["args"]["rank"] for e in steps} == {0, 1} and all(e["dur"] > 0 for e in steps)
     # the epochs lie one after the other on the run's clock
-    assert min(e["ts"] for e in steps if e["args"]["epoch"] == 2) > max(e["ts"] for e in steps
-                                                                          if e["args"]["epoch"] == 1)
+    assert min(e["ts"] for e in steps if e["args"]["epoch"] == 2) > max(
+        e["ts"] for e in steps if e["args"]["epoch"] == 1
+    )
     assert (tmp_path / "g.png").read_bytes()[:4] == b"\x89PNG"
     assert json.loads((tmp_path / "h.json").read_text())["config"]["device"] == "cpu"
-    for argv, said in ((["userdata:nothing"], "DATA userdata:nothing: cannot load"),
-                       (["userdata:pair", "--model", "mlp", "--device", "tpu9"], "not a device torch knows"),
-                       (["userdata:pair", "--repeat", "2", "--timeline", "x.png"], "--repeat goes without")):
+    for argv, said in (
+        (["userdata:nothing"], "DATA userdata:nothing: cannot load"),
+        (["userdata:pair", "--model", "mlp", "--device", "tpu9"], "not a device torch knows"),
+        (["userdata:pair", "--repeat", "2", "--timeline", "x.png"], "--repeat goes without"),
+    ):
         assert main(["train", *argv]) == 2
         err = capsys.readouterr().err.strip()
         assert said in err and "\n" not in err

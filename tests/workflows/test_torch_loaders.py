@@ -55,8 +55,10 @@ def test_shards_cut_a_batch_by_sample_and_merge_back_in_its_order(photos):
     assert [samples[c].tolist() for c in cuts] == [[2, 4, 6], [7, 9, 11]]
     from workflows.torch_loaders import load_shard
 
-    shards = [load_shard([f.paths[i] for i in samples[c]], samples[c], f.labels[samples[c]], c, 3, 0, 2, True, 8)
-              for c in cuts]
+    shards = [
+        load_shard([f.paths[i] for i in samples[c]], samples[c], f.labels[samples[c]], c, 3, 0, 2, True, 8)
+        for c in cuts
+    ]
     x, y = merge_shards(len(samples), *shards[::-1])
     x1, y1 = f.load(samples, 3, 0, 2, True)
     assert np.array_equal(x, x1) and np.array_equal(y, y1)  # the very values one task loads
@@ -111,8 +113,20 @@ def test_train_puts_loaders_on_workers_of_their_own_whose_caches_serve_later_epo
     from workflows import torch_loaders
 
     with local_cluster(4, 1) as lc, Client(lc) as c:
-        h = taskflow.train(CNN, photos, epochs=2, workers=2, batch=32, iterations=4, size=8, loaders=2, cache_mb=4,
-                           client=c, quiet=True, device="cpu")
+        h = taskflow.train(
+            CNN,
+            photos,
+            epochs=2,
+            workers=2,
+            batch=32,
+            iterations=4,
+            size=8,
+            loaders=2,
+            cache_mb=4,
+            client=c,
+            quiet=True,
+            device="cpu",
+        )
         held = c.run(torch_loaders.cache_stats)
         names = {a: str(w["name"]) for a, w in c.scheduler_info()["workers"].items()}
     by_kind: dict = {}
@@ -128,12 +142,15 @@ def test_train_puts_loaders_on_workers_of_their_own_whose_caches_serve_later_epo
     assert h.epochs[-1]["breakdown"]["loading"] < h.epochs[-1]["loader_seconds_per_iteration"]
 
 
-@pytest.mark.parametrize("kw, message", [
-    (dict(loaders=-1), "loaders must be an integer >= 0"),
-    (dict(cache_mb=8), "give loaders"),
-    (dict(loaders=2, prefetch=1), "loaders run ahead by themselves"),
-    (dict(loaders=2, cache_mb=float("nan")), "cache_mb must be a number"),
-])
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(loaders=-1), "loaders must be an integer >= 0"),
+        (dict(cache_mb=8), "give loaders"),
+        (dict(loaders=2, prefetch=1), "loaders run ahead by themselves"),
+        (dict(loaders=2, cache_mb=float("nan")), "cache_mb must be a number"),
+    ],
+)
 def test_what_loaders_cannot_take_is_one_line(photos, kw, message, no_cluster):
     with pytest.raises(TaskflowError, match=message) as e:
         taskflow.train(CNN, photos, size=8, quiet=True, **kw)

@@ -19,7 +19,7 @@ def test_trees(depth, k):
     out, inn = sc.out_tree(depth, k).validate(), sc.in_tree(depth, k).validate()
     assert len(out) == len(inn) == n and out.num_edges == inn.num_edges == n - 1
     assert len(out.sources()) == 1 and len(inn.sinks()) == 1
-    assert len(out.sinks()) == k ** depth
+    assert len(out.sinks()) == k**depth
 
 
 @pytest.mark.parametrize("m", [2, 4, 16, 64])
@@ -108,12 +108,33 @@ def test_layer_order_priority_ranks_the_first_layers_transfers_first():
     assert by_priority == sorted(by_priority) and by_priority[0] == 0  # first layers highest
 
 
-@pytest.mark.parametrize("mode,kw", [("sync", {}), ("local", {"sync_every": 3}), ("local", {"sync_every": 1}),
-                                     ("stale", {"staleness": 0}), ("stale", {"staleness": 2})])
+@pytest.mark.parametrize(
+    "mode,kw",
+    [
+        ("sync", {}),
+        ("local", {"sync_every": 3}),
+        ("local", {"sync_every": 1}),
+        ("stale", {"staleness": 0}),
+        ("stale", {"staleness": 2}),
+    ],
+)
 @pytest.mark.parametrize("kind", ["ring", "tree", "ps"])
 def test_repeated_iterations_are_built_exactly_as_one_by_one(mode, kw, kind):
-    spec = dict(model="vgg16", workers=3, iterations=8, allreduce=kind, buckets=3, priority="layer-order",
-                compression="topk", topk_ratio=0.05, batch=32, device="v100", stages=("read", "decode"), load_cost=1e-3, name="x")
+    spec = dict(
+        model="vgg16",
+        workers=3,
+        iterations=8,
+        allreduce=kind,
+        buckets=3,
+        priority="layer-order",
+        compression="topk",
+        topk_ratio=0.05,
+        batch=32,
+        device="v100",
+        stages=("read", "decode"),
+        load_cost=1e-3,
+        name="x",
+    )
     fast = tr.training_graph(tr.TrainingSpec(**spec, mode=mode, barrier=True, **kw))
     slow = tr.training_graph(tr.TrainingSpec(**spec, mode=mode, barrier=True, tile=False, **kw))
     assert fast.ids == slow.ids and list(fast.edges()) == list(slow.edges())
@@ -144,24 +165,44 @@ def test_local_sgd_counts_and_syncs():
 
 
 def test_stale_synchronous_waits_for_the_update_s_iterations_back():
-    assert (tr.stale_synchronous("resnet50", workers=2, iterations=3, staleness=0).ids
-            == tr.data_parallel("resnet50", workers=2, iterations=3).ids)
+    assert (
+        tr.stale_synchronous("resnet50", workers=2, iterations=3, staleness=0).ids
+        == tr.data_parallel("resnet50", workers=2, iterations=3).ids
+    )
     same = tr.stale_synchronous("resnet50", workers=2, iterations=3, staleness=0)
     assert list(same.edges()) == list(tr.data_parallel("resnet50", workers=2, iterations=3).edges())
     g = tr.stale_synchronous("resnet50", workers=2, iterations=5, staleness=2)
     assert set(g.predecessors("it4.w1.fwd.l3")) == {"it4.w1.fwd.l2", "it1.w1.update.l3", "it3.w1.bwd.l3"}
     assert "init.w1.l3" in g.predecessors("it2.w1.fwd.l3")
     with pytest.raises(ValueError, match="simulation only"):
-        tr.TrainingSpec(model="resnet50", workers=2, iterations=2, stages=("read",), load_cost=1e-3, executable=True,
-                        dataset_dir="/nonexistent", hidden=(8,), lr=0.1, mode="stale", staleness=1)
+        tr.TrainingSpec(
+            model="resnet50",
+            workers=2,
+            iterations=2,
+            stages=("read",),
+            load_cost=1e-3,
+            executable=True,
+            dataset_dir="/nonexistent",
+            hidden=(8,),
+            lr=0.1,
+            mode="stale",
+            staleness=1,
+        )
 
 
 def test_staleness_overlaps_communication_with_the_next_compute():
     from taskflow import Cluster, simulate
 
     c = Cluster.homogeneous(4, bandwidth=1e9)  # ring transfer time about equal to compute time
-    spans = [simulate(tr.stale_synchronous("resnet50", workers=4, iterations=6, staleness=s, allreduce="ring"), c,
-                      "placed", network="simple").makespan for s in (0, 1, 2)]
+    spans = [
+        simulate(
+            tr.stale_synchronous("resnet50", workers=4, iterations=6, staleness=s, allreduce="ring"),
+            c,
+            "placed",
+            network="simple",
+        ).makespan
+        for s in (0, 1, 2)
+    ]
     assert spans[1] < spans[0] * 0.8 and spans[2] <= spans[1]
 
 
@@ -186,8 +227,9 @@ def test_pipeline_bubble_and_activation_memory(schedule):
     from taskflow import Cluster, simulate
 
     S, M = 4, 8
-    g = tr.pipeline_parallel(_uniform(4), stages=S, microbatches=M, schedule=schedule, batch=M, device=2e6,
-                             load_cost=0.0)
+    g = tr.pipeline_parallel(
+        _uniform(4), stages=S, microbatches=M, schedule=schedule, batch=M, device=2e6, load_cost=0.0
+    )
     trace = simulate(g, Cluster.homogeneous(S, bandwidth=1e15), "placed", network="simple")
     F = g.task("it0.s0.F0").cost
     assert F == pytest.approx(1.0)
@@ -216,8 +258,19 @@ def test_executable_local_sgd_equals_its_reference_and_sync_every_1_equals_sgd(t
 
     T, N, batch, lr, seed = 12, 3, 16, 0.5, 2
     for H in (1, 4, 5):
-        g = tr.local_sgd(workers=N, iterations=T, sync_every=H, allreduce="ring", buckets=2, executable=True,
-                         dataset_dir=tmp_path, hidden=(16,), lr=lr, batch=batch, seed=seed)
+        g = tr.local_sgd(
+            workers=N,
+            iterations=T,
+            sync_every=H,
+            allreduce="ring",
+            buckets=2,
+            executable=True,
+            dataset_dir=tmp_path,
+            hidden=(16,),
+            lr=lr,
+            batch=batch,
+            seed=seed,
+        )
         res = execute(g)
         paths = [tmp_path / f"shard{w}.npz" for w in range(N)]
         ranks, losses = tr.local_sgd_reference(paths, T, batch, [64, 16, 10], lr, seed, H)
@@ -234,18 +287,32 @@ def test_executable_local_sgd_equals_its_reference_and_sync_every_1_equals_sgd(t
         if H == 1:
             ref, _ = tr.sgd_reference(paths, T, batch * 1, [64, 16, 10], lr, seed)
             # local SGD with every-step averaging takes the same steps as synchronous SGD
-            dp = execute(tr.data_parallel(workers=N, iterations=T, allreduce="tree", executable=True,
-                                          dataset_dir=tmp_path, hidden=(16,), lr=lr, batch=batch, seed=seed))
+            dp = execute(
+                tr.data_parallel(
+                    workers=N,
+                    iterations=T,
+                    allreduce="tree",
+                    executable=True,
+                    dataset_dir=tmp_path,
+                    hidden=(16,),
+                    lr=lr,
+                    batch=batch,
+                    seed=seed,
+                )
+            )
             assert np.allclose(last[0, 0][0], dp[f"it{T - 1}.w0.update.l0"][0], atol=1e-9, rtol=0)
         if H == 5:
             assert not np.allclose(last[0, 0][0], last[1, 0][0])  # 2 local steps since the last average
+
+
 def test_costs_come_from_the_model_profile():
     g = tr.data_parallel("resnet50", workers=1, iterations=1, batch=32, device="v100", allreduce="tree")
     layer3 = next(x for x in tr.model_profile("resnet50") if x["name"] == "layer3")
     assert g.task("it0.w0.fwd.l3").cost == pytest.approx(2 * layer3["macs"] * 32 / 15.7e12)
     assert g.task("it0.w0.bwd.l3").cost == pytest.approx(2 * g.task("it0.w0.fwd.l3").cost)
     assert g.task("it0.w0.bucket0").output_size == pytest.approx(
-        4 * sum(x["params"] for x in tr.model_profile("resnet50")[3:]))
+        4 * sum(x["params"] for x in tr.model_profile("resnet50")[3:])
+    )
 
 
 def test_generators_are_deterministic():
@@ -276,8 +343,10 @@ def _pipeline_edges(S, N, E, K, C, d):
     return S * K + S * (E - 1) * (K - C + (C > 0)) + (S * E - owners) + P
 
 
-@pytest.mark.parametrize("S,N,E,cache,d", [(8, 2, 1, None, 1), (7, 3, 3, "decode", 0), (5, 2, 2, "collate", 2),
-                                           (4, 5, 2, None, None), (6, 2, 3, "read", 1)])
+@pytest.mark.parametrize(
+    "S,N,E,cache,d",
+    [(8, 2, 1, None, 1), (7, 3, 3, "decode", 0), (5, 2, 2, "collate", 2), (4, 5, 2, None, None), (6, 2, 3, "read", 1)],
+)
 def test_input_pipeline_counts(S, N, E, cache, d):
     stages = ("read", "decode", "augment", "collate")
     K = len(stages)
@@ -313,7 +382,9 @@ def test_locality_makes_reads_cheap_where_the_shard_is_held():
 
     c = Cluster.homogeneous(3, bandwidth=10e9)
     held = {s: c.ids[(s * 2) % 3] for s in range(9)}
-    g = dl.input_pipeline(9, 3, locality=held, worker_ids=c.ids, shard_bytes=200e6, remote_bandwidth=50e6, prefetch=None)
+    g = dl.input_pipeline(
+        9, 3, locality=held, worker_ids=c.ids, shard_bytes=200e6, remote_bandwidth=50e6, prefetch=None
+    )
     t = g.task("e0.s4.read")
     assert t.costs[held[4]] == pytest.approx(200e6 / 500e6)
     assert t.costs[c.ids[0]] == pytest.approx(200e6 / 500e6 + 200e6 / 50e6) != t.costs[held[4]]
@@ -355,10 +426,12 @@ def test_multijob_tags_jobs_and_reports_their_completion_times():
 def test_multijob_keeps_executable_jobs_executable(tmp_path):
     from taskflow import execute
 
-    one = tr.data_parallel(workers=2, iterations=2, allreduce="ps", executable=True, dataset_dir=tmp_path / "a",
-                           hidden=(8,), batch=8)
-    two = tr.data_parallel(workers=2, iterations=2, allreduce="tree", executable=True, dataset_dir=tmp_path / "b",
-                           hidden=(8,), batch=8)
+    one = tr.data_parallel(
+        workers=2, iterations=2, allreduce="ps", executable=True, dataset_dir=tmp_path / "a", hidden=(8,), batch=8
+    )
+    two = tr.data_parallel(
+        workers=2, iterations=2, allreduce="tree", executable=True, dataset_dir=tmp_path / "b", hidden=(8,), batch=8
+    )
     g = mj.multijob([one, two])
     assert g.executable and len(g) == len(one) + len(two)
     res, r1 = execute(g), execute(one)
@@ -379,19 +452,23 @@ def test_wfcommons_recipe_is_seeded_and_read_through_wfformat():
         sc.wfcommons_recipe("nosuch")
 
 
-@pytest.mark.parametrize("make", [
-    lambda: tr.local_sgd("bert-base", workers=3, iterations=5, sync_every=2),
-    lambda: tr.stale_synchronous("vgg16", workers=3, iterations=4, staleness=1, allreduce="tree"),
-    lambda: tr.pipeline_parallel("vgg16", stages=4, microbatches=6, schedule="1f1b", iterations=2),
-    lambda: dl.input_pipeline(9, 2, prefetch=1, cache="decode", epochs=2),
-    lambda: mj.multijob([tr.data_parallel("resnet50", workers=2), sc.fft(8)], priorities=[1, 0]),
-    lambda: sc.random_layered(200, workers=["a", "b"], beta=1.0, seed=4),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: tr.local_sgd("bert-base", workers=3, iterations=5, sync_every=2),
+        lambda: tr.stale_synchronous("vgg16", workers=3, iterations=4, staleness=1, allreduce="tree"),
+        lambda: tr.pipeline_parallel("vgg16", stages=4, microbatches=6, schedule="1f1b", iterations=2),
+        lambda: dl.input_pipeline(9, 2, prefetch=1, cache="decode", epochs=2),
+        lambda: mj.multijob([tr.data_parallel("resnet50", workers=2), sc.fft(8)], priorities=[1, 0]),
+        lambda: sc.random_layered(200, workers=["a", "b"], beta=1.0, seed=4),
+    ],
+)
 def test_every_generator_is_acyclic_and_deterministic(make):
     a, b = make().validate(), make()
     assert a.ids == b.ids and list(a.edges()) == list(b.edges())
-    assert [(t.cost, t.costs, t.output_size, t.meta) for t in a.tasks()] == \
-        [(t.cost, t.costs, t.output_size, t.meta) for t in b.tasks()]
+    assert [(t.cost, t.costs, t.output_size, t.meta) for t in a.tasks()] == [
+        (t.cost, t.costs, t.output_size, t.meta) for t in b.tasks()
+    ]
     assert len(a.topological_order()) == len(a)
 
 
@@ -409,8 +486,13 @@ def test_the_builder_refuses_to_copy_a_block_that_is_not_periodic():
     prev = ok.task("it0.a", 1.0, 2.0, {"iteration": 0})
     s1 = ok.mark()
     ok.task("it1.a", 1.0, 2.0, {"iteration": 1}, deps=[prev])
-    ok.tile(s1, 2, lambda ids, k: [f"it{1 + k}.a" for _ in ids], lambda ms, k: [dict(m, iteration=1 + k) for m in ms],
-            floor=s0[0])
+    ok.tile(
+        s1,
+        2,
+        lambda ids, k: [f"it{1 + k}.a" for _ in ids],
+        lambda ms, k: [dict(m, iteration=1 + k) for m in ms],
+        floor=s0[0],
+    )
     g = ok.graph()
     assert g.topological_order() == ["it0.a", "it1.a", "it2.a", "it3.a"] and g.edge_size("it2.a", "it3.a") == 2.0
     assert g.task("it3.a").meta == {"iteration": 3}
@@ -422,9 +504,12 @@ def test_compression_means_one_thing_in_the_simulated_and_the_pytorch_builder():
     plain = tr.data_parallel("resnet50", workers=2, iterations=1, buckets=2)
     bucket = {t.id: t.output_size for t in plain.tasks() if t.meta["category"] == "bucket"}
     for compression, topk_ratio, share in (("fp16", 0.01, 0.5), ("topk", 0.05, 0.15)):
-        g = tr.data_parallel("resnet50", workers=2, iterations=1, buckets=2, compression=compression,
-                             topk_ratio=topk_ratio)
-        sent = {t.id.replace("compress", "bucket"): t.output_size for t in g.tasks() if t.meta["category"] == "compress"}
+        g = tr.data_parallel(
+            "resnet50", workers=2, iterations=1, buckets=2, compression=compression, topk_ratio=topk_ratio
+        )
+        sent = {
+            t.id.replace("compress", "bucket"): t.output_size for t in g.tasks() if t.meta["category"] == "compress"
+        }
         assert sent.keys() == bucket.keys()
         for k, nbytes in bucket.items():  # what the PyTorch job sends for a bucket of that size
             assert sent[k] == pytest.approx(sent_bytes(nbytes, compression, topk_ratio))

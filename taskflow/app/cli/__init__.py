@@ -90,8 +90,11 @@ def _run(args, program: bool) -> int:
             import traceback
 
             traceback.print_exc()
-        print(f"error: internal error {type(e).__name__}: {one_line(e)} (a bug in taskflow {__version__}; "
-              f"please report it with the command)", file=sys.stderr)
+        print(
+            f"error: internal error {type(e).__name__}: {one_line(e)} (a bug in taskflow {__version__}; "
+            f"please report it with the command)",
+            file=sys.stderr,
+        )
         return 2
 
 
@@ -262,6 +265,7 @@ def _terminate_as_interrupt(quiet: bool = False):
                 timers.append(timer)
             pending.append(exc)
             raise exc()
+
         return handler
 
     raise_terminated, raise_interrupt = raiser(Terminated), raiser(KeyboardInterrupt)

@@ -46,9 +46,11 @@ def command(summary: str):
     ----------
     summary : str
     """
+
     def mark(fn):
         fn.__doc__ = summary + COMMAND_DOC
         return fn
+
     return mark
 
 
@@ -147,9 +149,11 @@ def info(args) -> int:
         print(json.dumps(summaries[0] if len(summaries) == 1 else summaries, indent=1))
         return 0
     for s in summaries:
-        print(f"{s['name']}: {s['tasks']} tasks, {s['edges']} edges, total cost {s['total_cost']:g} s, "
-              f"critical path {s['critical_path']:g} s ({s['critical_path_tasks']} tasks), "
-              f"{s['total_bytes']:g} bytes on edges, parallelism {s['parallelism'] or 0:.2f}")
+        print(
+            f"{s['name']}: {s['tasks']} tasks, {s['edges']} edges, total cost {s['total_cost']:g} s, "
+            f"critical path {s['critical_path']:g} s ({s['critical_path_tasks']} tasks), "
+            f"{s['total_bytes']:g} bytes on edges, parallelism {s['parallelism'] or 0:.2f}"
+        )
     return 0
 
 
@@ -164,15 +168,19 @@ def convert(args) -> int:
 
 
 # ---------------------------------------------------------------------- plans and simulations
-@command("``taskflow schedule``: plan GRAPH with each ``--scheduler``, validate and print each plan; "
-         "``-o``, ``--plot``, ``--chrome-trace`` write them.")
+@command(
+    "``taskflow schedule``: plan GRAPH with each ``--scheduler``, validate and print each plan; "
+    "``-o``, ``--plot``, ``--chrome-trace`` write them."
+)
 def schedule(args) -> int:
     import schedulers
 
     from ...simulator import plan as make_plan
 
-    check_outputs([("--output", args.output), ("--plot", args.plot), ("--chrome-trace", args.chrome_trace)],
-                  [args.graph, args.cluster])
+    check_outputs(
+        [("--output", args.output), ("--plot", args.plot), ("--chrome-trace", args.chrome_trace)],
+        [args.graph, args.cluster],
+    )
     stages = _Stages(args.quiet)
     graph = read_graph(args.graph, args.format)
     stages.big(graph)
@@ -191,8 +199,14 @@ def schedule(args) -> int:
     if args.budget is not None and not searching:
         raise UsageError("--budget goes with --scheduler heft-search or optimal")
     bar = _SearchProgress(not args.quiet)
-    instances = [schedulers.get_scheduler(n, seed=args.seed, **(
-        {**options, **({"progress": bar} if n == "heft-search" else {})} if n in searching else {})) for n in names]
+    instances = [
+        schedulers.get_scheduler(
+            n,
+            seed=args.seed,
+            **({**options, **({"progress": bar} if n == "heft-search" else {})} if n in searching else {}),
+        )
+        for n in names
+    ]
     cost_model = CostModel(graph, cluster)
     schedulers.warm_up(len(graph), len(cluster))  # compiled kernels, where needed, load outside the timings
     rows, plans = [], []
@@ -208,21 +222,29 @@ def schedule(args) -> int:
         rows.append((scheduler.name, m, elapsed))
         plans.append(plan)
         if len(instances) == 1 or not args.quiet:
-            print(f"{scheduler.name}: makespan {m['makespan']:g}  (lower bound {m['lower_bound']:g}, "
-                  f"SLR {m['slr']:.3f}, scheduled in {elapsed * 1e3:.1f} ms)")
+            print(
+                f"{scheduler.name}: makespan {m['makespan']:g}  (lower bound {m['lower_bound']:g}, "
+                f"SLR {m['slr']:.3f}, scheduled in {elapsed * 1e3:.1f} ms)"
+            )
             if "gap" in plan.extra:  # a scheduler that proves a bound (optimal) says what it proved
-                print(f"  {plan.extra['status']}: no schedule is shorter than {plan.extra['lower_bound']:g} "
-                      f"(gap {100 * plan.extra['gap']:.2f}%)")
+                print(
+                    f"  {plan.extra['status']}: no schedule is shorter than {plan.extra['lower_bound']:g} "
+                    f"(gap {100 * plan.extra['gap']:.2f}%)"
+                )
         if not args.quiet:
             _print_table(plan, cluster)
     if len(rows) > 1:
         if not args.quiet:
             print()
-        print(f"{'scheduler':<15} {'makespan':>10} {'x bound':>8} {'SLR':>7} {'speedup':>8} {'efficiency':>10} "
-              f"{'time ms':>8}")
-        for name, m, el in sorted(rows, key=lambda r: (r[1]['makespan'], r[0])):
-            print(f"{name:<15} {m['makespan']:>10.4g} {m['bound_ratio']:>8.3f} {m['slr']:>7.3f} {m['speedup']:>8.3f} "
-                  f"{m['efficiency']:>10.3f} {el * 1e3:>8.2f}")
+        print(
+            f"{'scheduler':<15} {'makespan':>10} {'x bound':>8} {'SLR':>7} {'speedup':>8} {'efficiency':>10} "
+            f"{'time ms':>8}"
+        )
+        for name, m, el in sorted(rows, key=lambda r: (r[1]["makespan"], r[0])):
+            print(
+                f"{name:<15} {m['makespan']:>10.4g} {m['bound_ratio']:>8.3f} {m['slr']:>7.3f} {m['speedup']:>8.3f} "
+                f"{m['efficiency']:>10.3f} {el * 1e3:>8.2f}"
+            )
     if args.output:
         _write_plans(args.output, plans)
     if args.plot:
@@ -232,14 +254,20 @@ def schedule(args) -> int:
     if args.chrome_trace:
         from ...trace import Run, Trace
 
-        _write_chrome_trace(args.chrome_trace, [
-            Trace([Run(a.task, a.task, a.worker, a.start, a.finish) for a in p], [], scheduler=p.scheduler)
-            for p in plans])
+        _write_chrome_trace(
+            args.chrome_trace,
+            [
+                Trace([Run(a.task, a.task, a.worker, a.start, a.finish) for a in p], [], scheduler=p.scheduler)
+                for p in plans
+            ],
+        )
     return 0
 
 
-@command("``taskflow validate``: check ``--schedule`` against GRAPH and the cluster; each problem on a "
-         "line of its own and status 1, else a summary and 0.")
+@command(
+    "``taskflow validate``: check ``--schedule`` against GRAPH and the cluster; each problem on a "
+    "line of its own and status 1, else a summary and 0."
+)
 def validate(args) -> int:
     from ...errors import ScheduleError
     from ...trace import expand_graph, task_of_run
@@ -268,8 +296,10 @@ def validate(args) -> int:
             print(f"invalid: {one_line(p)}", file=sys.stderr)
         return 1
     m = plan.metrics(graph, cluster)
-    print(f"valid: {len(plan)} tasks on {len(cluster)} workers, makespan {m['makespan']:g} "
-          f"(lower bound {m['lower_bound']:g}, SLR {m['slr']:.3f})")
+    print(
+        f"valid: {len(plan)} tasks on {len(cluster)} workers, makespan {m['makespan']:g} "
+        f"(lower bound {m['lower_bound']:g}, SLR {m['slr']:.3f})"
+    )
     return 0
 
 
@@ -283,8 +313,10 @@ def _print_table(plan, cluster) -> None:
     if (len(plan.runs) if isinstance(plan, Trace) else len(plan)) <= TABLE_TASKS:
         print((plan.to_schedule() if isinstance(plan, Trace) else plan).table(cluster))
     else:
-        print(f"(no per-worker table above {TABLE_TASKS:,} tasks: -o FILE writes the plan, --chrome-trace FILE "
-              f"a timeline)")
+        print(
+            f"(no per-worker table above {TABLE_TASKS:,} tasks: -o FILE writes the plan, --chrome-trace FILE "
+            f"a timeline)"
+        )
 
 
 def _served_by_problems(served_by, runs) -> list:
@@ -300,8 +332,10 @@ def _served_by_problems(served_by, runs) -> list:
             continue
         for producer, rid in row.items():
             if run_task.get(rid) != producer:
-                out.append(f"served_by[{consumer!r}] has input {producer!r} come from {rid!r}, which is not a run of "
-                           f"{producer!r}")
+                out.append(
+                    f"served_by[{consumer!r}] has input {producer!r} come from {rid!r}, which is not a run of "
+                    f"{producer!r}"
+                )
     return out
 
 
@@ -319,21 +353,26 @@ def _parse_at(spec: str, option: str):
     except ValueError:
         t = None
     if not sep or not head or t is None or not t >= 0:
-        raise UsageError(f"{option} {spec!r}: expected {'W:FACTOR@T' if 'straggler' in option else 'W@T'}"
-                            " with a time T >= 0")
+        raise UsageError(
+            f"{option} {spec!r}: expected {'W:FACTOR@T' if 'straggler' in option else 'W@T'} with a time T >= 0"
+        )
     return head, t
 
 
-@command("``taskflow simulate``: carry GRAPH out in the simulator under each ``--scheduler`` (or a "
-         "``--plan``), with noise, stragglers and failures; ``-o``, ``--plot``, ``--chrome-trace`` write "
-         "it.")
+@command(
+    "``taskflow simulate``: carry GRAPH out in the simulator under each ``--scheduler`` (or a "
+    "``--plan``), with noise, stragglers and failures; ``-o``, ``--plot``, ``--chrome-trace`` write "
+    "it."
+)
 def simulate(args) -> int:
     import schedulers
 
     from ...simulator import simulate as run_simulation
 
-    check_outputs([("--output", args.output), ("--chrome-trace", args.chrome_trace), ("--plot", args.plot)],
-                  [args.graph, args.cluster])
+    check_outputs(
+        [("--output", args.output), ("--chrome-trace", args.chrome_trace), ("--plot", args.plot)],
+        [args.graph, args.cluster],
+    )
     stages = _Stages(args.quiet)
     graph = read_graph(args.graph, args.format)
     stages.big(graph)
@@ -362,20 +401,35 @@ def simulate(args) -> int:
     schedulers.warm_up(len(graph), len(cluster))
     traces = []
     for name in names:
-        trace = run_simulation(graph, cluster, name, network=args.network, plan=plan, noise=args.noise,
-                               stragglers=stragglers, fail=fail, information=args.information, seed=args.seed,
-                               scheduler_interval=args.interval, decision_latency=args.decision_latency)
+        trace = run_simulation(
+            graph,
+            cluster,
+            name,
+            network=args.network,
+            plan=plan,
+            noise=args.noise,
+            stragglers=stragglers,
+            fail=fail,
+            information=args.information,
+            seed=args.seed,
+            scheduler_interval=args.interval,
+            decision_latency=args.decision_latency,
+        )
         stages.done(f"simulated under {trace.scheduler}")
         trace.validate(graph, cluster)
         traces.append(trace)
         m = trace.metrics(graph, cluster)
         stages.done("validated and measured")
-        print(f"{trace.scheduler} on {trace.network}: makespan {trace.makespan:g} s (lower bound "
-              f"{m['lower_bound']:g}, SLR {m['slr']:.3f}); {len(trace.runs)} runs, {trace.num_transfers} transfers "
-              f"({trace.bytes_moved:g} bytes)")
+        print(
+            f"{trace.scheduler} on {trace.network}: makespan {trace.makespan:g} s (lower bound "
+            f"{m['lower_bound']:g}, SLR {m['slr']:.3f}); {len(trace.runs)} runs, {trace.num_transfers} transfers "
+            f"({trace.bytes_moved:g} bytes)"
+        )
         if trace.recomputed or trace.lost:
-            print(f"lost {len(trace.lost)} running task(s); recomputed: "
-                  f"{', '.join(sorted(map(str, trace.recomputed))) or 'none'}")
+            print(
+                f"lost {len(trace.lost)} running task(s); recomputed: "
+                f"{', '.join(sorted(map(str, trace.recomputed))) or 'none'}"
+            )
         if not args.quiet:
             _print_table(trace, cluster)
     if args.output:
@@ -385,6 +439,11 @@ def simulate(args) -> int:
     if args.plot:
         from ..plot import gantt
 
-        gantt([tr.to_schedule() for tr in traces], args.plot, workers=cluster.ids, graph=graph,
-              transfers=[tr.transfers for tr in traces])
+        gantt(
+            [tr.to_schedule() for tr in traces],
+            args.plot,
+            workers=cluster.ids,
+            graph=graph,
+            transfers=[tr.transfers for tr in traces],
+        )
     return 0

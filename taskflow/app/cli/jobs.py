@@ -13,8 +13,19 @@ from ...errors import UsageError
 from ...formats import atomic_write
 from ...jobscheduling import PLACEMENTS
 from .commands import command
-from .options import (COUNT, SECONDS, add_existing, add_option, add_output, add_plot, add_quiet, add_scheduler,
-                      add_seed, check_outputs, number)
+from .options import (
+    COUNT,
+    SECONDS,
+    add_existing,
+    add_option,
+    add_output,
+    add_plot,
+    add_quiet,
+    add_scheduler,
+    add_seed,
+    check_outputs,
+    number,
+)
 
 __all__ = ["jobs", "add_arguments"]
 
@@ -28,51 +39,102 @@ def add_arguments(sp) -> None:
     ----------
     sp : argparse.ArgumentParser
     """
-    sp.add_argument("action", choices=("simulate", "run", "generate"),
-                    help="simulate: each job scheduler on TRACE; run: TRACE's real training jobs on a Dask cluster "
-                         "under each, beside the simulator's prediction; generate: write a seeded trace to TRACE")
+    sp.add_argument(
+        "action",
+        choices=("simulate", "run", "generate"),
+        help="simulate: each job scheduler on TRACE; run: TRACE's real training jobs on a Dask cluster "
+        "under each, beside the simulator's prediction; generate: write a seeded trace to TRACE",
+    )
     sp.add_argument("trace", metavar="TRACE", help="a job trace: the native JSON, or Tiresias' CSV (.csv)")
-    add_option(sp, "--cluster", help="the shared cluster: Tiresias' cluster spec CSV, or JSON "
-                    "{racks, nodes_per_rack, workers_per_node} (default: the trace's own); run: a cluster file "
-                    "naming each Dask worker's rack and the uplink (default inside the testbed: its own)")
-    add_option(sp, "--workers", help="instead of --cluster: this many workers, in nodes of 8 (run: the embedded "
-               "cluster's worker processes, default 4)")
-    add_scheduler(sp, default=DEFAULT, which="a job scheduler of 'taskflow jobs' (fifo, sjf, srtf, las, gittins, "
-                  "gandiva)")
-    sp.add_argument("--restore", type=SECONDS, default=0.0,
-                    help="seconds a preempted job spends restoring its checkpoint when it starts again (default 0)")
-    sp.add_argument("--round", type=SECONDS, help="las, gittins, gandiva: seconds between two decisions (a round, "
-                    "a time slice; default 60)")
-    sp.add_argument("--thresholds", help="las, gittins: the queues' thresholds in worker-seconds, e.g. 3600,36000 "
-                    "(default 3600)")
-    sp.add_argument("--promote", type=number(float, above=0.0, high=1e9),
-                    help="las, gittins: back to the first queue after waiting this many times its last run")
-    sp.add_argument("--placement", choices=PLACEMENTS,
-                    help="where a job's workers go: the fewest nodes and racks (consolidated, the default), the most "
-                         "nodes (spread), the racks whose uplinks carry the fewest jobs (contention-aware), the nodes "
-                         "where it and its neighbours slow each other least (interference-aware, with --interference)")
-    sp.add_argument("--crossover", type=number(float, low=0.0, high=0.99), metavar="SHARE",
-                    help="a job that waits may take turns on a running job's workers of its size "
-                         "(Crossover), each spending SHARE of an iteration communicating while the other computes")
-    sp.add_argument("--interference", metavar="FILE", help="simulate: the slowdowns of jobs sharing a node, a "
-                    "taskflow-interference/1 table (default none)")
-    sp.add_argument("--skip-too-large", action="store_true",
-                    help="set aside jobs larger than the cluster (listed) instead of refusing the trace")
+    add_option(
+        sp,
+        "--cluster",
+        help="the shared cluster: Tiresias' cluster spec CSV, or JSON "
+        "{racks, nodes_per_rack, workers_per_node} (default: the trace's own); run: a cluster file "
+        "naming each Dask worker's rack and the uplink (default inside the testbed: its own)",
+    )
+    add_option(
+        sp,
+        "--workers",
+        help="instead of --cluster: this many workers, in nodes of 8 (run: the embedded "
+        "cluster's worker processes, default 4)",
+    )
+    add_scheduler(
+        sp, default=DEFAULT, which="a job scheduler of 'taskflow jobs' (fifo, sjf, srtf, las, gittins, gandiva)"
+    )
+    sp.add_argument(
+        "--restore",
+        type=SECONDS,
+        default=0.0,
+        help="seconds a preempted job spends restoring its checkpoint when it starts again (default 0)",
+    )
+    sp.add_argument(
+        "--round",
+        type=SECONDS,
+        help="las, gittins, gandiva: seconds between two decisions (a round, a time slice; default 60)",
+    )
+    sp.add_argument(
+        "--thresholds", help="las, gittins: the queues' thresholds in worker-seconds, e.g. 3600,36000 (default 3600)"
+    )
+    sp.add_argument(
+        "--promote",
+        type=number(float, above=0.0, high=1e9),
+        help="las, gittins: back to the first queue after waiting this many times its last run",
+    )
+    sp.add_argument(
+        "--placement",
+        choices=PLACEMENTS,
+        help="where a job's workers go: the fewest nodes and racks (consolidated, the default), the most "
+        "nodes (spread), the racks whose uplinks carry the fewest jobs (contention-aware), the nodes "
+        "where it and its neighbours slow each other least (interference-aware, with --interference)",
+    )
+    sp.add_argument(
+        "--crossover",
+        type=number(float, low=0.0, high=0.99),
+        metavar="SHARE",
+        help="a job that waits may take turns on a running job's workers of its size "
+        "(Crossover), each spending SHARE of an iteration communicating while the other computes",
+    )
+    sp.add_argument(
+        "--interference",
+        metavar="FILE",
+        help="simulate: the slowdowns of jobs sharing a node, a taskflow-interference/1 table (default none)",
+    )
+    sp.add_argument(
+        "--skip-too-large",
+        action="store_true",
+        help="set aside jobs larger than the cluster (listed) instead of refusing the trace",
+    )
     sp.add_argument("--count", type=COUNT, default=1000, help="generate: how many jobs (default 1000)")
-    sp.add_argument("--load", type=number(float, above=0.0, high=100.0), default=0.9,
-                    help="generate: the offered load, a share of the cluster's workers (default 0.9)")
+    sp.add_argument(
+        "--load",
+        type=number(float, above=0.0, high=100.0),
+        default=0.9,
+        help="generate: the offered load, a share of the cluster's workers (default 0.9)",
+    )
     sp.add_argument("--arrivals", choices=("poisson", "diurnal"), default="poisson", help="generate (default poisson)")
-    sp.add_argument("--models", help="generate: what the jobs train, drawn evenly from a comma list, e.g. "
-                    "resnet50,vgg16,bert-base (the library's models are timed on shared uplinks; default none)")
+    sp.add_argument(
+        "--models",
+        help="generate: what the jobs train, drawn evenly from a comma list, e.g. "
+        "resnet50,vgg16,bert-base (the library's models are timed on shared uplinks; default none)",
+    )
     sp.add_argument("--data", metavar="DIR", help="run: the jobs' dataset folder (train/ and val/ class folders)")
     add_option(sp, "--make-data", help="run: first write --data if it is missing")
     add_existing(sp, "run: ")
-    sp.add_argument("--epoch-iterations", type=COUNT, default=4,
-                    help="run: iterations between two checkpoints, where a preempted job stops (default 4)")
+    sp.add_argument(
+        "--epoch-iterations",
+        type=COUNT,
+        default=4,
+        help="run: iterations between two checkpoints, where a preempted job stops (default 4)",
+    )
     add_option(sp, "--batch", default=32, help="run: samples per iteration of a job naming none (default 32)")
     sp.add_argument("--no-predict", action="store_true", help="run: no profile, no simulated prediction")
-    add_option(sp, "--repeat", default=1, help="run: runs per job scheduler, their order turned each time; the "
-               "tables give each job's median (default 1)")
+    add_option(
+        sp,
+        "--repeat",
+        default=1,
+        help="run: runs per job scheduler, their order turned each time; the tables give each job's median (default 1)",
+    )
     add_option(sp, "--timeout", help="run: seconds each scheduler's run may take")
     add_output(sp, "simulate, run: every run (JSON: the metrics and each job's runs)")
     add_plot(sp, "simulate: the completion times' CDF and the busy workers over time")
@@ -108,14 +170,17 @@ def _options(args, names) -> dict:
         try:
             opts["thresholds"] = tuple(decimal(x.strip()) for x in args.thresholds.split(","))
         except ValueError:
-            raise UsageError(f"--thresholds {args.thresholds!r}: expected worker-seconds separated by commas, e.g. "
-                             f"3600,36000") from None
+            raise UsageError(
+                f"--thresholds {args.thresholds!r}: expected worker-seconds separated by commas, e.g. 3600,36000"
+            ) from None
     opts.update({k: v for k, v in (("round", args.round), ("promote", args.promote)) if v is not None})
     return opts
 
 
-@command("Simulate job schedulers on a trace of training jobs arriving on a shared cluster (one table of "
-         "completion times, queueing, utilization, fairness, preemptions), or generate a seeded trace.")
+@command(
+    "Simulate job schedulers on a trace of training jobs arriving on a shared cluster (one table of "
+    "completion times, queueing, utilization, fairness, preemptions), or generate a seeded trace."
+)
 def jobs(args) -> int:
     from ...jobs import generate_trace, load_trace, save_trace
     from ...jobscheduling import get_job_scheduler
@@ -159,18 +224,32 @@ def jobs(args) -> int:
     options = _options(args, names)
     bar = None if args.quiet else progress_bar(len(trace) * len(names), "simulating", unit="job")
     try:
-        runs = compare_jobs(trace, cluster, names, restore=args.restore, skip_too_large=args.skip_too_large,
-                            on_run=said, interference=interference, network=network,
-                            progress=None if bar is None else bar.update, **options)
+        runs = compare_jobs(
+            trace,
+            cluster,
+            names,
+            restore=args.restore,
+            skip_too_large=args.skip_too_large,
+            on_run=said,
+            interference=interference,
+            network=network,
+            progress=None if bar is None else bar.update,
+            **options,
+        )
     finally:
         if bar is not None:
             bar.close()
-    print(f"{trace.name}: {len(trace):,} jobs on {cluster.workers:,} workers ({cluster.racks} x "
-          f"{cluster.nodes_per_rack} x {cluster.workers_per_node})")
+    print(
+        f"{trace.name}: {len(trace):,} jobs on {cluster.workers:,} workers ({cluster.racks} x "
+        f"{cluster.nodes_per_rack} x {cluster.workers_per_node})"
+    )
     print(jobs_table(runs))
     if runs[0].rejected:
-        print(f"set aside {len(runs[0].rejected)} job(s) larger than the cluster: "
-              + ", ".join(j.id for j, _ in runs[0].rejected[:10]) + (" ..." if len(runs[0].rejected) > 10 else ""))
+        print(
+            f"set aside {len(runs[0].rejected)} job(s) larger than the cluster: "
+            + ", ".join(j.id for j, _ in runs[0].rejected[:10])
+            + (" ..." if len(runs[0].rejected) > 10 else "")
+        )
     if args.plot:
         plot_jobs(runs, args.plot)
     return 0
@@ -189,14 +268,19 @@ def _interference(path):
 def _said(args, docs: list, head: dict, seconds: str):
     """What each run says as it ends: a line (times in ``seconds``' format), and ``-o`` rewritten
     with every run so far (a comparison stopped half-way keeps what it ran)."""
+
     def said(run):
         docs.append(run.to_dict())
         if not args.quiet:
             m = run.metrics()
-            print(f"{run.scheduler}: {m['jobs']:,} jobs, average JCT {seconds.format(m['avg_jct'])} s, makespan "
-                  f"{seconds.format(m['makespan'])} s, {m['preemptions']:,} preemptions", flush=True)
+            print(
+                f"{run.scheduler}: {m['jobs']:,} jobs, average JCT {seconds.format(m['avg_jct'])} s, makespan "
+                f"{seconds.format(m['makespan'])} s, {m['preemptions']:,} preemptions",
+                flush=True,
+            )
         if args.output:
             atomic_write(args.output, json.dumps({**head, "runs": docs}, indent=1) + "\n")
+
     return said
 
 
@@ -265,15 +349,31 @@ def _run(args) -> int:
     try:
         workers = len(c.scheduler_info()["workers"])
         if not args.quiet:
-            print(f"{trace.name}: {len(trace)} jobs on {workers} Dask workers{where}; "
-                  f"{'profiling each kind of job, then ' if not args.no_predict else ''}"
-                  f"running under {', '.join(names)}", flush=True)
+            print(
+                f"{trace.name}: {len(trace)} jobs on {workers} Dask workers{where}; "
+                f"{'profiling each kind of job, then ' if not args.no_predict else ''}"
+                f"running under {', '.join(names)}",
+                flush=True,
+            )
 
         said = _said(args, docs, {"trace": trace.name, "workers": workers}, "{:.2f}")
-        runs, sim, profile = run_real_jobs(trace, names, models, args.data, c, epoch_iterations=args.epoch_iterations,
-                                     predict=not args.no_predict, on_run=said, timeout=args.timeout,
-                                     repeat=args.repeat, batch=args.batch, seed=args.seed, racks=racks, uplink=uplink,
-                                     **_options(args, names))
+        runs, sim, profile = run_real_jobs(
+            trace,
+            names,
+            models,
+            args.data,
+            c,
+            epoch_iterations=args.epoch_iterations,
+            predict=not args.no_predict,
+            on_run=said,
+            timeout=args.timeout,
+            repeat=args.repeat,
+            batch=args.batch,
+            seed=args.seed,
+            racks=racks,
+            uplink=uplink,
+            **_options(args, names),
+        )
         finished = True
     finally:
         close_quietly(owned, now=not finished)
@@ -282,9 +382,20 @@ def _run(args) -> int:
         print()
         print(prediction_table(runs, sim))
         if args.output:
-            atomic_write(args.output, json.dumps({"trace": trace.name, "workers": workers, "runs": docs,
-                                                  "simulated": [r.to_dict() for r in sim],
-                                                  "profile": profile.to_dict()}, indent=1) + "\n")
+            atomic_write(
+                args.output,
+                json.dumps(
+                    {
+                        "trace": trace.name,
+                        "workers": workers,
+                        "runs": docs,
+                        "simulated": [r.to_dict() for r in sim],
+                        "profile": profile.to_dict(),
+                    },
+                    indent=1,
+                )
+                + "\n",
+            )
     if args.plot:
         plot_jobs(runs, args.plot)
     return 0

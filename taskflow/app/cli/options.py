@@ -33,16 +33,48 @@ from ...errors import UsageError
 from ...files import check_outputs
 from ...formats import READ_FORMATS
 
-__all__ = ["number", "add_option", "add_existing", "add_graph", "add_graphs", "add_cluster", "add_scheduler",
-           "add_quiet", "add_seed", "add_dashboard", "add_network", "add_cores", "add_speeds", "add_plot", "add_output",
-           "add_chrome_trace", "old_spellings", "check_outputs", "SHARED", "SEED", "COUNT", "RETRIES", "SECONDS",
-           "NONNEGATIVE", "SCALE", "NOISE", "OLD_SPELLINGS"]
+__all__ = [
+    "number",
+    "add_option",
+    "add_existing",
+    "add_graph",
+    "add_graphs",
+    "add_cluster",
+    "add_scheduler",
+    "add_quiet",
+    "add_seed",
+    "add_dashboard",
+    "add_network",
+    "add_cores",
+    "add_speeds",
+    "add_plot",
+    "add_output",
+    "add_chrome_trace",
+    "old_spellings",
+    "check_outputs",
+    "SHARED",
+    "SEED",
+    "COUNT",
+    "RETRIES",
+    "SECONDS",
+    "NONNEGATIVE",
+    "SCALE",
+    "NOISE",
+    "OLD_SPELLINGS",
+]
 
 GRAPH_HELP = "graph file (native, WfFormat, DAX, STG, Estee zip[#K]) or module:function returning a TaskGraph"
 QUIET_HELP = "print only the summary lines: no per-task tables, no progress"
 #: option spellings of earlier releases, still read (hidden from --help), and what they are now
-OLD_SPELLINGS = {"--gantt": "--plot", "--report": "--output", "--out": "--output", "--policy": "--scheduler",
-                 "--schedulers": "--scheduler", "--jobs": "--workers or --processes", "--threads": "--cores"}
+OLD_SPELLINGS = {
+    "--gantt": "--plot",
+    "--report": "--output",
+    "--out": "--output",
+    "--policy": "--scheduler",
+    "--schedulers": "--scheduler",
+    "--jobs": "--workers or --processes",
+    "--threads": "--cores",
+}
 SPEEDS_HELP = "worker speeds: one per worker in order (1,1,2) or by worker name (w0=1,w2=2); default all 1"
 
 
@@ -63,13 +95,21 @@ class _Bounded:
             value = float(text) if nonfinite else decimal(text, kind)
         except (TypeError, ValueError):
             raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+
         def shown(x):
             return str(int(x)) if kind is int and float(x).is_integer() else f"{x:g}"
-        bounds = [f">= {shown(low)}" if low is not None else None, f"> {shown(above)}" if above is not None else None,
-                  f"<= {shown(high)}" if high is not None else None]
-        if ((kind is float and not math.isfinite(value)) or (low is not None and value < low)
-                or (above is not None and value <= above)
-                or (high is not None and value > high)):
+
+        bounds = [
+            f">= {shown(low)}" if low is not None else None,
+            f"> {shown(above)}" if above is not None else None,
+            f"<= {shown(high)}" if high is not None else None,
+        ]
+        if (
+            (kind is float and not math.isfinite(value))
+            or (low is not None and value < low)
+            or (above is not None and value <= above)
+            or (high is not None and value > high)
+        ):
             wanted = " and ".join(b for b in bounds if b)
             what = "an integer" if kind is int else "a finite number"
             raise argparse.ArgumentTypeError(f"must be {what} {wanted}, got {text!r}".replace("  ", " "))
@@ -139,8 +179,7 @@ def add_option(sp, flag: str, help: str | None = None, **changes) -> None:
         A flag that is not shared, or a change of its syntax (a bug in a command's parser).
     """
     if flag not in SHARED or set(changes) - {"default", "metavar", "required"}:
-        raise UsageError(f"add_option: {flag!r} with {sorted(changes)}: not a shared option, or a change of its "
-                         f"syntax")
+        raise UsageError(f"add_option: {flag!r} with {sorted(changes)}: not a shared option, or a change of its syntax")
     sp.add_argument(flag, **{**SHARED[flag], **changes, **({"help": help} if help is not None else {})})
 
 
@@ -212,13 +251,22 @@ def add_cluster(sp) -> None:
     add_option(sp, "--workers", help="N workers w0..wN-1 instead of --cluster")
     add_speeds(sp)
     add_cores(sp)
-    add_option(sp, "--bandwidth", default=DEFAULT_BANDWIDTH,
-               help="between workers with --workers: bytes/s, or a rate such as 200mbit or 1gbit (default 1e9)")
+    add_option(
+        sp,
+        "--bandwidth",
+        default=DEFAULT_BANDWIDTH,
+        help="between workers with --workers: bytes/s, or a rate such as 200mbit or 1gbit (default 1e9)",
+    )
     sp.add_argument("--latency", type=NONNEGATIVE, default=0.0, help="seconds per transfer with --workers (default 0)")
 
 
-def add_scheduler(sp, default: str | None = None, static_all: bool = False, help: str | None = None,
-                  which: str = "a name from 'taskflow schedulers'") -> None:
+def add_scheduler(
+    sp,
+    default: str | None = None,
+    static_all: bool = False,
+    help: str | None = None,
+    which: str = "a name from 'taskflow schedulers'",
+) -> None:
     """``--scheduler NAME[,NAME...]`` (earlier spelled ``--schedulers`` or ``--policy``: still read).
 
     Parameters
@@ -233,9 +281,14 @@ def add_scheduler(sp, default: str | None = None, static_all: bool = False, help
         Which schedulers (``taskflow jobs``: job schedulers).
     """
     extra = ", or 'all' for every static one" if static_all else ""
-    sp.add_argument("--scheduler", dest="scheduler", default=default, metavar="NAME[,NAME...]",
-                    help=f"{which}, or a comma list{extra}"
-                         + (f" (default {default})" if default else f" ({help})" if help else ""))
+    sp.add_argument(
+        "--scheduler",
+        dest="scheduler",
+        default=default,
+        metavar="NAME[,NAME...]",
+        help=f"{which}, or a comma list{extra}"
+        + (f" (default {default})" if default else f" ({help})" if help else ""),
+    )
     old_spellings(sp, ("--schedulers", "--policy"), "scheduler")
 
 
@@ -268,8 +321,13 @@ def add_output(sp, what: str, folder: bool = False, default: str | None = None, 
     old : iterable of str
         Earlier spellings, still read.
     """
-    sp.add_argument("-o", "--output", default=default, metavar="FOLDER" if folder else "FILE",
-                    help=what + (f" (default {default})" if default else ""))
+    sp.add_argument(
+        "-o",
+        "--output",
+        default=default,
+        metavar="FOLDER" if folder else "FILE",
+        help=what + (f" (default {default})" if default else ""),
+    )
     old_spellings(sp, old, "output")
 
 
@@ -280,8 +338,12 @@ def add_network(sp) -> None:
     ----------
     sp : argparse.ArgumentParser
     """
-    sp.add_argument("--network", choices=("maxmin", "simple"), default="maxmin",
-                    help="the simulator's network model: maxmin (flows share links) or simple (default maxmin)")
+    sp.add_argument(
+        "--network",
+        choices=("maxmin", "simple"),
+        default="maxmin",
+        help="the simulator's network model: maxmin (flows share links) or simple (default maxmin)",
+    )
 
 
 def add_quiet(sp) -> None:
@@ -293,11 +355,20 @@ def add_quiet(sp) -> None:
     sp : argparse.ArgumentParser
     """
     sp.add_argument("-q", "--quiet", action="store_true", help=QUIET_HELP)
-    sp.add_argument("-v", "--verbose", action="store_true",
-                    help="full tracebacks: of a task that raised (its one line names its file and line), of a bug")
-    sp.add_argument("--max-bytes", metavar="SIZE", type=_max_bytes, default=None,
-                    help="the largest input file read, e.g. 2GiB (default 512MiB, or TASKFLOW_MAX_BYTES): a "
-                         "safeguard against a hostile file, raised for a real one of millions of tasks")
+    sp.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="full tracebacks: of a task that raised (its one line names its file and line), of a bug",
+    )
+    sp.add_argument(
+        "--max-bytes",
+        metavar="SIZE",
+        type=_max_bytes,
+        default=None,
+        help="the largest input file read, e.g. 2GiB (default 512MiB, or TASKFLOW_MAX_BYTES): a "
+        "safeguard against a hostile file, raised for a real one of millions of tasks",
+    )
 
 
 def _max_bytes(text: str) -> int:
@@ -324,8 +395,13 @@ def add_dashboard(sp) -> None:
     ----------
     sp : argparse.ArgumentParser
     """
-    sp.add_argument("--dashboard", nargs="?", const=True, metavar="HOST:PORT",
-                    help="serve the embedded cluster's Dask dashboard (default 127.0.0.1:8787) and print its link")
+    sp.add_argument(
+        "--dashboard",
+        nargs="?",
+        const=True,
+        metavar="HOST:PORT",
+        help="serve the embedded cluster's Dask dashboard (default 127.0.0.1:8787) and print its link",
+    )
 
 
 def add_plot(sp, what: str, old=()) -> None:

@@ -8,9 +8,29 @@ import argparse
 from ... import __version__
 from ...formats import WRITE_FORMATS
 from . import advising, commands, jobs, running, training
-from .options import (COUNT, NONNEGATIVE, RETRIES, SCALE, SECONDS, add_chrome_trace, add_cluster, add_cores,
-                      add_dashboard, add_existing, add_graph, add_graphs, add_network, add_option, add_output, add_plot,
-                      add_quiet, add_scheduler, add_seed, add_speeds, old_spellings)
+from .options import (
+    COUNT,
+    NONNEGATIVE,
+    RETRIES,
+    SCALE,
+    SECONDS,
+    add_chrome_trace,
+    add_cluster,
+    add_cores,
+    add_dashboard,
+    add_existing,
+    add_graph,
+    add_graphs,
+    add_network,
+    add_option,
+    add_output,
+    add_plot,
+    add_quiet,
+    add_scheduler,
+    add_seed,
+    add_speeds,
+    old_spellings,
+)
 
 __all__ = ["build_parser", "Parser", "option_names", "unknown_options"]
 
@@ -57,8 +77,9 @@ class Parser(argparse.ArgumentParser):
         for action in self._actions:
             if isinstance(action, argparse._SubParsersAction):  # by its function: a subcommand may reuse the dest
                 func = getattr(parsed, "func", None)
-                return next((sp for sp in action.choices.values() if func is not None and sp.get_default("func") is func),
-                            None)
+                return next(
+                    (sp for sp in action.choices.values() if func is not None and sp.get_default("func") is func), None
+                )
         return None
 
     def _get_values(self, action, arg_strings):
@@ -101,14 +122,20 @@ def unknown_options(parser, extras) -> str:
             hints.append(f"{name}: did you mean {near[0]}?")
     text = " ".join(extras)
     text = text if len(text) <= 120 else text[:117] + "..."
-    return f"unrecognized arguments: {text}" + (f" ({'; '.join(hints)})" if hints else
-                                                 f" (see taskflow {parser.prog.split()[-1]} -h)"
-                                                 if " " in parser.prog else "")
+    return f"unrecognized arguments: {text}" + (
+        f" ({'; '.join(hints)})"
+        if hints
+        else f" (see taskflow {parser.prog.split()[-1]} -h)"
+        if " " in parser.prog
+        else ""
+    )
 
 
-DESCRIPTION = ("Plan, simulate and run task-graph workflows: read and convert graphs, plan them with "
-               "schedulers, check plans, simulate them, run them on Dask workers and compare schedulers. "
-               "A GRAPH is a file (native, WfFormat, DAX, STG, Estee) or module:function returning a TaskGraph.")
+DESCRIPTION = (
+    "Plan, simulate and run task-graph workflows: read and convert graphs, plan them with "
+    "schedulers, check plans, simulate them, run them on Dask workers and compare schedulers. "
+    "A GRAPH is a file (native, WfFormat, DAX, STG, Estee) or module:function returning a TaskGraph."
+)
 
 
 def _info(sp) -> None:
@@ -132,8 +159,12 @@ def _schedule(sp) -> None:
     add_cluster(sp)
     add_scheduler(sp, default="heft", static_all=True)
     add_seed(sp)
-    add_option(sp, "--budget", help="heft-search: evaluations (e.g. 64) or seconds (e.g. 2s); default 16. "
-               "optimal: CP-SAT deterministic time (e.g. 30) or seconds (e.g. 30s); default 2")
+    add_option(
+        sp,
+        "--budget",
+        help="heft-search: evaluations (e.g. 64) or seconds (e.g. 2s); default 16. "
+        "optimal: CP-SAT deterministic time (e.g. 30) or seconds (e.g. 30s); default 2",
+    )
     add_output(sp, "write the plan (taskflow-schedule/1 JSON, a list with several; CSV where the name ends in .csv)")
     add_plot(sp, "a Gantt chart of the plan (a panel per scheduler)", old=("--gantt",))
     add_chrome_trace(sp, "the plan")
@@ -146,19 +177,31 @@ def _simulate(sp) -> None:
     add_cluster(sp)
     add_scheduler(sp, default="heft")
     add_network(sp)
-    sp.add_argument("--plan", help="simulate this schedule file instead of planning (--scheduler then names the "
-                    "scheduler that re-plans after a failure)")
+    sp.add_argument(
+        "--plan",
+        help="simulate this schedule file instead of planning (--scheduler then names the "
+        "scheduler that re-plans after a failure)",
+    )
     add_option(sp, "--noise", help="per-task duration noise: x exp(N(0, S)), S from 0 to 10 (default 0)")
-    sp.add_argument("--straggler", action="append", metavar="W:FACTOR@T",
-                    help="worker W runs FACTOR times slower from time T (repeatable)")
+    sp.add_argument(
+        "--straggler",
+        action="append",
+        metavar="W:FACTOR@T",
+        help="worker W runs FACTOR times slower from time T (repeatable)",
+    )
     sp.add_argument("--fail", action="append", metavar="W@T", help="worker W is lost at time T (repeatable)")
-    sp.add_argument("--information", choices=("exact", "mean", "blind", "user"), default="exact",
-                    help="what the scheduler knows of costs (default exact)")
+    sp.add_argument(
+        "--information",
+        choices=("exact", "mean", "blind", "user"),
+        default="exact",
+        help="what the scheduler knows of costs (default exact)",
+    )
     sp.add_argument("--interval", type=NONNEGATIVE, default=0.0, help="minimum seconds between scheduler invocations")
     sp.add_argument("--decision-latency", type=NONNEGATIVE, default=0.0, help="seconds until a decision takes effect")
     add_seed(sp)
-    add_output(sp, "write the trace (taskflow-schedule/1 JSON with transfers and durations; CSV where the name "
-               "ends in .csv)")
+    add_output(
+        sp, "write the trace (taskflow-schedule/1 JSON with transfers and durations; CSV where the name ends in .csv)"
+    )
     add_plot(sp, "a Gantt chart of the simulated run, transfers marked", old=("--gantt",))
     add_chrome_trace(sp, "the simulated run")
     add_quiet(sp)
@@ -168,8 +211,11 @@ def _run(sp) -> None:
     """``taskflow run``'s arguments."""
     add_graph(sp)
     add_scheduler(sp, default="heft")
-    add_option(sp, "--workers", help="workers of the embedded LocalCluster (default 2), or batch jobs with "
-               "--jobqueue (one worker each)")
+    add_option(
+        sp,
+        "--workers",
+        help="workers of the embedded LocalCluster (default 2), or batch jobs with --jobqueue (one worker each)",
+    )
     old_spellings(sp, ("--jobs",), "workers", type=COUNT)
     add_cores(sp, "of the embedded cluster, or of each batch job")
     old_spellings(sp, ("--threads",), "cores", type=COUNT)
@@ -182,22 +228,36 @@ def _run(sp) -> None:
     sp.add_argument("--retries", type=RETRIES, default=0, help="retries of a task that raises (default 0)")
     add_option(sp, "--timeout")
     add_seed(sp)
-    add_option(sp, "--profile", help="cost profile (JSON): plan with it if it exists, then add this run's "
-               "measurements to it (learn on the first run, plan with it on the next)")
+    add_option(
+        sp,
+        "--profile",
+        help="cost profile (JSON): plan with it if it exists, then add this run's "
+        "measurements to it (learn on the first run, plan with it on the next)",
+    )
     add_output(sp, "write the run report (JSON; a list with several schedulers)", old=("--report",))
-    add_plot(sp, "a Gantt chart of the plan above the measured run (with several schedulers, NAME.SCHEDULER.png each)",
-             old=("--gantt",))
+    add_plot(
+        sp,
+        "a Gantt chart of the plan above the measured run (with several schedulers, NAME.SCHEDULER.png each)",
+        old=("--gantt",),
+    )
     add_chrome_trace(sp, "the measured run and the plan (with several schedulers, NAME.SCHEDULER.json each)")
     add_dashboard(sp)
     jq = sp.add_argument_group("batch systems (dask-jobqueue)")
-    jq.add_argument("--jobqueue", choices=("slurm", "pbs"), help="start the workers as batch jobs, one worker each "
-                    "(--workers of them)")
+    jq.add_argument(
+        "--jobqueue",
+        choices=("slurm", "pbs"),
+        help="start the workers as batch jobs, one worker each (--workers of them)",
+    )
     jq.add_argument("--memory", default="2GB", help="memory per job (default 2GB)")
     jq.add_argument("--walltime", default="01:00:00", help="walltime per job (default 01:00:00)")
     jq.add_argument("--queue", help="the queue or partition (default: the batch system's default)")
     jq.add_argument("--interface", help="network interface of the scheduler and workers, e.g. ib0")
-    jq.add_argument("--job-wait", type=SECONDS, default=120.0,
-                    help="seconds to wait for every job's worker before failing (default 120)")
+    jq.add_argument(
+        "--job-wait",
+        type=SECONDS,
+        default=120.0,
+        help="seconds to wait for every job's worker before failing (default 120)",
+    )
     add_quiet(sp)
 
 
@@ -210,12 +270,20 @@ def _compare(sp) -> None:
     add_seed(sp)
     add_option(sp, "--real", help="also run the static schedulers and Dask's work stealing on Dask workers")
     add_existing(sp, "with --real: ")
-    add_option(sp, "--profile", help="with --real: cost profile (JSON) to plan with and add each run's "
-               "measurements to")
-    add_option(sp, "--time-scale", help="with --real: multiply emulated durations and sizes (default: so that the "
-               "best simulated plan takes about 2 s)")
-    add_option(sp, "--repeat", default=1, help="each scheduler N times, seeds --seed, --seed + 1, ...: the table and "
-               "the figure give the median and range of the repeats, compare.csv every one (default 1)")
+    add_option(sp, "--profile", help="with --real: cost profile (JSON) to plan with and add each run's measurements to")
+    add_option(
+        sp,
+        "--time-scale",
+        help="with --real: multiply emulated durations and sizes (default: so that the "
+        "best simulated plan takes about 2 s)",
+    )
+    add_option(
+        sp,
+        "--repeat",
+        default=1,
+        help="each scheduler N times, seeds --seed, --seed + 1, ...: the table and "
+        "the figure give the median and range of the repeats, compare.csv every one (default 1)",
+    )
     add_output(sp, "folder for compare.csv, compare.md and compare.png", folder=True, old=("--out",))
     add_dashboard(sp)
     add_quiet(sp)
@@ -223,23 +291,37 @@ def _compare(sp) -> None:
 
 def _bench(sp) -> None:
     """``taskflow bench``'s arguments."""
-    sp.add_argument("--suite", choices=("quick", "standard", "full", "dask"), default="quick",
-                    help="which suite: quick (minutes), standard, full (default quick); dask: ordinary Dask code "
-                         "(array, dataframe, bag, delayed) under taskflow.use against Dask's own scheduling")
-    sp.add_argument("--clusters",
-                    help="with --suite dask: homogeneous, heterogeneous (the last worker held to a quarter core; "
-                         "needs root), two-racks (workers on the network testbed in two racks joined by a 10x slower "
-                         "link; needs root), comma-separated (default homogeneous)")
+    sp.add_argument(
+        "--suite",
+        choices=("quick", "standard", "full", "dask"),
+        default="quick",
+        help="which suite: quick (minutes), standard, full (default quick); dask: ordinary Dask code "
+        "(array, dataframe, bag, delayed) under taskflow.use against Dask's own scheduling",
+    )
+    sp.add_argument(
+        "--clusters",
+        help="with --suite dask: homogeneous, heterogeneous (the last worker held to a quarter core; "
+        "needs root), two-racks (workers on the network testbed in two racks joined by a 10x slower "
+        "link; needs root), comma-separated (default homogeneous)",
+    )
     sp.add_argument("--workloads", help="with --suite dask: the workloads to run, comma-separated (default all)")
     add_option(sp, "--repeat", help="with --suite dask: runs of each side after the first (default 5)")
-    sp.add_argument("--firsts", type=COUNT, help="with --suite dask: first runs of each side, each on a "
-                    "fresh cluster; their median is reported (default 1)")
+    sp.add_argument(
+        "--firsts",
+        type=COUNT,
+        help="with --suite dask: first runs of each side, each on a "
+        "fresh cluster; their median is reported (default 1)",
+    )
     add_scheduler(sp, help="default: the suite's")
     add_output(sp, "output folder", folder=True, default="taskflow-out/bench", old=("--out",))
     sp.add_argument("-j", "--processes", type=COUNT, help="parallel processes (default: all cores)")
     old_spellings(sp, ("--jobs",), "processes", type=COUNT)
-    add_option(sp, "--real", help="also run a subset (4 workflows x heft, cpop, blevel, work-stealing) on a local "
-               "Dask cluster in emulation; rows in real.csv, a section in summary.md")
+    add_option(
+        sp,
+        "--real",
+        help="also run a subset (4 workflows x heft, cpop, blevel, work-stealing) on a local "
+        "Dask cluster in emulation; rows in real.csv, a section in summary.md",
+    )
     add_quiet(sp)
 
 
@@ -256,8 +338,11 @@ def _validate(sp) -> None:
     add_graph(sp)
     add_cluster(sp)
     sp.add_argument("--schedule", required=True, help="schedule file (taskflow-schedule/1)")
-    sp.add_argument("--trace", action="store_true",
-                    help="a simulated trace: use the durations and served_by it records (checked), not the model's")
+    sp.add_argument(
+        "--trace",
+        action="store_true",
+        help="a simulated trace: use the durations and served_by it records (checked), not the model's",
+    )
     add_quiet(sp)
 
 
@@ -271,23 +356,29 @@ def _samples(sp) -> None:
 def _testbed(sp) -> None:
     """``taskflow testbed``'s arguments."""
     add_option(sp, "--workers", default=4, help="workers w0..wN-1 (default 4)")
-    sp.add_argument("--topology", default="uniform",
-                    help="uniform, two-racks, racks, slow-link or matrix (default uniform)")
+    sp.add_argument(
+        "--topology", default="uniform", help="uniform, two-racks, racks, slow-link or matrix (default uniform)"
+    )
     add_option(sp, "--bandwidth", default="1gbit", help="each worker's link, e.g. 200mbit (default 1gbit)")
-    sp.add_argument("--inter-rack", help="two-racks: the link between the racks; racks: each rack's uplink and "
-                    "downlink to the core (default a tenth of --bandwidth)")
+    sp.add_argument(
+        "--inter-rack",
+        help="two-racks: the link between the racks; racks: each rack's uplink and "
+        "downlink to the core (default a tenth of --bandwidth)",
+    )
     sp.add_argument("--racks", type=COUNT, default=2, help="racks: how many (default 2)")
     sp.add_argument("--slow-worker", help="slow-link: the worker on the slow link (default the last)")
     sp.add_argument("--slow-bandwidth", help="slow-link: its rate (default a tenth of --bandwidth)")
     sp.add_argument("--matrix", help="matrix: JSON file {a: {b: rate}} by worker name")
     add_cores(sp, "(its Dask threads)")
     old_spellings(sp, ("--threads",), "cores", type=COUNT)
-    sp.add_argument("--cpus", help="CPU limits by worker, e.g. w2=0.5,w3=0.25 (cores; cgroup CPU quota): "
-                    "really slower workers")
+    sp.add_argument(
+        "--cpus", help="CPU limits by worker, e.g. w2=0.5,w3=0.25 (cores; cgroup CPU quota): really slower workers"
+    )
     sp.add_argument("--clean", action="store_true", help="remove what testbeds of dead processes left, and exit")
     add_quiet(sp)
-    sp.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
-                    help="what to run in the client namespace")
+    sp.add_argument(
+        "command", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="what to run in the client namespace"
+    )
 
 
 def _schedulers(sp) -> None:
@@ -300,27 +391,65 @@ COMMANDS = (
     ("info", dict(help="counts, total cost and critical path of a graph"), _info, commands.info),
     ("convert", dict(help="convert a graph to native JSON, WfFormat 1.5 or DOT"), _convert, commands.convert),
     ("schedule", dict(help="plan a graph on a cluster with one or more schedulers"), _schedule, commands.schedule),
-    ("simulate", dict(help="simulate a graph on a cluster (network models, noise, faults)"), _simulate,
-     commands.simulate),
+    (
+        "simulate",
+        dict(help="simulate a graph on a cluster (network models, noise, faults)"),
+        _simulate,
+        commands.simulate,
+    ),
     ("run", dict(help="run a graph on Dask workers (emulated when it has no callables)"), _run, running.run),
-    ("compare", dict(help="every scheduler on your own graphs: simulated, and on Dask with --real"), _compare,
-     running.compare),
-    ("bench", dict(help="the scheduler-comparison suites in the simulator (resumable), or real Dask workloads "
-                        "against Dask's own scheduling (--suite dask)"), _bench, running.bench),
+    (
+        "compare",
+        dict(help="every scheduler on your own graphs: simulated, and on Dask with --real"),
+        _compare,
+        running.compare,
+    ),
+    (
+        "bench",
+        dict(
+            help="the scheduler-comparison suites in the simulator (resumable), or real Dask workloads "
+            "against Dask's own scheduling (--suite dask)"
+        ),
+        _bench,
+        running.bench,
+    ),
     ("demo", dict(help="the main job: training on a LocalCluster, then the quick suite"), _demo, running.demo),
     ("validate", dict(help="check a schedule against its graph and cluster"), _validate, commands.validate),
     ("samples", dict(help="write sample workflows and a cluster file to start from"), _samples, running.samples),
-    ("testbed", dict(help="Dask workers on shaped network links (network namespaces, tc; needs root)",
-                     description="Start a Dask scheduler and workers in network namespaces joined by shaped links, "
-                                 "run COMMAND beside them (DASK_SCHEDULER_ADDRESS set), then remove everything."),
-     _testbed, running.testbed),
-    ("advise", dict(help="which cluster to rent: simulate a workflow over a catalog's node types and prices; the "
-                         "Pareto front of makespan and cost"), advising.add_arguments, advising.advise),
-    ("jobs", dict(help="a shared cluster: job schedulers (FIFO, SJF, SRTF, Tiresias' LAS and Gittins, Gandiva) "
-                       "simulated on a trace of training jobs or run for real; or generate a trace"),
-     jobs.add_arguments, jobs.jobs),
-    ("train", dict(help="train a PyTorch model on Dask workers, an epoch per task graph (needs the torch extra)"),
-     training.add_arguments, training.train),
+    (
+        "testbed",
+        dict(
+            help="Dask workers on shaped network links (network namespaces, tc; needs root)",
+            description="Start a Dask scheduler and workers in network namespaces joined by shaped links, "
+            "run COMMAND beside them (DASK_SCHEDULER_ADDRESS set), then remove everything.",
+        ),
+        _testbed,
+        running.testbed,
+    ),
+    (
+        "advise",
+        dict(
+            help="which cluster to rent: simulate a workflow over a catalog's node types and prices; the "
+            "Pareto front of makespan and cost"
+        ),
+        advising.add_arguments,
+        advising.advise,
+    ),
+    (
+        "jobs",
+        dict(
+            help="a shared cluster: job schedulers (FIFO, SJF, SRTF, Tiresias' LAS and Gittins, Gandiva) "
+            "simulated on a trace of training jobs or run for real; or generate a trace"
+        ),
+        jobs.add_arguments,
+        jobs.jobs,
+    ),
+    (
+        "train",
+        dict(help="train a PyTorch model on Dask workers, an epoch per task graph (needs the torch extra)"),
+        training.add_arguments,
+        training.train,
+    ),
     ("schedulers", dict(help="list the registered schedulers"), _schedulers, running.schedulers),
 )
 
@@ -329,8 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``taskflow`` command's argument parser: one subparser per subcommand of :data:`COMMANDS`,
     each built the same way."""
     p = Parser(prog="taskflow", description=DESCRIPTION)
-    p.add_argument("--version", action="version", version=f"taskflow {__version__}",
-                   help="print the version and exit")
+    p.add_argument("--version", action="version", version=f"taskflow {__version__}", help="print the version and exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, text, arguments, func in COMMANDS:
         sp = sub.add_parser(name, **text)

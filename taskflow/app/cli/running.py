@@ -37,8 +37,10 @@ def per_scheduler(path: str | None, name: str, several: bool) -> str | None:
 
 
 # ---------------------------------------------------------------------- on Dask
-@command("``taskflow run``: run GRAPH on Dask under each ``--scheduler``; print each run's summary, its "
-         "notes and what its sink tasks returned; ``--output``, ``--plot``, ``--chrome-trace`` write it.")
+@command(
+    "``taskflow run``: run GRAPH on Dask under each ``--scheduler``; print each run's summary, its "
+    "notes and what its sink tasks returned; ``--output``, ``--plot``, ``--chrome-trace`` write it."
+)
 def run(args) -> int:
     import warnings
 
@@ -47,16 +49,22 @@ def run(args) -> int:
 
     names = scheduler_names(args.scheduler, default="heft")
     several = len(names) > 1
-    outputs = [(opt, per_scheduler(path, n, several)) for n in names
-               for opt, path in (("--plot", args.plot), ("--chrome-trace", args.chrome_trace))]
+    outputs = [
+        (opt, per_scheduler(path, n, several))
+        for n in names
+        for opt, path in (("--plot", args.plot), ("--chrome-trace", args.chrome_trace))
+    ]
     check_outputs([("--output", args.output), ("--profile", args.profile), *outputs], [args.graph, args.cluster])
     graph = read_graph(args.graph, args.format)
     cluster = load_cluster(args.cluster) if args.cluster else None
     speeds = parse_speeds(args.speeds)
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"cluster has no workers: --workers must be >= 1, got {args.workers}")
-    if isinstance(speeds, list) and not (args.address or args.scheduler_file or args.jobqueue) \
-            and len(speeds) != (args.workers or 2):
+    if (
+        isinstance(speeds, list)
+        and not (args.address or args.scheduler_file or args.jobqueue)
+        and len(speeds) != (args.workers or 2)
+    ):
         raise UsageError(f"--speeds lists {len(speeds)} speeds for --workers {args.workers or 2}")
     jq_options = None
     if args.jobqueue:
@@ -64,23 +72,47 @@ def run(args) -> int:
             raise UsageError("--jobqueue starts its own cluster: leave out --address and --scheduler-file")
         if args.workers is None:
             raise UsageError("--jobqueue needs --workers N: the number of batch jobs, one worker each")
-        jq_options = {"cores": args.cores, "memory": args.memory, "walltime": args.walltime, "queue": args.queue,
-                      "interface": args.interface, "wait": args.job_wait}
+        jq_options = {
+            "cores": args.cores,
+            "memory": args.memory,
+            "walltime": args.walltime,
+            "queue": args.queue,
+            "interface": args.interface,
+            "wait": args.job_wait,
+        }
     n_workers = args.workers or 2  # with --jobqueue, batch jobs of one worker each
     reports = []
     for name in names:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", TaskflowWarning)  # printed below as notes
-            report = run_on_dask(graph, name, cluster=cluster, address=args.address,
-                                 scheduler_file=args.scheduler_file, workers=n_workers,
-                                 threads_per_worker=args.cores, speeds=speeds, calibrate=args.calibrate,
-                                 time_scale=args.time_scale, size_scale=args.size_scale, retries=args.retries,
-                                 quiet=args.quiet, timeout=args.timeout, seed=args.seed, profile=args.profile,
-                                 dashboard=args.dashboard or False, jobqueue=args.jobqueue,
-                                 jobqueue_options=jq_options)
+            report = run_on_dask(
+                graph,
+                name,
+                cluster=cluster,
+                address=args.address,
+                scheduler_file=args.scheduler_file,
+                workers=n_workers,
+                threads_per_worker=args.cores,
+                speeds=speeds,
+                calibrate=args.calibrate,
+                time_scale=args.time_scale,
+                size_scale=args.size_scale,
+                retries=args.retries,
+                quiet=args.quiet,
+                timeout=args.timeout,
+                seed=args.seed,
+                profile=args.profile,
+                dashboard=args.dashboard or False,
+                jobqueue=args.jobqueue,
+                jobqueue_options=jq_options,
+            )
         reports.append(report)
-        print(report.summary() + (f", {report.replans} re-plan(s)" if report.replans else "")
-              + f"; costs {report.costs}" + (f", measurements saved to {args.profile}" if args.profile else ""))
+        print(
+            report.summary()
+            + (f", {report.replans} re-plan(s)" if report.replans else "")
+            + f"; costs {report.costs}"
+            + (f", measurements saved to {args.profile}" if args.profile else "")
+        )
         if report.jobs:
             print("batch jobs: " + ", ".join(f"{w} in job {j}" for w, j in sorted(report.jobs.items())))
         for note in report.notes:
@@ -93,8 +125,7 @@ def run(args) -> int:
 
             gantt_compare(report, per_scheduler(args.plot, report.scheduler, several))
         if args.chrome_trace:
-            atomic_write(per_scheduler(args.chrome_trace, report.scheduler, several),
-                         json.dumps(report.chrome_trace()))
+            atomic_write(per_scheduler(args.chrome_trace, report.scheduler, several), json.dumps(report.chrome_trace()))
     if args.output:
         docs = [r.to_dict() for r in reports]
         atomic_write(args.output, json.dumps(docs[0] if not several else docs, indent=1, default=str) + "\n")
@@ -115,10 +146,22 @@ def compare(args) -> int:
         graphs.append((g.name if ":" in spec and not spec.endswith(".json") else spec.split("/")[-1], g))
     cluster = cluster_from_args(args)
     names = scheduler_names(args.scheduler) or None
-    rows = compare_schedulers(graphs, cluster, names, network=args.network, seed=args.seed, real=args.real,
-                            out=args.output, progress=not args.quiet, dashboard=args.dashboard or False,
-                            address=args.address, scheduler_file=args.scheduler_file, profile=args.profile,
-                            time_scale=args.time_scale, repeat=args.repeat)
+    rows = compare_schedulers(
+        graphs,
+        cluster,
+        names,
+        network=args.network,
+        seed=args.seed,
+        real=args.real,
+        out=args.output,
+        progress=not args.quiet,
+        dashboard=args.dashboard or False,
+        address=args.address,
+        scheduler_file=args.scheduler_file,
+        profile=args.profile,
+        time_scale=args.time_scale,
+        repeat=args.repeat,
+    )
     print(table_text(rows))
     if args.output:
         print(f"wrote {args.output}/compare.csv, compare.md, compare.png")
@@ -135,8 +178,10 @@ def bench(args) -> int:
     if args.suite == "dask":
         return _bench_dask(args, names)
     run_suite(args.suite, args.output, names, args.processes, real=args.real, progress=not args.quiet)
-    print(f"wrote {args.output}/results.csv, {'real.csv, ' if args.real else ''}summary.md, normalised.png, "
-          f"gantt.png, report.html")
+    print(
+        f"wrote {args.output}/results.csv, {'real.csv, ' if args.real else ''}summary.md, normalised.png, "
+        f"gantt.png, report.html"
+    )
     return 0
 
 
@@ -150,14 +195,19 @@ def _names(option: str, text: str) -> list:
 
 def _suite_options(args) -> None:
     """An option of one kind of suite given to another is refused, not ignored."""
-    dask_only = (("--clusters", args.clusters), ("--workloads", args.workloads), ("--repeat", args.repeat),
-                 ("--firsts", args.firsts))
+    dask_only = (
+        ("--clusters", args.clusters),
+        ("--workloads", args.workloads),
+        ("--repeat", args.repeat),
+        ("--firsts", args.firsts),
+    )
     simulated_only = (("--processes", args.processes), ("--real", args.real or None))
     wrong = [opt for opt, v in (simulated_only if args.suite == "dask" else dask_only) if v is not None]
     if wrong:
         goes = "the simulated suites (quick, standard, full)" if args.suite == "dask" else "--suite dask"
-        raise UsageError(f"{', '.join(wrong)} {'goes' if len(wrong) == 1 else 'go'} with {goes}, "
-                            f"not --suite {args.suite}")
+        raise UsageError(
+            f"{', '.join(wrong)} {'goes' if len(wrong) == 1 else 'go'} with {goes}, not --suite {args.suite}"
+        )
 
 
 def _bench_dask(args, names) -> int:
@@ -173,8 +223,9 @@ def _bench_dask(args, names) -> int:
     scheduler = names[0] if names else DEFAULT_SCHEDULER
     clusters = _names("--clusters", args.clusters or "homogeneous")
     workloads = _names("--workloads", args.workloads) if args.workloads is not None else None
-    rows = run_dask_suite(clusters, workloads, args.repeat or 5, scheduler=scheduler, progress=not args.quiet,
-                          firsts=args.firsts or 1)
+    rows = run_dask_suite(
+        clusters, workloads, args.repeat or 5, scheduler=scheduler, progress=not args.quiet, firsts=args.firsts or 1
+    )
     table = format_rows(rows) + ("\n\n" + summarise(rows) if rows else "")
     print(table)
     os.makedirs(args.output, exist_ok=True)
@@ -232,8 +283,7 @@ def _parse_cpus(text) -> dict:
     return out
 
 
-@command("``taskflow testbed``: run ``-- COMMAND`` beside Dask workers on shaped links, then remove "
-         "everything.")
+@command("``taskflow testbed``: run ``-- COMMAND`` beside Dask workers on shaped links, then remove everything.")
 def testbed(args) -> int:
     import os
     import shutil
@@ -247,26 +297,41 @@ def testbed(args) -> int:
         if tbm.available():
             raise UsageError(tbm.available())
         gone = tbm.clean_stale()
-        print(f"removed {len(gone)} stale testbed(s){': ' + ', '.join(gone) if gone else ''}; "
-              f"testbed namespaces now: {', '.join(tbm.leftovers()) or 'none'}")
+        print(
+            f"removed {len(gone)} stale testbed(s){': ' + ', '.join(gone) if gone else ''}; "
+            f"testbed namespaces now: {', '.join(tbm.leftovers()) or 'none'}"
+        )
         return 0
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]
     if not command:
-        raise UsageError("give the command to run inside the testbed after --, e.g. "
-                            "taskflow testbed --workers 4 -- taskflow run graph.json")
-    if shutil.which(command[0], path=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])) \
-            is None:
+        raise UsageError(
+            "give the command to run inside the testbed after --, e.g. "
+            "taskflow testbed --workers 4 -- taskflow run graph.json"
+        )
+    if (
+        shutil.which(command[0], path=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
+        is None
+    ):
         raise UsageError(f"cannot run {command[0]!r} in the testbed: no such command")
     matrix = None
     if args.matrix:
         from ...formats import read_json
 
         matrix = read_json(args.matrix)
-    tb = tbm.Testbed(workers=args.workers, topology=args.topology, bandwidth=args.bandwidth,
-                     inter_rack=args.inter_rack, slow_worker=args.slow_worker, slow_bandwidth=args.slow_bandwidth,
-                     matrix=matrix, nthreads=args.cores, cpus=_parse_cpus(args.cpus), racks=args.racks)
+    tb = tbm.Testbed(
+        workers=args.workers,
+        topology=args.topology,
+        bandwidth=args.bandwidth,
+        inter_rack=args.inter_rack,
+        slow_worker=args.slow_worker,
+        slow_bandwidth=args.slow_bandwidth,
+        matrix=matrix,
+        nthreads=args.cores,
+        cpus=_parse_cpus(args.cpus),
+        racks=args.racks,
+    )
     why = tbm.available() or (tbm.cpu_limits_available() if args.cpus else None)
     if why:
         raise UsageError(why)
@@ -282,8 +347,12 @@ def testbed(args) -> int:
             cluster_file = os.path.join(tmp, "cluster.json")
             save_cluster(tb.cluster(), cluster_file)
             print(tb.describe(), file=sys.stderr)
-            print(f"  DASK_SCHEDULER_ADDRESS={tb.address}; the shaped rates as a cluster model: "
-                  f"TASKFLOW_TESTBED_CLUSTER={cluster_file}", file=sys.stderr, flush=True)
+            print(
+                f"  DASK_SCHEDULER_ADDRESS={tb.address}; the shaped rates as a cluster model: "
+                f"TASKFLOW_TESTBED_CLUSTER={cluster_file}",
+                file=sys.stderr,
+                flush=True,
+            )
             proc = tb.popen(command, env={"TASKFLOW_TESTBED_CLUSTER": cluster_file})
             try:
                 return proc.wait()

@@ -11,8 +11,19 @@ import sys
 from ...errors import MissingExtra, UsageError
 from ...formats import atomic_write
 from .commands import command
-from .options import (COUNT, add_chrome_trace, add_existing, add_option, add_output, add_plot, add_quiet, add_scheduler,
-                      add_seed, check_outputs, number)
+from .options import (
+    COUNT,
+    add_chrome_trace,
+    add_existing,
+    add_option,
+    add_output,
+    add_plot,
+    add_quiet,
+    add_scheduler,
+    add_seed,
+    check_outputs,
+    number,
+)
 from .values import scheduler_names
 from .running import per_scheduler
 
@@ -29,68 +40,132 @@ def add_arguments(sp) -> None:
     ----------
     sp : argparse.ArgumentParser
     """
-    sp.add_argument("data", metavar="DATA", help="a dataset folder: train/ and val/ class folders of PNG or JPEG "
-                    "images (torchvision's ImageFolder layout); or module:name of a map-style torch Dataset, a pair "
-                    "(train, val) of them, or a function returning one")
-    add_option(sp, "--make-data", help="first write DATA if it is missing: scikit-learn's handwritten digits (1,797 "
-               "8x8 images) or a seeded synthetic set of 32x32 RGB images")
-    sp.add_argument("--model", default="small-cnn",
-                    help=f"{', '.join(MODELS)}, or module:function returning a torch.nn.Module (default small-cnn)")
+    sp.add_argument(
+        "data",
+        metavar="DATA",
+        help="a dataset folder: train/ and val/ class folders of PNG or JPEG "
+        "images (torchvision's ImageFolder layout); or module:name of a map-style torch Dataset, a pair "
+        "(train, val) of them, or a function returning one",
+    )
+    add_option(
+        sp,
+        "--make-data",
+        help="first write DATA if it is missing: scikit-learn's handwritten digits (1,797 "
+        "8x8 images) or a seeded synthetic set of 32x32 RGB images",
+    )
+    sp.add_argument(
+        "--model",
+        default="small-cnn",
+        help=f"{', '.join(MODELS)}, or module:function returning a torch.nn.Module (default small-cnn)",
+    )
     sp.add_argument("--epochs", type=COUNT, default=1, help="epochs (default 1)")
     sp.add_argument("--iterations", type=COUNT, help="at most this many iterations per epoch (default: all)")
     add_option(sp, "--workers", help="ranks, one Dask worker each (default 2; with --stages, one per stage)")
     add_option(sp, "--batch", default=64, help="samples per iteration over all ranks (default 64)")
     sp.add_argument("--shares", help="each rank's part of the batch, e.g. 3,1 (default equal)")
     sp.add_argument("--allreduce", choices=("ring", "tree", "ps"), default="ring", help="(default ring)")
-    sp.add_argument("--bucket-mb", type=number(float, above=0.0, high=1e6), default=25.0,
-                    help="gradient bucket capacity in MB, as DDP's bucket_cap_mb (default 25)")
-    sp.add_argument("--mode", choices=("sync", "local", "stale"), default="sync",
-                    help="synchronous data parallelism, local SGD (--sync-every) or stale-synchronous (--staleness); "
-                         "default sync")
+    sp.add_argument(
+        "--bucket-mb",
+        type=number(float, above=0.0, high=1e6),
+        default=25.0,
+        help="gradient bucket capacity in MB, as DDP's bucket_cap_mb (default 25)",
+    )
+    sp.add_argument(
+        "--mode",
+        choices=("sync", "local", "stale"),
+        default="sync",
+        help="synchronous data parallelism, local SGD (--sync-every) or stale-synchronous (--staleness); default sync",
+    )
     sp.add_argument("--sync-every", type=COUNT, help="local SGD: average the models every N iterations (default 1)")
-    sp.add_argument("--staleness", type=number(int, low=0, high=10_000),
-                    help="stale: the compute of an iteration uses the model of this many iterations before (default 0)")
-    sp.add_argument("--compensation", type=number(float, low=0.0, high=1e6),
-                    help="stale: DC-S3GD's delay compensation factor (default 0: none)")
-    sp.add_argument("--compression", choices=("fp16", "topk"), help="compress gradients: half precision, or the "
-                    "largest entries with error feedback (--topk-ratio)")
-    sp.add_argument("--topk-ratio", type=number(float, above=0.0, high=1.0),
-                    help="topk: the share of a bucket's entries sent (default 0.01)")
-    sp.add_argument("--stages", type=COUNT, help="pipeline parallelism instead: cut the model (a Sequential) into "
-                    "this many stages, one worker each")
+    sp.add_argument(
+        "--staleness",
+        type=number(int, low=0, high=10_000),
+        help="stale: the compute of an iteration uses the model of this many iterations before (default 0)",
+    )
+    sp.add_argument(
+        "--compensation",
+        type=number(float, low=0.0, high=1e6),
+        help="stale: DC-S3GD's delay compensation factor (default 0: none)",
+    )
+    sp.add_argument(
+        "--compression",
+        choices=("fp16", "topk"),
+        help="compress gradients: half precision, or the largest entries with error feedback (--topk-ratio)",
+    )
+    sp.add_argument(
+        "--topk-ratio",
+        type=number(float, above=0.0, high=1.0),
+        help="topk: the share of a bucket's entries sent (default 0.01)",
+    )
+    sp.add_argument(
+        "--stages",
+        type=COUNT,
+        help="pipeline parallelism instead: cut the model (a Sequential) into this many stages, one worker each",
+    )
     sp.add_argument("--microbatches", type=COUNT, help="--stages: microbatches per batch (default 4)")
-    sp.add_argument("--pipeline", choices=("gpipe", "1f1b"),
-                    help="--stages: the pipeline's schedule (default 1f1b)")
+    sp.add_argument("--pipeline", choices=("gpipe", "1f1b"), help="--stages: the pipeline's schedule (default 1f1b)")
     sp.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd", help="(default sgd, momentum 0.9)")
     sp.add_argument("--lr", type=number(float, above=0.0, high=1e3), default=0.05, help="learning rate (default 0.05)")
-    sp.add_argument("--resize", type=number(int, low=1, high=8192), metavar="PIXELS",
-                    help="resize the images to PIXELS x PIXELS as they are decoded (photographs larger than the model "
-                         "needs)")
-    sp.add_argument("--loaders", type=number(int, low=0, high=256), default=0,
-                    help="workers of their own that load the batches, beside the ranks (default 0: each rank loads "
-                         "its own)")
-    sp.add_argument("--cache-mb", type=number(float, low=0.0, high=1e6),
-                    help="with --loaders: MB of decoded samples each loader keeps for the next epochs (default 0)")
-    sp.add_argument("--augment", action="store_true", help="random crops (padding of an eighth of the side) and "
-                    "horizontal flips, seeded")
+    sp.add_argument(
+        "--resize",
+        type=number(int, low=1, high=8192),
+        metavar="PIXELS",
+        help="resize the images to PIXELS x PIXELS as they are decoded (photographs larger than the model needs)",
+    )
+    sp.add_argument(
+        "--loaders",
+        type=number(int, low=0, high=256),
+        default=0,
+        help="workers of their own that load the batches, beside the ranks (default 0: each rank loads its own)",
+    )
+    sp.add_argument(
+        "--cache-mb",
+        type=number(float, low=0.0, high=1e6),
+        help="with --loaders: MB of decoded samples each loader keeps for the next epochs (default 0)",
+    )
+    sp.add_argument(
+        "--augment",
+        action="store_true",
+        help="random crops (padding of an eighth of the side) and horizontal flips, seeded",
+    )
     add_scheduler(sp, default="placed")
     add_existing(sp, "the workers must see DATA at the same path: ")
-    sp.add_argument("--checkpoint", help="write the state after every epoch; a run whose checkpoint exists resumes "
-                    "after its last epoch")
+    sp.add_argument(
+        "--checkpoint",
+        help="write the state after every epoch; a run whose checkpoint exists resumes after its last epoch",
+    )
     add_option(sp, "--timeout", help="give up on an epoch after this many seconds")
     add_output(sp, "write the history (JSON: per epoch loss, accuracy, times, bytes moved)", old=("--report",))
     add_plot(sp, "held-out accuracy against wall time, and where each epoch's iterations spent their time")
     add_chrome_trace(sp, "every epoch's tasks and transfers")
-    sp.add_argument("--timeline", metavar="PNG", help="a Gantt chart of one iteration (the last epoch's middle "
-                    "one), a row per worker")
-    sp.add_argument("--device", default="auto", help="where the tasks compute and keep the model: auto (CUDA where a "
-                    "worker's torch sees a device, else the CPU), cpu, cuda, cuda:1 (default auto)")
-    add_option(sp, "--profile", help="write the task costs the run measured (a cost profile, JSON): with "
-               "--cost-graph, what taskflow advise GRAPH --profile FILE plans with")
-    sp.add_argument("--cost-graph", help="write one epoch's graph with costs only (native JSON): the job for the "
-                    "simulator and the advisor")
-    add_option(sp, "--repeat", default=1, help="train N times, seeds --seed, --seed + 1, ...: one table of the "
-               "medians and their ranges, --plot one figure of them (default 1)")
+    sp.add_argument(
+        "--timeline",
+        metavar="PNG",
+        help="a Gantt chart of one iteration (the last epoch's middle one), a row per worker",
+    )
+    sp.add_argument(
+        "--device",
+        default="auto",
+        help="where the tasks compute and keep the model: auto (CUDA where a "
+        "worker's torch sees a device, else the CPU), cpu, cuda, cuda:1 (default auto)",
+    )
+    add_option(
+        sp,
+        "--profile",
+        help="write the task costs the run measured (a cost profile, JSON): with "
+        "--cost-graph, what taskflow advise GRAPH --profile FILE plans with",
+    )
+    sp.add_argument(
+        "--cost-graph",
+        help="write one epoch's graph with costs only (native JSON): the job for the simulator and the advisor",
+    )
+    add_option(
+        sp,
+        "--repeat",
+        default=1,
+        help="train N times, seeds --seed, --seed + 1, ...: one table of the "
+        "medians and their ranges, --plot one figure of them (default 1)",
+    )
     add_seed(sp)
     add_quiet(sp)
 
@@ -138,8 +213,10 @@ def _shares(text: str | None, workers: int):
     return shares
 
 
-@command("Train a PyTorch model on Dask workers, an epoch per task graph; print each epoch's loss, held-out "
-         "accuracy, time and bytes moved; --output, --plot and --checkpoint write them.")
+@command(
+    "Train a PyTorch model on Dask workers, an epoch per task graph; print each epoch's loss, held-out "
+    "accuracy, time and bytes moved; --output, --plot and --checkpoint write them."
+)
 def train(args) -> int:
     try:
         import torch
@@ -151,14 +228,23 @@ def train(args) -> int:
     _check_pairs(args)
     names = scheduler_names(args.scheduler, default="placed")
     several = len(names) > 1 and args.repeat == 1  # one file per scheduler (repeats: one for all)
-    check_outputs([("--output", args.output)] + [(opt, per_scheduler(path, n, several)) for n in names
-                                                  for opt, path in (("--plot", args.plot),
-                                                                    ("--checkpoint", args.checkpoint),
-                                                                    ("--chrome-trace", args.chrome_trace),
-                                                                    ("--timeline", args.timeline),
-                                                                    ("--profile", args.profile),
-                                                                    ("--cost-graph", args.cost_graph))],
-                  [args.data], plot_options=("--plot", "--timeline"))
+    check_outputs(
+        [("--output", args.output)]
+        + [
+            (opt, per_scheduler(path, n, several))
+            for n in names
+            for opt, path in (
+                ("--plot", args.plot),
+                ("--checkpoint", args.checkpoint),
+                ("--chrome-trace", args.chrome_trace),
+                ("--timeline", args.timeline),
+                ("--profile", args.profile),
+                ("--cost-graph", args.cost_graph),
+            )
+        ],
+        [args.data],
+        plot_options=("--plot", "--timeline"),
+    )
     data = _user_data(args)
     if args.make_data and not os.path.exists(os.path.join(args.data, "train")):
         (write_digits if args.make_data == "digits" else write_synthetic)(args.data, seed=args.seed)
@@ -169,29 +255,65 @@ def train(args) -> int:
     first, _ = open_data(data, size=args.resize)
     shape = first.shape()
     if first.classes is None and ":" not in args.model:
-        raise UsageError(f"--model {args.model} is sized by the number of classes, which the Dataset {args.data} does "
-                         f"not say: give it a 'classes' list, or a model of your own (--model module:function)")
+        raise UsageError(
+            f"--model {args.model} is sized by the number of classes, which the Dataset {args.data} does "
+            f"not say: give it a 'classes' list, or a model of your own (--model module:function)"
+        )
     factory = model_factory(args.model, shape, len(first.classes or ()))
-    opt = (functools.partial(torch.optim.SGD, lr=args.lr, momentum=0.9) if args.optimizer == "sgd" else
-           functools.partial(torch.optim.Adam, lr=args.lr))
+    opt = (
+        functools.partial(torch.optim.SGD, lr=args.lr, momentum=0.9)
+        if args.optimizer == "sgd"
+        else functools.partial(torch.optim.Adam, lr=args.lr)
+    )
     pad = max(1, shape[1] // 8) if args.augment else 0
-    job = dict(optimizer=opt, epochs=args.epochs, workers=args.workers, batch=args.batch,
-               shares=_shares(args.shares, args.workers or 2), allreduce=args.allreduce, bucket_mb=args.bucket_mb,
-               mode=args.mode, sync_every=args.sync_every or 1, staleness=args.staleness or 0,
-               compensation=args.compensation or 0.0, compression=args.compression,
-               topk_ratio=args.topk_ratio or 0.01, stages=args.stages, microbatches=args.microbatches or 4,
-               schedule=args.pipeline or "1f1b", pad=pad, flip=args.augment, iterations=args.iterations,
-               address=args.address, scheduler_file=args.scheduler_file, timeout=args.timeout, quiet=args.quiet,
-               device=args.device, size=args.resize, loaders=args.loaders, cache_mb=args.cache_mb or 0.0)
+    job = dict(
+        optimizer=opt,
+        epochs=args.epochs,
+        workers=args.workers,
+        batch=args.batch,
+        shares=_shares(args.shares, args.workers or 2),
+        allreduce=args.allreduce,
+        bucket_mb=args.bucket_mb,
+        mode=args.mode,
+        sync_every=args.sync_every or 1,
+        staleness=args.staleness or 0,
+        compensation=args.compensation or 0.0,
+        compression=args.compression,
+        topk_ratio=args.topk_ratio or 0.01,
+        stages=args.stages,
+        microbatches=args.microbatches or 4,
+        schedule=args.pipeline or "1f1b",
+        pad=pad,
+        flip=args.augment,
+        iterations=args.iterations,
+        address=args.address,
+        scheduler_file=args.scheduler_file,
+        timeout=args.timeout,
+        quiet=args.quiet,
+        device=args.device,
+        size=args.resize,
+        loaders=args.loaders,
+        cache_mb=args.cache_mb or 0.0,
+    )
     if args.repeat > 1:
         return _repeated(args, data, factory, names, job)
     docs = []
     for name in names:
+
         def out(path, name=name):
             return per_scheduler(path, name, several)
+
         said = _Said(args, out(args.checkpoint), f"{name}: " if several else "", docs, several)
-        history = run_training(factory, data, scheduler=name, seed=args.seed, checkpoint=out(args.checkpoint),
-                               plot=out(args.plot), on_epoch=said, **job)
+        history = run_training(
+            factory,
+            data,
+            scheduler=name,
+            seed=args.seed,
+            checkpoint=out(args.checkpoint),
+            plot=out(args.plot),
+            on_epoch=said,
+            **job,
+        )
         said.end(history)  # a resumed run with no epoch left to run: its lines still
         docs.append(history.to_dict())
         if args.profile and history.profile is not None:
@@ -219,18 +341,21 @@ def _repeated(args, data, factory, names, job) -> int:
     from ...training.repeats import plot, repeat, table
 
     if args.checkpoint or args.profile or args.cost_graph or args.chrome_trace or args.timeline:
-        raise UsageError("--repeat goes without --checkpoint, --profile, --cost-graph, --chrome-trace and --timeline "
-                         "(each run would write over the last)")
+        raise UsageError(
+            "--repeat goes without --checkpoint, --profile, --cost-graph, --chrome-trace and --timeline "
+            "(each run would write over the last)"
+        )
     groups = []
 
     def said(name):
         def on_run(k, seed, history):
             for line in history.lines()[-1:] if args.quiet else history.lines():
                 print(f"{name}: run {k + 1} (seed {seed}): {line}", flush=True)
+
         return on_run
+
     for name in names:
-        groups.append(repeat(factory, data, n=args.repeat, seed=args.seed, scheduler=name, on_run=said(name),
-                             **job))
+        groups.append(repeat(factory, data, n=args.repeat, seed=args.seed, scheduler=name, on_run=said(name), **job))
         if args.output:  # as the runs go: a comparison stopped half-way keeps what it measured
             atomic_write(args.output, json.dumps([g.to_dict() for g in groups], indent=1) + "\n")
     print(table(groups))
@@ -257,7 +382,7 @@ class _Said:
             atomic_write(self.args.output, json.dumps(docs[0] if not self.several else docs, indent=1) + "\n")
         lines = history.lines()
         if not self.args.quiet:
-            for line in lines[self.lines:]:
+            for line in lines[self.lines :]:
                 print(self.prefix + line, flush=True)
         self.lines = len(lines)
 
@@ -307,13 +432,15 @@ def _import(name: str, what: str):
 
 def _check_pairs(args) -> None:
     """An option that only means something beside another is refused without it (one line)."""
-    pairs = (("--sync-every", args.sync_every, "--mode local", args.mode == "local"),
-             ("--staleness", args.staleness, "--mode stale", args.mode == "stale"),
-             ("--compensation", args.compensation, "--mode stale", args.mode == "stale"),
-             ("--topk-ratio", args.topk_ratio, "--compression topk", args.compression == "topk"),
-             ("--microbatches", args.microbatches, "--stages", args.stages is not None),
-             ("--pipeline", args.pipeline, "--stages", args.stages is not None),
-             ("--cache-mb", args.cache_mb, "--loaders", bool(args.loaders)))
+    pairs = (
+        ("--sync-every", args.sync_every, "--mode local", args.mode == "local"),
+        ("--staleness", args.staleness, "--mode stale", args.mode == "stale"),
+        ("--compensation", args.compensation, "--mode stale", args.mode == "stale"),
+        ("--topk-ratio", args.topk_ratio, "--compression topk", args.compression == "topk"),
+        ("--microbatches", args.microbatches, "--stages", args.stages is not None),
+        ("--pipeline", args.pipeline, "--stages", args.stages is not None),
+        ("--cache-mb", args.cache_mb, "--loaders", bool(args.loaders)),
+    )
     for option, value, needs, given in pairs:
         if value is not None and not given:
             raise UsageError(f"{option} goes with {needs}")
@@ -327,15 +454,23 @@ def _say_run(args, history, checkpoint, prefix: str) -> None:
     if history.resumed_from is not None:
         print(f"{prefix}resumed after epoch {history.resumed_from + 1} from {checkpoint}")
     if not args.quiet and args.stages:
-        print(f"{prefix}{args.model}: {c['parameters']:,} parameters in {c['workers']} stages, one worker each; "
-              f"{len(c['counts'])} microbatches of {'/'.join(map(str, c['counts']))} samples, "
-              f"{args.pipeline or '1f1b'}; {c['iterations_per_epoch']} iterations per epoch, placed by "
-              f"{c['scheduler']}")
+        print(
+            f"{prefix}{args.model}: {c['parameters']:,} parameters in {c['workers']} stages, one worker each; "
+            f"{len(c['counts'])} microbatches of {'/'.join(map(str, c['counts']))} samples, "
+            f"{args.pipeline or '1f1b'}; {c['iterations_per_epoch']} iterations per epoch, placed by "
+            f"{c['scheduler']}"
+        )
     elif not args.quiet:
-        print(f"{prefix}{args.model}: {c['parameters']:,} parameters in {c['buckets']} bucket(s); {c['workers']} "
-              f"ranks of {'/'.join(map(str, c['counts']))} samples; {c['iterations_per_epoch']} iterations per "
-              f"epoch; " + ("one task per rank and iteration, the gradient summed on every rank;"
-                            if c.get("reduction") == "direct" else f"{c['allreduce']} allreduce")
-              + f" placed by {c['scheduler']}"
-              + (f"; {args.mode}" if args.mode != "sync" else "")
-              + (f"; {args.compression} compression" if args.compression else ""))
+        print(
+            f"{prefix}{args.model}: {c['parameters']:,} parameters in {c['buckets']} bucket(s); {c['workers']} "
+            f"ranks of {'/'.join(map(str, c['counts']))} samples; {c['iterations_per_epoch']} iterations per "
+            f"epoch; "
+            + (
+                "one task per rank and iteration, the gradient summed on every rank;"
+                if c.get("reduction") == "direct"
+                else f"{c['allreduce']} allreduce"
+            )
+            + f" placed by {c['scheduler']}"
+            + (f"; {args.mode}" if args.mode != "sync" else "")
+            + (f"; {args.compression} compression" if args.compression else "")
+        )

@@ -166,8 +166,12 @@ def cluster_from_args(args) -> Cluster:
         bandwidth = parse_rate(args.bandwidth)
     except TaskflowError as e:
         raise UsageError(f"--bandwidth: {e}") from None
-    return Cluster([Worker(w, (speeds or {}).get(w, 1.0), args.cores) for w in ids],
-                   bandwidth=bandwidth, latency=args.latency, name=f"{args.workers}-workers")
+    return Cluster(
+        [Worker(w, (speeds or {}).get(w, 1.0), args.cores) for w in ids],
+        bandwidth=bandwidth,
+        latency=args.latency,
+        name=f"{args.workers}-workers",
+    )
 
 
 def scheduler_names(text: str | None, default: str | None = None, static_all: bool = False) -> list:
@@ -202,5 +206,3 @@ def scheduler_names(text: str | None, default: str | None = None, static_all: bo
         if name not in out:
             out.append(name)
     return out
-
-

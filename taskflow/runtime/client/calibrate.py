@@ -44,8 +44,11 @@ def _speeds(client, by_name, limits: dict | None = None) -> dict:
     the short kernel at full speed until its quota is spent, so its wall time says little: its
     time is the kernel's CPU time over its share of a core (limit / threads)."""
     limits = limits or {}
-    share = {str(w.get("name", addr)): min(1.0, limits[str(w.get("name", addr))] / max(1, int(w.get("nthreads", 1))))
-             for addr, w in by_name if limits.get(str(w.get("name", addr)))}
+    share = {
+        str(w.get("name", addr)): min(1.0, limits[str(w.get("name", addr))] / max(1, int(w.get("nthreads", 1))))
+        for addr, w in by_name
+        if limits.get(str(w.get("name", addr)))
+    }
     runs: dict = {}
     for _ in range(CALIBRATION_ROUNDS):
         for addr, w in by_name:
@@ -75,12 +78,21 @@ def _limits(client, by_name) -> dict:
         got = client.sync(client._run, cpu_limit, on_error="return", callback_timeout=30)
     except Exception:  # noqa: BLE001 - no limits known: the kernel's wall time decides
         return {}
-    return {str(w.get("name", addr)): float(got[addr]) for addr, w in by_name
-            if isinstance(got.get(addr), (int, float)) and got[addr] > 0}
+    return {
+        str(w.get("name", addr)): float(got[addr])
+        for addr, w in by_name
+        if isinstance(got.get(addr), (int, float)) and got[addr] > 0
+    }
 
 
-def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = None,
-                      bandwidth: float | None = None, latency: float | None = None, pairs: bool = False) -> Cluster:
+def cluster_from_dask(
+    client,
+    calibrate: bool = False,
+    speeds: dict | None = None,
+    bandwidth: float | None = None,
+    latency: float | None = None,
+    pairs: bool = False,
+) -> Cluster:
     """The cluster model of a live Dask cluster: one worker per Dask worker (id = its name,
     ``cores`` = its threads, ``address`` kept).
 
@@ -133,9 +145,13 @@ def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = Non
     names = [str(w.get("name", a)) for a, w in by_name]
     if isinstance(speeds, (list, tuple)):  # in the order of the workers' names (0, 1, 2, ..., 10)
         if len(speeds) != len(names):
-            raise UsageError(f"speeds lists {len(speeds)} speeds for {len(names)} workers ({', '.join(names)}); "
-                                "give one per worker, or NAME=SPEED pairs")
-        speeds = dict(zip(sorted(names, key=lambda n: (0, int(n), "") if n.isascii() and n.isdigit() else (1, 0, n)), speeds))
+            raise UsageError(
+                f"speeds lists {len(speeds)} speeds for {len(names)} workers ({', '.join(names)}); "
+                "give one per worker, or NAME=SPEED pairs"
+            )
+        speeds = dict(
+            zip(sorted(names, key=lambda n: (0, int(n), "") if n.isascii() and n.isdigit() else (1, 0, n)), speeds)
+        )
     declared = {str(k): float(v) for k, v in (speeds or {}).items()}
     unknown = set(declared) - set(names)
     if unknown:
@@ -164,10 +180,19 @@ def cluster_from_dask(client, calibrate: bool = False, speeds: dict | None = Non
     workers = []
     for addr, w in by_name:
         name = str(w.get("name", addr))
-        workers.append(Worker(name, declared.get(name, measured.get(name, 1.0)), int(w.get("nthreads", 1)),
-                              address=addr))
-    return Cluster(workers, bandwidth=bw or 1e9, bandwidths=per_pair, latency=lat or 0.0, name="dask",
-                   task_overhead=overhead, racks=racks, uplink=uplink)
+        workers.append(
+            Worker(name, declared.get(name, measured.get(name, 1.0)), int(w.get("nthreads", 1)), address=addr)
+        )
+    return Cluster(
+        workers,
+        bandwidth=bw or 1e9,
+        bandwidths=per_pair,
+        latency=lat or 0.0,
+        name="dask",
+        task_overhead=overhead,
+        racks=racks,
+        uplink=uplink,
+    )
 
 
 def _nothing(*_):
@@ -186,6 +211,7 @@ def _measure_overhead(client, addr, n: int = 40) -> float:
             dsk[(f"ovh-{token}", j)] = (_nothing, (f"ovh-{token}", j - 1))
         t0 = time.perf_counter()
         import dask
+
         with dask.annotate(workers=[addr], allow_other_workers=False):
             client.get(dsk, (f"ovh-{token}", k - 1))
         return time.perf_counter() - t0
@@ -224,10 +250,9 @@ def _measure_network(client, a, b, nbytes=64 << 20, repeat=3):
     return bw, lat
 
 
-
-
-def measure_pairs(client, workers: dict, seconds: float = 0.4, repeat: int = 3, smallest: int = 1 << 20,
-                  largest: int = 64 << 20) -> dict:
+def measure_pairs(
+    client, workers: dict, seconds: float = 0.4, repeat: int = 3, smallest: int = 1 << 20, largest: int = 64 << 20
+) -> dict:
     """Bytes/s of every ordered pair of workers, one pair at a time (pairs measured together
     would share links): a buffer made on ``a`` is read by a task on ``b``, and the time is the
     receiving worker's own record of the transfer (Dask's ``transfer_incoming_log``: the request
@@ -343,13 +368,18 @@ def discover_racks(client, workers: dict, rates: dict, seconds: float = 0.4) -> 
         return x.nbytes
 
     def spans(keys, dask_worker=None):
-        return [(e["start"], e["stop"], e["total"]) for e in dask_worker.transfer_incoming_log
-                if any(k in e["keys"] for k in keys)]
+        return [
+            (e["start"], e["stop"], e["total"])
+            for e in dask_worker.transfer_incoming_log
+            if any(k in e["keys"] for k in keys)
+        ]
 
     srcs = [client.submit(make, n, workers=[workers[a]], pure=False) for a, _ in senders]
     wait(srcs)
-    outs = [client.submit(size, f, workers=[workers[b]], pure=False, allow_other_workers=False)
-            for f, (_, b) in zip(srcs, senders)]
+    outs = [
+        client.submit(size, f, workers=[workers[b]], pure=False, allow_other_workers=False)
+        for f, (_, b) in zip(srcs, senders)
+    ]
     wait(outs)
     keys = [f.key for f in srcs]
     got = client.run(spans, keys, workers=[workers[b] for _, b in senders])
@@ -391,7 +421,8 @@ def attach_addresses(cluster: Cluster, client, subset: bool = False) -> Cluster:
             raise ClusterError(f"cluster model names worker {w.id!r} but Dask has {sorted(by_name)}")
         workers.append(Worker(w.id, w.speed, w.cores, address=addr))
     kept = {x.id for x in workers}
-    return cluster.replace(workers=workers, bandwidths={a: r for a, r in cluster.bandwidths.items() if a in kept},
-                         racks={a: r for a, r in cluster.racks.items() if a in kept} if cluster.racks else None)
-
-
+    return cluster.replace(
+        workers=workers,
+        bandwidths={a: r for a, r in cluster.bandwidths.items() if a in kept},
+        racks={a: r for a, r in cluster.racks.items() if a in kept} if cluster.racks else None,
+    )

@@ -20,9 +20,20 @@ from .waiting import Watchdog, close_quietly, frozen_heap, gather, wait_for, wor
 __all__ = ["compute"]
 
 
-def compute(*collections, scheduler="adaptive", client=None, costs: dict | None = None, cluster: Cluster | None = None,
-            address: str | None = None, scheduler_file: str | None = None, workers: int = 2,
-            threads_per_worker: int = 1, timeout: float | None = None, report: bool = False, dashboard=False):
+def compute(
+    *collections,
+    scheduler="adaptive",
+    client=None,
+    costs: dict | None = None,
+    cluster: Cluster | None = None,
+    address: str | None = None,
+    scheduler_file: str | None = None,
+    workers: int = 2,
+    threads_per_worker: int = 1,
+    timeout: float | None = None,
+    report: bool = False,
+    dashboard=False,
+):
     """Plan the task graph of Dask collections with ``scheduler`` inside the Dask scheduler and
     return exactly what ``dask.compute(*collections)`` returns.
 
@@ -87,8 +98,15 @@ def compute(*collections, scheduler="adaptive", client=None, costs: dict | None 
     g, name_of = _graph_of(dsk)
     if client is None and not (address or scheduler_file):
         client = _active_client()
-    c, owned = connect(client, address, scheduler_file, workers, threads_per_worker,
-                       work_stealing=scheduler.name == "work-stealing", dashboard=dashboard)
+    c, owned = connect(
+        client,
+        address,
+        scheduler_file,
+        workers,
+        threads_per_worker,
+        work_stealing=scheduler.name == "work-stealing",
+        dashboard=dashboard,
+    )
     if dashboard:
         say_dashboard(c)
     run_id = f"compute-{uuid.uuid4().hex[:12]}"
@@ -100,10 +118,18 @@ def compute(*collections, scheduler="adaptive", client=None, costs: dict | None 
             ensure_plugin(c)
             cluster = attach_addresses(cluster, c) if cluster is not None else None
             if static:
-                reply = call(c, "taskflow_register", run=run_id, graph=graph_payload(g, key_of), scheduler=scheduler.name,
-                             options={"seed": scheduler.seed, **scheduler.options},
-                             cluster=cluster_message(cluster) if cluster is not None else None, client=c.id, estimate=True,
-                             prefix_costs=dict(costs or {}))
+                reply = call(
+                    c,
+                    "taskflow_register",
+                    run=run_id,
+                    graph=graph_payload(g, key_of),
+                    scheduler=scheduler.name,
+                    options={"seed": scheduler.seed, **scheduler.options},
+                    cluster=cluster_message(cluster) if cluster is not None else None,
+                    client=c.id,
+                    estimate=True,
+                    prefix_costs=dict(costs or {}),
+                )
                 if reply.get("status") != "OK":
                     raise SchedulerError(reply.get("error", "the scheduler plugin refused the graph"))
             watchdog = Watchdog(c, run_id if static else None)
@@ -113,8 +139,12 @@ def compute(*collections, scheduler="adaptive", client=None, costs: dict | None 
             futs = c.get(expr, keys, sync=False)
             flat = list(flatten(futs)) if isinstance(futs, (list, tuple)) else [futs]
             try:
-                wait_for(flat, watchdog, None if timeout is None else max(0.05, timeout - (time.monotonic() - started)),
-                         said=timeout)
+                wait_for(
+                    flat,
+                    watchdog,
+                    None if timeout is None else max(0.05, timeout - (time.monotonic() - started)),
+                    said=timeout,
+                )
                 results = gather(c, futs, direct=direct)
             except BaseException:
                 if c.status == "running":
@@ -126,16 +156,31 @@ def compute(*collections, scheduler="adaptive", client=None, costs: dict | None 
                 seen = workers_records(c, t_submit)
                 status = call(c, "taskflow_status", run=run_id, plan=True) if static else {}
                 planned = {name_of[tuple(k) if isinstance(k, list) else k]: w for k, w in status.get("plan", [])}
-                info = report_from_stream(g, records, scheduler=scheduler.name, client=c, cluster=cluster or cluster_from_dask(c),
-                                          key_of=key_of, task_of=name_of, plan=None,
-                                          predicted=(float(status["predicted"]) if status.get("predicted")
-                                                     else None),
-                                          planned_worker=planned, results={}, replans=status.get("replans", 0),
-                                          t_submit=t_submit, time_scale=1.0, size_scale=1.0, incoming=seen.transfers,
-                                          clocks=seen.clocks)
+                info = report_from_stream(
+                    g,
+                    records,
+                    scheduler=scheduler.name,
+                    client=c,
+                    cluster=cluster or cluster_from_dask(c),
+                    key_of=key_of,
+                    task_of=name_of,
+                    plan=None,
+                    predicted=(float(status["predicted"]) if status.get("predicted") else None),
+                    planned_worker=planned,
+                    results={},
+                    replans=status.get("replans", 0),
+                    t_submit=t_submit,
+                    time_scale=1.0,
+                    size_scale=1.0,
+                    incoming=seen.transfers,
+                    clocks=seen.clocks,
+                )
                 if info.prediction is None:
-                    info.no_prediction = (_why_no_prediction(scheduler.name, status) if static else
-                                          "Dask's own scheduling: taskflow neither plans nor predicts it")
+                    info.no_prediction = (
+                        _why_no_prediction(scheduler.name, status)
+                        if static
+                        else "Dask's own scheduling: taskflow neither plans nor predicts it"
+                    )
                 if status.get("decision"):
                     info.notes.append(decision_note(scheduler.name, status["decision"], status.get("redecisions", 0)))
             finished = True
@@ -182,6 +227,7 @@ def _active_client():
 
 def _prefix(key) -> str:
     from dask.utils import key_split
+
     return key_split(key)
 
 
@@ -190,6 +236,7 @@ def _dependencies(task, dsk) -> set:
     if deps is not None:
         return {d for d in deps if d in dsk}
     from dask.core import get_dependencies
+
     return set(get_dependencies(dsk, task=task))
 
 

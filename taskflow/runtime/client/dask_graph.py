@@ -32,8 +32,7 @@ def keys_for(graph: TaskGraph, run_token: str, gen: int) -> dict:
     return {t: f"{task_kind(graph, t)}-{t if isinstance(t, str) else f'#{t}'}{suffix}" for t in graph.ids}
 
 
-def dask_graph(graph: TaskGraph, todo, key_of: dict, cluster: Cluster, time_scale: float, size_scale: float,
-               kept=None):
+def dask_graph(graph: TaskGraph, todo, key_of: dict, cluster: Cluster, time_scale: float, size_scale: float, kept=None):
     """The Dask graph of the tasks ``todo``; a dependency outside ``todo`` is its kept Future.
 
     Parameters
@@ -67,8 +66,11 @@ def dask_graph(graph: TaskGraph, todo, key_of: dict, cluster: Cluster, time_scal
             dsk[key_of[t]] = (run, payload, *deps)
         else:
             costs = {str(w): v for w, v in (a.costs.get(i) or {}).items()}
-            dsk[key_of[t]] = (emulate, Opaque((float(a.cost[i]), costs, speeds, float(time_scale),
-                                                 float(emitted[i]) * size_scale)), *deps)
+            dsk[key_of[t]] = (
+                emulate,
+                Opaque((float(a.cost[i]), costs, speeds, float(time_scale), float(emitted[i]) * size_scale)),
+                *deps,
+            )
     return dsk
 
 

@@ -12,7 +12,6 @@ from .session import call
 __all__ = ["stream_index", "stream_since", "WorkersRecords", "workers_records"]
 
 
-
 def stream_index(client) -> int:
     """The scheduler's task-stream cursor now (what :func:`stream_since` starts from).
 
@@ -68,6 +67,8 @@ def workers_records(client, since: float) -> WorkersRecords:
     except Exception as e:  # noqa: BLE001 - the records are lost with the connection
         raise RunFailed(f"could not collect the workers' transfer records: {type(e).__name__}: {e}") from e
     got = {addr: rec for addr, rec in out.items() if isinstance(rec, dict)}
-    return WorkersRecords({addr: rec["transfers"] for addr, rec in got.items()},
-                          {addr: rec["job"] for addr, rec in got.items() if isinstance(rec["job"], str)},
-                          {addr: {"compute": rec["compute"], "delay": rec["delay"]} for addr, rec in got.items()})
+    return WorkersRecords(
+        {addr: rec["transfers"] for addr, rec in got.items()},
+        {addr: rec["job"] for addr, rec in got.items() if isinstance(rec["job"], str)},
+        {addr: {"compute": rec["compute"], "delay": rec["delay"]} for addr, rec in got.items()},
+    )

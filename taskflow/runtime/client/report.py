@@ -88,28 +88,44 @@ class RunReport:
         """One line: the prediction and its error (or why there is none), what was measured, the
         placement fidelity where there was a plan, the tasks and transfers."""
         p = self.predicted_makespan
-        head = (f"predicted makespan {p:.3f} s, measured {self.measured_makespan:.3f} s (error "
-                f"{self.prediction_error:.1%})" if p is not None else
-                f"measured makespan {self.measured_makespan:.3f} s (no prediction: {self.no_prediction})")
+        head = (
+            f"predicted makespan {p:.3f} s, measured {self.measured_makespan:.3f} s (error {self.prediction_error:.1%})"
+            if p is not None
+            else f"measured makespan {self.measured_makespan:.3f} s (no prediction: {self.no_prediction})"
+        )
         fid = f", placement fidelity {self.placement_fidelity:.0%}" if self.placement_fidelity is not None else ""
         return f"{self.scheduler}: {head}{fid}, {len(self.trace.runs)} tasks, {len(self.trace.transfers)} transfers"
 
     def to_dict(self) -> dict:
         """A JSON-ready dict: the figures, the workers, per task its run and plan, the transfers."""
-        return {"scheduler": self.scheduler, "predicted_makespan": self.predicted_makespan,
-                "planned_makespan": self.planned_makespan,
-                "measured_makespan": self.measured_makespan, "placement_fidelity": self.placement_fidelity,
-                "prediction_error": self.prediction_error,
-                **({"no_prediction": self.no_prediction} if self.predicted_makespan is None else {}),
-                "replans": self.replans,
-                "dispatch_overhead": self.dispatch_overhead, "time_scale": self.time_scale,
-                "size_scale": self.size_scale, "costs": self.costs, "notes": self.notes,
-                "workers": [{"id": w.id, "address": w.address, "speed": w.speed, "cores": w.cores,
-                             **({"job": self.jobs[w.id]} if w.id in self.jobs else {})}
-                            for w in self.cluster.workers],
-                "results": {str(t): result_entry(self.results[t]) for t in self.sinks if t in self.results},
-                "tasks": self.tasks,
-                "transfers": [t._asdict() for t in self.trace.transfers]}
+        return {
+            "scheduler": self.scheduler,
+            "predicted_makespan": self.predicted_makespan,
+            "planned_makespan": self.planned_makespan,
+            "measured_makespan": self.measured_makespan,
+            "placement_fidelity": self.placement_fidelity,
+            "prediction_error": self.prediction_error,
+            **({"no_prediction": self.no_prediction} if self.predicted_makespan is None else {}),
+            "replans": self.replans,
+            "dispatch_overhead": self.dispatch_overhead,
+            "time_scale": self.time_scale,
+            "size_scale": self.size_scale,
+            "costs": self.costs,
+            "notes": self.notes,
+            "workers": [
+                {
+                    "id": w.id,
+                    "address": w.address,
+                    "speed": w.speed,
+                    "cores": w.cores,
+                    **({"job": self.jobs[w.id]} if w.id in self.jobs else {}),
+                }
+                for w in self.cluster.workers
+            ],
+            "results": {str(t): result_entry(self.results[t]) for t in self.sinks if t in self.results},
+            "tasks": self.tasks,
+            "transfers": [t._asdict() for t in self.trace.transfers],
+        }
 
     def chrome_trace(self) -> dict:
         """The run as a Chrome trace document (open in Perfetto or chrome://tracing): the measured
@@ -118,9 +134,15 @@ class RunReport:
         events = self.trace.chrome_trace("measured: ")
         if self.plan is not None:
             k = self.time_scale
-            planned = Trace([Run(t, t, w, s * k, f * k) for t, w, s, f in
-                             zip(self.plan.tasks, self.plan.workers, self.plan.start.tolist(),
-                                 self.plan.finish.tolist())], [])
+            planned = Trace(
+                [
+                    Run(t, t, w, s * k, f * k)
+                    for t, w, s, f in zip(
+                        self.plan.tasks, self.plan.workers, self.plan.start.tolist(), self.plan.finish.tolist()
+                    )
+                ],
+                [],
+            )
             events += planned.chrome_trace("planned: ")
         return {"traceEvents": events, "displayTimeUnit": "ms"}
 
@@ -146,6 +168,7 @@ class RunReport:
         path : str or os.PathLike
         """
         from ...formats._util import atomic_write
+
         atomic_write(path, json.dumps(self.to_dict(), indent=1, default=str) + "\n")
 
 
@@ -159,7 +182,7 @@ def _short(value, width: int) -> str:
     except Exception as e:  # noqa: BLE001 - a user's object whose repr raises: say what it is
         text = f"<{type(value).__name__}: repr raised {type(e).__name__}>"
     text = " ".join(text.split())
-    return text if len(text) <= width else text[:width - 3] + "..."
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def result_entry(value) -> dict:
@@ -186,10 +209,26 @@ def result_entry(value) -> dict:
     return entry
 
 
-def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, cluster: Cluster, key_of: dict,
-                       task_of: dict, plan, predicted: float, planned_worker: dict, results: dict, replans: int,
-                       t_submit: float, time_scale: float, size_scale: float, incoming: dict | None = None,
-                       clocks: dict | None = None) -> RunReport:
+def report_from_stream(
+    graph: TaskGraph,
+    records,
+    *,
+    scheduler: str,
+    client,
+    cluster: Cluster,
+    key_of: dict,
+    task_of: dict,
+    plan,
+    predicted: float,
+    planned_worker: dict,
+    results: dict,
+    replans: int,
+    t_submit: float,
+    time_scale: float,
+    size_scale: float,
+    incoming: dict | None = None,
+    clocks: dict | None = None,
+) -> RunReport:
     """The :class:`RunReport` of a run, from the records of Dask's task stream.
 
     Parameters
@@ -257,8 +296,16 @@ def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, clu
             for key, nbytes in e["keys"].items():
                 t = task_of.get(key)
                 if t is not None:
-                    transfers.append((t, worker_of_addr.get(e["who"], e["who"]), worker_of_addr.get(dst, dst),
-                                      float(nbytes), e["start"], e["stop"]))
+                    transfers.append(
+                        (
+                            t,
+                            worker_of_addr.get(e["who"], e["who"]),
+                            worker_of_addr.get(dst, dst),
+                            float(nbytes),
+                            e["start"],
+                            e["stop"],
+                        )
+                    )
     transfers.sort(key=lambda x: (x[4], x[5], str(x[0])))
     if not start_of:
         raise RunFailed("the task stream recorded no task of this run")
@@ -267,28 +314,54 @@ def report_from_stream(graph: TaskGraph, records, *, scheduler: str, client, clu
         if t in start_of:
             s, f, w = start_of[t]
             runs.append(Run(t, t, w, s - origin, f - origin))
-    trace = Trace(runs, [Transfer(t, s, d, b, x - origin, y - origin) for t, s, d, b, x, y in transfers],
-                  scheduler=scheduler, network="dask")
+    trace = Trace(
+        runs,
+        [Transfer(t, s, d, b, x - origin, y - origin) for t, s, d, b, x, y in transfers],
+        scheduler=scheduler,
+        network="dask",
+    )
     measured = max(r.finish for r in runs)
     planned = {}
     if plan is not None:
-        planned = {t: (w, s * time_scale, f * time_scale)
-                   for t, w, s, f in zip(plan.tasks, plan.workers, plan.start.tolist(), plan.finish.tolist())}
+        planned = {
+            t: (w, s * time_scale, f * time_scale)
+            for t, w, s, f in zip(plan.tasks, plan.workers, plan.start.tolist(), plan.finish.tolist())
+        }
     rows = []
     same = 0
     for r in runs:
         pw = planned_worker.get(r.task)
-        same += (pw is not None and str(pw) == str(r.worker))
-        row = {"task": r.task, "worker": r.worker, "planned_worker": pw, "start": r.start, "finish": r.finish,
-               "category": category(graph, r.task)}
+        same += pw is not None and str(pw) == str(r.worker)
+        row = {
+            "task": r.task,
+            "worker": r.worker,
+            "planned_worker": pw,
+            "start": r.start,
+            "finish": r.finish,
+            "category": category(graph, r.task),
+        }
         if r.task in planned:
             row["predicted_start"] = planned[r.task][1]
             row["predicted_finish"] = planned[r.task][2]
             row["deviation"] = r.finish - planned[r.task][2]
         rows.append(row)
     fidelity = same / len(runs) if planned_worker else None  # no plan: no fidelity (not 0)
-    return RunReport(scheduler, results, trace, predicted, measured, fidelity, plan, cluster, rows,
-                     replans, origin - t_submit, time_scale, size_scale, sinks=graph.sinks())
+    return RunReport(
+        scheduler,
+        results,
+        trace,
+        predicted,
+        measured,
+        fidelity,
+        plan,
+        cluster,
+        rows,
+        replans,
+        origin - t_submit,
+        time_scale,
+        size_scale,
+        sinks=graph.sinks(),
+    )
 
 
 def decision_note(scheduler: str, decision: str, redecisions: int) -> str:
@@ -300,8 +373,9 @@ def decision_note(scheduler: str, decision: str, redecisions: int) -> str:
     decision : {"plan", "dask", "subset"}
     redecisions : int
     """
-    what = {PLAN: "placed by its plan",
-            SUBSET: "left to Dask's own scheduling on a subset of its workers (the others, slower or behind a "
-                    "narrow link, predicted or measured to lengthen it)"}.get(
-        decision, "left to Dask's own scheduling (no plan predicted to win by the margin)")
+    what = {
+        PLAN: "placed by its plan",
+        SUBSET: "left to Dask's own scheduling on a subset of its workers (the others, slower or behind a "
+        "narrow link, predicted or measured to lengthen it)",
+    }.get(decision, "left to Dask's own scheduling (no plan predicted to win by the margin)")
     return f"{scheduler}: {what}; decided {1 + redecisions} time(s) as the run's durations were learned"

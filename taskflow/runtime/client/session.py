@@ -14,8 +14,17 @@ from ...scheduling import get_scheduler, require_runnable
 from ..messages import install_scheduler_plugin
 from ..worker.worker_plugin import TransferLog
 
-__all__ = ["check_client", "check_flags", "CALL_TIMEOUT", "CALL_LIMIT", "call", "ensure_plugin", "use", "check_call", "status"]
-
+__all__ = [
+    "check_client",
+    "check_flags",
+    "CALL_TIMEOUT",
+    "CALL_LIMIT",
+    "call",
+    "ensure_plugin",
+    "use",
+    "check_call",
+    "status",
+]
 
 
 #: seconds a call to the scheduler waits before it checks that the scheduler is still connected
@@ -59,8 +68,9 @@ def call(client, op: str, /, timeout: float | None = None, limit: float | None =
         # replace the error a caller is already raising when it cleans up)
         address = getattr(client.scheduler, "address", "?")
         if isinstance(e, (TimeoutError, asyncio.TimeoutError)):
-            raise RunTimeout(f"the Dask scheduler ({address}) did not answer {op!r} within "
-                             f"{time.monotonic() - t0:.0f} s") from e
+            raise RunTimeout(
+                f"the Dask scheduler ({address}) did not answer {op!r} within {time.monotonic() - t0:.0f} s"
+            ) from e
         raise SchedulerLost(f"lost the Dask scheduler ({address}) during {op!r}: {type(e).__name__}: {e}") from e
 
 
@@ -109,9 +119,11 @@ def ensure_plugin(client) -> None:
         client.run_on_scheduler(install_scheduler_plugin)  # by name: the client holds none of its code
         client.register_plugin(TransferLog(), name=TransferLog.name)
     except Exception as e:  # noqa: BLE001 - reported with what the scheduler said
-        raise LaunchError(f"could not install the taskflow scheduler plugin: {type(e).__name__}: {e} "
-                            f"(the scheduler needs dask-taskflow installed; or preload it: "
-                            f"dask scheduler --preload taskflow.runtime.scheduler.plugin)") from e
+        raise LaunchError(
+            f"could not install the taskflow scheduler plugin: {type(e).__name__}: {e} "
+            f"(the scheduler needs dask-taskflow installed; or preload it: "
+            f"dask scheduler --preload taskflow.runtime.scheduler.plugin)"
+        ) from e
     if ident is not None:
         _INSTALLED[client] = ident
 
@@ -149,13 +161,17 @@ def use(client, scheduler: str | None = "adaptive", **options) -> None:
             raise UsageError("use(client, scheduler, policy=...): name the scheduler once, as scheduler=")
         scheduler = options.pop("policy")
     if scheduler is None and options:
-        raise UsageError(f"use(client, None) goes back to Dask's own scheduling, which takes no options; got "
-                            f"{', '.join(map(str, options))}")
+        raise UsageError(
+            f"use(client, None) goes back to Dask's own scheduling, which takes no options; got "
+            f"{', '.join(map(str, options))}"
+        )
     if scheduler is not None:
         sch = get_scheduler(scheduler, **options)
         if sch.kind != "static":
-            raise SchedulerError(f"{sch.name!r} is a dynamic scheduler; inside Dask a static scheduler places tasks "
-                                f"(taskflow.use(client, None) gives Dask's own scheduling)")
+            raise SchedulerError(
+                f"{sch.name!r} is a dynamic scheduler; inside Dask a static scheduler places tasks "
+                f"(taskflow.use(client, None) gives Dask's own scheduling)"
+            )
         require_runnable(sch, "dask")
     check_client(client)
     ensure_plugin(client)
@@ -199,8 +215,16 @@ def check_flags(**flags) -> None:
             raise UsageError(f"{name} must be True or False, got {type(value).__name__} {value!r:.40}")
 
 
-def check_call(client=None, cluster=None, address=None, scheduler_file=None, workers=2, threads_per_worker=1,
-               timeout=None, costs=None) -> None:
+def check_call(
+    client=None,
+    cluster=None,
+    address=None,
+    scheduler_file=None,
+    workers=2,
+    threads_per_worker=1,
+    timeout=None,
+    costs=None,
+) -> None:
     """Refuse, before any cluster starts, arguments of :func:`taskflow.run` and
     :func:`taskflow.compute` that are of the wrong kind or out of range (one line naming the
     argument): a run with them would fail obscurely or wait forever.
@@ -222,8 +246,10 @@ def check_call(client=None, cluster=None, address=None, scheduler_file=None, wor
     if client is not None:
         check_client(client)
     if cluster is not None and not isinstance(cluster, Cluster):
-        raise UsageError(f"cluster must be a taskflow.Cluster (the cluster model of the workers), got "
-                            f"{type(cluster).__name__} {cluster!r:.60}")
+        raise UsageError(
+            f"cluster must be a taskflow.Cluster (the cluster model of the workers), got "
+            f"{type(cluster).__name__} {cluster!r:.60}"
+        )
     for name, v in (("address", address), ("scheduler_file", scheduler_file)):
         if v is not None and not isinstance(v, (str, os.PathLike)):
             raise UsageError(f"{name} must be a string, got {type(v).__name__}")
@@ -231,8 +257,9 @@ def check_call(client=None, cluster=None, address=None, scheduler_file=None, wor
         for name, v in (("workers", workers), ("threads_per_worker", threads_per_worker)):
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 1 <= v <= 10_000:
                 raise UsageError(f"an embedded cluster needs {name} to be an integer from 1 to 10,000, got {v!r}")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, numbers.Real)
-                                or not math.isfinite(timeout) or timeout <= 0):
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) or not math.isfinite(timeout) or timeout <= 0
+    ):
         raise UsageError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
     if costs is not None:
         if not isinstance(costs, dict):

@@ -14,9 +14,20 @@ import threading
 from ...errors import RunFailed, RunTimeout, SchedulerLost, TaskflowError, WorkersLost
 from .session import call
 
-__all__ = ["SCHEDULER_LOSS", "Watchdog", "wait_for", "cancelled_error", "gather", "workers_reachable",
-           "RUN_FULL_COLLECTIONS", "WAIT_AT_ONCE", "frozen_heap", "close_quietly", "progress_bar", "in_notebook"]
-
+__all__ = [
+    "SCHEDULER_LOSS",
+    "Watchdog",
+    "wait_for",
+    "cancelled_error",
+    "gather",
+    "workers_reachable",
+    "RUN_FULL_COLLECTIONS",
+    "WAIT_AT_ONCE",
+    "frozen_heap",
+    "close_quietly",
+    "progress_bar",
+    "in_notebook",
+]
 
 
 #: seconds without an answer from the scheduler after which a run is abandoned
@@ -70,8 +81,10 @@ class Watchdog:
         if status is None:
             self.unreachable_since = self.unreachable_since or now
             if now - self.unreachable_since > SCHEDULER_LOSS:
-                raise SchedulerLost(f"lost the Dask scheduler ({self.client.scheduler.address}): no answer for "
-                                    f"{SCHEDULER_LOSS:g} s; the run is abandoned")
+                raise SchedulerLost(
+                    f"lost the Dask scheduler ({self.client.scheduler.address}): no answer for "
+                    f"{SCHEDULER_LOSS:g} s; the run is abandoned"
+                )
             return
         self.unreachable_since = None
         if status.get("error"):
@@ -79,8 +92,9 @@ class Watchdog:
         self.replans = status.get("replans", self.replans)
         since = status.get("lost_all_since")
         if since is not None and status["now"] - since > status["grace"]:
-            raise WorkersLost(f"every worker was lost and none joined within {status['grace']:g} s; "
-                                f"the run is abandoned")
+            raise WorkersLost(
+                f"every worker was lost and none joined within {status['grace']:g} s; the run is abandoned"
+            )
 
 
 #: futures one poll of :func:`wait_for` waits on (it wakes when one of them is done, or after a
@@ -90,8 +104,9 @@ class Watchdog:
 WAIT_AT_ONCE = 64
 
 
-def wait_for(futures, watchdog: Watchdog, timeout: float | None = None, on_poll=None,
-             said: float | None = None) -> None:
+def wait_for(
+    futures, watchdog: Watchdog, timeout: float | None = None, on_poll=None, said: float | None = None
+) -> None:
     """Wait until every future is done or one has failed; every wait is bounded.
 
     Parameters
@@ -156,8 +171,10 @@ def cancelled_error(client) -> RunFailed:
     client : distributed.Client
     """
     if client.status != "running":
-        return SchedulerLost(f"lost the Dask scheduler ({client.scheduler.address}): the client's connection was "
-                             f"closed and its results cancelled; the run is abandoned")
+        return SchedulerLost(
+            f"lost the Dask scheduler ({client.scheduler.address}): the client's connection was "
+            f"closed and its results cancelled; the run is abandoned"
+        )
     return RunFailed("results of the run were cancelled (by another client or the scheduler)")
 
 
@@ -193,9 +210,11 @@ def gather(client, futures, names=None, direct=None):
             try:
                 client.gather(f, direct=direct)
             except TypeError as one:
-                raise RunFailed(f"task {name!r}: its result cannot be sent from the worker ({one}); "
-                                    f"return something picklable (a list, not a generator; no locks or open "
-                                    f"files)") from None
+                raise RunFailed(
+                    f"task {name!r}: its result cannot be sent from the worker ({one}); "
+                    f"return something picklable (a list, not a generator; no locks or open "
+                    f"files)"
+                ) from None
         raise
 
 
@@ -229,6 +248,7 @@ def workers_reachable(client, addresses=None) -> bool:
             return host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
         except ValueError:
             return False
+
     return bool(hosts) and all(loopback(h) for h in hosts)
 
 
@@ -307,8 +327,7 @@ def close_quietly(things, now: bool = False) -> None:
     levels = [lg.level for lg in loggers]
     # an abandoned run's embedded cluster: what its scheduler says of the workers killed under it
     # (closed comms, with their tracebacks) is not the user's to read
-    handlers = ([*logging.getLogger("distributed").handlers, *logging.getLogger().handlers]
-                if now and things else [])
+    handlers = [*logging.getLogger("distributed").handlers, *logging.getLogger().handlers] if now and things else []
     for h in handlers:
         h.addFilter(_not_distributed)
     if quiet:
@@ -368,8 +387,16 @@ def progress_bar(total: int, name: str, unit: str = "task"):
         from tqdm.std import tqdm
     # disable=None: no bar where stderr is no terminal (a log, a pipe), where its redraws would pile
     # into one long line
-    return tqdm(total=total, unit=unit, desc=name, file=sys.stderr, delay=2.0, mininterval=0.5, leave=False,
-                disable=None if tqdm.__module__ == "tqdm.std" else False)
+    return tqdm(
+        total=total,
+        unit=unit,
+        desc=name,
+        file=sys.stderr,
+        delay=2.0,
+        mininterval=0.5,
+        leave=False,
+        disable=None if tqdm.__module__ == "tqdm.std" else False,
+    )
 
 
 def in_notebook() -> bool:

@@ -51,16 +51,18 @@ def client_for(address: str | None, scheduler_file: str | None):
                 break
             except FileNotFoundError:
                 if time.monotonic() > deadline:
-                    raise LaunchError(f"{scheduler_file}: no such scheduler file (waited "
-                                        f"{SCHEDULER_FILE_WAIT:g} s for it)") from None
+                    raise LaunchError(
+                        f"{scheduler_file}: no such scheduler file (waited {SCHEDULER_FILE_WAIT:g} s for it)"
+                    ) from None
             except (OSError, ValueError) as e:
                 if time.monotonic() > deadline:
-                    raise LaunchError(f"{scheduler_file}: not a Dask scheduler file ({type(e).__name__}: "
-                                        f"{e})"[:300]) from None
+                    raise LaunchError(
+                        f"{scheduler_file}: not a Dask scheduler file ({type(e).__name__}: {e})"[:300]
+                    ) from None
             time.sleep(0.1)
         address = doc.get("address") if isinstance(doc, dict) else None
         if not isinstance(address, str) or not address:
-            raise LaunchError(f"{scheduler_file}: not a Dask scheduler file (no \"address\")")
+            raise LaunchError(f'{scheduler_file}: not a Dask scheduler file (no "address")')
     try:
         _check_address(address)
         _probe(address)
@@ -82,8 +84,6 @@ def _check_address(address: str) -> None:
     scheme, where = parse_address(address)
     if scheme in ("tcp", "tls", "ws", "wss", "ucx"):
         parse_host_port(where)
-
-
 
 
 def _probe(address: str) -> None:

@@ -32,9 +32,18 @@ SUBMIT = {"slurm": "sbatch", "pbs": "qsub"}
 JOB_WAIT = 120.0
 
 
-def start_jobqueue(kind: str, jobs: int, cores: int = 1, memory: str = "2GB", walltime: str = "01:00:00",
-                   queue: str | None = None, interface: str | None = None, wait: float = JOB_WAIT,
-                   work_stealing: bool = False, log_directory: str | None = None):
+def start_jobqueue(
+    kind: str,
+    jobs: int,
+    cores: int = 1,
+    memory: str = "2GB",
+    walltime: str = "01:00:00",
+    queue: str | None = None,
+    interface: str | None = None,
+    wait: float = JOB_WAIT,
+    work_stealing: bool = False,
+    log_directory: str | None = None,
+):
     """Start ``jobs`` batch jobs of one Dask worker each; return ``(client, cluster)`` once all
     of them run their worker.
 
@@ -77,8 +86,15 @@ def start_jobqueue(kind: str, jobs: int, cores: int = 1, memory: str = "2GB", wa
     if interface is not None:
         _check_interface(interface)
     # the interface applies to the scheduler and the workers alike
-    options = dict(cores=cores, processes=1, memory=memory, walltime=walltime, queue=queue, interface=interface,
-                   scheduler_options={"dashboard": False, "dashboard_address": ":0"})  # never a taken 8787
+    options = dict(
+        cores=cores,
+        processes=1,
+        memory=memory,
+        walltime=walltime,
+        queue=queue,
+        interface=interface,
+        scheduler_options={"dashboard": False, "dashboard_address": ":0"},
+    )  # never a taken 8787
     if log_directory:
         options["log_directory"] = log_directory
     with dask.config.set({"distributed.scheduler.work-stealing": bool(work_stealing)}):
@@ -99,8 +115,10 @@ def start_jobqueue(kind: str, jobs: int, cores: int = 1, memory: str = "2GB", wa
         have = len(workers_info(client))
         if have < jobs:
             ids = [getattr(j, "job_id", None) for j in cluster.workers.values()]
-            raise LaunchError(f"only {have} of {jobs} {kind.upper()} jobs ran a worker within {wait:g} s; "
-                                f"{_waiting(kind, [i for i in ids if i])}; every job is cancelled")
+            raise LaunchError(
+                f"only {have} of {jobs} {kind.upper()} jobs ran a worker within {wait:g} s; "
+                f"{_waiting(kind, [i for i in ids if i])}; every job is cancelled"
+            )
         submissions.__exit__(None, None, None)
         return client, cluster
     except BaseException:
@@ -142,8 +160,10 @@ class _Submissions:
 
     def why(self) -> str:
         lines = [ln.strip() for t in self.texts for ln in t.splitlines() if ln.strip()]
-        return next((ln for ln in lines if "error" in ln.lower() and not ln.startswith("Exit code")),
-                    lines[-1] if lines else "no job id came back")
+        return next(
+            (ln for ln in lines if "error" in ln.lower() and not ln.startswith("Exit code")),
+            lines[-1] if lines else "no job id came back",
+        )
 
 
 def _check_interface(interface: str) -> None:
@@ -152,8 +172,9 @@ def _check_interface(interface: str) -> None:
 
     have = sorted(psutil.net_if_addrs())
     if interface not in have:
-        raise UsageError(f"--interface {interface!r}: no such network interface on this machine "
-                            f"(it has {', '.join(have)})"[:300])
+        raise UsageError(
+            f"--interface {interface!r}: no such network interface on this machine (it has {', '.join(have)})"[:300]
+        )
 
 
 def _end_submissions(command: str) -> None:
@@ -180,8 +201,9 @@ def _submit(cluster, jobs: int, kind: str, submissions: _Submissions, wait: floa
     except RuntimeError as e:
         submissions.texts.append(str(e))
     except (TimeoutError, asyncio.TimeoutError):
-        raise LaunchError(f"{kind.upper()}'s {SUBMIT[kind]} did not answer within {wait:g} s "
-                            f"(--job-wait); every job is cancelled") from None
+        raise LaunchError(
+            f"{kind.upper()}'s {SUBMIT[kind]} did not answer within {wait:g} s (--job-wait); every job is cancelled"
+        ) from None
     if len(cluster.workers) < jobs or not all(getattr(j, "job_id", None) for j in cluster.workers.values()):
         raise LaunchError(f"{kind.upper()} refused the worker jobs: {submissions.why()}")
 
@@ -189,8 +211,9 @@ def _submit(cluster, jobs: int, kind: str, submissions: _Submissions, wait: floa
 def _waiting(kind: str, ids) -> str:
     """The batch system's word on jobs that have not started: 'job 7 PENDING (Resources)'."""
     if kind == "slurm" and ids and shutil.which("squeue"):
-        p = subprocess.run(["squeue", "-h", "-o", "%i %T %r", "-j", ",".join(ids)], capture_output=True, text=True,
-                           timeout=30)
+        p = subprocess.run(
+            ["squeue", "-h", "-o", "%i %T %r", "-j", ",".join(ids)], capture_output=True, text=True, timeout=30
+        )
         rows = [line.split(None, 2) for line in p.stdout.splitlines() if line.strip()]
         waiting = [f"job {r[0]} {r[1]} ({r[2] if len(r) > 2 else '?'})" for r in rows if r[1] != "RUNNING"]
         if waiting:

@@ -72,8 +72,23 @@ import os
 
 from ..worker.worker_plugin import REUSE_ENV, TRIM_AT
 
-__all__ = ["local_cluster", "check_local_workers", "WORKERS_PER_CORE", "prompt_messages", "PROMPT_INTERVAL", "warm_cluster", "warm_connections", "warm_heaps", "HEAP_SHARE", "worker_environ",
-           "nanny_environ", "reuse_wanted", "MMAP_THRESHOLD", "ARENAS", "heap_size"]
+__all__ = [
+    "local_cluster",
+    "check_local_workers",
+    "WORKERS_PER_CORE",
+    "prompt_messages",
+    "PROMPT_INTERVAL",
+    "warm_cluster",
+    "warm_connections",
+    "warm_heaps",
+    "HEAP_SHARE",
+    "worker_environ",
+    "nanny_environ",
+    "reuse_wanted",
+    "MMAP_THRESHOLD",
+    "ARENAS",
+    "heap_size",
+]
 
 #: glibc's mmap threshold in the workers: allocations below it come from the heap
 MMAP_THRESHOLD = 1 << 30
@@ -201,8 +216,12 @@ def warm_connections(client, nbytes: int = 1024, timeout: float = WARM_TIMEOUT) 
         return 0
     # bytes of their own for each pair: Dask fetches an input from any worker holding it, and a
     # copy of one worker's bytes already read elsewhere would open that connection instead
-    made = {(a, b): client.submit(_warm_bytes, nbytes, workers=[a], allow_other_workers=False, pure=False)
-            for a in addrs for b in addrs if a != b}
+    made = {
+        (a, b): client.submit(_warm_bytes, nbytes, workers=[a], allow_other_workers=False, pure=False)
+        for a in addrs
+        for b in addrs
+        if a != b
+    }
     reads = [client.submit(len, made[a, b], workers=[b], allow_other_workers=False, pure=False) for a, b in made]
     try:
         wait(reads, timeout=timeout)
@@ -237,9 +256,14 @@ def worker_environ(memory_limit: float, base: dict | None = None) -> dict:
     from distributed.system import MEMORY_LIMIT
 
     limit = memory_limit if memory_limit and memory_limit > 0 else MEMORY_LIMIT
-    env.update({"MALLOC_MMAP_THRESHOLD_": MMAP_THRESHOLD,
-                "MALLOC_TRIM_THRESHOLD_": max(int(TRIM_AT * limit), heap_size(memory_limit)),
-                "MALLOC_ARENA_MAX": ARENAS, REUSE_ENV: 1})
+    env.update(
+        {
+            "MALLOC_MMAP_THRESHOLD_": MMAP_THRESHOLD,
+            "MALLOC_TRIM_THRESHOLD_": max(int(TRIM_AT * limit), heap_size(memory_limit)),
+            "MALLOC_ARENA_MAX": ARENAS,
+            REUSE_ENV: 1,
+        }
+    )
     return env
 
 
@@ -270,18 +294,23 @@ def check_local_workers(n_workers: int, threads_per_worker: int = 1) -> None:
     cores = os.cpu_count() or 1
     most = WORKERS_PER_CORE * cores
     if n_workers > most:
-        raise UsageError(f"{n_workers} worker processes are more than this machine's {cores} core(s) run at once "
-                         f"({most} at most, {WORKERS_PER_CORE} a core): fewer workers, or an existing cluster's "
-                         f"--address")
+        raise UsageError(
+            f"{n_workers} worker processes are more than this machine's {cores} core(s) run at once "
+            f"({most} at most, {WORKERS_PER_CORE} a core): fewer workers, or an existing cluster's "
+            f"--address"
+        )
     free = psutil.virtual_memory().available
     if n_workers * WORKER_BYTES > free:
-        raise UsageError(f"{n_workers} worker processes need about {n_workers * WORKER_BYTES / 2**30:.1f} GiB, more "
-                         f"than this machine's {free / 2**30:.1f} GiB free: fewer workers, or an existing cluster's "
-                         f"--address")
+        raise UsageError(
+            f"{n_workers} worker processes need about {n_workers * WORKER_BYTES / 2**30:.1f} GiB, more "
+            f"than this machine's {free / 2**30:.1f} GiB free: fewer workers, or an existing cluster's "
+            f"--address"
+        )
 
 
-def local_cluster(n_workers: int, threads_per_worker: int = 1, dashboard_address=None,
-                  work_stealing: bool | None = None, **kwargs):
+def local_cluster(
+    n_workers: int, threads_per_worker: int = 1, dashboard_address=None, work_stealing: bool | None = None, **kwargs
+):
     """A ``LocalCluster`` of ``n_workers`` processes whose workers reuse freed memory (see the
     module docstring). This process's own environment is left as it was.
 
@@ -311,9 +340,13 @@ def local_cluster(n_workers: int, threads_per_worker: int = 1, dashboard_address
     else:
         per_worker = MEMORY_LIMIT / max(1, n_workers)
     env = worker_environ(per_worker)
-    config = {"distributed.nanny.pre-spawn-environ": env,  # and Ctrl-C is this process's to handle
-              "distributed.worker.preload": [*dask.config.get("distributed.worker.preload", []),
-                                             "taskflow.runtime.worker.worker_plugin"]}
+    config = {
+        "distributed.nanny.pre-spawn-environ": env,  # and Ctrl-C is this process's to handle
+        "distributed.worker.preload": [
+            *dask.config.get("distributed.worker.preload", []),
+            "taskflow.runtime.worker.worker_plugin",
+        ],
+    }
     if work_stealing is not None:
         config["distributed.scheduler.work-stealing"] = bool(work_stealing)
     from distributed.deploy.spec import SpecCluster
@@ -331,11 +364,19 @@ def local_cluster(n_workers: int, threads_per_worker: int = 1, dashboard_address
         if dashboard_address is None:
             # Dask's scheduler serves its HTTP routes (health, metrics) even without a dashboard, on
             # port 8787 unless told otherwise, and warns when that port is taken: a free port, quietly
-            kwargs["scheduler_kwargs"] = {"dashboard": False, "dashboard_address": "127.0.0.1:0",
-                                          **kwargs.get("scheduler_kwargs", {})}
+            kwargs["scheduler_kwargs"] = {
+                "dashboard": False,
+                "dashboard_address": "127.0.0.1:0",
+                **kwargs.get("scheduler_kwargs", {}),
+            }
         with dask.config.set(config), _interrupts_held():
-            lc = LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True,
-                              dashboard_address=dashboard_address, **kwargs)
+            lc = LocalCluster(
+                n_workers=n_workers,
+                threads_per_worker=threads_per_worker,
+                processes=True,
+                dashboard_address=dashboard_address,
+                **kwargs,
+            )
         return lc  # a Ctrl-C held while it started is raised as the block above ends
     except BaseException:
         if lc is not None:  # started, then the Ctrl-C held came: close it before it goes on

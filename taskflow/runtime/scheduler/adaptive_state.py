@@ -83,8 +83,24 @@ class AdaptiveState:
         What makes runs of the same work alike (task prefixes, size).
     """
 
-    __slots__ = ("phase", "_decision", "path", "guarded", "redecisions", "decided_at", "decide_secs", "estimates",
-                 "speeds_used", "predictions", "held", "watch", "fallback", "reference", "pace", "signature")
+    __slots__ = (
+        "phase",
+        "_decision",
+        "path",
+        "guarded",
+        "redecisions",
+        "decided_at",
+        "decide_secs",
+        "estimates",
+        "speeds_used",
+        "predictions",
+        "held",
+        "watch",
+        "fallback",
+        "reference",
+        "pace",
+        "signature",
+    )
 
     def __init__(self):
         self.phase = Phase.UNDECIDED

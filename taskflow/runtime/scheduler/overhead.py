@@ -70,8 +70,10 @@ class DispatchGaps:
         if compute is None:
             return
         start, stop = compute
-        fetched = max((s["stop"] for s in startstops or () if s.get("action") == "transfer" and s["stop"] <= start),
-                      default=float("-inf"))
+        fetched = max(
+            (s["stop"] for s in startstops or () if s.get("action") == "transfer" and s["stop"] <= start),
+            default=float("-inf"),
+        )
         if len(self.last) >= THREADS:
             self.last.clear()
         prev = self.last.get((worker, thread))
@@ -89,5 +91,5 @@ class DispatchGaps:
             return None
         speeds = speeds or {}
         scaled = sorted(gap * speeds.get(worker, 1.0) for worker, gap in self.gaps)
-        short = scaled[:max(1, int(len(scaled) * SHARE))]
+        short = scaled[: max(1, int(len(scaled) * SHARE))]
         return sum(short) / len(short)

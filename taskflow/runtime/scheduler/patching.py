@@ -8,7 +8,16 @@ from __future__ import annotations
 
 import logging
 
-__all__ = ["SHUFFLE_PINNED", "restrict", "move_queued", "plan_first", "PlannedKeys", "send_planned_in_order", "keep_planned_replicas", "prefetch"]
+__all__ = [
+    "SHUFFLE_PINNED",
+    "restrict",
+    "move_queued",
+    "plan_first",
+    "PlannedKeys",
+    "send_planned_in_order",
+    "keep_planned_replicas",
+    "prefetch",
+]
 
 logger = logging.getLogger("taskflow.runtime")
 
@@ -56,8 +65,14 @@ def move_queued(dask_scheduler, ts, workers) -> bool:
     """
     stealing = dask_scheduler.extensions.get("stealing")
     victim = ts.processing_on
-    if stealing is None or ts.state != "processing" or victim is None or ts.actor or ts in victim.long_running or (
-            ts.annotations and SHUFFLE_PINNED in ts.annotations):
+    if (
+        stealing is None
+        or ts.state != "processing"
+        or victim is None
+        or ts.actor
+        or ts in victim.long_running
+        or (ts.annotations and SHUFFLE_PINNED in ts.annotations)
+    ):
         return False
     valid = dask_scheduler.valid_workers(ts)
     live = [ws for ws in workers if ws.address in dask_scheduler.workers and (valid is None or ws in valid)]

@@ -11,8 +11,23 @@ import math
 from ...graph import TaskGraph
 from ..messages import CPU_METRIC, RATES_METRIC
 
-__all__ = ["MAX_PREFIXES", "SCALING_EVIDENCE", "dask_state", "observe", "compared", "warm", "input_scaling", "input_factor", "estimated_graph", "P2P_PAIRS", "BARRIER_PREFIX", "placed_inputs", "cpu_shares", "received_rates", "blamed_key"]
-
+__all__ = [
+    "MAX_PREFIXES",
+    "SCALING_EVIDENCE",
+    "dask_state",
+    "observe",
+    "compared",
+    "warm",
+    "input_scaling",
+    "input_factor",
+    "estimated_graph",
+    "P2P_PAIRS",
+    "BARRIER_PREFIX",
+    "placed_inputs",
+    "cpu_shares",
+    "received_rates",
+    "blamed_key",
+]
 
 
 #: Task prefixes whose durations, sizes and inputs the plugin keeps (the oldest is dropped past this).
@@ -54,15 +69,32 @@ def dask_state(dask_scheduler, prefixes=()) -> dict:
     for p in prefixes:
         tp = dask_scheduler.task_prefixes.get(p)
         durations[p] = float(tp.duration_average) if tp is not None and tp.duration_average >= 0 else None
-    return {"n_tasks": int(dask_scheduler.n_tasks), "workers": list(dask_scheduler.workers),
-            "ties": [ws.address for ws in set(dask_scheduler.workers.values())],
-            "durations": durations, "unknown": float(dask_scheduler.UNKNOWN_TASK_DURATION),
-            "bandwidth": float(dask_scheduler.bandwidth), "saturation": float(dask_scheduler.WORKER_SATURATION),
-            "rootish": [int(getattr(dask_scheduler, "rootish_tg_threshold",
-                                    dask.config.get("distributed.scheduler.rootish-taskgroup"))),
-                        int(getattr(dask_scheduler, "rootish_tg_dependencies_threshold",
-                                    dask.config.get("distributed.scheduler.rootish-taskgroup-dependencies")))],
-            "steal_interval": interval, "steal_phase": phase, "steal_latency": float(LATENCY)}
+    return {
+        "n_tasks": int(dask_scheduler.n_tasks),
+        "workers": list(dask_scheduler.workers),
+        "ties": [ws.address for ws in set(dask_scheduler.workers.values())],
+        "durations": durations,
+        "unknown": float(dask_scheduler.UNKNOWN_TASK_DURATION),
+        "bandwidth": float(dask_scheduler.bandwidth),
+        "saturation": float(dask_scheduler.WORKER_SATURATION),
+        "rootish": [
+            int(
+                getattr(
+                    dask_scheduler, "rootish_tg_threshold", dask.config.get("distributed.scheduler.rootish-taskgroup")
+                )
+            ),
+            int(
+                getattr(
+                    dask_scheduler,
+                    "rootish_tg_dependencies_threshold",
+                    dask.config.get("distributed.scheduler.rootish-taskgroup-dependencies"),
+                )
+            ),
+        ],
+        "steal_interval": interval,
+        "steal_phase": phase,
+        "steal_latency": float(LATENCY),
+    }
 
 
 def _bounded(table: dict, name: str, empty):
@@ -129,8 +161,13 @@ def warm(durations: dict) -> dict:
     durations : dict
         ``{prefix: {worker: [seconds, tasks, longest seconds]}}`` as :func:`observe` keeps them.
     """
-    return {name: {w: ([cell[0] - cell[2], cell[1] - 1] if len(cell) > 2 and cell[1] >= 2 else list(cell[:2]))
-                   for w, cell in row.items()} for name, row in durations.items()}
+    return {
+        name: {
+            w: ([cell[0] - cell[2], cell[1] - 1] if len(cell) > 2 and cell[1] >= 2 else list(cell[:2]))
+            for w, cell in row.items()
+        }
+        for name, row in durations.items()
+    }
 
 
 def input_scaling(row) -> tuple | None:
@@ -169,8 +206,15 @@ def input_factor(line: tuple, megabytes: float) -> float:
     return min(10.0, max(0.1, (a + b * megabytes) / mean))
 
 
-def estimated_graph(dask_scheduler, tss, durations: dict, sizes: dict, speeds: dict, prefix_costs: dict | None = None,
-                    inputs: dict | None = None):
+def estimated_graph(
+    dask_scheduler,
+    tss,
+    durations: dict,
+    sizes: dict,
+    speeds: dict,
+    prefix_costs: dict | None = None,
+    inputs: dict | None = None,
+):
     """A cost model of Dask tasks from what was measured: per task-name prefix, the seconds at
     speed 1 of the tasks the plugin saw finish (each duration times its worker's learned speed),
     scaled for each task by its input bytes where the prefix's durations follow them
@@ -205,9 +249,14 @@ def estimated_graph(dask_scheduler, tss, durations: dict, sizes: dict, speeds: d
     for name, row in durations.items():  # seconds at speed 1, from what ran where
         n = sum(cell[1] for cell in row.values())
         known[name] = sum(cell[0] * speeds.get(w, 1.0) for w, cell in row.items()) / n if n else None
-    cost = [float(declared[ts.prefix.name]) if ts.prefix.name in declared
-            else known[ts.prefix.name] if known.get(ts.prefix.name) is not None
-            else float(dask_scheduler._get_prefix_duration(ts.prefix)) for ts in tss]
+    cost = [
+        float(declared[ts.prefix.name])
+        if ts.prefix.name in declared
+        else known[ts.prefix.name]
+        if known.get(ts.prefix.name) is not None
+        else float(dask_scheduler._get_prefix_duration(ts.prefix))
+        for ts in tss
+    ]
 
     def size_of(ts) -> float:
         total, count = sizes.get(ts.prefix.name, (0.0, 0))
@@ -218,14 +267,21 @@ def estimated_graph(dask_scheduler, tss, durations: dict, sizes: dict, speeds: d
     for i, ts in enumerate(tss):
         line = lines.get(ts.prefix.name) if ts.prefix.name not in declared else None
         if line is not None and known.get(ts.prefix.name) is not None and ts.dependencies:
-            x = sum(out[index[d.key]] if d.key in index else d.nbytes if d.nbytes >= 0 else size_of(d)
-                    for d in ts.dependencies)
+            x = sum(
+                out[index[d.key]] if d.key in index else d.nbytes if d.nbytes >= 0 else size_of(d)
+                for d in ts.dependencies
+            )
             cost[i] *= input_factor(line, x / 1e6)
     # a prefix nothing has measured (Dask's 0.5 s default is a placeholder) costs what this graph's
     # measured tasks cost on average, where some were measured: mid-run, a first run's unfinished
     # tasks of prefixes not run yet would otherwise outweigh all it learned
-    guessed = [i for i, ts in enumerate(tss) if ts.prefix.name not in declared and known.get(ts.prefix.name) is None
-               and getattr(ts.prefix, "duration_average", -1) < 0]
+    guessed = [
+        i
+        for i, ts in enumerate(tss)
+        if ts.prefix.name not in declared
+        and known.get(ts.prefix.name) is None
+        and getattr(ts.prefix, "duration_average", -1) < 0
+    ]
     if guessed and len(guessed) < len(tss):
         skip = set(guessed)
         measured = [c for i, c in enumerate(cost) if i not in skip and math.isfinite(c)]
@@ -290,8 +346,9 @@ def placed_inputs(tasks: dict, keys, worker_ids: dict, sizes: dict) -> dict:
                 continue
             cell = out.get(d.key)
             if cell is None:
-                holders = sorted(ws.address for ws in d.who_has or ()) or \
-                    ([d.processing_on.address] if d.processing_on is not None else [])
+                holders = sorted(ws.address for ws in d.who_has or ()) or (
+                    [d.processing_on.address] if d.processing_on is not None else []
+                )
                 wid = next((worker_ids[a] for a in holders if a in worker_ids), None)
                 if wid is None:
                     continue
@@ -330,8 +387,9 @@ def _p2p_traffic(dask_scheduler, tss, index: dict, out: list, cost: list, size_o
         if not bts.prefix.name.startswith(BARRIER_PREFIX):
             continue
         senders = [index[d.key] for d in bts.dependencies if d.key in index]
-        outputs = sorted((ts for ts in bts.dependents if ts.key in index),
-                         key=lambda ts: (_partition(ts.key), str(ts.key)))
+        outputs = sorted(
+            (ts for ts in bts.dependents if ts.key in index), key=lambda ts: (_partition(ts.key), str(ts.key))
+        )
         if not senders or not outputs:
             continue
         if metrics is None:
@@ -340,8 +398,10 @@ def _p2p_traffic(dask_scheduler, tss, index: dict, out: list, cost: list, size_o
         sent = {}
         for t in senders:
             ts = tss[t]
-            sent[t] = sum(out[index[d.key]] if d.key in index else d.nbytes if d.nbytes >= 0 else size_of(d)
-                          for d in ts.dependencies)
+            sent[t] = sum(
+                out[index[d.key]] if d.key in index else d.nbytes if d.nbytes >= 0 else size_of(d)
+                for d in ts.dependencies
+            )
             cpu = metrics.get(("execute", ts.prefix.name, "thread-cpu", "seconds"), 0.0)
             idle = metrics.get(("execute", ts.prefix.name, "thread-noncpu", "seconds"), 0.0)
             if cpu + idle > 0:

@@ -30,17 +30,37 @@ from ...errors import TaskflowError
 from ...graph import TaskGraph
 from .adaptive_state import AdaptiveState
 
-__all__ = ["GraphRun", "RunState", "signature", "Unplannable", "plan_maker", "REGISTERED", "PLANNED", "RUNNING", "REPLANNING",
-           "FINISHED", "FAILED", "STATES",
-           "TRANSITIONS", "UNFINISHED_KEY", "MOVABLE", "FINISHED_KEY", "AGAIN", "LIVE", "EARLY", "PROGRESS_POINTS",
-           "progress_curve", "behind", "race_own_plan"]
+__all__ = [
+    "GraphRun",
+    "RunState",
+    "signature",
+    "Unplannable",
+    "plan_maker",
+    "REGISTERED",
+    "PLANNED",
+    "RUNNING",
+    "REPLANNING",
+    "FINISHED",
+    "FAILED",
+    "STATES",
+    "TRANSITIONS",
+    "UNFINISHED_KEY",
+    "MOVABLE",
+    "FINISHED_KEY",
+    "AGAIN",
+    "LIVE",
+    "EARLY",
+    "PROGRESS_POINTS",
+    "progress_curve",
+    "behind",
+    "race_own_plan",
+]
 
 #: the fraction of a try's tasks that must have finished before its progress is raced against the
 #: choice measured shortest (the first tasks of a run are a poor guide to its length)
 EARLY = 0.2
 #: points of a run's progress curve: when each twentieth of its tasks had finished
 PROGRESS_POINTS = 20
-
 
 
 class RunState(str, enum.Enum):
@@ -61,12 +81,22 @@ REGISTERED, PLANNED, RUNNING, REPLANNING, FINISHED, FAILED = RunState
 STATES = tuple(RunState)
 
 #: every allowed move of a run (from, to)
-TRANSITIONS = frozenset({
-    (REGISTERED, PLANNED), (REGISTERED, RUNNING), (REGISTERED, FAILED),
-    (PLANNED, RUNNING), (PLANNED, REPLANNING), (PLANNED, FAILED),
-    (RUNNING, REPLANNING), (RUNNING, FINISHED), (RUNNING, FAILED),
-    (REPLANNING, PLANNED), (REPLANNING, RUNNING), (REPLANNING, FAILED),
-})
+TRANSITIONS = frozenset(
+    {
+        (REGISTERED, PLANNED),
+        (REGISTERED, RUNNING),
+        (REGISTERED, FAILED),
+        (PLANNED, RUNNING),
+        (PLANNED, REPLANNING),
+        (PLANNED, FAILED),
+        (RUNNING, REPLANNING),
+        (RUNNING, FINISHED),
+        (RUNNING, FAILED),
+        (REPLANNING, PLANNED),
+        (REPLANNING, RUNNING),
+        (REPLANNING, FAILED),
+    }
+)
 
 #: the states in which a run still has work a worker's loss or arrival can concern
 LIVE = frozenset({PLANNED, RUNNING})
@@ -103,12 +133,43 @@ class GraphRun:
         Task-name prefix -> seconds, declared by the user (with ``estimate``).
     """
 
-    __slots__ = ("id", "graph", "scheduler", "cluster", "client", "plan", "prio", "addr", "replans", "error", "owned",
-                 "estimate", "prefix_costs", "learned", "predicted", "state", "done", "before", "started", "ended",
-                 "finished_at", "adapt", "only")
+    __slots__ = (
+        "id",
+        "graph",
+        "scheduler",
+        "cluster",
+        "client",
+        "plan",
+        "prio",
+        "addr",
+        "replans",
+        "error",
+        "owned",
+        "estimate",
+        "prefix_costs",
+        "learned",
+        "predicted",
+        "state",
+        "done",
+        "before",
+        "started",
+        "ended",
+        "finished_at",
+        "adapt",
+        "only",
+    )
 
-    def __init__(self, run_id, graph: TaskGraph, scheduler, cluster: Cluster | None, client: str | None, owned: bool,
-                 estimate: bool = False, prefix_costs: dict | None = None):
+    def __init__(
+        self,
+        run_id,
+        graph: TaskGraph,
+        scheduler,
+        cluster: Cluster | None,
+        client: str | None,
+        owned: bool,
+        estimate: bool = False,
+        prefix_costs: dict | None = None,
+    ):
         self.id = run_id
         self.graph = graph
         self.scheduler = scheduler
@@ -319,8 +380,9 @@ def plan_maker(r, graph: TaskGraph, cluster: Cluster):
             try:
                 made.append(r.scheduler.schedule(graph, cluster))
             except Exception as e:  # noqa: BLE001 - named in the run's error; the scheduler goes on
-                raise Unplannable(f"{r.scheduler.name} could not plan the run on workers {cluster.ids}: "
-                                  f"{type(e).__name__}: {e}") from e
+                raise Unplannable(
+                    f"{r.scheduler.name} could not plan the run on workers {cluster.ids}: {type(e).__name__}: {e}"
+                ) from e
         return made[0]
 
     return make

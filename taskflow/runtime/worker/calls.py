@@ -53,12 +53,17 @@ class TaskFailed(RunFailed):
         self.results = results
         frames = _user_frames(tb if tb is not None else getattr(error, "__traceback__", None))
         self.where = _where(frames)
-        self.traceback_text = ("Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
-                               + "".join(traceback.format_exception_only(type(error), error)))
+        self.traceback_text = (
+            "Traceback (most recent call last):\n"
+            + "".join(traceback.format_list(frames))
+            + "".join(traceback.format_exception_only(type(error), error))
+        )
         hint = ""
         if isinstance(error, ModuleNotFoundError) and getattr(error, "name", None):
-            hint = (f" (the worker cannot import {error.name!r}: install it on the workers, or for a single file "
-                    f"of your own client.upload_file('{error.name.split('.')[0]}.py'))")
+            hint = (
+                f" (the worker cannot import {error.name!r}: install it on the workers, or for a single file "
+                f"of your own client.upload_file('{error.name.split('.')[0]}.py'))"
+            )
         at = f" (at {self.where})" if self.where else ""
         super().__init__(f"task {task!r} failed: {type(error).__name__}: {error}{at}{hint}")
 
@@ -136,7 +141,6 @@ def _where(frames) -> str | None:
     except ValueError:  # another drive
         pass
     return f"{path}:{f.lineno}, in {f.name}"
-
 
 
 class _Ref:
@@ -280,8 +284,13 @@ def ship_code(graph: TaskGraph) -> list:
             top = name.split(".")[0]
             mod = sys.modules.get(top)
             path = getattr(mod, "__file__", None)
-            if (mod is not None and path and top not in ("taskflow", "schedulers", "workflows")
-                    and top not in shipped and not _installed(path)):
+            if (
+                mod is not None
+                and path
+                and top not in ("taskflow", "schedulers", "workflows")
+                and top not in shipped
+                and not _installed(path)
+            ):
                 cloudpickle.register_pickle_by_value(mod)
                 _SHIPPED.add(top)
                 shipped.append(top)
@@ -291,8 +300,9 @@ def ship_code(graph: TaskGraph) -> list:
                 cloudpickle.dumps(fn)
                 seen[key] = True
             except Exception as e:  # noqa: BLE001 - whatever pickling raised, the task is named
-                raise UsageError(f"task {ids[i]!r}: its callable {fn!r} cannot be sent to the workers: "
-                                    f"{type(e).__name__}: {e}") from None
+                raise UsageError(
+                    f"task {ids[i]!r}: its callable {fn!r} cannot be sent to the workers: {type(e).__name__}: {e}"
+                ) from None
     return shipped
 
 
@@ -357,8 +367,11 @@ def task_call(fn, args, kwargs, preds: list) -> tuple:
     preds : list
         The task's dependencies (task ids) in the order their results are passed.
     """
-    if not kwargs and len(args) == len(preds) and all(
-            isinstance(x, TaskHandle) and x.id == p for x, p in zip(args, preds)):
+    if (
+        not kwargs
+        and len(args) == len(preds)
+        and all(isinstance(x, TaskHandle) and x.id == p for x, p in zip(args, preds))
+    ):
         return _call_positional, _Positional(fn)
     pos = {p: k for k, p in enumerate(preds)}
     return _execute, _Call((fn, _to_refs(args, pos), _to_refs(kwargs, pos)))
@@ -404,5 +417,3 @@ def execute(graph: TaskGraph) -> dict:
         except Exception as exc:
             raise TaskFailed(t, exc, results) from exc
     return results
-
-

@@ -14,9 +14,23 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from ..messages import CPU_METRIC, RATES_METRIC
 
 
-__all__ = ["TransferLog", "IncomingRates", "CpuLimit", "worker_records", "TRIM_CALLBACK", "RATES_METRIC", "CPU_METRIC",
-           "cpu_limit", "CPU_LIMIT_ENV", "trim_if_high", "REUSE_ENV", "TRIM_AT", "job_id",
-           "SETUP_HEARTBEAT_TIMEOUT", "dask_setup"]
+__all__ = [
+    "TransferLog",
+    "IncomingRates",
+    "CpuLimit",
+    "worker_records",
+    "TRIM_CALLBACK",
+    "RATES_METRIC",
+    "CPU_METRIC",
+    "cpu_limit",
+    "CPU_LIMIT_ENV",
+    "trim_if_high",
+    "REUSE_ENV",
+    "TRIM_AT",
+    "job_id",
+    "SETUP_HEARTBEAT_TIMEOUT",
+    "dask_setup",
+]
 
 
 #: the environment variable that turns memory reuse off (``0``) and marks a worker that has it on
@@ -204,7 +218,6 @@ class TransferLog(WorkerPlugin):
 TRIM_CALLBACK = "taskflow-trim"
 
 
-
 class IncomingRates:
     """A worker's measured incoming rates, per sender: over its last ``window`` received messages
     of at least ``smallest`` bytes from that sender, ``[bytes, seconds]`` summed (the rate is their
@@ -242,7 +255,6 @@ class IncomingRates:
 SETUP_HEARTBEAT_TIMEOUT = 5.0
 
 
-
 class CpuLimit:
     """The cores the CPU bandwidth limit of a worker's cgroup allows it
     (:func:`cpu_limit`; None where there is none), read again at most every ``every``
@@ -263,7 +275,6 @@ class CpuLimit:
     def __call__(self, worker) -> float | None:
         now = time.monotonic()
         if self.read_at is None or now - self.read_at >= self.every:
-
             try:
                 self.cores = cpu_limit()
             except Exception:  # noqa: BLE001 - cgroup files of a shape not understood: no limit known

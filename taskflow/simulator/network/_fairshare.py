@@ -118,11 +118,11 @@ def fill_pairs(qs, P, psrc, pdst, pn, pcap, up, down, prate, capped, bp, rack, r
     # the scratch arrays are views of two blocks (one allocation each, not twenty)
     ib = np.empty(15 * P + 1, np.int64)
     fb = np.empty(11 * P + 6 * R)
-    code = ib[:2 * P]
-    ptr = ib[2 * P:4 * P + 1]
+    code = ib[: 2 * P]
+    ptr = ib[2 * P : 4 * P + 1]
     ptr[:] = 0
-    pu = ib[4 * P + 1:5 * P + 1]
-    pd = ib[5 * P + 1:6 * P + 1]
+    pu = ib[4 * P + 1 : 5 * P + 1]
+    pd = ib[5 * P + 1 : 6 * P + 1]
     L = 0
     for k in range(P):
         a, b = psrc[qs[k]], pdst[qs[k]]
@@ -140,21 +140,21 @@ def fill_pairs(qs, P, psrc, pdst, pn, pcap, up, down, prate, capped, bp, rack, r
         ptr[pd[k] + 1] += 1
     for i in range(L):
         ptr[i + 1] += ptr[i]
-    plist = ib[6 * P + 1:8 * P + 1]  # each port's pairs, in pair order
-    fill = ib[8 * P + 1:8 * P + 1 + L]
+    plist = ib[6 * P + 1 : 8 * P + 1]  # each port's pairs, in pair order
+    fill = ib[8 * P + 1 : 8 * P + 1 + L]
     fill[:] = ptr[:L]
     cap = fb[:L]
-    used = fb[2 * P:2 * P + L]
+    used = fb[2 * P : 2 * P + L]
     used[:] = 0.0
-    nflows = fb[4 * P:4 * P + L]
+    nflows = fb[4 * P : 4 * P + L]
     nflows[:] = 0.0
-    share = fb[6 * P:6 * P + L]
-    caps = fb[8 * P:9 * P]
+    share = fb[6 * P : 6 * P + L]
+    caps = fb[8 * P : 9 * P]
     for i in range(L):
         w = code[i] // 2
         cap[i] = up[w] if code[i] % 2 == 0 else down[w]
-    n_rup = fb[11 * P:11 * P + R]
-    n_rdown = fb[11 * P + R:11 * P + 2 * R]
+    n_rup = fb[11 * P : 11 * P + R]
+    n_rdown = fb[11 * P + R : 11 * P + 2 * R]
     n_rup[:] = 0.0
     n_rdown[:] = 0.0
     n_all = 0.0
@@ -173,12 +173,12 @@ def fill_pairs(qs, P, psrc, pdst, pn, pcap, up, down, prate, capped, bp, rack, r
             if rack[a] != rack[b]:
                 n_rup[rack[a]] += pn[q]
                 n_rdown[rack[b]] += pn[q]
-    used_rup = fb[11 * P + 2 * R:11 * P + 3 * R]
-    used_rdown = fb[11 * P + 3 * R:11 * P + 4 * R]
+    used_rup = fb[11 * P + 2 * R : 11 * P + 3 * R]
+    used_rdown = fb[11 * P + 3 * R : 11 * P + 4 * R]
     used_rup[:] = 0.0
     used_rdown[:] = 0.0
-    share_rup = fb[11 * P + 4 * R:11 * P + 5 * R]
-    share_rdown = fb[11 * P + 5 * R:11 * P + 6 * R]
+    share_rup = fb[11 * P + 4 * R : 11 * P + 5 * R]
+    share_rdown = fb[11 * P + 5 * R : 11 * P + 6 * R]
     _shares(rup, used_rup, n_rup, share_rup)
     _shares(rdown, used_rdown, n_rdown, share_rdown)
     _shares(cap, used, nflows, share)
@@ -186,9 +186,9 @@ def fill_pairs(qs, P, psrc, pdst, pn, pcap, up, down, prate, capped, bp, rack, r
     # port's key is its share when last placed: shares only rise as pairs freeze, so a key is a
     # lower bound, and a port is placed again only when it comes to the top with its key behind
     # its share (a share that fell, by rounding, is placed at once)
-    heap = ib[10 * P + 1:10 * P + 1 + L]
-    hpos = ib[12 * P + 1:12 * P + 1 + L]
-    key = fb[9 * P:9 * P + L]
+    heap = ib[10 * P + 1 : 10 * P + 1 + L]
+    hpos = ib[12 * P + 1 : 12 * P + 1 + L]
+    key = fb[9 * P : 9 * P + L]
     key[:] = share
     for i in range(L):
         heap[i] = i
@@ -199,7 +199,7 @@ def fill_pairs(qs, P, psrc, pdst, pn, pcap, up, down, prate, capped, bp, rack, r
     by_cap = np.argsort(caps) if capped else np.empty(0, np.int64)
     n_cap = P if capped else 0
     frozen = np.zeros(P, np.bool_)
-    rlist = ib[14 * P + 1:15 * P + 1]
+    rlist = ib[14 * P + 1 : 15 * P + 1]
     cp = 0
     left = P
     while left > 0:
@@ -332,8 +332,33 @@ def account(qs, P, psrc, pdst, pn, prate, pb, used, counted, nb):
 
 
 @kernel(cache=True)
-def repair_rates(changed, touched, P, psrc, pdst, pn, pcap, up, down, prate, pb, capped, rack, none, loc, heads, links,
-            inS, mark, stamp, used, counted, nb, limit, budget):
+def repair_rates(
+    changed,
+    touched,
+    P,
+    psrc,
+    pdst,
+    pn,
+    pcap,
+    up,
+    down,
+    prate,
+    pb,
+    capped,
+    rack,
+    none,
+    loc,
+    heads,
+    links,
+    inS,
+    mark,
+    stamp,
+    used,
+    counted,
+    nb,
+    limit,
+    budget,
+):
     """Re-solve only the pairs whose max-min rates a change of the flow set can move; False when
     that set grows past ``limit`` pairs, or the pairs solved and looked at past ``budget`` (the
     caller then solves every pair).

@@ -25,8 +25,23 @@ __all__ = ["Flow", "Network"]
 class Flow:
     """One output on its way from ``src`` to ``dst`` (worker indices); ``total`` bytes."""
 
-    __slots__ = ("id", "task", "src", "dst", "total", "start", "t_active", "thresholds", "done",
-                 "finish", "aborted", "slot", "base", "complete", "cls")
+    __slots__ = (
+        "id",
+        "task",
+        "src",
+        "dst",
+        "total",
+        "start",
+        "t_active",
+        "thresholds",
+        "done",
+        "finish",
+        "aborted",
+        "slot",
+        "base",
+        "complete",
+        "cls",
+    )
 
     def __init__(self, fid, task, src, dst, total, start, latency):
         self.id = fid

@@ -10,8 +10,18 @@ import pytest
 import yaml
 
 from taskflow import CostModel, TaskGraph, simulate
-from taskflow.advisor import (CATALOGS, Configuration, Evaluator, FixedWorkload, Training, advise, catalog_from_dict,
-                              configurations, load_catalog, profiled)
+from taskflow.advisor import (
+    CATALOGS,
+    Configuration,
+    Evaluator,
+    FixedWorkload,
+    Training,
+    advise,
+    catalog_from_dict,
+    configurations,
+    load_catalog,
+    profiled,
+)
 from taskflow.app.cli import main
 from taskflow.errors import FormatError, TaskflowError
 from taskflow.runtime import CostProfile
@@ -97,11 +107,14 @@ def test_a_bad_catalog_is_one_line_naming_the_type_and_field(change, message):
     assert message in text and "\n" not in text and text.startswith("tiny.yaml")
 
 
-@pytest.mark.parametrize("text, message", [
-    ("types: [\n  {name: a\n", "bad.yaml: line"),
-    ("- 1\n- 2\n", "a catalog is a mapping with a 'types' list, got list"),
-    ("", "a catalog is a mapping"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("types: [\n  {name: a\n", "bad.yaml: line"),
+        ("- 1\n- 2\n", "a catalog is a mapping with a 'types' list, got list"),
+        ("", "a catalog is a mapping"),
+    ],
+)
 def test_unreadable_catalog_files(tmp_path, text, message):
     p = tmp_path / "bad.yaml"
     p.write_text(text)
@@ -172,11 +185,43 @@ def test_the_command_plans_with_a_cost_profile(tmp_path, capsys):
     gp, pp = tmp_path / "g.json", tmp_path / "costs.json"
     save_graph(g, gp)
     CostProfile(prefixes={"load": {"w0": 30.0}}, speeds={}).save(pp)
-    assert main(["advise", str(gp), "--catalog", "tiny", "--types", "small", "--max-nodes", "1", "-o",
-                 str(tmp_path / "a.json")]) == 0
+    assert (
+        main(
+            [
+                "advise",
+                str(gp),
+                "--catalog",
+                "tiny",
+                "--types",
+                "small",
+                "--max-nodes",
+                "1",
+                "-o",
+                str(tmp_path / "a.json"),
+            ]
+        )
+        == 0
+    )
     plain = json.loads((tmp_path / "a.json").read_text())["configurations"][0]["makespan"]
-    assert main(["advise", str(gp), "--catalog", "tiny", "--types", "small", "--max-nodes", "1", "--profile", str(pp),
-                 "-o", str(tmp_path / "b.json")]) == 0
+    assert (
+        main(
+            [
+                "advise",
+                str(gp),
+                "--catalog",
+                "tiny",
+                "--types",
+                "small",
+                "--max-nodes",
+                "1",
+                "--profile",
+                str(pp),
+                "-o",
+                str(tmp_path / "b.json"),
+            ]
+        )
+        == 0
+    )
     measured = json.loads((tmp_path / "b.json").read_text())["configurations"][0]["makespan"]
     assert plain == pytest.approx(3.0) and measured == pytest.approx(90.0)  # 6 tasks on 2 cores
     capsys.readouterr()
@@ -235,7 +280,7 @@ def test_per_kind_speeds_set_every_duration():
 def test_a_task_too_big_for_every_worker_makes_a_configuration_infeasible():
     cat = load_catalog(TINY)
     g = TaskGraph("big")
-    g.add_task("a", cost=1.0, output_size=6 * 2 ** 30)
+    g.add_task("a", cost=1.0, output_size=6 * 2**30)
     g.add_task("b", cost=1.0, cores=4)
     a = advise(g, cat, tolerance=0.0)
     small_only = [k for k in a.candidates if all(t.name == "small" for t, _ in k.config.parts)]
@@ -361,8 +406,9 @@ def test_training_extrapolates_steps_from_two_and_three():
     direct = Training("resnet50", steps=3, batch=32)
     config = Configuration(((cat.type("gpu"), 2),))
     ev = Evaluator(tr, cat, ["placed"])
-    t2, t3 = (Evaluator(Training("resnet50", steps=s, batch=32), cat, ["placed"]).simulate(config, "placed")
-              for s in (2, 3))
+    t2, t3 = (
+        Evaluator(Training("resnet50", steps=s, batch=32), cat, ["placed"]).simulate(config, "placed") for s in (2, 3)
+    )
     assert ev.simulate(config, "placed") == pytest.approx(t3 + 5 * (t3 - t2))
     assert Evaluator(direct, cat, ["placed"]).simulate(config, "placed") == pytest.approx(t3)
     from workflows.training import data_parallel
@@ -372,7 +418,8 @@ def test_training_extrapolates_steps_from_two_and_three():
     real = simulate(gg, cl, "placed").makespan
     assert ev.simulate(config, "placed") == pytest.approx(real, rel=0.05)
     assert "8 ranks for a batch of 4" in Training("resnet50", steps=2, batch=4).infeasible(
-        Configuration(((cat.type("gpu"), 8),)))
+        Configuration(((cat.type("gpu"), 8),))
+    )
 
 
 def test_training_advice_only_uses_gpu_types_and_sized_models():
@@ -389,7 +436,7 @@ def test_pipeline_training_gives_each_gpu_a_stage_up_to_the_model_s_layers():
     cat = load_catalog(TINY)
     tr = Training("gpt2-small", steps=2, batch=32, parallelism="pipeline")
     for n in (2, 8):
-        (g, _), = tr.graphs(Configuration(((cat.type("gpu"), n),)))
+        ((g, _),) = tr.graphs(Configuration(((cat.type("gpu"), n),)))
         stages = {md["stage"] for md in g.metas().values() if "stage" in md}
         assert stages == set(range(n))
     a = advise(tr, cat)
@@ -420,7 +467,7 @@ def test_a_profile_sets_costs_as_seconds_on_its_fastest_worker():
     g = TaskGraph("p")
     g.add_task("load_1", cost=1.0)
     g.add_task("other", cost=7.0)
-    prof = CostProfile(prefixes={"load": {"w0": 2.0, "w1": 6.0}}, speeds={"w0": 3 ** 0.5, "w1": 3 ** -0.5})
+    prof = CostProfile(prefixes={"load": {"w0": 2.0, "w1": 6.0}}, speeds={"w0": 3**0.5, "w1": 3**-0.5})
     pg = profiled(g, prof)
     assert pg.arrays.cost[pg.arrays.index["load_1"]] == pytest.approx(2.0)
     assert pg.arrays.cost[pg.arrays.index["other"]] == pytest.approx(7.0)
@@ -444,9 +491,13 @@ def test_a_graph_with_exact_per_worker_costs_is_advised_on_its_plain_costs():
 
 def test_options_are_checked():
     g = small_graph()
-    for kw, msg in [({"deadline": -1}, "deadline must be a positive"), ({"max_nodes": 0}, "max_nodes"),
-                    ({"network": "fast"}, "unknown network"), ({"schedulers": ["nope"]}, "nope"),
-                    ({"types": ["huge"]}, "no type 'huge'")]:
+    for kw, msg in [
+        ({"deadline": -1}, "deadline must be a positive"),
+        ({"max_nodes": 0}, "max_nodes"),
+        ({"network": "fast"}, "unknown network"),
+        ({"schedulers": ["nope"]}, "nope"),
+        ({"types": ["huge"]}, "no type 'huge'"),
+    ]:
         with pytest.raises(TaskflowError, match=msg):
             advise(g, "tiny", **kw)
 

@@ -36,7 +36,8 @@ def _command(argv, cwd, **kw):
 # ---------------------------------------------------------------------- a task that raises
 @pytest.fixture
 def failing_module(tmp_path):
-    (tmp_path / "bad.py").write_text(textwrap.dedent("""\
+    (tmp_path / "bad.py").write_text(
+        textwrap.dedent("""\
         from taskflow import TaskGraph
 
         def work(i):
@@ -49,7 +50,8 @@ def failing_module(tmp_path):
             parts = [g.add_task(f"work{i}", fn=work, args=(i,), cost=0.1) for i in range(4)]
             g.add_task("total", fn=lambda *xs: sum(xs), args=tuple(parts), cost=0.1)
             return g
-        """))
+        """)
+    )
     return tmp_path
 
 
@@ -82,7 +84,8 @@ def test_task_failed_locates_the_innermost_frame_of_the_users_code(failing_modul
 # ---------------------------------------------------------------------- timeouts and interrupts
 @pytest.fixture
 def slow_module(tmp_path):
-    (tmp_path / "slow.py").write_text(textwrap.dedent("""\
+    (tmp_path / "slow.py").write_text(
+        textwrap.dedent("""\
         import time
         from taskflow import TaskGraph
 
@@ -95,7 +98,8 @@ def slow_module(tmp_path):
             for i in range(2):
                 g.add_task(f"work{i}", fn=work, args=(i,), cost=0.1)
             return g
-        """))
+        """)
+    )
     return tmp_path
 
 
@@ -137,9 +141,15 @@ def test_ctrl_c_while_the_command_imports_is_one_line_and_130(tmp_path):
     """Sent once numpy's compiled code is mapped, that is while ``import taskflow`` is under way
     (its first statement installs the handler, before it imports numpy): a traceback from inside
     an import before."""
-    p = subprocess.Popen([str(COMMAND), "schedulers"], cwd=tmp_path, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, start_new_session=True,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    p = subprocess.Popen(
+        [str(COMMAND), "schedulers"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 60
     while not _mapped(p.pid, "numpy") and p.poll() is None and time.monotonic() < deadline:
         time.sleep(0.001)
@@ -167,8 +177,13 @@ def test_the_cp_sat_solver_leaves_ctrl_c_to_python():
         except KeyboardInterrupt:
             print("interrupted")
         """)
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                       preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler))
+    p = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler),
+    )
     assert (p.returncode, p.stdout.strip()) == (0, "interrupted"), p.stderr[-500:]
 
 
@@ -214,8 +229,9 @@ def test_a_run_without_a_prediction_says_why_instead_of_nan(client):
         value, rep = taskflow.compute(x, client=client, report=True)
         assert value == (6,)
         p = rep.predicted_makespan
-        assert (p is None and rep.no_prediction and rep.prediction_error is None
-                and "no prediction" in rep.summary()) or (p is not None and math.isfinite(p))
+        assert (
+            p is None and rep.no_prediction and rep.prediction_error is None and "no prediction" in rep.summary()
+        ) or (p is not None and math.isfinite(p))
         json.dumps(rep.to_dict(), allow_nan=False)
 
 
@@ -228,11 +244,18 @@ def test_quiet_runs_keep_their_notes_and_do_not_warn(client, recwarn):
 
 
 # ---------------------------------------------------------------------- the Python API's arguments
-@pytest.mark.parametrize("kwargs, match", [
-    ({"workers": 0}, "workers to be an integer from 1"), ({"workers": -1}, "workers to be an integer from 1"),
-    ({"cluster": "str"}, "cluster must be a taskflow.Cluster"), ({"timeout": float("nan")}, "timeout must be"),
-    ({"costs": {"sum": -1.0}}, r"costs\['sum'\] must be"), ({"costs": {"sum": float("nan")}}, r"costs\['sum'\]"),
-    ({"client": "tcp://x"}, "client must be a distributed.Client")])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"workers": 0}, "workers to be an integer from 1"),
+        ({"workers": -1}, "workers to be an integer from 1"),
+        ({"cluster": "str"}, "cluster must be a taskflow.Cluster"),
+        ({"timeout": float("nan")}, "timeout must be"),
+        ({"costs": {"sum": -1.0}}, r"costs\['sum'\] must be"),
+        ({"costs": {"sum": float("nan")}}, r"costs\['sum'\]"),
+        ({"client": "tcp://x"}, "client must be a distributed.Client"),
+    ],
+)
 def test_compute_refuses_what_would_hang_or_fail_before_any_cluster_starts(kwargs, match):
     import dask
 
@@ -287,14 +310,20 @@ def _catalog(tmp_path, text, name="c.yaml"):
     return str(path)
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda t: t.replace("price: 0.10", "price: 1:30"), "price must be a number, got '1:30'"),
-    (lambda t: t.replace("price: 0.10", "price: 0x10"), "price must be a number, got '0x10'"),
-    (lambda t: t.replace("    cores: 2\n", "    cores: 2\n    cores: 3\n", 1), "key 'cores' given twice"),
-    (lambda t: t.replace("price: 0.10", "price: " + "9" * 5000), "an integer of 5,000 digits"),
-    (lambda t: t.replace("memory: 4GiB", "memory: " + "1" * 100_000 + "!"), "memory must be bytes or a size"),
-    (lambda t: t.replace("bandwidth: 1gbit", "bandwidth: " + "1" * 100_000 + "!", 1), "expected a number with a unit"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda t: t.replace("price: 0.10", "price: 1:30"), "price must be a number, got '1:30'"),
+        (lambda t: t.replace("price: 0.10", "price: 0x10"), "price must be a number, got '0x10'"),
+        (lambda t: t.replace("    cores: 2\n", "    cores: 2\n    cores: 3\n", 1), "key 'cores' given twice"),
+        (lambda t: t.replace("price: 0.10", "price: " + "9" * 5000), "an integer of 5,000 digits"),
+        (lambda t: t.replace("memory: 4GiB", "memory: " + "1" * 100_000 + "!"), "memory must be bytes or a size"),
+        (
+            lambda t: t.replace("bandwidth: 1gbit", "bandwidth: " + "1" * 100_000 + "!", 1),
+            "expected a number with a unit",
+        ),
+    ],
+)
 def test_a_catalog_is_read_strictly(tmp_path, capsys, edit, message):
     path = _catalog(tmp_path, edit(TINY.read_text()))
     assert main(["advise", GRAPH, "--catalog", path, "-q"]) == 2
@@ -343,9 +372,14 @@ def test_a_name_matplotlib_would_read_as_a_formula_is_drawn_as_text(tmp_path):
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--steps", "3"], "--steps goes with --train"), (["--samples", "3"], "--samples goes with --noise"),
-    (["--confidence", "0.5"], "--confidence goes with --noise")])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--steps", "3"], "--steps goes with --train"),
+        (["--samples", "3"], "--samples goes with --noise"),
+        (["--confidence", "0.5"], "--confidence goes with --noise"),
+    ],
+)
 def test_an_advise_option_without_its_partner_is_refused(capsys, argv, message):
     assert main(["advise", GRAPH, "--catalog", "tiny", *argv]) == 2
     assert message in capsys.readouterr().err
@@ -356,14 +390,21 @@ def test_noisy_samples_past_their_bound_are_refused_before_the_first(capsys, mon
 
     monkeypatch.setattr(advisor, "MAX_NOISY_TASKS", 150)  # the example has 10 tasks, 3 configurations on the front
     assert main(["advise", GRAPH, "--catalog", "tiny", "--noise", "0.5", "--samples", "20"]) == 2
-    assert ("20 noisy samples of 3 front configuration(s) would simulate 600 tasks, more than 150: give fewer "
-            "samples (at most 5 here)") in capsys.readouterr().err
+    assert (
+        "20 noisy samples of 3 front configuration(s) would simulate 600 tasks, more than 150: give fewer "
+        "samples (at most 5 here)"
+    ) in capsys.readouterr().err
     assert main(["advise", GRAPH, "--catalog", "tiny", "--noise", "0.5", "--samples", "5", "-q"]) == 0
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--fail", "p1@1e400"], "time must be finite"), (["--straggler", "p1:2@1e400"], "finite time"),
-    (["--noise", "1000"], "--noise: must be a finite number >= 0 and <= 10")])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--fail", "p1@1e400"], "time must be finite"),
+        (["--straggler", "p1:2@1e400"], "finite time"),
+        (["--noise", "1000"], "--noise: must be a finite number >= 0 and <= 10"),
+    ],
+)
 def test_simulate_refuses_faults_it_cannot_carry_out(capsys, argv, message):
     assert main(["simulate", GRAPH, "--cluster", CLUSTER, "-q", *argv]) == 2
     err = capsys.readouterr().err
@@ -376,11 +417,15 @@ def test_noise_at_its_bound_still_finishes_every_task():
     assert len(trace.runs) == len(g) and math.isfinite(trace.makespan)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--suite", "dask", "--workloads", ""], "--workloads: empty value"),
-    (["--suite", "quick", "--repeat", "3"], "--repeat goes with --suite dask"),
-    (["--suite", "dask", "--processes", "2"], "--processes goes with the simulated suites"),
-    (["--suite", "dask", "--real"], "--real goes with the simulated suites")])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--suite", "dask", "--workloads", ""], "--workloads: empty value"),
+        (["--suite", "quick", "--repeat", "3"], "--repeat goes with --suite dask"),
+        (["--suite", "dask", "--processes", "2"], "--processes goes with the simulated suites"),
+        (["--suite", "dask", "--real"], "--real goes with the simulated suites"),
+    ],
+)
 def test_bench_refuses_options_of_another_suite(tmp_path, capsys, argv, message):
     assert main(["bench", "-o", str(tmp_path / "b"), *argv]) == 2
     assert message in capsys.readouterr().err
@@ -408,6 +453,7 @@ def test_a_plot_onto_a_full_disk_leaves_no_file(tmp_path, monkeypatch):
 
         def write(data):
             raise OSError(errno.ENOSPC, "No space left on device")
+
         f.write = write
         return f
 
@@ -428,9 +474,16 @@ def test_a_rerun_of_a_task_whose_id_another_rerun_would_take_validates(tmp_path)
             assert task_of_run(run_id(t, k, tasks), tasks) == t
     assert task_of_run(run_id(7, 2, {7}), {7}) == 7
     graph = tmp_path / "g.json"
-    graph.write_text(json.dumps({"format": "taskflow-graph/1", "name": "ids", "tasks": [
-        {"id": "a", "cost": 10}, {"id": "a#2", "cost": 10}, {"id": "b", "cost": 5}], "edges": [
-        {"from": "a", "to": "b", "size": 1e10}, {"from": "a#2", "to": "b", "size": 1e10}]}))
+    graph.write_text(
+        json.dumps(
+            {
+                "format": "taskflow-graph/1",
+                "name": "ids",
+                "tasks": [{"id": "a", "cost": 10}, {"id": "a#2", "cost": 10}, {"id": "b", "cost": 5}],
+                "edges": [{"from": "a", "to": "b", "size": 1e10}, {"from": "a#2", "to": "b", "size": 1e10}],
+            }
+        )
+    )
     trace = tmp_path / "t.json"
     assert main(["simulate", str(graph), "--workers", "3", "--fail", "w0@12", "-o", str(trace), "-q"]) == 0
     assert "a#2#" in trace.read_text()  # the rerun of a, kept apart from the task a#2

@@ -42,8 +42,10 @@ def test_real_subset_runs_on_dask_and_resumes(tmp_path, capsys):
     from taskflow.app.bench_report import summarise_real
 
     rows = run_real("quick", tmp_path, ["heft", "work-stealing"], target_seconds=0.6, only={"fork-join-8x2"})
-    assert [(r["workflow"], r["scheduler"]) for r in rows] == [("fork-join-8x2", "heft"),
-                                                               ("fork-join-8x2", "work-stealing")]
+    assert [(r["workflow"], r["scheduler"]) for r in rows] == [
+        ("fork-join-8x2", "heft"),
+        ("fork-join-8x2", "work-stealing"),
+    ]
     heft = rows[0]
     assert heft["outputs_ok"] == "True" and float(heft["placement_fidelity"]) == 1.0
     assert 0.3 < float(heft["measured_makespan"]) < 5.0
@@ -63,8 +65,12 @@ def test_the_real_subset_waits_a_bounded_time_for_lost_workers(monkeypatch):
     from taskflow.errors import TaskflowError
 
     monkeypatch.setattr(bench, "WORKER_WAIT", 0.5)
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
-            Client(lc) as c:
+    with (
+        LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP
+        ) as lc,
+        Client(lc) as c,
+    ):
         bench._all_workers_back(c, 1)  # all there: returns at once
         t0 = time.perf_counter()
         with pytest.raises(TaskflowError, match="has 1 of its 2 workers after waiting 0 s"):

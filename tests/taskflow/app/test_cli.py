@@ -25,8 +25,9 @@ def test_console_script_runs_for_real(tmp_path):
     r = subprocess.run(cmd + ["info", HEFT_G, "--json"], capture_output=True, text=True, check=True)
     info = json.loads(r.stdout)
     assert info["tasks"] == 10 and info["edges"] == 15
-    r = subprocess.run(cmd + ["schedule", HEFT_G, "--workers", "0", "--scheduler", "random"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        cmd + ["schedule", HEFT_G, "--workers", "0", "--scheduler", "random"], capture_output=True, text=True
+    )
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and r.stderr.startswith("error: ")
 
 
@@ -44,6 +45,7 @@ def expected_counts(path):
         return len(tasks), len({(p, t["id"]) for t in tasks for p in t["parents"]})
     if path.suffix == ".xml":
         import re
+
         links = set()
         for child, body in re.findall(r'<child ref="([^"]+)">(.*?)</child>', text, re.S):
             links |= {(p, child) for p in re.findall(r'<parent ref="([^"]+)"', body)}
@@ -60,6 +62,7 @@ def test_info_json_counts_every_shared_file(capsys, path):
         assert key in (info[0] if isinstance(info, list) else info)
     if path.suffix == ".zip":
         import zipfile
+
         with zipfile.ZipFile(path) as z:
             table = json.loads(z.read(z.namelist()[0]))
         assert isinstance(info, list) and len(info) == len(table["graph"])
@@ -97,8 +100,24 @@ def test_round_robin_schedule_passes_validate(capsys, tmp_path):
 def test_schedule_on_wfformat_with_workers(capsys, tmp_path):
     path = shared("wfinstances", "montage-chameleon-2mass-01d-001.json")
     out_file = tmp_path / "p.json"
-    code, out, err = run(capsys, "schedule", path, "--workers", "4", "--bandwidth", "1e8", "--latency", "0.01",
-                         "--scheduler", "random", "--seed", "3", "-o", out_file, "-q")
+    code, out, err = run(
+        capsys,
+        "schedule",
+        path,
+        "--workers",
+        "4",
+        "--bandwidth",
+        "1e8",
+        "--latency",
+        "0.01",
+        "--scheduler",
+        "random",
+        "--seed",
+        "3",
+        "-o",
+        out_file,
+        "-q",
+    )
     assert code == 0, err
     doc = json.loads(out_file.read_text())
     assert {a["worker"] for a in doc["assignments"]} <= {"w0", "w1", "w2", "w3"}
@@ -124,19 +143,39 @@ def test_schedulers_lists_baselines(capsys):
 
 
 BAD_GRAPHS = {
-    "cycle": ({"format": "taskflow-graph/1", "tasks": [{"id": "a", "cost": 1}, {"id": "b", "cost": 1}, {"id": "c", "cost": 1}],
-               "edges": [{"from": "a", "to": "b"}, {"from": "b", "to": "c"}, {"from": "c", "to": "b"}]},
-              r"cycle: (b -> c -> b|c -> b -> c)"),
-    "duplicate": ({"format": "taskflow-graph/1", "tasks": [{"id": "a", "cost": 1}, {"id": "a", "cost": 2}]},
-                  "duplicate task id 'a'"),
-    "dangling": ({"format": "taskflow-graph/1", "tasks": [{"id": "a", "cost": 1}], "edges": [{"from": "a", "to": "ghost"}]},
-                 "unknown task 'ghost'"),
-    "negative-cost": ({"format": "taskflow-graph/1", "tasks": [{"id": "a", "cost": -1}]}, "task 'a': cost must be finite and >= 0"),
-    "nan-size": ('{"format": "taskflow-graph/1", "tasks": [{"id": "a", "cost": 1, "output_size": NaN}]}',
-                 "task 'a': output_size must be finite and >= 0"),
-    "inf-cost": ('{"format": "taskflow-graph/1", "tasks": [{"id": "a", "cost": Infinity}]}', "task 'a': cost must be finite"),
-    "inf-edge": ('{"format": "taskflow-graph/1", "tasks": [{"id": "a", "cost": 1}, {"id": "b", "cost": 1}], '
-                 '"edges": [{"from": "a", "to": "b", "size": -Infinity}]}', "edge 'a' -> 'b': size must be finite"),
+    "cycle": (
+        {
+            "format": "taskflow-graph/1",
+            "tasks": [{"id": "a", "cost": 1}, {"id": "b", "cost": 1}, {"id": "c", "cost": 1}],
+            "edges": [{"from": "a", "to": "b"}, {"from": "b", "to": "c"}, {"from": "c", "to": "b"}],
+        },
+        r"cycle: (b -> c -> b|c -> b -> c)",
+    ),
+    "duplicate": (
+        {"format": "taskflow-graph/1", "tasks": [{"id": "a", "cost": 1}, {"id": "a", "cost": 2}]},
+        "duplicate task id 'a'",
+    ),
+    "dangling": (
+        {"format": "taskflow-graph/1", "tasks": [{"id": "a", "cost": 1}], "edges": [{"from": "a", "to": "ghost"}]},
+        "unknown task 'ghost'",
+    ),
+    "negative-cost": (
+        {"format": "taskflow-graph/1", "tasks": [{"id": "a", "cost": -1}]},
+        "task 'a': cost must be finite and >= 0",
+    ),
+    "nan-size": (
+        '{"format": "taskflow-graph/1", "tasks": [{"id": "a", "cost": 1, "output_size": NaN}]}',
+        "task 'a': output_size must be finite and >= 0",
+    ),
+    "inf-cost": (
+        '{"format": "taskflow-graph/1", "tasks": [{"id": "a", "cost": Infinity}]}',
+        "task 'a': cost must be finite",
+    ),
+    "inf-edge": (
+        '{"format": "taskflow-graph/1", "tasks": [{"id": "a", "cost": 1}, {"id": "b", "cost": 1}], '
+        '"edges": [{"from": "a", "to": "b", "size": -Infinity}]}',
+        "edge 'a' -> 'b': size must be finite",
+    ),
     "malformed": ('{"format": "taskflow-graph/1",\n "tasks": [}', "malformed JSON at line 2, column 12"),
     "unknown-format": ("just some words\n", "unknown format"),
 }
@@ -149,27 +188,37 @@ def test_bad_graphs_one_line_exit_2_no_output(capsys, tmp_path, case, command):
     src = tmp_path / "bad.json"
     src.write_text(content if isinstance(content, str) else json.dumps(content))
     out_file = tmp_path / "out.json"
-    argv = {"info": ["info", src],
-            "schedule": ["schedule", src, "--workers", "2", "--scheduler", "round-robin", "-o", out_file],
-            "convert": ["convert", src, "-o", out_file]}[command]
+    argv = {
+        "info": ["info", src],
+        "schedule": ["schedule", src, "--workers", "2", "--scheduler", "round-robin", "-o", out_file],
+        "convert": ["convert", src, "-o", out_file],
+    }[command]
     code, out, err = run(capsys, *argv)
     assert code == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and str(src) in lines[0]
     import re
+
     assert re.search(message, lines[0]), lines[0]
     assert not out_file.exists()
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--workers", "2", "--scheduler", "nope"], "unknown scheduler 'nope'; known schedulers: .*random, round-robin"),
-    (["--workers", "0", "--scheduler", "random"], "argument --workers: must be an integer >= 1"),
-    (["--workers", "2", "--scheduler", "random"], "task 't1': costs name worker 'p1' that the cluster lacks"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (
+            ["--workers", "2", "--scheduler", "nope"],
+            "unknown scheduler 'nope'; known schedulers: .*random, round-robin",
+        ),
+        (["--workers", "0", "--scheduler", "random"], "argument --workers: must be an integer >= 1"),
+        (["--workers", "2", "--scheduler", "random"], "task 't1': costs name worker 'p1' that the cluster lacks"),
+    ],
+)
 def test_bad_scheduling_requests(capsys, tmp_path, argv, message):
     out_file = tmp_path / "o.json"
     code, out, err = run(capsys, "schedule", HEFT_G, *argv, "-o", out_file)
     import re
+
     assert code == 2 and len(err.strip().splitlines()) == 1 and re.search(message, err), err
     assert not out_file.exists()
 
@@ -189,8 +238,27 @@ def test_missing_file(capsys, tmp_path):
 # ---------------------------------------------------------------- simulate
 def test_simulate_writes_a_trace_that_validate_accepts(capsys, tmp_path):
     out, chrome = tmp_path / "trace.json", tmp_path / "chrome.json"
-    code, text, err = run(capsys, "simulate", HEFT_G, "--cluster", HEFT_C, "--network", "simple", "--noise", "0.2",
-                          "--straggler", "p1:2@10", "--fail", "p2@50", "--seed", "1", "-o", out, "--chrome-trace", chrome)
+    code, text, err = run(
+        capsys,
+        "simulate",
+        HEFT_G,
+        "--cluster",
+        HEFT_C,
+        "--network",
+        "simple",
+        "--noise",
+        "0.2",
+        "--straggler",
+        "p1:2@10",
+        "--fail",
+        "p2@50",
+        "--seed",
+        "1",
+        "-o",
+        out,
+        "--chrome-trace",
+        chrome,
+    )
     assert code == 0, err
     assert "heft on simple: makespan" in text and "recomputed:" in text
     doc = json.loads(out.read_text())
@@ -212,13 +280,16 @@ def test_simulate_a_plan_file_reproduces_it(capsys, tmp_path):
     assert code == 0 and "makespan 86 s" in text
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--fail", "p9@3"], "--fail: unknown worker 'p9'"),
-    (["--fail", "p1"], "--fail 'p1': expected W@T"),
-    (["--straggler", "p1@3"], "expected W:FACTOR@T"),
-    (["--straggler", "p1:-2@3"], "FACTOR > 0"),
-    (["--scheduler", "nope"], "unknown scheduler 'nope'"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--fail", "p9@3"], "--fail: unknown worker 'p9'"),
+        (["--fail", "p1"], "--fail 'p1': expected W@T"),
+        (["--straggler", "p1@3"], "expected W:FACTOR@T"),
+        (["--straggler", "p1:-2@3"], "FACTOR > 0"),
+        (["--scheduler", "nope"], "unknown scheduler 'nope'"),
+    ],
+)
 def test_simulate_bad_options(capsys, tmp_path, argv, message):
     out = tmp_path / "t.json"
     code, _, err = run(capsys, "simulate", HEFT_G, "--cluster", HEFT_C, *argv, "-o", out)

@@ -31,8 +31,12 @@ def options(sp) -> list:
 
 
 def test_every_option_of_every_command_has_help():
-    missing = [f"{name} {a.option_strings or a.dest}" for name, sp in subparsers().items() for a in options(sp)
-               if not (a.help or "").strip() or (a.help == argparse.SUPPRESS and not _alias_of_visible(sp, a))]
+    missing = [
+        f"{name} {a.option_strings or a.dest}"
+        for name, sp in subparsers().items()
+        for a in options(sp)
+        if not (a.help or "").strip() or (a.help == argparse.SUPPRESS and not _alias_of_visible(sp, a))
+    ]
     assert missing == []
     top = build_parser()
     for name in subparsers():  # the top-level help names every command
@@ -58,10 +62,20 @@ def test_an_option_name_means_one_syntax_in_every_command():
 
 
 #: each thing the commands share, by the field it fills: its one spelling
-CANONICAL = {"scheduler": ["--scheduler"], "output": ["-o", "--output"], "plot": ["--plot"],
-             "quiet": ["-q", "--quiet"], "verbose": ["-v", "--verbose"], "workers": ["--workers"],
-             "processes": ["-j", "--processes"], "seed": ["--seed"], "timeout": ["--timeout"],
-             "cores": ["--cores"], "chrome_trace": ["--chrome-trace"], "profile": ["--profile"]}
+CANONICAL = {
+    "scheduler": ["--scheduler"],
+    "output": ["-o", "--output"],
+    "plot": ["--plot"],
+    "quiet": ["-q", "--quiet"],
+    "verbose": ["-v", "--verbose"],
+    "workers": ["--workers"],
+    "processes": ["-j", "--processes"],
+    "seed": ["--seed"],
+    "timeout": ["--timeout"],
+    "cores": ["--cores"],
+    "chrome_trace": ["--chrome-trace"],
+    "profile": ["--profile"],
+}
 
 
 def test_the_same_thing_has_the_same_name_in_every_command():
@@ -110,22 +124,25 @@ def test_an_unknown_option_names_the_command_and_the_option_meant(command):
 def test_an_unknown_option_is_one_line_with_the_command_and_a_did_you_mean(capsys):
     assert main(["advise", GRAPH, "--catalog", "tiny", "--schedulr", "heft"]) == 2
     err = capsys.readouterr().err
-    assert err == ("error: taskflow advise: unrecognized arguments: --schedulr heft (--schedulr: did you mean "
-                   "--scheduler?)\n")
+    assert err == (
+        "error: taskflow advise: unrecognized arguments: --schedulr heft (--schedulr: did you mean --scheduler?)\n"
+    )
     assert main(["simulat", GRAPH]) == 2
     assert "did you mean 'simulate'?" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("option,helptext", [("-q", QUIET_HELP), ("--speeds", SPEEDS_HELP)])
 def test_a_shared_option_has_one_meaning(option, helptext):
-    where = {name: next(a for a in options(sp) if option in a.option_strings)
-             for name, sp in subparsers().items() if any(option in a.option_strings for a in options(sp))}
+    where = {
+        name: next(a for a in options(sp) if option in a.option_strings)
+        for name, sp in subparsers().items()
+        if any(option in a.option_strings for a in options(sp))
+    }
     assert len(where) >= 4 and all(a.help == helptext for a in where.values()), sorted(where)
 
 
 def test_every_command_that_reads_a_graph_takes_a_file_or_module_function():
-    readers = {name for name, sp in subparsers().items()
-               if any(a.dest in ("graph", "graphs") for a in options(sp))}
+    readers = {name for name, sp in subparsers().items() if any(a.dest in ("graph", "graphs") for a in options(sp))}
     assert readers == {"info", "convert", "schedule", "simulate", "run", "compare", "validate", "advise"}
     for name in readers:
         a = next(a for a in options(subparsers()[name]) if a.dest in ("graph", "graphs"))
@@ -142,7 +159,8 @@ def mydag(tmp_path, monkeypatch):
         "    g.add_task('b', fn=abs, args=(a,), cost=1.0)\n"
         "    return g\n"
         "def broken():\n"
-        "    raise ValueError('no graph today')\n")
+        "    raise ValueError('no graph today')\n"
+    )
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))
     return tmp_path
@@ -150,17 +168,22 @@ def mydag(tmp_path, monkeypatch):
 
 def test_a_module_function_graph_works_in_every_command(mydag, capsys):
     plan = mydag / "plan.json"
-    for argv in (["info", "mydag:build"], ["convert", "mydag:build", "-o", "g.json"],
-                 ["schedule", "mydag:build", "--workers", "2", "--scheduler", "heft", "-o", str(plan), "-q"],
-                 ["simulate", "mydag:build", "--workers", "2", "-q"],
-                 ["validate", "mydag:build", "--workers", "2", "--schedule", str(plan)],
-                 ["compare", "mydag:build", "--workers", "2", "--scheduler", "heft", "-q"]):
+    for argv in (
+        ["info", "mydag:build"],
+        ["convert", "mydag:build", "-o", "g.json"],
+        ["schedule", "mydag:build", "--workers", "2", "--scheduler", "heft", "-o", str(plan), "-q"],
+        ["simulate", "mydag:build", "--workers", "2", "-q"],
+        ["validate", "mydag:build", "--workers", "2", "--schedule", str(plan)],
+        ["compare", "mydag:build", "--workers", "2", "--scheduler", "heft", "-q"],
+    ):
         assert main(argv) == 0, (argv, capsys.readouterr().err)
         out = capsys.readouterr().out
         assert "mydag" in out or "heft" in out or "valid" in out or "2 tasks" in out, (argv, out)
     # run reads it the same way (and fails before a cluster starts when the function raises)
     assert main(["run", "mydag:broken", "--workers", "1", "-q"]) == 2
-    assert capsys.readouterr().err.strip() == "error: mydag:broken: building the graph raised ValueError: no graph today"
+    assert (
+        capsys.readouterr().err.strip() == "error: mydag:broken: building the graph raised ValueError: no graph today"
+    )
 
 
 def test_speeds_in_order_or_by_name_mean_the_same_in_every_command(capsys, tmp_path, diamond):
@@ -175,16 +198,37 @@ def test_speeds_in_order_or_by_name_mean_the_same_in_every_command(capsys, tmp_p
     plans = {}
     for form in ("1,1,2", "w2=2"):
         out = tmp_path / f"plan-{form}.json"
-        assert main(["schedule", GRAPH, "--workers", "3", "--speeds", form, "--scheduler", "round-robin", "-q",
-                     "-o", str(out)]) == 0
+        assert (
+            main(
+                [
+                    "schedule",
+                    GRAPH,
+                    "--workers",
+                    "3",
+                    "--speeds",
+                    form,
+                    "--scheduler",
+                    "round-robin",
+                    "-q",
+                    "-o",
+                    str(out),
+                ]
+            )
+            == 0
+        )
         plans[form] = json.loads(out.read_text())["makespan"]
         assert main(["simulate", GRAPH, "--workers", "3", "--speeds", form, "--scheduler", "round-robin", "-q"]) == 0
         assert main(["compare", GRAPH, "--workers", "3", "--speeds", form, "--scheduler", "round-robin", "-q"]) == 0
     assert plans["1,1,2"] == plans["w2=2"]
     capsys.readouterr()
     # a count that does not fit, or a name that is no worker, is one error line in every command
-    for cmd in (["schedule", GRAPH, "--scheduler", "heft"], ["simulate", GRAPH], ["compare", GRAPH],
-                ["validate", GRAPH, "--schedule", GRAPH], ["run", GRAPH]):
+    for cmd in (
+        ["schedule", GRAPH, "--scheduler", "heft"],
+        ["simulate", GRAPH],
+        ["compare", GRAPH],
+        ["validate", GRAPH, "--schedule", GRAPH],
+        ["run", GRAPH],
+    ):
         assert main(cmd + ["--workers", "3", "--speeds", "1,2"]) == 2
         assert capsys.readouterr().err.strip() == "error: --speeds lists 2 speeds for --workers 3", cmd
     assert main(["schedule", GRAPH, "--workers", "2", "--speeds", "w7=2", "--scheduler", "heft"]) == 2
@@ -204,21 +248,29 @@ def test_quiet_prints_the_summary_only(capsys):
     assert [ln.split()[0] for ln in lines] == ["heft", "cpop"]
     assert main(["schedule", GRAPH, "--cluster", CLUSTER, "--scheduler", "heft,cpop", "-q"]) == 0
     table = capsys.readouterr().out.splitlines()  # several: the comparison table alone
-    assert table[0].split()[:3] == ["scheduler", "makespan", "x"] and [ln.split()[0] for ln in table[1:]] == \
-        ["heft", "cpop"]
+    assert table[0].split()[:3] == ["scheduler", "makespan", "x"] and [ln.split()[0] for ln in table[1:]] == [
+        "heft",
+        "cpop",
+    ]
 
 
 def test_a_comma_list_of_schedulers_everywhere_and_unknown_names_named(capsys, tmp_path):
     out = tmp_path / "plans.csv"
-    assert main(["schedule", GRAPH, "--cluster", CLUSTER, "--scheduler", "HEFT, critical-path", "-q",
-                 "-o", str(out)]) == 0
+    assert (
+        main(["schedule", GRAPH, "--cluster", CLUSTER, "--scheduler", "HEFT, critical-path", "-q", "-o", str(out)]) == 0
+    )
     rows = out.read_text().splitlines()
     assert rows[0] == "scheduler,task,worker,start,finish" and len(rows) == 1 + 2 * 10
     assert {r.split(",")[0] for r in rows[1:]} == {"heft", "cpop"}
     heft = sorted(float(r.split(",")[4]) for r in rows[1:] if r.startswith("heft,"))
     assert heft[-1] == 80.0
-    for cmd in (["schedule", GRAPH, "--cluster", CLUSTER], ["simulate", GRAPH, "--cluster", CLUSTER],
-                ["compare", GRAPH, "--cluster", CLUSTER], ["run", GRAPH], ["bench"]):
+    for cmd in (
+        ["schedule", GRAPH, "--cluster", CLUSTER],
+        ["simulate", GRAPH, "--cluster", CLUSTER],
+        ["compare", GRAPH, "--cluster", CLUSTER],
+        ["run", GRAPH],
+        ["bench"],
+    ):
         assert main(cmd + ["--scheduler", "heft,nosuch"]) == 2, cmd
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "nosuch" in err[0] and "heft" in err[0], cmd
@@ -227,8 +279,24 @@ def test_a_comma_list_of_schedulers_everywhere_and_unknown_names_named(capsys, t
 def test_schedule_and_simulate_draw_gantt_charts_and_chrome_traces(tmp_path, capsys):
     for cmd in ("schedule", "simulate"):
         png, trace = tmp_path / f"{cmd}.png", tmp_path / f"{cmd}.json"
-        assert main([cmd, GRAPH, "--cluster", CLUSTER, "--scheduler", "heft,cpop", "-q", "--gantt", str(png),
-                     "--chrome-trace", str(trace)]) == 0
+        assert (
+            main(
+                [
+                    cmd,
+                    GRAPH,
+                    "--cluster",
+                    CLUSTER,
+                    "--scheduler",
+                    "heft,cpop",
+                    "-q",
+                    "--gantt",
+                    str(png),
+                    "--chrome-trace",
+                    str(trace),
+                ]
+            )
+            == 0
+        )
         assert png.read_bytes()[:4] == b"\x89PNG" and png.stat().st_size > 10_000
         events = json.loads(trace.read_text())["traceEvents"]
         assert {e["pid"].split(":")[0] for e in events} == {"heft", "cpop"}

@@ -22,8 +22,29 @@ from taskflow.app.cli import main
 
 from tests.conftest import EXAMPLES, shared
 
-HOSTILE = [10 ** 400, -(10 ** 400), "1.5", "", True, False, None, [], {}, [1, [2]], {"a": {"b": 1}}, -1, 1e308,
-           1e20, "x\nerror: forged", float("nan"), float("inf"), 0, 2 ** 63, "\u202e", "a" * 300]
+HOSTILE = [
+    10**400,
+    -(10**400),
+    "1.5",
+    "",
+    True,
+    False,
+    None,
+    [],
+    {},
+    [1, [2]],
+    {"a": {"b": 1}},
+    -1,
+    1e308,
+    1e20,
+    "x\nerror: forged",
+    float("nan"),
+    float("inf"),
+    0,
+    2**63,
+    "\u202e",
+    "a" * 300,
+]
 
 
 def _paths(doc, prefix=()):
@@ -48,7 +69,7 @@ def _replace(doc, path, value):
     return doc
 
 
-FIELD_HOSTILE = [10 ** 400, "1.5", True, None, [], {"a": 1}, -1, "x\nerror: forged"]
+FIELD_HOSTILE = [10**400, "1.5", True, None, [], {"a": 1}, -1, "x\nerror: forged"]
 
 
 def _keys(doc, out=None) -> set:
@@ -124,7 +145,7 @@ def stg_cases(text: str, n: int, seed: int) -> list:
             continue
         j = rng.randrange(len(words))
         words[j] = rng.choice(["-1", "1" * 400, "x", "1.5", "99999999", "0"])
-        out.append("\n".join(lines[:k] + [" ".join(words)] + lines[k + 1:]))
+        out.append("\n".join(lines[:k] + [" ".join(words)] + lines[k + 1 :]))
     out.append("\n".join(lines[: len(lines) // 2]))
     return out
 
@@ -150,11 +171,13 @@ def zip_cases(data: bytes, n: int, seed: int) -> list:
             z.writestr(name, member)
         return buf.getvalue()
 
-    out += [one(bytes(range(256)) * 4),
-            one(json.dumps({"graph": [1, 2], "graph_name": "x"}).encode()),
-            one(json.dumps({"graph": {"0": 5}, "graph_name": {"0": "g"}}).encode()),
-            one(json.dumps([{"graph_name": "g"}]).encode()),
-            one(json.dumps([{"graph": [{"d": "slow", "outputs": 3}]}]).encode())]
+    out += [
+        one(bytes(range(256)) * 4),
+        one(json.dumps({"graph": [1, 2], "graph_name": "x"}).encode()),
+        one(json.dumps({"graph": {"0": 5}, "graph_name": {"0": "g"}}).encode()),
+        one(json.dumps([{"graph_name": "g"}]).encode()),
+        one(json.dumps([{"graph": [{"d": "slow", "outputs": 3}]}]).encode()),
+    ]
     plain = one(b'[{"graph": []}]')
     enc = bytearray(plain)
     enc[6] |= 1  # general purpose flag: encrypted
@@ -163,7 +186,7 @@ def zip_cases(data: bytes, n: int, seed: int) -> list:
     out.append(bytes(enc))
     odd = bytearray(plain)
     odd[8:10] = (99).to_bytes(2, "little")  # compression method 99
-    odd[cd + 10:cd + 12] = (99).to_bytes(2, "little")
+    odd[cd + 10 : cd + 12] = (99).to_bytes(2, "little")
     out.append(bytes(odd))
     return out
 
@@ -225,7 +248,9 @@ def _check(capsys, tmp_path, argv, outputs, allowed=(0, 2)):
     return code
 
 
-@pytest.mark.parametrize("kind,k,ext,text", [pytest.param(*c, marks=_sampled(c[1]), id=f"{c[0]}-{c[1]}") for c in CASES])
+@pytest.mark.parametrize(
+    "kind,k,ext,text", [pytest.param(*c, marks=_sampled(c[1]), id=f"{c[0]}-{c[1]}") for c in CASES]
+)
 def test_a_hostile_graph_file_ends_in_one_error_line_or_is_accepted(capsys, tmp_path, kind, k, ext, text):
     src = tmp_path / f"in{ext}"
     if isinstance(text, str):
@@ -278,13 +303,28 @@ def test_a_hostile_cluster_file_ends_in_one_error_line_or_is_accepted(capsys, tm
     src.write_text(CLUSTER_CASES[k])
     out = tmp_path / "plan.json"
     graph = EXAMPLES / "heft_paper.graph.json"
-    code = _check(capsys, tmp_path, ["schedule", graph, "--cluster", src, "--scheduler", "heft", "-o", out, "-q"],
-                  [out])
+    code = _check(
+        capsys, tmp_path, ["schedule", graph, "--cluster", src, "--scheduler", "heft", "-o", out, "-q"], [out]
+    )
     trace = tmp_path / "trace.json"
     _check(capsys, tmp_path, ["simulate", graph, "--cluster", src, "-o", trace], [trace])
     good = tmp_path / "good.json"
-    assert main(["schedule", str(graph), "--cluster", str(EXAMPLES / "heft_paper.cluster.json"), "--scheduler",
-                 "heft", "-o", str(good), "-q"]) == 0
+    assert (
+        main(
+            [
+                "schedule",
+                str(graph),
+                "--cluster",
+                str(EXAMPLES / "heft_paper.cluster.json"),
+                "--scheduler",
+                "heft",
+                "-o",
+                str(good),
+                "-q",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     _check(capsys, tmp_path, ["validate", graph, "--cluster", src, "--schedule", good], [], allowed=(0, 1, 2))
     if code == 0:  # a mutation that left a valid cluster: what was written reads back and is valid
@@ -295,8 +335,22 @@ def test_a_hostile_cluster_file_ends_in_one_error_line_or_is_accepted(capsys, tm
 def _schedule_cases(tmp_path_factory):
     d = tmp_path_factory.mktemp("plan")
     plan = d / "plan.json"
-    assert main(["schedule", str(EXAMPLES / "heft_paper.graph.json"), "--cluster",
-                 str(EXAMPLES / "heft_paper.cluster.json"), "--scheduler", "heft", "-o", str(plan), "-q"]) == 0
+    assert (
+        main(
+            [
+                "schedule",
+                str(EXAMPLES / "heft_paper.graph.json"),
+                "--cluster",
+                str(EXAMPLES / "heft_paper.cluster.json"),
+                "--scheduler",
+                "heft",
+                "-o",
+                str(plan),
+                "-q",
+            ]
+        )
+        == 0
+    )
     return json_cases(plan.read_text(), 200, 6) + field_cases(plan.read_text())
 
 
@@ -310,9 +364,21 @@ def test_a_hostile_schedule_file_is_invalid_or_an_error_never_a_crash(capsys, tm
     for k, text in enumerate(schedule_cases):
         src = tmp_path / f"s{k}.json"
         src.write_text(text)
-        _check(capsys, tmp_path, ["validate", EXAMPLES / "heft_paper.graph.json", "--cluster",
-                                  EXAMPLES / "heft_paper.cluster.json", "--schedule", src]
-               + (["--trace"] if trace else []), [], allowed=(0, 1, 2))
+        _check(
+            capsys,
+            tmp_path,
+            [
+                "validate",
+                EXAMPLES / "heft_paper.graph.json",
+                "--cluster",
+                EXAMPLES / "heft_paper.cluster.json",
+                "--schedule",
+                src,
+            ]
+            + (["--trace"] if trace else []),
+            [],
+            allowed=(0, 1, 2),
+        )
 
 
 def test_a_hostile_plan_given_to_simulate_is_one_error_line_or_simulated(capsys, tmp_path, schedule_cases):
@@ -320,15 +386,38 @@ def test_a_hostile_plan_given_to_simulate_is_one_error_line_or_simulated(capsys,
         src = tmp_path / f"p{k}.json"
         src.write_text(text)
         out = tmp_path / f"t{k}.json"
-        _check(capsys, tmp_path, ["simulate", EXAMPLES / "heft_paper.graph.json", "--cluster",
-                                  EXAMPLES / "heft_paper.cluster.json", "--plan", src, "-o", out], [out])
+        _check(
+            capsys,
+            tmp_path,
+            [
+                "simulate",
+                EXAMPLES / "heft_paper.graph.json",
+                "--cluster",
+                EXAMPLES / "heft_paper.cluster.json",
+                "--plan",
+                src,
+                "-o",
+                out,
+            ],
+            [out],
+        )
 
 
 def _profile_cases():
-    doc = {"format": "taskflow-cost-profile", "version": 1, "runs": 1, "task_overhead": 0.001, "latency": 0.002,
-           "backplane": 1e9, "dask_placement": {"t1": ["0", 0.0]}, "speeds": {"0": 1.0, "1": 2.0},
-           "bandwidth": {"0": {"1": 1e8}}, "prefixes": {"t": {"0": 1.0}}, "tasks": {"t1": {"0": 1.0}},
-           "models": {"t": {"fixed": 0.01, "unit": {"0": 1.0, "1": 0.5}, "r2": 0.9}}}
+    doc = {
+        "format": "taskflow-cost-profile",
+        "version": 1,
+        "runs": 1,
+        "task_overhead": 0.001,
+        "latency": 0.002,
+        "backplane": 1e9,
+        "dask_placement": {"t1": ["0", 0.0]},
+        "speeds": {"0": 1.0, "1": 2.0},
+        "bandwidth": {"0": {"1": 1e8}},
+        "prefixes": {"t": {"0": 1.0}},
+        "tasks": {"t1": {"0": 1.0}},
+        "models": {"t": {"fixed": 0.01, "unit": {"0": 1.0, "1": 0.5}, "r2": 0.9}},
+    }
     return json_cases(json.dumps(doc), 80, 8) + field_cases(json.dumps(doc))
 
 
@@ -344,8 +433,7 @@ def test_a_hostile_cost_profile_is_refused_before_a_cluster_starts(capsys, tmp_p
         CostProfile.load(src)
     except FormatError:
         before = src.read_text()
-        _check(capsys, tmp_path, ["run", EXAMPLES / "heft_paper.graph.json", "--profile", src, "-q"], [],
-               allowed=(2,))
+        _check(capsys, tmp_path, ["run", EXAMPLES / "heft_paper.graph.json", "--profile", src, "-q"], [], allowed=(2,))
         assert src.read_text() == before  # not overwritten
 
 
@@ -356,9 +444,11 @@ def test_an_output_that_cannot_be_written_is_refused_before_any_work(capsys, tmp
     graph.write_text((EXAMPLES / "heft_paper.graph.json").read_text())
     before = graph.read_text()
     target = target.format(dir=tmp_path, file=graph, input=graph)
-    argv = {"convert": ["convert", graph, "-o", target],
-            "schedule": ["schedule", graph, "--workers", "2", "--scheduler", "heft", "-o", target, "-q"],
-            "simulate": ["simulate", graph, "--workers", "2", "-o", target]}[cmd]
+    argv = {
+        "convert": ["convert", graph, "-o", target],
+        "schedule": ["schedule", graph, "--workers", "2", "--scheduler", "heft", "-o", target, "-q"],
+        "simulate": ["simulate", graph, "--workers", "2", "-o", target],
+    }[cmd]
     code = main([str(a) for a in argv])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and "--output" in err and err.startswith("error: "), err
@@ -367,8 +457,18 @@ def test_an_output_that_cannot_be_written_is_refused_before_any_work(capsys, tmp
 
 def test_every_output_is_checked_before_the_first_is_written(capsys, tmp_path):
     out = tmp_path / "t.json"
-    code = main(["simulate", str(EXAMPLES / "heft_paper.graph.json"), "--workers", "2", "-o", str(out),
-                 "--chrome-trace", str(tmp_path / "missing" / "c.json")])
+    code = main(
+        [
+            "simulate",
+            str(EXAMPLES / "heft_paper.graph.json"),
+            "--workers",
+            "2",
+            "-o",
+            str(out),
+            "--chrome-trace",
+            str(tmp_path / "missing" / "c.json"),
+        ]
+    )
     assert code == 2 and "--chrome-trace" in capsys.readouterr().err
     assert not out.exists()
 
@@ -391,13 +491,22 @@ def test_costs_that_add_up_past_the_largest_float_are_one_error(capsys, tmp_path
     """Each cost is a valid float, but a chain of three at 1e308 sums to inf: refused at load,
     never written as 'Infinity' nor as a schedule with infinite times."""
     src = tmp_path / "big.json"
-    src.write_text(json.dumps({"format": "taskflow-graph/1",
-                               "tasks": [{"id": f"t{i}", "cost": 1e308} for i in range(3)],
-                               "edges": [{"from": "t0", "to": "t1"}, {"from": "t1", "to": "t2"}]}))
+    src.write_text(
+        json.dumps(
+            {
+                "format": "taskflow-graph/1",
+                "tasks": [{"id": f"t{i}", "cost": 1e308} for i in range(3)],
+                "edges": [{"from": "t0", "to": "t1"}, {"from": "t1", "to": "t2"}],
+            }
+        )
+    )
     out = tmp_path / "out.json"
-    argv = {"info": ["info", src], "convert": ["convert", src, "-o", out, "--to", "wfformat"],
-            "schedule": ["schedule", src, "--workers", "2", "--scheduler", "heft", "-o", out, "-q"],
-            "simulate": ["simulate", src, "--workers", "2", "-o", out]}[cmd]
+    argv = {
+        "info": ["info", src],
+        "convert": ["convert", src, "-o", out, "--to", "wfformat"],
+        "schedule": ["schedule", src, "--workers", "2", "--scheduler", "heft", "-o", out, "-q"],
+        "simulate": ["simulate", src, "--workers", "2", "-o", out],
+    }[cmd]
     code = main([str(a) for a in argv])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and "add up past the largest float" in err, err
@@ -430,8 +539,15 @@ def _bombs(d: Path) -> dict:
     out["an STG declaring 2e9 tasks"] = ["info", d / "stg.stg"]
     workers = {"format": "taskflow-cluster/1", "workers": [{"id": f"w{i}"} for i in range(200_000)]}
     (d / "cluster.json").write_text(json.dumps(workers))
-    out["200,000 workers"] = ["schedule", EXAMPLES / "heft_paper.graph.json", "--cluster", d / "cluster.json",
-                              "--scheduler", "heft", "-q"]
+    out["200,000 workers"] = [
+        "schedule",
+        EXAMPLES / "heft_paper.graph.json",
+        "--cluster",
+        d / "cluster.json",
+        "--scheduler",
+        "heft",
+        "-q",
+    ]
     with zipfile.ZipFile(d / "bomb.zip", "w", compression=zipfile.ZIP_DEFLATED) as z:
         with z.open("graphs.json", "w", force_zip64=True) as f:
             chunk = b" " * (1 << 20)
@@ -457,9 +573,20 @@ def bombs(tmp_path_factory):
     return _bombs(tmp_path_factory.mktemp("bombs"))
 
 
-@pytest.mark.parametrize("name", ["deep JSON", "5 million objects", "a 5,000-digit number", "2.5 million XML elements",
-                                  "an STG declaring 2e9 tasks", "200,000 workers",
-                                  "a zip member inflating to 300 MiB", "zips nested 50 deep", "a device"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "deep JSON",
+        "5 million objects",
+        "a 5,000-digit number",
+        "2.5 million XML elements",
+        "an STG declaring 2e9 tasks",
+        "200,000 workers",
+        "a zip member inflating to 300 MiB",
+        "zips nested 50 deep",
+        "a device",
+    ],
+)
 def test_a_resource_bomb_is_one_error_line_in_bounded_time_and_memory(bombs, name):
     """Each in its own `taskflow` process: one error line, exit 2, under 10 s and 1 GB of RSS."""
     import os
@@ -467,12 +594,19 @@ def test_a_resource_bomb_is_one_error_line_in_bounded_time_and_memory(bombs, nam
     import sys
 
     # a wrapper process whose only child is the command: its children's peak RSS is the command's
-    wrapper = ("import resource, subprocess, sys\n"
-               "rc = subprocess.run([sys.executable, '-m', 'taskflow'] + sys.argv[1:]).returncode\n"
-               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, rc)\n")
+    wrapper = (
+        "import resource, subprocess, sys\n"
+        "rc = subprocess.run([sys.executable, '-m', 'taskflow'] + sys.argv[1:]).returncode\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, rc)\n"
+    )
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", wrapper, *map(str, bombs[name])], capture_output=True, text=True,
-                          timeout=60, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])})
+    proc = subprocess.run(
+        [sys.executable, "-c", wrapper, *map(str, bombs[name])],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])},
+    )
     elapsed = time.perf_counter() - t0
     peak_kib, code = (int(x) for x in proc.stdout.split()[-2:])
     err = proc.stderr
@@ -501,13 +635,16 @@ def test_an_odd_graph_selector_of_a_graph_set_is_one_error(capsys, tmp_path, sel
 _PROFILES = _profile_cases()
 
 
-@pytest.mark.parametrize("source, message", [
-    ("def build(:\n", "cannot load (SyntaxError"),
-    ("import no_such_module_xyz\n", "cannot load (ModuleNotFoundError"),
-    ("raise RuntimeError('boom')\n", "importing it raised RuntimeError: boom"),
-    ("def build():\n    raise ValueError('bad size')\n", "building the graph raised ValueError: bad size"),
-    ("def build():\n    return 42\n", "returned int, expected a TaskGraph"),
-])
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        ("def build(:\n", "cannot load (SyntaxError"),
+        ("import no_such_module_xyz\n", "cannot load (ModuleNotFoundError"),
+        ("raise RuntimeError('boom')\n", "importing it raised RuntimeError: boom"),
+        ("def build():\n    raise ValueError('bad size')\n", "building the graph raised ValueError: bad size"),
+        ("def build():\n    return 42\n", "returned int, expected a TaskGraph"),
+    ],
+)
 @pytest.mark.parametrize("cmd", ["run", "compare"])
 def test_a_broken_module_function_graph_is_one_error_line(capsys, tmp_path, monkeypatch, source, message, cmd):
     import sys
@@ -516,8 +653,11 @@ def test_a_broken_module_function_graph_is_one_error_line(capsys, tmp_path, monk
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.delitem(sys.modules, "brokendag", raising=False)
-    argv = ["run", "brokendag:build", "--workers", "1", "-q"] if cmd == "run" else \
-        ["compare", "brokendag:build", "--workers", "2", "-q"]
+    argv = (
+        ["run", "brokendag:build", "--workers", "1", "-q"]
+        if cmd == "run"
+        else ["compare", "brokendag:build", "--workers", "2", "-q"]
+    )
     code = main(argv)
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and message in err, err

@@ -42,13 +42,16 @@ def test_a_workload_computes_the_same_twice(name, tmp_path):
     assert w.same(first, again)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--clusters", "nowhere"], "unknown cluster 'nowhere'"),
-    (["--workloads", "nope"], "unknown workload 'nope'"),
-    (["--repeat", "0"], "argument --repeat: must be an integer >= 1"),
-    (["--firsts", "0"], "argument --firsts: must be an integer >= 1"),
-    (["--scheduler", "heft,cpop"], "give one --scheduler"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--clusters", "nowhere"], "unknown cluster 'nowhere'"),
+        (["--workloads", "nope"], "unknown workload 'nope'"),
+        (["--repeat", "0"], "argument --repeat: must be an integer >= 1"),
+        (["--firsts", "0"], "argument --firsts: must be an integer >= 1"),
+        (["--scheduler", "heft,cpop"], "give one --scheduler"),
+    ],
+)
 def test_bad_arguments_are_one_line_and_start_nothing(argv, message, capsys, tmp_path):
     assert main(["bench", "--suite", "dask", "--out", str(tmp_path / "o"), *argv]) == 2
     err = capsys.readouterr().err
@@ -57,10 +60,28 @@ def test_bad_arguments_are_one_line_and_start_nothing(argv, message, capsys, tmp
 
 @pytest.mark.slow
 def test_one_workload_end_to_end(tmp_path, capsys):
-    assert main(["bench", "--suite", "dask", "--workloads", "df-groupby", "--repeat", "1", "--firsts", "2",
-                 "--out", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "--suite",
+                "dask",
+                "--workloads",
+                "df-groupby",
+                "--repeat",
+                "1",
+                "--firsts",
+                "2",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     text = (tmp_path / "dask.csv").read_text().splitlines()
-    assert text[0].startswith("cluster,workload,scheduler,runs") and text[1].startswith("homogeneous,df-groupby,adaptive,1")
+    assert text[0].startswith("cluster,workload,scheduler,runs") and text[1].startswith(
+        "homogeneous,df-groupby,adaptive,1"
+    )
     assert "df-groupby" in (tmp_path / "dask.md").read_text()
     import csv
 
@@ -111,8 +132,13 @@ def test_the_suite_keeps_dask_s_warnings_on_a_shuffle_run_again_quiet(monkeypatc
     import taskflow.app.dask_suite as suite
 
     levels = []
-    monkeypatch.setattr(suite, "_measure", lambda *a, **k: levels.append(
-        logging.getLogger(suite._SHUFFLE_LOGGER).getEffectiveLevel()) or {"cluster": "homogeneous"})
+    monkeypatch.setattr(
+        suite,
+        "_measure",
+        lambda *a, **k: (
+            levels.append(logging.getLogger(suite._SHUFFLE_LOGGER).getEffectiveLevel()) or {"cluster": "homogeneous"}
+        ),
+    )
     monkeypatch.setattr(suite, "format_rows", lambda rows, header=True: "")
     before = logging.getLogger(suite._SHUFFLE_LOGGER).level
     run_suite(["homogeneous"], ["df-shuffle"], repeat=1)
@@ -123,15 +149,37 @@ def test_the_summary_gives_each_cluster_its_geometric_means_and_prediction_error
     from taskflow.app.dask_suite import summarise
 
     nan = float("nan")
-    rows = [{"cluster": "two-racks", "workload": "a", "ratio": 0.25, "first_ratio": 1.0, "prediction_error": -0.02,
-             "ratio_low": 0.2, "ratio_high": 0.3, "first_ratio_low": 0.9, "first_ratio_high": 1.1},
-            {"cluster": "two-racks", "workload": "b", "ratio": 1.0, "first_ratio": 0.81, "prediction_error": 0.04,
-             "ratio_low": 1.01, "ratio_high": 1.2, "first_ratio_low": 0.7, "first_ratio_high": 0.9},
-            {"cluster": "homogeneous", "workload": "a", "ratio": 1.0, "first_ratio": 1.0, "prediction_error": nan}]
+    rows = [
+        {
+            "cluster": "two-racks",
+            "workload": "a",
+            "ratio": 0.25,
+            "first_ratio": 1.0,
+            "prediction_error": -0.02,
+            "ratio_low": 0.2,
+            "ratio_high": 0.3,
+            "first_ratio_low": 0.9,
+            "first_ratio_high": 1.1,
+        },
+        {
+            "cluster": "two-racks",
+            "workload": "b",
+            "ratio": 1.0,
+            "first_ratio": 0.81,
+            "prediction_error": 0.04,
+            "ratio_low": 1.01,
+            "ratio_high": 1.2,
+            "first_ratio_low": 0.7,
+            "first_ratio_high": 0.9,
+        },
+        {"cluster": "homogeneous", "workload": "a", "ratio": 1.0, "first_ratio": 1.0, "prediction_error": nan},
+    ]
     lines = summarise(rows).splitlines()
-    assert lines[0] == ("two-racks: ours / Dask's geomean 0.500 (first runs 0.900), worst 1.00, best 0.25; "
-                        "longer beyond the spread on 1 of 2 (b) (first runs 0 of 2); "
-                        "predictions on 2 of 2, median |error| 3.0%")
+    assert lines[0] == (
+        "two-racks: ours / Dask's geomean 0.500 (first runs 0.900), worst 1.00, best 0.25; "
+        "longer beyond the spread on 1 of 2 (b) (first runs 0 of 2); "
+        "predictions on 2 of 2, median |error| 3.0%"
+    )
     assert lines[1].endswith("no predictions")
 
 
@@ -154,10 +202,26 @@ def test_a_ratio_s_interval_tells_a_difference_from_the_spread():
 def test_the_table_shows_each_ratio_with_its_interval():
     from taskflow.app.dask_suite import format_rows
 
-    row = {"cluster": "homogeneous", "workload": "df-merge", "dask_first": 1.9, "ours_first": 2.05,
-           "first_ratio": 1.08, "first_ratio_low": 0.93, "first_ratio_high": 1.21, "dask_median": 1.56,
-           "dask_min": 1.5, "dask_max": 1.69, "ours_median": 1.54, "ours_min": 1.47, "ours_max": 1.79,
-           "ratio": 0.99, "ratio_low": 0.94, "ratio_high": 1.05, "prediction_error": 0.152, "decisions": "dask"}
+    row = {
+        "cluster": "homogeneous",
+        "workload": "df-merge",
+        "dask_first": 1.9,
+        "ours_first": 2.05,
+        "first_ratio": 1.08,
+        "first_ratio_low": 0.93,
+        "first_ratio_high": 1.21,
+        "dask_median": 1.56,
+        "dask_min": 1.5,
+        "dask_max": 1.69,
+        "ours_median": 1.54,
+        "ours_min": 1.47,
+        "ours_max": 1.79,
+        "ratio": 0.99,
+        "ratio_low": 0.94,
+        "ratio_high": 1.05,
+        "prediction_error": 0.152,
+        "decisions": "dask",
+    }
     header, line = format_rows([row]).splitlines()
     assert "ratio (95%)" in header
     assert "1.08 (0.93-1.21)" in line and "0.99 (0.94-1.05)" in line and line.endswith("+15.2%  dask")

@@ -23,27 +23,38 @@ def _one_line(capsys, argv):
     return err
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["schedule", HEFT_G, "--workers", "2", "--scheduler", "heft", "--seed", "-1"], "--seed: must be an integer >= 0"),
-    (["simulate", HEFT_G, "--workers", "2", "--seed", "-1"], "--seed: must be an integer >= 0"),
-    (["compare", HEFT_G, "--workers", "2", "--seed", "x"], "--seed: 'x' is not an integer"),
-    (["simulate", HEFT_G, "--workers", "2", "--noise", "nan"], "--noise: must be a finite number >= 0"),
-    (["run", HEFT_G, "--time-scale", "-1"], "--time-scale: must be a finite number > 0"),
-    (["run", HEFT_G, "--time-scale", "1e308"], "--time-scale: must be a finite number > 0 and <= 1e+06"),
-    (["run", HEFT_G, "--size-scale", "nan"], "--size-scale: must be a finite number > 0"),
-    (["run", HEFT_G, "--retries", "-1"], "--retries: must be an integer >= 0"),
-    (["run", HEFT_G, "--timeout", "nan"], "--timeout: must be a finite number > 0"),
-    (["run", HEFT_G, "--workers", "0"], "--workers: must be an integer >= 1"),
-    (["bench", "--jobs", "0"], "--jobs: must be an integer >= 1"),
-    (["bench", "--jobs", "-1"], "--jobs: must be an integer >= 1"),
-    (["testbed", "--threads", "-1", "--", "true"], "--threads: must be an integer >= 1"),
-    (["schedule", HEFT_G, "--workers", "2", "--scheduler", "heft-search", "--budget", "99999999999999999999"],
-     "--budget: budget '99999999999999999999': expected evaluations"),
-    (["nosuch"], "invalid choice: 'nosuch'"),
-    (["run", HEFT_G, "--dashboard", "127.0.0.1:99999"], "--dashboard: must be HOST:PORT with a port from 0 to 65535"),
-    (["run", HEFT_G, "--dashboard", ":8787"], "--dashboard: must be HOST:PORT"),
-    (["compare", HEFT_G, "--workers", "2", "--schedulers", ""], "--scheduler: empty value ''"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["schedule", HEFT_G, "--workers", "2", "--scheduler", "heft", "--seed", "-1"],
+            "--seed: must be an integer >= 0",
+        ),
+        (["simulate", HEFT_G, "--workers", "2", "--seed", "-1"], "--seed: must be an integer >= 0"),
+        (["compare", HEFT_G, "--workers", "2", "--seed", "x"], "--seed: 'x' is not an integer"),
+        (["simulate", HEFT_G, "--workers", "2", "--noise", "nan"], "--noise: must be a finite number >= 0"),
+        (["run", HEFT_G, "--time-scale", "-1"], "--time-scale: must be a finite number > 0"),
+        (["run", HEFT_G, "--time-scale", "1e308"], "--time-scale: must be a finite number > 0 and <= 1e+06"),
+        (["run", HEFT_G, "--size-scale", "nan"], "--size-scale: must be a finite number > 0"),
+        (["run", HEFT_G, "--retries", "-1"], "--retries: must be an integer >= 0"),
+        (["run", HEFT_G, "--timeout", "nan"], "--timeout: must be a finite number > 0"),
+        (["run", HEFT_G, "--workers", "0"], "--workers: must be an integer >= 1"),
+        (["bench", "--jobs", "0"], "--jobs: must be an integer >= 1"),
+        (["bench", "--jobs", "-1"], "--jobs: must be an integer >= 1"),
+        (["testbed", "--threads", "-1", "--", "true"], "--threads: must be an integer >= 1"),
+        (
+            ["schedule", HEFT_G, "--workers", "2", "--scheduler", "heft-search", "--budget", "99999999999999999999"],
+            "--budget: budget '99999999999999999999': expected evaluations",
+        ),
+        (["nosuch"], "invalid choice: 'nosuch'"),
+        (
+            ["run", HEFT_G, "--dashboard", "127.0.0.1:99999"],
+            "--dashboard: must be HOST:PORT with a port from 0 to 65535",
+        ),
+        (["run", HEFT_G, "--dashboard", ":8787"], "--dashboard: must be HOST:PORT"),
+        (["compare", HEFT_G, "--workers", "2", "--schedulers", ""], "--scheduler: empty value ''"),
+    ],
+)
 def test_a_bad_number_or_word_is_one_line_when_parsed(argv, message, capsys, no_cluster):
     assert message in _one_line(capsys, argv)  # refused before anything starts (no_cluster)
 
@@ -91,12 +102,34 @@ def test_a_reruns_id_never_names_a_real_task(tmp_path, capsys):
     assert run_id("a", 1, {"a"}) == "a" and run_id("a", 2, {"a"}) == "a#2"
     assert run_id("a", 2, {"a", "a#2"}) == "a#2#" and run_id("a", 2, {"a", "a#2", "a#2#"}) == "a#2##"
     g = tmp_path / "g.json"
-    g.write_text(json.dumps({"format": "taskflow-graph/1", "name": "g",
-                             "tasks": [{"id": "a", "cost": 1.0, "output_size": 1e9}, {"id": "a#2", "cost": 2.0}],
-                             "edges": [{"from": "a", "to": "a#2", "size": 1e9}]}))
+    g.write_text(
+        json.dumps(
+            {
+                "format": "taskflow-graph/1",
+                "name": "g",
+                "tasks": [{"id": "a", "cost": 1.0, "output_size": 1e9}, {"id": "a#2", "cost": 2.0}],
+                "edges": [{"from": "a", "to": "a#2", "size": 1e9}],
+            }
+        )
+    )
     out = tmp_path / "t.json"
-    code = main(["simulate", str(g), "--workers", "2", "--fail", "w0@1.5", "--scheduler", "round-robin",
-                 "--bandwidth", "1e8", "-q", "-o", str(out)])
+    code = main(
+        [
+            "simulate",
+            str(g),
+            "--workers",
+            "2",
+            "--fail",
+            "w0@1.5",
+            "--scheduler",
+            "round-robin",
+            "--bandwidth",
+            "1e8",
+            "-q",
+            "-o",
+            str(out),
+        ]
+    )
     text = capsys.readouterr().out
     assert code == 0 and "recomputed: a" in text
     runs = {a.get("run", a["task"]) for a in json.loads(out.read_text())["assignments"]}
@@ -116,7 +149,9 @@ def test_a_call_cancelled_by_a_scheduler_gone_is_a_lost_scheduler_not_a_cancelle
         raise asyncio.CancelledError()
 
     client = SimpleNamespace(sync=sync, scheduler=SimpleNamespace(address="tcp://gone:1", taskflow_forget=None))
-    with pytest.raises(taskflow.SchedulerLost, match=r"lost the Dask scheduler \(tcp://gone:1\) during 'taskflow_forget'"):
+    with pytest.raises(
+        taskflow.SchedulerLost, match=r"lost the Dask scheduler \(tcp://gone:1\) during 'taskflow_forget'"
+    ):
         call(client, "taskflow_forget", run="r")
 
 
@@ -188,8 +223,9 @@ def test_workers_is_the_number_of_batch_jobs(monkeypatch, capsys):
         raise TaskflowError(f"would start {kwargs['workers']} worker(s) via {kwargs['jobqueue']}")
 
     monkeypatch.setattr(taskflow.runtime, "run", fake_run)
-    assert "would start 1 worker(s) via slurm" in _one_line(capsys, ["run", HEFT_G, "--jobqueue", "slurm",
-                                                                     "--workers", "1"])
+    assert "would start 1 worker(s) via slurm" in _one_line(
+        capsys, ["run", HEFT_G, "--jobqueue", "slurm", "--workers", "1"]
+    )
     assert "would start 3 worker(s) via pbs" in _one_line(capsys, ["run", HEFT_G, "--jobqueue", "pbs", "--jobs", "3"])
     assert "--jobqueue needs --workers N" in _one_line(capsys, ["run", HEFT_G, "--jobqueue", "slurm"])
     assert "would start 2 worker(s) via None" in _one_line(capsys, ["run", HEFT_G])
@@ -200,7 +236,9 @@ def test_bench_resumes_from_a_cut_file_and_refuses_one_that_is_not_its_own(tmp_p
     from taskflow.app.suite import FIELDS
 
     path = tmp_path / "results.csv"
-    row = dict(zip(FIELDS, ["w", "f", "c", "simple", "heft", "0", "10", "5.0", "4.0", "1.2", "2", "0.5", "0.001", "True"]))
+    row = dict(
+        zip(FIELDS, ["w", "f", "c", "simple", "heft", "0", "10", "5.0", "4.0", "1.2", "2", "0.5", "0.001", "True"])
+    )
     head = ",".join(FIELDS) + "\n"
     whole = ",".join(row.values()) + "\n"
     path.write_text(head + whole + whole.replace(",heft,", ",cpop,") + "w,f,c,simple,blevel,0,1")  # killed mid-row
@@ -216,9 +254,14 @@ def test_bench_resumes_from_a_cut_file_and_refuses_one_that_is_not_its_own(tmp_p
     assert "not a results file of this version" in _one_line(capsys, ["bench", "--out", tmp_path, "-q"])
 
 
-@pytest.mark.parametrize("body, said", [("sys.exit(0)", "building the graph called sys.exit(0)"),
-                                        ("sys.exit(5)", "building the graph called sys.exit(5)"),
-                                        ("raise KeyboardInterrupt", "building the graph raised KeyboardInterrupt")])
+@pytest.mark.parametrize(
+    "body, said",
+    [
+        ("sys.exit(0)", "building the graph called sys.exit(0)"),
+        ("sys.exit(5)", "building the graph called sys.exit(5)"),
+        ("raise KeyboardInterrupt", "building the graph raised KeyboardInterrupt"),
+    ],
+)
 def test_a_users_module_that_exits_or_interrupts_is_named(body, said, tmp_path, monkeypatch, capsys):
     name = f"exits_{abs(hash(body))}"
     (tmp_path / f"{name}.py").write_text(f"import sys\n\n\ndef build():\n    {body}\n")
@@ -227,11 +270,22 @@ def test_a_users_module_that_exits_or_interrupts_is_named(body, said, tmp_path, 
     assert f"{name}:build: {said}" in _one_line(capsys, ["info", f"{name}:build"])
 
 
-@pytest.mark.parametrize("doc, number", [
-    ({"format": "taskflow-cluster/1", "name": "x", "workers": [{"id": "a"}, {"id": "b"}],
-      "racks": {"a": 1, "b": 2}, "uplink": "BIG"}, "1e400"),
-    ({"format": "taskflow-cluster/1", "name": "x", "workers": [{"id": "a", "speed": "BIG"}]}, "-2e308"),
-])
+@pytest.mark.parametrize(
+    "doc, number",
+    [
+        (
+            {
+                "format": "taskflow-cluster/1",
+                "name": "x",
+                "workers": [{"id": "a"}, {"id": "b"}],
+                "racks": {"a": 1, "b": 2},
+                "uplink": "BIG",
+            },
+            "1e400",
+        ),
+        ({"format": "taskflow-cluster/1", "name": "x", "workers": [{"id": "a", "speed": "BIG"}]}, "-2e308"),
+    ],
+)
 def test_a_number_a_float_cannot_hold_is_named_not_taken_for_infinity(tmp_path, capsys, doc, number):
     path = tmp_path / "c.json"
     path.write_text(json.dumps(doc).replace('"BIG"', number))
@@ -247,9 +301,16 @@ def test_a_number_a_float_cannot_hold_is_named_not_taken_for_infinity(tmp_path, 
 def test_ids_holding_control_characters_are_printed_escaped(tmp_path, capfd, command):
     bad = ["a\x1b[31mRED", "b\x08\x08", "c\u202eevil", "d\x07"]
     g = tmp_path / "g.json"
-    g.write_text(json.dumps({"format": "taskflow-graph/1", "name": "n\x1b[2J",
-                             "tasks": [{"id": t, "cost": 1.0} for t in bad],
-                             "edges": [{"from": bad[0], "to": bad[1]}]}))
+    g.write_text(
+        json.dumps(
+            {
+                "format": "taskflow-graph/1",
+                "name": "n\x1b[2J",
+                "tasks": [{"id": t, "cost": 1.0} for t in bad],
+                "edges": [{"from": bad[0], "to": bad[1]}],
+            }
+        )
+    )
     code = main([command[0], str(g), "--workers", "2", *command[1:]])
     out, err = capfd.readouterr()
     assert code == 0, err
@@ -267,8 +328,13 @@ def full_disk(tmp_path):
 
     where = tmp_path / "full"
     where.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(where)],
-                                           capture_output=True).returncode != 0:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(where)], capture_output=True
+        ).returncode
+        != 0
+    ):
         pytest.skip("a full filesystem needs root (mount -t tmpfs)")
     try:
         f = open(where / "filler", "wb", buffering=0)
@@ -286,8 +352,9 @@ def full_disk(tmp_path):
 
 def test_a_report_onto_a_full_disk_is_one_error_and_leaves_nothing(full_disk, tmp_path, capsys):
     g = tmp_path / "g.json"
-    g.write_text(json.dumps({"format": "taskflow-graph/1", "name": "g", "tasks": [{"id": "a", "cost": 0.01}],
-                             "edges": []}))
+    g.write_text(
+        json.dumps({"format": "taskflow-graph/1", "name": "g", "tasks": [{"id": "a", "cost": 0.01}], "edges": []})
+    )
     report = full_disk / "report.json"
     code = main(["run", str(g), "--workers", "1", "-q", "--report", str(report)])
     err = capsys.readouterr().err

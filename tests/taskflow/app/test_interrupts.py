@@ -35,9 +35,15 @@ def ctrl_c_as_in_a_terminal():
 
 
 def _start(argv, cwd):
-    return subprocess.Popen([sys.executable, "-m", "taskflow", *argv], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=_as_from_a_terminal)
+    return subprocess.Popen(
+        [sys.executable, "-m", "taskflow", *argv],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_as_from_a_terminal,
+    )
 
 
 def _workers(proc) -> list:
@@ -118,8 +124,9 @@ def test_sigterm_to_a_run_alone_ends_it_and_its_cluster(tmp_path, moment):
 
 
 def test_ctrl_c_on_compare_real_is_one_line(tmp_path):
-    proc = _start(["compare", HEFT_G, "--cluster", HEFT_C, "--real", "--time-scale", "0.5", "--schedulers",
-                   "heft,cpop"], tmp_path)
+    proc = _start(
+        ["compare", HEFT_G, "--cluster", HEFT_C, "--real", "--time-scale", "0.5", "--schedulers", "heft,cpop"], tmp_path
+    )
     _wait_until(lambda: _busy(proc), proc, "busy workers")
     assert _ended(proc, signal.SIGINT, True, 130) == "error: interrupted\n"
 
@@ -135,11 +142,16 @@ def test_sigterm_to_bench_alone_ends_its_pool_and_keeps_whole_rows(tmp_path):
         assert all(None not in r and all(v is not None for v in r.values()) for r in rows)
 
 
-@pytest.mark.parametrize("sig, raised, status, line", [(signal.SIGTERM, "Terminated", 143, "error: terminated\n"),
-                                                       (signal.SIGINT, "KeyboardInterrupt", 130,
-                                                        "error: interrupted\n")])
-def test_a_signal_whose_exception_python_dropped_still_ends_the_command(sig, raised, status, line, monkeypatch,
-                                                                        capsys, ctrl_c_as_in_a_terminal):
+@pytest.mark.parametrize(
+    "sig, raised, status, line",
+    [
+        (signal.SIGTERM, "Terminated", 143, "error: terminated\n"),
+        (signal.SIGINT, "KeyboardInterrupt", 130, "error: interrupted\n"),
+    ],
+)
+def test_a_signal_whose_exception_python_dropped_still_ends_the_command(
+    sig, raised, status, line, monkeypatch, capsys, ctrl_c_as_in_a_terminal
+):
     """Python drops an exception raised where it cannot propagate: SIGTERM arriving as a pool
     forks a worker (in logging's at-fork handler) once let ``taskflow bench`` finish and exit 0,
     printing Python's report of the dropped exception. Here the signal comes inside a finaliser."""
@@ -213,8 +225,10 @@ def test_the_program_logs_nothing_once_a_signal_ends_it(sig, ctrl_c_as_in_a_term
         log.removeHandler(keep)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is None or importlib.util.find_spec("sklearn") is None,
-                    reason="needs the torch extra")
+@pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None or importlib.util.find_spec("sklearn") is None,
+    reason="needs the torch extra",
+)
 @pytest.mark.parametrize("sig, to_group, status", [(signal.SIGTERM, False, 143), (signal.SIGINT, True, 130)])
 def test_a_signal_to_train_after_an_epoch_keeps_the_epochs_printed_and_written(tmp_path, sig, to_group, status):
     """``taskflow train`` prints each epoch as it ends and writes ``-o`` then: stopped after epoch
@@ -238,6 +252,6 @@ def test_a_signal_to_train_after_an_epoch_keeps_the_epochs_printed_and_written(t
     printed = [line for line in out.splitlines() if line.startswith("epoch ")]
     written = json.loads((tmp_path / "h.json").read_text())["epochs"]
     assert written and len(printed) in (len(written), len(written) - 1)  # written first, then printed
-    assert [f"epoch {e['epoch'] + 1}:" for e in written[:len(printed)]] == [p.split(" loss")[0] for p in printed]
+    assert [f"epoch {e['epoch'] + 1}:" for e in written[: len(printed)]] == [p.split(" loss")[0] for p in printed]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".taskflow-")]  # nothing half-written
     assert took < 30  # bounded (within a second on a quiet machine; the machine may be loaded)

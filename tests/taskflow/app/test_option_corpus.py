@@ -25,12 +25,24 @@ from taskflow.app.cli.parser import build_parser
 
 HEFT_G = "examples/heft_paper.graph.json"
 # what each command needs besides the option under test (parsing must reach the option)
-NEEDS = {"schedule": [HEFT_G, "--workers", "2", "--scheduler", "heft"], "simulate": [HEFT_G, "--workers", "2"],
-         "compare": [HEFT_G, "--workers", "2", "--schedulers", "heft,cpop"], "run": [HEFT_G],
-         "validate": [HEFT_G, "--schedule", "x.json"], "info": [HEFT_G], "convert": [HEFT_G, "-o", "x.json"],
-         "bench": [], "demo": [], "testbed": ["--", "true"], "samples": [], "schedulers": [], "calibrate": [],
-         "advise": [HEFT_G, "--catalog", "tiny"], "train": ["data"],
-         "jobs": ["simulate", "examples/jobs.json", "--scheduler", "fifo,las"]}
+NEEDS = {
+    "schedule": [HEFT_G, "--workers", "2", "--scheduler", "heft"],
+    "simulate": [HEFT_G, "--workers", "2"],
+    "compare": [HEFT_G, "--workers", "2", "--schedulers", "heft,cpop"],
+    "run": [HEFT_G],
+    "validate": [HEFT_G, "--schedule", "x.json"],
+    "info": [HEFT_G],
+    "convert": [HEFT_G, "-o", "x.json"],
+    "bench": [],
+    "demo": [],
+    "testbed": ["--", "true"],
+    "samples": [],
+    "schedulers": [],
+    "calibrate": [],
+    "advise": [HEFT_G, "--catalog", "tiny"],
+    "train": ["data"],
+    "jobs": ["simulate", "examples/jobs.json", "--scheduler", "fifo,las"],
+}
 SAFE_TO_RUN = {"schedule", "simulate", "compare", "jobs"}
 
 
@@ -49,9 +61,35 @@ OPTIONS = _numeric_options()
 
 HOSTILE = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
-    st.integers(-(10 ** 30), 10 ** 30).map(str),
-    st.sampled_from(["", " ", "nan", "-inf", "inf", "1e400", "-1e400", "1e308", "\u00b2", "\u0663", "0x10",
-                     "1_000", " 2", "2 ", "--", "1,5", "True", "0.0", "-0", "1e-400", "5", "0", "-1", "9" * 400]),
+    st.integers(-(10**30), 10**30).map(str),
+    st.sampled_from(
+        [
+            "",
+            " ",
+            "nan",
+            "-inf",
+            "inf",
+            "1e400",
+            "-1e400",
+            "1e308",
+            "\u00b2",
+            "\u0663",
+            "0x10",
+            "1_000",
+            " 2",
+            "2 ",
+            "--",
+            "1,5",
+            "True",
+            "0.0",
+            "-0",
+            "1e-400",
+            "5",
+            "0",
+            "-1",
+            "9" * 400,
+        ]
+    ),
     st.text(max_size=8),
 )
 
@@ -59,8 +97,12 @@ HOSTILE = st.one_of(
 def test_every_number_any_command_takes_is_checked_when_parsed():
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    raw = [(command, a.option_strings) for command, sp in sub.choices.items() for a in sp._actions
-           if a.type in (int, float)]
+    raw = [
+        (command, a.option_strings)
+        for command, sp in sub.choices.items()
+        for a in sp._actions
+        if a.type in (int, float)
+    ]
     assert not raw, f"options parsed as a bare int or float (no range, nan and inf taken): {raw}"
     assert len(OPTIONS) >= 30  # the counts, durations and scales of the commands
     assert set(NEEDS) >= {command for command, _, _, _ in OPTIONS}
@@ -73,7 +115,7 @@ def _argv(command: str, option: str, value: str) -> list:
     head = list(needs[:cut])
     if option in head:
         i = head.index(option)
-        del head[i:i + 2]
+        del head[i : i + 2]
     return [command, *head, f"{option}={value}", *needs[cut:]]
 
 
@@ -129,10 +171,14 @@ def test_a_command_that_starts_nothing_ends_cleanly_on_any_number(choice, text):
     assert "internal error" not in lines and "Traceback" not in lines
 
 
-@pytest.mark.parametrize("command, option, bounded, dest", [o for o in OPTIONS if o[0] not in SAFE_TO_RUN],
-                         ids=lambda x: x if isinstance(x, str) and not x.isidentifier() or x in NEEDS else "")
-def test_a_command_that_would_start_a_cluster_refuses_a_bad_number_first(command, option, bounded, dest, capsys,
-                                                                         tmp_path, monkeypatch, no_cluster):
+@pytest.mark.parametrize(
+    "command, option, bounded, dest",
+    [o for o in OPTIONS if o[0] not in SAFE_TO_RUN],
+    ids=lambda x: x if isinstance(x, str) and not x.isidentifier() or x in NEEDS else "",
+)
+def test_a_command_that_would_start_a_cluster_refuses_a_bad_number_first(
+    command, option, bounded, dest, capsys, tmp_path, monkeypatch, no_cluster
+):
     monkeypatch.chdir(tmp_path)  # nothing may be written anywhere
     bad = "nan" if bounded.kind is float else "-1"
     t0 = time.monotonic()

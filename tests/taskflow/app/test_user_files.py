@@ -37,6 +37,7 @@ def _within(seconds, fn, *args):
             box.append(e)
         else:
             box.append(None)
+
     t = threading.Thread(target=call, daemon=True)
     t.start()
     t.join(seconds)
@@ -112,16 +113,19 @@ def test_an_input_that_is_a_fifo_is_refused_without_blocking(tmp_path):
         assert isinstance(e, FormatError) and "a pipe" in str(e)
 
 
-@pytest.mark.parametrize("argv", [
-    ["convert", GRAPH, "-o", "{fifo}"],
-    ["schedule", GRAPH, "-o", "{fifo}"],
-    ["schedule", GRAPH, "--plot", "{fifo}.png"],
-    ["simulate", GRAPH, "--chrome-trace", "{fifo}"],
-    ["simulate", GRAPH, "--plot", "{fifo}.png"],
-    ["info", "{fifo}"],
-    ["advise", GRAPH, "--profile", "{fifo}", "--catalog", "tiny"],
-    ["advise", GRAPH, "--catalog", "tiny", "-o", "{fifo}"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["convert", GRAPH, "-o", "{fifo}"],
+        ["schedule", GRAPH, "-o", "{fifo}"],
+        ["schedule", GRAPH, "--plot", "{fifo}.png"],
+        ["simulate", GRAPH, "--chrome-trace", "{fifo}"],
+        ["simulate", GRAPH, "--plot", "{fifo}.png"],
+        ["info", "{fifo}"],
+        ["advise", GRAPH, "--profile", "{fifo}", "--catalog", "tiny"],
+        ["advise", GRAPH, "--catalog", "tiny", "-o", "{fifo}"],
+    ],
+)
 def test_every_command_refuses_a_fifo_at_once_and_writes_nothing(tmp_path, capsys, argv):
     from taskflow.app.cli import main
 

@@ -4,8 +4,18 @@ import zipfile
 import networkx as nx
 import pytest
 
-from taskflow import (FormatError, GraphError, from_networkx, load_cluster, load_graph,
-                      load_graphs, save_cluster, save_graph, to_dot, to_networkx)
+from taskflow import (
+    FormatError,
+    GraphError,
+    from_networkx,
+    load_cluster,
+    load_graph,
+    load_graphs,
+    save_cluster,
+    save_graph,
+    to_dot,
+    to_networkx,
+)
 from taskflow.formats import detect_format, estee, graph_to_dict
 from taskflow.formats.wfformat import graph_to_wfformat
 
@@ -21,8 +31,15 @@ def raw_wf_counts(path):
     return len(tasks), len(links)
 
 
-@pytest.mark.parametrize("name", ["montage-chameleon-2mass-01d-001", "epigenomics-chameleon-hep-2seq-50k-001",
-                                  "srasearch-chameleon-10a-001", "helloworld-chain-5-chameleon"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "montage-chameleon-2mass-01d-001",
+        "epigenomics-chameleon-hep-2seq-50k-001",
+        "srasearch-chameleon-10a-001",
+        "helloworld-chain-5-chameleon",
+    ],
+)
 def test_wfinstances_counts_costs_and_sizes(name):
     path = shared("wfinstances", f"{name}.json")
     g = load_graph(path)
@@ -66,6 +83,7 @@ def test_stg_robot_matches_its_footer():
     # footer: 88 tasks + 2 dummies, 131 edges + 4 dummy edges, CP length 569
     assert (len(g), g.num_edges) == (90, 135)
     from taskflow import critical_path
+
     assert critical_path(g)[0] == 569
     assert g.task("t0").cost == 0 and g.task("t6").cost == 28
     assert sorted(g.predecessors("t6")) == ["t1", "t4"]  # row "6 28 2 1 4"
@@ -77,6 +95,7 @@ def test_dax_edges_sizes_by_file_rule():
     g = load_graph(path)
     assert detect_format(path) == "dax"
     import xml.etree.ElementTree as ET  # the stdlib parser, only to compute expectations here
+
     root = ET.parse(path).getroot()
     ns = root.tag.split("}")[0] + "}"
     jobs = root.findall(f"{ns}job")
@@ -111,17 +130,19 @@ def test_estee_set_and_selection():
     with zipfile.ZipFile(path) as z:
         table = json.loads(z.read(z.namelist()[0]))
     tasks = json.loads(table["graph"]["14"])
-    assert grid.edge_size("t0", "t1") == tasks[0]["outputs"][0]["s"] * 2 ** 20
+    assert grid.edge_size("t0", "t1") == tasks[0]["outputs"][0]["s"] * 2**20
     assert grid.task("t1").cost == tasks[1]["d"] and grid.task("t1").meta == {"expected_cost": tasks[1]["e_d"]}
 
 
 def test_estee_cpus_and_merged_outputs(tmp_path):
-    tasks = [{"d": 1, "e_d": 1, "cpus": 1, "outputs": [{"s": 1, "e_s": 1}, {"s": 2, "e_s": 2}], "inputs": []},
-             {"d": 2, "e_d": 2, "cpus": 3, "outputs": [], "inputs": [[0, 0], [0, 1]]}]
+    tasks = [
+        {"d": 1, "e_d": 1, "cpus": 1, "outputs": [{"s": 1, "e_s": 1}, {"s": 2, "e_s": 2}], "inputs": []},
+        {"d": 2, "e_d": 2, "cpus": 3, "outputs": [], "inputs": [[0, 0], [0, 1]]},
+    ]
     p = tmp_path / "set.zip"
     p.write_bytes(estee.dumps_set([("two", tasks)]))
     g = load_graph(p)  # a set of one needs no #K
-    assert g.edge_size("t0", "t1") == 3 * 2 ** 20 and g.task("t1").cores == 3
+    assert g.edge_size("t0", "t1") == 3 * 2**20 and g.task("t1").cores == 3
 
 
 def test_native_round_trip_is_exact(tmp_path, heft_graph):
@@ -139,8 +160,15 @@ def test_native_round_trip_is_exact(tmp_path, heft_graph):
 
 def test_cluster_round_trip(tmp_path, heft_cluster):
     from taskflow import Cluster, Worker
-    c = Cluster([Worker("a", 1.0, 2), Worker(7, 2.5)], bandwidth=5.0, bandwidths={"a": {7: 2.0}}, latency=0.1,
-                task_overhead=0.004, backplane=3.0)
+
+    c = Cluster(
+        [Worker("a", 1.0, 2), Worker(7, 2.5)],
+        bandwidth=5.0,
+        bandwidths={"a": {7: 2.0}},
+        latency=0.1,
+        task_overhead=0.004,
+        backplane=3.0,
+    )
     save_cluster(c, tmp_path / "c.json")
     c2 = load_cluster(tmp_path / "c.json")
     assert c2 == c and c2.transfer_time(10, "a", 7) == pytest.approx(5.1) and c2.task_overhead == 0.004
@@ -169,12 +197,34 @@ def test_written_wfformat_follows_the_1_5_schema(heft_graph):
 
 
 def test_wfformat_1_4_is_read():
-    doc = {"name": "old", "schemaVersion": "1.4", "workflow": {"tasks": [
-        {"name": "a", "type": "compute", "runtimeInSeconds": 3.0, "cores": 2, "parents": [],
-         "files": [{"name": "x", "sizeInBytes": 40, "link": "output"}, {"name": "y", "sizeInBytes": 2, "link": "output"}]},
-        {"name": "b", "type": "compute", "runtimeInSeconds": 1.5, "parents": ["a"],
-         "files": [{"name": "x", "sizeInBytes": 40, "link": "input"}]}]}}
+    doc = {
+        "name": "old",
+        "schemaVersion": "1.4",
+        "workflow": {
+            "tasks": [
+                {
+                    "name": "a",
+                    "type": "compute",
+                    "runtimeInSeconds": 3.0,
+                    "cores": 2,
+                    "parents": [],
+                    "files": [
+                        {"name": "x", "sizeInBytes": 40, "link": "output"},
+                        {"name": "y", "sizeInBytes": 2, "link": "output"},
+                    ],
+                },
+                {
+                    "name": "b",
+                    "type": "compute",
+                    "runtimeInSeconds": 1.5,
+                    "parents": ["a"],
+                    "files": [{"name": "x", "sizeInBytes": 40, "link": "input"}],
+                },
+            ]
+        },
+    }
     from taskflow.formats.wfformat import graph_from_wfformat
+
     g = graph_from_wfformat(doc)
     assert g.task("a").cores == 2 and g.task("a").output_size == 42
     assert list(g.edges()) == [("a", "b", 40)]
@@ -223,15 +273,20 @@ def test_unknown_format(tmp_path):
 def test_native_missing_fields_and_cycle(tmp_path):
     with pytest.raises(FormatError, match=r"tasks\[1\]: missing field 'cost'"):
         load_graph(write(tmp_path, '{"format": "taskflow-graph/1", "tasks": [{"id": "a", "cost": 1}, {"id": "b"}]}'))
-    doc = {"format": "taskflow-graph/1", "tasks": [{"id": "a", "cost": 1}, {"id": "b", "cost": 1}],
-           "edges": [{"from": "a", "to": "b", "size": 0}, {"from": "b", "to": "a", "size": 0}]}
+    doc = {
+        "format": "taskflow-graph/1",
+        "tasks": [{"id": "a", "cost": 1}, {"id": "b", "cost": 1}],
+        "edges": [{"from": "a", "to": "b", "size": 0}, {"from": "b", "to": "a", "size": 0}],
+    }
     with pytest.raises(GraphError, match="cycle: (a -> b -> a|b -> a -> b)"):
         load_graph(write(tmp_path, json.dumps(doc)))  # validated when loaded
 
 
 def test_dax_refuses_entity_expansion(tmp_path):
-    bomb = ('<?xml version="1.0"?>\n<!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;">]>\n'
-            '<adag><job id="a" runtime="1">&lol2;</job></adag>')
+    bomb = (
+        '<?xml version="1.0"?>\n<!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;">]>\n'
+        '<adag><job id="a" runtime="1">&lol2;</job></adag>'
+    )
     with pytest.raises(FormatError, match="refused unsafe XML"):
         load_graph(write(tmp_path, bomb, "bomb.xml"))
 
@@ -252,6 +307,7 @@ def test_save_is_atomic(tmp_path, heft_graph, monkeypatch):
 
     def boom(*a, **k):
         raise RuntimeError("disk full")
+
     monkeypatch.setattr(_util.json, "dumps", boom)
     with pytest.raises(RuntimeError):
         save_graph(heft_graph, p)
@@ -268,6 +324,7 @@ def test_every_shared_file_loads(f):
 
 def test_ids_that_wfformat_would_write_alike_are_refused_not_merged(tmp_path):
     from taskflow import TaskGraph
+
     g = TaskGraph("clash")
     g.add_task(1, cost=1.0)
     g.add_task("1", cost=2.0)

@@ -18,18 +18,65 @@ from taskflow import TaskflowError, load_cluster, load_graph, load_schedule
 
 from tests.conftest import EXAMPLES, shared
 
-_scalars = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(10 ** 30), max_value=10 ** 30),
-                     st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=8),
-                     st.sampled_from(["t1", "p1", "w0", "n0", "taskflow-graph/1", "taskflow-cluster/1",
-                                      "taskflow-schedule/1", "1.5"]))
-_json = st.recursive(_scalars, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(
-    st.sampled_from(["format", "tasks", "edges", "id", "cost", "size", "src", "dst", "workers", "speed", "cores",
-                     "bandwidth", "latency", "assignments", "task", "worker", "start", "finish", "meta", "costs",
-                     "output_size", "workflow", "specification", "execution", "files", "parents", "children",
-                     "runtimeInSeconds", "sizeInBytes", "name", "schemaVersion"]), kids, max_size=5), max_leaves=25)
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=8),
+    st.sampled_from(["t1", "p1", "w0", "n0", "taskflow-graph/1", "taskflow-cluster/1", "taskflow-schedule/1", "1.5"]),
+)
+_json = st.recursive(
+    _scalars,
+    lambda kids: (
+        st.lists(kids, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "format",
+                    "tasks",
+                    "edges",
+                    "id",
+                    "cost",
+                    "size",
+                    "src",
+                    "dst",
+                    "workers",
+                    "speed",
+                    "cores",
+                    "bandwidth",
+                    "latency",
+                    "assignments",
+                    "task",
+                    "worker",
+                    "start",
+                    "finish",
+                    "meta",
+                    "costs",
+                    "output_size",
+                    "workflow",
+                    "specification",
+                    "execution",
+                    "files",
+                    "parents",
+                    "children",
+                    "runtimeInSeconds",
+                    "sizeInBytes",
+                    "name",
+                    "schemaVersion",
+                ]
+            ),
+            kids,
+            max_size=5,
+        )
+    ),
+    max_leaves=25,
+)
 
-_SEEDS = {"graph": (EXAMPLES / "heft_paper.graph.json").read_text(),
-          "cluster": (EXAMPLES / "heft_paper.cluster.json").read_text()}
+_SEEDS = {
+    "graph": (EXAMPLES / "heft_paper.graph.json").read_text(),
+    "cluster": (EXAMPLES / "heft_paper.cluster.json").read_text(),
+}
 
 
 def _load(kind: str, data: bytes, suffix: str, fmt=None):
@@ -65,14 +112,19 @@ def _zip(members: dict) -> bytes:
 def fuzz_json_graphs(doc):
     _load("graph", json.dumps(doc, allow_nan=True).encode(), ".json")
     _load("graph", _splice(_SEEDS["graph"], doc), ".json")
-    _load("graph", json.dumps({"schemaVersion": "1.5", "name": "w", "workflow": doc}, allow_nan=True).encode(),
-          ".json", "wfformat")
+    _load(
+        "graph",
+        json.dumps({"schemaVersion": "1.5", "name": "w", "workflow": doc}, allow_nan=True).encode(),
+        ".json",
+        "wfformat",
+    )
 
 
 def fuzz_clusters_and_schedules(doc):
     _load("cluster", _splice(_SEEDS["cluster"], doc), ".json")
-    _load("schedule", json.dumps({"format": "taskflow-schedule/1", "assignments": doc}, allow_nan=True).encode(),
-          ".json")
+    _load(
+        "schedule", json.dumps({"format": "taskflow-schedule/1", "assignments": doc}, allow_nan=True).encode(), ".json"
+    )
 
 
 def fuzz_bytes(data):

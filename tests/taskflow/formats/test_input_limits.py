@@ -20,8 +20,15 @@ def layers(n: int, width: int = 100) -> TaskGraph:
     ids = [f"t{i}" for i in range(n)]
     dst = list(range(width, n))
     src = [(d // width - 1) * width + (d * 7919) % width for d in dst]
-    return TaskGraph.from_arrays("layers", ids, [1.0 + i % 10 for i in range(n)], [0.0] * n, src, dst,
-                                 [1e6 if k % 2 == 0 else 0.0 for k in range(len(dst))])
+    return TaskGraph.from_arrays(
+        "layers",
+        ids,
+        [1.0 + i % 10 for i in range(n)],
+        [0.0] * n,
+        src,
+        dst,
+        [1e6 if k % 2 == 0 else 0.0 for k in range(len(dst))],
+    )
 
 
 @pytest.fixture
@@ -31,6 +38,7 @@ def limit(monkeypatch):
 
     def to(text):
         monkeypatch.setenv(_util.MAX_BYTES_ENV, text)
+
     return to
 
 
@@ -39,8 +47,11 @@ def test_a_file_past_the_limit_is_refused_with_how_to_raise_it_and_raising_it_re
     save_graph(layers(300), path)
     size = path.stat().st_size
     limit("1KiB")
-    with pytest.raises(FormatError, match=rf"{size:,} bytes, more than the limit of 1,024 \(raise it with "
-                                          r"--max-bytes or TASKFLOW_MAX_BYTES"):
+    with pytest.raises(
+        FormatError,
+        match=rf"{size:,} bytes, more than the limit of 1,024 \(raise it with "
+        r"--max-bytes or TASKFLOW_MAX_BYTES",
+    ):
         load_graph(str(path))
     assert main(["info", str(path)]) == 2
     err = capsys.readouterr().err
@@ -149,9 +160,11 @@ def test_the_nesting_count_skips_strings_and_the_number_scan_sees_every_block(bl
 
     monkeypatch.setattr(_util, "_DEPTH_BLOCK", block)
     text_chars = st.text(alphabet='ab[]{}" :,\\\\', max_size=6)
-    docs = st.recursive(st.none() | st.integers() | text_chars,
-                        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text_chars, inner, max_size=3),
-                        max_leaves=12)
+    docs = st.recursive(
+        st.none() | st.integers() | text_chars,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text_chars, inner, max_size=3),
+        max_leaves=12,
+    )
 
     @settings(max_examples=150, deadline=None)
     @given(docs)
@@ -160,9 +173,9 @@ def test_the_nesting_count_skips_strings_and_the_number_scan_sees_every_block(bl
         assert _util._json_depth(text) == _nesting([[doc]] * 70)
 
     check()
-    for text in ('{"a": [1.5, ' + "7" * 320 + '.0]}', '[1, 2e+400]', '[3E309]'):
+    for text in ('{"a": [1.5, ' + "7" * 320 + ".0]}", "[1, 2e+400]", "[3E309]"):
         assert _util._may_overflow(text.encode()), text
         with pytest.raises(FormatError, match="out of range"):
             _util.parse_json(text, "s")
-    assert _util.parse_json('[' + "7" * 250 + '.0, 1e308]', "s")[1] == 1e308  # flagged, and in range
-    assert not _util._may_overflow(b'[1.5, 2e-400, 1e99, 123456]')
+    assert _util.parse_json("[" + "7" * 250 + ".0, 1e308]", "s")[1] == 1e308  # flagged, and in range
+    assert not _util._may_overflow(b"[1.5, 2e-400, 1e99, 123456]")

@@ -112,6 +112,7 @@ def test_a_scheduler_that_never_starts_a_job_is_an_error_not_a_hang():
 
         def decide(self, event, view):
             return []
+
     with pytest.raises(SchedulerError, match="waiting on an idle cluster"):
         simulate_jobs(ABC, TWO, Idle())
 
@@ -119,8 +120,10 @@ def test_a_scheduler_that_never_starts_a_job_is_an_error_not_a_hang():
         name, round = "flap", 1.0
 
         def decide(self, event, view):
-            return [Preempt(j.job.id) for j in view.running] + [Start(j.job.id, view.free[:j.job.workers])
-                                                                for j in view.waiting[:0]]
+            return [Preempt(j.job.id) for j in view.running] + [
+                Start(j.job.id, view.free[: j.job.workers]) for j in view.waiting[:0]
+            ]
+
     with pytest.raises(SchedulerError, match="idle cluster|events"):
         simulate_jobs([Job("A", 0, 1, 1e6)], TWO, Flap())
 
@@ -129,8 +132,9 @@ def test_invariants_hold_on_a_generated_loaded_trace_for_every_scheduler():
     cluster = JobCluster(2, 2, 4)
     trace = generate_trace(300, seed=3, cluster=cluster, load=1.2, median_duration=600)
     for name in job_scheduler_names():
-        run = simulate_jobs(trace, cluster, get_job_scheduler(name, **({"round": 120} if name in ("las", "gittins")
-                                                                         else {})), restore=5)
+        run = simulate_jobs(
+            trace, cluster, get_job_scheduler(name, **({"round": 120} if name in ("las", "gittins") else {})), restore=5
+        )
         m = run.metrics()
         assert m["jobs"] == 300 and 0 < m["utilization"] <= 1.0 + 1e-9
         for r in run.records:  # none started before it arrived; every job ran its whole duration
@@ -162,11 +166,15 @@ TIRESIAS = """job_id,num_gpu,submit_time,iterations,model_name,duration,interval
 
 def test_a_tiresias_trace_and_cluster_spec_load_as_they_are(tmp_path):
     (tmp_path / "t.csv").write_text(TIRESIAS)
-    (tmp_path / "c.csv").write_text("num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n"
-                                    "1,1,2,32,128\n")
+    (tmp_path / "c.csv").write_text(
+        "num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n1,1,2,32,128\n"
+    )
     trace, cluster = load_trace(tmp_path / "t.csv"), load_job_cluster(tmp_path / "c.csv")
     assert [(j.id, j.arrival, j.workers, j.duration, j.model, j.iterations) for j in trace.jobs] == [
-        ("1", 0, 2, 10, "resnet50", 1000), ("2", 1, 2, 5, "vgg16", 500), ("3", 2, 1, 3, "resnet50", 300)]
+        ("1", 0, 2, 10, "resnet50", 1000),
+        ("2", 1, 2, 5, "vgg16", 500),
+        ("3", 2, 1, 3, "resnet50", 300),
+    ]
     assert cluster.workers == 2 and cluster.cores_per_node == 32 and cluster.memory_per_node == 128
     assert times(simulate_jobs(trace, cluster, "srtf")) == {"1": (0, 18, 1), "2": (1, 9, 1), "3": (2, 5, 0)}
     save_trace(trace, tmp_path / "n.json")  # the native format, and back
@@ -176,14 +184,17 @@ def test_a_tiresias_trace_and_cluster_spec_load_as_they_are(tmp_path):
     assert load_trace(tmp_path / "t2.csv").jobs == trace.jobs
 
 
-@pytest.mark.parametrize("text, message", [
-    ("job_id,num_gpu,submit_time\n1,2,0\n", "needs the column(s) iterations, model_name, duration, interval"),
-    (TIRESIAS.replace("1,2,0,1000", "1,2,-4,1000"), "line 2, job '1': arrival must be >= 0, got -4"),
-    (TIRESIAS.replace("2,2,1,500", "2,two,1,500"), "line 3, job '2': num_gpu must be a whole number"),
-    (TIRESIAS.replace(",5,0\n", ",nan,0\n"), "line 3, job '2': duration must be a number"),
-    (TIRESIAS.replace("3,1,2,300", "3,0,2,300"), "job '3': workers must be >= 1"),
-    ("job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n", "a trace of no job"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("job_id,num_gpu,submit_time\n1,2,0\n", "needs the column(s) iterations, model_name, duration, interval"),
+        (TIRESIAS.replace("1,2,0,1000", "1,2,-4,1000"), "line 2, job '1': arrival must be >= 0, got -4"),
+        (TIRESIAS.replace("2,2,1,500", "2,two,1,500"), "line 3, job '2': num_gpu must be a whole number"),
+        (TIRESIAS.replace(",5,0\n", ",nan,0\n"), "line 3, job '2': duration must be a number"),
+        (TIRESIAS.replace("3,1,2,300", "3,0,2,300"), "job '3': workers must be >= 1"),
+        ("job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n", "a trace of no job"),
+    ],
+)
 def test_a_wrong_trace_is_one_line_naming_the_line_the_job_and_the_field(tmp_path, text, message):
     (tmp_path / "t.csv").write_text(text)
     with pytest.raises(FormatError, match=message.replace("(", r"\(").replace(")", r"\)")) as e:
@@ -197,21 +208,24 @@ def test_a_job_larger_than_the_cluster_is_refused_or_set_aside_and_a_cluster_nee
         simulate_jobs(jobs, TWO, "fifo")
     run = simulate_jobs(jobs, TWO, "fifo", skip_too_large=True)
     assert [r.job.id for r in run.records] == ["ok"] and run.to_dict()["rejected"][0]["id"] == "big"
-    (tmp_path / "c.csv").write_text("num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n"
-                                    "1,0,8,32,128\n")
+    (tmp_path / "c.csv").write_text(
+        "num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n1,0,8,32,128\n"
+    )
     with pytest.raises(FormatError, match="nodes_per_rack must be an integer >= 1"):
         load_job_cluster(tmp_path / "c.csv")
     with pytest.raises(FormatError, match="appears twice"):
         JobTrace([Job("x", 0, 1, 1), Job("x", 1, 1, 1)])
-    (tmp_path / "n.json").write_text(json.dumps({"format": "taskflow-jobs/1", "jobs": [
-        {"id": "a", "arrival": 0, "workers": 1}]}))
+    (tmp_path / "n.json").write_text(
+        json.dumps({"format": "taskflow-jobs/1", "jobs": [{"id": "a", "arrival": 0, "workers": 1}]})
+    )
     with pytest.raises(FormatError, match=r"job 1 \('a'\): missing field 'duration'"):
         load_trace(tmp_path / "n.json")
 
 
 def test_unknown_schedulers_and_options_are_named():
-    with pytest.raises(UnknownSchedulerError,
-                       match="unknown scheduler .lifo..*known schedulers: fifo, gandiva, gittins, las"):
+    with pytest.raises(
+        UnknownSchedulerError, match="unknown scheduler .lifo..*known schedulers: fifo, gandiva, gittins, las"
+    ):
         get_job_scheduler("lifo")
     with pytest.raises(SchedulerError, match="takes no option 'quantum'"):
         get_job_scheduler("las", quantum=3)
@@ -238,9 +252,12 @@ def test_generated_traces_are_seeded_and_shaped_as_asked():
 
 
 @settings(max_examples=150, derandomize=True, deadline=None)
-@given(sizes=st.lists(st.floats(0.5, 1e6, allow_nan=False), min_size=0, max_size=40),
-       learnt=st.lists(st.floats(0.5, 1e6, allow_nan=False), max_size=5),
-       a=st.floats(0.0, 1e6), quantum=st.floats(1.0, 1e6) | st.just(float("inf")))
+@given(
+    sizes=st.lists(st.floats(0.5, 1e6, allow_nan=False), min_size=0, max_size=40),
+    learnt=st.lists(st.floats(0.5, 1e6, allow_nan=False), max_size=5),
+    a=st.floats(0.0, 1e6),
+    quantum=st.floats(1.0, 1e6) | st.just(float("inf")),
+)
 def test_the_gittins_index_is_its_definition_as_sizes_are_learnt(sizes, learnt, a, quantum):
     from taskflow.jobscheduling import Finished
 
@@ -288,21 +305,31 @@ def test_jobs_sharing_a_node_run_at_the_speeds_the_interference_table_gives():
         work = 0.0
         for a, b, _ in r.runs:
             for t0, t1 in _pieces(a, b, las.records):
-                others = {o.job.model for o in las.records if o is not r and any(x < t1 and y > t0 for x, y, _ in o.runs)}
+                others = {
+                    o.job.model for o in las.records if o is not r and any(x < t1 and y > t0 for x, y, _ in o.runs)
+                }
                 work += (t1 - t0) * (slow.speed(r.job, [Job("o", 0, 1, 1, model=m) for m in others]))
         assert work == pytest.approx(r.job.duration)
     assert Interference.from_dict(slow.to_dict()).pairs == slow.pairs
     with pytest.raises(TaskflowError, match="pairs\\[0\\].speed"):
-        Interference.from_dict({"format": "taskflow-interference/1", "pairs": [{"model": "a", "beside": "b",
-                                                                              "speed": 1.5}]})
+        Interference.from_dict(
+            {"format": "taskflow-interference/1", "pairs": [{"model": "a", "beside": "b", "speed": 1.5}]}
+        )
 
 
 def test_a_run_that_breaks_a_rule_is_caught_by_its_own_check():
     from taskflow.jobs import JobRecord, JobRun
 
     a, b = Job("a", 0.0, 2, 5.0), Job("b", 1.0, 1, 5.0)
-    good = JobRun("x", 2, [JobRecord(a, 0.0, 0.0, 5.0, runs=[(0.0, 5.0, (0, 1))]),
-                           JobRecord(b, 1.0, 5.0, 10.0, runs=[(5.0, 10.0, (1,))])], [(0.0, 2)])
+    good = JobRun(
+        "x",
+        2,
+        [
+            JobRecord(a, 0.0, 0.0, 5.0, runs=[(0.0, 5.0, (0, 1))]),
+            JobRecord(b, 1.0, 5.0, 10.0, runs=[(5.0, 10.0, (1,))]),
+        ],
+        [(0.0, 2)],
+    )
     assert good.violations() == []
     twice = JobRun("x", 2, [good.records[0], JobRecord(b, 1.0, 4.0, 9.0, runs=[(4.0, 9.0, (1,))])], [(0.0, 2)])
     assert any("worker 1 held by jobs 'a'" in v for v in twice.violations())
@@ -330,16 +357,20 @@ def test_taskflow_jobs_generate_then_simulate_writes_only_what_it_is_asked_to(tm
     assert trace.read_bytes() == before
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["simulate", "T", "--scheduler", "fifo", "--round", "5"], "--round goes with las, gittins or gandiva"),
-    (["simulate", "T", "--scheduler", "fifo", "--promote", "5"], "--promote go with las or gittins"),
-    (["simulate", "T", "--placement", "interference-aware"], "needs the interference table"),
-    (["simulate", "T", "--interference", "NEW"], "new.json"),
-    (["simulate", "T", "--crossover", "1.5"], "--crossover"),
-    (["simulate", "T", "--scheduler", "nope"], "nope"),
-    (["simulate", "T", "--workers", "4"], "asks for"),
-    (["run", "T"], "--data DIR"),
-    (["generate", "NEW"], "--cluster FILE or --workers N")])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["simulate", "T", "--scheduler", "fifo", "--round", "5"], "--round goes with las, gittins or gandiva"),
+        (["simulate", "T", "--scheduler", "fifo", "--promote", "5"], "--promote go with las or gittins"),
+        (["simulate", "T", "--placement", "interference-aware"], "needs the interference table"),
+        (["simulate", "T", "--interference", "NEW"], "new.json"),
+        (["simulate", "T", "--crossover", "1.5"], "--crossover"),
+        (["simulate", "T", "--scheduler", "nope"], "nope"),
+        (["simulate", "T", "--workers", "4"], "asks for"),
+        (["run", "T"], "--data DIR"),
+        (["generate", "NEW"], "--cluster FILE or --workers N"),
+    ],
+)
 def test_taskflow_jobs_refuses_bad_input_in_one_line(tmp_path, capsys, argv, message):
     from taskflow.app.cli import main
 
@@ -356,8 +387,10 @@ def test_a_median_run_stands_for_repeats_job_by_job():
     from taskflow.app.jobs_real import median_run
 
     jobs = [Job("A", 0, 1, 4), Job("B", 1, 1, 2)]
-    runs = [simulate_jobs([dataclasses.replace(j, duration=j.duration * f) for j in jobs], TWO, "fifo")
-            for f in (1.0, 3.0, 2.0)]
+    runs = [
+        simulate_jobs([dataclasses.replace(j, duration=j.duration * f) for j in jobs], TWO, "fifo")
+        for f in (1.0, 3.0, 2.0)
+    ]
     med = median_run(runs)
     assert [(r.job.id, r.start, r.finish) for r in med.records] == [("A", 0, 8.0), ("B", 1, 5.0)]
     assert med.metrics()["avg_jct"] == pytest.approx((8 + 4) / 2)
@@ -371,8 +404,9 @@ def test_las_attained_service_counts_the_workers_held_waiting_for_a_drain_and_a_
     3 s). Hand-computed: J2 and J3 start at 2 s and run from 2.05; J0 restarts at 3.05, pays its
     0.3 s restore and has 10 - 1.05 s left (it progressed while draining): 12.3 s; J1 after it."""
     jobs = [Job("J0", 0, 4, 10.0), Job("J1", 0.5, 4, 3.0), Job("J2", 1.0, 1, 1.0), Job("J3", 1.2, 1, 0.6)]
-    run = simulate_jobs(jobs, JobCluster(1, 1, 4), get_job_scheduler("las", thresholds=(4,), round=1),
-                        restore=0.3, drain=0.05)
+    run = simulate_jobs(
+        jobs, JobCluster(1, 1, 4), get_job_scheduler("las", thresholds=(4,), round=1), restore=0.3, drain=0.05
+    )
     runs = {r.job.id: [round(t, 9) for a, b, *_ in r.runs for t in (a, b)] for r in run.records}
     assert runs == {"J0": [0, 1.0, 3.05, 12.3], "J1": [1.0, 2.0, 12.3, 14.6], "J2": [2.0, 3.05], "J3": [2.0, 2.65]}
     assert run.violations() == []

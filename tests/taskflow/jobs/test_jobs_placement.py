@@ -24,8 +24,9 @@ def test_consolidated_takes_one_node_then_one_rack_then_the_fullest_racks():
     # 3 workers: no node holds them; rack 1 (4 free) does, rack 0 (3 free) does too and fits best
     assert place([0, 2, 3, 4, 5, 6, 7], 3, nodes, racks=racks) == (0, 2, 3)
     # 5: no rack holds them: the fuller rack's nodes first, then the other's fullest node
-    assert place([0, 2, 3, 4, 5, 6, 7], 5, nodes, racks=racks) == (4, 5, 6, 7) + (2,) or \
-        place([0, 2, 3, 4, 5, 6, 7], 5, nodes, racks=racks) == (2, 4, 5, 6, 7)
+    assert place([0, 2, 3, 4, 5, 6, 7], 5, nodes, racks=racks) == (4, 5, 6, 7) + (2,) or place(
+        [0, 2, 3, 4, 5, 6, 7], 5, nodes, racks=racks
+    ) == (2, 4, 5, 6, 7)
     # without racks, nodes alone decide (the fullest first)
     assert place([0, 2, 3, 4, 5], 3, nodes) == (2, 3, 4)
 
@@ -57,7 +58,8 @@ def test_interference_aware_goes_where_it_and_its_neighbours_lose_least():
 # ----------------------------------------------------------------------------- shared uplinks
 def test_maxmin_shares_fill_the_most_crowded_link_first():
     assert maxmin_shares({"a": {0, 1}, "b": {1}, "c": {1}, "d": {0}}) == pytest.approx(
-        {"a": 1 / 3, "b": 1 / 3, "c": 1 / 3, "d": 2 / 3})
+        {"a": 1 / 3, "b": 1 / 3, "c": 1 / 3, "d": 2 / 3}
+    )
     assert maxmin_shares({"a": {0}}) == {"a": 1.0}
     assert maxmin_shares({}) == {}
 
@@ -80,7 +82,8 @@ def test_jobs_across_racks_slow_each_other_as_their_shared_uplink_says():
     # in one rack each, nothing is shared: durations as given
     wide = JobCluster(2, 1, 3, uplink=1.0)
     assert finishes(simulate_jobs(jobs, wide, "fifo", network=JobNetwork(wide, _narrow))) == pytest.approx(
-        {"A": 3.0, "B": 1.5})
+        {"A": 3.0, "B": 1.5}
+    )
     # a model the timing does not know is not slowed
     assert net.speeds([(Job("X", 0, 3, 1.0, model=None), (0, 1, 2))]) == {"X": 1.0}
     with pytest.raises(UsageError, match="does not say its uplink"):
@@ -137,8 +140,9 @@ def test_gandiva_time_slices_when_jobs_wait_and_starts_who_fits_between_rounds()
     assert {r.job.id: (r.finish, r.preemptions) for r in run.records} == {"A": (35, 1), "B": (20, 0)}
     assert finishes(simulate_jobs(jobs, one, get_job_scheduler("gandiva", round=10), restore=2)) == {"A": 37, "B": 20}
     # three jobs on one worker take turns, a round each
-    turns = simulate_jobs([Job("A", 0, 1, 20), Job("B", 0, 1, 20), Job("C", 0, 1, 20)], one,
-                          get_job_scheduler("gandiva", round=10))
+    turns = simulate_jobs(
+        [Job("A", 0, 1, 20), Job("B", 0, 1, 20), Job("C", 0, 1, 20)], one, get_job_scheduler("gandiva", round=10)
+    )
     assert [(a, b) for a, b, _ in turns.records[0].runs] == [(0, 10), (30, 40)]
     assert finishes(turns) == {"A": 40, "B": 50, "C": 60}
     assert "gandiva" in job_scheduler_names()
@@ -150,7 +154,8 @@ def test_gandiva_packs_by_interference_when_it_has_a_table():
     g = get_job_scheduler("gandiva", interference=table)
     assert g.placement == "interference-aware"
     assert finishes(simulate_jobs(jobs, JobCluster(1, 2, 2), g, interference=table)) == pytest.approx(
-        {"P": 10, "Q": 10})
+        {"P": 10, "Q": 10}
+    )
 
 
 def test_a_machine_wide_table_slows_jobs_on_other_nodes_too():
@@ -182,14 +187,18 @@ def test_jobs_whose_cores_add_up_past_the_machines_share_it_in_proportion():
     # A (10 s alone) and B (5 s) start together on one machine: 2/2.2 of their speed until B ends at
     # 5 * 1.1 = 5.5 s, A then has 10 - 5.5/1.1 = 5 s of its work left alone: 10.5 s
     jobs = [Job("A", 0, 1, 10, model="a"), Job("B", 0, 1, 5, model="b")]
-    assert finishes(simulate_jobs(jobs, JobCluster(1, 2, 1), "fifo", interference=table)) == \
-        pytest.approx({"A": 10.5, "B": 5.5})
+    assert finishes(simulate_jobs(jobs, JobCluster(1, 2, 1), "fifo", interference=table)) == pytest.approx(
+        {"A": 10.5, "B": 5.5}
+    )
     back = Interference.from_dict(table.to_dict())
     assert back.cores == table.cores and back.capacity == 2.0 and back.machine
     doc = table.to_dict()
-    for wrong, message in (({"capacity": None}, "go together"), ({"capacity": 0}, "capacity: a number of cores"),
-                           ({"cores": [{"model": "a", "cores": -1}]}, r"cores\[0\].cores"),
-                           ({"cores": [{"model": "a"}]}, r"cores\[0\] needs")):
+    for wrong, message in (
+        ({"capacity": None}, "go together"),
+        ({"capacity": 0}, "capacity: a number of cores"),
+        ({"cores": [{"model": "a", "cores": -1}]}, r"cores\[0\].cores"),
+        ({"cores": [{"model": "a"}]}, r"cores\[0\] needs"),
+    ):
         with pytest.raises(FormatError, match=message):
             Interference.from_dict({**doc, **wrong})
     with pytest.raises(FormatError, match="go together"):
@@ -243,14 +252,50 @@ def test_taskflow_jobs_models_shared_uplinks_when_the_cluster_says_them(tmp_path
 
     cluster, trace, out = tmp_path / "c.json", tmp_path / "t.json", tmp_path / "runs.json"
     cluster.write_text(json.dumps({"racks": 2, "nodes_per_rack": 1, "workers_per_node": 4, "uplink": 1.25e8}))
-    assert main(["jobs", "generate", str(trace), "--cluster", str(cluster), "--count", "30", "--load", "1.2",
-                 "--models", "resnet50,vgg16", "--seed", "4", "-q"]) == 0
+    assert (
+        main(
+            [
+                "jobs",
+                "generate",
+                str(trace),
+                "--cluster",
+                str(cluster),
+                "--count",
+                "30",
+                "--load",
+                "1.2",
+                "--models",
+                "resnet50,vgg16",
+                "--seed",
+                "4",
+                "-q",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(trace.read_text())
     assert doc["cluster"]["uplink"] == 1.25e8 and {j["model"] for j in doc["jobs"]} == {"resnet50", "vgg16"}
     jct = {}
     for how in ("spread", "contention-aware"):
-        assert main(["jobs", "simulate", str(trace), "--scheduler", "fifo,gandiva", "--placement", how,
-                     "-o", str(out), "-q", "--crossover", "0.2"]) == 0
+        assert (
+            main(
+                [
+                    "jobs",
+                    "simulate",
+                    str(trace),
+                    "--scheduler",
+                    "fifo,gandiva",
+                    "--placement",
+                    how,
+                    "-o",
+                    str(out),
+                    "-q",
+                    "--crossover",
+                    "0.2",
+                ]
+            )
+            == 0
+        )
         runs = json.loads(out.read_text())["runs"]
         assert [r["scheduler"] for r in runs] == ["fifo", "gandiva"]
         jct[how] = runs[0]["metrics"]["avg_jct"]
@@ -293,17 +338,22 @@ def test_a_lost_worker_stops_its_job_and_the_scheduler_hears_of_it():
         def decide(self, event, view):
             heard.append((type(event).__name__, getattr(event, "job_id", None), view.down))
             return self.greedy(view.waiting, view, preempt=False)
+
     simulate_jobs(jobs, two, Listening(), changes=changes)
     assert ("WorkerLost", "A", (1,)) in heard and ("WorkerAdded", None, ()) in heard
     assert WorkerLost(4, 1, "A").worker == 1 and WorkerAdded(6, 1).time == 6
 
 
-@pytest.mark.parametrize("changes, message", [
-    ([(1, "lost", 5)], "worker 5 is not one of the cluster's 0-1"),
-    ([(1, "gone", 0)], "a change is 'lost' or 'added'"),
-    ([(-1, "lost", 0)], "the time must be seconds >= 0"),
-    ([(1, "added", 0)], "worker 0 cannot be added: it is not lost"),
-    ([(1, "lost", 0), (2, "lost", 0)], "worker 0 cannot be lost: it is lost already")])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ([(1, "lost", 5)], "worker 5 is not one of the cluster's 0-1"),
+        ([(1, "gone", 0)], "a change is 'lost' or 'added'"),
+        ([(-1, "lost", 0)], "the time must be seconds >= 0"),
+        ([(1, "added", 0)], "worker 0 cannot be added: it is not lost"),
+        ([(1, "lost", 0), (2, "lost", 0)], "worker 0 cannot be lost: it is lost already"),
+    ],
+)
 def test_a_wrong_change_of_workers_is_named(changes, message):
     with pytest.raises(UsageError, match=message):
         simulate_jobs([Job("A", 0, 1, 10)], JobCluster(1, 1, 2), "fifo", changes=changes)
@@ -311,8 +361,9 @@ def test_a_wrong_change_of_workers_is_named(changes, message):
 
 @settings(max_examples=200, deadline=None)
 @given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 4), st.data())
-def test_every_placement_gives_distinct_free_workers_and_contention_aware_spans_no_more_racks(racks, per_rack,
-                                                                                                per_node, data):
+def test_every_placement_gives_distinct_free_workers_and_contention_aware_spans_no_more_racks(
+    racks, per_rack, per_node, data
+):
     cluster = JobCluster(racks, per_rack, per_node)
     nodes, rk = cluster.nodes, cluster.worker_racks
     free = sorted(data.draw(st.sets(st.integers(0, cluster.workers - 1), min_size=1)))
@@ -344,8 +395,9 @@ def test_every_job_scheduler_keeps_the_rules_with_neighbours_uplinks_drains_and_
         for how, crossover in [(how, None) for how in PLACEMENTS] + [("consolidated", 0.4)]:
             opts = {"round": 300} if name in ("las", "gittins", "gandiva") else {}
             sched = get_job_scheduler(name, placement=how, interference=table, crossover=crossover, **opts)
-            run = simulate_jobs(trace, cluster, sched, interference=table, network=net, drain=5, restore=10,
-                                changes=changes)
+            run = simulate_jobs(
+                trace, cluster, sched, interference=table, network=net, drain=5, restore=10, changes=changes
+            )
             assert run.violations() == [], (name, how, run.violations()[:2])
             for r in run.records:  # at most full speed: every job ran at least its duration, less its drains
                 ran = sum(b - a for a, b, _ in r.runs)
@@ -368,8 +420,11 @@ def test_crossover_lets_a_waiting_job_take_turns_on_a_running_jobs_workers():
     # nothing to overlap (no communication): no pairing, plain FIFO
     assert finishes(simulate_jobs(jobs, one, get_job_scheduler("fifo", crossover=0.0))) == {"A": 10, "B": 15}
     # per model, and any job scheduler: SJF pairs the same way
-    sjf = simulate_jobs([Job("A", 0, 1, 10, model="m"), Job("B", 2, 1, 5, model="n")], one,
-                        get_job_scheduler("sjf", crossover={"m": 0.3, "n": 0.3}))
+    sjf = simulate_jobs(
+        [Job("A", 0, 1, 10, model="m"), Job("B", 2, 1, 5, model="n")],
+        one,
+        get_job_scheduler("sjf", crossover={"m": 0.3, "n": 0.3}),
+    )
     assert finishes(sjf) == pytest.approx({"A": 12.0, "B": 9.0})
     with pytest.raises(SchedulerError, match="crossover: a communication share must be a number in \\[0, 1\\)"):
         get_job_scheduler("fifo", crossover=1.5)
@@ -389,6 +444,7 @@ def test_a_crossover_start_that_breaks_a_rule_is_named():
             if view.now == 0:
                 return [Start("A", (0,))]
             return [Start(j.job.id, self.ws, beside=self.beside) for j in view.waiting]
+
     jobs = [Job("A", 0, 1, 10), Job("B", 1, 1, 5)]
     with pytest.raises(SchedulerError, match="beside job 'Z', which is not running"):
         simulate_jobs(jobs, JobCluster(1, 1, 2), Bad("Z", (0,)))
@@ -404,13 +460,23 @@ def test_time_slicing_and_preemption_keep_crossover_partners_on_their_workers():
     four = JobCluster(1, 1, 4)
     trace = generate_trace(80, seed=2, cluster=four, load=2.0, median_duration=200, sizes={1: 0.7, 2: 0.3})
     elastic = [dataclasses.replace(j, max_workers=4) if k % 3 == 0 else j for k, j in enumerate(trace.jobs)]
-    for name, opts in (("gandiva", {"round": 60}), ("las", {"round": 60, "thresholds": (100,)}), ("srtf", {}),
-                       ("gittins", {"round": 60})):
+    for name, opts in (
+        ("gandiva", {"round": 60}),
+        ("las", {"round": 60, "thresholds": (100,)}),
+        ("srtf", {}),
+        ("gittins", {"round": 60}),
+    ):
         run = simulate_jobs(trace, four, get_job_scheduler(name, crossover=0.3, **opts), restore=5, drain=2)
         assert run.shared and run.violations() == [], (name, run.violations()[:2])
     # grown and shrunk elastic jobs beside Crossover partners, lost workers too
-    run = simulate_jobs(elastic, four, get_job_scheduler("gandiva", crossover=0.3, round=60), restore=5, drain=2,
-                        changes=[(500.0, "lost", 2), (3000.0, "added", 2)])
+    run = simulate_jobs(
+        elastic,
+        four,
+        get_job_scheduler("gandiva", crossover=0.3, round=60),
+        restore=5,
+        drain=2,
+        changes=[(500.0, "lost", 2), (3000.0, "added", 2)],
+    )
     assert run.violations() == [] and any(len({len(w) for _, _, w in r.runs}) > 1 for r in run.records)
 
 
@@ -426,8 +492,7 @@ def test_gandiva_grows_an_elastic_job_onto_idle_workers_and_shrinks_it_when_jobs
     assert [(s, e, len(w)) for s, e, w in a.runs] == [(0, 10, 1), (10, 12, 2), (12, 16, 1), (16, 17, 2)]
     assert (b.start, b.finish, a.preemptions) == (12, 16, 0) and run.violations() == []
     # each resize restores the checkpoint, 1 s: at 10, 12 and 16
-    assert finishes(simulate_jobs(jobs, two, get_job_scheduler("gandiva", round=10), restore=1)) == {"A": 19.5,
-                                                                                                     "B": 16}
+    assert finishes(simulate_jobs(jobs, two, get_job_scheduler("gandiva", round=10), restore=1)) == {"A": 19.5, "B": 16}
     # a rigid job is never resized
     rigid = simulate_jobs([Job("A", 0, 1, 20), Job("B", 12, 1, 4)], two, get_job_scheduler("gandiva", round=10))
     assert [len(w) for _, _, w in rigid.records[0].runs] == [1]
@@ -448,6 +513,7 @@ def test_a_resize_that_breaks_a_rule_is_named_and_an_elastic_job_is_checked_on_r
             if view.now == 0:
                 return [Start(j.job.id, {"A": (0,), "B": (1,)}[j.job.id]) for j in view.waiting]
             return [Resize("A", self.to)]
+
     jobs = [Job("A", 0, 1, 10, max_workers=2), Job("B", 0, 1, 10), Job("C", 1, 1, 1)]
     three = JobCluster(1, 1, 3)
     with pytest.raises(SchedulerError, match="resizes job 'A' to 3 workers, but it may run on 1-2 workers"):
@@ -455,8 +521,10 @@ def test_a_resize_that_breaks_a_rule_is_named_and_an_elastic_job_is_checked_on_r
     with pytest.raises(SchedulerError, match="to 2 workers, but it cannot take worker 1 \\(job 'B''s\\)"):
         simulate_jobs(jobs, three, Resizing((0, 1)))
     p = tmp_path / "t.json"
-    p.write_text('{"format": "taskflow-jobs/1", "jobs": [{"id": "e", "arrival": 0, "workers": 4, "duration": 5, '
-                 '"min_workers": 8}]}')
+    p.write_text(
+        '{"format": "taskflow-jobs/1", "jobs": [{"id": "e", "arrival": 0, "workers": 4, "duration": 5, '
+        '"min_workers": 8}]}'
+    )
     with pytest.raises(FormatError, match="'e'.*min_workers <= workers <= max_workers, got 8, 4, 4"):
         load_trace(p)
 

@@ -40,11 +40,20 @@ def test_alone_it_plans_exactly_as_heft(heft_graph, heft_cluster):
     assert list(a.workers) == list(h.workers)
 
 
-@pytest.mark.parametrize("options, field", [({"margin": 1.0}, "margin"), ({"margin": -0.1}, "margin"),
-                                            ({"drift": "x"}, "drift"), ({"replans": -1}, "replans"),
-                                            ({"spread": 0.5}, "spread"), ({"limit": 2.5}, "limit"),
-                                            ({"ccr": 0}, "ccr"), ({"ccr": float("nan")}, "ccr"),
-                                            ({"ccr": float("inf")}, "ccr")])
+@pytest.mark.parametrize(
+    "options, field",
+    [
+        ({"margin": 1.0}, "margin"),
+        ({"margin": -0.1}, "margin"),
+        ({"drift": "x"}, "drift"),
+        ({"replans": -1}, "replans"),
+        ({"spread": 0.5}, "spread"),
+        ({"limit": 2.5}, "limit"),
+        ({"ccr": 0}, "ccr"),
+        ({"ccr": float("nan")}, "ccr"),
+        ({"ccr": float("inf")}, "ccr"),
+    ],
+)
 def test_bad_options_are_named(options, field):
     with pytest.raises(TaskflowError, match=f"adaptive: {field} must be"):
         get_scheduler("adaptive", **options)
@@ -92,10 +101,18 @@ def test_the_guard_leaves_workers_alike_to_dask_and_keeps_a_plan_that_wins_by_fa
 
 def _runs(dask_scheduler):
     p = dask_scheduler.plugins["taskflow"]
-    return [{"decision": r.adapt.decision, "planned": len(r.plan), "redecisions": r.adapt.redecisions, "predicted": r.predicted,
-             "restricted": sum(1 for k in r.graph.ids if k in dask_scheduler.tasks
-                               and dask_scheduler.tasks[k].worker_restrictions)}
-            for r in p.runs.values()]
+    return [
+        {
+            "decision": r.adapt.decision,
+            "planned": len(r.plan),
+            "redecisions": r.adapt.redecisions,
+            "predicted": r.predicted,
+            "restricted": sum(
+                1 for k in r.graph.ids if k in dask_scheduler.tasks and dask_scheduler.tasks[k].worker_restrictions
+            ),
+        }
+        for r in p.runs.values()
+    ]
 
 
 def test_use_by_default_leaves_workers_alike_to_dask(client):
@@ -148,8 +165,12 @@ def test_a_plan_for_declared_uneven_speeds_is_given_up_once_the_run_shows_them_a
     worker its share at once. The durations measured within the run show the workers alike, and
     the run is left to Dask: the tasks still waiting on the 'fast' worker are Dask's stealing's to
     move, and the 'slow' worker, idle, takes some of them."""
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
-            Client(lc) as c:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP
+        ) as lc,
+        Client(lc) as c,
+    ):
         names = sorted(str(w["name"]) for w in c.scheduler_info()["workers"].values())
         declared = Cluster([Worker(names[0], 1.0), Worker(names[1], 4.0)])
         parts = [dask.delayed(_slow, pure=True)(i, dask_key_name=f"slow-{i}") for i in range(60)]
@@ -177,8 +198,12 @@ def test_a_plan_made_again_moves_the_tasks_waiting_on_a_worker_it_learned_is_slo
     scheduler held to plans. The first plan sends worker 0 most of the 60 independent tasks at once;
     the durations measured within the run show it slow, and the plan made again moves the tasks
     still waiting there to worker 1 (without the move, worker 1 would run only its first share)."""
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
-            Client(lc) as c:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP
+        ) as lc,
+        Client(lc) as c,
+    ):
         declared = Cluster([Worker("0", 4.0), Worker("1", 1.0)])
         parts = [dask.delayed(_slower_on_worker_0, pure=True)(i, dask_key_name=f"bag-{i}") for i in range(60)]
         total = dask.delayed(sum, pure=True)(parts, dask_key_name="bagsum-0")
@@ -234,12 +259,21 @@ def test_a_task_is_asked_over_only_where_dask_s_stealing_could_move_it():
     free = _Fake(address="f", nthreads=1, processing=set(), long_running=set())
 
     def task(key, **fields):
-        fields = {"state": "processing", "processing_on": victim, "actor": False, "annotations": {},
-                  "valid": None, **fields}
+        fields = {
+            "state": "processing",
+            "processing_on": victim,
+            "actor": False,
+            "annotations": {},
+            "valid": None,
+            **fields,
+        }
         return _Fake(key=key, **fields)
 
-    sched = _Fake(extensions={"stealing": stealing}, workers={"v": victim, "b": busy, "f": free},
-                  valid_workers=lambda ts: ts.valid)
+    sched = _Fake(
+        extensions={"stealing": stealing},
+        workers={"v": victim, "b": busy, "f": free},
+        valid_workers=lambda ts: ts.valid,
+    )
     offered = [busy, free]
     assert move_queued(sched, task("plain"), offered) is True
     assert move_queued(sched, task("actor", actor=True), offered) is False
@@ -264,8 +298,10 @@ def test_a_hold_asks_the_tasks_waiting_outside_it_over_and_leaving_to_dask_lifts
 
     asked = []
     stealing = _Fake(move_task_request=lambda ts, victim, thief: asked.append((ts.key, thief.address)) or "steal-1")
-    ws = {a: _Fake(address=a, name=a, nthreads=1, processing=set(), long_running=set(), executing=set())
-          for a in ("f", "s1", "s2")}
+    ws = {
+        a: _Fake(address=a, name=a, nthreads=1, processing=set(), long_running=set(), executing=set())
+        for a in ("f", "s1", "s2")
+    }
     g = TaskGraph()
     for k in ("done", "on-s1", "on-s2", "on-f", "later"):
         g.add_task(k, cost=1.0)
@@ -273,24 +309,44 @@ def test_a_hold_asks_the_tasks_waiting_outside_it_over_and_leaving_to_dask_lifts
     tasks = {}
     for k in g.ids:
         state = "memory" if k == "done" else "processing" if k in where else "waiting"
-        tasks[k] = _Fake(key=k, state=state, processing_on=ws.get(where.get(k)), actor=False, annotations={},
-                         worker_restrictions={where.get(k, "s1")}, loose_restrictions=False, priority=(0,))
+        tasks[k] = _Fake(
+            key=k,
+            state=state,
+            processing_on=ws.get(where.get(k)),
+            actor=False,
+            annotations={},
+            worker_restrictions={where.get(k, "s1")},
+            loose_restrictions=False,
+            priority=(0,),
+        )
         if k in where:
             ws[where[k]].processing.add(tasks[k])
 
     def valid(ts):
         return None if ts.worker_restrictions is None else {ws[a] for a in ts.worker_restrictions}
 
-    view = _Fake(dask_scheduler=_Fake(tasks=tasks, workers=ws, extensions={"stealing": stealing}, valid_workers=valid,
-                                      transitions=lambda *a, **k: None),
-                 learned_speeds=lambda: {}, unfinished=lambda r: [k for k in g.ids if k != "done"])
+    view = _Fake(
+        dask_scheduler=_Fake(
+            tasks=tasks,
+            workers=ws,
+            extensions={"stealing": stealing},
+            valid_workers=valid,
+            transitions=lambda *a, **k: None,
+        ),
+        learned_speeds=lambda: {},
+        unfinished=lambda r: [k for k in g.ids if k != "done"],
+    )
     plugin = Adaptation(view)  # the plugin as the adaptive scheduler sees it: its narrow view
     r = GraphRun("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
     r.plan = {k: where.get(k, "s1") for k in g.ids}
     plugin._hold(r, ["later"], ["f"])
     assert sorted(asked) == [("on-s1", "f"), ("on-s2", "f")]
     assert {k: tasks[k].worker_restrictions for k in g.ids if k != "done"} == {
-        "on-s1": {"f"}, "on-s2": {"f"}, "on-f": {"f"}, "later": {"f"}}
+        "on-s1": {"f"},
+        "on-s2": {"f"},
+        "on-f": {"f"},
+        "later": {"f"},
+    }
     assert tasks["done"].worker_restrictions == {"s1"}
     plugin._leave_to_dask(r, ["later"], None)
     assert all(tasks[k].worker_restrictions is None for k in g.ids if k != "done")
@@ -314,8 +370,14 @@ def _queue_on(victim: str, thief: str, n: int, dask_scheduler=None) -> dict:
         restrict(ts, (thief,))
         asked += move_queued(dask_scheduler, ts, [ws[thief]])
     again = move_queued(dask_scheduler, on_victim[0], [ws[victim]])  # to where it is
-    return {"processing": len(mine), "on_victim": len(on_victim), "asked": asked, "again": again,
-            "refused": refused, "kept": kept.key}
+    return {
+        "processing": len(mine),
+        "on_victim": len(on_victim),
+        "asked": asked,
+        "again": again,
+        "refused": refused,
+        "kept": kept.key,
+    }
 
 
 def test_tasks_sent_to_a_worker_and_not_started_are_moved_to_another_and_a_running_one_stays(client):
@@ -352,8 +414,15 @@ def _where(i, *deps):
 
 
 def _weighed(dask_scheduler):
-    return [{"decision": r.adapt.decision, "guarded": r.adapt.guarded, "speeds": dict(r.adapt.speeds_used),
-             "predictions": dict(r.adapt.predictions)} for r in dask_scheduler.plugins["taskflow"].runs.values()]
+    return [
+        {
+            "decision": r.adapt.decision,
+            "guarded": r.adapt.guarded,
+            "speeds": dict(r.adapt.speeds_used),
+            "predictions": dict(r.adapt.predictions),
+        }
+        for r in dask_scheduler.plugins["taskflow"].runs.values()
+    ]
 
 
 def _setenv(name, value):
@@ -373,8 +442,12 @@ def test_a_first_run_is_held_off_a_worker_whose_cgroup_allows_it_a_quarter_core(
     from taskflow.runtime.worker.worker_plugin import CPU_LIMIT_ENV, cpu_limit
     from taskflow.runtime.scheduler.reading import cpu_shares
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
-            Client(lc) as c:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP
+        ) as lc,
+        Client(lc) as c,
+    ):
         if any(v is not None for v in c.run(cpu_limit).values()):
             pytest.skip("this machine's cgroups limit the workers' CPU already")
         info = c.scheduler_info()["workers"]
@@ -411,18 +484,29 @@ def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
     def run(sig, decision, secs, guarded=1):
         state = AdaptiveState()
         state.signature, state.decision, state.guarded = sig, decision, guarded
-        return SimpleNamespace(learned=True, scheduler=scheduler, started=time.monotonic() - secs, adapt=state,
-                               graph=(), done=set(), finished_at=[])
+        return SimpleNamespace(
+            learned=True,
+            scheduler=scheduler,
+            started=time.monotonic() - secs,
+            adapt=state,
+            graph=(),
+            done=set(),
+            finished_at=[],
+        )
 
     sig = (frozenset({"a"}), 5)
     p.adaptation.record(run(sig, "plan", 1.0))  # the first run of its kind learns: not kept
     assert p.adaptation.outcomes[sig] == Outcomes()
     r = run(sig, None, 0)
-    assert p.adaptation._measured_choice(r) is None and r.adapt.phase is Phase.FIXED  # the guard decides, once, and is not re-decided
+    assert (
+        p.adaptation._measured_choice(r) is None and r.adapt.phase is Phase.FIXED
+    )  # the guard decides, once, and is not re-decided
     p.adaptation.record(run(sig, "plan", 2.0))
     r = run(sig, None, 0)
     assert p.adaptation._measured_choice(r) == ("dask", None)  # nothing predicted: each other choice, once
-    assert r.adapt.fallback == "plan" and r.adapt.watch == pytest.approx(1.25 * 2.0, abs=0.01)  # given up at 1.25x the best so far
+    assert r.adapt.fallback == "plan" and r.adapt.watch == pytest.approx(
+        1.25 * 2.0, abs=0.01
+    )  # given up at 1.25x the best so far
     p.adaptation.record(run(sig, "dask", 1.5))
     p.adaptation.record(run(sig, "dask", 9.0, guarded=2))  # changed its mind on the way: not kept
     p.adaptation.record(run(sig, "dask", 1.6, guarded=0))  # left to Dask at once, never guarded: kept
@@ -492,8 +576,13 @@ def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
 def _task(key, prefix, nbytes=-1, deps=()):
     from types import SimpleNamespace
 
-    return SimpleNamespace(key=key, prefix=SimpleNamespace(name=prefix), nbytes=nbytes, dependencies=list(deps),
-                           get_nbytes=lambda: nbytes if nbytes >= 0 else 1000)
+    return SimpleNamespace(
+        key=key,
+        prefix=SimpleNamespace(name=prefix),
+        nbytes=nbytes,
+        dependencies=list(deps),
+        get_nbytes=lambda: nbytes if nbytes >= 0 else 1000,
+    )
 
 
 def test_a_prefix_whose_durations_follow_its_inputs_is_costed_per_task():
@@ -517,8 +606,12 @@ def test_a_prefix_whose_durations_follow_its_inputs_is_costed_per_task():
     assert (a, b, mean) == pytest.approx((0.0, 0.1, 0.25), abs=1e-9)
     assert input_scaling(p.inputs["flat"]) is None and input_scaling(p.inputs["alike"]) is None
     small, big = _task("small", "load", nbytes=int(1e6)), _task("big", "load", nbytes=int(8e6))
-    new = [_task("x1", "work", deps=[small]), _task("x8", "work", deps=[big]),
-           _task("f8", "flat", deps=[big]), _task("n8", "never", deps=[big])]
+    new = [
+        _task("x1", "work", deps=[small]),
+        _task("x8", "work", deps=[big]),
+        _task("f8", "flat", deps=[big]),
+        _task("n8", "never", deps=[big]),
+    ]
     g = p.graph_of(new)
     assert g.task("x1").cost == pytest.approx(0.1) and g.task("x8").cost == pytest.approx(0.8)
     assert g.task("f8").cost == pytest.approx(0.25)  # the prefix's mean
@@ -548,8 +641,10 @@ def test_a_run_learns_how_a_prefix_scales_with_its_input_bytes(client):
         return row, None if row is None else input_scaling(row)
 
     for graph in range(3):
-        arrays = [dask.delayed(np.random.RandomState(i).random)(int(mb * 1e6 / 8))
-                  for i, mb in enumerate([0.5, 1, 2, 4, 8] * 2)]
+        arrays = [
+            dask.delayed(np.random.RandomState(i).random)(int(mb * 1e6 / 8))
+            for i, mb in enumerate([0.5, 1, 2, 4, 8] * 2)
+        ]
         sorts = [dask.delayed(_sort_copy)(a, dask_key_name=f"sortcopy-{graph}-{i}") for i, a in enumerate(arrays)]
         taskflow.use(client)
         try:
@@ -615,7 +710,9 @@ def test_the_guard_holds_dask_to_one_rack_where_the_link_between_racks_is_narrow
     racks = Cluster([Worker(w) for w in "abcd"], bandwidth=1e9, racks={"a": 0, "b": 0, "c": 1, "d": 1}, uplink=1e6)
     big = fan_in(10_000_000)
     assert narrow_rate(big) == pytest.approx(1e7)  # mean edge bytes over mean task seconds
-    assert ("a", "c") in narrow_pairs(racks, narrow_rate(big)) and ("a", "b") not in narrow_pairs(racks, narrow_rate(big))
+    assert ("a", "c") in narrow_pairs(racks, narrow_rate(big)) and ("a", "b") not in narrow_pairs(
+        racks, narrow_rate(big)
+    )
     assert sorted(map(sorted, subsets(racks, 2.0, narrow_rate(big)))) == [["a", "b"], ["c", "d"]]
     plan = get_scheduler("adaptive").schedule(big, racks)
     choice, predicted, dask_own, held = choose(big, racks, plan, None, opts(0.15, 3000), choices=(DASK, SUBSET))
@@ -633,8 +730,12 @@ def test_mid_run_the_guard_holds_to_the_rack_where_the_inputs_already_are():
     where they sit, the hold on the far rack is never taken."""
     from taskflow.runtime.predict import DASK, SUBSET, choose, predict_dask, with_inputs
 
-    racks = Cluster([Worker(w, address=f"tcp://{w}:1") for w in "abcd"], bandwidth=1e9,
-                    racks={"a": 0, "b": 0, "c": 1, "d": 1}, uplink=1e6)
+    racks = Cluster(
+        [Worker(w, address=f"tcp://{w}:1") for w in "abcd"],
+        bandwidth=1e9,
+        racks={"a": 0, "b": 0, "c": 1, "d": 1},
+        uplink=1e6,
+    )
     g = TaskGraph("rest")
     for i in range(8):
         g.add_task(f"sink-{i}", cost=0.2, output_size=8)
@@ -648,11 +749,20 @@ def test_mid_run_the_guard_holds_to_the_rack_where_the_inputs_already_are():
     assert near < 2.0 and own < 2.0 and far > 40.0  # the far rack pulls 80 MB over 1 MB/s
     assert predict_dask(g, racks.subset(["c", "d"]), None, draws=1) < 2.0  # blind to where the inputs are
     plan = get_scheduler("adaptive").schedule(g, racks)
-    choice, _, _, held = choose(g, racks, plan, None, opts(0.15, 3000), choices=(DASK, SUBSET),
-                                candidates=[["c", "d"], ["a", "b"]], inputs=inputs)
+    choice, _, _, held = choose(
+        g,
+        racks,
+        plan,
+        None,
+        opts(0.15, 3000),
+        choices=(DASK, SUBSET),
+        candidates=[["c", "d"], ["a", "b"]],
+        inputs=inputs,
+    )
     assert choice == DASK or sorted(held) == ["a", "b"]
-    assert choose(g, racks, plan, None, opts(0.15, 3000), choices=(SUBSET,), candidates=[["c", "d"], ["a", "b"]],
-                  inputs=inputs)[3] == ["a", "b"]
+    assert choose(
+        g, racks, plan, None, opts(0.15, 3000), choices=(SUBSET,), candidates=[["c", "d"], ["a", "b"]], inputs=inputs
+    )[3] == ["a", "b"]
 
 
 def test_a_link_once_narrow_for_a_kind_of_work_stays_narrow_for_it():
@@ -701,8 +811,7 @@ def test_mid_run_a_hold_in_place_is_weighed_though_no_link_looks_narrow_now(monk
     g = TaskGraph("rest")
     for i in range(4):
         g.add_task(f"t-{i}", cost=1.0)
-    cluster = Cluster([Worker("a", address="tcp://10.0.0.1:1"), Worker("b", address="tcp://10.0.0.2:1")],
-                      bandwidth=1e9)
+    cluster = Cluster([Worker("a", address="tcp://10.0.0.1:1"), Worker("b", address="tcp://10.0.0.2:1")], bandwidth=1e9)
     p = TaskflowPlugin()
     p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
     seen = {}
@@ -733,8 +842,10 @@ def test_a_rate_learned_one_way_counts_both_ways_until_the_other_is_measured(mon
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
     from taskflow.runtime.scheduler.runs import GraphRun
 
-    workers = {f"tcp://10.0.0.{i}:1": SimpleNamespace(name=f"w{i}", nthreads=1, address=f"tcp://10.0.0.{i}:1",
-                                                      metrics={}) for i in range(3)}
+    workers = {
+        f"tcp://10.0.0.{i}:1": SimpleNamespace(name=f"w{i}", nthreads=1, address=f"tcp://10.0.0.{i}:1", metrics={})
+        for i in range(3)
+    }
     p = TaskflowPlugin()
     p.dask_scheduler = SimpleNamespace(workers=workers, bandwidth=1e8, tasks={})
     g = TaskGraph("g")
@@ -784,7 +895,11 @@ def test_a_run_that_begins_left_to_dask_makes_its_first_choice_mid_run_by_the_me
     r.adapt.signature, r.started = sig, time.monotonic()
     part = g.subgraph([f"t{i}" for i in range(6, 12)])  # mid-run: half of it finished
     plan = scheduler.schedule(part, cluster)
-    assert p.adaptation.guard(r, part, cluster, plan) == pytest.approx(1.05) and r.adapt.decision == DASK and r.adapt.phase is Phase.FIXED
+    assert (
+        p.adaptation.guard(r, part, cluster, plan) == pytest.approx(1.05)
+        and r.adapt.decision == DASK
+        and r.adapt.phase is Phase.FIXED
+    )
     p.adaptation.record(r)
     assert p.adaptation.outcomes[sig].measured["dask"][-1] < 1.0  # kept: its one choice
     twice = GraphRun("r2", g, scheduler, None, "c1", owned=True)
@@ -813,10 +928,14 @@ def test_a_choice_tried_for_the_first_time_is_given_up_once_it_runs_past_its_wat
     monkeypatch.setattr(p, "live_cluster", lambda r: cluster)
     monkeypatch.setattr(p, "unfinished", lambda r: [f"t{i}" for i in range(6, 12)])
     sig = (frozenset({"t"}), 3)
-    p.adaptation.outcomes[sig] = outcomes_of({"plan": [1.0], "dask": [], "subset": [], "predicted": {"plan": 1.0, "subset": 0.9}})
+    p.adaptation.outcomes[sig] = outcomes_of(
+        {"plan": [1.0], "dask": [], "subset": [], "predicted": {"plan": 1.0, "subset": 0.9}}
+    )
     r = GraphRun("r1", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
     r.adapt.signature, r.started, r.state = sig, time.monotonic(), RUNNING
-    assert p.adaptation._measured_choice(r, ("plan", "subset")) == (SUBSET, 0.9) and r.adapt.watch == pytest.approx(1.25)
+    assert p.adaptation._measured_choice(r, ("plan", "subset")) == (SUBSET, 0.9) and r.adapt.watch == pytest.approx(
+        1.25
+    )
     r.adapt.decision = SUBSET
     p.adaptation.learn_within(r, "t", 0.1, cluster.ids[0], "s1")  # within its watch: nothing changes
     assert r.adapt.decision == SUBSET and p.adaptation.outcomes[sig].measured["subset"] == []
@@ -825,7 +944,9 @@ def test_a_choice_tried_for_the_first_time_is_given_up_once_it_runs_past_its_wat
     assert r.adapt.decision == PLAN and set(r.plan) == {f"t{i}" for i in range(6, 12)} and r.state == RUNNING
     assert p.adaptation.outcomes[sig].measured["subset"] == [pytest.approx(1.3, abs=0.05)]  # measured as long as it ran
     p.adaptation.record(r)
-    assert p.adaptation.outcomes[sig].measured["plan"] == [1.0] and len(p.adaptation.outcomes[sig].measured["subset"]) == 1  # not kept
+    assert (
+        p.adaptation.outcomes[sig].measured["plan"] == [1.0] and len(p.adaptation.outcomes[sig].measured["subset"]) == 1
+    )  # not kept
 
     def again():
         later = GraphRun("r2", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
@@ -834,9 +955,13 @@ def test_a_choice_tried_for_the_first_time_is_given_up_once_it_runs_past_its_wat
 
     assert p.adaptation._measured_choice(again(), ("plan", "subset"))[0] == PLAN
     p.adaptation.outcomes[sig].measured["plan"].append(1.3)  # subset's 1.3 is now within 15% of the plan's median...
-    assert p.adaptation._measured_choice(again(), ("plan", "subset"))[0] == PLAN  # ... but it lost a race: not tried again
+    assert (
+        p.adaptation._measured_choice(again(), ("plan", "subset"))[0] == PLAN
+    )  # ... but it lost a race: not tried again
     p.adaptation.outcomes[sig].lost.clear()
-    assert p.adaptation._measured_choice(again(), ("plan", "subset"))[0] == SUBSET  # a close second measured once, were it not
+    assert (
+        p.adaptation._measured_choice(again(), ("plan", "subset"))[0] == SUBSET
+    )  # a close second measured once, were it not
 
 
 def test_a_try_falling_behind_the_progress_of_the_choice_measured_shortest_is_given_up_early(monkeypatch):
@@ -851,7 +976,9 @@ def test_a_try_falling_behind_the_progress_of_the_choice_measured_shortest_is_gi
     monkeypatch.setattr(p, "live_cluster", lambda r: cluster)
     monkeypatch.setattr(p, "unfinished", lambda r: [f"t{i}" for i in range(2, 10)])
     sig = (frozenset({"t"}), 3)
-    p.adaptation.outcomes[sig] = outcomes_of({"plan": [], "dask": [], "subset": [], "predicted": {"plan": 1.5, "dask": 2.0}})
+    p.adaptation.outcomes[sig] = outcomes_of(
+        {"plan": [], "dask": [], "subset": [], "predicted": {"plan": 1.5, "dask": 2.0}}
+    )
     for _ in range(2):  # two runs of Dask's own: a task finishes every 0.2 s
         done = GraphRun("d", g, scheduler, cluster, "c1", owned=True)
         done.adapt.signature, done.adapt.decision, done.adapt.guarded, done.state = sig, DASK, 1, RUNNING
@@ -861,10 +988,15 @@ def test_a_try_falling_behind_the_progress_of_the_choice_measured_shortest_is_gi
         done.finished_at = [done.started + 0.2 * (i + 1) for i in range(10)]
         assert progress_curve(done, 5) == pytest.approx([0.4, 0.8, 1.2, 1.6, 2.0])
         p.adaptation.record(done)
-    assert len(p.adaptation.outcomes[sig].curves[DASK]) == 2 and p.adaptation.outcomes[sig].measured["dask"] == [pytest.approx(2.0, abs=0.05)] * 2
+    assert (
+        len(p.adaptation.outcomes[sig].curves[DASK]) == 2
+        and p.adaptation.outcomes[sig].measured["dask"] == [pytest.approx(2.0, abs=0.05)] * 2
+    )
     r = GraphRun("r1", g, scheduler, cluster, "c1", owned=True)
     r.adapt.signature, r.state = sig, RUNNING
-    assert p.adaptation._measured_choice(r, (PLAN, DASK)) == (PLAN, 1.5) and r.adapt.watch == pytest.approx(2.5, abs=0.1)
+    assert p.adaptation._measured_choice(r, (PLAN, DASK)) == (PLAN, 1.5) and r.adapt.watch == pytest.approx(
+        2.5, abs=0.1
+    )
     assert r.adapt.reference[1] == pytest.approx(0.2) and r.adapt.reference[-1] == pytest.approx(2.0)
     r.adapt.decision, r.started = PLAN, time.monotonic() - 1.0
     r.key_moved("t0", "memory")
@@ -876,7 +1008,9 @@ def test_a_try_falling_behind_the_progress_of_the_choice_measured_shortest_is_gi
     p.adaptation.learn_within(r, "t", 0.1, cluster.ids[0], "s2")
     assert r.adapt.decision == DASK and r.adapt.reference == [] and r.adapt.watch == 0.0
     assert r.adapt.path == [PLAN, DASK]  # the status (and the suite) show the try, not only where it ended
-    assert p.adaptation.outcomes[sig].measured["plan"] == [pytest.approx(5.0, rel=0.05)]  # its pace, not the second it ran
+    assert p.adaptation.outcomes[sig].measured["plan"] == [
+        pytest.approx(5.0, rel=0.05)
+    ]  # its pace, not the second it ran
     again = GraphRun("r2", g, scheduler, cluster, "c1", owned=True)
     again.adapt.signature = sig
     assert p.adaptation._measured_choice(again, (PLAN, DASK))[0] == DASK
@@ -899,8 +1033,15 @@ def test_a_try_of_the_plan_races_its_own_timeline_not_dask_s_progress(monkeypatc
     monkeypatch.setattr(p, "unfinished", lambda r: [f"t{i}" for i in range(4, 10)])
     sig = (frozenset({"t"}), 3)
     curve = [0.2 * ((i + 2) // 2) for i in range(20)]  # a twentieth of ten tasks: one finished
-    p.adaptation.outcomes[sig] = outcomes_of({"plan": [], "dask": [2.0, 2.0], "subset": [], "predicted": {"plan": 1.5, "dask": 2.0},
-                       "curves": {DASK: [curve, curve]}})
+    p.adaptation.outcomes[sig] = outcomes_of(
+        {
+            "plan": [],
+            "dask": [2.0, 2.0],
+            "subset": [],
+            "predicted": {"plan": 1.5, "dask": 2.0},
+            "curves": {DASK: [curve, curve]},
+        }
+    )
     finish = [0.5 + 0.1 * (i + 1) for i in range(10)]
     plan = Schedule(g.ids, [cluster.ids[0]] * 10, [f - 0.1 for f in finish], finish, "adaptive")
     made = []
@@ -908,7 +1049,9 @@ def test_a_try_of_the_plan_races_its_own_timeline_not_dask_s_progress(monkeypatc
     r.adapt.signature, r.state, r.started = sig, RUNNING, time.monotonic()
     p.adaptation.guard(r, g, cluster, lambda: made.append(1) or plan)
     assert r.adapt.decision == PLAN and made == [1] and r.adapt.watch == pytest.approx(2.5)
-    assert r.adapt.reference[3] == pytest.approx(0.7, abs=0.01) and r.adapt.reference[-1] == pytest.approx(1.5, abs=0.01)
+    assert r.adapt.reference[3] == pytest.approx(0.7, abs=0.01) and r.adapt.reference[-1] == pytest.approx(
+        1.5, abs=0.01
+    )
     assert r.adapt.pace == pytest.approx(2.0 / 1.5, rel=0.01)
     r.started = time.monotonic() - 0.7
     for i in range(2):
@@ -962,8 +1105,9 @@ def test_a_plan_left_to_dask_mid_run_spreads_its_queue_over_the_workers_by_their
     for k in tasks:
         g.add_task(k, cost=1.0)
     p = TaskflowPlugin()
-    p.dask_scheduler = SimpleNamespace(tasks=tasks, workers={"tcp://slow": slow, "tcp://fast": fast},
-                                       transitions=lambda *a, **k: None)
+    p.dask_scheduler = SimpleNamespace(
+        tasks=tasks, workers={"tcp://slow": slow, "tcp://fast": fast}, transitions=lambda *a, **k: None
+    )
     monkeypatch.setattr(p, "learned_speeds", lambda: {"slow": 0.25, "fast": 1.0})
     moved = []
 
@@ -1003,16 +1147,23 @@ def test_a_first_run_left_to_dask_on_workers_alike_spends_nothing_on_links_it_co
     g = TaskGraph("wide")
     for i in range(8):
         g.add_task(f"t{i}", cost=1.0)
-    racks = Cluster([Worker(w) for w in "abcd"], bandwidth=1e9,  # learned: a rate per pair
-                    bandwidths={a: {b: 1e3 for b in ("cd" if a in "ab" else "ab")} for a in "abcd"})
+    racks = Cluster(
+        [Worker(w) for w in "abcd"],
+        bandwidth=1e9,  # learned: a rate per pair
+        bandwidths={a: {b: 1e3 for b in ("cd" if a in "ab" else "ab")} for a in "abcd"},
+    )
     p = TaskflowPlugin()
     p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
     looked = []
     monkeypatch.setattr(p.adaptation, "_spread", lambda r, c: 1.0)
     monkeypatch.setattr(p, "live_cluster", lambda r: looked.append("cluster") or racks)
     monkeypatch.setattr(p.adaptation, "_estimate_unfinished", lambda r: looked.append("estimate") or None)
-    for choices, expected in ((["dask"], []), (["dask", "plan"], []), (None, ["cluster", "estimate"]),
-                              (["plan"], ["cluster", "estimate"])):
+    for choices, expected in (
+        (["dask"], []),
+        (["dask", "plan"], []),
+        (None, ["cluster", "estimate"]),
+        (["plan"], ["cluster", "estimate"]),
+    ):
         scheduler = get_scheduler("adaptive", **({"choices": choices} if choices else {}))
         r = GraphRun("r1", g, scheduler, racks, "c1", owned=True)
         r.state, r.adapt.decision, r.adapt.signature = RUNNING, DASK, (frozenset({"t"}), 3)
@@ -1040,9 +1191,11 @@ def test_a_run_left_to_dask_on_one_host_builds_no_cluster_as_its_tasks_finish(mo
     monkeypatch.setattr(p.adaptation, "_estimate_unfinished", lambda r: looked.append("estimate") or None)
     monkeypatch.setattr(p, "learned_speeds", lambda: looked.append("speeds") or {})
     racks = Cluster([Worker("a"), Worker("b")], bandwidth=1e9, racks={"a": 0, "b": 1}, uplink=1e8)
-    for hosts, declared, expected in ((("127.0.0.1", "127.0.0.1"), None, []),
-                                      (("10.0.0.1", "10.0.0.2"), None, ["cluster"]),
-                                      (("127.0.0.1", "127.0.0.1"), racks, ["cluster"])):  # emulated racks: weighed
+    for hosts, declared, expected in (
+        (("127.0.0.1", "127.0.0.1"), None, []),
+        (("10.0.0.1", "10.0.0.2"), None, ["cluster"]),
+        (("127.0.0.1", "127.0.0.1"), racks, ["cluster"]),
+    ):  # emulated racks: weighed
         workers = {f"tcp://{h}:{4000 + i}": None for i, h in enumerate(hosts)}
         p.dask_scheduler = SimpleNamespace(tasks={}, workers=workers, transitions=lambda *a, **k: None)
         r = GraphRun("r1", g, get_scheduler("adaptive"), declared, "c1", owned=True)
@@ -1065,12 +1218,14 @@ def test_mid_run_a_hold_in_place_gives_way_only_to_a_choice_predicted_margin_sho
     g.add_task("t", cost=1.0)
     cluster = Cluster([Worker("a"), Worker("b")], bandwidth=1e9)
     held = {"subset": 0.95}
-    monkeypatch.setattr(predict, "predict_dask", lambda graph, c, state, draws=1, **kw: 1.0 if len(c.workers) == 2
-                        else held["subset"])
+    monkeypatch.setattr(
+        predict, "predict_dask", lambda graph, c, state, draws=1, **kw: 1.0 if len(c.workers) == 2 else held["subset"]
+    )
 
     def pick(incumbent=DASK):
-        return choose(g, cluster, None, None, opts(0.15, 3000), choices=(DASK, SUBSET), candidates=[["a"]],
-                      incumbent=incumbent)[0]
+        return choose(
+            g, cluster, None, None, opts(0.15, 3000), choices=(DASK, SUBSET), candidates=[["a"]], incumbent=incumbent
+        )[0]
 
     assert pick() == DASK and pick(SUBSET) == SUBSET  # 5% apart: neither gives way
     held["subset"] = 0.8
@@ -1134,8 +1289,9 @@ def test_restrictions_given_to_a_task_dask_s_shuffle_pinned_wait_for_the_shuffle
     assert free.worker_restrictions == {"tcp://a"} and free.loose_restrictions
     restrict(free, None)
     assert free.worker_restrictions is None and not free.loose_restrictions
-    pinned = SimpleNamespace(annotations={SHUFFLE_PINNED: None}, worker_restrictions={"tcp://c"},
-                             loose_restrictions=False)
+    pinned = SimpleNamespace(
+        annotations={SHUFFLE_PINNED: None}, worker_restrictions={"tcp://c"}, loose_restrictions=False
+    )
     restrict(pinned, ["tcp://a", "tcp://b"])
     assert pinned.worker_restrictions == {"tcp://c"} and pinned.annotations[SHUFFLE_PINNED] == {"tcp://a", "tcp://b"}
     restrict(pinned, None)
@@ -1155,9 +1311,16 @@ def test_a_run_with_a_peer_to_peer_shuffle_is_weighed_only_before_it_starts_and_
     g = TaskGraph("p2p")
     for name in ("rechunk-transfer-1", "shuffle-barrier-1", "rechunk-p2p-1", "sum-1"):
         g.add_task(name, cost=1.0)
-    tasks = {k: SimpleNamespace(prefix=SimpleNamespace(name=k.rsplit("-", 1)[0]), state="waiting",
-                                worker_restrictions={"tcp://fast"}, loose_restrictions=False, annotations={})
-             for k in g.ids}
+    tasks = {
+        k: SimpleNamespace(
+            prefix=SimpleNamespace(name=k.rsplit("-", 1)[0]),
+            state="waiting",
+            worker_restrictions={"tcp://fast"},
+            loose_restrictions=False,
+            annotations={},
+        )
+        for k in g.ids
+    }
     p = TaskflowPlugin()
     p.dask_scheduler = SimpleNamespace(tasks=tasks, workers={}, transitions=lambda *a, **k: None)
     cluster = Cluster.heterogeneous([4.0, 1.0])
@@ -1173,7 +1336,9 @@ def test_a_run_with_a_peer_to_peer_shuffle_is_weighed_only_before_it_starts_and_
     assert not p.adaptation.worth_planning(r, keys[1:], cluster)  # started, held: kept as it is
     assert r.adapt.decision == SUBSET and all(ts.worker_restrictions == {"tcp://fast"} for ts in tasks.values())
     r.adapt.held = ()
-    assert not p.adaptation.worth_planning(r, keys[1:], cluster) and r.adapt.decision == DASK  # started, not held: Dask's own
+    assert (
+        not p.adaptation.worth_planning(r, keys[1:], cluster) and r.adapt.decision == DASK
+    )  # started, not held: Dask's own
     plan = get_scheduler("adaptive").schedule(g, cluster)
     fresh = GraphRun("r3", g, get_scheduler("adaptive"), cluster, "c1", owned=True)
     p.adaptation.guard(fresh, g, cluster, plan)
@@ -1186,8 +1351,14 @@ def _fake_p2p(transfer_prefix="rechunk-transfer"):
     from types import SimpleNamespace
 
     def task(key, prefix, deps=(), nbytes=-1):
-        ts = SimpleNamespace(key=key, prefix=SimpleNamespace(name=prefix), nbytes=nbytes, dependencies=list(deps),
-                             dependents=[], get_nbytes=lambda: 1000)
+        ts = SimpleNamespace(
+            key=key,
+            prefix=SimpleNamespace(name=prefix),
+            nbytes=nbytes,
+            dependencies=list(deps),
+            dependents=[],
+            get_nbytes=lambda: 1000,
+        )
         for d in deps:
             d.dependents.append(ts)
         return ts
@@ -1196,8 +1367,10 @@ def _fake_p2p(transfer_prefix="rechunk-transfer"):
     tr = [task((transfer_prefix, i), transfer_prefix, [src[i]]) for i in range(2)]
     bar = task("shuffle-barrier-1", "shuffle-barrier", tr)
     outs = [task(("rechunk-p2p", j), "rechunk-p2p", [bar], nbytes=4_000_000) for j in (3, 1, 0, 2)]
-    metrics = {("execute", transfer_prefix, "thread-cpu", "seconds"): 1.0,
-               ("execute", transfer_prefix, "thread-noncpu", "seconds"): 3.0}
+    metrics = {
+        ("execute", transfer_prefix, "thread-cpu", "seconds"): 1.0,
+        ("execute", transfer_prefix, "thread-noncpu", "seconds"): 3.0,
+    }
     sched = SimpleNamespace(_get_prefix_duration=lambda prefix: 0.5, cumulative_worker_metrics=metrics)
     return sched, src + tr + [bar] + outs
 
@@ -1216,13 +1389,15 @@ def test_a_peer_to_peer_shuffle_s_bytes_go_from_each_transfer_task_to_each_outpu
     cost = dict(zip(g.ids, g.arrays.cost.tolist()))
     assert cost["shuffle-barrier-1"] == 0.0  # what Dask measured of it is the wait for the bytes
     assert cost[("rechunk-transfer", 0)] == pytest.approx(2.0 * 0.25)  # a quarter of it on the CPU
-    edges = {(g.ids[s], g.ids[d]): b for s, d, b in zip(*(x.tolist() for x in (g.arrays.src, g.arrays.dst,
-                                                                                g.arrays.size)))}
+    edges = {
+        (g.ids[s], g.ids[d]): b for s, d, b in zip(*(x.tolist() for x in (g.arrays.src, g.arrays.dst, g.arrays.size)))
+    }
     for i in range(2):
         for j in range(4):
             assert edges[(("rechunk-transfer", i), ("rechunk-p2p", j))] == pytest.approx(2_000_000)
-    assert sum(b for (s, d), b in edges.items() if s[0] == "rechunk-transfer" and d[0] == "rechunk-p2p") == \
-        pytest.approx(16_000_000)
+    assert sum(
+        b for (s, d), b in edges.items() if s[0] == "rechunk-transfer" and d[0] == "rechunk-p2p"
+    ) == pytest.approx(16_000_000)
     metas = {g.ids[i]: md for i, md in g.metas().items()}
     assert [metas[("rechunk-p2p", j)]["p2p"] for j in range(4)] == [(j, 4) for j in range(4)]
     assert {k for k, md in metas.items() if "p2p" in md} == {("rechunk-p2p", j) for j in range(4)}
@@ -1231,8 +1406,9 @@ def test_a_peer_to_peer_shuffle_s_bytes_go_from_each_transfer_task_to_each_outpu
     assert task_kind(g, ("rechunk-transfer", 0)) == "rechunk-transfer"
     monkeypatch.setattr(reading, "P2P_PAIRS", 1)  # a large shuffle: through its barrier
     g = reading.estimated_graph(sched, tss, durations, {}, {})
-    edges = {(g.ids[s], g.ids[d]): b for s, d, b in zip(*(x.tolist() for x in (g.arrays.src, g.arrays.dst,
-                                                                                g.arrays.size)))}
+    edges = {
+        (g.ids[s], g.ids[d]): b for s, d, b in zip(*(x.tolist() for x in (g.arrays.src, g.arrays.dst, g.arrays.size)))
+    }
     assert edges[(("rechunk-transfer", 0), "shuffle-barrier-1")] == pytest.approx(8_000_000)
     assert edges[("shuffle-barrier-1", ("rechunk-p2p", 2))] == pytest.approx(4_000_000)
     assert len(edges) == 2 + 2 + 4  # no edge from a transfer task to an output
@@ -1251,7 +1427,7 @@ def test_the_spread_counts_a_worker_s_prefix_only_with_enough_tasks_and_seconds(
     p.dask_scheduler = SimpleNamespace(workers={a: SimpleNamespace(name=a) for a in ("w0", "w1")})
     undeclared = SimpleNamespace(cluster=None)  # a run of Dask work: no speeds declared
     p.durations = {"sum": {"w0": [0.0015, 3], "w1": [0.0045, 3]}}  # 3x apart, 6 ms in all
-    assert relative_speeds(p.durations)["w0"] == pytest.approx(3 ** 0.5)  # what the costs learn from
+    assert relative_speeds(p.durations)["w0"] == pytest.approx(3**0.5)  # what the costs learn from
     assert p.adaptation._spread(undeclared, None) == 1.0  # not what the guard weighs workers by
     p.durations["work"] = {"w0": [0.1, MIN_TASKS], "w1": [0.4, MIN_TASKS]}  # a quarter-core worker
     assert p.adaptation._spread(undeclared, None) == pytest.approx(4.0)
@@ -1289,8 +1465,14 @@ def test_a_worker_s_cold_first_task_does_not_make_it_look_slow():
     # and is not walked each time the speeds are learned again
     before = p.learned_speeds()
     for i in range(3000):
-        observe(p.durations, p.sizes, p.inputs, SimpleNamespace(key=f"t{i}", prefix=SimpleNamespace(name=f"t{i}"),
-                                                               nbytes=0, dependencies=[]), f"w{i % 3}", 5.0)
+        observe(
+            p.durations,
+            p.sizes,
+            p.inputs,
+            SimpleNamespace(key=f"t{i}", prefix=SimpleNamespace(name=f"t{i}"), nbytes=0, dependencies=[]),
+            f"w{i % 3}",
+            5.0,
+        )
     assert len(p.durations) == 3001 and set(compared(p.durations)) == {"part"}
     assert p.learned_speeds() == before and p.adaptation._spread(undeclared, None) == pytest.approx(4.0)
 
@@ -1311,11 +1493,14 @@ def test_until_a_run_of_the_work_is_measured_the_guard_takes_no_plan_but_predict
     plan = get_scheduler("adaptive").schedule(g, uneven8)
     assert plan_or_dask(g, uneven8, plan, None, 0.15, 3000)[0]  # a plan predicted to win by far
     seen = {}
-    choice, predicted, dask_own, _ = choose(g, uneven8, plan, None, opts(0.15, 3000), choices=(PLAN, DASK),
-                                            predictions=seen, unwatched=(PLAN,))
+    choice, predicted, dask_own, _ = choose(
+        g, uneven8, plan, None, opts(0.15, 3000), choices=(PLAN, DASK), predictions=seen, unwatched=(PLAN,)
+    )
     assert choice == DASK and predicted == dask_own and seen[PLAN] <= 0.85 * dask_own
     assert choose(g, uneven8, plan, None, opts(0.15, 3000), choices=(PLAN,), unwatched=(PLAN,))[0] == PLAN  # no other
-    assert choose(g, uneven8, plan, None, opts(0.15, 10), choices=(PLAN, DASK), unwatched=(PLAN,))[0] == DASK  # unsimulated
+    assert (
+        choose(g, uneven8, plan, None, opts(0.15, 10), choices=(PLAN, DASK), unwatched=(PLAN,))[0] == DASK
+    )  # unsimulated
 
     p = TaskflowPlugin()
     p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
@@ -1331,7 +1516,9 @@ def test_until_a_run_of_the_work_is_measured_the_guard_takes_no_plan_but_predict
         assert r.adapt.decision == DASK
         if book is not None:  # (the very first run's predictions are not kept: it predicts no plan)
             assert r.adapt.predictions[PLAN] <= 0.85 * r.adapt.predictions[DASK]
-    p.adaptation.outcomes[sig] = outcomes_of({"plan": [], "dask": [2.0], "subset": [], "predicted": dict(r.adapt.predictions)})
+    p.adaptation.outcomes[sig] = outcomes_of(
+        {"plan": [], "dask": [2.0], "subset": [], "predicted": dict(r.adapt.predictions)}
+    )
     r = GraphRun("r3", g, scheduler, uneven8, "c1", owned=True)
     r.adapt.signature = sig
     p.adaptation.guard(r, g, uneven8, plan)  # measured once: the plan is tried, watched against Dask's own
@@ -1412,8 +1599,9 @@ def test_a_worker_never_measured_keeps_its_declared_speed_beside_the_measured_on
     g.add_task("t0", cost=1.0)
     declared = Cluster([Worker("wa", 8.0), Worker("wb", 8.0), Worker("wc", 1.0)])
     p = TaskflowPlugin()
-    p.dask_scheduler = SimpleNamespace(tasks={}, transitions=lambda *a, **k: None,
-                                       workers={a: SimpleNamespace(name=a) for a in ("wa", "wb", "wc")})
+    p.dask_scheduler = SimpleNamespace(
+        tasks={}, transitions=lambda *a, **k: None, workers={a: SimpleNamespace(name=a) for a in ("wa", "wb", "wc")}
+    )
     p.durations = {"nap": {"wa": [1.0, 8], "wb": [1.0, 8]}}  # 8 tasks of 1/8 s on each fast worker
     r = GraphRun("r1", g, get_scheduler("adaptive"), declared, "c1", owned=True)
     assert p.adaptation._spread(r, declared) == pytest.approx(8.0)
@@ -1434,10 +1622,15 @@ def test_the_inputs_placed_are_those_computed_or_running_on_a_known_worker():
     from taskflow.runtime.scheduler.reading import placed_inputs
 
     def ts(key, prefix, nbytes=-1, holders=(), running=None, deps=()):
-        return SimpleNamespace(key=key, prefix=SimpleNamespace(name=prefix), nbytes=nbytes, dependencies=list(deps),
-                               who_has=[SimpleNamespace(address=a) for a in holders],
-                               processing_on=SimpleNamespace(address=running) if running else None,
-                               get_nbytes=lambda: 1000)
+        return SimpleNamespace(
+            key=key,
+            prefix=SimpleNamespace(name=prefix),
+            nbytes=nbytes,
+            dependencies=list(deps),
+            who_has=[SimpleNamespace(address=a) for a in holders],
+            processing_on=SimpleNamespace(address=running) if running else None,
+            get_nbytes=lambda: 1000,
+        )
 
     done = ts("load-1", "load", nbytes=8_000_000, holders=["tcp://b", "tcp://a"])
     going = ts("load-2", "load", running="tcp://b")
@@ -1466,6 +1659,7 @@ def test_a_prediction_of_dask_s_own_stops_drawing_orders_once_two_agree(monkeypa
         def simulate(graph, cluster, scheduler, network=None, scheduler_options=None, seed=0):
             seeds.append(seed)
             return SimpleNamespace(makespan=spans(seed))
+
         return simulate
 
     monkeypatch.setattr(simulator, "simulate", fake(lambda seed: 2.0 + 0.5 * DRAWS_AGREE * (seed % 2)))
@@ -1489,8 +1683,15 @@ def test_a_try_of_a_hold_races_the_whole_cluster_at_the_pace_of_the_workers_it_k
     g, cluster, scheduler, p = _wide_plugin(10)
     monkeypatch.setattr(p, "live_cluster", lambda r: cluster)
     sig = (frozenset({"t"}), 3)
-    p.adaptation.outcomes[sig] = outcomes_of({"plan": [], "dask": [2.0, 2.0], "subset": [], "predicted": {"dask": 2.0, "subset": 1.7},
-                       "curves": {DASK: [[0.2 * (i + 1) for i in range(10)]] * 2}})
+    p.adaptation.outcomes[sig] = outcomes_of(
+        {
+            "plan": [],
+            "dask": [2.0, 2.0],
+            "subset": [],
+            "predicted": {"dask": 2.0, "subset": 1.7},
+            "curves": {DASK: [[0.2 * (i + 1) for i in range(10)]] * 2},
+        }
+    )
     r = GraphRun("r1", g, scheduler, cluster, "c1", owned=True)
     r.adapt.signature, r.state = sig, RUNNING
     p.adaptation.guard(r, g, cluster, None)
@@ -1500,8 +1701,15 @@ def test_a_try_of_a_hold_races_the_whole_cluster_at_the_pace_of_the_workers_it_k
     r.key_moved("t1", "memory")
     assert behind(r, 0.56) == pytest.approx(1.12)  # 0.56 s for two tenths; the reference's at 0.4 s
     assert behind(r, 0.68) == pytest.approx(1.36)
-    p.adaptation.outcomes[sig] = outcomes_of({"plan": [], "dask": [], "subset": [1.6, 1.6], "predicted": {"dask": 1.7, "subset": 1.6},
-                       "curves": {"subset": [[0.16 * (i + 1) for i in range(10)]] * 2}})
+    p.adaptation.outcomes[sig] = outcomes_of(
+        {
+            "plan": [],
+            "dask": [],
+            "subset": [1.6, 1.6],
+            "predicted": {"dask": 1.7, "subset": 1.6},
+            "curves": {"subset": [[0.16 * (i + 1) for i in range(10)]] * 2},
+        }
+    )
     r = GraphRun("r2", g, scheduler, cluster, "c1", owned=True)
     r.adapt.signature, r.state = sig, RUNNING
     p.adaptation.guard(r, g, cluster, None)
@@ -1567,8 +1775,9 @@ def test_inside_dask_the_plan_charges_transfers_to_both_ends_cpu():
     assert _cross_bytes(g, cpu) < 0.8 * _cross_bytes(g, heft)
     slow = cluster.workers[0].id
     assert cpu.workers.count(slow) < heft.workers.count(slow)
-    free = to_schedule(CostModel(g, cluster).densified(),
-                       transfer_cpu_schedule(CostModel(g, cluster).densified(), 0.0, 0.0), "x")
+    free = to_schedule(
+        CostModel(g, cluster).densified(), transfer_cpu_schedule(CostModel(g, cluster).densified(), 0.0, 0.0), "x"
+    )
     free.validate(g, cluster)
     multi = TaskGraph("multi")
     multi.add_task("a", cost=1.0, cores=2)
@@ -1624,8 +1833,13 @@ def test_the_adaptive_phase_moves_only_by_its_table():
     with pytest.raises(RuntimeError, match="no move from trying to fixed"):
         state.move(Phase.FIXED)
     state.give_up()
-    assert (state.phase, state.watch, state.reference, state.redecisions, state.guarded) == \
-        (Phase.GIVEN_UP, 0.0, [], 1, 1)
+    assert (state.phase, state.watch, state.reference, state.redecisions, state.guarded) == (
+        Phase.GIVEN_UP,
+        0.0,
+        [],
+        1,
+        1,
+    )
     assert state.take_fallback() == DASK and state.phase is Phase.FIXED and state.take_fallback() is None
     with pytest.raises(RuntimeError, match="no move from fixed to learning"):
         state.move(Phase.LEARNING)

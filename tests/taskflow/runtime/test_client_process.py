@@ -19,7 +19,9 @@ from tests.conftest import NO_HTTP
 
 @pytest.fixture(scope="module")
 def cluster():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc:
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP
+    ) as lc:
         yield lc
 
 
@@ -156,6 +158,7 @@ def test_overlapping_runs_share_one_freeze_and_do_not_count_the_frozen_heap_each
             b_in.set()
             a_out.wait(10)  # A has left: the heap stays frozen while B runs
             seen["b alone"] = (real(), gc.get_threshold()[2])
+
     threads = [threading.Thread(target=f) for f in (a, b)]
     for t in threads:
         t.start()

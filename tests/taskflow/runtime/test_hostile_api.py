@@ -49,12 +49,32 @@ def test_an_option_of_the_wrong_type_is_refused(no_cluster):
 
 def test_an_unknown_preloaded_scheduler_stops_the_dask_scheduler(tmp_path):
     env = {**os.environ, "TASKFLOW_SCHEDULER": "nosuch"}
-    proc = subprocess.run([sys.executable, "-m", "distributed.cli.dask_scheduler", "--preload",
-                           "taskflow.runtime.scheduler.plugin", "--host", "127.0.0.1", "--port", "0", "--no-dashboard"],
-                          capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
-    errors = [ln for ln in proc.stderr.splitlines() if not ln.split(" - ")[-2:-1] == ["INFO"] and " - INFO - " not in ln]
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "distributed.cli.dask_scheduler",
+            "--preload",
+            "taskflow.runtime.scheduler.plugin",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--no-dashboard",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    errors = [
+        ln for ln in proc.stderr.splitlines() if not ln.split(" - ")[-2:-1] == ["INFO"] and " - INFO - " not in ln
+    ]
     assert proc.returncode == 2, proc.stderr[-2000:]
-    assert errors == [errors[0]] and errors[0].startswith("error: TASKFLOW_SCHEDULER='nosuch': unknown scheduler"), errors
+    assert errors == [errors[0]] and errors[0].startswith("error: TASKFLOW_SCHEDULER='nosuch': unknown scheduler"), (
+        errors
+    )
 
 
 def test_an_address_where_nothing_listens_is_bad_input_at_once(capsys):
@@ -94,8 +114,9 @@ def test_an_edge_between_ids_no_format_holds_is_a_graph_error(bad):
 @pytest.mark.parametrize("runtime", ["1_000", "٣", "inf", "0x10", "1e5_0"])
 def test_a_dax_number_is_read_as_files_write_numbers(tmp_path, runtime):
     p = tmp_path / "w.xml"
-    p.write_text(f'<adag xmlns="http://pegasus.isi.edu/schema/DAX" version="2.1"><job id="a" runtime="{runtime}"/>'
-                 '</adag>')
+    p.write_text(
+        f'<adag xmlns="http://pegasus.isi.edu/schema/DAX" version="2.1"><job id="a" runtime="{runtime}"/></adag>'
+    )
     with pytest.raises(FormatError, match="runtime .* is not a number"):
         taskflow.load_graph(p)
 
@@ -114,8 +135,20 @@ def test_advising_with_a_profile_that_measured_nothing_is_refused(tmp_path, caps
     from taskflow.app.cli import main
 
     empty = tmp_path / "p.json"
-    empty.write_text(json.dumps({"format": "taskflow-cost-profile", "version": 1, "runs": 0, "tasks": {}, "prefixes": {},
-                                 "bandwidth": {}, "speeds": {}, "models": {}}))
+    empty.write_text(
+        json.dumps(
+            {
+                "format": "taskflow-cost-profile",
+                "version": 1,
+                "runs": 0,
+                "tasks": {},
+                "prefixes": {},
+                "bandwidth": {},
+                "speeds": {},
+                "models": {},
+            }
+        )
+    )
     code = main(["advise", HEFT_G, "--profile", str(empty), "--catalog", "tiny", "-q"])
     err = capsys.readouterr().err
     assert code == 2 and f"cost profile {str(empty)!r} holds no measured task" in err and err.count("\n") == 1, err

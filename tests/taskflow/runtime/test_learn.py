@@ -33,8 +33,9 @@ def test_speeds_are_learned_when_the_scheduler_gave_the_big_tasks_to_the_fast_wo
         g.add_task(f"t{k}", cost=float(k))
     c = Cluster([Worker("slow", 1.0), Worker("fast", 4.0)])
     runs = _runs(g, c, {f"t{k}": ("slow" if k <= 4 else "fast") for k in range(1, 9)})
-    naive = np.mean([r.finish - r.start for r in runs if r.worker == "slow"]) / \
-        np.mean([r.finish - r.start for r in runs if r.worker == "fast"])
+    naive = np.mean([r.finish - r.start for r in runs if r.worker == "slow"]) / np.mean(
+        [r.finish - r.start for r in runs if r.worker == "fast"]
+    )
     assert naive == pytest.approx(2.5 / 1.625)
     sp = _learned_speeds(g, runs)
     assert sp["fast"] / sp["slow"] == pytest.approx(4.0)
@@ -79,8 +80,12 @@ def test_dask_s_own_placement_is_kept_and_replayed_as_a_plan(tmp_path):
     for a, b in (("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")):
         g.add_edge(a, b)
     c = Cluster([Worker("0", 1.0), Worker("1", 1.0)], bandwidth=np.inf)
-    runs = [Run("a", "a", "1", 10.0, 11.0), Run("c", "c", "1", 11.0, 13.0), Run("b", "b", "0", 11.0, 13.0),
-            Run("d", "d", "0", 13.0, 14.0)]
+    runs = [
+        Run("a", "a", "1", 10.0, 11.0),
+        Run("c", "c", "1", 11.0, 13.0),
+        Run("b", "b", "0", 11.0, 13.0),
+        Run("d", "d", "0", 13.0, 14.0),
+    ]
     prof = CostProfile.learn(g, _report(g, runs, scale=0.5))
     assert prof.dask_placement == {"a": ["1", 0.0], "b": ["0", 2.0], "c": ["1", 2.0], "d": ["0", 6.0]}
     plan = prof.dask_plan(g, c)
@@ -103,8 +108,11 @@ def test_the_backplane_and_pair_rates_come_from_what_transfers_did_together():
     model makes the maxmin network share it."""
     from taskflow.runtime.learn import _network
 
-    xs = [Transfer("a", "0", "1", 10e6, 0.0, 0.1), Transfer("b", "0", "1", 10e6, 1.0, 1.2),
-          Transfer("c", "2", "3", 10e6, 1.0, 1.2)]
+    xs = [
+        Transfer("a", "0", "1", 10e6, 0.0, 0.1),
+        Transfer("b", "0", "1", 10e6, 1.0, 1.2),
+        Transfer("c", "2", "3", 10e6, 1.0, 1.2),
+    ]
     _, pairs, backplane = _network(xs)
     assert pairs["0"]["1"] == pytest.approx(95e6)  # the 90th percentile of 50 and 100 MB/s
     assert backplane == pytest.approx(100e6)

@@ -87,16 +87,24 @@ def test_local_cluster_sets_its_workers_and_leaves_this_process_alone(monkeypatc
         seen = c.run(_flags)
         assert len(seen) == 2
         for flags in seen.values():
-            assert flags == {"MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD), "MALLOC_TRIM_THRESHOLD_": "1000000000",
-                             "MALLOC_ARENA_MAX": "1", REUSE_ENV: "1"}
+            assert flags == {
+                "MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD),
+                "MALLOC_TRIM_THRESHOLD_": "1000000000",
+                "MALLOC_ARENA_MAX": "1",
+                REUSE_ENV: "1",
+            }
         assert c.run_on_scheduler(_stealing) is False
         ensure_plugin(c)
         assert all(c.run(lambda dask_worker: TRIM_CALLBACK in dask_worker.periodic_callbacks).values())
     assert dict(os.environ) == before
     with local_cluster(1, 1, work_stealing=True) as lc, Client(lc) as c:
         assert c.run_on_scheduler(_stealing) is True
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
-            Client(lc) as c:  # Dask's own cluster: no reuse, no trimming
+    with (
+        LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP
+        ) as lc,
+        Client(lc) as c,
+    ):  # Dask's own cluster: no reuse, no trimming
         assert list(c.run(_flags).values())[0][REUSE_ENV] is None
         ensure_plugin(c)
         assert not any(c.run(lambda dask_worker: TRIM_CALLBACK in dask_worker.periodic_callbacks).values())
@@ -280,8 +288,12 @@ def test_warm_heaps_grows_each_reusing_worker_heap_and_keeps_it():
         for a in before:  # freed, but the heap holds on to it: the pages stay the worker's
             assert after[a] - before[a] > 0.8 * want, (a, before[a], after[a])
     # a cluster taskflow did not start (no memory reuse) is left as it is
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
-            Client(lc) as c:
+    with (
+        LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP
+        ) as lc,
+        Client(lc) as c,
+    ):
         before = c.run(_rss)
         assert set(warm_heaps(c).values()) == {0}
         after = c.run(_rss)

@@ -37,8 +37,16 @@ def test_only_the_latest_compute_of_a_key_and_the_transfers_before_it_count():
     g = DispatchGaps()
     g.add("w", None, [_compute(0.0, 1.0)])
     # the worker kept an earlier compute of this key; its transfer ended after the last task stopped
-    g.add("w", None, [_compute(-5.0, -4.0), {"action": "transfer", "start": 1.0, "stop": 1.004},
-                      _compute(1.005, 1.2), {"action": "transfer", "start": 3.0, "stop": 3.5}])
+    g.add(
+        "w",
+        None,
+        [
+            _compute(-5.0, -4.0),
+            {"action": "transfer", "start": 1.0, "stop": 1.004},
+            _compute(1.005, 1.2),
+            {"action": "transfer", "start": 3.0, "stop": 3.5},
+        ],
+    )
     assert [gap for _, gap in g.gaps] == [pytest.approx(0.001)]
 
 

@@ -39,6 +39,7 @@ def chain(n=12, seconds=0.4):
 def when_busy(client, names, action, timeout=30.0):
     """Call ``action`` (in a thread) once every worker named in ``names`` is running a task, so a
     kill always hits planned work whatever the machine's load."""
+
     def watch():
         t0 = time.time()
         while time.time() - t0 < timeout:
@@ -48,6 +49,7 @@ def when_busy(client, names, action, timeout=30.0):
                 break
             time.sleep(0.05)
         action()
+
     t = threading.Thread(target=watch, daemon=True)
     t.start()
     return t
@@ -63,9 +65,11 @@ def wait_for(condition, what: str, timeout: float = 30.0) -> None:
 
 def plans_on_scheduler(client) -> dict:
     """Every key the plugin has placed -> the address of its latest planned worker."""
+
     def read(dask_scheduler):
         p = dask_scheduler.plugins["taskflow"]
         return {k: r.addr[w] for r in p.runs.values() for k, w in r.plan.items() if w in r.addr}
+
     return client.run_on_scheduler(read)
 
 
@@ -260,6 +264,7 @@ def test_compute_on_dask_collections_equals_dask_and_runs_where_planned(client, 
 def test_compute_survives_a_lost_worker(tmp_path):
     lb = Loopback(tmp_path, workers=("wa", "wb", "wc")).start()
     try:
+
         @dask.delayed
         def slow_inc(v):
             time.sleep(0.3)
@@ -360,8 +365,13 @@ def test_tasks_not_yet_run_get_the_measured_cost_and_output_of_their_prefix():
     p.dask_scheduler = SimpleNamespace(_get_prefix_duration=lambda prefix: 0.5)
 
     def ts(key, prefix, nbytes=-1, deps=()):
-        return SimpleNamespace(key=key, prefix=SimpleNamespace(name=prefix), nbytes=nbytes, dependencies=list(deps),
-                               get_nbytes=lambda: nbytes if nbytes >= 0 else 1000)
+        return SimpleNamespace(
+            key=key,
+            prefix=SimpleNamespace(name=prefix),
+            nbytes=nbytes,
+            dependencies=list(deps),
+            get_nbytes=lambda: nbytes if nbytes >= 0 else 1000,
+        )
 
     a = ts("a", "mm")
     b = ts("b", "new", deps=[a])
@@ -433,11 +443,15 @@ def test_the_plugin_counts_only_the_latest_compute_of_a_key():
     from types import SimpleNamespace
 
     p = TaskflowPlugin()
-    p.dask_scheduler = SimpleNamespace(workers={"tcp://a": SimpleNamespace(name="w0")},
-                                  tasks={"k": SimpleNamespace(prefix=SimpleNamespace(name="pre"), nbytes=800,
-                                                               dependencies=[])})
-    stops = [{"action": "compute", "start": 0.0, "stop": 0.5}, {"action": "transfer", "start": 9.0, "stop": 9.2},
-             {"action": "compute", "start": 10.0, "stop": 10.25}]
+    p.dask_scheduler = SimpleNamespace(
+        workers={"tcp://a": SimpleNamespace(name="w0")},
+        tasks={"k": SimpleNamespace(prefix=SimpleNamespace(name="pre"), nbytes=800, dependencies=[])},
+    )
+    stops = [
+        {"action": "compute", "start": 0.0, "stop": 0.5},
+        {"action": "transfer", "start": 9.0, "stop": 9.2},
+        {"action": "compute", "start": 10.0, "stop": 10.25},
+    ]
     p.transition("k", "processing", "memory", worker="tcp://a", startstops=stops)
     assert p.durations["pre"] == {"w0": [0.25, 1, 0.25]}
     assert p.sizes["pre"] == [800.0, 1]  # its output, for tasks of the prefix not yet run
@@ -483,6 +497,7 @@ def test_on_dask_the_cost_per_task_learned_is_less_than_a_chain_s_time_per_task(
         per_task = (time.perf_counter() - t0) / 60
     finally:
         taskflow.use(client, None)
+
     def learned(dask_scheduler):
         plugin = dask_scheduler.plugins["taskflow"]
         return plugin.gaps.overhead(plugin.learned_speeds()), max(plugin.learned_speeds().values(), default=1.0)
@@ -512,22 +527,26 @@ def test_the_report_counts_exactly_the_transfers_dask_made(client):
         rep = run(g, "round-robin", client=client, quiet=True)
     where = {r.task: r.worker for r in rep.trace.runs}
     moved = [(t.task, t.source, t.destination, t.bytes) for t in rep.trace.transfers]
-    expected = {(f"p{i}", where[f"p{i}"], where["sink"], float((i + 1) * 10_000))
-                for i in range(6) if where[f"p{i}"] != where["sink"]}
+    expected = {
+        (f"p{i}", where[f"p{i}"], where["sink"], float((i + 1) * 10_000))
+        for i in range(6)
+        if where[f"p{i}"] != where["sink"]
+    }
     assert expected and len(moved) == len(expected) and set(moved) == expected
     assert all(0 <= t.start <= t.finish <= rep.measured_makespan for t in rep.trace.transfers)
     # the scheduler's record of the sink's fetches (one per message from a worker) agrees: the
     # same messages, as long (the report's times are on the workers' own clocks, the stream's
     # carry Dask's estimate of the scheduler's: one offset per message, the same at both ends)
     sink = next(r for r in ts.data if str(r["key"]).startswith("sink-sink~"))
-    fetches = sorted((s["source"], round(s["stop"] - s["start"], 6)) for s in sink["startstops"]
-                     if s["action"] == "transfer")
+    fetches = sorted(
+        (s["source"], round(s["stop"] - s["start"], 6)) for s in sink["startstops"] if s["action"] == "transfer"
+    )
     addr = {w.id: w.address for w in rep.cluster.workers}
     assert fetches == sorted({(addr[t.source], round(t.finish - t.start, 6)) for t in rep.trace.transfers})
     assert rep.to_dict()["transfers"][0]["bytes"] in {b for *_, b in expected}
 
 
-MYDAG = '''
+MYDAG = """
 import math
 
 SCALE = 3
@@ -548,7 +567,7 @@ def build():
     parts = [g.add_task(f"sq{i}", fn=square, args=(i,), cost=0.01) for i in range(6)]
     g.add_task("total", fn=total, args=tuple(parts), cost=0.01)
     return g
-'''
+"""
 
 
 def test_the_callers_own_module_runs_on_workers_that_cannot_import_it(tmp_path, monkeypatch):
@@ -575,8 +594,20 @@ def test_the_callers_own_module_runs_on_workers_that_cannot_import_it(tmp_path, 
         monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in (str(src), "")])
         from taskflow.app.cli import main
 
-        assert main(["run", "mydag_local:build", "--scheduler-file", str(lb.sched_file), "-q",
-                     "--report", str(tmp_path / "r.json")]) == 0
+        assert (
+            main(
+                [
+                    "run",
+                    "mydag_local:build",
+                    "--scheduler-file",
+                    str(lb.sched_file),
+                    "-q",
+                    "--report",
+                    str(tmp_path / "r.json"),
+                ]
+            )
+            == 0
+        )
     finally:
         lb.stop()
 
@@ -616,8 +647,14 @@ def test_a_profile_converts_measured_rates_to_the_runs_scales():
     g.add_task("a", cost=9.0, output_size=100)
     g.add_task("b", cost=9.0)
     g.add_edge("a", "b")
-    prof = taskflow.CostProfile(tasks={"a": {"0": 2.0}}, prefixes={}, speeds={"0": 2.0, "1": 1.0},
-                                bandwidth={"0": {"1": 1000.0}}, task_overhead=0.01, runs=1)
+    prof = taskflow.CostProfile(
+        tasks={"a": {"0": 2.0}},
+        prefixes={},
+        speeds={"0": 2.0, "1": 1.0},
+        bandwidth={"0": {"1": 1000.0}},
+        task_overhead=0.01,
+        runs=1,
+    )
     c = Cluster([Worker("0"), Worker("1")], bandwidth=1e9)
     g2, c2 = prof.apply(g, c, time_scale=0.1, size_scale=0.5)
     assert g2.task("a").costs == {"0": 2.0} and g2.task("a").cost == pytest.approx(4.0)  # 2 s at speed 2
@@ -627,18 +664,27 @@ def test_a_profile_converts_measured_rates_to_the_runs_scales():
     assert c2.task_overhead == pytest.approx(0.1)  # 10 ms of real dispatch per task = 0.1 model s at scale 0.1
 
 
-@pytest.mark.parametrize("content, message", [
-    ('{"format": "taskflow-graph"}', "not a cost profile"),
-    ('{"format": "taskflow-cost-profile", "tasks": {"a": 3}}', "field 'tasks' must map names"),
-    ('{"format": "taskflow-cost-profile", "tasks": {"a": {"w": "x"}}}', "field 'tasks' \\['a'\\]\\['w'\\] must be a number"),
-    ("not json", "malformed JSON"),
-    ('{"format": "taskflow-cost-profile", "runs": "x"}', "field 'runs' must be a whole number"),
-    ('{"format": "taskflow-cost-profile", "backplane": -3}', "field 'backplane' must be finite and > 0"),
-    ('{"format": "taskflow-cost-profile", "dask_placement": {"a": 3}}', "field 'dask_placement' must map"),
-    ('{"format": "taskflow-cost-profile", "models": {"t": {"fixed": 1}}}', "field 'models' must map"),
-    ('{"format": "taskflow-cost-profile", "models": {"t": {"fixed": -1, "unit": {"0": 1}}}}', "'fixed' must be finite"),
-    ("[" * 5000 + "]" * 5000, "nested more than"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ('{"format": "taskflow-graph"}', "not a cost profile"),
+        ('{"format": "taskflow-cost-profile", "tasks": {"a": 3}}', "field 'tasks' must map names"),
+        (
+            '{"format": "taskflow-cost-profile", "tasks": {"a": {"w": "x"}}}',
+            "field 'tasks' \\['a'\\]\\['w'\\] must be a number",
+        ),
+        ("not json", "malformed JSON"),
+        ('{"format": "taskflow-cost-profile", "runs": "x"}', "field 'runs' must be a whole number"),
+        ('{"format": "taskflow-cost-profile", "backplane": -3}', "field 'backplane' must be finite and > 0"),
+        ('{"format": "taskflow-cost-profile", "dask_placement": {"a": 3}}', "field 'dask_placement' must map"),
+        ('{"format": "taskflow-cost-profile", "models": {"t": {"fixed": 1}}}', "field 'models' must map"),
+        (
+            '{"format": "taskflow-cost-profile", "models": {"t": {"fixed": -1, "unit": {"0": 1}}}}',
+            "'fixed' must be finite",
+        ),
+        ("[" * 5000 + "]" * 5000, "nested more than"),
+    ],
+)
 def test_a_bad_profile_is_refused_before_anything_runs(tmp_path, capsys, content, message, no_cluster):
     from taskflow.app.cli import main
 
@@ -670,11 +716,18 @@ def test_the_command_line_reports_a_lost_scheduler_in_one_line(tmp_path):
     try:
         path = tmp_path / "chain.json"
         taskflow.save_graph(chain(40, 0.3), path)
-        proc = subprocess.Popen([sys.executable, "-m", "taskflow", "run", str(path), "--scheduler-file",
-                                 str(lb.sched_file), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "taskflow", "run", str(path), "--scheduler-file", str(lb.sched_file), "-q"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         with Client(scheduler_file=str(lb.sched_file)) as watcher:  # kill once the run's tasks are running
-            wait_for(lambda: any(watcher.processing().values()) or proc.poll() is not None,
-                     "the command's tasks to run", timeout=60)
+            wait_for(
+                lambda: any(watcher.processing().values()) or proc.poll() is not None,
+                "the command's tasks to run",
+                timeout=60,
+            )
         lb.kill_scheduler()
         out, err = proc.communicate(timeout=60)
     finally:
@@ -689,18 +742,27 @@ def test_the_profile_separates_latency_from_bandwidth_and_measures_dispatch_gaps
     from taskflow.trace import Run, Transfer
 
     # three tiny transfers of 4 ms, two of 10 MB at 100 MB/s plus that latency
-    xs = [Transfer("a", "0", "1", 100.0, 0.0, 0.004), Transfer("b", "0", "1", 10.0, 1.0, 1.004),
-          Transfer("c", "1", "0", 1000.0, 2.0, 2.004),
-          Transfer("d", "0", "1", 10e6, 3.0, 3.104), Transfer("e", "0", "1", 10e6, 4.0, 4.104)]
+    xs = [
+        Transfer("a", "0", "1", 100.0, 0.0, 0.004),
+        Transfer("b", "0", "1", 10.0, 1.0, 1.004),
+        Transfer("c", "1", "0", 1000.0, 2.0, 2.004),
+        Transfer("d", "0", "1", 10e6, 3.0, 3.104),
+        Transfer("e", "0", "1", 10e6, 4.0, 4.104),
+    ]
     latency, bw, backplane = _network(xs)
     assert latency == pytest.approx(0.004)
     assert bw == {"0": {"1": pytest.approx(100e6)}}
     assert backplane == pytest.approx(10e6 / 0.104)  # never two at once: one transfer's rate
     # contention: two pairs that each move 100 MB/s alone share 100 MB/s when both run (the host's
     # cores copy every byte): the pairs keep what they do alone, the backplane is what both did
-    xs = [Transfer("a", "0", "1", 10e6, 0.0, 0.1), Transfer("b", "2", "3", 10e6, 1.0, 1.1),
-          Transfer("c", "0", "1", 10e6, 2.0, 2.2), Transfer("d", "2", "3", 10e6, 2.0, 2.2),
-          Transfer("e", "0", "1", 10e6, 3.0, 3.2), Transfer("f", "2", "3", 10e6, 3.0, 3.2)]
+    xs = [
+        Transfer("a", "0", "1", 10e6, 0.0, 0.1),
+        Transfer("b", "2", "3", 10e6, 1.0, 1.1),
+        Transfer("c", "0", "1", 10e6, 2.0, 2.2),
+        Transfer("d", "2", "3", 10e6, 2.0, 2.2),
+        Transfer("e", "0", "1", 10e6, 3.0, 3.2),
+        Transfer("f", "2", "3", 10e6, 3.0, 3.2),
+    ]
     latency, bw, backplane = _network(xs)
     assert latency is None
     assert bw["0"]["1"] == pytest.approx(100e6, rel=0.15) and bw["2"]["3"] == pytest.approx(100e6, rel=0.15)
@@ -712,8 +774,13 @@ def test_the_profile_separates_latency_from_bandwidth_and_measures_dispatch_gaps
         g.add_task(t)
     g.add_edge("x", "b")
     g.add_edge("y", "c")
-    runs = [Run("x", "x", "w", 0.0, 0.5), Run("a", "a", "w", 0.51, 1.0), Run("b", "b", "w", 1.01, 1.5),
-            Run("y", "y", "w2", 0.0, 1.9), Run("c", "c", "w", 2.05, 2.5)]
+    runs = [
+        Run("x", "x", "w", 0.0, 0.5),
+        Run("a", "a", "w", 0.51, 1.0),
+        Run("b", "b", "w", 1.01, 1.5),
+        Run("y", "y", "w2", 0.0, 1.9),
+        Run("c", "c", "w", 2.05, 2.5),
+    ]
     gap = _dispatch_gap(g, runs, [Transfer("y", "w2", "w", 10.0, 1.9, 2.0)])
     assert gap == pytest.approx(0.01)
 
@@ -741,14 +808,27 @@ def test_an_operator_preloads_the_plugin_and_every_client_is_placed(tmp_path):
         lb.stop()
 
 
-@pytest.mark.parametrize("times, expected", [
-    # identical workers, noisy runs (up to +40%): one speed
-    ({"a": [0.010, 0.014, 0.011, 0.013, 0.010, 0.012, 0.011], "b": [0.0105, 0.013, 0.014, 0.011, 0.012, 0.0108,
-                                                                   0.013]}, {"a": 1.0, "b": 1.0}),
-    # b really takes twice as long, a little noise: half the speed
-    ({"a": [0.010, 0.0102, 0.0101, 0.0103, 0.010, 0.0101, 0.0102], "b": [0.020, 0.0205, 0.0203, 0.0201, 0.020,
-                                                                         0.0204, 0.0202]}, {"a": 1.5, "b": 0.75}),
-])
+@pytest.mark.parametrize(
+    "times, expected",
+    [
+        # identical workers, noisy runs (up to +40%): one speed
+        (
+            {
+                "a": [0.010, 0.014, 0.011, 0.013, 0.010, 0.012, 0.011],
+                "b": [0.0105, 0.013, 0.014, 0.011, 0.012, 0.0108, 0.013],
+            },
+            {"a": 1.0, "b": 1.0},
+        ),
+        # b really takes twice as long, a little noise: half the speed
+        (
+            {
+                "a": [0.010, 0.0102, 0.0101, 0.0103, 0.010, 0.0101, 0.0102],
+                "b": [0.020, 0.0205, 0.0203, 0.0201, 0.020, 0.0204, 0.0202],
+            },
+            {"a": 1.5, "b": 0.75},
+        ),
+    ],
+)
 def test_calibration_reports_only_differences_larger_than_its_noise(times, expected):
     from taskflow.runtime.client.calibrate import _speeds
 
@@ -789,16 +869,16 @@ def test_calibration_scales_a_cpu_limited_worker_by_its_share_of_a_core():
     from taskflow.runtime.client.calibrate import _speeds
 
     a = [(0.016, 0.016)] * 7
-    b = [(0.016, 0.016), (0.030, 0.016), (0.048, 0.016), (0.050, 0.016), (0.030, 0.016), (0.060, 0.016),
-         (0.031, 0.016)]
+    b = [(0.016, 0.016), (0.030, 0.016), (0.048, 0.016), (0.050, 0.016), (0.030, 0.016), (0.060, 0.016), (0.031, 0.016)]
     by_name = [("a", {"name": "a", "nthreads": 1}), ("b", {"name": "b", "nthreads": 1})]
     got = _speeds(_ScriptedKernel({"a": a, "b": b}), by_name, limits={"b": 1 / 3})
     assert got["a"] / got["b"] == pytest.approx(3.0, rel=0.01)
     blind = _speeds(_ScriptedKernel({"a": a, "b": b}), by_name)
     assert blind["a"] / blind["b"] == pytest.approx(1.0, rel=0.01)
     # two threads sharing a limit of one core: each has half a core
-    two = _speeds(_ScriptedKernel({"a": a, "b": b}), [by_name[0], ("b", {"name": "b", "nthreads": 2})],
-                  limits={"b": 1.0})
+    two = _speeds(
+        _ScriptedKernel({"a": a, "b": b}), [by_name[0], ("b", {"name": "b", "nthreads": 2})], limits={"b": 1.0}
+    )
     assert two["a"] / two["b"] == pytest.approx(2.0, rel=0.01)
 
 
@@ -806,8 +886,11 @@ def _fake_proc(tmp_path, cgroup_lines, mounts):
     proc = tmp_path / "proc"
     proc.mkdir()
     (proc / "cgroup").write_text("".join(line + "\n" for line in cgroup_lines))
-    (proc / "mountinfo").write_text("".join(f"{k} 1 0:{k} {root} {point} rw - {fs} {fs} {opts}\n"
-                                            for k, (root, point, fs, opts) in enumerate(mounts)))
+    (proc / "mountinfo").write_text(
+        "".join(
+            f"{k} 1 0:{k} {root} {point} rw - {fs} {fs} {opts}\n" for k, (root, point, fs, opts) in enumerate(mounts)
+        )
+    )
     return str(proc)
 
 
@@ -819,8 +902,11 @@ def test_cpu_limit_reads_the_smallest_quota_on_the_way_to_the_root(tmp_path):
     for d, quota in ((v1, -1), (v1 / "outer", 50_000), (v1 / "outer" / "inner", 150_000)):
         (d / "cpu.cfs_quota_us").write_text(f"{quota}\n")
         (d / "cpu.cfs_period_us").write_text("100000\n")
-    proc = _fake_proc(tmp_path, ["4:memory:/x", "1:cpu:/outer/inner", "0::/"],
-                      [("/", str(v1), "cgroup", "rw,cpu"), ("/", str(tmp_path / "none"), "cgroup2", "rw")])
+    proc = _fake_proc(
+        tmp_path,
+        ["4:memory:/x", "1:cpu:/outer/inner", "0::/"],
+        [("/", str(v1), "cgroup", "rw,cpu"), ("/", str(tmp_path / "none"), "cgroup2", "rw")],
+    )
     assert cpu_limit(proc) == pytest.approx(0.5)
     v2 = tmp_path / "v2"
     (v2 / "pod").mkdir(parents=True)
@@ -855,11 +941,15 @@ def test_the_workers_cpu_limits_are_a_prior_on_their_speeds_only_where_one_is_li
     from taskflow.runtime.worker.worker_plugin import CPU_METRIC
 
     def sched(*workers):
-        return SimpleNamespace(workers={f"tcp://{n}": SimpleNamespace(name=n, nthreads=t, metrics=m)
-                                        for n, t, m in workers})
+        return SimpleNamespace(
+            workers={f"tcp://{n}": SimpleNamespace(name=n, nthreads=t, metrics=m) for n, t, m in workers}
+        )
 
     assert cpu_shares(sched(("a", 1, {CPU_METRIC: None}), ("b", 2, {CPU_METRIC: 0.5}), ("c", 1, {}))) == {
-        "a": 1.0, "b": 0.25, "c": 1.0}
+        "a": 1.0,
+        "b": 0.25,
+        "c": 1.0,
+    }
     assert cpu_shares(sched(("a", 1, {CPU_METRIC: 4.0}), ("b", 2, {CPU_METRIC: 2.0}))) == {}  # none below its threads
     assert cpu_shares(sched(("a", 1, {}), ("b", 1, {CPU_METRIC: 0.0}), ("c", 1, {CPU_METRIC: "x"}))) == {}
 
@@ -924,8 +1014,12 @@ def test_the_plugin_learns_worker_speeds_from_task_durations_and_plans_with_them
     workers, the plugin's learned speeds say so (no calibration, no declared speeds), and a HEFT
     plan of Dask code gives the fast worker most of the tasks. (A cluster of its own: what other
     tests ran would be evidence too.)"""
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
-            Client(lc) as client:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP
+        ) as lc,
+        Client(lc) as client,
+    ):
         _learns_speeds(client)
 
 
@@ -959,8 +1053,9 @@ def test_the_plugins_duration_table_is_bounded_and_skips_declared_runs(monkeypat
 
     def finish(key, prefix):
         tasks[key] = SimpleNamespace(prefix=SimpleNamespace(name=prefix), nbytes=100, dependencies=[])
-        p.transition(key, "processing", "memory", worker="tcp://a",
-                     startstops=[{"action": "compute", "start": 0.0, "stop": 0.5}])
+        p.transition(
+            key, "processing", "memory", worker="tcp://a", startstops=[{"action": "compute", "start": 0.0, "stop": 0.5}]
+        )
 
     monkeypatch.setattr(reading, "MAX_PREFIXES", 3)
     for k in range(5):
@@ -978,8 +1073,12 @@ def test_the_plugins_duration_table_is_bounded_and_skips_declared_runs(monkeypat
 def validated(monkeypatch):
     """A fresh in-process cluster whose plugin checks every move of every run against its table."""
     monkeypatch.setenv("TASKFLOW_VALIDATE", "1")
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
-            Client(lc) as c:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP
+        ) as lc,
+        Client(lc) as c,
+    ):
         c.register_plugin(TaskflowPlugin(validate=True), name="taskflow")
         yield lc, c
 
@@ -1022,8 +1121,11 @@ def test_a_registered_run_moves_through_its_states_and_a_worker_leaving_after_it
     try:
         rep = run(chain(6, 0.1), "heft", client=c, quiet=True)
         assert rep.placement_fidelity == 1.0 and len(rep.trace.runs) == 6
-        assert seen[:3] == [(runs.REGISTERED, runs.PLANNED), (runs.PLANNED, runs.RUNNING),
-                            (runs.RUNNING, runs.FINISHED)]
+        assert seen[:3] == [
+            (runs.REGISTERED, runs.PLANNED),
+            (runs.PLANNED, runs.RUNNING),
+            (runs.RUNNING, runs.FINISHED),
+        ]
         assert set(seen) <= runs.TRANSITIONS
         # a graph computed again under use(): the estimate run goes registered -> running -> finished
         seen.clear()
@@ -1096,8 +1198,12 @@ def test_the_first_run_on_a_fresh_cluster_with_both_cores_busy_does_not_fail_on_
     ctx = multiprocessing.get_context("spawn")
     stop = ctx.Event()
     burners = [ctx.Process(target=_burn, args=(stop,), daemon=True) for _ in range(2)]
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
-            Client(lc) as c:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP
+        ) as lc,
+        Client(lc) as c,
+    ):
         for b in burners:
             b.start()
         try:
@@ -1127,8 +1233,9 @@ def _declared_8_8_1():
 def test_a_run_held_to_its_fastest_workers_runs_only_there(intact3):
     scheduler = taskflow.get_scheduler("adaptive", **HELD)
     with Client(scheduler_file=str(intact3.sched_file)) as c:
-        got, rep = compute(_held_work("a", 8), scheduler=scheduler, client=c, cluster=_declared_8_8_1(), report=True,
-                           timeout=60)
+        got, rep = compute(
+            _held_work("a", 8), scheduler=scheduler, client=c, cluster=_declared_8_8_1(), report=True, timeout=60
+        )
     assert got == (sum(range(8)),)
     assert {r.worker for r in rep.trace.runs} <= {"wa", "wb"} and len(rep.trace.runs) == 9
     assert any("on a subset of its workers" in n for n in rep.notes), rep.notes
@@ -1141,15 +1248,18 @@ def test_a_peer_to_peer_rechunk_is_held_to_its_fastest_workers_shuffle_included(
     scheduler = taskflow.get_scheduler("adaptive", **HELD)
     x = da.random.RandomState(5).random_sample((400, 400), chunks=(400, 25))
     y = x.rechunk((25, 400), method="p2p")
-    assert any(str(k[0] if isinstance(k, tuple) else k).startswith("rechunk-transfer")
-               for k in y.__dask_graph__())  # a P2P graph indeed
+    assert any(
+        str(k[0] if isinstance(k, tuple) else k).startswith("rechunk-transfer") for k in y.__dask_graph__()
+    )  # a P2P graph indeed
     want = x.compute(scheduler="sync").sum(axis=1)
     with Client(scheduler_file=str(intact3.sched_file)) as c:
-        got, rep = compute(y.sum(axis=1), scheduler=scheduler, client=c, cluster=_declared_8_8_1(), report=True,
-                           timeout=60)
+        got, rep = compute(
+            y.sum(axis=1), scheduler=scheduler, client=c, cluster=_declared_8_8_1(), report=True, timeout=60
+        )
     np.testing.assert_allclose(got[0], want)
-    assert rep.trace.runs and {r.worker for r in rep.trace.runs} <= {"wa", "wb"}, \
-        sorted({r.worker for r in rep.trace.runs})
+    assert rep.trace.runs and {r.worker for r in rep.trace.runs} <= {"wa", "wb"}, sorted(
+        {r.worker for r in rep.trace.runs}
+    )
     assert any("on a subset of its workers" in n for n in rep.notes), rep.notes
 
 
@@ -1169,8 +1279,9 @@ def test_a_held_peer_to_peer_rechunk_goes_on_when_a_worker_of_its_hold_is_lost(l
     with Client(scheduler_file=str(loopback3.sched_file)) as c:
         when_busy(c, ["wa", "wb"], lambda: loopback3.kill_worker("wa"))
         t0 = time.time()
-        got, rep = compute(y.sum(axis=1), scheduler=scheduler, client=c, cluster=_declared_8_8_1(), report=True,
-                           timeout=60)
+        got, rep = compute(
+            y.sum(axis=1), scheduler=scheduler, client=c, cluster=_declared_8_8_1(), report=True, timeout=60
+        )
         assert time.time() - t0 < 50
     np.testing.assert_allclose(got[0], want)
     assert "wc" not in {r.worker for r in rep.trace.runs}, sorted({r.worker for r in rep.trace.runs})
@@ -1188,11 +1299,17 @@ def test_a_run_held_to_its_fastest_workers_goes_on_when_they_are_lost(loopback3)
 
         when_busy(c, ["wa", "wb"], kill_fast)
         t0 = time.time()
-        got, rep = compute(_held_work("b"), scheduler=scheduler, client=c, cluster=_declared_8_8_1(), timeout=60,
-                           report=True)
+        got, rep = compute(
+            _held_work("b"), scheduler=scheduler, client=c, cluster=_declared_8_8_1(), timeout=60, report=True
+        )
         assert got == (sum(range(16)),) and time.time() - t0 < 50
-        held = c.run_on_scheduler(lambda dask_scheduler: [
-            sorted(ts.worker_restrictions or ()) for k, ts in dask_scheduler.tasks.items() if str(k).startswith("napb")])
+        held = c.run_on_scheduler(
+            lambda dask_scheduler: [
+                sorted(ts.worker_restrictions or ())
+                for k, ts in dask_scheduler.tasks.items()
+                if str(k).startswith("napb")
+            ]
+        )
     assert any(n.startswith("adaptive: left to Dask's own scheduling (no plan") for n in rep.notes), rep.notes
     assert "wc" in {r.worker for r in rep.trace.runs}
     assert not any(held)  # nothing left held to a dead worker

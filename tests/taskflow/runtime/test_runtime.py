@@ -170,8 +170,12 @@ def test_a_held_run_stays_on_the_workers_its_model_names(client):
 
 def test_a_killed_worker_does_not_stop_the_run():
     g = rg.layered()
-    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
-            Client(lc) as c:
+    with (
+        LocalCluster(
+            n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP
+        ) as lc,
+        Client(lc) as c,
+    ):
         pids = c.run(os.getpid)
         victim = sorted(pids)[1]
 
@@ -180,6 +184,7 @@ def test_a_killed_worker_does_not_stop_the_run():
             while not c.processing(victim).get(victim) and time.time() - t0 < 30:
                 time.sleep(0.05)
             os.kill(pids[victim], signal.SIGKILL)
+
         threading.Thread(target=kill, daemon=True).start()
         t0 = time.time()
         rep = run(g, "heft", client=c, quiet=True, timeout=60)
@@ -208,19 +213,32 @@ def test_existing_scheduler_and_workers_on_loopback(loopback_cluster):
     assert {w.id for w in rep.cluster.workers} == {"wa", "wb"}
     assert rep.placement_fidelity == 1.0
     import json
+
     addr = json.loads(loopback_cluster.read_text())["address"]
     rep2 = run(rg.layered(width=3, depth=1), "blevel", address=addr, quiet=True)
     assert rep2.results["total"] == rg.expected_total(3, 1)
 
 
-@pytest.mark.parametrize("kind", [pytest.param("ring", marks=pytest.mark.slow), pytest.param("tree", marks=pytest.mark.slow),
-                                  "ps"])  # make test runs one, make test-all the three
+@pytest.mark.parametrize(
+    "kind", [pytest.param("ring", marks=pytest.mark.slow), pytest.param("tree", marks=pytest.mark.slow), "ps"]
+)  # make test runs one, make test-all the three
 def test_executable_data_parallel_training_equals_sequential_sgd(client, tmp_path, kind):
     from workflows.training import data_parallel, sgd_reference
 
     T, N, batch, hidden, lr, seed = 20, 2, 32, (32,), 0.5, 3
-    g = data_parallel(workers=N, iterations=T, allreduce=kind, buckets=2, executable=True, dataset_dir=tmp_path,
-                      hidden=hidden, lr=lr, batch=batch, seed=seed, compression="fp16" if kind == "ps" else None)
+    g = data_parallel(
+        workers=N,
+        iterations=T,
+        allreduce=kind,
+        buckets=2,
+        executable=True,
+        dataset_dir=tmp_path,
+        hidden=hidden,
+        lr=lr,
+        batch=batch,
+        seed=seed,
+        compression="fp16" if kind == "ps" else None,
+    )
     rep = run(g, "heft", client=client, quiet=True)
     ref, losses = sgd_reference([tmp_path / f"shard{w}.npz" for w in range(N)], T, batch, [64, *hidden, 10], lr, seed)
     for w in range(N):
@@ -236,12 +254,24 @@ def test_executable_local_sgd_on_dask_equals_its_reference(client, tmp_path):
     from workflows.training import local_sgd, local_sgd_reference
 
     T, N, H, batch, lr, seed = 8, 2, 3, 16, 0.5, 5
-    g = local_sgd(workers=N, iterations=T, sync_every=H, allreduce="ring", buckets=2, executable=True,
-                  dataset_dir=tmp_path, hidden=(16,), lr=lr, batch=batch, seed=seed)
+    g = local_sgd(
+        workers=N,
+        iterations=T,
+        sync_every=H,
+        allreduce="ring",
+        buckets=2,
+        executable=True,
+        dataset_dir=tmp_path,
+        hidden=(16,),
+        lr=lr,
+        batch=batch,
+        seed=seed,
+    )
     rep = run(g, "cpop", client=client, quiet=True)
     assert rep.placement_fidelity == 1.0
-    ranks, losses = local_sgd_reference([tmp_path / f"shard{w}.npz" for w in range(N)], T, batch, [64, 16, 10], lr,
-                                        seed, H)
+    ranks, losses = local_sgd_reference(
+        [tmp_path / f"shard{w}.npz" for w in range(N)], T, batch, [64, 16, 10], lr, seed, H
+    )
     for w in range(N):  # iteration 7 is local (8 is not a multiple of 3): the ranks differ
         for layer in range(2):
             W, b = rep.results[f"it{T - 1}.w{w}.local.l{layer}"]
@@ -284,10 +314,13 @@ def test_a_run_on_a_cluster_without_workers_waits_for_one_then_says_so(monkeypat
 
     async def main():
         async with Scheduler(dashboard_address=":0", port=0) as s:
+
             def go():
                 with pytest.raises(taskflow.WorkersLost, match="has no worker"):
                     run(rg.mixed_costs(), "heft", address=s.address, quiet=True)
+
             await asyncio.get_running_loop().run_in_executor(None, go)
+
     asyncio.run(main())
 
 
@@ -299,8 +332,10 @@ def test_a_worker_that_joins_between_measuring_and_planning_enters_the_model():
     from taskflow.runtime.client.runner import _Runner
 
     r = _Runner.__new__(_Runner)
-    r.workers_info = [{"name": "b", "address": "tcp://b", "cores": 1, "speed": 1.0},
-                      {"name": "a", "address": "tcp://a", "cores": 2, "speed": 1.0}]
+    r.workers_info = [
+        {"name": "b", "address": "tcp://b", "cores": 1, "speed": 1.0},
+        {"name": "a", "address": "tcp://a", "cores": 2, "speed": 1.0},
+    ]
     model = Cluster([Worker("b", address="tcp://b")])
     plan = Schedule(["x", "y"], ["a", "b"], [0.0, 0.0], [1.0, 1.0])
     joined = r._joined(model, plan)
@@ -314,18 +349,30 @@ def test_the_gantt_colours_tasks_by_category_with_a_legend_and_marks_transfers(c
     for k in range(3):
         g.add_task(f"fit{k}", cost=1.0, meta={"category": "fit"})
         g.add_edge(a.id, f"fit{k}")
-    rep = run(g, "heft", client=client, cluster=Cluster([Worker("0"), Worker("1")], bandwidth=1e6), time_scale=0.05,
-              quiet=True)
-    assert {row["task"]: row["category"] for row in rep.tasks} == {"load-1": "load", "fit0": "fit", "fit1": "fit",
-                                                                   "fit2": "fit"}
+    rep = run(
+        g,
+        "heft",
+        client=client,
+        cluster=Cluster([Worker("0"), Worker("1")], bandwidth=1e6),
+        time_scale=0.05,
+        quiet=True,
+    )
+    assert {row["task"]: row["category"] for row in rep.tasks} == {
+        "load-1": "load",
+        "fit0": "fit",
+        "fit1": "fit",
+        "fit2": "fit",
+    }
     import matplotlib.pyplot as plt
 
     from taskflow.app import plot
 
     legends = []
     real_legend = plot._legend
-    plot_legend = lambda fig, colours, transfers: (legends.append((list(colours), transfers)),  # noqa: E731
-                                                   real_legend(fig, colours, transfers))
+    plot_legend = lambda fig, colours, transfers: (
+        legends.append((list(colours), transfers)),  # noqa: E731
+        real_legend(fig, colours, transfers),
+    )
     plot._legend = plot_legend
     try:
         gantt_compare(rep, tmp_path / "g.png")
@@ -409,8 +456,9 @@ def test_a_dashboard_is_served_on_request_and_its_link_printed(tmp_path):
     plain = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert plain.returncode == 0 and "dashboard" not in plain.stderr, plain.stderr
     bad = subprocess.run(cmd + ["--dashboard", "8787"], capture_output=True, text=True, timeout=60)
-    assert bad.returncode == 2 and bad.stderr.strip() == ("error: --dashboard: must be HOST:PORT with a port "
-                                                  "from 0 to 65535, got '8787'")
+    assert bad.returncode == 2 and bad.stderr.strip() == (
+        "error: --dashboard: must be HOST:PORT with a port from 0 to 65535, got '8787'"
+    )
 
 
 def test_a_dashboard_without_bokeh_is_refused_before_any_cluster_starts(monkeypatch, no_cluster):
@@ -419,7 +467,9 @@ def test_a_dashboard_without_bokeh_is_refused_before_any_cluster_starts(monkeypa
     from taskflow.runtime.client import runner
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(runner.importlib.util, "find_spec", lambda name, *a: None if name == "bokeh" else real(name, *a))
+    monkeypatch.setattr(
+        runner.importlib.util, "find_spec", lambda name, *a: None if name == "bokeh" else real(name, *a)
+    )
     g = taskflow.TaskGraph("tiny")
     g.add_task("a", cost=0.01)
     with pytest.raises(taskflow.TaskflowError, match=r"the Dask dashboard needs bokeh: pip install"):
@@ -498,10 +548,10 @@ def test_every_way_of_passing_results_reaches_the_task_on_dask(client):
     a = g.add_task("a", fn=int, args=("7",))
     b = g.add_task("b", fn=int, args=("3",))
     cases = {
-        "in-order": (a, b),            # 7 - 3
-        "reversed": (b, a),            # 3 - 7
-        "twice": (a, a),               # 0
-        "constant": (a, 10),           # -3
+        "in-order": (a, b),  # 7 - 3
+        "reversed": (b, a),  # 3 - 7
+        "twice": (a, a),  # 0
+        "constant": (a, 10),  # -3
     }
     for name, args in cases.items():
         g.add_task(name, fn=_minus, args=args)
@@ -512,8 +562,9 @@ def test_every_way_of_passing_results_reaches_the_task_on_dask(client):
     rep = run(g, "heft", client=client, quiet=True)
     assert rep.results == expect
     ar = g.arrays
-    kinds = {t: task_call(*g.calls()[ar.index[t]], [ar.ids[p] for p in ar.preds(ar.index[t]).tolist()])[0]
-             for t in cases}
+    kinds = {
+        t: task_call(*g.calls()[ar.index[t]], [ar.ids[p] for p in ar.preds(ar.index[t]).tolist()])[0] for t in cases
+    }
     # a task's dependencies are listed in the order its arguments name them
     assert kinds["in-order"] is _call_positional and kinds["reversed"] is _call_positional
     assert kinds["twice"] is _execute and kinds["constant"] is _execute
@@ -547,8 +598,9 @@ def test_a_planned_output_moves_to_its_consumers_worker_as_soon_as_it_exists(cli
         dask_scheduler.plugins["taskflow"].prefetch = on
 
     g = taskflow.TaskGraph("prefetch")
-    block = g.add_task("block", fn=_block, args=(PREFETCH_BYTES,), cost=0.01, output_size=8 * PREFETCH_BYTES,
-                       meta={"worker": "0"})
+    block = g.add_task(
+        "block", fn=_block, args=(PREFETCH_BYTES,), cost=0.01, output_size=8 * PREFETCH_BYTES, meta={"worker": "0"}
+    )
     # 2.2 s: Dask's memory manager, every 2 s, would drop the early replica (then fetched again)
     late = g.add_task("late", fn=_late, args=(2.2,), cost=2.2, meta={"worker": "1"})
     g.add_task("join", fn=_join, args=(block, late), cost=0.01, meta={"worker": "1"})
@@ -559,8 +611,9 @@ def test_a_planned_output_moves_to_its_consumers_worker_as_soon_as_it_exists(cli
     finally:
         client.run_on_scheduler(switch, True)
     assert rep.results["join"] == PREFETCH_BYTES + 2.2
-    amm = client.run_on_scheduler(lambda dask_scheduler=None: sorted(
-        type(p).__name__ for p in dask_scheduler.extensions["amm"].policies))
+    amm = client.run_on_scheduler(
+        lambda dask_scheduler=None: sorted(type(p).__name__ for p in dask_scheduler.extensions["amm"].policies)
+    )
     assert "ReduceReplicas" not in amm and "KeepPlannedReplicas" in amm
     where = {r.task: r.worker for r in rep.trace.runs}
     assert where["block"] != where["late"] == where["join"]
@@ -596,8 +649,9 @@ def test_run_times_are_on_the_workers_clocks_whatever_dasks_clock_estimate_does(
         with get_task_stream(client=client) as ts:
             rep = run(g, "heft", client=client, quiet=True)
         stream = {r["key"].split("~")[0].split("-", 1)[1]: r for r in ts.data if "~" in str(r["key"])}
-        skewed = [x for x in stream["c"]["startstops"] if x["action"] == "compute"][-1]["start"] - \
-            [x for x in stream["a"]["startstops"] if x["action"] == "compute"][-1]["stop"]
+        skewed = [x for x in stream["c"]["startstops"] if x["action"] == "compute"][-1]["start"] - [
+            x for x in stream["a"]["startstops"] if x["action"] == "compute"
+        ][-1]["stop"]
         if skewed > 50:
             break
     assert skewed > 50, "Dask's reported times never showed the skew; the test could not check anything"
@@ -623,8 +677,7 @@ def test_dask_sees_each_task_by_its_kind(client):
     assert len(set(keys.values())) == len(keys) and keys != keys_for(g, "0a1b2c3d", 1)
     rep = run(g, "work-stealing", client=client, quiet=True)
     assert rep.results["sum"] == pytest.approx(0.8)
-    learned = client.run_on_scheduler(
-        lambda dask_scheduler: dask_scheduler.task_prefixes["work"].duration_average)
+    learned = client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.task_prefixes["work"].duration_average)
     assert 0.15 < learned < 1.0
 
 
@@ -707,11 +760,13 @@ def test_each_worker_runs_its_roots_in_the_plan_order_however_the_graph_came(cli
 def test_plan_first_orders_planned_compute_tasks_only():
     from taskflow.runtime.scheduler.patching import plan_first
 
-    msgs = [{"op": "compute-task", "key": "a", "priority": (-1, 0)},
-            {"op": "free-keys", "keys": ["z"]},
-            {"op": "compute-task", "key": "dask-own", "priority": (-9, 0)},
-            {"op": "compute-task", "key": "b", "priority": (-5, 0)},
-            {"op": "compute-task", "key": "c", "priority": (-3, 0)}]
+    msgs = [
+        {"op": "compute-task", "key": "a", "priority": (-1, 0)},
+        {"op": "free-keys", "keys": ["z"]},
+        {"op": "compute-task", "key": "dask-own", "priority": (-9, 0)},
+        {"op": "compute-task", "key": "b", "priority": (-5, 0)},
+        {"op": "compute-task", "key": "c", "priority": (-3, 0)},
+    ]
     out = plan_first(msgs, {"a", "b", "c"})
     assert [m.get("key") for m in out] == ["b", None, "dask-own", "c", "a"]
     one = [{"op": "compute-task", "key": "a", "priority": (-1, 0)}]
@@ -735,8 +790,12 @@ def test_only_planned_keys_are_sent_in_the_plan_s_order():
     send_planned_in_order(sched, plugin)
 
     def msgs():
-        return {"w0": [{"op": "compute-task", "key": k, "priority": (p, 0)} for k, p in
-                       (("a", -1), ("x", -2), ("b", -5), ("y", -9))]}
+        return {
+            "w0": [
+                {"op": "compute-task", "key": k, "priority": (p, 0)}
+                for k, p in (("a", -1), ("x", -2), ("b", -5), ("y", -9))
+            ]
+        }
 
     sched.send_all({}, msgs())
     assert [m["key"] for m in sent[-1]["w0"]] == ["b", "x", "a", "y"]  # a and b swapped; x, y as sent

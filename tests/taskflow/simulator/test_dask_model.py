@@ -44,8 +44,9 @@ def workers_of(trace):
 def test_a_lone_root_goes_round_robin_from_n_tasks_in_the_table_order(n_tasks):
     c = Cluster([Worker(f"w{i}", speed=1 + i) for i in range(4)])
     order = ["w2", "w0", "w3", "w1"]
-    tr = simulate(chain(3), c, "dask-model", scheduler_options={"n_tasks": n_tasks, "order": order, **NO_STEAL},
-                  validate=True)
+    tr = simulate(
+        chain(3), c, "dask-model", scheduler_options={"n_tasks": n_tasks, "order": order, **NO_STEAL}, validate=True
+    )
     where = workers_of(tr)
     assert where["c0"] == order[n_tasks % 4]
     # its consumers go to where their input is, however slow that worker is
@@ -82,13 +83,17 @@ def test_root_ish_tasks_are_queued_so_a_fast_worker_takes_more_of_them():
     for i in range(40):
         g.add_task(f"t{i}", cost=1.0)
     c = Cluster([Worker("slow", 1.0), Worker("fast", 4.0)])
-    queued = collections.Counter(workers_of(simulate(g, c, "dask-model", scheduler_options=NO_STEAL,
-                                                     validate=True)).values())
+    queued = collections.Counter(
+        workers_of(simulate(g, c, "dask-model", scheduler_options=NO_STEAL, validate=True)).values()
+    )
     # pulled by free slots: the fast worker runs about four times as many
     assert queued["fast"] >= 3 * queued["slow"]
     # without queuing (saturation inf) every task is sent at once, by estimated load: an even split
-    pushed = collections.Counter(workers_of(simulate(g, c, "dask-model", scheduler_options={
-        "saturation": float("inf"), **NO_STEAL}, validate=True)).values())
+    pushed = collections.Counter(
+        workers_of(
+            simulate(g, c, "dask-model", scheduler_options={"saturation": float("inf"), **NO_STEAL}, validate=True)
+        ).values()
+    )
     assert pushed["fast"] == pushed["slow"] == 20
 
 
@@ -109,8 +114,9 @@ def test_idle_workers_steal_on_the_balancing_tick():
     c = Cluster.homogeneous(3)
     opts = {"rootish": (1, 1), "durations": {"s": 1.0, "root": 0.1, "sink": 0.1}}
     still = simulate(g, c, "dask-model", scheduler_options={**opts, **NO_STEAL}, validate=True)
-    stolen = simulate(g, c, "dask-model", scheduler_options={**opts, "steal_interval": 0.5, "steal_phase": 0.25},
-                      validate=True)
+    stolen = simulate(
+        g, c, "dask-model", scheduler_options={**opts, "steal_interval": 0.5, "steal_phase": 0.25}, validate=True
+    )
     assert len({r.worker for r in still.runs}) == 1 and still.makespan == pytest.approx(12.2)
     moved = [r for r in stolen.runs if r.worker != workers_of(stolen)["root"]]
     assert moved and stolen.makespan < still.makespan - 3
@@ -123,9 +129,14 @@ def test_a_running_task_is_never_stolen_and_every_task_runs_once():
     c = Cluster([Worker("w0", 1.0), Worker("w1", 3.0), Worker("w2", 0.5)])
     for seed in range(4):
         # (seed 3: no latency to steal with and inputs of zero bytes, the cheapest level)
-        tr = simulate(g, c, "dask-model", seed=seed, validate=True,
-                      scheduler_options={"rootish": (1, 1), "steal_interval": 0.3,
-                                         "steal_latency": 0.0 if seed == 3 else 0.1})
+        tr = simulate(
+            g,
+            c,
+            "dask-model",
+            seed=seed,
+            validate=True,
+            scheduler_options={"rootish": (1, 1), "steal_interval": 0.3, "steal_latency": 0.0 if seed == 3 else 0.1},
+        )
         assert tr.problems(g, c) == []
         assert sorted(r.task for r in tr.runs) == sorted(g.ids)
 
@@ -135,10 +146,20 @@ def test_measured_durations_update_the_estimates_as_dask_does():
     # until the first runs of "s" are measured (each counts half in the average)
     g = fan(12, cost=1.0)
     c = Cluster.homogeneous(2)
-    low = simulate(g, c, "dask-model", scheduler_options={"rootish": (1, 1), "durations": {"s": 1e-4},
-                                                          "steal_interval": 0.5}, validate=True)
-    right = simulate(g, c, "dask-model", scheduler_options={"rootish": (1, 1), "durations": {"s": 1.0},
-                                                            "steal_interval": 0.5}, validate=True)
+    low = simulate(
+        g,
+        c,
+        "dask-model",
+        scheduler_options={"rootish": (1, 1), "durations": {"s": 1e-4}, "steal_interval": 0.5},
+        validate=True,
+    )
+    right = simulate(
+        g,
+        c,
+        "dask-model",
+        scheduler_options={"rootish": (1, 1), "durations": {"s": 1.0}, "steal_interval": 0.5},
+        validate=True,
+    )
     assert low.makespan > right.makespan
     assert right.makespan < 12
 
@@ -157,9 +178,14 @@ def test_dask_order_priorities_run_a_workers_tasks():
     tr = simulate(g, one, "dask-model", scheduler_options={"priorities": pos, **NO_STEAL}, validate=True)
     ran = [r.task for r in sorted(tr.runs, key=lambda r: r.start)]
     assert ran == sorted(g.ids, key=pos.__getitem__)
-    assert [t[0] for t in ran] in (["a"] * 3 + ["b"] * 3 + ["c"] * 3, ["c"] * 3 + ["b"] * 3 + ["a"] * 3,
-                                   ["b"] * 3 + ["a"] * 3 + ["c"] * 3, ["a"] * 3 + ["c"] * 3 + ["b"] * 3,
-                                   ["b"] * 3 + ["c"] * 3 + ["a"] * 3, ["c"] * 3 + ["a"] * 3 + ["b"] * 3)
+    assert [t[0] for t in ran] in (
+        ["a"] * 3 + ["b"] * 3 + ["c"] * 3,
+        ["c"] * 3 + ["b"] * 3 + ["a"] * 3,
+        ["b"] * 3 + ["a"] * 3 + ["c"] * 3,
+        ["a"] * 3 + ["c"] * 3 + ["b"] * 3,
+        ["b"] * 3 + ["c"] * 3 + ["a"] * 3,
+        ["c"] * 3 + ["a"] * 3 + ["b"] * 3,
+    )
 
 
 def test_dasks_keys_break_the_ties_of_its_priorities_and_so_where_roots_go():
@@ -214,8 +240,12 @@ def test_the_periodic_call_comes_every_tick_and_stops_with_the_run():
 def dask_client():
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
-            Client(lc) as c:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP
+        ) as lc,
+        Client(lc) as c,
+    ):
         yield c
 
 

@@ -77,8 +77,9 @@ def test_the_compiled_loop_carries_out_a_given_plan_file_and_refuses_one_that_mi
         Simulator(g, c, None, "maxmin", plan=short).run(compiled=True)
 
 
-@pytest.mark.parametrize("shape, workers, latency", [("layered", 8, 1e-4), ("layered", 24, 0.0), ("genome", 16, 1e-4),
-                                                     ("fan", 12, 1e-3)])
+@pytest.mark.parametrize(
+    "shape, workers, latency", [("layered", 8, 1e-4), ("layered", 24, 0.0), ("genome", 16, 1e-4), ("fan", 12, 1e-3)]
+)
 def test_the_compiled_loop_runs_the_scale_benchmark_s_shapes_as_the_engine_does(shape, workers, latency):
     """Enough tasks that idle workers steal, many flows share ports, and the rate solver repairs."""
     if shape == "layered":
@@ -154,12 +155,15 @@ def test_the_compiled_loop_is_taken_by_itself_from_its_size_on_and_names_what_it
         monkeypatch.setattr(fastpath, "MIN_TASKS", 121)
         assert "engine" not in Simulator(g, c, "work-stealing", "maxmin").run().meta
     monkeypatch.setattr(fastpath, "MIN_TASKS", 100)
-    cases = {"scheduler 'blevel-dynamic'": dict(scheduler="blevel-dynamic"),
-             "plan_order='ready'": dict(scheduler="heft", plan_order="ready"),
-             "network 'simple'": dict(network="simple"),
-             "noise, stragglers or failures": dict(noise=0.1),
-             "a scheduler interval": dict(scheduler_interval=1.0), "validate=True": dict(validate=True),
-             "blind to speeds": dict(scheduler_options={"knows_speeds": False})}
+    cases = {
+        "scheduler 'blevel-dynamic'": dict(scheduler="blevel-dynamic"),
+        "plan_order='ready'": dict(scheduler="heft", plan_order="ready"),
+        "network 'simple'": dict(network="simple"),
+        "noise, stragglers or failures": dict(noise=0.1),
+        "a scheduler interval": dict(scheduler_interval=1.0),
+        "validate=True": dict(validate=True),
+        "blind to speeds": dict(scheduler_options={"knows_speeds": False}),
+    }
     for why, kw in cases.items():
         args = {"scheduler": "work-stealing", "network": "maxmin", **kw}
         scheduler, network = args.pop("scheduler"), args.pop("network")
@@ -214,10 +218,21 @@ def test_kernels_compiled_without_reference_counting_allocate_nothing_and_return
             if isinstance(node, ast.Return) and node.value is not None:
                 assert not isinstance(node.value, (ast.Tuple, ast.List)), f"{k!r} returns a tuple"
 
-    off = [k for mod in (_wsnet, _wsloop, _planloop) for k in vars(mod).values()
-           if isinstance(k, Kernel) and k.__module__ == mod.__name__ and k.options.get("_nrt", True) is False]
+    off = [
+        k
+        for mod in (_wsnet, _wsloop, _planloop)
+        for k in vars(mod).values()
+        if isinstance(k, Kernel) and k.__module__ == mod.__name__ and k.options.get("_nrt", True) is False
+    ]
     assert len(off) >= 20  # the loop's helpers
     for k in off:
         bare(k)
     names = {k.__name__ for k in off}
-    assert not names & {"simulate_ws", "simulate_plan", "make_room", "_grown1", "next_time", "pop_due"}  # these allocate
+    assert not names & {
+        "simulate_ws",
+        "simulate_plan",
+        "make_room",
+        "_grown1",
+        "next_time",
+        "pop_due",
+    }  # these allocate

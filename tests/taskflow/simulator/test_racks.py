@@ -51,23 +51,29 @@ def test_flows_leaving_a_rack_share_its_uplink_in_maxmin_only():
 
 
 def test_the_rack_model_is_checked_kept_and_carried():
-    c = Cluster([Worker(w) for w in IDS], bandwidth=25e6, bandwidths={"w0": {"w2": 50e6, "w1": 1e6}},
-                racks=RACKS, uplink=2.5e6)
+    c = Cluster(
+        [Worker(w) for w in IDS], bandwidth=25e6, bandwidths={"w0": {"w2": 50e6, "w1": 1e6}}, racks=RACKS, uplink=2.5e6
+    )
     assert c.bandwidth_between("w0", "w2") == 2.5e6  # the uplink caps a faster pair
     assert c.bandwidth_between("w0", "w1") == 1e6 and c.bandwidth_between("w2", "w3") == 25e6
     from taskflow.formats.native import cluster_from_dict, cluster_to_dict
 
     back = cluster_from_dict(cluster_to_dict(c))
     assert back == c and back.racks == RACKS and back.uplink == 2.5e6
-    assert c.rack_count == 2 and list(c.rack_index) == [0, 0, 1, 1] and c.replace(racks=None, uplink=None).rack_count == 0
+    assert (
+        c.rack_count == 2 and list(c.rack_index) == [0, 0, 1, 1] and c.replace(racks=None, uplink=None).rack_count == 0
+    )
     sub = c.subset(["w0", "w2"])
     assert sub.racks == {"w0": "a", "w2": "b"} and sub.bandwidth_between("w2", "w0") == 2.5e6
     assert c.replace(racks=None, uplink=None).bandwidth_between("w0", "w2") == 50e6
-    for kwargs, msg in (({"racks": RACKS}, "go together"), ({"uplink": 1.0}, "go together"),
-                        ({"racks": {**RACKS, "w9": "a"}, "uplink": 1.0}, "unknown worker 'w9'"),
-                        ({"racks": {"w0": "a"}, "uplink": 1.0}, "worker 'w1' has no rack"),
-                        ({"racks": {**RACKS, "w0": 1.5}, "uplink": 1.0}, "rack label must be a str or int"),
-                        ({"racks": RACKS, "uplink": -1.0}, "uplink")):
+    for kwargs, msg in (
+        ({"racks": RACKS}, "go together"),
+        ({"uplink": 1.0}, "go together"),
+        ({"racks": {**RACKS, "w9": "a"}, "uplink": 1.0}, "unknown worker 'w9'"),
+        ({"racks": {"w0": "a"}, "uplink": 1.0}, "worker 'w1' has no rack"),
+        ({"racks": {**RACKS, "w0": 1.5}, "uplink": 1.0}, "rack label must be a str or int"),
+        ({"racks": RACKS, "uplink": -1.0}, "uplink"),
+    ):
         with pytest.raises(ClusterError, match=msg):
             Cluster([Worker(w) for w in IDS], **kwargs)
 
@@ -76,8 +82,13 @@ def test_the_cluster_crosses_to_the_plugin_as_a_cluster_file_racks_included(tmp_
     from taskflow.formats import save_cluster
     from taskflow.runtime.messages import cluster_from_message, cluster_message
 
-    c = Cluster([Worker(w, speed=1.0 + k) for k, w in enumerate(IDS)], bandwidth=25e6, racks=RACKS, uplink=2.5e6,
-                bandwidths={"w0": {"w1": 1e6}})
+    c = Cluster(
+        [Worker(w, speed=1.0 + k) for k, w in enumerate(IDS)],
+        bandwidth=25e6,
+        racks=RACKS,
+        uplink=2.5e6,
+        bandwidths={"w0": {"w1": 1e6}},
+    )
     text = cluster_message(c)
     back = cluster_from_message(text)
     assert back == c and back.racks == RACKS and back.uplink == 2.5e6 and back.bandwidths == c.bandwidths
@@ -91,10 +102,19 @@ def test_a_declared_cluster_over_the_live_workers():
     """What the plugin plans on and the client predicts with: declared speeds, live cores and
     addresses, a joined worker on a rack of its own, pairs of departed workers dropped."""
     a, b, c_, d = IDS[:4]
-    declared = Cluster([Worker(w, speed=2.0) for w in IDS], bandwidth=25e6, racks=RACKS, uplink=2.5e6,
-                       bandwidths={a: {b: 1e6}, b: {d: 3e6}}, latency=0.01)
-    live = [Worker(a, 1.0, 4, address="tcp://a"), Worker(c_, 1.0, 2, address="tcp://c"),
-            Worker("new", 3.0, 8, address="tcp://n")]
+    declared = Cluster(
+        [Worker(w, speed=2.0) for w in IDS],
+        bandwidth=25e6,
+        racks=RACKS,
+        uplink=2.5e6,
+        bandwidths={a: {b: 1e6}, b: {d: 3e6}},
+        latency=0.01,
+    )
+    live = [
+        Worker(a, 1.0, 4, address="tcp://a"),
+        Worker(c_, 1.0, 2, address="tcp://c"),
+        Worker("new", 3.0, 8, address="tcp://n"),
+    ]
     got = declared.on_workers(live)
     assert got.ids == [a, c_, "new"]
     assert [w.speed for w in got.workers] == [2.0, 2.0, 3.0]  # declared, declared, as joined
@@ -108,8 +128,10 @@ def test_a_declared_cluster_over_the_live_workers():
 
 def test_heft_contention_is_heft_when_transfers_are_free():
     g = random_layered(60, ccr=1.0, seed=5)
-    for c in (Cluster.heterogeneous([1, 2, 4], bandwidth=float("inf")),
-              Cluster.heterogeneous([1, 1, 2, 3], bandwidth=float("inf"), latency=0.5)):
+    for c in (
+        Cluster.heterogeneous([1, 2, 4], bandwidth=float("inf")),
+        Cluster.heterogeneous([1, 1, 2, 3], bandwidth=float("inf"), latency=0.5),
+    ):
         a = get_scheduler("heft").schedule(g, c)
         b = get_scheduler("heft-contention").schedule(g, c)
         b.validate(g, c)

@@ -69,9 +69,26 @@ def solve(flows, W, up, down, pcap, bp=np.inf, rack=None, rup=None):
     rup_a = np.zeros(0) if rup is None else np.asarray(rup, float)
     capped = bool(np.any(pcap[~np.eye(W, dtype=bool)] < np.minimum(up[:, None], down[None, :])[~np.eye(W, dtype=bool)]))
     loc = np.full(2 * W, -1, np.int64)
-    maxmin.fill_classes(np.arange(len(qs)), len(qs), qs // W, qs % W, np.zeros(len(qs), np.int64), pn[qs],
-                         pcap.reshape(-1)[qs].copy(), up, down, prate, 1, capped, bp, rack_a, rup_a, rup_a.copy(), loc,
-                         np.zeros(len(qs), np.int64))
+    maxmin.fill_classes(
+        np.arange(len(qs)),
+        len(qs),
+        qs // W,
+        qs % W,
+        np.zeros(len(qs), np.int64),
+        pn[qs],
+        pcap.reshape(-1)[qs].copy(),
+        up,
+        down,
+        prate,
+        1,
+        capped,
+        bp,
+        rack_a,
+        rup_a,
+        rup_a.copy(),
+        loc,
+        np.zeros(len(qs), np.int64),
+    )
     assert (loc == -1).all()  # the scratch array is left as it came
     return np.array([prate[slot[a * W + b]] for a, b in flows])
 
@@ -113,7 +130,7 @@ def test_rates_solved_again_only_where_a_change_moves_them_match_progressive_fil
     pairs = [(a, b) for a in range(W) for b in range(W) if a != b]
     live, fid = [], 0
     dense = data.draw(st.sampled_from([0.5, 1, 2, maxmin.DENSE]))
-    with (compiled() if data.draw(st.booleans()) else interpreted()), _patched(maxmin, "DENSE", dense):
+    with compiled() if data.draw(st.booleans()) else interpreted(), _patched(maxmin, "DENSE", dense):
         for _ in range(data.draw(st.integers(1, 12))):
             for a, b in data.draw(st.lists(st.sampled_from(pairs), max_size=6)):
                 fid += 1
@@ -158,8 +175,11 @@ def test_the_repair_bookkeeping_made_afresh_after_dense_solves_repairs_correctly
     pcap[0, 1] = 3.0
     np.fill_diagonal(pcap, 0.0)
     names = [f"w{i}" for i in range(W)]
-    cluster = Cluster([Worker(n) for n in names], bandwidth=1.0,
-                      bandwidths={names[a]: {names[b]: pcap[a, b] for b in range(W) if b != a} for a in range(W)})
+    cluster = Cluster(
+        [Worker(n) for n in names],
+        bandwidth=1.0,
+        bandwidths={names[a]: {names[b]: pcap[a, b] for b in range(W) if b != a} for a in range(W)},
+    )
     net = maxmin.MaxMinNetwork(cluster, None, lambda *a: None, lambda *a: None)
     net.repair = 1
     hows, refresh = [], maxmin.refresh
@@ -200,20 +220,44 @@ def test_a_simulation_that_repairs_its_rates_solves_each_as_a_whole_solve_would(
     work stealing) repairing what each change moves, checked right after against a whole solve of
     the same flows; and the repaired runs end as the whole-solve runs do, to rounding."""
     monkeypatch.setattr(maxmin, "REPAIR", 8)
-    g = genome_like(16, 60, 3, seed=2) if shape == "genome" else random_layered(600, shape=1.0, out_degree=2, ccr=1.0,
-                                                                               seed=3, bandwidth=1e8)
+    g = (
+        genome_like(16, 60, 3, seed=2)
+        if shape == "genome"
+        else random_layered(600, shape=1.0, out_degree=2, ccr=1.0, seed=3, bandwidth=1e8)
+    )
     cluster = Cluster.heterogeneous([1.0 + (i % 4) for i in range(64)], bandwidth=1e8, latency=1e-4)
     refresh, whole = maxmin.refresh, maxmin.fill_classes
     seen = {"solves": 0, "repaired": 0, "worst": 0.0}
 
     def checked(*args):
         out = refresh(*args)
-        (qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, _, recompute, classes, capped, bp, rack, rup, rdown, loc,
-         pb) = args[5:25]
+        (
+            qs,
+            P,
+            psrc,
+            pdst,
+            pcls,
+            pn,
+            pcap,
+            up,
+            down,
+            prate,
+            _,
+            recompute,
+            classes,
+            capped,
+            bp,
+            rack,
+            rup,
+            rdown,
+            loc,
+            pb,
+        ) = args[5:25]
         if recompute and P:
             mine = prate.copy()
-            whole(qs, P, psrc, pdst, pcls, pn, pcap, up, down, mine, classes, capped, bp, rack, rup, rdown, loc,
-                  pb.copy())
+            whole(
+                qs, P, psrc, pdst, pcls, pn, pcap, up, down, mine, classes, capped, bp, rack, rup, rdown, loc, pb.copy()
+            )
             live = qs[:P]
             seen["solves"] += 1
             seen["repaired"] += out[1] == 1
@@ -260,8 +304,13 @@ def graph_with_exact_costs(seed=3):
     g = random_layered(60, seed=seed)
     h = TaskGraph("exact")
     for i, t in enumerate(g.ids):
-        h.add_task(t, cost=float(g.arrays.cost[i]), output_size=float(g.arrays.output_size[i]),
-                   costs={"w1": 3.5} if i % 7 == 0 else None, cores=2 if i % 11 == 0 else 1)
+        h.add_task(
+            t,
+            cost=float(g.arrays.cost[i]),
+            output_size=float(g.arrays.output_size[i]),
+            costs={"w1": 3.5} if i % 7 == 0 else None,
+            cores=2 if i % 11 == 0 else 1,
+        )
     for a, b, size in g.edges():
         h.add_edge(a, b, size=size)
     return h
@@ -274,6 +323,7 @@ DENSE = costs.DENSE_LIMIT
 def dense_limit(monkeypatch):
     def lower(n):
         monkeypatch.setattr(costs, "DENSE_LIMIT", n)
+
     return lower
 
 
@@ -299,22 +349,29 @@ def test_lazy_durations_equal_the_dense_matrix(dense_limit):
         np.testing.assert_allclose(getattr(L, name)(axis=0), getattr(D, name)(axis=0), rtol=1e-12)
     plain = random_layered(300, seed=2)  # no exact costs, one core: the per-worker sum from the column sums
     faster = Cluster.heterogeneous([1.0, 2.5, 0.5], bandwidth=1e6)
-    np.testing.assert_allclose(CostModel(plain, faster).durations.sum(axis=0),
-                               np.asarray(CostModel(plain, faster).densified().durations).sum(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(
+        CostModel(plain, faster).durations.sum(axis=0),
+        np.asarray(CostModel(plain, faster).densified().durations).sum(axis=0),
+        rtol=1e-12,
+    )
     np.testing.assert_array_equal(lazy.mean_duration(), dense.mean_duration())
     np.testing.assert_array_equal(lazy.work(), dense.work())
     np.testing.assert_array_equal(lazy.feasible(), dense.feasible())
     assert all((lazy.feasible_row(i) == dense.feasible_row(i)).all() for i in range(n))
 
 
-@pytest.mark.parametrize("speeds, cores, overhead", [
-    ([1.0] * 7, [2] * 7, 0.0),  # alike workers: one column decides
-    ([1.0, 3.0, 0.5, 3.0, 1.0, 0.25, 2.0], [2] * 7, 0.1),  # the fastest and slowest decide
-    ([1.0, 3.0, 0.5, 3.0, 1.0, 0.25, 2.0], [1, 2, 2, 1, 4, 2, 1], 0.0),  # and of each core count
-    ([1e-200, 1.0, 1e300, 2.0, 1e-200], [1, 1, 2, 2, 2], 0.0),  # durations near the float's ends
-])
+@pytest.mark.parametrize(
+    "speeds, cores, overhead",
+    [
+        ([1.0] * 7, [2] * 7, 0.0),  # alike workers: one column decides
+        ([1.0, 3.0, 0.5, 3.0, 1.0, 0.25, 2.0], [2] * 7, 0.1),  # the fastest and slowest decide
+        ([1.0, 3.0, 0.5, 3.0, 1.0, 0.25, 2.0], [1, 2, 2, 1, 4, 2, 1], 0.0),  # and of each core count
+        ([1e-200, 1.0, 1e300, 2.0, 1e-200], [1, 1, 2, 2, 2], 0.0),  # durations near the float's ends
+    ],
+)
 def test_lazy_smallest_and_largest_durations_over_one_worker_of_each_kind_equal_the_dense_ones(
-        dense_limit, speeds, cores, overhead):
+    dense_limit, speeds, cores, overhead
+):
     """Without exact costs a task's duration depends only on the worker's speed and cores, and falls
     as the speed rises: a smallest or largest over all workers is one over a few."""
     rng = np.random.default_rng(len(speeds))
@@ -355,8 +412,11 @@ def test_a_static_scheduler_plans_from_the_whole_matrix_when_it_fits(dense_limit
     got = schedulers.get_scheduler("cpop").schedule(g, c).validate(g, c)
     assert list(got.workers) == list(want.workers) and got.makespan == want.makespan
     monkeypatch.setattr(costs, "available_memory", lambda: 1000.0)
-    with pytest.raises(GraphError, match=r"60 tasks x 4 workers: a static scheduler plans from the whole duration "
-                                         r"matrix, .* GiB, more than half the memory available"):
+    with pytest.raises(
+        GraphError,
+        match=r"60 tasks x 4 workers: a static scheduler plans from the whole duration "
+        r"matrix, .* GiB, more than half the memory available",
+    ):
         simulate(g, c, "cpop")
     assert simulate(g, c, "heft").makespan > 0  # HEFT reads a row at a time: no whole matrix
     with pytest.raises(GraphError, match=r"60 tasks x 4 workers: the whole duration matrix would take"):
@@ -498,8 +558,11 @@ def test_heft_append_never_fills_a_gap_and_adaptive_appends_above_its_limit(monk
     rank = upward_rank(CostModel(g, c))
     index = {t: i for i, t in enumerate(g.ids)}
     for w in c.ids:
-        mine = sorted((-rank[index[t]], index[t], s, f) for t, ww, s, f in zip(plan.tasks, plan.workers, plan.start,
-                                                                             plan.finish) if ww == w)
+        mine = sorted(
+            (-rank[index[t]], index[t], s, f)
+            for t, ww, s, f in zip(plan.tasks, plan.workers, plan.start, plan.finish)
+            if ww == w
+        )
         assert all(b[2] >= a[3] - 1e-9 for a, b in zip(mine, mine[1:]))
     heft = schedulers.get_scheduler("heft").schedule(g, c)
     assert heft.makespan <= plan.makespan  # the gap search never hurts here, and helps

@@ -17,8 +17,9 @@ ALL = [n for n in schedulers.available() if not schedulers.scheduler_class(n).du
 def cluster_for(path):
     if path.name.startswith("heft_paper"):
         return load_cluster(EXAMPLES / "heft_paper.cluster.json")
-    return Cluster([Worker(f"w{i}", speed=s, cores=4) for i, s in enumerate([1, 1.5, 2, 3])],
-                   bandwidth=125e6, latency=1e-3)
+    return Cluster(
+        [Worker(f"w{i}", speed=s, cores=4) for i, s in enumerate([1, 1.5, 2, 3])], bandwidth=125e6, latency=1e-3
+    )
 
 
 # ---------------------------------------------------------------- consistency with plans
@@ -49,8 +50,12 @@ def fan_in(sizes, bandwidth=100.0):
     for k in range(n):
         g.add_edge(f"s{k}", "sink")
     c = Cluster.homogeneous(n + 1, bandwidth=bandwidth)
-    plan = Schedule([f"s{k}" for k in range(n)] + ["sink"], [f"w{k}" for k in range(n)] + [f"w{n}"],
-                    [0.0] * n + [0.0], [1.0] * n + [1.0])
+    plan = Schedule(
+        [f"s{k}" for k in range(n)] + ["sink"],
+        [f"w{k}" for k in range(n)] + [f"w{n}"],
+        [0.0] * n + [0.0],
+        [1.0] * n + [1.0],
+    )
     return g, c, plan
 
 
@@ -68,6 +73,7 @@ def test_two_transfers_into_one_worker_each_get_half_its_bandwidth():
 def test_a_backplane_is_shared_by_flows_that_share_no_worker():
     """Two disjoint pairs (w0 -> w1, w2 -> w3), 100 B each at 100 B/s: without a backplane both take
     1 s; a 100 B/s backplane halves each (2 s); a 150 B/s one leaves 75 B/s each; 'simple' ignores it."""
+
     def pairs(meta_b=None):
         g = TaskGraph("pairs")
         for a, b in (("a", "b"), ("c", "d")):
@@ -95,6 +101,7 @@ def test_transfer_priorities_are_strict_and_work_conserving():
     """s0 -> hi (priority 1) and s1 -> lo on w2: hi's bytes go first at the full 100 B/s, lo's wait.
     With s0 also sending to a second consumer on w3, s0's upload is split 50/50 and lo takes the
     download capacity hi leaves (50 B/s)."""
+
     def build(extra):
         g = TaskGraph("prio")
         g.add_task("s0", cost=1.0, output_size=100)
@@ -168,14 +175,21 @@ def test_an_output_is_sent_to_a_worker_once():
 @pytest.mark.parametrize("name", ALL)
 @pytest.mark.parametrize("network", ["simple", "maxmin"])
 def test_every_trace_validates_with_noise_stragglers_and_a_failure(name, network):
-    c = Cluster([Worker(f"w{i}", speed=s, cores=k) for i, (s, k) in enumerate([(1, 2), (2, 1), (1.5, 2), (3, 1)])],
-                bandwidth=50.0, latency=0.05)
+    c = Cluster(
+        [Worker(f"w{i}", speed=s, cores=k) for i, (s, k) in enumerate([(1, 2), (2, 1), (1.5, 2), (3, 1)])],
+        bandwidth=50.0,
+        latency=0.05,
+    )
     g = random_layered(60, shape=1.0, out_degree=2, ccr=1.0, seed=4, bandwidth=50.0)
     # the exact scheduler's search is bounded small: what is tested here is the simulator, not the solver
     options = {"budget": 0.1} if name == "optimal" else None
     base = simulate(g, c, name, network=network, scheduler_options=options)
-    for kw in (dict(noise=0.5, seed=2), dict(stragglers={"w1": (4.0, 20.0)}),
-               dict(fail={"w2": base.makespan * 0.4}), dict(fail={"w0": 5.0, "w3": base.makespan * 0.6}, noise=0.3)):
+    for kw in (
+        dict(noise=0.5, seed=2),
+        dict(stragglers={"w1": (4.0, 20.0)}),
+        dict(fail={"w2": base.makespan * 0.4}),
+        dict(fail={"w0": 5.0, "w3": base.makespan * 0.6}, noise=0.3),
+    ):
         tr = simulate(g, c, name, network=network, validate=True, scheduler_options=options, **kw)
         tr.validate(g, c)
         counts = {}
@@ -198,7 +212,9 @@ def failure_graph(edge_ab):
     g.add_edge("a", "c", size=10)
     g.add_edge("c", "d")
     c = Cluster.homogeneous(2, bandwidth=10.0)
-    plan = Schedule(["a", "b", "c", "d"], ["w0", "w1", "w0", "w1"], [0, 1 + edge_ab / 10, 1, 6.1], [1, 2 + edge_ab / 10, 6, 7.1])
+    plan = Schedule(
+        ["a", "b", "c", "d"], ["w0", "w1", "w0", "w1"], [0, 1 + edge_ab / 10, 1, 6.1], [1, 2 + edge_ab / 10, 6, 7.1]
+    )
     plan.validate(g, c)
     return g, c, plan
 
@@ -241,8 +257,10 @@ def test_noise_is_seeded_and_information_modes_reach_the_scheduler():
     b = simulate(g, c, "heft", network="simple", noise=0.3, seed=5)
     d = simulate(g, c, "heft", network="simple", noise=0.3, seed=6)
     assert a.makespan == b.makespan != d.makespan
-    workers = {m: [r.worker for r in simulate(g, c, "heft", network="simple", information=m).runs]
-               for m in ("exact", "mean", "blind")}
+    workers = {
+        m: [r.worker for r in simulate(g, c, "heft", network="simple", information=m).runs]
+        for m in ("exact", "mean", "blind")
+    }
     assert workers["exact"] != workers["blind"]  # the plan was made from other costs
     for m in ("mean", "blind", "user"):
         simulate(g, c, "heft", network="maxmin", information=m).validate(g, c)
@@ -323,19 +341,40 @@ from tests.strategies import problems  # noqa: E402
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(problem=problems(max_tasks=40), name=st.sampled_from(ALL), network=st.sampled_from(["simple", "maxmin"]),
-       noise=st.sampled_from([0.0, 0.5]), fail_at=st.one_of(st.none(), st.floats(0.0, 60.0)), seed=st.integers(0, 5),
-       interval=st.sampled_from([0.0, 0.0, 1.0]), latency=st.sampled_from([0.0, 0.5]),
-       plan_order=st.sampled_from(["strict", "ready"]), fetch=st.sampled_from(["eager", "ready"]))
-def test_random_simulations_always_validate(problem, name, network, noise, fail_at, seed, interval, latency,
-                                            plan_order, fetch):
+@given(
+    problem=problems(max_tasks=40),
+    name=st.sampled_from(ALL),
+    network=st.sampled_from(["simple", "maxmin"]),
+    noise=st.sampled_from([0.0, 0.5]),
+    fail_at=st.one_of(st.none(), st.floats(0.0, 60.0)),
+    seed=st.integers(0, 5),
+    interval=st.sampled_from([0.0, 0.0, 1.0]),
+    latency=st.sampled_from([0.0, 0.5]),
+    plan_order=st.sampled_from(["strict", "ready"]),
+    fetch=st.sampled_from(["eager", "ready"]),
+)
+def test_random_simulations_always_validate(
+    problem, name, network, noise, fail_at, seed, interval, latency, plan_order, fetch
+):
     g, c = problem
     fail = {c.ids[-1]: fail_at} if fail_at is not None and len(c) > 1 else None
     # a worker may be the only one able to run a multi-core task: then it cannot be lost
     if fail and int(g.arrays.cores.max()) > int(c.cores[:-1].max()):
         fail = None
-    tr = simulate(g, c, name, network=network, noise=noise, fail=fail, seed=seed, scheduler_interval=interval,
-                  decision_latency=latency, validate=True, plan_order=plan_order, fetch=fetch)
+    tr = simulate(
+        g,
+        c,
+        name,
+        network=network,
+        noise=noise,
+        fail=fail,
+        seed=seed,
+        scheduler_interval=interval,
+        decision_latency=latency,
+        validate=True,
+        plan_order=plan_order,
+        fetch=fetch,
+    )
     assert tr.problems(g, c) == []
     counts = {}
     for r in tr.runs:

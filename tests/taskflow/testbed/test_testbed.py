@@ -78,10 +78,13 @@ def test_the_declared_model_is_the_narrowest_link_of_each_pair():
     assert slow.rate("w0", "w2") == 12.5e6 and slow.rate("w0", "w1") == slow.rate("w1", "w2") == 1.25e6
     mx = tbm.Testbed(workers=2, topology="matrix", matrix={"w0": {"w1": "8mbit"}})
     assert mx.rate("w0", "w1") == 1e6 and mx.rate("w1", "w0") == float("inf")
-    for kwargs, msg in (({"topology": "ring"}, "unknown topology 'ring'"), ({"workers": 0}, "workers must be"),
-                        ({"topology": "slow-link", "slow_worker": "w9"}, "slow worker 'w9'"),
-                        ({"topology": "matrix"}, "needs a matrix"),
-                        ({"topology": "matrix", "matrix": {"w0": {"w0": "1mbit"}}}, "bad destination 'w0'")):
+    for kwargs, msg in (
+        ({"topology": "ring"}, "unknown topology 'ring'"),
+        ({"workers": 0}, "workers must be"),
+        ({"topology": "slow-link", "slow_worker": "w9"}, "slow worker 'w9'"),
+        ({"topology": "matrix"}, "needs a matrix"),
+        ({"topology": "matrix", "matrix": {"w0": {"w0": "1mbit"}}}, "bad destination 'w0'"),
+    ):
         with pytest.raises(TaskflowError, match=msg):
             tbm.Testbed(**{"workers": 2, **kwargs})
 
@@ -134,13 +137,14 @@ def test_testbed_workers_get_the_environment_dask_s_nanny_gives_its_worker():
 
     env = nanny_environ()
     assert env["OMP_NUM_THREADS"] == env["OPENBLAS_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "1"
-    with dask.config.set({"distributed.nanny.pre-spawn-environ": {"OMP_NUM_THREADS": 4},
-                          "distributed.nanny.environ": {"EXTRA": "x"}}):
+    with dask.config.set(
+        {"distributed.nanny.pre-spawn-environ": {"OMP_NUM_THREADS": 4}, "distributed.nanny.environ": {"EXTRA": "x"}}
+    ):
         assert nanny_environ() == {"OMP_NUM_THREADS": "4", "EXTRA": "x"}
 
 
 # ---------------------------------------------------------------- real namespaces (root)
-SCRIPT = r'''
+SCRIPT = r"""
 import json, sys
 import taskflow
 from taskflow import TaskGraph, load_cluster
@@ -159,7 +163,7 @@ rep = taskflow.run(g, "heft", cluster=model, quiet=True, timeout=120)
 print(json.dumps({"placed": {r.task: r.worker for r in rep.trace.runs},
                   "transfers": [[t.task, t.source, t.destination, t.bytes, t.finish - t.start]
                                 for t in rep.trace.transfers]}))
-'''
+"""
 
 
 @pytest.mark.slow
@@ -191,9 +195,11 @@ def test_a_transfer_across_the_slow_link_takes_at_least_size_over_its_rate(tmp_p
 @pytest.mark.testbed
 @needs_testbed
 def test_calibration_per_pair_recovers_the_shaped_rates():
-    script = ("import json; from distributed import Client; from taskflow.runtime import cluster_from_dask\n"
-              "m = cluster_from_dask(Client(timeout='30s'), pairs=True)\n"
-              "print(json.dumps({a: {b: m.bandwidth_between(a, b) for b in m.ids if b != a} for a in m.ids}))")
+    script = (
+        "import json; from distributed import Client; from taskflow.runtime import cluster_from_dask\n"
+        "m = cluster_from_dask(Client(timeout='30s'), pairs=True)\n"
+        "print(json.dumps({a: {b: m.bandwidth_between(a, b) for b in m.ids if b != a} for a in m.ids}))"
+    )
     with tbm.Testbed(workers=3, topology="slow-link", bandwidth="160mbit", slow_bandwidth="16mbit") as tb:
         p = tb.exec([sys.executable, "-c", script], timeout=240)
         assert p.returncode == 0, p.stderr[-3000:]
@@ -208,9 +214,11 @@ def test_calibration_per_pair_recovers_the_shaped_rates():
 @pytest.mark.testbed
 @needs_testbed
 def test_calibration_finds_three_racks_behind_a_core_switch():
-    script = ("import json; from distributed import Client; from taskflow.runtime import cluster_from_dask\n"
-              "m = cluster_from_dask(Client(timeout='30s'), pairs=True)\n"
-              "print(json.dumps({'racks': m.racks, 'uplink': m.uplink}))")
+    script = (
+        "import json; from distributed import Client; from taskflow.runtime import cluster_from_dask\n"
+        "m = cluster_from_dask(Client(timeout='30s'), pairs=True)\n"
+        "print(json.dumps({'racks': m.racks, 'uplink': m.uplink}))"
+    )
     with tbm.Testbed(workers=6, topology="racks", racks=3, bandwidth="100mbit", inter_rack="20mbit") as tb:
         p = tb.exec([sys.executable, "-c", script], timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
@@ -222,20 +230,25 @@ def test_calibration_finds_three_racks_behind_a_core_switch():
     assert abs(got["uplink"] - 2.5e6) <= 0.15 * 2.5e6  # 20 Mbit/s
 
 
-CHILD = r'''
+CHILD = r"""
 import sys, time
 from taskflow.testbed import Testbed, cpu_limits_available
 tb = Testbed(workers=2, bandwidth="100mbit", cpus=None if cpu_limits_available() else {"w1": 0.5}).start()
 print(tb.id, *[p.pid for p in tb.procs.values()], tb.reaper.pid, flush=True)
 time.sleep(600)
-'''
+"""
 
 
 @pytest.mark.testbed
 @needs_testbed
 def test_an_owner_killed_outright_leaves_nothing_behind():
-    child = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True, cwd=ROOT,
-                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     try:
         line = child.stdout.readline().split()
         assert line, "the testbed did not start"
@@ -256,9 +269,15 @@ def test_an_owner_killed_outright_leaves_nothing_behind():
 @needs_testbed
 def test_ctrl_c_on_the_cli_ends_the_command_and_removes_everything():
     before = _host_links()
-    proc = subprocess.Popen([sys.executable, "-m", "taskflow", "testbed", "--workers", "2", "--bandwidth", "50mbit",
-                             "--", "sleep", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "taskflow", "testbed", "--workers", "2", "--bandwidth", "50mbit", "--", "sleep", "120"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        start_new_session=True,
+    )
     try:
         t0 = time.monotonic()
         mine = []
@@ -282,13 +301,35 @@ def test_ctrl_c_on_the_cli_ends_the_command_and_removes_everything():
 @pytest.mark.testbed
 @needs_testbed
 def test_the_cli_runs_the_command_beside_the_cluster_and_returns_its_status(tmp_path):
-    script = ("import os; from distributed import Client; from taskflow import load_cluster\n"
-              "c = Client(timeout='30s'); ws = sorted(w['name'] for w in c.scheduler_info()['workers'].values())\n"
-              "m = load_cluster(os.environ['TASKFLOW_TESTBED_CLUSTER'])\n"
-              "print(ws, m.ids, m.bandwidth_between('w0', 'w2')); raise SystemExit(7)")
-    p = subprocess.run([sys.executable, "-m", "taskflow", "testbed", "--workers", "3", "--topology", "slow-link",
-                        "--bandwidth", "80mbit", "--", sys.executable, "-c", script], capture_output=True, text=True,
-                       timeout=120, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    script = (
+        "import os; from distributed import Client; from taskflow import load_cluster\n"
+        "c = Client(timeout='30s'); ws = sorted(w['name'] for w in c.scheduler_info()['workers'].values())\n"
+        "m = load_cluster(os.environ['TASKFLOW_TESTBED_CLUSTER'])\n"
+        "print(ws, m.ids, m.bandwidth_between('w0', 'w2')); raise SystemExit(7)"
+    )
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "taskflow",
+            "testbed",
+            "--workers",
+            "3",
+            "--topology",
+            "slow-link",
+            "--bandwidth",
+            "80mbit",
+            "--",
+            sys.executable,
+            "-c",
+            script,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert p.returncode == 7, p.stderr[-2000:]
     assert p.stdout.strip() == "['w0', 'w1', 'w2'] ['w0', 'w1', 'w2'] 1000000.0"
     assert "w2: 10.213.7.13, rack 0, link 8 Mbit/s" in p.stderr
@@ -299,10 +340,12 @@ def test_the_cli_runs_the_command_beside_the_cluster_and_returns_its_status(tmp_
 @pytest.mark.testbed
 @needs_testbed
 def test_a_per_pair_matrix_shapes_each_direction_on_its_own():
-    script = ("import json; from distributed import Client; from taskflow.runtime.client.calibrate import measure_pairs\n"
-              "c = Client(timeout='30s')\n"
-              "ws = {w['name']: a for a, w in c.scheduler_info()['workers'].items()}\n"
-              "print(json.dumps(measure_pairs(c, ws)))")
+    script = (
+        "import json; from distributed import Client; from taskflow.runtime.client.calibrate import measure_pairs\n"
+        "c = Client(timeout='30s')\n"
+        "ws = {w['name']: a for a, w in c.scheduler_info()['workers'].items()}\n"
+        "print(json.dumps(measure_pairs(c, ws)))"
+    )
     with tbm.Testbed(workers=2, topology="matrix", matrix={"w0": {"w1": "40mbit"}, "w1": {"w0": "8mbit"}}) as tb:
         p = tb.exec([sys.executable, "-c", script], timeout=120)
         assert p.returncode == 0, p.stderr[-3000:]
@@ -312,8 +355,9 @@ def test_a_per_pair_matrix_shapes_each_direction_on_its_own():
 
 
 # ---------------------------------------------------------------- CPU limits (root, a cgroup cpu controller)
-needs_cpu_limits = pytest.mark.skipif(bool(tbm.cpu_limits_available()),
-                                      reason=f"no CPU limits here: {tbm.cpu_limits_available()}")
+needs_cpu_limits = pytest.mark.skipif(
+    bool(tbm.cpu_limits_available()), reason=f"no CPU limits here: {tbm.cpu_limits_available()}"
+)
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -360,7 +404,7 @@ def test_a_cpu_limit_holds_a_busy_process_to_its_share_and_is_removed_after():
         busy.wait()
 
 
-SPEEDS = r'''
+SPEEDS = r"""
 import json, time
 from distributed import Client
 from taskflow.runtime import cluster_from_dask
@@ -382,7 +426,7 @@ limits = dict(c.run(lambda dask_worker: (str(dask_worker.name), cpu_limit())).va
 import os
 blas = sorted(set(c.run(lambda: os.environ.get("OPENBLAS_NUM_THREADS")).values()))
 print(json.dumps({"took": took, "speeds": {w.id: w.speed for w in model.workers}, "limits": limits, "blas": blas}))
-'''
+"""
 
 
 @pytest.mark.slow

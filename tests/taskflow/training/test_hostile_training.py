@@ -38,8 +38,10 @@ def digits(tmp_path_factory):
 @pytest.fixture
 def copy(digits, tmp_path):
     """A copy of the digits dataset this test may spoil."""
+
     def make(name="d"):
         return shutil.copytree(digits, tmp_path / name)
+
     return make
 
 
@@ -52,10 +54,16 @@ def _one_line(capsys, argv) -> str:
 
 def _png_header(w: int, h: int) -> bytes:
     """A PNG that says it is ``w`` x ``h`` gray pixels (its data is a few bytes: a bomb's header)."""
+
     def chunk(kind, data):
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(b"\0" * 64)) + chunk(b"IEND", b""))
+
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(b"\0" * 64))
+        + chunk(b"IEND", b"")
+    )
 
 
 # ------------------------------------------------------------------ outputs
@@ -74,8 +82,9 @@ def test_train_writes_no_output_inside_its_dataset_and_checks_all_before_any(cop
         assert "inside the input folder" in _one_line(capsys, ["train", data, option, victim])
     assert sorted(p.relative_to(data) for p in data.rglob("*")) == before
     # one bad output among good ones: none is written, and no training ran (no_cluster)
-    err = _one_line(capsys, ["train", data, "--profile", tmp_path / "p.json", "--cost-graph", "/proc/x",
-                             "-o", tmp_path / "h.json"])
+    err = _one_line(
+        capsys, ["train", data, "--profile", tmp_path / "p.json", "--cost-graph", "/proc/x", "-o", tmp_path / "h.json"]
+    )
     assert "--cost-graph '/proc/x': cannot write" in err
     assert not (tmp_path / "p.json").exists() and not (tmp_path / "h.json").exists()
 
@@ -203,25 +212,30 @@ def user_module(tmp_path, monkeypatch):
         "    def forward(self, x):\n"
         "        return self.lin(x)  # forgot to flatten\n"
         "def huge():\n"
-        "    return torch.nn.Linear(1 << 20, 1 << 20)\n")
+        "    return torch.nn.Linear(1 << 20, 1 << 20)\n"
+    )
     (tmp_path / "exits.py").write_text("import sys\nsys.exit(3)\n")
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     return tmp_path
 
 
-@pytest.mark.parametrize("model, said", [
-    ("usermods:raises", "the model factory usermods.raises raised RuntimeError: my factory broke (at "),
-    ("json:loads", "the model factory json.loads raised TypeError"),
-    ("usermods:five", "gives outputs of shape (5,) per sample; the data has 10 classes"),
-    ("usermods:wrong_shape", "cannot take the data's samples (1x8x8 images"),
-    ("usermods:Bad", "usermods.py:"),
-    ("usermods:huge", "parameters: with gradients and optimizer state"),
-    ("exits:f", "--model exits:f: importing it raised SystemExit: 3"),
-    ("json:dumps", "the model factory json.dumps raised TypeError"),
-])
-def test_a_model_that_cannot_train_is_said_before_any_cluster_starts(digits, user_module, capsys, model, said,
-                                                                     no_cluster):
+@pytest.mark.parametrize(
+    "model, said",
+    [
+        ("usermods:raises", "the model factory usermods.raises raised RuntimeError: my factory broke (at "),
+        ("json:loads", "the model factory json.loads raised TypeError"),
+        ("usermods:five", "gives outputs of shape (5,) per sample; the data has 10 classes"),
+        ("usermods:wrong_shape", "cannot take the data's samples (1x8x8 images"),
+        ("usermods:Bad", "usermods.py:"),
+        ("usermods:huge", "parameters: with gradients and optimizer state"),
+        ("exits:f", "--model exits:f: importing it raised SystemExit: 3"),
+        ("json:dumps", "the model factory json.dumps raised TypeError"),
+    ],
+)
+def test_a_model_that_cannot_train_is_said_before_any_cluster_starts(
+    digits, user_module, capsys, model, said, no_cluster
+):
     err = _one_line(capsys, ["train", digits, "--model", model])
     assert said in err and "a bug in taskflow" not in err, err
 
@@ -231,22 +245,34 @@ def _job(digits, **kw):
     return TorchTraining(functools.partial(small_cnn), digits, **kw)
 
 
-@pytest.mark.parametrize("damage, said", [
-    (lambda ck: ck.pop("fingerprint"), "'fingerprint' is missing"),
-    (lambda ck: ck["history"].pop("epochs"), "'history' must hold the lists"),
-    (lambda ck: ck.update(epoch="one"), "'epoch' must be an integer"),
-    (lambda ck: ck.update(states=[1, 2]), "'states' must be a list of each rank's state"),
-    (lambda ck: ck["states"][0]["params"].__setitem__(0, torch.zeros(3)), "state 0's parameters are not this model's"),
-    (lambda ck: ck["states"].pop(), "it holds 1 states for 2 workers"),
-])
+@pytest.mark.parametrize(
+    "damage, said",
+    [
+        (lambda ck: ck.pop("fingerprint"), "'fingerprint' is missing"),
+        (lambda ck: ck["history"].pop("epochs"), "'history' must hold the lists"),
+        (lambda ck: ck.update(epoch="one"), "'epoch' must be an integer"),
+        (lambda ck: ck.update(states=[1, 2]), "'states' must be a list of each rank's state"),
+        (
+            lambda ck: ck["states"][0]["params"].__setitem__(0, torch.zeros(3)),
+            "state 0's parameters are not this model's",
+        ),
+        (lambda ck: ck["states"].pop(), "it holds 1 states for 2 workers"),
+    ],
+)
 def test_a_damaged_checkpoint_is_named_before_any_cluster_starts(digits, tmp_path, damage, said, no_cluster):
     from taskflow.training.checkpoint import fingerprint as _fingerprint
     from workflows.torch_tasks import init_state
 
     job = _job(digits, batch=8)
     state = init_state(job.ctx, 0)
-    ck = {"format": "taskflow-train/1", "epoch": 0, "states": [state, state], "fingerprint": _fingerprint(job),
-          "counts": [4, 4], "history": {"epochs": [{"wall": 1.0}], "losses": []}}
+    ck = {
+        "format": "taskflow-train/1",
+        "epoch": 0,
+        "states": [state, state],
+        "fingerprint": _fingerprint(job),
+        "counts": [4, 4],
+        "history": {"epochs": [{"wall": 1.0}], "losses": []},
+    }
     damage(ck)
     path = tmp_path / "ck.pt"
     torch.save(ck, path)
@@ -263,8 +289,17 @@ def test_a_checkpoint_of_other_data_with_as_many_images_is_refused(copy, tmp_pat
     job = _job(data, batch=8)
     state = init_state(job.ctx, 0)
     path = tmp_path / "ck.pt"
-    torch.save({"format": "taskflow-train/1", "epoch": 0, "states": [state, state], "fingerprint": _fingerprint(job),
-                "counts": [4, 4], "history": {"epochs": [{"wall": 1.0}], "losses": []}}, path)
+    torch.save(
+        {
+            "format": "taskflow-train/1",
+            "epoch": 0,
+            "states": [state, state],
+            "fingerprint": _fingerprint(job),
+            "counts": [4, 4],
+            "history": {"epochs": [{"wall": 1.0}], "losses": []},
+        },
+        path,
+    )
     a, b = sorted((data / "train" / "0").iterdir())[:2], sorted((data / "train" / "1").iterdir())[:2]
     a[0].rename(data / "train" / "1" / ("moved-" + a[0].name))  # as many images, one of another class
     with pytest.raises(UsageError, match=r"written by another job \(it differs in data\)"):

@@ -31,16 +31,25 @@ from tests.conftest import NO_HTTP  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::taskflow.TaskflowWarning")  # each run plans with guessed costs
 
-MODELS = {"cnn": functools.partial(torch_models.small_cnn, in_channels=1, classes=10, side=8),
-          "mlp": functools.partial(torch_models.mlp, features=64, hidden=(64,), classes=10)}
-JOBS = [Job("a", 0.0, 2, 10.0, model="cnn", iterations=24), Job("b", 0.5, 2, 5.0, model="mlp", iterations=12),
-        Job("c", 1.0, 4, 5.0, model="cnn", iterations=8)]
+MODELS = {
+    "cnn": functools.partial(torch_models.small_cnn, in_channels=1, classes=10, side=8),
+    "mlp": functools.partial(torch_models.mlp, features=64, hidden=(64,), classes=10),
+}
+JOBS = [
+    Job("a", 0.0, 2, 10.0, model="cnn", iterations=24),
+    Job("b", 0.5, 2, 5.0, model="mlp", iterations=12),
+    Job("c", 1.0, 4, 5.0, model="cnn", iterations=8),
+]
 
 
 @pytest.fixture(scope="module")
 def four():
-    with LocalCluster(n_workers=4, threads_per_worker=1, processes=True, dashboard_address=None,
-                      scheduler_kwargs=NO_HTTP) as lc, Client(lc) as c:
+    with (
+        LocalCluster(
+            n_workers=4, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP
+        ) as lc,
+        Client(lc) as c,
+    ):
         yield c
 
 
@@ -77,8 +86,17 @@ def test_a_preempted_job_resumes_on_its_checkpoint_with_an_uninterrupted_runs_pa
     names = sorted(str(w["name"]) for w in four.scheduler_info()["workers"].values())
     for r in resumed:
         j = r.job
-        alone = taskflow.train(MODELS[j.model], digits, epochs=-(-j.iterations // 4), iterations=4, workers=j.workers,
-                               batch=32, client=four, on_workers=names[4 - j.workers:], quiet=True)
+        alone = taskflow.train(
+            MODELS[j.model],
+            digits,
+            epochs=-(-j.iterations // 4),
+            iterations=4,
+            workers=j.workers,
+            batch=32,
+            client=four,
+            on_workers=names[4 - j.workers :],
+            quiet=True,
+        )
         for got, want in zip(run.histories[j.id].states, alone.states, strict=True):
             assert rel_err(got, want) < 1e-6
 
@@ -86,15 +104,26 @@ def test_a_preempted_job_resumes_on_its_checkpoint_with_an_uninterrupted_runs_pa
 def test_a_job_that_fails_is_named_and_the_run_ends(four, digits):
     def broken():
         raise RuntimeError("no such layer")
+
     with pytest.raises(TaskflowError, match="'x'"):
-        run_jobs([Job("x", 0.0, 1, 1.0, model="bad", iterations=4)], "fifo", {"bad": broken}, digits,
-                 client=four, timeout=120)
+        run_jobs(
+            [Job("x", 0.0, 1, 1.0, model="bad", iterations=4)],
+            "fifo",
+            {"bad": broken},
+            digits,
+            client=four,
+            timeout=120,
+        )
 
 
-@pytest.mark.parametrize("job, message", [
-    (Job("u", 0.0, 1, 1.0, model="vgg", iterations=4), "job 'u': model 'vgg'"),
-    (Job("i", 0.0, 1, 1.0, model="cnn"), "job 'i': a real run needs its iterations"),
-    (Job("w", 0.0, 9, 1.0, model="cnn", iterations=4), "job 'w' asks for 9 workers; the cluster has 4")])
+@pytest.mark.parametrize(
+    "job, message",
+    [
+        (Job("u", 0.0, 1, 1.0, model="vgg", iterations=4), "job 'u': model 'vgg'"),
+        (Job("i", 0.0, 1, 1.0, model="cnn"), "job 'i': a real run needs its iterations"),
+        (Job("w", 0.0, 9, 1.0, model="cnn", iterations=4), "job 'w' asks for 9 workers; the cluster has 4"),
+    ],
+)
 def test_a_job_the_run_cannot_train_is_one_line_before_any_starts(four, digits, job, message):
     with pytest.raises(TaskflowError, match=message):
         run_jobs([job], "fifo", MODELS, digits, client=four)
@@ -122,12 +151,39 @@ def test_taskflow_jobs_run_runs_a_trace_and_predicts_it(tmp_path, capsys, digits
     from taskflow.app.cli import main
 
     trace = tmp_path / "real.json"
-    trace.write_text(json.dumps({"format": "taskflow-jobs/1", "name": "two", "jobs": [
-        {"id": "p", "arrival": 0, "workers": 1, "duration": 1, "model": "mlp", "iterations": 8},
-        {"id": "q", "arrival": 0.2, "workers": 2, "duration": 1, "model": "small-cnn", "iterations": 8}]}))
+    trace.write_text(
+        json.dumps(
+            {
+                "format": "taskflow-jobs/1",
+                "name": "two",
+                "jobs": [
+                    {"id": "p", "arrival": 0, "workers": 1, "duration": 1, "model": "mlp", "iterations": 8},
+                    {"id": "q", "arrival": 0.2, "workers": 2, "duration": 1, "model": "small-cnn", "iterations": 8},
+                ],
+            }
+        )
+    )
     out = tmp_path / "runs.json"
-    assert main(["jobs", "run", str(trace), "--data", str(digits), "--workers", "3", "--scheduler", "fifo",
-                 "-o", str(out), "--timeout", "300"]) == 0
+    assert (
+        main(
+            [
+                "jobs",
+                "run",
+                str(trace),
+                "--data",
+                str(digits),
+                "--workers",
+                "3",
+                "--scheduler",
+                "fifo",
+                "-o",
+                str(out),
+                "--timeout",
+                "300",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "real avg JCT" in text and "median err." in text
     doc = json.loads(out.read_text())
@@ -148,11 +204,40 @@ def test_taskflow_jobs_run_repeats_each_scheduler_in_turned_orders(tmp_path, cap
     from taskflow.app.cli import main
 
     trace = tmp_path / "one.json"
-    trace.write_text(json.dumps({"format": "taskflow-jobs/1", "name": "one", "jobs": [
-        {"id": "p", "arrival": 0, "workers": 1, "duration": 1, "model": "mlp", "iterations": 4}]}))
+    trace.write_text(
+        json.dumps(
+            {
+                "format": "taskflow-jobs/1",
+                "name": "one",
+                "jobs": [{"id": "p", "arrival": 0, "workers": 1, "duration": 1, "model": "mlp", "iterations": 4}],
+            }
+        )
+    )
     out = tmp_path / "runs.json"
-    assert main(["jobs", "run", str(trace), "--data", str(digits), "--workers", "2", "--scheduler", "fifo,sjf",
-                 "--repeat", "2", "--no-predict", "-o", str(out), "-q", "--timeout", "300"]) == 0
+    assert (
+        main(
+            [
+                "jobs",
+                "run",
+                str(trace),
+                "--data",
+                str(digits),
+                "--workers",
+                "2",
+                "--scheduler",
+                "fifo,sjf",
+                "--repeat",
+                "2",
+                "--no-predict",
+                "-o",
+                str(out),
+                "-q",
+                "--timeout",
+                "300",
+            ]
+        )
+        == 0
+    )
     runs = json.loads(out.read_text())["runs"]
     assert [r["scheduler"] for r in runs] == ["fifo", "sjf", "sjf", "fifo"]  # the second round turned by one
     assert all(r["metrics"]["jobs"] == 1 for r in runs)
@@ -164,12 +249,13 @@ PAIR = [Job("a", 0.0, 2, 1.0, model="mlp", iterations=4), Job("b", 0.1, 2, 1.0, 
 
 @pytest.mark.parametrize("how, across", [("consolidated", False), ("spread", True)])
 def test_real_jobs_are_placed_on_the_workers_racks(four, digits, how, across):
-    run = run_jobs(PAIR, get_job_scheduler("fifo", placement=how), MODELS, digits, client=four, timeout=300,
-                   racks=RACKS)
+    run = run_jobs(
+        PAIR, get_job_scheduler("fifo", placement=how), MODELS, digits, client=four, timeout=300, racks=RACKS
+    )
     assert run.violations() == [] and run.metrics()["jobs"] == 2
     names = sorted(RACKS)
     for r in run.records:
-        (_, _, ws), = r.runs
+        ((_, _, ws),) = r.runs
         assert (len({RACKS[names[w]] for w in ws}) == 2) is across, (how, r.job.id, ws)
 
 
@@ -179,14 +265,28 @@ def test_a_job_given_workers_runs_its_tasks_on_them_and_no_other(four, digits):
 
     by_name = {a: str(w["name"]) for a, w in four.scheduler_info()["workers"].items()}
     before = {by_name[a]: n for a, n in four.run(transitions).items()}
-    taskflow.train(MODELS["mlp"], digits, epochs=1, iterations=2, workers=2, batch=32, client=four,
-                   on_workers=["3", "1"], quiet=True)
+    taskflow.train(
+        MODELS["mlp"],
+        digits,
+        epochs=1,
+        iterations=2,
+        workers=2,
+        batch=32,
+        client=four,
+        on_workers=["3", "1"],
+        quiet=True,
+    )
     after = {by_name[a]: n for a, n in four.run(transitions).items()}
     assert [n for n in sorted(after) if after[n] != before[n]] == ["1", "3"]
 
 
-@pytest.mark.parametrize("racks, message", [({"0": 0, "1": 0, "2": 1}, "worker '3' of the Dask cluster has no rack"),
-                                            ({**RACKS, "9": 1}, "the racks name worker '9'")])
+@pytest.mark.parametrize(
+    "racks, message",
+    [
+        ({"0": 0, "1": 0, "2": 1}, "worker '3' of the Dask cluster has no rack"),
+        ({**RACKS, "9": 1}, "the racks name worker '9'"),
+    ],
+)
 def test_racks_that_do_not_match_the_cluster_are_one_line(four, digits, racks, message):
     with pytest.raises(TaskflowError, match=message):
         run_jobs(PAIR, "fifo", MODELS, digits, client=four, timeout=60, racks=racks)
@@ -202,29 +302,73 @@ def test_jobs_run_inside_the_testbed_takes_its_racks(four, digits, tmp_path, cap
     from taskflow.formats import save_cluster
 
     trace = tmp_path / "pair.json"
-    trace.write_text(json.dumps({"format": "taskflow-jobs/1", "name": "pair", "jobs": [
-        {"id": j.id, "arrival": j.arrival, "workers": 2, "duration": 1, "model": "mlp", "iterations": 4}
-        for j in PAIR]}))
+    trace.write_text(
+        json.dumps(
+            {
+                "format": "taskflow-jobs/1",
+                "name": "pair",
+                "jobs": [
+                    {"id": j.id, "arrival": j.arrival, "workers": 2, "duration": 1, "model": "mlp", "iterations": 4}
+                    for j in PAIR
+                ],
+            }
+        )
+    )
     racked = tmp_path / "cluster.json"
     save_cluster(Cluster([Worker(n, 1.0, 1) for n in sorted(RACKS)], racks=RACKS, uplink=2.5e6), racked)
     monkeypatch.setenv("TASKFLOW_TESTBED_CLUSTER", str(racked))  # as `taskflow testbed -- ...` sets them
     out = tmp_path / "runs.json"
     with dask.config.set({"scheduler-address": four.scheduler.address}):
-        assert main(["jobs", "run", str(trace), "--data", str(digits), "--scheduler", "fifo", "--placement",
-                     "spread", "--no-predict", "-o", str(out), "--timeout", "300"]) == 0
+        assert (
+            main(
+                [
+                    "jobs",
+                    "run",
+                    str(trace),
+                    "--data",
+                    str(digits),
+                    "--scheduler",
+                    "fifo",
+                    "--placement",
+                    "spread",
+                    "--no-predict",
+                    "-o",
+                    str(out),
+                    "--timeout",
+                    "300",
+                ]
+            )
+            == 0
+        )
     assert "4 Dask workers in 2 racks (20 Mbit/s uplinks)" in capsys.readouterr().out
     for job in json.loads(out.read_text())["runs"][0]["jobs"]:
         assert {RACKS[sorted(RACKS)[w]] for w in job["runs"][0][2]} == {"r0", "r1"}
     plain = tmp_path / "plain.json"
     save_cluster(Cluster([Worker(n, 1.0, 1) for n in sorted(RACKS)]), plain)
-    assert main(["jobs", "run", str(trace), "--data", str(digits), "--address", four.scheduler.address,
-                 "--cluster", str(plain)]) == 2
+    assert (
+        main(
+            [
+                "jobs",
+                "run",
+                str(trace),
+                "--data",
+                str(digits),
+                "--address",
+                four.scheduler.address,
+                "--cluster",
+                str(plain),
+            ]
+        )
+        == 2
+    )
     assert "names no racks" in capsys.readouterr().err
 
 
 def test_gandiva_grows_and_shrinks_a_real_elastic_job_which_ends_with_an_uninterrupted_runs_parameters(four, digits):
-    jobs = [Job("e", 0.0, 2, 3.0, model="mlp", iterations=96, min_workers=2, max_workers=4),
-            Job("f", 1.5, 2, 1.0, model="mlp", iterations=8)]
+    jobs = [
+        Job("e", 0.0, 2, 3.0, model="mlp", iterations=96, min_workers=2, max_workers=4),
+        Job("f", 1.5, 2, 1.0, model="mlp", iterations=8),
+    ]
     run = run_jobs(jobs, get_job_scheduler("gandiva", round=0.5), MODELS, digits, client=four, timeout=300)
     assert run.violations() == []
     e = next(r for r in run.records if r.job.id == "e")
@@ -232,8 +376,17 @@ def test_gandiva_grows_and_shrinks_a_real_elastic_job_which_ends_with_an_uninter
     assert 4 in sizes and sizes[0] == 2, sizes  # grown onto the idle workers, then shrunk for f (or done)
     assert run.histories["e"].resumed_from is not None
     names = sorted(str(w["name"]) for w in four.scheduler_info()["workers"].values())
-    alone = taskflow.train(MODELS["mlp"], digits, epochs=24, iterations=4, workers=2, batch=32, client=four,
-                           on_workers=names[:2], quiet=True)
+    alone = taskflow.train(
+        MODELS["mlp"],
+        digits,
+        epochs=24,
+        iterations=4,
+        workers=2,
+        batch=32,
+        client=four,
+        on_workers=names[:2],
+        quiet=True,
+    )
     # the batch over all ranks is the same whatever their number: the same parameters, to rounding
     for got in run.histories["e"].states:
         assert rel_err(got, alone.states[0]) < 1e-5
@@ -249,11 +402,12 @@ def test_with_crossover_a_real_job_takes_turns_on_a_running_jobs_workers(four, d
     run = run_jobs(jobs, get_job_scheduler("fifo", crossover=0.5), MODELS, digits, client=four, timeout=300)
     assert run.violations() == [] and run.shared == [("a", "b")]
     a, b = run.records
-    (a0, a1, wa), = a.runs
-    (b0, b1, wb), = b.runs
+    ((a0, a1, wa),) = a.runs
+    ((b0, b1, wb),) = b.runs
     assert wa == wb and a0 < b0 < a1  # b ran on a's workers while a ran
     names = sorted(str(w["name"]) for w in four.scheduler_info()["workers"].values())
-    alone = taskflow.train(MODELS["mlp"], digits, epochs=4, iterations=4, workers=4, batch=32, client=four,
-                           on_workers=names, quiet=True)
+    alone = taskflow.train(
+        MODELS["mlp"], digits, epochs=4, iterations=4, workers=4, batch=32, client=four, on_workers=names, quiet=True
+    )
     for got, want in zip(run.histories["b"].states, alone.states, strict=True):
         assert rel_err(got, want) < 1e-6

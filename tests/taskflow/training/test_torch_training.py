@@ -46,8 +46,12 @@ def digits(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
-            Client(lc) as c:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP
+        ) as lc,
+        Client(lc) as c,
+    ):
         yield c
 
 
@@ -96,12 +100,15 @@ def _made(path: Path, files=(), folders=()) -> Path:
     return path
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda p: p / "missing", "does not exist"),
-    (lambda p: _made(p, folders=["empty"]) / "empty", "holds no image"),
-    (lambda p: _made(p, files=["file"]) / "file", "cannot be read"),
-    (lambda p: _made(p, folders=["noimg/a"], files=["noimg/a/x.txt"]) / "noimg", "holds no image"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda p: p / "missing", "does not exist"),
+        (lambda p: _made(p, folders=["empty"]) / "empty", "holds no image"),
+        (lambda p: _made(p, files=["file"]) / "file", "cannot be read"),
+        (lambda p: _made(p, folders=["noimg/a"], files=["noimg/a/x.txt"]) / "noimg", "holds no image"),
+    ],
+)
 def test_a_dataset_folder_that_cannot_serve_is_named(tmp_path, make, message):
     folder = make(tmp_path)
     with pytest.raises(WorkflowError, match=message) as e:
@@ -124,7 +131,9 @@ def test_a_corrupt_image_is_named_by_the_task_that_decodes_it(tmp_path, digits):
 
 # ----------------------------------------------------------------------------- the job's checks
 def test_bad_jobs_get_one_clear_line(digits):
-    with pytest.raises(WorkflowError, match=r"data \(train\) must be a folder's path or a map-style torch Dataset.*got int"):
+    with pytest.raises(
+        WorkflowError, match=r"data \(train\) must be a folder's path or a map-style torch Dataset.*got int"
+    ):
         TorchTraining(CNN, 3)
     with pytest.raises(WorkflowError, match="returned int, not a torch.nn.Module"):
         TorchTraining(lambda: 3, digits)
@@ -150,10 +159,21 @@ def test_buckets_are_cut_by_bytes_in_backward_order_as_ddp_cuts_them():
     assert sum(len(b) for b in ctx.buckets) == len(ctx.names)
 
 
-@pytest.mark.parametrize("variant", [{}, dict(mode="local", sync_every=2), dict(mode="stale", staleness=1),
-                                     dict(mode="stale", staleness=2, compensation=0.5), dict(compression="fp16"),
-                                     dict(compression="topk", allreduce="tree"), dict(fuse=True),
-                                     dict(fuse=True, prefetch=2), dict(fuse=True, direct_mb=0.0)], ids=str)
+@pytest.mark.parametrize(
+    "variant",
+    [
+        {},
+        dict(mode="local", sync_every=2),
+        dict(mode="stale", staleness=1),
+        dict(mode="stale", staleness=2, compensation=0.5),
+        dict(compression="fp16"),
+        dict(compression="topk", allreduce="tree"),
+        dict(fuse=True),
+        dict(fuse=True, prefetch=2),
+        dict(fuse=True, direct_mb=0.0),
+    ],
+    ids=str,
+)
 def test_the_cost_only_graph_has_the_executable_graphs_structure(digits, variant):
     spec = TorchTraining(CNN, digits, workers=3, batch=63, iterations=3, bucket_mb=0.01, **variant)
     for epoch in (0, 1):
@@ -172,8 +192,9 @@ def test_the_cost_only_graph_has_the_executable_graphs_structure(digits, variant
 # ----------------------------------------------------------------------------- equal to the plain loop
 @pytest.mark.parametrize("allreduce, shares", [("ring", None), ("tree", None), ("ps", None), ("ring", (3, 1))])
 def test_every_rank_ends_with_the_single_process_loops_parameters(client, digits, allreduce, shares):
-    spec = TorchTraining(CNN, digits, workers=2, batch=64, shares=shares, allreduce=allreduce, iterations=6,
-                         bucket_mb=0.02)
+    spec = TorchTraining(
+        CNN, digits, workers=2, batch=64, shares=shares, allreduce=allreduce, iterations=6, bucket_mb=0.02
+    )
     assert len(spec.ctx.buckets) >= 2
     rep = taskflow.run(spec.graph(0), "placed", client=client, quiet=True, keep=spec.final_tasks(0))
     ref, losses = spec.reference(1)
@@ -186,11 +207,11 @@ def test_every_rank_ends_with_the_single_process_loops_parameters(client, digits
     assert set(rep.results) == set(spec.final_tasks(0))  # only the final states came back
 
 
-@pytest.mark.parametrize("fuse, prefetch, shares, direct_mb", [(True, 0, None, 4.0), (True, 1, (3, 1), 4.0),
-                                                                (True, 3, None, 4.0), (True, 1, None, 0.0),
-                                                                (True, 0, (3, 1), 0.0)])
-def test_a_fused_graph_ends_with_the_same_parameters_in_fewer_tasks(client, digits, fuse, prefetch, shares,
-                                                                    direct_mb):
+@pytest.mark.parametrize(
+    "fuse, prefetch, shares, direct_mb",
+    [(True, 0, None, 4.0), (True, 1, (3, 1), 4.0), (True, 3, None, 4.0), (True, 1, None, 0.0), (True, 0, (3, 1), 0.0)],
+)
+def test_a_fused_graph_ends_with_the_same_parameters_in_fewer_tasks(client, digits, fuse, prefetch, shares, direct_mb):
     """Loading in one task run ahead by ``prefetch``, the gradient summed by the updates (or, with
     ``direct_mb=0``, reduced by the ring as unfused): the plain loop's parameters, fewer tasks."""
     kw = dict(workers=2, batch=64, shares=shares, iterations=6, bucket_mb=0.02)
@@ -212,10 +233,15 @@ def test_a_fused_graph_ends_with_the_same_parameters_in_fewer_tasks(client, digi
     assert np.allclose([sum(lg[i][1] * lg[i][2] for lg in logs) / 64 for i in range(6)], losses, rtol=1e-5)
 
 
-VARIANTS = [dict(mode="local", sync_every=3), dict(mode="local", sync_every=2, shares=(3, 1)),
-            dict(mode="stale", staleness=2), dict(mode="stale", staleness=2, compensation=0.5),
-            dict(compression="fp16"), dict(compression="topk", topk_ratio=0.05),
-            dict(mode="stale", staleness=1, compression="topk", topk_ratio=0.1, allreduce="tree")]
+VARIANTS = [
+    dict(mode="local", sync_every=3),
+    dict(mode="local", sync_every=2, shares=(3, 1)),
+    dict(mode="stale", staleness=2),
+    dict(mode="stale", staleness=2, compensation=0.5),
+    dict(compression="fp16"),
+    dict(compression="topk", topk_ratio=0.05),
+    dict(mode="stale", staleness=1, compression="topk", topk_ratio=0.1, allreduce="tree"),
+]
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: "-".join(f"{k}={x}" for k, x in v.items()))
@@ -238,8 +264,9 @@ def test_the_variants_change_what_is_computed_and_what_moves(digits):
         params, _ = TorchTraining(CNN, digits, workers=2, batch=64, iterations=6, bucket_mb=0.02, **kw).reference(1)
         assert rel_err({"params": params[0]}, plain) > 1e-6, kw
     stale, _ = TorchTraining(CNN, digits, workers=2, batch=64, iterations=6, mode="stale", staleness=2).reference(1)
-    comp, _ = TorchTraining(CNN, digits, workers=2, batch=64, iterations=6, mode="stale", staleness=2,
-                            compensation=50.0).reference(1)
+    comp, _ = TorchTraining(
+        CNN, digits, workers=2, batch=64, iterations=6, mode="stale", staleness=2, compensation=50.0
+    ).reference(1)
     assert rel_err({"params": comp[0]}, {"params": stale[0]}) > 1e-7  # the compensation term acts
     sync0, _ = TorchTraining(CNN, digits, workers=2, batch=64, iterations=6, mode="stale", staleness=0).reference(1)
     assert rel_err({"params": sync0[0]}, plain) < 1e-5  # staleness 0 is synchronous training
@@ -270,8 +297,7 @@ def test_only_allreduce_chunks_cross_the_network_under_placed(client, digits):
 
 
 def test_train_learns_and_reports_each_epoch(client, digits, tmp_path):
-    h = taskflow.train(CNN, digits, epochs=2, workers=2, batch=64, client=client, quiet=True,
-                       plot=tmp_path / "acc.png")
+    h = taskflow.train(CNN, digits, epochs=2, workers=2, batch=64, client=client, quiet=True, plot=tmp_path / "acc.png")
     assert [e["epoch"] for e in h.epochs] == [0, 1]
     assert h.epochs[1]["loss"] < h.epochs[0]["loss"] < 2.3
     assert h.final_accuracy > 0.5  # chance is 0.1
@@ -282,8 +308,9 @@ def test_train_learns_and_reports_each_epoch(client, digits, tmp_path):
     # fused under placed: each rank's step output (its gradient and the state it started from) goes
     # to the other rank, once an iteration
     assert e["bytes_per_iteration"] == pytest.approx(2 * (4 + 8) * params, rel=0.1)
-    ring = taskflow.train(CNN, digits, epochs=1, workers=2, batch=64, client=client, quiet=True, fuse=False,
-                          iterations=4)
+    ring = taskflow.train(
+        CNN, digits, epochs=1, workers=2, batch=64, client=client, quiet=True, fuse=False, iterations=4
+    )
     assert ring.epochs[0]["bytes_per_iteration"] == pytest.approx(2 * 4 * params, rel=0.05)  # the chunks alone
     # where an iteration's time went: four parts that add up to the epoch's seconds per iteration,
     # loading measured inside the fused task as in the unfused loading tasks
@@ -298,8 +325,9 @@ def test_train_learns_and_reports_each_epoch(client, digits, tmp_path):
 
 def test_a_loss_that_is_nan_stops_the_run_naming_its_iteration(client, digits):
     with pytest.raises(taskflow.TaskFailed, match=r"iteration 0, rank \d: the loss is nan") as e:
-        taskflow.train(CNN, digits, loss=nan_loss, epochs=1, workers=2, batch=64, iterations=2, client=client,
-                       quiet=True)
+        taskflow.train(
+            CNN, digits, loss=nan_loss, epochs=1, workers=2, batch=64, iterations=2, client=client, quiet=True
+        )
     assert e.value.task.startswith("it0.") and e.value.task.endswith(".forward-backward")
 
 
@@ -327,8 +355,12 @@ def test_a_resumed_run_ends_where_an_uninterrupted_one_does(client, digits, tmp_
 
 def test_a_killed_worker_is_survived_with_the_same_parameters(digits):
     spec = TorchTraining(CNN, digits, workers=2, batch=64, iterations=20)
-    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP) as lc, \
-            Client(lc) as c:
+    with (
+        LocalCluster(
+            n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP
+        ) as lc,
+        Client(lc) as c,
+    ):
         pids = c.run(os.getpid)
         c.run(lambda: __import__("torch"))  # every worker has torch loaded: the kill lands mid-epoch
         names = {a: w["name"] for a, w in c.scheduler_info()["workers"].items()}
@@ -342,12 +374,15 @@ def test_a_killed_worker_is_survived_with_the_same_parameters(digits):
                     busy = c.processing(victim).get(victim, ())
                 except Exception:  # noqa: BLE001 - the run is over, the client closed
                     return
-                if any("forward-backward-it" in k and not k.split("-it", 1)[1].startswith(("0.", "1."))
-                       for k in map(str, busy)):
+                if any(
+                    "forward-backward-it" in k and not k.split("-it", 1)[1].startswith(("0.", "1."))
+                    for k in map(str, busy)
+                ):
                     os.kill(pids[victim], signal.SIGKILL)
                     killed.append(time.time())
                     return
                 time.sleep(0.005)
+
         threading.Thread(target=kill, daemon=True).start()
         rep = taskflow.run(spec.graph(0), "placed", client=c, quiet=True, keep=spec.final_tasks(0), timeout=120)
     ref, _ = spec.reference(1)
@@ -357,10 +392,23 @@ def test_a_killed_worker_is_survived_with_the_same_parameters(digits):
 
 def test_a_killed_training_command_resumes_from_its_checkpoint(digits, tmp_path):
     ck, report = tmp_path / "ck.pt", tmp_path / "h.json"
-    cmd = [sys.executable, "-m", "taskflow", "train", str(digits), "--epochs", "3", "--iterations", "6",
-           "--checkpoint", str(ck), "--report", str(report), "-q"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    cmd = [
+        sys.executable,
+        "-m",
+        "taskflow",
+        "train",
+        str(digits),
+        "--epochs",
+        "3",
+        "--iterations",
+        "6",
+        "--checkpoint",
+        str(ck),
+        "--report",
+        str(report),
+        "-q",
+    ]
+    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         t0 = time.time()
         while not ck.exists() and proc.poll() is None and time.time() - t0 < 120:
@@ -374,8 +422,14 @@ def test_a_killed_training_command_resumes_from_its_checkpoint(digits, tmp_path)
     assert "resumed after epoch" in done.stdout
     hist = json.loads(report.read_text())
     assert [e["epoch"] for e in hist["epochs"]] == [0, 1, 2] and hist["resumed_from"] in (0, 1)
-    spec = TorchTraining(functools.partial(small_cnn, in_channels=1, classes=10, side=8), digits, workers=2,
-                         batch=64, iterations=6, optimizer=functools.partial(torch.optim.SGD, lr=0.05, momentum=0.9))
+    spec = TorchTraining(
+        functools.partial(small_cnn, in_channels=1, classes=10, side=8),
+        digits,
+        workers=2,
+        batch=64,
+        iterations=6,
+        optimizer=functools.partial(torch.optim.SGD, lr=0.05, momentum=0.9),
+    )
     ref, losses = spec.reference(3)
     final = torch.load(ck, weights_only=False)["states"]
     assert all(rel_err(s, ref) < 1e-5 for s in final)
@@ -392,17 +446,38 @@ def test_the_command_line_reports_and_refuses_bad_input(digits, tmp_path, capsys
     assert err.startswith("error: ") and "batch 63 is not divisible by 2 workers" in err and err.count("\n") == 1
     assert main(["train", str(digits), "--model", "nosuchmodule:f"]) == 2
     assert "--model nosuchmodule:f: cannot load" in capsys.readouterr().err
-    for argv, said in ((["--sync-every", "2"], "--sync-every goes with --mode local"),
-                       (["--staleness", "1"], "--staleness goes with --mode stale"),
-                       (["--topk-ratio", "0.1", "--compression", "fp16"], "--topk-ratio goes with --compression topk"),
-                       (["--pipeline", "gpipe"], "--pipeline goes with --stages"),
-                       (["--stages", "2", "--mode", "local"], "--stages (pipeline parallelism) goes without")):
+    for argv, said in (
+        (["--sync-every", "2"], "--sync-every goes with --mode local"),
+        (["--staleness", "1"], "--staleness goes with --mode stale"),
+        (["--topk-ratio", "0.1", "--compression", "fp16"], "--topk-ratio goes with --compression topk"),
+        (["--pipeline", "gpipe"], "--pipeline goes with --stages"),
+        (["--stages", "2", "--mode", "local"], "--stages (pipeline parallelism) goes without"),
+    ):
         assert main(["train", str(digits), *argv]) == 2
         err = capsys.readouterr().err
         assert said in err and err.count("\n") == 1, err
-    rc = main(["train", str(tmp_path / "syn"), "--make-data", "synthetic", "--model", "resnet8", "--epochs", "1",
-               "--iterations", "2", "--batch", "16", "--report", str(tmp_path / "r.json"), "--profile",
-               str(tmp_path / "p.json"), "--cost-graph", str(tmp_path / "g.json")])
+    rc = main(
+        [
+            "train",
+            str(tmp_path / "syn"),
+            "--make-data",
+            "synthetic",
+            "--model",
+            "resnet8",
+            "--epochs",
+            "1",
+            "--iterations",
+            "2",
+            "--batch",
+            "16",
+            "--report",
+            str(tmp_path / "r.json"),
+            "--profile",
+            str(tmp_path / "p.json"),
+            "--cost-graph",
+            str(tmp_path / "g.json"),
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0 and "wrote the synthetic dataset" in out and "resnet8:" in out and "epoch 1: loss" in out
     doc = json.loads((tmp_path / "r.json").read_text())
@@ -412,8 +487,21 @@ def test_the_command_line_reports_and_refuses_bad_input(digits, tmp_path, capsys
     assert not g.executable and {t.meta["category"] for t in g.tasks()} >= {"forward-backward", "update"}  # fused
     assert main(["advise", str(tmp_path / "g.json"), "--profile", str(tmp_path / "p.json"), "--catalog", "tiny"]) == 0
     assert "Pareto front" in capsys.readouterr().out
-    assert main(["advise", "--train", str(tmp_path / "g.json"), "--profile", str(tmp_path / "p.json"), "--catalog",
-                 "tiny", "-q"]) == 0
+    assert (
+        main(
+            [
+                "advise",
+                "--train",
+                str(tmp_path / "g.json"),
+                "--profile",
+                str(tmp_path / "p.json"),
+                "--catalog",
+                "tiny",
+                "-q",
+            ]
+        )
+        == 0
+    )
     assert "no deadline or budget given" in capsys.readouterr().out
     assert main(["advise", "--train", str(tmp_path / "g.json"), "--catalog", "tiny"]) == 2
     assert "goes with the costs its run measured: --profile FILE" in capsys.readouterr().err
@@ -432,12 +520,14 @@ def test_the_demo_trains_a_real_model_after_the_mlp(tmp_path, capsys):
 
 # ----------------------------------------------------------------------------- pipeline parallelism
 @pytest.mark.parametrize("schedule, stages, microbatches", [("gpipe", 2, 4), ("1f1b", 3, 3)])
-def test_a_pipeline_equals_the_plain_loop_and_moves_activations_between_stages(client, digits, schedule, stages,
-                                                                                microbatches):
+def test_a_pipeline_equals_the_plain_loop_and_moves_activations_between_stages(
+    client, digits, schedule, stages, microbatches
+):
     from workflows.torch_pipeline import TorchPipeline
 
-    spec = TorchPipeline(CNN, digits, stages=stages, microbatches=microbatches, schedule=schedule, batch=64,
-                         iterations=3)
+    spec = TorchPipeline(
+        CNN, digits, stages=stages, microbatches=microbatches, schedule=schedule, batch=64, iterations=3
+    )
     g = spec.graph(0)
     rep = taskflow.run(g, "placed" if stages == 2 else "heft", client=client, quiet=True, keep=spec.final_tasks(0))
     ref, losses = spec.reference(1)
@@ -479,22 +569,70 @@ def test_pipeline_jobs_refuse_what_they_cannot_cut(digits):
 def test_train_runs_a_pipeline_from_the_command_line(digits, tmp_path, capsys):
     from taskflow.app.cli import main
 
-    rc = main(["train", str(digits), "--stages", "2", "--microbatches", "4", "--pipeline", "gpipe", "--epochs", "2",
-               "--iterations", "6", "--report", str(tmp_path / "r.json"), "--checkpoint", str(tmp_path / "ck.pt")])
+    rc = main(
+        [
+            "train",
+            str(digits),
+            "--stages",
+            "2",
+            "--microbatches",
+            "4",
+            "--pipeline",
+            "gpipe",
+            "--epochs",
+            "2",
+            "--iterations",
+            "6",
+            "--report",
+            str(tmp_path / "r.json"),
+            "--checkpoint",
+            str(tmp_path / "ck.pt"),
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0 and "in 2 stages, one worker each; 4 microbatches of 16/16/16/16 samples, gpipe" in out
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["epochs"][1]["loss"] < doc["epochs"][0]["loss"] and doc["epochs"][1]["bytes_per_iteration"] > 0
-    rc = main(["train", str(digits), "--stages", "2", "--microbatches", "4", "--pipeline", "gpipe", "--epochs", "3",
-               "--iterations", "6", "--checkpoint", str(tmp_path / "ck.pt"), "-q"])
+    rc = main(
+        [
+            "train",
+            str(digits),
+            "--stages",
+            "2",
+            "--microbatches",
+            "4",
+            "--pipeline",
+            "gpipe",
+            "--epochs",
+            "3",
+            "--iterations",
+            "6",
+            "--checkpoint",
+            str(tmp_path / "ck.pt"),
+            "-q",
+        ]
+    )
     assert rc == 0 and "resumed after epoch 2" in capsys.readouterr().out
 
 
 def test_train_under_several_schedulers_computes_the_same_and_reports_each(digits, tmp_path, capsys):
     from taskflow.app.cli import main
 
-    rc = main(["train", str(digits), "--iterations", "3", "--scheduler", "placed,heft", "--report",
-               str(tmp_path / "r.json"), "--checkpoint", str(tmp_path / "ck.pt"), "-q"])
+    rc = main(
+        [
+            "train",
+            str(digits),
+            "--iterations",
+            "3",
+            "--scheduler",
+            "placed,heft",
+            "--report",
+            str(tmp_path / "r.json"),
+            "--checkpoint",
+            str(tmp_path / "ck.pt"),
+            "-q",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0 and out.count("placed: epoch 1") == 1 and out.count("heft: epoch 1") == 1
     docs = json.loads((tmp_path / "r.json").read_text())
@@ -507,8 +645,18 @@ def test_repeated_runs_each_equal_their_seeds_reference_and_are_summarised(clien
     from taskflow.training.repeats import plot, repeat, table
 
     seen = []
-    r = repeat(CNN, digits, n=2, seed=5, epochs=2, iterations=3, batch=64, client=client, quiet=True,
-               on_run=lambda k, seed, h: seen.append((k, seed, len(h.epochs))))
+    r = repeat(
+        CNN,
+        digits,
+        n=2,
+        seed=5,
+        epochs=2,
+        iterations=3,
+        batch=64,
+        client=client,
+        quiet=True,
+        on_run=lambda k, seed, h: seen.append((k, seed, len(h.epochs))),
+    )
     assert r.seeds == [5, 6] and seen == [(0, 5, 2), (1, 6, 2)]
     for h, seed in zip(r.histories, r.seeds):
         ref, _ = TorchTraining(CNN, digits, batch=64, iterations=3, seed=seed).reference(2)
@@ -527,8 +675,26 @@ def test_train_repeat_prints_each_run_and_one_table(digits, tmp_path, capsys):
     from taskflow.app.cli import main
 
     out, png = tmp_path / "runs.json", tmp_path / "runs.png"
-    assert main(["train", str(digits), "--repeat", "2", "--epochs", "1", "--iterations", "2", "-q", "-o", str(out),
-                 "--plot", str(png)]) == 0
+    assert (
+        main(
+            [
+                "train",
+                str(digits),
+                "--repeat",
+                "2",
+                "--epochs",
+                "1",
+                "--iterations",
+                "2",
+                "-q",
+                "-o",
+                str(out),
+                "--plot",
+                str(png),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "placed: run 1 (seed 0): epoch 1:" in text and "placed: run 2 (seed 1): epoch 1:" in text
     assert "samples/s" in text and "(the median of the runs" in text
