@@ -7,10 +7,7 @@ the decisions; the scheduler keeps no clock of its own.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .jobscheduling import Job
+from typing import Any
 
 __all__ = ["Arrived", "Finished", "Tick", "WorkerLost", "WorkerAdded", "Start", "Resize", "Preempt"]
 
@@ -20,7 +17,7 @@ class Arrived:
     """Event: ``job`` arrived at ``time``."""
 
     time: float
-    job: Job
+    job: Any  # a taskflow.jobscheduling.Job (which imports this module)
 
 
 @dataclasses.dataclass(frozen=True)
