@@ -10,7 +10,7 @@ scheduler, the time and the job.
 from __future__ import annotations
 
 from ..errors import SchedulerError, UsageError
-from ..jobscheduling import Preempt, Resize, Start
+from ..jobscheduling import JobState, Preempt, Resize, Start
 
 __all__ = ["Ledger"]
 
@@ -52,6 +52,31 @@ class Ledger:
             self.steps[-1] = (now, n)
         elif self.steps[-1][1] != n:
             self.steps.append((now, n))
+
+    def state(self, x, now: float, done: float, got: float, oracle: bool) -> JobState:
+        """What a job scheduler sees of a live job ``x`` (the simulator's or the real runner's: its
+        ``job``, ``workers``, ``waited_since``, ``last_run`` and record ``rec``) at ``now``, having
+        done ``done`` seconds of its duration and held ``got`` worker-seconds; its remaining time
+        where the scheduler is an ``oracle``.
+
+        Parameters
+        ----------
+        x : object
+        now, done, got : float
+        oracle : bool
+        """
+        return JobState(
+            x.job,
+            bool(x.workers),
+            x.workers,
+            done,
+            got,
+            0.0 if x.workers else now - x.waited_since,
+            x.last_run,
+            max(0.0, x.job.duration - done) if oracle else None,
+            x.rec.preemptions,
+            self.pairs.get(x.job.id),
+        )
 
     @property
     def busy(self) -> int:

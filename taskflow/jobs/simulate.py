@@ -27,7 +27,6 @@ from ..jobscheduling import (
     Arrived,
     Finished,
     JobScheduler,
-    JobState,
     Preempt,
     Tick,
     View,
@@ -237,21 +236,7 @@ def simulate_jobs(
     def view(now):
         states = []
         for x in live.values():
-            done, got = x.progress(now)
-            states.append(
-                JobState(
-                    x.job,
-                    bool(x.workers),
-                    x.workers,
-                    done,
-                    got,
-                    0.0 if x.workers else now - x.waited_since,
-                    x.last_run,
-                    max(0.0, x.job.duration - done) if oracle else None,
-                    x.rec.preemptions,
-                    ledger.pairs.get(x.job.id),
-                )
-            )
+            states.append(ledger.state(x, now, *x.progress(now), oracle))
         return View(now, tuple(sorted(free)), nodes, tuple(states), racks, tuple(sorted(ledger.down)))
 
     def stop(x, now, drain):

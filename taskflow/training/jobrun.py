@@ -32,7 +32,7 @@ import time
 from ..errors import RunFailed, RunTimeout, SchedulerError, UsageError
 from ..jobs import JobRecord, JobRun, JobTrace
 from ..jobs.ledger import Ledger
-from ..jobscheduling import Arrived, Finished, JobScheduler, JobState, Start, Tick, View, get_job_scheduler
+from ..jobscheduling import Arrived, Finished, JobScheduler, Start, Tick, View, get_job_scheduler
 
 __all__ = ["run_jobs", "check_racks", "check_jobs", "epochs_of", "workers_of", "JOIN_SECONDS"]
 
@@ -215,20 +215,7 @@ class _Runner:
             got = sum((b - a) * len(w) for a, b, w in x.rec.runs) + (
                 (now - x.run_start) * len(x.workers) if x.workers else 0.0
             )
-            states.append(
-                JobState(
-                    x.job,
-                    bool(x.workers),
-                    x.workers,
-                    done,
-                    got,
-                    0.0 if x.workers else now - x.waited_since,
-                    x.last_run,
-                    max(0.0, x.job.duration - done) if oracle else None,
-                    x.rec.preemptions,
-                    self.ledger.pairs.get(x.job.id),
-                )
-            )
+            states.append(self.ledger.state(x, now, done, got, oracle))
         return View(now, tuple(sorted(self.ledger.free)), self.nodes, tuple(states), self.racks)
 
     def _apply(self, decisions, now) -> None:
