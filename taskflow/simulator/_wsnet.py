@@ -20,7 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import kernel
-from .network.maxmin import AFRESH, DENSE, TRY_REPAIR, WHOLE, refresh, solve, step
+from .network._flowloop import AFRESH, TRY_REPAIR, WHOLE, refresh, solve, step
+from .network.maxmin import DENSE
 
 WAITING, QUEUED, RUNNING, DONE = 0, 1, 2, 3
 #: what :func:`simulate_ws` returns: finished; the network made no progress; an output has no copy;

@@ -28,12 +28,11 @@ from __future__ import annotations
 import heapq
 
 import numpy as np
-from ...jit import kernel
 
+from ._flowloop import AFRESH, TRY_REPAIR, WHOLE, refresh, solve, step
 from .base import Network
-from ._fairshare import account, fill_classes, pairs_moved, relink, repair_rates  # (kernels refresh calls)
 
-__all__ = ["MaxMinNetwork", "REPAIR", "DENSE", "WHOLE", "TRY_REPAIR", "AFRESH", "solve", "refresh", "step"]
+__all__ = ["MaxMinNetwork", "REPAIR", "DENSE"]
 
 #: With at least this many active (source, destination) pairs, a change of the flow set solves
 #: again only the rates it can move (:func:`repair_rates`); below it, and with 0, every solve is whole.
@@ -44,126 +43,6 @@ REPAIR = 32
 #: carries many pairs, so a change reaches most of them; the repair's bookkeeping is not kept
 #: either, and is made afresh when the pairs thin out again.
 DENSE = 4
-
-#: how :func:`refresh` solves: all rates, keeping the bookkeeping; trying a repair; all rates, the
-#: bookkeeping made afresh (it was not kept since the last solve)
-WHOLE, TRY_REPAIR, AFRESH = 0, 1, 2
-
-
-@kernel(cache=True)
-def solve(nf, pair, done, nxt, rates, qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, t_last, recompute, classes,
-           capped, bp, rack, rup, rdown, loc, pb):
-    """Solve every rate again (if the flow set changed), keeping none of the repair's bookkeeping;
-    return the time of the next flow event.
-
-    Parameters
-    ----------
-    nf, pair, done, nxt, rates
-        The active flows: how many, and per slot its pair, bytes carried, next target, rate.
-    qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, t_last, recompute, classes, capped, bp, rack, rup, rdown, loc, pb
-        The active pairs and the ports, as :func:`fill_classes` takes them; ``t_last`` the time the
-        flows were last moved to; ``recompute`` whether the flow set changed.
-    """
-    if recompute:
-        fill_classes(qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown, loc, pb)
-    return _next_event(nf, pair, done, nxt, rates, prate, t_last)
-
-
-@kernel(cache=True)
-def refresh(nf, pair, done, nxt, rates, qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, t_last, recompute, classes,
-             capped, bp, rack, rup, rdown, loc, pb, changed, moves, heads, links, back, inS, mark, stamp, used, counted,
-             nb, inuse, mode):
-    """Recompute the rates (if the flow set changed) keeping the repair's bookkeeping (``moves``:
-    see :func:`pairs_moved`); return the time of the next flow event and how the rates were found:
-    1 repaired, 0 a repair given up, -1 no repair tried. ``mode`` :data:`TRY_REPAIR`: only the rates
-    a change can move are solved again (:func:`repair_rates`), where the ports carry few pairs each
-    or the pairs are many, unless that set is larger than a third of them; :data:`WHOLE`: a whole
-    solve; :data:`AFRESH`: a whole solve, the bookkeeping made afresh (it was not kept since the
-    last solve).
-
-    Parameters
-    ----------
-    nf, pair, done, nxt, rates, qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, t_last, recompute, classes
-        As :func:`solve` takes them.
-    capped, bp, rack, rup, rdown, loc, pb
-        As :func:`solve` takes them.
-    changed, moves, heads, links, back, inS, mark, stamp, used, counted, nb, inuse
-        The repair's bookkeeping (:func:`repair_rates`, :func:`pairs_moved`).
-    mode : int
-        :data:`WHOLE`, :data:`TRY_REPAIR` or :data:`AFRESH`.
-    """
-    how = -1
-    if mode == AFRESH:
-        relink(qs, P, psrc, pdst, heads, links, back, inuse)
-        touched = moves[:0]
-    else:
-        touched = pairs_moved(moves, heads, links, back, prate, pb, used, counted, nb, inuse)
-    if recompute or mode == AFRESH:
-        # a repair pays where the ports carry few pairs each (a change reaches few others), or
-        # where a whole solve is large; between, on a few workers joined by many pairs, it does not
-        if recompute and mode == TRY_REPAIR and (P <= 2 * inuse[0] or P >= 4096):
-            how = 1 if repair_rates(changed, touched, P, psrc, pdst, pn, pcap, up, down, prate, pb, capped, rack, rup,
-                                    loc, heads, links, inS, mark, stamp, used, counted, nb, max(8, P // 3),
-                                    4 * max(64, P)) else 0
-        if how != 1:
-            if recompute:
-                fill_classes(qs, P, psrc, pdst, pcls, pn, pcap, up, down, prate, classes, capped, bp, rack, rup, rdown,
-                             loc, pb)
-            account(qs, P, psrc, pdst, pn, prate, pb, used, counted, nb)
-    return _next_event(nf, pair, done, nxt, rates, prate, t_last), how
-
-
-@kernel(cache=True)
-def _next_event(nf, pair, done, nxt, rates, prate, t_last):
-    """The ``nf`` active flows take their pairs' rates; the time the first of them reaches its next
-    target."""
-    best = np.inf
-    for f in range(nf):
-        r = prate[pair[f]]
-        rates[f] = r
-        if r == np.inf:
-            t = t_last
-        elif r > 0:
-            gap = nxt[f] - done[f]
-            t = t_last + (gap / r if gap > 0 else 0.0)
-        else:
-            continue
-        if t < best:
-            best = t
-    return best
-
-
-@kernel(cache=True)
-def step(nf, done, total, nxt, rates, dt, eps, due, now):
-    """Move the ``nf`` active flows (slots ``0 .. nf - 1``) ``dt`` seconds forward; list in ``due``
-    the flows whose next target is reached (within ``eps`` relative, or so close that no
-    representable time lies before it); return how many.
-
-    Parameters
-    ----------
-    nf, done, total, nxt, rates
-        The active flows: how many, and per slot its bytes carried, bytes in all, next target, rate.
-    dt, eps, now : float
-        Seconds to move; the relative tolerance; the time moved to.
-    due : numpy.ndarray
-        Receives the slots of the flows due.
-    """
-    k = 0
-    for f in range(nf):
-        r = rates[f]
-        if r == np.inf:  # infinite bandwidth: everything is there at once
-            done[f] = total[f]
-        elif dt > 0:
-            x = done[f] + r * dt
-            done[f] = x if x < total[f] else total[f]
-        gap = nxt[f] - done[f]
-        if gap <= eps * max(1.0, nxt[f]) or (r > 0 and now + gap / r <= now):
-            if gap > 0:
-                done[f] = nxt[f]
-            due[k] = f
-            k += 1
-    return k
-
 
 _NONE = np.zeros(0, np.int64)
 
@@ -213,8 +92,17 @@ class MaxMinNetwork(Network):
         # for solving again only what a change moves (:func:`repair_rates`): each pair's bottleneck, each
         # port's pairs as a doubly linked list (links: next through the upload, next through the
         # download; back: the previous ones, -1 for the port's head), what changed since the last solve
-        self.repair = REPAIR if (C == 1 and not racks and self.backplane == np.inf and np.isfinite(self.up).all()
-                                 and np.isfinite(self.down).all()) else 0
+        self.repair = (
+            REPAIR
+            if (
+                C == 1
+                and not racks
+                and self.backplane == np.inf
+                and np.isfinite(self.up).all()
+                and np.isfinite(self.down).all()
+            )
+            else 0
+        )
         self.pb = np.full(64, -2, np.int64)
         self.links = np.full(128, -1, np.int64)
         self.back = np.full(128, -1, np.int64)
@@ -261,11 +149,24 @@ class MaxMinNetwork(Network):
         slot; returns the slot."""
         if not self.pfree:
             old = len(self.psrc)
-            for name in ("psrc", "pdst", "pcls", "pn", "pcaps", "prate", "plist", "pb", "inS", "links", "back",
-                         "counted"):  # (a slot's bookkeeping is set when the solve takes it)
+            for name in (
+                "psrc",
+                "pdst",
+                "pcls",
+                "pn",
+                "pcaps",
+                "prate",
+                "plist",
+                "pb",
+                "inS",
+                "links",
+                "back",
+                "counted",
+            ):  # (a slot's bookkeeping is set when the solve takes it)
                 arr = getattr(self, name)
-                setattr(self, name, np.concatenate([arr, np.full(len(arr), -1 if arr.dtype == np.int64 else 0,
-                                                                 arr.dtype)]))
+                setattr(
+                    self, name, np.concatenate([arr, np.full(len(arr), -1 if arr.dtype == np.int64 else 0, arr.dtype)])
+                )
             self.pfree.extend(range(2 * old - 1, old - 1, -1))
         q = self.pfree.pop()
         self.pslot[code] = q
@@ -387,12 +288,45 @@ class MaxMinNetwork(Network):
                 if not self.tracked:
                     mode, self.tracked = AFRESH, True
                 self._next, how = refresh(
-                    self.nactive, self.pair, self.done, self.nxt, self.rates, self.plist, P, self.psrc,
-                    self.pdst, self.pcls, self.pn, self.pcaps, self.up, self.down, self.prate, self.t_last, self.dirty,
-                    self.classes, self.capped, self.backplane, self.rack, self.rup, self.rdown, self.loc, self.pb,
+                    self.nactive,
+                    self.pair,
+                    self.done,
+                    self.nxt,
+                    self.rates,
+                    self.plist,
+                    P,
+                    self.psrc,
+                    self.pdst,
+                    self.pcls,
+                    self.pn,
+                    self.pcaps,
+                    self.up,
+                    self.down,
+                    self.prate,
+                    self.t_last,
+                    self.dirty,
+                    self.classes,
+                    self.capped,
+                    self.backplane,
+                    self.rack,
+                    self.rup,
+                    self.rdown,
+                    self.loc,
+                    self.pb,
                     np.array(self.changed, np.int64) if mode == TRY_REPAIR else _NONE,
-                    np.array(self.moves, np.int64) if self.moves else _NONE, self.heads, self.links, self.back,
-                    self.inS, self.mark, self.stamp, self.used, self.counted, self.nb, self.inuse, mode)
+                    np.array(self.moves, np.int64) if self.moves else _NONE,
+                    self.heads,
+                    self.links,
+                    self.back,
+                    self.inS,
+                    self.mark,
+                    self.stamp,
+                    self.used,
+                    self.counted,
+                    self.nb,
+                    self.inuse,
+                    mode,
+                )
                 if how == 0:  # given up: whole solves for a while, twice as long after each give-up in a row
                     self.backoff = min(64, 2 * self.backoff or 1)
                     self.skip = self.backoff
@@ -403,9 +337,32 @@ class MaxMinNetwork(Network):
             else:
                 self.tracked = False
                 self._next = solve(
-                    self.nactive, self.pair, self.done, self.nxt, self.rates, self.plist, P, self.psrc, self.pdst,
-                    self.pcls, self.pn, self.pcaps, self.up, self.down, self.prate, self.t_last, self.dirty,
-                    self.classes, self.capped, self.backplane, self.rack, self.rup, self.rdown, self.loc, self.pb)
+                    self.nactive,
+                    self.pair,
+                    self.done,
+                    self.nxt,
+                    self.rates,
+                    self.plist,
+                    P,
+                    self.psrc,
+                    self.pdst,
+                    self.pcls,
+                    self.pn,
+                    self.pcaps,
+                    self.up,
+                    self.down,
+                    self.prate,
+                    self.t_last,
+                    self.dirty,
+                    self.classes,
+                    self.capped,
+                    self.backplane,
+                    self.rack,
+                    self.rup,
+                    self.rdown,
+                    self.loc,
+                    self.pb,
+                )
             self.dirty = self.stale = False
             self.changed.clear()
             self.moves.clear()
@@ -437,8 +394,11 @@ class MaxMinNetwork(Network):
         self.t_last = now
         waiting = self.waiting
         out = []
-        k = step(self.nactive, self.done, self.total, self.nxt, self.rates, dt, 1e-9, self.due, now) \
-            if self.nactive else 0
+        k = (
+            step(self.nactive, self.done, self.total, self.nxt, self.rates, dt, 1e-9, self.due, now)
+            if self.nactive
+            else 0
+        )
         eps = 1e-9
         flows = self.flows
         if k == 1:

@@ -17,6 +17,7 @@ from taskflow.costs import CostModel, Durations
 from taskflow.errors import GraphError, WorkflowError
 from taskflow.jit import compiled, interpreted
 from taskflow.simulator.network import Flow, maxmin
+from taskflow.simulator.network._fairshare import fill_classes
 from taskflow.simulator.states import DONE
 from workflows.scientific import genome_like, random_layered
 
@@ -69,7 +70,7 @@ def solve(flows, W, up, down, pcap, bp=np.inf, rack=None, rup=None):
     rup_a = np.zeros(0) if rup is None else np.asarray(rup, float)
     capped = bool(np.any(pcap[~np.eye(W, dtype=bool)] < np.minimum(up[:, None], down[None, :])[~np.eye(W, dtype=bool)]))
     loc = np.full(2 * W, -1, np.int64)
-    maxmin.fill_classes(
+    fill_classes(
         np.arange(len(qs)),
         len(qs),
         qs // W,
@@ -226,7 +227,7 @@ def test_a_simulation_that_repairs_its_rates_solves_each_as_a_whole_solve_would(
         else random_layered(600, shape=1.0, out_degree=2, ccr=1.0, seed=3, bandwidth=1e8)
     )
     cluster = Cluster.heterogeneous([1.0 + (i % 4) for i in range(64)], bandwidth=1e8, latency=1e-4)
-    refresh, whole = maxmin.refresh, maxmin.fill_classes
+    refresh, whole = maxmin.refresh, fill_classes
     seen = {"solves": 0, "repaired": 0, "worst": 0.0}
 
     def checked(*args):
