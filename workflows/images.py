@@ -17,6 +17,7 @@ an error naming it.
 from __future__ import annotations
 
 import io
+import math
 import os
 from dataclasses import dataclass
 
@@ -38,6 +39,7 @@ __all__ = [
     "load_batch",
     "load_samples",
     "epoch_batches",
+    "batch_counts",
     "EXTENSIONS",
     "MAX_PIXELS",
 ]
@@ -388,3 +390,42 @@ def epoch_batches(n: int, batch: int, counts, epoch: int, seed: int, iterations:
     steps = n // batch if iterations is None else min(n // batch, int(iterations))
     cuts = np.cumsum([0, *counts])
     return [[perm[t * batch + cuts[r] : t * batch + cuts[r + 1]] for r in range(len(counts))] for t in range(steps)]
+
+
+def batch_counts(batch: int, workers: int, shares=None) -> tuple:
+    """Each rank's samples of a global ``batch``: equal parts, or in proportion to ``shares`` (the
+    largest remainders rounded up), every rank at least one.
+
+    Parameters
+    ----------
+    batch, workers : int
+    shares : sequence of float, optional
+        Each rank's part (positive).
+
+    Raises
+    ------
+    WorkflowError
+        An equal cut that does not divide, shares that are not ``workers`` positive numbers, or
+        that give a rank no sample.
+    """
+    if shares is None:
+        if batch % workers:
+            raise WorkflowError(
+                f"batch {batch} is not divisible by {workers} workers: choose a multiple of "
+                f"{workers}, or give shares (each rank's part of the batch)"
+            )
+        return (batch // workers,) * workers
+    try:
+        shares = [float(s) for s in shares]
+    except (TypeError, ValueError):
+        raise WorkflowError(f"shares must be {workers} positive numbers (one per rank), got {shares!r}") from None
+    if len(shares) != workers or not all(s > 0 and math.isfinite(s) for s in shares):
+        raise WorkflowError(f"shares must be {workers} positive numbers (one per rank), got {shares!r}")
+    w = np.asarray(shares) / max(shares)  # scaled first: a sum of huge shares would overflow to inf
+    raw = w / w.sum() * batch
+    counts = np.floor(raw).astype(int)
+    for k in np.argsort(-(raw - counts))[: batch - counts.sum()]:  # largest remainders
+        counts[k] += 1
+    if (counts < 1).any():
+        raise WorkflowError(f"shares {shares!r} give a rank no sample of a batch of {batch}: raise the batch")
+    return tuple(int(c) for c in counts)

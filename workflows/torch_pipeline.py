@@ -409,7 +409,8 @@ class TorchPipeline:
         costs : dict, optional
         evaluate : bool
         """
-        from .torch_training import DEFAULT_COSTS, given_state
+        from .torch_tasks import given_state
+        from .torch_training import DEFAULT_COSTS
 
         S, M = int(self.stages), int(self.microbatches)
         cost = dict(DEFAULT_COSTS, forward=0.02, backward=0.04, dx=1e-4, **(costs or {}))

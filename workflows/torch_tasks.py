@@ -31,6 +31,7 @@ __all__ = [
     "TorchModel",
     "make_model",
     "init_state",
+    "given_state",
     "fresh_state",
     "optimizer_step",
     "step",
@@ -195,6 +196,16 @@ def make_model(
         tuple(numels),
         device,
     )
+
+
+def given_state(state):
+    """Task body ``init`` of a later epoch: the state an earlier epoch ended with.
+
+    Parameters
+    ----------
+    state : dict
+    """
+    return state
 
 
 def init_state(ctx: TorchModel, seed: int) -> dict:

@@ -45,58 +45,37 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
 
 from taskflow.errors import WorkflowError
 from taskflow.graph import TaskGraph
 
 from ._builder import GraphBuilder
 from .allreduce import bucket_allreduce, sent_bytes
-from .images import augment, collate, decode, epoch_batches, load_samples, read_files
+from .images import augment, batch_counts, collate, decode, epoch_batches, load_samples, read_files
 from .torch_data import DatasetSplit, collate_items, fetch, load_items, open_data
 from .torch_loaders import load_shard, merge_shards, shard_of
 
-__all__ = ["TorchTraining", "DEFAULT_COSTS", "given_state"]
+__all__ = ["TorchTraining", "DEFAULT_COSTS"]
 
 #: seconds per task of each kind used to plan before anything was measured (a profile replaces them)
-DEFAULT_COSTS = {"read": 2e-3, "decode": 5e-3, "augment": 2e-3, "collate": 1e-3, "load": 1e-2, "fetch": 5e-3,
-                 "data": 1e-4, "forward-backward": 0.05, "bucket": 1e-4, "update": 5e-3, "init": 0.02, "eval": 0.1}
+DEFAULT_COSTS = {
+    "read": 2e-3,
+    "decode": 5e-3,
+    "augment": 2e-3,
+    "collate": 1e-3,
+    "load": 1e-2,
+    "fetch": 5e-3,
+    "data": 1e-4,
+    "forward-backward": 0.05,
+    "bucket": 1e-4,
+    "update": 5e-3,
+    "init": 0.02,
+    "eval": 0.1,
+}
 #: fused graphs reduce a gradient of at most this many MB per rank directly: each rank's update sums
 #: every rank's buckets (no bucket or chunk tasks); with two ranks the bytes moved are a ring's
 DIRECT_MB = 4.0
 _REDUCE_FLOPS = 1e9  # numbers a core adds per second, for the allreduce tasks' costs
-
-
-def given_state(state):
-    """Task body ``init`` of a later epoch: the state an earlier epoch ended with.
-
-    Parameters
-    ----------
-    state : dict
-    """
-    return state
-
-
-def _counts(batch: int, workers: int, shares) -> tuple:
-    if shares is None:
-        if batch % workers:
-            raise WorkflowError(f"batch {batch} is not divisible by {workers} workers: choose a multiple of "
-                                f"{workers}, or give shares (each rank's part of the batch)")
-        return (batch // workers,) * workers
-    try:
-        shares = [float(s) for s in shares]
-    except (TypeError, ValueError):
-        raise WorkflowError(f"shares must be {workers} positive numbers (one per rank), got {shares!r}") from None
-    if len(shares) != workers or not all(s > 0 and math.isfinite(s) for s in shares):
-        raise WorkflowError(f"shares must be {workers} positive numbers (one per rank), got {shares!r}")
-    w = np.asarray(shares) / max(shares)  # scaled first: a sum of huge shares would overflow to inf
-    raw = w / w.sum() * batch
-    counts = np.floor(raw).astype(int)
-    for k in np.argsort(-(raw - counts))[:batch - counts.sum()]:  # largest remainders
-        counts[k] += 1
-    if (counts < 1).any():
-        raise WorkflowError(f"shares {shares!r} give a rank no sample of a batch of {batch}: raise the batch")
-    return tuple(int(c) for c in counts)
 
 
 @dataclass(frozen=True)
@@ -198,13 +177,14 @@ class TorchTraining:
         from .torch_tasks import make_model
 
         check_options(self)
-        counts = _counts(int(self.batch), int(self.workers), self.shares)
+        counts = batch_counts(int(self.batch), int(self.workers), self.shares)
         train, val = open_data(self.data, self.pad, self.flip, self.size)
         if self.loaders and isinstance(train, DatasetSplit):
             raise WorkflowError("loaders load image folders; a Dataset is loaded on the ranks (leave loaders out)")
         if len(train) < self.batch:
-            raise WorkflowError(f"batch {self.batch} is larger than the {len(train)} training images in "
-                                f"{train.folder!r}")
+            raise WorkflowError(
+                f"batch {self.batch} is larger than the {len(train)} training images in {train.folder!r}"
+            )
         ctx = make_model(self.model, self.loss, self.optimizer, self.bucket_mb, int(self.threads), self.device)
         check_sample(ctx, train, classes=self.loss is None)  # before any cluster starts
         for k, v in (("counts", counts), ("train", train), ("val", val), ("ctx", ctx)):
@@ -228,8 +208,9 @@ class TorchTraining:
         """Per rank, the shapes of its state's parameters (a checkpoint's states must have them)."""
         return [self.ctx.shapes] * int(self.workers)
 
-    def graph(self, epoch: int = 0, states=None, executable: bool = True, costs: dict | None = None,
-              evaluate: bool = True) -> TaskGraph:
+    def graph(
+        self, epoch: int = 0, states=None, executable: bool = True, costs: dict | None = None, evaluate: bool = True
+    ) -> TaskGraph:
         """The graph of one epoch (see the module docstring).
 
         Parameters
@@ -265,20 +246,48 @@ class TorchTraining:
         sample_bytes = 4.0 * math.prod(self.train.shape())
         direct = self.direct()
         own = isinstance(self.train, DatasetSplit)  # a Dataset, sent to each rank once an epoch
-        data = [b.task(f"e{epoch}.data.w{r}", cost["data"], float(self.train.nbytes), {"category": "data", "rank": r},
-                       fn=given_state, args=(self.train.dataset,)) for r in range(N)] if own else None
-        state = [b.task(f"e{epoch}.init.w{r}", cost["init"], state_size, {"category": "init", "rank": r},
-                        fn=tt.init_state if states is None else given_state,
-                        args=(ctx, self.seed) if states is None else (states[r],)) for r in range(N)]
+        data = (
+            [
+                b.task(
+                    f"e{epoch}.data.w{r}",
+                    cost["data"],
+                    float(self.train.nbytes),
+                    {"category": "data", "rank": r},
+                    fn=tt.given_state,
+                    args=(self.train.dataset,),
+                )
+                for r in range(N)
+            ]
+            if own
+            else None
+        )
+        state = [
+            b.task(
+                f"e{epoch}.init.w{r}",
+                cost["init"],
+                state_size,
+                {"category": "init", "rank": r},
+                fn=tt.init_state if states is None else tt.given_state,
+                args=(ctx, self.seed) if states is None else (states[r],),
+            )
+            for r in range(N)
+        ]
         history = [[st] for st in state]  # stale: each rank's global model after each iteration of the epoch
         outs = [[] for _ in range(N)]  # stale: each rank's steps of the epoch
         s_ = int(self.staleness) if self.mode == "stale" else 0
         t0 = epoch * self.per_epoch
 
         def task(kind, t, r, size, deps, fn, args, suffix="", kwargs=None, **meta):
-            return b.task(f"it{t}.w{r}.{kind}{suffix}", cost.get(kind, 1e-3), size,
-                          {"category": kind, "iteration": t, "rank": r, **meta}, deps=deps, fn=fn, args=args,
-                          kwargs=kwargs)
+            return b.task(
+                f"it{t}.w{r}.{kind}{suffix}",
+                cost.get(kind, 1e-3),
+                size,
+                {"category": kind, "iteration": t, "rank": r, **meta},
+                deps=deps,
+                fn=fn,
+                args=args,
+                kwargs=kwargs,
+            )
 
         for t_local, ranks in enumerate(self.batches(epoch)):
             t = t0 + t_local
@@ -289,8 +298,17 @@ class TorchTraining:
                     spec = (load_items, data[r], samples, epoch, self.seed)
                 else:
                     paths = [self.train.paths[i] for i in samples]
-                    spec = (load_samples, paths, samples, self.train.labels[samples], epoch, self.seed, self.pad,
-                            self.flip, self.size)
+                    spec = (
+                        load_samples,
+                        paths,
+                        samples,
+                        self.train.labels[samples],
+                        epoch,
+                        self.seed,
+                        self.pad,
+                        self.flip,
+                        self.size,
+                    )
                 shards = self._shards(task, t, r, samples, epoch, nbytes) if self.loaders else []
                 if shards:  # loaded on the loaders, put together on the rank: in its step, or a task
                     spec = (merge_shards, len(samples), *shards)
@@ -308,36 +326,71 @@ class TorchTraining:
                 else:
                     raw = task("read", t, r, nbytes / 4, [], read_files, (paths,))
                     img = task("decode", t, r, nbytes / 4, [raw], decode, (raw, paths, self.size))
-                    aug = task("augment", t, r, nbytes / 4, [img], augment,
-                               (img, samples, epoch, self.seed, self.pad, self.flip))
+                    aug = task(
+                        "augment",
+                        t,
+                        r,
+                        nbytes / 4,
+                        [img],
+                        augment,
+                        (img, samples, epoch, self.seed, self.pad, self.flip),
+                    )
                     col = task("collate", t, r, nbytes, [aug], collate, (aug, self.train.labels[samples]))
                 base = state[r]
                 if s_ and t_local:  # the global model of s iterations ago plus the rank's own steps since
                     lo = max(0, t_local - s_)
                     since = outs[r][lo:]
-                    base = task("working", t, r, state_size, [history[r][lo], *since], tt.working,
-                                (history[r][lo], ctx, *since))
+                    base = task(
+                        "working", t, r, state_size, [history[r][lo], *since], tt.working, (history[r][lo], ctx, *since)
+                    )
                 weight = 1.0 if self.mode == "local" else self.counts[r] / self.batch
                 if direct:  # the last iteration's update and this one's step in one task (one hop less)
                     last = [] if not t_local else [outs[q][-1] for q in range(N)]
-                    steps[r] = task("forward-backward", t, r, sum(bucket_bytes) + state_size,
-                                    [outs[r][-1] if last else base,
-                                     *([col] if col else shards or ([data[r]] if own else [])),
-                                     *(o for q, o in enumerate(last) if q != r)],
-                                    tf.update_and_step, (outs[r][-1] if last else base, col, ctx, weight, t, r, *last),
-                                    kwargs=None if col else {"load": spec})
+                    steps[r] = task(
+                        "forward-backward",
+                        t,
+                        r,
+                        sum(bucket_bytes) + state_size,
+                        [
+                            outs[r][-1] if last else base,
+                            *([col] if col else shards or ([data[r]] if own else [])),
+                            *(o for q, o in enumerate(last) if q != r),
+                        ],
+                        tf.update_and_step,
+                        (outs[r][-1] if last else base, col, ctx, weight, t, r, *last),
+                        kwargs=None if col else {"load": spec},
+                    )
                     continue
-                steps[r] = task("forward-backward", t, r, sum(bucket_bytes), [base, col], tt.step,
-                                (base, col, ctx, weight, t, r))
+                steps[r] = task(
+                    "forward-backward", t, r, sum(bucket_bytes), [base, col], tt.step, (base, col, ctx, weight, t, r)
+                )
                 outs[r].append(steps[r])
                 for j in range(B):
-                    bk = task("bucket", t, r, bucket_bytes[j], [(steps[r], bucket_bytes[j])], tt.bucket,
-                              (steps[r], j), suffix=str(j), bucket=j)
+                    bk = task(
+                        "bucket",
+                        t,
+                        r,
+                        bucket_bytes[j],
+                        [(steps[r], bucket_bytes[j])],
+                        tt.bucket,
+                        (steps[r], j),
+                        suffix=str(j),
+                        bucket=j,
+                    )
                     if self.mode != "local" and self.compression == "fp16":
                         bk = task("compress", t, r, sent[j], [bk], tt.compress_fp16, (bk,), suffix=str(j), bucket=j)
                     elif self.mode != "local" and self.compression == "topk":
-                        bk = task("compress", t, r, sent[j], [bk, (state[r], 0.0)], tt.compress_topk,
-                                  (bk, state[r], j, self.topk_ratio), suffix=str(j), bucket=j)
+                        bk = task(
+                            "compress",
+                            t,
+                            r,
+                            sent[j],
+                            [bk, (state[r], 0.0)],
+                            tt.compress_topk,
+                            (bk, state[r], j, self.topk_ratio),
+                            suffix=str(j),
+                            bucket=j,
+                        )
                     send[r, j] = bk
             if direct:  # each rank sums every rank's buckets itself: no bucket or chunk tasks
                 for r in range(N):
@@ -345,14 +398,24 @@ class TorchTraining:
                 continue
             if self.mode == "local":
                 for r in range(N):
-                    state[r] = task("update", t, r, state_size, [state[r], steps[r]], tt.update,
-                                    (state[r], steps[r], ctx, None, t))
+                    state[r] = task(
+                        "update", t, r, state_size, [state[r], steps[r]], tt.update, (state[r], steps[r], ctx, None, t)
+                    )
                 if (t + 1) % int(self.sync_every):
                     continue
                 for r in range(N):
                     for j in range(B):
-                        send[r, j] = task("param-bucket", t, r, bucket_bytes[j], [state[r]], tt.param_bucket,
-                                          (state[r], ctx, j, self.counts[r] / self.batch), suffix=str(j), bucket=j)
+                        send[r, j] = task(
+                            "param-bucket",
+                            t,
+                            r,
+                            bucket_bytes[j],
+                            [state[r]],
+                            tt.param_bucket,
+                            (state[r], ctx, j, self.counts[r] / self.batch),
+                            suffix=str(j),
+                            bucket=j,
+                        )
             received = self._reduce(b, t, send, bucket_bytes, sent, prio, N, B, cost)
             for r in range(N):
                 layout, handles, deps = [], [], [state[r]]
@@ -363,8 +426,9 @@ class TorchTraining:
                     deps += [(hd, sent[j] / len(pieces)) for hd, _ in pieces]
                 pm = {} if prio[0] is None else {"priority": max(prio)}
                 if self.mode == "local":
-                    state[r] = task("average", t, r, state_size, deps, tt.average, (state[r], ctx, tuple(layout),
-                                                                                  *handles), **pm)
+                    state[r] = task(
+                        "average", t, r, state_size, deps, tt.average, (state[r], ctx, tuple(layout), *handles), **pm
+                    )
                     continue
                 kw = {}
                 if self.compression == "topk":
@@ -374,17 +438,35 @@ class TorchTraining:
                     kw.update(anchor=history[r][max(0, t_local - s_)], compensation=float(self.compensation))
                     if kw["anchor"] is not state[r]:  # at an epoch's start the anchor is the state itself
                         deps.append((kw["anchor"], 0.0))
-                state[r] = task("update", t, r, state_size, deps + [(steps[r], 0.0)], tt.update,
-                                (state[r], steps[r], ctx, tuple(layout), t, *handles), kwargs=kw or None, **pm)
+                state[r] = task(
+                    "update",
+                    t,
+                    r,
+                    state_size,
+                    deps + [(steps[r], 0.0)],
+                    tt.update,
+                    (state[r], steps[r], ctx, tuple(layout), t, *handles),
+                    kwargs=kw or None,
+                    **pm,
+                )
                 history[r].append(state[r])
         if direct and outs[0]:  # the epoch's last update: each rank's final state
             t = t0 + len(outs[0]) - 1
             last = [outs[q][-1] for q in range(N)]
-            state = [task("update", t, r, state_size, [*last], tf.update_after, (outs[r][-1], ctx, t, *last))
-                     for r in range(N)]
+            state = [
+                task("update", t, r, state_size, [*last], tf.update_after, (outs[r][-1], ctx, t, *last))
+                for r in range(N)
+            ]
         if evaluate and self.val is not None:
-            b.task(f"e{epoch}.eval", cost["eval"], 64.0, {"category": "eval", "rank": 0}, deps=[state[0]],
-                   fn=tt.evaluate, args=(state[0], ctx, self.val))
+            b.task(
+                f"e{epoch}.eval",
+                cost["eval"],
+                64.0,
+                {"category": "eval", "rank": 0},
+                deps=[state[0]],
+                fn=tt.evaluate,
+                args=(state[0], ctx, self.val),
+            )
         return b.graph()
 
     def _shards(self, task, t: int, r: int, samples, epoch: int, nbytes: float) -> list:
@@ -396,17 +478,42 @@ class TorchTraining:
             if not len(pos):
                 continue
             ids = samples[pos]
-            out.append(task("load", t, r, nbytes / 4 * len(pos) / len(samples), [], load_shard,
-                            ([self.train.paths[i] for i in ids], ids, self.train.labels[ids], pos, epoch, self.seed,
-                             self.pad, self.flip, self.size, float(self.cache_mb)), suffix=str(s), place=N + s,
-                            shard=s))
+            out.append(
+                task(
+                    "load",
+                    t,
+                    r,
+                    nbytes / 4 * len(pos) / len(samples),
+                    [],
+                    load_shard,
+                    (
+                        [self.train.paths[i] for i in ids],
+                        ids,
+                        self.train.labels[ids],
+                        pos,
+                        epoch,
+                        self.seed,
+                        self.pad,
+                        self.flip,
+                        self.size,
+                        float(self.cache_mb),
+                    ),
+                    suffix=str(s),
+                    place=N + s,
+                    shard=s,
+                )
+            )
         return out
 
     def direct(self) -> bool:
         """Whether the fused graph reduces the gradient directly (synchronous, uncompressed, at
         most :attr:`direct_mb` MB per rank)."""
-        return (self.fuse and self.mode == "sync" and self.compression is None
-                and 4.0 * self.params() <= self.direct_mb * 1e6)
+        return (
+            self.fuse
+            and self.mode == "sync"
+            and self.compression is None
+            and 4.0 * self.params() <= self.direct_mb * 1e6
+        )
 
     def _sent_bytes(self, bucket_bytes: float) -> float:
         """Bytes a bucket takes on the wire: halved by fp16; top-k sends an index (8 bytes) and a
@@ -425,9 +532,15 @@ class TorchTraining:
                 n = int(bucket_bytes[j] // 4)
                 for r in range(N):
                     src = [send[q, j] for q in range(N)]
-                    g = b.task(f"it{t}.b{j}.gather.w{r}", cost.get("gather", 1e-3), bucket_bytes[j],
-                               {"category": "topk-gather", "iteration": t, "rank": r, "bucket": j},
-                               deps=[(x, sent[j]) for x in src], fn=tt.sparse_sum, args=(n, *src))
+                    g = b.task(
+                        f"it{t}.b{j}.gather.w{r}",
+                        cost.get("gather", 1e-3),
+                        bucket_bytes[j],
+                        {"category": "topk-gather", "iteration": t, "rank": r, "bucket": j},
+                        deps=[(x, sent[j]) for x in src],
+                        fn=tt.sparse_sum,
+                        args=(n, *src),
+                    )
                     received[r, j] = [(g, None)]
                 continue
             got, _, _, _ = bucket_allreduce(b, t, self.allreduce, N, send, j, sent[j], _REDUCE_FLOPS, prio[j])
@@ -461,8 +574,19 @@ class TorchTraining:
         batches = [(e, ranks) for e in range(first_epoch, first_epoch + epochs) for ranks in self.batches(e)]
         if self.mode == "sync" and self.compression is None:
             return reference_training(self.ctx, self.train, batches, self.seed, self.pad, self.flip, state)
-        return variant_reference(self.ctx, self.train, batches, self.seed, self.pad, self.flip,
-                                 [c / self.batch for c in self.counts], mode=self.mode, sync_every=self.sync_every,
-                                 staleness=self.staleness, compensation=self.compensation,
-                                 compression=self.compression, topk_ratio=self.topk_ratio,
-                                 first_iteration=first_epoch * self.per_epoch)
+        return variant_reference(
+            self.ctx,
+            self.train,
+            batches,
+            self.seed,
+            self.pad,
+            self.flip,
+            [c / self.batch for c in self.counts],
+            mode=self.mode,
+            sync_every=self.sync_every,
+            staleness=self.staleness,
+            compensation=self.compensation,
+            compression=self.compression,
+            topk_ratio=self.topk_ratio,
+            first_iteration=first_epoch * self.per_epoch,
+        )
