@@ -8,7 +8,7 @@ import re as _re
 
 import numpy as np
 
-from .errors import CycleError, GraphError, UsageError
+from .errors import GraphError, UsageError
 
 __all__ = [
     "number",
@@ -19,8 +19,6 @@ __all__ = [
     "exact_costs",
     "checked_column",
     "parse_rate",
-    "task_index",
-    "edge_index",
     "MAX_CORES",
     "split_amount",
     "plot_format",
@@ -333,73 +331,6 @@ def parse_rate(text) -> float:
     if not value > 0 or value == float("inf"):
         raise UsageError(f"rate {text!r} must be positive and finite")
     return value
-
-
-def task_index(ids: list, typed: bool = True) -> dict:
-    """``{task id: position}`` of a column of ids, checked: no id twice and, with ``typed``, each a
-    str or int.
-
-    Parameters
-    ----------
-    ids : list
-    typed : bool
-
-    Raises
-    ------
-    GraphError
-        A duplicate id, or (``typed``) one of another type (named).
-    """
-    if typed and not set(map(type, ids)) <= {str, int}:  # (exact types at C speed first)
-        for t in ids:
-            if isinstance(t, bool) or not isinstance(t, (str, int)):
-                raise GraphError(f"task id must be a str or int, got {t!r}"[:200])
-    index = dict(zip(ids, range(len(ids))))
-    if len(index) != len(ids):
-        seen = set()
-        for t in ids:
-            if t in seen:
-                raise GraphError(f"duplicate task id {t!r}")
-            seen.add(t)
-    return index
-
-
-def edge_index(ids: list, src, dst) -> tuple:
-    """Edge columns of task positions as int64 arrays, checked: equal lengths, in range, no
-    self-loop, no edge twice.
-
-    Parameters
-    ----------
-    ids : list
-        The task ids (to name a bad edge).
-    src, dst : sequence of int
-
-    Raises
-    ------
-    GraphError
-        A position out of range or an edge given twice (named).
-    CycleError
-        A self-loop.
-    """
-    n = len(ids)
-    sa = np.asarray(src, dtype=np.int64).reshape(-1)
-    da = np.asarray(dst, dtype=np.int64).reshape(-1)
-    if len(sa) != len(da):
-        raise GraphError("edge columns src, dst and size differ in length")
-    bad = np.flatnonzero((sa < 0) | (sa >= n) | (da < 0) | (da >= n))
-    if bad.size:
-        e = int(bad[0])
-        raise GraphError(f"edge {e}: task index {int(sa[e])} -> {int(da[e])} out of range 0..{n - 1}")
-    loops = np.flatnonzero(sa == da)
-    if loops.size:
-        t = ids[int(sa[loops[0]])]
-        raise CycleError([t, t])
-    keys = sa * (1 << 32) + da
-    srt = np.sort(keys)
-    dup = np.flatnonzero(srt[1:] == srt[:-1])
-    if dup.size:
-        k = int(srt[dup[0]])
-        raise GraphError(f"duplicate edge {ids[k >> 32]!r} -> {ids[k & 0xFFFFFFFF]!r}")
-    return sa, da
 
 
 #: the image formats a plot may be written in, by the file's suffix

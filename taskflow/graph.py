@@ -22,9 +22,9 @@ from typing import Hashable, Iterable, Iterator
 
 import numpy as np
 
-from . import checks
+from . import checks, graphchecks
 from .arrays import GraphArrays
-from .errors import CycleError, GraphError
+from .errors import GraphError
 from .tasks import Task, TaskHandle, handles_in
 
 __all__ = ["TaskGraph", "TaskHandle", "GraphArrays", "Task"]
@@ -69,8 +69,9 @@ class TaskGraph:
         self._counter = itertools.count()
 
     # ------------------------------------------------------------------ building
-    def add_task(self, id: Hashable, fn=None, args=(), kwargs=None, cost=1.0, costs=None,
-                 output_size=0, cores=1, meta=None) -> TaskHandle:
+    def add_task(
+        self, id: Hashable, fn=None, args=(), kwargs=None, cost=1.0, costs=None, output_size=0, cores=1, meta=None
+    ) -> TaskHandle:
         """Add a task and return its handle.
 
         Parameters
@@ -98,19 +99,7 @@ class TaskGraph:
             not callable, args without fn, a handle of another graph. A failed call changes
             nothing.
         """
-        if isinstance(id, TaskHandle):
-            raise GraphError(f"task id must be a str or int, got a TaskHandle ({id.id!r})")
-        if isinstance(id, bool) or not isinstance(id, (str, int)):
-            raise GraphError(f"task id must be a str or int (what every file format can hold), got {id!r}"[:200])
-        if id in self._index:
-            raise GraphError(f"duplicate task id {id!r}")
-        where = f"task {id!r}"
-        if fn is not None and not callable(fn):
-            raise GraphError(f"{where}: fn must be callable, got {fn!r}"[:200])
-        if fn is None and (args or kwargs):
-            raise GraphError(f"{where}: args given without fn")
-        if meta is not None and not isinstance(meta, dict):
-            raise GraphError(f"{where}: meta must be a mapping, got {type(meta).__name__}")
+        where = graphchecks.new_task(self._index, id, fn, args, kwargs, meta)
         c = checks.number(cost, "cost", where)
         size = checks.number(output_size, "output_size", where)
         nc = checks.cores(cores, where) if cores != 1 else 1
@@ -162,16 +151,7 @@ class TaskGraph:
         """
         src = src.id if type(src) is TaskHandle else src
         dst = dst.id if type(dst) is TaskHandle else dst
-        index = self._index
-        try:
-            s, d = index.get(src), index.get(dst)
-        except TypeError:  # a list or a dict is no id
-            raise GraphError(f"edge {src!r} -> {dst!r}: task ids must be str or int"[:200]) from None
-        if s is None or d is None:
-            missing = src if s is None else dst
-            raise GraphError(f"edge {src!r} -> {dst!r}: unknown task {missing!r}")
-        if s == d:
-            raise CycleError([src, src])
+        s, d = graphchecks.edge_ends(self._index, src, dst)
         key = s * _SHIFT + d
         edges = self._edge_map()
         if key in edges:
@@ -202,20 +182,23 @@ class TaskGraph:
         >>> h.id, g.num_edges
         ('inc-1', 1)
         """
+
         def wrap(f):
             label = name or getattr(f, "__name__", "task")
 
             def call(*args, **kwargs):
-                return self.add_task(f"{label}-{next(self._counter)}", fn=f, args=args,
-                                     kwargs=kwargs, **task_options)
+                return self.add_task(f"{label}-{next(self._counter)}", fn=f, args=args, kwargs=kwargs, **task_options)
+
             call.__wrapped__ = f
             call.__name__ = label
             return call
+
         return wrap(fn) if fn is not None else wrap
 
     @classmethod
-    def from_columns(cls, name, ids, cost, output_size=None, cores=None, src=(), dst=(), size=(),
-                     costs=None, meta=None) -> "TaskGraph":
+    def from_columns(
+        cls, name, ids, cost, output_size=None, cores=None, src=(), dst=(), size=(), costs=None, meta=None
+    ) -> "TaskGraph":
         """Build a graph from columns at once (what the file loaders use); checks like add_*.
 
         Parameters
@@ -236,43 +219,32 @@ class TaskGraph:
             A bad id, number, edge or dict (named); a self-loop (:class:`CycleError`).
         """
         ids = list(ids)
-        index = checks.task_index(ids)
+        index = graphchecks.task_index(ids)
         if len(src) != len(dst) or len(src) != len(size):
             raise GraphError("edge columns src, dst and size differ in length")
-        try:
-            s_idx, d_idx = list(map(index.__getitem__, src)), list(map(index.__getitem__, dst))
-        except (KeyError, TypeError):
-            for s, d in zip(src, dst):
-                for x in (s, d):
-                    if isinstance(x, bool) or not isinstance(x, (str, int)):
-                        raise GraphError(f"edge {s!r} -> {d!r}: task ids must be str or int"[:200]) from None
-                if s not in index or d not in index:
-                    raise GraphError(f"edge {s!r} -> {d!r}: unknown task {s if s not in index else d!r}") from None
-            raise
-
-        def position(t, field):
-            try:
-                return index[t]
-            except (KeyError, TypeError):
-                raise GraphError(f"{field}: unknown task {t!r}"[:200]) from None
-
-        metas = [None] * len(ids) if meta else None
-        if meta:
-            for t, md in meta.items():
-                if md is not None and not isinstance(md, dict):
-                    raise GraphError(f"task {t!r}: meta must be an object, got {type(md).__name__}")
-                metas[position(t, "meta")] = dict(md) if md else None
-        g = cls.from_arrays(name, ids, cost, [0.0] * len(ids) if output_size is None else output_size, s_idx, d_idx,
-                            size, meta=metas, cores=cores, index=index)
+        s_idx, d_idx = graphchecks.edge_positions(index, src, dst)
+        g = cls.from_arrays(
+            name,
+            ids,
+            cost,
+            [0.0] * len(ids) if output_size is None else output_size,
+            s_idx,
+            d_idx,
+            size,
+            meta=graphchecks.meta_column(meta, index),
+            cores=cores,
+            index=index,
+        )
         for t, c in (costs or {}).items():
             exact = checks.exact_costs(c, f"task {t!r}")
             if exact:
-                g._costs[position(t, "costs")] = exact
+                g._costs[graphchecks.position(index, t, "costs")] = exact
         return g
 
     @classmethod
-    def from_arrays(cls, name, ids, cost, output_size, src, dst, size, meta=None, cores=None,
-                    index=None) -> "TaskGraph":
+    def from_arrays(
+        cls, name, ids, cost, output_size, src, dst, size, meta=None, cores=None, index=None
+    ) -> "TaskGraph":
         """Build a graph from columns whose edges name tasks by *index* (what the generators use).
 
         Checked like ``add_task``/``add_edge`` (numbers, duplicates, self-loops), but in bulk, so
@@ -303,10 +275,10 @@ class TaskGraph:
         """
         ids = list(ids)
         n = len(ids)
-        index = checks.task_index(ids, typed=False) if index is None else index
+        index = graphchecks.task_index(ids, typed=False) if index is None else index
         if len(src) != len(size):
             raise GraphError("edge columns src, dst and size differ in length")
-        sa, da = checks.edge_index(ids, src, dst)
+        sa, da = graphchecks.edge_index(ids, src, dst)
         g = cls(name)
         g._ids, g._index = ids, index
         g._cost = checks.checked_column(cost, "cost", ids, "task")
@@ -317,9 +289,13 @@ class TaskGraph:
         g._src, g._dst = sa.tolist(), da.tolist()
         g._size = checks.checked_column(size, "size", ((ids[s], ids[d]) for s, d in zip(g._src, g._dst)), "edge")
         g._edges = None
-        g._columns = {"src": sa, "dst": da, "size": np.asarray(g._size, dtype=np.float64),
-                      "cost": np.asarray(g._cost, dtype=np.float64),
-                      "output_size": np.asarray(g._output_size, dtype=np.float64)}
+        g._columns = {
+            "src": sa,
+            "dst": da,
+            "size": np.asarray(g._size, dtype=np.float64),
+            "cost": np.asarray(g._cost, dtype=np.float64),
+            "output_size": np.asarray(g._output_size, dtype=np.float64),
+        }
         return g
 
     def _edge_map(self) -> dict:
@@ -366,8 +342,17 @@ class TaskGraph:
         """
         i = self._lookup(id)
         fn, args, kwargs = self._calls.get(i, (None, (), None))
-        return Task(self._ids[i], self._cost[i], self._costs.get(i), self._output_size[i],
-                    self._cores[i], fn, args, kwargs, self._meta.get(i))
+        return Task(
+            self._ids[i],
+            self._cost[i],
+            self._costs.get(i),
+            self._output_size[i],
+            self._cores[i],
+            fn,
+            args,
+            kwargs,
+            self._meta.get(i),
+        )
 
     def tasks(self) -> Iterator[Task]:
         """Every task's read-only view, in insertion order."""
@@ -491,17 +476,27 @@ class TaskGraph:
             cost = float(a.cost.sum()) + sum(max(c.values()) for c in a.costs.values())
             size = float(a.size.sum()) + float(a.output_size.sum())
         if not math.isfinite(cost):
-            raise GraphError(f"graph {self.name!r}: the task costs add up past the largest float "
-                             f"({np.finfo(float).max:.3g} s); times could not be represented")
+            raise GraphError(
+                f"graph {self.name!r}: the task costs add up past the largest float "
+                f"({np.finfo(float).max:.3g} s); times could not be represented"
+            )
         if not math.isfinite(size):
             raise GraphError(f"graph {self.name!r}: the bytes of outputs and edges add up past the largest float")
         return self
 
     def _freeze(self) -> GraphArrays:
         col = self._columns or {}
-        return GraphArrays.build(self._ids, self._index, col.get("cost", self._cost),
-                                 col.get("output_size", self._output_size), self._cores, col.get("src", self._src),
-                                 col.get("dst", self._dst), col.get("size", self._size), self._costs)
+        return GraphArrays.build(
+            self._ids,
+            self._index,
+            col.get("cost", self._cost),
+            col.get("output_size", self._output_size),
+            self._cores,
+            col.get("src", self._src),
+            col.get("dst", self._dst),
+            col.get("size", self._size),
+            self._costs,
+        )
 
     def topological_order(self) -> list:
         """Task ids in a topological order (Kahn's algorithm, FIFO by index: deterministic)."""
@@ -574,8 +569,9 @@ class TaskGraph:
         if not self._costs:
             return self
         keep = {str(w) for w in workers}
-        return self.with_costs(costs={self._ids[i]: {w: v for w, v in c.items() if str(w) in keep}
-                                      for i, c in self._costs.items()})
+        return self.with_costs(
+            costs={self._ids[i]: {w: v for w, v in c.items() if str(w) in keep} for i, c in self._costs.items()}
+        )
 
     def with_costs(self, cost: dict | None = None, costs: dict | None = None, sizes: dict | None = None) -> "TaskGraph":
         """A copy with some costs replaced: ``cost={id: s}``, ``costs={id: {worker: s} or None}``,
