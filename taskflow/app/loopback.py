@@ -94,6 +94,8 @@ class Loopback:
             "--port",
             "0",
             "--no-dashboard",
+            "--dashboard-address",  # its HTTP server starts all the same: not on 8787, which may be taken
+            "127.0.0.1:0",
             "--scheduler-file",
             str(self.sched_file),
         ]

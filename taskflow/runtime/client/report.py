@@ -11,7 +11,7 @@ from ...errors import RunFailed
 from ...graph import TaskGraph
 from ...schedule import Schedule
 from ..learn import task_kind as category
-from ..learn import last_compute
+from ..measured import last_compute
 from ...trace import Run, Trace, Transfer
 from ..messages import workers_info
 from ..predict import PLAN, SUBSET

@@ -202,9 +202,9 @@ class Adaptation:
         loaded machine differ by 1.5x and more between identical workers), else as the run's
         declared cluster has them (undeclared: the shares of a core the workers' cgroups allow,
         :func:`.reading.cpu_shares`); a declared worker not measured keeps its declared speed relative
-        to the measured ones (:func:`.learn.speeds_on`: a run held off a slow worker never measures
+        to the measured ones (:func:`.measured.speeds_on`: a run held off a slow worker never measures
         it, and the next run must still see it slow); 1 where unknown."""
-        from ..learn import relative_speeds, speeds_on
+        from ..measured import relative_speeds, speeds_on
 
         live = {str(ws.name) for ws in self.plugin.dask_scheduler.workers.values()}
         learned = {w: s for w, s in relative_speeds(warm(compared(self.plugin.durations)), MIN_TASKS, MIN_SECONDS).items() if w in live}

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from ..learn import last_compute
+from ..measured import last_compute
 
 __all__ = ["DispatchGaps", "KEPT", "SHARE", "LEAST", "LONGEST", "BYTE_SECONDS"]
 

@@ -1420,7 +1420,7 @@ def test_the_spread_counts_a_worker_s_prefix_only_with_enough_tasks_and_seconds(
     from types import SimpleNamespace
 
     from taskflow.runtime.scheduler.adaptation import MIN_SECONDS, MIN_TASKS
-    from taskflow.runtime.learn import relative_speeds
+    from taskflow.runtime.measured import relative_speeds
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
 
     p = TaskflowPlugin()

@@ -61,6 +61,8 @@ def test_an_unknown_preloaded_scheduler_stops_the_dask_scheduler(tmp_path):
             "--port",
             "0",
             "--no-dashboard",
+            "--dashboard-address",  # (its HTTP server starts all the same: no warning of a port in use)
+            "127.0.0.1:0",
         ],
         capture_output=True,
         text=True,

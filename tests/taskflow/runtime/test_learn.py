@@ -8,7 +8,7 @@ import pytest
 
 import schedulers
 from taskflow import Cluster, CostProfile, TaskGraph, Worker
-from taskflow.runtime.learn import _learned_speeds, speeds_on
+from taskflow.runtime.measured import learned_speeds, speeds_on
 from taskflow.simulator import simulate
 from taskflow.trace import Run, Trace, Transfer
 
@@ -37,7 +37,7 @@ def test_speeds_are_learned_when_the_scheduler_gave_the_big_tasks_to_the_fast_wo
         [r.finish - r.start for r in runs if r.worker == "fast"]
     )
     assert naive == pytest.approx(2.5 / 1.625)
-    sp = _learned_speeds(g, runs)
+    sp = learned_speeds(g, runs)
     assert sp["fast"] / sp["slow"] == pytest.approx(4.0)
 
 
@@ -52,7 +52,7 @@ def test_prefixes_of_millisecond_tasks_do_not_flatten_the_learned_speeds():
         place[f"work{k}"] = place[f"tiny{k}"] = "fast" if k % 2 else "slow"
     c = Cluster([Worker("slow", 1.0), Worker("fast", 4.0)])
     runs = _runs(g, c, place, overhead=0.003)
-    sp = _learned_speeds(g, runs)
+    sp = learned_speeds(g, runs)
     assert sp["fast"] / sp["slow"] == pytest.approx(4.0, rel=0.05)
     # an unweighted mean over the two prefixes would say about 2x
     assert sp["fast"] / sp["slow"] > 3.5
@@ -106,14 +106,14 @@ def test_the_backplane_and_pair_rates_come_from_what_transfers_did_together():
     """Alone, 0->1 moves 100 MB/s; when 2->3 runs at the same time each gets 50 MB/s: the pair keeps
     its own capacity, the backplane is the 100 MB/s they had together, and a profile applied to a
     model makes the maxmin network share it."""
-    from taskflow.runtime.learn import _network
+    from taskflow.runtime.measured import network_of
 
     xs = [
         Transfer("a", "0", "1", 10e6, 0.0, 0.1),
         Transfer("b", "0", "1", 10e6, 1.0, 1.2),
         Transfer("c", "2", "3", 10e6, 1.0, 1.2),
     ]
-    _, pairs, backplane = _network(xs)
+    _, pairs, backplane = network_of(xs)
     assert pairs["0"]["1"] == pytest.approx(95e6)  # the 90th percentile of 50 and 100 MB/s
     assert backplane == pytest.approx(100e6)
     prof = CostProfile(bandwidth=pairs, backplane=backplane, runs=1)
@@ -148,11 +148,11 @@ def test_the_backplane_is_a_capacity_not_how_busy_the_network_was():
     """Most of the run one transfer moves at 100 MB/s, for a fifth of it four move together at
     100 MB/s each: the network carried 400 MB/s, which the learned backplane says (its median
     level, 100 MB/s, would make a plan of concurrent transfers look four times slower)."""
-    from taskflow.runtime.learn import _network
+    from taskflow.runtime.measured import network_of
 
     xs = [Transfer("solo", "0", "1", 80e6, 0.0, 0.8)]
     xs += [Transfer(f"t{k}", str(k), str((k + 1) % 4), 20e6, 0.8, 1.0) for k in range(4)]
-    _, _, backplane = _network(xs)
+    _, _, backplane = network_of(xs)
     assert backplane == pytest.approx(400e6)
 
 
@@ -160,7 +160,7 @@ def test_the_dispatch_overhead_is_the_mean_gap_because_gaps_add_up_along_a_chain
     """A chain of 21 tasks on one worker, each ready when the one before ends: 19 gaps of 1 ms and
     one of 181 ms (the worker descheduled once). The chain took 200 ms besides its work; planned
     with the learned overhead per task, the simulator says so. The median (1 ms) would say 20 ms."""
-    from taskflow.runtime.learn import _dispatch_gap
+    from taskflow.runtime.measured import dispatch_gap
 
     g = TaskGraph("chain")
     for k in range(21):
@@ -172,7 +172,7 @@ def test_the_dispatch_overhead_is_the_mean_gap_because_gaps_add_up_along_a_chain
     for k in range(21):
         runs.append(Run(f"t{k}", f"t{k}", "w", clock, clock + 0.1))
         clock += 0.1 + (gaps[k] if k < 20 else 0.0)
-    overhead = _dispatch_gap(g, runs, [])
+    overhead = dispatch_gap(g, runs, [])
     assert overhead == pytest.approx(0.01)
     c = Cluster([Worker("w")], task_overhead=overhead)
     lost = simulate(g, c, "heft", network="simple").makespan - 21 * 0.1

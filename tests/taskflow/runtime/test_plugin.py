@@ -738,7 +738,7 @@ def test_the_command_line_reports_a_lost_scheduler_in_one_line(tmp_path):
 
 
 def test_the_profile_separates_latency_from_bandwidth_and_measures_dispatch_gaps():
-    from taskflow.runtime.learn import _dispatch_gap, _network
+    from taskflow.runtime.measured import dispatch_gap, network_of
     from taskflow.trace import Run, Transfer
 
     # three tiny transfers of 4 ms, two of 10 MB at 100 MB/s plus that latency
@@ -749,7 +749,7 @@ def test_the_profile_separates_latency_from_bandwidth_and_measures_dispatch_gaps
         Transfer("d", "0", "1", 10e6, 3.0, 3.104),
         Transfer("e", "0", "1", 10e6, 4.0, 4.104),
     ]
-    latency, bw, backplane = _network(xs)
+    latency, bw, backplane = network_of(xs)
     assert latency == pytest.approx(0.004)
     assert bw == {"0": {"1": pytest.approx(100e6)}}
     assert backplane == pytest.approx(10e6 / 0.104)  # never two at once: one transfer's rate
@@ -763,7 +763,7 @@ def test_the_profile_separates_latency_from_bandwidth_and_measures_dispatch_gaps
         Transfer("e", "0", "1", 10e6, 3.0, 3.2),
         Transfer("f", "2", "3", 10e6, 3.0, 3.2),
     ]
-    latency, bw, backplane = _network(xs)
+    latency, bw, backplane = network_of(xs)
     assert latency is None
     assert bw["0"]["1"] == pytest.approx(100e6, rel=0.15) and bw["2"]["3"] == pytest.approx(100e6, rel=0.15)
     assert backplane == pytest.approx(100e6)
@@ -781,7 +781,7 @@ def test_the_profile_separates_latency_from_bandwidth_and_measures_dispatch_gaps
         Run("y", "y", "w2", 0.0, 1.9),
         Run("c", "c", "w", 2.05, 2.5),
     ]
-    gap = _dispatch_gap(g, runs, [Transfer("y", "w2", "w", 10.0, 1.9, 2.0)])
+    gap = dispatch_gap(g, runs, [Transfer("y", "w2", "w", 10.0, 1.9, 2.0)])
     assert gap == pytest.approx(0.01)
 
 
