@@ -171,7 +171,7 @@ def _on_dask(
 
     from ..runtime.messages import workers_info
     from ..runtime.launch.local import local_cluster, warm_cluster
-    from ..runtime.client.runner import client_for, dashboard_address, say_dashboard
+    from ..runtime.client.connecting import client_for, dashboard_address, say_dashboard
 
     if time_scale is not None and not 0 < time_scale < float("inf"):
         raise UsageError(f"--time-scale must be a number > 0, got {time_scale!r}")

@@ -37,7 +37,7 @@ def main(out="taskflow-out", iterations: int = 10, workers: int = 2, bench: bool
 
     from ..runtime import cluster_from_dask, run
     from ..runtime.launch.local import local_cluster, warm_cluster
-    from ..runtime.client.runner import dashboard_address, say_dashboard
+    from ..runtime.client.connecting import dashboard_address, say_dashboard
     from .bench import run_suite
     from .plot import gantt_compare
 

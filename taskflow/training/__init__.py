@@ -173,7 +173,7 @@ def train(
     from workflows.torch_training import TorchTraining
 
     from ..runtime import run
-    from ..runtime.client.runner import connect
+    from ..runtime.client.connecting import connect
     from ..runtime.client.session import check_flags
     from ..runtime.launch.local import prompt_messages
     from ..runtime.client.waiting import close_quietly, progress_bar

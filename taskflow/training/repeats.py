@@ -115,7 +115,7 @@ def repeat(model, data, n: int = 3, seed: int = 0, name: str | None = None, on_r
     """
     from ..checks import seed as check_seed
     from ..errors import UsageError
-    from ..runtime.client.runner import connect
+    from ..runtime.client.connecting import connect
     from ..runtime.client.waiting import close_quietly
     from ..runtime.launch.local import prompt_messages
     from . import train

@@ -321,7 +321,7 @@ def _run(args) -> int:
         raise MissingExtra("taskflow jobs run needs PyTorch: pip install 'dask-taskflow[torch]'") from None
     from ...jobs import load_trace
     from ...jobscheduling import get_job_scheduler
-    from ...runtime.client.runner import connect
+    from ...runtime.client.connecting import connect
     from ...runtime.client.waiting import close_quietly
     from ..jobs import jobs_table, plot_jobs
     from ..jobs_real import prediction_table, run_real_jobs

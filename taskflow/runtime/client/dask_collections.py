@@ -12,7 +12,7 @@ from ...scheduling import get_scheduler, require_runnable
 from .calibrate import attach_addresses, cluster_from_dask
 from ..messages import cluster_message, graph_payload
 from .report import decision_note, report_from_stream
-from .runner import connect, say_dashboard
+from .connecting import connect, say_dashboard
 from .records import stream_index, stream_since, workers_records
 from .session import call, check_call, check_flags, ensure_plugin
 from .waiting import Watchdog, close_quietly, frozen_heap, gather, wait_for, workers_reachable

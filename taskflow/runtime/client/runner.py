@@ -20,18 +20,16 @@ Every wait is bounded: a task that raises ends the run with :class:`TaskFailed` 
 :data:`~taskflow.runtime.client.waiting.SCHEDULER_LOSS` seconds, losing every worker for longer than the plugin's grace period, a
 run the plugin cannot plan, or ``timeout`` end it with a :class:`~taskflow.TaskflowError`.
 """
+
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 import time
 import uuid
 import warnings
 
 from ...cluster import Cluster, Worker
-from ...errors import (GraphError, MissingExtra, SchedulerError, TaskflowError,
-                      TaskflowWarning, UsageError, WorkersLost)
+from ...errors import GraphError, SchedulerError, TaskflowError, TaskflowWarning, UsageError
 from ...analysis import task_kind
 from ...graph import TaskGraph
 from ...scheduling import get_scheduler, require_runnable
@@ -40,161 +38,45 @@ from .calibrate import attach_addresses, cluster_from_dask
 from ..worker.calls import TaskFailed, ship_code
 from .dask_graph import dask_graph, keys_for
 from ..learn import CostProfile
-from ..launch.existing import client_for
-from ..launch.local import local_cluster, warm_cluster
 from ..messages import cluster_message, graph_payload, plan_priorities
 from ..predict import DASK_DRAWS, predict_dask, predict_plan
 from .report import RunReport, report_from_stream
 from .records import stream_index, stream_since, workers_records
 from .session import call, check_call, check_flags, ensure_plugin
+from .connecting import connect, say_dashboard
 from .waiting import Watchdog, close_quietly, frozen_heap, gather, progress_bar, wait_for, workers_reachable
 
-__all__ = ["run", "connect", "client_for", "dashboard_link", "dashboard_address", "say_dashboard", "predict_dask", "submit_order", "GUESS_ERROR", "DASHBOARD",
-           "DASK_DRAWS"]
+__all__ = ["run", "predict_dask", "submit_order", "GUESS_ERROR", "DASK_DRAWS"]
 
 #: a prediction off by more than this share (without a cost profile) says the costs look like guesses
 GUESS_ERROR = 0.25
 
 
-#: Where ``dashboard=True`` (``--dashboard``) serves Dask's dashboard: loopback, Dask's usual port
-#: (Dask moves to a free port when it is taken). Reach it from elsewhere through an SSH tunnel.
-DASHBOARD = "127.0.0.1:8787"
-
-
-def dashboard_address(dashboard) -> str | None:
-    """The ``dashboard_address`` of an embedded LocalCluster for ``dashboard``: None (no dashboard)
-    for False, :data:`DASHBOARD` for True, else the HOST:PORT given.
-
-    Parameters
-    ----------
-    dashboard : bool or str
-
-    Raises
-    ------
-    TaskflowError
-        bokeh is not installed, or ``dashboard`` is neither a bool nor HOST:PORT.
-    """
-    if dashboard is None or dashboard is False:
-        return None
-    if importlib.util.find_spec("bokeh") is None:
-        raise MissingExtra("the Dask dashboard needs bokeh: pip install 'bokeh>=3.1'")
-    if dashboard is True:
-        return DASHBOARD
-    host, _, port = dashboard.rpartition(":") if isinstance(dashboard, str) else ("", "", "")
-    if not host or not (port.isascii() and port.isdigit() and int(port) <= 65535):
-        raise UsageError(f"--dashboard: must be HOST:PORT with a port from 0 to 65535, got {dashboard!r}")
-    return dashboard
-
-
-def dashboard_link(client) -> str | None:
-    """The link to the Dask dashboard of ``client``'s cluster, or None when it serves none.
-
-    A Dask scheduler always runs an HTTP server (health, metrics) that it lists as its
-    "dashboard" service; the dashboard itself is there only when a bokeh application is mounted
-    on it, which this asks the scheduler.
-
-    Parameters
-    ----------
-    client : distributed.Client
-    """
-    try:
-        if "dashboard" not in client.scheduler_info().get("services", {}):
-            return None
-        if not client.run_on_scheduler(_serves_dashboard):
-            return None
-        return client.dashboard_link
-    except Exception:  # a scheduler that does not say: no link rather than an error
-        return None
-
-
-def _serves_dashboard(dask_scheduler=None) -> bool:
-    """On the scheduler: is bokeh's dashboard application mounted on its HTTP server?"""
-    apps = getattr(getattr(dask_scheduler, "http_application", None), "applications", [])
-    return any("Bokeh" in type(a).__name__ for a in apps)  # distributed mounts a BokehTornado
-
-
-def say_dashboard(client) -> None:
-    """Print the dashboard link of ``client``'s cluster to stderr, if it serves one.
-
-    Parameters
-    ----------
-    client : distributed.Client
-    """
-    link = dashboard_link(client)
-    if link:
-        print(f"taskflow: Dask dashboard at {link}", file=sys.stderr, flush=True)
-
-
-#: Seconds a run on an existing cluster waits for its first worker.
-WAIT_FOR_WORKERS = 30.0
-
-
-def connect(client, address, scheduler_file, workers, threads_per_worker, work_stealing, dashboard=False,
-            jobqueue=None, jobqueue_options=None):
-    """(client, things to close). Without a client or address (nor Dask's ``scheduler-address``
-    setting, e.g. the environment variable ``DASK_SCHEDULER_ADDRESS``), an embedded LocalCluster.
-
-    Parameters
-    ----------
-    client : distributed.Client or None
-    address, scheduler_file : str or None
-        An existing cluster.
-    workers, threads_per_worker : int
-        The embedded LocalCluster (processes).
-    work_stealing : bool
-        Dask's work stealing in the embedded cluster (off for static plans).
-    dashboard : bool or str
-        Serve the embedded cluster's dashboard (True: :data:`DASHBOARD`, or HOST:PORT).
-    jobqueue : {"slurm", "pbs"}, optional
-        Start ``workers`` batch jobs of one worker each instead (:func:`.jobqueue.start_jobqueue`
-        with ``jobqueue_options``).
-    jobqueue_options : dict, optional
-
-    Raises
-    ------
-    TaskflowError
-        An existing cluster has no worker within ``WAIT_FOR_WORKERS`` seconds; a dashboard without
-        bokeh installed.
-    """
-    import dask
-    from distributed import Client
-
-    if client is not None:
-        return client, []
-    if jobqueue:
-        from ..launch.jobqueue import start_jobqueue
-
-        c, jq = start_jobqueue(jobqueue, workers, work_stealing=work_stealing, **(jobqueue_options or {}))
-        return c, [c, jq]
-    if not (address or scheduler_file):  # Dask's own convention: DASK_SCHEDULER_ADDRESS names a cluster
-        address = dask.config.get("scheduler-address", None) or None
-    if address or scheduler_file:
-        c = client_for(address, scheduler_file)
-        try:  # a cluster just started may not have its workers yet: wait for one, bounded
-            c.wait_for_workers(1, timeout=WAIT_FOR_WORKERS)
-        except (TimeoutError, OSError):
-            close_quietly([c])
-            raise WorkersLost(f"the cluster at {address or scheduler_file} has no worker "
-                                f"(waited {WAIT_FOR_WORKERS:g} s)") from None
-        return c, [c]
-    where = dashboard_address(dashboard)
-    lc = local_cluster(workers, threads_per_worker, where, work_stealing=bool(work_stealing))
-    c = None
-    try:
-        c = Client(lc)
-        warm_cluster(c)
-    except BaseException:  # Ctrl-C before the caller holds them: closed here
-        close_quietly([x for x in (c, lc) if x is not None])
-        raise
-    return c, [c, lc]
-
-
-def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None = None, *, address=None,
-        scheduler_file=None, workers: int = 2, threads_per_worker: int = 1, speeds: dict | None = None,
-        calibrate: bool = False, time_scale: float = 1.0, size_scale: float = 1.0, retries: int = 0,
-        quiet: bool = False, timeout: float | None = None, seed: int = 0, profile=None,
-        dashboard=False, jobqueue: str | None = None, jobqueue_options: dict | None = None, keep=None,
-        hold: bool = False) -> RunReport:
+def run(
+    graph: TaskGraph,
+    scheduler="heft",
+    client=None,
+    cluster: Cluster | None = None,
+    *,
+    address=None,
+    scheduler_file=None,
+    workers: int = 2,
+    threads_per_worker: int = 1,
+    speeds: dict | None = None,
+    calibrate: bool = False,
+    time_scale: float = 1.0,
+    size_scale: float = 1.0,
+    retries: int = 0,
+    quiet: bool = False,
+    timeout: float | None = None,
+    seed: int = 0,
+    profile=None,
+    dashboard=False,
+    jobqueue: str | None = None,
+    jobqueue_options: dict | None = None,
+    keep=None,
+    hold: bool = False,
+) -> RunReport:
     """Run ``graph`` on Dask under ``scheduler`` and measure it.
 
     Parameters
@@ -267,8 +149,9 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
             try:
                 t.encode("utf-8")
             except UnicodeEncodeError:
-                raise GraphError(f"task {t!r}: its id is not UTF-8 text (a lone surrogate); Dask cannot "
-                                    f"carry it") from None
+                raise GraphError(
+                    f"task {t!r}: its id is not UTF-8 text (a lone surrogate); Dask cannot carry it"
+                ) from None
     if not len(graph):
         raise GraphError(f"graph {graph.name!r} has no tasks: nothing to run")
     keep = None if keep is None else list(dict.fromkeys(keep))
@@ -278,16 +161,40 @@ def run(graph: TaskGraph, scheduler="heft", client=None, cluster: Cluster | None
     if isinstance(profile, (str, os.PathLike)):  # read (and checked) before any cluster starts
         profile = (profile, CostProfile.load(profile) if os.path.exists(profile) else None)
     started = time.monotonic()  # the timeout counts from here: starting a cluster is part of the run
-    c, owned = connect(client, address, scheduler_file, workers, threads_per_worker, work_stealing=dynamic,
-                       dashboard=dashboard, jobqueue=jobqueue, jobqueue_options=jobqueue_options)
+    c, owned = connect(
+        client,
+        address,
+        scheduler_file,
+        workers,
+        threads_per_worker,
+        work_stealing=dynamic,
+        dashboard=dashboard,
+        jobqueue=jobqueue,
+        jobqueue_options=jobqueue_options,
+    )
     finished = False  # an abandoned run's workers are killed, not waited for
     try:
         if dashboard or not quiet:
             say_dashboard(c)
         left = None if timeout is None else max(0.05, timeout - (time.monotonic() - started))
         with frozen_heap():
-            report = _Runner(graph, scheduler, c, cluster, speeds, calibrate, time_scale, size_scale, retries, quiet,
-                             left, profile, keep, timeout, hold).go()
+            report = _Runner(
+                graph,
+                scheduler,
+                c,
+                cluster,
+                speeds,
+                calibrate,
+                time_scale,
+                size_scale,
+                retries,
+                quiet,
+                left,
+                profile,
+                keep,
+                timeout,
+                hold,
+            ).go()
         finished = True
         return report
     finally:
@@ -323,8 +230,24 @@ def submit_order(plan, key_of: dict):
 class _Runner:
     """One run: plan (inside Dask's scheduler), submit once, watch, measure."""
 
-    def __init__(self, graph, scheduler, client, cluster, speeds, calibrate, time_scale, size_scale, retries, quiet,
-                 timeout, profile=None, keep=None, said_timeout=None, hold=False):
+    def __init__(
+        self,
+        graph,
+        scheduler,
+        client,
+        cluster,
+        speeds,
+        calibrate,
+        time_scale,
+        size_scale,
+        retries,
+        quiet,
+        timeout,
+        profile=None,
+        keep=None,
+        said_timeout=None,
+        hold=False,
+    ):
         self.graph = graph
         self.hold = hold
         self.keep = graph.ids if keep is None else keep
@@ -365,24 +288,37 @@ class _Runner:
 
     def _register(self, graph: TaskGraph, cluster: Cluster):
         """Hand the graph and its costs to the scheduler plugin, which plans it; return the plan."""
-        reply = call(self.client, "taskflow_register", run=self.run_id, graph=graph_payload(graph, self.key_of),
-                     scheduler=self.scheduler.name, options={"seed": self.scheduler.seed, **self.scheduler.options},
-                     cluster=cluster_message(cluster), client=self.client.id, **({"hold": True} if self.hold else {}))
+        reply = call(
+            self.client,
+            "taskflow_register",
+            run=self.run_id,
+            graph=graph_payload(graph, self.key_of),
+            scheduler=self.scheduler.name,
+            options={"seed": self.scheduler.seed, **self.scheduler.options},
+            cluster=cluster_message(cluster),
+            client=self.client.id,
+            **({"hold": True} if self.hold else {}),
+        )
         if reply.get("status") != "OK":
             raise SchedulerError(reply.get("error", "the scheduler plugin refused the run"))
         task_of = self.task_of
         keys = [tuple(k) if isinstance(k, list) else k for k in reply["keys"]]
         self.workers_info = reply.get("workers_info", [])
-        return Schedule([task_of[k] for k in keys], reply["workers"], reply["start"], reply["finish"],
-                        scheduler=self.scheduler.name)
+        return Schedule(
+            [task_of[k] for k in keys], reply["workers"], reply["start"], reply["finish"], scheduler=self.scheduler.name
+        )
 
     def _joined(self, cluster: Cluster, plan) -> Cluster:
         """``cluster`` over the live workers the plugin planned on (:meth:`Cluster.on_workers`), when
         the plan uses a worker that joined after the cluster was measured."""
         if plan is None or set(map(str, plan.workers)) <= {str(w.id) for w in cluster.workers}:
             return cluster
-        return cluster.on_workers([Worker(w["name"], w.get("speed", 1.0), max(1, int(w.get("cores", 1))),
-                                          address=w.get("address")) for w in self.workers_info])
+        return cluster.on_workers(
+            [
+                Worker(w["name"], w.get("speed", 1.0), max(1, int(w.get("cores", 1))), address=w.get("address"))
+                for w in self.workers_info
+            ]
+        )
 
     def go(self) -> RunReport:
         cluster = self._cluster()  # declared: what emulated tasks sleep by
@@ -406,8 +342,12 @@ class _Runner:
                 self._read_dask_state()
             t_submit = time.time()
             with submit_order(plan, self.key_of):
-                futs = self.client.get(dsk, [self.key_of[t] for t in self.wanted], sync=False,
-                                       **({"retries": self.retries} if self.retries else {}))
+                futs = self.client.get(
+                    dsk,
+                    [self.key_of[t] for t in self.wanted],
+                    sync=False,
+                    **({"retries": self.retries} if self.retries else {}),
+                )
             del dsk  # sent: what a large run holds per task is kept to what its report needs
             self.futures = dict(zip(self.wanted, futs))
             self._watch()
@@ -418,11 +358,25 @@ class _Runner:
             records = stream_since(self.client, index)
             seen = workers_records(self.client, t_submit)
             planned = self._final_plan() if static else {}
-            report = report_from_stream(self.graph, records, scheduler=self.scheduler.name, client=self.client,
-                                        cluster=self.cluster, key_of=self.key_of, task_of=self.task_of, plan=plan,
-                                        predicted=predicted, planned_worker=planned, results=results,
-                                        replans=self.replans, t_submit=t_submit, time_scale=self.time_scale,
-                                        size_scale=self.size_scale, incoming=seen.transfers, clocks=seen.clocks)
+            report = report_from_stream(
+                self.graph,
+                records,
+                scheduler=self.scheduler.name,
+                client=self.client,
+                cluster=self.cluster,
+                key_of=self.key_of,
+                task_of=self.task_of,
+                plan=plan,
+                predicted=predicted,
+                planned_worker=planned,
+                results=results,
+                replans=self.replans,
+                t_submit=t_submit,
+                time_scale=self.time_scale,
+                size_scale=self.size_scale,
+                incoming=seen.transfers,
+                clocks=seen.clocks,
+            )
             del records
             by_address = {w.address: w.id for w in report.cluster.workers}
             report.jobs = {by_address[a]: j for a, j in seen.jobs.items() if a in by_address}
@@ -449,8 +403,13 @@ class _Runner:
                 bar.update(sum(f.done() for f in self.futures.values()) - bar.n)
 
         try:
-            wait_for([self.futures[t] for t in self.graph.sinks()], self.watchdog, self.timeout, progress,
-                     said=self.said_timeout)
+            wait_for(
+                [self.futures[t] for t in self.graph.sinks()],
+                self.watchdog,
+                self.timeout,
+                progress,
+                said=self.said_timeout,
+            )
         finally:
             if bar is not None:
                 bar.close()
@@ -470,13 +429,20 @@ class _Runner:
         the simulator's model of Dask's decisions (``dask-model``) started from the state Dask's
         scheduler was in when the graph was submitted (:attr:`dask_state`), averaged over
         draws of the orders Dask's hashes give its sets of tasks."""
-        scheduler, scale, size_scale, box, keys = self.scheduler, self.time_scale, self.size_scale, self.dask_state, self.key_of
+        scheduler, scale, size_scale, box, keys = (
+            self.scheduler,
+            self.time_scale,
+            self.size_scale,
+            self.dask_state,
+            self.key_of,
+        )
 
         def predict():
             g = graph.restrict_costs(cluster.ids)
             if plan is not None:  # the plugin sends planned outputs ahead to their consumers' workers
                 return predict_plan(g, cluster, plan, scheduler) * scale
             return predict_dask(g, cluster, box.get("state"), scale, size_scale, keys=keys)
+
         return predict
 
     def _read_dask_state(self) -> None:
@@ -501,12 +467,16 @@ class _Runner:
         said = "the plan expected" if report.plan is not None else "taskflow predicted"
         err = abs(report.measured_makespan - expected) / expected if expected else 0.0
         if self.profile is None and err > GUESS_ERROR:
-            how = (f"this run's measurements are in {os.fspath(self.profile_path)!r}; the next run with it plans "
-                   f"with them" if self.profile_path is not None else
-                   "learn them from this run: taskflow run ... --profile costs.json, or "
-                   "run(..., profile='costs.json')")
-            note = (f"{said} {expected:.3g} s, the run took {report.measured_makespan:.3g} s "
-                    f"({err:.0%} off): the costs or the network it used look like guesses; {how}")
+            how = (
+                f"this run's measurements are in {os.fspath(self.profile_path)!r}; the next run with it plans with them"
+                if self.profile_path is not None
+                else "learn them from this run: taskflow run ... --profile costs.json, or "
+                "run(..., profile='costs.json')"
+            )
+            note = (
+                f"{said} {expected:.3g} s, the run took {report.measured_makespan:.3g} s "
+                f"({err:.0%} off): the costs or the network it used look like guesses; {how}"
+            )
             report.notes.append(note)
             if not self.quiet:  # quiet: the note is in report.notes, not printed
                 warnings.warn(note, TaskflowWarning, stacklevel=4)
@@ -525,7 +495,9 @@ class _Runner:
         """The task that raised the error ``t``'s future holds (``t`` itself, or where the run
         holds no future for every task, the ancestor Dask's scheduler blames)."""
         try:
-            key = t if self.wanted is self.graph.ids else call(self.client, "taskflow_blamed", key=self.key_of[t])["key"]
+            key = (
+                t if self.wanted is self.graph.ids else call(self.client, "taskflow_blamed", key=self.key_of[t])["key"]
+            )
         except Exception:  # noqa: BLE001 - the scheduler is gone: name the task the run waited on
             return t
         return self.task_of.get(key, t)

@@ -89,7 +89,7 @@ def test_a_bad_address_leaves_no_half_built_client(address):
     from distributed import Client
 
     from taskflow.errors import TaskflowError
-    from taskflow.runtime.client.runner import client_for
+    from taskflow.runtime.client.connecting import client_for
 
     # type(), not isinstance: a dead weak proxy among the objects (torch leaves some) raises on isinstance
     before = {id(o) for o in gc.get_objects() if issubclass(type(o), Client)}  # other tests' clients

@@ -307,9 +307,9 @@ def test_an_embedded_cluster_without_workers_is_refused_at_once(no_cluster):
 def test_a_run_on_a_cluster_without_workers_waits_for_one_then_says_so(monkeypatch):
     from distributed import Scheduler
 
-    from taskflow.runtime.client import runner
+    from taskflow.runtime.client import connecting
 
-    monkeypatch.setattr(runner, "WAIT_FOR_WORKERS", 1.0)
+    monkeypatch.setattr(connecting, "WAIT_FOR_WORKERS", 1.0)
     import asyncio
 
     async def main():
@@ -436,7 +436,7 @@ def test_a_dashboard_is_served_on_request_and_its_link_printed(tmp_path):
     import sys
     import urllib.request
 
-    from taskflow.runtime.client.runner import connect, dashboard_link
+    from taskflow.runtime.client.connecting import connect, dashboard_link
 
     c, owned = connect(None, None, None, 1, 1, False, dashboard="127.0.0.1:0")
     try:
@@ -464,11 +464,11 @@ def test_a_dashboard_is_served_on_request_and_its_link_printed(tmp_path):
 def test_a_dashboard_without_bokeh_is_refused_before_any_cluster_starts(monkeypatch, no_cluster):
     import importlib.util
 
-    from taskflow.runtime.client import runner
+    from taskflow.runtime.client import connecting
 
     real = importlib.util.find_spec
     monkeypatch.setattr(
-        runner.importlib.util, "find_spec", lambda name, *a: None if name == "bokeh" else real(name, *a)
+        connecting.importlib.util, "find_spec", lambda name, *a: None if name == "bokeh" else real(name, *a)
     )
     g = taskflow.TaskGraph("tiny")
     g.add_task("a", cost=0.01)
