@@ -104,7 +104,15 @@ def duration_models(graph: TaskGraph, runs, scale: float = 1.0, prefix_of: dict 
 def units_on(unit: dict, speeds: dict) -> dict:
     """Worker name -> unit time for every worker in ``speeds``: the measured ones as measured, the
     others from the measured ones' (unit x speed), geometric mean, over their speed; {} when the
-    profile saw none of these workers."""
+    profile saw none of these workers.
+
+    Parameters
+    ----------
+    unit : dict
+        Worker name -> measured seconds per unit of declared cost.
+    speeds : dict
+        Worker name -> speed.
+    """
     known = [w for w in unit if w in speeds]
     if not known:
         return {}
@@ -136,7 +144,16 @@ def learned_speeds(graph: TaskGraph, runs, prefix_of: dict | None = None) -> dic
     prefix's measured seconds, exponentiated. Normalising by the declared cost keeps a scheduler that
     gives the big tasks to the fast workers from making them look slow; weighting by seconds keeps
     prefixes of millisecond tasks, whose durations are mostly Dask's own overhead, from flattening
-    the differences."""
+    the differences.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    runs : list
+        The run's task records.
+    prefix_of : dict, optional
+        Task id -> its prefix (default: its kind).
+    """
     per: dict = {}
     a = graph.arrays
     for r in runs:
@@ -205,7 +222,13 @@ SMALL_TRANSFER = 64 * 1024  # bytes: below this a transfer's time is mostly late
 
 def network_of(transfers) -> tuple:
     """``(latency, {source: {destination: bytes per second}}, backplane)`` from measured transfers
-    (see :class:`CostProfile` for each estimate)."""
+    (see :class:`~.learn.CostProfile` for each estimate).
+
+    Parameters
+    ----------
+    transfers : list
+        Measured transfers.
+    """
     xs = [t for t in transfers if t.finish > t.start]
     small = [t.finish - t.start for t in xs if t.bytes < SMALL_TRANSFER]
     latency = float(np.median(small)) if small else None
@@ -221,7 +244,14 @@ def network_of(transfers) -> tuple:
 
 def aggregate_rate(transfers, q: float = 90.0) -> float:
     """The ``q``-th percentile, weighted by time, of the summed average rates of the transfers under
-    way, over the time at least one was."""
+    way, over the time at least one was.
+
+    Parameters
+    ----------
+    transfers : list
+        Measured transfers (``start``, ``finish``, ``bytes``), each of some duration.
+    q : float
+    """
     edges = []
     for t in transfers:
         r = t.bytes / (t.finish - t.start)
@@ -246,7 +276,14 @@ def dispatch_gap(graph: TaskGraph, runs, transfers) -> float | None:
     The mean, not the median: a makespan adds these gaps up along its chains, and n gaps add up to
     n times their mean. They are heavy-tailed on a loaded machine (the quick suite's fft-16 on 4
     workers sharing 2 cores: median 1.3 ms, mean 10.3 ms, largest 158 ms), so the median left about
-    0.5 s of a 3.3 s run's critical chain out of the prediction."""
+    0.5 s of a 3.3 s run's critical chain out of the prediction.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    runs, transfers : list
+        The run's task records and transfers.
+    """
     finish = {r.task: r.finish for r in runs}
     where = {r.task: r.worker for r in runs}
     arrived = {(t.task, t.destination): t.finish for t in transfers}
