@@ -267,17 +267,19 @@ def _busy(processes: list) -> float:
 
 
 def _boot() -> str | None:
+    """This kernel's boot id and this process's PID namespace: processes that share both are on
+    one machine and see each other's ids (a container's would not)."""
     try:
         with open("/proc/sys/kernel/random/boot_id") as f:
-            return f.read().strip()
+            return f.read().strip() + " " + os.readlink("/proc/self/ns/pid")
     except OSError:
         return None
 
 
 def _processes(client) -> list | None:
     """The processes of ``client``'s cluster (its workers, its scheduler, this one), where every
-    one runs on this machine (its kernel: network namespaces count), else None: the cores the jobs
-    keep busy, not other programs'."""
+    one runs on this machine (its kernel and its process ids: network namespaces count), else None:
+    the cores the jobs keep busy, not other programs'."""
     import psutil
 
     mine = _boot()
