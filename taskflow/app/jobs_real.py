@@ -38,7 +38,9 @@ def run_real_jobs(
     simulated on their profiled durations and slowdowns (a restart costing a start, a preempted
     job going on half an epoch to its checkpoint). With ``repeat``, each scheduler runs that many
     times, the order of the schedulers turned by one each time (a machine that drifts slows each
-    alike), and the real run of each is :func:`median_run` of its runs.
+    alike), and the real run of each is :func:`median_run` of its runs; each kind of job is
+    measured alone again after each round, and the simulator fed the median of the passes
+    (:meth:`~taskflow.training.jobprofile.JobProfile.joined`: a profile taken beside the runs).
 
     Parameters
     ----------
@@ -78,9 +80,9 @@ def run_real_jobs(
     real = trace
     if not predict:  # (the profile warms the cluster up itself)
         warm_up(trace, models, data, client=client, **train_options)
-    if predict:
-        cluster = one_machine(workers) if not racks else racks_machine(workers_of(client), racks, uplink or 0.0)
-        profile = profile_jobs(
+
+    def measure(**how):
+        return profile_jobs(
             trace,
             models,
             data,
@@ -88,22 +90,13 @@ def run_real_jobs(
             epoch_iterations=epoch_iterations,
             racks=racks,
             uplink=uplink,
+            **how,
             **train_options,
         )
-        fed, real = predicted_trace(trace, profile), predicted_trace(trace, profile, label=False)
-        restore = statistics.median(profile.start.values())
-        drain = statistics.median(profile.epoch.values()) / 2  # a preempted job stops at its epoch's end
-        network = JobNetwork(cluster, profile.iteration) if racks and uplink else None
-        sim = compare_jobs(
-            fed,
-            cluster,
-            names,
-            restore=restore,
-            drain=drain,
-            interference=profile.interference,
-            network=network,
-            **options,
-        )
+
+    if predict:
+        profile = measure()
+        real = predicted_trace(trace, profile, label=False)
     runs: dict = {name: [] for name in names}
     for r in range(repeat):
         for name in names[r % len(names) :] + names[: r % len(names)]:
@@ -123,6 +116,24 @@ def run_real_jobs(
             runs[name].append(run)
             if on_run is not None:
                 on_run(run)
+        if predict and repeat > 1:  # the kinds alone again, after each round: a profile beside the runs
+            profile = profile.joined(measure(pairs=False, warm=False))
+    if predict:
+        cluster = one_machine(workers) if not racks else racks_machine(workers_of(client), racks, uplink or 0.0)
+        fed = predicted_trace(trace, profile)
+        restore = statistics.median(profile.start.values())
+        drain = statistics.median(profile.epoch.values()) / 2  # a preempted job stops at its epoch's end
+        network = JobNetwork(cluster, profile.iteration) if racks and uplink else None
+        sim = compare_jobs(
+            fed,
+            cluster,
+            names,
+            restore=restore,
+            drain=drain,
+            interference=profile.interference,
+            network=network,
+            **options,
+        )
     return [median_run(runs[name]) for name in names], sim, profile
 
 

@@ -51,6 +51,43 @@ class JobProfile:
     across: dict = dataclasses.field(default_factory=dict)
     #: bytes per second of each rack's uplink while ``across`` was measured
     uplink: float | None = None
+    #: each pass's own measurements of the kinds alone, ``{kind: (start, epoch, across or None)}``
+    #: (``start``, ``epoch`` and ``across`` are their medians over the passes)
+    passes: list = dataclasses.field(default_factory=list)
+
+    def joined(self, other: JobProfile) -> JobProfile:
+        """This profile with ``other``'s passes of the kinds alone added (the same kinds measured
+        again, later in a run): each kind's start, epoch and spread epoch the median over all the
+        passes; the interference table (its speeds are ratios within one pass) this one's.
+
+        Parameters
+        ----------
+        other : JobProfile
+            Of the same kinds, iterations per epoch and batch.
+
+        Raises
+        ------
+        UsageError
+            Another set of kinds, iterations per epoch or batch.
+        """
+        if set(other.epoch) != set(self.epoch) or (other.epoch_iterations, other.batch) != (
+            self.epoch_iterations,
+            self.batch,
+        ):
+            raise UsageError("a profile joins only another pass of the same kinds, iterations per epoch and batch")
+        passes = (self.passes or [_pass_of(self)]) + (other.passes or [_pass_of(other)])
+
+        def median(k, i):
+            got = [p[k][i] for p in passes if p[k][i] is not None]
+            return statistics.median(got) if got else None
+
+        return dataclasses.replace(
+            self,
+            start={k: median(k, 0) for k in self.epoch},
+            epoch={k: median(k, 1) for k in self.epoch},
+            across={k: median(k, 2) for k in self.across},
+            passes=passes,
+        )
 
     def iteration(self, model: str, counts: tuple, uplink: float) -> float:
         """Seconds per iteration of a job of kind ``model`` (its label, as :func:`predicted_trace`
@@ -84,6 +121,7 @@ class JobProfile:
                     "start": self.start[k],
                     "epoch": self.epoch[k],
                     **({"across": self.across[k]} if k in self.across else {}),
+                    **({"epochs": [p[k][1] for p in self.passes]} if len(self.passes) > 1 else {}),
                 }
                 for k in sorted(self.epoch)
             ],
@@ -99,6 +137,10 @@ class JobProfile:
         """
         k = _kind(job, self.batch)
         return self.start[k] + epochs_of(job, self.epoch_iterations) * self.epoch[k]
+
+
+def _pass_of(profile: JobProfile) -> dict:
+    return {k: (profile.start[k], profile.epoch[k], profile.across.get(k)) for k in profile.epoch}
 
 
 def _kind(job, batch) -> tuple:
@@ -120,6 +162,7 @@ def profile_jobs(
     pairs: bool = True,
     racks: dict | None = None,
     uplink: float | None = None,
+    warm: bool = True,
     **train_options,
 ) -> JobProfile:
     """Measure each kind of job in ``trace`` alone, and each pair of kinds side by side, as a real
@@ -140,6 +183,8 @@ def profile_jobs(
         where one holds it) and, if it has two workers or more, spread over the racks too.
     uplink : float, optional
         With ``racks``: bytes per second of each rack's uplink.
+    warm : bool
+        Warm the cluster up first (:func:`warm_up`; a pass that follows others needs not).
 
     Returns
     -------
@@ -191,7 +236,8 @@ def profile_jobs(
             out.append((t, list(zip([e for e, _ in ends], [b[0] - a[0] for a, b in zip(ends, ends[1:])])), cores))
 
         local = _processes(client) if pairs else None
-        warm_up(trace, models, data, client=client, batch=batch, **train_options)
+        if warm:
+            warm_up(trace, models, data, client=client, batch=batch, **train_options)
         start, epoch, across, cores = {}, {}, {}, {}
         for kind in kinds:
             got: list = []

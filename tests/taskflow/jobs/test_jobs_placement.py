@@ -559,3 +559,23 @@ def test_ordered_allreduces_take_turns_on_an_uplink_and_slow_only_past_its_capac
     net = JobNetwork(JobCluster(4, 1, 3, uplink=1.0), _narrow, ordered=True)  # racks of workers 0-2, 3-5, ...
     three = [(Job(k, 0, 2, 1.0, model="m"), ws) for k, ws in (("a", (0, 3)), ("b", (1, 6)), ("c", (2, 9)))]
     assert net.speeds(three) == pytest.approx({"a": 1 / 3, "b": 1 / 3, "c": 1 / 3})
+
+
+def test_a_profile_joined_with_later_passes_takes_each_kinds_median_and_keeps_its_interference():
+    from taskflow.training.jobprofile import JobProfile
+
+    a, b = ("mlp", 2, 32), ("cnn", 1, 32)
+    table = Interference({("x", "y"): 0.5})
+    first = JobProfile({a: 0.5, b: 0.1}, {a: 4.0, b: 1.0}, table, 4, 32, across={a: 6.0}, uplink=10.0)
+    second = JobProfile({a: 0.3, b: 0.2}, {a: 2.0, b: 3.0}, Interference(), 4, 32, across={a: 5.0})
+    third = JobProfile({a: 0.4, b: 0.3}, {a: 3.5, b: 2.0}, Interference(), 4, 32, across={a: 9.0})
+    both = first.joined(second)
+    assert both.epoch == {a: 3.0, b: 2.0} and both.start == {a: 0.4, b: pytest.approx(0.15)}
+    assert both.across == {a: 5.5} and both.interference is table and both.uplink == 10.0
+    three = both.joined(third)
+    assert len(three.passes) == 3
+    assert three.epoch == {a: 3.5, b: 2.0} and three.start == {a: 0.4, b: 0.2} and three.across == {a: 6.0}
+    assert three.to_dict()["kinds"][0]["epochs"] == [1.0, 3.0, 2.0]  # cnn's, pass by pass
+    assert three.duration(Job("j", 0, 2, 1, model="mlp", iterations=8)) == pytest.approx(0.4 + 2 * 3.5)
+    with pytest.raises(UsageError, match="same kinds"):
+        first.joined(JobProfile({a: 0.5}, {a: 4.0}, table, 4, 32))

@@ -145,6 +145,21 @@ def test_the_profile_predicts_durations_and_slowdowns_for_the_simulator(four, di
     assert sim.violations() == [] and sim.metrics()["jobs"] == 2
 
 
+def test_with_repeats_the_kinds_are_measured_again_after_each_round_and_fed_as_their_median(four, digits):
+    from taskflow.app.jobs_real import run_real_jobs
+
+    one = [Job("p", 0.0, 1, 1.0, model="mlp", iterations=8)]
+    runs, sim, prof = run_real_jobs(JobTrace(one), ["fifo"], MODELS, digits, four, repeat=2, timeout=300)
+    kind = ("mlp", 1, 32)
+    assert len(prof.passes) == 3  # the first profile, then one pass after each of the two rounds
+    epochs = sorted(p[kind][1] for p in prof.passes)
+    assert prof.epoch[kind] == epochs[1] and all(e > 0 for e in epochs)
+    assert prof.to_dict()["kinds"][0]["epochs"] == [p[kind][1] for p in prof.passes]
+    # the simulator was fed the median: the job's two epochs and its start
+    assert sim[0].records[0].jct == pytest.approx(prof.start[kind] + 2 * prof.epoch[kind])
+    assert runs[0].records[0].finish is not None and sim[0].violations() == []
+
+
 def test_taskflow_jobs_run_runs_a_trace_and_predicts_it(tmp_path, capsys, digits):
     import json
 
