@@ -4,8 +4,11 @@ scheduling everywhere else; decided again as a run's durations are learned, and 
 runs of the same work. The default of
 ``taskflow.use`` and ``taskflow.compute``.
 
-Planned alone (in the simulator, ``taskflow schedule``), it is HEFT (Topcuoglu, Hariri, Wu 2002):
+Planned alone (``taskflow schedule``, ``taskflow.plan``), it is HEFT (Topcuoglu, Hariri, Wu 2002):
 the same plan (above :data:`APPEND_PAIRS` tasks x workers, ``heft-append``'s: no gap search).
+Simulated (``taskflow.simulate``, ``taskflow simulate``, ``compare``), it runs its own decisions:
+the decision core the plugin drives (:mod:`taskflow.runtime.decide`), fed the graph and the cluster
+(:mod:`taskflow.runtime.simulated`).
 Inside Dask's scheduler (the taskflow plugin) the plan charges each transfer to the
 CPU of both ends (:mod:`schedulers._transfer_cpu`: a Dask worker's event loop serves and fetches
 inputs on the cores its tasks run on), and three rules are added:

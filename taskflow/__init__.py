@@ -81,9 +81,39 @@ from .scheduling import DynamicScheduler, Scheduler, available, get_scheduler, r
 from .schedule import Assignment, Schedule
 from .trace import Trace
 
+
+def simulate(graph, cluster, scheduler="heft", network: str = "maxmin", **options) -> Trace:
+    """Simulate ``graph`` on ``cluster`` under ``scheduler``: :func:`taskflow.simulator.simulate`,
+    except that the ``adaptive`` scheduler (by name or instance, without a ``plan``) makes its own
+    decisions as it does inside Dask, its decision core fed the graph and the cluster
+    (:func:`taskflow.runtime.simulated.simulate_adaptive`).
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    cluster : Cluster
+    scheduler : str or Scheduler
+    network : {"simple", "maxmin"}
+    **options
+        What :func:`taskflow.simulator.simulate` takes.
+
+    Returns
+    -------
+    Trace
+    """
+    name = scheduler if isinstance(scheduler, str) else getattr(scheduler, "name", None)
+    if name == "adaptive" and options.get("plan") is None:
+        from .runtime.simulated import simulate_adaptive
+
+        given = None if isinstance(scheduler, str) else scheduler
+        return simulate_adaptive(graph, cluster, scheduler=given, network=network, **options)[0]
+    from .simulator import simulate as carry_out
+
+    return carry_out(graph, cluster, scheduler, network, **options)
+
+
 # name -> the subpackage that defines it, imported on first use
 _LAZY = {
-    "simulate": "simulator",
     "plan": "simulator",
     "run": "runtime",
     "compute": "runtime",

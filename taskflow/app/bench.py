@@ -41,7 +41,7 @@ __all__ = ["read_results", "run_real", "run_suite"]
 def _row(job) -> dict:
     """One simulation (runs in a worker process)."""
     from taskflow.cluster import Cluster, Worker
-    from taskflow.simulator import simulate
+    from taskflow import simulate  # (the adaptive scheduler's own decisions: taskflow.runtime.simulated)
 
     import schedulers
 
@@ -55,7 +55,7 @@ def _row(job) -> dict:
     )
     scheduler = schedulers.get_scheduler(sname, seed=seed)
     t0 = time.perf_counter()
-    plan = scheduler.schedule(g, c) if scheduler.kind == "static" else None
+    plan = scheduler.schedule(g, c) if scheduler.kind == "static" and scheduler.name != "adaptive" else None
     sched_time = time.perf_counter() - t0
     trace = simulate(g, c, scheduler, network=network, plan=plan, seed=seed)
     if plan is None:

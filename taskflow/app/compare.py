@@ -103,7 +103,7 @@ def compare(
     """
     from ..analysis import critical_path, lower_bound
     from ..costs import CostModel
-    from ..simulator import simulate
+    from .. import simulate  # (the adaptive scheduler's own decisions: taskflow.runtime.simulated)
 
     if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
         raise UsageError(f"repeat must be an integer >= 1, got {repeat!r}")

@@ -435,9 +435,8 @@ def test_a_run_s_state_and_the_adaptive_phase_change_only_through_their_one_meth
     """A run's state changes only in ``TaskflowPlugin.move`` (and its construction), an adaptive
     phase only in ``AdaptiveState.move`` (and its construction): no module of the runtime assigns
     either anywhere else."""
-    scheduler_side = ROOT / "taskflow" / "runtime" / "scheduler"
     stray = []
-    for path in sorted(scheduler_side.glob("*.py")):
+    for path in sorted((ROOT / "taskflow" / "runtime").rglob("*.py")):
         for fn, attr, line in _assigned_attributes(path, {"state", "phase"}):
             allowed = (attr == "state" and (fn, path.name) in {("move", "plugin.py"), ("__init__", "runs.py")}) or (
                 attr == "phase"

@@ -367,7 +367,7 @@ def _parse_at(spec: str, option: str):
 def simulate(args) -> int:
     import schedulers
 
-    from ...simulator import simulate as run_simulation
+    from ... import simulate as run_simulation  # (adaptive: its own decisions, taskflow.runtime.simulated)
 
     check_outputs(
         [("--output", args.output), ("--chrome-trace", args.chrome_trace), ("--plot", args.plot)],

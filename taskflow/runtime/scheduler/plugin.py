@@ -55,7 +55,7 @@ from ...errors import TaskflowError
 from ...graph import TaskGraph
 from ...scheduling import DASK, SUBSET, get_scheduler, require_runnable
 from .adaptation import Adaptation
-from .adaptive_state import LISTENING
+from ..adaptive_state import LISTENING
 from ..measured import last_compute, relative_speeds, speeds_on
 from .patching import keep_planned_replicas, move_queued, prefetch, restrict, send_planned_in_order
 from .reading import blamed_key, compared, cpu_shares, dask_state, estimated_graph, observe, received_rates, warm

@@ -28,7 +28,7 @@ import time
 from ...cluster import Cluster
 from ...errors import TaskflowError
 from ...graph import TaskGraph
-from .adaptive_state import AdaptiveState
+from ..adaptive_state import AdaptiveState
 
 __all__ = [
     "GraphRun",
@@ -49,18 +49,7 @@ __all__ = [
     "FINISHED_KEY",
     "AGAIN",
     "LIVE",
-    "EARLY",
-    "PROGRESS_POINTS",
-    "progress_curve",
-    "behind",
-    "race_own_plan",
 ]
-
-#: the fraction of a try's tasks that must have finished before its progress is raced against the
-#: choice measured shortest (the first tasks of a run are a poor guide to its length)
-EARLY = 0.2
-#: points of a run's progress curve: when each twentieth of its tasks had finished
-PROGRESS_POINTS = 20
 
 
 class RunState(str, enum.Enum):
@@ -196,7 +185,7 @@ class GraphRun:
         # when each of its keys finished (monotonic seconds, in the order they did), for its progress
         # curve (:func:`progress_curve`)
         self.finished_at: list = []
-        #: the adaptive scheduler's state of it (:mod:`.adaptive_state`): phase, decisions, what they used
+        #: the adaptive scheduler's state of it (:mod:`..adaptive_state`): phase, decisions, what they used
         self.adapt = AdaptiveState()
 
     def __repr__(self) -> str:
@@ -266,81 +255,6 @@ class GraphRun:
         # ``released`` after ``memory``: its consumers have what they need; Dask forgets it
         # only with them, so it stays done
         return False
-
-
-def progress_curve(r, points: int = PROGRESS_POINTS) -> list:
-    """When (seconds since ``r`` began) each ``1 / points`` of its keys had finished: the ``i``-th
-    of ``points`` values is when ``ceil((i + 1) * n / points)`` of its ``n`` keys had (keys found
-    finished when its tasks arrived count as at its start).
-
-    Parameters
-    ----------
-    r : GraphRun
-    points : int
-    """
-    times = sorted(t - r.started for t in r.finished_at)
-    return _curve(times, max(0, len(r.done) - len(times)), len(r.graph), points)
-
-
-def _curve(times: list, early: int, n: int, points: int) -> list:
-    """When each ``1 / points`` of ``n`` keys had finished, ``early`` of them at 0 and the others
-    at ``times`` (sorted)."""
-    out = []
-    for i in range(points):
-        k = math.ceil((i + 1) * max(1, n) / points) - early  # the k-th timed finish reaches that share
-        t = times[min(k, len(times)) - 1] if k > 0 and times else 0.0
-        out.append(max(0.0, t))
-    return out
-
-
-def race_own_plan(r, plan, since: float, best: float) -> None:
-    """``r`` tries ``plan`` (of its unfinished keys, made ``since`` seconds after it began) against
-    a choice measured at ``best`` seconds: it races the plan's own timeline (:attr:`AdaptiveState.reference`:
-    when each share of its keys finishes in the plan), at the pace that ends the plan at ``best``
-    (:attr:`AdaptiveState.pace`). A plan finishes keys in an order of its own (HEFT's upward rank, no slow
-    worker's tail at the end), so Dask's own progress curve is no yardstick for it: a plan of a
-    merge on a quarter-core worker finished each share up to 2.3x later than Dask's own runs, and
-    ended 20% sooner. Against its own timeline, how far behind it runs projects its makespan: it
-    is given up once that projection is ``WATCH`` longer than ``best``.
-
-    Parameters
-    ----------
-    r : GraphRun
-    plan : Schedule
-    since : float
-    best : float
-    """
-    times = sorted(since + float(f) for f in plan.finish)
-    r.adapt.reference = _curve(times, max(0, len(r.graph) - len(times)), len(r.graph), PROGRESS_POINTS)
-    r.adapt.pace = best / max(1e-9, since + float(plan.makespan))
-
-
-def behind(r, elapsed: float) -> float:
-    """How much longer ``r``, trying a choice, took to finish the share of its keys it has
-    finished than the choice it races took for the same share (its :attr:`AdaptiveState.reference`
-    progress curve: the median of that choice's measured runs, or a plan's own timeline,
-    :func:`race_own_plan`): ``elapsed`` over the reference's
-    time at that share, interpolated, and over the pace the try is expected to keep against it
-    (:attr:`AdaptiveState.pace`: a hold on workers of a third of the cluster's speed starts three times
-    slower than the whole cluster, whatever it saves at the end); 0 before :data:`EARLY` of its
-    keys finished, or with no reference.
-
-    Parameters
-    ----------
-    r : GraphRun
-    elapsed : float
-        Seconds since it began.
-    """
-    ref = r.adapt.reference
-    share = len(r.done) / max(1, len(r.graph))
-    if not ref or share < EARLY:
-        return 0.0
-    x = min(share, 1.0) * len(ref)  # ref[i] is at share (i + 1) / len(ref); share 0 at time 0
-    i = min(int(x), len(ref))
-    lo = ref[i - 1] if i > 0 else 0.0
-    hi = ref[i] if i < len(ref) else ref[-1]
-    at = lo + (hi - lo) * (x - i)
-    return elapsed / (at * r.adapt.pace) if at > 0 else 0.0
 
 
 def signature(graph, tasks) -> tuple:

@@ -14,9 +14,9 @@ import taskflow
 from taskflow import Cluster, TaskflowError, TaskGraph, Worker, get_scheduler
 from taskflow.runtime.predict import DASK, PLAN, SUBSET, choose, predict_dask, uneven
 from taskflow.scheduling import AdaptiveOptions
-from taskflow.runtime.scheduler.adaptive_state import AdaptiveState, Phase
-from taskflow.runtime.scheduler.outcomes import Outcomes
-from taskflow.runtime.scheduler.runs import behind
+from taskflow.runtime.adaptive_state import AdaptiveState, Phase
+from taskflow.runtime.outcomes import Outcomes
+from taskflow.runtime.outcomes import behind
 from workflows.scientific import random_layered
 from tests.conftest import NO_HTTP
 
@@ -786,15 +786,15 @@ def test_a_link_once_narrow_for_a_kind_of_work_stays_narrow_for_it():
     scheduler = get_scheduler("adaptive")
     first = GraphRun("r1", pair(0.01), scheduler, None, "c1", owned=True)
     first.adapt.signature = (frozenset({"work"}), 1)
-    assert p.adaptation._narrow_rate(first, links, first.graph) == pytest.approx(20e6) and p.adaptation.narrow_seen
+    assert p.adaptation.core.narrow_rate(first, links, first.graph) == pytest.approx(20e6) and p.adaptation.narrow_seen
     later = GraphRun("r2", pair(0.02), scheduler, None, "c1", owned=True)
     later.adapt.signature = first.adapt.signature
-    assert p.adaptation._narrow_rate(later, links, later.graph) == pytest.approx(20e6)
-    assert narrow_pairs(links, p.adaptation._narrow_rate(later, links, later.graph)) == {("a", "b"), ("b", "a")}
+    assert p.adaptation.core.narrow_rate(later, links, later.graph) == pytest.approx(20e6)
+    assert narrow_pairs(links, p.adaptation.core.narrow_rate(later, links, later.graph)) == {("a", "b"), ("b", "a")}
     other = GraphRun("r3", pair(0.02), scheduler, None, "c1", owned=True)
     other.adapt.signature = (frozenset({"else"}), 1)
-    assert p.adaptation._narrow_rate(other, links, other.graph) == pytest.approx(10e6)
-    assert not narrow_pairs(links, p.adaptation._narrow_rate(other, links, other.graph))
+    assert p.adaptation.core.narrow_rate(other, links, other.graph) == pytest.approx(10e6)
+    assert not narrow_pairs(links, p.adaptation.core.narrow_rate(other, links, other.graph))
 
 
 def test_mid_run_a_hold_in_place_is_weighed_though_no_link_looks_narrow_now(monkeypatch):
@@ -804,6 +804,7 @@ def test_mid_run_a_hold_in_place_is_weighed_though_no_link_looks_narrow_now(monk
     from types import SimpleNamespace
 
     import taskflow.runtime.scheduler.adaptation as adaptation
+    import taskflow.runtime.decide as decide
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
     from taskflow.runtime.predict import SUBSET
     from taskflow.runtime.scheduler.runs import GraphRun
@@ -820,7 +821,7 @@ def test_mid_run_a_hold_in_place_is_weighed_though_no_link_looks_narrow_now(monk
         seen.update(choices=choices, candidates=candidates)
         return (SUBSET, 1.0, 1.2, candidates[0]) if candidates else ("dask", 1.0, 1.0, None)
 
-    monkeypatch.setattr(adaptation, "choose", choose)
+    monkeypatch.setattr(decide, "choose", choose)
     monkeypatch.setattr(adaptation, "dask_state", lambda *a, **k: None)
     r = GraphRun("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
     r.adapt.guarded, r.adapt.decision, r.adapt.held = 1, SUBSET, ("tcp://10.0.0.1:1",)
@@ -969,7 +970,7 @@ def test_a_try_falling_behind_the_progress_of_the_choice_measured_shortest_is_gi
     has finished 2 of its 10 tasks at 1 s (the reference had at 0.4 s: 2.5x behind) is given up
     long before its 2.5 s watch, and the plan is measured as long as it would run at that pace
     (2.5 x 2 s), not as the 1 s it ran. Before a fifth of its tasks finished it is not raced."""
-    from taskflow.runtime.scheduler.adaptation import behind, progress_curve
+    from taskflow.runtime.outcomes import behind, progress_curve
     from taskflow.runtime.scheduler.runs import RUNNING, GraphRun
 
     g, cluster, scheduler, p = _wide_plugin(10)
@@ -1267,7 +1268,7 @@ def test_rates_learned_between_workers_of_one_host_are_never_a_narrow_link():
 
 
 def test_a_run_left_to_dask_at_once_is_predicted_by_what_its_earlier_runs_measured_shortest():
-    from taskflow.runtime.scheduler.outcomes import shortest_measured
+    from taskflow.runtime.outcomes import shortest_measured
 
     assert shortest_measured({}) is None and shortest_measured({"plan": [], "dask": []}) is None
     assert shortest_measured({"plan": [1.0, 3.0], "dask": [1.5], "subset": [0.5, 0.6, 0.9]}) == ("subset", 0.6)
@@ -1591,7 +1592,7 @@ def test_a_worker_never_measured_keeps_its_declared_speed_beside_the_measured_on
     the same scale (they agree: no re-decision)."""
     from types import SimpleNamespace
 
-    from taskflow.runtime.scheduler.outcomes import drifted
+    from taskflow.runtime.outcomes import drifted
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
     from taskflow.runtime.scheduler.runs import GraphRun
 
@@ -1677,7 +1678,7 @@ def test_a_try_of_a_hold_races_the_whole_cluster_at_the_pace_of_the_workers_it_k
     worker, and wins only at the end (no wave waits for the slow worker). Its race allows for
     that pace: 1.4x behind the reference at a fifth of its tasks is 1.12x at that pace (kept);
     1.7x is 1.36x (given up). A try of Dask's own against a hold races at its own pace."""
-    from taskflow.runtime.scheduler.adaptation import behind
+    from taskflow.runtime.outcomes import behind
     from taskflow.runtime.scheduler.runs import RUNNING, GraphRun
 
     g, cluster, scheduler, p = _wide_plugin(10)
@@ -1819,7 +1820,7 @@ def test_the_adaptive_phase_moves_only_by_its_table():
     """A run's phase with the adaptive scheduler: undecided, then learning (the guard's predictions,
     or left to Dask), trying (watched), given up, fixed; a move the table lacks is refused, and a
     try given up hands over its fallback once."""
-    from taskflow.runtime.scheduler.adaptive_state import PHASE_MOVES
+    from taskflow.runtime.adaptive_state import PHASE_MOVES
 
     assert set(PHASE_MOVES) == set(Phase) and PHASE_MOVES[Phase.FIXED] == frozenset()
     state = AdaptiveState()

@@ -81,6 +81,10 @@ class AdaptiveState:
         the cluster: the part's share of its speed).
     signature : tuple or None
         What makes runs of the same work alike (task prefixes, size).
+    first : tuple or None
+        What its first decision read: ``(graph, cluster, Dask's state or None, the measured runs
+        of the same work then or None)``, so that the simulator can replay the decision
+        (:func:`taskflow.runtime.simulated.simulate_adaptive`).
     """
 
     __slots__ = (
@@ -100,6 +104,7 @@ class AdaptiveState:
         "reference",
         "pace",
         "signature",
+        "first",
     )
 
     def __init__(self):
@@ -119,6 +124,7 @@ class AdaptiveState:
         self.reference: list = []
         self.pace = 1.0
         self.signature = None
+        self.first: tuple | None = None
 
     def __repr__(self) -> str:
         return f"<AdaptiveState {self.phase.value}, decision {self._decision!r}>"
