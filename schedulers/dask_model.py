@@ -59,7 +59,8 @@ Options (all optional; durations in the simulation's seconds): ``durations`` ({p
 :func:`taskflow.runtime.predict.dask_priorities` computes Dask's own from the real keys),
 ``pinned`` ({task id: worker id}: a task whose output already sits on that worker, mid-run; it runs
 there, and what it takes is not a duration Dask learns), ``within`` (worker ids every task not
-pinned is restricted to: Dask held to a subset of the workers).
+pinned is restricted to: Dask held to a subset of the workers; once every one of them is lost the
+hold is lifted, as the taskflow plugin lifts it, and the tasks go to Dask's own on every worker).
 """
 
 from __future__ import annotations
@@ -165,10 +166,12 @@ class DaskModel(DynamicScheduler):
         index = {t: j for j, t in enumerate(g.ids)}
         self.given = {index[t] for t in (o.get("pinned") or {}) if t in index}
         within = {ids.index(w) for w in o["within"] if w in ids} if o.get("within") is not None else None
+        self.within, self.unheld = within, {}  # the hold, and each held task's rights before it
         for i in range(n):
             if i in self.given:
                 self.valid[i], self.restricted[i] = {ids.index(o["pinned"][g.ids[i]])}, True
             elif within is not None and self.valid[i] & within:
+                self.unheld[i] = self.valid[i], self.restricted[i]
                 self.valid[i], self.restricted[i] = self.valid[i] & within, True
         pos = o.get("priorities")  # dask.order's positions (the runtime computes Dask's own)
         self.prio = [pos[t] for t in g.ids] if pos else list(range(n))
@@ -353,6 +356,11 @@ class DaskModel(DynamicScheduler):
         self.alive[worker] = False
         for i in list(self.processing[worker]):
             self._remove(i, worker)
+        if self.within and not any(self.alive[w] for w in self.within):  # the hold lost its last worker:
+            for i, (valid, restricted) in self.unheld.items():  # its tasks go back to Dask's own on every worker
+                self.valid[i], self.restricted[i] = valid, restricted
+            self.within, self.unheld = None, {}
+            tasks = [i for i in range(len(self.valid)) if self.where[i] < 0 and i not in self.inq]
         return self._assign([i for i in tasks if view.is_ready(i)], view)
 
     def on_tick(self, view):

@@ -388,7 +388,11 @@ def choose(
                 predict_dask(placed, cluster, state, draws=1, pinned=pinned, within=ids, priorities=order)
                 if pinned
                 else predict_dask(
-                    graph, cluster.subset(ids), state, draws=1, priorities=order if placed is graph else None
+                    graph.restrict_costs(ids),
+                    cluster.subset(ids),
+                    state,
+                    draws=1,
+                    priorities=order if placed is graph else None,
                 )
             )
             if SUBSET not in preds or few < preds[SUBSET]:

@@ -47,7 +47,8 @@ def simulate_adaptive(
         and its size to within a factor of two, as Dask's task prefixes make it in the plugin).
     **options
         What :func:`taskflow.simulator.simulate` takes (``network`` default ``"maxmin"``, the
-        network a decision predicts with; ``seed``, ``noise``, ``fail``, ...).
+        network a decision predicts with; ``seed``, ``noise``, ``fail``, ...); ``scheduler_options``
+        go to the scheduler that carries the decision out (``dask-model``, or the plan's).
 
     Returns
     -------
@@ -77,11 +78,12 @@ def simulate_adaptive(
         trace = simulate(graph, cluster, sched, plan=plan, plan_order="ready", **options)
     else:
         held = decision.held if decision.choice == SUBSET else None
+        given = dict(options.pop("scheduler_options", None) or {})
         trace = simulate(
             graph,
             cluster,
             "dask-model",
-            scheduler_options={"priorities": dask_priorities(graph), "within": held},
+            scheduler_options={"priorities": dask_priorities(graph), **given, "within": held},
             **options,
         )
     r.started, r.finished_at = 0.0, sorted(float(run.finish) for run in trace.runs)

@@ -473,104 +473,98 @@ def test_a_first_run_is_held_off_a_worker_whose_cgroup_allows_it_a_quarter_core(
 
 def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
     """The choice among plan, Dask's own and Dask's own on the fastest workers, on runs of one
-    kind of work (a plugin without Dask: only its bookkeeping is exercised)."""
-    from types import SimpleNamespace
+    kind of work (the decision core alone: no Dask, no clock)."""
+    from taskflow.runtime.decide import AdaptiveCore, RunRecord
 
-    from taskflow.runtime.scheduler.plugin import TaskflowPlugin
-
-    p = TaskflowPlugin()
+    core = AdaptiveCore()
     scheduler = get_scheduler("adaptive")
 
     def run(sig, decision, secs, guarded=1):
+        """A run of the work ``sig`` that took ``decision`` and finished its last key at ``secs``."""
         state = AdaptiveState()
         state.signature, state.decision, state.guarded = sig, decision, guarded
-        return SimpleNamespace(
-            learned=True,
-            scheduler=scheduler,
-            started=time.monotonic() - secs,
-            adapt=state,
-            graph=(),
-            done=set(),
-            finished_at=[],
-        )
+        return RunRecord((), scheduler, adapt=state, finished_at=[secs] if secs else [])
+
+    def keep(r):
+        core.record(r, max(r.finished_at, default=0.0))
 
     sig = (frozenset({"a"}), 5)
-    p.adaptation.record(run(sig, "plan", 1.0))  # the first run of its kind learns: not kept
-    assert p.adaptation.outcomes[sig] == Outcomes()
+    keep(run(sig, "plan", 1.0))  # the first run of its kind learns: not kept
+    assert core.outcomes[sig] == Outcomes()
     r = run(sig, None, 0)
     assert (
-        p.adaptation._measured_choice(r) is None and r.adapt.phase is Phase.FIXED
+        core.measured_choice(r) is None and r.adapt.phase is Phase.FIXED
     )  # the guard decides, once, and is not re-decided
-    p.adaptation.record(run(sig, "plan", 2.0))
+    keep(run(sig, "plan", 2.0))
     r = run(sig, None, 0)
-    assert p.adaptation._measured_choice(r) == ("dask", None)  # nothing predicted: each other choice, once
+    assert core.measured_choice(r) == ("dask", None)  # nothing predicted: each other choice, once
     assert r.adapt.fallback == "plan" and r.adapt.watch == pytest.approx(
         1.25 * 2.0, abs=0.01
     )  # given up at 1.25x the best so far
-    p.adaptation.record(run(sig, "dask", 1.5))
-    p.adaptation.record(run(sig, "dask", 9.0, guarded=2))  # changed its mind on the way: not kept
-    p.adaptation.record(run(sig, "dask", 1.6, guarded=0))  # left to Dask at once, never guarded: kept
+    keep(run(sig, "dask", 1.5))
+    keep(run(sig, "dask", 9.0, guarded=2))  # changed its mind on the way: not kept
+    keep(run(sig, "dask", 1.6, guarded=0))  # left to Dask at once, never guarded: kept
     # two choices only (workers alike: no subset): the shorter of the two
-    choice, predicted = p.adaptation._measured_choice(run(sig, None, 0), ("plan", "dask"))
+    choice, predicted = core.measured_choice(run(sig, None, 0), ("plan", "dask"))
     assert choice == "dask" and predicted == pytest.approx(1.55, abs=0.05)
-    assert p.adaptation._measured_choice(run(sig, None, 0)) == ("subset", None)  # with a slow worker: tried once
-    p.adaptation.record(run(sig, "subset", 1.2))
+    assert core.measured_choice(run(sig, None, 0)) == ("subset", None)  # with a slow worker: tried once
+    keep(run(sig, "subset", 1.2))
     r = run(sig, None, 0)
-    choice, predicted = p.adaptation._measured_choice(r)
+    choice, predicted = core.measured_choice(r)
     assert choice == "subset" and predicted == pytest.approx(1.2, abs=0.05) and not r.adapt.watch
     for _ in range(3):
-        p.adaptation.record(run(sig, "plan", 1.0))
-    choice, predicted = p.adaptation._measured_choice(run(sig, None, 0))
+        keep(run(sig, "plan", 1.0))
+    choice, predicted = core.measured_choice(run(sig, None, 0))
     assert choice == "plan" and predicted == pytest.approx(1.0, abs=0.05)  # median of 2.0, 1.0, 1.0, 1.0
     # another kind of work: the guard's predictions rule out a choice as far as they proved right
     other = (frozenset({"b"}), 5)
-    p.adaptation.record(run(other, "plan", 1.0))  # learns
+    keep(run(other, "plan", 1.0))  # learns
     guarded = run(other, "plan", 1.35)
     guarded.adapt.predictions = {"dask": 3.0, "plan": 1.0, "subset": 1.1}
-    p.adaptation.record(guarded)
+    keep(guarded)
     # plan measured 35% over its prediction: the band is 1.7x the best predicted; subset in it, dask not
-    assert p.adaptation._measured_choice(run(other, None, 0)) == ("subset", 1.1)
-    p.adaptation.record(run(other, "subset", 1.6))  # 45% over: the band grows to 1.9x, dask still out of it
-    choice, predicted = p.adaptation._measured_choice(run(other, None, 0))
+    assert core.measured_choice(run(other, None, 0)) == ("subset", 1.1)
+    keep(run(other, "subset", 1.6))  # 45% over: the band grows to 1.9x, dask still out of it
+    choice, predicted = core.measured_choice(run(other, None, 0))
     assert choice == "plan" and predicted == pytest.approx(1.35, abs=0.01)
     # plan measured 3x its prediction: the band is 5x the best predicted, dask (4.4x) in it; Dask's own,
     # measured once within 15% of the shortest, is measured once more before it is dismissed, and kept
     # unless beaten by 5%
     third = (frozenset({"c"}), 5)
-    p.adaptation.record(run(third, "plan", 1.0))
+    keep(run(third, "plan", 1.0))
     guarded = run(third, "plan", 1.35)
     guarded.adapt.predictions = {"dask": 2.0, "plan": 0.45}
-    p.adaptation.record(guarded)
-    assert p.adaptation._measured_choice(run(third, None, 0)) == ("dask", 2.0)
-    p.adaptation.record(run(third, "dask", 1.5))
+    keep(guarded)
+    assert core.measured_choice(run(third, None, 0)) == ("dask", 2.0)
+    keep(run(third, "dask", 1.5))
     r = run(third, None, 0)
-    choice, predicted = p.adaptation._measured_choice(r)
+    choice, predicted = core.measured_choice(r)
     assert choice == "dask" and predicted == pytest.approx(1.5, abs=0.01)
     # measured again, watched like a try: a second run of a plan once took 2x its first unwatched
     assert r.adapt.fallback == "plan" and r.adapt.watch == pytest.approx(1.25 * 1.35, abs=0.01)
-    p.adaptation.record(run(third, "dask", 1.3))
-    choice, predicted = p.adaptation._measured_choice(run(third, None, 0))
+    keep(run(third, "dask", 1.3))
+    choice, predicted = core.measured_choice(run(third, None, 0))
     assert choice == "dask" and predicted == pytest.approx(1.4, abs=0.01)  # plan's 1.35 is not 5% under it
-    p.adaptation.record(run(third, "plan", 1.0))
-    choice, predicted = p.adaptation._measured_choice(run(third, None, 0))
+    keep(run(third, "plan", 1.0))
+    choice, predicted = core.measured_choice(run(third, None, 0))
     assert choice == "plan" and predicted == pytest.approx(1.175, abs=0.01)
     # runs of the same work that differ by 26% among themselves: a choice measured once 22% over
     # the shortest (outside 15%, inside that noise) is measured once more before it is dismissed
     noisy = (frozenset({"d"}), 5)
-    p.adaptation.record(run(noisy, "dask", 1.0))  # learns
+    keep(run(noisy, "dask", 1.0))  # learns
     for secs in (1.0, 1.3):
-        p.adaptation.record(run(noisy, "dask", secs))
-    p.adaptation.record(run(noisy, "subset", 1.4))  # 22% over Dask's own median of 1.15
-    choice, predicted = p.adaptation._measured_choice(run(noisy, None, 0), ("dask", "subset"))
+        keep(run(noisy, "dask", secs))
+    keep(run(noisy, "subset", 1.4))  # 22% over Dask's own median of 1.15
+    choice, predicted = core.measured_choice(run(noisy, None, 0), ("dask", "subset"))
     assert choice == "subset" and predicted == pytest.approx(1.4, abs=0.01)
-    p.adaptation.record(run(noisy, "subset", 1.5))
-    assert p.adaptation._measured_choice(run(noisy, None, 0), ("dask", "subset"))[0] == "dask"
+    keep(run(noisy, "subset", 1.5))
+    assert core.measured_choice(run(noisy, None, 0), ("dask", "subset"))[0] == "dask"
     steady = (frozenset({"e"}), 5)  # runs alike, but for one far off: the same 22% dismisses it at once
-    p.adaptation.record(run(steady, "dask", 1.0))
+    keep(run(steady, "dask", 1.0))
     for secs in (1.15, 1.15, 2.3):
-        p.adaptation.record(run(steady, "dask", secs))
-    p.adaptation.record(run(steady, "subset", 1.4))
-    assert p.adaptation._measured_choice(run(steady, None, 0), ("dask", "subset"))[0] == "dask"
+        keep(run(steady, "dask", secs))
+    keep(run(steady, "subset", 1.4))
+    assert core.measured_choice(run(steady, None, 0), ("dask", "subset"))[0] == "dask"
 
 
 def _task(key, prefix, nbytes=-1, deps=()):
@@ -770,9 +764,8 @@ def test_a_link_once_narrow_for_a_kind_of_work_stays_narrow_for_it():
     link narrow for one run's graph (12 MB/s against 20 MB/s) stays narrow for the next run's
     graph of the same work whose costs make it narrow only below 10 MB/s; another kind of work is
     weighed by its own graph."""
-    from taskflow.runtime.scheduler.plugin import TaskflowPlugin
+    from taskflow.runtime.decide import AdaptiveCore, RunRecord
     from taskflow.runtime.predict import narrow_pairs
-    from taskflow.runtime.scheduler.runs import GraphRun
 
     def pair(cost):
         g = TaskGraph("pair")
@@ -782,19 +775,19 @@ def test_a_link_once_narrow_for_a_kind_of_work_stays_narrow_for_it():
         return g
 
     links = Cluster([Worker("a"), Worker("b")], bandwidth=1e9, bandwidths={"a": {"b": 12e6}, "b": {"a": 12e6}})
-    p = TaskflowPlugin()
+    core = AdaptiveCore()
     scheduler = get_scheduler("adaptive")
-    first = GraphRun("r1", pair(0.01), scheduler, None, "c1", owned=True)
+    first = RunRecord(pair(0.01), scheduler)
     first.adapt.signature = (frozenset({"work"}), 1)
-    assert p.adaptation.core.narrow_rate(first, links, first.graph) == pytest.approx(20e6) and p.adaptation.narrow_seen
-    later = GraphRun("r2", pair(0.02), scheduler, None, "c1", owned=True)
+    assert core.narrow_rate(first, links, first.graph) == pytest.approx(20e6) and core.narrow_seen
+    later = RunRecord(pair(0.02), scheduler)
     later.adapt.signature = first.adapt.signature
-    assert p.adaptation.core.narrow_rate(later, links, later.graph) == pytest.approx(20e6)
-    assert narrow_pairs(links, p.adaptation.core.narrow_rate(later, links, later.graph)) == {("a", "b"), ("b", "a")}
-    other = GraphRun("r3", pair(0.02), scheduler, None, "c1", owned=True)
+    assert core.narrow_rate(later, links, later.graph) == pytest.approx(20e6)
+    assert narrow_pairs(links, core.narrow_rate(later, links, later.graph)) == {("a", "b"), ("b", "a")}
+    other = RunRecord(pair(0.02), scheduler)
     other.adapt.signature = (frozenset({"else"}), 1)
-    assert p.adaptation.core.narrow_rate(other, links, other.graph) == pytest.approx(10e6)
-    assert not narrow_pairs(links, p.adaptation.core.narrow_rate(other, links, other.graph))
+    assert core.narrow_rate(other, links, other.graph) == pytest.approx(10e6)
+    assert not narrow_pairs(links, core.narrow_rate(other, links, other.graph))
 
 
 def test_mid_run_a_hold_in_place_is_weighed_though_no_link_looks_narrow_now(monkeypatch):

@@ -139,3 +139,13 @@ def test_the_core_needs_no_dask_scheduler(speeds):
         d = core.decide(r, g, cluster, lambda: None, GraphFacts({k: k.split("-")[0] for k in keys}))
         assert d.choice == SUBSET and d.held == ["w0"] and r.adapt.estimates == {"part": 1.0, "total": 1.0}
         assert set(r.adapt.predictions) == {DASK, SUBSET}  # a first run: the plan not predicted
+
+
+def test_a_simulated_hold_that_loses_its_last_worker_is_lifted_as_the_plugin_lifts_it():
+    """Held to the fast worker, which fails mid-run: as in Dask (the plugin's ``lost_worker``), the
+    run goes on under Dask's own scheduling on the workers left, and every task finishes."""
+    g, cluster = fan_in(), Cluster.heterogeneous([8.0, 1.0, 1.0])
+    trace, d = simulate_adaptive(g, cluster, fail={"w0": 0.5})
+    assert d.choice == SUBSET and d.held == ["w0"]
+    assert not trace.problems(g, cluster) and {r.task for r in trace.runs} == set(g.ids)
+    assert {r.worker for r in trace.runs if r.start > 0.5} <= {"w1", "w2"} and trace.lost
