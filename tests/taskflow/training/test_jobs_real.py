@@ -145,21 +145,6 @@ def test_the_profile_predicts_durations_and_slowdowns_for_the_simulator(four, di
     assert sim.violations() == [] and sim.metrics()["jobs"] == 2
 
 
-def test_with_repeats_the_kinds_are_measured_again_after_each_round_and_fed_as_their_median(four, digits):
-    from taskflow.app.jobs_real import run_real_jobs
-
-    one = [Job("p", 0.0, 1, 1.0, model="mlp", iterations=8)]
-    runs, sim, prof = run_real_jobs(JobTrace(one), ["fifo"], MODELS, digits, four, repeat=2, timeout=300)
-    kind = ("mlp", 1, 32)
-    assert len(prof.passes) == 3  # the first profile, then one pass after each of the two rounds
-    epochs = sorted(p[kind][1] for p in prof.passes)
-    assert prof.epoch[kind] == epochs[1] and all(e > 0 for e in epochs)
-    assert prof.to_dict()["kinds"][0]["epochs"] == [p[kind][1] for p in prof.passes]
-    # the simulator was fed the median: the job's two epochs and its start
-    assert sim[0].records[0].jct == pytest.approx(prof.start[kind] + 2 * prof.epoch[kind])
-    assert runs[0].records[0].finish is not None and sim[0].violations() == []
-
-
 def test_taskflow_jobs_run_runs_a_trace_and_predicts_it(tmp_path, capsys, digits):
     import json
 
@@ -213,7 +198,11 @@ def test_taskflow_jobs_run_runs_a_trace_and_predicts_it(tmp_path, capsys, digits
     assert "c.json" in capsys.readouterr().err  # a cluster file that is not there, named
 
 
-def test_taskflow_jobs_run_repeats_each_scheduler_in_turned_orders(tmp_path, capsys, digits):
+def test_taskflow_jobs_run_repeats_each_scheduler_in_turned_orders_and_measures_the_kinds_beside(
+    tmp_path, capsys, digits
+):
+    """Each round turns the schedulers' order by one; after each round the kinds of job are measured
+    alone again, and the simulator is fed each kind's median over the passes."""
     import json
 
     from taskflow.app.cli import main
@@ -243,7 +232,6 @@ def test_taskflow_jobs_run_repeats_each_scheduler_in_turned_orders(tmp_path, cap
                 "fifo,sjf",
                 "--repeat",
                 "2",
-                "--no-predict",
                 "-o",
                 str(out),
                 "-q",
@@ -253,9 +241,14 @@ def test_taskflow_jobs_run_repeats_each_scheduler_in_turned_orders(tmp_path, cap
         )
         == 0
     )
-    runs = json.loads(out.read_text())["runs"]
+    doc = json.loads(out.read_text())
+    runs = doc["runs"]
     assert [r["scheduler"] for r in runs] == ["fifo", "sjf", "sjf", "fifo"]  # the second round turned by one
     assert all(r["metrics"]["jobs"] == 1 for r in runs)
+    (kind,) = doc["profile"]["kinds"]  # the first profile, then a pass after each round: the median fed
+    assert len(kind["epochs"]) == 3 and kind["epoch"] == sorted(kind["epochs"])[1]
+    (job,) = doc["simulated"][0]["jobs"]
+    assert job["jct"] == pytest.approx(kind["start"] + kind["epoch"])  # its one epoch of 4 iterations
 
 
 RACKS = {"0": "r0", "1": "r0", "2": "r1", "3": "r1"}
