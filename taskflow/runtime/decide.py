@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from typing import Callable
 
 from .predict import CHOICES, DASK, PLAN, SUBSET, across_hosts, choose, narrow_pairs, narrow_rate, subsets
-from .adaptive_state import AdaptiveState, Phase
-from .outcomes import Outcomes, progress_curve, race_own_plan, spread_of
+from .adaptive_events import Decision, GraphFacts, RunRecord, TaskDone
+from .adaptive_state import Phase
+from .outcomes import Outcomes, behind, drifted, progress_curve, race_own_plan, spread_of
 
-__all__ = ["AdaptiveCore", "GraphFacts", "Decision", "RunRecord", "KEEP_OUTCOMES", "CLOSE", "WATCH"]
+__all__ = ["AdaptiveCore", "GraphFacts", "TaskDone", "Decision", "RunRecord", "KEEP_OUTCOMES", "CLOSE", "WATCH"]
 
 #: measured runs kept per kind of work and choice (the latest), and kinds of work kept
 KEEP_OUTCOMES = (5, 256)
@@ -30,91 +30,6 @@ KEEP_OUTCOMES = (5, 256)
 CLOSE = 0.15
 #: how much longer (a fraction) than the shortest measured so far a run trying a choice may run before it is given up
 WATCH = 0.25
-
-
-@dataclasses.dataclass(frozen=True)
-class GraphFacts:
-    """What a decision on a run reads of where the run stands, as its driver sees it.
-
-    Attributes
-    ----------
-    prefixes : dict
-        Task id -> its kind (Dask's task prefix): the estimates a decision used are kept per kind.
-    p2p : bool
-        The graph holds tasks of Dask's peer-to-peer shuffles (no plan for them).
-    one_host : bool
-        Every worker is on one host and the run declares no rates or racks: no link is narrow.
-    inputs : dict or None
-        Mid-run on several hosts: the outputs of tasks already run that the graph reads, where
-        they sit (:func:`taskflow.runtime.predict.with_inputs`).
-    state : callable, optional
-        Returns what Dask's scheduler knows before the graph (:func:`.scheduler.reading.dask_state`),
-        read only where a prediction of Dask's own scheduling needs it (None: Dask's defaults).
-    elapsed : float
-        Seconds since the run began (a try of a plan races the plan's own timeline from there).
-    """
-
-    prefixes: dict
-    p2p: bool = False
-    one_host: bool = False
-    inputs: dict | None = None
-    state: Callable | None = None
-    elapsed: float = 0.0
-
-
-@dataclasses.dataclass
-class RunRecord:
-    """What the core reads and writes of a run (the Dask plugin's
-    :class:`~taskflow.runtime.scheduler.runs.GraphRun` is one too; the simulator makes these).
-
-    Attributes
-    ----------
-    graph : TaskGraph
-        The run's whole graph.
-    scheduler : Adaptive
-        Its options in ``scheduler.adaptive``.
-    cluster : Cluster or None
-        The declared cluster.
-    adapt : AdaptiveState
-    predicted : float or None
-    started : float
-        When it began (the driver's seconds).
-    finished_at : list of float
-        When each of its keys finished.
-    done : set
-        Its keys finished.
-    """
-
-    graph: object
-    scheduler: object
-    cluster: object = None
-    adapt: AdaptiveState = dataclasses.field(default_factory=AdaptiveState)
-    predicted: float | None = None
-    started: float = 0.0
-    finished_at: list = dataclasses.field(default_factory=list)
-    done: set = dataclasses.field(default_factory=set)
-
-
-@dataclasses.dataclass(frozen=True)
-class Decision:
-    """What runs the unfinished part of a run.
-
-    Attributes
-    ----------
-    choice : str
-        One of :data:`~taskflow.scheduling.CHOICES`.
-    predicted : float
-        The predicted makespan of what runs (nan where nothing was simulated).
-    held : list or None
-        :data:`SUBSET`: the ids of the workers Dask's own scheduling is held to.
-    plan : Schedule, callable or None
-        :data:`PLAN`: the plan, or what makes it where the decision did not need it made.
-    """
-
-    choice: str
-    predicted: float
-    held: list | None = None
-    plan: object = None
 
 
 class AdaptiveCore:
@@ -436,3 +351,72 @@ class AdaptiveCore:
             book.measured[r.adapt.decision].append(measured)
             book.lost.add(r.adapt.decision)  # lost a race: not measured again as a close second
         r.adapt.give_up()
+
+    def task_finished(self, r, done: TaskDone) -> tuple:
+        """A task of ``r`` finished: whether to decide again. A try (phase ``trying``) that has run
+        longer than its watch, or fallen behind the choice it races (:func:`.outcomes.behind`), is
+        given up: ``("give up", seconds it is measured as)`` (:meth:`give_up` records it). A run
+        decided by its guard's predictions is decided again when the task's duration at speed 1,
+        or the worker speeds learned since, is ``drift`` off what its last decision used; one left
+        to Dask, once the workers look uneven or, where a plan or a hold could then be taken, a
+        link looks narrow for its unfinished tasks as now estimated: ``("decide again", None)``,
+        ``r.graph`` carrying the costs as now estimated. At most every ``interval`` seconds and
+        20 times the last decision's time, and ``replans`` times per run; a run whose decision came
+        from measured runs is not decided again. ``("looked", None)``: the links were weighed and
+        nothing changed (the driver counts what the look cost); ``(None, None)``: nothing to do.
+
+        Parameters
+        ----------
+        r : RunRecord
+        done : TaskDone
+
+        Returns
+        -------
+        tuple
+        """
+        p = r.scheduler.adaptive
+        if r.adapt.phase is Phase.TRYING:
+            lag = behind(r, done.elapsed)
+            if done.elapsed > r.adapt.watch or lag > 1.0 + WATCH:  # measured as long as it would run at this pace
+                return "give up", max(done.elapsed, lag * r.adapt.watch / (1.0 + WATCH))
+        if (
+            r.adapt.phase not in (Phase.UNDECIDED, Phase.LEARNING)
+            or r.adapt.redecisions >= p.replans
+            or done.now - r.adapt.decided_at < max(p.interval, 20 * r.adapt.decide_secs)
+        ):
+            return None, None  # at most a twentieth of the scheduler's time goes to deciding
+        fresh = None
+        if r.adapt.decision == DASK:  # left to Dask: worth a new decision once the workers look uneven
+            if done.spread() <= p.spread:  # or a link looks narrow for the graph as now estimated
+                choices = p.choices
+                if SUBSET not in choices and (
+                    PLAN not in choices or (DASK in choices and not self.book(r).any_measured())
+                ):
+                    # until a run of this work was measured a plan is not taken where Dask's own can
+                    # be: without a hold, a narrow link would change nothing
+                    r.adapt.decided_at = done.now
+                    return None, None
+                links = done.links()
+                if links is not None and (links.bandwidths or links.racks) and len(r.graph) <= p.limit:
+                    fresh = done.estimate()
+                if fresh is None or not narrow_pairs(links, self.narrow_rate(r, links, fresh)):
+                    r.adapt.decided_at = done.now
+                    return "looked", None
+        else:
+            used = r.adapt.estimates.get(done.prefix)
+            speeds = done.speeds()
+            measured = done.secs * speeds.get(done.worker, 1.0)
+            off = used is None or abs(measured - used) > p.drift * max(used, 1e-3)
+            if not (off or drifted(r.adapt.speeds_used, speeds, p.drift)):
+                return None, None
+        fresh = fresh or done.estimate()
+        if fresh is None:
+            return None, None
+        arr = fresh.arrays
+        ids = arr.ids
+        r.graph = r.graph.with_costs(
+            cost=dict(zip(ids, arr.cost.tolist())),
+            sizes={(ids[a], ids[b]): v for a, b, v in zip(arr.src.tolist(), arr.dst.tolist(), arr.size.tolist())},
+        )
+        r.adapt.redecisions += 1
+        return "decide again", None

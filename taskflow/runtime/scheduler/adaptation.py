@@ -17,9 +17,9 @@ from .patching import move_queued, restrict
 
 from .reading import BARRIER_PREFIX, compared, cpu_shares, dask_state, placed_inputs, warm
 from ..adaptive_state import Phase
-from ..decide import CLOSE, KEEP_OUTCOMES, WATCH, AdaptiveCore, GraphFacts
-from ..outcomes import EARLY, PROGRESS_POINTS, behind, drifted, progress_curve
-from ..predict import CHOICES, DASK, PLAN, SUBSET, narrow_pairs
+from ..decide import CLOSE, KEEP_OUTCOMES, WATCH, AdaptiveCore, GraphFacts, TaskDone
+from ..outcomes import EARLY, PROGRESS_POINTS, behind, progress_curve
+from ..predict import CHOICES, DASK, SUBSET
 from .runs import FAILED, MOVABLE, REPLANNING, signature
 
 __all__ = [
@@ -421,61 +421,32 @@ class Adaptation:
         worker : str
         stimulus_id : str
         """
-        p = r.scheduler.adaptive
-        if r.adapt.phase is Phase.TRYING:
-            elapsed = time.monotonic() - r.started
-            lag = behind(r, elapsed)
-            if elapsed > r.adapt.watch or lag > 1.0 + WATCH:  # measured as long as it would run at this pace
-                self._give_up(r, stimulus_id, max(elapsed, lag * r.adapt.watch / (1.0 + WATCH)))
-                return
-        if (
-            r.adapt.phase not in (Phase.UNDECIDED, Phase.LEARNING)
-            or r.adapt.redecisions >= p.replans
-            or time.monotonic() - r.adapt.decided_at < max(p.interval, 20 * r.adapt.decide_secs)
-        ):
-            return  # at most a twentieth of the scheduler's time goes to deciding
-        fresh = None
-        if r.adapt.decision == DASK:  # left to Dask: worth a new decision once the workers look uneven
-            if self._spread(r, None) <= p.spread:  # or a link looks narrow for the graph as now estimated
-                choices = p.choices
-                if SUBSET not in choices and (
-                    PLAN not in choices or (DASK in choices and not self.core.book(r).any_measured())
-                ):
-                    # until a run of this work was measured a plan is not taken where Dask's own can
-                    # be: without a hold, a narrow link would change nothing
-                    r.adapt.decided_at = time.monotonic()
-                    return
-                t0 = time.perf_counter()
-                links = None if self._one_host(r) else self.plugin.live_cluster(r)
-                links = self.core.links(r, links) if links is not None else None  # (on one host: none)
-                if links is not None and (links.bandwidths or links.racks) and len(r.graph) <= p.limit:
-                    fresh = self._estimate_unfinished(r)
-                if fresh is None or not narrow_pairs(links, self.core.narrow_rate(r, links, fresh)):
-                    r.adapt.decided_at = time.monotonic()
-                    r.adapt.decide_secs = max(
-                        r.adapt.decide_secs, time.perf_counter() - t0
-                    )  # the next look waits 20x this
-                    return
-        else:
-            used = r.adapt.estimates.get(prefix)
-            speeds = self.plugin.learned_speeds()
-            measured = secs * speeds.get(worker, 1.0)
-            off = used is None or abs(measured - used) > p.drift * max(used, 1e-3)
-            off = off or drifted(r.adapt.speeds_used, speeds, p.drift)
-            if not off:
-                return
-        fresh = fresh or self._estimate_unfinished(r)
-        if fresh is None:
-            return
-        arr = fresh.arrays
-        ids = arr.ids
-        r.graph = r.graph.with_costs(
-            cost=dict(zip(ids, arr.cost.tolist())),
-            sizes={(ids[a], ids[b]): v for a, b, v in zip(arr.src.tolist(), arr.dst.tolist(), arr.size.tolist())},
+        t0 = time.perf_counter()
+
+        def links():
+            live = None if self._one_host(r) else self.plugin.live_cluster(r)
+            return self.core.links(r, live) if live is not None else None  # (on one host: none)
+
+        now = time.monotonic()
+        done = TaskDone(
+            prefix,
+            secs,
+            worker,
+            now,
+            now - r.started,
+            speeds=self.plugin.learned_speeds,
+            spread=lambda: self._spread(r, None),
+            links=links,
+            estimate=lambda: self._estimate_unfinished(r),
         )
-        r.adapt.redecisions += 1
-        self.plugin.move(r, REPLANNING)
-        self.plugin.move(r, FAILED if r.error else r.before, stimulus_id)
+        what, measured = self.core.task_finished(r, done)
+        if what == "give up":
+            self._give_up(r, stimulus_id, measured)
+        elif what == "looked":  # the next look waits 20x this
+            r.adapt.decide_secs = max(r.adapt.decide_secs, time.perf_counter() - t0)
+        elif what == "decide again":
+            self.plugin.move(r, REPLANNING)
+            self.plugin.move(r, FAILED if r.error else r.before, stimulus_id)
 
 
 def _with_queued(keys, r, tasks) -> list:

@@ -149,3 +149,37 @@ def test_a_simulated_hold_that_loses_its_last_worker_is_lifted_as_the_plugin_lif
     assert d.choice == SUBSET and d.held == ["w0"]
     assert not trace.problems(g, cluster) and {r.task for r in trace.runs} == set(g.ids)
     assert {r.worker for r in trace.runs if r.start > 0.5} <= {"w1", "w2"} and trace.lost
+
+
+def test_a_finished_task_decides_again_gives_up_a_try_or_does_nothing_by_the_core_alone():
+    """The re-decisions within a run, from the core alone: a task twice as long as the estimate the
+    last decision used (drift 0.3) decides again, with the costs as now estimated; not again within
+    ``interval`` seconds, nor past ``replans``; a try that has run past its watch is given up,
+    measured as long as it ran; a run fixed by its measured runs is never decided again."""
+    from taskflow.runtime.adaptive_state import Phase
+    from taskflow.runtime.decide import RunRecord, TaskDone
+
+    g = fan_in(4)
+    core = AdaptiveCore()
+    r = RunRecord(g, get_scheduler("adaptive", interval=0.5, replans=1))
+    core.decided(r, SUBSET)
+    r.adapt.estimates, r.adapt.decided_at = {"part": 1.0}, 10.0
+    later = fan_in(4, cost=2.0)
+
+    def done(secs, now, elapsed=1.0):
+        return TaskDone(
+            "part", secs, "w0", now, elapsed, lambda: {}, lambda: 1.0, lambda: None, lambda: later.subgraph(["total-0"])
+        )
+
+    assert core.task_finished(r, done(1.2, 11.0)) == (None, None)  # 20% off: within the drift
+    assert core.task_finished(r, done(2.0, 10.2)) == (None, None)  # within the interval of the last decision
+    assert core.task_finished(r, done(2.0, 11.0)) == ("decide again", None)
+    assert r.adapt.redecisions == 1 and r.graph.task("total-0").cost == 2.0 and r.graph.task("part-0").cost == 1.0
+    assert core.task_finished(r, done(9.0, 20.0)) == (None, None)  # replans=1: no more
+    trying = RunRecord(g, get_scheduler("adaptive"))
+    trying.adapt.try_choice(2.5, DASK, [])
+    assert core.task_finished(trying, done(1.0, 0.0, elapsed=2.0)) == (None, None)  # within its watch
+    assert core.task_finished(trying, done(1.0, 0.0, elapsed=3.0)) == ("give up", 3.0)
+    fixed = RunRecord(g, get_scheduler("adaptive"))
+    fixed.adapt.move(Phase.FIXED)
+    assert core.task_finished(fixed, done(99.0, 99.0)) == (None, None)
