@@ -51,18 +51,31 @@ import time
 from distributed.diagnostics.plugin import SchedulerPlugin
 
 from ...cluster import Cluster, Worker
-from ...errors import TaskflowError
 from ...graph import TaskGraph
 from ...scheduling import DASK, SUBSET, get_scheduler, require_runnable
 from .adaptation import Adaptation
+from .handlers import ClientMessages
 from ..adaptive_state import LISTENING
 from ..measured import last_compute, relative_speeds, speeds_on
 from .patching import keep_planned_replicas, move_queued, prefetch, restrict, send_planned_in_order
-from .reading import blamed_key, compared, cpu_shares, dask_state, estimated_graph, observe, received_rates, warm
+from .reading import blamed_key, compared, cpu_shares, estimated_graph, observe, received_rates, warm
 from .overhead import BYTE_SECONDS, DispatchGaps
-from ..messages import PLUGIN_NAME, cluster_from_message, graph_from_payload, plan_message, plan_priorities
-from .runs import (FAILED, FINISHED, FINISHED_KEY, LIVE, MOVABLE, PLANNED, REGISTERED, REPLANNING, RUNNING,
-                   TRANSITIONS, GraphRun, Unplannable, plan_maker)
+from ..messages import PLUGIN_NAME, plan_priorities
+from .runs import (
+    FAILED,
+    FINISHED,
+    FINISHED_KEY,
+    LIVE,
+    MOVABLE,
+    PLANNED,
+    REGISTERED,
+    REPLANNING,
+    RUNNING,
+    TRANSITIONS,
+    GraphRun,
+    Unplannable,
+    plan_maker,
+)
 
 __all__ = ["TaskflowPlugin", "PLUGIN_NAME", "DEFAULT_GRACE", "dask_setup", "PREFETCH_BYTES", "KEEP_FINISHED"]
 
@@ -80,7 +93,7 @@ KEEP_FINISHED = 32
 PREFETCH_BYTES = 64 * 1024
 
 
-class TaskflowPlugin(SchedulerPlugin):
+class TaskflowPlugin(ClientMessages, SchedulerPlugin):
     """Places tasks with a static scheduler inside Dask's scheduler; see the module docstring.
 
     Parameters
@@ -133,154 +146,21 @@ class TaskflowPlugin(SchedulerPlugin):
     async def start(self, scheduler) -> None:
         """Install the handlers clients call (``taskflow_register``, ``taskflow_status``, ...)."""
         self.dask_scheduler = scheduler
-        scheduler.handlers.update({"taskflow_register": self.handle_register, "taskflow_status": self.handle_status,
-                                   "taskflow_use": self.handle_use, "taskflow_forget": self.handle_forget,
-                                   "taskflow_dask_state": self.handle_dask_state,  # and whom Dask blames for a key's error
-                                   "taskflow_blamed": lambda key: {"key": blamed_key(key, self.dask_scheduler)}})
+        scheduler.handlers.update(
+            {
+                "taskflow_register": self.handle_register,
+                "taskflow_status": self.handle_status,
+                "taskflow_use": self.handle_use,
+                "taskflow_forget": self.handle_forget,
+                "taskflow_dask_state": self.handle_dask_state,  # and whom Dask blames for a key's error
+                "taskflow_blamed": lambda key: {"key": blamed_key(key, self.dask_scheduler)},
+            }
+        )
         if self.default_scheduler:
             # an unknown name (or one Dask cannot carry out) fails the scheduler's start, loudly
             require_runnable(get_scheduler(self.default_scheduler), "dask")
         keep_planned_replicas(scheduler, self)
         send_planned_in_order(scheduler, self)
-
-    def handle_use(self, client: str, scheduler: str | None = None, options: dict | None = None) -> dict:
-        """Place every graph ``client`` submits from now on with ``scheduler`` (None: stop).
-
-        Parameters
-        ----------
-        client : str
-            The client's id.
-        scheduler : str, optional
-        options : dict, optional
-            Options for the scheduler's constructor.
-        """
-        if scheduler is None:
-            self.schedulers.pop(client, None)
-            return {"status": "OK"}
-        try:
-            sch = get_scheduler(scheduler, **(options or {}))
-            if sch.kind == "static":
-                require_runnable(sch, "dask")
-        except TaskflowError as e:
-            return {"status": "error", "error": str(e)}
-        if sch.kind != "static":
-            return {"status": "error", "error": f"{sch.name!r} is a dynamic scheduler; inside Dask a static scheduler "
-                                                f"places tasks (for Dask's own scheduling, use none)"}
-        self.schedulers[client] = (scheduler, dict(options or {}))
-        return {"status": "OK"}
-
-    def handle_register(self, run: str, graph: dict, scheduler: str, options: dict | None = None,
-                        cluster: str | None = None, client: str | None = None, estimate: bool = False,
-                        prefix_costs: dict | None = None, hold: bool = False) -> dict:
-        """Register a run and plan it on the live workers.
-
-        Parameters
-        ----------
-        run : str
-            A unique id.
-        graph : dict
-            A :func:`graph_payload`.
-        scheduler : str
-        options : dict, optional
-        cluster : str, optional
-            The declared cluster, a :func:`.messages.cluster_message` (a cluster file's text): speeds
-            by worker name, network, overhead; the live workers' cores and addresses win.
-        client : str, optional
-        estimate : bool
-            The graph's costs are placeholders: estimate them from what Dask knows (and
-            ``prefix_costs``) when its tasks arrive, and plan then.
-        prefix_costs : dict, optional
-            Task-name prefix -> seconds, for ``estimate``.
-        hold : bool
-            Plan on the declared cluster's workers only (:attr:`GraphRun.only`).
-
-        Returns
-        -------
-        dict
-            ``status``; the plan (``keys``, ``workers`` by name, ``start``, ``finish``) and the live
-            workers (``workers_info``: name, address, cores, speed), or ``error``.
-        """
-        try:
-            sch = get_scheduler(scheduler, **(options or {}))
-            if sch.kind == "static":
-                require_runnable(sch, "dask")
-            g = graph_from_payload(graph)
-            declared = cluster_from_message(cluster) if cluster is not None else None
-        except TaskflowError as e:
-            return {"status": "error", "error": str(e)}
-        if sch.kind != "static":
-            return {"status": "error", "error": f"{sch.name!r} is a dynamic scheduler; the plugin places with static ones"}
-        r = GraphRun(run, g, sch, declared, client, owned=False, estimate=estimate, prefix_costs=prefix_costs)
-        if hold and declared is not None:
-            r.only = frozenset(str(w) for w in declared.ids)
-        self.runs[run] = r
-        for k in g.ids:
-            self.key_run[k] = run
-        plan = None if estimate else self.move(r, PLANNED)
-        if r.state == FAILED:
-            return {"status": "error", "error": r.error}
-        return {"status": "OK", **plan_message(plan), "workers_info": self._workers_message(r)}
-
-    def handle_status(self, run: str | None = None, plan: bool = False, client: str | None = None) -> dict:
-        """What happened to a run (and to the cluster).
-
-        Parameters
-        ----------
-        run : str, optional
-        plan : bool
-            Include the run's latest plan (key -> worker name).
-        client : str, optional
-            Without ``run``: the latest run made for this client's graphs under ``taskflow.use``.
-        """
-        out = {"workers": len(self.dask_scheduler.workers), "lost_all_since": self.lost_all_since, "grace": self.grace,
-               "now": time.time(), "learned_speeds": self.learned_speeds()}
-        r = self.runs.get(run)
-        if r is None and run is None and client is not None:
-            r = next((x for x in reversed(self.runs.values()) if x.owned and x.client == client), None)
-        if r is not None:
-            out.update(run=r.id, replans=r.replans, error=r.error, predicted=r.predicted, state=r.state.value,
-                       decision=r.adapt.decision, path=list(r.adapt.path), redecisions=r.adapt.redecisions,
-                       phase=r.adapt.phase.value,
-                       makespan=r.ended - r.started if r.ended and r.started else None)
-            if plan:
-                out["plan"] = [[k, w] for k, w in r.plan.items()]
-        return out
-
-    def handle_dask_state(self, prefixes=()) -> dict:
-        """What Dask's own scheduling will decide a graph submitted now from (see
-        :func:`dask_state`).
-
-        Parameters
-        ----------
-        prefixes : list of str
-            The task prefixes whose duration estimates are wanted.
-        """
-        return dask_state(self.dask_scheduler, prefixes)
-
-    def handle_forget(self, run: str) -> dict:
-        """Drop a finished run.
-
-        Parameters
-        ----------
-        run : str
-        """
-        r = self.runs.pop(run, None)
-        if r is not None:
-            self._release(r)
-        return {"status": "OK"}
-
-    def _release(self, r: GraphRun) -> None:
-        """Its keys are free again (a graph sending them is a new run) and keep no restriction."""
-        tasks = self.dask_scheduler.tasks if self.dask_scheduler is not None else {}
-        for k in r.graph.ids:
-            if self.key_run.get(k) == r.id:
-                del self.key_run[k]
-                ts = tasks.get(k)
-                if ts is not None and (k in r.plan or r.adapt.held):
-                    # Dask keeps a task's state while the client's release is on its way: a
-                    # graph sent again with the same keys (one collection computed twice)
-                    # would inherit the old plan's restrictions
-                    restrict(ts, None)
 
     # ------------------------------------------------------------------ scheduler events
     def transition(self, key, start, finish, *args, stimulus_id=None, **kwargs) -> None:
@@ -288,14 +168,23 @@ class TaskflowPlugin(SchedulerPlugin):
         output's bytes to its prefix's sizes."""
         rid = self.key_run.get(key)
         run = self.runs.get(rid) if rid is not None else None
-        if run is not None and run.state == RUNNING and (finish in FINISHED_KEY or key in run.done) and \
-                run.key_moved(key, finish):
+        if (
+            run is not None
+            and run.state == RUNNING
+            and (finish in FINISHED_KEY or key in run.done)
+            and run.key_moved(key, finish)
+        ):
             self.move(run, FINISHED)  # its last key: no worker's loss or arrival concerns it any more
         if start != "processing" or finish != "memory":
             return
         if run is not None and run.plan and self.prefetch:
-            prefetch(self.dask_scheduler, key, self._planned_address, PREFETCH_BYTES,
-                     stimulus_id or f"taskflow-prefetch-{time.time()}")
+            prefetch(
+                self.dask_scheduler,
+                key,
+                self._planned_address,
+                PREFETCH_BYTES,
+                stimulus_id or f"taskflow-prefetch-{time.time()}",
+            )
         span = last_compute(kwargs.get("startstops"))
         secs = span[1] - span[0] if span else 0.0
         ws = self.dask_scheduler.workers.get(kwargs.get("worker"))
@@ -307,8 +196,9 @@ class TaskflowPlugin(SchedulerPlugin):
             return  # a taskflow.run graph: its keys are unique per run, its costs declared
         observe(self.durations, self.sizes, self.inputs, ts, str(ws.name), secs)
         if run is not None and run.state == RUNNING and run.adapt.phase in LISTENING and self.adaptation.adaptive(run):
-            self.adaptation.learn_within(run, ts.prefix.name, secs, str(ws.name),
-                                         stimulus_id or f"taskflow-adapt-{time.time()}")
+            self.adaptation.learn_within(
+                run, ts.prefix.name, secs, str(ws.name), stimulus_id or f"taskflow-adapt-{time.time()}"
+            )
 
     def _planned_address(self, key) -> str | None:
         """The address of the worker the latest plan of ``key``'s run puts it on, if any."""
@@ -329,8 +219,9 @@ class TaskflowPlugin(SchedulerPlugin):
         that ran on several workers (weighted by their seconds)."""
         return relative_speeds(warm(compared(self.durations)))
 
-    def update_graph(self, scheduler, *, client: str, keys, tasks, annotations, priority, stimulus_id: str,
-                     **kwargs) -> None:
+    def update_graph(
+        self, scheduler, *, client: str, keys, tasks, annotations, priority, stimulus_id: str, **kwargs
+    ) -> None:
         """A graph arrived: place its tasks before Dask transitions them."""
         spec = self.schedulers.get(client) or ((self.default_scheduler, {}) if self.default_scheduler else None)
         # keys sent again that a run made for ``taskflow.use`` still holds: with the scheduler since
@@ -362,8 +253,14 @@ class TaskflowPlugin(SchedulerPlugin):
             tss = [ts for ts in tss if ts.state not in FINISHED_KEY and ts.run_spec is not None]
             if tss:
                 self._count += 1
-                r = GraphRun(f"{client}-{self._count}", self.graph_of(tss), get_scheduler(spec[0], **spec[1]), None,
-                        client, owned=True)
+                r = GraphRun(
+                    f"{client}-{self._count}",
+                    self.graph_of(tss),
+                    get_scheduler(spec[0], **spec[1]),
+                    None,
+                    client,
+                    owned=True,
+                )
                 self.runs[r.id] = r
                 for ts in tss:
                     key_run[ts.key] = r.id
@@ -389,8 +286,11 @@ class TaskflowPlugin(SchedulerPlugin):
         """A worker joined: runs left without a live worker for some task are re-planned."""
         self.lost_all_since = None
         for r in [r for r in self.runs.values() if r.state in LIVE]:
-            stranded = [k for k in self.unfinished(r)
-                        if r.plan.get(k) not in r.addr or r.addr[r.plan[k]] not in scheduler.workers]
+            stranded = [
+                k
+                for k in self.unfinished(r)
+                if r.plan.get(k) not in r.addr or r.addr[r.plan[k]] not in scheduler.workers
+            ]
             if stranded:
                 self.move(r, REPLANNING)
                 self.move(r, FAILED if r.error else r.before, f"taskflow-add-worker-{time.time()}")
@@ -462,7 +362,7 @@ class TaskflowPlugin(SchedulerPlugin):
         if r.owned:
             self._release(r)
             owned = [rid for rid, x in self.runs.items() if x.owned and x.state == FINISHED]
-            for rid in owned[:max(0, len(owned) - KEEP_FINISHED + 1)]:
+            for rid in owned[: max(0, len(owned) - KEEP_FINISHED + 1)]:
                 del self.runs[rid]
 
     def _transition_to_failed(self, r: GraphRun, *args) -> None:
@@ -487,9 +387,11 @@ class TaskflowPlugin(SchedulerPlugin):
         declared, a worker's speed before any of its tasks is measured is the share of a core its
         cgroup's CPU limit allows each of its threads (:func:`.reading.cpu_shares`)."""
         prior = cpu_shares(self.dask_scheduler)
-        live = [Worker(str(ws.name), prior.get(str(ws.name), 1.0), max(1, int(ws.nthreads)), address=ws.address)
-                for ws in sorted(self.dask_scheduler.workers.values(), key=lambda ws: str(ws.name))
-                if r.only is None or str(ws.name) in r.only]
+        live = [
+            Worker(str(ws.name), prior.get(str(ws.name), 1.0), max(1, int(ws.nthreads)), address=ws.address)
+            for ws in sorted(self.dask_scheduler.workers.values(), key=lambda ws: str(ws.name))
+            if r.only is None or str(ws.name) in r.only
+        ]
         if not live:
             return None
         declared = r.cluster or Cluster(live, bandwidth=self.dask_scheduler.bandwidth or 1e9, name="dask")
@@ -508,8 +410,10 @@ class TaskflowPlugin(SchedulerPlugin):
             for b, v in row.items():  # (else a hold would pull data over a link taken for as wide as the default)
                 if {a, b} <= names and a not in learned.get(b, {}) and a not in cluster.bandwidths.get(b, {}):
                     pairs.setdefault(b, {})[a] = v
-        return cluster.replace(workers=[dataclasses.replace(w, speed=speeds[w.id]) for w in cluster.workers],
-                               bandwidths={a: row for a, row in pairs.items() if row})
+        return cluster.replace(
+            workers=[dataclasses.replace(w, speed=speeds[w.id]) for w in cluster.workers],
+            bandwidths={a: row for a, row in pairs.items() if row},
+        )
 
     def _plan(self, r: GraphRun):
         """Plan the unfinished part of ``r`` on the live workers; the plan (a Schedule) or None. A
@@ -525,13 +429,18 @@ class TaskflowPlugin(SchedulerPlugin):
         # Dask's cost per task (at speed 1, :mod:`.overhead`) on every task planned and predicted
         shift = (self.gaps.overhead(self.learned_speeds()) or 0.0) if r.learned and not cluster.task_overhead else 0.0
         sub = sub.with_costs(cost={k: c + shift for k, c in zip(sub.ids, sub.arrays.cost.tolist())}) if shift else sub
-        if shift and self.adaptation.adaptive(r):  # a transfer costs each end's CPU a task's dispatch and its bytes' copying
+        if shift and self.adaptation.adaptive(
+            r
+        ):  # a transfer costs each end's CPU a task's dispatch and its bytes' copying
             r.scheduler.transfer_cpu = (shift, BYTE_SECONDS)
         make = plan_maker(r, sub, cluster)  # made once, where needed
         r.addr = {w.id: w.address for w in cluster.workers}
         try:
-            predicted = (self.adaptation.guard(r, sub, cluster, make, shift) if self.adaptation.adaptive(r)
-                         else float(make().makespan))
+            predicted = (
+                self.adaptation.guard(r, sub, cluster, make, shift)
+                if self.adaptation.adaptive(r)
+                else float(make().makespan)
+            )
             plan = None if r.adapt.decision in (DASK, SUBSET) else make()  # the guard left it to Dask
         except Unplannable as e:
             r.error = str(e)
@@ -553,7 +462,9 @@ class TaskflowPlugin(SchedulerPlugin):
         tasks = self.dask_scheduler.tasks
         workers = self.dask_scheduler.workers
         recommendations = {}
-        loose = r.scheduler.adaptive is not None and r.scheduler.adaptive.steal  # an idle worker may steal a planned task
+        loose = (
+            r.scheduler.adaptive is not None and r.scheduler.adaptive.steal
+        )  # an idle worker may steal a planned task
         for key, name in r.plan.items():
             ts = tasks.get(key)
             if ts is None or ts.state not in MOVABLE:
@@ -573,13 +484,21 @@ class TaskflowPlugin(SchedulerPlugin):
 
     def graph_of(self, tss, prefix_costs: dict | None = None) -> TaskGraph:
         """The cost model of Dask tasks ``tss`` from what was measured (:func:`.reading.estimated_graph`)."""
-        return estimated_graph(self.dask_scheduler, tss, self.durations, self.sizes, self.learned_speeds(), prefix_costs,
-                               self.inputs)
+        return estimated_graph(
+            self.dask_scheduler, tss, self.durations, self.sizes, self.learned_speeds(), prefix_costs, self.inputs
+        )
 
     def _workers_message(self, r: GraphRun) -> list:
         speeds = {str(w.id): w.speed for w in r.cluster.workers} if r.cluster is not None else {}
-        return [{"name": str(ws.name), "address": ws.address, "cores": int(ws.nthreads),
-                 "speed": speeds.get(str(ws.name), 1.0)} for ws in self.dask_scheduler.workers.values()]
+        return [
+            {
+                "name": str(ws.name),
+                "address": ws.address,
+                "cores": int(ws.nthreads),
+                "speed": speeds.get(str(ws.name), 1.0),
+            }
+            for ws in self.dask_scheduler.workers.values()
+        ]
 
 
 async def dask_setup(scheduler, name: str | None = None) -> None:
