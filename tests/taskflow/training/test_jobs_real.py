@@ -145,6 +145,7 @@ def test_the_profile_predicts_durations_and_slowdowns_for_the_simulator(four, di
     assert sim.violations() == [] and sim.metrics()["jobs"] == 2
 
 
+@pytest.mark.slow  # a prediction from the command line runs in make test too (the repeats' test)
 def test_taskflow_jobs_run_runs_a_trace_and_predicts_it(tmp_path, capsys, digits):
     import json
 
@@ -249,6 +250,10 @@ def test_taskflow_jobs_run_repeats_each_scheduler_in_turned_orders_and_measures_
     assert len(kind["epochs"]) == 3 and kind["epoch"] == sorted(kind["epochs"])[1]
     (job,) = doc["simulated"][0]["jobs"]
     assert job["jct"] == pytest.approx(kind["start"] + kind["epoch"])  # its one epoch of 4 iterations
+    assert Interference.from_dict(doc["profile"]["interference"]).pairs  # the pair of it beside itself
+    assert "real avg JCT" in capsys.readouterr().out
+    assert main(["jobs", "run", str(trace), "--data", str(digits), "--cluster", "c.json"]) == 2
+    assert "c.json" in capsys.readouterr().err  # a cluster file that is not there, named
 
 
 RACKS = {"0": "r0", "1": "r0", "2": "r1", "3": "r1"}

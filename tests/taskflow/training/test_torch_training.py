@@ -566,6 +566,7 @@ def test_pipeline_jobs_refuse_what_they_cannot_cut(digits):
         taskflow.train(CNN, digits, stages=2, compression="fp16")
 
 
+@pytest.mark.slow  # pipelines themselves run in make test (the API's); the command line's in make test-all
 def test_train_runs_a_pipeline_from_the_command_line(digits, tmp_path, capsys):
     from taskflow.app.cli import main
 
