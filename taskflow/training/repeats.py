@@ -11,13 +11,14 @@ its first."""
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 from dataclasses import dataclass, field
 
 from ..checks import plot_format
 from ..formats import save_figure
 
-__all__ = ["Repeats", "repeat", "table", "plot"]
+__all__ = ["Repeats", "repeat", "one_cluster", "table", "plot"]
 
 #: the figures :meth:`Repeats.summary` gives, each the median of the runs and their range
 FIGURES = ("samples_per_second", "seconds_per_iteration", "accuracy", "loss")
@@ -115,9 +116,6 @@ def repeat(model, data, n: int = 3, seed: int = 0, name: str | None = None, on_r
     """
     from ..checks import seed as check_seed
     from ..errors import UsageError
-    from ..runtime.client.connecting import connect
-    from ..runtime.client.waiting import close_quietly
-    from ..runtime.launch.local import prompt_messages
     from . import train
 
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
@@ -131,25 +129,65 @@ def repeat(model, data, n: int = 3, seed: int = 0, name: str | None = None, on_r
     seed = check_seed(seed)
     check_seed(seed + n - 1, "the last run's seed")
     out = Repeats(name or options.get("scheduler", "placed"))
-    client = options.pop("client", None)
-    owned: list = []
-    if client is None and not (options.get("address") or options.get("scheduler_file") or options.get("jobqueue")):
-        workers = options.get("workers") or options.get("stages") or 2
-        client, owned = connect(None, None, None, workers, options.get("threads", 1), work_stealing=False)
-    finished = False
-    try:
-        if owned:
-            prompt_messages(client)
+    with one_cluster(options) as options:
         for k in range(n):
-            h = train(model, data, seed=seed + k, client=client, **options)
+            h = train(model, data, seed=seed + k, **options)
             out.histories.append(h)
             out.seeds.append(seed + k)
             if on_run is not None:
                 on_run(k, seed + k, h)
+    return out
+
+
+@contextlib.contextmanager
+def one_cluster(options: dict):
+    """Several runs of one job on one cluster: :func:`taskflow.train`'s ``options`` with
+    ``client`` set to an embedded LocalCluster's, started once for all of them (the job's
+    ranks and loaders, with the device checked first as one run would), unless they name a
+    cluster already (``client``, ``address``, ``scheduler_file`` or ``jobqueue``). Its workers
+    import torch before the first run, so that each run starts on workers alike. The cluster is
+    closed as the block ends (at once, its workers killed, where the block was left by an
+    error or Ctrl-C).
+
+    Parameters
+    ----------
+    options : dict
+        :func:`taskflow.train`'s keyword arguments.
+
+    Raises
+    ------
+    TaskflowError
+        A device this machine does not have; the cluster could not start.
+    """
+    from ..runtime.client.connecting import connect
+    from ..runtime.client.waiting import close_quietly
+    from ..runtime.launch.local import prompt_messages
+    from . import _check_device
+
+    if options.get("client") is not None or any(options.get(k) for k in ("address", "scheduler_file", "jobqueue")):
+        yield options
+        return
+    _check_device(options.get("device", "auto"), options.get("stages"), True)
+    ranks = options.get("workers") or options.get("stages") or 2
+    client, owned = connect(
+        None, None, None, ranks + int(options.get("loaders") or 0), options.get("threads", 1), work_stealing=False
+    )
+    finished = False
+    try:
+        prompt_messages(client)
+        client.run(_import_torch)  # the first run starts on workers as warm as the later ones'
+        yield {**options, "client": client}
         finished = True
     finally:
         close_quietly(owned, now=not finished)
-    return out
+
+
+def _import_torch() -> None:
+    """What a worker imports when it first trains: torch, and what its optimizers load on their
+    first step."""
+    import torch._dynamo  # noqa: F401
+
+    import workflows.torch_tasks  # noqa: F401
 
 
 def table(groups) -> str:

@@ -3,6 +3,7 @@ epoch, and print what each epoch measured."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -222,7 +223,7 @@ def train(args) -> int:
         import torch
     except ImportError:
         raise MissingExtra("taskflow train needs PyTorch: pip install 'dask-taskflow[torch]'") from None
-    from ...training import train as run_training
+    from ...training.repeats import one_cluster
     from workflows.images import write_digits, write_synthetic
 
     _check_pairs(args)
@@ -297,6 +298,15 @@ def train(args) -> int:
     )
     if args.repeat > 1:
         return _repeated(args, data, factory, names, job)
+    with one_cluster(job) if several else contextlib.nullcontext(job) as job:  # the schedulers on one cluster
+        _each(args, data, factory, names, job, several)
+    return 0
+
+
+def _each(args, data, factory, names, job, several) -> None:
+    """Each scheduler's run of the job in turn, with its lines, report and files."""
+    from ...training import train as run_training
+
     docs = []
     for name in names:
 
@@ -331,14 +341,13 @@ def train(args) -> int:
 
             plan, moves, title = iteration_schedule(history.traces)
             gantt(plan, out(args.timeline), title=title, transfers=moves)
-    return 0
 
 
 def _repeated(args, data, factory, names, job) -> int:
     """``--repeat N``: each scheduler's job N times (seeds ``--seed``, ``--seed`` + 1, ...), each
     run's lines as it ends, then one table of the medians and ranges; ``--plot`` one figure of them
     all (the median and a band), ``-o`` every run of every scheduler."""
-    from ...training.repeats import plot, repeat, table
+    from ...training.repeats import one_cluster, plot, repeat, table
 
     if args.checkpoint or args.profile or args.cost_graph or args.chrome_trace or args.timeline:
         raise UsageError(
@@ -354,10 +363,13 @@ def _repeated(args, data, factory, names, job) -> int:
 
         return on_run
 
-    for name in names:
-        groups.append(repeat(factory, data, n=args.repeat, seed=args.seed, scheduler=name, on_run=said(name), **job))
-        if args.output:  # as the runs go: a comparison stopped half-way keeps what it measured
-            atomic_write(args.output, json.dumps([g.to_dict() for g in groups], indent=1) + "\n")
+    with one_cluster(job) as job:  # every scheduler's runs on one cluster
+        for name in names:
+            groups.append(
+                repeat(factory, data, n=args.repeat, seed=args.seed, scheduler=name, on_run=said(name), **job)
+            )
+            if args.output:  # as the runs go: a comparison stopped half-way keeps what it measured
+                atomic_write(args.output, json.dumps([g.to_dict() for g in groups], indent=1) + "\n")
     print(table(groups))
     if args.plot:
         plot(groups, args.plot)

@@ -436,7 +436,7 @@ def test_a_killed_training_command_resumes_from_its_checkpoint(digits, tmp_path)
     assert np.allclose([v for _, v in hist["losses"]], losses, rtol=1e-5)
 
 
-def test_the_command_line_reports_and_refuses_bad_input(digits, tmp_path, capsys):
+def test_the_command_line_reports_and_refuses_bad_input(digits, tmp_path, capsys, client):
     from taskflow.app.cli import main
 
     assert main(["train", str(tmp_path / "nothing")]) == 2
@@ -476,6 +476,8 @@ def test_the_command_line_reports_and_refuses_bad_input(digits, tmp_path, capsys
             str(tmp_path / "p.json"),
             "--cost-graph",
             str(tmp_path / "g.json"),
+            "--address",  # the module's cluster (the embedded one is the other tests')
+            client.scheduler.address,
         ]
     )
     out = capsys.readouterr().out
@@ -616,8 +618,12 @@ def test_train_runs_a_pipeline_from_the_command_line(digits, tmp_path, capsys):
     assert rc == 0 and "resumed after epoch 2" in capsys.readouterr().out
 
 
-def test_train_under_several_schedulers_computes_the_same_and_reports_each(digits, tmp_path, capsys):
+def test_train_under_several_schedulers_computes_the_same_and_reports_each(digits, tmp_path, capsys, monkeypatch):
     from taskflow.app.cli import main
+    from taskflow.runtime.client import connecting
+
+    started, start = [], connecting.local_cluster
+    monkeypatch.setattr(connecting, "local_cluster", lambda *a, **k: started.append(a) or start(*a, **k))
 
     rc = main(
         [
@@ -636,6 +642,7 @@ def test_train_under_several_schedulers_computes_the_same_and_reports_each(digit
     )
     out = capsys.readouterr().out
     assert rc == 0 and out.count("placed: epoch 1") == 1 and out.count("heft: epoch 1") == 1
+    assert len(started) == 1  # one embedded cluster for both runs
     docs = json.loads((tmp_path / "r.json").read_text())
     assert [d["config"]["scheduler"] for d in docs] == ["placed", "heft"]
     assert docs[0]["losses"] == docs[1]["losses"]  # the same training, placed differently
@@ -672,7 +679,7 @@ def test_repeated_runs_each_equal_their_seeds_reference_and_are_summarised(clien
         repeat(CNN, digits, n=2, checkpoint=tmp_path / "c.pt")
 
 
-def test_train_repeat_prints_each_run_and_one_table(digits, tmp_path, capsys):
+def test_train_repeat_prints_each_run_and_one_table(digits, tmp_path, capsys, client):
     from taskflow.app.cli import main
 
     out, png = tmp_path / "runs.json", tmp_path / "runs.png"
@@ -692,6 +699,8 @@ def test_train_repeat_prints_each_run_and_one_table(digits, tmp_path, capsys):
                 str(out),
                 "--plot",
                 str(png),
+                "--address",  # the module's cluster (several schedulers' runs on one embedded: the test above)
+                client.scheduler.address,
             ]
         )
         == 0
