@@ -25,7 +25,7 @@ from ..files import check_outputs
 from .checkpoint import check_resumable, fingerprint, load_checkpoint, save_checkpoint
 from .history import Breakdown, History, record_epoch
 
-__all__ = ["train", "History", "Breakdown", "load_checkpoint", "plot_format", "PLOT_FORMATS"]
+__all__ = ["train", "History", "Breakdown", "load_checkpoint", "check_device", "plot_format", "PLOT_FORMATS"]
 
 
 def _model_name(model) -> str:
@@ -206,7 +206,7 @@ def train(
             f"{stages!r} (leave workers out)"
         )
     workers = 2 if workers is None else workers
-    _check_device(device, stages, client is None and address is None and scheduler_file is None and jobqueue is None)
+    check_device(device, stages, client is None and address is None and scheduler_file is None and jobqueue is None)
     if stages is not None:
         from workflows.torch_pipeline import TorchPipeline
 
@@ -358,8 +358,23 @@ def train(
     return history
 
 
-def _check_device(device, stages, here: bool) -> None:
-    """A device torch knows; CUDA asked for on this machine's cluster only where torch sees it."""
+def check_device(device, stages, here: bool) -> None:
+    """A device torch knows; CUDA asked for on this machine's cluster only where torch sees it.
+
+    Parameters
+    ----------
+    device : str
+        ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...
+    stages : int or None
+        Pipeline stages (which run on the CPU).
+    here : bool
+        The cluster is one this process starts on this machine.
+
+    Raises
+    ------
+    UsageError
+        Not a device's name; a device with stages; CUDA where torch sees none here.
+    """
     import torch
 
     if not isinstance(device, str) or not device:

@@ -162,12 +162,12 @@ def one_cluster(options: dict):
     from ..runtime.client.connecting import connect
     from ..runtime.client.waiting import close_quietly
     from ..runtime.launch.local import prompt_messages
-    from . import _check_device
+    from . import check_device
 
     if options.get("client") is not None or any(options.get(k) for k in ("address", "scheduler_file", "jobqueue")):
         yield options
         return
-    _check_device(options.get("device", "auto"), options.get("stages"), True)
+    check_device(options.get("device", "auto"), options.get("stages"), True)
     ranks = options.get("workers") or options.get("stages") or 2
     client, owned = connect(
         None, None, None, ranks + int(options.get("loaders") or 0), options.get("threads", 1), work_stealing=False

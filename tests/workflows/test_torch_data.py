@@ -195,7 +195,7 @@ def pair():
 
 
 def test_the_command_trains_a_datasets_module_and_writes_its_trace_and_one_iterations_gantt(
-    tmp_path, monkeypatch, capsys
+    tmp_path, monkeypatch, capsys, client
 ):
     import json
 
@@ -223,6 +223,8 @@ def test_the_command_trains_a_datasets_module_and_writes_its_trace_and_one_itera
                 "-o",
                 "h.json",
                 "-q",
+                "--address",  # the module's cluster: its workers get the user's module by value
+                client.scheduler.address,
             ]
         )
         == 0

@@ -401,7 +401,7 @@ def test_a_killed_training_command_resumes_from_its_checkpoint(digits, tmp_path)
         "--epochs",
         "3",
         "--iterations",
-        "6",
+        "3",
         "--checkpoint",
         str(ck),
         "--report",
@@ -427,7 +427,7 @@ def test_a_killed_training_command_resumes_from_its_checkpoint(digits, tmp_path)
         digits,
         workers=2,
         batch=64,
-        iterations=6,
+        iterations=3,
         optimizer=functools.partial(torch.optim.SGD, lr=0.05, momentum=0.9),
     )
     ref, losses = spec.reference(3)
