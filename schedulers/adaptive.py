@@ -66,6 +66,8 @@ distributed's work-stealing documentation.
 
 from __future__ import annotations
 
+import copy
+
 from taskflow.scheduling import CHOICES, AdaptiveOptions
 
 from ._transfer_cpu import MOST_PAIRS, transfer_cpu_schedule
@@ -149,9 +151,23 @@ class Adaptive(HEFT):
         #: what the plugin applies the guard and the re-decisions of this scheduler's runs by
         self.adaptive = AdaptiveOptions(margin, drift, interval, replans, limit, spread, steal, choices, ccr)
         #: ``(message, per_byte)``: CPU seconds at speed 1 a transfer costs each end, per message and
-        #: per byte; set by the taskflow plugin inside Dask (None: HEFT's plan)
+        #: per byte; a copy made by :meth:`inside_dask` has them (None: HEFT's plan)
         self.transfer_cpu = None
         self.options.update(self.adaptive.as_options())
+
+    def inside_dask(self, message: float, per_byte: float) -> "Adaptive":
+        """This scheduler as it plans inside Dask, where a transfer takes CPU from both ends: a copy
+        whose plans charge each transfer ``message`` seconds and ``per_byte`` seconds per byte (at
+        speed 1) on each end's worker. This one is left as it was.
+
+        Parameters
+        ----------
+        message, per_byte : float
+            CPU seconds at speed 1, per transfer and per byte.
+        """
+        inside = copy.copy(self)
+        inside.transfer_cpu = (float(message), float(per_byte))
+        return inside
 
     def plan(self, cost_model):
         """HEFT's plan; inside Dask (``transfer_cpu`` set), HEFT's order with transfers that take CPU

@@ -429,11 +429,10 @@ class TaskflowPlugin(ClientMessages, SchedulerPlugin):
         # Dask's cost per task (at speed 1, :mod:`.overhead`) on every task planned and predicted
         shift = (self.gaps.overhead(self.learned_speeds()) or 0.0) if r.learned and not cluster.task_overhead else 0.0
         sub = sub.with_costs(cost={k: c + shift for k, c in zip(sub.ids, sub.arrays.cost.tolist())}) if shift else sub
-        if shift and self.adaptation.adaptive(
-            r
-        ):  # a transfer costs each end's CPU a task's dispatch and its bytes' copying
-            r.scheduler.transfer_cpu = (shift, BYTE_SECONDS)
-        make = plan_maker(r, sub, cluster)  # made once, where needed
+        sched = r.scheduler
+        if shift and self.adaptation.adaptive(r):  # a transfer costs each end's CPU a dispatch and its bytes' copying
+            sched = sched.inside_dask(shift, BYTE_SECONDS)
+        make = plan_maker(r, sub, cluster, sched)  # made once, where needed
         r.addr = {w.id: w.address for w in cluster.workers}
         try:
             predicted = (

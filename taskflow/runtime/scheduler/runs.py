@@ -275,9 +275,9 @@ class Unplannable(TaskflowError):
     """A run's scheduler could not plan it (the message names the scheduler, the workers and the error)."""
 
 
-def plan_maker(r, graph: TaskGraph, cluster: Cluster):
-    """A callable that makes the plan of ``graph`` (part of run ``r``) on ``cluster`` with ``r``'s
-    scheduler when first called, and returns the same plan after: a run whose measured runs leave it
+def plan_maker(r, graph: TaskGraph, cluster: Cluster, scheduler=None):
+    """A callable that makes the plan of ``graph`` (part of run ``r``) on ``cluster`` with
+    ``scheduler`` (default ``r``'s) when first called, and returns the same plan after: a run whose measured runs leave it
     to Dask's own scheduling needs none, and HEFT's list loop over hundreds of tasks blocks the
     scheduler's event loop for milliseconds. Raises :class:`Unplannable` where the scheduler fails.
 
@@ -286,16 +286,19 @@ def plan_maker(r, graph: TaskGraph, cluster: Cluster):
     r : GraphRun
     graph : TaskGraph
     cluster : Cluster
+    scheduler : Scheduler, optional
+        ``r``'s as it plans here (:meth:`schedulers.adaptive.Adaptive.inside_dask`).
     """
     made = []
+    sched = scheduler if scheduler is not None else r.scheduler
 
     def make():
         if not made:
             try:
-                made.append(r.scheduler.schedule(graph, cluster))
+                made.append(sched.schedule(graph, cluster))
             except Exception as e:  # noqa: BLE001 - named in the run's error; the scheduler goes on
                 raise Unplannable(
-                    f"{r.scheduler.name} could not plan the run on workers {cluster.ids}: {type(e).__name__}: {e}"
+                    f"{sched.name} could not plan the run on workers {cluster.ids}: {type(e).__name__}: {e}"
                 ) from e
         return made[0]
 

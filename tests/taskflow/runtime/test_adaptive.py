@@ -1763,8 +1763,8 @@ def test_inside_dask_the_plan_charges_transfers_to_both_ends_cpu():
     heft = get_scheduler("heft").schedule(g, cluster)
     scheduler = get_scheduler("adaptive")
     assert scheduler.schedule(g, cluster).workers == heft.workers  # alone: HEFT's plan
-    scheduler.transfer_cpu = (0.002, 2.5e-9)
-    cpu = scheduler.schedule(g, cluster)
+    cpu = scheduler.inside_dask(0.002, 2.5e-9).schedule(g, cluster)
+    assert scheduler.transfer_cpu is None  # a copy plans inside Dask; this one is as it was
     cpu.validate(g, cluster)
     assert _cross_bytes(g, cpu) < 0.8 * _cross_bytes(g, heft)
     slow = cluster.workers[0].id
@@ -1776,12 +1776,14 @@ def test_inside_dask_the_plan_charges_transfers_to_both_ends_cpu():
     multi = TaskGraph("multi")
     multi.add_task("a", cost=1.0, cores=2)
     two = Cluster([Worker("w0", 1.0, 2), Worker("w1", 4.0, 2)])
-    assert scheduler.schedule(multi, two).workers == get_scheduler("heft").schedule(multi, two).workers
+    inside = scheduler.inside_dask(0.002, 2.5e-9)
+    assert inside.schedule(multi, two).workers == get_scheduler("heft").schedule(multi, two).workers
 
 
 def test_the_plugin_gives_an_adaptive_run_s_plan_the_learned_transfer_cpu(monkeypatch):
-    """Inside Dask the plugin sets the adaptive scheduler's transfer costs from what it learned: a
-    transfer costs each end Dask's cost per task (at speed 1) plus its bytes' copying."""
+    """Inside Dask the plugin plans an adaptive run with transfer costs from what it learned (a
+    transfer costs each end Dask's cost per task, at speed 1, plus its bytes' copying), on a copy
+    of the run's scheduler: the run's own is left as it was."""
     from types import SimpleNamespace
 
     from taskflow.runtime.scheduler.overhead import BYTE_SECONDS
@@ -1803,8 +1805,13 @@ def test_the_plugin_gives_an_adaptive_run_s_plan_the_learned_transfer_cpu(monkey
         return float(make().makespan)
 
     monkeypatch.setattr(p.adaptation, "guard", guard)
+    planned_by = []
+    inside_dask = r.scheduler.inside_dask
+    monkeypatch.setattr(
+        r.scheduler, "inside_dask", lambda *cpu: planned_by.append(cpu) or inside_dask(*cpu), raising=False
+    )
     plan = p._plan(r)
-    assert r.scheduler.transfer_cpu == (0.003, BYTE_SECONDS)
+    assert planned_by == [(0.003, BYTE_SECONDS)] and r.scheduler.transfer_cpu is None
     heft = get_scheduler("heft").schedule(g, cluster)
     assert plan is not None and r.plan and _cross_bytes(g, plan) < _cross_bytes(g, heft)
 
