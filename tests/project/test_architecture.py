@@ -459,7 +459,7 @@ OTHER_POLICIES = (
     "(policy)",
     "for policy in list(amm",
     "--policy",
-    '"TASKFLOW_" + "POLICY"',
+    'EARLIER = "TASKFLOW_POLICY"',
     "use(client, scheduler, policy=",
     '"policy" in options',
     'options.pop("policy")',

@@ -18,6 +18,8 @@ __all__ = ["preloaded_scheduler"]
 
 #: the module of Dask's ``dask scheduler`` command
 CLI = "distributed.cli.dask_scheduler"
+#: the variable's earlier spelling, still read where ``TASKFLOW_SCHEDULER`` is not set
+EARLIER = "TASKFLOW_POLICY"
 
 
 def preloaded_scheduler(name: str | None = None) -> str | None:
@@ -33,7 +35,7 @@ def preloaded_scheduler(name: str | None = None) -> str | None:
     TaskflowError
         In a program of the caller's own (a ``dask scheduler`` process exits with 2 instead).
     """
-    name = name or os.environ.get("TASKFLOW_SCHEDULER") or os.environ.get("TASKFLOW_" + "POLICY") or None
+    name = name or os.environ.get("TASKFLOW_SCHEDULER") or os.environ.get(EARLIER) or None
     if not name:
         return None
     try:

@@ -47,6 +47,22 @@ def test_an_option_of_the_wrong_type_is_refused(no_cluster):
         taskflow.run(taskflow.load_graph(HEFT_G), "heft", quiet="yes")
 
 
+def test_the_preload_reads_the_variable_and_its_earlier_spelling_and_checks_either(monkeypatch):
+    from taskflow.errors import TaskflowError
+    from taskflow.runtime.scheduler.preload import EARLIER, preloaded_scheduler
+
+    monkeypatch.delenv("TASKFLOW_SCHEDULER", raising=False)
+    monkeypatch.delenv(EARLIER, raising=False)
+    assert preloaded_scheduler() is None
+    monkeypatch.setenv(EARLIER, "cpop")
+    assert preloaded_scheduler() == "cpop"
+    monkeypatch.setenv("TASKFLOW_SCHEDULER", "heft")  # the current spelling wins
+    assert preloaded_scheduler() == "heft"
+    monkeypatch.setenv("TASKFLOW_SCHEDULER", "nosuch")
+    with pytest.raises(TaskflowError, match="nosuch"):  # in a program of one's own: raised
+        preloaded_scheduler()
+
+
 def test_an_unknown_preloaded_scheduler_stops_the_dask_scheduler(tmp_path):
     env = {**os.environ, "TASKFLOW_SCHEDULER": "nosuch"}
     proc = subprocess.run(
