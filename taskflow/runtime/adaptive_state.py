@@ -12,7 +12,8 @@ small state machine of its own beside the run's (:mod:`.runs`), and what its dec
 =============  ======================================================================================
 
 The allowed moves are :data:`PHASE_MOVES`; every move goes through :meth:`AdaptiveState.move`,
-which refuses any other.
+which refuses any other. Its other fields change only through its own methods too (``decide``,
+``hold``, ``race``, ``used``, ``stamped``, ...): no other module assigns them.
 """
 
 from __future__ import annotations
@@ -153,6 +154,61 @@ class AdaptiveState:
         if to not in PHASE_MOVES[self.phase]:
             raise RuntimeError(f"adaptive state: no move from {self.phase.value} to {to.value}")
         self.phase = to
+
+    def decide(self, choice: str) -> None:
+        """``choice`` now runs the run: its phase moves on from undecided (decided again as it
+        learns)."""
+        self.decision = choice
+        if self.phase is Phase.UNDECIDED:
+            self.move(Phase.LEARNING)
+
+    def named(self, signature) -> None:
+        """The kind of work the run is, under which its measured runs are kept."""
+        self.signature = signature
+
+    def first_read(self, first: tuple) -> None:
+        """What its first decision read (kept from the first decision only)."""
+        if self.first is None:
+            self.first = first
+
+    def guarding(self) -> dict:
+        """The guard chooses for it once more: counted, and its predictions (returned, to be
+        filled) begun afresh."""
+        self.guarded += 1
+        self.predictions = {}
+        return self.predictions
+
+    def redecided(self) -> None:
+        """It is decided again within the run."""
+        self.redecisions += 1
+
+    def stamped(self, at: float, secs: float | None = None) -> None:
+        """A decision, or a look that changed nothing, at ``at`` (monotonic seconds), which took
+        ``secs`` (None: as long as the last one)."""
+        self.decided_at = at
+        if secs is not None:
+            self.decide_secs = secs
+
+    def took(self, secs: float) -> None:
+        """A look that changed nothing took ``secs``: the next look waits on the longest."""
+        self.decide_secs = max(self.decide_secs, secs)
+
+    def used(self, speeds: dict, estimates: dict | None = None) -> None:
+        """The workers' speeds (and the prefixes' mean costs) the latest decision used."""
+        self.speeds_used = speeds
+        if estimates is not None:
+            self.estimates = estimates
+
+    def hold(self, addresses) -> None:
+        """Its tasks are held to the workers at ``addresses`` (none: not held)."""
+        self.held = tuple(sorted(addresses))
+
+    def race(self, pace: float, reference: list | None = None) -> None:
+        """Trying: the pace it is expected to keep against ``reference`` (the progress curve it
+        races; None keeps the one it has)."""
+        self.pace = pace
+        if reference is not None:
+            self.reference = reference
 
     def try_choice(self, watch: float, fallback: str, reference: list) -> None:
         """Begin trying a choice: given up after ``watch`` seconds, or once behind ``reference``

@@ -235,7 +235,7 @@ class AdaptiveCore:
             DASK,
         )
         # the run's first choice follows the measured runs of the same work
-        r.adapt.guarded += 1
+        predictions = r.adapt.guarding()
         measured = self.measured_choice(r, choices) if first else None
         fallback = r.adapt.take_fallback()
         if fallback is not None:  # a watched try given up: the choice measured shortest
@@ -243,7 +243,6 @@ class AdaptiveCore:
         state = None
         if measured is None or (measured[0] == SUBSET and len(candidates) > 1):
             state = facts.state() if facts.state is not None else None
-        r.adapt.predictions = {}
         if measured is None:
             # until a run of this work has been measured, nothing can watch a plan: the prediction
             # picks among Dask's own choices, and the plan is predicted for the later runs to try it
@@ -261,7 +260,7 @@ class AdaptiveCore:
                 p,
                 choices=choices,
                 candidates=candidates,
-                predictions=r.adapt.predictions if first else None,
+                predictions=predictions if first else None,
                 unwatched=unwatched,
                 incumbent=incumbent,
                 inputs=inputs,
@@ -287,7 +286,7 @@ class AdaptiveCore:
                 )
             trying = r.adapt.phase is Phase.TRYING
             if trying and decision == SUBSET and r.adapt.fallback != SUBSET:  # a try of a hold races the whole cluster
-                r.adapt.pace = max(1.0, cluster.total_speed / max(1e-9, cluster.subset(held).total_speed))
+                r.adapt.race(max(1.0, cluster.total_speed / max(1e-9, cluster.subset(held).total_speed)))
             elif trying and decision == PLAN:  # a try of the plan races its own timeline
                 plan = plan() if callable(plan) else plan
                 race_own_plan(r, plan, facts.elapsed, r.adapt.watch / (1.0 + WATCH))
@@ -297,8 +296,7 @@ class AdaptiveCore:
                 cell = sums.setdefault(facts.prefixes[k], [0.0, 0])
                 cell[0] += float(cost[i]) - shift
                 cell[1] += 1
-        r.adapt.estimates = {name: total / n for name, (total, n) in sums.items()}
-        r.adapt.speeds_used = {w.id: w.speed for w in cluster.workers}
+        r.adapt.used({w.id: w.speed for w in cluster.workers}, {name: total / n for name, (total, n) in sums.items()})
         return Decision(decision, predicted, held if decision == SUBSET else None, plan if decision == PLAN else None)
 
     def decided(self, r, decision: str) -> None:
@@ -310,9 +308,7 @@ class AdaptiveCore:
         r : RunRecord
         decision : str
         """
-        r.adapt.decision = decision
-        if r.adapt.phase is Phase.UNDECIDED:
-            r.adapt.move(Phase.LEARNING)
+        r.adapt.decide(decision)
 
     def record(self, r, makespan: float) -> None:
         """``r`` finished in ``makespan`` seconds since it began: kept under its decision for the
@@ -394,13 +390,13 @@ class AdaptiveCore:
                 ):
                     # until a run of this work was measured a plan is not taken where Dask's own can
                     # be: without a hold, a narrow link would change nothing
-                    r.adapt.decided_at = done.now
+                    r.adapt.stamped(done.now)
                     return None, None
                 links = done.links()
                 if links is not None and (links.bandwidths or links.racks) and len(r.graph) <= p.limit:
                     fresh = done.estimate()
                 if fresh is None or not narrow_pairs(links, self.narrow_rate(r, links, fresh)):
-                    r.adapt.decided_at = done.now
+                    r.adapt.stamped(done.now)
                     return "looked", None
         else:
             used = r.adapt.estimates.get(done.prefix)
@@ -418,5 +414,5 @@ class AdaptiveCore:
             cost=dict(zip(ids, arr.cost.tolist())),
             sizes={(ids[a], ids[b]): v for a, b, v in zip(arr.src.tolist(), arr.dst.tolist(), arr.size.tolist())},
         )
-        r.adapt.redecisions += 1
+        r.adapt.redecided()
         return "decide again", None

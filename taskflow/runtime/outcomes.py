@@ -173,8 +173,10 @@ def race_own_plan(r, plan, since: float, best: float) -> None:
     best : float
     """
     times = sorted(since + float(f) for f in plan.finish)
-    r.adapt.reference = _curve(times, max(0, len(r.graph) - len(times)), len(r.graph), PROGRESS_POINTS)
-    r.adapt.pace = best / max(1e-9, since + float(plan.makespan))
+    r.adapt.race(
+        best / max(1e-9, since + float(plan.makespan)),
+        _curve(times, max(0, len(r.graph) - len(times)), len(r.graph), PROGRESS_POINTS),
+    )
 
 
 def behind(r, elapsed: float) -> float:

@@ -60,7 +60,7 @@ def simulate_adaptive(
     core = core if core is not None else AdaptiveCore()
     r = RunRecord(graph, sched, cluster)
     prefixes = {t: task_kind(graph, t) for t in graph.ids}
-    r.adapt.signature = signature or (frozenset(prefixes.values()), int(math.log2(max(1, len(graph)))))
+    r.adapt.named(signature or (frozenset(prefixes.values()), int(math.log2(max(1, len(graph))))))
     one_host = not cluster.bandwidths and cluster.racks is None
     speeds = [w.speed for w in cluster.workers]
     spread = max(speeds) / min(speeds) if min(speeds) > 0 else 1.0

@@ -448,6 +448,44 @@ def test_a_run_s_state_and_the_adaptive_phase_change_only_through_their_one_meth
     assert stray == []
 
 
+def test_a_run_s_adaptive_state_is_changed_only_by_its_own_methods():
+    """The adaptive state is one record changed only by its transitions (``AdaptiveState.decide``,
+    ``hold``, ``race``, ...): no module of the runtime but its own assigns a field of a run's
+    ``adapt``, nor appends to one in place."""
+    stray = []
+    for path in sorted((ROOT / "taskflow" / "runtime").rglob("*.py")):
+        if path.name == "adaptive_state.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, (ast.AugAssign, ast.AnnAssign))
+                else []
+            )
+            leaves = [leaf for t in targets for leaf in (t.elts if isinstance(t, ast.Tuple) else [t])]
+            for leaf in leaves:
+                while isinstance(leaf, ast.Subscript):  # r.adapt.speeds_used[w] = ...
+                    leaf = leaf.value
+                if (
+                    isinstance(leaf, ast.Attribute)
+                    and isinstance(leaf.value, ast.Attribute)
+                    and leaf.value.attr == "adapt"
+                ):
+                    stray.append(f"{path.name}:{node.lineno} sets adapt.{leaf.attr}")
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("append", "update", "clear", "pop", "setdefault", "extend")
+                and isinstance(node.func.value, ast.Attribute)
+                and isinstance(node.func.value.value, ast.Attribute)
+                and node.func.value.value.attr == "adapt"
+            ):
+                stray.append(f"{path.name}:{node.lineno} changes adapt.{node.func.value.attr} in place")
+    assert stray == []
+
+
 #: where "policy" still means something else than our schedulers: HEFT's insertion policy, a paper's
 #: title, Dask's active memory manager's policies, and the earlier spellings still read
 OTHER_POLICIES = (

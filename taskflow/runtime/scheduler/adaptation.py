@@ -16,7 +16,6 @@ from typing import Protocol
 from .patching import move_queued, restrict
 
 from .reading import BARRIER_PREFIX, compared, cpu_shares, dask_state, placed_inputs, warm
-from ..adaptive_state import Phase
 from ..decide import CLOSE, KEEP_OUTCOMES, WATCH, AdaptiveCore, GraphFacts, TaskDone
 from ..outcomes import EARLY, PROGRESS_POINTS, behind, progress_curve
 from ..predict import CHOICES, DASK, SUBSET
@@ -216,14 +215,12 @@ class Adaptation:
         return max(speeds) / min(speeds) if len(speeds) >= 2 and min(speeds) > 0 else 1.0
 
     def _leave_to_dask(self, r, keys, cluster, stimulus_id: str | None = None) -> None:
-        r.adapt.decision = DASK
-        if r.adapt.phase is Phase.UNDECIDED:  # left to Dask: decided once the workers look uneven
-            r.adapt.move(Phase.LEARNING)
-        r.adapt.decided_at = time.monotonic()
-        r.adapt.speeds_used = {w.id: w.speed for w in cluster.workers} if cluster is not None else {}
+        r.adapt.decide(DASK)  # left to Dask: decided again once the workers look uneven
+        r.adapt.stamped(time.monotonic())
+        r.adapt.used({w.id: w.speed for w in cluster.workers} if cluster is not None else {})
         tasks = self.plugin.dask_scheduler.tasks
         held = bool(r.adapt.held)
-        r.adapt.held = ()
+        r.adapt.hold(())
         again = {}
         planned = False
         for k in _with_queued(keys, r, tasks):
@@ -274,7 +271,7 @@ class Adaptation:
         worker left go back to waiting, to be placed among those workers; tasks already sent to
         another worker and not started there are asked over to them (:func:`.reading.move_queued`)."""
         tasks = self.plugin.dask_scheduler.tasks
-        r.adapt.held = tuple(sorted(addresses))
+        r.adapt.hold(addresses)
         held = [self.plugin.dask_scheduler.workers[a] for a in r.adapt.held if a in self.plugin.dask_scheduler.workers]
         again = {}
         for k in _with_queued(keys, r, tasks):
@@ -332,7 +329,7 @@ class Adaptation:
         """
         r.started = time.monotonic()
         if self.adaptive(r):
-            r.adapt.signature = signature(r.graph, self.plugin.dask_scheduler.tasks)
+            r.adapt.named(signature(r.graph, self.plugin.dask_scheduler.tasks))
 
     def record(self, r) -> None:
         """``r`` finished: keep its makespan (since it began running) under its decision, for the
@@ -384,10 +381,8 @@ class Adaptation:
         )
         book = copy.deepcopy(self.core.outcomes.get(r.adapt.signature))
         d = self.core.decide(r, graph, cluster, plan, facts, shift)
-        if r.adapt.first is None:  # what the first decision read: the simulator replays it
-            r.adapt.first = (graph, cluster, read.get("state"), book)
-        r.adapt.decided_at = time.monotonic()
-        r.adapt.decide_secs = time.perf_counter() - t0
+        r.adapt.first_read((graph, cluster, read.get("state"), book))  # the simulator replays it
+        r.adapt.stamped(time.monotonic(), time.perf_counter() - t0)
         if d.choice == DASK:
             self._leave_to_dask(r, graph.ids, cluster)
         elif d.choice == SUBSET:
@@ -395,7 +390,7 @@ class Adaptation:
         elif r.adapt.held:  # the plan's restrictions replace the hold's
             self._leave_to_dask(r, graph.ids, cluster)
         self.core.decided(r, d.choice)
-        r.adapt.speeds_used = {w.id: w.speed for w in cluster.workers}
+        r.adapt.used({w.id: w.speed for w in cluster.workers})
         return d.predicted
 
     def _estimate_unfinished(self, r):
@@ -443,7 +438,7 @@ class Adaptation:
         if what == "give up":
             self._give_up(r, stimulus_id, measured)
         elif what == "looked":  # the next look waits 20x this
-            r.adapt.decide_secs = max(r.adapt.decide_secs, time.perf_counter() - t0)
+            r.adapt.took(time.perf_counter() - t0)
         elif what == "decide again":
             self.plugin.move(r, REPLANNING)
             self.plugin.move(r, FAILED if r.error else r.before, stimulus_id)
