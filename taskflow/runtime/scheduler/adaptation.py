@@ -19,7 +19,7 @@ from .reading import BARRIER_PREFIX, compared, cpu_shares, dask_state, placed_in
 from ..decide import CLOSE, KEEP_OUTCOMES, WATCH, AdaptiveCore, GraphFacts, TaskDone
 from ..outcomes import EARLY, PROGRESS_POINTS, behind, progress_curve
 from ..predict import CHOICES, DASK, SUBSET
-from .runs import FAILED, MOVABLE, REPLANNING, signature
+from .runs import MOVABLE, signature
 
 __all__ = [
     "Adaptation",
@@ -89,8 +89,8 @@ class PluginView(Protocol):
     def unfinished(self, r) -> list:
         """The keys of run ``r`` not finished."""
 
-    def move(self, r, to: str, *args):
-        """Move run ``r`` to state ``to`` (through the run's one transition method)."""
+    def replan(self, r, stimulus_id: str) -> None:
+        """Plan run ``r``'s unfinished part again, and go back to its state (or fail it)."""
 
 
 class Adaptation:
@@ -99,7 +99,7 @@ class Adaptation:
     measured, by kind of work; ``narrow_seen``: the links found narrow for a kind) and reaches the
     plugin only through this narrow interface (:class:`PluginView`): ``dask_scheduler``,
     ``durations``, ``sizes``, ``learned_speeds()``, ``graph_of()``, ``live_cluster()``,
-    ``unfinished()`` and ``move()``. The plugin calls its :meth:`adaptive`,
+    ``unfinished()`` and ``replan()``. The plugin calls its :meth:`adaptive`,
     :meth:`worth_planning`, :meth:`guard`, :meth:`begin`, :meth:`record`, :meth:`learn_within` and
     :meth:`lost_worker`.
 
@@ -317,8 +317,7 @@ class Adaptation:
         measured as ``measured`` seconds (it lost already) and the unfinished part goes to the
         choice measured shortest."""
         self.core.give_up(r, measured)
-        self.plugin.move(r, REPLANNING)
-        self.plugin.move(r, FAILED if r.error else r.before, stimulus_id)
+        self.plugin.replan(r, stimulus_id)
 
     def begin(self, r) -> None:
         """``r`` begins running: what kind of work it is (:func:`signature`), and since when.
@@ -440,8 +439,7 @@ class Adaptation:
         elif what == "looked":  # the next look waits 20x this
             r.adapt.took(time.perf_counter() - t0)
         elif what == "decide again":
-            self.plugin.move(r, REPLANNING)
-            self.plugin.move(r, FAILED if r.error else r.before, stimulus_id)
+            self.plugin.replan(r, stimulus_id)
 
 
 def _with_queued(keys, r, tasks) -> list:

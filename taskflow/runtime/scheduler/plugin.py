@@ -279,8 +279,7 @@ class TaskflowPlugin(ClientMessages, SchedulerPlugin):
             if r.adapt.held:
                 self.adaptation.lost_worker(r, worker, stimulus_id)
             elif any(r.addr.get(w) == worker for w in set(r.plan.values())) and self.unfinished(r):
-                self.move(r, REPLANNING)
-                self.move(r, FAILED if r.error else r.before, stimulus_id)
+                self.replan(r, stimulus_id)
 
     def add_worker(self, scheduler, worker: str) -> None:
         """A worker joined: runs left without a live worker for some task are re-planned."""
@@ -292,10 +291,15 @@ class TaskflowPlugin(ClientMessages, SchedulerPlugin):
                 if r.plan.get(k) not in r.addr or r.addr[r.plan[k]] not in scheduler.workers
             ]
             if stranded:
-                self.move(r, REPLANNING)
-                self.move(r, FAILED if r.error else r.before, f"taskflow-add-worker-{time.time()}")
+                self.replan(r, f"taskflow-add-worker-{time.time()}")
 
     # ------------------------------------------------------------------ a run's states
+    def replan(self, r: GraphRun, stimulus_id: str) -> None:
+        """Plan ``r``'s unfinished part again (a worker lost or joined, a decision taken again):
+        replanning, then back to the state it was in, or failed where no plan could be made."""
+        self.move(r, REPLANNING)
+        self.move(r, FAILED if r.error else r.before, stimulus_id)
+
     def move(self, r: GraphRun, to: str, *args):
         """Move ``r`` to state ``to`` by the table's method for that move; what the method returns."""
         start = r.state
