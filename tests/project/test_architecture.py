@@ -410,6 +410,18 @@ def test_the_adaptive_scheduler_reaches_the_plugin_only_through_its_view():
     assert "class TaskflowPlugin(ClientMessages, SchedulerPlugin)" in plugin and "Adapting" not in plugin
 
 
+def _assigned(node) -> list:
+    """What ``node`` assigns to (each target of a tuple on its own); nothing where it is no assignment."""
+    targets = (
+        node.targets
+        if isinstance(node, ast.Assign)
+        else [node.target]
+        if isinstance(node, (ast.AugAssign, ast.AnnAssign))
+        else []
+    )
+    return [leaf for t in targets for leaf in (t.elts if isinstance(t, ast.Tuple) else [t])]
+
+
 def _assigned_attributes(path: Path, names: set) -> list:
     """``(function, attribute, line)`` for each assignment to ``<x>.<name>`` in ``path``, ``name`` in ``names``."""
     found = []
@@ -418,17 +430,9 @@ def _assigned_attributes(path: Path, names: set) -> list:
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         for node in ast.walk(fn):
-            targets = (
-                node.targets
-                if isinstance(node, ast.Assign)
-                else [node.target]
-                if isinstance(node, (ast.AugAssign, ast.AnnAssign))
-                else []
-            )
-            for t in targets:
-                for leaf in t.elts if isinstance(t, ast.Tuple) else [t]:
-                    if isinstance(leaf, ast.Attribute) and leaf.attr in names:
-                        found.append((fn.name, leaf.attr, node.lineno))
+            for leaf in _assigned(node):
+                if isinstance(leaf, ast.Attribute) and leaf.attr in names:
+                    found.append((fn.name, leaf.attr, node.lineno))
     return found
 
 
@@ -457,15 +461,7 @@ def test_a_run_s_adaptive_state_is_changed_only_by_its_own_methods():
         if path.name == "adaptive_state.py":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            targets = (
-                node.targets
-                if isinstance(node, ast.Assign)
-                else [node.target]
-                if isinstance(node, (ast.AugAssign, ast.AnnAssign))
-                else []
-            )
-            leaves = [leaf for t in targets for leaf in (t.elts if isinstance(t, ast.Tuple) else [t])]
-            for leaf in leaves:
+            for leaf in _assigned(node):
                 while isinstance(leaf, ast.Subscript):  # r.adapt.speeds_used[w] = ...
                     leaf = leaf.value
                 if (
