@@ -19,6 +19,7 @@ from taskflow.runtime.outcomes import Outcomes
 from taskflow.runtime.outcomes import behind
 from workflows.scientific import random_layered
 from tests.conftest import NO_HTTP
+from tests.taskflow.runtime import dask_states
 
 
 def opts(margin, limit, spread=1.5):
@@ -230,50 +231,37 @@ def test_a_run_s_queued_keys_leave_out_what_each_worker_runs_first_or_said_it_wa
     g = TaskGraph()
     for k in "abcdefg":
         g.add_task(k, cost=1.0)
-    busy = _Fake(nthreads=2, executing={}, processing=set())
-    idle = _Fake(nthreads=1, executing={}, processing=set())
-    tasks = {}
-    for prio, k in enumerate("abcde"):
-        tasks[k] = _Fake(key=k, state="processing", priority=(prio,), processing_on=busy)
-        busy.processing.add(tasks[k])
-    tasks["f"] = _Fake(key="f", state="waiting", priority=(9,), processing_on=None)
-    tasks["g"] = _Fake(key="g", state="processing", priority=(0,), processing_on=idle)
-    idle.processing.add(tasks["g"])
-    other = _Fake(key="x", state="processing", priority=(-1,), processing_on=busy)  # another graph's
-    busy.processing.add(other)
+    busy, idle = dask_states.worker("tcp://busy:1", nthreads=2), dask_states.worker("tcp://idle:1")
+    tasks = {k: dask_states.task(k, "processing", priority=(p,), processing_on=busy) for p, k in enumerate("abcde")}
+    tasks["f"] = dask_states.task("f", "waiting", priority=(9,))
+    tasks["g"] = dask_states.task("g", "processing", priority=(0,), processing_on=idle)
+    dask_states.task("x", "processing", priority=(-1,), processing_on=busy)  # another graph's
     busy.executing = {tasks["e"]: 0.1}
     r = GraphRun("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
     assert r.queued(tasks) == ["b", "c", "d"]
 
 
-def test_a_task_is_asked_over_only_where_dask_s_stealing_could_move_it():
+def test_a_task_is_asked_over_only_where_dask_s_stealing_could_move_it(monkeypatch):
     """An actor, a long-running task, a peer-to-peer output the shuffle extension pinned, and one
     restricted away from every worker offered are not asked; a plain queued one is, to the least
-    loaded worker offered; with stealing off nothing is."""
+    loaded worker offered; with stealing off nothing is. (Dask's own scheduler and states; its
+    stealing's request to the worker is the one thing recorded instead of sent.)"""
     from taskflow.runtime.scheduler.patching import SHUFFLE_PINNED, move_queued
 
+    victim, busy, free = (dask_states.worker(f"tcp://{a}:1") for a in ("victim", "busy", "free"))
+    sched = dask_states.scheduler([victim, busy, free])
+    for k in ("q1", "q2"):
+        dask_states.task(k, "processing", processing_on=busy)
     asked = []
-    stealing = _Fake(move_task_request=lambda ts, victim, thief: asked.append((ts.key, thief.address)) or "steal-1")
-    victim = _Fake(address="v", nthreads=1, processing=set(), long_running=set())
-    busy = _Fake(address="b", nthreads=1, processing={1, 2}, long_running=set())
-    free = _Fake(address="f", nthreads=1, processing=set(), long_running=set())
+    monkeypatch.setattr(
+        sched.extensions["stealing"],
+        "move_task_request",
+        lambda ts, v, thief: asked.append((ts.key, v.address, thief.address)) or "steal-1",
+    )
 
     def task(key, **fields):
-        fields = {
-            "state": "processing",
-            "processing_on": victim,
-            "actor": False,
-            "annotations": {},
-            "valid": None,
-            **fields,
-        }
-        return _Fake(key=key, **fields)
+        return dask_states.task(key, fields.pop("state", "processing"), processing_on=victim, **fields)
 
-    sched = _Fake(
-        extensions={"stealing": stealing},
-        workers={"v": victim, "b": busy, "f": free},
-        valid_workers=lambda ts: ts.valid,
-    )
     offered = [busy, free]
     assert move_queued(sched, task("plain"), offered) is True
     assert move_queued(sched, task("actor", actor=True), offered) is False
@@ -281,77 +269,67 @@ def test_a_task_is_asked_over_only_where_dask_s_stealing_could_move_it():
     victim.long_running.add(long_running)
     assert move_queued(sched, long_running, offered) is False
     assert move_queued(sched, task("pinned", annotations={SHUFFLE_PINNED: None}), offered) is False
-    assert move_queued(sched, task("elsewhere", valid={victim}), offered) is False
-    assert move_queued(sched, task("only-busy", valid={busy}), offered) is True
-    assert move_queued(sched, task("waiting", state="waiting", processing_on=None), offered) is False
-    assert asked == [("plain", "f"), ("only-busy", "b")]
-    sched.extensions = {}
+    assert move_queued(sched, task("elsewhere", worker_restrictions={victim.address}), offered) is False
+    assert move_queued(sched, task("only-busy", worker_restrictions={busy.address}), offered) is True
+    waiting = dask_states.task("waiting", "waiting")
+    assert move_queued(sched, waiting, offered) is False
+    assert asked == [("plain", "tcp://victim:1", "tcp://free:1"), ("only-busy", "tcp://victim:1", "tcp://busy:1")]
+    del sched.extensions["stealing"]
     assert move_queued(sched, task("no-stealing"), offered) is False
 
 
-def test_a_hold_asks_the_tasks_waiting_outside_it_over_and_leaving_to_dask_lifts_theirs():
+def test_a_hold_asks_the_tasks_waiting_outside_it_over_and_leaving_to_dask_lifts_theirs(monkeypatch):
     """A run planned on three workers, its tasks sent to them: held to worker "f", the tasks
     waiting on the others are restricted to it and asked over (the finished one is not touched);
-    then left to Dask, every unfinished one, sent or not, loses its restrictions."""
+    then left to Dask, every unfinished one, sent or not, loses its restrictions. (Dask's own
+    scheduler and states; its stealing's requests and its transitions are recorded instead of
+    sent to workers.)"""
+    from types import SimpleNamespace
+
     from taskflow.runtime.scheduler.adaptation import Adaptation
     from taskflow.runtime.scheduler.runs import GraphRun
 
-    asked = []
-    stealing = _Fake(move_task_request=lambda ts, victim, thief: asked.append((ts.key, thief.address)) or "steal-1")
-    ws = {
-        a: _Fake(address=a, name=a, nthreads=1, processing=set(), long_running=set(), executing=set())
-        for a in ("f", "s1", "s2")
-    }
+    ws = {a: dask_states.worker(f"tcp://{a}:1", name=a) for a in ("f", "s1", "s2")}
+    at = {a: w.address for a, w in ws.items()}
+    sched = dask_states.scheduler(ws.values())
+    asked, moved = [], []
+    monkeypatch.setattr(
+        sched.extensions["stealing"],
+        "move_task_request",
+        lambda ts, victim, thief: asked.append((ts.key, thief.address)) or "steal-1",
+    )
+    monkeypatch.setattr(sched, "transitions", lambda recs, stimulus_id: moved.append(dict(recs)))
     g = TaskGraph()
     for k in ("done", "on-s1", "on-s2", "on-f", "later"):
         g.add_task(k, cost=1.0)
     where = {"on-s1": "s1", "on-s2": "s2", "on-f": "f"}
-    tasks = {}
+    tasks = sched.tasks
     for k in g.ids:
         state = "memory" if k == "done" else "processing" if k in where else "waiting"
-        tasks[k] = _Fake(
-            key=k,
-            state=state,
+        tasks[k] = dask_states.task(
+            k,
+            state,
             processing_on=ws.get(where.get(k)),
-            actor=False,
-            annotations={},
-            worker_restrictions={where.get(k, "s1")},
-            loose_restrictions=False,
+            worker_restrictions={at[where.get(k, "s1")]},
             priority=(0,),
         )
-        if k in where:
-            ws[where[k]].processing.add(tasks[k])
-
-    def valid(ts):
-        return None if ts.worker_restrictions is None else {ws[a] for a in ts.worker_restrictions}
-
-    view = _Fake(
-        dask_scheduler=_Fake(
-            tasks=tasks,
-            workers=ws,
-            extensions={"stealing": stealing},
-            valid_workers=valid,
-            transitions=lambda *a, **k: None,
-        ),
-        learned_speeds=lambda: {},
-        unfinished=lambda r: [k for k in g.ids if k != "done"],
+    # the plugin as the adaptive scheduler sees it: its narrow view (PluginView), over Dask's scheduler
+    view = SimpleNamespace(
+        dask_scheduler=sched, learned_speeds=lambda: {}, unfinished=lambda r: [k for k in g.ids if k != "done"]
     )
-    plugin = Adaptation(view)  # the plugin as the adaptive scheduler sees it: its narrow view
+    plugin = Adaptation(view)
     r = GraphRun("r1", g, get_scheduler("adaptive"), None, "c1", owned=True)
     r.plan = {k: where.get(k, "s1") for k in g.ids}
-    plugin._hold(r, ["later"], ["f"])
-    assert sorted(asked) == [("on-s1", "f"), ("on-s2", "f")]
+    plugin._hold(r, ["later"], [at["f"]])
+    assert sorted(asked) == [("on-s1", at["f"]), ("on-s2", at["f"])]
     assert {k: tasks[k].worker_restrictions for k in g.ids if k != "done"} == {
-        "on-s1": {"f"},
-        "on-s2": {"f"},
-        "on-f": {"f"},
-        "later": {"f"},
+        k: {at["f"]} for k in ("on-s1", "on-s2", "on-f", "later")
     }
-    assert tasks["done"].worker_restrictions == {"s1"}
+    assert tasks["done"].worker_restrictions == {at["s1"]}
     plugin._leave_to_dask(r, ["later"], None)
     assert all(tasks[k].worker_restrictions is None for k in g.ids if k != "done")
     assert len(asked) == 2  # each worker's one task counts as started: nothing to spread
-    assert tasks["done"].worker_restrictions == {"s1"}
+    assert tasks["done"].worker_restrictions == {at["s1"]}
 
 
 def _queue_on(victim: str, thief: str, n: int, dask_scheduler=None) -> dict:
