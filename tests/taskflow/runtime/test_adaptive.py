@@ -546,28 +546,19 @@ def test_runs_of_the_same_work_try_each_choice_once_then_keep_the_shorter():
 
 
 def _task(key, prefix, nbytes=-1, deps=()):
-    from types import SimpleNamespace
-
-    return SimpleNamespace(
-        key=key,
-        prefix=SimpleNamespace(name=prefix),
-        nbytes=nbytes,
-        dependencies=list(deps),
-        get_nbytes=lambda: nbytes if nbytes >= 0 else 1000,
-    )
+    """A Dask task of ``prefix`` whose output is ``nbytes`` (-1: not known yet) and inputs ``deps``."""
+    return dask_states.task(key, "memory" if nbytes >= 0 else "waiting", prefix, nbytes=nbytes, dependencies=set(deps))
 
 
 def test_a_prefix_whose_durations_follow_its_inputs_is_costed_per_task():
     """Cost priors from input sizes: four tasks of "work" took 0.1 s per input megabyte; a task of
     it with 8 MB of input is costed 8x one with 1 MB; a prefix whose inputs are alike, or whose
     durations do not follow them, keeps its mean."""
-    from types import SimpleNamespace
-
     from taskflow.runtime.scheduler.reading import input_scaling, observe
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
 
     p = TaskflowPlugin()
-    p.dask_scheduler = SimpleNamespace(_get_prefix_duration=lambda prefix: 0.5)
+    p.dask_scheduler = dask_states.scheduler()  # Dask's own guess for a prefix never run: 0.5 s
     for i, (mb, secs) in enumerate([(1, 0.1), (2, 0.2), (3, 0.3), (4, 0.4)]):
         src = _task(f"s{i}", "load", nbytes=int(mb * 1e6))
         observe(p.durations, p.sizes, p.inputs, _task(f"w{i}", "work", 10, [src]), "w0", secs)
@@ -772,7 +763,6 @@ def test_mid_run_a_hold_in_place_is_weighed_though_no_link_looks_narrow_now(monk
     """A run held to one worker decides again mid-run, when the costs learned since make no link
     narrow and the workers look alike: the hold in place is still among the subsets weighed (it
     gives way only to a choice predicted ``margin`` shorter), not dropped unweighed."""
-    from types import SimpleNamespace
 
     import taskflow.runtime.scheduler.adaptation as adaptation
     import taskflow.runtime.decide as decide
@@ -785,7 +775,7 @@ def test_mid_run_a_hold_in_place_is_weighed_though_no_link_looks_narrow_now(monk
         g.add_task(f"t-{i}", cost=1.0)
     cluster = Cluster([Worker("a", address="tcp://10.0.0.1:1"), Worker("b", address="tcp://10.0.0.2:1")], bandwidth=1e9)
     p = TaskflowPlugin()
-    p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
+    p.dask_scheduler = dask_states.scheduler()
     seen = {}
 
     def choose(graph, c, plan, state, options, *, choices, candidates, **k):
@@ -841,7 +831,6 @@ def test_a_rate_learned_one_way_counts_both_ways_until_the_other_is_measured(mon
 def _wide_plugin(n: int):
     """``n`` independent 1-second tasks, two workers (4x apart), the adaptive scheduler and a scheduler
     plugin without Dask (only its bookkeeping is exercised)."""
-    from types import SimpleNamespace
 
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
 
@@ -849,7 +838,7 @@ def _wide_plugin(n: int):
     for i in range(n):
         g.add_task(f"t{i}", cost=1.0)
     p = TaskflowPlugin()
-    p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
+    p.dask_scheduler = dask_states.scheduler()
     return g, Cluster.heterogeneous([4.0, 1.0]), get_scheduler("adaptive"), p
 
 
@@ -885,7 +874,6 @@ def test_a_choice_tried_for_the_first_time_is_given_up_once_it_runs_past_its_wat
     """A run trying Dask's own on the fastest workers, watched against a plan measured at 1 s:
     at 1.25 s it is given up, the unfinished part is planned, the tried choice is measured as
     long as it ran (it lost already), and the run, which changed its mind, is not kept."""
-    from types import SimpleNamespace
 
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
     from taskflow.runtime.predict import SUBSET
@@ -896,7 +884,7 @@ def test_a_choice_tried_for_the_first_time_is_given_up_once_it_runs_past_its_wat
         g.add_task(f"t{i}", cost=1.0)
     cluster = Cluster.heterogeneous([4.0, 1.0])
     p = TaskflowPlugin()
-    p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
+    p.dask_scheduler = dask_states.scheduler()
     monkeypatch.setattr(p, "live_cluster", lambda r: cluster)
     monkeypatch.setattr(p, "unfinished", lambda r: [f"t{i}" for i in range(6, 12)])
     sig = (frozenset({"t"}), 3)
@@ -1111,7 +1099,6 @@ def test_a_first_run_left_to_dask_on_workers_alike_spends_nothing_on_links_it_co
     alike whose scheduler may not hold it to a subset neither estimates its unfinished tasks nor weighs
     its links as its tasks finish. Where it may be held (by default), or with ``choices=["plan"]``,
     a narrow link can make it decide again."""
-    from types import SimpleNamespace
 
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
     from taskflow.runtime.scheduler.runs import RUNNING, GraphRun
@@ -1125,7 +1112,7 @@ def test_a_first_run_left_to_dask_on_workers_alike_spends_nothing_on_links_it_co
         bandwidths={a: {b: 1e3 for b in ("cd" if a in "ab" else "ab")} for a in "abcd"},
     )
     p = TaskflowPlugin()
-    p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
+    p.dask_scheduler = dask_states.scheduler()
     looked = []
     monkeypatch.setattr(p.adaptation, "_spread", lambda r, c: 1.0)
     monkeypatch.setattr(p, "live_cluster", lambda r: looked.append("cluster") or racks)
@@ -1211,7 +1198,6 @@ def test_rates_learned_between_workers_of_one_host_are_never_a_narrow_link():
     that rate is the receiver's CPU, not a link, and holding Dask to one of them cannot beat it.
     The same rate between two hosts is a narrow link for the same graph; a rate the run declares
     between workers of one host (an emulated network) counts as declared."""
-    from types import SimpleNamespace
 
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
     from taskflow.runtime.predict import across_hosts
@@ -1231,7 +1217,7 @@ def test_rates_learned_between_workers_of_one_host_are_never_a_narrow_link():
     assert across_hosts(local).bandwidths == {} and across_hosts(apart).bandwidths == apart.bandwidths
     assert across_hosts(local, {"a": {"b"}}).bandwidths == {"a": {"b": 2e8}}
     p = TaskflowPlugin()
-    p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
+    p.dask_scheduler = dask_states.scheduler()
     scheduler = get_scheduler("adaptive")
     assert not p.adaptation._narrow(GraphRun("r1", g, scheduler, None, "c1", owned=True), local)
     assert p.adaptation._narrow(GraphRun("r2", g, scheduler, None, "c1", owned=True), apart)
@@ -1454,7 +1440,6 @@ def test_until_a_run_of_the_work_is_measured_the_guard_takes_no_plan_but_predict
     HEFT's plan of a bag ran 4x Dask's own), and before a run of the same work is measured nothing
     can watch it: the first runs pick among Dask's own choices; the plan's prediction by the first
     run kept is kept, and the next run tries it, watched."""
-    from types import SimpleNamespace
 
     import taskflow.runtime.scheduler.adaptation as adaptation
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
@@ -1475,7 +1460,7 @@ def test_until_a_run_of_the_work_is_measured_the_guard_takes_no_plan_but_predict
     )  # unsimulated
 
     p = TaskflowPlugin()
-    p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
+    p.dask_scheduler = dask_states.scheduler()
     monkeypatch.setattr(adaptation, "dask_state", lambda *a: None)
     scheduler = get_scheduler("adaptive", choices=["plan", "dask"])
     sig = (frozenset({"t"}), len(g))
@@ -1520,7 +1505,7 @@ def test_a_run_the_measured_runs_leave_to_dask_makes_no_plan(monkeypatch):
         return scheduler.schedule(g, uneven8)
 
     p = TaskflowPlugin()
-    p.dask_scheduler = SimpleNamespace(tasks={}, workers={}, transitions=lambda *a, **k: None)
+    p.dask_scheduler = dask_states.scheduler()
     monkeypatch.setattr(adaptation, "dask_state", lambda *a: None)
     sig = (frozenset({"t"}), len(g))
 
