@@ -798,18 +798,14 @@ def test_a_rate_learned_one_way_counts_both_ways_until_the_other_is_measured(mon
     """Only w1 has sent to w0 so far (9 MB/s): the live cluster takes w0 -> w1 at the same rate,
     not at the default, which made a hold onto w1 look free of the bytes it pulls from w0. A rate
     measured each way is kept as measured; one declared is not replaced by a mirrored one."""
-    from types import SimpleNamespace
 
     from taskflow.runtime.scheduler import plugin as plugin_module
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
     from taskflow.runtime.scheduler.runs import GraphRun
 
-    workers = {
-        f"tcp://10.0.0.{i}:1": SimpleNamespace(name=f"w{i}", nthreads=1, address=f"tcp://10.0.0.{i}:1", metrics={})
-        for i in range(3)
-    }
     p = TaskflowPlugin()
-    p.dask_scheduler = SimpleNamespace(workers=workers, bandwidth=1e8, tasks={})
+    p.dask_scheduler = dask_states.scheduler(dask_states.worker(f"tcp://10.0.0.{i}:1", name=f"w{i}") for i in range(3))
+    p.dask_scheduler.bandwidth = 1e8
     g = TaskGraph("g")
     g.add_task("t", cost=1.0)
     rates = {"w1": {"w0": 9e6}}
@@ -1135,7 +1131,6 @@ def test_a_run_left_to_dask_on_one_host_builds_no_cluster_as_its_tasks_finish(mo
     """Rates between workers of one host are never narrow: a later run left to Dask there (a plan
     measured before, so a narrow link could make it decide again) neither builds the live cluster
     nor estimates its unfinished tasks as its tasks finish; on two hosts it weighs its links."""
-    from types import SimpleNamespace
 
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
     from taskflow.runtime.scheduler.runs import RUNNING, GraphRun
@@ -1155,8 +1150,9 @@ def test_a_run_left_to_dask_on_one_host_builds_no_cluster_as_its_tasks_finish(mo
         (("10.0.0.1", "10.0.0.2"), None, ["cluster"]),
         (("127.0.0.1", "127.0.0.1"), racks, ["cluster"]),
     ):  # emulated racks: weighed
-        workers = {f"tcp://{h}:{4000 + i}": None for i, h in enumerate(hosts)}
-        p.dask_scheduler = SimpleNamespace(tasks={}, workers=workers, transitions=lambda *a, **k: None)
+        p.dask_scheduler = dask_states.scheduler(
+            dask_states.worker(f"tcp://{h}:{4000 + i}", name=f"w{i}") for i, h in enumerate(hosts)
+        )
         r = GraphRun("r1", g, get_scheduler("adaptive"), declared, "c1", owned=True)
         r.state, r.adapt.decision, r.adapt.signature = RUNNING, DASK, (frozenset({"t"}), 3)
         p.adaptation.outcomes[r.adapt.signature] = outcomes_of({"plan": [2.0], "dask": [1.0]})
@@ -1382,7 +1378,7 @@ def test_the_spread_counts_a_worker_s_prefix_only_with_enough_tasks_and_seconds(
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
 
     p = TaskflowPlugin()
-    p.dask_scheduler = SimpleNamespace(workers={a: SimpleNamespace(name=a) for a in ("w0", "w1")})
+    p.dask_scheduler = dask_states.scheduler(dask_states.worker(f"tcp://{a}:1", name=a) for a in ("w0", "w1"))
     undeclared = SimpleNamespace(cluster=None)  # a run of Dask work: no speeds declared
     p.durations = {"sum": {"w0": [0.0015, 3], "w1": [0.0045, 3]}}  # 3x apart, 6 ms in all
     assert relative_speeds(p.durations)["w0"] == pytest.approx(3**0.5)  # what the costs learn from
@@ -1403,10 +1399,10 @@ def test_a_worker_s_cold_first_task_does_not_make_it_look_slow():
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
 
     def task(i):
-        return SimpleNamespace(key=f"part-{i}", prefix=SimpleNamespace(name="part"), nbytes=1000, dependencies=[])
+        return dask_states.task(f"part-{i}", "memory", "part", nbytes=1000)
 
     p = TaskflowPlugin()
-    p.dask_scheduler = SimpleNamespace(workers={a: SimpleNamespace(name=a) for a in ("w0", "w1", "w2")})
+    p.dask_scheduler = dask_states.scheduler(dask_states.worker(f"tcp://{a}:1", name=a) for a in ("w0", "w1", "w2"))
     undeclared = SimpleNamespace(cluster=None)
     for i in range(8):
         observe(p.durations, p.sizes, p.inputs, task(i), "w0", 0.02)
@@ -1427,7 +1423,7 @@ def test_a_worker_s_cold_first_task_does_not_make_it_look_slow():
             p.durations,
             p.sizes,
             p.inputs,
-            SimpleNamespace(key=f"t{i}", prefix=SimpleNamespace(name=f"t{i}"), nbytes=0, dependencies=[]),
+            dask_states.task(f"t{i}", "memory", f"t{i}", nbytes=0),
             f"w{i % 3}",
             5.0,
         )
@@ -1546,7 +1542,6 @@ def test_a_worker_never_measured_keeps_its_declared_speed_beside_the_measured_on
     must still see the declared slow worker slow (it was seen as alike, and the next run, left to
     Dask, ran on it), and learned speeds (about 1) are compared with declared ones (8, 8, 1) on
     the same scale (they agree: no re-decision)."""
-    from types import SimpleNamespace
 
     from taskflow.runtime.outcomes import drifted
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
@@ -1556,9 +1551,7 @@ def test_a_worker_never_measured_keeps_its_declared_speed_beside_the_measured_on
     g.add_task("t0", cost=1.0)
     declared = Cluster([Worker("wa", 8.0), Worker("wb", 8.0), Worker("wc", 1.0)])
     p = TaskflowPlugin()
-    p.dask_scheduler = SimpleNamespace(
-        tasks={}, transitions=lambda *a, **k: None, workers={a: SimpleNamespace(name=a) for a in ("wa", "wb", "wc")}
-    )
+    p.dask_scheduler = dask_states.scheduler(dask_states.worker(f"tcp://{a}:1", name=a) for a in ("wa", "wb", "wc"))
     p.durations = {"nap": {"wa": [1.0, 8], "wb": [1.0, 8]}}  # 8 tasks of 1/8 s on each fast worker
     r = GraphRun("r1", g, get_scheduler("adaptive"), declared, "c1", owned=True)
     assert p.adaptation._spread(r, declared) == pytest.approx(8.0)
@@ -1747,7 +1740,6 @@ def test_the_plugin_gives_an_adaptive_run_s_plan_the_learned_transfer_cpu(monkey
     """Inside Dask the plugin plans an adaptive run with transfer costs from what it learned (a
     transfer costs each end Dask's cost per task, at speed 1, plus its bytes' copying), on a copy
     of the run's scheduler: the run's own is left as it was."""
-    from types import SimpleNamespace
 
     from taskflow.runtime.scheduler.overhead import BYTE_SECONDS
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
@@ -1756,7 +1748,7 @@ def test_the_plugin_gives_an_adaptive_run_s_plan_the_learned_transfer_cpu(monkey
     g = _shuffle_graph()
     cluster = Cluster.heterogeneous([0.4, 2.5], bandwidth=200e6)
     p = TaskflowPlugin()
-    p.dask_scheduler = SimpleNamespace(tasks={}, workers={})
+    p.dask_scheduler = dask_states.scheduler()
     r = GraphRun("r", g, get_scheduler("adaptive"), None, "c1", owned=True)
     monkeypatch.setattr(p, "live_cluster", lambda r: cluster)
     monkeypatch.setattr(p, "unfinished", lambda r: list(g.ids))
