@@ -216,13 +216,6 @@ def test_a_plan_made_again_moves_the_tasks_waiting_on_a_worker_it_learned_is_slo
     assert on_fast >= 24, (on_fast, rep.notes)  # the first plan alone gives it 12
 
 
-class _Fake:
-    """A stand-in for a Dask TaskState or WorkerState (hashable by identity)."""
-
-    def __init__(self, **fields):
-        self.__dict__.update(fields)
-
-
 def test_a_run_s_queued_keys_leave_out_what_each_worker_runs_first_or_said_it_was_running():
     """On a worker of two threads, the two tasks of highest priority may be running, and so may one
     its last heartbeat named: the rest of the run's processing keys wait there."""
@@ -1035,35 +1028,21 @@ def test_a_plan_left_to_dask_mid_run_spreads_its_queue_over_the_workers_by_their
     while that shortens the slow one's share (one thread each: ten move; the slow worker's
     highest-priority task, counted as started, and one more stay). A run never planned moves
     nothing."""
-    from types import SimpleNamespace
 
     from taskflow.runtime.scheduler import adaptation
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
     from taskflow.runtime.scheduler.runs import RUNNING, GraphRun
 
-    class Worker:  # hashable, as Dask's worker and task states are
-        def __init__(self, name):
-            self.address, self.name, self.nthreads = f"tcp://{name}", name, 1
-            self.processing, self.executing = set(), set()
-
-    slow, fast = Worker("slow"), Worker("fast")
-
-    class Task:
-        def __init__(self, key, priority):
-            self.key, self.state, self.processing_on, self.priority = key, "processing", slow, priority
-
-    tasks = {}
+    slow, fast = dask_states.worker("tcp://slow:1", name="slow"), dask_states.worker("tcp://fast:1", name="fast")
+    p = TaskflowPlugin()
+    p.dask_scheduler = dask_states.scheduler([slow, fast])
+    monkeypatch.setattr(p.dask_scheduler, "transitions", lambda recs, stimulus_id: None)  # (sent to no worker)
+    tasks = p.dask_scheduler.tasks
     for i in range(12):
-        ts = Task(f"t{i}", (i,))
-        slow.processing.add(ts)
-        tasks[ts.key] = ts
+        tasks[f"t{i}"] = dask_states.task(f"t{i}", "processing", priority=(i,), processing_on=slow)
     g = TaskGraph("queue")
     for k in tasks:
         g.add_task(k, cost=1.0)
-    p = TaskflowPlugin()
-    p.dask_scheduler = SimpleNamespace(
-        tasks=tasks, workers={"tcp://slow": slow, "tcp://fast": fast}, transitions=lambda *a, **k: None
-    )
     monkeypatch.setattr(p, "learned_speeds", lambda: {"slow": 0.25, "fast": 1.0})
     moved = []
 
@@ -1232,20 +1211,17 @@ def test_a_run_left_to_dask_at_once_is_predicted_by_what_its_earlier_runs_measur
 def test_restrictions_given_to_a_task_dask_s_shuffle_pinned_wait_for_the_shuffle_to_end():
     """A P2P output task the shuffle extension pinned keeps its pin: a hold (or its lifting)
     replaces the restrictions the extension gives back when the shuffle ends."""
-    from types import SimpleNamespace
 
     from taskflow.runtime.scheduler.patching import SHUFFLE_PINNED, restrict
 
-    free = SimpleNamespace(annotations={}, worker_restrictions=None, loose_restrictions=False)
+    free = dask_states.task("free", "waiting")
     restrict(free, ["tcp://a", "tcp://b"])
     assert free.worker_restrictions == {"tcp://a", "tcp://b"} and not free.loose_restrictions
     restrict(free, ["tcp://a"], loose=True)
     assert free.worker_restrictions == {"tcp://a"} and free.loose_restrictions
     restrict(free, None)
     assert free.worker_restrictions is None and not free.loose_restrictions
-    pinned = SimpleNamespace(
-        annotations={SHUFFLE_PINNED: None}, worker_restrictions={"tcp://c"}, loose_restrictions=False
-    )
+    pinned = dask_states.task("pinned", "waiting", annotations={SHUFFLE_PINNED: None}, worker_restrictions={"tcp://c"})
     restrict(pinned, ["tcp://a", "tcp://b"])
     assert pinned.worker_restrictions == {"tcp://c"} and pinned.annotations[SHUFFLE_PINNED] == {"tcp://a", "tcp://b"}
     restrict(pinned, None)
@@ -1256,7 +1232,6 @@ def test_a_run_with_a_peer_to_peer_shuffle_is_weighed_only_before_it_starts_and_
     """Before any task runs, a P2P graph on uneven workers is worth deciding for (its guard may
     hold it, never plan it); once started it is not, and a held one keeps its hold (the shuffle's
     outputs are pinned within it)."""
-    from types import SimpleNamespace
 
     from taskflow.runtime.scheduler.plugin import TaskflowPlugin
     from taskflow.runtime.predict import SUBSET
@@ -1265,18 +1240,10 @@ def test_a_run_with_a_peer_to_peer_shuffle_is_weighed_only_before_it_starts_and_
     g = TaskGraph("p2p")
     for name in ("rechunk-transfer-1", "shuffle-barrier-1", "rechunk-p2p-1", "sum-1"):
         g.add_task(name, cost=1.0)
-    tasks = {
-        k: SimpleNamespace(
-            prefix=SimpleNamespace(name=k.rsplit("-", 1)[0]),
-            state="waiting",
-            worker_restrictions={"tcp://fast"},
-            loose_restrictions=False,
-            annotations={},
-        )
-        for k in g.ids
-    }
     p = TaskflowPlugin()
-    p.dask_scheduler = SimpleNamespace(tasks=tasks, workers={}, transitions=lambda *a, **k: None)
+    p.dask_scheduler = dask_states.scheduler()
+    tasks = p.dask_scheduler.tasks
+    tasks.update({k: dask_states.task(k, "waiting", worker_restrictions={"tcp://fast"}) for k in g.ids})
     cluster = Cluster.heterogeneous([4.0, 1.0])
     monkeypatch.setattr(p.adaptation, "_spread", lambda r, c: 4.0)
     monkeypatch.setattr("taskflow.runtime.scheduler.adaptation.dask_state", lambda *a: None)  # Dask's defaults
@@ -1299,22 +1266,15 @@ def test_a_run_with_a_peer_to_peer_shuffle_is_weighed_only_before_it_starts_and_
     assert fresh.adapt.decision != PLAN and PLAN not in fresh.adapt.predictions  # Dask's shuffle places its outputs
 
 
-def _fake_p2p(transfer_prefix="rechunk-transfer"):
-    """Fake Dask task states: 2 sources of 8 MB, each read by a transfer task, a barrier, 4
-    outputs of the shuffle (keys in partition order 3, 1, 0, 2), and the scheduler they sit in."""
-    from types import SimpleNamespace
+def _p2p_states(transfer_prefix="rechunk-transfer"):
+    """Dask task states of a peer-to-peer shuffle: 2 sources of 8 MB, each read by a transfer
+    task, a barrier, 4 outputs of the shuffle (keys in partition order 3, 1, 0, 2), and the
+    scheduler they sit in, with the CPU and other time its workers said the transfers took."""
 
     def task(key, prefix, deps=(), nbytes=-1):
-        ts = SimpleNamespace(
-            key=key,
-            prefix=SimpleNamespace(name=prefix),
-            nbytes=nbytes,
-            dependencies=list(deps),
-            dependents=[],
-            get_nbytes=lambda: 1000,
-        )
+        ts = dask_states.task(key, "memory" if nbytes >= 0 else "waiting", prefix, nbytes=nbytes)
         for d in deps:
-            d.dependents.append(ts)
+            ts.add_dependency(d)
         return ts
 
     src = [task(("x", i), "x", nbytes=8_000_000) for i in range(2)]
@@ -1325,7 +1285,8 @@ def _fake_p2p(transfer_prefix="rechunk-transfer"):
         ("execute", transfer_prefix, "thread-cpu", "seconds"): 1.0,
         ("execute", transfer_prefix, "thread-noncpu", "seconds"): 3.0,
     }
-    sched = SimpleNamespace(_get_prefix_duration=lambda prefix: 0.5, cumulative_worker_metrics=metrics)
+    sched = dask_states.scheduler()
+    sched.cumulative_worker_metrics.update(metrics)
     return sched, src + tr + [bar] + outs
 
 
@@ -1337,7 +1298,7 @@ def test_a_peer_to_peer_shuffle_s_bytes_go_from_each_transfer_task_to_each_outpu
     from taskflow.analysis import task_kind
     from taskflow.runtime.scheduler import reading
 
-    sched, tss = _fake_p2p()
+    sched, tss = _p2p_states()
     durations = {"rechunk-transfer": {"w0": [4.0, 2]}, "shuffle-barrier": {"w0": [5.0, 1]}}
     g = reading.estimated_graph(sched, tss, durations, {}, {})
     cost = dict(zip(g.ids, g.arrays.cost.tolist()))
@@ -1567,28 +1528,26 @@ def test_the_inputs_placed_are_those_computed_or_running_on_a_known_worker():
     """Mid-run, an unfinished task's input in memory counts by its nbytes on its holder, one still
     running by its prefix's mean output on the worker running it; an input on no known worker is
     left out, and readers come in the order of the keys given."""
-    from types import SimpleNamespace
 
     from taskflow.runtime.scheduler.reading import placed_inputs
 
-    def ts(key, prefix, nbytes=-1, holders=(), running=None, deps=()):
-        return SimpleNamespace(
-            key=key,
-            prefix=SimpleNamespace(name=prefix),
-            nbytes=nbytes,
-            dependencies=list(deps),
-            who_has=[SimpleNamespace(address=a) for a in holders],
-            processing_on=SimpleNamespace(address=running) if running else None,
-            get_nbytes=lambda: 1000,
-        )
+    workers = {a: dask_states.worker(a) for a in ("tcp://a:1", "tcp://b:1", "tcp://gone:1")}
 
-    done = ts("load-1", "load", nbytes=8_000_000, holders=["tcp://b", "tcp://a"])
-    going = ts("load-2", "load", running="tcp://b")
-    lost = ts("load-3", "load", nbytes=5, holders=["tcp://gone"])
+    def ts(key, prefix, nbytes=-1, holders=(), running=None, deps=()):
+        state = "memory" if holders else "processing" if running else "waiting"
+        t = dask_states.task(key, state, prefix, nbytes=nbytes, processing_on=workers.get(running))
+        t.who_has = {workers[a] for a in holders}
+        for d in deps:
+            t.add_dependency(d)
+        return t
+
+    done = ts("load-1", "load", nbytes=8_000_000, holders=["tcp://b:1", "tcp://a:1"])
+    going = ts("load-2", "load", running="tcp://b:1")
+    lost = ts("load-3", "load", nbytes=5, holders=["tcp://gone:1"])
     tasks = {t.key: t for t in (done, going, lost)}
     tasks["sum-2"] = ts("sum-2", "sum", deps=[done, going, lost])
     tasks["sum-1"] = ts("sum-1", "sum", deps=[done])
-    out = placed_inputs(tasks, ["sum-2", "sum-1"], {"tcp://a": "a", "tcp://b": "b"}, {"load": [6e6, 2]})
+    out = placed_inputs(tasks, ["sum-2", "sum-1"], {"tcp://a:1": "a", "tcp://b:1": "b"}, {"load": [6e6, 2]})
     assert out == {"load-1": ("a", 8e6, ["sum-2", "sum-1"]), "load-2": ("b", 3e6, ["sum-2"])}
 
 
