@@ -21,6 +21,7 @@ from taskflow.runtime.scheduler.plugin import TaskflowPlugin
 
 from tests import runtime_graphs as rg
 from tests.conftest import NO_HTTP, EXAMPLES
+from tests.taskflow.runtime import dask_states
 from taskflow.app.loopback import Loopback
 
 
@@ -356,22 +357,17 @@ def test_tasks_not_yet_run_get_the_measured_cost_and_output_of_their_prefix():
     """A collection computed again: its tasks are new to Dask (no nbytes yet), but the plugin saw
     their prefix run: the cost is the measured seconds at speed 1, the output the prefix's mean
     bytes; a prefix never seen gets the mean measured cost (its output Dask's figure)."""
-    from types import SimpleNamespace
+    from distributed.scheduler import DEFAULT_DATA_SIZE
 
     p = TaskflowPlugin()
     # "mm" ran twice on fast f (0.1 s each) and twice on slow s (0.4 s each): f is 4x s
     p.durations = {"mm": {"f": [0.2, 2], "s": [0.8, 2]}}
     p.sizes = {"mm": [16e6, 2]}
-    p.dask_scheduler = SimpleNamespace(_get_prefix_duration=lambda prefix: 0.5)
+    p.dask_scheduler = dask_states.scheduler()  # Dask's own guess for a prefix never run: 0.5 s
 
     def ts(key, prefix, nbytes=-1, deps=()):
-        return SimpleNamespace(
-            key=key,
-            prefix=SimpleNamespace(name=prefix),
-            nbytes=nbytes,
-            dependencies=list(deps),
-            get_nbytes=lambda: nbytes if nbytes >= 0 else 1000,
-        )
+        state = "memory" if nbytes >= 0 else "waiting"
+        return dask_states.task(key, state, prefix, nbytes=nbytes, dependencies=set(deps))
 
     a = ts("a", "mm")
     b = ts("b", "new", deps=[a])
@@ -383,10 +379,13 @@ def test_tasks_not_yet_run_get_the_measured_cost_and_output_of_their_prefix():
     # a prefix never seen: what the measured tasks cost (Dask's 0.5 s default is a placeholder)
     assert g.task("b").cost == pytest.approx(g.task("a").cost) and g.task("c").cost == g.task("a").cost
     assert p.graph_of([ts("d", "new")]).task("d").cost == 0.5  # nothing measured among them: Dask's
-    p.dask_scheduler = SimpleNamespace(_get_prefix_duration=lambda prefix: 0.7)
     b.prefix.duration_average = 0.7  # Dask measured it in an earlier run: its figure
     assert p.graph_of([a, b, c]).task("b").cost == 0.7
-    assert g.task("a").output_size == 8e6 and g.task("b").output_size == 1000 and g.task("c").output_size == 123
+    assert (
+        g.task("a").output_size == 8e6
+        and g.task("b").output_size == DEFAULT_DATA_SIZE
+        and g.task("c").output_size == 123
+    )
     assert g.edge_size("a", "b") == 8e6
 
 
@@ -440,19 +439,15 @@ def test_compute_learns_the_rates_workers_receive_at_and_predicts(client):
 
 
 def test_the_plugin_counts_only_the_latest_compute_of_a_key():
-    from types import SimpleNamespace
-
     p = TaskflowPlugin()
-    p.dask_scheduler = SimpleNamespace(
-        workers={"tcp://a": SimpleNamespace(name="w0")},
-        tasks={"k": SimpleNamespace(prefix=SimpleNamespace(name="pre"), nbytes=800, dependencies=[])},
-    )
+    p.dask_scheduler = dask_states.scheduler([dask_states.worker("tcp://a:1", name="w0")])
+    p.dask_scheduler.tasks["k"] = dask_states.task("k", "memory", "pre", nbytes=800)
     stops = [
         {"action": "compute", "start": 0.0, "stop": 0.5},
         {"action": "transfer", "start": 9.0, "stop": 9.2},
         {"action": "compute", "start": 10.0, "stop": 10.25},
     ]
-    p.transition("k", "processing", "memory", worker="tcp://a", startstops=stops)
+    p.transition("k", "processing", "memory", worker="tcp://a:1", startstops=stops)
     assert p.durations["pre"] == {"w0": [0.25, 1, 0.25]}
     assert p.sizes["pre"] == [800.0, 1]  # its output, for tasks of the prefix not yet run
 
@@ -461,19 +456,16 @@ def test_the_plugin_learns_dask_s_cost_per_task_from_the_gaps_between_a_thread_s
     """Each next task of a worker thread starting 3 ms after the one before stopped (or 1 ms
     after its own input arrived): Dask's cost per task comes from those gaps, at speed 1 (a worker
     twice as fast shows half the gap for the same work); gaps of other threads do not mix."""
-    from types import SimpleNamespace
-
-    ws = SimpleNamespace(name="w0", nthreads=2, address="tcp://a", metrics={})
     p = TaskflowPlugin()
-    p.dask_scheduler = SimpleNamespace(workers={"tcp://a": ws}, bandwidth=1e8, tasks={})
+    p.dask_scheduler = dask_states.scheduler([dask_states.worker("tcp://a:1", nthreads=2, name="w0")])
     for i in range(40):
         key = f"k{i}"
-        p.dask_scheduler.tasks[key] = SimpleNamespace(prefix=SimpleNamespace(name="pre"), nbytes=8, dependencies=[])
+        p.dask_scheduler.tasks[key] = dask_states.task(key, "memory", "pre", nbytes=8)
         t0 = (i // 2) * 0.013 + (i % 2) * 0.0005  # two threads, their tasks interleaved in time
         stops = [{"action": "compute", "start": t0, "stop": t0 + 0.010}]
         if i % 4 == 0:  # an input that arrived 1 ms before the compute: the gap counts from it
             stops.insert(0, {"action": "transfer", "start": t0 - 0.004, "stop": t0 - 0.001})
-        p.transition(key, "processing", "memory", worker="tcp://a", thread=i % 2, startstops=stops)
+        p.transition(key, "processing", "memory", worker="tcp://a:1", thread=i % 2, startstops=stops)
     # 38 gaps: 9 of 1 ms (thread 0's tasks whose input came last) and 29 of 3 ms; the longest tenth left out
     assert p.gaps.overhead() == pytest.approx((0.001 * 9 + 0.003 * 25) / 34, rel=1e-6)
     assert p.gaps.overhead({"w0": 2.0}) == pytest.approx(2 * p.gaps.overhead(), rel=1e-9)
@@ -935,15 +927,14 @@ def test_the_workers_cpu_limits_are_a_prior_on_their_speeds_only_where_one_is_li
     """A worker's share of a core per thread: its cgroup's limit over its threads, at most 1; a
     worker with no limit, or a heartbeat without the metric, counts as a full core. Where no
     worker is limited below its threads nothing tells them apart: no prior at all."""
-    from types import SimpleNamespace
-
     from taskflow.runtime.scheduler.reading import cpu_shares
     from taskflow.runtime.worker.worker_plugin import CPU_METRIC
 
     def sched(*workers):
-        return SimpleNamespace(
-            workers={f"tcp://{n}": SimpleNamespace(name=n, nthreads=t, metrics=m) for n, t, m in workers}
-        )
+        states = [dask_states.worker(f"tcp://{n}:1", nthreads=t, name=n) for n, t, _ in workers]
+        for ws, (_, _, metrics) in zip(states, workers):
+            ws.metrics = metrics  # what its last heartbeat said
+        return dask_states.scheduler(states)
 
     assert cpu_shares(sched(("a", 1, {CPU_METRIC: None}), ("b", 2, {CPU_METRIC: 0.5}), ("c", 1, {}))) == {
         "a": 1.0,
@@ -1047,14 +1038,17 @@ def test_the_plugins_duration_table_is_bounded_and_skips_declared_runs(monkeypat
     from taskflow.runtime.scheduler import reading
 
     p = TaskflowPlugin()
-    ws = SimpleNamespace(name="w0")
-    tasks = {}
-    p.dask_scheduler = SimpleNamespace(workers={"tcp://a": ws}, tasks=tasks)
+    p.dask_scheduler = dask_states.scheduler([dask_states.worker("tcp://a:1", name="w0")])
+    tasks = p.dask_scheduler.tasks
 
     def finish(key, prefix):
-        tasks[key] = SimpleNamespace(prefix=SimpleNamespace(name=prefix), nbytes=100, dependencies=[])
+        tasks[key] = dask_states.task(key, "memory", prefix, nbytes=100)
         p.transition(
-            key, "processing", "memory", worker="tcp://a", startstops=[{"action": "compute", "start": 0.0, "stop": 0.5}]
+            key,
+            "processing",
+            "memory",
+            worker="tcp://a:1",
+            startstops=[{"action": "compute", "start": 0.0, "stop": 0.5}],
         )
 
     monkeypatch.setattr(reading, "MAX_PREFIXES", 3)
