@@ -164,14 +164,15 @@ def one_cluster(options: dict):
     from ..runtime.launch.local import prompt_messages
     from . import check_device
 
-    if options.get("client") is not None or any(options.get(k) for k in ("address", "scheduler_file", "jobqueue")):
-        yield options
+    ranks = options.get("workers") or options.get("stages") or 2
+    loaders = options.get("loaders") or 0
+    counts = (ranks, loaders, options.get("threads", 1))
+    named = options.get("client") is not None or any(options.get(k) for k in ("address", "scheduler_file", "jobqueue"))
+    if named or any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in counts):
+        yield options  # a cluster named; or counts that train refuses in its own words, before any cluster starts
         return
     check_device(options.get("device", "auto"), options.get("stages"), True)
-    ranks = options.get("workers") or options.get("stages") or 2
-    client, owned = connect(
-        None, None, None, ranks + int(options.get("loaders") or 0), options.get("threads", 1), work_stealing=False
-    )
+    client, owned = connect(None, None, None, ranks + loaders, counts[2], work_stealing=False)
     finished = False
     try:
         prompt_messages(client)

@@ -711,3 +711,11 @@ def test_train_repeat_prints_each_run_and_one_table(digits, tmp_path, capsys, cl
     doc = json.loads(out.read_text())
     assert [g["seeds"] for g in doc] == [[0, 1]] and len(doc[0]["runs"]) == 2
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("bad", [{"loaders": "x"}, {"workers": -1}, {"workers": 2.5}, {"threads": True}])
+def test_repeats_with_counts_train_refuses_say_so_before_any_cluster_starts(digits, no_cluster, bad):
+    from taskflow.training.repeats import repeat
+
+    with pytest.raises(TaskflowError):
+        repeat(CNN, digits, n=2, iterations=1, quiet=True, **bad)
