@@ -59,7 +59,8 @@ def inside(config: dict) -> None:
     from taskflow.jobs import JobNetwork, JobTrace
     from taskflow.jobscheduling import Job, get_job_scheduler
     from taskflow.training.jobprofile import predicted_trace, profile_jobs, racks_machine
-    from taskflow.training.jobrun import run_jobs, workers_of
+    from taskflow.training.jobrun import run_jobs
+    from taskflow.training.jobworkers import workers_of
     from workflows.images import ImageFolder, write_digits
 
     warnings.simplefilter("ignore", TaskflowWarning)

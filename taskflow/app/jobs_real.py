@@ -10,7 +10,8 @@ import statistics
 
 from ..jobs import JobNetwork, JobRun
 from ..training.jobprofile import one_machine, predicted_trace, profile_jobs, racks_machine, warm_up
-from ..training.jobrun import run_jobs, workers_of
+from ..training.jobrun import run_jobs
+from ..training.jobworkers import workers_of
 from .jobs import compare_jobs, job_scheduler_for
 
 __all__ = ["run_real_jobs", "prediction_table", "job_errors", "median_run"]

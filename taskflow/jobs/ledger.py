@@ -123,6 +123,17 @@ class Ledger:
         self.down.discard(worker)
         self.free.add(worker)
 
+    def grow(self) -> int:
+        """A worker the cluster did not have joins, free: its number (the next one).
+
+        Returns
+        -------
+        int
+        """
+        self.workers += 1
+        self.free.add(self.workers - 1)
+        return self.workers - 1
+
     def check(self, decisions, now: float, running, waiting, sizes=None) -> tuple:
         """``(preempted ids, [(job id, workers)] started, [(job id, workers)] resized)``:
         ``decisions`` checked in order, preemptions first, then resizes, then starts (a job

@@ -20,7 +20,8 @@ import time
 from ..errors import UsageError
 from ..jobs import Interference, JobCluster, JobTrace
 from ..jobplacement import place
-from .jobrun import JOIN_SECONDS, check_jobs, check_racks, epochs_of, workers_of
+from .jobrun import JOIN_SECONDS, check_jobs, epochs_of
+from .jobworkers import check_racks, workers_of
 
 __all__ = [
     "profile_jobs",

@@ -11,8 +11,14 @@ checkpoint is written after each. A preempted job stops at its next epoch bounda
 checkpoint (the job that takes its workers first waits for it), and a restarted one resumes from
 the checkpoint on whatever workers it is given: it ends with the parameters of an uninterrupted run.
 A resized elastic job stops so and goes on on its new workers (``train(..., elastic=True)``); a job
-started beside another (Crossover) trains on that job's workers at once, waiting for neither. Lost
-and added workers are the simulator's only.
+started beside another (Crossover) trains on that job's workers at once, waiting for neither.
+
+Workers lost and added are Dask's own (:class:`~.jobworkers.Workers` looks every
+:data:`~.jobworkers.POLL_SECONDS`): a lost worker's job stops as a preempted one does (it ends the
+epoch it is in on the workers it has left, or where Dask puts it, and waits again from its
+checkpoint) and the scheduler hears :class:`~taskflow.jobscheduling.WorkerLost`; a worker that
+comes back or joins is free, and the scheduler hears :class:`~taskflow.jobscheduling.WorkerAdded`.
+A job left waiting on workers that were lost waits :data:`REJOIN_SECONDS` for one to join.
 
 What comes back is a :class:`~taskflow.jobs.JobRun`, as from the simulator (the same metrics, table
 and plots), with each job's :class:`~taskflow.training.History` in ``histories``. The profile that
@@ -29,15 +35,28 @@ import tempfile
 import threading
 import time
 
-from ..errors import RunFailed, RunTimeout, SchedulerError, UsageError
+from ..errors import RunFailed, RunTimeout, SchedulerError, UsageError, WorkersLost
 from ..jobs import JobRecord, JobRun, JobTrace
 from ..jobs.ledger import Ledger
-from ..jobscheduling import Arrived, Finished, JobScheduler, Start, Tick, View, get_job_scheduler
+from ..jobscheduling import (
+    Arrived,
+    Finished,
+    JobScheduler,
+    Start,
+    Tick,
+    View,
+    WorkerAdded,
+    WorkerLost,
+    get_job_scheduler,
+)
+from .jobworkers import POLL_SECONDS, Workers, check_racks, workers_of
 
-__all__ = ["run_jobs", "check_racks", "check_jobs", "epochs_of", "workers_of", "JOIN_SECONDS"]
+__all__ = ["run_jobs", "check_racks", "check_jobs", "epochs_of", "workers_of", "JOIN_SECONDS", "REJOIN_SECONDS"]
 
 #: seconds a job waits for the segment holding its workers to end its epoch
 JOIN_SECONDS = 600.0
+#: seconds a run whose waiting jobs need workers that were lost waits for one to join
+REJOIN_SECONDS = 60.0
 
 
 class _Stop(Exception):
@@ -87,6 +106,7 @@ class _Real:
     waited_since: float = 0.0
     last_run: float = 0.0
     segment: int = 0
+    cut: int = 0  # the segment a lost worker stopped (its failure is that loss)
     stop: threading.Event | None = None
     thread: threading.Thread | None = None
 
@@ -120,9 +140,8 @@ class _Runner:
         self.live: dict = {}
         self.histories: dict = {}
         # one machine: every worker on one node; with racks, each rack a node (it is one machine still)
-        labels: dict = {}
-        self.racks = tuple(labels.setdefault(racks[n], len(labels)) for n in names) if racks else ()
-        self.nodes = self.racks or (0,) * len(names)
+        self.workers = Workers(client, names, racks)
+        self.names = self.workers.names  # (grows as workers join)
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -133,6 +152,7 @@ class _Runner:
         self.t0 = time.monotonic()
         nxt, period = 0, self.sched.round
         tick = (xs[0].job.arrival + period) if period and xs else math.inf
+        stuck_since = None
         try:
             while nxt < len(xs) or self.live:
                 t_arr = xs[nxt].job.arrival if nxt < len(xs) else math.inf
@@ -144,17 +164,17 @@ class _Runner:
                     and not any(x.workers for x in self.live.values())
                     and not any(x.thread is not None and x.thread.is_alive() for x in self.live.values())
                 ):
-                    stuck = next(iter(self.live.values()))
-                    raise SchedulerError(
-                        f"job scheduler {self.sched.name!r} leaves job {stuck.job.id!r} waiting on "
-                        f"an idle cluster with nothing left to happen (it would never finish)"
-                    )
+                    stuck_since = self.now() if stuck_since is None else stuck_since
+                    self._stuck(self.now() - stuck_since)
+                else:
+                    stuck_since = None
                 if self.timeout is not None and self.now() > self.timeout:
                     raise RunTimeout(
                         f"the run of {len(xs)} jobs took longer than its timeout of {self.timeout:g} s; stopped"
                     )
-                happened = self._reports(min(wake - self.now(), 5.0))
+                happened = self._reports(min(wake - self.now(), POLL_SECONDS))
                 now = self.now()
+                happened[:0] = self._changes(now)
                 while nxt < len(xs) and xs[nxt].job.arrival <= now:
                     x = xs[nxt]
                     nxt += 1
@@ -175,6 +195,46 @@ class _Runner:
             self.sched.name, len(self.names), [x.rec for x in xs], self.ledger.steps, shared=sorted(self.shared)
         )
 
+    def _stuck(self, seconds: float) -> None:
+        """Nothing runs and nothing will arrive, for ``seconds``: an error, unless jobs wait on
+        lost workers, which have :data:`REJOIN_SECONDS` to come back."""
+        stuck = next(iter(self.live.values()))
+        if not self.ledger.down:
+            raise SchedulerError(
+                f"job scheduler {self.sched.name!r} leaves job {stuck.job.id!r} waiting on "
+                f"an idle cluster with nothing left to happen (it would never finish)"
+            )
+        if seconds > REJOIN_SECONDS:
+            lost = ", ".join(repr(self.names[w]) for w in sorted(self.ledger.down))
+            raise WorkersLost(
+                f"job {stuck.job.id!r} waits for {stuck.job.workers} workers: worker {lost} was lost and "
+                f"no worker joined within {REJOIN_SECONDS:g} s"
+            )
+
+    def _changes(self, now: float, at_once: bool = False) -> list:
+        """The workers lost and joined since the last look (:meth:`Workers.look`), as the events
+        the scheduler hears: a lost worker's job (and its Crossover partner) stopped, waiting again."""
+        lost, joined = self.workers.look(at_once)
+        out = []
+        for w in lost:
+            jid = self.ledger.lose(w)
+            for j in (jid, self.ledger.pairs.get(jid)) if jid is not None else ():
+                x = self.live.get(j) if j is not None else None
+                if x is not None and x.workers:
+                    self.ledger.release(x.workers, j)
+                    self._halt(x, now)
+                    x.cut = x.segment
+            out.append(WorkerLost(now, w, jid))
+        for w in joined:
+            if w < self.ledger.workers:
+                self.ledger.add(w)
+            else:
+                self.ledger.grow()
+            out.append(WorkerAdded(now, w))
+        if out:
+            self.ledger.mark(now)
+        return out
+
     def _reports(self, wait: float) -> list:
         """What the job threads said, within ``wait`` seconds: the events for the scheduler."""
         out = []
@@ -192,8 +252,12 @@ class _Runner:
             if x is None or segment != x.segment:
                 continue  # an older segment of a job started again since: the newer one speaks for it
             now = self.now()
-            if kind == "failed":
+            if kind == "failed" and segment != x.cut:
+                out.extend(self._changes(now, at_once=True))  # did it fail for a worker lost?
+            if kind == "failed" and segment != x.cut:
                 raise RunFailed(f"job {jid!r} failed: {payload}") from payload
+            if kind == "failed":
+                continue  # a worker of its was lost: it waits again, from its checkpoint
             if kind == "stopped":
                 continue  # its preemption was decided (and its workers handed on) already
             self.histories[jid] = payload
@@ -216,7 +280,10 @@ class _Runner:
                 (now - x.run_start) * len(x.workers) if x.workers else 0.0
             )
             states.append(self.ledger.state(x, now, done, got, oracle))
-        return View(now, tuple(sorted(self.ledger.free)), self.nodes, tuple(states), self.racks)
+        w = self.workers
+        return View(
+            now, tuple(sorted(self.ledger.free)), w.nodes, tuple(states), w.racks, tuple(sorted(self.ledger.down))
+        )
 
     def _apply(self, decisions, now) -> None:
         live = self.live
@@ -228,10 +295,7 @@ class _Runner:
             lambda j: live[j].job.sizes,
         )
         for jid in stopped:
-            x = live[jid]
-            self._stop(x, now)
-            x.last_run, x.workers, x.waited_since = now - x.run_start, (), now
-            x.rec.preemptions += 1
+            self._halt(live[jid], now)
         for jid, ws in resized:  # stopped at its epoch's end, it goes on on its new workers from its checkpoint
             self._stop(live[jid], now)
             self._start(live[jid], ws, now)
@@ -239,6 +303,12 @@ class _Runner:
         for jid, ws in started:
             self._start(live[jid], ws, now, beside.get(jid))
         self.ledger.mark(now)
+
+    def _halt(self, x: _Real, now: float) -> None:
+        """``x`` stops (preempted, or a worker of its lost) and waits again."""
+        self._stop(x, now)
+        x.last_run, x.workers, x.waited_since = now - x.run_start, (), now
+        x.rec.preemptions += 1
 
     def _stop(self, x: _Real, now: float) -> None:
         x.stop.set()
@@ -310,53 +380,6 @@ class _Runner:
         end = time.monotonic() + 60.0
         for th in {t for ts in self.holder.values() for t in ts}:
             th.join(max(0.0, end - time.monotonic()))
-
-
-def workers_of(client) -> list:
-    """The cluster's worker names, in a stable order (numbers by value).
-
-    Parameters
-    ----------
-    client : distributed.Client
-    """
-    info = client.scheduler_info(n_workers=-1)["workers"] if _takes_n(client) else client.scheduler_info()["workers"]
-    names = [str(w.get("name", a)) for a, w in info.items()]
-    return sorted(names, key=lambda n: (0, int(n), n) if n.isdigit() else (1, 0, n))
-
-
-def check_racks(racks, names) -> None:
-    """Every Dask worker of ``names`` has a rack in ``racks`` (None: no racks), and no other does.
-
-    Parameters
-    ----------
-    racks : dict or None
-    names : list of str
-
-    Raises
-    ------
-    UsageError
-        A worker without a rack, or a rack for a worker the cluster does not have (named).
-    """
-    if racks is None:
-        return
-    missing = [n for n in names if n not in racks]
-    if missing:
-        raise UsageError(
-            f"worker {missing[0]!r} of the Dask cluster has no rack (the racks name "
-            f"{', '.join(map(str, sorted(racks, key=str)[:4]))}{' ...' if len(racks) > 4 else ''})"
-        )
-    extra = [n for n in racks if n not in names]
-    if extra:
-        raise UsageError(
-            f"the racks name worker {extra[0]!r}, which the Dask cluster does not have "
-            f"(its workers: {', '.join(names[:4])}{' ...' if len(names) > 4 else ''})"
-        )
-
-
-def _takes_n(client) -> bool:
-    import inspect
-
-    return "n_workers" in inspect.signature(client.scheduler_info).parameters
 
 
 def run_jobs(

@@ -424,3 +424,56 @@ def test_with_crossover_a_real_job_takes_turns_on_a_running_jobs_workers(four, d
     )
     for got, want in zip(run.histories["b"].states, alone.states, strict=True):
         assert rel_err(got, want) < 1e-6
+
+
+@pytest.mark.slow  # a cluster of its own whose worker is killed (make test: the Workers' own test)
+def test_a_job_whose_worker_dies_waits_and_resumes_on_the_worker_back_with_an_uninterrupted_runs_parameters(digits):
+    import signal
+    import threading
+    import time
+
+    from taskflow.jobscheduling import WorkerAdded, WorkerLost
+
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP
+        ) as lc,
+        Client(lc) as c,
+    ):
+        addr = {str(w["name"]): a for a, w in c.scheduler_info()["workers"].items()}
+        pid = c.run(os.getpid, workers=[addr["1"]])[addr["1"]]
+        killed = threading.Event()
+
+        def kill_when_training():  # worker 1 ends (its nanny starts it again, under its name) mid-job
+            end = time.monotonic() + 120
+            while time.monotonic() < end and not c.processing(workers=[addr["1"]]).get(addr["1"]):
+                time.sleep(0.01)
+            os.kill(pid, signal.SIGKILL)
+            killed.set()
+
+        said = []
+        killer = threading.Thread(target=kill_when_training, daemon=True)
+        killer.start()
+        job = Job("a", 0.0, 2, 5.0, model="mlp", iterations=48)
+        run = run_jobs([job], "fifo", MODELS, digits, client=c, timeout=300, on_event=said.append)
+        killer.join(10)
+        assert killed.is_set()
+        assert run.violations() == []
+        lost = [e for e in said if isinstance(e, WorkerLost)]
+        assert [(e.worker, e.job_id) for e in lost] == [(1, "a")]
+        assert any(isinstance(e, WorkerAdded) and e.worker == 1 and e.time >= lost[0].time for e in said)
+        (rec,) = run.records
+        assert len(rec.runs) == 2 and rec.preemptions == 1 and rec.runs[1][0] >= lost[0].time
+        alone = taskflow.train(
+            MODELS["mlp"],
+            digits,
+            epochs=12,
+            iterations=4,
+            workers=2,
+            batch=32,
+            client=c,
+            on_workers=["0", "1"],
+            quiet=True,
+        )
+        for got, want in zip(run.histories["a"].states, alone.states, strict=True):
+            assert rel_err(got, want) < 1e-6
