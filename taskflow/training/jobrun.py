@@ -205,9 +205,11 @@ class _Runner:
                 f"an idle cluster with nothing left to happen (it would never finish)"
             )
         if seconds > REJOIN_SECONDS:
-            lost = ", ".join(repr(self.names[w]) for w in sorted(self.ledger.down))
+            down = sorted(self.ledger.down)
+            lost = ", ".join(repr(self.names[w]) for w in down)
             raise WorkersLost(
-                f"job {stuck.job.id!r} waits for {stuck.job.workers} workers: worker {lost} was lost and "
+                f"job {stuck.job.id!r} waits for {stuck.job.workers} workers: "
+                f"{'workers' if len(down) > 1 else 'worker'} {lost} {'were' if len(down) > 1 else 'was'} lost and "
                 f"no worker joined within {REJOIN_SECONDS:g} s"
             )
 

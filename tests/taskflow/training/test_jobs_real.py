@@ -477,3 +477,35 @@ def test_a_job_whose_worker_dies_waits_and_resumes_on_the_worker_back_with_an_un
         )
         for got, want in zip(run.histories["a"].states, alone.states, strict=True):
             assert rel_err(got, want) < 1e-6
+
+
+@pytest.mark.slow  # a cluster of its own that loses a worker for good
+def test_a_job_left_waiting_for_a_lost_worker_ends_the_run_with_one_line_after_the_rejoin_wait(digits, monkeypatch):
+    import threading
+    import time
+
+    from taskflow.errors import WorkersLost
+    from taskflow.training import jobrun
+
+    monkeypatch.setattr(jobrun, "REJOIN_SECONDS", 1.0)
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP
+        ) as lc,
+        Client(lc) as c,
+    ):
+        addr = {str(w["name"]): a for a, w in c.scheduler_info()["workers"].items()}
+
+        def retire_when_training():  # worker 1 leaves for good, mid-job
+            end = time.monotonic() + 120
+            while time.monotonic() < end and not c.processing(workers=[addr["1"]]).get(addr["1"]):
+                time.sleep(0.01)
+            lc.scale(1)
+
+        threading.Thread(target=retire_when_training, daemon=True).start()
+        t0 = time.monotonic()
+        with pytest.raises(WorkersLost, match=r"job 'a' waits for 2 workers: worker '1' was lost and no worker joined"):
+            run_jobs(
+                [Job("a", 0.0, 2, 5.0, model="mlp", iterations=400)], "fifo", MODELS, digits, client=c, timeout=300
+            )
+        assert time.monotonic() - t0 < 120
