@@ -57,13 +57,13 @@ class _Wiring:
         self.spec = spec
         self.workers, self.iterations = int(spec.workers), int(spec.iterations)
         self.sync_every, self.staleness = int(spec.sync_every), int(spec.staleness)
-        self.mode, self.compression, self.batch = spec.mode, spec.compression, spec.batch
+        self.mode, self.compression, self.batch = spec.mode, spec.compression, spec.rank_batch
         self.executable = bool(spec.executable)
         self.flops = flops = device_flops(spec.device)
         self.layers, self.sizes = layers, sizes
         n_layers = self.n_layers = len(layers)
         self.paths = (
-            write_dataset(spec.dataset_dir, self.workers, self.iterations, spec.batch, spec.seed)
+            write_dataset(spec.dataset_dir, self.workers, self.iterations, spec.rank_batch, spec.seed)
             if self.executable
             else None
         )
@@ -78,7 +78,7 @@ class _Wiring:
             spec.name or f"{tag}-{model}-{spec.allreduce}-n{self.workers}-t{self.iterations}",
             executable=self.executable,
         )
-        batch = spec.batch
+        batch = spec.rank_batch
         self.t_fwd = [2.0 * ly["macs"] * batch / flops for ly in layers]
         self.act_bytes = [4.0 * batch * math.sqrt(max(ly["macs"], 1.0)) for ly in layers]
         self.grad_bytes = [4.0 * ly["params"] for ly in layers]

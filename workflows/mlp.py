@@ -41,15 +41,15 @@ __all__ = [
 FEATURES, CLASSES = 64, 10
 
 
-def write_dataset(directory, workers: int, iterations: int, batch: int, seed: int = 0) -> list:
+def write_dataset(directory, workers: int, iterations: int, rows: int, seed: int = 0) -> list:
     """Write the synthetic dataset: one ``shard{w}.npz`` per worker, rows for every iteration.
 
     Parameters
     ----------
     directory : path
         Created if missing.
-    workers, iterations, batch : int
-        Shards, iterations and samples per shard and iteration.
+    workers, iterations, rows : int
+        Shards, iterations and samples per shard and iteration (a rank's part of the batch).
     seed : int
         Seeds the class prototypes and the samples.
 
@@ -63,7 +63,7 @@ def write_dataset(directory, workers: int, iterations: int, batch: int, seed: in
     os.makedirs(directory, exist_ok=True)
     paths = []
     for w in range(workers):
-        y = rng.integers(0, CLASSES, size=iterations * batch)
+        y = rng.integers(0, CLASSES, size=iterations * rows)
         x = protos[y] + 0.8 * rng.normal(size=(y.size, FEATURES))
         raw = np.clip(np.round((x + 4.0) * 32.0), 0, 255).astype(np.uint8)  # stored like 8-bit pixels
         p = os.path.join(directory, f"shard{w}.npz")
@@ -72,13 +72,14 @@ def write_dataset(directory, workers: int, iterations: int, batch: int, seed: in
     return paths
 
 
-def read_shard(path, t, batch):
-    """Task body ``read``: iteration ``t``'s raw batch of ``batch`` rows from a shard.
+def read_shard(path, t, rows):
+    """Task body ``read``: iteration ``t``'s ``rows`` raw samples from a shard (a rank's part of
+    the batch).
 
     Parameters
     ----------
     path : str
-    t, batch : int
+    t, rows : int
 
     Returns
     -------
@@ -86,7 +87,7 @@ def read_shard(path, t, batch):
         8-bit pixels and labels.
     """
     with np.load(path) as d:
-        return d["x"][t * batch : (t + 1) * batch].copy(), d["y"][t * batch : (t + 1) * batch].copy()
+        return d["x"][t * rows : (t + 1) * rows].copy(), d["y"][t * rows : (t + 1) * rows].copy()
 
 
 def decode(raw):
@@ -347,9 +348,18 @@ def average_layer(n, offset, shapes, order, *pieces):
     return w / n, b / n
 
 
-def _batch(paths, t, batch):
-    parts = [collate(augment(decode(read_shard(p, t, batch)))) for p in paths]
+def _batch(paths, t, rows):
+    parts = [collate(augment(decode(read_shard(p, t, rows)))) for p in paths]
     return np.concatenate([q[0] for q in parts]), np.concatenate([q[1] for q in parts])
+
+
+def _rows(batch: int, paths) -> int:
+    """Each shard's part of the global ``batch``."""
+    if batch % len(paths):
+        from taskflow.errors import WorkflowError
+
+        raise WorkflowError(f"batch {batch} is not divisible by {len(paths)} shards")
+    return batch // len(paths)
 
 
 def _sgd_step(params, x, y, lr):
@@ -371,13 +381,15 @@ def _sgd_step(params, x, y, lr):
 
 def sgd_reference(paths, iterations, batch, sizes, lr, seed):
     """Sequential mini-batch SGD on the same batches as the data-parallel graph: the global batch of
-    iteration ``t`` is every worker's ``t``-th batch, in rank order.
+    iteration ``t`` is every worker's ``t``-th part of it, in rank order.
 
     Parameters
     ----------
     paths : list of str
         The shards (:func:`write_dataset`).
-    iterations, batch : int
+    iterations : int
+    batch : int
+        The global batch (each shard gives ``batch / len(paths)`` samples an iteration).
     sizes : list of int
         The MLP's layer widths.
     lr : float
@@ -391,19 +403,21 @@ def sgd_reference(paths, iterations, batch, sizes, lr, seed):
     params = [init_layer(sizes, k, seed) for k in range(len(sizes) - 1)]
     losses = []
     for t in range(iterations):
-        params, loss = _sgd_step(params, *_batch(paths, t, batch), lr)
+        params, loss = _sgd_step(params, *_batch(paths, t, _rows(batch, paths)), lr)
         losses.append(loss)
     return params, losses
 
 
 def local_sgd_reference(paths, iterations, batch, sizes, lr, seed, sync_every):
-    """Local SGD computed sequentially: every rank steps on its own ``t``-th batch; every
-    ``sync_every`` iterations the ranks' parameters are replaced by their mean.
+    """Local SGD computed sequentially: every rank steps on its own ``t``-th part of the batch;
+    every ``sync_every`` iterations the ranks' parameters are replaced by their mean.
 
     Parameters
     ----------
     paths : list of str
-    iterations, batch : int
+    iterations : int
+    batch : int
+        The global batch (each rank's part ``batch / len(paths)``).
     sizes : list of int
     lr : float
     seed : int
@@ -417,7 +431,7 @@ def local_sgd_reference(paths, iterations, batch, sizes, lr, seed, sync_every):
     ranks = [[init_layer(sizes, k, seed) for k in range(len(sizes) - 1)] for _ in paths]
     losses = []
     for t in range(iterations):
-        step = [_sgd_step(ranks[r], *_batch([p], t, batch), lr) for r, p in enumerate(paths)]
+        step = [_sgd_step(ranks[r], *_batch([p], t, _rows(batch, paths)), lr) for r, p in enumerate(paths)]
         ranks = [s[0] for s in step]
         losses.append(float(np.mean([s[1] for s in step])))
         if (t + 1) % sync_every == 0:

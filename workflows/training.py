@@ -40,10 +40,11 @@ Task counts per iteration (``S`` loading stages, ``L`` layers, ``B`` buckets, ``
 
 Costs and sizes (``executable=False``): from ``workflows/data/models.json`` (per-layer forward
 multiply-accumulates and parameters of ResNet-50, VGG-16, BERT-base, GPT-2 small, with sources):
-forward = ``2 x MACs x batch / device FLOP/s``, backward = 2 x forward, update = ``2 x params /
+forward = ``2 x MACs x b / device FLOP/s`` for a rank's ``b = batch / workers`` samples (``batch``
+is the global batch, as everywhere in the project), backward = 2 x forward, update = ``2 x params /
 FLOP/s``; a gradient bucket is ``4 x params`` bytes (float32); activations are estimated at
-``4 x batch x sqrt(MACs)`` bytes (the data file holds no activation shapes: a rough proxy);
-loading stages cost ``load_cost`` seconds each and pass ``4 x batch x input_floats`` bytes.
+``4 x b x sqrt(MACs)`` bytes (the data file holds no activation shapes: a rough proxy);
+loading stages cost ``load_cost`` seconds each and pass ``4 x b x input_floats`` bytes.
 
 ``executable=True`` builds real numpy tasks for a small MLP (:mod:`workflows.mlp`) on a seeded
 synthetic dataset that the generator writes to disk as one shard per worker; :func:`sgd_reference`
@@ -52,6 +53,7 @@ trains the same model sequentially on the same batches, which the data-parallel 
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 from taskflow.errors import WorkflowError
@@ -107,8 +109,10 @@ class TrainingSpec:
         ``topk``: the share of a bucket's entries sent, in (0, 1] (default 0.01).
     barrier : bool
         Every spread phase waits until every bucket is reduced (a synchronous parameter server).
-    batch : int
-        Samples per rank and iteration.
+    batch : int, optional
+        Samples per iteration over all ranks (the global batch, as :class:`~workflows.torch_training.TorchTraining`
+        and ``taskflow train --batch`` take it): each rank takes ``batch / workers`` (it must divide).
+        Default 32 per rank: ``32 x workers``.
     device : str or float
         A device name from :data:`DEVICES` or FLOP/s.
     stages : tuple of str
@@ -152,7 +156,7 @@ class TrainingSpec:
     compression: str | None = None
     topk_ratio: float = 0.01
     barrier: bool = False
-    batch: int = 32
+    batch: int | None = None
     device: object = "v100"
     stages: tuple = _LOADING
     load_cost: float = 5e-3
@@ -168,6 +172,17 @@ class TrainingSpec:
     tile: bool = True
 
     def __post_init__(self):
+        n = int(self.workers)
+        if n < 1:
+            raise WorkflowError(f"workers must be >= 1, got {self.workers!r}")
+        if self.batch is None:
+            object.__setattr__(self, "batch", 32 * n)
+        if isinstance(self.batch, bool) or not isinstance(self.batch, numbers.Integral) or self.batch < 1:
+            raise WorkflowError(f"batch must be a whole number of samples >= 1, got {self.batch!r}")
+        if self.batch % n:
+            raise WorkflowError(
+                f"batch {self.batch} is not divisible by {n} workers (each rank takes batch / workers samples)"
+            )
         if self.allreduce not in ("ring", "tree", "ps"):
             raise WorkflowError(f"allreduce must be 'ring', 'tree' or 'ps', got {self.allreduce!r}")
         if self.priority not in ("none", "layer-order"):
@@ -198,6 +213,11 @@ class TrainingSpec:
         _layers(self.model, self.executable, self.hidden)
         if self.executable and self.dataset_dir is None:
             raise WorkflowError("executable=True needs dataset_dir (shards are written there)")
+
+    @property
+    def rank_batch(self) -> int:
+        """Samples per rank and iteration: ``batch / workers``."""
+        return int(self.batch) // int(self.workers)
 
 
 def _layers(model, executable: bool, hidden):
@@ -243,7 +263,7 @@ def data_parallel(
     priority: str = "none",
     compression: str | None = None,
     topk_ratio: float = 0.01,
-    batch: int = 32,
+    batch: int | None = None,
     device: str = "v100",
     stages=_LOADING,
     load_cost: float = 5e-3,
@@ -316,7 +336,7 @@ def local_sgd(
     priority: str = "none",
     compression: str | None = None,
     topk_ratio: float = 0.01,
-    batch: int = 32,
+    batch: int | None = None,
     device: str = "v100",
     stages=_LOADING,
     load_cost: float = 5e-3,
@@ -392,7 +412,7 @@ def stale_synchronous(
     priority: str = "none",
     compression: str | None = None,
     topk_ratio: float = 0.01,
-    batch: int = 32,
+    batch: int | None = None,
     device: str = "v100",
     stages=_LOADING,
     load_cost: float = 5e-3,

@@ -116,7 +116,11 @@ class Training:
 
             if self.parallelism == "data":
                 g = data_parallel(
-                    self.model, workers=ranks, iterations=steps, batch=-(-self.batch // ranks), allreduce=self.allreduce
+                    self.model,
+                    workers=ranks,
+                    iterations=steps,
+                    batch=-(-self.batch // ranks) * ranks,
+                    allreduce=self.allreduce,
                 )
             else:
                 layers = len(model_profile(self.model)) if isinstance(self.model, str) else len(self.model)

@@ -161,7 +161,14 @@ def _training(folder):
     shards = os.path.join(folder, "shards")
     os.makedirs(shards, exist_ok=True)
     g = data_parallel(
-        "resnet50", workers=4, iterations=4, executable=True, dataset_dir=shards, hidden=(512, 512), batch=512, seed=3
+        "resnet50",
+        workers=4,
+        iterations=4,
+        executable=True,
+        dataset_dir=shards,
+        hidden=(512, 512),
+        batch=4 * 512,
+        seed=3,
     )
     made = {}
     for t in g.topological_order():

@@ -53,7 +53,7 @@ def main(out="taskflow-out", iterations: int = 10, workers: int = 2, bench: bool
         dataset_dir=out / "data",
         hidden=(32,),
         lr=0.5,
-        batch=32,
+        batch=32 * workers,
         seed=0,
     )
     print(

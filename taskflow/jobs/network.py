@@ -12,7 +12,7 @@ A job's speed on its allocation is then its iteration time inside one rack over 
 time on its racks with that share of the uplink: ``iteration(model, counts, uplink)`` gives
 seconds per iteration for a data-parallel job of ``model`` with ``counts[i]`` workers in its
 ``i``-th rack and ``uplink`` bytes per second through each rack's uplink.
-:func:`taskflow.training.jobgraphs.graph_iterations` times the job's own training task graph on
+:func:`taskflow.training.jobnet.graph_iterations` times the job's own training task graph on
 the project's max-min network, once per allocation shape (cached here); a hand-written function
 serves as well (a profile's).
 """

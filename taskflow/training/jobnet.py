@@ -15,7 +15,7 @@ from __future__ import annotations
 __all__ = ["graph_iterations", "comm_shares"]
 
 
-def graph_iterations(cluster, device: str = "v100", batch: int = 32, iterations: int = 2):
+def graph_iterations(cluster, device: str = "v100", per_rank: int = 32, iterations: int = 2):
     """``iteration(model, counts, uplink) -> seconds`` for :class:`~taskflow.jobs.JobNetwork`:
     ``model`` a model of the library, or the path of a profiled job's cost graph (``taskflow train
     --cost-graph FILE``: its ranks and iterations as they ran; timed only on as many workers as it
@@ -27,8 +27,9 @@ def graph_iterations(cluster, device: str = "v100", batch: int = 32, iterations:
         Its ``bandwidth`` (a worker's link).
     device : str
         A device of ``workflows/data/models.json`` (the papers' GPU: ``v100``, ``a100``).
-    batch : int
-        Samples per rank per iteration.
+    per_rank : int
+        Samples per rank and iteration: a job on ``n`` workers trains a global batch of
+        ``per_rank x n`` (weak scaling, as the papers' jobs keep their per-GPU batch).
     iterations : int
         Iterations simulated (the time is their average).
     """
@@ -60,7 +61,7 @@ def graph_iterations(cluster, device: str = "v100", batch: int = 32, iterations:
             model_profile(name)
         except WorkflowError:
             return None
-        return data_parallel(name, workers=n, iterations=iterations, batch=batch, device=device), iterations
+        return data_parallel(name, workers=n, iterations=iterations, batch=per_rank * n, device=device), iterations
 
     def iteration(model, counts, uplink):
         n = sum(counts)

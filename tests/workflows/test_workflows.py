@@ -129,7 +129,7 @@ def test_repeated_iterations_are_built_exactly_as_one_by_one(mode, kw, kind):
         priority="layer-order",
         compression="topk",
         topk_ratio=0.05,
-        batch=32,
+        batch=96,
         device="v100",
         stages=("read", "decode"),
         load_cost=1e-3,
@@ -256,7 +256,7 @@ def test_pipeline_order_and_bad_input():
 def test_executable_local_sgd_equals_its_reference_and_sync_every_1_equals_sgd(tmp_path):
     from taskflow import execute
 
-    T, N, batch, lr, seed = 12, 3, 16, 0.5, 2
+    T, N, batch, lr, seed = 12, 3, 48, 0.5, 2  # 16 samples a rank
     for H in (1, 4, 5):
         g = tr.local_sgd(
             workers=N,
@@ -285,7 +285,7 @@ def test_executable_local_sgd_equals_its_reference_and_sync_every_1_equals_sgd(t
         loss = [np.mean([res[f"it{t}.w{w}.loss"][0] for w in range(N)]) for t in range(T)]
         assert loss == pytest.approx(losses, abs=1e-9)
         if H == 1:
-            ref, _ = tr.sgd_reference(paths, T, batch * 1, [64, 16, 10], lr, seed)
+            ref, _ = tr.sgd_reference(paths, T, batch, [64, 16, 10], lr, seed)
             # local SGD with every-step averaging takes the same steps as synchronous SGD
             dp = execute(
                 tr.data_parallel(
@@ -427,10 +427,10 @@ def test_multijob_keeps_executable_jobs_executable(tmp_path):
     from taskflow import execute
 
     one = tr.data_parallel(
-        workers=2, iterations=2, allreduce="ps", executable=True, dataset_dir=tmp_path / "a", hidden=(8,), batch=8
+        workers=2, iterations=2, allreduce="ps", executable=True, dataset_dir=tmp_path / "a", hidden=(8,), batch=16
     )
     two = tr.data_parallel(
-        workers=2, iterations=2, allreduce="tree", executable=True, dataset_dir=tmp_path / "b", hidden=(8,), batch=8
+        workers=2, iterations=2, allreduce="tree", executable=True, dataset_dir=tmp_path / "b", hidden=(8,), batch=16
     )
     g = mj.multijob([one, two])
     assert g.executable and len(g) == len(one) + len(two)
@@ -520,3 +520,19 @@ def test_compression_means_one_thing_in_the_simulated_and_the_pytorch_builder():
         tr.data_parallel(compression=0.5)
     with pytest.raises(WorkflowError, match="topk_ratio must be in"):
         tr.data_parallel(compression="topk", topk_ratio=0.0)
+
+
+def test_batch_is_the_global_batch_each_rank_taking_its_share():
+    from taskflow.errors import WorkflowError
+
+    # the same global batch on more ranks: each rank computes less; the default is 32 a rank
+    two = tr.data_parallel("resnet50", workers=2, iterations=1, batch=64)
+    four = tr.data_parallel("resnet50", workers=4, iterations=1, batch=64)
+    assert two.task("it0.w0.fwd.l0").cost == pytest.approx(2 * four.task("it0.w0.fwd.l0").cost)
+    assert tr.TrainingSpec(workers=3).batch == 96 and tr.TrainingSpec(workers=3).rank_batch == 32
+    assert tr.local_sgd("resnet50", workers=2, iterations=2, batch=64).task("it0.w1.fwd.l0").cost == pytest.approx(
+        two.task("it0.w1.fwd.l0").cost
+    )
+    for bad, said in ((63, "batch 63 is not divisible by 2 workers"), (0, "batch must be"), (2.5, "batch must be")):
+        with pytest.raises(WorkflowError, match=said):
+            tr.data_parallel("resnet50", workers=2, iterations=1, batch=bad)

@@ -413,7 +413,7 @@ def test_training_extrapolates_steps_from_two_and_three():
     assert Evaluator(direct, cat, ["placed"]).simulate(config, "placed") == pytest.approx(t3)
     from workflows.training import data_parallel
 
-    g8 = data_parallel("resnet50", workers=2, iterations=8, batch=16)
+    g8 = data_parallel("resnet50", workers=2, iterations=8, batch=32)
     gg, cl = ev.costed(g8, config)
     real = simulate(gg, cl, "placed").makespan
     assert ev.simulate(config, "placed") == pytest.approx(real, rel=0.05)

@@ -225,7 +225,7 @@ def test_existing_scheduler_and_workers_on_loopback(loopback_cluster):
 def test_executable_data_parallel_training_equals_sequential_sgd(client, tmp_path, kind):
     from workflows.training import data_parallel, sgd_reference
 
-    T, N, batch, hidden, lr, seed = 20, 2, 32, (32,), 0.5, 3
+    T, N, batch, hidden, lr, seed = 20, 2, 64, (32,), 0.5, 3  # 32 samples a rank
     g = data_parallel(
         workers=N,
         iterations=T,
@@ -253,7 +253,7 @@ def test_executable_data_parallel_training_equals_sequential_sgd(client, tmp_pat
 def test_executable_local_sgd_on_dask_equals_its_reference(client, tmp_path):
     from workflows.training import local_sgd, local_sgd_reference
 
-    T, N, H, batch, lr, seed = 8, 2, 3, 16, 0.5, 5
+    T, N, H, batch, lr, seed = 8, 2, 3, 32, 0.5, 5  # 16 samples a rank
     g = local_sgd(
         workers=N,
         iterations=T,
