@@ -164,3 +164,70 @@ def test_the_cli_runs_on_slurm_and_names_the_jobs(tmp_path):
         cwd=tmp_path,
     )
     assert bad.returncode == 2 and "--jobqueue needs --workers N" in bad.stderr
+
+
+def test_jobs_run_admits_real_training_jobs_on_workers_started_as_slurm_jobs(tmp_path):
+    import json
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("needs the torch extra (pip install 'dask-taskflow[torch]')")
+    trace = tmp_path / "two.json"
+    trace.write_text(
+        json.dumps(
+            {
+                "format": "taskflow-jobs/1",
+                "name": "two",
+                "jobs": [
+                    {"id": "a", "arrival": 0.0, "workers": 2, "duration": 2.0, "model": "mlp", "iterations": 8},
+                    {"id": "b", "arrival": 0.5, "workers": 1, "duration": 1.0, "model": "mlp", "iterations": 4},
+                ],
+            }
+        )
+    )
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "taskflow",
+            "jobs",
+            "run",
+            str(trace),
+            "--data",
+            "digits",
+            "--make-data",
+            "digits",
+            "--jobqueue",
+            "slurm",
+            "--workers",
+            "2",
+            "--memory",
+            "1GB",
+            "--interface",
+            "lo",
+            "--scheduler",
+            "fifo",
+            "--no-predict",
+            "-q",
+            "-o",
+            "runs.json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        cwd=tmp_path,
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    (run,) = json.loads((tmp_path / "runs.json").read_text())["runs"]
+    jobs = {j["id"]: j for j in run["jobs"]}
+    assert set(jobs) == {"a", "b"} and all(j["finish"] > j["start"] >= j["arrival"] for j in jobs.values())
+    assert jobs["b"]["start"] >= jobs["a"]["finish"] - 1e-6  # a holds both workers; b waits for it
+    assert _drained(), _queue()
+    bad = subprocess.run(
+        [sys.executable, "-m", "taskflow", "jobs", "simulate", str(trace), "--workers", "2", "--jobqueue", "slurm"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert bad.returncode == 2 and "--jobqueue goes with run" in bad.stderr

@@ -17,6 +17,8 @@ from .options import (
     COUNT,
     SECONDS,
     add_existing,
+    add_jobqueue,
+    jobqueue_options,
     add_option,
     add_output,
     add_plot,
@@ -121,6 +123,7 @@ def add_arguments(sp) -> None:
     sp.add_argument("--data", metavar="DIR", help="run: the jobs' dataset folder (train/ and val/ class folders)")
     add_option(sp, "--make-data", help="run: first write --data if it is missing")
     add_existing(sp, "run: ")
+    add_jobqueue(sp, "run: ")
     sp.add_argument(
         "--epoch-iterations",
         type=COUNT,
@@ -187,6 +190,14 @@ def jobs(args) -> int:
 
     if args.action == "run":
         return _run(args)
+    for flag, given in (
+        ("--jobqueue", args.jobqueue),
+        ("--address", args.address),
+        ("--scheduler-file", args.scheduler_file),
+        ("--data", args.data),
+    ):
+        if given:
+            raise UsageError(f"{flag} goes with run (the real jobs on a Dask cluster), not {args.action}")
     if args.action == "generate":
         check_outputs([("TRACE", args.trace)])
         cluster = _cluster(args)
@@ -343,7 +354,17 @@ def _run(args) -> int:
     first = ImageFolder(args.data, "train")
     models = {m: model_factory(m, first.shape(), len(first.classes)) for m in {j.model for j in trace.jobs}}
     racks, uplink, where = _racks(args)
-    c, owned = connect(None, args.address, args.scheduler_file, args.workers or 4, 1, work_stealing=False)
+    jq = jobqueue_options(args)
+    c, owned = connect(
+        None,
+        args.address,
+        args.scheduler_file,
+        args.workers or 4,
+        1,
+        work_stealing=False,
+        jobqueue=args.jobqueue,
+        jobqueue_options=jq,
+    )
     docs: list = []
     finished = False  # Ctrl-C or a failure: the embedded cluster is ended at once, not waited for
     try:

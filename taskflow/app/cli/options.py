@@ -37,6 +37,8 @@ __all__ = [
     "number",
     "add_option",
     "add_existing",
+    "add_jobqueue",
+    "jobqueue_options",
     "add_graph",
     "add_graphs",
     "add_cluster",
@@ -194,6 +196,64 @@ def add_existing(sp, what: str = "") -> None:
     """
     add_option(sp, "--address", help=f"{what}{SHARED['--address']['help']} (default: an embedded LocalCluster)")
     add_option(sp, "--scheduler-file", help=f"{what}{SHARED['--scheduler-file']['help']}")
+
+
+def add_jobqueue(sp, what: str = "") -> None:
+    """``--jobqueue`` and the batch jobs' options (dask-jobqueue): the workers started as batch
+    jobs of one worker each (``--workers`` of them), instead of an embedded cluster.
+
+    Parameters
+    ----------
+    sp : argparse.ArgumentParser
+    what : str
+        When the command uses them (``"run: "``), before their help.
+    """
+    jq = sp.add_argument_group("batch systems (dask-jobqueue)")
+    jq.add_argument(
+        "--jobqueue",
+        choices=("slurm", "pbs"),
+        help=f"{what}start the workers as batch jobs, one worker each (--workers of them)",
+    )
+    jq.add_argument("--memory", default="2GB", help="memory per job (default 2GB)")
+    jq.add_argument("--walltime", default="01:00:00", help="walltime per job (default 01:00:00)")
+    jq.add_argument("--queue", help="the queue or partition (default: the batch system's default)")
+    jq.add_argument("--interface", help="network interface of the scheduler and workers, e.g. ib0")
+    jq.add_argument(
+        "--job-wait",
+        type=SECONDS,
+        default=120.0,
+        help="seconds to wait for every job's worker before failing (default 120)",
+    )
+
+
+def jobqueue_options(args) -> dict | None:
+    """The batch jobs' options :func:`add_jobqueue` read, for :func:`taskflow.run`'s
+    ``jobqueue_options``; None without ``--jobqueue``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+
+    Raises
+    ------
+    UsageError
+        ``--jobqueue`` with an existing cluster (``--address``, ``--scheduler-file``), or without
+        ``--workers``.
+    """
+    if not args.jobqueue:
+        return None
+    if args.address or args.scheduler_file:
+        raise UsageError("--jobqueue starts its own cluster: leave out --address and --scheduler-file")
+    if args.workers is None:
+        raise UsageError("--jobqueue needs --workers N: the number of batch jobs, one worker each")
+    return {
+        "cores": getattr(args, "cores", None) or 1,
+        "memory": args.memory,
+        "walltime": args.walltime,
+        "queue": args.queue,
+        "interface": args.interface,
+        "wait": args.job_wait,
+    }
 
 
 def add_graph(sp) -> None:

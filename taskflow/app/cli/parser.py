@@ -13,12 +13,12 @@ from .options import (
     NONNEGATIVE,
     RETRIES,
     SCALE,
-    SECONDS,
     add_chrome_trace,
     add_cluster,
     add_cores,
     add_dashboard,
     add_existing,
+    add_jobqueue,
     add_graph,
     add_graphs,
     add_network,
@@ -242,22 +242,7 @@ def _run(sp) -> None:
     )
     add_chrome_trace(sp, "the measured run and the plan (with several schedulers, NAME.SCHEDULER.json each)")
     add_dashboard(sp)
-    jq = sp.add_argument_group("batch systems (dask-jobqueue)")
-    jq.add_argument(
-        "--jobqueue",
-        choices=("slurm", "pbs"),
-        help="start the workers as batch jobs, one worker each (--workers of them)",
-    )
-    jq.add_argument("--memory", default="2GB", help="memory per job (default 2GB)")
-    jq.add_argument("--walltime", default="01:00:00", help="walltime per job (default 01:00:00)")
-    jq.add_argument("--queue", help="the queue or partition (default: the batch system's default)")
-    jq.add_argument("--interface", help="network interface of the scheduler and workers, e.g. ib0")
-    jq.add_argument(
-        "--job-wait",
-        type=SECONDS,
-        default=120.0,
-        help="seconds to wait for every job's worker before failing (default 120)",
-    )
+    add_jobqueue(sp)
     add_quiet(sp)
 
 

@@ -11,7 +11,7 @@ import sys
 from ...errors import TaskflowError, TaskflowWarning, UsageError
 from ...formats import atomic_write
 from .commands import command
-from .options import check_outputs
+from .options import check_outputs, jobqueue_options
 from .values import cluster_from_args, parse_speeds, read_graph, scheduler_names
 
 __all__ = ["run", "compare", "bench", "demo", "samples", "testbed", "schedulers", "per_scheduler"]
@@ -66,20 +66,7 @@ def run(args) -> int:
         and len(speeds) != (args.workers or 2)
     ):
         raise UsageError(f"--speeds lists {len(speeds)} speeds for --workers {args.workers or 2}")
-    jq_options = None
-    if args.jobqueue:
-        if args.address or args.scheduler_file:
-            raise UsageError("--jobqueue starts its own cluster: leave out --address and --scheduler-file")
-        if args.workers is None:
-            raise UsageError("--jobqueue needs --workers N: the number of batch jobs, one worker each")
-        jq_options = {
-            "cores": args.cores,
-            "memory": args.memory,
-            "walltime": args.walltime,
-            "queue": args.queue,
-            "interface": args.interface,
-            "wait": args.job_wait,
-        }
+    jq_options = jobqueue_options(args)
     n_workers = args.workers or 2  # with --jobqueue, batch jobs of one worker each
     reports = []
     for name in names:
