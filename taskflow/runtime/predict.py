@@ -383,7 +383,10 @@ def choose(
     if PLAN in choices and (DASK not in choices or uneven(cluster, spread)):
         preds[PLAN] = predict_plan(graph, cluster, plan, scheduler)
     if SUBSET in choices:
+        need = int(graph.arrays.cores.max(initial=1))
         for ids in subsets(cluster, spread, narrow_rate(graph)) if candidates is None else candidates:
+            if int(cluster.subset(ids).cores.max(initial=0)) < need:
+                continue  # a task needs more cores than any of these workers has: it would wait forever
             few = (
                 predict_dask(placed, cluster, state, draws=1, pinned=pinned, within=ids, priorities=order)
                 if pinned

@@ -39,6 +39,20 @@ def test_on_workers_alike_the_simulated_adaptive_scheduler_leaves_every_run_to_d
     assert trace.makespan == taskflow.simulate(g, cluster, "dask-model").makespan
 
 
+@pytest.mark.parametrize("cores", [(1, 1, 1, 2), (2, 1, 1, 1)])
+def test_a_task_needing_more_cores_than_the_fastest_workers_have_is_never_held_away_from_its_worker(cores):
+    from taskflow import Worker
+
+    # found by the simulator's property test: the fastest workers (held to) had one core each
+    g = TaskGraph("wide")
+    g.add_task("t0", cost=1.0, cores=2)
+    speeds = (4, 3, 2, 1) if cores[-1] == 2 else (1, 2, 3, 4)
+    cluster = Cluster([Worker(f"w{i}", s, k) for i, (s, k) in enumerate(zip(speeds, cores))], bandwidth=1, latency=0)
+    trace, d = simulate_adaptive(g, cluster, network="simple")
+    assert not trace.problems(g, cluster)
+    assert d.choice != SUBSET or max(w.cores for w in cluster.workers if w.id in d.held) >= 2
+
+
 def test_runs_of_the_same_work_follow_the_measured_runs_in_simulation_as_in_dask():
     """One fast worker and two slow ones: the first run of the work (its costs just learned) is
     the guard's among Dask's own choices, held to the fast worker; its measured makespan is not
