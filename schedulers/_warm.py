@@ -10,7 +10,9 @@ def warm_up(tasks: int | None = None, workers: int = 1) -> None:
     ----------
     tasks : int, optional
         The size of the graph about to be planned: a small one runs the kernels as plain Python
-        (:mod:`taskflow.jit`), so nothing is loaded for it. Default: load them.
+        (:mod:`taskflow.jit`), so nothing is loaded for it, and for a larger one the kernels numba
+        has cached are loaded (the others compile only once they repay it). Default: load them
+        all, compiling those not cached.
     workers : int
         The cluster's size (with ``tasks``).
     """
@@ -31,7 +33,9 @@ def warm_up(tasks: int | None = None, workers: int = 1) -> None:
     g.add_edge("a", "b")
     c = Cluster.homogeneous(2)
     cost_model = CostModel(g, c)
-    with compiled():
+    # sized: load only what numba has cached (a first compile costs seconds; a plan of this size
+    # runs as plain Python until it repays one: taskflow.jit)
+    with compiled(cached_only=tasks is not None):
         for name in available("static"):
             get_scheduler(name, seed=0).schedule(g, c, cost_model=cost_model)
     _done = True

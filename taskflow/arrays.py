@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import CycleError
+from .jit import kernel
 
 __all__ = ["GraphArrays", "csr", "topological_order"]
 
@@ -131,22 +132,12 @@ def csr(keys: np.ndarray, vals: np.ndarray, n: int):
     return ptr, vals[order].astype(np.int64), order.astype(np.int64)
 
 
-#: Graphs of fewer tasks are ordered in plain Python: importing and loading the compiled kernel
-#: (numba) costs more than they take, and a command on a small file starts at once.
+#: Graphs of fewer tasks are ordered on Python lists (faster than numpy's scalars); larger ones by
+#: the kernel (:mod:`taskflow.jit`: compiled where it repays loading numba).
 SMALL_GRAPH = 2000
-_COMPILED = {}
 
 
-def _kahn_compiled():
-    """The compiled ``_kahn`` (numba imported on first use)."""
-    fn = _COMPILED.get("kahn")
-    if fn is None:
-        from numba import njit
-
-        fn = _COMPILED["kahn"] = njit(cache=True)(_kahn)
-    return fn
-
-
+@kernel(cache=True)
 def _kahn(n, succ_ptr, succ_idx, indeg):
     order = np.empty(n, dtype=np.int64)
     k = 0
@@ -214,7 +205,7 @@ def topological_order(n: int, src: np.ndarray, dst: np.ndarray, succ_ptr, succ_i
     if n < SMALL_GRAPH:
         order, k = _kahn_py(n, succ_ptr.tolist(), succ_idx.tolist(), indeg)
     else:
-        order, k = _kahn_compiled()(n, succ_ptr, succ_idx, indeg)
+        order, k = _kahn(n, succ_ptr, succ_idx, indeg)
     if k < n:
         raise CycleError(_find_cycle(n, src, dst, indeg.tolist(), ids))
     return order

@@ -4,10 +4,17 @@ Importing numba and loading its cached machine code takes most of a second, long
 a graph of a few hundred tasks takes in plain Python. So each kernel is written once, as plain
 Python over numpy arrays, and decorated with :func:`kernel` instead of ``numba.njit``: a call whose
 largest array argument has at least :data:`SMALL` elements runs the numba-compiled version, and
-from then on every kernel of the process does (so that one plan never mixes the two, and nothing
+from then on every kernel of the process does (so that one plan rarely mixes the two, and nothing
 is loaded twice); before that, and for small inputs, the Python function itself runs. Inside
 :func:`compiled` every call is compiled. Both versions are the same code, so they give the same
 answers.
+
+Compiling a kernel the first time (no machine code cached by numba beside its source: a fresh
+install, or a source changed) takes seconds, ten or more for the largest: more than most problems
+take in plain Python. So a kernel whose machine code is not cached (:meth:`Kernel.cached`) runs as
+plain Python even for large inputs until the process has spent :data:`COLD_SECONDS` in such calls;
+then it compiles (and numba caches it for the next process). ``TASKFLOW_COMPILE=always`` compiles
+large inputs whatever the cache, ``never`` runs every kernel as plain Python.
 
 A kernel that calls another kernel calls, when compiled, the other's compiled version: the
 compiled copy of a function is made over a copy of its module's globals in which every kernel is
@@ -20,22 +27,43 @@ import contextlib
 import functools
 import hashlib
 import os
+import sys
+import time
 import types
 
 import numpy as np
 
-__all__ = ["kernel", "Kernel", "compiled", "interpreted", "List", "SMALL", "fresh_caches", "STAMP"]
+__all__ = [
+    "kernel",
+    "Kernel",
+    "compiled",
+    "interpreted",
+    "List",
+    "SMALL",
+    "COLD_SECONDS",
+    "cached",
+    "compile_mode",
+    "fresh_caches",
+    "STAMP",
+]
 
 #: Calls whose largest array argument is smaller than this run as plain Python: about 2,000 tasks
 #: on 8 workers, which HEFT plans in plain Python in 0.2 s, where loading numba takes 0.6-0.8 s.
 SMALL = 16_384
 
+#: Seconds a process runs large calls of kernels whose machine code is not cached as plain Python
+#: before it compiles them (a first compile costs seconds; most problems are done sooner).
+COLD_SECONDS = 3.0
+
 #: A growable list inside kernels: Python's own, ``numba.typed.List`` when compiled.
 List = list
 
 _forced = 0
+_forced_cached = 0
 _plain = 0
 _loaded = False  # a kernel has been compiled in this process: every call runs compiled
+_spent = 0.0  # seconds of large calls of kernels not cached, run as plain Python in this process
+_depth = 0  # kernels running as plain Python inside one another (only the outermost is timed)
 _KERNELS: list = []  # every kernel made, for the check of numba's cached machine code
 _checked: set = set()  # package folders whose cached kernels were checked in this process
 #: the file beside numba's cached kernels that says which sources they were compiled from
@@ -83,12 +111,54 @@ class Kernel:
         self.py_func = fn
         self.options = dict(options)
         self._compiled = None
+        self._on_disk = None  # numba's machine code for it found cached (looked for once)
         _KERNELS.append(self)
 
     def __call__(self, *args):
-        if not _plain and (_loaded or _forced or _large(args)):
+        global _spent, _depth
+        if _forced_cached and not _plain and not _forced and self.cached() and compile_mode() != "never":
             return self.dispatcher(*args)
-        return self.py_func(*args)
+        if _plain or not (_loaded or _forced or _large(args)):
+            return self.py_func(*args)
+        mode = compile_mode()
+        if mode == "never" and not _forced:
+            return self.py_func(*args)
+        if _forced or mode == "always" or _spent >= COLD_SECONDS or self.cached():
+            return self.dispatcher(*args)
+        t0 = time.perf_counter()  # not cached: plain Python, timed, until the process has spent enough
+        _depth += 1
+        try:
+            return self.py_func(*args)
+        finally:
+            _depth -= 1
+            if not _depth:
+                _spent += time.perf_counter() - t0
+
+    def cached(self) -> bool:
+        """Whether calling the compiled version costs a load, not a compile: it was compiled in
+        this process, or numba's cached machine code for it lies beside its source (checked as
+        :func:`fresh_caches` leaves it: a changed source of its package has none)."""
+        if self._compiled is not None:
+            return True
+        if self._on_disk is None:
+            self._on_disk = self._found()
+        return self._on_disk
+
+    def _found(self) -> bool:
+        """numba's cached machine code for this kernel lies beside its source."""
+        fresh_caches()
+        module = sys.modules.get(self.py_func.__module__)
+        path = getattr(module, "__file__", None)
+        if not path:
+            return False
+        folder, stem = os.path.split(os.path.splitext(os.path.abspath(path))[0])
+        head = f"{stem}.{self.py_func.__qualname__}-"
+        tail = f".py{sys.version_info[0]}{sys.version_info[1]}.nbi"
+        try:
+            names = os.listdir(os.path.join(folder, "__pycache__"))
+        except OSError:
+            return False
+        return any(n.startswith(head) and n.endswith(tail) for n in names)
 
     def __repr__(self) -> str:
         return f"<kernel {self.py_func.__module__}.{self.py_func.__qualname__}>"
@@ -168,20 +238,62 @@ def fresh_caches() -> list:
     return roots
 
 
+def cached(kernels) -> bool:
+    """Whether every kernel of ``kernels`` loads without compiling (:meth:`Kernel.cached`), or
+    ``TASKFLOW_COMPILE=always`` says to compile anyway.
+
+    Parameters
+    ----------
+    kernels : iterable of Kernel
+    """
+    mode = compile_mode()
+    return mode == "always" or (mode == "auto" and all(k.cached() for k in kernels))
+
+
+def compile_mode() -> str:
+    """``TASKFLOW_COMPILE``: ``auto`` (the default: see the module docstring), ``always`` or
+    ``never``.
+
+    Raises
+    ------
+    UsageError
+        Another value.
+    """
+    mode = os.environ.get("TASKFLOW_COMPILE", "auto") or "auto"
+    if mode not in ("auto", "always", "never"):
+        from .errors import UsageError
+
+        raise UsageError(f"TASKFLOW_COMPILE must be auto, always or never, got {mode!r}")
+    return mode
+
+
 def _large(args) -> bool:
     return any(isinstance(a, np.ndarray) and a.size >= SMALL for a in args)
 
 
 @contextlib.contextmanager
-def compiled():
+def compiled(cached_only: bool = False):
     """Inside this block every kernel runs compiled, whatever its input's size (to load the
-    compiled code before something is timed, or to check that both versions agree)."""
-    global _forced
-    _forced += 1
+    compiled code before something is timed, or to check that both versions agree).
+
+    Parameters
+    ----------
+    cached_only : bool
+        Only the kernels whose machine code is cached (:meth:`Kernel.cached`): the others as
+        outside the block (to load what loads quickly, compiling nothing).
+    """
+    global _forced, _forced_cached
+    if cached_only:
+        _forced_cached += 1
+    else:
+        _forced += 1
     try:
         yield
     finally:
-        _forced -= 1
+        if cached_only:
+            _forced_cached -= 1
+        else:
+            _forced -= 1
 
 
 @contextlib.contextmanager

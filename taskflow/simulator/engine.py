@@ -266,8 +266,8 @@ class Simulator(Decisions, Recovery):
         ----------
         compiled : bool, optional
             Carry the run out in the compiled loop (:mod:`.fastpath`, the same steps in compiled
-            code): None (the default) where it covers the run and the graph has at least
-            :data:`.fastpath.MIN_TASKS` tasks; True wherever it covers the run; False never.
+            code): None (the default) where it covers the run and is large enough to repay it
+            (:func:`.fastpath.worth`); True wherever it covers the run; False never.
 
         Raises
         ------
@@ -276,7 +276,7 @@ class Simulator(Decisions, Recovery):
         """
         if compiled is not False:
             why = fastpath.unsupported(self)
-            if why is None and (compiled or self.n >= fastpath.MIN_TASKS):
+            if why is None and (compiled or fastpath.worth(self)):
                 with _FewerCollections():
                     return fastpath.run(self)
             if compiled:

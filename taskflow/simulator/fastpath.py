@@ -46,11 +46,16 @@ from ._wsnet import (
     STUCK,
 )
 
-__all__ = ["MIN_TASKS", "MAX_WORKERS", "CHUNK", "unsupported", "run"]
+__all__ = ["MIN_TASKS", "COLD_TASKS", "MAX_WORKERS", "CHUNK", "unsupported", "ready", "worth", "run"]
 
 #: From this many tasks on, :meth:`Simulator.run` uses the compiled loop where it can (below, the
 #: engine is as fast: loading the compiled code takes about a second).
 MIN_TASKS = 20_000
+
+#: ... and where its machine code is not cached yet (a fresh install, a source changed), from this
+#: many: compiling the loop the first time takes 30-45 s, about what the engine takes for 250,000
+#: tasks (4 s for 20,000).
+COLD_TASKS = 200_000
 
 #: Up to this many workers (the loop indexes worker pairs in a dense table of ``W * W`` entries).
 MAX_WORKERS = 4096
@@ -163,6 +168,34 @@ class _Transfers:
 
     def bytes_moved(self) -> float:
         return float(self.floats[:, 0].sum()) if len(self.floats) else 0.0
+
+
+def ready(sim) -> bool:
+    """Whether the compiled loop that would carry ``sim`` out loads without compiling
+    (:func:`taskflow.jit.cached`).
+
+    Parameters
+    ----------
+    sim : Simulator
+    """
+    from ..jit import cached
+
+    return cached([simulate_ws if sim.dynamic else simulate_plan])
+
+
+def worth(sim) -> bool:
+    """Whether ``sim`` is large enough for the compiled loop to repay loading it: at least
+    :data:`MIN_TASKS` tasks, or :data:`COLD_TASKS` where its machine code is not cached yet.
+
+    Parameters
+    ----------
+    sim : Simulator
+    """
+    from ..jit import compile_mode
+
+    if compile_mode() == "never":
+        return False
+    return sim.n >= COLD_TASKS or (sim.n >= MIN_TASKS and ready(sim))
 
 
 def run(sim) -> Trace:

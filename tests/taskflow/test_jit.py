@@ -4,6 +4,7 @@ never loads numba."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -75,8 +76,35 @@ def test_a_small_graph_is_planned_without_loading_numba_and_a_large_one_with_it(
         "g = random_layered(3000, shape=1.0, out_degree=2, ccr=1.0, seed=1, bandwidth=1.0); "
         "schedulers.get_scheduler('heft').schedule(g, Cluster.homogeneous(8)); print('numba' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "True"
+    for mode, loaded in (("always", "True"), ("never", "False")):
+        env = dict(os.environ, TASKFLOW_COMPILE=mode)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+        assert out.strip() == loaded, mode
+    bad = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=dict(env, TASKFLOW_COMPILE="x")
+    )
+    assert "TASKFLOW_COMPILE must be auto, always or never, got 'x'" in bad.stderr
+
+
+def test_a_kernel_not_cached_runs_large_inputs_as_python_until_the_process_has_spent_enough(monkeypatch):
+    monkeypatch.delenv("TASKFLOW_COMPILE", raising=False)
+
+    @jit.kernel(cache=False)  # nothing cached, ever: a first compile each process
+    def total(xs):
+        s = 0.0
+        for x in xs:
+            s += x
+        return s
+
+    big = np.ones(jit.SMALL)
+    assert not total.cached()
+    monkeypatch.setattr(jit, "COLD_SECONDS", 3600.0)
+    assert total(big) == jit.SMALL and not total.cached()  # plain Python: it compiled nothing
+    with jit.compiled(cached_only=True):
+        assert total(big) == jit.SMALL and not total.cached()  # loads what is cached only
+    monkeypatch.setattr(jit, "COLD_SECONDS", 0.0)  # the process has spent its plain-Python time
+    assert total(big) == jit.SMALL and total.cached()  # compiled now (and from now on)
+    assert total.dispatcher().signatures
 
 
 def test_cached_machine_code_is_forgotten_when_a_source_of_its_package_changed(tmp_path, monkeypatch):

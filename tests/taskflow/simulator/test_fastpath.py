@@ -149,12 +149,23 @@ def test_the_compiled_loop_is_taken_by_itself_from_its_size_on_and_names_what_it
     g = random_layered(120, shape=1.0, out_degree=2, ccr=1.0, seed=1, bandwidth=1e8)
     c = Cluster.heterogeneous([1.0, 2.0, 3.0], bandwidth=1e8)
     monkeypatch.setattr(fastpath, "MIN_TASKS", 100)
+    monkeypatch.setenv("TASKFLOW_COMPILE", "always")  # as where the loop's machine code is cached
     with interpreted():
         assert Simulator(g, c, "work-stealing", "maxmin").run().meta["engine"] == "compiled"
         assert "engine" not in Simulator(g, c, "work-stealing", "maxmin").run(compiled=False).meta
         monkeypatch.setattr(fastpath, "MIN_TASKS", 121)
         assert "engine" not in Simulator(g, c, "work-stealing", "maxmin").run().meta
-    monkeypatch.setattr(fastpath, "MIN_TASKS", 100)
+        # not cached: the loop's first compile is taken from COLD_TASKS on only
+        monkeypatch.setattr(fastpath, "MIN_TASKS", 100)
+        monkeypatch.setenv("TASKFLOW_COMPILE", "auto")
+        monkeypatch.setattr(fastpath, "ready", lambda sim: False)
+        monkeypatch.setattr(fastpath, "COLD_TASKS", 121)
+        assert "engine" not in Simulator(g, c, "work-stealing", "maxmin").run().meta
+        monkeypatch.setattr(fastpath, "COLD_TASKS", 120)
+        assert Simulator(g, c, "work-stealing", "maxmin").run().meta["engine"] == "compiled"
+        monkeypatch.setenv("TASKFLOW_COMPILE", "never")
+        assert "engine" not in Simulator(g, c, "work-stealing", "maxmin").run().meta
+    monkeypatch.setenv("TASKFLOW_COMPILE", "always")
     cases = {
         "scheduler 'blevel-dynamic'": dict(scheduler="blevel-dynamic"),
         "plan_order='ready'": dict(scheduler="heft", plan_order="ready"),
