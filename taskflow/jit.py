@@ -88,7 +88,7 @@ def kernel(fn=None, **options):
     ...     for x in xs:
     ...         s += x
     ...     return s
-    >>> total(np.arange(4.0))  # small: plain Python, numba not loaded
+    >>> float(total(np.arange(4.0)))  # small: plain Python, numba not loaded
     6.0
     """
     if fn is None:
