@@ -365,7 +365,7 @@ class TorchTraining:
                     "forward-backward", t, r, sum(bucket_bytes), [base, col], tt.step, (base, col, ctx, weight, t, r)
                 )
                 outs[r].append(steps[r])
-                for j in range(B):
+                for j in range(B if self.mode != "local" else 0):  # local SGD sends parameters, not gradients
                     bk = task(
                         "bucket",
                         t,

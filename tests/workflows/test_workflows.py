@@ -536,3 +536,26 @@ def test_batch_is_the_global_batch_each_rank_taking_its_share():
     for bad, said in ((63, "batch 63 is not divisible by 2 workers"), (0, "batch must be"), (2.5, "batch must be")):
         with pytest.raises(WorkflowError, match=said):
             tr.data_parallel("resnet50", workers=2, iterations=1, batch=bad)
+
+
+@pytest.mark.parametrize("mode", ["sync", "local", "stale"])
+@pytest.mark.parametrize("compression", [None, "topk"])
+def test_no_task_of_a_training_graph_is_dead_work(mode, compression):
+    # every task leads to a rank's state after the last iteration (a leaf elsewhere is work for nothing)
+    for kind, barrier in (("ring", False), ("tree", True), ("ps", False)):
+        g = tr.training_graph(
+            tr.TrainingSpec(
+                model="resnet50",
+                workers=3,
+                iterations=5,
+                allreduce=kind,
+                buckets=3,
+                compression=compression,
+                barrier=barrier,
+                mode=mode,
+                sync_every=2,
+                staleness=1 if mode == "stale" else 0,
+            )
+        )
+        sinks = [g.task(t).meta for t in g.ids if not list(g.successors(t))]
+        assert {m["iteration"] for m in sinks} == {4} and len(sinks) == 3 * len(tr.model_profile("resnet50"))

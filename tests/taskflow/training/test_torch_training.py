@@ -182,6 +182,9 @@ def test_the_cost_only_graph_has_the_executable_graphs_structure(digits, variant
         assert list(real.ids) == list(costs.ids)
         assert sorted(map(tuple, real.edges())) == sorted(map(tuple, costs.edges()))
         costs.validate()  # no duplicate edge, no cycle
+        # no dead work: every task leads to a rank's final state (or the evaluation)
+        sinks = {t for t in costs.ids if not list(costs.successors(t))}
+        assert sinks <= {*spec.final_tasks(epoch), f"e{epoch}.eval"}, sorted(sinks)[:5]
     if variant:
         return
     trace = taskflow.simulate(spec.graph(0, executable=False), taskflow.Cluster.homogeneous(3, bandwidth=1e9), "placed")
