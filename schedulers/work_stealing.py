@@ -25,42 +25,11 @@ from __future__ import annotations
 
 import numpy as np
 from taskflow.costs import Durations
-from taskflow.jit import kernel
+from taskflow.stealing import earliest, rank, take, victim
 
 from taskflow.scheduling import DynamicScheduler, register
 
 __all__ = ["WorkStealing"]
-
-
-@kernel(cache=True)
-def _earliest(load, dead, feasible, move):  # pragma: no cover - compiled
-    """The worker with the earliest estimated start: its load, plus the time to bring the task's
-    inputs there (``move``, from :meth:`SimView.transfer_estimates`); lost (``dead`` = inf) and
-    infeasible workers never; ties: the lower index."""
-    best = np.inf
-    arg = 0
-    for w in range(load.shape[0]):
-        e = load[w] + move[w]
-        e += dead[w]
-        if not feasible[w]:
-            e = np.inf
-        if e < best:
-            best = e
-            arg = w
-    return arg
-
-
-@kernel(cache=True)
-def _victim(load, dead, nqueued, thief):  # pragma: no cover - compiled
-    """The most loaded worker other than ``thief`` with queued tasks and not lost (``dead`` = inf);
-    ties: the lower index; -1 when there is none."""
-    best = -np.inf
-    arg = -1
-    for w in range(load.shape[0]):
-        if w != thief and nqueued[w] > 0 and dead[w] == 0.0 and load[w] > best:
-            best = load[w]
-            arg = w
-    return arg
 
 
 @register
@@ -96,10 +65,10 @@ class WorkStealing(DynamicScheduler):
         load = self.occ / self.cores
         for i in tasks:
             move = view.transfer_estimates(i)
-            w = _earliest(load, self.dead, self.feasible(i), move)
+            w = earliest(load, self.dead, self.feasible(i), move)
             if not view.is_alive(w):  # a loss not yet reported: refresh the mask and choose again
                 self.dead[[x for x in range(len(self.dead)) if not view.is_alive(x)]] = np.inf
-                w = _earliest(load, self.dead, self.feasible(i), move)
+                w = earliest(load, self.dead, self.feasible(i), move)
             self.occ[w] += self.d[i, w]
             load[w] = self.occ[w] / self.cores[w]
             out.append((i, w))
@@ -113,34 +82,26 @@ class WorkStealing(DynamicScheduler):
         thief = worker
         load = self.occ / self.cores
         counts = view.queued_counts()
-        victim = _victim(load, self.dead, counts, thief)
-        while victim >= 0 and not view.is_alive(victim):  # a loss not yet reported to this scheduler
-            self.dead[victim] = np.inf
-            victim = _victim(load, self.dead, counts, thief)
-        if victim < 0:
+        vic = victim(load, self.dead, counts, thief)
+        while vic >= 0 and not view.is_alive(vic):  # a loss not yet reported to this scheduler
+            self.dead[vic] = np.inf
+            vic = victim(load, self.dead, counts, thief)
+        if vic < 0:
             return []
-        cands = view.queued(victim)[: self.max_candidates]
-        scored = []
+        cands = view.queued(vic)[: self.max_candidates]
+        n = len(cands) + 1
+        score, moves, ranked = np.empty(n), np.empty(n), np.empty(n, np.int64)
+        m = 0
         for i in cands:
             if not np.isfinite(self.d[i, thief]):
                 continue
             move = view.transfer_estimate(i, thief)
-            scored.append((move / max(self.d[i, thief], 1e-12), move, i))
-        scored.sort()
-        out = []
-        thief_load = self.occ[thief] / self.cores[thief]
-        for _, move, i in scored:
-            victim_load = self.occ[victim] / self.cores[victim]
-            if thief_load >= victim_load:
-                break
-            finish_thief = thief_load + move + self.d[i, thief]
-            finish_victim = victim_load  # the task waits behind the victim's queue on average
-            if finish_thief < finish_victim:
-                out.append((i, thief))
-                self.occ[victim] -= self.d[i, victim]
-                self.occ[thief] += self.d[i, thief]
-                thief_load = self.occ[thief] / self.cores[thief]
-        return out
+            m = rank(score, moves, ranked, m, move / max(self.d[i, thief], 1e-12), move, i)
+        d_thief = np.array([self.d[i, thief] for i in ranked[:m]] + [0.0])
+        d_victim = np.array([self.d[i, vic] for i in ranked[:m]] + [0.0])
+        bi, bw = np.empty(n, np.int64), np.empty(n, np.int64)
+        k = take(self.occ, self.cores, vic, thief, ranked, moves, d_thief, d_victim, m, bi, bw)
+        return [(int(bi[x]), int(bw[x])) for x in range(k)]
 
     def on_worker_lost(self, worker, tasks, view):
         self.occ[worker] = 0.0

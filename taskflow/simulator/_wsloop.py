@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import kernel
+from ..stealing import earliest, rank, take, victim
 from ._wsnet import (DONE, EVN, ESEQ, F_DST, F_NEXT, F_SLOT, F_SRC, F_TASK, F_TH, G_BASE, G_START,
                      G_TACT, G_TOTAL, H_NEXT, H_W, MORE, NACTIVE, NB, NFLOWS, NHAVE, NO_SOURCE, NPLACED, NRQ,
                      NRUNS, NSTEALS, NTH, NTR, OK, QUEUED, R_NEXT, R_TASK, R_TOK, RUNNING, STUCK, DEEP,
@@ -250,22 +251,19 @@ def _estimate(G, T, F, lat, inv, i, w):
 
 @kernel(cache=True, _nrt=False)
 def _choose_ready(G, T, F, K, pdur, lat, inv, everywhere, tasks, k, bi, bw):
-    """``WorkStealing.on_ready``: each task to the worker where it would start earliest."""
-    occ, load, cores = K[7], K[8], K[9]
+    """``WorkStealing.on_ready``: each task to the worker where it would start earliest
+    (:func:`taskflow.stealing.earliest`; no worker is lost in this loop)."""
+    occ, load, cores, feasible = K[7], K[8], K[9], K[14]
     W = occ.shape[0]
     for j in range(k):
         i = tasks[j]
         _estimates(G, T, F, K, lat, inv, i)
-        move = K[12]
-        best = np.inf
-        arg = 0
-        for w in range(W):
-            e = load[w] + move[w]
-            if not everywhere and not np.isfinite(duration(pdur, i, w)):
-                e = np.inf
-            if e < best:
-                best = e
-                arg = w
+        if everywhere:
+            arg = earliest(load, K[13], K[15], K[12])
+        else:
+            for w in range(W):
+                feasible[w] = np.isfinite(duration(pdur, i, w))
+            arg = earliest(load, K[13], feasible, K[12])
         occ[arg] += duration(pdur, i, arg)
         load[arg] = occ[arg] / cores[arg]
         bi[j] = i
@@ -274,54 +272,28 @@ def _choose_ready(G, T, F, K, pdur, lat, inv, everywhere, tasks, k, bi, bw):
 
 
 @kernel(cache=True, _nrt=False)
-def _choose_steal(G, T, F, K, pdur, lat, inv, thief, maxcand, bi, bw, score, mv, ci):
-    """``WorkStealing.on_idle``: tasks the idle ``thief`` takes from the most loaded worker."""
+def _choose_steal(G, T, F, K, pdur, lat, inv, thief, maxcand, bi, bw, score, mv, ci, dt, dv):
+    """``WorkStealing.on_idle``: tasks the idle ``thief`` takes from the most loaded worker
+    (:func:`taskflow.stealing.victim`, :func:`taskflow.stealing.rank`, :func:`taskflow.stealing.take`)."""
     occ, load, cores, nqueued, q_head, q_next = K[7], K[8], K[9], K[2], K[3], T[10]
-    W = occ.shape[0]
-    victim = -1
-    best = -np.inf
-    for w in range(W):
-        if w != thief and nqueued[w] > 0 and load[w] > best:
-            best = load[w]
-            victim = w
-    if victim < 0:
+    vic = victim(load, K[13], nqueued, thief)
+    if vic < 0:
         return 0
     m = 0
     c = 0
-    i = q_head[victim]
+    i = q_head[vic]
     while i >= 0 and c < maxcand:
         c += 1
-        dt = duration(pdur, i, thief)
-        if np.isfinite(dt):
+        d = duration(pdur, i, thief)
+        if np.isfinite(d):
             mo = _estimate(G, T, F, lat, inv, i, thief)
-            sc = mo / max(dt, 1e-12)
-            x = m  # insertion in (score, move, task) order
-            while x > 0 and (score[x - 1] > sc or (score[x - 1] == sc and (mv[x - 1] > mo or
-                                                                            (mv[x - 1] == mo and ci[x - 1] > i)))):
-                score[x] = score[x - 1]
-                mv[x] = mv[x - 1]
-                ci[x] = ci[x - 1]
-                x -= 1
-            score[x] = sc
-            mv[x] = mo
-            ci[x] = i
-            m += 1
+            m = rank(score, mv, ci, m, mo / max(d, 1e-12), mo, i)
         i = q_next[i]
-    k = 0
-    thief_load = occ[thief] / cores[thief]
     for x in range(m):
-        victim_load = occ[victim] / cores[victim]
-        if thief_load >= victim_load:
-            break
-        i = ci[x]
-        if thief_load + mv[x] + duration(pdur, i, thief) < victim_load:
-            bi[k] = i
-            bw[k] = thief
-            k += 1
-            occ[victim] -= duration(pdur, i, victim)
-            occ[thief] += duration(pdur, i, thief)
-            thief_load = occ[thief] / cores[thief]
-    load[victim] = occ[victim] / cores[victim]
+        dt[x] = duration(pdur, ci[x], thief)
+        dv[x] = duration(pdur, ci[x], vic)
+    k = take(occ, cores, vic, thief, ci, mv, dt, dv, m, bi, bw)
+    load[vic] = occ[vic] / cores[vic]
     load[thief] = occ[thief] / cores[thief]
     return k
 
@@ -445,6 +417,7 @@ def simulate_ws(G, T, K, F, N, P, E, R, C, X, tdur, pdur, lat, lat_e, inv_e, eve
     touched = np.empty(W, np.int64)
     stack = np.empty(4 * W + 64, np.int64)  # workers to check for idleness, the next on top
     score, mv, ci = np.empty(maxcand + 1), np.empty(maxcand + 1), np.empty(maxcand + 1, np.int64)
+    dt, dv = np.empty(maxcand + 1), np.empty(maxcand + 1)
     out = np.empty((1, 2), np.int64)
     F, N, out = make_room(C, F, N, out, n, 0, ready.shape[0])
     ns = 0
@@ -467,7 +440,7 @@ def simulate_ws(G, T, K, F, N, P, E, R, C, X, tdur, pdur, lat, lat_e, inv_e, eve
             w = stack[ns]
             if K[1][w] == 0 and K[2][w] == 0:
                 F, N, out = make_room(C, F, N, out, n, maxcand * maxindeg, maxcand)
-                k = _choose_steal(G, T, F, K, pdur, lat_e, inv_e, w, maxcand, bi, bw, score, mv, ci)
+                k = _choose_steal(G, T, F, K, pdur, lat_e, inv_e, w, maxcand, bi, bw, score, mv, ci, dt, dv)
                 nt = _apply(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, now, fetch_ready)
                 if nt < 0:
                     return NO_SOURCE, F, N

@@ -255,6 +255,9 @@ def run(sim) -> Trace:
         np.zeros(W, i64),
         np.zeros(W, np.bool_),
         np.zeros(W),
+        np.zeros(0),  # 13: work stealing's ``dead``: none (no worker is lost in the loop)
+        np.zeros(W, np.bool_),  # 14: where the task being placed can run
+        np.zeros(0, np.bool_),  # 15: ... anywhere
     )
     cap = 1024
     F = (
