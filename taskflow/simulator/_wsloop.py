@@ -1,6 +1,6 @@
 """The compiled event loop's engine and scheduler half (:mod:`.fastpath`): the events, tasks and data
-of :mod:`.engine` and the choices of :mod:`schedulers.work_stealing`, step for step, over the
-arrays laid out in :mod:`._wsnet`.
+of :mod:`.engine`, step for step, over the arrays laid out in :mod:`._wsnet`; the choices of
+:mod:`schedulers.work_stealing` by the same kernels it calls (:mod:`taskflow.stealing`).
 """
 
 from __future__ import annotations
