@@ -4,6 +4,7 @@ uninterrupted run, a failing job named, the profile the simulator is fed."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import importlib.util
@@ -426,13 +427,13 @@ def test_with_crossover_a_real_job_takes_turns_on_a_running_jobs_workers(four, d
         assert rel_err(got, want) < 1e-6
 
 
-@pytest.mark.slow  # a cluster of its own whose worker is killed (make test: the Workers' own test)
-def test_a_job_whose_worker_dies_waits_and_resumes_on_the_worker_back_with_an_uninterrupted_runs_parameters(digits):
-    import signal
+@contextlib.contextmanager
+def two_workers_losing_one(lose):
+    """A cluster of its own, two worker processes; ``lose(cluster, client, address)`` is done to
+    worker 1 once it runs a task (in a thread: a job is training); yields the client and an event
+    set when it was done."""
     import threading
     import time
-
-    from taskflow.jobscheduling import WorkerAdded, WorkerLost
 
     with (
         LocalCluster(
@@ -440,30 +441,36 @@ def test_a_job_whose_worker_dies_waits_and_resumes_on_the_worker_back_with_an_un
         ) as lc,
         Client(lc) as c,
     ):
-        addr = {str(w["name"]): a for a, w in c.scheduler_info()["workers"].items()}
-        pid = c.run(os.getpid, workers=[addr["1"]])[addr["1"]]
-        killed = threading.Event()
+        addr = {str(w["name"]): a for a, w in c.scheduler_info()["workers"].items()}["1"]
+        done = threading.Event()
 
-        def kill_when_training():  # worker 1 ends (its nanny starts it again, under its name) mid-job
+        def when_training():
             end = time.monotonic() + 120
-            while time.monotonic() < end and not c.processing(workers=[addr["1"]]).get(addr["1"]):
+            while time.monotonic() < end and not c.processing(workers=[addr]).get(addr):
                 time.sleep(0.01)
-            os.kill(pid, signal.SIGKILL)
-            killed.set()
+            lose(lc, c, addr)
+            done.set()
 
-        said = []
-        killer = threading.Thread(target=kill_when_training, daemon=True)
-        killer.start()
+        t = threading.Thread(target=when_training, daemon=True)
+        t.start()
+        yield c, done
+        t.join(10)
+
+
+def killed(lc, c, addr):  # the worker's process ends; its nanny starts it again, under its name
+    import signal
+
+    os.kill(c.run(os.getpid, workers=[addr])[addr], signal.SIGKILL)
+
+
+@pytest.mark.slow  # a cluster of its own whose worker is killed (make test: the Workers' own test)
+def test_a_job_whose_worker_dies_waits_and_resumes_on_the_worker_back_with_an_uninterrupted_runs_parameters(digits):
+    from taskflow.jobscheduling import WorkerAdded, WorkerLost
+
+    said = []
+    with two_workers_losing_one(killed) as (c, done):
         job = Job("a", 0.0, 2, 5.0, model="mlp", iterations=48)
         run = run_jobs([job], "fifo", MODELS, digits, client=c, timeout=300, on_event=said.append)
-        killer.join(10)
-        assert killed.is_set()
-        assert run.violations() == []
-        lost = [e for e in said if isinstance(e, WorkerLost)]
-        assert [(e.worker, e.job_id) for e in lost] == [(1, "a")]
-        assert any(isinstance(e, WorkerAdded) and e.worker == 1 and e.time >= lost[0].time for e in said)
-        (rec,) = run.records
-        assert len(rec.runs) == 2 and rec.preemptions == 1 and rec.runs[1][0] >= lost[0].time
         alone = taskflow.train(
             MODELS["mlp"],
             digits,
@@ -475,37 +482,28 @@ def test_a_job_whose_worker_dies_waits_and_resumes_on_the_worker_back_with_an_un
             on_workers=["0", "1"],
             quiet=True,
         )
-        for got, want in zip(run.histories["a"].states, alone.states, strict=True):
-            assert rel_err(got, want) < 1e-6
+    assert done.is_set() and run.violations() == []
+    lost = [e for e in said if isinstance(e, WorkerLost)]
+    assert [(e.worker, e.job_id) for e in lost] == [(1, "a")]
+    assert any(isinstance(e, WorkerAdded) and e.worker == 1 and e.time >= lost[0].time for e in said)
+    (rec,) = run.records
+    assert len(rec.runs) == 2 and rec.preemptions == 1 and rec.runs[1][0] >= lost[0].time
+    for got, want in zip(run.histories["a"].states, alone.states, strict=True):
+        assert rel_err(got, want) < 1e-6
 
 
 @pytest.mark.slow  # a cluster of its own that loses a worker for good
 def test_a_job_left_waiting_for_a_lost_worker_ends_the_run_with_one_line_after_the_rejoin_wait(digits, monkeypatch):
-    import threading
     import time
 
     from taskflow.errors import WorkersLost
     from taskflow.training import jobrun
 
     monkeypatch.setattr(jobrun, "REJOIN_SECONDS", 1.0)
-    with (
-        LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, scheduler_kwargs=NO_HTTP
-        ) as lc,
-        Client(lc) as c,
-    ):
-        addr = {str(w["name"]): a for a, w in c.scheduler_info()["workers"].items()}
-
-        def retire_when_training():  # worker 1 leaves for good, mid-job
-            end = time.monotonic() + 120
-            while time.monotonic() < end and not c.processing(workers=[addr["1"]]).get(addr["1"]):
-                time.sleep(0.01)
-            lc.scale(1)
-
-        threading.Thread(target=retire_when_training, daemon=True).start()
-        t0 = time.monotonic()
+    t0 = time.monotonic()
+    with two_workers_losing_one(lambda lc, c, addr: lc.scale(1)) as (c, _):  # worker 1 retired for good
         with pytest.raises(WorkersLost, match=r"job 'a' waits for 2 workers: worker '1' was lost and no worker joined"):
             run_jobs(
                 [Job("a", 0.0, 2, 5.0, model="mlp", iterations=400)], "fifo", MODELS, digits, client=c, timeout=300
             )
-        assert time.monotonic() - t0 < 120
+    assert time.monotonic() - t0 < 120

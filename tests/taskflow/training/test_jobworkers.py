@@ -3,6 +3,7 @@ joined as Dask's cluster says, on racks."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import pytest
@@ -21,13 +22,20 @@ def settle(c, n):
         time.sleep(0.02)
 
 
-def test_workers_lost_and_joined_are_said_once_each_by_their_numbers():
+@contextlib.contextmanager
+def in_process(n):
+    """A real cluster of ``n`` workers in this process (quick to start, scale and stop)."""
     with (
         LocalCluster(
-            n_workers=3, processes=False, threads_per_worker=1, dashboard_address=None, scheduler_kwargs=NO_HTTP
+            n_workers=n, processes=False, threads_per_worker=1, dashboard_address=None, scheduler_kwargs=NO_HTTP
         ) as lc,
         Client(lc) as c,
     ):
+        yield lc, c
+
+
+def test_workers_lost_and_joined_are_said_once_each_by_their_numbers():
+    with in_process(3) as (lc, c):
         names = workers_of(c)
         assert names == ["0", "1", "2"]
         ws = Workers(c, names, {"0": "r0", "1": "r0", "2": "r1"})
@@ -52,12 +60,7 @@ def test_workers_lost_and_joined_are_said_once_each_by_their_numbers():
 
 
 def test_workers_of_names_a_number_by_its_value():
-    with (
-        LocalCluster(
-            n_workers=2, processes=False, threads_per_worker=1, dashboard_address=None, scheduler_kwargs=NO_HTTP
-        ) as lc,
-        Client(lc) as c,
-    ):
+    with in_process(2) as (_, c):
         assert workers_of(c) == ["0", "1"]
         with pytest.raises(UsageError, match="worker '1' of the Dask cluster has no rack"):
             check_racks({"0": "a"}, workers_of(c))
