@@ -29,7 +29,7 @@ from .options import (
     number,
 )
 
-__all__ = ["jobs", "add_arguments"]
+__all__ = ["jobs", "add_arguments", "worker_line"]
 
 DEFAULT = "fifo,sjf,srtf,las,gittins"
 
@@ -295,6 +295,28 @@ def _said(args, docs: list, head: dict, seconds: str):
     return said
 
 
+def worker_line(event, names) -> str | None:
+    """The line ``jobs run`` says for ``event`` where a worker was lost or joined (None for
+    another event): ``names`` are the workers at the start, in the run's order.
+
+    Parameters
+    ----------
+    event : object
+        A job scheduler's event.
+    names : list of str
+    """
+    from ...jobscheduling import WorkerAdded, WorkerLost
+
+    if not isinstance(event, (WorkerLost, WorkerAdded)):
+        return None
+    w = event.worker
+    who = f"worker {names[w]!r}" if w < len(names) else f"worker number {w} (joined)"
+    if isinstance(event, WorkerAdded):
+        return f"{event.time:.1f} s: {who} {'is back' if w < len(names) else 'is free'}"
+    job = f": job {event.job_id!r} stops and waits again" if event.job_id is not None else ""
+    return f"{event.time:.1f} s: {who} was lost{job}"
+
+
 def _racks(args) -> tuple:
     """``(racks, uplink, what to say)`` of ``jobs run``: from ``--cluster``, or inside the testbed
     (its cluster found through ``DASK_SCHEDULER_ADDRESS``) from the testbed's cluster file."""
@@ -336,6 +358,7 @@ def _run(args) -> int:
     from ...runtime.client.waiting import close_quietly
     from ..jobs import jobs_table, plot_jobs
     from ..jobs_real import prediction_table, run_real_jobs
+    from ...training.jobworkers import workers_of
     from .training import MODELS, model_factory
     from workflows.images import ImageFolder, write_digits, write_synthetic
 
@@ -378,6 +401,13 @@ def _run(args) -> int:
             )
 
         said = _said(args, docs, {"trace": trace.name, "workers": workers}, "{:.2f}")
+        first = workers_of(c)
+
+        def changed(event):  # a worker lost or joined: one line as it happens
+            line = worker_line(event, first)
+            if line and not args.quiet:
+                print(line, flush=True)
+
         runs, sim, profile = run_real_jobs(
             trace,
             names,
@@ -387,6 +417,7 @@ def _run(args) -> int:
             epoch_iterations=args.epoch_iterations,
             predict=not args.no_predict,
             on_run=said,
+            on_event=changed,
             timeout=args.timeout,
             repeat=args.repeat,
             batch=args.batch,

@@ -410,3 +410,15 @@ def test_las_attained_service_counts_the_workers_held_waiting_for_a_drain_and_a_
     runs = {r.job.id: [round(t, 9) for a, b, *_ in r.runs for t in (a, b)] for r in run.records}
     assert runs == {"J0": [0, 1.0, 3.05, 12.3], "J1": [1.0, 2.0, 12.3, 14.6], "J2": [2.0, 3.05], "J3": [2.0, 2.65]}
     assert run.violations() == []
+
+
+def test_jobs_run_says_a_worker_lost_or_joined_in_one_line():
+    from taskflow.app.cli.jobs import worker_line
+    from taskflow.jobscheduling import Tick, WorkerAdded, WorkerLost
+
+    names = ["0", "1"]
+    assert worker_line(WorkerLost(3.04, 1, "a"), names) == "3.0 s: worker '1' was lost: job 'a' stops and waits again"
+    assert worker_line(WorkerLost(4.0, 0, None), names) == "4.0 s: worker '0' was lost"
+    assert worker_line(WorkerAdded(5.0, 1), names) == "5.0 s: worker '1' is back"
+    assert worker_line(WorkerAdded(6.0, 2), names) == "6.0 s: worker number 2 (joined) is free"
+    assert worker_line(Tick(1.0), names) is None

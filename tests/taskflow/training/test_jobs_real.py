@@ -465,6 +465,7 @@ def killed(lc, c, addr):  # the worker's process ends; its nanny starts it again
 
 @pytest.mark.slow  # a cluster of its own whose worker is killed (make test: the Workers' own test)
 def test_a_job_whose_worker_dies_waits_and_resumes_on_the_worker_back_with_an_uninterrupted_runs_parameters(digits):
+    from taskflow.app.cli.jobs import worker_line
     from taskflow.jobscheduling import WorkerAdded, WorkerLost
 
     said = []
@@ -486,6 +487,7 @@ def test_a_job_whose_worker_dies_waits_and_resumes_on_the_worker_back_with_an_un
     lost = [e for e in said if isinstance(e, WorkerLost)]
     assert [(e.worker, e.job_id) for e in lost] == [(1, "a")]
     assert any(isinstance(e, WorkerAdded) and e.worker == 1 and e.time >= lost[0].time for e in said)
+    assert worker_line(lost[0], ["0", "1"]).endswith("worker '1' was lost: job 'a' stops and waits again")
     (rec,) = run.records
     assert len(rec.runs) == 2 and rec.preemptions == 1 and rec.runs[1][0] >= lost[0].time
     for got, want in zip(run.histories["a"].states, alone.states, strict=True):
