@@ -64,7 +64,7 @@ _forced_cached = 0
 _plain = 0
 _loaded = False  # a kernel has been compiled in this process: every call runs compiled
 _spent = 0.0  # seconds of large calls of kernels not cached, run as plain Python in this process
-_python = threading.local()  # .depth: kernels running as plain Python in this thread, one inside another
+_nesting = threading.local()  # .depth: kernels running as plain Python in this thread, one inside another
 _KERNELS: list = []  # every kernel made, for the check of numba's cached machine code
 _checked: set = set()  # package folders whose cached kernels were checked in this process
 #: the file beside numba's cached kernels that says which sources they were compiled from
@@ -116,29 +116,29 @@ class Kernel:
         _KERNELS.append(self)
 
     def __call__(self, *args):
-        if getattr(_python, "depth", 0):  # called by a kernel running as plain Python: so does this one
+        if getattr(_nesting, "depth", 0):  # called by a kernel running as plain Python: so does this one
             return self.py_func(*args)  # (its lists are Python's, which compiled code cannot take)
         if _forced_cached and not _plain and not _forced and self.cached() and compile_mode() != "never":
             return self.dispatcher(*args)
         if _plain or not (_loaded or _forced or _large(args)):
-            return self._python(args, False)
+            return self._run_python(args, False)
         mode = compile_mode()
         if mode == "never" and not _forced:
-            return self._python(args, False)
+            return self._run_python(args, False)
         if _forced or mode == "always" or _spent >= COLD_SECONDS or self.cached():
             return self.dispatcher(*args)
-        return self._python(args, True)  # not cached: plain Python, timed, until the process has spent enough
+        return self._run_python(args, True)  # not cached: plain Python, timed, until the process has spent enough
 
-    def _python(self, args, timed: bool):
+    def _run_python(self, args, timed: bool):
         """The plain Python version on ``args``, the kernels it calls too; with ``timed``, its
         seconds added to the process's (:data:`COLD_SECONDS`)."""
         global _spent
         t0 = time.perf_counter() if timed else 0.0
-        _python.depth = getattr(_python, "depth", 0) + 1
+        _nesting.depth = getattr(_nesting, "depth", 0) + 1
         try:
             return self.py_func(*args)
         finally:
-            _python.depth -= 1
+            _nesting.depth -= 1
             if timed:
                 _spent += time.perf_counter() - t0
 
