@@ -116,11 +116,19 @@ class Kernel:
         _KERNELS.append(self)
 
     def __call__(self, *args):
+        if getattr(_nesting, "depth", 0):  # (the common case inside a plain-Python kernel, without a frame more)
+            return self.py_func(*args)
+        return self.call(args)
+
+    def call(self, args: tuple, large: bool | None = None):
+        """Run on ``args``, compiled or as plain Python as a call would be; ``large`` says whether
+        the input counts as large (by default, whether an array in ``args`` has :data:`SMALL`
+        elements: give it where the arrays are inside tuples, which are not looked into)."""
         if getattr(_nesting, "depth", 0):  # called by a kernel running as plain Python: so does this one
             return self.py_func(*args)  # (its lists are Python's, which compiled code cannot take)
         if _forced_cached and not _plain and not _forced and self.cached() and compile_mode() != "never":
             return self.dispatcher(*args)
-        if _plain or not (_loaded or _forced or _large(args)):
+        if _plain or not (_loaded or _forced or (_large(args) if large is None else large)):
             return self._run_python(args, False)
         mode = compile_mode()
         if mode == "never" and not _forced:

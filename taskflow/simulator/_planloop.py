@@ -2,7 +2,7 @@
 planned tasks strictly in plan order (planned start time), each as soon as its inputs are on the
 worker and enough cores are free, as :class:`~.engine.Simulator` carries a plan out; inputs move
 to a consumer's worker the moment they are computed (``fetch="eager"``) or once all of them are
-(``"ready"``). The network and the data are :mod:`._wsnet`'s and :mod:`._wsloop`'s.
+(``"ready"``). The flows are :mod:`.network._flows`', the data :mod:`._wsloop`'s.
 """
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ import numpy as np
 
 from ..jit import kernel
 from ._wsloop import dequeue, flow_done, make_room, need_input, task_done
-from ._wsnet import (
+from ._loopstate import (
     DONE,
     EVN,
     ESEQ,
-    F_DST,
     MORE,
     NO_SOURCE,
     NPLACED,
@@ -23,15 +22,12 @@ from ._wsnet import (
     QUEUED,
     RUNNING,
     STUCK,
-    T_CONS,
-    T_TOK,
     UNREACHABLE,
     duration,
-    heap_pop,
-    heap_push,
-    next_time,
-    pop_due,
 )
+from .network._flows import next_time, pop_due
+from .network._flowstate import F_DST, T_CONS, T_TOK, heap_pop, heap_push
+from .network.maxmin import DENSE
 
 __all__ = ["simulate_plan"]
 
@@ -146,7 +142,7 @@ def simulate_plan(
             L[2] = idle
             return MORE, F, N
         steps += 1
-        t_net = next_time(C, X, N, P, repair)
+        t_net = next_time(C, X, F, N, P, repair, DENSE)
         if C[EVN] and E[0][0] <= t_net:
             now = E[0][0]
             i = E[2][0]

@@ -1,5 +1,6 @@
 """The compiled event loop's engine and scheduler half (:mod:`.fastpath`): the events, tasks and data
-of :mod:`.engine`, step for step, over the arrays laid out in :mod:`._wsnet`; the choices of
+of :mod:`.engine`, step for step, over the arrays laid out in :mod:`._loopstate` and
+:mod:`.network._flows` (whose kernels move the flows); the choices of
 :mod:`schedulers.work_stealing` by the same kernels it calls (:mod:`taskflow.stealing`).
 """
 
@@ -9,11 +10,13 @@ import numpy as np
 
 from ..jit import kernel
 from ..stealing import earliest, rank, take, victim
-from ._wsnet import (DONE, EVN, ESEQ, F_DST, F_NEXT, F_SLOT, F_SRC, F_TASK, F_TH, G_BASE, G_START,
-                     G_TACT, G_TOTAL, H_NEXT, H_W, MORE, NACTIVE, NB, NFLOWS, NHAVE, NO_SOURCE, NPLACED, NRQ,
-                     NRUNS, NSTEALS, NTH, NTR, OK, QUEUED, R_NEXT, R_TASK, R_TOK, RUNNING, STUCK, DEEP,
-                     T_CONS, T_TOK, UNREACHABLE, WAITING, WHN, duration, have, heap_pop, heap_push,
-                     net_extend, net_start, net_wait, next_time, pop_due)
+from ._loopstate import (DONE, EVN, ESEQ, H_NEXT, H_W, MORE, NB, NHAVE, NO_SOURCE, NPLACED, NRQ, NRUNS, NSTEALS,
+                         NTR, OK, QUEUED, R_NEXT, R_TASK, R_TOK, RUNNING, STUCK, DEEP, UNREACHABLE, WAITING,
+                         duration, have)
+from .network._flows import net_extend, net_start, net_wait, next_time, pop_due
+from .network._flowstate import (F_DST, F_NEXT, F_SRC, F_TASK, G_BASE, G_START, G_TOTAL, T_CONS, T_TOK, grown1,
+                                 grown2, heap_pop, heap_push, room)
+from .network.maxmin import DENSE
 
 __all__ = ["simulate_ws"]
 
@@ -42,20 +45,11 @@ def need_input(C, X, T, F, N, P, lat, i, p, s, w, now):
     src = T[5][p]  # where it was computed (no worker is lost here)
     if src < 0:
         return False
-    f = C[NFLOWS]
-    C[NFLOWS] += 1
+    f = net_start(C, X, F, N, P, src, w, 0, s - base, lat[src, w], now)
     FI[f, F_TASK] = p
-    FI[f, F_SRC] = src
-    FI[f, F_DST] = w
-    FI[f, F_SLOT] = -1
-    FI[f, F_TH] = -1
     FI[f, F_NEXT] = T[7][p]
     T[7][p] = f
-    GF[f, G_TOTAL] = s - base
-    GF[f, G_START] = now
-    GF[f, G_TACT] = now + lat[src, w]
     GF[f, G_BASE] = base
-    net_start(C, X, F, N, P, f, now)
     net_wait(C, X, F, N, f, s - base, i, token, now)
     return True
 
@@ -332,66 +326,22 @@ def _apply(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, now, fetch_
 
 # ---------------------------------------------------------------- room, and the loop itself
 @kernel(cache=True)
-def _grown1(a, size, fill):
-    """``a`` (one axis) with ``size`` entries, the new ones ``fill``."""
-    b = np.empty(size, a.dtype)
-    b[:] = fill
-    b[:a.shape[0]] = a
-    return b
-
-
-@kernel(cache=True)
-def _grown2(a, rows, fill):
-    """``a`` (two axes) with ``rows`` rows, the new ones ``fill``."""
-    b = np.empty((rows, a.shape[1]), a.dtype)
-    b[:] = fill
-    b[:a.shape[0]] = a
-    return b
-
-
-@kernel(cache=True)
 def make_room(C, F, N, out, n, flows, placements):
     """``F``, ``N`` and ``out`` with room for ``flows`` more flows (and consumers waiting on one)
     and ``placements`` more placements: what one batch of decisions can add."""
+    F, N = room(C, F, N, flows, flows)
     FI, GF, TI, TB, TRI, TRF, HI, HB, RQ = F
-    if C[NFLOWS] + flows > FI.shape[0]:
-        cap = max(2 * FI.shape[0], C[NFLOWS] + flows)
-        FI = _grown2(FI, cap, -1)
-        GF = _grown2(GF, cap, 0.0)
-        TRI = _grown2(TRI, cap, -1)
-        TRF = _grown2(TRF, cap, 0.0)
-        HI = _grown2(HI, n + cap, -1)
-        HB = _grown1(HB, n + cap, 0.0)
-    if C[NTH] + flows > TI.shape[0]:
-        cap = max(2 * TI.shape[0], C[NTH] + flows)
-        TI = _grown2(TI, cap, -1)
-        TB = _grown1(TB, cap, 0.0)
+    cap = FI.shape[0]
+    if TRI.shape[0] < cap:  # a transfer per flow at most, a copy per task and flow
+        TRI = grown2(TRI, cap, -1)
+        TRF = grown2(TRF, cap, 0.0)
+    if HI.shape[0] < n + cap:
+        HI = grown2(HI, n + cap, -1)
+        HB = grown1(HB, n + cap, 0.0)
     if C[NPLACED] + placements > RQ.shape[0]:
-        RQ = _grown2(RQ, max(2 * RQ.shape[0], C[NPLACED] + placements), -1)
-    (sflow, pair, rates, done, total, nxt, due, dueflows, pslot, pfree, psrc, pdst, pcls, pn, pcaps, prate, plist,
-     ppos, pb, inS, links, back, counted, changed, moves, wht, whs, whv) = N
-    need = C[NACTIVE] + C[WHN] + flows
-    if need > sflow.shape[0]:  # (pairs: at most one per active flow, their slots under twice that)
-        sc = max(2 * sflow.shape[0], need)
-        sflow, pair, due, dueflows = _grown1(sflow, sc, -1), _grown1(pair, sc, 0), _grown1(due, sc, 0), \
-            _grown1(dueflows, sc, 0)
-        rates, done, total, nxt = _grown1(rates, sc, 0.0), _grown1(done, sc, 0.0), _grown1(total, sc, 0.0), \
-            _grown1(nxt, sc, 0.0)
-        wht, whs, whv = _grown1(wht, sc, 0.0), _grown1(whs, sc, 0), _grown1(whv, sc, 0)
-        pc = 2 * sc
-        pfree, psrc, pdst, pcls, plist, ppos, pb = _grown1(pfree, pc, 0), _grown1(psrc, pc, -1), \
-            _grown1(pdst, pc, -1), _grown1(pcls, pc, -1), _grown1(plist, pc, -1), _grown1(ppos, pc, 0), \
-            _grown1(pb, pc, -1)
-        pn, pcaps, prate, counted = _grown1(pn, pc, 0.0), _grown1(pcaps, pc, 0.0), _grown1(prate, pc, 0.0), \
-            _grown1(counted, pc, 0.0)
-        inS = _grown1(inS, pc, False)
-        links, back = _grown1(links, 2 * pc, -1), _grown1(back, 2 * pc, -1)
-        changed = _grown1(changed, 3 * sc + 64, 0)
-        moves = _grown1(moves, 3 * (3 * sc + 64), 0)
-    N = (sflow, pair, rates, done, total, nxt, due, dueflows, pslot, pfree, psrc, pdst, pcls, pn, pcaps, prate, plist,
-         ppos, pb, inS, links, back, counted, changed, moves, wht, whs, whv)
-    if out.shape[0] < TI.shape[0] + sflow.shape[0]:
-        out = np.empty((TI.shape[0] + sflow.shape[0], 2), np.int64)
+        RQ = grown2(RQ, max(2 * RQ.shape[0], C[NPLACED] + placements), -1)
+    if out.shape[0] < TI.shape[0] + N[0].shape[0]:
+        out = np.empty((TI.shape[0] + N[0].shape[0], 2), np.int64)
     return (FI, GF, TI, TB, TRI, TRF, HI, HB, RQ), N, out
 
 
@@ -461,7 +411,7 @@ def simulate_ws(G, T, K, F, N, P, E, R, C, X, tdur, pdur, lat, lat_e, inv_e, eve
             L[2] = idle
             return MORE, F, N
         steps += 1
-        t_net = next_time(C, X, N, P, repair)
+        t_net = next_time(C, X, F, N, P, repair, DENSE)
         if C[EVN] and E[0][0] <= t_net:
             now = E[0][0]
             i = E[2][0]

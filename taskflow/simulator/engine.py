@@ -230,7 +230,8 @@ class Simulator(Decisions, Recovery):
         self.tclass, classes = transfer_classes(graph)
         self.net = make_network(network, cluster, self._push, self._arrive, self._flow_done, classes=classes)
         self.network_name = network
-        #: what the compiled loop counted (solves, repairs, steals, placements); empty for the engine
+        #: what the run counted: the network's rate solves (``maxmin``: solves, repaired, given up),
+        #: and in the compiled loop its steals and placements
         self.stats = {}
         self.view = SimView(self)
         net = self.net
@@ -294,6 +295,7 @@ class Simulator(Decisions, Recovery):
             else:
                 self._initial_plan()
             self._loop()
+        self.stats = self.net.stats()
         self._check_finished()
         meta = {"aborted_transfers": self.aborted_flows, "information": self.information}
         return Trace(

@@ -3,9 +3,10 @@ out step for step as :class:`~.engine.Simulator` carries them out, in compiled c
 
 The engine's event loop is Python: about 100 us a task on a random layered graph, where every
 transfer starts and ends a flow and every ready task weighs all the workers. This loop keeps the
-same state in arrays (:mod:`._wsnet`, :mod:`._wsloop`) and makes the same moves in the same
-order: the same events, ties broken alike, the same rate solves (the ``maxmin`` model's own
-kernels) and the same choices of the ``work-stealing`` scheduler. Its trace is the engine's to
+same state in arrays (:mod:`._loopstate`, :mod:`._wsloop`) and makes the same moves in the same
+order: the same events, ties broken alike, the flows moved and their rates solved by the
+``maxmin`` model's own kernels (:mod:`.network._flows`), and the same choices of the
+``work-stealing`` scheduler. Its trace is the engine's to
 rounding (checked by the tests on random graphs and clusters).
 
 It covers what large runs use, and hands everything else to the engine: the ``work-stealing``
@@ -28,23 +29,8 @@ from ..costs import Durations
 from ..trace import Run, Trace, Transfer
 from ._planloop import simulate_plan
 from ._wsloop import simulate_ws
-from ._wsnet import (
-    DEEP,
-    MORE,
-    NEXT,
-    NGIVENUP,
-    NO_SOURCE,
-    NPLACED,
-    NREPAIRED,
-    NRUNS,
-    NSOLVES,
-    NSTEALS,
-    NTR,
-    OK,
-    PCAPL,
-    PFREE,
-    STUCK,
-)
+from ._loopstate import DEEP, MORE, NO_SOURCE, NPLACED, NRUNS, NSTEALS, NTR, OK, STUCK
+from .network._flowstate import counted, flow_state
 
 __all__ = ["MIN_TASKS", "COLD_TASKS", "MAX_WORKERS", "CHUNK", "unsupported", "ready", "worth", "run"]
 
@@ -260,74 +246,17 @@ def run(sim) -> Trace:
         np.zeros(0, np.bool_),  # 15: ... anywhere
     )
     cap = 1024
-    F = (
-        np.full((cap, 6), -1, i64),
-        np.zeros((cap, 4)),
-        np.full((cap, 3), -1, i64),
-        np.zeros(cap),
-        np.full((cap, 3), -1, i64),
+    C, X, flows, N = flow_state(W, 1, cap)
+    F = flows + (
+        np.full((cap, 3), -1, i64),  # transfers: task, source, destination; bytes, start, end
         np.zeros((cap, 3)),
-        np.full((n + cap, 2), -1, i64),
+        np.full((n + cap, 2), -1, i64),  # copies of outputs: worker, next; bytes
         np.zeros(n + cap),
-        np.full((cap, 3), -1, i64),
+        np.full((cap, 3), -1, i64),  # the ready queue
     )
-    sc = 64  # the network's slots; its pairs' as maxmin.MaxMinNetwork starts them
-    pfree = np.zeros(2 * sc, i64)
-    pfree[:64] = np.arange(63, -1, -1)
-    pb = np.full(2 * sc, -2, i64)
-    N = (
-        np.full(sc, -1, i64),
-        np.zeros(sc, i64),
-        np.zeros(sc),
-        np.zeros(sc),
-        np.zeros(sc),
-        np.zeros(sc),
-        np.zeros(sc, i64),
-        np.zeros(sc, i64),
-        np.full(W * W, -1, i64),
-        pfree,
-        np.zeros(2 * sc, i64),
-        np.zeros(2 * sc, i64),
-        np.zeros(2 * sc, i64),
-        np.zeros(2 * sc),
-        np.zeros(2 * sc),
-        np.zeros(2 * sc),
-        np.zeros(2 * sc, i64),
-        np.zeros(2 * sc, i64),
-        pb,
-        np.zeros(2 * sc, np.bool_),
-        np.full(4 * sc, -1, i64),
-        np.full(4 * sc, -1, i64),
-        np.zeros(2 * sc),
-        np.zeros(3 * sc + 64, i64),
-        np.zeros(3 * (3 * sc + 64), i64),
-        np.zeros(sc),
-        np.zeros(sc, i64),
-        np.zeros(sc, i64),
-    )
-    flags = np.array([float(net.capped), float(net.backplane), float(net.classes)])
-    P = (
-        net.up,
-        net.down,
-        net.rack,
-        net.rup,
-        net.rdown,
-        net.loc,
-        net.heads,
-        net.mark,
-        net.stamp,
-        net.used,
-        net.pcap,
-        net.nb,
-        net.inuse,
-        flags,
-    )
+    P = net.P
     E = (np.zeros(n + 1), np.zeros(n + 1, i64), np.zeros(n + 1, i64))
     R = (np.zeros((n, 2), i64), np.zeros((n, 2)))
-    C = np.zeros(32, i64)
-    C[PFREE], C[PCAPL] = 64, 64
-    X = np.zeros(2)
-    X[NEXT] = np.inf
     m = sim.cost_model
     f64 = np.float64
     succ_src = np.repeat(np.arange(n), np.diff(succ_ptr))
@@ -388,9 +317,7 @@ def run(sim) -> Trace:
         }.get(int(code), "a state the scheduler never makes")
         raise RuntimeError(f"compiled simulation stopped: {why} (internal error)")
     sim.stats = {
-        "solves": int(C[NSOLVES]),
-        "repaired": int(C[NREPAIRED]),
-        "given_up": int(C[NGIVENUP]),
+        **counted(C),
         "steals": int(C[NSTEALS]),
         "placements": int(C[NPLACED]),
     }

@@ -98,3 +98,7 @@ class Network:
     def advance(self, now: float) -> int:
         """Move to ``now`` and report what became due; return how many reports were made."""
         return 0
+
+    def stats(self) -> dict:
+        """What this network counted of its work (the ``maxmin`` model: its rate solves)."""
+        return {}

@@ -20,11 +20,14 @@ from tests.strategies import clusters, graphs
 
 def _both(g, c, scheduler="work-stealing", **kw):
     """The engine's trace and the compiled loop's (its plain-Python twin unless told otherwise)."""
-    engine = Simulator(g, c, scheduler, "maxmin", **kw).run(compiled=False)
+    events = Simulator(g, c, scheduler, "maxmin", **kw)
+    engine = events.run(compiled=False)
     sim = Simulator(g, c, scheduler, "maxmin", **kw)
     assert fastpath.unsupported(sim) is None
     loop = sim.run(compiled=True)
     assert loop.meta["engine"] == "compiled" and "engine" not in engine.meta
+    # the flows moved by the same kernels: the same rate solves, repaired or whole alike
+    assert {k: sim.stats[k] for k in events.stats} == events.stats
     return engine, loop
 
 
@@ -207,7 +210,8 @@ def test_kernels_compiled_without_reference_counting_allocate_nothing_and_return
     import inspect
 
     from taskflow.jit import Kernel
-    from taskflow.simulator import _planloop, _wsloop, _wsnet
+    from taskflow.simulator import _loopstate, _planloop, _wsloop
+    from taskflow.simulator.network import _flows, _flowstate
 
     allocating = {"empty", "zeros", "full", "ones", "arange", "concatenate", "copy", "List", "empty_like"}
     checked = {}
@@ -231,7 +235,7 @@ def test_kernels_compiled_without_reference_counting_allocate_nothing_and_return
 
     off = [
         k
-        for mod in (_wsnet, _wsloop, _planloop)
+        for mod in (_loopstate, _flowstate, _flows, _wsloop, _planloop)
         for k in vars(mod).values()
         if isinstance(k, Kernel) and k.__module__ == mod.__name__ and k.options.get("_nrt", True) is False
     ]

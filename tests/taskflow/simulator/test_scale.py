@@ -16,7 +16,7 @@ from taskflow.cluster import Worker
 from taskflow.costs import CostModel, Durations
 from taskflow.errors import GraphError, WorkflowError
 from taskflow.jit import compiled, interpreted
-from taskflow.simulator.network import Flow, maxmin
+from taskflow.simulator.network import Flow, _flows, _flowstate, maxmin
 from taskflow.simulator.network._fairshare import fill_classes
 from taskflow.simulator.states import DONE
 from workflows.scientific import genome_like, random_layered
@@ -146,9 +146,9 @@ def test_rates_solved_again_only_where_a_change_moves_them_match_progressive_fil
             if live:
                 pcap = np.array([[0.0 if a == b else speeds[a * W + b] for b in range(W)] for a in range(W)])
                 want = reference_rates([(f.src, f.dst) for f in live], pcap.max(axis=1), pcap.max(axis=0), pcap)
-                got = [net.rates[f.slot] for f in live]
+                got = [net.rate(f) for f in live]
                 assert got == pytest.approx(want, rel=1e-9)
-    assert not net.inS.any()  # the scratch flags are left clear
+    assert not net.N[19].any()  # the scratch flags (in the set) are left clear
 
 
 class _patched:
@@ -183,15 +183,8 @@ def test_the_repair_bookkeeping_made_afresh_after_dense_solves_repairs_correctly
     )
     net = maxmin.MaxMinNetwork(cluster, None, lambda *a: None, lambda *a: None)
     net.repair = 1
-    hows, refresh = [], maxmin.refresh
-
-    def seen(*args):
-        out = refresh(*args)
-        hows.append((args[-1], out[1]))  # (mode, how)
-        return out
-
-    monkeypatch.setattr(maxmin, "refresh", seen)
-    live = []
+    hows, live = [], []
+    counts = (_flowstate.NAFRESH, _flowstate.NREPAIRED, _flowstate.NGIVENUP)
 
     def step(add=(), drop=()):
         for a, b in add:
@@ -200,9 +193,11 @@ def test_the_repair_bookkeeping_made_afresh_after_dense_solves_repairs_correctly
         for f in [live[k] for k in drop]:
             live.remove(f)
             net.abort(f, 0.0)
+        before = [int(net.C[k]) for k in counts]
         net.next_time()
+        hows.append(tuple(int(net.C[k]) - b for k, b in zip(counts, before)))  # (afresh, repaired, given up)
         want = reference_rates([(f.src, f.dst) for f in live], pcap.max(axis=1), pcap.max(axis=0), pcap)
-        assert [net.rates[f.slot] for f in live] == pytest.approx(want, rel=1e-9)
+        assert [net.rate(f) for f in live] == pytest.approx(want, rel=1e-9)
 
     step(add=[(0, 1), (0, 2), (3, 1)])  # 3 pairs <= 5: kept from the first solve
     step(add=[(2, 4)])
@@ -211,8 +206,9 @@ def test_the_repair_bookkeeping_made_afresh_after_dense_solves_repairs_correctly
     step(drop=range(4, len(live)))  # thin again: made afresh, then repaired
     step(add=[(4, 0)], drop=[0])
     step(drop=[1])
-    # made afresh (2) at the first solve and after the dense one; repaired (1, 1) in between and after
-    assert hows == [(2, -1), (1, 1), (2, -1), (1, 1), (1, 1)], hows
+    # made afresh at the first solve and after the dense one; repaired in between and after; none given up
+    made, fixed = (1, 0, 0), (0, 1, 0)
+    assert hows == [made, fixed, (0, 0, 0), made, fixed, fixed], hows
 
 
 @pytest.mark.parametrize("shape", ["genome", "layered"])
@@ -227,7 +223,7 @@ def test_a_simulation_that_repairs_its_rates_solves_each_as_a_whole_solve_would(
         else random_layered(600, shape=1.0, out_degree=2, ccr=1.0, seed=3, bandwidth=1e8)
     )
     cluster = Cluster.heterogeneous([1.0 + (i % 4) for i in range(64)], bandwidth=1e8, latency=1e-4)
-    refresh, whole = maxmin.refresh, fill_classes
+    refresh, whole = _flows.refresh, fill_classes
     seen = {"solves": 0, "repaired": 0, "worst": 0.0}
 
     def checked(*args):
@@ -265,10 +261,11 @@ def test_a_simulation_that_repairs_its_rates_solves_each_as_a_whole_solve_would(
             seen["worst"] = max(seen["worst"], float(np.max(np.abs(mine[live] - prate[live]) / mine[live])))
         return out
 
-    monkeypatch.setattr(maxmin, "refresh", checked)
-    repaired = simulate(g, cluster, "work-stealing", network="maxmin")
+    monkeypatch.setattr(_flows, "refresh", checked)  # (seen by the kernels run as plain Python)
+    with interpreted():
+        repaired = simulate(g, cluster, "work-stealing", network="maxmin")
     assert seen["repaired"] > 20 and seen["worst"] < 1e-9, seen
-    monkeypatch.setattr(maxmin, "refresh", refresh)
+    monkeypatch.setattr(_flows, "refresh", refresh)
     monkeypatch.setattr(maxmin, "REPAIR", 0)
     whole_solves = simulate(g, cluster, "work-stealing", network="maxmin")
     assert whole_solves.makespan == pytest.approx(repaired.makespan, rel=1e-9)
