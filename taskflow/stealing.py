@@ -5,7 +5,7 @@ them on the engine's events and the simulator's compiled loop (:mod:`taskflow.si
 alike by construction; each is a :func:`taskflow.jit.kernel` (plain Python for small inputs).
 
 They neither allocate nor return arrays, so they are compiled without numba's reference counting
-(as :mod:`taskflow.simulator._wsnet`'s kernels: the compiled loop calls them once per decision).
+(as :mod:`taskflow.simulator.network._flows`' kernels: the compiled loop calls them once per decision).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""A :class:`~workflows.training.TrainingSpec` wired into its task graph (:func:`build`), one
-iteration at a time: each rank's loading, forward, loss and backward; its local step (local SGD)
-or nothing; its buckets (compressed where asked); the buckets' allreduces (and the barrier); then
-each rank's update, or average, of every layer. Iterations whose tasks depend on the iteration
-only are built once and copied (:meth:`~workflows._builder.GraphBuilder.tile`)."""
+"""A :class:`~workflows.training.TrainingSpec` wired into its task graph (:func:`build`): the
+costs-only (or small numpy MLP) payload of :class:`workflows._wiring.Wiring`, which wires the
+iterations. Per iteration each rank's loading, forward, loss and backward per layer; its local step
+(local SGD) per layer; its buckets (compressed where asked); then each rank's update, or average,
+of every layer. Iterations whose tasks depend on the iteration only are built once and copied
+(:meth:`~workflows._builder.GraphBuilder.tile`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import math
 from taskflow.graph import TaskGraph
 
 from ._builder import GraphBuilder
-from .allreduce import bucket_allreduce, sent_bytes
+from ._wiring import Wiring
+from .allreduce import sent_bytes
 from .dataloading import loading_chain
 from .mlp import (
     CLASSES,
@@ -25,7 +27,6 @@ from .mlp import (
     init_layer,
     local_update,
     loss_grad,
-    nothing,
     update_layer,
     write_dataset,
 )
@@ -47,10 +48,10 @@ def build(spec, layers: list, sizes, input_floats: int) -> TaskGraph:
     input_floats : int
         Floats per input sample.
     """
-    return _Wiring(spec, layers, sizes, input_floats).graph()
+    return _CostWiring(spec, layers, sizes, input_floats).graph()
 
 
-class _Wiring:
+class _CostWiring(Wiring):
     """The costs, sizes and handles of one training graph as it is built (see the module docstring)."""
 
     def __init__(self, spec, layers, sizes, input_floats):
@@ -86,6 +87,9 @@ class _Wiring:
         self.bucket_bytes = [sum(self.grad_bytes[k] for k in grp) for grp in self.groups]
         # each bucket's bytes on the wire over its bytes (the compress task's body keeps values exact)
         self.ratio = [sent_bytes(nb, spec.compression, spec.topk_ratio) / nb if nb else 1.0 for nb in self.bucket_bytes]
+        self.sent = [nb * r for nb, r in zip(self.bucket_bytes, self.ratio)]
+        self.allreduce, self.reduce_flops, self.barrier = spec.allreduce, flops, bool(spec.barrier)
+        self.first, self.count = 0, self.iterations
         self.load_bytes = 4.0 * batch * input_floats
         self.shapes = [((sizes[k], sizes[k + 1]), sizes[k + 1]) for k in range(n_layers)] if self.executable else None
         # layer order: the transfers of the bucket holding the first layers go first (meta priority)
@@ -103,10 +107,9 @@ class _Wiring:
         """A task of the graph (:meth:`~workflows._builder.GraphBuilder.task`)."""
         return self.b.task(id, cost, size, meta, **how)
 
-    def graph(self) -> TaskGraph:
-        """Initialise the parameters, build the iterations (the first ones, then copies), and
-        return the graph."""
-        b, spec = self.b, self.spec
+    def begin(self) -> None:
+        """Initialise the parameters."""
+        spec = self.spec
         for w in range(self.workers):
             for k in range(self.n_layers):
                 self.params[w, k] = self.task(
@@ -118,6 +121,10 @@ class _Wiring:
                     args=(self.sizes, k, spec.seed),
                 )
         self.init = dict(self.params)
+
+    def build_iterations(self) -> None:
+        """Build the iterations: the first ones, then copies."""
+        b, spec = self.b, self.spec
         # Without callables, iterations repeat: build the first ones (up to the first period whose
         # tasks depend on iterations only), then let the builder copy that period for the rest.
         mode, T = self.mode, self.iterations
@@ -146,31 +153,8 @@ class _Wiring:
                 self.params[key] = h + shift
             for t in range(explicit + times * period, T):  # a partial last period (local SGD)
                 self.iteration(t)
-        return b.graph()
 
-    def iteration(self, t: int) -> None:
-        """Iteration ``t``: every rank's compute and buckets, then (where it synchronises) the
-        allreduces and every rank's update."""
-        sync = self.mode != "local" or (t + 1) % self.sync_every == 0
-        bucket_task: dict = {}
-        for w in range(self.workers):
-            grads = self.compute(t, w)
-            if self.mode == "local":  # a local SGD step on every layer
-                self.local_step(t, w, grads)
-                if not sync:
-                    continue
-                send = self.params  # the models are averaged
-            else:
-                send = {(w, k): grads[k] for k in range(self.n_layers)}
-            for j in range(self.n_buckets):
-                bucket_task[w, j] = self.bucket(t, w, j, [send[w, k] for k in self.groups[j]])
-        if sync:
-            received = self.reduce(t, bucket_task)
-            for w in range(self.workers):
-                for j in range(self.n_buckets):
-                    self.apply(t, w, j, received[w, j])
-
-    def compute(self, t: int, w: int) -> dict:
+    def compute(self, t: int, k: int, w: int) -> dict:
         """Rank ``w``'s loading, forward, loss and backward in iteration ``t``: its gradient's task
         per layer."""
         X, L = self.executable, self.n_layers
@@ -245,9 +229,11 @@ class _Wiring:
                 args=(self.params[w, k], grads[k], self.spec.lr),
             )
 
-    def bucket(self, t: int, w: int, j: int, parts: list):
-        """Rank ``w``'s bucket ``j`` of ``parts`` (gradients, or parameters to average), compressed
-        where asked: the task its allreduce sends."""
+    def bucket(self, t: int, w: int, j: int, grads):
+        """Rank ``w``'s bucket ``j`` of its gradients (None: its parameters, to average),
+        compressed where asked: the task its allreduce sends."""
+        source = self.params if grads is None else {(w, k): grads[k] for k in self.groups[j]}
+        parts = [source[w, k] for k in self.groups[j]]
         nbytes = self.bucket_bytes[j]
         hb = self.task(
             f"it{t}.w{w}.bucket{j}",
@@ -270,41 +256,12 @@ class _Wiring:
             )
         return hb
 
-    def reduce(self, t: int, bucket_task: dict) -> dict:
-        """Every bucket's allreduce in iteration ``t`` (and the barrier): ``(rank, bucket) ->
-        [(task, chunk)]``, what each rank receives."""
-        received, mids, spread = {}, [], {}
+    def apply(self, t: int, k: int, w: int, received: dict, send: dict) -> None:
+        """Rank ``w`` applies every bucket it received."""
         for j in range(self.n_buckets):
-            got, mid, spread[j], _ = bucket_allreduce(
-                self.b,
-                t,
-                self.spec.allreduce,
-                self.workers,
-                bucket_task,
-                j,
-                self.bucket_bytes[j] * self.ratio[j],
-                self.flops,
-                self.prio[j],
-            )
-            mids += mid
-            for w, pieces in got.items():
-                received[w, j] = pieces
-        if self.spec.barrier:  # every spread phase waits until every bucket is reduced
-            gate = self.task(
-                f"it{t}.barrier",
-                0.0,
-                0.0,
-                {"category": "barrier", "iteration": t},
-                deps=[(h, 0.0) for h in mids],
-                fn=nothing,
-                args=(),
-            )
-            for j in range(self.n_buckets):
-                for h in spread[j]:
-                    self.b.edge(gate, h, size=0.0)
-        return received
+            self.apply_bucket(t, w, j, received[w, j])
 
-    def apply(self, t: int, w: int, j: int, pieces: list) -> None:
+    def apply_bucket(self, t: int, w: int, j: int, pieces: list) -> None:
         """Rank ``w`` applies what it received of bucket ``j`` to each layer of it: an update of
         its parameters (or, local SGD, an average of the ranks' models)."""
         hs = [h for h, _ in pieces]

@@ -42,18 +42,13 @@ parameters still equal the single-process loop (:meth:`TorchTraining.reference`)
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-
 
 from taskflow.errors import WorkflowError
 from taskflow.graph import TaskGraph
 
-from ._builder import GraphBuilder
-from .allreduce import bucket_allreduce, sent_bytes
-from .images import augment, batch_counts, collate, decode, epoch_batches, load_samples, read_files
-from .torch_data import DatasetSplit, collate_items, fetch, load_items, open_data
-from .torch_loaders import load_shard, merge_shards, shard_of
+from .images import batch_counts, epoch_batches
+from .torch_data import DatasetSplit, open_data
 
 __all__ = ["TorchTraining", "DEFAULT_COSTS"]
 
@@ -75,7 +70,6 @@ DEFAULT_COSTS = {
 #: fused graphs reduce a gradient of at most this many MB per rank directly: each rank's update sums
 #: every rank's buckets (no bucket or chunk tasks); with two ranks the bytes moved are a ring's
 DIRECT_MB = 4.0
-_REDUCE_FLOPS = 1e9  # numbers a core adds per second, for the allreduce tasks' costs
 
 
 @dataclass(frozen=True)
@@ -229,281 +223,12 @@ class TorchTraining:
         -------
         TaskGraph
         """
-        from . import torch_fused as tf
-        from . import torch_tasks as tt
+        from ._torch_graph import build
 
-        N, ctx, X = int(self.workers), self.ctx, bool(executable)
+        N = int(self.workers)
         if states is not None and len(states) != N:
             raise WorkflowError(f"states must hold one state per rank ({N}), got {len(states)}")
-        cost = dict(DEFAULT_COSTS, **(costs or {}))
-        b = GraphBuilder(f"torch-{self.mode}-{self.allreduce}-n{N}-e{epoch}", executable=X)
-        state_size = 8.0 * self.params()  # parameters and one optimizer buffer (momentum)
-        bucket_bytes = [4.0 * sum(ctx.sizes[i] for i in bk) for bk in ctx.buckets]
-        B = len(bucket_bytes)
-        sent = [self._sent_bytes(z) for z in bucket_bytes]
-        first_layers_first = sorted(range(B), key=lambda j: min(ctx.buckets[j]))
-        prio = [B - first_layers_first.index(j) if self.priority == "layer-order" else None for j in range(B)]
-        sample_bytes = 4.0 * math.prod(self.train.shape())
-        direct = self.direct()
-        own = isinstance(self.train, DatasetSplit)  # a Dataset, sent to each rank once an epoch
-        data = (
-            [
-                b.task(
-                    f"e{epoch}.data.w{r}",
-                    cost["data"],
-                    float(self.train.nbytes),
-                    {"category": "data", "rank": r},
-                    fn=tt.given_state,
-                    args=(self.train.dataset,),
-                )
-                for r in range(N)
-            ]
-            if own
-            else None
-        )
-        state = [
-            b.task(
-                f"e{epoch}.init.w{r}",
-                cost["init"],
-                state_size,
-                {"category": "init", "rank": r},
-                fn=tt.init_state if states is None else tt.given_state,
-                args=(ctx, self.seed) if states is None else (states[r],),
-            )
-            for r in range(N)
-        ]
-        history = [[st] for st in state]  # stale: each rank's global model after each iteration of the epoch
-        outs = [[] for _ in range(N)]  # stale: each rank's steps of the epoch
-        s_ = int(self.staleness) if self.mode == "stale" else 0
-        t0 = epoch * self.per_epoch
-
-        def task(kind, t, r, size, deps, fn, args, suffix="", kwargs=None, **meta):
-            return b.task(
-                f"it{t}.w{r}.{kind}{suffix}",
-                cost.get(kind, 1e-3),
-                size,
-                {"category": kind, "iteration": t, "rank": r, **meta},
-                deps=deps,
-                fn=fn,
-                args=args,
-                kwargs=kwargs,
-            )
-
-        for t_local, ranks in enumerate(self.batches(epoch)):
-            t = t0 + t_local
-            steps, send = {}, {}
-            for r, samples in enumerate(ranks):
-                nbytes = sample_bytes * len(samples)
-                if own:
-                    spec = (load_items, data[r], samples, epoch, self.seed)
-                else:
-                    paths = [self.train.paths[i] for i in samples]
-                    spec = (
-                        load_samples,
-                        paths,
-                        samples,
-                        self.train.labels[samples],
-                        epoch,
-                        self.seed,
-                        self.pad,
-                        self.flip,
-                        self.size,
-                    )
-                shards = self._shards(task, t, r, samples, epoch, nbytes) if self.loaders else []
-                if shards:  # loaded on the loaders, put together on the rank: in its step, or a task
-                    spec = (merge_shards, len(samples), *shards)
-                    col = None if direct else task("collate", t, r, nbytes, shards, merge_shards, spec[1:])
-                elif direct and not self.prefetch:
-                    col = None  # loaded inside the rank's step: its whole chain is one task
-                elif self.fuse:  # one task, after the step `prefetch + 1` iterations before: `prefetch`
-                    # batches are loaded ahead of the step that needs them, in the waits for the others
-                    k = int(self.prefetch) + 1
-                    ahead = [(outs[r][t_local - k], 0.0)] if t_local >= k else []
-                    col = task("load", t, r, nbytes, ahead + ([data[r]] if own else []), spec[0], spec[1:])
-                elif own:  # a Dataset's interface allows two stages: its samples, then the batch
-                    items = task("fetch", t, r, nbytes, [data[r]], fetch, (data[r], samples, epoch, self.seed))
-                    col = task("collate", t, r, nbytes, [items], collate_items, (items,))
-                else:
-                    raw = task("read", t, r, nbytes / 4, [], read_files, (paths,))
-                    img = task("decode", t, r, nbytes / 4, [raw], decode, (raw, paths, self.size))
-                    aug = task(
-                        "augment",
-                        t,
-                        r,
-                        nbytes / 4,
-                        [img],
-                        augment,
-                        (img, samples, epoch, self.seed, self.pad, self.flip),
-                    )
-                    col = task("collate", t, r, nbytes, [aug], collate, (aug, self.train.labels[samples]))
-                base = state[r]
-                if s_ and t_local:  # the global model of s iterations ago plus the rank's own steps since
-                    lo = max(0, t_local - s_)
-                    since = outs[r][lo:]
-                    base = task(
-                        "working", t, r, state_size, [history[r][lo], *since], tt.working, (history[r][lo], ctx, *since)
-                    )
-                weight = 1.0 if self.mode == "local" else self.counts[r] / self.batch
-                if direct:  # the last iteration's update and this one's step in one task (one hop less)
-                    last = [] if not t_local else [outs[q][-1] for q in range(N)]
-                    steps[r] = task(
-                        "forward-backward",
-                        t,
-                        r,
-                        sum(bucket_bytes) + state_size,
-                        [
-                            outs[r][-1] if last else base,
-                            *([col] if col else shards or ([data[r]] if own else [])),
-                            *(o for q, o in enumerate(last) if q != r),
-                        ],
-                        tf.update_and_step,
-                        (outs[r][-1] if last else base, col, ctx, weight, t, r, *last),
-                        kwargs=None if col else {"load": spec},
-                    )
-                    continue
-                steps[r] = task(
-                    "forward-backward", t, r, sum(bucket_bytes), [base, col], tt.step, (base, col, ctx, weight, t, r)
-                )
-                outs[r].append(steps[r])
-                for j in range(B if self.mode != "local" else 0):  # local SGD sends parameters, not gradients
-                    bk = task(
-                        "bucket",
-                        t,
-                        r,
-                        bucket_bytes[j],
-                        [(steps[r], bucket_bytes[j])],
-                        tt.bucket,
-                        (steps[r], j),
-                        suffix=str(j),
-                        bucket=j,
-                    )
-                    if self.mode != "local" and self.compression == "fp16":
-                        bk = task("compress", t, r, sent[j], [bk], tt.compress_fp16, (bk,), suffix=str(j), bucket=j)
-                    elif self.mode != "local" and self.compression == "topk":
-                        bk = task(
-                            "compress",
-                            t,
-                            r,
-                            sent[j],
-                            [bk, (state[r], 0.0)],
-                            tt.compress_topk,
-                            (bk, state[r], j, self.topk_ratio),
-                            suffix=str(j),
-                            bucket=j,
-                        )
-                    send[r, j] = bk
-            if direct:  # each rank sums every rank's buckets itself: no bucket or chunk tasks
-                for r in range(N):
-                    outs[r].append(steps[r])
-                continue
-            if self.mode == "local":
-                for r in range(N):
-                    state[r] = task(
-                        "update", t, r, state_size, [state[r], steps[r]], tt.update, (state[r], steps[r], ctx, None, t)
-                    )
-                if (t + 1) % int(self.sync_every):
-                    continue
-                for r in range(N):
-                    for j in range(B):
-                        send[r, j] = task(
-                            "param-bucket",
-                            t,
-                            r,
-                            bucket_bytes[j],
-                            [state[r]],
-                            tt.param_bucket,
-                            (state[r], ctx, j, self.counts[r] / self.batch),
-                            suffix=str(j),
-                            bucket=j,
-                        )
-            received = self._reduce(b, t, send, bucket_bytes, sent, prio, N, B, cost)
-            for r in range(N):
-                layout, handles, deps = [], [], [state[r]]
-                for j in range(B):
-                    pieces = received[r, j]
-                    layout.append((len(pieces), None if pieces[0][1] is None else [k for _, k in pieces]))
-                    handles += [hd for hd, _ in pieces]
-                    deps += [(hd, sent[j] / len(pieces)) for hd, _ in pieces]
-                pm = {} if prio[0] is None else {"priority": max(prio)}
-                if self.mode == "local":
-                    state[r] = task(
-                        "average", t, r, state_size, deps, tt.average, (state[r], ctx, tuple(layout), *handles), **pm
-                    )
-                    continue
-                kw = {}
-                if self.compression == "topk":
-                    kw["sparse"] = tuple(send[r, j] for j in range(B))
-                    deps += [(send[r, j], 0.0) for j in range(B)]
-                if s_ and self.compensation:
-                    kw.update(anchor=history[r][max(0, t_local - s_)], compensation=float(self.compensation))
-                    if kw["anchor"] is not state[r]:  # at an epoch's start the anchor is the state itself
-                        deps.append((kw["anchor"], 0.0))
-                state[r] = task(
-                    "update",
-                    t,
-                    r,
-                    state_size,
-                    deps + [(steps[r], 0.0)],
-                    tt.update,
-                    (state[r], steps[r], ctx, tuple(layout), t, *handles),
-                    kwargs=kw or None,
-                    **pm,
-                )
-                history[r].append(state[r])
-        if direct and outs[0]:  # the epoch's last update: each rank's final state
-            t = t0 + len(outs[0]) - 1
-            last = [outs[q][-1] for q in range(N)]
-            state = [
-                task("update", t, r, state_size, [*last], tf.update_after, (outs[r][-1], ctx, t, *last))
-                for r in range(N)
-            ]
-        if evaluate and self.val is not None:
-            b.task(
-                f"e{epoch}.eval",
-                cost["eval"],
-                64.0,
-                {"category": "eval", "rank": 0},
-                deps=[state[0]],
-                fn=tt.evaluate,
-                args=(state[0], ctx, self.val),
-            )
-        return b.graph()
-
-    def _shards(self, task, t: int, r: int, samples, epoch: int, nbytes: float) -> list:
-        """Rank ``r``'s batch of iteration ``t`` as one ``load`` task per loader holding samples
-        of it (:func:`workflows.torch_loaders.shard_of`), each on its loader worker."""
-        N, L = int(self.workers), int(self.loaders)
-        out = []
-        for s, pos in enumerate(shard_of(samples, L)):
-            if not len(pos):
-                continue
-            ids = samples[pos]
-            out.append(
-                task(
-                    "load",
-                    t,
-                    r,
-                    nbytes / 4 * len(pos) / len(samples),
-                    [],
-                    load_shard,
-                    (
-                        [self.train.paths[i] for i in ids],
-                        ids,
-                        self.train.labels[ids],
-                        pos,
-                        epoch,
-                        self.seed,
-                        self.pad,
-                        self.flip,
-                        self.size,
-                        float(self.cache_mb),
-                    ),
-                    suffix=str(s),
-                    place=N + s,
-                    shard=s,
-                )
-            )
-        return out
+        return build(self, epoch, states, bool(executable), dict(DEFAULT_COSTS, **(costs or {})), evaluate)
 
     def direct(self) -> bool:
         """Whether the fused graph reduces the gradient directly (synchronous, uncompressed, at
@@ -514,39 +239,6 @@ class TorchTraining:
             and self.compression is None
             and 4.0 * self.params() <= self.direct_mb * 1e6
         )
-
-    def _sent_bytes(self, bucket_bytes: float) -> float:
-        """Bytes a bucket takes on the wire: halved by fp16; top-k sends an index (8 bytes) and a
-        value (4) per entry kept."""
-        return sent_bytes(bucket_bytes, None if self.mode == "local" else self.compression, self.topk_ratio)
-
-    def _reduce(self, b, t: int, send: dict, bucket_bytes, sent, prio, N: int, B: int, cost: dict) -> dict:
-        """Each bucket's allreduce over ``send``; ``(rank, bucket) -> [(handle, chunk or None)]``:
-        the pieces whose sum (in chunk order) is the reduced bucket. Top-k gathers every rank's
-        sparse bucket on every rank (a sparse all-gather) instead."""
-        from . import torch_tasks as tt
-
-        received = {}
-        for j in range(B):
-            if self.compression == "topk" and self.mode != "local":
-                n = int(bucket_bytes[j] // 4)
-                for r in range(N):
-                    src = [send[q, j] for q in range(N)]
-                    g = b.task(
-                        f"it{t}.b{j}.gather.w{r}",
-                        cost.get("gather", 1e-3),
-                        bucket_bytes[j],
-                        {"category": "topk-gather", "iteration": t, "rank": r, "bucket": j},
-                        deps=[(x, sent[j]) for x in src],
-                        fn=tt.sparse_sum,
-                        args=(n, *src),
-                    )
-                    received[r, j] = [(g, None)]
-                continue
-            got, _, _, _ = bucket_allreduce(b, t, self.allreduce, N, send, j, sent[j], _REDUCE_FLOPS, prio[j])
-            for r, pieces in got.items():
-                received[r, j] = pieces
-        return received
 
     def final_tasks(self, epoch: int) -> list:
         """The ids of each rank's last update in ``epoch`` (its state at the epoch's end)."""

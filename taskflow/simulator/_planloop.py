@@ -2,7 +2,7 @@
 planned tasks strictly in plan order (planned start time), each as soon as its inputs are on the
 worker and enough cores are free, as :class:`~.engine.Simulator` carries a plan out; inputs move
 to a consumer's worker the moment they are computed (``fetch="eager"``) or once all of them are
-(``"ready"``). The flows are :mod:`.network._flows`', the data :mod:`._wsloop`'s.
+(``"ready"``). The flows are :mod:`.network._flows`', the data :mod:`._loopstate`'s.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import kernel
-from ._wsloop import dequeue, flow_done, make_room, need_input, task_done
 from ._loopstate import (
     DONE,
     EVN,
@@ -23,7 +22,12 @@ from ._loopstate import (
     RUNNING,
     STUCK,
     UNREACHABLE,
+    dequeue,
     duration,
+    flow_done,
+    make_room,
+    need_input,
+    task_done,
 )
 from .network._flows import next_time, pop_due
 from .network._flowstate import F_DST, T_CONS, T_TOK, heap_pop, heap_push

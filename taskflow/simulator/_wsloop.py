@@ -10,127 +10,44 @@ import numpy as np
 
 from ..jit import kernel
 from ..stealing import earliest, rank, take, victim
-from ._loopstate import (DONE, EVN, ESEQ, H_NEXT, H_W, MORE, NB, NHAVE, NO_SOURCE, NPLACED, NRQ, NRUNS, NSTEALS,
-                         NTR, OK, QUEUED, R_NEXT, R_TASK, R_TOK, RUNNING, STUCK, DEEP, UNREACHABLE, WAITING,
-                         duration, have)
-from .network._flows import net_extend, net_start, net_wait, next_time, pop_due
-from .network._flowstate import (F_DST, F_NEXT, F_SRC, F_TASK, G_BASE, G_START, G_TOTAL, T_CONS, T_TOK, grown1,
-                                 grown2, heap_pop, heap_push, room)
+from ._loopstate import (
+    DEEP,
+    DONE,
+    ESEQ,
+    EVN,
+    H_NEXT,
+    H_W,
+    MORE,
+    NB,
+    NO_SOURCE,
+    NPLACED,
+    NRQ,
+    NSTEALS,
+    OK,
+    QUEUED,
+    R_NEXT,
+    R_TASK,
+    R_TOK,
+    RUNNING,
+    STUCK,
+    UNREACHABLE,
+    WAITING,
+    dequeue,
+    duration,
+    flow_done,
+    have,
+    make_room,
+    need_input,
+    task_done,
+)
+from .network._flows import next_time, pop_due
+from .network._flowstate import F_DST, T_CONS, T_TOK, heap_pop, heap_push
 from .network.maxmin import DENSE
 
 __all__ = ["simulate_ws"]
 
 
-# ---------------------------------------------------------------- tasks and data (engine.Simulator)
-@kernel(cache=True, _nrt=False)
-def need_input(C, X, T, F, N, P, lat, i, p, s, w, now):
-    """Consumer ``i`` on ``w`` needs ``s`` bytes of ``p``'s output (``Simulator._need``); False
-    when no copy of it is left."""
-    FI, GF = F[0], F[1]
-    hw = have(T, F, p, w)
-    if hw >= 0.0 and hw >= s:  # present (a zero-byte edge still needs its latency once)
-        return True
-    T[4][i] += 1
-    token = T[3][i]
-    f = T[7][p]  # the live flows of p's output
-    while f >= 0 and FI[f, F_DST] != w:
-        f = FI[f, F_NEXT]
-    if f >= 0:
-        base = GF[f, G_BASE]
-        if GF[f, G_TOTAL] < s - base:
-            net_extend(C, X, F, N, f, s - base, now)
-        net_wait(C, X, F, N, f, s - base, i, token, now)
-        return True
-    base = 0.0 if hw < 0.0 else hw
-    src = T[5][p]  # where it was computed (no worker is lost here)
-    if src < 0:
-        return False
-    f = net_start(C, X, F, N, P, src, w, 0, s - base, lat[src, w], now)
-    FI[f, F_TASK] = p
-    FI[f, F_NEXT] = T[7][p]
-    T[7][p] = f
-    GF[f, G_BASE] = base
-    net_wait(C, X, F, N, f, s - base, i, token, now)
-    return True
-
-
-@kernel(cache=True, _nrt=False)
-def flow_done(C, T, F, f, now):
-    """``f`` carried all its bytes (``Simulator._flow_done``)."""
-    FI, GF, TRI, TRF, HI, HB = F[0], F[1], F[4], F[5], F[6], F[7]
-    p, w = FI[f, F_TASK], FI[f, F_DST]
-    prev = -1
-    cur = T[7][p]
-    while cur >= 0 and cur != f:
-        prev = cur
-        cur = FI[cur, F_NEXT]
-    if cur == f:
-        if prev < 0:
-            T[7][p] = FI[f, F_NEXT]
-        else:
-            FI[prev, F_NEXT] = FI[f, F_NEXT]
-    b = GF[f, G_BASE] + GF[f, G_TOTAL]
-    h = T[8][p]
-    while h >= 0 and HI[h, H_W] != w:
-        h = HI[h, H_NEXT]
-    if h >= 0:
-        HB[h] = max(HB[h], b)
-    else:
-        h = C[NHAVE]
-        C[NHAVE] += 1
-        HI[h, H_W] = w
-        HI[h, H_NEXT] = T[8][p]
-        T[8][p] = h
-        HB[h] = max(0.0, b)
-    k = C[NTR]
-    C[NTR] += 1
-    TRI[k, 0] = p
-    TRI[k, 1] = FI[f, F_SRC]
-    TRI[k, 2] = w
-    TRF[k, 0] = GF[f, G_TOTAL]
-    TRF[k, 1] = GF[f, G_START]
-    TRF[k, 2] = now
-
-
-@kernel(cache=True, _nrt=False)
-def task_done(C, G, T, K, F, RI, RF, i, now):
-    """``i`` finished (``Simulator._transition_running_done``): its cores freed, its run recorded,
-    its output held where it ran; returns that worker."""
-    w = T[2][i]
-    T[0][i] = DONE
-    K[0][w] += G[5][i]
-    K[1][w] -= 1
-    r = C[NRUNS]
-    C[NRUNS] += 1
-    RI[r, 0] = i
-    RI[r, 1] = w
-    RF[r, 0] = T[6][i]
-    RF[r, 1] = now
-    h = C[NHAVE]
-    C[NHAVE] += 1
-    F[6][h, H_W] = w
-    F[6][h, H_NEXT] = -1
-    F[7][h] = np.inf
-    T[8][i] = h
-    T[5][i] = w
-    return w
-
-
-@kernel(cache=True, _nrt=False)
-def dequeue(T, K, i, w):
-    q_prev, q_next = T[9], T[10]
-    a, b = q_prev[i], q_next[i]
-    if a >= 0:
-        q_next[a] = b
-    else:
-        K[3][w] = b
-    if b >= 0:
-        q_prev[b] = a
-    else:
-        K[4][w] = a
-    K[2][w] -= 1
-
-
+# ---------------------------------------------------------------- tasks (engine.Simulator)
 @kernel(cache=True, _nrt=False)
 def _runnable(C, T, K, F, i, w):
     """``i`` joins ``w``'s runnable queue (first come, first served: the scheduler's priorities are equal)."""
@@ -324,30 +241,34 @@ def _apply(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, now, fetch_
     return nt
 
 
-# ---------------------------------------------------------------- room, and the loop itself
+# ---------------------------------------------------------------- the loop itself
 @kernel(cache=True)
-def make_room(C, F, N, out, n, flows, placements):
-    """``F``, ``N`` and ``out`` with room for ``flows`` more flows (and consumers waiting on one)
-    and ``placements`` more placements: what one batch of decisions can add."""
-    F, N = room(C, F, N, flows, flows)
-    FI, GF, TI, TB, TRI, TRF, HI, HB, RQ = F
-    cap = FI.shape[0]
-    if TRI.shape[0] < cap:  # a transfer per flow at most, a copy per task and flow
-        TRI = grown2(TRI, cap, -1)
-        TRF = grown2(TRF, cap, 0.0)
-    if HI.shape[0] < n + cap:
-        HI = grown2(HI, n + cap, -1)
-        HB = grown1(HB, n + cap, 0.0)
-    if C[NPLACED] + placements > RQ.shape[0]:
-        RQ = grown2(RQ, max(2 * RQ.shape[0], C[NPLACED] + placements), -1)
-    if out.shape[0] < TI.shape[0] + N[0].shape[0]:
-        out = np.empty((TI.shape[0] + N[0].shape[0], 2), np.int64)
-    return (FI, GF, TI, TB, TRI, TRF, HI, HB, RQ), N, out
-
-
-@kernel(cache=True)
-def simulate_ws(G, T, K, F, N, P, E, R, C, X, tdur, pdur, lat, lat_e, inv_e, everywhere, fetch_ready, maxcand, repair,
-                ready, outneed, maxindeg, L, budget):
+def simulate_ws(
+    G,
+    T,
+    K,
+    F,
+    N,
+    P,
+    E,
+    R,
+    C,
+    X,
+    tdur,
+    pdur,
+    lat,
+    lat_e,
+    inv_e,
+    everywhere,
+    fetch_ready,
+    maxcand,
+    repair,
+    ready,
+    outneed,
+    maxindeg,
+    L,
+    budget,
+):
     """Run the simulation (``Simulator._loop`` with ``WorkStealing`` and ``maxmin``) for at most
     ``budget`` events (a task ending, or flows due), from where ``L`` says: ``L[0]`` 0 before its
     start (the ready tasks are placed first), then 1; ``L[1]`` the time; ``L[2]`` events in a

@@ -1,7 +1,7 @@
 """The compiled loops the max-min network (:mod:`.maxmin`) runs at each event: :func:`solve` and
 :func:`refresh` find the flows' rates again (the sharing itself is :mod:`._fairshare`'s) and the
 time of the next flow event; :func:`step` moves the flows forward and lists those due. The
-compiled work-stealing loop (:mod:`taskflow.simulator._wsnet`) calls the same ones.
+flows' kernels (:mod:`._flows`) call them, from the network model and the compiled loops alike.
 """
 
 from __future__ import annotations
