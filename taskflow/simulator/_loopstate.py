@@ -21,7 +21,20 @@ import numpy as np
 
 from ..jit import kernel
 from .network._flows import net_extend, net_start, net_wait
-from .network._flowstate import COUNTERS, F_DST, F_NEXT, F_SRC, F_TASK, G_BASE, G_START, G_TOTAL, grown1, grown2, room
+from .network._flowstate import (
+    COUNTERS,
+    F_DST,
+    F_NEXT,
+    F_SRC,
+    F_TASK,
+    G_BASE,
+    G_START,
+    G_TOTAL,
+    grown1,
+    grown2,
+    heap_push,
+    room,
+)
 
 WAITING, QUEUED, RUNNING, DONE = 0, 1, 2, 3
 #: what :func:`simulate_ws` returns: finished; the network made no progress; an output has no copy;
@@ -166,6 +179,51 @@ def dequeue(T, K, i, w):
     else:
         K[4][w] = a
     K[2][w] -= 1
+
+
+@kernel(cache=True, _nrt=False)
+def enqueue(T, K, i, w):
+    """``i`` is queued on ``w``, last (``Simulator._place``'s assignment: a new token, no input missing yet)."""
+    T[2][i] = w
+    T[0][i] = QUEUED
+    T[3][i] += 1
+    T[4][i] = 0
+    q_prev, q_next = T[9], T[10]
+    t = K[4][w]
+    q_prev[i] = t
+    q_next[i] = -1
+    if t >= 0:
+        q_next[t] = i
+    else:
+        K[3][w] = i
+    K[4][w] = i
+    K[2][w] += 1
+
+
+@kernel(cache=True, _nrt=False)
+def fetch_inputs(C, X, G, T, F, N, P, lat, i, w, now):
+    """Start moving to ``w`` every computed input ``i`` lacks there (``Simulator._fetch_inputs``);
+    False when one has no copy left."""
+    for e in range(G[0][i], G[0][i + 1]):
+        p = G[1][e]
+        if T[0][p] == DONE:
+            if not need_input(C, X, T, F, N, P, lat, i, p, G[2][e], w, now):
+                return False
+    return True
+
+
+@kernel(cache=True, _nrt=False)
+def start_task(C, G, T, K, E, tdur, i, w, now):
+    """``i`` starts on ``w`` (``Simulator._transition_queued_running``): its cores taken, its end
+    on the event heap."""
+    d = duration(tdur, i, w)
+    T[0][i] = RUNNING
+    dequeue(T, K, i, w)
+    K[0][w] -= G[5][i]
+    K[1][w] += 1
+    T[6][i] = now
+    C[ESEQ] += 1
+    C[EVN] = heap_push(E[0], E[1], E[2], C[EVN], now + d, C[ESEQ], i)
 
 
 @kernel(cache=True)

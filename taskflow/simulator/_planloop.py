@@ -11,9 +11,7 @@ import numpy as np
 
 from ..jit import kernel
 from ._loopstate import (
-    DONE,
     EVN,
-    ESEQ,
     MORE,
     NO_SOURCE,
     NPLACED,
@@ -22,37 +20,19 @@ from ._loopstate import (
     RUNNING,
     STUCK,
     UNREACHABLE,
-    dequeue,
-    duration,
+    enqueue,
+    fetch_inputs,
     flow_done,
     make_room,
     need_input,
+    start_task,
     task_done,
 )
 from .network._flows import next_time, pop_due
-from .network._flowstate import F_DST, T_CONS, T_TOK, heap_pop, heap_push
+from .network._flowstate import F_DST, T_CONS, T_TOK, heap_pop
 from .network.maxmin import DENSE
 
 __all__ = ["simulate_plan"]
-
-
-@kernel(cache=True, _nrt=False)
-def _queue(T, K, i, w):
-    """``i`` is queued on ``w`` (``Simulator._place`` at the plan's start: no input is computed yet)."""
-    T[2][i] = w
-    T[0][i] = QUEUED
-    T[3][i] += 1
-    T[4][i] = 0
-    q_prev, q_next = T[9], T[10]
-    t = K[4][w]
-    q_prev[i] = t
-    q_next[i] = -1
-    if t >= 0:
-        q_next[t] = i
-    else:
-        K[3][w] = i
-    K[4][w] = i
-    K[2][w] += 1
 
 
 @kernel(cache=True, _nrt=False)
@@ -68,28 +48,9 @@ def _start_in_order(C, G, T, K, E, tdur, seq_ptr, seq, ptr, w, now):
             continue
         if T[1][i] != 0 or T[4][i] != 0 or K[0][w] < G[5][i]:
             break
-        d = duration(tdur, i, w)
-        T[0][i] = RUNNING
-        dequeue(T, K, i, w)
-        K[0][w] -= G[5][i]
-        K[1][w] += 1
-        T[6][i] = now
-        C[ESEQ] += 1
-        C[EVN] = heap_push(E[0], E[1], E[2], C[EVN], now + d, C[ESEQ], i)
+        start_task(C, G, T, K, E, tdur, i, w, now)
         k += 1
     ptr[w] = k
-
-
-@kernel(cache=True, _nrt=False)
-def _fetch_all(C, X, G, T, F, N, P, lat, j, w, now):
-    """Start moving to ``w`` every computed input ``j`` lacks there (``Simulator._fetch_inputs``);
-    False when one has no copy left."""
-    for e in range(G[0][j], G[0][j + 1]):
-        p = G[1][e]
-        if T[0][p] == DONE:
-            if not need_input(C, X, T, F, N, P, lat, j, p, G[2][e], w, now):
-                return False
-    return True
 
 
 @kernel(cache=True)
@@ -132,7 +93,7 @@ def simulate_plan(
     if L[0] == 0.0:  # the plan takes effect: every task queued, then each worker starts what it can
         L[0] = 1.0
         for k in range(order.shape[0]):
-            _queue(T, K, order[k], where[order[k]])
+            enqueue(T, K, order[k], where[order[k]])
             C[NPLACED] += 1
         for w in range(W):
             if seq_ptr[w + 1] > seq_ptr[w]:
@@ -165,7 +126,7 @@ def simulate_plan(
                     if not need_input(C, X, T, F, N, P, lat, j, i, succ_size[e], aj, now):
                         return NO_SOURCE, F, N
                 elif T[1][j] == 0:
-                    if not _fetch_all(C, X, G, T, F, N, P, lat, j, aj, now):
+                    if not fetch_inputs(C, X, G, T, F, N, P, lat, j, aj, now):
                         return NO_SOURCE, F, N
                 if T[1][j] == 0 and T[4][j] == 0:
                     _start_in_order(C, G, T, K, E, tdur, seq_ptr, seq, ptr, aj, now)

@@ -13,7 +13,6 @@ from ..stealing import earliest, rank, take, victim
 from ._loopstate import (
     DEEP,
     DONE,
-    ESEQ,
     EVN,
     H_NEXT,
     H_W,
@@ -34,14 +33,16 @@ from ._loopstate import (
     WAITING,
     dequeue,
     duration,
+    enqueue,
+    fetch_inputs,
     flow_done,
     have,
     make_room,
-    need_input,
+    start_task,
     task_done,
 )
 from .network._flows import next_time, pop_due
-from .network._flowstate import F_DST, T_CONS, T_TOK, heap_pop, heap_push
+from .network._flowstate import F_DST, T_CONS, T_TOK, heap_pop
 from .network.maxmin import DENSE
 
 __all__ = ["simulate_ws"]
@@ -67,28 +68,11 @@ def _runnable(C, T, K, F, i, w):
 @kernel(cache=True, _nrt=False)
 def _place(C, X, G, T, K, F, N, P, lat, i, w, now, fetch_ready):
     """``i`` is queued on ``w`` (``Simulator._place``); False when an input has no copy left."""
-    T[2][i] = w
-    T[0][i] = QUEUED
-    T[3][i] += 1
-    T[4][i] = 0
-    q_prev, q_next = T[9], T[10]
-    t = K[4][w]
-    q_prev[i] = t
-    q_next[i] = -1
-    if t >= 0:
-        q_next[t] = i
-    else:
-        K[3][w] = i
-    K[4][w] = i
-    K[2][w] += 1
+    enqueue(T, K, i, w)
     C[NPLACED] += 1
     if not fetch_ready or T[1][i] == 0:
-        pred_ptr, pred_idx, pred_size = G[0], G[1], G[2]
-        for e in range(pred_ptr[i], pred_ptr[i + 1]):
-            p = pred_idx[e]
-            if T[0][p] == DONE:
-                if not need_input(C, X, T, F, N, P, lat, i, p, pred_size[e], w, now):
-                    return False
+        if not fetch_inputs(C, X, G, T, F, N, P, lat, i, w, now):
+            return False
     if T[1][i] == 0 and T[4][i] == 0:
         _runnable(C, T, K, F, i, w)
     return True
@@ -109,14 +93,7 @@ def _try_start(C, G, T, K, F, E, tdur, w, now):
             K[6][w] = -1
         if stale:
             continue
-        d = duration(tdur, i, w)
-        T[0][i] = RUNNING
-        dequeue(T, K, i, w)
-        K[0][w] -= G[5][i]
-        K[1][w] += 1
-        T[6][i] = now
-        C[ESEQ] += 1
-        C[EVN] = heap_push(E[0], E[1], E[2], C[EVN], now + d, C[ESEQ], i)
+        start_task(C, G, T, K, E, tdur, i, w, now)
 
 
 # ---------------------------------------------------------------- the scheduler (schedulers.work_stealing)

@@ -43,10 +43,8 @@ is kept for what a user can get wrong.
 
 from __future__ import annotations
 
-import gc
 import heapq
 import math
-import threading
 
 import numpy as np
 
@@ -56,6 +54,7 @@ from ..errors import SchedulerError, UsageError
 from ..graph import TaskGraph
 from ..scheduling import available, get_scheduler, require_runnable, scheduler_class
 from ..trace import Run, Trace, Transfer, run_id
+from ._gc import FewerCollections
 from .events import EventKind
 from . import fastpath
 from .decisions import Decisions
@@ -71,35 +70,6 @@ __all__ = ["Simulator"]
 
 _FAIL, _FINISH, _TICK = EventKind.FAIL, EventKind.FINISH, EventKind.TICK
 _INF = math.inf
-
-
-class _FewerCollections:
-    """Python's cyclic garbage collector runs less often while any simulation runs (its first
-    threshold at least 100,000 allocations): a run allocates millions of small objects that hold
-    no cycles, and each full collection walks every live one (a fifth of a large run's time).
-    Collection still happens; the thresholds come back when the last concurrent run ends."""
-
-    runs = 0  # simulations running now, in any thread
-    saved = None  # the thresholds before the first of them
-    lock = threading.Lock()
-
-    def __enter__(self):
-        cls = _FewerCollections
-        with cls.lock:
-            if cls.runs == 0:
-                cls.saved = gc.get_threshold()
-                t0, t1, t2 = cls.saved
-                if t0:  # 0: collection switched off by the user; left so
-                    gc.set_threshold(max(t0, 100_000), max(t1, 50), max(t2, 50))
-            cls.runs += 1
-
-    def __exit__(self, *exc):
-        cls = _FewerCollections
-        with cls.lock:
-            cls.runs -= 1
-            if cls.runs == 0:
-                gc.set_threshold(*cls.saved)
-        return False
 
 
 class _LazyTransfers:
@@ -278,11 +248,11 @@ class Simulator(Decisions, Recovery):
         if compiled is not False:
             why = fastpath.unsupported(self)
             if why is None and (compiled or fastpath.worth(self)):
-                with _FewerCollections():
+                with FewerCollections():
                     return fastpath.run(self)
             if compiled:
                 raise UsageError(f"the compiled loop does not cover this run: {why}")
-        with _FewerCollections():
+        with FewerCollections():
             for w, t in self.faults.fail.items():
                 self._push(t, _FAIL, w)
             if self.dynamic:

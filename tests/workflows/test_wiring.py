@@ -37,12 +37,20 @@ def _reduction(g) -> dict:
     return out
 
 
-@pytest.mark.parametrize("mode", ["sync", "local", "stale"])
 @pytest.mark.parametrize("allreduce", ["ring", "tree", "ps"])
-@pytest.mark.parametrize("compression", [None, "fp16", "topk"])
+@pytest.mark.parametrize(
+    "mode, compression",  # (local SGD averages parameters, uncompressed)
+    [
+        ("sync", None),
+        ("sync", "fp16"),
+        ("sync", "topk"),
+        ("local", None),
+        ("stale", None),
+        ("stale", "fp16"),
+        ("stale", "topk"),
+    ],
+)
 def test_a_costs_only_and_a_pytorch_training_of_one_variant_reduce_alike(images, mode, allreduce, compression):
-    if mode == "local" and compression is not None:
-        pytest.skip("local SGD averages parameters uncompressed")
     job = TorchTraining(
         functools.partial(mlp, 3 * 8 * 8, hidden=(1024, 256), classes=3),
         images,
