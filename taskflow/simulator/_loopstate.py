@@ -27,20 +27,42 @@ from .network._flowstate import (
     F_NEXT,
     F_SRC,
     F_TASK,
+    FLOWS,
+    FLOWS_F,
     G_BASE,
     G_START,
     G_TOTAL,
+    SLOT_FLOW,
     grown1,
     grown2,
     heap_push,
     room,
 )
+from .states import TaskState
 
-WAITING, QUEUED, RUNNING, DONE = 0, 1, 2, 3
+WAITING, QUEUED, RUNNING, DONE = (
+    int(s) for s in (TaskState.WAITING, TaskState.QUEUED, TaskState.RUNNING, TaskState.DONE)
+)
 #: what :func:`simulate_ws` returns: finished; the network made no progress; an output has no copy;
 #: the idle cascade went too deep; a state the scheduler never makes
 OK, STUCK, NO_SOURCE, DEEP, UNREACHABLE, MORE = 0, 1, 2, 3, 4, 5
 
+# the graph G[...]: inputs (pointers, producers, bytes), outputs (pointers, consumers), cores per task
+PRED_PTR, PRED_IDX, PRED_SIZE, SUCC_PTR, SUCC_IDX, CORES = range(6)
+# per task T[...]: its state, inputs not computed, worker (-1: none), assignment token, inputs computed
+# but not on its worker, where its output was computed, its start; the heads of its output's live
+# flows and copies; its neighbours in its worker's queue
+STATUS, NPRED, WORKER, TOKEN, MISSING, HOME, STARTED, LIVE, COPIES, QPREV, QNEXT = range(11)
+# per worker K[...]: free cores, tasks running, tasks queued, the queue's head and tail, the runnable
+# queue's head and tail, queued seconds of work, that over its cores, its cores, a stamp; scratch
+# for the scheduler's estimates (inputs here, seconds to fetch them); the lost workers (none), where
+# the task weighed can run, ... anywhere (none)
+(FREE, NRUNNING, NQUEUED, QHEAD, QTAIL, RHEAD, RTAIL, QWORK, LOAD, WCORES, WSTAMP, HERE, FETCH, DEAD, FEASIBLE,
+ ANYWHERE) = range(16)  # fmt: skip
+# the event heap E[...]: times, sequence numbers, the tasks whose run ends
+E_TIME, E_SEQ, E_TASK = range(3)
+# the loop's arrays of F[...], after the flows': transfers (int, float), copies (int, bytes), the ready queue
+TRANSFERS, TRANSFERS_F, HAVE, HAVE_B, READY = range(4, 9)
 # the loop's counters C[...], after the flows' (network._flows)
 NHAVE, NRQ, NRUNS, NTR, EVN, ESEQ, NSTEALS, NB, NPLACED = range(COUNTERS, COUNTERS + 9)
 # columns: copies of outputs (int), ready queue (int)
@@ -62,8 +84,8 @@ def duration(d, i, w):
 @kernel(cache=True, _nrt=False)
 def have(T, F, p, w):
     """Bytes of ``p``'s output on ``w`` (-1: none)."""
-    HI, HB = F[6], F[7]
-    h = T[8][p]
+    HI, HB = F[HAVE], F[HAVE_B]
+    h = T[COPIES][p]
     while h >= 0:
         if HI[h, H_W] == w:
             return HB[h]
@@ -76,13 +98,13 @@ def have(T, F, p, w):
 def need_input(C, X, T, F, N, P, lat, i, p, s, w, now):
     """Consumer ``i`` on ``w`` needs ``s`` bytes of ``p``'s output (``Simulator._need``); False
     when no copy of it is left."""
-    FI, GF = F[0], F[1]
+    FI, GF = F[FLOWS], F[FLOWS_F]
     hw = have(T, F, p, w)
     if hw >= 0.0 and hw >= s:  # present (a zero-byte edge still needs its latency once)
         return True
-    T[4][i] += 1
-    token = T[3][i]
-    f = T[7][p]  # the live flows of p's output
+    T[MISSING][i] += 1
+    token = T[TOKEN][i]
+    f = T[LIVE][p]  # the live flows of p's output
     while f >= 0 and FI[f, F_DST] != w:
         f = FI[f, F_NEXT]
     if f >= 0:
@@ -92,13 +114,13 @@ def need_input(C, X, T, F, N, P, lat, i, p, s, w, now):
         net_wait(C, X, F, N, f, s - base, i, token, now)
         return True
     base = 0.0 if hw < 0.0 else hw
-    src = T[5][p]  # where it was computed (no worker is lost here)
+    src = T[HOME][p]  # where it was computed (no worker is lost here)
     if src < 0:
         return False
     f = net_start(C, X, F, N, P, src, w, 0, s - base, lat[src, w], now)
     FI[f, F_TASK] = p
-    FI[f, F_NEXT] = T[7][p]
-    T[7][p] = f
+    FI[f, F_NEXT] = T[LIVE][p]
+    T[LIVE][p] = f
     GF[f, G_BASE] = base
     net_wait(C, X, F, N, f, s - base, i, token, now)
     return True
@@ -107,20 +129,20 @@ def need_input(C, X, T, F, N, P, lat, i, p, s, w, now):
 @kernel(cache=True, _nrt=False)
 def flow_done(C, T, F, f, now):
     """``f`` carried all its bytes (``Simulator._flow_done``)."""
-    FI, GF, TRI, TRF, HI, HB = F[0], F[1], F[4], F[5], F[6], F[7]
+    FI, GF, TRI, TRF, HI, HB = F[FLOWS], F[FLOWS_F], F[TRANSFERS], F[TRANSFERS_F], F[HAVE], F[HAVE_B]
     p, w = FI[f, F_TASK], FI[f, F_DST]
     prev = -1
-    cur = T[7][p]
+    cur = T[LIVE][p]
     while cur >= 0 and cur != f:
         prev = cur
         cur = FI[cur, F_NEXT]
     if cur == f:
         if prev < 0:
-            T[7][p] = FI[f, F_NEXT]
+            T[LIVE][p] = FI[f, F_NEXT]
         else:
             FI[prev, F_NEXT] = FI[f, F_NEXT]
     b = GF[f, G_BASE] + GF[f, G_TOTAL]
-    h = T[8][p]
+    h = T[COPIES][p]
     while h >= 0 and HI[h, H_W] != w:
         h = HI[h, H_NEXT]
     if h >= 0:
@@ -129,8 +151,8 @@ def flow_done(C, T, F, f, now):
         h = C[NHAVE]
         C[NHAVE] += 1
         HI[h, H_W] = w
-        HI[h, H_NEXT] = T[8][p]
-        T[8][p] = h
+        HI[h, H_NEXT] = T[COPIES][p]
+        T[COPIES][p] = h
         HB[h] = max(0.0, b)
     k = C[NTR]
     C[NTR] += 1
@@ -146,68 +168,68 @@ def flow_done(C, T, F, f, now):
 def task_done(C, G, T, K, F, RI, RF, i, now):
     """``i`` finished (``Simulator._transition_running_done``): its cores freed, its run recorded,
     its output held where it ran; returns that worker."""
-    w = T[2][i]
-    T[0][i] = DONE
-    K[0][w] += G[5][i]
-    K[1][w] -= 1
+    w = T[WORKER][i]
+    T[STATUS][i] = DONE
+    K[FREE][w] += G[CORES][i]
+    K[NRUNNING][w] -= 1
     r = C[NRUNS]
     C[NRUNS] += 1
     RI[r, 0] = i
     RI[r, 1] = w
-    RF[r, 0] = T[6][i]
+    RF[r, 0] = T[STARTED][i]
     RF[r, 1] = now
     h = C[NHAVE]
     C[NHAVE] += 1
-    F[6][h, H_W] = w
-    F[6][h, H_NEXT] = -1
-    F[7][h] = np.inf
-    T[8][i] = h
-    T[5][i] = w
+    F[HAVE][h, H_W] = w
+    F[HAVE][h, H_NEXT] = -1
+    F[HAVE_B][h] = np.inf
+    T[COPIES][i] = h
+    T[HOME][i] = w
     return w
 
 
 @kernel(cache=True, _nrt=False)
 def dequeue(T, K, i, w):
-    q_prev, q_next = T[9], T[10]
+    q_prev, q_next = T[QPREV], T[QNEXT]
     a, b = q_prev[i], q_next[i]
     if a >= 0:
         q_next[a] = b
     else:
-        K[3][w] = b
+        K[QHEAD][w] = b
     if b >= 0:
         q_prev[b] = a
     else:
-        K[4][w] = a
-    K[2][w] -= 1
+        K[QTAIL][w] = a
+    K[NQUEUED][w] -= 1
 
 
 @kernel(cache=True, _nrt=False)
 def enqueue(T, K, i, w):
     """``i`` is queued on ``w``, last (``Simulator._place``'s assignment: a new token, no input missing yet)."""
-    T[2][i] = w
-    T[0][i] = QUEUED
-    T[3][i] += 1
-    T[4][i] = 0
-    q_prev, q_next = T[9], T[10]
-    t = K[4][w]
+    T[WORKER][i] = w
+    T[STATUS][i] = QUEUED
+    T[TOKEN][i] += 1
+    T[MISSING][i] = 0
+    q_prev, q_next = T[QPREV], T[QNEXT]
+    t = K[QTAIL][w]
     q_prev[i] = t
     q_next[i] = -1
     if t >= 0:
         q_next[t] = i
     else:
-        K[3][w] = i
-    K[4][w] = i
-    K[2][w] += 1
+        K[QHEAD][w] = i
+    K[QTAIL][w] = i
+    K[NQUEUED][w] += 1
 
 
 @kernel(cache=True, _nrt=False)
 def fetch_inputs(C, X, G, T, F, N, P, lat, i, w, now):
     """Start moving to ``w`` every computed input ``i`` lacks there (``Simulator._fetch_inputs``);
     False when one has no copy left."""
-    for e in range(G[0][i], G[0][i + 1]):
-        p = G[1][e]
-        if T[0][p] == DONE:
-            if not need_input(C, X, T, F, N, P, lat, i, p, G[2][e], w, now):
+    for e in range(G[PRED_PTR][i], G[PRED_PTR][i + 1]):
+        p = G[PRED_IDX][e]
+        if T[STATUS][p] == DONE:
+            if not need_input(C, X, T, F, N, P, lat, i, p, G[PRED_SIZE][e], w, now):
                 return False
     return True
 
@@ -217,13 +239,13 @@ def start_task(C, G, T, K, E, tdur, i, w, now):
     """``i`` starts on ``w`` (``Simulator._transition_queued_running``): its cores taken, its end
     on the event heap."""
     d = duration(tdur, i, w)
-    T[0][i] = RUNNING
+    T[STATUS][i] = RUNNING
     dequeue(T, K, i, w)
-    K[0][w] -= G[5][i]
-    K[1][w] += 1
-    T[6][i] = now
+    K[FREE][w] -= G[CORES][i]
+    K[NRUNNING][w] += 1
+    T[STARTED][i] = now
     C[ESEQ] += 1
-    C[EVN] = heap_push(E[0], E[1], E[2], C[EVN], now + d, C[ESEQ], i)
+    C[EVN] = heap_push(E[E_TIME], E[E_SEQ], E[E_TASK], C[EVN], now + d, C[ESEQ], i)
 
 
 @kernel(cache=True)
@@ -241,6 +263,6 @@ def make_room(C, F, N, out, n, flows, placements):
         HB = grown1(HB, n + cap, 0.0)
     if C[NPLACED] + placements > RQ.shape[0]:
         RQ = grown2(RQ, max(2 * RQ.shape[0], C[NPLACED] + placements), -1)
-    if out.shape[0] < TI.shape[0] + N[0].shape[0]:
-        out = np.empty((TI.shape[0] + N[0].shape[0], 2), np.int64)
+    if out.shape[0] < TI.shape[0] + N[SLOT_FLOW].shape[0]:
+        out = np.empty((TI.shape[0] + N[SLOT_FLOW].shape[0], 2), np.int64)
     return (FI, GF, TI, TB, TRI, TRF, HI, HB, RQ), N, out

@@ -11,15 +11,27 @@ import numpy as np
 
 from ..jit import kernel
 from ._loopstate import (
+    CORES,
+    E_SEQ,
+    E_TASK,
+    E_TIME,
     EVN,
+    FREE,
+    MISSING,
     MORE,
     NO_SOURCE,
     NPLACED,
+    NPRED,
     OK,
     QUEUED,
     RUNNING,
+    STATUS,
     STUCK,
+    SUCC_IDX,
+    SUCC_PTR,
+    TOKEN,
     UNREACHABLE,
+    WORKER,
     enqueue,
     fetch_inputs,
     flow_done,
@@ -29,7 +41,7 @@ from ._loopstate import (
     task_done,
 )
 from .network._flows import next_time, pop_due
-from .network._flowstate import F_DST, T_CONS, T_TOK, heap_pop
+from .network._flowstate import F_DST, FLOWS, T_CONS, T_TOK, WAITS, heap_pop
 from .network.maxmin import DENSE
 
 __all__ = ["simulate_plan"]
@@ -43,10 +55,10 @@ def _start_in_order(C, G, T, K, E, tdur, seq_ptr, seq, ptr, w, now):
     end = seq_ptr[w + 1]
     while k < end:
         i = seq[k]
-        if T[2][i] != w or T[0][i] != QUEUED:
+        if T[WORKER][i] != w or T[STATUS][i] != QUEUED:
             k += 1
             continue
-        if T[1][i] != 0 or T[4][i] != 0 or K[0][w] < G[5][i]:
+        if T[NPRED][i] != 0 or T[MISSING][i] != 0 or K[FREE][w] < G[CORES][i]:
             break
         start_task(C, G, T, K, E, tdur, i, w, now)
         k += 1
@@ -85,8 +97,8 @@ def simulate_plan(
     is worker ``w``'s tasks in plan order and ``ptr[w]`` the first of them not yet started.
 
     Returns ``(code, F, N)`` as :func:`._wsloop.simulate_ws` does."""
-    n = T[0].shape[0]
-    W = K[0].shape[0]
+    n = T[STATUS].shape[0]
+    W = K[FREE].shape[0]
     RI, RF = R
     out = np.empty((1, 2), np.int64)
     F, N, out = make_room(C, F, N, out, n, 0, 0)
@@ -108,27 +120,27 @@ def simulate_plan(
             return MORE, F, N
         steps += 1
         t_net = next_time(C, X, F, N, P, repair, DENSE)
-        if C[EVN] and E[0][0] <= t_net:
-            now = E[0][0]
-            i = E[2][0]
-            C[EVN] = heap_pop(E[0], E[1], E[2], C[EVN])
+        if C[EVN] and E[E_TIME][0] <= t_net:
+            now = E[E_TIME][0]
+            i = E[E_TASK][0]
+            C[EVN] = heap_pop(E[E_TIME], E[E_SEQ], E[E_TASK], C[EVN])
             F, N, out = make_room(C, F, N, out, n, outneed[i], 0)
             w = task_done(C, G, T, K, F, RI, RF, i, now)
-            for e in range(G[3][i], G[3][i + 1]):
-                j = G[4][e]
-                if T[0][j] >= RUNNING:
+            for e in range(G[SUCC_PTR][i], G[SUCC_PTR][i + 1]):
+                j = G[SUCC_IDX][e]
+                if T[STATUS][j] >= RUNNING:
                     continue
-                T[1][j] -= 1
-                if T[0][j] != QUEUED:  # a plan queues every task at its start
+                T[NPRED][j] -= 1
+                if T[STATUS][j] != QUEUED:  # a plan queues every task at its start
                     return UNREACHABLE, F, N
-                aj = T[2][j]
+                aj = T[WORKER][j]
                 if not fetch_ready:
                     if not need_input(C, X, T, F, N, P, lat, j, i, succ_size[e], aj, now):
                         return NO_SOURCE, F, N
-                elif T[1][j] == 0:
+                elif T[NPRED][j] == 0:
                     if not fetch_inputs(C, X, G, T, F, N, P, lat, j, aj, now):
                         return NO_SOURCE, F, N
-                if T[1][j] == 0 and T[4][j] == 0:
+                if T[NPRED][j] == 0 and T[MISSING][j] == 0:
                     _start_in_order(C, G, T, K, E, tdur, seq_ptr, seq, ptr, aj, now)
             _start_in_order(C, G, T, K, E, tdur, seq_ptr, seq, ptr, w, now)
         elif t_net < np.inf:
@@ -139,11 +151,11 @@ def simulate_plan(
                 if h < 0:
                     flow_done(C, T, F, f, now)
                     continue
-                i, w = F[2][h, T_CONS], F[0][f, F_DST]
-                if F[2][h, T_TOK] != T[3][i] or T[0][i] != QUEUED or T[2][i] != w:
+                i, w = F[WAITS][h, T_CONS], F[FLOWS][f, F_DST]
+                if F[WAITS][h, T_TOK] != T[TOKEN][i] or T[STATUS][i] != QUEUED or T[WORKER][i] != w:
                     continue
-                T[4][i] -= 1
-                if T[4][i] == 0 and T[1][i] == 0:
+                T[MISSING][i] -= 1
+                if T[MISSING][i] == 0 and T[NPRED][i] == 0:
                     _start_in_order(C, G, T, K, E, tdur, seq_ptr, seq, ptr, w, now)
             if m:
                 idle = 0

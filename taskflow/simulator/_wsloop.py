@@ -11,26 +11,60 @@ import numpy as np
 from ..jit import kernel
 from ..stealing import earliest, rank, take, victim
 from ._loopstate import (
+    ANYWHERE,
+    COPIES,
+    CORES,
+    DEAD,
     DEEP,
     DONE,
+    E_SEQ,
+    E_TASK,
+    E_TIME,
     EVN,
+    FEASIBLE,
+    FETCH,
+    FREE,
     H_NEXT,
     H_W,
+    HAVE,
+    HERE,
+    HOME,
+    LOAD,
+    MISSING,
     MORE,
     NB,
     NO_SOURCE,
     NPLACED,
+    NPRED,
+    NQUEUED,
     NRQ,
+    NRUNNING,
     NSTEALS,
     OK,
+    PRED_IDX,
+    PRED_PTR,
+    PRED_SIZE,
+    QHEAD,
+    QNEXT,
     QUEUED,
+    QWORK,
     R_NEXT,
     R_TASK,
     R_TOK,
+    READY,
+    RHEAD,
+    RTAIL,
     RUNNING,
+    STATUS,
     STUCK,
+    SUCC_IDX,
+    SUCC_PTR,
+    TOKEN,
     UNREACHABLE,
     WAITING,
+    WCORES,
+    WORKER,
+    WSTAMP,
     dequeue,
     duration,
     enqueue,
@@ -42,7 +76,7 @@ from ._loopstate import (
     task_done,
 )
 from .network._flows import next_time, pop_due
-from .network._flowstate import F_DST, T_CONS, T_TOK, heap_pop
+from .network._flowstate import F_DST, FLOWS, T_CONS, T_TOK, WAITS, heap_pop
 from .network.maxmin import DENSE
 
 __all__ = ["simulate_ws"]
@@ -52,17 +86,17 @@ __all__ = ["simulate_ws"]
 @kernel(cache=True, _nrt=False)
 def _runnable(C, T, K, F, i, w):
     """``i`` joins ``w``'s runnable queue (first come, first served: the scheduler's priorities are equal)."""
-    RQ = F[8]
+    RQ = F[READY]
     e = C[NRQ]
     C[NRQ] += 1
     RQ[e, R_TASK] = i
-    RQ[e, R_TOK] = T[3][i]
+    RQ[e, R_TOK] = T[TOKEN][i]
     RQ[e, R_NEXT] = -1
-    if K[6][w] >= 0:
-        RQ[K[6][w], R_NEXT] = e
+    if K[RTAIL][w] >= 0:
+        RQ[K[RTAIL][w], R_NEXT] = e
     else:
-        K[5][w] = e
-    K[6][w] = e
+        K[RHEAD][w] = e
+    K[RTAIL][w] = e
 
 
 @kernel(cache=True, _nrt=False)
@@ -70,10 +104,10 @@ def _place(C, X, G, T, K, F, N, P, lat, i, w, now, fetch_ready):
     """``i`` is queued on ``w`` (``Simulator._place``); False when an input has no copy left."""
     enqueue(T, K, i, w)
     C[NPLACED] += 1
-    if not fetch_ready or T[1][i] == 0:
+    if not fetch_ready or T[NPRED][i] == 0:
         if not fetch_inputs(C, X, G, T, F, N, P, lat, i, w, now):
             return False
-    if T[1][i] == 0 and T[4][i] == 0:
+    if T[NPRED][i] == 0 and T[MISSING][i] == 0:
         _runnable(C, T, K, F, i, w)
     return True
 
@@ -81,16 +115,16 @@ def _place(C, X, G, T, K, F, N, P, lat, i, w, now, fetch_ready):
 @kernel(cache=True, _nrt=False)
 def _try_start(C, G, T, K, F, E, tdur, w, now):
     """Start ``w``'s runnable tasks in order while its cores allow (``Simulator._try_start``)."""
-    RQ = F[8]
-    while K[5][w] >= 0:
-        e = K[5][w]
+    RQ = F[READY]
+    while K[RHEAD][w] >= 0:
+        e = K[RHEAD][w]
         i = RQ[e, R_TASK]
-        stale = RQ[e, R_TOK] != T[3][i] or T[2][i] != w or T[0][i] != QUEUED
-        if not stale and K[0][w] < G[5][i]:
+        stale = RQ[e, R_TOK] != T[TOKEN][i] or T[WORKER][i] != w or T[STATUS][i] != QUEUED
+        if not stale and K[FREE][w] < G[CORES][i]:
             break
-        K[5][w] = RQ[e, R_NEXT]
-        if K[5][w] < 0:
-            K[6][w] = -1
+        K[RHEAD][w] = RQ[e, R_NEXT]
+        if K[RHEAD][w] < 0:
+            K[RTAIL][w] = -1
         if stale:
             continue
         start_task(C, G, T, K, E, tdur, i, w, now)
@@ -99,25 +133,25 @@ def _try_start(C, G, T, K, F, E, tdur, w, now):
 # ---------------------------------------------------------------- the scheduler (schedulers.work_stealing)
 @kernel(cache=True, _nrt=False)
 def _estimates(G, T, F, K, lat, inv, i):
-    """``K[12][w]``: seconds to bring ``i``'s computed inputs to ``w`` (``SimView.transfer_estimates``)."""
-    out, here, HI = K[12], K[11], F[6]
+    """``K[FETCH][w]``: seconds to bring ``i``'s computed inputs to ``w`` (``SimView.transfer_estimates``)."""
+    out, here, HI = K[FETCH], K[HERE], F[HAVE]
     W = out.shape[0]
     for w in range(W):
         out[w] = 0.0
-    for e in range(G[0][i], G[0][i + 1]):
-        p = G[1][e]
-        src = T[5][p]
-        if T[0][p] != DONE or src < 0:
+    for e in range(G[PRED_PTR][i], G[PRED_PTR][i + 1]):
+        p = G[PRED_IDX][e]
+        src = T[HOME][p]
+        if T[STATUS][p] != DONE or src < 0:
             continue
-        size = G[2][e]
-        h = T[8][p]
+        size = G[PRED_SIZE][e]
+        h = T[COPIES][p]
         while h >= 0:
             here[HI[h, H_W]] = True
             h = HI[h, H_NEXT]
         for w in range(W):
             if not here[w]:
                 out[w] += lat[src, w] + size * inv[src, w]
-        h = T[8][p]
+        h = T[COPIES][p]
         while h >= 0:
             here[HI[h, H_W]] = False
             h = HI[h, H_NEXT]
@@ -127,13 +161,13 @@ def _estimates(G, T, F, K, lat, inv, i):
 def _estimate(G, T, F, lat, inv, i, w):
     """Seconds to bring ``i``'s computed inputs to ``w`` (``SimView.transfer_estimate``)."""
     acc = 0.0
-    for e in range(G[0][i], G[0][i + 1]):
-        p = G[1][e]
-        if T[0][p] != DONE or have(T, F, p, w) >= 0.0:
+    for e in range(G[PRED_PTR][i], G[PRED_PTR][i + 1]):
+        p = G[PRED_IDX][e]
+        if T[STATUS][p] != DONE or have(T, F, p, w) >= 0.0:
             continue
-        src = T[5][p]
+        src = T[HOME][p]
         if src >= 0:
-            acc += lat[src, w] + G[2][e] * inv[src, w]
+            acc += lat[src, w] + G[PRED_SIZE][e] * inv[src, w]
     return acc
 
 
@@ -141,17 +175,17 @@ def _estimate(G, T, F, lat, inv, i, w):
 def _choose_ready(G, T, F, K, pdur, lat, inv, everywhere, tasks, k, bi, bw):
     """``WorkStealing.on_ready``: each task to the worker where it would start earliest
     (:func:`taskflow.stealing.earliest`; no worker is lost in this loop)."""
-    occ, load, cores, feasible = K[7], K[8], K[9], K[14]
+    occ, load, cores, feasible = K[QWORK], K[LOAD], K[WCORES], K[FEASIBLE]
     W = occ.shape[0]
     for j in range(k):
         i = tasks[j]
         _estimates(G, T, F, K, lat, inv, i)
         if everywhere:
-            arg = earliest(load, K[13], K[15], K[12])
+            arg = earliest(load, K[DEAD], K[ANYWHERE], K[FETCH])
         else:
             for w in range(W):
                 feasible[w] = np.isfinite(duration(pdur, i, w))
-            arg = earliest(load, K[13], feasible, K[12])
+            arg = earliest(load, K[DEAD], feasible, K[FETCH])
         occ[arg] += duration(pdur, i, arg)
         load[arg] = occ[arg] / cores[arg]
         bi[j] = i
@@ -163,8 +197,8 @@ def _choose_ready(G, T, F, K, pdur, lat, inv, everywhere, tasks, k, bi, bw):
 def _choose_steal(G, T, F, K, pdur, lat, inv, thief, maxcand, bi, bw, score, mv, ci, dt, dv):
     """``WorkStealing.on_idle``: tasks the idle ``thief`` takes from the most loaded worker
     (:func:`taskflow.stealing.victim`, :func:`taskflow.stealing.rank`, :func:`taskflow.stealing.take`)."""
-    occ, load, cores, nqueued, q_head, q_next = K[7], K[8], K[9], K[2], K[3], T[10]
-    vic = victim(load, K[13], nqueued, thief)
+    occ, load, cores, nqueued, q_head, q_next = K[QWORK], K[LOAD], K[WCORES], K[NQUEUED], K[QHEAD], T[QNEXT]
+    vic = victim(load, K[DEAD], nqueued, thief)
     if vic < 0:
         return 0
     m = 0
@@ -190,16 +224,16 @@ def _choose_steal(G, T, F, K, pdur, lat, inv, thief, maxcand, bi, bw, score, mv,
 def _apply(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, now, fetch_ready):
     """Carry out ``k`` decisions (``Simulator._apply``): each task queued on its worker, then the
     workers touched start what they can; how many workers were touched (-1: an input was lost)."""
-    stamp = K[10]
+    stamp = K[WSTAMP]
     C[NB] += 1
     g = C[NB]
     nt = 0
     for j in range(k):
         i, w = bi[j], bw[j]
-        st = T[0][i]
-        if st >= RUNNING or (st == QUEUED and T[2][i] == w) or (st == WAITING and T[1][i] != 0):
+        st = T[STATUS][i]
+        if st >= RUNNING or (st == QUEUED and T[WORKER][i] == w) or (st == WAITING and T[NPRED][i] != 0):
             continue
-        old = T[2][i] if st == QUEUED else -1
+        old = T[WORKER][i] if st == QUEUED else -1
         if old >= 0:
             dequeue(T, K, i, old)
             C[NSTEALS] += 1
@@ -254,10 +288,10 @@ def simulate_ws(
 
     Returns ``(code, F, N)``: :data:`OK` (done), :data:`MORE` (the budget ran out: call again)
     or what went wrong, and the flow and network arrays (grown, so new ones): the transfers are
-    ``F[4][:C[NTR]]`` (task, source, destination) and ``F[5][:C[NTR]]`` (bytes, start, end); the
+    ``F[TRANSFERS][:C[NTR]]`` (task, source, destination) and ``F[TRANSFERS_F][:C[NTR]]`` (bytes, start, end); the
     runs ``R`` (task, worker; start, finish) in the order they ended."""
-    n = T[0].shape[0]
-    W = K[0].shape[0]
+    n = T[STATUS].shape[0]
+    W = K[FREE].shape[0]
     RI, RF = R
     bi = np.empty(max(n, maxcand) + 1, np.int64)
     bw = np.empty(max(n, maxcand) + 1, np.int64)
@@ -286,7 +320,7 @@ def simulate_ws(
         if ns:  # an idle worker steals (and the workers that touches are checked in turn)
             ns -= 1
             w = stack[ns]
-            if K[1][w] == 0 and K[2][w] == 0:
+            if K[NRUNNING][w] == 0 and K[NQUEUED][w] == 0:
                 F, N, out = make_room(C, F, N, out, n, maxcand * maxindeg, maxcand)
                 k = _choose_steal(G, T, F, K, pdur, lat_e, inv_e, w, maxcand, bi, bw, score, mv, ci, dt, dv)
                 nt = _apply(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, now, fetch_ready)
@@ -310,25 +344,25 @@ def simulate_ws(
             return MORE, F, N
         steps += 1
         t_net = next_time(C, X, F, N, P, repair, DENSE)
-        if C[EVN] and E[0][0] <= t_net:
-            now = E[0][0]
-            i = E[2][0]
-            C[EVN] = heap_pop(E[0], E[1], E[2], C[EVN])
-            F, N, out = make_room(C, F, N, out, n, outneed[i], G[3][i + 1] - G[3][i])
+        if C[EVN] and E[E_TIME][0] <= t_net:
+            now = E[E_TIME][0]
+            i = E[E_TASK][0]
+            C[EVN] = heap_pop(E[E_TIME], E[E_SEQ], E[E_TASK], C[EVN])
+            F, N, out = make_room(C, F, N, out, n, outneed[i], G[SUCC_PTR][i + 1] - G[SUCC_PTR][i])
             w = task_done(C, G, T, K, F, RI, RF, i, now)
             k = 0
-            for e in range(G[3][i], G[3][i + 1]):
-                j = G[4][e]
-                if T[0][j] >= RUNNING:
+            for e in range(G[SUCC_PTR][i], G[SUCC_PTR][i + 1]):
+                j = G[SUCC_IDX][e]
+                if T[STATUS][j] >= RUNNING:
                     continue
-                T[1][j] -= 1
-                if T[0][j] == QUEUED:  # a dynamic scheduler places ready tasks only
+                T[NPRED][j] -= 1
+                if T[STATUS][j] == QUEUED:  # a dynamic scheduler places ready tasks only
                     return UNREACHABLE, F, N
-                if T[1][j] == 0:
+                if T[NPRED][j] == 0:
                     newly[k] = j
                     k += 1
-            K[7][w] = max(0.0, K[7][w] - duration(pdur, i, w))
-            K[8][w] = K[7][w] / K[9][w]
+            K[QWORK][w] = max(0.0, K[QWORK][w] - duration(pdur, i, w))
+            K[LOAD][w] = K[QWORK][w] / K[WCORES][w]
             if k:
                 k = _choose_ready(G, T, F, K, pdur, lat_e, inv_e, everywhere, newly, k, bi, bw)
                 nt = _apply(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, now, fetch_ready)
@@ -346,11 +380,11 @@ def simulate_ws(
                 if h < 0:
                     flow_done(C, T, F, f, now)
                     continue
-                i, w = F[2][h, T_CONS], F[0][f, F_DST]
-                if F[2][h, T_TOK] != T[3][i] or T[0][i] != QUEUED or T[2][i] != w:
+                i, w = F[WAITS][h, T_CONS], F[FLOWS][f, F_DST]
+                if F[WAITS][h, T_TOK] != T[TOKEN][i] or T[STATUS][i] != QUEUED or T[WORKER][i] != w:
                     continue
-                T[4][i] -= 1
-                if T[4][i] == 0 and T[1][i] == 0:
+                T[MISSING][i] -= 1
+                if T[MISSING][i] == 0 and T[NPRED][i] == 0:
                     _runnable(C, T, K, F, i, w)
                     _try_start(C, G, T, K, F, E, tdur, w, now)
             if m:

@@ -29,7 +29,22 @@ from ..costs import Durations
 from ..trace import Run, Trace, Transfer
 from ._planloop import simulate_plan
 from ._wsloop import simulate_ws
-from ._loopstate import DEEP, MORE, NO_SOURCE, NPLACED, NRUNS, NSTEALS, NTR, OK, STUCK
+from ._loopstate import (
+    DEEP,
+    DONE,
+    MORE,
+    NO_SOURCE,
+    NPLACED,
+    NRUNS,
+    NSTEALS,
+    NTR,
+    OK,
+    STATUS,
+    STUCK,
+    TRANSFERS,
+    TRANSFERS_F,
+    WORKER,
+)
 from .network._flowstate import counted, flow_state
 
 __all__ = ["MIN_TASKS", "COLD_TASKS", "MAX_WORKERS", "CHUNK", "unsupported", "ready", "worth", "run"]
@@ -205,7 +220,7 @@ def run(sim) -> Trace:
         sim.scheduler.start(sim.view)
     i64 = np.int64
     pred_ptr, succ_ptr = a.pred_ptr.astype(i64), a.succ_ptr.astype(i64)
-    G = (
+    G = (  # the graph: PRED_PTR, PRED_IDX, PRED_SIZE, SUCC_PTR, SUCC_IDX, CORES
         pred_ptr,
         a.pred_idx.astype(i64),
         a.size[a.pred_eid].astype(np.float64),
@@ -214,36 +229,36 @@ def run(sim) -> Trace:
         a.cores.astype(i64),
     )
     indeg = np.diff(pred_ptr)
-    T = (
-        np.zeros(n, i64),
-        indeg.copy(),
-        np.full(n, -1, i64),
-        np.zeros(n, i64),
-        np.zeros(n, i64),
-        np.full(n, -1, i64),
-        np.zeros(n),
-        np.full(n, -1, i64),
-        np.full(n, -1, i64),
-        np.full(n, -1, i64),
-        np.full(n, -1, i64),
+    T = (  # per task, as _loopstate names them
+        np.zeros(n, i64),  # STATUS
+        indeg.copy(),  # NPRED
+        np.full(n, -1, i64),  # WORKER
+        np.zeros(n, i64),  # TOKEN
+        np.zeros(n, i64),  # MISSING
+        np.full(n, -1, i64),  # HOME
+        np.zeros(n),  # STARTED
+        np.full(n, -1, i64),  # LIVE
+        np.full(n, -1, i64),  # COPIES
+        np.full(n, -1, i64),  # QPREV
+        np.full(n, -1, i64),  # QNEXT
     )
-    K = (
-        sim.cluster.cores.astype(i64),
-        np.zeros(W, i64),
-        np.zeros(W, i64),
-        np.full(W, -1, i64),
-        np.full(W, -1, i64),
-        np.full(W, -1, i64),
-        np.full(W, -1, i64),
-        np.zeros(W),
-        np.zeros(W),
-        np.asarray(sim.cluster.cores if plan is not None else sim.scheduler.cores, np.float64),
-        np.zeros(W, i64),
-        np.zeros(W, np.bool_),
-        np.zeros(W),
-        np.zeros(0),  # 13: work stealing's ``dead``: none (no worker is lost in the loop)
-        np.zeros(W, np.bool_),  # 14: where the task being placed can run
-        np.zeros(0, np.bool_),  # 15: ... anywhere
+    K = (  # per worker, as _loopstate names them
+        sim.cluster.cores.astype(i64),  # FREE
+        np.zeros(W, i64),  # NRUNNING
+        np.zeros(W, i64),  # NQUEUED
+        np.full(W, -1, i64),  # QHEAD
+        np.full(W, -1, i64),  # QTAIL
+        np.full(W, -1, i64),  # RHEAD
+        np.full(W, -1, i64),  # RTAIL
+        np.zeros(W),  # QWORK
+        np.zeros(W),  # LOAD
+        np.asarray(sim.cluster.cores if plan is not None else sim.scheduler.cores, np.float64),  # WCORES
+        np.zeros(W, i64),  # WSTAMP
+        np.zeros(W, np.bool_),  # HERE
+        np.zeros(W),  # FETCH
+        np.zeros(0),  # DEAD: work stealing's lost workers, none (no worker is lost in the loop)
+        np.zeros(W, np.bool_),  # FEASIBLE: where the task being placed can run
+        np.zeros(0, np.bool_),  # ANYWHERE: ... anywhere
     )
     cap = 1024
     C, X, flows, N = flow_state(W, 1, cap)
@@ -323,9 +338,9 @@ def run(sim) -> Trace:
     }
     nr = int(C[NRUNS])
     if nr < n:
-        left = np.flatnonzero(T[0] != 3)
+        left = np.flatnonzero(T[STATUS] != DONE)
         i = int(left[0])
-        w = int(T[2][i])
+        w = int(T[WORKER][i])
         why = "never assigned to a worker" if w < 0 else f"stuck on worker {sim.wids[w]!r}"
         raise RuntimeError(f"simulation ended with {len(left)} unfinished task(s); task {a.ids[i]!r} was {why}")
     ids, wids = a.ids, sim.wids
@@ -335,7 +350,7 @@ def run(sim) -> Trace:
     meta = {"aborted_transfers": 0, "information": sim.information, "engine": "compiled"}
     return Trace(
         runs,
-        _Transfers(F[4][:nt], F[5][:nt], ids, wids),
+        _Transfers(F[TRANSFERS][:nt], F[TRANSFERS_F][:nt], ids, wids),
         scheduler=sim.scheduler.name,
         network=sim.network_name,
         meta=meta,

@@ -15,8 +15,15 @@ import numpy as np
 from ...jit import kernel
 from ._flowloop import AFRESH, TRY_REPAIR, WHOLE, refresh, solve, step
 from ._flowstate import (
+    BACK,
     BACKOFF,
+    BOTTLENECK,
+    CARRIED,
+    CHANGED,
+    COUNTED,
     DIRTY,
+    DUE,
+    DUE_FLOWS,
     EPS,
     F_CLS,
     F_DST,
@@ -24,9 +31,17 @@ from ._flowstate import (
     F_SLOT,
     F_SRC,
     F_TH,
+    FLOWS,
+    FLOWS_F,
     G_START,
     G_TACT,
     G_TOTAL,
+    IN_SET,
+    LAT_FLOW,
+    LAT_SEQ,
+    LAT_TIME,
+    LINKS,
+    MOVES,
     NACTIVE,
     NAFRESH,
     NCH,
@@ -39,15 +54,34 @@ from ._flowstate import (
     NSEQ,
     NSOLVES,
     NTH,
+    PAIR_BW,
+    PAIR_CAP,
+    PAIR_CLS,
+    PAIR_DST,
+    PAIR_FLOWS,
+    PAIR_FREE,
+    PAIR_POS,
+    PAIR_RATE,
+    PAIR_SLOT,
+    PAIR_SRC,
+    PAIRS,
     PCAPL,
     PFREE,
+    RATE,
     SKIP,
+    SLOT_FLOW,
+    SLOT_PAIR,
     STALE,
     T_CONS,
     T_LAST,
     T_NEXT,
     T_TOK,
+    TARGET,
+    TOTAL,
     TRACKED,
+    UP,
+    WAITS,
+    WAITS_B,
     WHN,
     heap_pop,
     heap_push,
@@ -61,27 +95,28 @@ def catch_up(C, X, N, now):
     """Move the active flows to ``now`` (their rates unchanged since the last move)."""
     dt = now - X[T_LAST]
     if dt > 0 and C[NACTIVE]:
-        step(C[NACTIVE], N[3], N[4], N[5], N[2], dt, EPS, N[6], now)
+        step(C[NACTIVE], N[CARRIED], N[TOTAL], N[TARGET], N[RATE], dt, EPS, N[DUE], now)
     X[T_LAST] = now
 
 
 @kernel(cache=True, _nrt=False)
 def set_next(F, N, f):
     """The bytes at which active flow ``f`` next needs attention: its first waiting consumer's, or its end."""
-    slot = F[0][f, F_SLOT]
+    slot = F[FLOWS][f, F_SLOT]
     if slot >= 0:
-        h = F[0][f, F_TH]
-        tot = F[1][f, G_TOTAL]
-        N[5][slot] = F[3][h] if (h >= 0 and F[3][h] < tot) else tot
+        h = F[FLOWS][f, F_TH]
+        tot = F[FLOWS_F][f, G_TOTAL]
+        N[TARGET][slot] = F[WAITS_B][h] if (h >= 0 and F[WAITS_B][h] < tot) else tot
 
 
 @kernel(cache=True, _nrt=False)
 def pair_on(C, N, P, cls, src, dst):
     """The pair ``src -> dst`` of class ``cls`` has its first active flow: a slot for it (from the
     free list, which doubles when it runs out); returns the slot."""
-    pslot, pfree, psrc, pdst, pcls, pn, pcaps, prate, plist, ppos, pb, inS, links, back, counted = N[8:23]
-    moves = N[24]
-    W = P[0].shape[0]
+    pslot, pfree, psrc, pdst, pcls = N[PAIR_SLOT], N[PAIR_FREE], N[PAIR_SRC], N[PAIR_DST], N[PAIR_CLS]
+    pn, pcaps, prate, plist, ppos = N[PAIR_FLOWS], N[PAIR_CAP], N[PAIR_RATE], N[PAIRS], N[PAIR_POS]
+    pb, inS, links, back, counted, moves = N[BOTTLENECK], N[IN_SET], N[LINKS], N[BACK], N[COUNTED], N[MOVES]
+    W = P[UP].shape[0]
     if C[PFREE] == 0:
         old = C[PCAPL]
         for s in range(2 * old - 1, old - 1, -1):
@@ -109,7 +144,7 @@ def pair_on(C, N, P, cls, src, dst):
     pdst[q] = dst
     pcls[q] = cls
     pn[q] = 0.0
-    pcaps[q] = P[10][src * W + dst]
+    pcaps[q] = P[PAIR_BW][src * W + dst]
     plist[C[NPAIRS]] = q
     ppos[q] = C[NPAIRS]
     C[NPAIRS] += 1
@@ -125,9 +160,9 @@ def pair_on(C, N, P, cls, src, dst):
 @kernel(cache=True, _nrt=False)
 def pair_off(C, N, P, q):
     """The pair in slot ``q`` has no active flow left: free its slot."""
-    pslot, pfree, psrc, pdst, pcls = N[8], N[9], N[10], N[11], N[12]
-    plist, ppos, moves = N[16], N[17], N[24]
-    W = P[0].shape[0]
+    pslot, pfree, psrc, pdst, pcls = N[PAIR_SLOT], N[PAIR_FREE], N[PAIR_SRC], N[PAIR_DST], N[PAIR_CLS]
+    plist, ppos, moves = N[PAIRS], N[PAIR_POS], N[MOVES]
+    W = P[UP].shape[0]
     src, dst = psrc[q], pdst[q]
     pslot[(pcls[q] * W + src) * W + dst] = -1
     if C[TRACKED]:  # out of its ports' lists and counts at the next solve
@@ -149,21 +184,21 @@ def pair_off(C, N, P, q):
 @kernel(cache=True, _nrt=False)
 def activate(C, F, N, P, f):
     """``f``'s latency has passed: it takes the next active slot (the active flows hold the first ones)."""
-    FI = F[0]
+    FI = F[FLOWS]
     slot = C[NACTIVE]
     FI[f, F_SLOT] = slot
-    N[0][slot] = f
+    N[SLOT_FLOW][slot] = f
     src, dst = FI[f, F_SRC], FI[f, F_DST]
-    W = P[0].shape[0]
-    q = N[8][(FI[f, F_CLS] * W + src) * W + dst]
+    W = P[UP].shape[0]
+    q = N[PAIR_SLOT][(FI[f, F_CLS] * W + src) * W + dst]
     if q < 0:
         q = pair_on(C, N, P, FI[f, F_CLS], src, dst)
-    N[1][slot] = q
-    N[13][q] += 1.0
-    N[23][C[NCH]] = q
+    N[SLOT_PAIR][slot] = q
+    N[PAIR_FLOWS][q] += 1.0
+    N[CHANGED][C[NCH]] = q
     C[NCH] += 1
-    N[3][slot] = 0.0
-    N[4][slot] = F[1][f, G_TOTAL]
+    N[CARRIED][slot] = 0.0
+    N[TOTAL][slot] = F[FLOWS_F][f, G_TOTAL]
     C[NACTIVE] += 1
     set_next(F, N, f)
     C[DIRTY] = 1
@@ -172,16 +207,16 @@ def activate(C, F, N, P, f):
 @kernel(cache=True, _nrt=False)
 def deactivate(C, F, N, P, f):
     """``f`` stops moving (done or aborted): the last active flow takes its slot."""
-    FI = F[0]
+    FI = F[FLOWS]
     slot = FI[f, F_SLOT]
     if slot < 0:
         return
-    sflow, pair, rates, done, total, nxt = N[0], N[1], N[2], N[3], N[4], N[5]
+    sflow, pair, rates, done, total, nxt = N[SLOT_FLOW], N[SLOT_PAIR], N[RATE], N[CARRIED], N[TOTAL], N[TARGET]
     q = pair[slot]
-    N[13][q] -= 1.0
-    N[23][C[NCH]] = q
+    N[PAIR_FLOWS][q] -= 1.0
+    N[CHANGED][C[NCH]] = q
     C[NCH] += 1
-    if N[13][q] == 0:
+    if N[PAIR_FLOWS][q] == 0:
         pair_off(C, N, P, q)
     last = C[NACTIVE] - 1
     if last != slot:
@@ -203,7 +238,7 @@ def deactivate(C, F, N, P, f):
 def net_start(C, X, F, N, P, src, dst, cls, total, latency, now):
     """A flow begins at ``now``: ``total`` bytes from ``src`` to ``dst`` in class ``cls``, its
     ``latency`` first; returns its number (its row of ``F``, in the order flows start)."""
-    FI, GF = F[0], F[1]
+    FI, GF = F[FLOWS], F[FLOWS_F]
     f = C[NFLOWS]
     C[NFLOWS] += 1
     FI[f, F_SRC] = src
@@ -219,7 +254,7 @@ def net_start(C, X, F, N, P, src, dst, cls, total, latency, now):
     t = GF[f, G_TACT]
     if t > now:
         C[NSEQ] += 1
-        C[WHN] = heap_push(N[25], N[26], N[27], C[WHN], t, C[NSEQ], f)
+        C[WHN] = heap_push(N[LAT_TIME], N[LAT_SEQ], N[LAT_FLOW], C[WHN], t, C[NSEQ], f)
     else:
         activate(C, F, N, P, f)
     return f
@@ -229,7 +264,7 @@ def net_start(C, X, F, N, P, src, dst, cls, total, latency, now):
 def net_wait(C, X, F, N, f, nbytes, consumer, token, now):
     """``consumer`` (with its assignment ``token``) needs the first ``nbytes`` of ``f``: a place on
     ``f``'s list, kept in (bytes, arrival) order; returns its number."""
-    FI, TI, TB = F[0], F[2], F[3]
+    FI, TI, TB = F[FLOWS], F[WAITS], F[WAITS_B]
     C[NSEQ] += 1
     h = C[NTH]
     C[NTH] += 1
@@ -257,10 +292,10 @@ def net_wait(C, X, F, N, f, nbytes, consumer, token, now):
 def net_extend(C, X, F, N, f, total, now):
     """``f`` must carry ``total`` bytes instead (a later consumer needs more)."""
     catch_up(C, X, N, now)
-    F[1][f, G_TOTAL] = total
-    slot = F[0][f, F_SLOT]
+    F[FLOWS_F][f, G_TOTAL] = total
+    slot = F[FLOWS][f, F_SLOT]
     if slot >= 0:
-        N[4][slot] = total
+        N[TOTAL][slot] = total
         set_next(F, N, f)
         C[STALE] = 1
 
@@ -270,9 +305,9 @@ def net_abort(C, X, F, N, P, f, now):
     """``f`` stops (its source or destination was lost); nothing of it comes due again. Returns
     the bytes it had carried."""
     catch_up(C, X, N, now)
-    F[0][f, F_GONE] = 1
-    slot = F[0][f, F_SLOT]
-    carried = N[3][slot] if slot >= 0 else 0.0
+    F[FLOWS][f, F_GONE] = 1
+    slot = F[FLOWS][f, F_SLOT]
+    carried = N[CARRIED][slot] if slot >= 0 else 0.0
     deactivate(C, F, N, P, f)
     return carried
 
@@ -326,11 +361,11 @@ def next_time(C, X, F, N, P, repair, dense):
         C[STALE] = 0
         C[NCH] = 0
         C[NMOV] = 0
-    while C[WHN] and F[0][N[27][0], F_GONE]:  # aborted in its latency phase
-        C[WHN] = heap_pop(N[25], N[26], N[27], C[WHN])
+    while C[WHN] and F[FLOWS][N[LAT_FLOW][0], F_GONE]:  # aborted in its latency phase
+        C[WHN] = heap_pop(N[LAT_TIME], N[LAT_SEQ], N[LAT_FLOW], C[WHN])
     t = X[NEXT]
-    if C[WHN] and N[25][0] < t:
-        t = N[25][0]
+    if C[WHN] and N[LAT_TIME][0] < t:
+        t = N[LAT_TIME][0]
     return t
 
 
@@ -341,11 +376,11 @@ def pop_due(C, X, F, N, P, now, out):
     (the flow is complete, after its consumers), flows due at once in the order they started; how
     many. The flows' own state is settled before this returns, so acting on a report may start
     new flows. ``out`` needs a row per consumer waiting and per active flow."""
-    FI, GF, TI, TB = F[0], F[1], F[2], F[3]
-    sflow, done, due, dueflows = N[0], N[3], N[6], N[7]
+    FI, GF, TI, TB = F[FLOWS], F[FLOWS_F], F[WAITS], F[WAITS_B]
+    sflow, done, due, dueflows = N[SLOT_FLOW], N[CARRIED], N[DUE], N[DUE_FLOWS]
     dt = now - X[T_LAST]
     X[T_LAST] = now
-    k = step(C[NACTIVE], done, N[4], N[5], N[2], dt, EPS, due, now) if C[NACTIVE] else 0
+    k = step(C[NACTIVE], done, N[TOTAL], N[TARGET], N[RATE], dt, EPS, due, now) if C[NACTIVE] else 0
     for j in range(k):
         dueflows[j] = sflow[due[j]]
     order = np.sort(dueflows[:k])  # (slots move as flows end)
@@ -375,9 +410,9 @@ def pop_due(C, X, F, N, P, now, out):
             FI[f, F_TH] = h
             set_next(F, N, f)
             C[STALE] = 1
-    while C[WHN] and N[25][0] <= now:
-        f = N[27][0]
-        C[WHN] = heap_pop(N[25], N[26], N[27], C[WHN])
+    while C[WHN] and N[LAT_TIME][0] <= now:
+        f = N[LAT_FLOW][0]
+        C[WHN] = heap_pop(N[LAT_TIME], N[LAT_SEQ], N[LAT_FLOW], C[WHN])
         if not FI[f, F_GONE]:
             activate(C, F, N, P, f)
     return m

@@ -6,8 +6,8 @@ State lives in a few tuples of arrays (numba passes them by reference):
 
 * ``C`` the integer counters and flags (the indices below; a loop numbers its own from
   :data:`COUNTERS`), ``X`` the float ones (:data:`T_LAST`, :data:`NEXT`);
-* ``F`` per flow: ``F[0]`` its integers (columns ``F_*``), ``F[1]`` its floats (``G_*``), ``F[2]``
-  and ``F[3]`` the consumers waiting on a byte count (``T_*`` and the bytes), each flow's in a
+* ``F`` per flow: ``F[FLOWS]`` its integers (columns ``F_*``), ``F[FLOWS_F]`` its floats (``G_*``), ``F[WAITS]``
+  and ``F[WAITS_B]`` the consumers waiting on a byte count (``T_*`` and the bytes), each flow's in a
   list kept in (bytes, arrival) order. A loop adds its own arrays after these four; a network alone
   passes empty ones (:data:`LOOP_NONE`) so that every kernel has one compiled signature;
 * ``N`` the active flows' slots, the active (class, source, destination) pairs' slots and the
@@ -60,6 +60,22 @@ T_LAST, NEXT = 0, 1
 F_TASK, F_SRC, F_DST, F_SLOT, F_TH, F_NEXT, F_CLS, F_GONE = range(8)
 G_TOTAL, G_START, G_TACT, G_BASE = range(4)
 T_CONS, T_TOK, T_NEXT = range(3)
+
+# the flows' arrays F[...] (a loop's own follow them)
+FLOWS, FLOWS_F, WAITS, WAITS_B = range(4)
+# the network's N[...]: the active flows' slots (each one's flow, pair, rate, bytes carried, total,
+# the bytes at which it next needs attention; the slots due and their flows), the pairs' slots (each
+# (class, source, destination)'s slot; the free ones; a slot's source, destination, class, active
+# flows, cap, rate; the active slots and each one's place among them), the repair's bookkeeping
+# (bottlenecks, in the set, the ports' lists forward and back, counted), what changed since the last
+# solve, the flows in their latency phase (a min-heap: time, sequence, flow)
+(SLOT_FLOW, SLOT_PAIR, RATE, CARRIED, TOTAL, TARGET, DUE, DUE_FLOWS, PAIR_SLOT, PAIR_FREE, PAIR_SRC, PAIR_DST,
+ PAIR_CLS, PAIR_FLOWS, PAIR_CAP, PAIR_RATE, PAIRS, PAIR_POS, BOTTLENECK, IN_SET, LINKS, BACK, COUNTED, CHANGED,
+ MOVES, LAT_TIME, LAT_SEQ, LAT_FLOW) = range(28)  # fmt: skip
+# the ports' P[...]: upload, download, rack, rack uplink and downlink capacities; the solver's and the
+# repair's scratch per port; each pair's own bandwidth; flags (capped, backplane, classes)
+(UP, DOWN, RACK, RACK_UP, RACK_DOWN, PORT_LOC, PORT_HEAD, PORT_MARK, PORT_STAMP, PORT_USED, PAIR_BW, PORT_NB,
+ PORT_INUSE, FLAGS) = range(14)  # fmt: skip
 
 _I64 = np.int64
 #: what a network alone passes for a loop's arrays after the flows' four (see the module docstring)
