@@ -64,7 +64,14 @@ _forced_cached = 0
 _plain = 0
 _loaded = False  # a kernel has been compiled in this process: every call runs compiled
 _spent = 0.0  # seconds of large calls of kernels not cached, run as plain Python in this process
-_nesting = threading.local()  # .depth: kernels running as plain Python in this thread, one inside another
+_never = False  # TASKFLOW_COMPILE was "never" when last read (compile_mode)
+
+
+class _Nesting(threading.local):
+    depth = 0  # kernels running as plain Python in this thread, one inside another
+
+
+_nesting = _Nesting()
 _KERNELS: list = []  # every kernel made, for the check of numba's cached machine code
 _checked: set = set()  # package folders whose cached kernels were checked in this process
 #: the file beside numba's cached kernels that says which sources they were compiled from
@@ -116,7 +123,7 @@ class Kernel:
         _KERNELS.append(self)
 
     def __call__(self, *args):
-        if getattr(_nesting, "depth", 0):  # (the common case inside a plain-Python kernel, without a frame more)
+        if _nesting.depth:  # (the common case inside a plain-Python kernel, without a frame more)
             return self.py_func(*args)
         return self.call(args)
 
@@ -124,8 +131,11 @@ class Kernel:
         """Run on ``args``, compiled or as plain Python as a call would be; ``large`` says whether
         the input counts as large (by default, whether an array in ``args`` has :data:`SMALL`
         elements: give it where the arrays are inside tuples, which are not looked into)."""
-        if getattr(_nesting, "depth", 0):  # called by a kernel running as plain Python: so does this one
+        if _nesting.depth:  # called by a kernel running as plain Python: so does this one
             return self.py_func(*args)  # (its lists are Python's, which compiled code cannot take)
+        fast = self._compiled  # compiled in this process already: every call runs compiled, unless told not to
+        if fast is not None and not _plain and (_forced or not _never):
+            return fast(*args)
         if _forced_cached and not _plain and not _forced and self.cached() and compile_mode() != "never":
             return self.dispatcher(*args)
         if _plain or not (_loaded or _forced or (_large(args) if large is None else large)):
@@ -142,7 +152,7 @@ class Kernel:
         seconds added to the process's (:data:`COLD_SECONDS`)."""
         global _spent
         t0 = time.perf_counter() if timed else 0.0
-        _nesting.depth = getattr(_nesting, "depth", 0) + 1
+        _nesting.depth = _nesting.depth + 1
         try:
             return self.py_func(*args)
         finally:
@@ -275,11 +285,13 @@ def compile_mode() -> str:
     UsageError
         Another value.
     """
+    global _never
     mode = os.environ.get("TASKFLOW_COMPILE", "auto") or "auto"
     if mode not in ("auto", "always", "never"):
         from .errors import UsageError
 
         raise UsageError(f"TASKFLOW_COMPILE must be auto, always or never, got {mode!r}")
+    _never = mode == "never"  # (what a kernel compiled already goes by, until the mode is read again)
     return mode
 
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from ..cluster import Cluster
 from ..costs import CostModel
 from ..graph import TaskGraph
-from ..scheduling import get_scheduler
 from ..schedule import Schedule
+from ..scheduling import get_scheduler
 from ..trace import Trace
 from .engine import Simulator
 from .information import INFORMATION, estimated_graph

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import kernel
-from .network._flows import net_extend, net_start, net_wait
+from .network._flows import net_extend, net_start_wait, net_wait
 from .network._flowstate import (
     COUNTERS,
     F_DST,
@@ -117,12 +117,11 @@ def need_input(C, X, T, F, N, P, lat, i, p, s, w, now):
     src = T[HOME][p]  # where it was computed (no worker is lost here)
     if src < 0:
         return False
-    f = net_start(C, X, F, N, P, src, w, 0, s - base, lat[src, w], now)
+    f = net_start_wait(C, X, F, N, P, src, w, 0, s - base, lat[src, w], now, s - base, i, token)
     FI[f, F_TASK] = p
     FI[f, F_NEXT] = T[LIVE][p]
     T[LIVE][p] = f
     GF[f, G_BASE] = base
-    net_wait(C, X, F, N, f, s - base, i, token, now)
     return True
 
 

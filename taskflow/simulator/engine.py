@@ -54,10 +54,10 @@ from ..errors import SchedulerError, UsageError
 from ..graph import TaskGraph
 from ..scheduling import available, get_scheduler, require_runnable, scheduler_class
 from ..trace import Run, Trace, Transfer, run_id
-from ._gc import FewerCollections
-from .events import EventKind
 from . import fastpath
+from ._gc import FewerCollections
 from .decisions import Decisions
+from .events import EventKind
 from .faults import Perturbations
 from .information import estimated_graph
 from .network import Flow, make_network

@@ -27,8 +27,6 @@ import numpy as np
 
 from ..costs import Durations
 from ..trace import Run, Trace, Transfer
-from ._planloop import simulate_plan
-from ._wsloop import simulate_ws
 from ._loopstate import (
     DEEP,
     DONE,
@@ -45,6 +43,8 @@ from ._loopstate import (
     TRANSFERS_F,
     WORKER,
 )
+from ._planloop import simulate_plan
+from ._wsloop import simulate_ws
 from .network._flowstate import counted, flow_state
 
 __all__ = ["MIN_TASKS", "COLD_TASKS", "MAX_WORKERS", "CHUNK", "unsupported", "ready", "worth", "run"]

@@ -8,8 +8,8 @@ at latency + bytes / bandwidth, one input after another); schedulers use it rath
 from __future__ import annotations
 
 import numpy as np
-from ..jit import kernel
 
+from ..jit import kernel
 from .states import DONE, RUNNING
 
 __all__ = ["SimView"]

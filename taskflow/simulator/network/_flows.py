@@ -87,7 +87,17 @@ from ._flowstate import (
     heap_push,
 )
 
-__all__ = ["net_start", "net_wait", "net_extend", "net_abort", "next_time", "pop_due"]
+__all__ = [
+    "net_start",
+    "net_wait",
+    "net_start_wait",
+    "solve_rates",
+    "earliest",
+    "net_extend",
+    "net_abort",
+    "next_time",
+    "pop_due",
+]
 
 
 @kernel(cache=True, _nrt=False)
@@ -289,6 +299,15 @@ def net_wait(C, X, F, N, f, nbytes, consumer, token, now):
 
 
 @kernel(cache=True, _nrt=False)
+def net_start_wait(C, X, F, N, P, src, dst, cls, total, latency, now, nbytes, consumer, token):
+    """A flow begins (:func:`net_start`) and its first consumer waits on it (:func:`net_wait`), in
+    one call; returns the flow's number."""
+    f = net_start(C, X, F, N, P, src, dst, cls, total, latency, now)
+    net_wait(C, X, F, N, f, nbytes, consumer, token, now)
+    return f
+
+
+@kernel(cache=True, _nrt=False)
 def net_extend(C, X, F, N, f, total, now):
     """``f`` must carry ``total`` bytes instead (a later consumer needs more)."""
     catch_up(C, X, N, now)
@@ -313,60 +332,76 @@ def net_abort(C, X, F, N, P, f, now):
 
 
 @kernel(cache=True)
+def solve_rates(C, X, N, P, repair, dense):
+    """The rates solved again if the flows changed since the last solve (whole, or only what the
+    change can move: ``repair`` as :data:`.maxmin.REPAIR`, ``dense`` as :data:`.maxmin.DENSE`), and
+    with them the time of the next flow event (``X[NEXT]``); nothing where nothing changed."""
+    if not (C[DIRTY] or C[STALE]):
+        return
+    (sflow, pair, rates, done, total, nxt, due, dueflows, pslot, pfree, psrc, pdst, pcls, pn, pcaps, prate,
+     plist, ppos, pb, inS, links, back, counted, changed, moves, wht, whs, whv) = N  # fmt: skip
+    up, down, rack, rup, rdown, loc, heads, mark, stamp, used, pcap, nb, inuse, flags = P
+    capped, bp, classes = flags[0] != 0.0, flags[1], int(flags[2])
+    W = up.shape[0]
+    npairs = C[NPAIRS]
+    recompute = C[DIRTY] != 0
+    if recompute:
+        C[NSOLVES] += 1
+    if not (C[NACTIVE] or npairs):
+        X[NEXT] = np.inf
+        C[TRACKED] = 0  # (pairs gone since the last solve: their moves are not applied)
+    elif repair and npairs >= repair and (npairs <= dense * W or npairs >= 4096):
+        # the bookkeeping kept (made afresh where it was not); a repair tried unless backing off
+        mode = WHOLE if C[SKIP] else TRY_REPAIR
+        if not C[TRACKED]:
+            mode = AFRESH
+            C[TRACKED] = 1
+            C[NAFRESH] += 1
+        ch = changed[: C[NCH]] if mode == TRY_REPAIR else changed[:0]
+        t, how = refresh(C[NACTIVE], pair, done, nxt, rates, plist, npairs, psrc, pdst, pcls, pn, pcaps, up, down,
+                         prate, X[T_LAST], recompute, classes, capped, bp, rack, rup, rdown, loc, pb, ch,
+                         moves[: C[NMOV]], heads, links, back, inS, mark, stamp, used, counted, nb, inuse,
+                         mode)  # fmt: skip
+        X[NEXT] = t
+        if how == 0:  # given up: whole solves for a while, twice as long after each give-up in a row
+            C[NGIVENUP] += 1
+            C[BACKOFF] = min(64, 2 * C[BACKOFF] if C[BACKOFF] else 1)
+            C[SKIP] = C[BACKOFF]
+        elif how == 1:
+            C[NREPAIRED] += 1
+            C[BACKOFF] = 0
+        elif C[SKIP] and recompute:
+            C[SKIP] -= 1
+    else:
+        C[TRACKED] = 0
+        X[NEXT] = solve(C[NACTIVE], pair, done, nxt, rates, plist, npairs, psrc, pdst, pcls, pn, pcaps, up,
+                        down, prate, X[T_LAST], recompute, classes, capped, bp, rack, rup, rdown, loc,
+                        pb)  # fmt: skip
+    C[DIRTY] = 0
+    C[STALE] = 0
+    C[NCH] = 0
+    C[NMOV] = 0
+
+
+@kernel(cache=True, _nrt=False)
+def earliest(C, X, FI, lat_time, lat_seq, lat_flow):
+    """When the flows next need attention: the next flow event (as last solved) or the end of the
+    next latency phase, flows aborted in theirs dropped (``FI`` the flows' integers, the rest the
+    latency phases' heap)."""
+    while C[WHN] and FI[lat_flow[0], F_GONE]:
+        C[WHN] = heap_pop(lat_time, lat_seq, lat_flow, C[WHN])
+    t = X[NEXT]
+    if C[WHN] and lat_time[0] < t:
+        t = lat_time[0]
+    return t
+
+
+@kernel(cache=True)
 def next_time(C, X, F, N, P, repair, dense):
     """When the flows next need attention: the rates solved again first if the flows changed
-    (whole, or only what the change can move: ``repair`` as :data:`.maxmin.REPAIR`, ``dense`` as
-    :data:`.maxmin.DENSE`), then the earliest of the next flow event and the next latency's end."""
-    if C[DIRTY] or C[STALE]:
-        (sflow, pair, rates, done, total, nxt, due, dueflows, pslot, pfree, psrc, pdst, pcls, pn, pcaps, prate,
-         plist, ppos, pb, inS, links, back, counted, changed, moves, wht, whs, whv) = N  # fmt: skip
-        up, down, rack, rup, rdown, loc, heads, mark, stamp, used, pcap, nb, inuse, flags = P
-        capped, bp, classes = flags[0] != 0.0, flags[1], int(flags[2])
-        W = up.shape[0]
-        npairs = C[NPAIRS]
-        recompute = C[DIRTY] != 0
-        if recompute:
-            C[NSOLVES] += 1
-        if not (C[NACTIVE] or npairs):
-            X[NEXT] = np.inf
-            C[TRACKED] = 0  # (pairs gone since the last solve: their moves are not applied)
-        elif repair and npairs >= repair and (npairs <= dense * W or npairs >= 4096):
-            # the bookkeeping kept (made afresh where it was not); a repair tried unless backing off
-            mode = WHOLE if C[SKIP] else TRY_REPAIR
-            if not C[TRACKED]:
-                mode = AFRESH
-                C[TRACKED] = 1
-                C[NAFRESH] += 1
-            ch = changed[: C[NCH]] if mode == TRY_REPAIR else changed[:0]
-            t, how = refresh(C[NACTIVE], pair, done, nxt, rates, plist, npairs, psrc, pdst, pcls, pn, pcaps, up, down,
-                             prate, X[T_LAST], recompute, classes, capped, bp, rack, rup, rdown, loc, pb, ch,
-                             moves[: C[NMOV]], heads, links, back, inS, mark, stamp, used, counted, nb, inuse,
-                             mode)  # fmt: skip
-            X[NEXT] = t
-            if how == 0:  # given up: whole solves for a while, twice as long after each give-up in a row
-                C[NGIVENUP] += 1
-                C[BACKOFF] = min(64, 2 * C[BACKOFF] if C[BACKOFF] else 1)
-                C[SKIP] = C[BACKOFF]
-            elif how == 1:
-                C[NREPAIRED] += 1
-                C[BACKOFF] = 0
-            elif C[SKIP] and recompute:
-                C[SKIP] -= 1
-        else:
-            C[TRACKED] = 0
-            X[NEXT] = solve(C[NACTIVE], pair, done, nxt, rates, plist, npairs, psrc, pdst, pcls, pn, pcaps, up,
-                            down, prate, X[T_LAST], recompute, classes, capped, bp, rack, rup, rdown, loc,
-                            pb)  # fmt: skip
-        C[DIRTY] = 0
-        C[STALE] = 0
-        C[NCH] = 0
-        C[NMOV] = 0
-    while C[WHN] and F[FLOWS][N[LAT_FLOW][0], F_GONE]:  # aborted in its latency phase
-        C[WHN] = heap_pop(N[LAT_TIME], N[LAT_SEQ], N[LAT_FLOW], C[WHN])
-    t = X[NEXT]
-    if C[WHN] and N[LAT_TIME][0] < t:
-        t = N[LAT_TIME][0]
-    return t
+    (:func:`solve_rates`), then :func:`earliest`."""
+    solve_rates(C, X, N, P, repair, dense)
+    return earliest(C, X, F[FLOWS], N[LAT_TIME], N[LAT_SEQ], N[LAT_FLOW])
 
 
 @kernel(cache=True)

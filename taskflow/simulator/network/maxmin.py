@@ -29,17 +29,27 @@ from __future__ import annotations
 import numpy as np
 
 from ...jit import SMALL
-from ._flows import net_abort, net_extend, net_start, net_wait, next_time, pop_due
+from ._flows import earliest, net_abort, net_extend, net_start, net_start_wait, net_wait, pop_due, solve_rates
 from ._flowstate import (
+    DIRTY,
     F_SLOT,
+    FLOWS,
+    LAT_FLOW,
+    LAT_SEQ,
+    LAT_TIME,
     LOOP_NONE,
     NACTIVE,
     NFLOWS,
     NPAIRS,
     NTH,
+    RATE,
+    SLOT_FLOW,
+    STALE,
     T_CONS,
     T_TOK,
     TRACKED,
+    WAITS,
+    WAITS_B,
     WHN,
     counted,
     flow_state,
@@ -119,62 +129,91 @@ class MaxMinNetwork(Network):
         self.F = flows + LOOP_NONE
         self.out = np.zeros((0, 2), i64)
         self.flows = []  # each flow started, by its number (Flow.slot)
+        self._pending = None  # a flow started, waiting for its first consumer to be started with it
         self._room()
 
     def _room(self, flows: int = 0, waits: int = 0):
         """Room for ``flows`` more flows and ``waits`` more consumers waiting (arrays doubled)."""
         self.F, self.N = room(self.C, self.F, self.N, max(flows, 1), max(waits, 1))
-        rows = self.F[2].shape[0] + self.N[0].shape[0]
+        rows = self.F[WAITS].shape[0] + self.N[SLOT_FLOW].shape[0]
         if self.out.shape[0] < rows:
             self.out = np.zeros((rows, 2), np.int64)
-        self._cap = (self.F[0].shape[0], self.F[2].shape[0], self.N[0].shape[0])
+        self._cap = (self.F[FLOWS].shape[0], self.F[WAITS].shape[0], self.N[SLOT_FLOW].shape[0])
         # the kernels take tuples, whose arrays jit does not size: large ones run compiled as a kernel would
-        self._large = max(2 * self.W, 4 * self.N[0].shape[0]) >= SMALL
+        self._large = max(2 * self.W, 4 * self.N[SLOT_FLOW].shape[0]) >= SMALL
 
     def _call(self, k, *args):
         return k.call(args, self._large)
 
     # ------------------------------------------------------------------ Network
     def start(self, flow, now):
+        self._flush()
+        self._pending = (flow, now)  # started with its first wait, in one call (the engine waits on it next)
+
+    def _flush(self):
+        """Start the flow whose start waits for its first consumer (none came)."""
+        if self._pending is not None:
+            flow, now = self._pending
+            self._pending = None
+            self._begin(flow, now, None)
+
+    def _begin(self, flow, now, waiting):
+        """``flow`` starts at ``now``, and ``waiting`` (``(bytes, consumer, token)``, or None) waits on it."""
         C = self.C
-        if C[NFLOWS] >= self._cap[0] or C[NACTIVE] + C[WHN] >= self._cap[2]:
-            self._room(1)
-        flow.slot = self._call(
-            net_start, C, self.X, self.F, self.N, self.P, flow.src, flow.dst, flow.cls, flow.total,
-            flow.t_active - flow.start, now,
-        )  # fmt: skip
+        if C[NFLOWS] >= self._cap[0] or C[NACTIVE] + C[WHN] >= self._cap[2] or C[NTH] >= self._cap[1]:
+            self._room(1, 1)
+        how = (flow.src, flow.dst, flow.cls, flow.total, flow.t_active - flow.start, now)
+        if waiting is None:
+            flow.slot = self._call(net_start, C, self.X, self.F, self.N, self.P, *how)
+        else:
+            flow.slot = self._call(net_start_wait, C, self.X, self.F, self.N, self.P, *how, *waiting)
         self.flows.append(flow)
 
     def wait(self, flow, nbytes, consumer, token, now):
+        pending = self._pending
+        if pending is not None and pending[0] is flow and pending[1] == now:
+            self._pending = None
+            self._begin(flow, now, (nbytes, consumer, token))
+            return
+        self._flush()
         if self.C[NTH] >= self._cap[1]:
             self._room(0, 1)
         self._call(net_wait, self.C, self.X, self.F, self.N, flow.slot, nbytes, consumer, token, now)
 
     def extend(self, flow, total, now):
+        self._flush()
         flow.total = total
         self._call(net_extend, self.C, self.X, self.F, self.N, flow.slot, total, now)
 
     def abort(self, flow, now):
+        self._flush()
         flow.aborted = True
         flow.done = self._call(net_abort, self.C, self.X, self.F, self.N, self.P, flow.slot, now)
+        self.flows[flow.slot] = None
 
     def next_time(self):
-        return self._call(next_time, self.C, self.X, self.F, self.N, self.P, self.repair, DENSE)
+        self._flush()
+        C, N = self.C, self.N
+        if C[DIRTY] or C[STALE]:  # (solve_rates does nothing otherwise: the call is spared)
+            self._call(solve_rates, C, self.X, N, self.P, self.repair, DENSE)
+        return self._call(earliest, C, self.X, self.F[FLOWS], N[LAT_TIME], N[LAT_SEQ], N[LAT_FLOW])
 
     def advance(self, now):
         """Move to ``now`` and report what is due, in order: a consumer's bytes have arrived
         (``on_arrival``), a flow is complete (``on_complete``). The network's own state is settled
         before the first report, so a report may start new flows."""
+        self._flush()
         m = self._call(pop_due, self.C, self.X, self.F, self.N, self.P, now, self.out)
         if not m:
             return 0
-        TI, TB, flows = self.F[2], self.F[3], self.flows
+        TI, TB, flows = self.F[WAITS], self.F[WAITS_B], self.flows
         on_arrival, on_complete = self.on_arrival, self.on_complete
         for f, h in self.out[:m].tolist():
             flow = flows[f]
             if h < 0:
                 flow.finish = now
                 flow.done = flow.total
+                flows[f] = None  # (nothing of it comes due again)
                 on_complete(flow)
             else:
                 on_arrival(flow, (float(TB[h]), int(TI[h, T_CONS]), int(TI[h, T_TOK])))
@@ -182,16 +221,19 @@ class MaxMinNetwork(Network):
 
     # ------------------------------------------------------------------ inspection
     def stats(self) -> dict:
+        self._flush()
         return counted(self.C)
 
     def rate(self, flow) -> float:
         """``flow``'s bytes per second at the last solve (0 when it is not moving)."""
-        slot = int(self.F[0][flow.slot, F_SLOT]) if flow.slot >= 0 else -1
-        return float(self.N[2][slot]) if slot >= 0 else 0.0
+        self._flush()
+        slot = int(self.F[FLOWS][flow.slot, F_SLOT]) if flow.slot >= 0 else -1
+        return float(self.N[RATE][slot]) if slot >= 0 else 0.0
 
     @property
     def npairs(self) -> int:
         """Active (class, source, destination) pairs."""
+        self._flush()
         return int(self.C[NPAIRS])
 
     @property
