@@ -14,7 +14,9 @@ install, or a source changed) takes seconds, ten or more for the largest: more t
 take in plain Python. So a kernel whose machine code is not cached (:meth:`Kernel.cached`) runs as
 plain Python even for large inputs until the process has spent :data:`COLD_SECONDS` in such calls;
 then it compiles (and numba caches it for the next process). ``TASKFLOW_COMPILE=always`` compiles
-large inputs whatever the cache, ``never`` runs every kernel as plain Python.
+large inputs whatever the cache, ``never`` runs every kernel as plain Python (the variable is read
+at each decision to compile; a kernel compiled already goes by it as last read, so that its calls
+cost no lookup).
 
 A kernel that calls another kernel calls, when compiled, the other's compiled version: the
 compiled copy of a function is made over a copy of its module's globals in which every kernel is

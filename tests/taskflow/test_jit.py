@@ -140,3 +140,22 @@ def test_cached_machine_code_is_forgotten_when_a_source_of_its_package_changed(t
     monkeypatch.setattr(jit, "_checked", set())
     jit.fresh_caches()
     assert not any(f.exists() for f in stale) and (root / "__pycache__" / jit.STAMP).read_text() != stamp
+
+
+def test_never_runs_a_kernel_compiled_in_a_forced_block_as_python_outside_it(monkeypatch):
+    """``TASKFLOW_COMPILE=never`` holds for a kernel that was compiled (inside ``jit.compiled()``):
+    outside the block it runs as plain Python again (a compiled kernel returns a Python float, the
+    plain one numpy's)."""
+    monkeypatch.setenv("TASKFLOW_COMPILE", "never")
+
+    @jit.kernel(cache=False)
+    def first(xs):
+        return xs[0]
+
+    big = np.ones(jit.SMALL)
+    with jit.compiled():
+        assert type(first(big)) is float
+    assert type(first(big)) is np.float64
+    monkeypatch.setenv("TASKFLOW_COMPILE", "auto")
+    jit.compile_mode()  # (read again, as the next decision to compile reads it)
+    assert type(first(big)) is float  # compiled already: it runs compiled
