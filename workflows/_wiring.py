@@ -28,7 +28,7 @@ class Wiring:
     """The iterations of one data-parallel training graph (see the module docstring).
 
     A payload sets, before :meth:`graph`: ``b`` (its :class:`~workflows._builder.GraphBuilder`),
-    ``workers``, ``mode`` (``sync``, ``local`` or ``stale``), ``sync_every``, ``n_buckets``,
+    ``first`` and ``count`` (its iterations' first number and how many), ``workers``, ``mode`` (``sync``, ``local`` or ``stale``), ``sync_every``, ``n_buckets``,
     ``sent`` (each bucket's bytes on the wire), ``prio`` (each bucket's spread priority, or None),
     ``allreduce``, ``reduce_flops`` (numbers a core adds per second), ``barrier`` and ``gathers``
     (every rank gathers every rank's whole bucket instead of an allreduce).

@@ -55,7 +55,7 @@ class Flow:
         self.done = 0.0
         self.finish = None
         self.aborted = False
-        self.slot = -1
+        self.slot = -1  # the network's own number for it (maxmin: its row of the flows' arrays)
         self.base = 0.0  # bytes of the output already at the destination before this flow
         self.complete = False
         self.cls = 0  # priority class (0 first), from the consumer that started the flow
