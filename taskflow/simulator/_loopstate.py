@@ -33,6 +33,9 @@ from .network._flowstate import (
     G_START,
     G_TOTAL,
     SLOT_FLOW,
+    T_CONS,
+    T_TOK,
+    WAITS,
     grown1,
     grown2,
     heap_push,
@@ -123,6 +126,18 @@ def need_input(C, X, T, F, N, P, lat, i, p, s, w, now):
     T[LIVE][p] = f
     GF[f, G_BASE] = base
     return True
+
+
+@kernel(cache=True, _nrt=False)
+def arrived(T, F, f, h):
+    """A consumer's bytes of flow ``f`` are on its worker (``Simulator._arrive``; ``h`` its wait, as
+    :func:`.network._flows.net_wait` numbered it): the consumer, where that was the last input it
+    missed and every input is computed; else -1 (an older assignment's wait, or inputs to come)."""
+    i, w = F[WAITS][h, T_CONS], F[FLOWS][f, F_DST]
+    if F[WAITS][h, T_TOK] != T[TOKEN][i] or T[STATUS][i] != QUEUED or T[WORKER][i] != w:
+        return -1
+    T[MISSING][i] -= 1
+    return i if T[MISSING][i] == 0 and T[NPRED][i] == 0 else -1
 
 
 @kernel(cache=True, _nrt=False)

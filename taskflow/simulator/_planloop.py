@@ -29,9 +29,9 @@ from ._loopstate import (
     STUCK,
     SUCC_IDX,
     SUCC_PTR,
-    TOKEN,
     UNREACHABLE,
     WORKER,
+    arrived,
     enqueue,
     fetch_inputs,
     flow_done,
@@ -41,7 +41,7 @@ from ._loopstate import (
     task_done,
 )
 from .network._flows import next_time, pop_due
-from .network._flowstate import F_DST, FLOWS, T_CONS, T_TOK, WAITS, heap_pop
+from .network._flowstate import heap_pop
 from .network.maxmin import DENSE
 
 __all__ = ["simulate_plan"]
@@ -151,12 +151,9 @@ def simulate_plan(
                 if h < 0:
                     flow_done(C, T, F, f, now)
                     continue
-                i, w = F[WAITS][h, T_CONS], F[FLOWS][f, F_DST]
-                if F[WAITS][h, T_TOK] != T[TOKEN][i] or T[STATUS][i] != QUEUED or T[WORKER][i] != w:
-                    continue
-                T[MISSING][i] -= 1
-                if T[MISSING][i] == 0 and T[NPRED][i] == 0:
-                    _start_in_order(C, G, T, K, E, tdur, seq_ptr, seq, ptr, w, now)
+                i = arrived(T, F, f, h)
+                if i >= 0:
+                    _start_in_order(C, G, T, K, E, tdur, seq_ptr, seq, ptr, T[WORKER][i], now)
             if m:
                 idle = 0
             else:

@@ -65,6 +65,7 @@ from ._loopstate import (
     WCORES,
     WORKER,
     WSTAMP,
+    arrived,
     dequeue,
     duration,
     enqueue,
@@ -76,7 +77,7 @@ from ._loopstate import (
     task_done,
 )
 from .network._flows import next_time, pop_due
-from .network._flowstate import F_DST, FLOWS, T_CONS, T_TOK, WAITS, heap_pop
+from .network._flowstate import heap_pop
 from .network.maxmin import DENSE
 
 __all__ = ["simulate_ws"]
@@ -380,11 +381,9 @@ def simulate_ws(
                 if h < 0:
                     flow_done(C, T, F, f, now)
                     continue
-                i, w = F[WAITS][h, T_CONS], F[FLOWS][f, F_DST]
-                if F[WAITS][h, T_TOK] != T[TOKEN][i] or T[STATUS][i] != QUEUED or T[WORKER][i] != w:
-                    continue
-                T[MISSING][i] -= 1
-                if T[MISSING][i] == 0 and T[NPRED][i] == 0:
+                i = arrived(T, F, f, h)
+                if i >= 0:
+                    w = T[WORKER][i]
                     _runnable(C, T, K, F, i, w)
                     _try_start(C, G, T, K, F, E, tdur, w, now)
             if m:
