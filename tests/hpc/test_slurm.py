@@ -18,6 +18,9 @@ from workflows.samples import path as sample
 
 ROOT = Path(__file__).resolve().parents[2]
 
+#: two workers in SLURM jobs of 1 GB, reached over loopback, as the commands take them
+ON_SLURM = ("--jobqueue", "slurm", "--workers", "2", "--memory", "1GB", "--interface", "lo")
+
 
 def _slurm_state() -> str | None:
     """None when a SLURM node is up and dask-jobqueue is installed, else why not."""
@@ -133,14 +136,7 @@ def test_the_cli_runs_on_slurm_and_names_the_jobs(tmp_path):
             "taskflow",
             "run",
             str(sample("montage")),
-            "--jobqueue",
-            "slurm",
-            "--workers",
-            "2",
-            "--memory",
-            "1GB",
-            "--interface",
-            "lo",
+            *ON_SLURM,
             "--time-scale",
             "0.01",
             "-q",
@@ -197,14 +193,7 @@ def test_jobs_run_admits_real_training_jobs_on_workers_started_as_slurm_jobs(tmp
             "digits",
             "--make-data",
             "digits",
-            "--jobqueue",
-            "slurm",
-            "--workers",
-            "2",
-            "--memory",
-            "1GB",
-            "--interface",
-            "lo",
+            *ON_SLURM,
             "--scheduler",
             "fifo",
             "--no-predict",
