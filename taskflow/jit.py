@@ -130,9 +130,17 @@ class Kernel:
         return self.call(args)
 
     def call(self, args: tuple, large: bool | None = None):
-        """Run on ``args``, compiled or as plain Python as a call would be; ``large`` says whether
-        the input counts as large (by default, whether an array in ``args`` has :data:`SMALL`
-        elements: give it where the arrays are inside tuples, which are not looked into)."""
+        """Run on ``args``, compiled or as plain Python as a call would be.
+
+        Parameters
+        ----------
+        args : tuple
+            The kernel's arguments.
+        large : bool, optional
+            Whether the input counts as large (by default, whether an array in ``args`` has
+            :data:`SMALL` elements: give it where the arrays are inside tuples, which are not
+            looked into).
+        """
         if _nesting.depth:  # called by a kernel running as plain Python: so does this one
             return self.py_func(*args)  # (its lists are Python's, which compiled code cannot take)
         fast = self._compiled  # compiled in this process already: every call runs compiled, unless told not to
