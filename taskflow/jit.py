@@ -122,6 +122,7 @@ class Kernel:
         self.options = dict(options)
         self._compiled = None
         self._on_disk = None  # numba's machine code for it found cached (looked for once)
+        self._plain_fn = None  # (plain)
         _KERNELS.append(self)
 
     def __call__(self, *args):
@@ -156,6 +157,31 @@ class Kernel:
         if _forced or mode == "always" or _spent >= COLD_SECONDS or self.cached():
             return self.dispatcher(*args)
         return self._run_python(args, True)  # not cached: plain Python, timed, until the process has spent enough
+
+    @property
+    def plain(self):
+        """The plain Python version, to call as often as a method: the function itself where it
+        calls no other kernel, else :meth:`python` (which has the kernels it calls run as plain
+        Python too). For callers whose state is Python lists, which compiled code cannot take."""
+        if self._plain_fn is None:
+            names, env = self.py_func.__code__.co_names, self.py_func.__globals__
+            self._plain_fn = self.python if any(isinstance(env.get(x), Kernel) for x in names) else self.py_func
+        return self._plain_fn
+
+    def python(self, *args):
+        """Run the plain Python version on ``args`` (the kernels it calls too), whatever their
+        size: for a caller whose state is Python lists, which compiled code cannot take.
+
+        Parameters
+        ----------
+        *args
+            The kernel's arguments.
+        """
+        _nesting.depth = _nesting.depth + 1
+        try:
+            return self.py_func(*args)
+        finally:
+            _nesting.depth -= 1
 
     def _run_python(self, args, timed: bool):
         """The plain Python version on ``args``, the kernels it calls too; with ``timed``, its

@@ -73,6 +73,20 @@ H_W, H_NEXT = range(2)
 R_TASK, R_TOK, R_NEXT = range(3)
 
 
+def laid_out(**fields) -> tuple:
+    """A state tuple of this layout from its fields by name (``STATUS=...``), None where one is not
+    given: for a caller that runs only kernels which do not read those (the engine, whose state is
+    Python lists, runs a few as plain Python).
+
+    Parameters
+    ----------
+    **fields
+        Each field's array or list, by the name of its index above.
+    """
+    at = {globals()[name]: value for name, value in fields.items()}
+    return tuple(at.get(k) for k in range(max(at) + 1))
+
+
 @kernel(cache=True, _nrt=False)
 def duration(d, i, w):
     """Task ``i``'s seconds on worker ``w`` from a duration pack (dense matrix, or cost / speed)."""
@@ -129,15 +143,23 @@ def need_input(C, X, T, F, N, P, lat, i, p, s, w, now):
 
 
 @kernel(cache=True, _nrt=False)
-def arrived(T, F, f, h):
-    """A consumer's bytes of flow ``f`` are on its worker (``Simulator._arrive``; ``h`` its wait, as
-    :func:`.network._flows.net_wait` numbered it): the consumer, where that was the last input it
-    missed and every input is computed; else -1 (an older assignment's wait, or inputs to come)."""
-    i, w = F[WAITS][h, T_CONS], F[FLOWS][f, F_DST]
-    if F[WAITS][h, T_TOK] != T[TOKEN][i] or T[STATUS][i] != QUEUED or T[WORKER][i] != w:
-        return -1
+def consumer_arrived(T, i, token, w):
+    """Consumer ``i``'s bytes, waited for under assignment ``token``, are on ``w``
+    (``Simulator._arrive``): whether that was the last input it missed and every input is computed
+    (False too for an older assignment's wait)."""
+    if token != T[TOKEN][i] or T[STATUS][i] != QUEUED or T[WORKER][i] != w:
+        return False
     T[MISSING][i] -= 1
-    return i if T[MISSING][i] == 0 and T[NPRED][i] == 0 else -1
+    return T[MISSING][i] == 0 and T[NPRED][i] == 0
+
+
+@kernel(cache=True, _nrt=False)
+def arrived(T, F, f, h):
+    """A consumer's bytes of flow ``f`` are on its worker (``h`` its wait, as
+    :func:`.network._flows.net_wait` numbered it): the consumer, where it may start now
+    (:func:`consumer_arrived`); else -1."""
+    i = F[WAITS][h, T_CONS]
+    return i if consumer_arrived(T, i, F[WAITS][h, T_TOK], F[FLOWS][f, F_DST]) else -1
 
 
 @kernel(cache=True, _nrt=False)
@@ -179,13 +201,22 @@ def flow_done(C, T, F, f, now):
 
 
 @kernel(cache=True, _nrt=False)
-def task_done(C, G, T, K, F, RI, RF, i, now):
-    """``i`` finished (``Simulator._transition_running_done``): its cores freed, its run recorded,
-    its output held where it ran; returns that worker."""
+def end_run(G, T, K, i):
+    """``i`` finished (``Simulator._transition_running_done``): its cores freed, its output's home
+    where it ran; returns that worker."""
     w = T[WORKER][i]
     T[STATUS][i] = DONE
     K[FREE][w] += G[CORES][i]
     K[NRUNNING][w] -= 1
+    T[HOME][i] = w
+    return w
+
+
+@kernel(cache=True, _nrt=False)
+def task_done(C, G, T, K, F, RI, RF, i, now):
+    """``i`` finished (:func:`end_run`), its run recorded and its output held where it ran; returns
+    that worker."""
+    w = end_run(G, T, K, i)
     r = C[NRUNS]
     C[NRUNS] += 1
     RI[r, 0] = i
@@ -198,12 +229,12 @@ def task_done(C, G, T, K, F, RI, RF, i, now):
     F[HAVE][h, H_NEXT] = -1
     F[HAVE_B][h] = np.inf
     T[COPIES][i] = h
-    T[HOME][i] = w
     return w
 
 
 @kernel(cache=True, _nrt=False)
 def dequeue(T, K, i, w):
+    """``i`` leaves ``w``'s queue (``Simulator._dequeue``)."""
     q_prev, q_next = T[QPREV], T[QNEXT]
     a, b = q_prev[i], q_next[i]
     if a >= 0:
@@ -249,15 +280,40 @@ def fetch_inputs(C, X, G, T, F, N, P, lat, i, w, now):
 
 
 @kernel(cache=True, _nrt=False)
-def start_task(C, G, T, K, E, tdur, i, w, now):
-    """``i`` starts on ``w`` (``Simulator._transition_queued_running``): its cores taken, its end
-    on the event heap."""
-    d = duration(tdur, i, w)
+def begin_run(G, T, K, i, w, now):
+    """``i``, out of ``w``'s queue (:func:`dequeue`), starts there
+    (``Simulator._transition_queued_running``): its cores taken."""
     T[STATUS][i] = RUNNING
-    dequeue(T, K, i, w)
     K[FREE][w] -= G[CORES][i]
     K[NRUNNING][w] += 1
     T[STARTED][i] = now
+
+
+@kernel(cache=True, _nrt=False)
+def next_in_plan(T, seq, k, end, w):
+    """Worker ``w`` carrying its plan out in order (``Simulator._try_start`` for a plan): the
+    position of its next planned task from ``seq[k]`` on (``seq[k:end]`` its planned tasks, ``k``
+    the first not started), passing over tasks no longer queued on it; ``end`` when none is left."""
+    while k < end:
+        i = seq[k]
+        if T[WORKER][i] == w and T[STATUS][i] == QUEUED:
+            return k
+        k += 1
+    return end
+
+
+@kernel(cache=True, _nrt=False)
+def startable(G, T, K, i, w):
+    """Whether ``i``, queued on ``w``, starts now: its inputs computed and on ``w``, its cores free."""
+    return T[NPRED][i] == 0 and T[MISSING][i] == 0 and K[FREE][w] >= G[CORES][i]
+
+
+@kernel(cache=True, _nrt=False)
+def start_task(C, G, T, K, E, tdur, i, w, now):
+    """``i`` starts on ``w`` (:func:`dequeue`, :func:`begin_run`), its end on the event heap."""
+    d = duration(tdur, i, w)
+    dequeue(T, K, i, w)
+    begin_run(G, T, K, i, w, now)
     C[ESEQ] += 1
     C[EVN] = heap_push(E[E_TIME], E[E_SEQ], E[E_TASK], C[EVN], now + d, C[ESEQ], i)
 

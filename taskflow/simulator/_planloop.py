@@ -11,7 +11,6 @@ import numpy as np
 
 from ..jit import kernel
 from ._loopstate import (
-    CORES,
     E_SEQ,
     E_TASK,
     E_TIME,
@@ -37,7 +36,9 @@ from ._loopstate import (
     flow_done,
     make_room,
     need_input,
+    next_in_plan,
     start_task,
+    startable,
     task_done,
 )
 from .network._flows import next_time, pop_due
@@ -51,16 +52,12 @@ __all__ = ["simulate_plan"]
 def _start_in_order(C, G, T, K, E, tdur, seq_ptr, seq, ptr, w, now):
     """Start ``w``'s next tasks in plan order while each is ready and its cores are free
     (``Simulator._try_start`` for a plan)."""
-    k = ptr[w]
-    end = seq_ptr[w + 1]
-    while k < end:
-        i = seq[k]
-        if T[WORKER][i] != w or T[STATUS][i] != QUEUED:
-            k += 1
-            continue
-        if T[NPRED][i] != 0 or T[MISSING][i] != 0 or K[FREE][w] < G[CORES][i]:
+    k, end = ptr[w], seq_ptr[w + 1]
+    while True:
+        k = next_in_plan(T, seq, k, end, w)
+        if k >= end or not startable(G, T, K, seq[k], w):
             break
-        start_task(C, G, T, K, E, tdur, i, w, now)
+        start_task(C, G, T, K, E, tdur, seq[k], w, now)
         k += 1
     ptr[w] = k
 

@@ -108,5 +108,5 @@ class Decisions:
         for w in touched:
             self._try_start(w)
         for w in touched:
-            if self.dynamic and self.alive[w] and not self.running[w] and not self.qset[w]:
+            if self.dynamic and self.alive[w] and not self.running[w] and not self.nqueued[w]:
                 self._call(self.scheduler.on_idle, w, self.view)

@@ -59,6 +59,7 @@ from ._gc import FewerCollections
 from .decisions import Decisions
 from .events import EventKind
 from .faults import Perturbations
+from ._loopstate import begin_run, consumer_arrived, dequeue, end_run, enqueue, laid_out, next_in_plan, startable
 from .information import estimated_graph
 from .network import Flow, make_network
 from .priorities import transfer_classes
@@ -67,6 +68,10 @@ from .states import DONE, QUEUED, RUNNING, WAITING, TaskState
 from .view import SimView
 
 __all__ = ["Simulator"]
+
+# the moves the compiled loops make too, as plain Python over the engine's lists
+_ENQUEUE, _DEQUEUE, _BEGIN_RUN, _END_RUN = enqueue.plain, dequeue.plain, begin_run.plain, end_run.plain
+_ARRIVED, _NEXT_IN_PLAN, _STARTABLE = consumer_arrived.plain, next_in_plan.plain, startable.plain
 
 _FAIL, _FINISH, _TICK = EventKind.FAIL, EventKind.FINISH, EventKind.TICK
 _INF = math.inf
@@ -175,13 +180,40 @@ class Simulator(Decisions, Recovery):
         self.alive = [True] * W
         self.free = cluster.cores.tolist()
         self.running = [set() for _ in range(W)]
+        self.nrunning = [0] * W
         self.seq = [[] for _ in range(W)]  # static: plan order
         self.plan_rank = [0] * n  # static: position in the plan (earlier runs first when "ready")
         self.ptr = [0] * W
         self.rq = [[] for _ in range(W)]  # dynamic: runnable heap
-        self.qset = [{} for _ in range(W)]  # tasks assigned and not started, in assignment order
+        # tasks assigned and not started, in assignment order: each worker's queue a linked list
+        self.qhead, self.qtail = [-1] * W, [-1] * W
+        self.qprev, self.qnext = [-1] * n, [-1] * n
         self.queued_est = [0.0] * W  # their estimated seconds of work
-        self.nqueued = np.zeros(W, np.int64)  # how many (len of qset, as an array)
+        self.nqueued = np.zeros(W, np.int64)  # how many (an array: SimView.queued_counts)
+        # the same lists (and array) laid out as the compiled loops' state (_loopstate), so that a
+        # move both make is one kernel, run here as plain Python on the lists (Kernel.plain)
+        self.G = laid_out(
+            PRED_PTR=self.pred_ptr,
+            PRED_IDX=self.pred_idx,
+            PRED_SIZE=self.pred_size,
+            SUCC_PTR=self.succ_ptr,
+            SUCC_IDX=self.succ_idx,
+            CORES=self.tcores,
+        )
+        self.T = laid_out(
+            STATUS=self.status,
+            NPRED=self.npred,
+            WORKER=self.assigned,
+            TOKEN=self.token,
+            MISSING=self.missing,
+            HOME=self.home,
+            STARTED=self.start_time,
+            QPREV=self.qprev,
+            QNEXT=self.qnext,
+        )
+        self.K = laid_out(
+            FREE=self.free, NRUNNING=self.nrunning, NQUEUED=self.nqueued, QHEAD=self.qhead, QTAIL=self.qtail
+        )
         # bookkeeping
         self.now = 0.0
         self.heap = []
@@ -327,7 +359,7 @@ class Simulator(Decisions, Recovery):
         move = self._transitions.get((self.status[i], new))
         if move is None:
             raise RuntimeError(
-                f"task {self.a.ids[i]!r}: no transition {self.status[i].name} -> {new.name} (internal error)"
+                f"task {self.a.ids[i]!r}: no transition {TaskState(self.status[i]).name} -> {new.name} (internal error)"
             )
         move(i, *args)
 
@@ -338,17 +370,12 @@ class Simulator(Decisions, Recovery):
 
     def _transition_queued_queued(self, i, w):
         if self.validate:
-            assert self.assigned[i] >= 0 and i in self.qset[self.assigned[i]] and self.alive[w], (i, w)
+            assert self.assigned[i] >= 0 and self.alive[w], (i, w)
         self._dequeue(i, self.assigned[i])
         self._place(i, w)
 
     def _place(self, i, w):
-        self.assigned[i] = w
-        self.status[i] = QUEUED
-        self.token[i] += 1
-        self.missing[i] = 0
-        self.qset[w][i] = None
-        self.nqueued[w] = len(self.qset[w])
+        _ENQUEUE(self.T, self.K, i, w)
         if self.dynamic:
             self.queued_est[w] += float(self.est_d[i, w])
         if not self.fetch_ready or self.npred[i] == 0:
@@ -370,11 +397,9 @@ class Simulator(Decisions, Recovery):
             assert self.free[w] >= self.tcores[i] and self.alive[w], (i, w)
         now = self.now
         d = self.faults.duration(float(self.true_d[i, w]), i, w, now)
-        self.status[i] = RUNNING
         self._dequeue(i, w)
-        self.free[w] -= self.tcores[i]
+        _BEGIN_RUN(self.G, self.T, self.K, i, w, now)
         self.running[w].add(i)
-        self.start_time[i] = now
         self.run_token[i] += 1
         k = self.done_runs[i] + 1
         for e in range(self.pred_ptr[i], self.pred_ptr[i + 1]) if self.reruns else ():
@@ -389,19 +414,17 @@ class Simulator(Decisions, Recovery):
         w = self.assigned[i]
         if self.validate:
             assert i in self.running[w] and self.alive[w], (i, w)
-        self.status[i] = DONE
+        _END_RUN(self.G, self.T, self.K, i)
         self.ndone += 1
         self.done_runs[i] += 1
         if self.done_runs[i] > 1:
             self.reruns = True
-        self.free[w] += self.tcores[i]
         self.running[w].discard(i)
         ids = self.a.ids
         self.runs.append(
             Run(ids[i], run_id(ids[i], self.done_runs[i], self.a.index), self.wids[w], self.start_time[i], self.now)
         )
         self.have[i] = {w: _INF}
-        self.home[i] = w
 
     def _transition_running_waiting(self, i):
         w = self.assigned[i]
@@ -409,13 +432,12 @@ class Simulator(Decisions, Recovery):
             assert not self.alive[w] and i in self.running[w], (i, w)
         self.lost.append((self.a.ids[i], self.wids[w], self.start_time[i], self.now))
         self.running[w].discard(i)
+        self.nrunning[w] -= 1
         self.run_token[i] += 1
         self.status[i] = WAITING
         self.assigned[i] = -1
 
     def _transition_queued_waiting(self, i):
-        if self.validate:
-            assert i in self.qset[self.assigned[i]], i
         self._dequeue(i, self.assigned[i])
         self.status[i] = WAITING
         self.assigned[i] = -1
@@ -429,9 +451,17 @@ class Simulator(Decisions, Recovery):
         self.assigned[i] = -1
 
     def _dequeue(self, i, w):
-        if self.qset[w].pop(i, 0) is None and self.dynamic:
+        _DEQUEUE(self.T, self.K, i, w)
+        if self.dynamic:
             self.queued_est[w] -= float(self.est_d[i, w])
-        self.nqueued[w] = len(self.qset[w])
+
+    def queued_on(self, w: int) -> list:
+        """Tasks queued on worker ``w`` (assigned, not started), in assignment order."""
+        out, i, nxt = [], self.qhead[w], self.qnext
+        while i >= 0:
+            out.append(i)
+            i = nxt[i]
+        return out
 
     # ------------------------------------------------------------------ data
     def source_of(self, p, nbytes) -> int:
@@ -480,10 +510,7 @@ class Simulator(Decisions, Recovery):
     def _arrive(self, flow, item):
         """Network callback: a consumer's bytes of ``flow`` are on its worker."""
         nbytes, i, tok = item
-        if flow.aborted or tok != self.token[i] or self.status[i] != QUEUED or self.assigned[i] != flow.dst:
-            return
-        self.missing[i] -= 1
-        if self.missing[i] == 0 and self.npred[i] == 0:
+        if not flow.aborted and _ARRIVED(self.T, i, tok, flow.dst):
             w = flow.dst
             if self.heaped:
                 self._runnable(i, w)
@@ -524,16 +551,13 @@ class Simulator(Decisions, Recovery):
                 self._transition(i, RUNNING, w)
             return
         seq = self.seq[w]
-        k = self.ptr[w]
-        status, assigned = self.status, self.assigned
-        while k < len(seq):
-            i = seq[k]
-            if assigned[i] != w or status[i] != QUEUED:
-                k += 1
-                continue
-            if self.npred[i] or self.missing[i] or self.free[w] < self.tcores[i]:
+        k, end = self.ptr[w], len(seq)
+        G, T, K = self.G, self.T, self.K
+        while True:
+            k = _NEXT_IN_PLAN(T, seq, k, end, w)
+            if k >= end or not _STARTABLE(G, T, K, seq[k], w):
                 break
-            self._transition(i, RUNNING, w)
+            self._transition(seq[k], RUNNING, w)
             k += 1
         self.ptr[w] = k
 
@@ -567,5 +591,5 @@ class Simulator(Decisions, Recovery):
             if newly_ready:
                 self._call(self.scheduler.on_ready, newly_ready, self.view)
         self._try_start(w)
-        if self.dynamic and not self.running[w] and not self.qset[w]:
+        if self.dynamic and not self.running[w] and not self.nqueued[w]:
             self._call(self.scheduler.on_idle, w, self.view)

@@ -26,7 +26,7 @@ class Recovery:
             self._transition(i, WAITING)
             affected.append(i)
         self.free[w] = 0
-        for i in list(self.qset[w]):
+        for i in self.queued_on(w):
             self._transition(i, WAITING)
             affected.append(i)
         self.queued_est[w] = 0.0

@@ -93,7 +93,7 @@ class SimView:
 
     def queued(self, w: int) -> list:
         """Tasks assigned to ``w`` that have not started, in assignment order."""
-        return list(self._s.qset[w])
+        return self._s.queued_on(w)
 
     def running(self, w: int) -> list:
         """Tasks running on ``w``."""
@@ -115,7 +115,7 @@ class SimView:
 
     def nqueued(self, w: int) -> int:
         """How many tasks are queued on ``w``."""
-        return len(self._s.qset[w])
+        return int(self._s.nqueued[w])
 
     def queued_counts(self) -> np.ndarray:
         """How many tasks are queued on each worker (read only: the simulator's own array)."""

@@ -159,3 +159,29 @@ def test_never_runs_a_kernel_compiled_in_a_forced_block_as_python_outside_it(mon
     monkeypatch.setenv("TASKFLOW_COMPILE", "auto")
     jit.compile_mode()  # (read again, as the next decision to compile reads it)
     assert type(first(big)) is float  # compiled already: it runs compiled
+
+
+@jit.kernel(cache=False)
+def _bump(xs, i):
+    xs[i] += 1
+
+
+@jit.kernel(cache=False)
+def _bump_twice(xs, i):
+    _bump(xs, i)
+    _bump(xs, i)
+
+
+def test_plain_runs_a_kernel_and_the_kernels_it_calls_as_python_on_lists_even_in_a_compiled_block():
+    """A caller whose state is Python lists (the simulator's engine) runs the kernels the compiled
+    loops run through ``Kernel.plain``: a kernel calling no other is its own function, one that
+    does runs them all as plain Python, even where every call would otherwise be compiled."""
+    assert _bump.plain is _bump.py_func
+    assert _bump_twice.plain == _bump_twice.python
+    xs = [0, 0]
+    with jit.compiled():
+        _bump_twice.plain(xs, 1)
+        _bump.plain(xs, 0)
+    assert xs == [1, 2]
+    for k in (_bump, _bump_twice):  # nothing was compiled (another kernel's compile may have made their dispatchers)
+        assert k._compiled is None or not k._compiled.signatures

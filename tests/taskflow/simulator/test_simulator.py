@@ -424,7 +424,7 @@ def test_a_move_outside_the_table_is_an_internal_error_and_validate_checks_preco
     with pytest.raises(RuntimeError, match="task 'a': no transition WAITING -> DONE"):
         sim._transition(0, DONE)
     sim._transition(0, QUEUED, 1)
-    assert (sim.status[0], sim.assigned[0], list(sim.qset[1])) == (QUEUED, 1, [0])
+    assert (sim.status[0], sim.assigned[0], sim.queued_on(1)) == (QUEUED, 1, [0])
     sim.free[1] = 0  # no free core: starting it now breaks a precondition
     with pytest.raises(AssertionError):
         sim._transition(0, RUNNING, 1)
@@ -433,6 +433,28 @@ def test_a_move_outside_the_table_is_an_internal_error_and_validate_checks_preco
     quiet.free[1] = 0
     quiet._transition(0, RUNNING, 1)
     assert quiet.status[0] == RUNNING and quiet.free[1] == -1
+
+
+def test_a_worker_s_queue_keeps_assignment_order_when_a_task_leaves_its_middle():
+    """Tasks queued on a worker, one moved to another worker, one started: each worker's queue
+    (``Simulator.queued_on``, the view's ``queued``) keeps the rest in assignment order, and the
+    counts follow."""
+    from taskflow.simulator.engine import Simulator
+    from taskflow.simulator.states import QUEUED, RUNNING
+
+    g = TaskGraph()
+    for t in "abcd":
+        g.add_task(t, cost=1.0)
+    sim = Simulator(g, Cluster.homogeneous(2), "heft", network="simple", validate=True)
+    for i in range(4):
+        sim._transition(i, QUEUED, 1)
+    sim._transition(1, QUEUED, 0)  # b moves to worker 0
+    assert (sim.queued_on(0), sim.queued_on(1)) == ([1], [0, 2, 3])
+    sim._transition(2, RUNNING, 1)  # c starts
+    assert (sim.view.queued(0), sim.view.queued(1)) == ([1], [0, 3])
+    assert sim.view.queued_counts().tolist() == [1, 2] and sim.view.nqueued(1) == 2
+    sim._transition(0, QUEUED, 0)  # a joins worker 0's queue last
+    assert (sim.queued_on(0), sim.queued_on(1), sim.view.running(1)) == ([1, 0], [3], [2])
 
 
 def test_internal_invariant_breaks_are_not_user_errors():
