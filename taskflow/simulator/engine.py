@@ -56,10 +56,10 @@ from ..scheduling import available, get_scheduler, require_runnable, scheduler_c
 from ..trace import Run, Trace, Transfer, run_id
 from . import fastpath
 from ._gc import FewerCollections
+from ._loopstate import begin_run, consumer_arrived, dequeue, end_run, enqueue, laid_out, next_in_plan, startable
 from .decisions import Decisions
 from .events import EventKind
 from .faults import Perturbations
-from ._loopstate import begin_run, consumer_arrived, dequeue, end_run, enqueue, laid_out, next_in_plan, startable
 from .information import estimated_graph
 from .network import Flow, make_network
 from .priorities import transfer_classes
