@@ -6,6 +6,7 @@ of a run (:func:`worker_records`)."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections import deque
 
@@ -16,6 +17,7 @@ from ..messages import CPU_METRIC, RATES_METRIC
 
 __all__ = [
     "TransferLog",
+    "register_serializers",
     "IncomingRates",
     "CpuLimit",
     "worker_records",
@@ -143,6 +145,25 @@ def _quota(d: str, files) -> float | None:
         return None
 
 
+def register_serializers() -> None:
+    """Register Dask's serializers of numpy arrays (and of torch tensors, where torch is loaded)
+    now. Dask registers them lazily, on the first array a worker receives: on its event loop it
+    imports modules and parses signatures (``inspect``, ``ast``) while a task thread may be
+    compiling code too (a first training step imports and traces PyTorch's), and CPython 3.11 can
+    fail the two at once (``SystemError: AST constructor recursion depth mismatch``), which loses
+    the transfer."""
+    import numpy as np
+    from distributed.protocol.serialize import dask_deserialize, dask_serialize
+
+    kinds = [np.ndarray]
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        kinds.append(torch.Tensor)
+    for registry in (dask_serialize, dask_deserialize):
+        for kind in kinds:
+            registry.dispatch(kind)
+
+
 class TransferLog(WorkerPlugin):
     """Keeps a long log of every transfer a worker receives (Dask keeps its last 1,000 by default):
     the source of a run report's transfers.
@@ -170,6 +191,7 @@ class TransferLog(WorkerPlugin):
         worker of a cluster taskflow started (:mod:`.local`), check every second whether its
         retained free memory should go back to the system (:func:`trim_if_high`)."""
         self.worker = worker
+        register_serializers()
         log = worker.transfer_incoming_log
         if (log.maxlen or 0) < self.maxlen:
             worker.transfer_incoming_log = deque(log, maxlen=self.maxlen)

@@ -339,3 +339,22 @@ def test_without_a_dashboard_none_is_served_and_dasks_busy_port_goes_unremarked(
     finally:
         holder.close()
     assert [str(w.message) for w in caught if "in use" in str(w.message)] == []
+
+
+def _array_serializers():
+    """Whether this worker's Dask has its numpy serializers registered (each way)."""
+    from distributed.protocol.serialize import dask_deserialize, dask_serialize
+
+    return [np.ndarray in registry._lookup for registry in (dask_serialize, dask_deserialize)]
+
+
+def test_the_workers_plugin_registers_the_array_serializers_before_any_array_arrives():
+    """Dask registers its numpy serializers on a worker's first array, on its event loop, parsing
+    code while a task thread may be compiling (which CPython 3.11 can fail): the taskflow plugin
+    registers them as it is installed, before any array arrives."""
+    from taskflow.runtime.client.session import ensure_plugin
+
+    with local_cluster(1, 1) as lc, Client(lc) as c:
+        assert list(c.run(_array_serializers).values()) == [[False, False]]  # a fresh worker: not yet
+        ensure_plugin(c)
+        assert list(c.run(_array_serializers).values()) == [[True, True]]
