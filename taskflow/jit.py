@@ -161,12 +161,47 @@ class Kernel:
     @property
     def plain(self):
         """The plain Python version, to call as often as a method: the function itself where it
-        calls no other kernel, else :meth:`python` (which has the kernels it calls run as plain
-        Python too). For callers whose state is Python lists, which compiled code cannot take."""
+        calls no other kernel, else :meth:`bound` with nothing replaced (the kernels it calls run as
+        their plain Python too). For callers whose state is Python lists, which compiled code cannot take."""
         if self._plain_fn is None:
-            names, env = self.py_func.__code__.co_names, self.py_func.__globals__
-            self._plain_fn = self.python if any(isinstance(env.get(x), Kernel) for x in names) else self.py_func
+            self._plain_fn = self.bound()
         return self._plain_fn
+
+    def bound(self, **callees):
+        """The plain Python version with the kernels it calls, at any depth, replaced by name:
+        ``callees`` where given, else their own plain Python versions. One definition of a rule,
+        run over another layout of its state: the caller supplies the few kernels that read and
+        write that layout (as a network model supplies its moves), and the rule calls them.
+
+        Parameters
+        ----------
+        **callees
+            Functions to call instead of the kernels of those names.
+
+        Examples
+        --------
+        >>> @kernel(cache=False)
+        ... def get(xs, i):
+        ...     return xs[i]
+        >>> @kernel(cache=False)
+        ... def twice(xs, i):
+        ...     return 2 * get(xs, i)
+        >>> twice.bound(get=lambda xs, i: xs.get(i, 0))({"a": 3}, "a")
+        6
+        """
+        fn = self.py_func
+        env = fn.__globals__
+        calls = {name: env[name] for name in fn.__code__.co_names if isinstance(env.get(name), Kernel)}
+        if not calls and not callees:
+            return fn
+        env = dict(env)
+        for name, callee in calls.items():
+            env[name] = callees[name] if name in callees else callee.bound(**callees)
+        for name in callees.keys() & fn.__code__.co_names:
+            env[name] = callees[name]
+        twin = types.FunctionType(fn.__code__, env, fn.__name__, fn.__defaults__, fn.__closure__)
+        twin.__qualname__, twin.__module__, twin.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
+        return twin
 
     def python(self, *args):
         """Run the plain Python version on ``args`` (the kernels it calls too), whatever their

@@ -2,7 +2,7 @@
 planned tasks strictly in plan order (planned start time), each as soon as its inputs are on the
 worker and enough cores are free, as :class:`~.engine.Simulator` carries a plan out; inputs move
 to a consumer's worker the moment they are computed (``fetch="eager"``) or once all of them are
-(``"ready"``). The flows are :mod:`.network._flows`', the data :mod:`._loopstate`'s.
+(``"ready"``). The flows are :mod:`.network._flows`', the moves :mod:`._moves`'.
 """
 
 from __future__ import annotations
@@ -16,26 +16,27 @@ from ._loopstate import (
     E_TIME,
     EVN,
     FREE,
-    MISSING,
     MORE,
     NO_SOURCE,
     NPLACED,
-    NPRED,
     OK,
-    QUEUED,
-    RUNNING,
     STATUS,
     STUCK,
     SUCC_IDX,
     SUCC_PTR,
     UNREACHABLE,
     WORKER,
-    arrived,
-    enqueue,
-    fetch_inputs,
-    flow_done,
     make_room,
-    need_input,
+)
+from ._moves import (
+    NO_COPY,
+    PENDING,
+    READY,
+    STARTABLE,
+    arrived,
+    consumer_released,
+    enqueue,
+    flow_done,
     next_in_plan,
     start_task,
     startable,
@@ -83,7 +84,6 @@ def simulate_plan(
     seq_ptr,
     seq,
     ptr,
-    succ_size,
     outneed,
     L,
     budget,
@@ -124,21 +124,13 @@ def simulate_plan(
             F, N, out = make_room(C, F, N, out, n, outneed[i], 0)
             w = task_done(C, G, T, K, F, RI, RF, i, now)
             for e in range(G[SUCC_PTR][i], G[SUCC_PTR][i + 1]):
-                j = G[SUCC_IDX][e]
-                if T[STATUS][j] >= RUNNING:
-                    continue
-                T[NPRED][j] -= 1
-                if T[STATUS][j] != QUEUED:  # a plan queues every task at its start
+                got = consumer_released(C, X, G, T, F, N, P, K, lat, i, e, fetch_ready, now)
+                if got == STARTABLE:
+                    _start_in_order(C, G, T, K, E, tdur, seq_ptr, seq, ptr, T[WORKER][G[SUCC_IDX][e]], now)
+                elif got == NO_COPY:
+                    return NO_SOURCE, F, N
+                elif got == READY or got == PENDING:  # a plan queues every task at its start
                     return UNREACHABLE, F, N
-                aj = T[WORKER][j]
-                if not fetch_ready:
-                    if not need_input(C, X, T, F, N, P, lat, j, i, succ_size[e], aj, now):
-                        return NO_SOURCE, F, N
-                elif T[NPRED][j] == 0:
-                    if not fetch_inputs(C, X, G, T, F, N, P, lat, j, aj, now):
-                        return NO_SOURCE, F, N
-                if T[NPRED][j] == 0 and T[MISSING][j] == 0:
-                    _start_in_order(C, G, T, K, E, tdur, seq_ptr, seq, ptr, aj, now)
             _start_in_order(C, G, T, K, E, tdur, seq_ptr, seq, ptr, w, now)
         elif t_net < np.inf:
             now = t_net

@@ -13,7 +13,6 @@ from ..stealing import earliest, rank, take, victim
 from ._loopstate import (
     ANYWHERE,
     COPIES,
-    CORES,
     DEAD,
     DEEP,
     DONE,
@@ -24,9 +23,8 @@ from ._loopstate import (
     FEASIBLE,
     FETCH,
     FREE,
-    H_NEXT,
-    H_W,
-    HAVE,
+    HAVE_NEXT,
+    HAVE_W,
     HERE,
     HOME,
     LOAD,
@@ -37,7 +35,6 @@ from ._loopstate import (
     NPLACED,
     NPRED,
     NQUEUED,
-    NRQ,
     NRUNNING,
     NSTEALS,
     OK,
@@ -48,32 +45,33 @@ from ._loopstate import (
     QNEXT,
     QUEUED,
     QWORK,
-    R_NEXT,
-    R_TASK,
-    R_TOK,
-    READY,
-    RHEAD,
-    RTAIL,
     RUNNING,
     STATUS,
     STUCK,
     SUCC_IDX,
     SUCC_PTR,
-    TOKEN,
     UNREACHABLE,
     WAITING,
     WCORES,
     WORKER,
     WSTAMP,
-    arrived,
-    dequeue,
     duration,
+    make_room,
+)
+from ._moves import (
+    NO_COPY,
+    READY,
+    STARTABLE,
+    WAITS_INPUTS,
+    arrived,
+    consumer_released,
+    dequeue,
     enqueue,
     fetch_inputs,
     flow_done,
     have,
-    make_room,
-    start_task,
+    runnable,
+    start_ready,
     task_done,
 )
 from .network._flows import next_time, pop_due
@@ -85,57 +83,23 @@ __all__ = ["simulate_ws"]
 
 # ---------------------------------------------------------------- tasks (engine.Simulator)
 @kernel(cache=True, _nrt=False)
-def _runnable(C, T, K, F, i, w):
-    """``i`` joins ``w``'s runnable queue (first come, first served: the scheduler's priorities are equal)."""
-    RQ = F[READY]
-    e = C[NRQ]
-    C[NRQ] += 1
-    RQ[e, R_TASK] = i
-    RQ[e, R_TOK] = T[TOKEN][i]
-    RQ[e, R_NEXT] = -1
-    if K[RTAIL][w] >= 0:
-        RQ[K[RTAIL][w], R_NEXT] = e
-    else:
-        K[RHEAD][w] = e
-    K[RTAIL][w] = e
-
-
-@kernel(cache=True, _nrt=False)
 def _place(C, X, G, T, K, F, N, P, lat, i, w, now, fetch_ready):
     """``i`` is queued on ``w`` (``Simulator._place``); False when an input has no copy left."""
     enqueue(T, K, i, w)
     C[NPLACED] += 1
     if not fetch_ready or T[NPRED][i] == 0:
-        if not fetch_inputs(C, X, G, T, F, N, P, lat, i, w, now):
+        if not fetch_inputs(C, X, G, T, F, N, P, K, lat, i, w, now):
             return False
     if T[NPRED][i] == 0 and T[MISSING][i] == 0:
-        _runnable(C, T, K, F, i, w)
+        runnable(C, T, K, F, i, w)
     return True
-
-
-@kernel(cache=True, _nrt=False)
-def _try_start(C, G, T, K, F, E, tdur, w, now):
-    """Start ``w``'s runnable tasks in order while its cores allow (``Simulator._try_start``)."""
-    RQ = F[READY]
-    while K[RHEAD][w] >= 0:
-        e = K[RHEAD][w]
-        i = RQ[e, R_TASK]
-        stale = RQ[e, R_TOK] != T[TOKEN][i] or T[WORKER][i] != w or T[STATUS][i] != QUEUED
-        if not stale and K[FREE][w] < G[CORES][i]:
-            break
-        K[RHEAD][w] = RQ[e, R_NEXT]
-        if K[RHEAD][w] < 0:
-            K[RTAIL][w] = -1
-        if stale:
-            continue
-        start_task(C, G, T, K, E, tdur, i, w, now)
 
 
 # ---------------------------------------------------------------- the scheduler (schedulers.work_stealing)
 @kernel(cache=True, _nrt=False)
 def _estimates(G, T, F, K, lat, inv, i):
     """``K[FETCH][w]``: seconds to bring ``i``'s computed inputs to ``w`` (``SimView.transfer_estimates``)."""
-    out, here, HI = K[FETCH], K[HERE], F[HAVE]
+    out, here, HW, HN = K[FETCH], K[HERE], F[HAVE_W], F[HAVE_NEXT]
     W = out.shape[0]
     for w in range(W):
         out[w] = 0.0
@@ -147,15 +111,15 @@ def _estimates(G, T, F, K, lat, inv, i):
         size = G[PRED_SIZE][e]
         h = T[COPIES][p]
         while h >= 0:
-            here[HI[h, H_W]] = True
-            h = HI[h, H_NEXT]
+            here[HW[h]] = True
+            h = HN[h]
         for w in range(W):
             if not here[w]:
                 out[w] += lat[src, w] + size * inv[src, w]
         h = T[COPIES][p]
         while h >= 0:
-            here[HI[h, H_W]] = False
-            h = HI[h, H_NEXT]
+            here[HW[h]] = False
+            h = HN[h]
 
 
 @kernel(cache=True, _nrt=False)
@@ -249,7 +213,7 @@ def _apply(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, now, fetch_
             touched[nt] = old
             nt += 1
     for j in range(nt):
-        _try_start(C, G, T, K, F, E, tdur, touched[j], now)
+        start_ready(C, G, T, K, F, E, tdur, touched[j], now)
     return nt
 
 
@@ -334,7 +298,7 @@ def simulate_ws(
                     ns += 1
             continue
         if after >= 0:
-            _try_start(C, G, T, K, F, E, tdur, after, now)
+            start_ready(C, G, T, K, F, E, tdur, after, now)
             stack[0] = after
             ns = 1
             after = -1
@@ -353,15 +317,14 @@ def simulate_ws(
             w = task_done(C, G, T, K, F, RI, RF, i, now)
             k = 0
             for e in range(G[SUCC_PTR][i], G[SUCC_PTR][i + 1]):
-                j = G[SUCC_IDX][e]
-                if T[STATUS][j] >= RUNNING:
-                    continue
-                T[NPRED][j] -= 1
-                if T[STATUS][j] == QUEUED:  # a dynamic scheduler places ready tasks only
-                    return UNREACHABLE, F, N
-                if T[NPRED][j] == 0:
-                    newly[k] = j
+                got = consumer_released(C, X, G, T, F, N, P, K, lat, i, e, fetch_ready, now)
+                if got == READY:
+                    newly[k] = G[SUCC_IDX][e]
                     k += 1
+                elif got == NO_COPY:
+                    return NO_SOURCE, F, N
+                elif got == STARTABLE or got == WAITS_INPUTS:  # a dynamic scheduler places ready tasks only
+                    return UNREACHABLE, F, N
             K[QWORK][w] = max(0.0, K[QWORK][w] - duration(pdur, i, w))
             K[LOAD][w] = K[QWORK][w] / K[WCORES][w]
             if k:
@@ -384,8 +347,8 @@ def simulate_ws(
                 i = arrived(T, F, f, h)
                 if i >= 0:
                     w = T[WORKER][i]
-                    _runnable(C, T, K, F, i, w)
-                    _try_start(C, G, T, K, F, E, tdur, w, now)
+                    runnable(C, T, K, F, i, w)
+                    start_ready(C, G, T, K, F, E, tdur, w, now)
             if m:
                 idle = 0
             else:

@@ -52,16 +52,18 @@ from ..cluster import Cluster
 from ..costs import CostModel
 from ..errors import SchedulerError, UsageError
 from ..graph import TaskGraph
-from ..scheduling import available, get_scheduler, require_runnable, scheduler_class
+from ..scheduling import DynamicScheduler, available, get_scheduler, require_runnable, scheduler_class
 from ..trace import Run, Trace, Transfer, run_id
 from . import fastpath
 from ._gc import FewerCollections
-from ._loopstate import begin_run, consumer_arrived, dequeue, end_run, enqueue, laid_out, next_in_plan, startable
+from ._loopstate import laid_out
+from ._moves import begin_run, dequeue, end_run, enqueue, next_in_plan, startable
+from .data import DataMoves
 from .decisions import Decisions
 from .events import EventKind
 from .faults import Perturbations
 from .information import estimated_graph
-from .network import Flow, make_network
+from .network import make_network
 from .priorities import transfer_classes
 from .recovery import Recovery
 from .states import DONE, QUEUED, RUNNING, WAITING, TaskState
@@ -71,7 +73,7 @@ __all__ = ["Simulator"]
 
 # the moves the compiled loops make too, as plain Python over the engine's lists
 _ENQUEUE, _DEQUEUE, _BEGIN_RUN, _END_RUN = enqueue.plain, dequeue.plain, begin_run.plain, end_run.plain
-_ARRIVED, _NEXT_IN_PLAN, _STARTABLE = consumer_arrived.plain, next_in_plan.plain, startable.plain
+_NEXT_IN_PLAN, _STARTABLE = next_in_plan.plain, startable.plain
 
 _FAIL, _FINISH, _TICK = EventKind.FAIL, EventKind.FINISH, EventKind.TICK
 _INF = math.inf
@@ -91,7 +93,7 @@ class _LazyTransfers:
         return float(sum(row[3] for row in self.raw))
 
 
-class Simulator(Decisions, Recovery):
+class Simulator(Decisions, Recovery, DataMoves):
     """One simulation run; see :func:`taskflow.simulate` for the parameters."""
 
     def __init__(
@@ -173,11 +175,12 @@ class Simulator(Decisions, Recovery):
         self.done_runs = [0] * n
         self.ndone = 0  # tasks DONE now
         self.start_time = [0.0] * n
-        self.have = [None] * n  # task -> {worker: bytes of its output there}
+        self.copies = [-1] * n  # the first of its output's copies (a list in F's columns, .data)
         self.home = [-1] * n  # where the task's output was computed
         self.flows = {}  # (task, worker) -> live Flow
         # worker state
         self.alive = [True] * W
+        self.dead = [False] * W
         self.free = cluster.cores.tolist()
         self.running = [set() for _ in range(W)]
         self.nrunning = [0] * W
@@ -185,6 +188,9 @@ class Simulator(Decisions, Recovery):
         self.plan_rank = [0] * n  # static: position in the plan (earlier runs first when "ready")
         self.ptr = [0] * W
         self.rq = [[] for _ in range(W)]  # dynamic: runnable heap
+        # ... or, where the scheduler's priorities are all equal, first come first served: a list per worker
+        self.fifo = self.dynamic and type(self.scheduler).priority is DynamicScheduler.priority
+        self.rhead, self.rtail = [-1] * W, [-1] * W
         # tasks assigned and not started, in assignment order: each worker's queue a linked list
         self.qhead, self.qtail = [-1] * W, [-1] * W
         self.qprev, self.qnext = [-1] * n, [-1] * n
@@ -199,6 +205,7 @@ class Simulator(Decisions, Recovery):
             SUCC_PTR=self.succ_ptr,
             SUCC_IDX=self.succ_idx,
             CORES=self.tcores,
+            SUCC_SIZE=self.succ_size,
         )
         self.T = laid_out(
             STATUS=self.status,
@@ -208,12 +215,21 @@ class Simulator(Decisions, Recovery):
             MISSING=self.missing,
             HOME=self.home,
             STARTED=self.start_time,
+            COPIES=self.copies,
             QPREV=self.qprev,
             QNEXT=self.qnext,
         )
         self.K = laid_out(
-            FREE=self.free, NRUNNING=self.nrunning, NQUEUED=self.nqueued, QHEAD=self.qhead, QTAIL=self.qtail
+            FREE=self.free,
+            NRUNNING=self.nrunning,
+            NQUEUED=self.nqueued,
+            QHEAD=self.qhead,
+            QTAIL=self.qtail,
+            RHEAD=self.rhead,
+            RTAIL=self.rtail,
+            DEAD=self.dead,
         )
+        self.F = laid_out(HAVE_W=[], HAVE_NEXT=[], HAVE_B=[], RQ_TASK=[], RQ_TOKEN=[], RQ_NEXT=[])
         # bookkeeping
         self.now = 0.0
         self.heap = []
@@ -231,6 +247,7 @@ class Simulator(Decisions, Recovery):
         self.last_call = -_INF
         self.tclass, classes = transfer_classes(graph)
         self.net = make_network(network, cluster, self._push, self._arrive, self._flow_done, classes=classes)
+        self._bind_moves()
         self.network_name = network
         #: what the run counted: the network's rate solves (``maxmin``: solves, repaired, given up),
         #: and in the compiled loop its steals and placements
@@ -383,14 +400,6 @@ class Simulator(Decisions, Recovery):
         if self.heaped and self.npred[i] == 0 and self.missing[i] == 0:
             self._runnable(i, w)
 
-    def _fetch_inputs(self, i, w):
-        """Start moving to ``w`` every computed input ``i`` lacks there."""
-        status = self.status
-        for k in range(self.pred_ptr[i], self.pred_ptr[i + 1]):
-            p = self.pred_idx[k]
-            if status[p] == DONE:
-                self._need(i, p, self.pred_size[k], w)
-
     def _transition_queued_running(self, i, w):
         if self.validate:
             assert self.assigned[i] == w and self.npred[i] == 0 and self.missing[i] == 0, (i, w)
@@ -424,7 +433,7 @@ class Simulator(Decisions, Recovery):
         self.runs.append(
             Run(ids[i], run_id(ids[i], self.done_runs[i], self.a.index), self.wids[w], self.start_time[i], self.now)
         )
-        self.have[i] = {w: _INF}
+        self._only_copy(None, self.T, self.F, i, w)
 
     def _transition_running_waiting(self, i):
         w = self.assigned[i]
@@ -463,80 +472,25 @@ class Simulator(Decisions, Recovery):
             i = nxt[i]
         return out
 
-    # ------------------------------------------------------------------ data
-    def source_of(self, p, nbytes) -> int:
-        """The live worker to fetch ``nbytes`` of ``p``'s output from: where it was computed, else
-        the first live worker holding that many bytes of it; -1 when there is none."""
-        home = self.home[p]
-        if home >= 0 and self.alive[home]:
-            return home
-        h = self.have[p]
-        if not h:
-            return -1
-        best = -1
-        for w, b in h.items():
-            if b >= nbytes and self.alive[w]:
-                if b == _INF:
-                    return w  # the producer's own worker
-                if best < 0:
-                    best = w
-        return best
-
-    def _need(self, i, p, s, w):
-        """Consumer ``i`` on ``w`` needs ``s`` bytes of ``p``'s output."""
-        hw = self.have[p].get(w)
-        if hw is not None and hw >= s:  # present (a zero-byte edge still needs its latency once)
-            return
-        self.missing[i] += 1
-        f = self.flows.get(p * self.W + w)
-        if f is not None and not f.complete:
-            if f.total < s - f.base:
-                self.net.extend(f, s - f.base, self.now)
-            self.net.wait(f, s - f.base, i, self.token[i], self.now)
-            return
-        base = 0.0 if hw is None else hw
-        src = self.source_of(p, s)
-        if src < 0:
-            raise RuntimeError(f"no copy of task {self.a.ids[p]!r}'s output is left (internal error)")
-        self._fid += 1
-        f = Flow(self._fid, p, src, w, s - base, self.now, self.lat[src][w])
-        f.base = base
-        if self.tclass is not None:
-            f.cls = self.tclass[i]
-        self.flows[p * self.W + w] = f
-        self.net.start(f, self.now)
-        self.net.wait(f, s - base, i, self.token[i], self.now)
-
-    def _arrive(self, flow, item):
-        """Network callback: a consumer's bytes of ``flow`` are on its worker."""
-        nbytes, i, tok = item
-        if not flow.aborted and _ARRIVED(self.T, i, tok, flow.dst):
-            w = flow.dst
-            if self.heaped:
-                self._runnable(i, w)
-            self._try_start(w)
-
-    def _flow_done(self, flow):
-        """Network callback: ``flow`` carried all its bytes."""
-        if flow.aborted:
-            return
-        flow.finish = self.now
-        flow.complete = True
-        key = flow.task * self.W + flow.dst
-        if self.flows.get(key) is flow:
-            del self.flows[key]
-        h = self.have[flow.task]
-        h[flow.dst] = max(h.get(flow.dst, 0.0), flow.base + flow.total)
-        self.transfers.append((flow.task, flow.src, flow.dst, flow.total, flow.start, self.now))
-
     # ------------------------------------------------------------------ running tasks
     def _runnable(self, i, w):
+        if self.fifo:
+            self._ready(None, self.T, self.K, self.F, i, w)
+            return
         self._seq += 1
         key = -self.scheduler.priority(i) if self.dynamic else self.plan_rank[i]
         heapq.heappush(self.rq[w], (key, self._seq, i, self.token[i]))
 
+    def _forget_ready(self, w):
+        """``w``'s ready tasks are forgotten (it is lost)."""
+        self.rq[w] = []
+        self.rhead[w] = self.rtail[w] = -1
+
     def _try_start(self, w):
         if not self.alive[w]:
+            return
+        if self.fifo:
+            self._start_ready(None, self.G, self.T, self.K, self.F, None, None, w, self.now)
             return
         if self.heaped:
             rq = self.rq[w]
@@ -567,25 +521,7 @@ class Simulator(Decisions, Recovery):
             return  # a run that was lost with its worker
         w = self.assigned[i]
         self._transition(i, DONE)
-        newly_ready = []
-        npred, assigned, status = self.npred, self.assigned, self.status
-        for e in range(self.succ_ptr[i], self.succ_ptr[i + 1]):
-            j = self.succ_idx[e]
-            if status[j] >= RUNNING:
-                continue
-            npred[j] -= 1
-            aj = assigned[j]
-            if aj >= 0 and status[j] == QUEUED:
-                if not self.fetch_ready:
-                    self._need(j, i, self.succ_size[e], aj)
-                elif npred[j] == 0:
-                    self._fetch_inputs(j, aj)
-                if npred[j] == 0 and self.missing[j] == 0:
-                    if self.heaped:
-                        self._runnable(j, aj)
-                    self._try_start(aj)
-            elif npred[j] == 0:
-                newly_ready.append(j)
+        newly_ready = self._release_consumers(i)
         if self.dynamic:
             self._call(self.scheduler.on_finished, i, w, self.view)
             if newly_ready:

@@ -220,13 +220,14 @@ def run(sim) -> Trace:
         sim.scheduler.start(sim.view)
     i64 = np.int64
     pred_ptr, succ_ptr = a.pred_ptr.astype(i64), a.succ_ptr.astype(i64)
-    G = (  # the graph: PRED_PTR, PRED_IDX, PRED_SIZE, SUCC_PTR, SUCC_IDX, CORES
+    G = (  # the graph: PRED_PTR, PRED_IDX, PRED_SIZE, SUCC_PTR, SUCC_IDX, CORES, SUCC_SIZE
         pred_ptr,
         a.pred_idx.astype(i64),
         a.size[a.pred_eid].astype(np.float64),
         succ_ptr,
         a.succ_idx.astype(i64),
         a.cores.astype(i64),
+        a.size[a.succ_eid].astype(np.float64),
     )
     indeg = np.diff(pred_ptr)
     T = (  # per task, as _loopstate names them
@@ -265,9 +266,12 @@ def run(sim) -> Trace:
     F = flows + (
         np.full((cap, 3), -1, i64),  # transfers: task, source, destination; bytes, start, end
         np.zeros((cap, 3)),
-        np.full((n + cap, 2), -1, i64),  # copies of outputs: worker, next; bytes
+        np.full(n + cap, -1, i64),  # copies of outputs: worker, next, bytes
+        np.full(n + cap, -1, i64),
         np.zeros(n + cap),
-        np.full((cap, 3), -1, i64),  # the ready queue
+        np.full(cap, -1, i64),  # the ready queue: task, token, next
+        np.full(cap, -1, i64),
+        np.full(cap, -1, i64),
     )
     P = net.P
     E = (np.zeros(n + 1), np.zeros(n + 1, i64), np.zeros(n + 1, i64))
@@ -313,7 +317,6 @@ def run(sim) -> Trace:
             seq_ptr,
             seq,
             seq_ptr[:-1].copy(),
-            a.size[a.succ_eid].astype(f64),
             outneed,
             L,
             CHUNK,

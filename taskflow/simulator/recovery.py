@@ -21,6 +21,7 @@ class Recovery:
         """Worker ``w`` is lost: see the module docstring."""
         now = self.now
         self.alive[w] = False
+        self.dead[w] = True
         affected = []
         for i in list(self.running[w]):
             self._transition(i, WAITING)
@@ -30,17 +31,14 @@ class Recovery:
             self._transition(i, WAITING)
             affected.append(i)
         self.queued_est[w] = 0.0
-        self.rq[w] = []
+        self._forget_ready(w)
         self.seq[w] = []
         for key, f in list(self.flows.items()):
             if f.src == w or f.dst == w:
                 self.net.abort(f, now)
                 self.aborted_flows += 1
                 del self.flows[key]
-        for p in range(self.n):
-            h = self.have[p]
-            if h and w in h:
-                del h[w]
+        self._lose_copies(w)
         # outputs lost for good and still needed are recomputed (transitively)
         status = self.status
         stack = [i for i in range(self.n) if status[i] in (WAITING, QUEUED)]

@@ -125,8 +125,7 @@ class SimView:
 
     def locations(self, task: int) -> list:
         """Workers holding (some of) ``task``'s output."""
-        h = self._s.have[task]
-        return [w for w in h] if h else []
+        return self._s.holders(task)
 
     def missing_bytes(self, task: int, w: int) -> float:
         """Bytes of ``task``'s computed inputs not yet on ``w``."""
@@ -134,7 +133,7 @@ class SimView:
         total = 0.0
         for k in range(s.pred_ptr[task], s.pred_ptr[task + 1]):
             p = s.pred_idx[k]
-            if s.status[p] == DONE and s.have[p].get(w, -1.0) < s.pred_size[k]:
+            if s.status[p] == DONE and s.holds(p, w) < s.pred_size[k]:
                 total += s.pred_size[k]
         return total
 
@@ -148,7 +147,7 @@ class SimView:
         srcs, sizes, ptr, holders = self._srcs, self._sizes, self._ptr, self._holders
         k = 0
         n = 0
-        status, have, pred_size, pred_idx = s.status, s.have, s.pred_size, s.pred_idx
+        status, pred_size, pred_idx = s.status, s.pred_size, s.pred_idx
         for e in range(s.pred_ptr[task], s.pred_ptr[task + 1]):
             p = pred_idx[e]
             if status[p] != DONE:
@@ -159,7 +158,7 @@ class SimView:
                 continue
             srcs[k] = src
             sizes[k] = size
-            for w in have[p]:
+            for w in s.holders(p):
                 holders[n] = w
                 n += 1
             k += 1
@@ -172,12 +171,12 @@ class SimView:
         """Estimated seconds to bring ``task``'s computed inputs to ``w`` (see :meth:`transfer_estimates`;
         the same sum, for one worker)."""
         s = self._s
-        status, have, pred_size, pred_idx = s.status, s.have, s.pred_size, s.pred_idx
+        status, pred_size, pred_idx = s.status, s.pred_size, s.pred_idx
         lat, inv = self._lat, self._inv
         acc = 0.0
         for e in range(s.pred_ptr[task], s.pred_ptr[task + 1]):
             p = pred_idx[e]
-            if status[p] != DONE or w in have[p]:
+            if status[p] != DONE or s.holds(p, w) >= 0.0:
                 continue
             size = pred_size[e]
             src = s.source_of(p, size)

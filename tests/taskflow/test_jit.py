@@ -177,7 +177,7 @@ def test_plain_runs_a_kernel_and_the_kernels_it_calls_as_python_on_lists_even_in
     loops run through ``Kernel.plain``: a kernel calling no other is its own function, one that
     does runs them all as plain Python, even where every call would otherwise be compiled."""
     assert _bump.plain is _bump.py_func
-    assert _bump_twice.plain == _bump_twice.python
+    assert _bump_twice.plain is _bump_twice.plain and _bump_twice.plain is not _bump_twice.py_func
     xs = [0, 0]
     with jit.compiled():
         _bump_twice.plain(xs, 1)
@@ -185,3 +185,15 @@ def test_plain_runs_a_kernel_and_the_kernels_it_calls_as_python_on_lists_even_in
     assert xs == [1, 2]
     for k in (_bump, _bump_twice):  # nothing was compiled (another kernel's compile may have made their dispatchers)
         assert k._compiled is None or not k._compiled.signatures
+
+
+def test_bound_runs_a_rule_over_another_layout_through_the_callees_it_is_given():
+    """``Kernel.bound`` replaces the kernels a kernel calls, at any depth, by name: the rule is
+    written once and a caller whose state is laid out otherwise gives the moves that read it."""
+    seen = {}
+    twice = _bump_twice.bound(_bump=lambda xs, i: seen.__setitem__(i, seen.get(i, 0) + 1))
+    xs = [0, 0]
+    twice(xs, 1)
+    assert xs == [0, 0] and seen == {1: 2}  # the callee given ran, not the kernel
+    _bump_twice.plain(xs, 1)
+    assert xs == [0, 2]  # the kernel's own plain version is untouched by the binding

@@ -82,9 +82,12 @@ _I64 = np.int64
 LOOP_NONE = (
     np.zeros((0, 3), _I64),
     np.zeros((0, 3)),
-    np.zeros((0, 2), _I64),
+    np.zeros(0, _I64),
+    np.zeros(0, _I64),
     np.zeros(0),
-    np.zeros((0, 3), _I64),
+    np.zeros(0, _I64),
+    np.zeros(0, _I64),
+    np.zeros(0, _I64),
 )
 
 
@@ -172,7 +175,7 @@ def grown2(a, rows, fill):
 def room(C, F, N, flows, waits):
     """``F`` and ``N`` (new tuples where an array grew) with room for ``flows`` more flows and
     ``waits`` more consumers waiting on one; a loop's own arrays in ``F`` are passed on as they are."""
-    FI, GF, TI, TB, TRI, TRF, HI, HB, RQ = F
+    FI, GF, TI, TB, TRI, TRF, HW, HN, HB, RT, RK, RN = F
     if C[NFLOWS] + flows > FI.shape[0]:
         cap = max(2 * FI.shape[0], C[NFLOWS] + flows)
         FI = grown2(FI, cap, -1)
@@ -203,7 +206,7 @@ def room(C, F, N, flows, waits):
         moves = grown1(moves, 3 * (3 * sc + 64), 0)
     N = (sflow, pair, rates, done, total, nxt, due, dueflows, pslot, pfree, psrc, pdst, pcls, pn, pcaps, prate, plist,
          ppos, pb, inS, links, back, counted, changed, moves, wht, whs, whv)  # fmt: skip
-    return (FI, GF, TI, TB, TRI, TRF, HI, HB, RQ), N
+    return (FI, GF, TI, TB, TRI, TRF, HW, HN, HB, RT, RK, RN), N
 
 
 @kernel(cache=True, _nrt=False)

@@ -488,7 +488,7 @@ def test_transfer_estimates_are_the_sum_over_inputs_not_held_for_every_worker_an
                 for w in range(len(every)):
                     for e in range(s.pred_ptr[i], s.pred_ptr[i + 1]):
                         p = s.pred_idx[e]
-                        if s.status[p] == DONE and w not in s.have[p]:
+                        if s.status[p] == DONE and s.holds(p, w) < 0:
                             src = s.source_of(p, s.pred_size[e])
                             want[w] += view._lat[src, w] + s.pred_size[e] * view._inv[src, w]
                 np.testing.assert_array_equal(every, want)

@@ -1,0 +1,490 @@
+"""The simulator's moves of tasks and data, each written once: kernels over the state laid out in
+:mod:`._loopstate`, which the compiled event loops (:mod:`._wsloop`, :mod:`._planloop`) run
+compiled and the engine (:class:`~.engine.Simulator`) runs as plain Python over its lists.
+
+A move that touches flows reads and writes them only through the small kernels of the first
+section (a live flow of an output to a worker, its bytes, opening and closing one, recording a
+transfer) and the network's calls (``net_extend``, ``net_wait``). These kernels are the loops':
+max-min's flow arrays (:mod:`.network._flows`). The engine, whose flows are
+:class:`~.network.base.Flow` objects moved by either network model, runs the same moves with its
+own versions of those few (:meth:`taskflow.jit.Kernel.bound`), as a network model supplies its own
+``start``, ``wait`` and ``extend``; so the rules themselves (when an input is fetched and from
+where, what a finished flow leaves behind, what a finished task's consumers do next, when a
+queued task starts) are in one place.
+
+Copies of outputs and the ready queue are linked lists in columns (``F[HAVE_*]``, ``F[RQ_*]``):
+the engine's lists and the loops' arrays alike. Where a move needs a new entry it asks
+:func:`new_copy` or :func:`new_ready` (the loops number them from a counter within the room
+:func:`._loopstate.make_room` made; the engine appends).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import kernel
+from ._loopstate import (
+    CORES,
+    COPIES,
+    DEAD,
+    DONE,
+    E_SEQ,
+    E_TASK,
+    E_TIME,
+    ESEQ,
+    EVN,
+    FREE,
+    HAVE_B,
+    HAVE_NEXT,
+    HAVE_W,
+    HOME,
+    LIVE,
+    MISSING,
+    NHAVE,
+    NO_FLOW,
+    NPRED,
+    NQUEUED,
+    NRQ,
+    NRUNNING,
+    NRUNS,
+    NTR,
+    PRED_IDX,
+    PRED_PTR,
+    PRED_SIZE,
+    QHEAD,
+    QNEXT,
+    QPREV,
+    QTAIL,
+    QUEUED,
+    RHEAD,
+    RQ_NEXT,
+    RQ_TASK,
+    RQ_TOKEN,
+    RTAIL,
+    RUNNING,
+    STARTED,
+    STATUS,
+    SUCC_IDX,
+    SUCC_SIZE,
+    TOKEN,
+    TRANSFERS,
+    TRANSFERS_F,
+    WORKER,
+    duration,
+)
+from .network._flows import net_extend, net_start_wait, net_wait
+from .network._flowstate import (
+    F_DST,
+    F_NEXT,
+    F_SRC,
+    F_TASK,
+    FLOWS,
+    FLOWS_F,
+    G_BASE,
+    G_START,
+    G_TOTAL,
+    T_CONS,
+    T_TOK,
+    WAITS,
+    heap_push,
+)
+
+# what a consumer is once a producer of it finished (:func:`consumer_released`): running or done
+# already; not placed, inputs still to compute; not placed, every input computed; queued, waiting
+# for inputs; queued, able to start; an input of it has no copy left
+PASSED, PENDING, READY, WAITS_INPUTS, STARTABLE, NO_COPY = range(6)
+
+
+# ---------------------------------------------------------------- flows: the loops' own (the engine binds its)
+@kernel(cache=True, _nrt=False)
+def live_flow(T, F, p, w):
+    """The flow now carrying ``p``'s output to ``w`` (:data:`._loopstate.NO_FLOW`: none)."""
+    FI = F[FLOWS]
+    f = T[LIVE][p]
+    while f >= 0 and FI[f, F_DST] != w:
+        f = FI[f, F_NEXT]
+    return f  # (-1 at the end: NO_FLOW)
+
+
+@kernel(cache=True, _nrt=False)
+def flow_task(F, f):
+    """The task whose output ``f`` carries."""
+    return F[FLOWS][f, F_TASK]
+
+
+@kernel(cache=True, _nrt=False)
+def flow_dst(F, f):
+    """The worker ``f`` carries to."""
+    return F[FLOWS][f, F_DST]
+
+
+@kernel(cache=True, _nrt=False)
+def flow_base(F, f):
+    """Bytes of the output at ``f``'s destination before it started."""
+    return F[FLOWS_F][f, G_BASE]
+
+
+@kernel(cache=True, _nrt=False)
+def flow_total(F, f):
+    """Bytes ``f`` carries."""
+    return F[FLOWS_F][f, G_TOTAL]
+
+
+@kernel(cache=True, _nrt=False)
+def open_flow(C, X, T, F, N, P, lat, i, p, src, w, size, base, token, now):
+    """A flow of ``size`` bytes of ``p``'s output from ``src`` to ``w`` (``base`` bytes there
+    already) starts, consumer ``i`` (under ``token``) waiting for all of them."""
+    f = net_start_wait(C, X, F, N, P, src, w, 0, size, lat[src, w], now, size, i, token)
+    F[FLOWS][f, F_TASK] = p
+    F[FLOWS][f, F_NEXT] = T[LIVE][p]
+    T[LIVE][p] = f
+    F[FLOWS_F][f, G_BASE] = base
+
+
+@kernel(cache=True, _nrt=False)
+def unlink_flow(T, F, p, f):
+    """``f`` no longer carries ``p``'s output (it is done)."""
+    FI = F[FLOWS]
+    prev = -1
+    cur = T[LIVE][p]
+    while cur >= 0 and cur != f:
+        prev = cur
+        cur = FI[cur, F_NEXT]
+    if cur == f:
+        if prev < 0:
+            T[LIVE][p] = FI[f, F_NEXT]
+        else:
+            FI[prev, F_NEXT] = FI[f, F_NEXT]
+
+
+@kernel(cache=True, _nrt=False)
+def record_transfer(C, F, f, now):
+    """``f``'s bytes moved: a transfer of the trace."""
+    FI, GF = F[FLOWS], F[FLOWS_F]
+    k = C[NTR]
+    C[NTR] += 1
+    F[TRANSFERS][k, 0] = FI[f, F_TASK]
+    F[TRANSFERS][k, 1] = FI[f, F_SRC]
+    F[TRANSFERS][k, 2] = FI[f, F_DST]
+    F[TRANSFERS_F][k, 0] = GF[f, G_TOTAL]
+    F[TRANSFERS_F][k, 1] = GF[f, G_START]
+    F[TRANSFERS_F][k, 2] = now
+
+
+@kernel(cache=True, _nrt=False)
+def new_copy(C, F, w, b):
+    """A new entry of the copies' lists: ``b`` bytes on ``w``, last of its list."""
+    h = C[NHAVE]
+    C[NHAVE] += 1
+    F[HAVE_W][h] = w
+    F[HAVE_NEXT][h] = -1
+    F[HAVE_B][h] = b
+    return h
+
+
+@kernel(cache=True, _nrt=False)
+def new_ready(C, F):
+    """A new entry of the ready queues' lists."""
+    e = C[NRQ]
+    C[NRQ] += 1
+    return e
+
+
+# ---------------------------------------------------------------- copies of outputs
+@kernel(cache=True, _nrt=False)
+def have(T, F, p, w):
+    """Bytes of ``p``'s output on ``w`` (-1: none)."""
+    h = T[COPIES][p]
+    while h >= 0:
+        if F[HAVE_W][h] == w:
+            return F[HAVE_B][h]
+        h = F[HAVE_NEXT][h]
+    return -1.0
+
+
+@kernel(cache=True, _nrt=False)
+def keep_copy(C, T, F, p, w, b):
+    """``b`` bytes of ``p``'s output are on ``w``: its copy there grows to that, or a new copy
+    (after those before it) holds them."""
+    h = T[COPIES][p]
+    last = -1
+    while h >= 0:
+        if F[HAVE_W][h] == w:
+            F[HAVE_B][h] = max(F[HAVE_B][h], b)
+            return
+        last = h
+        h = F[HAVE_NEXT][h]
+    h = new_copy(C, F, w, max(0.0, b))
+    if last < 0:
+        T[COPIES][p] = h
+    else:
+        F[HAVE_NEXT][last] = h
+
+
+@kernel(cache=True, _nrt=False)
+def drop_copy(T, F, p, w):
+    """``p``'s copy on ``w`` (a lost worker) is gone."""
+    prev = -1
+    h = T[COPIES][p]
+    while h >= 0 and F[HAVE_W][h] != w:
+        prev = h
+        h = F[HAVE_NEXT][h]
+    if h >= 0:
+        if prev < 0:
+            T[COPIES][p] = F[HAVE_NEXT][h]
+        else:
+            F[HAVE_NEXT][prev] = F[HAVE_NEXT][h]
+
+
+@kernel(cache=True, _nrt=False)
+def lost(K, w):
+    """Whether worker ``w`` is lost (``K[DEAD]`` empty: none is)."""
+    return len(K[DEAD]) > 0 and K[DEAD][w] != 0
+
+
+@kernel(cache=True, _nrt=False)
+def source_of(T, F, K, p, nbytes):
+    """The live worker to fetch ``nbytes`` of ``p``'s output from: where it was computed, else
+    the first live worker holding that many bytes of it (the producer's own worker first); -1 when
+    there is none."""
+    home = T[HOME][p]
+    if home >= 0 and not lost(K, home):
+        return home
+    best = -1
+    h = T[COPIES][p]
+    while h >= 0:
+        w, b = F[HAVE_W][h], F[HAVE_B][h]
+        if b >= nbytes and not lost(K, w):
+            if b == np.inf:
+                return w
+            if best < 0:
+                best = w
+        h = F[HAVE_NEXT][h]
+    return best
+
+
+# ---------------------------------------------------------------- data (engine: Simulator._need and after)
+@kernel(cache=True, _nrt=False)
+def need_input(C, X, T, F, N, P, K, lat, i, p, s, w, now):
+    """Consumer ``i`` on ``w`` needs ``s`` bytes of ``p``'s output: nothing when they are there;
+    else it waits on the flow carrying the output there (grown to ``s`` where it carries fewer)
+    or on a new one from the output's source (:func:`source_of`). False when no copy of it is left."""
+    hw = have(T, F, p, w)
+    if hw >= 0.0 and hw >= s:  # present (a zero-byte edge still needs its latency once)
+        return True
+    T[MISSING][i] += 1
+    token = T[TOKEN][i]
+    f = live_flow(T, F, p, w)
+    if f != NO_FLOW:
+        base = flow_base(F, f)
+        if flow_total(F, f) < s - base:
+            net_extend(C, X, F, N, f, s - base, now)
+        net_wait(C, X, F, N, f, s - base, i, token, now)
+        return True
+    base = 0.0 if hw < 0.0 else hw
+    src = source_of(T, F, K, p, s)
+    if src < 0:
+        return False
+    open_flow(C, X, T, F, N, P, lat, i, p, src, w, s - base, base, token, now)
+    return True
+
+
+@kernel(cache=True, _nrt=False)
+def fetch_inputs(C, X, G, T, F, N, P, K, lat, i, w, now):
+    """Start moving to ``w`` every computed input ``i`` lacks there; False when one has no copy left."""
+    for e in range(G[PRED_PTR][i], G[PRED_PTR][i + 1]):
+        p = G[PRED_IDX][e]
+        if T[STATUS][p] == DONE:
+            if not need_input(C, X, T, F, N, P, K, lat, i, p, G[PRED_SIZE][e], w, now):
+                return False
+    return True
+
+
+@kernel(cache=True, _nrt=False)
+def flow_done(C, T, F, f, now):
+    """``f`` carried all its bytes: no longer live, its bytes a copy at its destination, a transfer."""
+    p = flow_task(F, f)
+    unlink_flow(T, F, p, f)
+    keep_copy(C, T, F, p, flow_dst(F, f), flow_base(F, f) + flow_total(F, f))
+    record_transfer(C, F, f, now)
+
+
+@kernel(cache=True, _nrt=False)
+def consumer_arrived(T, i, token, w):
+    """Consumer ``i``'s bytes, waited for under assignment ``token``, are on ``w``: whether that
+    was the last input it missed and every input is computed (False too for an older assignment's wait)."""
+    if token != T[TOKEN][i] or T[STATUS][i] != QUEUED or T[WORKER][i] != w:
+        return False
+    T[MISSING][i] -= 1
+    return T[MISSING][i] == 0 and T[NPRED][i] == 0
+
+
+@kernel(cache=True, _nrt=False)
+def arrived(T, F, f, h):
+    """A consumer's bytes of flow ``f`` are on its worker (``h`` its wait, as
+    :func:`.network._flows.net_wait` numbered it): the consumer, where it may start now
+    (:func:`consumer_arrived`); else -1."""
+    i = F[WAITS][h, T_CONS]
+    return i if consumer_arrived(T, i, F[WAITS][h, T_TOK], F[FLOWS][f, F_DST]) else -1
+
+
+@kernel(cache=True, _nrt=False)
+def consumer_released(C, X, G, T, F, N, P, K, lat, i, e, fetch_ready, now):
+    """``i`` finished, and ``j = G[SUCC_IDX][e]`` consumes ``G[SUCC_SIZE][e]`` bytes of its output:
+    one input fewer to compute; a consumer queued on a worker fetches it (or, with ``fetch_ready``,
+    all its inputs once the last is computed). What ``j`` is now: :data:`PASSED`, :data:`PENDING`,
+    :data:`READY`, :data:`WAITS_INPUTS`, :data:`STARTABLE` or :data:`NO_COPY`."""
+    j = G[SUCC_IDX][e]
+    st = T[STATUS][j]
+    if st >= RUNNING:
+        return PASSED
+    T[NPRED][j] -= 1
+    if st != QUEUED:
+        return READY if T[NPRED][j] == 0 else PENDING
+    w = T[WORKER][j]
+    if not fetch_ready:
+        if not need_input(C, X, T, F, N, P, K, lat, j, i, G[SUCC_SIZE][e], w, now):
+            return NO_COPY
+    elif T[NPRED][j] == 0:
+        if not fetch_inputs(C, X, G, T, F, N, P, K, lat, j, w, now):
+            return NO_COPY
+    return STARTABLE if T[NPRED][j] == 0 and T[MISSING][j] == 0 else WAITS_INPUTS
+
+
+# ---------------------------------------------------------------- tasks
+@kernel(cache=True, _nrt=False)
+def enqueue(T, K, i, w):
+    """``i`` is queued on ``w``, last (an assignment: a new token, no input missing yet)."""
+    T[WORKER][i] = w
+    T[STATUS][i] = QUEUED
+    T[TOKEN][i] += 1
+    T[MISSING][i] = 0
+    q_prev, q_next = T[QPREV], T[QNEXT]
+    t = K[QTAIL][w]
+    q_prev[i] = t
+    q_next[i] = -1
+    if t >= 0:
+        q_next[t] = i
+    else:
+        K[QHEAD][w] = i
+    K[QTAIL][w] = i
+    K[NQUEUED][w] += 1
+
+
+@kernel(cache=True, _nrt=False)
+def dequeue(T, K, i, w):
+    """``i`` leaves ``w``'s queue."""
+    q_prev, q_next = T[QPREV], T[QNEXT]
+    a, b = q_prev[i], q_next[i]
+    if a >= 0:
+        q_next[a] = b
+    else:
+        K[QHEAD][w] = b
+    if b >= 0:
+        q_prev[b] = a
+    else:
+        K[QTAIL][w] = a
+    K[NQUEUED][w] -= 1
+
+
+@kernel(cache=True, _nrt=False)
+def begin_run(G, T, K, i, w, now):
+    """``i``, out of ``w``'s queue (:func:`dequeue`), starts there: its cores taken."""
+    T[STATUS][i] = RUNNING
+    K[FREE][w] -= G[CORES][i]
+    K[NRUNNING][w] += 1
+    T[STARTED][i] = now
+
+
+@kernel(cache=True, _nrt=False)
+def start_task(C, G, T, K, E, tdur, i, w, now):
+    """``i`` starts on ``w`` (:func:`dequeue`, :func:`begin_run`), its end on the event heap."""
+    d = duration(tdur, i, w)
+    dequeue(T, K, i, w)
+    begin_run(G, T, K, i, w, now)
+    C[ESEQ] += 1
+    C[EVN] = heap_push(E[E_TIME], E[E_SEQ], E[E_TASK], C[EVN], now + d, C[ESEQ], i)
+
+
+@kernel(cache=True, _nrt=False)
+def end_run(G, T, K, i):
+    """``i`` finished: its cores freed, its output's home where it ran; returns that worker."""
+    w = T[WORKER][i]
+    T[STATUS][i] = DONE
+    K[FREE][w] += G[CORES][i]
+    K[NRUNNING][w] -= 1
+    T[HOME][i] = w
+    return w
+
+
+@kernel(cache=True, _nrt=False)
+def only_copy(C, T, F, i, w):
+    """``i``'s output, just computed on ``w``, is there whole: its only copy."""
+    T[COPIES][i] = new_copy(C, F, w, np.inf)
+
+
+@kernel(cache=True, _nrt=False)
+def task_done(C, G, T, K, F, RI, RF, i, now):
+    """``i`` finished (:func:`end_run`), its run recorded and its output held where it ran
+    (:func:`only_copy`); returns that worker."""
+    w = end_run(G, T, K, i)
+    r = C[NRUNS]
+    C[NRUNS] += 1
+    RI[r, 0] = i
+    RI[r, 1] = w
+    RF[r, 0] = T[STARTED][i]
+    RF[r, 1] = now
+    only_copy(C, T, F, i, w)
+    return w
+
+
+# ---------------------------------------------------------------- starting: a plan in order, or the ready queue
+@kernel(cache=True, _nrt=False)
+def next_in_plan(T, seq, k, end, w):
+    """Worker ``w`` carrying its plan out in order: the position of its next planned task from
+    ``seq[k]`` on (``seq[k:end]`` its planned tasks, ``k`` the first not started), passing over
+    tasks no longer queued on it; ``end`` when none is left."""
+    while k < end:
+        i = seq[k]
+        if T[WORKER][i] == w and T[STATUS][i] == QUEUED:
+            return k
+        k += 1
+    return end
+
+
+@kernel(cache=True, _nrt=False)
+def startable(G, T, K, i, w):
+    """Whether ``i``, queued on ``w``, starts now: its inputs computed and on ``w``, its cores free."""
+    return T[NPRED][i] == 0 and T[MISSING][i] == 0 and K[FREE][w] >= G[CORES][i]
+
+
+@kernel(cache=True, _nrt=False)
+def runnable(C, T, K, F, i, w):
+    """``i``, its inputs on ``w``, joins ``w``'s ready queue, last (first come, first served:
+    where the scheduler's priorities are all equal)."""
+    e = new_ready(C, F)
+    F[RQ_TASK][e] = i
+    F[RQ_TOKEN][e] = T[TOKEN][i]
+    F[RQ_NEXT][e] = -1
+    if K[RTAIL][w] >= 0:
+        F[RQ_NEXT][K[RTAIL][w]] = e
+    else:
+        K[RHEAD][w] = e
+    K[RTAIL][w] = e
+
+
+@kernel(cache=True, _nrt=False)
+def start_ready(C, G, T, K, F, E, tdur, w, now):
+    """Start ``w``'s ready tasks in order while its cores allow (:func:`start_task`), passing
+    over entries of an older assignment."""
+    while K[RHEAD][w] >= 0:
+        e = K[RHEAD][w]
+        i = F[RQ_TASK][e]
+        stale = F[RQ_TOKEN][e] != T[TOKEN][i] or T[WORKER][i] != w or T[STATUS][i] != QUEUED
+        if not stale and K[FREE][w] < G[CORES][i]:
+            break
+        K[RHEAD][w] = F[RQ_NEXT][e]
+        if K[RHEAD][w] < 0:
+            K[RTAIL][w] = -1
+        if not stale:
+            start_task(C, G, T, K, E, tdur, i, w, now)
