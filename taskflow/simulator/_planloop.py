@@ -2,7 +2,7 @@
 planned tasks strictly in plan order (planned start time), each as soon as its inputs are on the
 worker and enough cores are free, as :class:`~.engine.Simulator` carries a plan out; inputs move
 to a consumer's worker the moment they are computed (``fetch="eager"``) or once all of them are
-(``"ready"``). The flows are :mod:`.network._flows`', the moves :mod:`._moves`'.
+(``"ready"``). The flows are :mod:`.network._flows`', the moves :mod:`._taskmoves`' and :mod:`._datamoves`'.
 """
 
 from __future__ import annotations
@@ -28,20 +28,8 @@ from ._loopstate import (
     WORKER,
     make_room,
 )
-from ._moves import (
-    NO_COPY,
-    PENDING,
-    READY,
-    STARTABLE,
-    arrived,
-    consumer_released,
-    enqueue,
-    flow_done,
-    next_in_plan,
-    start_task,
-    startable,
-    task_done,
-)
+from ._datamoves import NO_COPY, PENDING, READY, STARTABLE, arrived, consumer_released, flow_done
+from ._taskmoves import enqueue, next_in_plan, start_task, startable, task_done
 from .network._flows import next_time, pop_due
 from .network._flowstate import heap_pop
 from .network.maxmin import DENSE

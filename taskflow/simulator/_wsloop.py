@@ -1,7 +1,8 @@
-"""The compiled event loop's engine and scheduler half (:mod:`.fastpath`): the events, tasks and data
-of :mod:`.engine`, step for step, over the arrays laid out in :mod:`._loopstate` and
-:mod:`.network._flows` (whose kernels move the flows); the choices of
-:mod:`schedulers.work_stealing` by the same kernels it calls (:mod:`taskflow.stealing`).
+"""The compiled event loop for work stealing (:mod:`.fastpath`): the engine's event loop over the
+arrays laid out in :mod:`._loopstate`, making its moves by the engine's own kernels
+(:mod:`._taskmoves`, :mod:`._datamoves`; the flows :mod:`.network._flows`'), and the choices of
+:mod:`schedulers.work_stealing` by the kernels that scheduler calls (:mod:`taskflow.stealing`), its
+estimates of fetching inputs :func:`._datamoves.fetch_times` as the simulator's view gives them.
 """
 
 from __future__ import annotations
@@ -12,10 +13,8 @@ from ..jit import kernel
 from ..stealing import earliest, rank, take, victim
 from ._loopstate import (
     ANYWHERE,
-    COPIES,
     DEAD,
     DEEP,
-    DONE,
     E_SEQ,
     E_TASK,
     E_TIME,
@@ -23,57 +22,37 @@ from ._loopstate import (
     FEASIBLE,
     FETCH,
     FREE,
-    HAVE_NEXT,
-    HAVE_W,
-    HERE,
-    HOME,
     LOAD,
-    MISSING,
     MORE,
-    NB,
     NO_SOURCE,
-    NPLACED,
-    NPRED,
     NQUEUED,
     NRUNNING,
-    NSTEALS,
     OK,
-    PRED_IDX,
-    PRED_PTR,
-    PRED_SIZE,
     QHEAD,
     QNEXT,
-    QUEUED,
     QWORK,
-    RUNNING,
     STATUS,
     STUCK,
     SUCC_IDX,
     SUCC_PTR,
     UNREACHABLE,
-    WAITING,
     WCORES,
     WORKER,
-    WSTAMP,
     duration,
     make_room,
 )
-from ._moves import (
+from ._datamoves import (
     NO_COPY,
     READY,
     STARTABLE,
     WAITS_INPUTS,
     arrived,
     consumer_released,
-    dequeue,
-    enqueue,
-    fetch_inputs,
+    fetch_time,
+    fetch_times,
     flow_done,
-    have,
-    runnable,
-    start_ready,
-    task_done,
 )
+from ._taskmoves import apply_decisions, runnable, start_ready, task_done
 from .network._flows import next_time, pop_due
 from .network._flowstate import heap_pop
 from .network.maxmin import DENSE
@@ -81,61 +60,7 @@ from .network.maxmin import DENSE
 __all__ = ["simulate_ws"]
 
 
-# ---------------------------------------------------------------- tasks (engine.Simulator)
-@kernel(cache=True, _nrt=False)
-def _place(C, X, G, T, K, F, N, P, lat, i, w, now, fetch_ready):
-    """``i`` is queued on ``w`` (``Simulator._place``); False when an input has no copy left."""
-    enqueue(T, K, i, w)
-    C[NPLACED] += 1
-    if not fetch_ready or T[NPRED][i] == 0:
-        if not fetch_inputs(C, X, G, T, F, N, P, K, lat, i, w, now):
-            return False
-    if T[NPRED][i] == 0 and T[MISSING][i] == 0:
-        runnable(C, T, K, F, i, w)
-    return True
-
-
 # ---------------------------------------------------------------- the scheduler (schedulers.work_stealing)
-@kernel(cache=True, _nrt=False)
-def _estimates(G, T, F, K, lat, inv, i):
-    """``K[FETCH][w]``: seconds to bring ``i``'s computed inputs to ``w`` (``SimView.transfer_estimates``)."""
-    out, here, HW, HN = K[FETCH], K[HERE], F[HAVE_W], F[HAVE_NEXT]
-    W = out.shape[0]
-    for w in range(W):
-        out[w] = 0.0
-    for e in range(G[PRED_PTR][i], G[PRED_PTR][i + 1]):
-        p = G[PRED_IDX][e]
-        src = T[HOME][p]
-        if T[STATUS][p] != DONE or src < 0:
-            continue
-        size = G[PRED_SIZE][e]
-        h = T[COPIES][p]
-        while h >= 0:
-            here[HW[h]] = True
-            h = HN[h]
-        for w in range(W):
-            if not here[w]:
-                out[w] += lat[src, w] + size * inv[src, w]
-        h = T[COPIES][p]
-        while h >= 0:
-            here[HW[h]] = False
-            h = HN[h]
-
-
-@kernel(cache=True, _nrt=False)
-def _estimate(G, T, F, lat, inv, i, w):
-    """Seconds to bring ``i``'s computed inputs to ``w`` (``SimView.transfer_estimate``)."""
-    acc = 0.0
-    for e in range(G[PRED_PTR][i], G[PRED_PTR][i + 1]):
-        p = G[PRED_IDX][e]
-        if T[STATUS][p] != DONE or have(T, F, p, w) >= 0.0:
-            continue
-        src = T[HOME][p]
-        if src >= 0:
-            acc += lat[src, w] + G[PRED_SIZE][e] * inv[src, w]
-    return acc
-
-
 @kernel(cache=True, _nrt=False)
 def _choose_ready(G, T, F, K, pdur, lat, inv, everywhere, tasks, k, bi, bw):
     """``WorkStealing.on_ready``: each task to the worker where it would start earliest
@@ -144,7 +69,7 @@ def _choose_ready(G, T, F, K, pdur, lat, inv, everywhere, tasks, k, bi, bw):
     W = occ.shape[0]
     for j in range(k):
         i = tasks[j]
-        _estimates(G, T, F, K, lat, inv, i)
+        fetch_times(G, T, F, K, lat, inv, i)
         if everywhere:
             arg = earliest(load, K[DEAD], K[ANYWHERE], K[FETCH])
         else:
@@ -173,7 +98,7 @@ def _choose_steal(G, T, F, K, pdur, lat, inv, thief, maxcand, bi, bw, score, mv,
         c += 1
         d = duration(pdur, i, thief)
         if np.isfinite(d):
-            mo = _estimate(G, T, F, lat, inv, i, thief)
+            mo = fetch_time(G, T, F, K, lat, inv, i, thief)
             m = rank(score, mv, ci, m, mo / max(d, 1e-12), mo, i)
         i = q_next[i]
     for x in range(m):
@@ -183,38 +108,6 @@ def _choose_steal(G, T, F, K, pdur, lat, inv, thief, maxcand, bi, bw, score, mv,
     load[vic] = occ[vic] / cores[vic]
     load[thief] = occ[thief] / cores[thief]
     return k
-
-
-@kernel(cache=True, _nrt=False)
-def _apply(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, now, fetch_ready):
-    """Carry out ``k`` decisions (``Simulator._apply``): each task queued on its worker, then the
-    workers touched start what they can; how many workers were touched (-1: an input was lost)."""
-    stamp = K[WSTAMP]
-    C[NB] += 1
-    g = C[NB]
-    nt = 0
-    for j in range(k):
-        i, w = bi[j], bw[j]
-        st = T[STATUS][i]
-        if st >= RUNNING or (st == QUEUED and T[WORKER][i] == w) or (st == WAITING and T[NPRED][i] != 0):
-            continue
-        old = T[WORKER][i] if st == QUEUED else -1
-        if old >= 0:
-            dequeue(T, K, i, old)
-            C[NSTEALS] += 1
-        if not _place(C, X, G, T, K, F, N, P, lat, i, w, now, fetch_ready):
-            return -1
-        if stamp[w] != g:
-            stamp[w] = g
-            touched[nt] = w
-            nt += 1
-        if old >= 0 and stamp[old] != g:
-            stamp[old] = g
-            touched[nt] = old
-            nt += 1
-    for j in range(nt):
-        start_ready(C, G, T, K, F, E, tdur, touched[j], now)
-    return nt
 
 
 # ---------------------------------------------------------------- the loop itself
@@ -271,7 +164,7 @@ def simulate_ws(
     if L[0] == 0.0:
         L[0] = 1.0
         k = _choose_ready(G, T, F, K, pdur, lat_e, inv_e, everywhere, ready, ready.shape[0], bi, bw)
-        nt = _apply(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, 0.0, fetch_ready)
+        nt = apply_decisions(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, 0.0, fetch_ready)
         if nt < 0:
             return NO_SOURCE, F, N
         for j in range(nt - 1, -1, -1):
@@ -288,7 +181,7 @@ def simulate_ws(
             if K[NRUNNING][w] == 0 and K[NQUEUED][w] == 0:
                 F, N, out = make_room(C, F, N, out, n, maxcand * maxindeg, maxcand)
                 k = _choose_steal(G, T, F, K, pdur, lat_e, inv_e, w, maxcand, bi, bw, score, mv, ci, dt, dv)
-                nt = _apply(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, now, fetch_ready)
+                nt = apply_decisions(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, now, fetch_ready)
                 if nt < 0:
                     return NO_SOURCE, F, N
                 if ns + nt > stack.shape[0]:
@@ -329,7 +222,7 @@ def simulate_ws(
             K[LOAD][w] = K[QWORK][w] / K[WCORES][w]
             if k:
                 k = _choose_ready(G, T, F, K, pdur, lat_e, inv_e, everywhere, newly, k, bi, bw)
-                nt = _apply(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, now, fetch_ready)
+                nt = apply_decisions(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, now, fetch_ready)
                 if nt < 0:
                     return NO_SOURCE, F, N
                 for j in range(nt - 1, -1, -1):

@@ -1,7 +1,7 @@
-"""How data moves in a simulation: the engine's side of :mod:`._moves`.
+"""How data moves in a simulation: the engine's side of :mod:`._datamoves`.
 
 The rules (an input needed and from where it comes, a flow done and the copy it leaves, a finished
-task's consumers released) are :mod:`._moves`' kernels, the compiled loops' own, run here as
+task's consumers released, what fetching inputs would cost) are :mod:`._datamoves`' kernels, the compiled loops' own, run here as
 plain Python over the engine's lists. The engine's copies of outputs are the loops' lists
 (``F[HAVE_*]``, appended to); its flows are :class:`~.network.base.Flow` objects, moved by
 whichever network model the run uses (``simple`` or ``maxmin``) and reached through the few
@@ -13,28 +13,24 @@ A part of :class:`~.engine.Simulator` (a mixin over its state).
 
 from __future__ import annotations
 
-from ._loopstate import HAVE_B, HAVE_NEXT, HAVE_W, NO_FLOW, RQ_NEXT, RQ_TASK, RQ_TOKEN
-from ._moves import (
+from ._loopstate import FETCH, HAVE_B, HAVE_NEXT, HAVE_W, NO_FLOW, RQ_NEXT, RQ_TASK, RQ_TOKEN
+from ._datamoves import (
     NO_COPY,
     READY,
     STARTABLE,
     consumer_arrived,
-    consumer_released,
     drop_copy,
-    fetch_inputs,
-    flow_done,
+    fetch_time,
+    fetch_times,
     have,
-    only_copy,
-    runnable,
     source_of,
-    start_ready,
 )
 from .network import Flow
-from .states import RUNNING
 
 __all__ = ["DataMoves"]
 
 _ARRIVED, _HAVE, _SOURCE_OF, _DROP_COPY = consumer_arrived.plain, have.plain, source_of.plain, drop_copy.plain
+_FETCH_TIMES, _FETCH_TIME = fetch_times.plain, fetch_time.plain
 
 
 # the engine's versions of the kernels of flows and entries that the moves call (its flows are Flow objects)
@@ -79,9 +75,10 @@ def _new_ready(C, F):
 class DataMoves:
     """Copies of outputs and flows in a :class:`~.engine.Simulator`."""
 
-    def _bind_moves(self):
-        """The moves of :mod:`._moves` this engine runs, over its lists, flows and network."""
-        engine = dict(
+    def _own_kernels(self) -> dict:
+        """The engine's versions of the kernels of flows and entries that the moves call, by name
+        (:meth:`taskflow.jit.Kernel.bound`)."""
+        return dict(
             live_flow=self._live_flow,
             open_flow=self._open_flow,
             unlink_flow=self._unlink_flow,
@@ -94,14 +91,7 @@ class DataMoves:
             net_wait=_net_wait,
             new_copy=_new_copy,
             new_ready=_new_ready,
-            start_task=self._start_task,
         )
-        self._fetch = fetch_inputs.bound(**engine)
-        self._released = consumer_released.bound(**engine)
-        self._done = flow_done.bound(**engine)
-        self._only_copy = only_copy.bound(**engine)
-        self._ready = runnable.bound(**engine)
-        self._start_ready = start_ready.bound(**engine)
 
     # ------------------------------------------------------------------ the kernels of flows, the engine's
     def _live_flow(self, T, F, p, w):
@@ -126,9 +116,6 @@ class DataMoves:
     def _record_transfer(self, C, F, f, now):
         self.transfers.append((f.task, f.src, f.dst, f.total, f.start, now))
 
-    def _start_task(self, C, G, T, K, E, tdur, i, w, now):
-        self._transition(i, RUNNING, w)
-
     # ------------------------------------------------------------------ copies
     def holds(self, p: int, w: int) -> float:
         """Bytes of ``p``'s output on worker ``w`` (-1: none)."""
@@ -146,6 +133,17 @@ class DataMoves:
         """The live worker to fetch ``nbytes`` of ``p``'s output from: where it was computed, else
         the first live worker holding that many bytes of it; -1 when there is none."""
         return _SOURCE_OF(self.T, self.F, self.K, p, nbytes)
+
+    def fetch_times(self, i: int, lat, inv) -> list:
+        """Estimated seconds to bring ``i``'s computed inputs to each worker (at latencies ``lat``
+        and inverse bandwidths ``inv``, arrays by source and destination), as a list by worker."""
+        K = self.K
+        _FETCH_TIMES(self.G, self.T, self.F, K, lat, inv, i)
+        return K[FETCH]
+
+    def fetch_time(self, i: int, w: int, lat, inv) -> float:
+        """Estimated seconds to bring ``i``'s computed inputs to ``w`` (see :meth:`fetch_times`)."""
+        return _FETCH_TIME(self.G, self.T, self.F, self.K, lat, inv, i, w)
 
     def _lose_copies(self, w):
         """Every copy on worker ``w`` (lost) is gone."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..errors import SchedulerError
 from .events import EventKind
-from .states import DONE, QUEUED, RUNNING, WAITING
+from .states import DONE, QUEUED, RUNNING
 
 __all__ = ["Decisions"]
 
@@ -93,20 +93,13 @@ class Decisions:
         if isinstance(payload, tuple) and len(payload) == 2 and callable(payload[0]):
             payload[0](payload[1])
             return
-        touched = {}  # in the order first touched
-        for i, w in payload or []:
-            st = self.status[i]
-            if st >= RUNNING or not self.alive[w] or (st == QUEUED and self.assigned[i] == w):
-                continue
-            if st == WAITING and self.npred[i] != 0:
-                continue  # not ready: a dynamic scheduler places ready tasks only
-            old = self.assigned[i] if st == QUEUED else -1
-            self._transition(i, QUEUED, w)
-            touched[w] = None
-            if old >= 0:
-                touched[old] = None
-        for w in touched:
-            self._try_start(w)
-        for w in touched:
+        bi = [i for i, _ in payload or ()]
+        bw = [w for _, w in payload or ()]
+        touched = self.touched
+        nt = self._apply_k(
+            self.C, None, self.G, self.T, self.K, self.F, self.net, None, None, None, None, bi, bw, len(bi), touched,
+            self.now, self.fetch_ready,
+        )  # fmt: skip
+        for w in touched[:nt]:
             if self.dynamic and self.alive[w] and not self.running[w] and not self.nqueued[w]:
                 self._call(self.scheduler.on_idle, w, self.view)

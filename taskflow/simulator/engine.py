@@ -56,8 +56,22 @@ from ..scheduling import DynamicScheduler, available, get_scheduler, require_run
 from ..trace import Run, Trace, Transfer, run_id
 from . import fastpath
 from ._gc import FewerCollections
-from ._loopstate import laid_out
-from ._moves import begin_run, dequeue, end_run, enqueue, next_in_plan, startable
+from ._loopstate import NPLACED, laid_out
+from ._taskmoves import (
+    apply_decisions,
+    begin_run,
+    dequeue,
+    end_run,
+    enqueue,
+    fits,
+    next_in_plan,
+    place,
+    runnable,
+    start_ready,
+    startable,
+    still_ready,
+)
+from ._datamoves import consumer_released, fetch_inputs, flow_done, only_copy
 from .data import DataMoves
 from .decisions import Decisions
 from .events import EventKind
@@ -73,7 +87,7 @@ __all__ = ["Simulator"]
 
 # the moves the compiled loops make too, as plain Python over the engine's lists
 _ENQUEUE, _DEQUEUE, _BEGIN_RUN, _END_RUN = enqueue.plain, dequeue.plain, begin_run.plain, end_run.plain
-_NEXT_IN_PLAN, _STARTABLE = next_in_plan.plain, startable.plain
+_NEXT_IN_PLAN, _STARTABLE, _STILL_READY, _FITS = next_in_plan.plain, startable.plain, still_ready.plain, fits.plain
 
 _FAIL, _FINISH, _TICK = EventKind.FAIL, EventKind.FINISH, EventKind.TICK
 _INF = math.inf
@@ -227,8 +241,13 @@ class Simulator(Decisions, Recovery, DataMoves):
             QTAIL=self.qtail,
             RHEAD=self.rhead,
             RTAIL=self.rtail,
+            WSTAMP=[0] * W,
+            HERE=[False] * W,
+            FETCH=[0.0] * W,
             DEAD=self.dead,
         )
+        self.C = [0] * (NPLACED + 1)  # the counters the moves keep (placements; decisions carried out)
+        self.touched = [0] * W  # (the workers a batch of decisions touched)
         self.F = laid_out(HAVE_W=[], HAVE_NEXT=[], HAVE_B=[], RQ_TASK=[], RQ_TOKEN=[], RQ_NEXT=[])
         # bookkeeping
         self.now = 0.0
@@ -273,6 +292,35 @@ class Simulator(Decisions, Recovery, DataMoves):
             (QUEUED, WAITING): self._transition_queued_waiting,
             (DONE, WAITING): self._transition_done_waiting,
         }
+
+    def _bind_moves(self):
+        """The moves of :mod:`._taskmoves` and :mod:`._datamoves` this engine runs, as plain Python
+        over its lists, with its own versions of the kernels that reach its flows and network
+        (:meth:`.data.DataMoves._own_kernels`) and of those it keeps more around (a transition
+        with its checks, a queued task's estimated work, a heap of priorities)."""
+        own = self._own_kernels()
+        self._fetch = fetch_inputs.bound(**own)
+        self._released = consumer_released.bound(**own)
+        self._done = flow_done.bound(**own)
+        self._only_copy = only_copy.bound(**own)
+        self._ready = runnable.bound(**own)
+        self._start_ready = start_ready.bound(**own, start_task=self._start_task)
+        self._place_k = place.bound(**own, enqueue=self._enqueue, runnable=self._runnable_k)
+        self._apply_k = apply_decisions.bound(assign=self._assign, start_ready=self._try_start_k)
+
+    def _start_task(self, C, G, T, K, E, tdur, i, w, now):
+        self._transition(i, RUNNING, w)
+
+    def _runnable_k(self, C, T, K, F, i, w):
+        if self.heaped:
+            self._runnable(i, w)
+
+    def _assign(self, C, X, G, T, K, F, N, P, lat, i, old, w, now, fetch_ready):
+        self._transition(i, QUEUED, w)
+        return True
+
+    def _try_start_k(self, C, G, T, K, F, E, tdur, w, now):
+        self._try_start(w)
 
     # ------------------------------------------------------------------ the event loop
     def _push(self, t, kind, payload):
@@ -392,13 +440,15 @@ class Simulator(Decisions, Recovery, DataMoves):
         self._place(i, w)
 
     def _place(self, i, w):
-        _ENQUEUE(self.T, self.K, i, w)
+        if not self._place_k(
+            self.C, None, self.G, self.T, self.K, self.F, self.net, None, None, i, w, self.now, self.fetch_ready
+        ):
+            self._no_copy(i)
+
+    def _enqueue(self, T, K, i, w):
+        _ENQUEUE(T, K, i, w)
         if self.dynamic:
             self.queued_est[w] += float(self.est_d[i, w])
-        if not self.fetch_ready or self.npred[i] == 0:
-            self._fetch_inputs(i, w)
-        if self.heaped and self.npred[i] == 0 and self.missing[i] == 0:
-            self._runnable(i, w)
 
     def _transition_queued_running(self, i, w):
         if self.validate:
@@ -494,12 +544,13 @@ class Simulator(Decisions, Recovery, DataMoves):
             return
         if self.heaped:
             rq = self.rq[w]
+            T, G, K = self.T, self.G, self.K
             while rq:
                 _, _, i, tok = rq[0]
-                if tok != self.token[i] or self.assigned[i] != w or self.status[i] != QUEUED:
+                if not _STILL_READY(T, i, tok, w):
                     heapq.heappop(rq)
                     continue
-                if self.free[w] < self.tcores[i]:
+                if not _FITS(G, K, i, w):
                     break
                 heapq.heappop(rq)
                 self._transition(i, RUNNING, w)

@@ -1,38 +1,18 @@
 """What a dynamic scheduler may ask about the simulated world (task and worker indices, estimated costs).
 
-The transfer-time estimate lives here once: :meth:`SimView.transfer_estimates` prices bringing a
-task's computed inputs to every worker (each input from its source, :meth:`Simulator.source_of`,
-at latency + bytes / bandwidth, one input after another); schedulers use it rather than their own.
+The transfer-time estimate lives here for schedulers: :meth:`SimView.transfer_estimates` prices
+bringing a task's computed inputs to every worker (each input from its source, :meth:`Simulator.source_of`,
+at latency + bytes / bandwidth, one input after another), by the kernel the compiled loop's work
+stealing prices them with (:func:`._datamoves.fetch_times`); schedulers use it rather than their own.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..jit import kernel
 from .states import DONE, RUNNING
 
 __all__ = ["SimView"]
-
-
-@kernel(cache=True)
-def _transfer_times(srcs, sizes, holders, ptr, k, lat, inv, out, here):  # pragma: no cover - compiled
-    """``out[w]``: seconds to bring the ``k`` inputs (from ``srcs[j]``, ``sizes[j]`` bytes, already on
-    ``holders[ptr[j]:ptr[j+1]]``) to worker ``w``, one after another (added in input order).
-    ``here``: a scratch mask of the workers, all False, left so."""
-    W = out.shape[0]
-    for w in range(W):
-        out[w] = 0.0
-    for j in range(k):
-        for x in range(ptr[j], ptr[j + 1]):
-            here[holders[x]] = True
-        src = srcs[j]
-        size = sizes[j]
-        for w in range(W):
-            if not here[w]:
-                out[w] += lat[src, w] + size * inv[src, w]
-        for x in range(ptr[j], ptr[j + 1]):
-            here[holders[x]] = False
 
 
 class SimView:
@@ -51,16 +31,8 @@ class SimView:
         self.cost_model = sim.cost_model
         self.arrays = sim.a
         self.cluster = sim.cluster
-        a = sim.a
-        W = len(sim.cluster)
-        width = int(np.diff(a.pred_ptr).max(initial=0)) + 1
-        self._srcs = np.zeros(width, np.int64)
-        self._sizes = np.zeros(width)
-        self._ptr = np.zeros(width + 1, np.int64)
-        self._holders = np.zeros(width * W, np.int64)
         self._lat = sim.cost_model.latency_matrix
         self._inv = sim.cost_model.inv_bandwidth
-        self._here = np.zeros(W, np.bool_)
 
     @property
     def now(self) -> float:
@@ -143,43 +115,9 @@ class SimView:
         As in Dask, an output is on a worker or not: an input costs nothing where a copy of it is,
         elsewhere it comes from its source (:meth:`Simulator.source_of`, the worker the simulated
         world fetches from) at latency + bytes / bandwidth."""
-        s = self._s
-        srcs, sizes, ptr, holders = self._srcs, self._sizes, self._ptr, self._holders
-        k = 0
-        n = 0
-        status, pred_size, pred_idx = s.status, s.pred_size, s.pred_idx
-        for e in range(s.pred_ptr[task], s.pred_ptr[task + 1]):
-            p = pred_idx[e]
-            if status[p] != DONE:
-                continue
-            size = pred_size[e]
-            src = s.source_of(p, size)
-            if src < 0:
-                continue
-            srcs[k] = src
-            sizes[k] = size
-            for w in s.holders(p):
-                holders[n] = w
-                n += 1
-            k += 1
-            ptr[k] = n
-        out = np.empty(len(self.cluster))
-        _transfer_times(srcs, sizes, holders, ptr, k, self._lat, self._inv, out, self._here)
-        return out
+        return np.array(self._s.fetch_times(task, self._lat, self._inv))
 
     def transfer_estimate(self, task: int, w: int) -> float:
         """Estimated seconds to bring ``task``'s computed inputs to ``w`` (see :meth:`transfer_estimates`;
         the same sum, for one worker)."""
-        s = self._s
-        status, pred_size, pred_idx = s.status, s.pred_size, s.pred_idx
-        lat, inv = self._lat, self._inv
-        acc = 0.0
-        for e in range(s.pred_ptr[task], s.pred_ptr[task + 1]):
-            p = pred_idx[e]
-            if status[p] != DONE or s.holds(p, w) >= 0.0:
-                continue
-            size = pred_size[e]
-            src = s.source_of(p, size)
-            if src >= 0:
-                acc += lat[src, w] + size * inv[src, w]
-        return float(acc)
+        return float(self._s.fetch_time(task, w, self._lat, self._inv))

@@ -210,7 +210,7 @@ def test_kernels_compiled_without_reference_counting_allocate_nothing_and_return
     import inspect
 
     from taskflow.jit import Kernel
-    from taskflow.simulator import _loopstate, _moves, _planloop, _wsloop
+    from taskflow.simulator import _datamoves, _loopstate, _planloop, _taskmoves, _wsloop
     from taskflow.simulator.network import _flows, _flowstate
 
     allocating = {"empty", "zeros", "full", "ones", "arange", "concatenate", "copy", "List", "empty_like"}
@@ -235,7 +235,7 @@ def test_kernels_compiled_without_reference_counting_allocate_nothing_and_return
 
     off = [
         k
-        for mod in (_loopstate, _moves, _flowstate, _flows, _wsloop, _planloop)
+        for mod in (_loopstate, _datamoves, _taskmoves, _flowstate, _flows, _wsloop, _planloop)
         for k in vars(mod).values()
         if isinstance(k, Kernel) and k.__module__ == mod.__name__ and k.options.get("_nrt", True) is False
     ]

@@ -1,6 +1,6 @@
-"""The simulator's moves of tasks and data, each written once: kernels over the state laid out in
-:mod:`._loopstate`, which the compiled event loops (:mod:`._wsloop`, :mod:`._planloop`) run
-compiled and the engine (:class:`~.engine.Simulator`) runs as plain Python over its lists.
+"""The simulator's moves of data, each written once (as :mod:`._taskmoves` for tasks): kernels
+over the state laid out in :mod:`._loopstate`, which the compiled event loops (:mod:`._wsloop`,
+:mod:`._planloop`) run compiled and the engine (:mod:`.data`) runs as plain Python over its lists.
 
 A move that touches flows reads and writes them only through the small kernels of the first
 section (a live flow of an output to a worker, its bytes, opening and closing one, recording a
@@ -8,13 +8,13 @@ transfer) and the network's calls (``net_extend``, ``net_wait``). These kernels 
 max-min's flow arrays (:mod:`.network._flows`). The engine, whose flows are
 :class:`~.network.base.Flow` objects moved by either network model, runs the same moves with its
 own versions of those few (:meth:`taskflow.jit.Kernel.bound`), as a network model supplies its own
-``start``, ``wait`` and ``extend``; so the rules themselves (when an input is fetched and from
-where, what a finished flow leaves behind, what a finished task's consumers do next, when a
-queued task starts) are in one place.
+``start``, ``wait`` and ``extend``; so the rules themselves (whether an input is there, which flow
+brings it and from where, what a finished flow leaves behind, what a finished task's consumers do
+next, what fetching inputs would cost) are in one place.
 
-Copies of outputs and the ready queue are linked lists in columns (``F[HAVE_*]``, ``F[RQ_*]``):
-the engine's lists and the loops' arrays alike. Where a move needs a new entry it asks
-:func:`new_copy` or :func:`new_ready` (the loops number them from a counter within the room
+Copies of outputs are linked lists in columns (``F[HAVE_*]``, one list per task from
+``T[COPIES]``, in the order the copies came): the engine's lists and the loops' arrays alike. A
+new copy is :func:`new_copy`'s (the loops number them from a counter within the room
 :func:`._loopstate.make_room` made; the engine appends).
 """
 
@@ -24,45 +24,26 @@ import numpy as np
 
 from ..jit import kernel
 from ._loopstate import (
-    CORES,
     COPIES,
     DEAD,
     DONE,
-    E_SEQ,
-    E_TASK,
-    E_TIME,
-    ESEQ,
-    EVN,
-    FREE,
+    FETCH,
     HAVE_B,
     HAVE_NEXT,
     HAVE_W,
+    HERE,
     HOME,
     LIVE,
     MISSING,
     NHAVE,
     NO_FLOW,
     NPRED,
-    NQUEUED,
-    NRQ,
-    NRUNNING,
-    NRUNS,
     NTR,
     PRED_IDX,
     PRED_PTR,
     PRED_SIZE,
-    QHEAD,
-    QNEXT,
-    QPREV,
-    QTAIL,
     QUEUED,
-    RHEAD,
-    RQ_NEXT,
-    RQ_TASK,
-    RQ_TOKEN,
-    RTAIL,
     RUNNING,
-    STARTED,
     STATUS,
     SUCC_IDX,
     SUCC_SIZE,
@@ -70,7 +51,6 @@ from ._loopstate import (
     TRANSFERS,
     TRANSFERS_F,
     WORKER,
-    duration,
 )
 from .network._flows import net_extend, net_start_wait, net_wait
 from .network._flowstate import (
@@ -86,7 +66,6 @@ from .network._flowstate import (
     T_CONS,
     T_TOK,
     WAITS,
-    heap_push,
 )
 
 # what a consumer is once a producer of it finished (:func:`consumer_released`): running or done
@@ -182,14 +161,6 @@ def new_copy(C, F, w, b):
     return h
 
 
-@kernel(cache=True, _nrt=False)
-def new_ready(C, F):
-    """A new entry of the ready queues' lists."""
-    e = C[NRQ]
-    C[NRQ] += 1
-    return e
-
-
 # ---------------------------------------------------------------- copies of outputs
 @kernel(cache=True, _nrt=False)
 def have(T, F, p, w):
@@ -219,6 +190,12 @@ def keep_copy(C, T, F, p, w, b):
         T[COPIES][p] = h
     else:
         F[HAVE_NEXT][last] = h
+
+
+@kernel(cache=True, _nrt=False)
+def only_copy(C, T, F, i, w):
+    """``i``'s output, just computed on ``w``, is there whole: its only copy."""
+    T[COPIES][i] = new_copy(C, F, w, np.inf)
 
 
 @kernel(cache=True, _nrt=False)
@@ -263,7 +240,7 @@ def source_of(T, F, K, p, nbytes):
     return best
 
 
-# ---------------------------------------------------------------- data (engine: Simulator._need and after)
+# ---------------------------------------------------------------- data (engine: .data.DataMoves)
 @kernel(cache=True, _nrt=False)
 def need_input(C, X, T, F, N, P, K, lat, i, p, s, w, now):
     """Consumer ``i`` on ``w`` needs ``s`` bytes of ``p``'s output: nothing when they are there;
@@ -351,140 +328,47 @@ def consumer_released(C, X, G, T, F, N, P, K, lat, i, e, fetch_ready, now):
     return STARTABLE if T[NPRED][j] == 0 and T[MISSING][j] == 0 else WAITS_INPUTS
 
 
-# ---------------------------------------------------------------- tasks
+# ---------------------------------------------------------------- what moving inputs would cost (a scheduler's estimate)
 @kernel(cache=True, _nrt=False)
-def enqueue(T, K, i, w):
-    """``i`` is queued on ``w``, last (an assignment: a new token, no input missing yet)."""
-    T[WORKER][i] = w
-    T[STATUS][i] = QUEUED
-    T[TOKEN][i] += 1
-    T[MISSING][i] = 0
-    q_prev, q_next = T[QPREV], T[QNEXT]
-    t = K[QTAIL][w]
-    q_prev[i] = t
-    q_next[i] = -1
-    if t >= 0:
-        q_next[t] = i
-    else:
-        K[QHEAD][w] = i
-    K[QTAIL][w] = i
-    K[NQUEUED][w] += 1
-
-
-@kernel(cache=True, _nrt=False)
-def dequeue(T, K, i, w):
-    """``i`` leaves ``w``'s queue."""
-    q_prev, q_next = T[QPREV], T[QNEXT]
-    a, b = q_prev[i], q_next[i]
-    if a >= 0:
-        q_next[a] = b
-    else:
-        K[QHEAD][w] = b
-    if b >= 0:
-        q_prev[b] = a
-    else:
-        K[QTAIL][w] = a
-    K[NQUEUED][w] -= 1
+def fetch_times(G, T, F, K, lat, inv, i):
+    """``K[FETCH][w]``: estimated seconds to bring ``i``'s computed inputs to each worker ``w``,
+    one after another: nothing for an input with a copy on ``w``, else latency + bytes /
+    bandwidth from its source (:func:`source_of`). ``K[HERE]`` is scratch (all False, left so)."""
+    out, here, HW, HN = K[FETCH], K[HERE], F[HAVE_W], F[HAVE_NEXT]
+    W = len(out)
+    for w in range(W):
+        out[w] = 0.0
+    for e in range(G[PRED_PTR][i], G[PRED_PTR][i + 1]):
+        p = G[PRED_IDX][e]
+        if T[STATUS][p] != DONE:
+            continue
+        size = G[PRED_SIZE][e]
+        src = source_of(T, F, K, p, size)
+        if src < 0:
+            continue
+        h = T[COPIES][p]
+        while h >= 0:
+            here[HW[h]] = True
+            h = HN[h]
+        for w in range(W):
+            if not here[w]:
+                out[w] += lat[src, w] + size * inv[src, w]
+        h = T[COPIES][p]
+        while h >= 0:
+            here[HW[h]] = False
+            h = HN[h]
 
 
 @kernel(cache=True, _nrt=False)
-def begin_run(G, T, K, i, w, now):
-    """``i``, out of ``w``'s queue (:func:`dequeue`), starts there: its cores taken."""
-    T[STATUS][i] = RUNNING
-    K[FREE][w] -= G[CORES][i]
-    K[NRUNNING][w] += 1
-    T[STARTED][i] = now
-
-
-@kernel(cache=True, _nrt=False)
-def start_task(C, G, T, K, E, tdur, i, w, now):
-    """``i`` starts on ``w`` (:func:`dequeue`, :func:`begin_run`), its end on the event heap."""
-    d = duration(tdur, i, w)
-    dequeue(T, K, i, w)
-    begin_run(G, T, K, i, w, now)
-    C[ESEQ] += 1
-    C[EVN] = heap_push(E[E_TIME], E[E_SEQ], E[E_TASK], C[EVN], now + d, C[ESEQ], i)
-
-
-@kernel(cache=True, _nrt=False)
-def end_run(G, T, K, i):
-    """``i`` finished: its cores freed, its output's home where it ran; returns that worker."""
-    w = T[WORKER][i]
-    T[STATUS][i] = DONE
-    K[FREE][w] += G[CORES][i]
-    K[NRUNNING][w] -= 1
-    T[HOME][i] = w
-    return w
-
-
-@kernel(cache=True, _nrt=False)
-def only_copy(C, T, F, i, w):
-    """``i``'s output, just computed on ``w``, is there whole: its only copy."""
-    T[COPIES][i] = new_copy(C, F, w, np.inf)
-
-
-@kernel(cache=True, _nrt=False)
-def task_done(C, G, T, K, F, RI, RF, i, now):
-    """``i`` finished (:func:`end_run`), its run recorded and its output held where it ran
-    (:func:`only_copy`); returns that worker."""
-    w = end_run(G, T, K, i)
-    r = C[NRUNS]
-    C[NRUNS] += 1
-    RI[r, 0] = i
-    RI[r, 1] = w
-    RF[r, 0] = T[STARTED][i]
-    RF[r, 1] = now
-    only_copy(C, T, F, i, w)
-    return w
-
-
-# ---------------------------------------------------------------- starting: a plan in order, or the ready queue
-@kernel(cache=True, _nrt=False)
-def next_in_plan(T, seq, k, end, w):
-    """Worker ``w`` carrying its plan out in order: the position of its next planned task from
-    ``seq[k]`` on (``seq[k:end]`` its planned tasks, ``k`` the first not started), passing over
-    tasks no longer queued on it; ``end`` when none is left."""
-    while k < end:
-        i = seq[k]
-        if T[WORKER][i] == w and T[STATUS][i] == QUEUED:
-            return k
-        k += 1
-    return end
-
-
-@kernel(cache=True, _nrt=False)
-def startable(G, T, K, i, w):
-    """Whether ``i``, queued on ``w``, starts now: its inputs computed and on ``w``, its cores free."""
-    return T[NPRED][i] == 0 and T[MISSING][i] == 0 and K[FREE][w] >= G[CORES][i]
-
-
-@kernel(cache=True, _nrt=False)
-def runnable(C, T, K, F, i, w):
-    """``i``, its inputs on ``w``, joins ``w``'s ready queue, last (first come, first served:
-    where the scheduler's priorities are all equal)."""
-    e = new_ready(C, F)
-    F[RQ_TASK][e] = i
-    F[RQ_TOKEN][e] = T[TOKEN][i]
-    F[RQ_NEXT][e] = -1
-    if K[RTAIL][w] >= 0:
-        F[RQ_NEXT][K[RTAIL][w]] = e
-    else:
-        K[RHEAD][w] = e
-    K[RTAIL][w] = e
-
-
-@kernel(cache=True, _nrt=False)
-def start_ready(C, G, T, K, F, E, tdur, w, now):
-    """Start ``w``'s ready tasks in order while its cores allow (:func:`start_task`), passing
-    over entries of an older assignment."""
-    while K[RHEAD][w] >= 0:
-        e = K[RHEAD][w]
-        i = F[RQ_TASK][e]
-        stale = F[RQ_TOKEN][e] != T[TOKEN][i] or T[WORKER][i] != w or T[STATUS][i] != QUEUED
-        if not stale and K[FREE][w] < G[CORES][i]:
-            break
-        K[RHEAD][w] = F[RQ_NEXT][e]
-        if K[RHEAD][w] < 0:
-            K[RTAIL][w] = -1
-        if not stale:
-            start_task(C, G, T, K, E, tdur, i, w, now)
+def fetch_time(G, T, F, K, lat, inv, i, w):
+    """Estimated seconds to bring ``i``'s computed inputs to ``w`` (:func:`fetch_times` for one worker)."""
+    acc = 0.0
+    for e in range(G[PRED_PTR][i], G[PRED_PTR][i + 1]):
+        p = G[PRED_IDX][e]
+        if T[STATUS][p] != DONE or have(T, F, p, w) >= 0.0:
+            continue
+        size = G[PRED_SIZE][e]
+        src = source_of(T, F, K, p, size)
+        if src >= 0:
+            acc += lat[src, w] + size * inv[src, w]
+    return acc
