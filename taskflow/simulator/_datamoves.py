@@ -27,11 +27,9 @@ from ._loopstate import (
     COPIES,
     DEAD,
     DONE,
-    FETCH,
     HAVE_B,
     HAVE_NEXT,
     HAVE_W,
-    HERE,
     HOME,
     LIVE,
     MISSING,
@@ -330,14 +328,13 @@ def consumer_released(C, X, G, T, F, N, P, K, lat, i, e, fetch_ready, now):
 
 # ---------------------------------------------------------------- what moving inputs would cost (a scheduler's estimate)
 @kernel(cache=True, _nrt=False)
-def fetch_times(G, T, F, K, lat, inv, i):
-    """``K[FETCH][w]``: estimated seconds to bring ``i``'s computed inputs to each worker ``w``,
-    one after another: nothing for an input with a copy on ``w``, else latency + bytes /
-    bandwidth from its source (:func:`source_of`). ``K[HERE]`` is scratch (all False, left so)."""
-    out, here, HW, HN = K[FETCH], K[HERE], F[HAVE_W], F[HAVE_NEXT]
-    W = len(out)
-    for w in range(W):
-        out[w] = 0.0
+def inputs_to_fetch(G, T, F, K, i, srcs, sizes, holders, ptr):
+    """``i``'s computed inputs as :func:`fetch_times` prices them: the ``j``-th from its source
+    ``srcs[j]`` (:func:`source_of`), ``sizes[j]`` bytes, a copy of it already on each worker of
+    ``holders[ptr[j]:ptr[j + 1]]``; returns how many."""
+    k = 0
+    n = 0
+    ptr[0] = 0
     for e in range(G[PRED_PTR][i], G[PRED_PTR][i + 1]):
         p = G[PRED_IDX][e]
         if T[STATUS][p] != DONE:
@@ -346,22 +343,42 @@ def fetch_times(G, T, F, K, lat, inv, i):
         src = source_of(T, F, K, p, size)
         if src < 0:
             continue
+        srcs[k] = src
+        sizes[k] = size
         h = T[COPIES][p]
         while h >= 0:
-            here[HW[h]] = True
-            h = HN[h]
+            holders[n] = F[HAVE_W][h]
+            n += 1
+            h = F[HAVE_NEXT][h]
+        k += 1
+        ptr[k] = n
+    return k
+
+
+@kernel(cache=True, _nrt=False)
+def fetch_times(srcs, sizes, holders, ptr, k, lat, inv, out, here):
+    """``out[w]``: estimated seconds to bring the ``k`` inputs :func:`inputs_to_fetch` listed to
+    each worker ``w``, one after another (added in input order): nothing for an input with a copy
+    on ``w``, else latency + bytes / bandwidth from its source. ``here`` is scratch (all False,
+    left so)."""
+    W = out.shape[0]
+    for w in range(W):
+        out[w] = 0.0
+    for j in range(k):
+        for x in range(ptr[j], ptr[j + 1]):
+            here[holders[x]] = True
+        src = srcs[j]
+        size = sizes[j]
         for w in range(W):
             if not here[w]:
                 out[w] += lat[src, w] + size * inv[src, w]
-        h = T[COPIES][p]
-        while h >= 0:
-            here[HW[h]] = False
-            h = HN[h]
+        for x in range(ptr[j], ptr[j + 1]):
+            here[holders[x]] = False
 
 
 @kernel(cache=True, _nrt=False)
 def fetch_time(G, T, F, K, lat, inv, i, w):
-    """Estimated seconds to bring ``i``'s computed inputs to ``w`` (:func:`fetch_times` for one worker)."""
+    """Estimated seconds to bring ``i``'s computed inputs to ``w`` (what :func:`fetch_times` gives for one worker)."""
     acc = 0.0
     for e in range(G[PRED_PTR][i], G[PRED_PTR][i + 1]):
         p = G[PRED_IDX][e]

@@ -29,26 +29,12 @@ from ._loopstate import (
     make_room,
 )
 from ._datamoves import NO_COPY, PENDING, READY, STARTABLE, arrived, consumer_released, flow_done
-from ._taskmoves import enqueue, next_in_plan, start_task, startable, task_done
+from ._taskmoves import enqueue, start_in_order, task_done
 from .network._flows import next_time, pop_due
 from .network._flowstate import heap_pop
 from .network.maxmin import DENSE
 
 __all__ = ["simulate_plan"]
-
-
-@kernel(cache=True, _nrt=False)
-def _start_in_order(C, G, T, K, E, tdur, seq_ptr, seq, ptr, w, now):
-    """Start ``w``'s next tasks in plan order while each is ready and its cores are free
-    (``Simulator._try_start`` for a plan)."""
-    k, end = ptr[w], seq_ptr[w + 1]
-    while True:
-        k = next_in_plan(T, seq, k, end, w)
-        if k >= end or not startable(G, T, K, seq[k], w):
-            break
-        start_task(C, G, T, K, E, tdur, seq[k], w, now)
-        k += 1
-    ptr[w] = k
 
 
 @kernel(cache=True)
@@ -94,7 +80,7 @@ def simulate_plan(
             C[NPLACED] += 1
         for w in range(W):
             if seq_ptr[w + 1] > seq_ptr[w]:
-                _start_in_order(C, G, T, K, E, tdur, seq_ptr, seq, ptr, w, 0.0)
+                ptr[w] = start_in_order(C, G, T, K, E, tdur, seq, ptr[w], seq_ptr[w + 1], w, 0.0)
     now = L[1]
     idle = int(L[2])
     steps = 0
@@ -114,12 +100,13 @@ def simulate_plan(
             for e in range(G[SUCC_PTR][i], G[SUCC_PTR][i + 1]):
                 got = consumer_released(C, X, G, T, F, N, P, K, lat, i, e, fetch_ready, now)
                 if got == STARTABLE:
-                    _start_in_order(C, G, T, K, E, tdur, seq_ptr, seq, ptr, T[WORKER][G[SUCC_IDX][e]], now)
+                    aj = T[WORKER][G[SUCC_IDX][e]]
+                    ptr[aj] = start_in_order(C, G, T, K, E, tdur, seq, ptr[aj], seq_ptr[aj + 1], aj, now)
                 elif got == NO_COPY:
                     return NO_SOURCE, F, N
                 elif got == READY or got == PENDING:  # a plan queues every task at its start
                     return UNREACHABLE, F, N
-            _start_in_order(C, G, T, K, E, tdur, seq_ptr, seq, ptr, w, now)
+            ptr[w] = start_in_order(C, G, T, K, E, tdur, seq, ptr[w], seq_ptr[w + 1], w, now)
         elif t_net < np.inf:
             now = t_net
             m = pop_due(C, X, F, N, P, now, out)
@@ -130,7 +117,8 @@ def simulate_plan(
                     continue
                 i = arrived(T, F, f, h)
                 if i >= 0:
-                    _start_in_order(C, G, T, K, E, tdur, seq_ptr, seq, ptr, T[WORKER][i], now)
+                    w = T[WORKER][i]
+                    ptr[w] = start_in_order(C, G, T, K, E, tdur, seq, ptr[w], seq_ptr[w + 1], w, now)
             if m:
                 idle = 0
             else:

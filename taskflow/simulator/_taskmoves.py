@@ -167,6 +167,19 @@ def still_ready(T, i, token, w):
 
 
 @kernel(cache=True, _nrt=False)
+def start_in_order(C, G, T, K, E, tdur, seq, k, end, w, now):
+    """Worker ``w`` carrying its plan out in order (``seq[k:end]`` its planned tasks, ``k`` the
+    first not started): its next tasks start (:func:`start_task`) while each is ready and its cores
+    are free. Returns the new ``k``."""
+    while True:
+        k = next_in_plan(T, seq, k, end, w)
+        if k >= end or not startable(G, T, K, seq[k], w):
+            return k
+        start_task(C, G, T, K, E, tdur, seq[k], w, now)
+        k += 1
+
+
+@kernel(cache=True, _nrt=False)
 def new_ready(C, F):
     """A new entry of the ready queues' lists."""
     e = C[NRQ]

@@ -22,6 +22,7 @@ from ._loopstate import (
     FEASIBLE,
     FETCH,
     FREE,
+    HERE,
     LOAD,
     MORE,
     NO_SOURCE,
@@ -51,6 +52,7 @@ from ._datamoves import (
     fetch_time,
     fetch_times,
     flow_done,
+    inputs_to_fetch,
 )
 from ._taskmoves import apply_decisions, runnable, start_ready, task_done
 from .network._flows import next_time, pop_due
@@ -62,14 +64,15 @@ __all__ = ["simulate_ws"]
 
 # ---------------------------------------------------------------- the scheduler (schedulers.work_stealing)
 @kernel(cache=True, _nrt=False)
-def _choose_ready(G, T, F, K, pdur, lat, inv, everywhere, tasks, k, bi, bw):
+def _choose_ready(G, T, F, K, pdur, lat, inv, everywhere, tasks, k, bi, bw, srcs, sizes, holders, ptr):
     """``WorkStealing.on_ready``: each task to the worker where it would start earliest
     (:func:`taskflow.stealing.earliest`; no worker is lost in this loop)."""
     occ, load, cores, feasible = K[QWORK], K[LOAD], K[WCORES], K[FEASIBLE]
     W = occ.shape[0]
     for j in range(k):
         i = tasks[j]
-        fetch_times(G, T, F, K, lat, inv, i)
+        m = inputs_to_fetch(G, T, F, K, i, srcs, sizes, holders, ptr)
+        fetch_times(srcs, sizes, holders, ptr, m, lat, inv, K[FETCH], K[HERE])
         if everywhere:
             arg = earliest(load, K[DEAD], K[ANYWHERE], K[FETCH])
         else:
@@ -159,11 +162,16 @@ def simulate_ws(
     score, mv, ci = np.empty(maxcand + 1), np.empty(maxcand + 1), np.empty(maxcand + 1, np.int64)
     dt, dv = np.empty(maxcand + 1), np.empty(maxcand + 1)
     out = np.empty((1, 2), np.int64)
+    width = maxindeg + 1  # scratch for pricing a task's inputs (inputs_to_fetch)
+    srcs, sizes, holders, iptr = np.empty(width, np.int64), np.empty(width), np.empty(width * W, np.int64), \
+        np.empty(width + 1, np.int64)  # fmt: skip
     F, N, out = make_room(C, F, N, out, n, 0, ready.shape[0])
     ns = 0
     if L[0] == 0.0:
         L[0] = 1.0
-        k = _choose_ready(G, T, F, K, pdur, lat_e, inv_e, everywhere, ready, ready.shape[0], bi, bw)
+        k = _choose_ready(
+            G, T, F, K, pdur, lat_e, inv_e, everywhere, ready, ready.shape[0], bi, bw, srcs, sizes, holders, iptr
+        )
         nt = apply_decisions(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, 0.0, fetch_ready)
         if nt < 0:
             return NO_SOURCE, F, N
@@ -221,7 +229,9 @@ def simulate_ws(
             K[QWORK][w] = max(0.0, K[QWORK][w] - duration(pdur, i, w))
             K[LOAD][w] = K[QWORK][w] / K[WCORES][w]
             if k:
-                k = _choose_ready(G, T, F, K, pdur, lat_e, inv_e, everywhere, newly, k, bi, bw)
+                k = _choose_ready(
+                    G, T, F, K, pdur, lat_e, inv_e, everywhere, newly, k, bi, bw, srcs, sizes, holders, iptr
+                )
                 nt = apply_decisions(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, now, fetch_ready)
                 if nt < 0:
                     return NO_SOURCE, F, N

@@ -13,15 +13,13 @@ A part of :class:`~.engine.Simulator` (a mixin over its state).
 
 from __future__ import annotations
 
-from ._loopstate import FETCH, HAVE_B, HAVE_NEXT, HAVE_W, NO_FLOW, RQ_NEXT, RQ_TASK, RQ_TOKEN
+from ._loopstate import HAVE_B, HAVE_NEXT, HAVE_W, NO_FLOW, RQ_NEXT, RQ_TASK, RQ_TOKEN
 from ._datamoves import (
     NO_COPY,
     READY,
     STARTABLE,
     consumer_arrived,
     drop_copy,
-    fetch_time,
-    fetch_times,
     have,
     source_of,
 )
@@ -30,7 +28,6 @@ from .network import Flow
 __all__ = ["DataMoves"]
 
 _ARRIVED, _HAVE, _SOURCE_OF, _DROP_COPY = consumer_arrived.plain, have.plain, source_of.plain, drop_copy.plain
-_FETCH_TIMES, _FETCH_TIME = fetch_times.plain, fetch_time.plain
 
 
 # the engine's versions of the kernels of flows and entries that the moves call (its flows are Flow objects)
@@ -133,17 +130,6 @@ class DataMoves:
         """The live worker to fetch ``nbytes`` of ``p``'s output from: where it was computed, else
         the first live worker holding that many bytes of it; -1 when there is none."""
         return _SOURCE_OF(self.T, self.F, self.K, p, nbytes)
-
-    def fetch_times(self, i: int, lat, inv) -> list:
-        """Estimated seconds to bring ``i``'s computed inputs to each worker (at latencies ``lat``
-        and inverse bandwidths ``inv``, arrays by source and destination), as a list by worker."""
-        K = self.K
-        _FETCH_TIMES(self.G, self.T, self.F, K, lat, inv, i)
-        return K[FETCH]
-
-    def fetch_time(self, i: int, w: int, lat, inv) -> float:
-        """Estimated seconds to bring ``i``'s computed inputs to ``w`` (see :meth:`fetch_times`)."""
-        return _FETCH_TIME(self.G, self.T, self.F, self.K, lat, inv, i, w)
 
     def _lose_copies(self, w):
         """Every copy on worker ``w`` (lost) is gone."""

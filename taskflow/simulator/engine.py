@@ -64,11 +64,10 @@ from ._taskmoves import (
     end_run,
     enqueue,
     fits,
-    next_in_plan,
     place,
     runnable,
+    start_in_order,
     start_ready,
-    startable,
     still_ready,
 )
 from ._datamoves import consumer_released, fetch_inputs, flow_done, only_copy
@@ -87,7 +86,7 @@ __all__ = ["Simulator"]
 
 # the moves the compiled loops make too, as plain Python over the engine's lists
 _ENQUEUE, _DEQUEUE, _BEGIN_RUN, _END_RUN = enqueue.plain, dequeue.plain, begin_run.plain, end_run.plain
-_NEXT_IN_PLAN, _STARTABLE, _STILL_READY, _FITS = next_in_plan.plain, startable.plain, still_ready.plain, fits.plain
+_STILL_READY, _FITS = still_ready.plain, fits.plain
 
 _FAIL, _FINISH, _TICK = EventKind.FAIL, EventKind.FINISH, EventKind.TICK
 _INF = math.inf
@@ -242,8 +241,6 @@ class Simulator(Decisions, Recovery, DataMoves):
             RHEAD=self.rhead,
             RTAIL=self.rtail,
             WSTAMP=[0] * W,
-            HERE=[False] * W,
-            FETCH=[0.0] * W,
             DEAD=self.dead,
         )
         self.C = [0] * (NPLACED + 1)  # the counters the moves keep (placements; decisions carried out)
@@ -305,6 +302,7 @@ class Simulator(Decisions, Recovery, DataMoves):
         self._only_copy = only_copy.bound(**own)
         self._ready = runnable.bound(**own)
         self._start_ready = start_ready.bound(**own, start_task=self._start_task)
+        self._in_order = start_in_order.bound(start_task=self._start_task)
         self._place_k = place.bound(**own, enqueue=self._enqueue, runnable=self._runnable_k)
         self._apply_k = apply_decisions.bound(assign=self._assign, start_ready=self._try_start_k)
 
@@ -556,15 +554,7 @@ class Simulator(Decisions, Recovery, DataMoves):
                 self._transition(i, RUNNING, w)
             return
         seq = self.seq[w]
-        k, end = self.ptr[w], len(seq)
-        G, T, K = self.G, self.T, self.K
-        while True:
-            k = _NEXT_IN_PLAN(T, seq, k, end, w)
-            if k >= end or not _STARTABLE(G, T, K, seq[k], w):
-                break
-            self._transition(seq[k], RUNNING, w)
-            k += 1
-        self.ptr[w] = k
+        self.ptr[w] = self._in_order(None, self.G, self.T, self.K, None, None, seq, self.ptr[w], len(seq), w, self.now)
 
     def _on_finish(self, payload):
         i, rtok = payload

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._datamoves import fetch_time, fetch_times, inputs_to_fetch
 from .states import DONE, RUNNING
 
 __all__ = ["SimView"]
+
+_INPUTS_TO_FETCH, _FETCH_TIME = inputs_to_fetch.plain, fetch_time.plain
 
 
 class SimView:
@@ -31,8 +34,18 @@ class SimView:
         self.cost_model = sim.cost_model
         self.arrays = sim.a
         self.cluster = sim.cluster
+        W = len(sim.cluster)
+        width = int(np.diff(sim.a.pred_ptr).max(initial=0)) + 1
+        # scratch for pricing a task's inputs (what inputs_to_fetch lists)
+        self._fx = (
+            np.zeros(width, np.int64),
+            np.zeros(width),
+            np.zeros(width * W, np.int64),
+            np.zeros(width + 1, np.int64),
+        )
         self._lat = sim.cost_model.latency_matrix
         self._inv = sim.cost_model.inv_bandwidth
+        self._here = np.zeros(W, np.bool_)
 
     @property
     def now(self) -> float:
@@ -115,9 +128,14 @@ class SimView:
         As in Dask, an output is on a worker or not: an input costs nothing where a copy of it is,
         elsewhere it comes from its source (:meth:`Simulator.source_of`, the worker the simulated
         world fetches from) at latency + bytes / bandwidth."""
-        return np.array(self._s.fetch_times(task, self._lat, self._inv))
+        s, fx = self._s, self._fx
+        k = _INPUTS_TO_FETCH(s.G, s.T, s.F, s.K, task, *fx)
+        out = np.empty(len(self.cluster))
+        fetch_times(*fx, k, self._lat, self._inv, out, self._here)  # (compiled where large)
+        return out
 
     def transfer_estimate(self, task: int, w: int) -> float:
         """Estimated seconds to bring ``task``'s computed inputs to ``w`` (see :meth:`transfer_estimates`;
         the same sum, for one worker)."""
-        return float(self._s.fetch_time(task, w, self._lat, self._inv))
+        s = self._s
+        return float(_FETCH_TIME(s.G, s.T, s.F, s.K, self._lat, self._inv, task, w))

@@ -512,3 +512,72 @@ def test_inputs_move_as_each_is_computed_or_once_all_are():
     ready.validate(g, c)
     with pytest.raises(TaskflowError, match="fetch must be 'eager' or 'ready'"):
         simulate(g, c, plan=plan, fetch="later")
+
+
+def test_the_engine_makes_its_moves_by_the_compiled_loops_own_kernels():
+    """Each move of a task or of data is written once (``_taskmoves``, ``_datamoves``): the
+    engine's versions are those kernels' own code, run with the engine's kernels of flows and
+    transitions bound in, and the compiled loops define nothing but their loop and work
+    stealing's choices."""
+    from taskflow.jit import Kernel
+    from taskflow.simulator import _datamoves, _planloop, _taskmoves, _wsloop
+    from taskflow.simulator._loopstate import NPLACED
+    from taskflow.simulator.engine import Simulator
+
+    sim = Simulator(random_layered(30, seed=3), Cluster.homogeneous(3), "work-stealing", network="maxmin")
+    ran = {
+        sim._place_k: _taskmoves.place,
+        sim._apply_k: _taskmoves.apply_decisions,
+        sim._start_ready: _taskmoves.start_ready,
+        sim._in_order: _taskmoves.start_in_order,
+        sim._ready: _taskmoves.runnable,
+        sim._fetch: _datamoves.fetch_inputs,
+        sim._released: _datamoves.consumer_released,
+        sim._done: _datamoves.flow_done,
+        sim._only_copy: _datamoves.only_copy,
+    }
+    for engine_version, k in ran.items():
+        assert engine_version.__code__ is k.py_func.__code__, k
+    # the rule reaches the engine's flows through what the engine bound, at any depth
+    need = sim._fetch.__globals__["need_input"]
+    assert need.__code__ is _datamoves.need_input.py_func.__code__
+    assert need.__globals__["open_flow"] == sim._open_flow and need.__globals__["live_flow"] == sim._live_flow
+    assert _datamoves.need_input.py_func.__globals__["open_flow"] is _datamoves.open_flow  # the kernel untouched
+    own = {
+        name
+        for mod in (_wsloop, _planloop)
+        for name, k in vars(mod).items()
+        if isinstance(k, Kernel) and k.__module__ == mod.__name__
+    }
+    assert own == {"simulate_ws", "simulate_plan", "_choose_ready", "_choose_steal"}
+    tr = sim.run(compiled=False)
+    assert len(tr.runs) == 30 and sim.C[NPLACED] >= 30  # every task placed by the shared kernel
+
+
+def test_a_ready_queue_first_come_first_served_and_a_heap_of_equal_priorities_start_the_same():
+    """Where a dynamic scheduler's priorities are all equal the engine keeps each worker's ready
+    tasks in the compiled loop's list (first come, first served); a scheduler that gives every
+    task the same priority through its own ``priority`` gets the heap. Both start the same tasks
+    at the same times."""
+    from schedulers.work_stealing import WorkStealing
+    from taskflow.simulator._loopstate import RQ_TASK
+    from taskflow.simulator.engine import Simulator
+
+    class Equal(WorkStealing):
+        name = "work-stealing-equal"
+
+        def priority(self, task):
+            return 0.0
+
+    g = random_layered(300, seed=5, ccr=1.0)
+    c = Cluster.heterogeneous([1.0, 2.0, 3.0, 1.5], bandwidth=1e8)
+    fifo = Simulator(g, c, "work-stealing", network="maxmin", validate=True)
+    heaped = Simulator(g, c, Equal(seed=0), network="maxmin", validate=True)
+    assert fifo.fifo and not heaped.fifo and heaped.heaped
+    a, b = fifo.run(compiled=False), heaped.run(compiled=False)
+    assert len(fifo.F[RQ_TASK]) >= len(g) and not any(fifo.rq)  # the list, not the heap
+    assert not heaped.F[RQ_TASK]  # the heap, not the list
+    assert [(r.task, r.worker, r.start, r.finish) for r in a.runs] == [
+        (r.task, r.worker, r.start, r.finish) for r in b.runs
+    ]
+    assert [tuple(t) for t in a.transfers] == [tuple(t) for t in b.transfers]
