@@ -108,6 +108,12 @@ def flow_total(F, f):
 
 
 @kernel(cache=True, _nrt=False)
+def flow_bytes(F, f):
+    """Bytes of the output at ``f``'s destination once it is done (what was there, and what it carries)."""
+    return F[FLOWS_F][f, G_BASE] + F[FLOWS_F][f, G_TOTAL]
+
+
+@kernel(cache=True, _nrt=False)
 def open_flow(C, X, T, F, N, P, lat, i, p, src, w, size, base, token, now):
     """A flow of ``size`` bytes of ``p``'s output from ``src`` to ``w`` (``base`` bytes there
     already) starts, consumer ``i`` (under ``token``) waiting for all of them."""
@@ -212,24 +218,20 @@ def drop_copy(T, F, p, w):
 
 
 @kernel(cache=True, _nrt=False)
-def lost(K, w):
-    """Whether worker ``w`` is lost (``K[DEAD]`` empty: none is)."""
-    return len(K[DEAD]) > 0 and K[DEAD][w] != 0
-
-
-@kernel(cache=True, _nrt=False)
 def source_of(T, F, K, p, nbytes):
     """The live worker to fetch ``nbytes`` of ``p``'s output from: where it was computed, else
     the first live worker holding that many bytes of it (the producer's own worker first); -1 when
-    there is none."""
+    there is none. A worker is lost where ``K[DEAD]`` says so (empty: none is)."""
+    dead = K[DEAD]
+    some_dead = len(dead) > 0
     home = T[HOME][p]
-    if home >= 0 and not lost(K, home):
+    if home >= 0 and not (some_dead and dead[home] != 0):
         return home
     best = -1
     h = T[COPIES][p]
     while h >= 0:
         w, b = F[HAVE_W][h], F[HAVE_B][h]
-        if b >= nbytes and not lost(K, w):
+        if b >= nbytes and not (some_dead and dead[w] != 0):
             if b == np.inf:
                 return w
             if best < 0:
@@ -280,7 +282,7 @@ def flow_done(C, T, F, f, now):
     """``f`` carried all its bytes: no longer live, its bytes a copy at its destination, a transfer."""
     p = flow_task(F, f)
     unlink_flow(T, F, p, f)
-    keep_copy(C, T, F, p, flow_dst(F, f), flow_base(F, f) + flow_total(F, f))
+    keep_copy(C, T, F, p, flow_dst(F, f), flow_bytes(F, f))
     record_transfer(C, F, f, now)
 
 

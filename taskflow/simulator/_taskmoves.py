@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..jit import kernel
 from ._loopstate import (
     CORES,
+    DEAD,
     DONE,
     ESEQ,
     EVN,
@@ -49,7 +50,7 @@ from ._loopstate import (
     duration,
 )
 from .network._flowstate import heap_push
-from ._datamoves import fetch_inputs, lost, only_copy
+from ._datamoves import fetch_inputs, only_copy
 
 
 # ---------------------------------------------------------------- tasks
@@ -148,15 +149,9 @@ def next_in_plan(T, seq, k, end, w):
 
 
 @kernel(cache=True, _nrt=False)
-def fits(G, K, i, w):
-    """Whether ``w`` has the cores free that ``i`` takes."""
-    return K[FREE][w] >= G[CORES][i]
-
-
-@kernel(cache=True, _nrt=False)
 def startable(G, T, K, i, w):
     """Whether ``i``, queued on ``w``, starts now: its inputs computed and on ``w``, its cores free."""
-    return T[NPRED][i] == 0 and T[MISSING][i] == 0 and fits(G, K, i, w)
+    return T[NPRED][i] == 0 and T[MISSING][i] == 0 and K[FREE][w] >= G[CORES][i]
 
 
 @kernel(cache=True, _nrt=False)
@@ -210,7 +205,7 @@ def start_ready(C, G, T, K, F, E, tdur, w, now):
         e = K[RHEAD][w]
         i = F[RQ_TASK][e]
         stale = not still_ready(T, i, F[RQ_TOKEN][e], w)
-        if not stale and not fits(G, K, i, w):
+        if not stale and not startable(G, T, K, i, w):  # (a ready task's inputs are there: its cores)
             break
         K[RHEAD][w] = F[RQ_NEXT][e]
         if K[RHEAD][w] < 0:
@@ -253,14 +248,17 @@ def apply_decisions(C, X, G, T, K, F, N, P, E, lat, tdur, bi, bw, k, touched, no
     then each worker touched (``touched[:n]``, in the order first touched, the worker left and
     the worker taken to) starts what it can (:func:`start_ready`). Returns ``n`` (-1: an input
     was lost)."""
-    stamp = K[WSTAMP]
+    stamp, dead = K[WSTAMP], K[DEAD]
+    some_dead = len(dead) > 0
     C[NB] += 1
     g = C[NB]
     nt = 0
     for j in range(k):
         i, w = bi[j], bw[j]
         st = T[STATUS][i]
-        if st >= RUNNING or lost(K, w) or (st == QUEUED and T[WORKER][i] == w) or (st == WAITING and T[NPRED][i] != 0):
+        if st >= RUNNING or (some_dead and dead[w] != 0) or (st == QUEUED and T[WORKER][i] == w):
+            continue
+        if st == WAITING and T[NPRED][i] != 0:  # not ready: a dynamic scheduler places ready tasks only
             continue
         old = T[WORKER][i] if st == QUEUED else -1
         if not assign(C, X, G, T, K, F, N, P, lat, i, old, w, now, fetch_ready):

@@ -47,6 +47,10 @@ def _flow_total(F, f):
     return f.total
 
 
+def _flow_bytes(F, f):
+    return f.base + f.total
+
+
 def _net_extend(C, X, F, N, f, total, now):
     N.extend(f, total, now)
 
@@ -84,6 +88,7 @@ class DataMoves:
             flow_dst=_flow_dst,
             flow_base=_flow_base,
             flow_total=_flow_total,
+            flow_bytes=_flow_bytes,
             net_extend=_net_extend,
             net_wait=_net_wait,
             new_copy=_new_copy,

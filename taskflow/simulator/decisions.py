@@ -93,8 +93,10 @@ class Decisions:
         if isinstance(payload, tuple) and len(payload) == 2 and callable(payload[0]):
             payload[0](payload[1])
             return
-        bi = [i for i, _ in payload or ()]
-        bw = [w for _, w in payload or ()]
+        if not payload:
+            return
+        bi = [i for i, _ in payload]
+        bw = [w for _, w in payload]
         touched = self.touched
         nt = self._apply_k(
             self.C, None, self.G, self.T, self.K, self.F, self.net, None, None, None, None, bi, bw, len(bi), touched,

@@ -63,11 +63,11 @@ from ._taskmoves import (
     dequeue,
     end_run,
     enqueue,
-    fits,
     place,
     runnable,
     start_in_order,
     start_ready,
+    startable,
     still_ready,
 )
 from ._datamoves import consumer_released, fetch_inputs, flow_done, only_copy
@@ -86,7 +86,7 @@ __all__ = ["Simulator"]
 
 # the moves the compiled loops make too, as plain Python over the engine's lists
 _ENQUEUE, _DEQUEUE, _BEGIN_RUN, _END_RUN = enqueue.plain, dequeue.plain, begin_run.plain, end_run.plain
-_STILL_READY, _FITS = still_ready.plain, fits.plain
+_STILL_READY, _STARTABLE = still_ready.plain, startable.plain
 
 _FAIL, _FINISH, _TICK = EventKind.FAIL, EventKind.FINISH, EventKind.TICK
 _INF = math.inf
@@ -307,7 +307,7 @@ class Simulator(Decisions, Recovery, DataMoves):
         self._apply_k = apply_decisions.bound(assign=self._assign, start_ready=self._try_start_k)
 
     def _start_task(self, C, G, T, K, E, tdur, i, w, now):
-        self._transition(i, RUNNING, w)
+        self._transition_queued_running(i, w)  # (queued on w: the caller checked)
 
     def _runnable_k(self, C, T, K, F, i, w):
         if self.heaped:
@@ -548,7 +548,7 @@ class Simulator(Decisions, Recovery, DataMoves):
                 if not _STILL_READY(T, i, tok, w):
                     heapq.heappop(rq)
                     continue
-                if not _FITS(G, K, i, w):
+                if not _STARTABLE(G, T, K, i, w):
                     break
                 heapq.heappop(rq)
                 self._transition(i, RUNNING, w)
@@ -561,7 +561,7 @@ class Simulator(Decisions, Recovery, DataMoves):
         if rtok != self.run_token[i] or self.status[i] != RUNNING:
             return  # a run that was lost with its worker
         w = self.assigned[i]
-        self._transition(i, DONE)
+        self._transition_running_done(i)  # (running: checked above)
         newly_ready = self._release_consumers(i)
         if self.dynamic:
             self._call(self.scheduler.on_finished, i, w, self.view)

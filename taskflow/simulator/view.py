@@ -131,7 +131,7 @@ class SimView:
         s, fx = self._s, self._fx
         k = _INPUTS_TO_FETCH(s.G, s.T, s.F, s.K, task, *fx)
         out = np.empty(len(self.cluster))
-        fetch_times(*fx, k, self._lat, self._inv, out, self._here)  # (compiled where large)
+        fetch_times(*fx, k, self._lat, self._inv, out, self._here)  # (a kernel call: compiled where it pays)
         return out
 
     def transfer_estimate(self, task: int, w: int) -> float:
