@@ -303,7 +303,10 @@ class Simulator(Decisions, Recovery, DataMoves):
         self._ready = runnable.bound(**own)
         self._start_ready = start_ready.bound(**own, start_task=self._start_task)
         self._in_order = start_in_order.bound(start_task=self._start_task)
-        self._place_k = place.bound(**own, enqueue=self._enqueue, runnable=self._runnable_k)
+        # a task ready where it is placed: the list (first come, first served), the heap, or (a plan
+        # carried out strictly) neither
+        ready = self._ready if self.fifo else self._runnable_k
+        self._place_k = place.bound(**own, enqueue=self._enqueue, runnable=ready)
         self._apply_k = apply_decisions.bound(assign=self._assign, start_ready=self._try_start_k)
 
     def _start_task(self, C, G, T, K, E, tdur, i, w, now):
@@ -361,7 +364,7 @@ class Simulator(Decisions, Recovery, DataMoves):
                 self._initial_plan()
             self._loop()
         self.stats = self.net.stats()
-        self._check_finished()
+        self.check_finished()
         meta = {"aborted_transfers": self.aborted_flows, "information": self.information}
         return Trace(
             self.runs,
@@ -404,15 +407,21 @@ class Simulator(Decisions, Recovery, DataMoves):
         if self.heap or self.net.next_time() < _INF or any(self.running):
             self._push(self.now + self.scheduler.tick, _TICK, None)
 
-    def _check_finished(self):
-        left = [i for i in range(self.n) if self.status[i] != DONE]
+    def check_finished(self, status=None, worker=None):
+        """Raise ``RuntimeError`` naming the first task not done, if any (an internal error).
+
+        Parameters
+        ----------
+        status, worker : sequence of int, optional
+            Each task's state and worker (-1: none), the engine's own by default (the compiled
+            loop gives its arrays).
+        """
+        status = self.status if status is None else status
+        worker = self.assigned if worker is None else worker
+        left = [i for i in range(self.n) if status[i] != DONE]
         if left:
-            i = left[0]
-            why = (
-                "never assigned to a worker"
-                if self.assigned[i] < 0
-                else f"stuck on worker {self.wids[self.assigned[i]]!r}"
-            )
+            i, w = left[0], int(worker[left[0]])
+            why = "never assigned to a worker" if w < 0 else f"stuck on worker {self.wids[w]!r}"
             raise RuntimeError(
                 f"simulation ended with {len(left)} unfinished task(s); task {self.a.ids[i]!r} was {why}"
             )

@@ -29,7 +29,6 @@ from ..costs import Durations
 from ..trace import Run, Trace, Transfer
 from ._loopstate import (
     DEEP,
-    DONE,
     MORE,
     NO_SOURCE,
     NPLACED,
@@ -339,13 +338,8 @@ def run(sim) -> Trace:
         "steals": int(C[NSTEALS]),
         "placements": int(C[NPLACED]),
     }
-    nr = int(C[NRUNS])
-    if nr < n:
-        left = np.flatnonzero(T[STATUS] != DONE)
-        i = int(left[0])
-        w = int(T[WORKER][i])
-        why = "never assigned to a worker" if w < 0 else f"stuck on worker {sim.wids[w]!r}"
-        raise RuntimeError(f"simulation ended with {len(left)} unfinished task(s); task {a.ids[i]!r} was {why}")
+    if int(C[NRUNS]) < n:
+        sim.check_finished(T[STATUS].tolist(), T[WORKER].tolist())
     ids, wids = a.ids, sim.wids
     RI, RF = R
     runs = [Run(ids[i], ids[i], wids[w], s, f) for (i, w), (s, f) in zip(RI.tolist(), RF.tolist())]

@@ -466,7 +466,7 @@ def test_internal_invariant_breaks_are_not_user_errors():
     sim.status[3] = sim.status[3].__class__.QUEUED  # a task left unfinished by a broken engine
     sim.assigned[3] = 1
     with pytest.raises(RuntimeError, match="unfinished task") as e:
-        sim._check_finished()
+        sim.check_finished()
     assert not isinstance(e.value, TaskflowError)
 
 
