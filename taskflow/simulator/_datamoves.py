@@ -73,7 +73,7 @@ PASSED, PENDING, READY, WAITS_INPUTS, STARTABLE, NO_COPY = range(6)
 
 
 # ---------------------------------------------------------------- flows: the loops' own (the engine binds its)
-@kernel(cache=True, _nrt=False)
+@kernel(cache=True, _nrt=False, inline="always")
 def live_flow(T, F, p, w):
     """The flow now carrying ``p``'s output to ``w`` (:data:`._loopstate.NO_FLOW`: none)."""
     FI = F[FLOWS]
@@ -83,31 +83,31 @@ def live_flow(T, F, p, w):
     return f  # (-1 at the end: NO_FLOW)
 
 
-@kernel(cache=True, _nrt=False)
+@kernel(cache=True, _nrt=False, inline="always")
 def flow_task(F, f):
     """The task whose output ``f`` carries."""
     return F[FLOWS][f, F_TASK]
 
 
-@kernel(cache=True, _nrt=False)
+@kernel(cache=True, _nrt=False, inline="always")
 def flow_dst(F, f):
     """The worker ``f`` carries to."""
     return F[FLOWS][f, F_DST]
 
 
-@kernel(cache=True, _nrt=False)
+@kernel(cache=True, _nrt=False, inline="always")
 def flow_base(F, f):
     """Bytes of the output at ``f``'s destination before it started."""
     return F[FLOWS_F][f, G_BASE]
 
 
-@kernel(cache=True, _nrt=False)
+@kernel(cache=True, _nrt=False, inline="always")
 def flow_total(F, f):
     """Bytes ``f`` carries."""
     return F[FLOWS_F][f, G_TOTAL]
 
 
-@kernel(cache=True, _nrt=False)
+@kernel(cache=True, _nrt=False, inline="always")
 def flow_bytes(F, f):
     """Bytes of the output at ``f``'s destination once it is done (what was there, and what it carries)."""
     return F[FLOWS_F][f, G_BASE] + F[FLOWS_F][f, G_TOTAL]
@@ -154,7 +154,7 @@ def record_transfer(C, F, f, now):
     F[TRANSFERS_F][k, 2] = now
 
 
-@kernel(cache=True, _nrt=False)
+@kernel(cache=True, _nrt=False, inline="always")
 def new_copy(C, F, w, b):
     """A new entry of the copies' lists: ``b`` bytes on ``w``, last of its list."""
     h = C[NHAVE]
@@ -166,7 +166,7 @@ def new_copy(C, F, w, b):
 
 
 # ---------------------------------------------------------------- copies of outputs
-@kernel(cache=True, _nrt=False)
+@kernel(cache=True, _nrt=False, inline="always")
 def have(T, F, p, w):
     """Bytes of ``p``'s output on ``w`` (-1: none)."""
     h = T[COPIES][p]
@@ -286,7 +286,7 @@ def flow_done(C, T, F, f, now):
     record_transfer(C, F, f, now)
 
 
-@kernel(cache=True, _nrt=False)
+@kernel(cache=True, _nrt=False, inline="always")
 def consumer_arrived(T, i, token, w):
     """Consumer ``i``'s bytes, waited for under assignment ``token``, are on ``w``: whether that
     was the last input it missed and every input is computed (False too for an older assignment's wait)."""

@@ -13,7 +13,9 @@ the moves of :mod:`._moves` on them as plain Python.
 Kernels that neither allocate nor call one that does, and return only scalars, are compiled
 without numba's reference counting (``_nrt=False``): they read and write arrays their caller
 holds, and counting the references of the dozens of arrays each takes (an atomic add per array,
-per call and per tuple unpacked) was a fifth of the loop's time.
+per call and per tuple unpacked) was a fifth of the loop's time. The smallest moves (a field read,
+a test, a list's entry) are inlined where compiled (``inline="always"``): fewer functions for numba
+to compile, which a fresh checkout pays for once.
 """
 
 from __future__ import annotations

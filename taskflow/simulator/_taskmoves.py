@@ -54,7 +54,7 @@ from ._datamoves import fetch_inputs, only_copy
 
 
 # ---------------------------------------------------------------- tasks
-@kernel(cache=True, _nrt=False)
+@kernel(cache=True, _nrt=False, inline="always")
 def enqueue(T, K, i, w):
     """``i`` is queued on ``w``, last (an assignment: a new token, no input missing yet)."""
     T[WORKER][i] = w
@@ -73,7 +73,7 @@ def enqueue(T, K, i, w):
     K[NQUEUED][w] += 1
 
 
-@kernel(cache=True, _nrt=False)
+@kernel(cache=True, _nrt=False, inline="always")
 def dequeue(T, K, i, w):
     """``i`` leaves ``w``'s queue."""
     q_prev, q_next = T[QPREV], T[QNEXT]
@@ -89,7 +89,7 @@ def dequeue(T, K, i, w):
     K[NQUEUED][w] -= 1
 
 
-@kernel(cache=True, _nrt=False)
+@kernel(cache=True, _nrt=False, inline="always")
 def begin_run(G, T, K, i, w, now):
     """``i``, out of ``w``'s queue (:func:`dequeue`), starts there: its cores taken."""
     T[STATUS][i] = RUNNING
@@ -108,7 +108,7 @@ def start_task(C, G, T, K, E, tdur, i, w, now):
     C[EVN] = heap_push(E[E_TIME], E[E_SEQ], E[E_TASK], C[EVN], now + d, C[ESEQ], i)
 
 
-@kernel(cache=True, _nrt=False)
+@kernel(cache=True, _nrt=False, inline="always")
 def end_run(G, T, K, i):
     """``i`` finished: its cores freed, its output's home where it ran; returns that worker."""
     w = T[WORKER][i]
@@ -148,13 +148,13 @@ def next_in_plan(T, seq, k, end, w):
     return end
 
 
-@kernel(cache=True, _nrt=False)
+@kernel(cache=True, _nrt=False, inline="always")
 def startable(G, T, K, i, w):
     """Whether ``i``, queued on ``w``, starts now: its inputs computed and on ``w``, its cores free."""
     return T[NPRED][i] == 0 and T[MISSING][i] == 0 and K[FREE][w] >= G[CORES][i]
 
 
-@kernel(cache=True, _nrt=False)
+@kernel(cache=True, _nrt=False, inline="always")
 def still_ready(T, i, token, w):
     """Whether a ready-queue entry of ``i``, made under assignment ``token``, still stands: ``i``
     is queued on ``w`` under that assignment (else the entry is passed over)."""
@@ -174,7 +174,7 @@ def start_in_order(C, G, T, K, E, tdur, seq, k, end, w, now):
         k += 1
 
 
-@kernel(cache=True, _nrt=False)
+@kernel(cache=True, _nrt=False, inline="always")
 def new_ready(C, F):
     """A new entry of the ready queues' lists."""
     e = C[NRQ]
