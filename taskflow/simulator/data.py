@@ -1,8 +1,8 @@
 """How data moves in a simulation: the engine's side of :mod:`._datamoves`.
 
-The rules (an input needed and from where it comes, a flow done and the copy it leaves, a finished
-task's consumers released, what fetching inputs would cost) are :mod:`._datamoves`' kernels, the compiled loops' own, run here as
-plain Python over the engine's lists. The engine's copies of outputs are the loops' lists
+The rules (an input needed and from where it comes, a flow done and the copy it leaves, a
+finished task's consumers released) are :mod:`._datamoves`' kernels, the compiled loops' own,
+run here as plain Python over the engine's lists. The engine's copies of outputs are the loops' lists
 (``F[HAVE_*]``, appended to); its flows are :class:`~.network.base.Flow` objects, moved by
 whichever network model the run uses (``simple`` or ``maxmin``) and reached through the few
 kernels of flows the moves call, which this module gives in the engine's version

@@ -34,9 +34,10 @@ finished outputs still needed are recomputed. A static plan is re-planned on the
 the same scheduler for the unfinished part; a dynamic scheduler is told (``on_worker_lost``). Results
 of sink tasks count as delivered to the client when they finish, so they are never recomputed.
 
-The engine holds the state, the transitions, the event loop and the movement of data; how plans and
-a scheduler's decisions come in is :mod:`.decisions`, what a lost worker does is :mod:`.recovery` (both
-parts of :class:`Simulator`). With ``validate=True`` every transition first checks its preconditions (``AssertionError`` when
+The engine holds the state, the transitions and the event loop; how data moves is :mod:`.data`,
+how plans and a scheduler's decisions come in is :mod:`.decisions`, what a lost worker does is
+:mod:`.recovery` (all parts of :class:`Simulator`). Each move of a task or of data is a kernel of
+:mod:`._taskmoves` or :mod:`._datamoves`, the compiled loops' own, run here as plain Python. With ``validate=True`` every transition first checks its preconditions (``AssertionError`` when
 one breaks). Broken internal invariants raise ``RuntimeError``; :class:`~taskflow.errors.TaskflowError`
 is kept for what a user can get wrong.
 """
