@@ -37,8 +37,9 @@ of sink tasks count as delivered to the client when they finish, so they are nev
 The engine holds the state, the transitions and the event loop; how data moves is :mod:`.data`,
 how plans and a scheduler's decisions come in is :mod:`.decisions`, what a lost worker does is
 :mod:`.recovery` (all parts of :class:`Simulator`). Each move of a task or of data is a kernel of
-:mod:`._taskmoves` or :mod:`._datamoves`, the compiled loops' own, run here as plain Python. With ``validate=True`` every transition first checks its preconditions (``AssertionError`` when
-one breaks). Broken internal invariants raise ``RuntimeError``; :class:`~taskflow.errors.TaskflowError`
+:mod:`._taskmoves` or :mod:`._datamoves`, the compiled loops' own, run here as plain Python. With
+``validate=True`` every transition first checks its preconditions (``AssertionError`` when one
+breaks). Broken internal invariants raise ``RuntimeError``; :class:`~taskflow.errors.TaskflowError`
 is kept for what a user can get wrong.
 """
 
@@ -194,7 +195,7 @@ class Simulator(Decisions, Recovery, DataMoves):
         self.flows = {}  # (task, worker) -> live Flow
         # worker state
         self.alive = [True] * W
-        self.dead = [False] * W
+        self.dead = [False] * W  # (alive's negation, as the shared moves read it: K[DEAD])
         self.free = cluster.cores.tolist()
         self.running = [set() for _ in range(W)]
         self.nrunning = [0] * W
