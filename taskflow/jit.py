@@ -203,21 +203,6 @@ class Kernel:
         twin.__qualname__, twin.__module__, twin.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
         return twin
 
-    def python(self, *args):
-        """Run the plain Python version on ``args`` (the kernels it calls too), whatever their
-        size: for a caller whose state is Python lists, which compiled code cannot take.
-
-        Parameters
-        ----------
-        *args
-            The kernel's arguments.
-        """
-        _nesting.depth = _nesting.depth + 1
-        try:
-            return self.py_func(*args)
-        finally:
-            _nesting.depth -= 1
-
     def _run_python(self, args, timed: bool):
         """The plain Python version on ``args``, the kernels it calls too; with ``timed``, its
         seconds added to the process's (:data:`COLD_SECONDS`)."""
